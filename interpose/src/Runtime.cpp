@@ -1,0 +1,304 @@
+#include "Runtime.h"
+
+#include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+#include <torch/headeronly/version.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <sstream>
+
+#include "Recorder.h"
+#include "SoftmaxOverride.h"
+#include "hotkernel/Config.h"
+#include "hotkernel/kernels/SoftmaxFamily.h"
+#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/optimizer/SoftmaxTuner.h"
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/CudaDriver.h"
+#include "hotkernel/runtime/Logging.h"
+#include "hotkernel/runtime/Nvrtc.h"
+
+namespace hotkernel {
+namespace {
+
+double samplingFromEnv() {
+  const char* v = std::getenv("HOTKERNEL_SAMPLE");
+  if (!v || !*v) return 0.05;
+  char* end = nullptr;
+  double p = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(p > 0.0 && p <= 1.0)) {
+    HOTKERNEL_LOG(Warn) << "HOTKERNEL_SAMPLE='" << v << "' is not in (0, 1]; using 0.05";
+    return 0.05;
+  }
+  return p;
+}
+
+bool onDeviceUse(int device) { return Runtime::instance().ensureDevice(device); }
+
+// Parses "dtype=bf16;rows=4096;cols=32000" back into a key for `device`.
+std::optional<VariantKey> parseVariant(const std::string& s, int device) {
+  VariantKey k;
+  k.device = device;
+  bool haveDtype = false, haveRows = false, haveCols = false;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ';')) {
+    auto eq = part.find('=');
+    if (eq == std::string::npos) return std::nullopt;
+    std::string name = part.substr(0, eq), value = part.substr(eq + 1);
+    try {
+      if (name == "dtype") {
+        k.dtype = static_cast<int32_t>(kernels::parseDType(value));
+        haveDtype = true;
+      } else if (name == "rows") {
+        k.rows = std::stoll(value);
+        haveRows = true;
+      } else if (name == "cols") {
+        k.cols = std::stoll(value);
+        haveCols = true;
+      }
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+  if (!(haveDtype && haveRows && haveCols) || k.rows < 1 || k.cols < 1) return std::nullopt;
+  return k;
+}
+
+}  // namespace
+
+Runtime& Runtime::instance() {
+  static Runtime* r = new Runtime();  // leaked: used by callbacks during exit
+  return *r;
+}
+
+int Runtime::start() {
+  std::lock_guard<std::mutex> guard(mu_);
+  if (startResult_ != -2) return startResult_;
+  const Config& c = config();
+  if (!c.enabled) {
+    startResult_ = 1;
+    return startResult_;
+  }
+  try {
+    for (const std::string& op : c.ops) {
+      if (op == "_softmax" || op == "aten::_softmax") {
+        SoftmaxOverride::install(c10::DispatchKey::CUDA);
+        SoftmaxOverride::setDeviceHook(&onDeviceUse);
+      } else {
+        HOTKERNEL_LOG(Warn) << "HOTKERNEL_OPS: no kernel family serves '" << op << "'; ignored";
+      }
+    }
+    worker_ = std::make_unique<OptimizerWorker>([this](const OptimizerJob& job) { optimize(job); });
+    Recorder::instance().start(samplingFromEnv(), c.hotCalls,
+                               [this](const std::string& op, const VariantKey& key) { onHot(op, key); });
+    std::atexit([] { Runtime::instance().shutdown(); });
+    startResult_ = 0;
+    HOTKERNEL_LOG(Info) << "hotkernel " << HOTKERNEL_VERSION << " active; cache " << c.cacheDir;
+  } catch (const std::exception& e) {
+    HOTKERNEL_LOG(Warn) << "hotkernel failed to start; every op runs its ATen kernel: " << e.what();
+    startResult_ = -1;
+  }
+  return startResult_;
+}
+
+Fingerprint Runtime::fingerprintFor(int device) const {
+  const DeviceInfo info = queryDevice(device);
+  Fingerprint f;
+  f.gpuName = info.name;
+  f.computeCapability = std::to_string(info.ccMajor) + "." + std::to_string(info.ccMinor);
+  f.driverVersion = info.driverVersion;
+  f.nvrtcVersion = nvrtcAvailable() ? nvrtcVersion() : 0;
+  f.torchVersion = std::string(TORCH_VERSION) + "+cudart" +
+                   std::to_string(at::detail::getCUDAHooks().versionCUDART());
+  f.hotkernelVersion = HOTKERNEL_VERSION;
+  return f;
+}
+
+bool Runtime::ensureDevice(int device) noexcept {
+  try {
+    {
+      std::lock_guard<std::mutex> guard(mu_);
+      if (devicesLoaded_.count(device)) return true;
+    }
+    // Never load modules while the caller's stream captures a graph.
+    if (c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None) return false;
+    loadDevice(device);
+  } catch (const std::exception& e) {
+    HOTKERNEL_LOG_ONCE(Warn, "ensure-device") << "cannot use cached kernels; using ATen kernels: " << e.what();
+  } catch (...) {
+    HOTKERNEL_LOG_ONCE(Warn, "ensure-device") << "cannot use cached kernels (unknown error); using ATen kernels";
+  }
+  return true;
+}
+
+void Runtime::loadDevice(int device) {
+  std::lock_guard<std::mutex> loading(loadMu_);
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (devicesLoaded_.count(device)) return;
+  }
+  // One attempt per device, even if it fails: the hot path must not retry forever.
+  struct MarkLoaded {
+    Runtime* r;
+    int device;
+    ~MarkLoaded() {
+      std::lock_guard<std::mutex> guard(r->mu_);
+      r->devicesLoaded_.insert(device);
+    }
+  } mark{this, device};
+  Fingerprint f = fingerprintFor(device);
+  std::unique_ptr<cache::CacheStore> store;
+  bool openCache = false;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    fingerprint_ = f;
+    fingerprintKey_ = f.key();
+    openCache = !cacheTried_;
+    cacheTried_ = true;
+  }
+  if (openCache) {
+    try {
+      store = cache::CacheStore::open(config().cacheDir);
+    } catch (const std::exception& e) {
+      HOTKERNEL_LOG(Warn) << "kernel cache refused (" << e.what() << "); running without a persistent cache";
+    }
+    std::lock_guard<std::mutex> guard(mu_);
+    cache_ = std::move(store);
+  }
+  if (!cache_) return;
+  std::vector<cache::Entry> entries = cache_->listForFingerprint(f.key());
+  int loaded = 0;
+  for (const cache::Entry& e : entries) {
+    if (publishEntry(e, device)) ++loaded;
+  }
+  HOTKERNEL_LOG(Info) << "device " << device << " (" << f.gpuName << "): " << loaded
+                      << " cached kernel(s) loaded for fingerprint " << f.key();
+}
+
+// Precondition: mu_ NOT held.
+bool Runtime::publishEntry(const cache::Entry& e, int device) {
+  if (e.op != SoftmaxOverride::kOpName) return false;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    decisions_.insert(e.variant);
+  }
+  if (e.decision != "kernel") return false;
+  try {
+    std::optional<VariantKey> key = parseVariant(e.variant, device);
+    HOTKERNEL_CHECK(key.has_value(), "malformed variant '", e.variant, "'");
+    HOTKERNEL_CHECK(e.family == kernels::SoftmaxFamily::kName, "unknown family '", e.family, "'");
+    auto params = kernels::SoftmaxParams::fromJson(nlohmann::json::parse(e.params));
+    SoftmaxOverride::plans().publish(makeSoftmaxPlan(*key, params, e.cubin, device));
+    return true;
+  } catch (const std::exception& ex) {
+    HOTKERNEL_LOG_ONCE(Warn, "bad-entry:" + e.variant)
+        << "cached kernel for " << e.op << " " << e.variant << " refused (" << ex.what()
+        << "); using the ATen kernel";
+    return false;
+  }
+}
+
+void Runtime::onHot(const std::string& op, const VariantKey& key) {
+  if (key.device < 0) {
+    HOTKERNEL_LOG_ONCE(Info, "needs-cuda") << op << " is hot on the CPU; optimization needs a CUDA device";
+    return;
+  }
+  if (!config().optimize || !worker_) return;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (decisions_.count(variantString(key))) return;
+  }
+  if (worker_->enqueue(OptimizerJob{op, key})) {
+    HOTKERNEL_LOG(Info) << "queued " << op << " " << variantString(key) << " for optimization";
+  }
+}
+
+void Runtime::optimize(const OptimizerJob& job) {
+  ensureDevice(job.key.device);
+  const std::string variant = variantString(job.key);
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (decisions_.count(variant)) return;
+  }
+  // Another process may have filled the cache since we started.
+  if (cache_) {
+    if (auto e = cache_->get(fingerprintKey_, job.op, variant)) {
+      publishEntry(*e, job.key.device);
+      return;
+    }
+  }
+  const kernels::SoftmaxVariant v{static_cast<kernels::DType>(job.key.dtype), job.key.rows, job.key.cols};
+  TuneOutcome out = tuneSoftmax(v, job.key.device);
+  cache::Entry entry;
+  entry.fingerprint = fingerprintKey_;
+  entry.fingerprintJson = fingerprint_.canonicalJson();
+  entry.op = job.op;
+  entry.variant = variant;
+  entry.family = kernels::SoftmaxFamily::kName;
+  entry.metrics = out.metrics.dump();
+  if (out.accepted) {
+    entry.decision = "kernel";
+    entry.params = out.params.toJson().dump();
+    entry.kernelName = kernels::SoftmaxFamily::kKernelName;
+    entry.cubin = out.cubin;
+    SoftmaxOverride::plans().publish(makeSoftmaxPlan(job.key, out.params, out.cubin, job.key.device));
+    HOTKERNEL_LOG(Info) << "swapped in " << job.op << " " << variant << ": " << out.params.describe()
+                        << ", speed-up " << out.metrics.value("speedup", 0.0) << "x (95% CI "
+                        << out.metrics["speedupCi"].dump() << "), max abs error "
+                        << out.metrics.value("maxAbsError", 0.0);
+  } else {
+    entry.decision = "keep_aten";
+    entry.params = "{}";
+    HOTKERNEL_LOG(Info) << "keeping the ATen kernel for " << job.op << " " << variant
+                        << ": no candidate was correct and faster";
+  }
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    decisions_.insert(variant);
+    tuneLog_.push_back({{"op", job.op}, {"variant", variant}, {"decision", entry.decision},
+                        {"metrics", out.metrics}});
+  }
+  if (cache_) {
+    try {
+      cache_->put(entry);
+    } catch (const std::exception& e) {
+      HOTKERNEL_LOG(Warn) << "cannot store the result for " << variant << " in the cache: " << e.what();
+    }
+  }
+}
+
+bool Runtime::waitIdle(double timeoutSeconds) { return worker_ ? worker_->waitIdle(timeoutSeconds) : true; }
+
+nlohmann::json Runtime::status() const {
+  nlohmann::json plans = nlohmann::json::array();
+  for (const Plan* p : SoftmaxOverride::plans().load()->all()) {
+    plans.push_back({{"op", SoftmaxOverride::kOpName}, {"variant", variantString(p->key)},
+                     {"device", p->key.device}, {"kernel", p->description}});
+  }
+  std::lock_guard<std::mutex> guard(mu_);
+  return {{"started", startResult_ == 0},
+          {"enabled", SoftmaxOverride::enabled()},
+          {"fingerprint", fingerprintKey_},
+          {"cache", cache_ ? cache_->databasePath() : std::string()},
+          {"plans", plans},
+          {"hits", SoftmaxOverride::hits()},
+          {"misses", SoftmaxOverride::misses()},
+          {"tuned", tuneLog_},
+          {"profile", Recorder::instance().profile()}};
+}
+
+void Runtime::shutdown() noexcept {
+  try {
+    if (worker_) worker_->stop(5.0);
+    const std::string& path = config().profilePath;
+    if (!path.empty() && Recorder::instance().writeProfile(path)) {
+      HOTKERNEL_LOG(Info) << "profile written to " << path;
+    }
+  } catch (...) {
+  }
+}
+
+}  // namespace hotkernel

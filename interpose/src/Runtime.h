@@ -1,0 +1,66 @@
+#pragma once
+// The process-wide hotkernel runtime inside libhotkernel.so: wires the
+// dispatcher override, the recorder, the cache and the optimizer together.
+//
+// Note [Lazy GPU start]
+// hotkernel_start() runs inside `import torch` (or before main) and must not
+// initialize CUDA: a process that forks workers before using CUDA would break.
+// GPU-side work (fingerprint, opening the cache, loading cached kernels) starts
+// on the first CUDA call of an overridden op, or in the optimizer thread, and
+// never while the calling stream is capturing a graph.
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "hotkernel/cache/CacheStore.h"
+#include "hotkernel/optimizer/OptimizerWorker.h"
+#include "hotkernel/runtime/Config.h"
+#include "hotkernel/runtime/Fingerprint.h"
+
+namespace hotkernel {
+
+class Runtime {
+ public:
+  static Runtime& instance();
+
+  // 0 active, 1 disabled by configuration, <0 failed (logged). Idempotent.
+  int start();
+  // Loads cached kernels for `device` once. Returns false (try again later)
+  // while the current stream is capturing a graph. Never throws.
+  bool ensureDevice(int device) noexcept;
+  bool waitIdle(double timeoutSeconds);
+  nlohmann::json status() const;
+  // At exit: stop the optimizer, write the profile. Never throws.
+  void shutdown() noexcept;
+
+ private:
+  Runtime() = default;
+  void onHot(const std::string& op, const VariantKey& key);
+  void optimize(const OptimizerJob& job);
+  void loadDevice(int device);
+  bool publishEntry(const cache::Entry& entry, int device);
+  Fingerprint fingerprintFor(int device) const;
+
+  // Serializes loadDevice(); taken before mu_, never while holding it.
+  std::mutex loadMu_;
+  mutable std::mutex mu_;
+  // Guarded by mu_. cache_, fingerprint_ and fingerprintKey_ are written once,
+  // in loadDevice() before the device is marked loaded; optimize() reads them
+  // only after ensureDevice() returned.
+  int startResult_ = -2;  // -2: not started
+  std::unique_ptr<cache::CacheStore> cache_;
+  bool cacheTried_ = false;
+  std::string fingerprintKey_;
+  Fingerprint fingerprint_;
+  std::set<int> devicesLoaded_;
+  std::set<std::string> decisions_;  // variant strings with a decision (kernel or keep_aten)
+  nlohmann::json tuneLog_ = nlohmann::json::array();
+
+  std::unique_ptr<OptimizerWorker> worker_;  // set in start(), then constant
+};
+
+}  // namespace hotkernel

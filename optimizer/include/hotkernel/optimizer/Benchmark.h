@@ -1,0 +1,29 @@
+#pragma once
+// The benchmark method, the one way every figure of hotkernel is measured
+// (used by the optimizer and by the programs under bench/):
+// CUDA events on a dedicated stream, L2 flushed before every timed run,
+// baseline and candidate interleaved (A B, then B A, alternating), and the
+// speed-up as the median of paired ratios with a 95% confidence interval.
+
+#include <functional>
+
+#include "hotkernel/optimizer/Statistics.h"
+
+namespace hotkernel {
+
+struct BenchmarkOptions {
+  int pairs = 31;            // timed A/B pairs (after warm-up)
+  int warmup = 3;            // untimed runs of each
+  double maxSeconds = 3.0;   // budget: fewer pairs (at least 7) if one pair is slow
+};
+
+// Work to time. It runs with the benchmark stream as the current stream and
+// must enqueue all its GPU work there.
+using Workload = std::function<void()>;
+
+// Times `baseline` and `candidate` on `device`; times in microseconds.
+// Throws Error (or c10::Error) on CUDA failures.
+Comparison benchmarkInterleaved(const Workload& baseline, const Workload& candidate, int device,
+                                const BenchmarkOptions& options = {});
+
+}  // namespace hotkernel

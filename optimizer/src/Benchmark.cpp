@@ -1,0 +1,71 @@
+#include "hotkernel/optimizer/Benchmark.h"
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel {
+
+Comparison benchmarkInterleaved(const Workload& baseline, const Workload& candidate, int device,
+                                const BenchmarkOptions& options) {
+  HOTKERNEL_CHECK(options.pairs >= 3, "need at least 3 pairs");
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
+  at::cuda::CUDAStream stream = at::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+  c10::cuda::CUDAStreamGuard streamGuard(stream);
+
+  // Writing a buffer of twice the L2 size evicts the inputs of the last run.
+  const int64_t l2 = at::cuda::getDeviceProperties(device)->l2CacheSize;
+  at::Tensor flush = at::empty({std::max<int64_t>(2 * l2, 1 << 20)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, device));
+
+  for (int i = 0; i < options.warmup; ++i) {
+    baseline();
+    candidate();
+  }
+  // Estimate one pair's cost to respect the time budget.
+  at::cuda::CUDAEvent e0(cudaEventDefault), e1(cudaEventDefault);
+  e0.record(stream);
+  baseline();
+  candidate();
+  e1.record(stream);
+  e1.synchronize();
+  const double pairMs = std::max(1e-3, static_cast<double>(e0.elapsed_time(e1)));
+  int pairs = options.pairs;
+  const int affordable = static_cast<int>(options.maxSeconds * 1000.0 / (pairMs * 1.5));
+  pairs = std::max(7, std::min(pairs, affordable));
+
+  std::vector<std::unique_ptr<at::cuda::CUDAEvent>> events;
+  events.reserve(4 * pairs);
+  for (int i = 0; i < 4 * pairs; ++i) events.push_back(std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault));
+  auto timed = [&](const Workload& w, int slot, int round) {
+    flush.fill_(static_cast<uint8_t>(round & 0xff));
+    events[2 * slot]->record(stream);
+    w();
+    events[2 * slot + 1]->record(stream);
+  };
+  for (int i = 0; i < pairs; ++i) {
+    // Slots: 2i is A, 2i+1 is B; the order alternates to cancel order effects.
+    if (i % 2 == 0) {
+      timed(baseline, 2 * i, i);
+      timed(candidate, 2 * i + 1, i);
+    } else {
+      timed(candidate, 2 * i + 1, i);
+      timed(baseline, 2 * i, i);
+    }
+  }
+  stream.synchronize();
+  std::vector<double> a(pairs), b(pairs);
+  for (int i = 0; i < pairs; ++i) {
+    a[i] = 1000.0 * events[4 * i]->elapsed_time(*events[4 * i + 1]);
+    b[i] = 1000.0 * events[4 * i + 2]->elapsed_time(*events[4 * i + 3]);
+  }
+  return compareSamples(a, b);
+}
+
+}  // namespace hotkernel

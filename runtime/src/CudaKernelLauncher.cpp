@@ -1,0 +1,63 @@
+#include "hotkernel/runtime/CudaKernelLauncher.h"
+
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/CudaDriver.h"
+#include "hotkernel/runtime/Logging.h"
+
+namespace hotkernel {
+
+std::shared_ptr<CudaKernelLauncher> CudaKernelLauncher::load(int ordinal, const std::string& cubin,
+                                                             const std::string& kernelName, LaunchGeometry geometry,
+                                                             size_t alignment, std::string description) {
+  HOTKERNEL_CHECK(!cubin.empty(), "empty cubin for ", kernelName);
+  std::shared_ptr<CudaKernelLauncher> l(new CudaKernelLauncher());
+  CUdevice dev;
+  HOTKERNEL_CU_CALL(cuDeviceGet(&dev, ordinal));
+  HOTKERNEL_CU_CALL(cuDevicePrimaryCtxRetain(&l->context_, dev));
+  CUcontext previous = nullptr;
+  HOTKERNEL_CU_CALL(cuCtxGetCurrent(&previous));
+  HOTKERNEL_CU_CALL(cuCtxSetCurrent(l->context_));
+  CUresult r = requireCudaDriver().cuModuleLoadData(&l->module_, cubin.data());
+  if (r == CUDA_SUCCESS) r = requireCudaDriver().cuModuleGetFunction(&l->function_, l->module_, kernelName.c_str());
+  if (r == CUDA_SUCCESS && geometry.sharedBytes > 48 * 1024) {
+    r = requireCudaDriver().cuFuncSetAttribute(l->function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                               static_cast<int>(geometry.sharedBytes));
+  }
+  requireCudaDriver().cuCtxSetCurrent(previous);
+  HOTKERNEL_CHECK(r == CUDA_SUCCESS, "loading kernel ", kernelName, " failed: ", cudaErrorString(r));
+  l->geometry_ = geometry;
+  l->alignment_ = alignment;
+  l->description_ = std::move(description);
+  return l;
+}
+
+bool CudaKernelLauncher::launch(const RowKernelArgs& args, void* stream) const noexcept {
+  const CudaDriverApi* d = cudaDriver();
+  if (!d) return false;
+  // Torch's runtime API makes the primary context current on threads it uses;
+  // set it only where that has not happened.
+  CUcontext current = nullptr;
+  if (d->cuCtxGetCurrent(&current) != CUDA_SUCCESS) return false;
+  if (current != context_ && d->cuCtxSetCurrent(context_) != CUDA_SUCCESS) return false;
+  const void* in = args.in;
+  void* out = args.out;
+  long long rows = args.rows;
+  long long cols = args.cols;
+  void* params[] = {&in, &out, &rows, &cols};
+  CUresult r = d->cuLaunchKernel(function_, geometry_.gridX, 1, 1, geometry_.blockX, 1, 1, geometry_.sharedBytes,
+                                 static_cast<CUstream>(stream), params, nullptr);
+  if (r != CUDA_SUCCESS) {
+    HOTKERNEL_LOG_ONCE(Warn, "launch-failed:" + description_)
+        << "launching " << description_ << " failed (" << cudaErrorString(r) << "); using the ATen kernel";
+    return false;
+  }
+  return true;
+}
+
+int CudaKernelLauncher::registersPerThread() const {
+  int regs = -1;
+  if (const CudaDriverApi* d = cudaDriver()) d->cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, function_);
+  return regs;
+}
+
+}  // namespace hotkernel

@@ -1,0 +1,97 @@
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+const std::string kLib = std::string(HOTKERNEL_TEST_BINARY_DIR) + "/lib";
+const std::string kShim = kLib + "/libhotkernel_preload.so";
+
+// Runs `cmd` through /bin/sh and returns its stdout; the exit status in *status.
+std::string run(const std::string& cmd, int* status = nullptr) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int st = ::pclose(p);
+  if (status) *status = st;
+  return out;
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string tempCache() {
+  char tmpl[] = "/tmp/hk-preload-XXXXXX";
+  char* dir = ::mkdtemp(tmpl);
+  return std::string(dir ? dir : "/tmp") + "/cache";
+}
+
+TEST(PreloadShimTest, GivenShimPreloadedWhenRunningBashThenNoTorchIsLoaded) {
+  ASSERT_TRUE(exists(kShim)) << kShim;
+  int status = -1;
+  std::string out = run("LD_PRELOAD=" + kShim + " bash -c 'grep -c libtorch /proc/self/maps'", &status);
+  EXPECT_EQ(out, "0\n");
+  out = run("LD_PRELOAD=" + kShim + " bash -c 'grep -c hotkernel.so /proc/self/maps'");
+  EXPECT_EQ(out, "1\n");  // the shim itself, and only it
+}
+
+TEST(PreloadShimTest, GivenShimWhenInspectingItsDependenciesThenOnlyLibc) {
+  std::string out = run("readelf -d " + kShim + " | grep NEEDED");
+  EXPECT_EQ(out.find("torch"), std::string::npos) << out;
+  EXPECT_EQ(out.find("stdc++"), std::string::npos) << out;
+  EXPECT_NE(out.find("libc.so"), std::string::npos) << out;
+}
+
+std::string pythonProbe(const std::string& env) {
+  const std::string script =
+      "import torch\n"
+      "maps = open('/proc/self/maps').read()\n"
+      "x = torch.randn(4, 8)\n"
+      "y = torch.softmax(x, -1)\n"
+      "assert torch.allclose(y.sum(-1), torch.ones(4))\n"
+      "print('libhotkernel.so' in maps.replace('libhotkernel_preload.so', ''))\n";
+  return run(env + " LD_PRELOAD=" + kShim + " HOTKERNEL_CACHE_DIR=" + tempCache() + " " + HOTKERNEL_PYTHON +
+             " -c \"" + script + "\" 2>&1");
+}
+
+TEST(PreloadShimTest, GivenPythonImportingTorchWhenPreloadedThenRealLibraryIsLoaded) {
+  if (!exists(kLib + "/libhotkernel.so")) GTEST_SKIP() << "built without torch";
+  std::string out = pythonProbe("");
+  EXPECT_NE(out.find("True"), std::string::npos) << out;
+}
+
+TEST(PreloadShimTest, GivenOptOutWhenPythonImportsTorchThenNothingIsLoaded) {
+  if (!exists(kLib + "/libhotkernel.so")) GTEST_SKIP() << "built without torch";
+  std::string out = pythonProbe("HOTKERNEL=0");
+  EXPECT_NE(out.find("False"), std::string::npos) << out;
+}
+
+TEST(PreloadShimTest, GivenMissingRealLibraryWhenPythonImportsTorchThenProcessRunsAndWarns) {
+  if (!exists(kLib + "/libhotkernel.so")) GTEST_SKIP() << "built without torch";
+  std::string out = pythonProbe("HOTKERNEL_LIBRARY=/nonexistent/libhotkernel.so");
+  EXPECT_NE(out.find("False"), std::string::npos) << out;
+  EXPECT_NE(out.find("cannot load the hotkernel library"), std::string::npos) << out;
+}
+
+TEST(PreloadShimTest, GivenCppBinaryLinkedToTorchWhenPreloadedThenRealLibraryIsLoadedBeforeMain) {
+  const std::string probe = std::string(HOTKERNEL_TEST_BINARY_DIR) + "/bin/torch_linked_probe";
+  if (!exists(probe)) GTEST_SKIP() << "built without torch";
+  std::string out = run("HOTKERNEL_CACHE_DIR=" + tempCache() + " LD_PRELOAD=" + kShim + " " + probe);
+  EXPECT_EQ(out, "hotkernel=loaded plans=0\n");
+  out = run(probe);
+  EXPECT_EQ(out, "hotkernel=absent plans=-1\n");
+  out = run("HOTKERNEL=0 LD_PRELOAD=" + kShim + " " + probe);
+  EXPECT_EQ(out, "hotkernel=absent plans=-1\n");
+}
+
+}  // namespace

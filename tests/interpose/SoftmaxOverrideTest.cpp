@@ -1,0 +1,124 @@
+// The trampoline routes plan hits to the plan's launcher and everything else
+// to the original kernel. Exercised on the CPU dispatch key with a test
+// launcher (the CUDA key uses the same trampoline; see tests/gpu).
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <ATen/ops/_softmax_cpu_dispatch.h>
+
+#include <atomic>
+
+#include "SoftmaxOverride.h"
+#include "hotkernel/kernels/DType.h"
+
+namespace hotkernel {
+namespace {
+
+// Writes a recognizable pattern (every element = 0.25) instead of a softmax,
+// so a hit is unmistakable; can be told to fail.
+class PatternLauncher : public KernelLauncher {
+ public:
+  bool launch(const RowKernelArgs& a, void* stream) const noexcept override {
+    ++calls;
+    if (fail || stream != nullptr) return false;
+    float* out = static_cast<float*>(a.out);
+    for (int64_t i = 0; i < a.rows * a.cols; ++i) out[i] = 0.25f;
+    return true;
+  }
+  size_t alignment() const override { return 16; }
+  std::string describe() const override { return "pattern"; }
+  mutable std::atomic<int> calls{0};
+  std::atomic<bool> fail{false};
+};
+
+class SoftmaxOverrideTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    SoftmaxOverride::install(c10::DispatchKey::CPU);
+    launcher_ = std::make_shared<PatternLauncher>();
+    const int32_t f32 = static_cast<int32_t>(kernels::DType::Float32);
+    SoftmaxOverride::plans().publish(Plan{VariantKey{f32, -1, 6, 32}, launcher_, "pattern 6x32"});
+  }
+  void SetUp() override {
+    launcher_->fail = false;
+    SoftmaxOverride::setEnabled(true);
+  }
+  static bool isPattern(const at::Tensor& t) { return at::all(t == 0.25).item<bool>(); }
+  static std::shared_ptr<PatternLauncher> launcher_;
+};
+std::shared_ptr<PatternLauncher> SoftmaxOverrideTest::launcher_;
+
+TEST_F(SoftmaxOverrideTest, GivenInstalledTwiceWhenInstallingThenIdempotent) {
+  EXPECT_NO_THROW(SoftmaxOverride::install(c10::DispatchKey::CPU));
+  EXPECT_TRUE(SoftmaxOverride::installed(c10::DispatchKey::CPU));
+}
+
+TEST_F(SoftmaxOverrideTest, GivenPlannedVariantWhenCalledThroughDispatcherThenPlanRuns) {
+  at::Tensor x = at::randn({6, 32});
+  const int before = launcher_->calls.load();
+  const uint64_t hits = SoftmaxOverride::hits();
+  at::Tensor y = at::_softmax(x, -1, false);
+  EXPECT_TRUE(isPattern(y));
+  EXPECT_EQ(launcher_->calls.load(), before + 1);
+  EXPECT_EQ(SoftmaxOverride::hits(), hits + 1);
+  // The composite op and a 3-D view of the same rows reach the same plan.
+  EXPECT_TRUE(isPattern(at::softmax(x, 1)));
+  EXPECT_TRUE(isPattern(at::softmax(x.view({2, 3, 32}), -1)));
+}
+
+TEST_F(SoftmaxOverrideTest, GivenOtherVariantsWhenCalledThenOriginalKernelResult) {
+  for (const at::Tensor& x : {at::randn({6, 33}), at::randn({7, 32}), at::randn({6, 32}).to(at::kDouble)}) {
+    at::Tensor y = at::_softmax(x, -1, false);
+    EXPECT_TRUE(at::allclose(y, at::cpu::_softmax(x, -1, false)));
+  }
+}
+
+TEST_F(SoftmaxOverrideTest, GivenPlannedShapeButOtherDimOrLayoutWhenCalledThenOriginal) {
+  at::Tensor x = at::randn({6, 32});
+  EXPECT_TRUE(at::allclose(at::_softmax(x, 0, false), at::cpu::_softmax(x, 0, false)));
+  at::Tensor t = at::randn({32, 6}).t();  // 6x32, not contiguous
+  EXPECT_TRUE(at::allclose(at::_softmax(t, -1, false), at::cpu::_softmax(t, -1, false)));
+}
+
+TEST_F(SoftmaxOverrideTest, GivenMisalignedDataWhenCalledThenGuardRefusesAndOriginalRuns) {
+  at::Tensor flat = at::randn({6 * 32 + 1});
+  at::Tensor x = flat.narrow(0, 1, 6 * 32).view({6, 32});  // 4 bytes off a 16-byte boundary
+  ASSERT_TRUE(x.is_contiguous());
+  ASSERT_NE(reinterpret_cast<uintptr_t>(x.data_ptr()) % 16, 0u);
+  EXPECT_TRUE(at::allclose(at::_softmax(x, -1, false), at::cpu::_softmax(x, -1, false)));
+}
+
+TEST_F(SoftmaxOverrideTest, GivenLauncherFailureWhenCalledThenOriginalResult) {
+  launcher_->fail = true;
+  at::Tensor x = at::randn({6, 32});
+  EXPECT_TRUE(at::allclose(at::_softmax(x, -1, false), at::cpu::_softmax(x, -1, false)));
+}
+
+TEST_F(SoftmaxOverrideTest, GivenDisabledWhenCalledThenOriginalUntilReenabled) {
+  at::Tensor x = at::randn({6, 32});
+  SoftmaxOverride::setEnabled(false);
+  EXPECT_TRUE(at::allclose(at::_softmax(x, -1, false), at::cpu::_softmax(x, -1, false)));
+  SoftmaxOverride::setEnabled(true);
+  EXPECT_TRUE(isPattern(at::_softmax(x, -1, false)));
+}
+
+TEST_F(SoftmaxOverrideTest, GivenInvalidDimWhenCalledThenOriginalErrorReachesCaller) {
+  at::Tensor x = at::randn({6, 32});
+  EXPECT_THROW(at::_softmax(x, 5, false), c10::Error);
+}
+
+TEST(SoftmaxVariantTest, GivenTensorsWhenKeyedThenRowsColsDtypeDevice) {
+  auto k = softmaxVariantOf(at::randn({2, 3, 10}).to(at::kBFloat16), -1, false);
+  ASSERT_TRUE(k.has_value());
+  EXPECT_EQ(k->rows, 6);
+  EXPECT_EQ(k->cols, 10);
+  EXPECT_EQ(k->device, -1);
+  EXPECT_EQ(k->dtype, static_cast<int32_t>(kernels::DType::BFloat16));
+  EXPECT_FALSE(softmaxVariantOf(at::randn({2, 3}), 0, false).has_value());
+  EXPECT_FALSE(softmaxVariantOf(at::randn({2, 3}), -1, true).has_value());
+  EXPECT_FALSE(softmaxVariantOf(at::randn({0, 3}), -1, false).has_value());
+  EXPECT_FALSE(softmaxVariantOf(at::randn({2, 3}).to(at::kDouble), -1, false).has_value());
+}
+
+}  // namespace
+}  // namespace hotkernel

@@ -1,0 +1,51 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "hotkernel/runtime/Config.h"
+#include "hotkernel/runtime/Logging.h"
+
+namespace hotkernel {
+namespace {
+
+TEST(ConfigTest, GivenNoEnvironmentWhenReadThenDefaults) {
+  unsetenv("HOTKERNEL");
+  unsetenv("HOTKERNEL_OPS");
+  unsetenv("HOTKERNEL_HOT_CALLS");
+  setenv("HOTKERNEL_CACHE_DIR", "/tmp/hk-config-test", 1);
+  Config c = Config::fromEnvironment();
+  EXPECT_TRUE(c.enabled);
+  EXPECT_TRUE(c.optimize);
+  EXPECT_EQ(c.hotCalls, 50);
+  EXPECT_EQ(c.cacheDir, "/tmp/hk-config-test");
+  ASSERT_EQ(c.ops.size(), 1u);
+  EXPECT_EQ(c.ops[0], "_softmax");
+}
+
+TEST(ConfigTest, GivenOffSwitchAndBadNumberWhenReadThenDisabledAndDefaultKept) {
+  setenv("HOTKERNEL", "0", 1);
+  setenv("HOTKERNEL_HOT_CALLS", "lots", 1);
+  Config c = Config::fromEnvironment();
+  EXPECT_FALSE(c.enabled);
+  EXPECT_EQ(c.hotCalls, 50);
+  unsetenv("HOTKERNEL");
+  unsetenv("HOTKERNEL_HOT_CALLS");
+}
+
+TEST(ConfigTest, GivenNoCacheDirWhenReadThenXdgOrHomeDefault) {
+  unsetenv("HOTKERNEL_CACHE_DIR");
+  setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
+  EXPECT_EQ(Config::fromEnvironment().cacheDir, "/tmp/xdg/hotkernel");
+  unsetenv("XDG_CACHE_HOME");
+  setenv("HOME", "/tmp/home", 1);
+  EXPECT_EQ(Config::fromEnvironment().cacheDir, "/tmp/home/.cache/hotkernel");
+}
+
+TEST(ConfigTest, GivenLevelNamesWhenParsedThenLevels) {
+  EXPECT_EQ(parseLogLevel("debug", LogLevel::Warn), LogLevel::Debug);
+  EXPECT_EQ(parseLogLevel("error", LogLevel::Warn), LogLevel::Error);
+  EXPECT_EQ(parseLogLevel("bogus", LogLevel::Info), LogLevel::Info);
+}
+
+}  // namespace
+}  // namespace hotkernel

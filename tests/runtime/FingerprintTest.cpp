@@ -1,0 +1,50 @@
+#include <gtest/gtest.h>
+
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/Fingerprint.h"
+
+namespace hotkernel {
+namespace {
+
+Fingerprint h200() {
+  Fingerprint f;
+  f.gpuName = "NVIDIA H200";
+  f.computeCapability = "9.0";
+  f.driverVersion = 13000;
+  f.nvrtcVersion = 13000;
+  f.torchVersion = "2.11.0+cudart13000";
+  f.hotkernelVersion = "0.1.0";
+  return f;
+}
+
+TEST(FingerprintTest, GivenFingerprintWhenRoundTrippedThroughJsonThenSameKey) {
+  Fingerprint f = h200();
+  Fingerprint g = Fingerprint::fromCanonicalJson(f.canonicalJson());
+  EXPECT_EQ(g.canonicalJson(), f.canonicalJson());
+  EXPECT_EQ(g.key(), f.key());
+  EXPECT_EQ(f.key().size(), 16u);
+}
+
+TEST(FingerprintTest, GivenAnyFieldChangedWhenKeyedThenKeyDiffers) {
+  const std::string base = h200().key();
+  Fingerprint f = h200();
+  f.driverVersion = 13010;
+  EXPECT_NE(f.key(), base);
+  f = h200();
+  f.torchVersion = "2.12.0";
+  EXPECT_NE(f.key(), base);
+  f = h200();
+  f.gpuName = "NVIDIA H100";
+  EXPECT_NE(f.key(), base);
+  f = h200();
+  f.hotkernelVersion = "0.2.0";
+  EXPECT_NE(f.key(), base);
+}
+
+TEST(FingerprintTest, GivenMalformedJsonWhenParsedThenError) {
+  EXPECT_THROW(Fingerprint::fromCanonicalJson("not json"), Error);
+  EXPECT_THROW(Fingerprint::fromCanonicalJson("{\"gpu\": 3}"), Error);
+}
+
+}  // namespace
+}  // namespace hotkernel
