@@ -1,0 +1,126 @@
+#pragma once
+// The persistent kernel cache: one SQLite database (WAL mode) in a private
+// directory, shared by every process of the user that points at it.
+//
+//   auto store = CacheStore::open(config().cacheDir);        // throws hotkernel::Error
+//   store->put(entry);                                          // upsert, one transaction
+//   for (auto& e : store->listForFingerprint(fp.key())) ...    // verified entries only
+//
+// Every method reports failure by throwing hotkernel::Error (HOTKERNEL_THROW):
+// an unsafe directory, a corrupt or truncated database, a database written by
+// a newer hotkernel, a failed write (disk full). Callers on the serving path
+// catch it and carry on without a cache.
+//
+// Note [The cache stores bytes, it never runs them]
+// This module writes and reads cubin bytes and checks their digests; loading
+// a cubin is the runtime's job, and it only ever gets bytes whose SHA-256
+// matches what put() recorded. The digests detect corruption and accidental
+// edits, not an attacker: anyone who can write the database can rewrite the
+// digests too. The permission checks (private directory and database file,
+// owned by this user, no symlinks) are what keep other users out.
+//
+// Thread-safety: every method may be called from any thread; calls on one
+// CacheStore are serialized by an internal mutex. Several CacheStore objects
+// and several processes may use one directory at once (SQLite locking, one
+// writer at a time, readers never block). Do not use a CacheStore across
+// fork(): open a new one in the child.
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hotkernel/cache/Entry.h"
+#include "hotkernel/cache/EntryFilter.h"
+#include "hotkernel/cache/VerifyReport.h"
+
+namespace hotkernel::cache {
+
+namespace detail {
+class Database;
+}
+
+class CacheStore {
+ public:
+  // Version of the on-disk format (PRAGMA user_version); see cache/README.md.
+  static constexpr int kFormatVersion = 1;
+  // The database file inside the cache directory.
+  static constexpr const char* kDatabaseFileName = "kernels.sqlite";
+
+  // Opens the cache in `dir` for reading and writing, creating the directory
+  // (mode 0700, missing parents too) and the database (mode 0600) if needed.
+  // Refuses a directory that is a symlink, not a directory, not owned by the
+  // current user, or writable by group/others; the same for the database file
+  // and its -wal/-shm companions. Also refuses a corrupt or truncated database,
+  // a file that is not a hotkernel cache, and a newer format version (never
+  // overwrites any of them).
+  static std::unique_ptr<CacheStore> open(const std::string& dir);
+
+  // Opens an existing cache for reading only (the CLI's ls/show/verify): never
+  // creates the directory or the database and never writes to it (SQLite may
+  // create its -wal/-shm lock files). Same checks as open(). Returns nullptr
+  // when there is no cache in `dir` (no directory or no database file).
+  static std::unique_ptr<CacheStore> openReadOnly(const std::string& dir);
+
+  // `dir` made absolute (relative to the working directory), trailing slashes removed.
+  static std::string absoluteDirectory(const std::string& dir);
+  // absoluteDirectory(dir) + "/" + kDatabaseFileName.
+  static std::string databasePathFor(const std::string& dir);
+
+  ~CacheStore();
+  CacheStore(const CacheStore&) = delete;
+  CacheStore& operator=(const CacheStore&) = delete;
+
+  // Inserts or replaces the entry keyed by (fingerprint, op, variant) in one
+  // transaction. Computes cubinSha256 (a value passed in is ignored) and sets
+  // createdUnix when 0. Throws (and stores nothing) for an invalid entry:
+  // fingerprint not matching fingerprintJson, unknown decision, "kernel"
+  // without cubin or kernelName, "keep_aten" with a cubin, params/metrics not
+  // JSON; and when the write fails (read-only store, disk full, lock timeout).
+  void put(const Entry& entry);
+
+  // The entry with this key, only if it verifies: cubin SHA-256 and record
+  // digest recomputed and compared. A failing entry is not returned (nullopt)
+  // and is logged once per process (Warn) with its key.
+  std::optional<Entry> get(const std::string& fingerprint, const std::string& op, const std::string& variant) const;
+
+  // Every entry of one environment, each verified like get() (failing ones are
+  // skipped and logged): what a process loads at start. Ordered by (op, variant).
+  std::vector<Entry> listForFingerprint(const std::string& fingerprint) const;
+
+  // Metadata of the entries matching `filter`, for display: `cubin` is left
+  // empty (cubinBytes holds its size) and nothing is verified. Ordered by
+  // (fingerprint, op, variant).
+  std::vector<Entry> listMetadata(const EntryFilter& filter = {}) const;
+
+  // Re-checks the entries matching `filter`: one report per entry (Ok ones
+  // included), preceded, when the filter selects everything, by a database
+  // report if SQLite's quick_check finds structural damage.
+  std::vector<VerifyReport> verify(const EntryFilter& filter = {}) const;
+  std::vector<VerifyReport> verifyAll() const { return verify(EntryFilter{}); }
+
+  // Deletes the entries matching `filter`, returns how many. Refuses a filter
+  // that selects everything (use removeAll()).
+  size_t remove(const EntryFilter& filter);
+  size_t removeAll();
+
+  const std::string& directory() const { return dir_; }
+  const std::string& databasePath() const { return dbPath_; }
+  bool readOnly() const { return readOnly_; }
+
+ private:
+  CacheStore(std::string dir, std::string dbPath, bool readOnly, std::unique_ptr<detail::Database> db);
+  static std::unique_ptr<CacheStore> openImpl(const std::string& dir, bool readOnly);
+  // Precondition: mu_ held.
+  size_t removeLocked(const EntryFilter& filter);
+
+  const std::string dir_;     // absolute
+  const std::string dbPath_;  // absolute
+  const bool readOnly_;
+  mutable std::mutex mu_;
+  std::unique_ptr<detail::Database> db_;  // Guarded by mu_.
+};
+
+}  // namespace hotkernel::cache

@@ -1,0 +1,25 @@
+#pragma once
+// The outcome of re-checking one stored entry (CacheStore::verify).
+
+#include <string>
+
+namespace hotkernel::cache {
+
+enum class VerifyStatus {
+  Ok,            // cubin and record digests match, fields well formed
+  HashMismatch,  // stored bytes differ from what put() wrote (cubin or metadata)
+  Malformed,     // a field breaks the entry invariants, or the database itself is damaged
+};
+
+const char* toString(VerifyStatus status);  // "ok", "hash-mismatch", "malformed"
+
+struct VerifyReport {
+  // All three are empty for a report about the database as a whole (PRAGMA quick_check).
+  std::string fingerprint;
+  std::string op;
+  std::string variant;
+  VerifyStatus status = VerifyStatus::Ok;
+  std::string detail;  // empty when Ok; otherwise what failed, for humans
+};
+
+}  // namespace hotkernel::cache

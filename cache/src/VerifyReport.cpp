@@ -1,0 +1,17 @@
+#include "hotkernel/cache/VerifyReport.h"
+
+namespace hotkernel::cache {
+
+const char* toString(VerifyStatus status) {
+  switch (status) {
+    case VerifyStatus::Ok:
+      return "ok";
+    case VerifyStatus::HashMismatch:
+      return "hash-mismatch";
+    case VerifyStatus::Malformed:
+      return "malformed";
+  }
+  return "unknown";
+}
+
+}  // namespace hotkernel::cache

@@ -1,0 +1,125 @@
+#pragma once
+// The softmax_lastdim kernel family: out = softmax(in, dim=-1) over a
+// contiguous [rows, cols] view, input and output of one dtype, fp32 arithmetic
+// (aten::_softmax with half_to_float=false). The CUDA template is
+// kernels/softmax/softmax_lastdim.cu; kernels/README.md describes the
+// algorithm and the parameter space.
+//
+// Note [Three guards]
+// guardVariant: can the family serve this shape and dtype at all.
+// guardParams: is this parameter point correct for this variant (the kernel
+//   trusts it: it does not re-check row length or divisibility on the device).
+// guardPointers: per call, are these data pointers aligned for the point's
+//   vector width. The trampoline runs it on every call and falls back to ATen
+//   when it fails; ATen's allocator gives 256-byte aligned storage, but views
+//   (x[1:], narrow) can start anywhere.
+// Contiguity, device and in/out shape checks belong to the caller.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hotkernel/kernels/DType.h"
+
+namespace hotkernel::kernels {
+
+// One variant of the op: the last dim is `cols`, every leading dim is folded into `rows`.
+struct SoftmaxVariant {
+  DType dtype = DType::Float32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+// One point of the parameter space; becomes the HK_* defines of the template.
+struct SoftmaxParams {
+  int threads = 256;  // threads per CTA (one CTA per row): a power of two in [32, 1024]
+  int vec = 1;        // elements per vector access: a power of two, vec * elementSize <= 16 bytes
+  int items = 0;      // > 0: register-resident, each thread holds `items` vectors (one read of the row);
+                      // 0: streaming, any row length (two reads of the row)
+
+  bool registerResident() const { return items > 0; }
+  bool operator==(const SoftmaxParams& o) const {
+    return threads == o.threads && vec == o.vec && items == o.items;
+  }
+  bool operator!=(const SoftmaxParams& o) const { return !(*this == o); }
+
+  nlohmann::json toJson() const;  // {"items":8,"threads":512,"vec":8}
+  // Throws Error unless `j` is an object with integer threads, vec and items.
+  // Does not check validity: that is guardParams' job.
+  static SoftmaxParams fromJson(const nlohmann::json& j);
+  std::string describe() const;  // "threads=512 vec=8 items=8 (register-resident)"
+};
+
+// How to launch one compiled point for one variant. sharedBytes is the
+// dynamic shared memory; the template uses static shared memory only.
+struct LaunchGeometry {
+  unsigned gridX = 1;
+  unsigned blockX = 1;
+  unsigned sharedBytes = 0;
+};
+
+class SoftmaxFamily {
+ public:
+  static constexpr const char* kName = "softmax_lastdim";  // also the embedded source's name
+  static constexpr const char* kKernelName = "hk_softmax_lastdim";
+  // Longest row the family serves (the kernel indexes vectors in int).
+  static constexpr int64_t kMaxCols = int64_t{1} << 30;
+  // Register-resident points keep at most this many fp32 values per thread...
+  static constexpr int kMaxRegisterElements = 128;
+  // ... and at most kRegisterFileElements / threads, i.e. half the registers
+  // __launch_bounds__(threads) allows, so that ptxas does not spill
+  // (FamilyTest checks the ptxas report of every point).
+  static constexpr int kRegisterFileElements = 32768;
+
+  // Whether the family can serve the variant at all: rows >= 1, 1 <= cols <= kMaxCols,
+  // rows * cols without overflow.
+  static bool guardVariant(const SoftmaxVariant& v);
+
+  // Whether `p` is a point of the family for v.dtype (allParameterPoints) and
+  // correct for v: cols % vec == 0 when vec > 1 (each row must start aligned),
+  // cols <= threads * vec * items when register-resident.
+  static bool guardParams(const SoftmaxVariant& v, const SoftmaxParams& p);
+
+  // Per-call guard: both pointers non-null and aligned to requiredAlignment().
+  // In-place calls (in == out) are correct: every element is read before the
+  // thread that owns it writes it. Partial overlap is not; the caller refuses it.
+  static bool guardPointers(const void* in, const void* out, DType dtype, const SoftmaxParams& p);
+
+  // Bytes of alignment guardPointers requires: vec * elementSize(dtype).
+  static size_t requiredAlignment(DType dtype, const SoftmaxParams& p);
+
+  // Up to 12 parameter points worth measuring for `v`, best guess first; every
+  // one passes guardParams. Always holds a streaming point and a vec == 1
+  // point (the fallback for unaligned data). Empty iff !guardVariant(v).
+  static std::vector<SoftmaxParams> parameterSpace(const SoftmaxVariant& v);
+
+  // Every point the family can produce for `dtype` (the guard's whitelist).
+  static std::vector<SoftmaxParams> allParameterPoints(DType dtype);
+
+  // The CUDA template (kernelSource(kName).text).
+  static std::string source();
+
+  // The defines that instantiate the template: -DHK_DTYPE=, -DHK_THREADS=,
+  // -DHK_VEC=, -DHK_ITEMS=. Throws Error if `p` is not a point for `dtype`.
+  static std::vector<std::string> compileOptions(DType dtype, const SoftmaxParams& p);
+
+  // One CTA of `threads` per row; the kernel strides over rows when rows
+  // exceeds the grid limit.
+  static LaunchGeometry launchGeometry(const SoftmaxVariant& v, const SoftmaxParams& p);
+
+  // Ideal DRAM traffic: the input read once and the output written once.
+  static double bytesMoved(const SoftmaxVariant& v);
+
+  // Largest absolute difference from ATen's _softmax allowed (the one table):
+  //   float32   1e-6
+  //   float16   2^-11  (1 ulp of float16 in [0.5, 1); outputs lie in [0, 1])
+  //   bfloat16  2^-8   (1 ulp of bfloat16 in [0.5, 1))
+  // Both sides compute in fp32 and round once, so 16-bit outputs differ by at
+  // most one rounding step. `cols` is part of the signature for families
+  // whose error grows with the reduction length; here it does not.
+  static double tolerance(DType dtype, int64_t cols);
+};
+
+}  // namespace hotkernel::kernels

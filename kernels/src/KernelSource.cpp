@@ -1,0 +1,43 @@
+#include "hotkernel/kernels/KernelSource.h"
+
+#include <cstddef>
+
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/Hash.h"
+
+// Defined by the files that kernels/CMakeLists.txt generates with
+// hotkernel_embed_kernel_source(<name> ...).
+#define HOTKERNEL_DECLARE_EMBEDDED(name)              \
+  namespace hotkernel::kernels::detail {              \
+  extern const unsigned char kEmbedded_##name[];      \
+  extern const size_t kEmbeddedSize_##name;           \
+  extern const char kEmbeddedPath_##name[];           \
+  }
+
+HOTKERNEL_DECLARE_EMBEDDED(softmax_lastdim)
+
+#define HOTKERNEL_EMBEDDED(name)                                                                       \
+  KernelSource {                                                                                       \
+    #name, detail::kEmbeddedPath_##name,                                                               \
+        std::string_view(reinterpret_cast<const char*>(detail::kEmbedded_##name), detail::kEmbeddedSize_##name) \
+  }
+
+namespace hotkernel::kernels {
+
+std::string KernelSource::sha256() const { return sha256Hex(text.data(), text.size()); }
+
+const std::vector<KernelSource>& allKernelSources() {
+  static const std::vector<KernelSource> sources = {
+      HOTKERNEL_EMBEDDED(softmax_lastdim),
+  };
+  return sources;
+}
+
+const KernelSource& kernelSource(std::string_view name) {
+  for (const KernelSource& s : allKernelSources()) {
+    if (s.name == name) return s;
+  }
+  HOTKERNEL_THROW("no embedded kernel source named '", name, "'");
+}
+
+}  // namespace hotkernel::kernels

@@ -1,0 +1,165 @@
+#pragma once
+// Helpers shared by the cache and CLI tests: a temporary directory, valid
+// entries, and raw SQLite access for tampering with a database behind the
+// CacheStore's back.
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "hotkernel/cache/CacheStore.h"
+#include "hotkernel/cache/Entry.h"
+#include "hotkernel/runtime/Fingerprint.h"
+
+namespace hotkernel::cache::test {
+
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/hotkernel-test-XXXXXX";
+    char* made = ::mkdtemp(tmpl.data());
+    EXPECT_NE(made, nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    // Restore permissions a test may have removed, so removal works.
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, std::filesystem::perm_options::add, ec);
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+inline Fingerprint testFingerprint(const std::string& gpu = "NVIDIA H200") {
+  Fingerprint f;
+  f.gpuName = gpu;
+  f.computeCapability = "9.0";
+  f.driverVersion = 13000;
+  f.nvrtcVersion = 13000;
+  f.torchVersion = "2.11.0+cu130";
+  f.hotkernelVersion = "0.1.0";
+  return f;
+}
+
+// A valid "kernel" entry; the cubin is derived from the key so entries differ.
+inline Entry kernelEntry(const std::string& op, const std::string& variant, const Fingerprint& fp = testFingerprint(),
+                         size_t cubinBytes = 256) {
+  Entry e;
+  e.fingerprint = fp.key();
+  e.fingerprintJson = fp.canonicalJson();
+  e.op = op;
+  e.variant = variant;
+  e.decision = kDecisionKernel;
+  e.family = "softmax_lastdim";
+  e.params = R"({"block":256,"vec":8})";
+  e.kernelName = "softmax_lastdim_kernel";
+  std::string seed = op + "|" + variant + "|" + e.fingerprint;
+  e.cubin.resize(cubinBytes);
+  for (size_t i = 0; i < cubinBytes; ++i) e.cubin[i] = static_cast<char>(seed[i % seed.size()] ^ (i * 131));
+  e.metrics = R"({"speedup":1.42,"ci":[1.38,1.46],"max_abs_err":0.0})";
+  return e;
+}
+
+inline Entry keepAtenEntry(const std::string& op, const std::string& variant,
+                           const Fingerprint& fp = testFingerprint()) {
+  Entry e = kernelEntry(op, variant, fp);
+  e.decision = kDecisionKeepAten;
+  e.cubin.clear();
+  e.kernelName.clear();
+  e.metrics = R"({"best_speedup":0.97})";
+  return e;
+}
+
+// Raw SQLite access, bypassing CacheStore (for tampering and inspection).
+class RawDb {
+ public:
+  explicit RawDb(const std::string& dir) {
+    std::string path = CacheStore::databasePathFor(dir);
+    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK) << path;
+    sqlite3_busy_timeout(db_, 5000);
+  }
+  ~RawDb() { sqlite3_close(db_); }
+  RawDb(const RawDb&) = delete;
+  RawDb& operator=(const RawDb&) = delete;
+
+  void exec(const std::string& sql) {
+    char* err = nullptr;
+    int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+    EXPECT_EQ(rc, SQLITE_OK) << sql << ": " << (err ? err : "");
+    sqlite3_free(err);
+  }
+  int64_t queryInt(const std::string& sql) {
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
+    int64_t v = -1;
+    if (st && sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+  }
+  std::string queryText(const std::string& sql) {
+    sqlite3_stmt* st = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
+    std::string v;
+    if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+      v = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    return v;
+  }
+  // Flips the bits of one byte of the stored cubin of (op, variant), in place
+  // through the incremental blob API: exactly what bit rot or an edit does.
+  void flipCubinByte(const std::string& op, const std::string& variant, int offset = 7) {
+    int64_t rowid = queryInt("SELECT rowid FROM entries WHERE op = '" + op + "' AND variant = '" + variant + "'");
+    ASSERT_GT(rowid, 0);
+    sqlite3_blob* blob = nullptr;
+    ASSERT_EQ(sqlite3_blob_open(db_, "main", "entries", "cubin", rowid, /*flags=*/1, &blob), SQLITE_OK);
+    unsigned char byte = 0;
+    ASSERT_EQ(sqlite3_blob_read(blob, &byte, 1, offset), SQLITE_OK);
+    byte ^= 0xff;
+    ASSERT_EQ(sqlite3_blob_write(blob, &byte, 1, offset), SQLITE_OK);
+    sqlite3_blob_close(blob);
+  }
+  sqlite3* handle() { return db_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+inline mode_t modeOf(const std::string& path) {
+  struct stat st;
+  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+inline std::string readFile(const std::string& path) {
+  std::string out;
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    char buf[65536];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+    std::fclose(f);
+  }
+  return out;
+}
+
+inline void writeFile(const std::string& path, const std::string& bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr) << path;
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+}
+
+}  // namespace hotkernel::cache::test

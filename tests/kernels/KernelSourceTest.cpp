@@ -1,0 +1,50 @@
+#include "hotkernel/kernels/KernelSource.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel::kernels {
+namespace {
+
+std::string readRepoFile(std::string_view relative) {
+  std::ifstream f(std::string(HOTKERNEL_TEST_SOURCE_DIR) + "/" + std::string(relative), std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(KernelSourceTest, givenEmbeddedSources_whenComparedWithTheFilesInTheRepo_thenIdentical) {
+  ASSERT_FALSE(allKernelSources().empty());
+  for (const KernelSource& s : allKernelSources()) {
+    EXPECT_FALSE(s.text.empty()) << s.name;
+    EXPECT_EQ(std::string(s.text), readRepoFile(s.path)) << s.path << " changed without a rebuild";
+  }
+}
+
+TEST(KernelSourceTest, givenSoftmaxSource_whenLookedUp_thenItDefinesTheEntryAndIncludesNothing) {
+  const KernelSource& s = kernelSource("softmax_lastdim");
+  EXPECT_EQ(s.name, "softmax_lastdim");
+  EXPECT_EQ(s.path, "kernels/softmax/softmax_lastdim.cu");
+  EXPECT_NE(s.text.find("extern \"C\" __global__"), std::string_view::npos);
+  EXPECT_NE(s.text.find("hk_softmax_lastdim("), std::string_view::npos);
+  EXPECT_EQ(s.text.find("#include"), std::string_view::npos);
+}
+
+TEST(KernelSourceTest, givenASource_whenHashed_thenStableLowercaseSha256) {
+  const KernelSource& s = kernelSource("softmax_lastdim");
+  const std::string h = s.sha256();
+  ASSERT_EQ(h.size(), 64u);
+  EXPECT_EQ(h.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_EQ(h, s.sha256());
+}
+
+TEST(KernelSourceTest, givenUnknownName_whenLookedUp_thenThrows) {
+  EXPECT_THROW(kernelSource("no_such_kernel"), Error);
+}
+
+}  // namespace
+}  // namespace hotkernel::kernels

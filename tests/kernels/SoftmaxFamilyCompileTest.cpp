@@ -1,0 +1,146 @@
+// Compiles the softmax template with NVRTC (CPU only, no GPU needed): every
+// parameter point of every dtype for sm_90a, a spread of them for sm_80, and
+// checks ptxas' report that no point spills registers to local memory.
+
+#include <gtest/gtest.h>
+#include <tbb/parallel_for.h>
+
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "hotkernel/kernels/SoftmaxFamily.h"
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/Nvrtc.h"
+
+namespace hotkernel::kernels {
+namespace {
+
+struct Job {
+  DType dtype;
+  SoftmaxParams params;
+  std::string arch;
+};
+
+struct Result {
+  bool ok = false;
+  std::string error;
+  int registers = -1;
+  int spillBytes = -1;  // spill stores + spill loads
+  int stackBytes = -1;
+  size_t cubinBytes = 0;
+};
+
+std::string name(const Job& j) {
+  return std::string(dtypeName(j.dtype)) + " " + j.params.describe() + " " + j.arch;
+}
+
+int firstInt(const std::string& log, const std::regex& re) {
+  std::smatch m;
+  return std::regex_search(log, m, re) ? std::stoi(m[1].str()) : -1;
+}
+
+Result compileOne(const Job& j) {
+  Result r;
+  try {
+    std::vector<std::string> options = SoftmaxFamily::compileOptions(j.dtype, j.params);
+    options.push_back("--ptxas-options=-v");
+    NvrtcOutput out = compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", j.arch, options);
+    static const std::regex kRegisters(R"(Used (\d+) registers)");
+    static const std::regex kStack(R"((\d+) bytes stack frame)");
+    static const std::regex kSpillStores(R"((\d+) bytes spill stores)");
+    static const std::regex kSpillLoads(R"((\d+) bytes spill loads)");
+    r.registers = firstInt(out.log, kRegisters);
+    r.stackBytes = firstInt(out.log, kStack);
+    const int stores = firstInt(out.log, kSpillStores), loads = firstInt(out.log, kSpillLoads);
+    r.spillBytes = stores < 0 || loads < 0 ? -1 : stores + loads;
+    r.cubinBytes = out.cubin.size();
+    r.ok = out.cubin.size() > 4 && out.cubin.compare(0, 4, "\x7f" "ELF") == 0 &&
+           out.cubin.find(SoftmaxFamily::kKernelName) != std::string::npos;
+    if (!r.ok) r.error = "not an ELF image holding " + std::string(SoftmaxFamily::kKernelName);
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+std::vector<Result> compileAll(const std::vector<Job>& jobs) {
+  std::vector<Result> results(jobs.size());
+  tbb::parallel_for(size_t{0}, jobs.size(), [&](size_t i) { results[i] = compileOne(jobs[i]); });
+  return results;
+}
+
+void expectAllCompiledWithoutSpills(const std::vector<Job>& jobs, const std::vector<Result>& results) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Result& r = results[i];
+    EXPECT_TRUE(r.ok) << name(jobs[i]) << ": " << r.error;
+    if (!r.ok) continue;
+    EXPECT_EQ(r.spillBytes, 0) << name(jobs[i]) << " spills (" << r.registers << " registers)";
+    EXPECT_EQ(r.stackBytes, 0) << name(jobs[i]) << " uses a stack frame";
+    EXPECT_GT(r.registers, 0) << name(jobs[i]) << ": no register count in the ptxas report";
+    EXPECT_LE(r.registers, 65536 / jobs[i].params.threads) << name(jobs[i]);
+  }
+}
+
+#define SKIP_WITHOUT_NVRTC() \
+  if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcUnavailableReason()
+
+TEST(SoftmaxFamilyCompileTest, givenEveryPointOfEveryDType_whenCompiledForSm90a_thenCubinsWithoutSpills) {
+  SKIP_WITHOUT_NVRTC();
+  std::vector<Job> jobs;
+  for (DType d : kAllDTypes) {
+    for (const SoftmaxParams& p : SoftmaxFamily::allParameterPoints(d)) jobs.push_back({d, p, "sm_90a"});
+  }
+  const std::vector<Result> results = compileAll(jobs);
+  expectAllCompiledWithoutSpills(jobs, results);
+
+  // The register report, for the README and for tuning (printed, not asserted).
+  std::map<std::string, std::string> rows;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const SoftmaxParams& p = jobs[i].params;
+    char key[64];
+    std::snprintf(key, sizeof(key), "%-8s t=%4d v=%d", dtypeName(jobs[i].dtype), p.threads, p.vec);
+    rows[key] += " i" + std::to_string(p.items) + ":" + std::to_string(results[i].registers);
+  }
+  std::printf("registers per point (sm_90a), items:registers\n");
+  for (const auto& [key, line] : rows) std::printf("  %s %s\n", key.c_str(), line.c_str());
+}
+
+TEST(SoftmaxFamilyCompileTest, givenASpreadOfPoints_whenCompiledForSm80_thenCubinsWithoutSpills) {
+  SKIP_WITHOUT_NVRTC();
+  // Every dtype, the largest register-resident point and the streaming point of each thread count and width.
+  std::vector<Job> jobs;
+  for (DType d : kAllDTypes) {
+    std::map<std::pair<int, int>, SoftmaxParams> largest;
+    for (const SoftmaxParams& p : SoftmaxFamily::allParameterPoints(d)) {
+      if (p.items == 0) {
+        jobs.push_back({d, p, "sm_80"});
+      } else {
+        largest[{p.threads, p.vec}] = p;  // items ascend within a (threads, vec)
+      }
+    }
+    for (const auto& [key, p] : largest) jobs.push_back({d, p, "sm_80"});
+  }
+  expectAllCompiledWithoutSpills(jobs, compileAll(jobs));
+}
+
+TEST(SoftmaxFamilyCompileTest, givenParametersOutsideTheTemplatesLimits_whenCompiled_thenTheTemplateRefuses) {
+  SKIP_WITHOUT_NVRTC();
+  const std::string source = SoftmaxFamily::source();
+  const std::vector<std::vector<std::string>> bad = {
+      {"-DHK_DTYPE=2", "-DHK_THREADS=512", "-DHK_VEC=16", "-DHK_ITEMS=0"},  // 32-byte vectors
+      {"-DHK_DTYPE=0", "-DHK_THREADS=384", "-DHK_VEC=4", "-DHK_ITEMS=0"},  // not a power of two
+      {"-DHK_DTYPE=3", "-DHK_THREADS=512", "-DHK_VEC=4", "-DHK_ITEMS=0"},  // unknown dtype
+      {"-DHK_DTYPE=0", "-DHK_THREADS=512", "-DHK_VEC=4", "-DHK_ITEMS=17"},
+      {"-DHK_DTYPE=0", "-DHK_THREADS=512", "-DHK_VEC=4"},  // missing define
+  };
+  for (const std::vector<std::string>& options : bad) {
+    EXPECT_THROW(compileToCubin(source, "softmax_lastdim.cu", "sm_90a", options), Error) << options.back();
+  }
+}
+
+}  // namespace
+}  // namespace hotkernel::kernels

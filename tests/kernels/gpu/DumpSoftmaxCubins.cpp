@@ -1,0 +1,104 @@
+// Compiles the softmax parameter space of a set of variants to cubins and
+// writes them with a manifest, for tests/kernels/gpu/check_softmax.py to run
+// on a GPU machine against torch (correctness, determinism, timing):
+//
+//   dump_softmax_cubins <out-dir> [arch=sm_90a]
+//
+// <out-dir>/manifest.json lists every variant with its parameter points, the
+// cubin file of each point, its launch geometry and the family's tolerance.
+
+#include <tbb/parallel_for.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hotkernel/kernels/SoftmaxFamily.h"
+#include "hotkernel/runtime/Nvrtc.h"
+
+using namespace hotkernel;
+using namespace hotkernel::kernels;
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s <out-dir> [arch]\n", argv[0]);
+    return 2;
+  }
+  const std::string dir = argv[1];
+  const std::string arch = argc > 2 ? argv[2] : "sm_90a";
+
+  std::vector<SoftmaxVariant> variants;
+  for (DType d : kAllDTypes) {
+    for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
+             {4096, 32000}, {8192, 128256}, {1, 128256}, {7, 13}, {1, 1}, {16384, 8192}, {64, 24576},
+             {1000, 50}, {3, 1001}, {1, 32768}, {2, 32769}, {10, 2}, {4096, 1024}, {32768, 128},
+             {257, 4000}, {5, 100000}}) {
+      variants.push_back({d, rows, cols});
+    }
+  }
+
+  // Unique (dtype, point) pairs to compile.
+  std::map<std::string, std::pair<DType, SoftmaxParams>> points;
+  auto fileOf = [&](DType d, const SoftmaxParams& p) {
+    return std::string(dtypeName(d)) + "_t" + std::to_string(p.threads) + "_v" + std::to_string(p.vec) + "_i" +
+           std::to_string(p.items) + ".cubin";
+  };
+  nlohmann::json manifest = {{"arch", arch}, {"variants", nlohmann::json::array()}};
+  for (const SoftmaxVariant& v : variants) {
+    nlohmann::json jv = {{"dtype", dtypeName(v.dtype)},
+                         {"rows", v.rows},
+                         {"cols", v.cols},
+                         {"tolerance", SoftmaxFamily::tolerance(v.dtype, v.cols)},
+                         {"bytes", SoftmaxFamily::bytesMoved(v)},
+                         {"points", nlohmann::json::array()}};
+    for (const SoftmaxParams& p : SoftmaxFamily::parameterSpace(v)) {
+      const LaunchGeometry g = SoftmaxFamily::launchGeometry(v, p);
+      points[fileOf(v.dtype, p)] = {v.dtype, p};
+      jv["points"].push_back({{"params", p.toJson()},
+                              {"describe", p.describe()},
+                              {"cubin", fileOf(v.dtype, p)},
+                              {"grid", g.gridX},
+                              {"block", g.blockX},
+                              {"shared", g.sharedBytes},
+                              {"alignment", SoftmaxFamily::requiredAlignment(v.dtype, p)}});
+    }
+    manifest["variants"].push_back(jv);
+  }
+
+  std::vector<std::pair<std::string, std::pair<DType, SoftmaxParams>>> jobs(points.begin(), points.end());
+  std::vector<std::string> errors(jobs.size());
+  std::vector<int> registers(jobs.size(), -1);
+  tbb::parallel_for(size_t{0}, jobs.size(), [&](size_t i) {
+    try {
+      auto [d, p] = jobs[i].second;
+      std::vector<std::string> options = SoftmaxFamily::compileOptions(d, p);
+      options.push_back("--ptxas-options=-v");
+      NvrtcOutput out = compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", arch, options);
+      std::smatch m;
+      static const std::regex kRegisters(R"(Used (\d+) registers)");
+      if (std::regex_search(out.log, m, kRegisters)) registers[i] = std::stoi(m[1].str());
+      std::ofstream(dir + "/" + jobs[i].first, std::ios::binary) << out.cubin;
+    } catch (const std::exception& e) {
+      errors[i] = e.what();
+    }
+  });
+  int failed = 0;
+  nlohmann::json regs = nlohmann::json::object();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!errors[i].empty()) {
+      std::fprintf(stderr, "%s: %s\n", jobs[i].first.c_str(), errors[i].c_str());
+      ++failed;
+    }
+    regs[jobs[i].first] = registers[i];
+  }
+  manifest["registers"] = regs;
+  std::ofstream(dir + "/manifest.json") << manifest.dump(1);
+  std::printf("%zu variants, %zu cubins for %s in %s, %d failed\n", variants.size(), jobs.size(), arch.c_str(),
+              dir.c_str(), failed);
+  return failed == 0 ? 0 : 1;
+}

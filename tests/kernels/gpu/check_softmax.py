@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Runs the softmax cubins written by dump_softmax_cubins on a GPU, against torch.
+
+    check_softmax.py <cubin-dir> [--bench] [--report FILE]
+
+For every variant of <cubin-dir>/manifest.json and every parameter point:
+  - compares with torch.softmax (ATen's _softmax) on several input kinds
+    (normal at three scales, large magnitudes, constants, partially -inf rows,
+    rows of only -inf / holding +inf / holding NaN); NaN positions must match
+    and the largest difference must stay within the manifest's tolerance;
+  - checks bitwise determinism over two runs into NaN-filled buffers;
+  - relaunches with a small grid to exercise the kernel's row-stride loop;
+With --bench, times the points of the large variants against torch (CUDA
+events, L2 flushed before each repetition, median of 20).
+Needs torch with CUDA and libcuda; launches through the driver API (ctypes).
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import statistics
+import sys
+
+import torch
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+INT_VIEW = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
+
+cuda = ctypes.CDLL("libcuda.so.1")
+cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+    ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+cuda.cuModuleLoadData.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p]
+cuda.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_char_p]
+cuda.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p]
+
+
+def check(rc, what):
+    if rc != 0:
+        raise RuntimeError(f"{what} failed: CUresult {rc}")
+
+
+class Kernel:
+    def __init__(self, path):
+        with open(path, "rb") as f:
+            self.image = f.read()  # kept alive: the driver reads it during load only, but be safe
+        self.module = ctypes.c_void_p()
+        check(cuda.cuModuleLoadData(ctypes.byref(self.module), self.image), f"cuModuleLoadData({path})")
+        self.fn = ctypes.c_void_p()
+        check(cuda.cuModuleGetFunction(ctypes.byref(self.fn), self.module, b"hk_softmax_lastdim"),
+              "cuModuleGetFunction")
+        regs = ctypes.c_int()
+        check(cuda.cuFuncGetAttribute(ctypes.byref(regs), 4, self.fn), "cuFuncGetAttribute")  # NUM_REGS
+        self.registers = regs.value
+
+    def launch(self, x, out, grid, block, shared=0):
+        rows, cols = x.shape
+        args = [ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(out.data_ptr()),
+                ctypes.c_longlong(rows), ctypes.c_longlong(cols)]
+        params = (ctypes.c_void_p * 4)(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
+        stream = torch.cuda.current_stream().cuda_stream
+        check(cuda.cuLaunchKernel(self.fn, grid, 1, 1, block, 1, 1, shared, ctypes.c_void_p(stream), params, None),
+              "cuLaunchKernel")
+
+
+def make_input(kind, rows, cols, dtype, gen):
+    dev = "cuda"
+    if kind.startswith("randn"):
+        scale = float(kind[5:])
+        return (torch.randn(rows, cols, device=dev, generator=gen) * scale).to(dtype)
+    if kind == "large":
+        big = {torch.float32: 1e30, torch.float16: 6e4, torch.bfloat16: 1e30}[dtype]
+        return ((torch.rand(rows, cols, device=dev, generator=gen) * 2 - 1) * big).to(dtype)
+    if kind == "zeros":
+        return torch.zeros(rows, cols, device=dev, dtype=dtype)
+    if kind == "masked":  # causal-attention-like: about half -inf, the first element always finite
+        x = torch.randn(rows, cols, device=dev, generator=gen).to(dtype)
+        mask = torch.rand(rows, cols, device=dev, generator=gen) < 0.5
+        mask[:, 0] = False
+        return x.masked_fill(mask, float("-inf"))
+    if kind == "special":  # row r % 4: only -inf / one +inf / one NaN / normal
+        x = torch.randn(rows, cols, device=dev, generator=gen).to(dtype)
+        idx = torch.arange(rows, device=dev)
+        x[idx % 4 == 0] = float("-inf")
+        x[idx % 4 == 1, cols // 2] = float("inf")
+        x[idx % 4 == 2, cols - 1] = float("nan")
+        return x
+    raise ValueError(kind)
+
+
+def compare(out, ref, tol):
+    """(ok, max_abs_diff, message)."""
+    nan_out, nan_ref = torch.isnan(out), torch.isnan(ref)
+    if not torch.equal(nan_out, nan_ref):
+        n = int((nan_out != nan_ref).sum())
+        return False, float("nan"), f"NaN positions differ in {n} elements"
+    o = out.float().masked_fill(nan_out, 0)
+    r = ref.float().masked_fill(nan_ref, 0)
+    diff = float((o - r).abs().max()) if o.numel() else 0.0
+    return diff <= tol, diff, "" if diff <= tol else f"max |diff| {diff:.3g} > {tol:.3g}"
+
+
+def bitwise_equal(a, b):
+    return torch.equal(a.view(INT_VIEW[a.dtype]), b.view(INT_VIEW[b.dtype]))
+
+
+def run_checks(manifest, kernels, cubin_dir, report):
+    gen = torch.Generator(device="cuda")
+    seed = int.from_bytes(os.urandom(4), "little")
+    gen.manual_seed(seed)
+    report["seed"] = seed
+    failures = 0
+    for v in manifest["variants"]:
+        dtype = DTYPES[v["dtype"]]
+        rows, cols, tol = v["rows"], v["cols"], v["tolerance"]
+        numel = rows * cols
+        kinds = ["randn1", "randn3", "randn0.01", "randn30", "large", "zeros", "masked", "special"]
+        if numel > 64 * 2**20:
+            kinds = ["randn3", "masked", "special"]
+        inputs = {}
+        for k in kinds:
+            x = make_input(k, rows, cols, dtype, gen)
+            ref = torch.softmax(x, -1)
+            exact = torch.softmax(x.double(), -1).to(dtype)  # fp64 reference rounded to dtype
+            inputs[k] = (x, ref, exact)
+        for pt in v["points"]:
+            k = kernels[pt["cubin"]]
+            entry = {"variant": f'{v["dtype"]}[{rows},{cols}]', "point": pt["describe"], "registers": k.registers,
+                     "errors": [], "max_diff": 0.0, "max_diff_vs_fp64": 0.0, "aten_diff_vs_fp64": 0.0}
+            for kind, (x, ref, exact) in inputs.items():
+                out = torch.full_like(x, float("nan"))
+                k.launch(x, out, pt["grid"], pt["block"], pt["shared"])
+                ok, diff, msg = compare(out, ref, tol)
+                entry["max_diff"] = max(entry["max_diff"], diff) if not math.isnan(diff) else diff
+                _, d64, _ = compare(out, exact, 1.0)
+                _, a64, _ = compare(ref, exact, 1.0)
+                entry["max_diff_vs_fp64"] = max(entry["max_diff_vs_fp64"], d64 if not math.isnan(d64) else 0)
+                entry["aten_diff_vs_fp64"] = max(entry["aten_diff_vs_fp64"], a64 if not math.isnan(a64) else 0)
+                if not ok:
+                    entry["errors"].append(f"{kind}: {msg}")
+                out2 = torch.full_like(x, float("nan"))
+                k.launch(x, out2, pt["grid"], pt["block"], pt["shared"])
+                if not bitwise_equal(out, out2):
+                    entry["errors"].append(f"{kind}: not deterministic")
+                if kind in ("randn3", "special") and rows > 3:
+                    out3 = torch.full_like(x, float("nan"))
+                    k.launch(x, out3, 3, pt["block"], pt["shared"])  # 3 CTAs stride over all rows
+                    if not bitwise_equal(out, out3):
+                        entry["errors"].append(f"{kind}: row-stride launch differs")
+                if kind == "randn3":  # in place
+                    inplace = x.clone()
+                    k.launch(inplace, inplace, pt["grid"], pt["block"], pt["shared"])
+                    if not bitwise_equal(out, inplace):
+                        entry["errors"].append(f"{kind}: in-place result differs")
+            torch.cuda.synchronize()
+            status = "ok " if not entry["errors"] else "FAIL"
+            failures += bool(entry["errors"])
+            print(f'{status} {entry["variant"]:>24} {pt["describe"]:<44} regs={k.registers:3d} '
+                  f'maxdiff={entry["max_diff"]:.3g} vs64={entry["max_diff_vs_fp64"]:.3g} '
+                  f'aten_vs64={entry["aten_diff_vs_fp64"]:.3g} {"; ".join(entry["errors"])}', flush=True)
+            report["checks"].append(entry)
+    return failures
+
+
+def bench(manifest, kernels, report):
+    flush = torch.empty(512 * 2**20, dtype=torch.uint8, device="cuda")
+    targets = {("bfloat16", 4096, 32000), ("bfloat16", 8192, 128256), ("bfloat16", 1, 128256),
+               ("bfloat16", 16384, 8192), ("float32", 4096, 32000), ("float16", 4096, 32000),
+               ("bfloat16", 32768, 128), ("bfloat16", 4096, 1024), ("float32", 8192, 128256)}
+    for v in manifest["variants"]:
+        if (v["dtype"], v["rows"], v["cols"]) not in targets:
+            continue
+        dtype = DTYPES[v["dtype"]]
+        x = torch.randn(v["rows"], v["cols"], device="cuda").to(dtype)
+        out = torch.empty_like(x)
+
+        def timed(fn, reps=20):
+            times = []
+            for _ in range(reps + 2):
+                flush.zero_()
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                fn()
+                e.record()
+                e.synchronize()
+                times.append(s.elapsed_time(e) * 1e3)
+            return statistics.median(times[2:])
+
+        t_aten = timed(lambda: torch.softmax(x, -1))
+        name = f'{v["dtype"]}[{v["rows"]},{v["cols"]}]'
+        print(f"bench {name:>24} aten {t_aten:9.1f} us {v['bytes'] / t_aten / 1e3:7.0f} GB/s", flush=True)
+        for pt in v["points"]:
+            k = kernels[pt["cubin"]]
+            t = timed(lambda: k.launch(x, out, pt["grid"], pt["block"], pt["shared"]))
+            print(f"bench {name:>24} {pt['describe']:<44} {t:9.1f} us {v['bytes'] / t / 1e3:7.0f} GB/s "
+                  f"x{t_aten / t:5.2f} regs={k.registers}", flush=True)
+            report["bench"].append({"variant": name, "point": pt["describe"], "us": t, "aten_us": t_aten,
+                                    "gbps": v["bytes"] / t / 1e3})
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cubin_dir")
+    ap.add_argument("--bench", action="store_true")
+    ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--report")
+    args = ap.parse_args()
+    with open(os.path.join(args.cubin_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    torch.zeros(1, device="cuda")  # primary context current on this thread
+    print(torch.__version__, torch.cuda.get_device_name(), flush=True)
+    kernels = {}
+    for v in manifest["variants"]:
+        for pt in v["points"]:
+            if pt["cubin"] not in kernels:
+                kernels[pt["cubin"]] = Kernel(os.path.join(args.cubin_dir, pt["cubin"]))
+    report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "checks": [], "bench": []}
+    failures = 0 if args.no_check else run_checks(manifest, kernels, args.cubin_dir, report)
+    if args.bench:
+        bench(manifest, kernels, report)
+    print(f"{failures} failing (variant, point) pairs of {len(report['checks'])}")
+    if args.report:
+        with open(args.report, "w") as f:
+            json.dump(report, f, indent=1)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+// `hotkernel cache ...`, run as a subprocess against caches filled through the
+// CacheStore API.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "CacheTestUtil.h"
+#include "RunCli.h"
+#include "hotkernel/cache/CacheStore.h"
+
+namespace hotkernel::cli {
+namespace {
+
+using cache::CacheStore;
+using cache::test::keepAtenEntry;
+using cache::test::kernelEntry;
+using cache::test::RawDb;
+using cache::test::TempDir;
+using cache::test::testFingerprint;
+using test::runCli;
+
+const std::string kOp = "aten::_softmax";
+const std::string kVariant = "dtype=bf16;rows=4096;cols=32000;dev=0";
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// A cache with a kernel entry (1.42x) and a keep_aten entry, in `dir`.
+void fill(const std::string& dir) {
+  auto store = CacheStore::open(dir);
+  cache::Entry k = kernelEntry(kOp, kVariant, testFingerprint(), 5000);
+  k.createdUnix = 1735689600;  // 2025-01-01 00:00:00 UTC
+  store->put(k);
+  store->put(keepAtenEntry("aten::_log_softmax", "dtype=fp32;rows=8;cols=128256;dev=0"));
+}
+
+TEST(CacheCommandsTest, GivenFilledCacheWhenLsThenTableShowsEveryEntry) {
+  TempDir tmp;
+  fill(tmp.path());
+  auto r = runCli({"cache", "ls", "--dir", tmp.path()});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "FINGERPRINT")) << r.out;
+  EXPECT_TRUE(contains(r.out, testFingerprint().key())) << r.out;
+  EXPECT_TRUE(contains(r.out, kOp + "  ")) << r.out;
+  EXPECT_TRUE(contains(r.out, kVariant)) << r.out;
+  EXPECT_TRUE(contains(r.out, "softmax_lastdim")) << r.out;
+  EXPECT_TRUE(contains(r.out, "1.42x")) << r.out;
+  EXPECT_TRUE(contains(r.out, "4.9 KiB")) << r.out;
+  EXPECT_TRUE(contains(r.out, "2025-01-01 00:00:00")) << r.out;
+  EXPECT_TRUE(contains(r.out, "keep_aten")) << r.out;
+  EXPECT_TRUE(contains(r.out, "2 entries")) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST(CacheCommandsTest, GivenFilledCacheWhenLsJsonThenParsableWithAllFields) {
+  TempDir tmp;
+  fill(tmp.path());
+  auto r = runCli({"cache", "ls", "--json", "--dir", tmp.path()});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2u);
+  const nlohmann::json& k = j[1]["op"] == kOp ? j[1] : j[0];
+  EXPECT_EQ(k["variant"], kVariant);
+  EXPECT_EQ(k["decision"], "kernel");
+  EXPECT_EQ(k["cubin_bytes"], 5000);
+  EXPECT_EQ(k["params"]["block"], 256);
+  EXPECT_DOUBLE_EQ(k["metrics"]["speedup"].get<double>(), 1.42);
+  EXPECT_EQ(k["environment"]["gpu"], "NVIDIA H200");
+  EXPECT_EQ(k["created_unix"], 1735689600);
+}
+
+TEST(CacheCommandsTest, GivenCacheDirInEnvironmentWhenLsWithoutDirThenItIsUsed) {
+  TempDir tmp;
+  fill(tmp.path());
+  auto r = runCli({"cache", "ls"}, {{"HOTKERNEL_CACHE_DIR", tmp.path()}});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, kVariant)) << r.out;
+  auto p = runCli({"cache", "path"}, {{"HOTKERNEL_CACHE_DIR", tmp.path() + "/"}});
+  EXPECT_EQ(p.out, tmp.path() + "\n");
+}
+
+TEST(CacheCommandsTest, GivenNoEnvironmentWhenPathThenDefaultUnderXdgCacheHome) {
+  auto r = runCli({"cache", "path", "--database"}, {{"XDG_CACHE_HOME", "/nonexistent/xdg"}});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out, "/nonexistent/xdg/hotkernel/kernels.sqlite\n");
+}
+
+TEST(CacheCommandsTest, GivenNoCacheWhenLsThenEmptyExitZeroAndNothingCreated) {
+  TempDir tmp;
+  std::string dir = tmp.sub("none");
+  auto r = runCli({"cache", "ls", "--dir", dir});
+  EXPECT_EQ(r.exitCode, 0);
+  EXPECT_TRUE(contains(r.err, "no hotkernel cache at " + dir)) << r.err;
+  auto j = runCli({"cache", "ls", "--json", "--dir", dir});
+  EXPECT_EQ(j.out, "[]\n");
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+TEST(CacheCommandsTest, GivenFilledCacheWhenLsThenDatabaseBytesUnchanged) {
+  TempDir tmp;
+  fill(tmp.path());
+  std::string db = CacheStore::databasePathFor(tmp.path());
+  std::string before = cache::test::readFile(db);
+  ASSERT_EQ(runCli({"cache", "ls", "--dir", tmp.path()}).exitCode, 0);
+  ASSERT_EQ(runCli({"cache", "verify", "--dir", tmp.path()}).exitCode, 0);
+  EXPECT_EQ(cache::test::readFile(db), before);
+}
+
+TEST(CacheCommandsTest, GivenEntryWhenShowThenFullMetadataButNoCubinBytes) {
+  TempDir tmp;
+  fill(tmp.path());
+  auto r = runCli({"cache", "show", kOp, kVariant, "--dir", tmp.path()});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "decision:     kernel")) << r.out;
+  EXPECT_TRUE(contains(r.out, "kernel name:  softmax_lastdim_kernel")) << r.out;
+  EXPECT_TRUE(contains(r.out, "\"block\": 256")) << r.out;     // params, pretty-printed
+  EXPECT_TRUE(contains(r.out, "\"speedup\": 1.42")) << r.out;  // metrics
+  EXPECT_TRUE(contains(r.out, testFingerprint().canonicalJson())) << r.out;
+  EXPECT_TRUE(contains(r.out, "cubin:        5000 bytes, sha256 ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "integrity:    ok")) << r.out;
+  std::string cubin = kernelEntry(kOp, kVariant, testFingerprint(), 5000).cubin;
+  EXPECT_FALSE(contains(r.out, cubin.substr(0, 16)));
+}
+
+TEST(CacheCommandsTest, GivenTwoEnvironmentsWhenShowWithFingerprintThenOnlyThatOne) {
+  TempDir tmp;
+  auto store = CacheStore::open(tmp.path());
+  Fingerprint a100 = testFingerprint("NVIDIA A100");
+  store->put(kernelEntry(kOp, kVariant));
+  store->put(kernelEntry(kOp, kVariant, a100));
+  auto both = runCli({"cache", "show", kOp, kVariant, "--json", "--dir", tmp.path()});
+  ASSERT_EQ(both.exitCode, 0) << both.err;
+  EXPECT_EQ(nlohmann::json::parse(both.out).size(), 2u);
+  auto one = runCli({"cache", "show", kOp, kVariant, "--fingerprint", a100.key(), "--json", "--dir", tmp.path()});
+  ASSERT_EQ(one.exitCode, 0) << one.err;
+  nlohmann::json j = nlohmann::json::parse(one.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["fingerprint"], a100.key());
+  EXPECT_EQ(j[0]["integrity"], "ok");
+}
+
+TEST(CacheCommandsTest, GivenUnknownEntryWhenShowThenExitOneWithMessage) {
+  TempDir tmp;
+  fill(tmp.path());
+  auto r = runCli({"cache", "show", kOp, "dtype=fp64", "--dir", tmp.path()});
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(contains(r.err, "no cache entry for op=aten::_softmax variant=dtype=fp64")) << r.err;
+}
+
+TEST(CacheCommandsTest, GivenIntactCacheWhenVerifyThenExitZero) {
+  TempDir tmp;
+  fill(tmp.path());
+  auto r = runCli({"cache", "verify", "--dir", tmp.path()});
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "verified 2 entries")) << r.out;
+  EXPECT_TRUE(contains(r.out, "all ok")) << r.out;
+}
+
+TEST(CacheCommandsTest, GivenTamperedCubinWhenVerifyThenExitOneAndFailurePrinted) {
+  TempDir tmp;
+  fill(tmp.path());
+  RawDb(tmp.path()).flipCubinByte(kOp, kVariant);
+  auto r = runCli({"cache", "verify", "--dir", tmp.path()});
+  EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "FAIL hash-mismatch  op=aten::_softmax variant=" + kVariant)) << r.out;
+  EXPECT_TRUE(contains(r.out, "1 failed")) << r.out;
+  auto show = runCli({"cache", "show", kOp, kVariant, "--dir", tmp.path()});
+  EXPECT_TRUE(contains(show.out, "integrity:    hash-mismatch")) << show.out;
+}
+
+TEST(CacheCommandsTest, GivenNoFilterWhenRmThenRefusedWithExitTwoAndNothingRemoved) {
+  TempDir tmp;
+  fill(tmp.path());
+  auto r = runCli({"cache", "rm", "--dir", tmp.path()});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_TRUE(contains(r.err, "without --all")) << r.err;
+  EXPECT_EQ(CacheStore::open(tmp.path())->listMetadata().size(), 2u);
+  auto conflicting = runCli({"cache", "rm", "--all", "--op", kOp, "--dir", tmp.path()});
+  EXPECT_EQ(conflicting.exitCode, 2);
+  EXPECT_EQ(CacheStore::open(tmp.path())->listMetadata().size(), 2u);
+}
+
+TEST(CacheCommandsTest, GivenFilterOrAllWhenRmThenMatchingEntriesRemoved) {
+  TempDir tmp;
+  fill(tmp.path());
+  auto r = runCli({"cache", "rm", "--op", kOp, "--dir", tmp.path()});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "removed 1 entry")) << r.out;
+  auto left = CacheStore::open(tmp.path())->listMetadata();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].op, "aten::_log_softmax");
+  auto all = runCli({"cache", "rm", "--all", "--dir", tmp.path()});
+  ASSERT_EQ(all.exitCode, 0) << all.err;
+  EXPECT_TRUE(contains(all.out, "removed 1 entry")) << all.out;
+  EXPECT_TRUE(CacheStore::open(tmp.path())->listMetadata().empty());
+}
+
+TEST(CacheCommandsTest, GivenNoCacheWhenRmThenNothingCreated) {
+  TempDir tmp;
+  std::string dir = tmp.sub("none");
+  auto r = runCli({"cache", "rm", "--all", "--dir", dir});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+TEST(CacheCommandsTest, GivenWorldWritableCacheDirWhenAnyCommandThenExitTwoWithReason) {
+  TempDir tmp;
+  std::string dir = tmp.sub("cache");
+  fill(dir);
+  ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"cache", "ls"}, {"cache", "show", kOp, kVariant}, {"cache", "verify"}, {"cache", "rm", "--op", kOp}}) {
+    args.push_back("--dir");
+    args.push_back(dir);
+    auto r = runCli(args);
+    EXPECT_EQ(r.exitCode, 2) << args[1];
+    EXPECT_TRUE(contains(r.err, "hotkernel: error: refusing cache directory " + dir)) << r.err;
+    EXPECT_TRUE(contains(r.err, "writable by group or others")) << r.err;
+  }
+  ::chmod(dir.c_str(), 0700);
+  EXPECT_EQ(CacheStore::open(dir)->listMetadata().size(), 2u);
+}
+
+TEST(CacheCommandsTest, GivenCorruptDatabaseWhenLsThenExitTwoWithReason) {
+  TempDir tmp;
+  std::string db = CacheStore::databasePathFor(tmp.path());
+  cache::test::writeFile(db, std::string(4096, 'x'));
+  ::chmod(db.c_str(), 0600);
+  auto r = runCli({"cache", "ls", "--dir", tmp.path()});
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_TRUE(contains(r.err, "is damaged or not a hotkernel cache")) << r.err;
+}
+
+TEST(CacheCommandsTest, GivenBadUsageWhenRunThenExitTwo) {
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {}, {"frob"}, {"cache"}, {"cache", "frob"}, {"cache", "ls", "--bogus"}, {"cache", "show", kOp}}) {
+    auto r = runCli(args);
+    EXPECT_EQ(r.exitCode, 2) << (args.empty() ? "(none)" : args.back()) << ": " << r.err;
+    EXPECT_FALSE(r.err.empty());
+  }
+}
+
+TEST(CacheCommandsTest, GivenHelpWhenRunThenUsageAndExitZero) {
+  auto top = runCli({"--help"});
+  EXPECT_EQ(top.exitCode, 0);
+  EXPECT_TRUE(contains(top.out, "cache")) << top.out;
+  auto cache = runCli({"cache", "--help"});
+  EXPECT_EQ(cache.exitCode, 0);
+  for (const char* cmd : {"ls", "show", "verify", "rm", "path"}) {
+    EXPECT_TRUE(contains(cache.out, std::string("\n  ") + cmd + " ")) << cmd << "\n" << cache.out;
+  }
+  auto version = runCli({"--version"});
+  EXPECT_EQ(version.exitCode, 0);
+  EXPECT_TRUE(contains(version.out, "hotkernel ")) << version.out;
+}
+
+}  // namespace
+}  // namespace hotkernel::cli

@@ -1,0 +1,266 @@
+#include "CacheCommands.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <tuple>
+
+#include "Format.h"
+#include "TextTable.h"
+#include "hotkernel/cache/CacheStore.h"
+#include "hotkernel/runtime/Config.h"
+
+namespace hotkernel::cli {
+namespace {
+
+using cache::CacheStore;
+using cache::Entry;
+using cache::EntryFilter;
+using cache::VerifyReport;
+using cache::VerifyStatus;
+
+// Options of all cache commands; owned by the callbacks through a shared_ptr.
+struct CacheOptions {
+  std::string dir;
+  bool json = false;
+  bool all = false;
+  bool database = false;
+  std::string op;
+  std::string variant;
+  std::string fingerprint;
+};
+
+void addDirOption(CLI::App* cmd, CacheOptions& o) {
+  cmd->add_option(
+      "--dir", o.dir,
+      "cache directory (default: $HOTKERNEL_CACHE_DIR, else $XDG_CACHE_HOME/hotkernel or ~/.cache/hotkernel)");
+}
+
+std::string cacheDir(const CacheOptions& o) { return o.dir.empty() ? hotkernel::config().cacheDir : o.dir; }
+
+EntryFilter filterOf(const CacheOptions& o) {
+  EntryFilter f;
+  if (!o.fingerprint.empty()) f.fingerprint = o.fingerprint;
+  if (!o.op.empty()) f.op = o.op;
+  if (!o.variant.empty()) f.variant = o.variant;
+  return f;
+}
+
+// A JSON text field as JSON: parsed when it parses, else kept as a string.
+nlohmann::json embedJson(const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? nlohmann::json(text) : j;
+}
+
+nlohmann::json entryJson(const Entry& e) {
+  return {{"fingerprint", e.fingerprint},
+          {"environment", embedJson(e.fingerprintJson)},
+          {"op", e.op},
+          {"variant", e.variant},
+          {"decision", e.decision},
+          {"family", e.family},
+          {"kernel_name", e.kernelName},
+          {"params", embedJson(e.params)},
+          {"metrics", embedJson(e.metrics)},
+          {"cubin_bytes", e.cubinBytes},
+          {"cubin_sha256", e.cubinSha256},
+          {"created_unix", e.createdUnix}};
+}
+
+void printNoCache(const std::string& dir) { std::cerr << "no hotkernel cache at " << dir << "\n"; }
+
+// --- ls ----------------------------------------------------------------------
+
+void runLs(const CacheOptions& o) {
+  std::string dir = cacheDir(o);
+  std::unique_ptr<CacheStore> store = CacheStore::openReadOnly(dir);
+  std::vector<Entry> entries = store ? store->listMetadata() : std::vector<Entry>{};
+  if (o.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Entry& e : entries) out.push_back(entryJson(e));
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  if (!store) {
+    printNoCache(dir);
+    return;
+  }
+  TextTable table({"FINGERPRINT", "OP", "VARIANT", "DECISION", "FAMILY", "SPEEDUP", "CUBIN", "CREATED (UTC)"});
+  int64_t cubinTotal = 0;
+  for (const Entry& e : entries) {
+    table.addRow({e.fingerprint, e.op, e.variant, e.decision, e.family.empty() ? "-" : e.family,
+                  formatSpeedup(e.metrics), e.cubinBytes ? formatBytes(e.cubinBytes) : "-", formatUtc(e.createdUnix)});
+    cubinTotal += e.cubinBytes;
+  }
+  if (table.rows() > 0) std::cout << table.render();
+  std::cout << entries.size() << (entries.size() == 1 ? " entry" : " entries") << ", " << formatBytes(cubinTotal)
+            << " of cubins, in " << store->databasePath() << "\n";
+}
+
+// --- show --------------------------------------------------------------------
+
+void printEntry(const Entry& e, const std::string& integrity) {
+  auto pretty = [](const std::string& text) {
+    nlohmann::json j = embedJson(text);
+    std::string s = j.is_string() ? j.get<std::string>() : j.dump(2);
+    std::string indented = "  ";
+    for (char c : s) indented += c == '\n' ? std::string("\n  ") : std::string(1, c);
+    return indented;
+  };
+  std::cout << "op:           " << e.op << "\n"
+            << "variant:      " << e.variant << "\n"
+            << "fingerprint:  " << e.fingerprint << "\n"
+            << "environment:  " << e.fingerprintJson << "\n"
+            << "decision:     " << e.decision << "\n"
+            << "family:       " << (e.family.empty() ? "-" : e.family) << "\n"
+            << "kernel name:  " << (e.kernelName.empty() ? "-" : e.kernelName) << "\n"
+            << "cubin:        " << e.cubinBytes << " bytes, sha256 " << e.cubinSha256 << "\n"
+            << "integrity:    " << integrity << "\n"
+            << "created:      " << formatUtc(e.createdUnix) << " UTC (" << e.createdUnix << ")\n"
+            << "params:\n"
+            << pretty(e.params) << "\n"
+            << "metrics:\n"
+            << pretty(e.metrics) << "\n";
+}
+
+void runShow(const CacheOptions& o, ExitStatus& status) {
+  std::string dir = cacheDir(o);
+  std::unique_ptr<CacheStore> store = CacheStore::openReadOnly(dir);
+  EntryFilter filter = filterOf(o);
+  std::vector<Entry> entries = store ? store->listMetadata(filter) : std::vector<Entry>{};
+  if (entries.empty()) {
+    std::cerr << "no cache entry for op=" << o.op << " variant=" << o.variant
+              << (o.fingerprint.empty() ? "" : " fingerprint=" + o.fingerprint) << " in "
+              << (store ? store->databasePath() : dir) << "\n";
+    status.code = kExitProblem;
+    return;
+  }
+  std::map<std::tuple<std::string, std::string, std::string>, VerifyReport> integrity;
+  for (VerifyReport& r : store->verify(filter)) {
+    integrity[{r.fingerprint, r.op, r.variant}] = std::move(r);
+  }
+  auto integrityOf = [&integrity](const Entry& e) -> std::string {
+    auto it = integrity.find({e.fingerprint, e.op, e.variant});
+    if (it == integrity.end()) return "unknown (entry changed while reading)";
+    if (it->second.status == VerifyStatus::Ok) return "ok";
+    return std::string(cache::toString(it->second.status)) + ": " + it->second.detail;
+  };
+  if (o.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Entry& e : entries) {
+      nlohmann::json j = entryJson(e);
+      j["integrity"] = integrityOf(e);
+      out.push_back(std::move(j));
+    }
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (i > 0) std::cout << "\n";
+    printEntry(entries[i], integrityOf(entries[i]));
+  }
+}
+
+// --- verify ------------------------------------------------------------------
+
+void runVerify(const CacheOptions& o, ExitStatus& status) {
+  std::string dir = cacheDir(o);
+  std::unique_ptr<CacheStore> store = CacheStore::openReadOnly(dir);
+  if (!store) {
+    printNoCache(dir);
+    std::cout << "nothing to verify\n";
+    return;
+  }
+  size_t entries = 0;
+  size_t failed = 0;
+  for (const VerifyReport& r : store->verifyAll()) {
+    bool isEntry = !r.op.empty() || !r.variant.empty() || !r.fingerprint.empty();
+    entries += isEntry ? 1 : 0;
+    if (r.status == VerifyStatus::Ok) continue;
+    ++failed;
+    std::cout << "FAIL " << cache::toString(r.status) << "  ";
+    if (isEntry) std::cout << "op=" << r.op << " variant=" << r.variant << " fingerprint=" << r.fingerprint << ": ";
+    std::cout << r.detail << "\n";
+  }
+  std::cout << "verified " << entries << (entries == 1 ? " entry" : " entries") << " in " << store->databasePath()
+            << ": " << (failed == 0 ? "all ok" : std::to_string(failed) + " failed") << "\n";
+  if (failed > 0) status.code = kExitProblem;
+}
+
+// --- rm ----------------------------------------------------------------------
+
+void runRm(const CacheOptions& o, ExitStatus& status) {
+  EntryFilter filter = filterOf(o);
+  if (filter.selectsAll() && !o.all) {
+    std::cerr << "hotkernel cache rm: refusing to remove every entry without --all; "
+                 "select entries with --op, --variant or --fingerprint\n";
+    status.code = kExitUsage;
+    return;
+  }
+  std::string dir = cacheDir(o);
+  // Checks the directory like open() but never creates a cache only to empty it.
+  if (!CacheStore::openReadOnly(dir)) {
+    printNoCache(dir);
+    std::cout << "removed 0 entries\n";
+    return;
+  }
+  std::unique_ptr<CacheStore> store = CacheStore::open(dir);
+  size_t removed = o.all ? store->removeAll() : store->remove(filter);
+  std::cout << "removed " << removed << (removed == 1 ? " entry" : " entries") << " from " << store->databasePath()
+            << "\n";
+}
+
+// --- path --------------------------------------------------------------------
+
+void runPath(const CacheOptions& o) {
+  std::string dir = cacheDir(o);
+  std::cout << (o.database ? CacheStore::databasePathFor(dir) : CacheStore::absoluteDirectory(dir)) << "\n";
+}
+
+}  // namespace
+
+void addCacheCommands(CLI::App& app, ExitStatus& status) {
+  auto o = std::make_shared<CacheOptions>();
+  CLI::App* cache = app.add_subcommand("cache", "inspect, verify and prune the kernel cache");
+  // Not require_subcommand(): that would answer `cache frob` with "a subcommand is required".
+  cache->callback([cache, &status] {
+    if (!cache->get_subcommands().empty()) return;
+    std::cerr << "hotkernel cache: missing command\n" << cache->help();
+    status.code = kExitUsage;
+  });
+
+  CLI::App* ls = cache->add_subcommand("ls", "list cached entries (metadata only)");
+  addDirOption(ls, *o);
+  ls->add_flag("--json", o->json, "print a JSON array instead of a table");
+  ls->callback([o] { runLs(*o); });
+
+  CLI::App* show =
+      cache->add_subcommand("show", "print one entry in full (params, metrics, environment; not the cubin)");
+  show->add_option("op", o->op, "op, e.g. aten::_softmax")->required();
+  show->add_option("variant", o->variant, "canonical variant string")->required();
+  show->add_option("--fingerprint", o->fingerprint, "environment fingerprint (default: entries of every environment)");
+  addDirOption(show, *o);
+  show->add_flag("--json", o->json, "print JSON");
+  show->callback([o, &status] { runShow(*o, status); });
+
+  CLI::App* verify = cache->add_subcommand("verify", "re-hash every entry; exit code 1 if any fails");
+  addDirOption(verify, *o);
+  verify->callback([o, &status] { runVerify(*o, status); });
+
+  CLI::App* rm = cache->add_subcommand("rm", "remove entries matching every given filter");
+  CLI::Option* opOpt = rm->add_option("--op", o->op, "only entries of this op");
+  CLI::Option* variantOpt = rm->add_option("--variant", o->variant, "only entries of this variant");
+  CLI::Option* fpOpt = rm->add_option("--fingerprint", o->fingerprint, "only entries of this environment");
+  rm->add_flag("--all", o->all, "remove every entry")->excludes(opOpt)->excludes(variantOpt)->excludes(fpOpt);
+  addDirOption(rm, *o);
+  rm->callback([o, &status] { runRm(*o, status); });
+
+  CLI::App* path = cache->add_subcommand("path", "print the cache directory");
+  addDirOption(path, *o);
+  path->add_flag("--database", o->database, "print the database file instead");
+  path->callback([o] { runPath(*o); });
+}
+
+}  // namespace hotkernel::cli

@@ -1,0 +1,37 @@
+// The `hotkernel` command-line tool: parses the command line and dispatches
+// to the command groups (each in its own file). Exit codes: ExitStatus.h.
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "CacheCommands.h"
+#include "ExitStatus.h"
+#include "hotkernel/Config.h"
+#include "hotkernel/runtime/Check.h"
+
+int main(int argc, char** argv) {
+  using namespace hotkernel::cli;
+  CLI::App app{"hotkernel: runtime JIT kernel optimizer for PyTorch inference", "hotkernel"};
+  app.set_version_flag("--version", "hotkernel " HOTKERNEL_VERSION);
+
+  ExitStatus status;
+  addCacheCommands(app, status);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version arrive here too, with exit code 0.
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  } catch (const hotkernel::Error& e) {
+    std::cerr << "hotkernel: error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "hotkernel: unexpected error: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (app.get_subcommands().empty()) {
+    std::cerr << "hotkernel: missing command\n" << app.help();
+    return kExitUsage;
+  }
+  return status.code;
+}

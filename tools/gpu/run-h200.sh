@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The GPU machine's one call: build against that machine's torch, run every
+# test (gpu-labelled included), the benchmarks and the demo; logs and JSON go
+# to $OUT (default ./out).
+#
+# The machine has no network: libraries it lacks (TBB, CLI11, SQLite and
+# OpenSSL headers) travel as Debian .deb files in .deps/debs (fetch them here
+# with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
+#
+#   tools/gpu/run-h200.sh [all|build|test|bench|demo]...
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+OUT="${OUT:-$ROOT/out}"
+mkdir -p "$OUT"
+STEPS=("$@"); [ ${#STEPS[@]} -gt 0 ] || STEPS=(all)
+want() { for s in "${STEPS[@]}"; do [ "$s" = all ] || [ "$s" = "$1" ] && return 0; done; return 1; }
+log() { echo "[run-h200 $(date +%T)] $*"; }
+
+DEPS="$ROOT/.deps/root"
+if [ -d "$ROOT/.deps/debs" ]; then
+  mkdir -p "$DEPS"
+  for d in "$ROOT"/.deps/debs/*.deb; do dpkg -x "$d" "$DEPS"; done
+fi
+export CPATH="$DEPS/usr/include/x86_64-linux-gnu:$DEPS/usr/include${CPATH:+:$CPATH}"
+export LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export HOTKERNEL_PYTHON="${HOTKERNEL_PYTHON:-python3}"
+export HOTKERNEL_PREFIX_PATH="$DEPS/usr"
+export HOTKERNEL_BUILD_DIR="${HOTKERNEL_BUILD_DIR:-$ROOT/build-gpu}"
+BUILD="$HOTKERNEL_BUILD_DIR"
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  "$HOTKERNEL_PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+} >"$OUT/machine.txt" 2>&1
+cat "$OUT/machine.txt"
+
+if want build || want test || want bench || want demo; then
+  log "build"
+  HOTKERNEL_JOBS=16 "$ROOT/tools/setup.sh" >"$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
+  log "build ok"
+fi
+rc=0
+if want test; then
+  log "ctest (all tests, gpu label included)"
+  (cd "$BUILD" && ctest --output-on-failure -j 4 --timeout 900 --output-junit "$OUT/ctest-junit.xml") \
+    >"$OUT/ctest.log" 2>&1 || rc=1
+  tail -15 "$OUT/ctest.log"
+  (cd "$BUILD" && ctest -L gpu -N) | tail -1
+fi
+if want bench; then
+  log "bench: softmax under the preload vs eager"
+  CACHE="$(mktemp -d)/cache"
+  HOTKERNEL_CACHE_DIR="$CACHE" HOTKERNEL_SAMPLE=1 HOTKERNEL_LOG_LEVEL=info \
+    LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
+    "$BUILD/bin/softmax_preload_bench" --shapes 4096x32000,8192x128256 --dtype bfloat16 \
+    --out "$OUT/bench-softmax-bf16.json" 2>&1 | tee "$OUT/bench.log" || rc=1
+  "$BUILD/bin/hotkernel" cache ls --dir "$CACHE" >>"$OUT/bench.log" 2>&1
+fi
+if want demo; then
+  log "demo"
+  "$HOTKERNEL_PYTHON" "$ROOT/tools/demo.py" --build "$BUILD" 2>&1 | tee "$OUT/demo.log" || rc=1
+fi
+log "done rc=$rc"
+exit $rc

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Installs what hotkernel needs and builds it. Idempotent; quick when done.
+#
+#   tools/setup.sh            Debian packages, the project venv with torch==2.11.0, configure, build
+#
+# Environment:
+#   HOTKERNEL_BUILD_DIR   build folder (default: <repo>/build)
+#   HOTKERNEL_VENV        venv with torch (default: ~/.cache/hotkernel-dev/venv-torch-2.11.0, shared by clones)
+#   HOTKERNEL_PYTHON      use this python's torch instead of the venv (the GPU machine: python3)
+#   HOTKERNEL_PREFIX_PATH extra CMAKE_PREFIX_PATH entries (the GPU machine: extracted .deb files)
+#   HOTKERNEL_JOBS        parallel build jobs (default: nproc)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${HOTKERNEL_BUILD_DIR:-$ROOT/build}"
+TORCH_VERSION=2.11.0
+say() { echo "[setup] $*" >&2; }
+
+# 1. Debian packages (skipped when every header/tool is already there).
+need_apt=()
+[ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
+[ -f /usr/include/nlohmann/json.hpp ] || need_apt+=(nlohmann-json3-dev)
+[ -f /usr/include/CLI/CLI.hpp ] || need_apt+=(libcli11-dev)
+[ -f /usr/include/sqlite3.h ] || need_apt+=(libsqlite3-dev)
+[ -f /usr/include/openssl/evp.h ] || need_apt+=(libssl-dev)
+[ -f /usr/include/tbb/parallel_for.h ] || [ -f /usr/include/oneapi/tbb/parallel_for.h ] || need_apt+=(libtbb-dev)
+command -v cmake >/dev/null || need_apt+=(cmake)
+command -v ninja >/dev/null || need_apt+=(ninja-build)
+command -v g++ >/dev/null || need_apt+=(g++)
+command -v ccache >/dev/null || need_apt+=(ccache)
+if [ -z "${HOTKERNEL_PREFIX_PATH:-}" ] && [ ${#need_apt[@]} -gt 0 ]; then
+  say "installing Debian packages: ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
+  say "ERROR: the CUDA toolkit (13.x, for NVRTC and the driver API headers) is required at /usr/local/cuda"
+  exit 1
+fi
+
+# 2. Python with torch==2.11.0.
+if [ -n "${HOTKERNEL_PYTHON:-}" ]; then
+  PY="$HOTKERNEL_PYTHON"
+else
+  VENV="${HOTKERNEL_VENV:-$HOME/.cache/hotkernel-dev/venv-torch-$TORCH_VERSION}"
+  PY="$VENV/bin/python"
+  if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('$TORCH_VERSION') else 1)" 2>/dev/null; then
+    say "creating $VENV with torch==$TORCH_VERSION (a few GB, once)"
+    command -v python3 >/dev/null || { say "ERROR: python3 is required"; exit 1; }
+    python3 -m venv "$VENV" || { apt-get install -y -qq python3-venv >/dev/null && python3 -m venv "$VENV"; }
+    "$VENV/bin/pip" install -q --upgrade pip
+    "$VENV/bin/pip" install -q "torch==$TORCH_VERSION" numpy
+  fi
+fi
+TORCH_CMAKE="$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+
+# 3. Configure (once) and build.
+PREFIX="$TORCH_CMAKE${HOTKERNEL_PREFIX_PATH:+;$HOTKERNEL_PREFIX_PATH}"
+LAUNCHER=()
+command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+stamp="$PREFIX|$PY"
+if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$BUILD/.hotkernel-configured" 2>/dev/null)" != "$stamp" ]; then
+  say "configuring $BUILD"
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$PREFIX" -DHOTKERNEL_PYTHON="$PY" "${LAUNCHER[@]}" >"$BUILD.configure.log" 2>&1 ||
+    { cat "$BUILD.configure.log"; exit 1; }
+  echo "$stamp" >"$BUILD/.hotkernel-configured"
+fi
+say "building ($BUILD)"
+cmake --build "$BUILD" -j "${HOTKERNEL_JOBS:-$(nproc)}"
+echo "$PY" >"$BUILD/.hotkernel-python"
