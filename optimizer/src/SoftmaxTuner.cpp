@@ -132,9 +132,13 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
       const at::Tensor& in = inputs[0];
       auto launcher = plan.launcher;
       Workload aten = [&] { (void)at::cuda::_softmax(in, -1, false); };
+      // Both workloads run on the benchmark's current stream (the stream its
+      // events are recorded on), like a dispatcher call would.
       Workload mine = [&, launcher] {
         at::Tensor out = at::empty_like(in);
-        launcher->launch({in.const_data_ptr(), out.mutable_data_ptr(), v.rows, v.cols}, stream.stream());
+        HOTKERNEL_CHECK(launcher->launch({in.const_data_ptr(), out.mutable_data_ptr(), v.rows, v.cols},
+                                         at::cuda::getCurrentCUDAStream(device).stream()),
+                        "launch failed");
       };
       BenchmarkOptions bo;
       bo.pairs = options.pairs;

@@ -9,6 +9,7 @@
 
 #include "SoftmaxOverride.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
+#include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
 #include "hotkernel/runtime/CudaDriver.h"
@@ -100,6 +101,13 @@ TEST_F(SoftmaxCudaOverrideTest, GivenTunedVariantWhenCalledThroughDispatcherThen
   at::Tensor y = at::softmax(x, -1);
   EXPECT_EQ(SoftmaxOverride::hits(), hits + 1);
   EXPECT_LE(maxErr(y, at::cuda::_softmax(x, -1, false)), SoftmaxFamily::tolerance(v.dtype, v.cols));
+
+  // The tuner's claim holds when measured through the dispatcher.
+  Comparison viaDispatcher = benchmarkInterleaved([&] { (void)at::cuda::_softmax(x, -1, false); },
+                                                  [&] { (void)at::softmax(x, -1); }, 0);
+  const double claimed = t.metrics["speedup"].get<double>();
+  EXPECT_NEAR(viaDispatcher.speedup.median, claimed, 0.25 * claimed);
+  EXPECT_GT(viaDispatcher.speedup.low, 1.0);
 
   // A miss (other shape) goes to ATen.
   at::Tensor z = at::randn({17, 300}, at::kCUDA).to(at::kBFloat16);

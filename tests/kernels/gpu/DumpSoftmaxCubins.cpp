@@ -2,13 +2,17 @@
 // writes them with a manifest, for tests/kernels/gpu/check_softmax.py to run
 // on a GPU machine against torch (correctness, determinism, timing):
 //
-//   dump_softmax_cubins <out-dir> [arch=sm_90a]
+//   dump_softmax_cubins <out-dir> [arch=sm_90a] [tag=-DOPT,-DOPT2 ...]
 //
+// Each tag=options argument adds an experiment: every point again, compiled
+// with the extra options, listed as "<describe> [tag]" (for trying template
+// changes behind a macro before they become parameters).
 // <out-dir>/manifest.json lists every variant with its parameter points, the
 // cubin file of each point, its launch geometry and the family's tolerance.
 
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -31,6 +35,23 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1];
   const std::string arch = argc > 2 ? argv[2] : "sm_90a";
+  std::vector<std::pair<std::string, std::vector<std::string>>> experiments = {{"", {}}};
+  for (int i = 3; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const size_t eq = arg.find('=');
+    if (eq == std::string::npos) {
+      std::fprintf(stderr, "bad experiment '%s' (want tag=-DA,-DB)\n", argv[i]);
+      return 2;
+    }
+    std::vector<std::string> options;
+    size_t start = eq + 1;
+    while (start <= arg.size()) {
+      const size_t comma = std::min(arg.find(',', start), arg.size());
+      if (comma > start) options.push_back(arg.substr(start, comma - start));
+      start = comma + 1;
+    }
+    experiments.push_back({arg.substr(0, eq), options});
+  }
 
   std::vector<SoftmaxVariant> variants;
   for (DType d : kAllDTypes) {
@@ -42,11 +63,16 @@ int main(int argc, char** argv) {
     }
   }
 
-  // Unique (dtype, point) pairs to compile.
-  std::map<std::string, std::pair<DType, SoftmaxParams>> points;
-  auto fileOf = [&](DType d, const SoftmaxParams& p) {
+  // Unique (dtype, point, experiment) triples to compile.
+  struct Job {
+    DType dtype;
+    SoftmaxParams params;
+    std::vector<std::string> extra;
+  };
+  std::map<std::string, Job> points;
+  auto fileOf = [&](DType d, const SoftmaxParams& p, const std::string& tag) {
     return std::string(dtypeName(d)) + "_t" + std::to_string(p.threads) + "_v" + std::to_string(p.vec) + "_i" +
-           std::to_string(p.items) + ".cubin";
+           std::to_string(p.items) + (tag.empty() ? "" : "_" + tag) + ".cubin";
   };
   nlohmann::json manifest = {{"arch", arch}, {"variants", nlohmann::json::array()}};
   for (const SoftmaxVariant& v : variants) {
@@ -56,12 +82,14 @@ int main(int argc, char** argv) {
                          {"tolerance", SoftmaxFamily::tolerance(v.dtype, v.cols)},
                          {"bytes", SoftmaxFamily::bytesMoved(v)},
                          {"points", nlohmann::json::array()}};
+    for (const auto& [tag, extra] : experiments)
     for (const SoftmaxParams& p : SoftmaxFamily::parameterSpace(v)) {
       const LaunchGeometry g = SoftmaxFamily::launchGeometry(v, p);
-      points[fileOf(v.dtype, p)] = {v.dtype, p};
+      const std::string file = fileOf(v.dtype, p, tag);
+      points[file] = {v.dtype, p, extra};
       jv["points"].push_back({{"params", p.toJson()},
-                              {"describe", p.describe()},
-                              {"cubin", fileOf(v.dtype, p)},
+                              {"describe", p.describe() + (tag.empty() ? "" : " [" + tag + "]")},
+                              {"cubin", file},
                               {"grid", g.gridX},
                               {"block", g.blockX},
                               {"shared", g.sharedBytes},
@@ -70,13 +98,14 @@ int main(int argc, char** argv) {
     manifest["variants"].push_back(jv);
   }
 
-  std::vector<std::pair<std::string, std::pair<DType, SoftmaxParams>>> jobs(points.begin(), points.end());
+  std::vector<std::pair<std::string, Job>> jobs(points.begin(), points.end());
   std::vector<std::string> errors(jobs.size());
   std::vector<int> registers(jobs.size(), -1);
   tbb::parallel_for(size_t{0}, jobs.size(), [&](size_t i) {
     try {
-      auto [d, p] = jobs[i].second;
-      std::vector<std::string> options = SoftmaxFamily::compileOptions(d, p);
+      const Job& job = jobs[i].second;
+      std::vector<std::string> options = SoftmaxFamily::compileOptions(job.dtype, job.params);
+      options.insert(options.end(), job.extra.begin(), job.extra.end());
       options.push_back("--ptxas-options=-v");
       NvrtcOutput out = compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", arch, options);
       std::smatch m;
