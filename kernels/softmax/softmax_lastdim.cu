@@ -7,13 +7,15 @@
 // includes no header at all, so it needs neither cuda_fp16.h nor cuda_bf16.h.
 //   HK_DTYPE    0 = float32, 1 = float16, 2 = bfloat16 (hotkernel::kernels::DType)
 //   HK_THREADS  threads per CTA, a power of two in [32, 1024]
+//   HK_ROWS     rows per CTA: 1, or HK_THREADS / HK_ROWS <= 32 (each row within one warp)
 //   HK_VEC      elements per vector access, a power of two, HK_VEC * sizeof(element) <= 16
-//   HK_ITEMS    > 0: register-resident, each thread holds HK_ITEMS vectors of the row;
+//   HK_ITEMS    > 0: register-resident, each thread holds HK_ITEMS vectors of its row;
 //               0: streaming, any row length, the row is read twice
+// A row is served by HK_ROW_THREADS = HK_THREADS / HK_ROWS threads.
 //
 // Preconditions (checked on the host by SoftmaxFamily's guards, not here):
 //   cols % HK_VEC == 0; `in` and `out` aligned to HK_VEC * sizeof(element);
-//   cols <= HK_THREADS * HK_VEC * HK_ITEMS when HK_ITEMS > 0; cols <= 2^30.
+//   cols <= HK_ROW_THREADS * HK_VEC * HK_ITEMS when HK_ITEMS > 0; cols <= 2^30.
 //
 // Note [Softmax special values match ATen]
 // ATen computes exp(x - max) / sum with max taken by fmaxf-like comparisons, so
@@ -29,15 +31,17 @@
 // Note [Deterministic reductions]
 // Every reduction has a fixed order (per-thread in index order, then an xor
 // butterfly within each warp, then the same butterfly across the warps'
-// partials), so results are bitwise reproducible. The butterfly gives all lanes
-// the same bits only when each combining step is commutative bit for bit; the
-// pair merge therefore forbids fma contraction (__fmul_rn/__fadd_rn).
+// partials), so results are bitwise reproducible and do not depend on the
+// grid. The butterfly gives all lanes the same bits only when each combining
+// step is commutative bit for bit; the pair merge therefore forbids fma
+// contraction (__fmul_rn/__fadd_rn).
 
-#if !defined(HK_DTYPE) || !defined(HK_THREADS) || !defined(HK_VEC) || !defined(HK_ITEMS)
-#error "softmax_lastdim.cu needs HK_DTYPE, HK_THREADS, HK_VEC and HK_ITEMS"
+#if !defined(HK_DTYPE) || !defined(HK_THREADS) || !defined(HK_ROWS) || !defined(HK_VEC) || !defined(HK_ITEMS)
+#error "softmax_lastdim.cu needs HK_DTYPE, HK_THREADS, HK_ROWS, HK_VEC and HK_ITEMS"
 #endif
 
-#define HK_WARPS (HK_THREADS / 32)
+#define HK_ROW_THREADS (HK_THREADS / HK_ROWS)
+#define HK_ROW_WARPS (HK_ROW_THREADS / 32)  // warps per row when a row spans warps (HK_ROWS == 1)
 // Streaming: vectors each thread loads before it uses the first (loads in
 // flight): 16 elements, at most 8 accesses. More (4 x 16 bytes of bf16) makes
 // ptxas spill under __launch_bounds__(1024).
@@ -45,80 +49,70 @@
 
 #if HK_DTYPE == 0
 typedef float hk_elem;
+#define HK_ELEM_BYTES 4
 #elif HK_DTYPE == 1 || HK_DTYPE == 2
 typedef unsigned short hk_elem;  // the bits of a float16 / bfloat16
+#define HK_ELEM_BYTES 2
 #else
 #error "HK_DTYPE must be 0 (float32), 1 (float16) or 2 (bfloat16)"
 #endif
+#define HK_PACK_BYTES (HK_VEC * HK_ELEM_BYTES)
 
 static_assert(HK_THREADS >= 32 && HK_THREADS <= 1024 && (HK_THREADS & (HK_THREADS - 1)) == 0,
               "HK_THREADS must be a power of two in [32, 1024]");
-static_assert(HK_VEC >= 1 && (HK_VEC & (HK_VEC - 1)) == 0 && HK_VEC * sizeof(hk_elem) <= 16,
+static_assert(HK_ROWS >= 1 && (HK_ROWS & (HK_ROWS - 1)) == 0 && HK_ROWS <= HK_THREADS &&
+                  (HK_ROWS == 1 || HK_ROW_THREADS <= 32),
+              "HK_ROWS must be 1 or leave each row at most one warp");
+static_assert(HK_VEC >= 1 && (HK_VEC & (HK_VEC - 1)) == 0 && HK_PACK_BYTES <= 16,
               "HK_VEC must be a power of two of at most 16 bytes");
 static_assert(HK_ITEMS >= 0 && HK_ITEMS <= 16, "HK_ITEMS must be in [0, 16]");
 
 // One vector access: HK_VEC elements, aligned to its size so that the compiler
 // emits a single ld/st.global.v4.u32 (16 bytes), .v2 (8) or scalar access.
-struct alignas(HK_VEC * sizeof(hk_elem)) hk_pack {
+struct alignas(HK_PACK_BYTES) hk_pack {
   hk_elem v[HK_VEC];
 };
 
-#ifndef HK_CACHE_HINTS
-#define HK_CACHE_HINTS 0
-#endif
-#ifndef HK_EXPF
-#define HK_EXPF 0
-#endif
+// Note [Streaming L2 hints]
+// The streaming variant reads each row twice and relies on the second read
+// hitting L2. Its first read asks L2 to keep the lines (evict_last), its
+// second read and its stores to drop them first (evict_first), so the output
+// stream does not push out rows still to be re-read. Measured on H200 (bf16
+// [8192, 128256], 512 threads, vec 8): 1644 -> 1511 us; neutral to +12% on the
+// other 16-byte streaming points; but slower with narrower accesses and in the
+// register-resident variant, which therefore use plain accesses.
+#define HK_STREAM_HINTS (HK_ITEMS == 0 && HK_PACK_BYTES == 16)
 
-#if HK_CACHE_HINTS
-#define HK_PACK_BYTES (HK_VEC * 2 * (HK_DTYPE == 0 ? 2 : 1))
-__device__ __forceinline__ unsigned long long hk_policy_last() {
+#if HK_STREAM_HINTS
+__device__ __forceinline__ unsigned long long hk_policy_evict_last() {
   unsigned long long p;
   asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
   return p;
 }
-__device__ __forceinline__ unsigned long long hk_policy_first() {
+__device__ __forceinline__ unsigned long long hk_policy_evict_first() {
   unsigned long long p;
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
   return p;
 }
-__device__ __forceinline__ hk_pack hk_ld(const hk_pack* a, unsigned long long pol) {
+__device__ __forceinline__ hk_pack hk_load(const hk_pack* a, unsigned long long policy) {
   hk_pack p;
   unsigned int* r = reinterpret_cast<unsigned int*>(&p);
-#if HK_PACK_BYTES == 16
   asm("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"(a), "l"(pol));
-#elif HK_PACK_BYTES == 8
-  asm("ld.global.L2::cache_hint.v2.u32 {%0,%1}, [%2], %3;" : "=r"(r[0]), "=r"(r[1]) : "l"(a), "l"(pol));
-#elif HK_PACK_BYTES == 4
-  asm("ld.global.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(r[0]) : "l"(a), "l"(pol));
-#else
-  unsigned short* h = reinterpret_cast<unsigned short*>(&p);
-  asm("ld.global.L2::cache_hint.u16 %0, [%1], %2;" : "=h"(h[0]) : "l"(a), "l"(pol));
-#endif
+      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+      : "l"(a), "l"(policy));
   return p;
 }
-__device__ __forceinline__ void hk_st(hk_pack* a, const hk_pack& p, unsigned long long pol) {
+__device__ __forceinline__ void hk_store(hk_pack* a, const hk_pack& p, unsigned long long policy) {
   const unsigned int* r = reinterpret_cast<const unsigned int*>(&p);
-#if HK_PACK_BYTES == 16
-  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1,%2,%3,%4}, %5;"
-               :: "l"(a), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]), "l"(pol) : "memory");
-#elif HK_PACK_BYTES == 8
-  asm volatile("st.global.L2::cache_hint.v2.u32 [%0], {%1,%2}, %3;" :: "l"(a), "r"(r[0]), "r"(r[1]), "l"(pol) : "memory");
-#elif HK_PACK_BYTES == 4
-  asm volatile("st.global.L2::cache_hint.u32 [%0], %1, %2;" :: "l"(a), "r"(r[0]), "l"(pol) : "memory");
-#else
-  const unsigned short* h = reinterpret_cast<const unsigned short*>(&p);
-  asm volatile("st.global.L2::cache_hint.u16 [%0], %1, %2;" :: "l"(a), "h"(h[0]), "l"(pol) : "memory");
-#endif
+  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1,%2,%3,%4}, %5;" ::"l"(a), "r"(r[0]), "r"(r[1]),
+               "r"(r[2]), "r"(r[3]), "l"(policy)
+               : "memory");
 }
-#define HK_LOAD1(ptr) hk_ld(ptr, hk_policy_last())
-#define HK_LOAD2(ptr) hk_ld(ptr, hk_policy_first())
-#define HK_STORE(ptr, p) hk_st(ptr, p, hk_policy_first())
 #else
-#define HK_LOAD1(ptr) (*(ptr))
-#define HK_LOAD2(ptr) (*(ptr))
-#define HK_STORE(ptr, p) (*(ptr) = (p))
+__device__ __forceinline__ unsigned long long hk_policy_evict_last() { return 0; }
+__device__ __forceinline__ unsigned long long hk_policy_evict_first() { return 0; }
+__device__ __forceinline__ hk_pack hk_load(const hk_pack* a, unsigned long long) { return *a; }
+__device__ __forceinline__ void hk_store(hk_pack* a, const hk_pack& p, unsigned long long) { *a = p; }
 #endif
 
 __device__ __forceinline__ float hk_neg_inf() { return __int_as_float(0xff800000); }
@@ -151,11 +145,16 @@ __device__ __forceinline__ hk_elem hk_from_float(float f) {
 #endif
 }
 
-// exp(d) with fp32 accuracy: one rounding in d * log2(e), then ex2 (about 2 ulp).
-// For d <= 0, as here, the product's rounding error stays below 1e-7 relative
-// for |d| < 1, and exp(d) is tiny where |d| is large.
+// Note [Softmax exp]
+// float32 uses expf, the function ATen's std::exp compiles to (about 2 ulp,
+// with the range reduction split in two fmas), so each term matches ATen's
+// bit for bit and only the summation order differs. The 16-bit types use
+// exp2f(d * log2(e)): one rounding of the product (relative error below
+// |d| * 2^-24) is invisible after rounding to 8 or 11 mantissa bits, and it
+// is 10-20% faster where the kernel is close to the memory roofline (expf
+// measured 191 -> 203 us on bf16 [4096, 32000]).
 __device__ __forceinline__ float hk_exp(float d) {
-#if HK_EXPF
+#if HK_DTYPE == 0
   return expf(d);
 #else
   return exp2f(d * 1.4426950408889634f);
@@ -174,26 +173,30 @@ __device__ __forceinline__ float hk_warp_sum(float v, int width) {
   return v;
 }
 
-// Block-wide max / sum; every thread gets the result. `buf` holds HK_WARPS
-// floats and must not be reused before the next __syncthreads().
-__device__ __forceinline__ float hk_block_max(float v, float* buf) {
+// Row-wide max / sum; every thread of the row gets the result. When a row
+// spans warps, `buf` holds one float per warp and must not be reused before
+// the next __syncthreads(). When rows are within a warp, the xor butterfly of
+// width HK_ROW_THREADS stays inside each row's aligned group of lanes.
+__device__ __forceinline__ float hk_row_max(float v, float* buf) {
+#if HK_ROW_THREADS <= 32
+  return hk_warp_max(v, HK_ROW_THREADS);
+#else
   v = hk_warp_max(v, 32);
-#if HK_WARPS > 1
   if ((threadIdx.x & 31) == 0) buf[threadIdx.x >> 5] = v;
   __syncthreads();
-  v = hk_warp_max(buf[threadIdx.x & (HK_WARPS - 1)], HK_WARPS);
+  return hk_warp_max(buf[threadIdx.x & (HK_ROW_WARPS - 1)], HK_ROW_WARPS);
 #endif
-  return v;
 }
 
-__device__ __forceinline__ float hk_block_sum(float v, float* buf) {
+__device__ __forceinline__ float hk_row_sum(float v, float* buf) {
+#if HK_ROW_THREADS <= 32
+  return hk_warp_sum(v, HK_ROW_THREADS);
+#else
   v = hk_warp_sum(v, 32);
-#if HK_WARPS > 1
   if ((threadIdx.x & 31) == 0) buf[threadIdx.x >> 5] = v;
   __syncthreads();
-  v = hk_warp_sum(buf[threadIdx.x & (HK_WARPS - 1)], HK_WARPS);
+  return hk_warp_sum(buf[threadIdx.x & (HK_ROW_WARPS - 1)], HK_ROW_WARPS);
 #endif
-  return v;
 }
 
 // Note [Online pairs]
@@ -220,18 +223,20 @@ __device__ __forceinline__ void hk_warp_pair(float& m, float& s, int width) {
   }
 }
 
-// `bufM` and `bufS` hold HK_WARPS floats each (same reuse rule as above).
-__device__ __forceinline__ void hk_block_pair(float& m, float& s, float* bufM, float* bufS) {
+// `bufM` and `bufS` hold one float per warp each (same reuse rule as above).
+__device__ __forceinline__ void hk_row_pair(float& m, float& s, float* bufM, float* bufS) {
+#if HK_ROW_THREADS <= 32
+  hk_warp_pair(m, s, HK_ROW_THREADS);
+#else
   hk_warp_pair(m, s, 32);
-#if HK_WARPS > 1
   if ((threadIdx.x & 31) == 0) {
     bufM[threadIdx.x >> 5] = m;
     bufS[threadIdx.x >> 5] = s;
   }
   __syncthreads();
-  m = bufM[threadIdx.x & (HK_WARPS - 1)];
-  s = bufS[threadIdx.x & (HK_WARPS - 1)];
-  hk_warp_pair(m, s, HK_WARPS);
+  m = bufM[threadIdx.x & (HK_ROW_WARPS - 1)];
+  s = bufS[threadIdx.x & (HK_ROW_WARPS - 1)];
+  hk_warp_pair(m, s, HK_ROW_WARPS);
 #endif
 }
 
@@ -239,25 +244,32 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
     hk_softmax_lastdim(const void* in_, void* out_, long long rows, long long cols) {
   // Two buffers so that the max and the sum reductions of one row need no
   // barrier between them; rows after the first are fenced at the loop's end.
-  __shared__ float hk_buf[2][HK_WARPS];
+  __shared__ float hk_buf[2][HK_THREADS / 32];
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   hk_elem* out = static_cast<hk_elem*>(out_);
   const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
-  const int tid = threadIdx.x;
+  const int tid = threadIdx.x & (HK_ROW_THREADS - 1);  // this thread's place in its row
+  const int sub = threadIdx.x / HK_ROW_THREADS;         // its row within the CTA's rows
 
-  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
-    const hk_pack* src = reinterpret_cast<const hk_pack*>(in + row * cols);
-    hk_pack* dst = reinterpret_cast<hk_pack*>(out + row * cols);
+  // Every thread runs every iteration (barriers and shuffles need the whole
+  // CTA / warp); a thread whose row is past the end only skips its accesses.
+  for (long long first = static_cast<long long>(blockIdx.x) * HK_ROWS; first < rows;
+       first += static_cast<long long>(gridDim.x) * HK_ROWS) {
+    const long long row = first + sub;
+    const int live = row < rows ? nvec : 0;  // vectors this thread may touch
+    const long long offset = (row < rows ? row : first) * cols;
+    const hk_pack* src = reinterpret_cast<const hk_pack*>(in + offset);
+    hk_pack* dst = reinterpret_cast<hk_pack*>(out + offset);
 
 #if HK_ITEMS > 0
-    // Register-resident: one read of the row; vector i*HK_THREADS + tid keeps
-    // each warp's accesses contiguous. All loads are issued before first use.
+    // Register-resident: one read of the row; vector i*HK_ROW_THREADS + tid
+    // keeps each warp's accesses contiguous. All loads issue before first use.
     float x[HK_ITEMS][HK_VEC];
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
-      const int v = i * HK_THREADS + tid;
-      if (v < nvec) {
-        const hk_pack p = HK_LOAD2(src + v);
+      const int v = i * HK_ROW_THREADS + tid;
+      if (v < live) {
+        const hk_pack p = src[v];
 #pragma unroll
         for (int j = 0; j < HK_VEC; ++j) x[i][j] = hk_to_float(p.v[j]);
       } else {
@@ -271,7 +283,7 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
 #pragma unroll
       for (int j = 0; j < HK_VEC; ++j) m = fmaxf(m, x[i][j]);
     }
-    m = hk_block_max(m, hk_buf[0]);
+    m = hk_row_max(m, hk_buf[0]);
     float s = 0.0f;
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
@@ -281,32 +293,34 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
         s += x[i][j];
       }
     }
-    s = hk_block_sum(s, hk_buf[1]);
+    s = hk_row_sum(s, hk_buf[1]);
     const float inv = __frcp_rn(s);
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
-      const int v = i * HK_THREADS + tid;
-      if (v < nvec) {
+      const int v = i * HK_ROW_THREADS + tid;
+      if (v < live) {
         hk_pack p;
 #pragma unroll
         for (int j = 0; j < HK_VEC; ++j) p.v[j] = hk_from_float(x[i][j] * inv);
-        HK_STORE(dst + v, p);
+        dst[v] = p;
       }
     }
 #else
+    const unsigned long long keep = hk_policy_evict_last();
+    const unsigned long long drop = hk_policy_evict_first();
     // Streaming pass 1: a running (max, sum) pair per thread (Note [Online
     // pairs]), rescaled once per batch of HK_STREAM_UNROLL vectors. The batch
     // stays in its storage type (half the registers of fp32 for 16-bit types)
     // and is converted where it is used.
     float m = hk_neg_inf();
     float s = 0.0f;
-    for (int v0 = tid; v0 < nvec; v0 += HK_THREADS * HK_STREAM_UNROLL) {
+    for (int v0 = tid; v0 < live; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL) {
       hk_pack p[HK_STREAM_UNROLL];
 #pragma unroll
       for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-        const int v = v0 + u * HK_THREADS;
-        if (v < nvec) {
-          p[u] = HK_LOAD1(src + v);
+        const int v = v0 + u * HK_ROW_THREADS;
+        if (v < live) {
+          p[u] = hk_load(src + v, keep);
         } else {
 #pragma unroll
           for (int j = 0; j < HK_VEC; ++j) p[u].v[j] = hk_from_float(hk_neg_inf());
@@ -327,28 +341,30 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
       }
       m = bm;
     }
-    hk_block_pair(m, s, hk_buf[0], hk_buf[1]);
+    hk_row_pair(m, s, hk_buf[0], hk_buf[1]);
     const float inv = __frcp_rn(s);
-    // Pass 2: re-read (mostly from L2: a CTA's row was just read), write.
-    for (int v0 = tid; v0 < nvec; v0 += HK_THREADS * HK_STREAM_UNROLL) {
+    // Pass 2: re-read (mostly from L2: Note [Streaming L2 hints]), write.
+    for (int v0 = tid; v0 < live; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL) {
       hk_pack p[HK_STREAM_UNROLL];
 #pragma unroll
       for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-        const int v = v0 + u * HK_THREADS;
-        if (v < nvec) p[u] = HK_LOAD2(src + v);
+        const int v = v0 + u * HK_ROW_THREADS;
+        if (v < live) p[u] = hk_load(src + v, drop);
       }
 #pragma unroll
       for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-        const int v = v0 + u * HK_THREADS;
-        if (v < nvec) {
+        const int v = v0 + u * HK_ROW_THREADS;
+        if (v < live) {
 #pragma unroll
           for (int j = 0; j < HK_VEC; ++j) p[u].v[j] = hk_from_float(hk_exp(hk_to_float(p[u].v[j]) - m) * inv);
-          HK_STORE(dst + v, p[u]);
+          hk_store(dst + v, p[u], drop);
         }
       }
     }
 #endif
-    // The next row writes hk_buf again: wait until every warp has read it.
-    if (row + gridDim.x < rows) __syncthreads();
+#if HK_ROW_THREADS > 32
+    // The next rows write hk_buf again: wait until every warp has read it.
+    if (first + static_cast<long long>(gridDim.x) * HK_ROWS < rows) __syncthreads();
+#endif
   }
 }

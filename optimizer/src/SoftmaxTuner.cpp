@@ -14,6 +14,7 @@
 #include <random>
 
 #include "hotkernel/optimizer/Benchmark.h"
+#include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
@@ -48,16 +49,36 @@ struct Compiled {
   double seconds = 0;
 };
 
-// Max |out - ref| over elements, with NaN positions required to match
-// (a NaN where the reference has none, or the reverse, is +inf error).
-double maxAbsError(const at::Tensor& out, const at::Tensor& ref) {
-  at::Tensor o = out.to(at::kFloat), r = ref.to(at::kFloat);
-  if (!at::equal(o.isnan(), r.isnan())) return std::numeric_limits<double>::infinity();
-  at::Tensor diff = (at::nan_to_num(o, 0.0) - at::nan_to_num(r, 0.0)).abs();
-  return diff.numel() ? diff.max().item<double>() : 0.0;
+}  // namespace
+
+RowOpSpec softmaxSpec() {
+  RowOpSpec spec;
+  spec.op = "aten::_softmax";
+  spec.reference = [](const at::Tensor& in) { return at::cuda::_softmax(in, -1, false); };
+  spec.reference64 = [](const at::Tensor& in64) { return at::cuda::_softmax(in64, -1, false); };
+  spec.tolerance = [](DType d, int64_t cols) { return SoftmaxFamily::tolerance(d, cols); };
+  return spec;
 }
 
-}  // namespace
+HarnessCandidate softmaxCandidate(DType dtype, const SoftmaxParams& p, const std::string& cubin) {
+  HarnessCandidate c;
+  c.cubin = cubin;
+  c.kernelName = SoftmaxFamily::kKernelName;
+  c.description = std::string(SoftmaxFamily::kName) + "[" + p.describe() + "]";
+  c.geometry = [dtype, p](int64_t rows, int64_t cols) {
+    const kernels::LaunchGeometry g = SoftmaxFamily::launchGeometry(SoftmaxVariant{dtype, rows, cols}, p);
+    return LaunchGeometry{g.gridX, g.blockX, g.sharedBytes};
+  };
+  c.acceptsShape = [dtype, p](int64_t rows, int64_t cols) {
+    const SoftmaxVariant v{dtype, rows, cols};
+    return SoftmaxFamily::guardVariant(v) && SoftmaxFamily::guardParams(v, p);
+  };
+  c.acceptsPointers = [dtype, p](const void* in, const void* out) {
+    return in != out && SoftmaxFamily::guardPointers(in, out, dtype, p);
+  };
+  c.alignment = SoftmaxFamily::requiredAlignment(dtype, p);
+  return c;
+}
 
 TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions& options) {
   HOTKERNEL_CHECK(SoftmaxFamily::guardVariant(v), "softmax family cannot serve this variant");
@@ -90,17 +111,10 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
     compiled[i].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   });
 
-  // 2. Fresh random inputs: seed recorded, never fixed.
-  const uint64_t seed = std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32);
-  at::Generator gen = at::cuda::detail::getDefaultCUDAGenerator(device).clone();
-  gen.set_current_seed(seed);
+  // 2. Every candidate passes the five-stage harness before it is timed.
+  const RowOpSpec spec = softmaxSpec();
   const auto opts = at::TensorOptions().dtype(scalarType(v.dtype)).device(at::kCUDA, device);
-  at::Tensor x = at::randn({v.rows, v.cols}, gen, opts.dtype(at::kFloat)).mul_(4.0).to(scalarType(v.dtype));
-  // Numerical-stability inputs: negated and scaled up, and a large-magnitude shift.
-  std::vector<at::Tensor> inputs = {x, x.neg().mul(3.0), x.mul(0.01), x.add(scalarType(v.dtype) == at::kHalf ? 1e4 : 1e5)};
-  std::vector<at::Tensor> refs;
-  for (const at::Tensor& in : inputs) refs.push_back(at::cuda::_softmax(in, -1, false));
-  const double tol = SoftmaxFamily::tolerance(v.dtype, v.cols);
+  const at::Tensor benchInput = at::randn({v.rows, v.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
 
   double bestSpeedup = 0;
   for (const Compiled& c : compiled) {
@@ -113,23 +127,21 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
     }
     try {
       VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
-      Plan plan = makeSoftmaxPlan(key, c.params, c.cubin, device);
-      double worst = 0;
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        at::Tensor out = at::full_like(inputs[i], std::numeric_limits<float>::quiet_NaN());
-        HOTKERNEL_CHECK(plan.launcher->launch({inputs[i].const_data_ptr(), out.mutable_data_ptr(), v.rows, v.cols},
-                                              stream.stream()),
-                        "launch failed");
-        stream.synchronize();
-        worst = std::max(worst, maxAbsError(out, refs[i]));
-      }
-      log["maxAbsError"] = std::isfinite(worst) ? nlohmann::json(worst) : nlohmann::json("inf");
-      if (!(worst <= tol)) {
-        log["stage"] = "correctness";
+      HarnessReport h = runHarness(spec, softmaxCandidate(v.dtype, c.params, c.cubin), v.dtype, v.rows, v.cols, device);
+      nlohmann::json stages = nlohmann::json::object();
+      for (const StageResult& sr : h.stages) stages[toString(sr.stage)] = sr.passed ? "pass" : "fail: " + sr.detail;
+      log["stages"] = stages;
+      log["harnessSeed"] = std::to_string(h.seed);
+      log["maxAbsError"] = h.maxAbsError;
+      if (!h.passed) {
+        log["stage"] = std::string("harness:") + toString(h.failure()->stage);
+        log["error"] = h.failure()->detail;
         candidatesLog.push_back(log);
         continue;
       }
-      const at::Tensor& in = inputs[0];
+      const double worst = h.maxAbsError;
+      Plan plan = makeSoftmaxPlan(key, c.params, c.cubin, device);
+      const at::Tensor& in = benchInput;
       auto launcher = plan.launcher;
       Workload aten = [&] { (void)at::cuda::_softmax(in, -1, false); };
       // Both workloads run on the benchmark's current stream (the stream its
@@ -161,7 +173,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
                            {"atenUs", cmp.baseline.median},
                            {"kernelUs", cmp.candidate.median},
                            {"maxAbsError", worst},
-                           {"tolerance", tol},
+                           {"tolerance", spec.tolerance(v.dtype, v.cols)},
                            {"pairs", cmp.speedup.n}};
       }
     } catch (const std::exception& e) {
@@ -170,7 +182,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
     }
     candidatesLog.push_back(log);
   }
-  outcome.metrics["seed"] = std::to_string(seed);
+
   outcome.metrics["arch"] = arch;
   outcome.metrics["candidates"] = candidatesLog;
   return outcome;

@@ -32,6 +32,11 @@ std::shared_ptr<CudaKernelLauncher> CudaKernelLauncher::load(int ordinal, const 
 }
 
 bool CudaKernelLauncher::launch(const RowKernelArgs& args, void* stream) const noexcept {
+  return launchWith(args, stream, geometry_);
+}
+
+bool CudaKernelLauncher::launchWith(const RowKernelArgs& args, void* stream,
+                                    const LaunchGeometry& geometry) const noexcept {
   const CudaDriverApi* d = cudaDriver();
   if (!d) return false;
   // Torch's runtime API makes the primary context current on threads it uses;
@@ -44,7 +49,7 @@ bool CudaKernelLauncher::launch(const RowKernelArgs& args, void* stream) const n
   long long rows = args.rows;
   long long cols = args.cols;
   void* params[] = {&in, &out, &rows, &cols};
-  CUresult r = d->cuLaunchKernel(function_, geometry_.gridX, 1, 1, geometry_.blockX, 1, 1, geometry_.sharedBytes,
+  CUresult r = d->cuLaunchKernel(function_, geometry.gridX, 1, 1, geometry.blockX, 1, 1, geometry.sharedBytes,
                                  static_cast<CUstream>(stream), params, nullptr);
   if (r != CUDA_SUCCESS) {
     HOTKERNEL_LOG_ONCE(Warn, "launch-failed:" + description_)

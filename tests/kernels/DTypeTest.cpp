@@ -7,7 +7,7 @@
 namespace hotkernel::kernels {
 namespace {
 
-TEST(DTypeTest, givenEachDType_whenNamedAndParsedBack_thenRoundTrips) {
+TEST(DTypeTest, GivenEachDTypeWhenNamedAndParsedBackThenRoundTrips) {
   for (DType d : kAllDTypes) {
     EXPECT_EQ(parseDType(dtypeName(d)), d);
     EXPECT_EQ(parseDType(std::string("torch.") + dtypeName(d)), d);
@@ -15,19 +15,19 @@ TEST(DTypeTest, givenEachDType_whenNamedAndParsedBack_thenRoundTrips) {
   }
 }
 
-TEST(DTypeTest, givenTheEnum_whenReadAsCodes_thenTheyAreTheStableTemplateCodes) {
+TEST(DTypeTest, GivenTheEnumWhenReadAsCodesThenTheyAreTheStableTemplateCodes) {
   EXPECT_EQ(static_cast<int>(DType::Float32), 0);
   EXPECT_EQ(static_cast<int>(DType::Float16), 1);
   EXPECT_EQ(static_cast<int>(DType::BFloat16), 2);
 }
 
-TEST(DTypeTest, givenEachDType_whenAskedItsSize_thenBytesPerElement) {
+TEST(DTypeTest, GivenEachDTypeWhenAskedItsSizeThenBytesPerElement) {
   EXPECT_EQ(elementSize(DType::Float32), 4u);
   EXPECT_EQ(elementSize(DType::Float16), 2u);
   EXPECT_EQ(elementSize(DType::BFloat16), 2u);
 }
 
-TEST(DTypeTest, givenAliases_whenParsed_thenTheirDType) {
+TEST(DTypeTest, GivenAliasesWhenParsedThenTheirDType) {
   EXPECT_EQ(parseDType("float"), DType::Float32);
   EXPECT_EQ(parseDType("fp32"), DType::Float32);
   EXPECT_EQ(parseDType("half"), DType::Float16);
@@ -36,7 +36,7 @@ TEST(DTypeTest, givenAliases_whenParsed_thenTheirDType) {
   EXPECT_EQ(parseDType("torch.half"), DType::Float16);
 }
 
-TEST(DTypeTest, givenUnknownNamesOrCodes_whenParsed_thenThrows) {
+TEST(DTypeTest, GivenUnknownNamesOrCodesWhenParsedThenThrows) {
   EXPECT_THROW(parseDType("float64"), Error);
   EXPECT_THROW(parseDType(""), Error);
   EXPECT_THROW(parseDType("Float32"), Error);

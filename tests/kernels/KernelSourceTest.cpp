@@ -17,7 +17,7 @@ std::string readRepoFile(std::string_view relative) {
   return ss.str();
 }
 
-TEST(KernelSourceTest, givenEmbeddedSources_whenComparedWithTheFilesInTheRepo_thenIdentical) {
+TEST(KernelSourceTest, GivenEmbeddedSourcesWhenComparedWithTheFilesInTheRepoThenIdentical) {
   ASSERT_FALSE(allKernelSources().empty());
   for (const KernelSource& s : allKernelSources()) {
     EXPECT_FALSE(s.text.empty()) << s.name;
@@ -25,7 +25,7 @@ TEST(KernelSourceTest, givenEmbeddedSources_whenComparedWithTheFilesInTheRepo_th
   }
 }
 
-TEST(KernelSourceTest, givenSoftmaxSource_whenLookedUp_thenItDefinesTheEntryAndIncludesNothing) {
+TEST(KernelSourceTest, GivenSoftmaxSourceWhenLookedUpThenItDefinesTheEntryAndIncludesNothing) {
   const KernelSource& s = kernelSource("softmax_lastdim");
   EXPECT_EQ(s.name, "softmax_lastdim");
   EXPECT_EQ(s.path, "kernels/softmax/softmax_lastdim.cu");
@@ -34,7 +34,7 @@ TEST(KernelSourceTest, givenSoftmaxSource_whenLookedUp_thenItDefinesTheEntryAndI
   EXPECT_EQ(s.text.find("#include"), std::string_view::npos);
 }
 
-TEST(KernelSourceTest, givenASource_whenHashed_thenStableLowercaseSha256) {
+TEST(KernelSourceTest, GivenASourceWhenHashedThenStableLowercaseSha256) {
   const KernelSource& s = kernelSource("softmax_lastdim");
   const std::string h = s.sha256();
   ASSERT_EQ(h.size(), 64u);
@@ -42,7 +42,7 @@ TEST(KernelSourceTest, givenASource_whenHashed_thenStableLowercaseSha256) {
   EXPECT_EQ(h, s.sha256());
 }
 
-TEST(KernelSourceTest, givenUnknownName_whenLookedUp_thenThrows) {
+TEST(KernelSourceTest, GivenUnknownNameWhenLookedUpThenThrows) {
   EXPECT_THROW(kernelSource("no_such_kernel"), Error);
 }
 

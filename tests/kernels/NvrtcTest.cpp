@@ -31,7 +31,7 @@ bool isElf(const std::string& image) { return image.size() > 4 && image.compare(
 
 // The build requires the CUDA toolkit, so its NVRTC must be found at run time;
 // this is the one test that fails (rather than skips) when it is not.
-TEST(NvrtcTest, givenCudaToolkit_whenLoadingNvrtc_thenItIsAvailableWithAVersion) {
+TEST(NvrtcTest, GivenCudaToolkitWhenLoadingNvrtcThenItIsAvailableWithAVersion) {
   ASSERT_TRUE(nvrtcAvailable()) << nvrtcUnavailableReason();
   EXPECT_EQ(nvrtcUnavailableReason(), "");
   EXPECT_GE(nvrtcVersion(), 12000);
@@ -39,7 +39,7 @@ TEST(NvrtcTest, givenCudaToolkit_whenLoadingNvrtc_thenItIsAvailableWithAVersion)
   EXPECT_FALSE(nvrtcLibraryPath().empty());
 }
 
-TEST(NvrtcTest, givenTrivialKernel_whenCompiledForSm80AndSm90a_thenEachCubinIsAnElfImage) {
+TEST(NvrtcTest, GivenTrivialKernelWhenCompiledForSm80AndSm90aThenEachCubinIsAnElfImage) {
   SKIP_WITHOUT_NVRTC();
   for (const char* arch : {"sm_80", "sm_90a"}) {
     NvrtcOutput out = compileToCubin(kTrivialKernel, "trivial.cu", arch, {});
@@ -50,13 +50,13 @@ TEST(NvrtcTest, givenTrivialKernel_whenCompiledForSm80AndSm90a_thenEachCubinIsAn
   }
 }
 
-TEST(NvrtcTest, givenTwoArchitectures_whenCompiled_thenTheCubinsDiffer) {
+TEST(NvrtcTest, GivenTwoArchitecturesWhenCompiledThenTheCubinsDiffer) {
   SKIP_WITHOUT_NVRTC();
   EXPECT_NE(compileToCubin(kTrivialKernel, "trivial.cu", "sm_80", {}).cubin,
             compileToCubin(kTrivialKernel, "trivial.cu", "sm_90a", {}).cubin);
 }
 
-TEST(NvrtcTest, givenSyntaxError_whenCompiled_thenErrorCarriesTheCompileLog) {
+TEST(NvrtcTest, GivenSyntaxErrorWhenCompiledThenErrorCarriesTheCompileLog) {
   SKIP_WITHOUT_NVRTC();
   const std::string broken = "extern \"C\" __global__ void hk_broken(float* out) {\n  out[0] = undeclared_name;\n}\n";
   try {
@@ -72,7 +72,7 @@ TEST(NvrtcTest, givenSyntaxError_whenCompiled_thenErrorCarriesTheCompileLog) {
   }
 }
 
-TEST(NvrtcTest, givenExtraDefines_whenCompiled_thenTheyReachThePreprocessor) {
+TEST(NvrtcTest, GivenExtraDefinesWhenCompiledThenTheyReachThePreprocessor) {
   SKIP_WITHOUT_NVRTC();
   const std::string source = "#if HK_VALUE != 7\n#error HK_VALUE is not 7\n#endif\n" + std::string(kTrivialKernel);
   EXPECT_NO_THROW(compileToCubin(source, "defines.cu", "sm_90a", {"-DHK_VALUE=7"}));
@@ -80,32 +80,32 @@ TEST(NvrtcTest, givenExtraDefines_whenCompiled_thenTheyReachThePreprocessor) {
 }
 
 // NVRTC always defines __USE_FAST_MATH__: 0 by default, 1 under --use_fast_math.
-TEST(NvrtcTest, givenDefaultOptions_whenCompiled_thenFastMathIsOff) {
+TEST(NvrtcTest, GivenDefaultOptionsWhenCompiledThenFastMathIsOff) {
   SKIP_WITHOUT_NVRTC();
   const std::string source = "#if __USE_FAST_MATH__\n#error fast math\n#endif\n" + std::string(kTrivialKernel);
   EXPECT_NO_THROW(compileToCubin(source, "fastmath.cu", "sm_90a", {}));
   EXPECT_THROW(compileToCubin(source, "fastmath.cu", "sm_90a", {"--use_fast_math"}), Error);
 }
 
-TEST(NvrtcTest, givenPtxasVerbose_whenCompiled_thenTheLogReportsRegisters) {
+TEST(NvrtcTest, GivenPtxasVerboseWhenCompiledThenTheLogReportsRegisters) {
   SKIP_WITHOUT_NVRTC();
   NvrtcOutput out = compileToCubin(kTrivialKernel, "verbose.cu", "sm_90a", {"--ptxas-options=-v"});
   EXPECT_NE(out.log.find("registers"), std::string::npos) << out.log;
   EXPECT_NE(out.log.find("hk_trivial"), std::string::npos) << out.log;
 }
 
-TEST(NvrtcTest, givenVirtualArchitecture_whenCompiled_thenRefusedBeforeCompiling) {
+TEST(NvrtcTest, GivenVirtualArchitectureWhenCompiledThenRefusedBeforeCompiling) {
   SKIP_WITHOUT_NVRTC();
   EXPECT_THROW(compileToCubin(kTrivialKernel, "trivial.cu", "compute_90", {}), Error);
   EXPECT_THROW(compileToCubin(kTrivialKernel, "trivial.cu", "", {}), Error);
 }
 
-TEST(NvrtcTest, givenUnknownOption_whenCompiled_thenThrows) {
+TEST(NvrtcTest, GivenUnknownOptionWhenCompiledThenThrows) {
   SKIP_WITHOUT_NVRTC();
   EXPECT_THROW(compileToCubin(kTrivialKernel, "trivial.cu", "sm_90a", {"--no-such-option"}), Error);
 }
 
-TEST(NvrtcTest, givenEightThreads_whenCompilingConcurrently_thenEveryCompileSucceedsWithItsOwnDefines) {
+TEST(NvrtcTest, GivenEightThreadsWhenCompilingConcurrentlyThenEveryCompileSucceedsWithItsOwnDefines) {
   SKIP_WITHOUT_NVRTC();
   constexpr int kThreads = 8;
   std::vector<std::string> cubins(kThreads);
@@ -134,7 +134,7 @@ TEST(NvrtcTest, givenEightThreads_whenCompilingConcurrently_thenEveryCompileSucc
 
 // The library is loaded once per process, so the override is tested in a
 // fresh child process (threadsafe death-test style re-executes this binary).
-TEST(NvrtcTest, givenOverridePathThatDoesNotExist_whenLoading_thenUnavailableAndTheReasonNamesThePath) {
+TEST(NvrtcTest, GivenOverridePathThatDoesNotExistWhenLoadingThenUnavailableAndTheReasonNamesThePath) {
   testing::FLAGS_gtest_death_test_style = "threadsafe";
   EXPECT_EXIT(
       {
@@ -151,7 +151,7 @@ TEST(NvrtcTest, givenOverridePathThatDoesNotExist_whenLoading_thenUnavailableAnd
       testing::ExitedWithCode(0), "");
 }
 
-TEST(NvrtcTest, givenOverridePathToAnExistingNvrtc_whenLoading_thenExactlyThatPathIsUsed) {
+TEST(NvrtcTest, GivenOverridePathToAnExistingNvrtcWhenLoadingThenExactlyThatPathIsUsed) {
   // Nothing may touch NVRTC before EXPECT_EXIT: the child runs this body from the top.
   const std::string path = "/usr/local/cuda/lib64/libnvrtc.so.13";
   if (::access(path.c_str(), R_OK) != 0) GTEST_SKIP() << path << " does not exist";

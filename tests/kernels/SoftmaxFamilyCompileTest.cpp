@@ -10,6 +10,7 @@
 #include <mutex>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "hotkernel/kernels/SoftmaxFamily.h"
@@ -88,7 +89,7 @@ void expectAllCompiledWithoutSpills(const std::vector<Job>& jobs, const std::vec
 #define SKIP_WITHOUT_NVRTC() \
   if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcUnavailableReason()
 
-TEST(SoftmaxFamilyCompileTest, givenEveryPointOfEveryDType_whenCompiledForSm90a_thenCubinsWithoutSpills) {
+TEST(SoftmaxFamilyCompileTest, GivenEveryPointOfEveryDTypeWhenCompiledForSm90aThenCubinsWithoutSpills) {
   SKIP_WITHOUT_NVRTC();
   std::vector<Job> jobs;
   for (DType d : kAllDTypes) {
@@ -102,24 +103,27 @@ TEST(SoftmaxFamilyCompileTest, givenEveryPointOfEveryDType_whenCompiledForSm90a_
   for (size_t i = 0; i < jobs.size(); ++i) {
     const SoftmaxParams& p = jobs[i].params;
     char key[64];
-    std::snprintf(key, sizeof(key), "%-8s t=%4d v=%d", dtypeName(jobs[i].dtype), p.threads, p.vec);
+    std::snprintf(key, sizeof(key), "%-8s t=%4d r=%2d v=%d", dtypeName(jobs[i].dtype), p.threads, p.rowsPerCta,
+                  p.vec);
     rows[key] += " i" + std::to_string(p.items) + ":" + std::to_string(results[i].registers);
   }
   std::printf("registers per point (sm_90a), items:registers\n");
   for (const auto& [key, line] : rows) std::printf("  %s %s\n", key.c_str(), line.c_str());
 }
 
-TEST(SoftmaxFamilyCompileTest, givenASpreadOfPoints_whenCompiledForSm80_thenCubinsWithoutSpills) {
+TEST(SoftmaxFamilyCompileTest, GivenASpreadOfPointsWhenCompiledForSm80ThenCubinsWithoutSpills) {
   SKIP_WITHOUT_NVRTC();
-  // Every dtype, the largest register-resident point and the streaming point of each thread count and width.
+  // Every dtype, at the narrowest and the widest vector: the streaming point of
+  // each CTA size and the largest register-resident point of each CTA shape.
   std::vector<Job> jobs;
   for (DType d : kAllDTypes) {
-    std::map<std::pair<int, int>, SoftmaxParams> largest;
+    std::map<std::tuple<int, int, int>, SoftmaxParams> largest;
     for (const SoftmaxParams& p : SoftmaxFamily::allParameterPoints(d)) {
+      if (p.vec != 1 && p.vec != static_cast<int>(16 / elementSize(d))) continue;
       if (p.items == 0) {
         jobs.push_back({d, p, "sm_80"});
       } else {
-        largest[{p.threads, p.vec}] = p;  // items ascend within a (threads, vec)
+        largest[{p.threads, p.rowsPerCta, p.vec}] = p;  // items ascend within (threads, rowsPerCta, vec)
       }
     }
     for (const auto& [key, p] : largest) jobs.push_back({d, p, "sm_80"});
@@ -127,15 +131,17 @@ TEST(SoftmaxFamilyCompileTest, givenASpreadOfPoints_whenCompiledForSm80_thenCubi
   expectAllCompiledWithoutSpills(jobs, compileAll(jobs));
 }
 
-TEST(SoftmaxFamilyCompileTest, givenParametersOutsideTheTemplatesLimits_whenCompiled_thenTheTemplateRefuses) {
+TEST(SoftmaxFamilyCompileTest, GivenParametersOutsideTheTemplatesLimitsWhenCompiledThenTheTemplateRefuses) {
   SKIP_WITHOUT_NVRTC();
   const std::string source = SoftmaxFamily::source();
   const std::vector<std::vector<std::string>> bad = {
-      {"-DHK_DTYPE=2", "-DHK_THREADS=512", "-DHK_VEC=16", "-DHK_ITEMS=0"},  // 32-byte vectors
-      {"-DHK_DTYPE=0", "-DHK_THREADS=384", "-DHK_VEC=4", "-DHK_ITEMS=0"},  // not a power of two
-      {"-DHK_DTYPE=3", "-DHK_THREADS=512", "-DHK_VEC=4", "-DHK_ITEMS=0"},  // unknown dtype
-      {"-DHK_DTYPE=0", "-DHK_THREADS=512", "-DHK_VEC=4", "-DHK_ITEMS=17"},
-      {"-DHK_DTYPE=0", "-DHK_THREADS=512", "-DHK_VEC=4"},  // missing define
+      {"-DHK_DTYPE=2", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=16", "-DHK_ITEMS=0"},  // 32-byte vectors
+      {"-DHK_DTYPE=0", "-DHK_THREADS=384", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_ITEMS=0"},   // not a power of two
+      {"-DHK_DTYPE=3", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_ITEMS=0"},   // unknown dtype
+      {"-DHK_DTYPE=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_ITEMS=17"},
+      {"-DHK_DTYPE=0", "-DHK_THREADS=128", "-DHK_ROWS=2", "-DHK_VEC=4", "-DHK_ITEMS=1"},   // rows span warps
+      {"-DHK_DTYPE=0", "-DHK_THREADS=128", "-DHK_ROWS=3", "-DHK_VEC=4", "-DHK_ITEMS=1"},
+      {"-DHK_DTYPE=0", "-DHK_THREADS=512", "-DHK_VEC=4", "-DHK_ITEMS=0"},  // missing define
   };
   for (const std::vector<std::string>& options : bad) {
     EXPECT_THROW(compileToCubin(source, "softmax_lastdim.cu", "sm_90a", options), Error) << options.back();

@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
     for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
              {4096, 32000}, {8192, 128256}, {1, 128256}, {7, 13}, {1, 1}, {16384, 8192}, {64, 24576},
              {1000, 50}, {3, 1001}, {1, 32768}, {2, 32769}, {10, 2}, {4096, 1024}, {32768, 128},
-             {257, 4000}, {5, 100000}}) {
+             {257, 4000}, {5, 100000}, {16384, 8}, {65536, 256}, {999, 100}}) {
       variants.push_back({d, rows, cols});
     }
   }
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   std::map<std::string, Job> points;
   auto fileOf = [&](DType d, const SoftmaxParams& p, const std::string& tag) {
     return std::string(dtypeName(d)) + "_t" + std::to_string(p.threads) + "_v" + std::to_string(p.vec) + "_i" +
-           std::to_string(p.items) + (tag.empty() ? "" : "_" + tag) + ".cubin";
+           std::to_string(p.items) + "_r" + std::to_string(p.rowsPerCta) + (tag.empty() ? "" : "_" + tag) + ".cubin";
   };
   nlohmann::json manifest = {{"arch", arch}, {"variants", nlohmann::json::array()}};
   for (const SoftmaxVariant& v : variants) {
@@ -82,18 +82,19 @@ int main(int argc, char** argv) {
                          {"tolerance", SoftmaxFamily::tolerance(v.dtype, v.cols)},
                          {"bytes", SoftmaxFamily::bytesMoved(v)},
                          {"points", nlohmann::json::array()}};
-    for (const auto& [tag, extra] : experiments)
-    for (const SoftmaxParams& p : SoftmaxFamily::parameterSpace(v)) {
-      const LaunchGeometry g = SoftmaxFamily::launchGeometry(v, p);
-      const std::string file = fileOf(v.dtype, p, tag);
-      points[file] = {v.dtype, p, extra};
-      jv["points"].push_back({{"params", p.toJson()},
-                              {"describe", p.describe() + (tag.empty() ? "" : " [" + tag + "]")},
-                              {"cubin", file},
-                              {"grid", g.gridX},
-                              {"block", g.blockX},
-                              {"shared", g.sharedBytes},
-                              {"alignment", SoftmaxFamily::requiredAlignment(v.dtype, p)}});
+    for (const auto& [tag, extra] : experiments) {
+      for (const SoftmaxParams& p : SoftmaxFamily::parameterSpace(v)) {
+        const LaunchGeometry g = SoftmaxFamily::launchGeometry(v, p);
+        const std::string file = fileOf(v.dtype, p, tag);
+        points[file] = {v.dtype, p, extra};
+        jv["points"].push_back({{"params", p.toJson()},
+                                {"describe", p.describe() + (tag.empty() ? "" : " [" + tag + "]")},
+                                {"cubin", file},
+                                {"grid", g.gridX},
+                                {"block", g.blockX},
+                                {"shared", g.sharedBytes},
+                                {"alignment", SoftmaxFamily::requiredAlignment(v.dtype, p)}});
+      }
     }
     manifest["variants"].push_back(jv);
   }

@@ -96,8 +96,9 @@ class CacheStore {
   std::vector<Entry> listMetadata(const EntryFilter& filter = {}) const;
 
   // Re-checks the entries matching `filter`: one report per entry (Ok ones
-  // included), preceded, when the filter selects everything, by a database
-  // report if SQLite's quick_check finds structural damage.
+  // included), plus a database-level report (empty key, Malformed) for damage
+  // that SQLite's quick_check finds (run when the filter selects everything)
+  // or that stops the scan.
   std::vector<VerifyReport> verify(const EntryFilter& filter = {}) const;
   std::vector<VerifyReport> verifyAll() const { return verify(EntryFilter{}); }
 

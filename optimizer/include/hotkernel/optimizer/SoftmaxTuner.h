@@ -1,14 +1,15 @@
 #pragma once
-// The first optimizer: for one recorded softmax variant, try the family's
-// parameter points, check each against the original ATen kernel on fresh
-// random inputs, time the correct ones against it with the benchmark method,
-// and return the fastest one that is correct and faster.
+// The softmax tuner: for one recorded variant, compile the family's parameter
+// points, pass each through the five-stage harness against the original ATen
+// kernel, time those that pass against it with the benchmark method, and
+// return the fastest one whose speed-up CI clears the threshold.
 
 #include <nlohmann/json.hpp>
 
 #include <string>
 
 #include "hotkernel/kernels/SoftmaxFamily.h"
+#include "hotkernel/optimizer/Harness.h"
 
 namespace hotkernel {
 
@@ -24,6 +25,12 @@ struct TuneOutcome {
   std::string arch;                 // e.g. "sm_90a"
   nlohmann::json metrics;           // speed-up, CI, times, max error, per-candidate log
 };
+
+// What aten::_softmax(x, -1, false) must compute, for the harness.
+RowOpSpec softmaxSpec();
+// A compiled softmax parameter point as a harness candidate (its guards included).
+HarnessCandidate softmaxCandidate(kernels::DType dtype, const kernels::SoftmaxParams& params,
+                                  const std::string& cubin);
 
 // Runs on the calling thread on `device`; uses its own stream and relaxed
 // graph-capture mode. Throws Error when the variant cannot be tuned at all

@@ -31,6 +31,8 @@ class CudaKernelLauncher final : public KernelLauncher {
                                                   size_t alignment, std::string description);
 
   bool launch(const RowKernelArgs& args, void* stream) const noexcept override;
+  // The same kernel with another geometry (the harness runs one cubin on many shapes).
+  bool launchWith(const RowKernelArgs& args, void* stream, const LaunchGeometry& geometry) const noexcept;
   size_t alignment() const override { return alignment_; }
   std::string describe() const override { return description_; }
   int registersPerThread() const;

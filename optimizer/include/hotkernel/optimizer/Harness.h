@@ -1,0 +1,86 @@
+#pragma once
+// The five-stage correctness harness: every candidate passes all five stages
+// before any of its timings counts.
+//
+//  1. smoke        launches on the recorded variant, finishes within the
+//                  watchdog, writes every output element (output pre-filled
+//                  with NaN), leaves the input untouched, writes nothing
+//                  past the output (canary), matches the reference;
+//  2. sweep        the variant's neighbours the candidate's guard accepts
+//                  (1 row, rows +/- 1, cols +/- one vector, short rows);
+//  3. stability    inputs x3, x0.01, negated, near the dtype's max, all zeros,
+//                  a shifted copy, -inf entries, a row of -inf and a row with a
+//                  NaN (where the reference defines a result: NaN positions must
+//                  match); a float64 reference where cheap;
+//  4. determinism  3 runs, fresh NaN-filled outputs, bitwise identical;
+//  5. edge cases   misaligned pointers refused by the candidate's guard (when it
+//                  needs alignment), non-contiguous inputs never reach it (the
+//                  variant key refuses them), output never aliases the input.
+// Inputs are fresh random data from a seed drawn per run and recorded.
+//
+// Note [Harness runs in-process]
+// The harness launches candidates in the calling process, on its own stream.
+// A candidate that never finishes trips the watchdog and is rejected, but the
+// kernel keeps its SMs until the process ends; untrusted sources (external
+// agents) must pass their first run in a sandbox process first.
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hotkernel/kernels/DType.h"
+#include "hotkernel/runtime/CudaKernelLauncher.h"
+
+namespace hotkernel {
+
+// What the candidate must compute, for one row op.
+struct RowOpSpec {
+  std::string op;                                                    // "aten::_softmax"
+  std::function<at::Tensor(const at::Tensor&)> reference;            // the original ATen kernel
+  std::function<at::Tensor(const at::Tensor&)> reference64;          // float64 reference, or empty
+  std::function<double(kernels::DType, int64_t cols)> tolerance;     // max abs error vs reference
+};
+
+// A compiled candidate and its guard.
+struct HarnessCandidate {
+  std::string cubin;
+  std::string kernelName;
+  std::string description;
+  std::function<LaunchGeometry(int64_t rows, int64_t cols)> geometry;
+  std::function<bool(int64_t rows, int64_t cols)> acceptsShape;
+  std::function<bool(const void* in, const void* out)> acceptsPointers;
+  size_t alignment = 16;
+};
+
+enum class HarnessStage { Smoke = 0, Sweep = 1, Stability = 2, Determinism = 3, EdgeCases = 4 };
+const char* toString(HarnessStage stage);
+
+struct StageResult {
+  HarnessStage stage;
+  bool passed = false;
+  std::string detail;  // what failed, or what was covered
+};
+
+struct HarnessReport {
+  bool passed = false;
+  std::vector<StageResult> stages;  // in order, up to and including the first failure
+  uint64_t seed = 0;
+  double maxAbsError = 0;  // worst error vs the reference over all passing checks
+  // The first failing stage, or nullptr.
+  const StageResult* failure() const;
+};
+
+struct HarnessOptions {
+  double watchdogSeconds = 10.0;
+  uint64_t seed = 0;  // 0: draw a fresh one
+};
+
+// Runs the five stages on `device` for the recorded variant (dtype, rows, cols).
+// Never throws for a bad candidate (that is a failed stage); throws Error for
+// a broken environment (no driver).
+HarnessReport runHarness(const RowOpSpec& spec, const HarnessCandidate& candidate, kernels::DType dtype,
+                         int64_t rows, int64_t cols, int device, const HarnessOptions& options = {});
+
+}  // namespace hotkernel

@@ -1,0 +1,277 @@
+#include "hotkernel/optimizer/Harness.h"
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel {
+namespace {
+
+using kernels::DType;
+
+at::ScalarType scalarType(DType d) {
+  switch (d) {
+    case DType::Float32:
+      return at::kFloat;
+    case DType::Float16:
+      return at::kHalf;
+    case DType::BFloat16:
+      return at::kBFloat16;
+  }
+  HOTKERNEL_INTERNAL_ASSERT(false, "unknown dtype");
+  return at::kFloat;
+}
+
+at::ScalarType bitsType(DType d) { return d == DType::Float32 ? at::kInt : at::kShort; }
+
+double dtypeMax(DType d) {
+  switch (d) {
+    case DType::Float32:
+      return 3.4028234663852886e38;
+    case DType::Float16:
+      return 65504.0;
+    case DType::BFloat16:
+      return 3.3895313892515355e38;
+  }
+  return 1.0;
+}
+
+bool bitwiseEqual(const at::Tensor& a, const at::Tensor& b, DType d) {
+  return at::equal(a.view(bitsType(d)), b.view(bitsType(d)));
+}
+
+// Max |out - ref|; +inf when NaN positions differ.
+double maxAbsError(const at::Tensor& out, const at::Tensor& ref) {
+  at::Tensor o = out.to(at::kDouble), r = ref.to(at::kDouble);
+  if (!at::equal(o.isnan(), r.isnan())) return std::numeric_limits<double>::infinity();
+  at::Tensor diff = (at::nan_to_num(o, 0.0, 0.0, 0.0) - at::nan_to_num(r, 0.0, 0.0, 0.0)).abs();
+  // Infinite values must match exactly.
+  if (!at::equal(o.isinf(), r.isinf())) return std::numeric_limits<double>::infinity();
+  return diff.numel() ? diff.max().item<double>() : 0.0;
+}
+
+struct Runner {
+  const HarnessCandidate& c;
+  DType dtype;
+  int device;
+  double watchdogSeconds;
+  std::shared_ptr<CudaKernelLauncher> launcher;
+  at::cuda::CUDAStream stream;
+
+  // Runs the candidate on `in` into a fresh NaN-filled buffer with a canary
+  // tail. Returns the output, or an undefined tensor and `why` on failure.
+  at::Tensor run(const at::Tensor& in, std::string& why) {
+    const int64_t rows = in.size(0), cols = in.size(1);
+    constexpr int64_t kCanary = 1024;
+    at::Tensor buf = at::empty({rows * cols + kCanary}, in.options());
+    buf.fill_(std::numeric_limits<float>::quiet_NaN());
+    at::Tensor canary = buf.narrow(0, rows * cols, kCanary);
+    canary.fill_(1234.5);
+    at::Tensor inCopy = in.clone();
+    at::Tensor out = buf.narrow(0, 0, rows * cols).view({rows, cols});
+    if (!launcher->launchWith({in.const_data_ptr(), out.mutable_data_ptr(), rows, cols}, stream.stream(),
+                              c.geometry(rows, cols))) {
+      why = "launch failed";
+      return {};
+    }
+    at::cuda::CUDAEvent done(cudaEventDefault);
+    done.record(stream);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(watchdogSeconds);
+    while (!done.query()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        std::ostringstream os;
+        os << "watchdog: not finished after " << watchdogSeconds << " s";
+        why = os.str();
+        return {};
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    const cudaError_t err = cudaStreamSynchronize(stream.stream());
+    if (err != cudaSuccess) {
+      why = std::string("CUDA error: ") + cudaGetErrorString(err);
+      (void)cudaGetLastError();
+      return {};
+    }
+    if (!at::all(canary == 1234.5).item<bool>()) {
+      why = "wrote past the end of the output";
+      return {};
+    }
+    if (!bitwiseEqual(in, inCopy, dtype)) {
+      why = "modified its input (aliasing or in-place write)";
+      return {};
+    }
+    return out.clone();
+  }
+};
+
+}  // namespace
+
+const char* toString(HarnessStage s) {
+  switch (s) {
+    case HarnessStage::Smoke:
+      return "smoke";
+    case HarnessStage::Sweep:
+      return "sweep";
+    case HarnessStage::Stability:
+      return "stability";
+    case HarnessStage::Determinism:
+      return "determinism";
+    case HarnessStage::EdgeCases:
+      return "edge-cases";
+  }
+  return "?";
+}
+
+const StageResult* HarnessReport::failure() const {
+  for (const StageResult& s : stages) {
+    if (!s.passed) return &s;
+  }
+  return nullptr;
+}
+
+HarnessReport runHarness(const RowOpSpec& spec, const HarnessCandidate& c, DType dtype, int64_t rows,
+                         int64_t cols, int device, const HarnessOptions& options) {
+  HarnessReport report;
+  report.seed = options.seed ? options.seed
+                             : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
+  at::cuda::CUDAStream stream = at::cuda::getStreamFromPool(false, device);
+  c10::cuda::CUDAStreamGuard streamGuard(stream);
+  at::Generator gen = at::cuda::detail::getDefaultCUDAGenerator(device).clone();
+  gen.set_current_seed(report.seed);
+  const auto floatOpts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
+  const at::ScalarType st = scalarType(dtype);
+  // Uniform in [-1, 5): asymmetric on purpose, so that the negated set below
+  // reaches values (down to -5) the smoke input never holds.
+  auto randomInput = [&](int64_t r, int64_t n) {
+    return at::rand({r, n}, gen, floatOpts).mul_(6.0).sub_(1.0).to(st);
+  };
+
+  Runner runner{c, dtype, device, options.watchdogSeconds, nullptr, stream};
+  auto fail = [&](HarnessStage s, const std::string& why) {
+    report.stages.push_back(StageResult{s, false, why});
+    report.passed = false;
+    return report;
+  };
+  try {
+    runner.launcher = CudaKernelLauncher::load(device, c.cubin, c.kernelName, c.geometry(rows, cols), c.alignment,
+                                               c.description);
+  } catch (const std::exception& e) {
+    return fail(HarnessStage::Smoke, std::string("cannot load: ") + e.what());
+  }
+  // Checks one input against the reference; false + why on any mismatch.
+  auto check = [&](const at::Tensor& in, std::string& why) -> bool {
+    at::Tensor out = runner.run(in, why);
+    if (!out.defined()) return false;
+    at::Tensor ref = spec.reference(in);
+    const double err = maxAbsError(out, ref);
+    const double tol = spec.tolerance(dtype, in.size(1));
+    if (!(err <= tol)) {
+      std::ostringstream os;
+      os << "max abs error " << err << " > tolerance " << tol << " at [" << in.size(0) << ", " << in.size(1) << "]";
+      why = os.str();
+      return false;
+    }
+    if (spec.reference64) {
+      // Against float64, the candidate may not be worse than ATen by more than the tolerance.
+      at::Tensor ref64 = spec.reference64(in.to(at::kDouble));
+      const double mine = maxAbsError(out, ref64), aten = maxAbsError(ref, ref64);
+      if (std::isfinite(aten) && !(mine <= aten + tol)) {
+        std::ostringstream os;
+        os << "float64 error " << mine << " exceeds ATen's " << aten << " + tolerance";
+        why = os.str();
+        return false;
+      }
+    }
+    report.maxAbsError = std::max(report.maxAbsError, err);
+    return true;
+  };
+
+  std::string why;
+  // 1. smoke
+  at::Tensor x = randomInput(rows, cols);
+  if (!check(x, why)) return fail(HarnessStage::Smoke, why);
+  report.stages.push_back({HarnessStage::Smoke, true, "recorded variant"});
+
+  // 2. variant sweep: neighbours the guard accepts.
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{1, cols}, {rows + 1, cols}, {std::min<int64_t>(rows, 7), cols}};
+  if (rows > 1) shapes.push_back({rows - 1, cols});
+  for (int64_t dc : {-64, -8, -1, 1, 8}) {
+    if (cols + dc >= 1) shapes.push_back({std::min<int64_t>(rows, 33), cols + dc});
+  }
+  shapes.push_back({std::min<int64_t>(rows, 5), 1});
+  int swept = 0;
+  for (auto [r, n] : shapes) {
+    if (!c.acceptsShape(r, n)) continue;
+    if (!check(randomInput(r, n), why)) return fail(HarnessStage::Sweep, why);
+    ++swept;
+  }
+  report.stages.push_back({HarnessStage::Sweep, true, std::to_string(swept) + " neighbour shapes"});
+
+  // 3. numerical stability
+  const double big = dtypeMax(dtype) / 4.0;
+  at::Tensor xf = x.to(at::kFloat);
+  std::vector<std::pair<std::string, at::Tensor>> stress = {
+      {"negated", (-xf).to(st)},
+      {"x3", (xf * 3).to(st)},
+      {"x0.01", (xf * 0.01).to(st)},
+      {"near max", (xf.sign() * big * at::rand_like(xf)).to(st)},
+      {"zeros", at::zeros_like(x)},
+      {"shifted", (xf + (dtype == DType::Float16 ? 1e4 : 1e5)).to(st)},
+  };
+  {
+    at::Tensor special = xf.clone();
+    const int64_t r0 = 0, r1 = rows > 1 ? 1 : 0, r2 = rows > 2 ? 2 : 0;
+    special.select(0, r0).select(0, 0).fill_(-std::numeric_limits<float>::infinity());
+    if (r1 != r0) special.select(0, r1).fill_(-std::numeric_limits<float>::infinity());  // a row of -inf
+    if (r2 != r0 && r2 != r1) special.select(0, r2).select(0, cols - 1).fill_(std::numeric_limits<float>::quiet_NaN());
+    stress.push_back({"-inf and NaN", special.to(st)});
+  }
+  for (const auto& [name, in] : stress) {
+    if (!check(in, why)) return fail(HarnessStage::Stability, name + ": " + why);
+  }
+  report.stages.push_back({HarnessStage::Stability, true, std::to_string(stress.size()) + " input sets"});
+
+  // 4. determinism: 3 runs, fresh NaN-filled outputs, bitwise identical.
+  at::Tensor first;
+  for (int i = 0; i < 3; ++i) {
+    at::Tensor out = runner.run(x, why);
+    if (!out.defined()) return fail(HarnessStage::Determinism, why);
+    if (i == 0) {
+      first = out;
+    } else if (!bitwiseEqual(first, out, dtype)) {
+      return fail(HarnessStage::Determinism, "run " + std::to_string(i + 1) + " differs bitwise from run 1");
+    }
+  }
+  report.stages.push_back({HarnessStage::Determinism, true, "3 runs bitwise identical"});
+
+  // 5. edge cases: the guard refuses what the kernel cannot take.
+  if (c.alignment > 1) {
+    at::Tensor flat = at::empty({rows * cols + 16}, x.options());
+    const char* base = static_cast<const char*>(flat.const_data_ptr());
+    const size_t elem = flat.element_size();
+    if (c.acceptsPointers(base + elem, flat.mutable_data_ptr()) ||
+        c.acceptsPointers(flat.const_data_ptr(), static_cast<char*>(flat.mutable_data_ptr()) + elem)) {
+      return fail(HarnessStage::EdgeCases, "guard accepts pointers misaligned by one element");
+    }
+  }
+  if (!c.acceptsPointers(x.const_data_ptr(), first.mutable_data_ptr())) {
+    return fail(HarnessStage::EdgeCases, "guard refuses aligned, distinct buffers");
+  }
+  report.stages.push_back({HarnessStage::EdgeCases, true, "misaligned refused, no aliasing, input untouched"});
+  report.passed = true;
+  return report;
+}
+
+}  // namespace hotkernel
