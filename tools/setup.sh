@@ -61,9 +61,10 @@ command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DC
 stamp="$PREFIX|$PY"
 if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$BUILD/.hotkernel-configured" 2>/dev/null)" != "$stamp" ]; then
   say "configuring $BUILD"
+  mkdir -p "$BUILD"
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$PREFIX" -DHOTKERNEL_PYTHON="$PY" "${LAUNCHER[@]}" >"$BUILD.configure.log" 2>&1 ||
-    { cat "$BUILD.configure.log"; exit 1; }
+    -DCMAKE_PREFIX_PATH="$PREFIX" -DHOTKERNEL_PYTHON="$PY" "${LAUNCHER[@]}" >"$BUILD/configure.log" 2>&1 ||
+    { cat "$BUILD/configure.log"; exit 1; }
   echo "$stamp" >"$BUILD/.hotkernel-configured"
 fi
 say "building ($BUILD)"
