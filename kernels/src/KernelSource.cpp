@@ -15,6 +15,8 @@
   }
 
 HOTKERNEL_DECLARE_EMBEDDED(softmax_lastdim)
+HOTKERNEL_DECLARE_EMBEDDED(rms_norm)
+HOTKERNEL_DECLARE_EMBEDDED(layer_norm)
 
 #define HOTKERNEL_EMBEDDED(name)                                                                       \
   KernelSource {                                                                                       \
@@ -29,6 +31,8 @@ std::string KernelSource::sha256() const { return sha256Hex(text.data(), text.si
 const std::vector<KernelSource>& allKernelSources() {
   static const std::vector<KernelSource> sources = {
       HOTKERNEL_EMBEDDED(softmax_lastdim),
+      HOTKERNEL_EMBEDDED(rms_norm),
+      HOTKERNEL_EMBEDDED(layer_norm),
   };
   return sources;
 }

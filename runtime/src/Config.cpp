@@ -54,6 +54,8 @@ Config Config::fromEnvironment() {
   c.optimize = parseBool("HOTKERNEL_OPTIMIZE", true);
   c.hotCalls = parsePositive("HOTKERNEL_HOT_CALLS", 50);
   c.profilePath = env("HOTKERNEL_PROFILE");
+  c.idleMs = parsePositive("HOTKERNEL_IDLE_MS", 50);
+  c.optimizerMemoryMb = parsePositive("HOTKERNEL_OPT_MEM_MB", 0);
   std::string ops = env("HOTKERNEL_OPS");
   if (ops.empty()) ops = "_softmax";
   std::stringstream ss(ops);

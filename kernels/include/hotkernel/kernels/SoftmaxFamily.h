@@ -15,6 +15,7 @@
 //   (x[1:], narrow) can start anywhere.
 // Contiguity, device and in/out shape checks belong to the caller.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -74,7 +75,7 @@ class SoftmaxFamily {
   static constexpr int kMaxRegisterElements = 128;
   // ... and at most kRegisterFileElements / threads, i.e. half the registers
   // __launch_bounds__(threads) allows, so that ptxas does not spill
-  // (FamilyTest checks the ptxas report of every point).
+  // (SoftmaxFamilyCompileTest checks the ptxas report of every point).
   static constexpr int kRegisterFileElements = 32768;
 
   // Whether the family can serve the variant at all: rows >= 1, 1 <= cols <= kMaxCols,

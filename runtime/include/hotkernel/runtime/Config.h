@@ -10,6 +10,8 @@
 // | HOTKERNEL_HOT_CALLS           | 50                           | calls of one variant before it is queued for optimization |
 // | HOTKERNEL_PROFILE             | (unset)                      | file the recorded variants are written to at exit (JSON) |
 // | HOTKERNEL_OPS                 | _softmax                     | comma list of ops to override |
+// | HOTKERNEL_IDLE_MS             | 50                           | the optimizer works only after this long without serving GPU ops |
+// | HOTKERNEL_OPT_MEM_MB          | 25% of the device's memory   | GPU memory the background optimizer may use |
 
 #include <cstdint>
 #include <string>
@@ -24,6 +26,8 @@ struct Config {
   int64_t hotCalls = 50;
   std::string profilePath;
   std::vector<std::string> ops;
+  int64_t idleMs = 50;
+  int64_t optimizerMemoryMb = 0;  // 0: a quarter of the device's memory
 
   // Reads the environment; never throws (malformed values fall back to the default and warn).
   static Config fromEnvironment();

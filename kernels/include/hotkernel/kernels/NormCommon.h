@@ -1,0 +1,109 @@
+#pragma once
+// What the two normalization families share (RmsNormFamily, LayerNormFamily):
+// the parameter point, the tolerance record, and (in `detail`) the whitelist,
+// the parameter-space heuristic and the launch geometry. Both normalize each
+// row of a contiguous [rows, cols] view like softmax_lastdim does: a CTA per
+// row, or several short rows per CTA, register-resident or streaming. They
+// differ in the per-column arrays (weight; weight and bias) that a
+// register-resident thread keeps in registers next to its share of the row,
+// which the register budget counts (Note [Norm register budget]).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/SoftmaxFamily.h"  // LaunchGeometry
+
+namespace hotkernel::kernels {
+
+// One point of a norm family's parameter space; becomes the HK_* defines of its template.
+struct NormParams {
+  int threads = 256;   // threads per CTA: a power of two in [32, 1024]
+  int vec = 1;         // elements per vector access: a power of two, vec * elementSize <= 16 bytes
+  int items = 0;       // > 0: register-resident, each thread holds `items` vectors (one read of the row);
+                       // 0: streaming, any row length (two reads of the row)
+  int rowsPerCta = 1;  // 1: a CTA per row; > 1: short rows, rowThreads() <= 32 threads (part of one warp) per row
+
+  int rowThreads() const { return threads / rowsPerCta; }
+  bool registerResident() const { return items > 0; }
+  bool operator==(const NormParams& o) const {
+    return threads == o.threads && vec == o.vec && items == o.items && rowsPerCta == o.rowsPerCta;
+  }
+  bool operator!=(const NormParams& o) const { return !(*this == o); }
+
+  nlohmann::json toJson() const;  // {"items":4,"rowsPerCta":1,"threads":256,"vec":8}
+  // Throws Error unless `j` is an object with integer threads, vec and items
+  // (and rowsPerCta, 1 when absent). Does not check validity: guardParams does.
+  static NormParams fromJson(const nlohmann::json& j);
+  // "threads=256 vec=8 items=4 (register-resident)", "threads=1024 vec=8 items=0 (streaming)",
+  // "threads=128 vec=8 items=1 rowsPerCta=8 (register-resident)"
+  std::string describe() const;
+};
+
+// How far a norm family's results may be from ATen's (one record per dtype
+// and row length; the values and their reasoning are each family's
+// tolerance()). NaN must meet NaN and infinities must be equal; otherwise
+//   output:  |got - ref| <= outAbs + outRel * |ref|
+//   rstd:    |got - ref| <= statRel * |ref|
+//   mean:    |got - ref| <= statRel * (|ref| + 1 / refRstd)   (the row's scale:
+//            a relative bound alone fails rows whose mean is near 0)
+struct NormTolerance {
+  double outAbs = 0;
+  double outRel = 0;
+  double statRel = 0;
+
+  bool outputWithin(double got, double ref) const;
+  bool rstdWithin(double got, double ref) const;
+  bool meanWithin(double got, double ref, double refRstd) const;
+};
+
+namespace detail {
+
+// Note [Norm register budget]
+// A register-resident point keeps, per thread, items * vec values of the row
+// as fp32 and, for each of `columnArrays` per-column arrays (weight, bias),
+// items vectors in their storage type (loaded once per CTA: a thread serves
+// the same columns in every row). In 32-bit registers:
+//   items * vec + columnArrays * ceil(items * vec * elementSize / 4)
+// which must stay within min(128, 32768 / threads), half of what
+// __launch_bounds__(threads) allows (the same margin as softmax_lastdim).
+// The families' compile tests check the ptxas report of every point.
+constexpr int kNormMaxRegisterValues = 128;
+constexpr int kNormRegisterFile = 32768;
+constexpr int64_t kNormMaxCols = int64_t{1} << 30;
+
+int normRegisterCost(DType dtype, const NormParams& p, int columnArrays);
+
+// Whether `p` is a point of a family keeping `columnArrays` arrays (the whitelist).
+bool normIsPoint(DType dtype, const NormParams& p, int columnArrays);
+
+// Every point for `dtype`, in a fixed order.
+std::vector<NormParams> normAllPoints(DType dtype, int columnArrays);
+
+// rows >= 1, 1 <= cols <= kNormMaxCols, rows * cols * elementSize without overflow, a known dtype.
+bool normGuardShape(DType dtype, int64_t rows, int64_t cols);
+
+// normGuardShape, normIsPoint, cols % vec == 0 when vec > 1, and the row fits
+// when register-resident.
+bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p, int columnArrays);
+
+// Up to 12 points, best guess first (Note [Norm parameter ranking]); every one
+// passes normGuardParams; always a streaming point and a vec == 1 point.
+// Empty iff !normGuardShape.
+std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, int columnArrays);
+
+// One CTA of `threads` per `rowsPerCta` rows, at most 2^31 - 1 CTAs (the kernels stride over rows).
+LaunchGeometry normLaunchGeometry(int64_t rows, const NormParams& p);
+
+// The common defines: -DHK_DTYPE=, -DHK_THREADS=, -DHK_ROWS=, -DHK_VEC=, -DHK_ITEMS=.
+std::vector<std::string> normCompileOptions(DType dtype, const NormParams& p);
+
+// `ptr` non-null and a multiple of `alignment`.
+bool normAligned(const void* ptr, size_t alignment);
+
+}  // namespace detail
+}  // namespace hotkernel::kernels

@@ -1,0 +1,451 @@
+// Layer normalization over the last dimension of a contiguous [rows, cols] tensor:
+//   mean[r]   = sum_c in[r, c] / cols                                   (fp32)
+//   rstd[r]   = rsqrt(sum_c (in[r, c] - mean[r])^2 / cols + eps)       (fp32, biased variance)
+//   out[r, c] = weight[c] * (rstd[r] * (in[r, c] - mean[r])) + bias[c] (weight, bias optional)
+// the semantics of aten::native_layer_norm(input, normalized_shape, weight,
+// bias, eps) on CUDA: the normalized dims folded into cols, the leading dims
+// into rows, out in the input's dtype, mean and rstd in float32 (ATen's
+// opmath type), arithmetic in fp32, and the same expression as ATen's
+// vectorized kernel (gamma * (rstd * (x - mean)) + beta).
+//
+// Compiled by NVRTC with the defines below (LayerNormFamily::compileOptions); it
+// includes no header at all. The helpers up to hk_row_sum are the same as in
+// rms_norm.cu and softmax/softmax_lastdim.cu (duplicated on purpose: each
+// template is one self-contained source, hashed alone into the cache key).
+//   HK_DTYPE       0 = float32, 1 = float16, 2 = bfloat16 (hotkernel::kernels::DType)
+//   HK_THREADS     threads per CTA, a power of two in [32, 1024]
+//   HK_ROWS        rows per CTA: 1, or HK_THREADS / HK_ROWS <= 32 (each row within one warp)
+//   HK_VEC         elements per vector access, a power of two, HK_VEC * sizeof(element) <= 16
+//   HK_ITEMS       > 0: register-resident, each thread holds HK_ITEMS vectors of its row
+//                  (one read of the row); 0: streaming, any row length, the row is read twice
+//   HK_HAS_WEIGHT  1: multiply by weight (the input's dtype, `cols` elements); 0: no weight
+//   HK_HAS_BIAS    1: add bias (the input's dtype, `cols` elements); 0: no bias
+//
+// Entry point (LayerNormFamily::kKernelName):
+//   extern "C" __global__ void hk_layer_norm(const void* in, const void* weight, const void* bias,
+//                                            void* out, float* mean, float* rstd,
+//                                            long long rows, long long cols, float eps)
+// `weight` / `bias` are ignored when their define is 0. mean[r] and rstd[r] are
+// written for every row.
+//
+// Preconditions (checked on the host by LayerNormFamily's guards, not here):
+//   cols % HK_VEC == 0; in, weight, bias and out aligned to HK_VEC * sizeof(element);
+//   mean and rstd aligned to 4; cols <= HK_ROW_THREADS * HK_VEC * HK_ITEMS when
+//   HK_ITEMS > 0; cols <= 2^30.
+//
+// Note [Layer norm statistics]
+// Register-resident: two passes over the registers, exact in the sense that
+// matters: the row sum gives the mean, then the sum of squared deviations from
+// that mean gives the variance (no E[x^2] - E[x]^2 cancellation).
+// Streaming: the row is read once for the statistics, so each thread keeps a
+// running (count, mean, M2) triple, folding in one batch of HK_STREAM_UNROLL
+// vectors at a time (the batch's own mean and M2 by two passes over its
+// registers, then Chan's update); the triples then merge across the row.
+// The cross-thread merge is written to be commutative bit for bit (Note [Norm
+// deterministic reductions]): mean = (na/n)*ma + (nb/n)*mb, M2 = (M2a + M2b) +
+// d^2 * (na*nb/n), with no fma contraction, so every lane of the butterfly
+// ends with the same bits.
+//
+// Note [Norm special values]
+// No special cases: the arithmetic is ATen's, so a row holding inf or NaN
+// gives NaN where ATen does. Lanes that hold no element contribute exact
+// zeros to the sums and are left out of the deviations.
+//
+// Note [Norm deterministic reductions]
+// As in softmax_lastdim.cu: per-thread sums in index order, then an xor
+// butterfly within each warp and the same butterfly across the warps'
+// partials; results are bitwise reproducible and do not depend on the grid.
+
+#if !defined(HK_DTYPE) || !defined(HK_THREADS) || !defined(HK_ROWS) || !defined(HK_VEC) || !defined(HK_ITEMS) || \
+    !defined(HK_HAS_WEIGHT) || !defined(HK_HAS_BIAS)
+#error "layer_norm.cu needs HK_DTYPE, HK_THREADS, HK_ROWS, HK_VEC, HK_ITEMS, HK_HAS_WEIGHT and HK_HAS_BIAS"
+#endif
+
+#define HK_ROW_THREADS (HK_THREADS / HK_ROWS)
+#define HK_ROW_WARPS (HK_ROW_THREADS / 32)  // warps per row when a row spans warps (HK_ROWS == 1)
+// Streaming: vectors each thread loads before it uses the first (16 elements,
+// at most 8 accesses), as in softmax_lastdim.cu.
+#define HK_STREAM_UNROLL (HK_VEC >= 2 ? 16 / HK_VEC : 8)
+
+#if HK_DTYPE == 0
+typedef float hk_elem;
+#define HK_ELEM_BYTES 4
+#elif HK_DTYPE == 1 || HK_DTYPE == 2
+typedef unsigned short hk_elem;  // the bits of a float16 / bfloat16
+#define HK_ELEM_BYTES 2
+#else
+#error "HK_DTYPE must be 0 (float32), 1 (float16) or 2 (bfloat16)"
+#endif
+#define HK_PACK_BYTES (HK_VEC * HK_ELEM_BYTES)
+
+static_assert(HK_THREADS >= 32 && HK_THREADS <= 1024 && (HK_THREADS & (HK_THREADS - 1)) == 0,
+              "HK_THREADS must be a power of two in [32, 1024]");
+static_assert(HK_ROWS >= 1 && (HK_ROWS & (HK_ROWS - 1)) == 0 && HK_ROWS <= HK_THREADS &&
+                  (HK_ROWS == 1 || HK_ROW_THREADS <= 32),
+              "HK_ROWS must be 1 or leave each row at most one warp");
+static_assert(HK_VEC >= 1 && (HK_VEC & (HK_VEC - 1)) == 0 && HK_PACK_BYTES <= 16,
+              "HK_VEC must be a power of two of at most 16 bytes");
+static_assert(HK_ITEMS >= 0 && HK_ITEMS <= 16, "HK_ITEMS must be in [0, 16]");
+static_assert(HK_ROWS == 1 || HK_ITEMS > 0, "several rows per CTA are register-resident only");
+static_assert(HK_HAS_WEIGHT == 0 || HK_HAS_WEIGHT == 1, "HK_HAS_WEIGHT must be 0 or 1");
+static_assert(HK_HAS_BIAS == 0 || HK_HAS_BIAS == 1, "HK_HAS_BIAS must be 0 or 1");
+
+// One vector access: HK_VEC elements, aligned to its size (ld/st.global.v4 at 16 bytes).
+struct alignas(HK_PACK_BYTES) hk_pack {
+  hk_elem v[HK_VEC];
+};
+
+// L2 hints of the streaming variant (Note [Streaming L2 hints] in
+// softmax_lastdim.cu): the first read keeps the row in L2 (evict_last), the
+// second read and the stores drop it first (evict_first). 16-byte accesses only.
+#define HK_STREAM_HINTS (HK_ITEMS == 0 && HK_PACK_BYTES == 16)
+
+#if HK_STREAM_HINTS
+__device__ __forceinline__ unsigned long long hk_policy_evict_last() {
+  unsigned long long p;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ unsigned long long hk_policy_evict_first() {
+  unsigned long long p;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ hk_pack hk_load(const hk_pack* a, unsigned long long policy) {
+  hk_pack p;
+  unsigned int* r = reinterpret_cast<unsigned int*>(&p);
+  asm("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+      : "l"(a), "l"(policy));
+  return p;
+}
+__device__ __forceinline__ void hk_store(hk_pack* a, const hk_pack& p, unsigned long long policy) {
+  const unsigned int* r = reinterpret_cast<const unsigned int*>(&p);
+  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1,%2,%3,%4}, %5;" ::"l"(a), "r"(r[0]), "r"(r[1]),
+               "r"(r[2]), "r"(r[3]), "l"(policy)
+               : "memory");
+}
+#else
+__device__ __forceinline__ unsigned long long hk_policy_evict_last() { return 0; }
+__device__ __forceinline__ unsigned long long hk_policy_evict_first() { return 0; }
+__device__ __forceinline__ hk_pack hk_load(const hk_pack* a, unsigned long long) { return *a; }
+__device__ __forceinline__ void hk_store(hk_pack* a, const hk_pack& p, unsigned long long) { *a = p; }
+#endif
+
+__device__ __forceinline__ float hk_to_float(hk_elem x) {
+#if HK_DTYPE == 0
+  return x;
+#elif HK_DTYPE == 1
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
+  return f;
+#else
+  return __uint_as_float(static_cast<unsigned int>(x) << 16);
+#endif
+}
+
+__device__ __forceinline__ hk_elem hk_from_float(float f) {
+#if HK_DTYPE == 0
+  return f;
+#elif HK_DTYPE == 1
+  hk_elem h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#else
+  // Round to nearest even; NaN stays a (quiet) NaN instead of rounding into inf.
+  unsigned int u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<hk_elem>((u >> 16) | 0x0040u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<hk_elem>(u >> 16);
+#endif
+}
+
+__device__ __forceinline__ hk_pack hk_zero_pack() {
+  hk_pack p;
+#pragma unroll
+  for (int j = 0; j < HK_VEC; ++j) p.v[j] = hk_from_float(0.0f);
+  return p;
+}
+
+__device__ __forceinline__ float hk_warp_sum(float v, int width) {
+#pragma unroll
+  for (int o = width / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Row-wide sum; every thread of the row gets the same bits. When a row spans
+// warps, `buf` holds one float per warp and must not be reused before the next
+// __syncthreads(). When rows are within a warp, the butterfly of width
+// HK_ROW_THREADS stays inside each row's aligned group of lanes.
+__device__ __forceinline__ float hk_row_sum(float v, float* buf) {
+#if HK_ROW_THREADS <= 32
+  return hk_warp_sum(v, HK_ROW_THREADS);
+#else
+  v = hk_warp_sum(v, 32);
+  if ((threadIdx.x & 31) == 0) buf[threadIdx.x >> 5] = v;
+  __syncthreads();
+  return hk_warp_sum(buf[threadIdx.x & (HK_ROW_WARPS - 1)], HK_ROW_WARPS);
+#endif
+}
+
+// Welford triples (Note [Layer norm statistics]). The merge is symmetric in
+// its two arguments bit for bit: __fmul_rn / __fadd_rn / __fdiv_rn are never
+// contracted into fmas.
+struct hk_stats {
+  float n, mean, m2;
+};
+
+__device__ __forceinline__ hk_stats hk_stats_merge(const hk_stats& a, const hk_stats& b) {
+  const float n = __fadd_rn(a.n, b.n);
+  if (n == 0.0f) return hk_stats{0.0f, 0.0f, 0.0f};
+  const float d = __fsub_rn(b.mean, a.mean);
+  hk_stats s;
+  s.n = n;
+  s.mean = __fadd_rn(__fmul_rn(__fdiv_rn(a.n, n), a.mean), __fmul_rn(__fdiv_rn(b.n, n), b.mean));
+  s.m2 = __fadd_rn(__fadd_rn(a.m2, b.m2), __fmul_rn(__fmul_rn(d, d), __fdiv_rn(__fmul_rn(a.n, b.n), n)));
+  return s;
+}
+
+__device__ __forceinline__ hk_stats hk_warp_stats(hk_stats s, int width) {
+#pragma unroll
+  for (int o = width / 2; o > 0; o >>= 1) {
+    hk_stats t;
+    t.n = __shfl_xor_sync(0xffffffffu, s.n, o);
+    t.mean = __shfl_xor_sync(0xffffffffu, s.mean, o);
+    t.m2 = __shfl_xor_sync(0xffffffffu, s.m2, o);
+    s = hk_stats_merge(s, t);
+  }
+  return s;
+}
+
+// `buf` holds three floats per warp (same reuse rule as hk_row_sum).
+__device__ __forceinline__ hk_stats hk_row_stats(hk_stats s, float (*buf)[HK_THREADS / 32]) {
+#if HK_ROW_THREADS <= 32
+  return hk_warp_stats(s, HK_ROW_THREADS);
+#else
+  s = hk_warp_stats(s, 32);
+  if ((threadIdx.x & 31) == 0) {
+    buf[0][threadIdx.x >> 5] = s.n;
+    buf[1][threadIdx.x >> 5] = s.mean;
+    buf[2][threadIdx.x >> 5] = s.m2;
+  }
+  __syncthreads();
+  const int w = threadIdx.x & (HK_ROW_WARPS - 1);
+  return hk_warp_stats(hk_stats{buf[0][w], buf[1][w], buf[2][w]}, HK_ROW_WARPS);
+#endif
+}
+
+// One output element: weight * (rstd * (x - mean)) + bias, ATen's expression.
+__device__ __forceinline__ float hk_affine(float x, float mean, float r, hk_elem w, hk_elem b) {
+  float y = r * (x - mean);
+#if HK_HAS_WEIGHT
+  y = hk_to_float(w) * y;
+#endif
+#if HK_HAS_BIAS
+  y = y + hk_to_float(b);
+#endif
+  return y;
+}
+
+extern "C" __global__ void __launch_bounds__(HK_THREADS)
+    hk_layer_norm(const void* in_, const void* weight_, const void* bias_, void* out_, float* mean_out,
+                  float* rstd_out, long long rows, long long cols, float eps) {
+  // Two buffers (three for the streaming triples) so that one row's
+  // reductions need no barrier between them; rows after the first are fenced
+  // at the loop's end.
+  __shared__ float hk_buf[3][HK_THREADS / 32];
+  const hk_elem* in = static_cast<const hk_elem*>(in_);
+  hk_elem* out = static_cast<hk_elem*>(out_);
+  const hk_pack* weight = static_cast<const hk_pack*>(weight_);
+  const hk_pack* bias = static_cast<const hk_pack*>(bias_);
+  const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
+  const int tid = threadIdx.x & (HK_ROW_THREADS - 1);  // this thread's place in its row
+  const int sub = threadIdx.x / HK_ROW_THREADS;         // its row within the CTA's rows
+  const float fcols = static_cast<float>(cols);
+  (void)weight;
+  (void)bias;
+
+#if HK_ITEMS > 0
+  // The weight and bias of this thread's columns are the same for every row
+  // it serves: loaded once.
+  hk_pack w[HK_ITEMS], b[HK_ITEMS];
+#pragma unroll
+  for (int i = 0; i < HK_ITEMS; ++i) {
+    const int v = i * HK_ROW_THREADS + tid;
+    (void)v;
+#if HK_HAS_WEIGHT
+    w[i] = v < nvec ? weight[v] : hk_zero_pack();
+#else
+    w[i] = hk_zero_pack();
+#endif
+#if HK_HAS_BIAS
+    b[i] = v < nvec ? bias[v] : hk_zero_pack();
+#else
+    b[i] = hk_zero_pack();
+#endif
+  }
+#endif
+
+  // Every thread runs every iteration (barriers and shuffles need the whole
+  // CTA / warp); a thread whose row is past the end only skips its accesses.
+  for (long long first = static_cast<long long>(blockIdx.x) * HK_ROWS; first < rows;
+       first += static_cast<long long>(gridDim.x) * HK_ROWS) {
+    const long long row = first + sub;
+    const int live = row < rows ? nvec : 0;  // vectors this thread may touch
+    const long long offset = (row < rows ? row : first) * cols;
+    const hk_pack* src = reinterpret_cast<const hk_pack*>(in + offset);
+    hk_pack* dst = reinterpret_cast<hk_pack*>(out + offset);
+
+#if HK_ITEMS > 0
+    // Register-resident: one read of the row, all loads issued before first
+    // use; vector i * HK_ROW_THREADS + tid keeps each warp's accesses contiguous.
+    float x[HK_ITEMS][HK_VEC];
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) {
+      const int v = i * HK_ROW_THREADS + tid;
+      if (v < live) {
+        const hk_pack p = src[v];
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) x[i][j] = hk_to_float(p.v[j]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) x[i][j] = 0.0f;
+      }
+    }
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) {
+      float part = 0.0f;
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) part += x[i][j];
+      s += part;
+    }
+    const float mean = __fdiv_rn(hk_row_sum(s, hk_buf[0]), fcols);
+    float m2 = 0.0f;
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) {
+      if (i * HK_ROW_THREADS + tid < live) {
+        float part = 0.0f;
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) {
+          const float d = x[i][j] - mean;
+          part = fmaf(d, d, part);
+        }
+        m2 += part;
+      }
+    }
+    m2 = hk_row_sum(m2, hk_buf[1]);
+    const float r = rsqrtf(__fdiv_rn(m2, fcols) + eps);
+    if (tid == 0 && row < rows) {
+      mean_out[row] = mean;
+      rstd_out[row] = r;
+    }
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) {
+      const int v = i * HK_ROW_THREADS + tid;
+      if (v < live) {
+        hk_pack p;
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) p.v[j] = hk_from_float(hk_affine(x[i][j], mean, r, w[i].v[j], b[i].v[j]));
+        dst[v] = p;
+      }
+    }
+#else
+    const unsigned long long keep = hk_policy_evict_last();
+    const unsigned long long drop = hk_policy_evict_first();
+    // Streaming pass 1: a (count, mean, M2) triple per thread, one batch of
+    // HK_STREAM_UNROLL vectors at a time (Note [Layer norm statistics]).
+    hk_stats st{0.0f, 0.0f, 0.0f};
+    for (int v0 = tid; v0 < live; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL) {
+      hk_pack p[HK_STREAM_UNROLL];
+#pragma unroll
+      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+        const int v = v0 + u * HK_ROW_THREADS;
+        p[u] = v < live ? hk_load(src + v, keep) : hk_zero_pack();
+      }
+      // Vectors of this batch inside the row: at least 1 (v0 < live).
+      const int inRow = min(HK_STREAM_UNROLL, (live - v0 + HK_ROW_THREADS - 1) / HK_ROW_THREADS);
+      float bs = 0.0f;
+#pragma unroll
+      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+        float part = 0.0f;
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) part += hk_to_float(p[u].v[j]);
+        bs += part;
+      }
+      hk_stats batch;
+      batch.n = static_cast<float>(inRow * HK_VEC);
+      batch.mean = __fdiv_rn(bs, batch.n);
+      batch.m2 = 0.0f;
+#pragma unroll
+      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+        if (u < inRow) {
+          float part = 0.0f;
+#pragma unroll
+          for (int j = 0; j < HK_VEC; ++j) {
+            const float d = hk_to_float(p[u].v[j]) - batch.mean;
+            part = fmaf(d, d, part);
+          }
+          batch.m2 += part;
+        }
+      }
+      st = hk_stats_merge(st, batch);
+    }
+    st = hk_row_stats(st, hk_buf);
+    const float mean = st.mean;
+    const float r = rsqrtf(__fdiv_rn(st.m2, fcols) + eps);
+    if (tid == 0 && row < rows) {
+      mean_out[row] = mean;
+      rstd_out[row] = r;
+    }
+    // Pass 2: re-read the row (mostly from L2), weight and bias, write.
+    for (int v0 = tid; v0 < live; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL) {
+      hk_pack p[HK_STREAM_UNROLL];
+#if HK_HAS_WEIGHT
+      hk_pack wp[HK_STREAM_UNROLL];
+#endif
+#if HK_HAS_BIAS
+      hk_pack bp[HK_STREAM_UNROLL];
+#endif
+#pragma unroll
+      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+        const int v = v0 + u * HK_ROW_THREADS;
+        if (v < live) {
+          p[u] = hk_load(src + v, drop);
+#if HK_HAS_WEIGHT
+          wp[u] = weight[v];
+#endif
+#if HK_HAS_BIAS
+          bp[u] = bias[v];
+#endif
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+        const int v = v0 + u * HK_ROW_THREADS;
+        if (v < live) {
+#pragma unroll
+          for (int j = 0; j < HK_VEC; ++j) {
+#if HK_HAS_WEIGHT
+            const hk_elem wj = wp[u].v[j];
+#else
+            const hk_elem wj = 0;
+#endif
+#if HK_HAS_BIAS
+            const hk_elem bj = bp[u].v[j];
+#else
+            const hk_elem bj = 0;
+#endif
+            p[u].v[j] = hk_from_float(hk_affine(hk_to_float(p[u].v[j]), mean, r, wj, bj));
+          }
+          hk_store(dst + v, p[u], drop);
+        }
+      }
+    }
+#endif
+#if HK_ROW_THREADS > 32
+    // The next rows write hk_buf again: wait until every warp has read it.
+    if (first + static_cast<long long>(gridDim.x) * HK_ROWS < rows) __syncthreads();
+#endif
+  }
+}

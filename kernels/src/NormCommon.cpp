@@ -1,0 +1,313 @@
+#include "hotkernel/kernels/NormCommon.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel::kernels {
+namespace {
+
+// The axes, as in softmax_lastdim (kernels/README.md). Items are not only
+// powers of two so that rows like 24576 (3 x 8192) fill the registers.
+constexpr int kThreadChoices[] = {32, 64, 128, 256, 512, 1024};
+constexpr int kItemChoices[] = {0, 1, 2, 3, 4, 6, 8, 12, 16};
+// Several rows per CTA (short rows): the CTA size, threads per row, register-resident items.
+constexpr int kMultiRowThreads = 128;
+constexpr int kRowThreadChoices[] = {4, 8, 16, 32};
+constexpr int kMultiRowItemChoices[] = {1, 2, 4, 8};
+// Below this many rows a multi-row CTA has nothing to gain over one warp per CTA.
+constexpr int64_t kMultiRowMinRows = 256;
+constexpr size_t kMaxSpaceSize = 12;
+
+bool isPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+bool contains(const int* begin, const int* end, int x) { return std::find(begin, end, x) != end; }
+
+int maxVec(DType dtype) { return static_cast<int>(16 / elementSize(dtype)); }
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool knownDType(DType dtype) {
+  for (DType d : kAllDTypes) {
+    if (d == dtype) return true;
+  }
+  return false;
+}
+
+// The widest vector (in elements) that divides cols and fits 16 bytes.
+int widestVec(DType dtype, int64_t cols) {
+  int vec = maxVec(dtype);
+  while (vec > 1 && cols % vec != 0) vec /= 2;
+  return vec;
+}
+
+// Note [Norm parameter ranking]
+// Borrowed from softmax_lastdim (Note [Softmax parameter ranking], measured
+// there on H200): both are one-read, one-write row kernels bound by memory.
+// Per thread count, the fewest items that cover the row; ranked by the share
+// of lanes that hold an element, times 0.9 per factor of two that items is
+// away from 4 (2 for several rows per CTA), and 0.9 for CTAs under 128
+// threads on rows long enough to fill more. Not yet measured for the norms;
+// the optimizer measures every point anyway.
+double itemsFactor(int items, int best) {
+  double factor = 1.0;
+  for (int i = items; i < best; i *= 2) factor *= 0.9;
+  for (int i = best; i < items; i *= 2) factor *= 0.9;
+  return factor;
+}
+
+struct Shape {
+  DType dtype;
+  int64_t rows, cols;
+  int columnArrays;
+};
+
+bool guardParams(const Shape& s, const NormParams& p) {
+  return detail::normGuardParams(s.dtype, s.rows, s.cols, p, s.columnArrays);
+}
+
+std::vector<NormParams> registerPoints(const Shape& s, int vec) {
+  struct Scored {
+    NormParams p;
+    double score;
+  };
+  std::vector<Scored> scored;
+  const int64_t nvec = s.cols / vec;
+  for (int threads : kThreadChoices) {
+    const int64_t need = ceilDiv(nvec, threads);
+    for (int items : kItemChoices) {
+      if (items == 0 || items < need) continue;
+      NormParams p{threads, vec, items};
+      if (!guardParams(s, p)) break;  // larger items only need more registers
+      const double util = static_cast<double>(nvec) / (static_cast<double>(threads) * items);
+      if (util < 0.25 && threads > 32) break;  // most lanes idle: a smaller CTA does the same
+      double score = util * itemsFactor(items, 4);
+      if (threads < 128 && nvec >= 4 * 128) score *= 0.9;
+      scored.push_back({p, score});
+      break;  // the fewest items for this thread count
+    }
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return a.p.threads > b.p.threads;
+  });
+  std::vector<NormParams> out;
+  for (const Scored& sc : scored) out.push_back(sc.p);
+  return out;
+}
+
+std::vector<NormParams> multiRowPoints(const Shape& s, int vec) {
+  std::vector<NormParams> out;
+  if (s.rows < kMultiRowMinRows) return out;
+  struct Scored {
+    int rowThreads, items;
+    double util, score;
+  };
+  std::vector<Scored> scored;
+  const int64_t nvec = s.cols / vec;
+  for (int rowThreads : kRowThreadChoices) {
+    for (int items : kMultiRowItemChoices) {
+      if (static_cast<int64_t>(rowThreads) * items < nvec) continue;
+      if (!guardParams(s, {kMultiRowThreads, vec, items, kMultiRowThreads / rowThreads})) break;
+      const double util = static_cast<double>(nvec) / (static_cast<double>(rowThreads) * items);
+      scored.push_back({rowThreads, items, util, util * itemsFactor(items, 2)});
+      break;
+    }
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return a.rowThreads > b.rowThreads;
+  });
+  for (const Scored& c : scored) {
+    if (c.util >= 0.5 || &c == &scored.front()) {
+      out.push_back({kMultiRowThreads, vec, c.items, kMultiRowThreads / c.rowThreads});
+    }
+  }
+  return out;
+}
+
+std::vector<NormParams> streamingPoints(const Shape& s, int vec) {
+  const int64_t nvec = s.cols / vec;
+  std::vector<NormParams> out;
+  if (nvec >= 4 * 1024) {
+    out.push_back({1024, vec, 0});
+    out.push_back({512, vec, 0});
+  } else {
+    int threads = 32;
+    while (threads < 1024 && threads * 4 < nvec) threads *= 2;
+    out.push_back({threads, vec, 0});
+  }
+  return out;
+}
+
+// NaN meets NaN, infinities must be equal, finite values within `bound`.
+bool within(double got, double ref, double bound) {
+  if (std::isnan(ref)) return std::isnan(got);
+  if (std::isnan(got)) return false;
+  if (std::isinf(ref) || std::isinf(got)) return got == ref;
+  return std::fabs(got - ref) <= bound;
+}
+
+}  // namespace
+
+nlohmann::json NormParams::toJson() const {
+  return {{"threads", threads}, {"vec", vec}, {"items", items}, {"rowsPerCta", rowsPerCta}};
+}
+
+NormParams NormParams::fromJson(const nlohmann::json& j) {
+  HOTKERNEL_CHECK(j.is_object(), "norm params must be a JSON object: ", j.dump());
+  NormParams p;
+  for (const char* key : {"threads", "vec", "items"}) {
+    HOTKERNEL_CHECK(j.contains(key) && j.at(key).is_number_integer(), "norm params need an integer '", key,
+                    "': ", j.dump());
+  }
+  p.threads = j.at("threads").get<int>();
+  p.vec = j.at("vec").get<int>();
+  p.items = j.at("items").get<int>();
+  if (j.contains("rowsPerCta")) {
+    HOTKERNEL_CHECK(j.at("rowsPerCta").is_number_integer(), "norm params need an integer 'rowsPerCta': ", j.dump());
+    p.rowsPerCta = j.at("rowsPerCta").get<int>();
+  }
+  return p;
+}
+
+std::string NormParams::describe() const {
+  return "threads=" + std::to_string(threads) + " vec=" + std::to_string(vec) + " items=" + std::to_string(items) +
+         (rowsPerCta != 1 ? " rowsPerCta=" + std::to_string(rowsPerCta) : std::string()) +
+         (items > 0 ? " (register-resident)" : " (streaming)");
+}
+
+bool NormTolerance::outputWithin(double got, double ref) const {
+  return within(got, ref, outAbs + outRel * std::fabs(ref));
+}
+
+bool NormTolerance::rstdWithin(double got, double ref) const { return within(got, ref, statRel * std::fabs(ref)); }
+
+bool NormTolerance::meanWithin(double got, double ref, double refRstd) const {
+  const double scale = refRstd > 0 && std::isfinite(refRstd) ? 1.0 / refRstd : 0.0;
+  return within(got, ref, statRel * (std::fabs(ref) + scale));
+}
+
+namespace detail {
+
+int normRegisterCost(DType dtype, const NormParams& p, int columnArrays) {
+  const int values = p.items * p.vec;
+  const int packed = static_cast<int>(ceilDiv(static_cast<int64_t>(values) * elementSize(dtype), 4));
+  return values + columnArrays * packed;
+}
+
+bool normIsPoint(DType dtype, const NormParams& p, int columnArrays) {
+  if (!knownDType(dtype) || !isPowerOfTwo(p.vec) || p.vec > maxVec(dtype)) return false;
+  if (p.rowsPerCta == 1) {
+    if (!contains(std::begin(kThreadChoices), std::end(kThreadChoices), p.threads)) return false;
+    if (!contains(std::begin(kItemChoices), std::end(kItemChoices), p.items)) return false;
+  } else {
+    if (p.threads != kMultiRowThreads) return false;
+    if (p.rowsPerCta < 1 || p.threads % p.rowsPerCta != 0) return false;
+    if (!contains(std::begin(kRowThreadChoices), std::end(kRowThreadChoices), p.rowThreads())) return false;
+    if (!contains(std::begin(kMultiRowItemChoices), std::end(kMultiRowItemChoices), p.items)) return false;
+  }
+  return normRegisterCost(dtype, p, columnArrays) <= std::min(kNormMaxRegisterValues, kNormRegisterFile / p.threads);
+}
+
+std::vector<NormParams> normAllPoints(DType dtype, int columnArrays) {
+  std::vector<NormParams> out;
+  for (int threads : kThreadChoices) {
+    for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
+      for (int items : kItemChoices) {
+        NormParams p{threads, vec, items, 1};
+        if (normIsPoint(dtype, p, columnArrays)) out.push_back(p);
+      }
+    }
+  }
+  for (int rowThreads : kRowThreadChoices) {
+    for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
+      for (int items : kMultiRowItemChoices) {
+        NormParams p{kMultiRowThreads, vec, items, kMultiRowThreads / rowThreads};
+        if (normIsPoint(dtype, p, columnArrays)) out.push_back(p);
+      }
+    }
+  }
+  return out;
+}
+
+bool normGuardShape(DType dtype, int64_t rows, int64_t cols) {
+  if (!knownDType(dtype) || rows < 1 || cols < 1 || cols > kNormMaxCols) return false;
+  // rows * cols elements must be addressable in bytes without overflow.
+  const int64_t maxElements = std::numeric_limits<int64_t>::max() / static_cast<int64_t>(elementSize(dtype));
+  return rows <= maxElements / cols;
+}
+
+bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p, int columnArrays) {
+  if (!normGuardShape(dtype, rows, cols) || !normIsPoint(dtype, p, columnArrays)) return false;
+  if (p.vec > 1 && cols % p.vec != 0) return false;
+  if (p.items > 0 && cols > static_cast<int64_t>(p.rowThreads()) * p.vec * p.items) return false;
+  return true;
+}
+
+std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, int columnArrays) {
+  std::vector<NormParams> out;
+  if (!normGuardShape(dtype, rows, cols)) return out;
+  const Shape s{dtype, rows, cols, columnArrays};
+  auto add = [&](const NormParams& p, size_t limit) {
+    if (out.size() < limit && guardParams(s, p) && std::find(out.begin(), out.end(), p) == out.end()) {
+      out.push_back(p);
+    }
+  };
+  const int vec = widestVec(dtype, cols);
+  const std::vector<NormParams> wide = registerPoints(s, vec);
+  const std::vector<NormParams> multi = multiRowPoints(s, vec);
+  const std::vector<NormParams> narrow = vec > 1 ? registerPoints(s, vec / 2) : std::vector<NormParams>{};
+  const std::vector<NormParams> scalar = vec > 1 ? registerPoints(s, 1) : std::vector<NormParams>{};
+  const std::vector<NormParams> streaming = streamingPoints(s, vec);
+  // The two points every space holds: streaming, and vec == 1 (the fallback
+  // for unaligned data). Both pass guardParams for any valid variant.
+  const NormParams mustStreaming = streaming.front();
+  const NormParams mustScalar =
+      vec == 1 ? mustStreaming : (!scalar.empty() ? scalar.front() : streamingPoints(s, 1).front());
+  const size_t headLimit = kMaxSpaceSize - 2;
+
+  // As softmax_lastdim's space: several rows per CTA first for rows a few
+  // vectors per lane of one warp cover; then the best register-resident
+  // guesses at the widest vector, one at half width, the streaming points,
+  // the vec == 1 fallback; the rest of the wide register points fill up.
+  const size_t kHeadWide = 5;
+  const bool shortRows = cols / vec <= 8 * 32;
+  for (size_t i = 0; shortRows && i < multi.size() && i < 3; ++i) add(multi[i], headLimit);
+  for (size_t i = 0; i < wide.size() && i < kHeadWide; ++i) add(wide[i], headLimit);
+  for (size_t i = 0; i < multi.size() && i < 2; ++i) add(multi[i], headLimit);
+  if (!narrow.empty()) add(narrow.front(), headLimit);
+  add(mustStreaming, kMaxSpaceSize);
+  add(mustScalar, kMaxSpaceSize);
+  for (const NormParams& p : streaming) add(p, kMaxSpaceSize);
+  for (size_t i = kHeadWide; i < wide.size(); ++i) add(wide[i], kMaxSpaceSize);
+  if (vec > 1) add(streamingPoints(s, 1).front(), kMaxSpaceSize);
+
+  HOTKERNEL_INTERNAL_ASSERT(!out.empty(), "empty norm parameter space for cols=", cols);
+  return out;
+}
+
+LaunchGeometry normLaunchGeometry(int64_t rows, const NormParams& p) {
+  constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();  // cuLaunchKernel's limit for gridDim.x
+  LaunchGeometry g;
+  const int64_t ctas = p.rowsPerCta > 0 ? ceilDiv(rows, p.rowsPerCta) : rows;
+  g.gridX = static_cast<unsigned>(std::clamp<int64_t>(ctas, 1, kMaxGridX));
+  g.blockX = static_cast<unsigned>(p.threads);
+  g.sharedBytes = 0;
+  return g;
+}
+
+std::vector<std::string> normCompileOptions(DType dtype, const NormParams& p) {
+  return {"-DHK_DTYPE=" + std::to_string(static_cast<int>(dtype)), "-DHK_THREADS=" + std::to_string(p.threads),
+          "-DHK_ROWS=" + std::to_string(p.rowsPerCta), "-DHK_VEC=" + std::to_string(p.vec),
+          "-DHK_ITEMS=" + std::to_string(p.items)};
+}
+
+bool normAligned(const void* ptr, size_t alignment) {
+  return ptr != nullptr && alignment > 0 && reinterpret_cast<uintptr_t>(ptr) % alignment == 0;
+}
+
+}  // namespace detail
+}  // namespace hotkernel::kernels
