@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "SoftmaxOverride.h"
+#include "hotkernel/optimizer/IdleGate.h"
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/runtime/Logging.h"
 
@@ -21,6 +22,11 @@ std::unique_ptr<at::ObserverContext> onOpStart(const at::RecordFunction& fn) {
     Recorder& r = Recorder::instance();
     const char* name = fn.name();
     r.noteOp(name);
+    // Serving GPU work: the background optimizer waits for it to pause.
+    if (fn.num_inputs() > 0) {
+      const c10::IValue& first = fn.inputs()[0];
+      if (first.isTensor() && first.toTensor().is_cuda()) IdleGate::instance().noteActivity();
+    }
     if (std::strcmp(name, SoftmaxOverride::kOpName) == 0 && fn.num_inputs() >= 3) {
       auto inputs = fn.inputs();
       if (inputs[0].isTensor() && inputs[1].isInt() && inputs[2].isBool()) {

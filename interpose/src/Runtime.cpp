@@ -1,6 +1,7 @@
 #include "Runtime.h"
 
 #include <ATen/Context.h>
+#include <ATen/cuda/CUDAContext.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <torch/headeronly/version.h>
@@ -13,6 +14,7 @@
 #include "SoftmaxOverride.h"
 #include "hotkernel/Config.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
+#include "hotkernel/optimizer/IdleGate.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
 #include "hotkernel/runtime/Check.h"
@@ -217,25 +219,49 @@ void Runtime::onHot(const std::string& op, const VariantKey& key) {
 }
 
 void Runtime::optimize(const OptimizerJob& job) {
-  ensureDevice(job.key.device);
-  const std::string variant = variantString(job.key);
+  IdleGate::ScopedOptimizerThread optimizerThread;
+  const double idleMs = static_cast<double>(config().idleMs);
+  optimizeVariant(job.op, job.key, [this, idleMs] {
+    return IdleGate::instance().waitUntilIdle(idleMs, [this] { return stopping_.load(); }, 24 * 3600.0);
+  });
+}
+
+std::set<std::string> Runtime::decisions() const {
+  std::lock_guard<std::mutex> guard(mu_);
+  return decisions_;
+}
+
+nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey& key,
+                                        const std::function<bool()>& yieldPoint) {
+  ensureDevice(key.device);
+  const std::string variant = variantString(key);
+  nlohmann::json summary = {{"op", op}, {"variant", variant}};
   {
     std::lock_guard<std::mutex> guard(mu_);
-    if (decisions_.count(variant)) return;
+    if (decisions_.count(variant)) {
+      summary["decision"] = "cached";
+      return summary;
+    }
   }
   // Another process may have filled the cache since we started.
   if (cache_) {
-    if (auto e = cache_->get(fingerprintKey_, job.op, variant)) {
-      publishEntry(*e, job.key.device);
-      return;
+    if (auto e = cache_->get(fingerprintKey_, op, variant)) {
+      publishEntry(*e, key.device);
+      summary["decision"] = "cached";
+      return summary;
     }
   }
-  const kernels::SoftmaxVariant v{static_cast<kernels::DType>(job.key.dtype), job.key.rows, job.key.cols};
-  TuneOutcome out = tuneSoftmax(v, job.key.device);
+  const kernels::SoftmaxVariant v{static_cast<kernels::DType>(key.dtype), key.rows, key.cols};
+  TunerOptions options;
+  options.yieldPoint = yieldPoint;
+  options.memoryCapBytes = config().optimizerMemoryMb > 0
+                               ? config().optimizerMemoryMb << 20
+                               : static_cast<int64_t>(at::cuda::getDeviceProperties(key.device)->totalGlobalMem / 4);
+  TuneOutcome out = tuneSoftmax(v, key.device, options);
   cache::Entry entry;
   entry.fingerprint = fingerprintKey_;
   entry.fingerprintJson = fingerprint_.canonicalJson();
-  entry.op = job.op;
+  entry.op = op;
   entry.variant = variant;
   entry.family = kernels::SoftmaxFamily::kName;
   entry.metrics = out.metrics.dump();
@@ -244,22 +270,24 @@ void Runtime::optimize(const OptimizerJob& job) {
     entry.params = out.params.toJson().dump();
     entry.kernelName = kernels::SoftmaxFamily::kKernelName;
     entry.cubin = out.cubin;
-    SoftmaxOverride::plans().publish(makeSoftmaxPlan(job.key, out.params, out.cubin, job.key.device));
-    HOTKERNEL_LOG(Info) << "swapped in " << job.op << " " << variant << ": " << out.params.describe()
+    SoftmaxOverride::plans().publish(makeSoftmaxPlan(key, out.params, out.cubin, key.device));
+    HOTKERNEL_LOG(Info) << "swapped in " << op << " " << variant << ": " << out.params.describe()
                         << ", speed-up " << out.metrics.value("speedup", 0.0) << "x (95% CI "
                         << out.metrics["speedupCi"].dump() << "), max abs error "
                         << out.metrics.value("maxAbsError", 0.0);
+    summary["speedup"] = out.metrics.value("speedup", 0.0);
   } else {
     entry.decision = "keep_aten";
     entry.params = "{}";
-    HOTKERNEL_LOG(Info) << "keeping the ATen kernel for " << job.op << " " << variant
+    HOTKERNEL_LOG(Info) << "keeping the ATen kernel for " << op << " " << variant
                         << ": no candidate was correct and faster";
   }
+  summary["decision"] = entry.decision;
+  summary["metrics"] = out.metrics;
   {
     std::lock_guard<std::mutex> guard(mu_);
     decisions_.insert(variant);
-    tuneLog_.push_back({{"op", job.op}, {"variant", variant}, {"decision", entry.decision},
-                        {"metrics", out.metrics}});
+    tuneLog_.push_back({{"op", op}, {"variant", variant}, {"decision", entry.decision}, {"metrics", out.metrics}});
   }
   if (cache_) {
     try {
@@ -268,6 +296,7 @@ void Runtime::optimize(const OptimizerJob& job) {
       HOTKERNEL_LOG(Warn) << "cannot store the result for " << variant << " in the cache: " << e.what();
     }
   }
+  return summary;
 }
 
 bool Runtime::waitIdle(double timeoutSeconds) { return worker_ ? worker_->waitIdle(timeoutSeconds) : true; }
@@ -292,6 +321,7 @@ nlohmann::json Runtime::status() const {
 
 void Runtime::shutdown() noexcept {
   try {
+    stopping_.store(true);
     if (worker_) worker_->stop(5.0);
     const std::string& path = config().profilePath;
     if (!path.empty() && Recorder::instance().writeProfile(path)) {

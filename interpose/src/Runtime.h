@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -33,6 +35,14 @@ class Runtime {
   // while the current stream is capturing a graph. Never throws.
   bool ensureDevice(int device) noexcept;
   bool waitIdle(double timeoutSeconds);
+  // Optimizes one variant now, on the calling thread: the background worker's
+  // job (with the idle gate as yield point) and the offline warm-up's (with its
+  // budget). Returns a summary: {"variant", "decision": "kernel"|"keep_aten"|
+  // "cached", "speedup"?, "metrics"?}. Throws Error when it cannot tune.
+  nlohmann::json optimizeVariant(const std::string& op, const VariantKey& key,
+                                 const std::function<bool()>& yieldPoint);
+  // The variant strings with a decision in this process (from the cache or tuned).
+  std::set<std::string> decisions() const;
   nlohmann::json status() const;
   // At exit: stop the optimizer, write the profile. Never throws.
   void shutdown() noexcept;
@@ -61,6 +71,7 @@ class Runtime {
   nlohmann::json tuneLog_ = nlohmann::json::array();
 
   std::unique_ptr<OptimizerWorker> worker_;  // set in start(), then constant
+  std::atomic<bool> stopping_{false};        // set at exit; the optimizer stops waiting
 };
 
 }  // namespace hotkernel

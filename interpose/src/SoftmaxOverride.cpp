@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/optimizer/IdleGate.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Logging.h"
 
@@ -65,6 +66,7 @@ at::Tensor tryPlan(const at::Tensor& self, int64_t dim, bool halfToFloat) noexce
   try {
     std::optional<VariantKey> key = softmaxVariantOf(self, dim, halfToFloat);
     if (!key) return {};
+    if (key->device >= 0) IdleGate::instance().noteActivity();
     if (key->device >= 0 && key->device < State::kMaxDevices &&
         !state().deviceReady[key->device].load(std::memory_order_acquire)) {
       SoftmaxOverride::DeviceHook hook = state().deviceHook.load();

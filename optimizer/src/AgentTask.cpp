@@ -7,6 +7,15 @@
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/runtime/Check.h"
 
+// Like HOTKERNEL_CHECK without its "Check failed: <expression>." prefix: these
+// messages reach the agent (or its author) and must read as the rule they state.
+#define HK_REQUIRE(cond, ...)       \
+  do {                              \
+    if (!(cond)) {                  \
+      HOTKERNEL_THROW(__VA_ARGS__); \
+    }                               \
+  } while (0)
+
 namespace hotkernel {
 namespace {
 
@@ -20,48 +29,47 @@ constexpr int kMaxReplyDepth = 16;
 const char* typeName(const json& j) { return j.type_name(); }
 
 const json& field(const json& j, const char* key, const std::string& where) {
-  HOTKERNEL_CHECK(j.is_object(), where, " must be a JSON object, got ", typeName(j));
+  HK_REQUIRE(j.is_object(), where, " must be a JSON object, got ", typeName(j));
   auto it = j.find(key);
-  HOTKERNEL_CHECK(it != j.end(), where, " misses \"", key, "\"");
+  HK_REQUIRE(it != j.end(), where, " misses \"", key, "\"");
   return *it;
 }
 
 std::string stringField(const json& j, const char* key, const std::string& where) {
   const json& v = field(j, key, where);
-  HOTKERNEL_CHECK(v.is_string(), where, ".", key, " must be a string, got ", typeName(v));
+  HK_REQUIRE(v.is_string(), where, ".", key, " must be a string, got ", typeName(v));
   return v.get<std::string>();
 }
 
 int64_t intField(const json& j, const char* key, const std::string& where) {
   const json& v = field(j, key, where);
-  HOTKERNEL_CHECK(v.is_number_integer(), where, ".", key, " must be an integer, got ",
-                  v.is_number() ? "a non-integer number" : typeName(v));
+  HK_REQUIRE(v.is_number_integer(), where, ".", key, " must be an integer, got ",
+             v.is_number() ? "a non-integer number" : typeName(v));
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
-    HOTKERNEL_CHECK(u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), where, ".", key,
-                    " is out of range");
+    HK_REQUIRE(u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), where, ".", key, " is out of range");
   }
   return v.get<int64_t>();
 }
 
 double numberField(const json& j, const char* key, const std::string& where) {
   const json& v = field(j, key, where);
-  HOTKERNEL_CHECK(v.is_number(), where, ".", key, " must be a number, got ", typeName(v));
+  HK_REQUIRE(v.is_number(), where, ".", key, " must be a number, got ", typeName(v));
   return v.get<double>();
 }
 
 bool boolField(const json& j, const char* key, const std::string& where) {
   const json& v = field(j, key, where);
-  HOTKERNEL_CHECK(v.is_boolean(), where, ".", key, " must be true or false, got ", typeName(v));
+  HK_REQUIRE(v.is_boolean(), where, ".", key, " must be true or false, got ", typeName(v));
   return v.get<bool>();
 }
 
 std::vector<std::string> stringListField(const json& j, const char* key, const std::string& where) {
   const json& v = field(j, key, where);
-  HOTKERNEL_CHECK(v.is_array(), where, ".", key, " must be an array, got ", typeName(v));
+  HK_REQUIRE(v.is_array(), where, ".", key, " must be an array, got ", typeName(v));
   std::vector<std::string> out;
   for (const json& e : v) {
-    HOTKERNEL_CHECK(e.is_string(), where, ".", key, " must hold strings only");
+    HK_REQUIRE(e.is_string(), where, ".", key, " must hold strings only");
     out.push_back(e.get<std::string>());
   }
   return out;
@@ -184,20 +192,20 @@ bool holdsIncludeDirective(const std::string& source) {
 }
 
 void checkAgentSource(const std::string& source) {
-  HOTKERNEL_CHECK(!source.empty(), "agent reply breaks R4: \"source\" is empty");
-  HOTKERNEL_CHECK(source.size() <= kAgentMaxSourceBytes, "agent reply breaks R4: \"source\" has ", source.size(),
-                  " bytes, more than ", kAgentMaxSourceBytes);
-  HOTKERNEL_CHECK(source.find('\0') == std::string::npos, "agent reply breaks R4: \"source\" holds a NUL byte");
-  HOTKERNEL_CHECK(!holdsIncludeDirective(source),
-                  "agent reply breaks R5: \"source\" holds an #include (or #import) directive; "
-                  "the kernel must be self-contained");
+  HK_REQUIRE(!source.empty(), "agent reply breaks R4: \"source\" is empty");
+  HK_REQUIRE(source.size() <= kAgentMaxSourceBytes, "agent reply breaks R4: \"source\" has ", source.size(),
+             " bytes, more than ", kAgentMaxSourceBytes);
+  HK_REQUIRE(source.find('\0') == std::string::npos, "agent reply breaks R4: \"source\" holds a NUL byte");
+  HK_REQUIRE(!holdsIncludeDirective(source),
+             "agent reply breaks R5: \"source\" holds an #include (or #import) directive; "
+             "the kernel must be self-contained");
 }
 
 // ---- AgentLaunch -----------------------------------------------------------
 
 kernels::LaunchGeometry AgentLaunch::geometry(int64_t rows) const {
-  HOTKERNEL_CHECK(rows >= 1, "AgentLaunch::geometry needs rows >= 1, got ", rows);
-  HOTKERNEL_CHECK(rowsPerBlock >= 1, "AgentLaunch: rowsPerBlock must be >= 1");
+  HK_REQUIRE(rows >= 1, "AgentLaunch::geometry needs rows >= 1, got ", rows);
+  HK_REQUIRE(rowsPerBlock >= 1, "AgentLaunch: rowsPerBlock must be >= 1");
   constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
   kernels::LaunchGeometry g;
   const int64_t blocks = (rows + rowsPerBlock - 1) / rowsPerBlock;
@@ -213,21 +221,20 @@ json AgentLaunch::toJson() const {
 
 AgentLaunch AgentLaunch::fromJson(const json& j) {
   const std::string where = "agent reply breaks R7: \"launch\"";
-  HOTKERNEL_CHECK(j.is_object(), where, " must be an object, got ", typeName(j));
+  HK_REQUIRE(j.is_object(), where, " must be an object, got ", typeName(j));
   for (const auto& item : j.items()) {
     const std::string& k = item.key();
-    HOTKERNEL_CHECK(k == "block" || k == "rowsPerBlock" || k == "sharedBytes", where, " has an unknown key \"", k,
-                    "\"");
+    HK_REQUIRE(k == "block" || k == "rowsPerBlock" || k == "sharedBytes", where, " has an unknown key \"", k, "\"");
   }
   const int64_t block = intField(j, "block", where);
   const int64_t rowsPerBlock = intField(j, "rowsPerBlock", where);
   const int64_t sharedBytes = intField(j, "sharedBytes", where);
-  HOTKERNEL_CHECK(block >= kAgentMinBlock && block <= kAgentMaxBlock && block % 32 == 0, where,
-                  ".block must be a multiple of 32 in [", kAgentMinBlock, ", ", kAgentMaxBlock, "], got ", block);
-  HOTKERNEL_CHECK(rowsPerBlock >= 1 && rowsPerBlock <= kAgentMaxRowsPerBlock, where, ".rowsPerBlock must be in [1, ",
-                  kAgentMaxRowsPerBlock, "], got ", rowsPerBlock);
-  HOTKERNEL_CHECK(sharedBytes >= 0 && sharedBytes <= kAgentMaxSharedBytes, where, ".sharedBytes must be in [0, ",
-                  kAgentMaxSharedBytes, "], got ", sharedBytes);
+  HK_REQUIRE(block >= kAgentMinBlock && block <= kAgentMaxBlock && block % 32 == 0, where,
+             ".block must be a multiple of 32 in [", kAgentMinBlock, ", ", kAgentMaxBlock, "], got ", block);
+  HK_REQUIRE(rowsPerBlock >= 1 && rowsPerBlock <= kAgentMaxRowsPerBlock, where, ".rowsPerBlock must be in [1, ",
+             kAgentMaxRowsPerBlock, "], got ", rowsPerBlock);
+  HK_REQUIRE(sharedBytes >= 0 && sharedBytes <= kAgentMaxSharedBytes, where, ".sharedBytes must be in [0, ",
+             kAgentMaxSharedBytes, "], got ", sharedBytes);
   AgentLaunch l;
   l.block = static_cast<int>(block);
   l.rowsPerBlock = static_cast<int>(rowsPerBlock);
@@ -251,64 +258,65 @@ AgentTiming AgentTiming::fromJson(const json& j) {
 
 json AgentReply::toJson() const {
   return {{"format", kAgentReplyFormat}, {"version", kAgentReplyVersion}, {"source", source},
-          {"kernelName", kernelName},    {"launch", launch.toJson()},      {"notes", notes}};
+          {"kernelName", kernelName},    {"launch", launch.toJson()},     {"notes", notes}};
 }
 
 AgentReply AgentReply::fromJson(const json& j) {
-  HOTKERNEL_CHECK(j.is_object(), "agent reply breaks R1: it must be a JSON object, got ", typeName(j));
+  HK_REQUIRE(j.is_object(), "agent reply breaks R1: it must be a JSON object, got ", typeName(j));
   // R2
   auto format = j.find("format");
-  HOTKERNEL_CHECK(format != j.end() && format->is_string() && format->get<std::string>() == kAgentReplyFormat,
-                  "agent reply breaks R2: \"format\" must be \"", kAgentReplyFormat, "\"");
+  HK_REQUIRE(format != j.end() && format->is_string() && format->get<std::string>() == kAgentReplyFormat,
+             "agent reply breaks R2: \"format\" must be \"", kAgentReplyFormat, "\"");
   auto version = j.find("version");
-  HOTKERNEL_CHECK(version != j.end() && version->is_number_integer() && version->get<int64_t>() == kAgentReplyVersion,
-                  "agent reply breaks R2: \"version\" must be ", kAgentReplyVersion);
+  HK_REQUIRE(version != j.end() && version->is_number_integer() && version->get<int64_t>() == kAgentReplyVersion,
+             "agent reply breaks R2: \"version\" must be ", kAgentReplyVersion);
   // R3
   static const char* const kKeys[] = {"format", "version", "source", "kernelName", "launch", "notes"};
   for (const auto& item : j.items()) {
     const bool known = std::any_of(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return item.key() == k; });
-    HOTKERNEL_CHECK(known, "agent reply breaks R3: unknown key \"", item.key(), "\"");
+    HK_REQUIRE(known, "agent reply breaks R3: unknown key \"", item.key(), "\"");
   }
   for (const char* required : {"source", "kernelName", "launch"}) {
-    HOTKERNEL_CHECK(j.contains(required), "agent reply breaks R3: \"", required, "\" is missing");
+    HK_REQUIRE(j.contains(required), "agent reply breaks R3: \"", required, "\" is missing");
   }
   AgentReply r;
   // R4, R5
-  HOTKERNEL_CHECK(j.at("source").is_string(), "agent reply breaks R4: \"source\" must be a string, got ",
-                  typeName(j.at("source")));
+  HK_REQUIRE(j.at("source").is_string(), "agent reply breaks R4: \"source\" must be a string, got ",
+             typeName(j.at("source")));
   r.source = j.at("source").get<std::string>();
   checkAgentSource(r.source);
   // R6
-  HOTKERNEL_CHECK(j.at("kernelName").is_string(), "agent reply breaks R6: \"kernelName\" must be a string, got ",
-                  typeName(j.at("kernelName")));
+  HK_REQUIRE(j.at("kernelName").is_string(), "agent reply breaks R6: \"kernelName\" must be a string, got ",
+             typeName(j.at("kernelName")));
   r.kernelName = j.at("kernelName").get<std::string>();
-  HOTKERNEL_CHECK(r.kernelName.size() <= kAgentMaxKernelNameBytes && isCIdentifier(r.kernelName),
-                  "agent reply breaks R6: \"kernelName\" must be a C identifier of at most ", kAgentMaxKernelNameBytes,
-                  " bytes, got \"", r.kernelName.substr(0, 64), "\"");
-  HOTKERNEL_CHECK(r.source.find(r.kernelName) != std::string::npos, "agent reply breaks R6: kernel \"", r.kernelName,
-                  "\" does not occur in \"source\"");
+  HK_REQUIRE(r.kernelName.size() <= kAgentMaxKernelNameBytes && isCIdentifier(r.kernelName),
+             "agent reply breaks R6: \"kernelName\" must be a C identifier of at most ", kAgentMaxKernelNameBytes,
+             " bytes, got \"", r.kernelName.substr(0, 64), "\"");
+  HK_REQUIRE(r.source.find(r.kernelName) != std::string::npos, "agent reply breaks R6: kernel \"", r.kernelName,
+             "\" does not occur in \"source\"");
   // R7
   r.launch = AgentLaunch::fromJson(j.at("launch"));
   // R8
   if (j.contains("notes")) {
-    HOTKERNEL_CHECK(j.at("notes").is_string(), "agent reply breaks R8: \"notes\" must be a string, got ",
-                    typeName(j.at("notes")));
+    HK_REQUIRE(j.at("notes").is_string(), "agent reply breaks R8: \"notes\" must be a string, got ",
+               typeName(j.at("notes")));
     r.notes = j.at("notes").get<std::string>();
-    HOTKERNEL_CHECK(r.notes.size() <= kAgentMaxNotesBytes, "agent reply breaks R8: \"notes\" has ", r.notes.size(),
-                    " bytes, more than ", kAgentMaxNotesBytes);
+    HK_REQUIRE(r.notes.size() <= kAgentMaxNotesBytes, "agent reply breaks R8: \"notes\" has ", r.notes.size(),
+               " bytes, more than ", kAgentMaxNotesBytes);
   }
   return r;
 }
 
 AgentReply AgentReply::parse(const std::string& text) {
-  HOTKERNEL_CHECK(jsonDepth(text, kMaxReplyDepth) <= kMaxReplyDepth, "agent reply breaks R1: JSON nested deeper than ",
-                  kMaxReplyDepth);
+  HK_REQUIRE(jsonDepth(text, kMaxReplyDepth) <= kMaxReplyDepth, "agent reply breaks R1: JSON nested deeper than ",
+             kMaxReplyDepth);
   json j;
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
     std::string head = text.substr(0, 80);
-    std::replace_if(head.begin(), head.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+    std::replace_if(
+        head.begin(), head.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
     HOTKERNEL_THROW("agent reply breaks R1: it is not JSON (", e.what(), "); it starts with \"", head, "\"");
   }
   return fromJson(j);
@@ -318,12 +326,18 @@ AgentReply AgentReply::parse(const std::string& text) {
 
 const char* agentStageName(AgentStage stage) {
   switch (stage) {
-    case AgentStage::Agent: return "agent";
-    case AgentStage::Reply: return "reply";
-    case AgentStage::Compile: return "compile";
-    case AgentStage::Load: return "load";
-    case AgentStage::Correctness: return "correctness";
-    case AgentStage::Benchmark: return "benchmark";
+    case AgentStage::Agent:
+      return "agent";
+    case AgentStage::Reply:
+      return "reply";
+    case AgentStage::Compile:
+      return "compile";
+    case AgentStage::Load:
+      return "load";
+    case AgentStage::Correctness:
+      return "correctness";
+    case AgentStage::Benchmark:
+      return "benchmark";
   }
   HOTKERNEL_INTERNAL_ASSERT(false, "unknown AgentStage ", static_cast<int>(stage));
 }
@@ -364,8 +378,8 @@ json AgentBest::toJson() const {
 AgentBest AgentBest::fromJson(const json& j) {
   AgentBest b;
   b.origin = stringField(j, "origin", "best");
-  HOTKERNEL_CHECK(b.origin == "family" || b.origin == "agent", "best.origin must be \"family\" or \"agent\", got \"",
-                  b.origin, "\"");
+  HK_REQUIRE(b.origin == "family" || b.origin == "agent", "best.origin must be \"family\" or \"agent\", got \"",
+             b.origin, "\"");
   b.kernel = AgentReply::fromJson(field(j, "kernel", "best"));
   b.timing = AgentTiming::fromJson(field(j, "timing", "best"));
   return b;
@@ -396,7 +410,8 @@ json AgentTask::toJson() const {
         {"blockMultiple", 32},
         {"maxRowsPerBlock", kAgentMaxRowsPerBlock},
         {"maxSharedBytes", kAgentMaxSharedBytes}}},
-      {"family", {{"name", family.name}, {"kernelName", family.kernelName}, {"source", family.source}, {"points", points}}},
+      {"family",
+       {{"name", family.name}, {"kernelName", family.kernelName}, {"source", family.source}, {"points", points}}},
       {"best", best ? best->toJson() : json(nullptr)},
       {"lastAttempt", lastAttempt ? lastAttempt->toJson() : json(nullptr)},
       {"attempt", attempt},
@@ -407,9 +422,8 @@ std::string AgentTask::serialize() const { return toJson().dump(-1, ' ', false, 
 
 AgentTask AgentTask::fromJson(const json& j) {
   const std::string where = "agent task";
-  HOTKERNEL_CHECK(stringField(j, "format", where) == kAgentTaskFormat, where, ".format must be \"", kAgentTaskFormat,
-                  "\"");
-  HOTKERNEL_CHECK(intField(j, "version", where) == kAgentTaskVersion, where, ".version must be ", kAgentTaskVersion);
+  HK_REQUIRE(stringField(j, "format", where) == kAgentTaskFormat, where, ".format must be \"", kAgentTaskFormat, "\"");
+  HK_REQUIRE(intField(j, "version", where) == kAgentTaskVersion, where, ".version must be ", kAgentTaskVersion);
   AgentTask t;
   t.op = stringField(j, "op", where);
   const json& v = field(j, "variant", where);
@@ -429,14 +443,14 @@ AgentTask AgentTask::fromJson(const json& j) {
   t.family.kernelName = stringField(family, "kernelName", "family");
   t.family.source = stringField(family, "source", "family");
   const json& points = field(family, "points", "family");
-  HOTKERNEL_CHECK(points.is_array(), "family.points must be an array");
+  HK_REQUIRE(points.is_array(), "family.points must be an array");
   for (const json& p : points) {
     AgentFamilyPoint point;
     point.params = field(p, "params", "family.points[]");
     const json& defines = field(p, "defines", "family.points[]");
-    HOTKERNEL_CHECK(defines.is_object(), "family.points[].defines must be an object");
+    HK_REQUIRE(defines.is_object(), "family.points[].defines must be an object");
     for (const auto& d : defines.items()) {
-      HOTKERNEL_CHECK(d.value().is_string(), "family.points[].defines values must be strings");
+      HK_REQUIRE(d.value().is_string(), "family.points[].defines values must be strings");
       point.defines[d.key()] = d.value().get<std::string>();
     }
     point.launch = AgentLaunch::fromJson(field(p, "launch", "family.points[]"));
@@ -451,9 +465,8 @@ AgentTask AgentTask::fromJson(const json& j) {
 std::string specializeSource(const std::string& source, const std::map<std::string, std::string>& defines) {
   std::string out;
   for (const auto& [name, value] : defines) {
-    HOTKERNEL_CHECK(isCIdentifier(name), "specializeSource: \"", name, "\" is not a macro name");
-    HOTKERNEL_CHECK(value.find('\n') == std::string::npos, "specializeSource: the value of ", name,
-                    " spans lines");
+    HK_REQUIRE(isCIdentifier(name), "specializeSource: \"", name, "\" is not a macro name");
+    HK_REQUIRE(value.find('\n') == std::string::npos, "specializeSource: the value of ", name, " spans lines");
     out += "#define " + name + " " + value + "\n";
   }
   return out + source;
@@ -462,7 +475,7 @@ std::string specializeSource(const std::string& source, const std::map<std::stri
 std::map<std::string, std::string> definesFromOptions(const std::vector<std::string>& options) {
   std::map<std::string, std::string> defines;
   for (const std::string& o : options) {
-    HOTKERNEL_CHECK(o.rfind("-D", 0) == 0, "definesFromOptions: \"", o, "\" is not a -D option");
+    HK_REQUIRE(o.rfind("-D", 0) == 0, "definesFromOptions: \"", o, "\" is not a -D option");
     const size_t eq = o.find('=');
     if (eq == std::string::npos) {
       defines[o.substr(2)] = "1";  // -DNAME means NAME=1, as in a compiler
@@ -475,8 +488,8 @@ std::map<std::string, std::string> definesFromOptions(const std::vector<std::str
 
 AgentTask makeSoftmaxAgentTask(const kernels::SoftmaxVariant& variant, const std::string& arch) {
   using kernels::SoftmaxFamily;
-  HOTKERNEL_CHECK(SoftmaxFamily::guardVariant(variant), "the softmax family cannot serve rows=", variant.rows,
-                  " cols=", variant.cols);
+  HK_REQUIRE(SoftmaxFamily::guardVariant(variant), "the softmax family cannot serve rows=", variant.rows,
+             " cols=", variant.cols);
   AgentTask t;
   t.op = "aten::_softmax";
   t.variant = variant;
@@ -493,7 +506,8 @@ AgentTask makeSoftmaxAgentTask(const kernels::SoftmaxVariant& variant, const std
   t.tolerance = SoftmaxFamily::tolerance(variant.dtype, variant.cols);
   t.arch = arch;
   t.compileOptions = {"--gpu-architecture=" + arch, "-std=c++17", "-default-device"};
-  t.abiSignature = "extern \"C\" __global__ void <kernelName>(const void* in, void* out, long long rows, long long cols)";
+  t.abiSignature =
+      "extern \"C\" __global__ void <kernelName>(const void* in, void* out, long long rows, long long cols)";
   t.abiRules = {
       "in and out each hold rows * cols elements of the variant's dtype, contiguous and row-major: element (r, c) "
       "is at index r * cols + c. float32 is float; float16 and bfloat16 are passed as their 16-bit patterns "

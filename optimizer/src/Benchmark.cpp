@@ -50,6 +50,9 @@ Comparison benchmarkInterleaved(const Workload& baseline, const Workload& candid
     events[2 * slot + 1]->record(stream);
   };
   for (int i = 0; i < pairs; ++i) {
+    if (options.beforePair) {
+      HOTKERNEL_CHECK(options.beforePair(), "benchmark interrupted");
+    }
     // Slots: 2i is A, 2i+1 is B; the order alternates to cancel order effects.
     if (i % 2 == 0) {
       timed(baseline, 2 * i, i);
@@ -58,6 +61,7 @@ Comparison benchmarkInterleaved(const Workload& baseline, const Workload& candid
       timed(candidate, 2 * i + 1, i);
       timed(baseline, 2 * i, i);
     }
+    if (options.beforePair) stream.synchronize();
   }
   stream.synchronize();
   std::vector<double> a(pairs), b(pairs);

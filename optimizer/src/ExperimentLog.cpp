@@ -20,9 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-json optionalNumber(const std::optional<double>& v) {
-  return v && std::isfinite(*v) ? json(*v) : json(nullptr);
-}
+json optionalNumber(const std::optional<double>& v) { return v && std::isfinite(*v) ? json(*v) : json(nullptr); }
 json optionalInt(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
 // Reads an optional key: absent or null -> nullopt; otherwise it must be a number.
@@ -62,8 +60,8 @@ std::string errnoText() { return std::strerror(errno); }
 
 // Ownership and mode checks shared with the cache (cache/src/SafePath.h's Note).
 void checkPrivate(const struct stat& st, const std::string& path, const char* kind) {
-  HOTKERNEL_CHECK(st.st_uid == ::geteuid(), "refusing experiment log ", kind, " ", path, ": owned by uid ",
-                  st.st_uid, ", not by the current user");
+  HOTKERNEL_CHECK(st.st_uid == ::geteuid(), "refusing experiment log ", kind, " ", path, ": owned by uid ", st.st_uid,
+                  ", not by the current user");
   HOTKERNEL_CHECK(!(st.st_mode & (S_IWGRP | S_IWOTH)), "refusing experiment log ", kind, " ", path,
                   ": writable by group or others; run: chmod go-w ", path);
 }
@@ -172,9 +170,12 @@ bool openForRead(const std::string& path, std::string* text) {
 
 const char* toString(ExperimentDecision decision) {
   switch (decision) {
-    case ExperimentDecision::Accepted: return "accepted";
-    case ExperimentDecision::Rejected: return "rejected";
-    case ExperimentDecision::KeptAten: return "kept_aten";
+    case ExperimentDecision::Accepted:
+      return "accepted";
+    case ExperimentDecision::Rejected:
+      return "rejected";
+    case ExperimentDecision::KeptAten:
+      return "kept_aten";
   }
   return "unknown";
 }
@@ -231,7 +232,8 @@ Experiment Experiment::fromJson(const json& j) {
   e.parentId = readInt(j, "parentId");
   e.params = readObject(j, "params");
   e.compileSeconds = readNumber(j, "compileSeconds");
-  for (const auto& [stage, outcome] : readObject(j, "stages").items()) {
+  const json stages = readObject(j, "stages");  // named: items() of a temporary would dangle
+  for (const auto& [stage, outcome] : stages.items()) {
     HOTKERNEL_CHECK(outcome.is_string(), "stage '", stage, "' is not a string");
     e.stages[stage] = outcome.get<std::string>();
   }
@@ -277,8 +279,7 @@ bool ExperimentLog::append(const Experiment& experiment) const noexcept {
     // Invalid UTF-8 in a reason or a variant is replaced, never thrown (Note [The experiment log never breaks...]).
     std::string line = stamped.toJson().dump(-1, ' ', false, json::error_handler_t::replace);
     line += '\n';
-    HOTKERNEL_CHECK(line.size() <= kMaxLineBytes, "experiment line of ", line.size(), " bytes exceeds ",
-                    kMaxLineBytes);
+    HOTKERNEL_CHECK(line.size() <= kMaxLineBytes, "experiment line of ", line.size(), " bytes exceeds ", kMaxLineBytes);
     std::string dir = dir_;
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
     ensureDirectory(dir);

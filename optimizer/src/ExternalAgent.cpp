@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <exception>
 
 #include "hotkernel/optimizer/Subprocess.h"
 #include "hotkernel/runtime/Check.h"
@@ -33,13 +34,20 @@ std::optional<AgentReply> reject(AgentFailure kind, const std::string& reason, s
 
 const char* agentFailureName(AgentFailure failure) {
   switch (failure) {
-    case AgentFailure::None: return "none";
-    case AgentFailure::SpawnFailed: return "spawn-failed";
-    case AgentFailure::TimedOut: return "timed-out";
-    case AgentFailure::Crashed: return "crashed";
-    case AgentFailure::NonZeroExit: return "non-zero-exit";
-    case AgentFailure::OutputTooLarge: return "output-too-large";
-    case AgentFailure::InvalidReply: return "invalid-reply";
+    case AgentFailure::None:
+      return "none";
+    case AgentFailure::SpawnFailed:
+      return "spawn-failed";
+    case AgentFailure::TimedOut:
+      return "timed-out";
+    case AgentFailure::Crashed:
+      return "crashed";
+    case AgentFailure::NonZeroExit:
+      return "non-zero-exit";
+    case AgentFailure::OutputTooLarge:
+      return "output-too-large";
+    case AgentFailure::InvalidReply:
+      return "invalid-reply";
   }
   HOTKERNEL_INTERNAL_ASSERT(false, "unknown AgentFailure ", static_cast<int>(failure));
 }
@@ -83,13 +91,15 @@ std::optional<AgentReply> ExternalAgent::propose(const AgentTask& task, std::str
 
   const std::string who = "agent (" + options_.command[0] + ")";
   if (!r.started) return reject(AgentFailure::SpawnFailed, who + " " + r.describe(), whyRejected, failure);
-  if (r.timedOut) return reject(AgentFailure::TimedOut, who + " " + r.describe() + stderrTail(r.err), whyRejected, failure);
+  if (r.timedOut)
+    return reject(AgentFailure::TimedOut, who + " " + r.describe() + stderrTail(r.err), whyRejected, failure);
   if (r.stdoutLimitExceeded) {
-    return reject(AgentFailure::OutputTooLarge, who + " reply " + r.describe() + ", the cap is " +
-                                                    std::to_string(options_.maxReplyBytes) + " bytes",
+    return reject(AgentFailure::OutputTooLarge,
+                  who + " wrote more than " + std::to_string(options_.maxReplyBytes) + " bytes on stdout (killed)",
                   whyRejected, failure);
   }
-  if (!r.exited) return reject(AgentFailure::Crashed, who + " crashed: " + r.describe() + stderrTail(r.err), whyRejected, failure);
+  if (!r.exited)
+    return reject(AgentFailure::Crashed, who + " crashed: " + r.describe() + stderrTail(r.err), whyRejected, failure);
   if (r.exitCode != 0) {
     return reject(AgentFailure::NonZeroExit, who + " " + r.describe() + stderrTail(r.err), whyRejected, failure);
   }
@@ -98,7 +108,7 @@ std::optional<AgentReply> ExternalAgent::propose(const AgentTask& task, std::str
     if (whyRejected != nullptr) whyRejected->clear();
     if (failure != nullptr) *failure = AgentFailure::None;
     return reply;
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // Error, or anything a malformed document provokes
     return reject(AgentFailure::InvalidReply, e.what(), whyRejected, failure);
   }
 }

@@ -172,6 +172,10 @@ HarnessReport runHarness(const RowOpSpec& spec, const HarnessCandidate& c, DType
   }
   // Checks one input against the reference; false + why on any mismatch.
   auto check = [&](const at::Tensor& in, std::string& why) -> bool {
+    if (options.yieldPoint && !options.yieldPoint()) {
+      why = "interrupted";
+      return false;
+    }
     at::Tensor out = runner.run(in, why);
     if (!out.defined()) return false;
     at::Tensor ref = spec.reference(in);

@@ -28,21 +28,30 @@ void checkOptions(const RankingOptions& o) {
 
 const char* toString(TargetStop stop) {
   switch (stop) {
-    case TargetStop::None: return "none";
-    case TargetStop::Decided: return "decided";
-    case TargetStop::NearRoofline: return "near_roofline";
-    case TargetStop::NoGpuTime: return "no_gpu_time";
-    case TargetStop::NoImprovement: return "no_improvement";
-    case TargetStop::BudgetSpent: return "budget_spent";
-    case TargetStop::NoBudget: return "no_budget";
+    case TargetStop::None:
+      return "none";
+    case TargetStop::Decided:
+      return "decided";
+    case TargetStop::NearRoofline:
+      return "near_roofline";
+    case TargetStop::NoGpuTime:
+      return "no_gpu_time";
+    case TargetStop::NoImprovement:
+      return "no_improvement";
+    case TargetStop::BudgetSpent:
+      return "budget_spent";
+    case TargetStop::NoBudget:
+      return "no_budget";
   }
   return "unknown";
 }
 
 const char* toString(TargetOutcome outcome) {
   switch (outcome) {
-    case TargetOutcome::KernelAccepted: return "kernel_accepted";
-    case TargetOutcome::KeptAten: return "kept_aten";
+    case TargetOutcome::KernelAccepted:
+      return "kernel_accepted";
+    case TargetOutcome::KeptAten:
+      return "kept_aten";
   }
   return "unknown";
 }

@@ -36,6 +36,13 @@ struct Pending {
   int tier = -1;
   std::string dimension;
   std::string mutation;
+
+  static Pending root(SearchPoint point, CandidateOrigin origin) {
+    Pending p;
+    p.point = std::move(point);
+    p.origin = origin;
+    return p;
+  }
 };
 
 // One search; the state of runSearchBatched.
@@ -63,6 +70,15 @@ class SearchRun {
   }
 
   std::optional<SearchPoint> randomPoint();
+  // The values of the niche tiers' dimensions (Note [Algorithm niches]); empty when no tier is a niche.
+  std::vector<int> nicheOf(const SearchPoint& point) const {
+    std::vector<int> key;
+    for (const SearchTier& tier : space_.tiers) {
+      if (!tier.niche) continue;
+      for (const SearchDimension& d : tier.dimensions) key.push_back(point.at(d.name));
+    }
+    return key;
+  }
   std::optional<Pending> mutate(const Candidate& parent, int tier);
   int nextTier(int tier) const;
 
@@ -129,7 +145,7 @@ std::optional<Pending> SearchRun::mutate(const Candidate& parent, int tier) {
       if (c.neighbour) neighbours.push_back(&c);
     }
     const Change& c = !neighbours.empty() && randomIndex(2) == 0 ? *neighbours[randomIndex(neighbours.size())]
-                                                                  : changes[randomIndex(changes.size())];
+                                                                 : changes[randomIndex(changes.size())];
     out.point = parent.point;
     out.point[c.dim->name] = c.value;
     out.dimension = c.dim->name;
@@ -197,8 +213,8 @@ void SearchRun::evaluateInto(const std::vector<int>& ids, int level) {
     thrown = "evaluator threw an unknown exception";
   }
   if (thrown.empty()) {
-    HOTKERNEL_CHECK(results.size() == ids.size(), "the batch evaluator returned ", results.size(),
-                    " results for ", ids.size(), " points");
+    HOTKERNEL_CHECK(results.size() == ids.size(), "the batch evaluator returned ", results.size(), " results for ",
+                    ids.size(), " points");
   } else {
     HOTKERNEL_LOG(Debug) << "search: " << thrown;
     results.assign(ids.size(), Evaluation::failed(thrown));
@@ -276,7 +292,7 @@ SearchResult SearchRun::run() {
       continue;
     }
     seedPoints.insert(s);
-    first.push_back({s, CandidateOrigin::Seed});
+    first.push_back(Pending::root(s, CandidateOrigin::Seed));
   }
   // Adds random valid points not evaluated yet and not already in `into`, up to `target`.
   auto addRandom = [this](std::vector<Pending>& into, size_t target) {
@@ -287,7 +303,7 @@ SearchResult SearchRun::run() {
       for (int tries = 0; tries < 4 && (!p || queued.count(*p)); ++tries) p = randomPoint();
       if (!p || queued.count(*p)) return;
       queued.insert(*p);
-      into.push_back({std::move(*p), CandidateOrigin::Random});
+      into.push_back(Pending::root(std::move(*p), CandidateOrigin::Random));
     }
   };
   addRandom(first, static_cast<size_t>(options_.initialPopulation));
@@ -299,9 +315,9 @@ SearchResult SearchRun::run() {
   }
 
   int tier = nextTier(static_cast<int>(space_.tiers.size()) - 1);  // the first tier with dimensions
-  int stalled = 0;        // rounds in a row without improvement
-  int tierStalled = 0;    // of those, on the current tier
-  int barren = 0;         // rounds in a row that found no new point at all
+  int stalled = 0;                                                 // rounds in a row without improvement
+  int tierStalled = 0;                                             // of those, on the current tier
+  int barren = 0;                                                  // rounds in a row that found no new point at all
   const int tierCount = static_cast<int>(space_.tiers.size());
   while (true) {
     if (remaining() <= 0) {
@@ -324,6 +340,13 @@ SearchResult SearchRun::run() {
     const int halved = round < 31 ? (options_.initialPopulation + (1 << round) - 1) >> round : 1;
     const size_t keep = std::min(ok.size(), static_cast<size_t>(std::max(options_.minSurvivors, halved)));
     std::vector<int> survivors(ok.begin(), ok.begin() + static_cast<ptrdiff_t>(keep));
+    // The best of every niche survives too (Note [Algorithm niches]); `ok` is sorted, so the first seen is the best.
+    std::set<std::vector<int>> niches;
+    for (size_t i = 0; i < ok.size(); ++i) {
+      if (niches.insert(nicheOf(result_.lineage[static_cast<size_t>(ok[i])].point)).second && i >= keep) {
+        survivors.push_back(ok[i]);
+      }
+    }
     remeasure(survivors, level);
     survivors = okSortedByCost(survivors);
     std::vector<int> measured;  // survivors whose cost is at this level
@@ -406,18 +429,24 @@ std::string describePoint(const SearchPoint& point) {
 
 const char* toString(CandidateOrigin origin) {
   switch (origin) {
-    case CandidateOrigin::Seed: return "seed";
-    case CandidateOrigin::Random: return "random";
-    case CandidateOrigin::Mutation: return "mutation";
+    case CandidateOrigin::Seed:
+      return "seed";
+    case CandidateOrigin::Random:
+      return "random";
+    case CandidateOrigin::Mutation:
+      return "mutation";
   }
   return "unknown";
 }
 
 const char* toString(SearchStop stop) {
   switch (stop) {
-    case SearchStop::NoImprovement: return "no_improvement";
-    case SearchStop::EvaluationBudget: return "evaluation_budget";
-    case SearchStop::Exhausted: return "exhausted";
+    case SearchStop::NoImprovement:
+      return "no_improvement";
+    case SearchStop::EvaluationBudget:
+      return "evaluation_budget";
+    case SearchStop::Exhausted:
+      return "exhausted";
   }
   return "unknown";
 }

@@ -83,6 +83,13 @@ HarnessCandidate softmaxCandidate(DType dtype, const SoftmaxParams& p, const std
 TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions& options) {
   HOTKERNEL_CHECK(SoftmaxFamily::guardVariant(v), "softmax family cannot serve this variant");
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
+  if (options.memoryCapBytes > 0) {
+    // The harness holds about eight row buffers at once, plus the flush buffer.
+    const int64_t need = 8 * v.rows * v.cols * static_cast<int64_t>(kernels::elementSize(v.dtype)) +
+                         2 * at::cuda::getDeviceProperties(device)->l2CacheSize;
+    HOTKERNEL_CHECK(need <= options.memoryCapBytes, "tuning ", v.rows, "x", v.cols, " needs ~", need >> 20,
+                    " MiB of GPU memory, over the cap of ", options.memoryCapBytes >> 20, " MiB");
+  }
   const DeviceInfo info = queryDevice(device);
   const std::string arch = info.nvrtcArch();
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
@@ -125,9 +132,13 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
       candidatesLog.push_back(log);
       continue;
     }
+    if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");
     try {
       VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
-      HarnessReport h = runHarness(spec, softmaxCandidate(v.dtype, c.params, c.cubin), v.dtype, v.rows, v.cols, device);
+      HarnessOptions ho;
+      ho.yieldPoint = options.yieldPoint;
+      HarnessReport h =
+          runHarness(spec, softmaxCandidate(v.dtype, c.params, c.cubin), v.dtype, v.rows, v.cols, device, ho);
       nlohmann::json stages = nlohmann::json::object();
       for (const StageResult& sr : h.stages) stages[toString(sr.stage)] = sr.passed ? "pass" : "fail: " + sr.detail;
       log["stages"] = stages;
@@ -154,6 +165,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
       };
       BenchmarkOptions bo;
       bo.pairs = options.pairs;
+      bo.beforePair = options.yieldPoint;
       Comparison cmp = benchmarkInterleaved(aten, mine, device, bo);
       log["stage"] = "benchmark";
       log["atenUs"] = cmp.baseline.median;

@@ -46,12 +46,12 @@ TEST(RankingTest, GivenCurrentFasterThanRooflineWhenHeadroomThenZeroNotNegative)
 }
 
 TEST(RankingTest, GivenInvalidNumbersWhenRooflineThenError) {
-  EXPECT_THROW(rooflineSeconds(1e6, 0, MachinePeaks{0, 0}), Error);      // bandwidth not measured
+  EXPECT_THROW(rooflineSeconds(1e6, 0, MachinePeaks{0, 0}), Error);       // bandwidth not measured
   EXPECT_THROW(rooflineSeconds(1e6, 1e9, MachinePeaks{4e12, 0}), Error);  // flops without a FLOP/s peak
   EXPECT_THROW(rooflineSeconds(-1, 0, kPeaks), Error);
-  EXPECT_THROW(headroom(target("a", 1, 1e6, 0, 0), kPeaks), Error);      // current time 0
+  EXPECT_THROW(headroom(target("a", 1, 1e6, 0, 0), kPeaks), Error);  // current time 0
   EXPECT_THROW(expectedSavingSeconds(target("a", -1, 1e6, 0, 1e-3), kPeaks), Error);
-  EXPECT_NO_THROW(rooflineSeconds(1e6, 0, MachinePeaks{4e12, 0}));        // memory-bound op, no FLOP/s peak
+  EXPECT_NO_THROW(rooflineSeconds(1e6, 0, MachinePeaks{4e12, 0}));  // memory-bound op, no FLOP/s peak
 }
 
 TEST(RankingTest, GivenTargetsWhenRankedThenLargestExpectedSavingFirstNotSlowestFirst) {
@@ -161,10 +161,9 @@ TEST(RankingTest, GivenDecisionUnderCurrentFingerprintWhenRankedThenSkippedUntil
 }
 
 TEST(RankingTest, GivenTargetNearRooflineOrWithoutTimeWhenRankedThenSkippedWithReason) {
-  std::vector<TargetProfile> targets = {
-      target("near", 8.0, 4e8, 0, 105e-6),  // 100 / 105 = 95% of roofline
-      target("idle", 0.0, 4e8, 0, 400e-6),  // no recorded GPU time
-      target("big", 8.0, 4e8, 0, 400e-6)};
+  std::vector<TargetProfile> targets = {target("near", 8.0, 4e8, 0, 105e-6),  // 100 / 105 = 95% of roofline
+                                        target("idle", 0.0, 4e8, 0, 400e-6),  // no recorded GPU time
+                                        target("big", 8.0, 4e8, 0, 400e-6)};
   Ranking r = rank(targets, kPeaks, {}, "fp1");
   ASSERT_EQ(r.ranked.size(), 1u);
   EXPECT_EQ(r.ranked[0].target.variant, "big");
@@ -199,8 +198,8 @@ TEST(RankingTest, GivenProgressWhenStopRuleThenRooflineBudgetAndStallInOrder) {
   RankingOptions options;
   options.maxRoundsWithoutImprovement = 3;
 
-  EXPECT_EQ(stopRule(t, TargetProgress{0, 0, 0}, options), TargetStop::None);            // nothing found yet
-  EXPECT_EQ(stopRule(t, TargetProgress{120e-6, 2, 30}, options), TargetStop::None);      // 83% of roofline
+  EXPECT_EQ(stopRule(t, TargetProgress{0, 0, 0}, options), TargetStop::None);                // nothing found yet
+  EXPECT_EQ(stopRule(t, TargetProgress{120e-6, 2, 30}, options), TargetStop::None);          // 83% of roofline
   EXPECT_EQ(stopRule(t, TargetProgress{111e-6, 0, 10}, options), TargetStop::NearRoofline);  // 90.09%
   EXPECT_EQ(stopRule(t, TargetProgress{120e-6, 0, 60}, options), TargetStop::BudgetSpent);
   EXPECT_EQ(stopRule(t, TargetProgress{120e-6, 3, 30}, options), TargetStop::NoImprovement);

@@ -6,6 +6,7 @@
 
 #include "CacheCommands.h"
 #include "ExitStatus.h"
+#include "LogCommands.h"
 #include "hotkernel/Config.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
 
   ExitStatus status;
   addCacheCommands(app, status);
+  addLogCommands(app, status);
 
   try {
     app.parse(argc, argv);

@@ -7,7 +7,7 @@
 # OpenSSL headers) travel as Debian .deb files in .deps/debs (fetch them here
 # with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
 #
-#   tools/gpu/run-h200.sh [all|build|test|bench|demo]...
+#   tools/gpu/run-h200.sh [all|build|test|bench|warmup|demo]...
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${OUT:-$ROOT/out}"
@@ -34,7 +34,7 @@ BUILD="$HOTKERNEL_BUILD_DIR"
 } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-if want build || want test || want bench || want demo; then
+if want build || want test || want bench || want warmup || want demo; then
   log "build"
   HOTKERNEL_JOBS=16 "$ROOT/tools/setup.sh" >"$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
   log "build ok"
@@ -55,6 +55,28 @@ if want bench; then
     "$BUILD/bin/softmax_preload_bench" --shapes 4096x32000,8192x128256 --dtype bfloat16 \
     --out "$OUT/bench-softmax-bf16.json" 2>&1 | tee "$OUT/bench.log" || rc=1
   "$BUILD/bin/hotkernel" cache ls --dir "$CACHE" >>"$OUT/bench.log" 2>&1
+fi
+if want bench; then
+  log "bench: background optimizer yield latency"
+  "$BUILD/bin/yield_latency_bench" --out "$OUT/bench-yield-latency.json" 2>&1 | tail -3 | tee -a "$OUT/bench.log" || rc=1
+  log "bench: cold start (empty cache, new variant, swap within 60 s of idle time)"
+  HOTKERNEL_CACHE_DIR="$(mktemp -d)/cache" LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
+    "$HOTKERNEL_PYTHON" "$ROOT/bench/cold_start.py" --out "$OUT/bench-cold-start.json" >>"$OUT/bench.log" 2>&1 || rc=1
+  tail -25 "$OUT/bench.log"
+fi
+if want warmup; then
+  log "warm-up: record a profile of the example workload, then hotkernel warmup on it (twice: resume)"
+  W="$(mktemp -d)"
+  HOTKERNEL_OPTIMIZE=0 HOTKERNEL_PROFILE="$W/profile.json" HOTKERNEL_CACHE_DIR="$W/record-cache" \
+    LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
+    "$HOTKERNEL_PYTHON" "$ROOT/examples/softmax_inference.py" --seconds 5 >"$OUT/warmup.log" 2>&1 || rc=1
+  cp "$W/profile.json" "$OUT/warmup-profile.json" 2>/dev/null
+  "$BUILD/bin/hotkernel" warmup --profile "$W/profile.json" --cache-dir "$W/cache" --budget 5m \
+    --json "$OUT/bench-warmup.json" >>"$OUT/warmup.log" 2>&1 || rc=1
+  "$BUILD/bin/hotkernel" warmup --profile "$W/profile.json" --cache-dir "$W/cache" --budget 5m \
+    >>"$OUT/warmup.log" 2>&1 || rc=1
+  "$BUILD/bin/hotkernel" cache ls --dir "$W/cache" >>"$OUT/warmup.log" 2>&1
+  cat "$OUT/warmup.log"
 fi
 if want demo; then
   log "demo"

@@ -16,7 +16,7 @@
 // rejected reply is compiled. Accepted source is still only compiled in a
 // child process (SandboxCompile.h) and, once it runs, checked against ATen
 // before any timing counts. The rules:
-//   R1  the text is one JSON object (UTF-8), nothing else;
+//   R1  the text is one JSON object (UTF-8, nested at most 16 deep), nothing else;
 //   R2  "format" is "hotkernel-agent-reply" and "version" is 1;
 //   R3  "source", "kernelName" and "launch" are present; "notes" is optional;
 //       no other key (a misspelt key is an error, not silently ignored);
@@ -116,7 +116,7 @@ struct AgentReply {
   nlohmann::json toJson() const;
   // Rules R2-R8 (Note [Agent replies are untrusted]). Throws Error.
   static AgentReply fromJson(const nlohmann::json& j);
-  // Rule R1, then fromJson. Throws Error ("agent reply is not JSON: ...").
+  // Rule R1, then fromJson. Throws Error ("agent reply breaks R1: it is not JSON ...").
   static AgentReply parse(const std::string& text);
   bool operator==(const AgentReply& o) const {
     return source == o.source && kernelName == o.kernelName && launch == o.launch && notes == o.notes;
@@ -172,7 +172,7 @@ struct AgentBest {
 // source = specializeSource(family.source, defines), launch as given.
 // JSON: {"params":{...},"defines":{"HK_DTYPE":"2",...},"launch":{...}}
 struct AgentFamilyPoint {
-  nlohmann::json params;                      // the family's own description (SoftmaxParams::toJson)
+  nlohmann::json params;                       // the family's own description (SoftmaxParams::toJson)
   std::map<std::string, std::string> defines;  // macro -> value
   AgentLaunch launch;
 };
@@ -189,17 +189,17 @@ struct AgentFamily {
 // The task: "hotkernel-agent-task" version 1 (tools/agent/PROTOCOL.md).
 struct AgentTask {
   std::string op = "aten::_softmax";
-  kernels::SoftmaxVariant variant;   // JSON {"dtype":"bfloat16","rows":4096,"cols":32000}
-  std::string semantics;             // what the kernel must compute, special values included
-  double tolerance = 0;              // largest absolute difference from ATen allowed
-  std::string arch = "sm_90a";       // the compile target
+  kernels::SoftmaxVariant variant;          // JSON {"dtype":"bfloat16","rows":4096,"cols":32000}
+  std::string semantics;                    // what the kernel must compute, special values included
+  double tolerance = 0;                     // largest absolute difference from ATen allowed
+  std::string arch = "sm_90a";              // the compile target
   std::vector<std::string> compileOptions;  // every NVRTC option the compile uses
-  std::string abiSignature;          // the one kernel signature accepted
-  std::vector<std::string> abiRules; // layout, alignment, aliasing, launch, determinism
+  std::string abiSignature;                 // the one kernel signature accepted
+  std::vector<std::string> abiRules;        // layout, alignment, aliasing, launch, determinism
   AgentFamily family;
-  std::optional<AgentBest> best;            // null: nothing beat ATen yet
-  std::optional<AgentFeedback> lastAttempt; // null: first request
-  int attempt = 1;                          // 1 for the first request of this variant
+  std::optional<AgentBest> best;             // null: nothing beat ATen yet
+  std::optional<AgentFeedback> lastAttempt;  // null: first request
+  int attempt = 1;                           // 1 for the first request of this variant
 
   // The JSON document; also carries a "limits" object with the reply rules'
   // constants, for the agent's information (fromJson ignores it).

@@ -15,6 +15,11 @@ struct BenchmarkOptions {
   int pairs = 31;            // timed A/B pairs (after warm-up)
   int warmup = 3;            // untimed runs of each
   double maxSeconds = 3.0;   // budget: fewer pairs (at least 7) if one pair is slow
+  // When set, called before each timed pair; the pair is then run and waited
+  // for before the next call, so at most one pair of GPU work is in flight
+  // (the background optimizer yields to serving traffic here). Returning false
+  // abandons the measurement (Error "benchmark interrupted").
+  std::function<bool()> beforePair;
 };
 
 // Work to time. It runs with the benchmark stream as the current stream and

@@ -51,12 +51,11 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace hotkernel {
 
@@ -68,9 +67,9 @@ const char* toString(ExperimentDecision decision);  // "accepted", "rejected", "
 std::optional<ExperimentDecision> parseExperimentDecision(const std::string& text);
 
 struct ExperimentTimings {
-  std::optional<double> atenUs;    // median time of the ATen kernel, microseconds
-  std::optional<double> kernelUs;  // median time of the candidate, microseconds
-  std::optional<double> speedup;   // median of paired ATen / candidate ratios
+  std::optional<double> atenUs;                        // median time of the ATen kernel, microseconds
+  std::optional<double> kernelUs;                      // median time of the candidate, microseconds
+  std::optional<double> speedup;                       // median of paired ATen / candidate ratios
   std::optional<std::pair<double, double>> speedupCi;  // 95% CI of the speed-up: low, high
 };
 

@@ -35,13 +35,13 @@ namespace hotkernel {
 
 // Why propose() returned nothing.
 enum class AgentFailure {
-  None,           // a valid reply came back
-  SpawnFailed,    // the program could not be started
-  TimedOut,       // it ran past the timeout and was killed
-  Crashed,        // it was ended by a signal
-  NonZeroExit,    // it exited with a status other than 0
-  OutputTooLarge, // it wrote more than maxReplyBytes and was killed
-  InvalidReply,   // it exited 0 but its output broke a reply rule (AgentTask.h)
+  None,            // a valid reply came back
+  SpawnFailed,     // the program could not be started
+  TimedOut,        // it ran past the timeout and was killed
+  Crashed,         // it was ended by a signal
+  NonZeroExit,     // it exited with a status other than 0
+  OutputTooLarge,  // it wrote more than maxReplyBytes and was killed
+  InvalidReply,    // it exited 0 but its output broke a reply rule (AgentTask.h)
 };
 const char* agentFailureName(AgentFailure failure);  // "timed-out", "invalid-reply", ...
 // The feedback stage a failure belongs to: InvalidReply -> Reply, the rest -> Agent.
@@ -50,7 +50,7 @@ AgentStage agentFailureStage(AgentFailure failure);
 struct ExternalAgentOptions {
   std::vector<std::string> command;  // argv; must not be empty
   double timeoutSeconds = 60.0;
-  size_t maxReplyBytes = size_t{2} << 20;  // the cap on stdout
+  size_t maxReplyBytes = size_t{2} << 20;                // the cap on stdout
   std::vector<std::pair<std::string, std::string>> env;  // extra environment for the agent
 };
 

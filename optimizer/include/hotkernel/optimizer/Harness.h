@@ -75,6 +75,9 @@ struct HarnessReport {
 struct HarnessOptions {
   double watchdogSeconds = 10.0;
   uint64_t seed = 0;  // 0: draw a fresh one
+  // Called before each check (one candidate launch plus its comparison); see
+  // TunerOptions::yieldPoint. Returning false abandons the run ("interrupted").
+  std::function<bool()> yieldPoint;
 };
 
 // Runs the five stages on `device` for the recorded variant (dtype, rows, cols).

@@ -46,8 +46,8 @@ struct MachinePeaks {
 
 // One (op, variant) as recorded in the serving process.
 struct TargetProfile {
-  std::string op;       // e.g. "aten::_softmax"
-  std::string variant;  // the cache's variant string, e.g. "dtype=bfloat16;rows=4096;cols=32000"
+  std::string op;                    // e.g. "aten::_softmax"
+  std::string variant;               // the cache's variant string, e.g. "dtype=bfloat16;rows=4096;cols=32000"
   double gpuSeconds = 0;             // recorded GPU time attributed to this target (all calls)
   double bytesPerCall = 0;           // ideal DRAM traffic of one call (the family's bytes model)
   double flopsPerCall = 0;           // floating-point operations of one call (0 for memory-bound ops)
@@ -65,9 +65,9 @@ double headroom(const TargetProfile& target, const MachinePeaks& peaks);
 double expectedSavingSeconds(const TargetProfile& target, const MachinePeaks& peaks);
 
 struct RankingOptions {
-  double budgetSeconds = 600;        // optimizer time to split over the ranked targets
-  double minBudgetSeconds = 30;      // floor per target (Note [Budget allocation])
-  double doneRooflineFraction = 0.9;  // a target at >= this fraction of its roofline is done
+  double budgetSeconds = 600;           // optimizer time to split over the ranked targets
+  double minBudgetSeconds = 30;         // floor per target (Note [Budget allocation])
+  double doneRooflineFraction = 0.9;    // a target at >= this fraction of its roofline is done
   int maxRoundsWithoutImprovement = 3;  // search rounds without a better candidate before a target is done
 };
 
@@ -100,7 +100,7 @@ struct RankedTarget {
   double rooflineFraction = 0;  // roofline / current: 1 = at the roofline (may exceed 1 with noise)
   double headroom = 0;
   double expectedSavingSeconds = 0;
-  double budgetSeconds = 0;     // share of RankingOptions::budgetSeconds; 0 with stop == NoBudget
+  double budgetSeconds = 0;            // share of RankingOptions::budgetSeconds; 0 with stop == NoBudget
   TargetStop stop = TargetStop::None;  // None or NoBudget
 };
 

@@ -9,8 +9,8 @@
 // random valid points) at budget level 0, the cheapest measurement. Each
 // following round
 //   1. keeps the best of the population: initialPopulation / 2^round of them
-//      (the halving), never fewer than minSurvivors; failed candidates never
-//      survive,
+//      (the halving), never fewer than minSurvivors, plus the best of each
+//      niche (Note [Algorithm niches]); failed candidates never survive,
 //   2. raises the budget level (up to maxBudgetLevel) and re-measures the
 //      survivors at it, so a round's costs are compared at one level,
 //   3. mutates every survivor into children on the current tier (one
@@ -27,6 +27,15 @@
 // without improvement, when maxEvaluations evaluator calls are spent, or when
 // no new valid point can be found. The default patience (2 rounds x 4 tiers)
 // lets every tier be tried once after the last improvement.
+//
+// Note [Algorithm niches]
+// A new algorithm variant starts untuned: split rows with one CTA per row
+// loses to a well-tuned register-resident kernel, and would be dropped
+// before the architecture tier could give it the cluster that makes it the
+// fastest. So the best candidate of every niche (every combination of the
+// values of the tiers marked `niche`) survives each round in addition to the
+// best overall, and keeps being mutated on every tier. The number of niches
+// is the product of those tiers' value counts, so mark only small tiers.
 //
 // Note [Search determinism]
 // Given the same space, options (seed included) and evaluator results, the
@@ -51,6 +60,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hotkernel {
@@ -67,8 +77,11 @@ struct SearchDimension {
 };
 
 struct SearchTier {
-  std::string name;  // "launch geometry", "memory access", "algorithm", "architecture"
+  std::string name;                         // "launch geometry", "memory access", "algorithm", "architecture"
   std::vector<SearchDimension> dimensions;  // may be empty: the tier is skipped
+  // Candidates that differ in this tier's values belong to different niches
+  // (Note [Algorithm niches]); typically set on the algorithm tier.
+  bool niche = false;
 };
 
 struct SearchSpace {
@@ -89,8 +102,8 @@ struct SearchSpace {
 };
 
 // What the evaluator reports for one candidate at one budget level.
-// Converts implicitly from std::optional<double> and double, so an evaluator
-// may simply return a cost or std::nullopt.
+// Converts implicitly from std::optional<double>, double and std::nullopt, so
+// an evaluator may simply return a cost or std::nullopt.
 struct Evaluation {
   std::optional<double> cost;  // lower is better (e.g. microseconds); nullopt: the candidate failed
   std::string failure;         // why it failed ("compile: ...", "correctness: smoke"); empty when ok
@@ -98,6 +111,7 @@ struct Evaluation {
   Evaluation() = default;
   Evaluation(std::optional<double> c) : cost(c) {}  // NOLINT(google-explicit-constructor)
   Evaluation(double c) : cost(c) {}                 // NOLINT(google-explicit-constructor)
+  Evaluation(std::nullopt_t) {}                     // NOLINT(google-explicit-constructor)
   static Evaluation failed(std::string reason) {
     Evaluation e;
     e.failure = std::move(reason);
@@ -112,8 +126,7 @@ struct Evaluation {
 using Evaluator = std::function<Evaluation(const SearchPoint& point, int budgetLevel)>;
 // Evaluates a batch (e.g. compile all in parallel, then time one by one);
 // returns one Evaluation per point, in order. Each point counts as one evaluation.
-using BatchEvaluator =
-    std::function<std::vector<Evaluation>(const std::vector<SearchPoint>& points, int budgetLevel)>;
+using BatchEvaluator = std::function<std::vector<Evaluation>(const std::vector<SearchPoint>& points, int budgetLevel)>;
 
 enum class CandidateOrigin { Seed, Random, Mutation };
 const char* toString(CandidateOrigin origin);
@@ -122,13 +135,13 @@ const char* toString(CandidateOrigin origin);
 struct Candidate {
   static constexpr int kNoParent = -1;
 
-  int id = 0;                 // index in SearchResult::lineage
-  int parentId = kNoParent;   // the survivor it was mutated from; kNoParent for round 0
+  int id = 0;                // index in SearchResult::lineage
+  int parentId = kNoParent;  // the survivor it was mutated from; kNoParent for round 0
   CandidateOrigin origin = CandidateOrigin::Seed;
-  int round = 0;              // round it was created in
-  int tier = -1;              // tier it mutated; -1 for round 0
-  std::string dimension;      // dimension of that tier it mutated; empty for round 0
-  std::string mutation;       // "threads 256->512" or "threads 256->512, vec 4->8"; empty for round 0
+  int round = 0;          // round it was created in
+  int tier = -1;          // tier it mutated; -1 for round 0
+  std::string dimension;  // dimension of that tier it mutated; empty for round 0
+  std::string mutation;   // "threads 256->512" or "threads 256->512, vec 4->8"; empty for round 0
   SearchPoint point;
   std::optional<double> cost;  // at budgetLevel; the latest measurement
   int budgetLevel = 0;         // level of `cost` (survivors are re-measured higher)
@@ -144,12 +157,12 @@ struct SearchOptions {
   int initialPopulation = 16;      // seeds + random valid points in round 0
   int minSurvivors = 4;            // the halving stops at this many survivors
   int childrenPerSurvivor = 2;
-  int maxBudgetLevel = 3;          // the level rises by one per round up to this
-  int tierPatience = 2;            // rounds without improvement before moving to the next tier
+  int maxBudgetLevel = 3;  // the level rises by one per round up to this
+  int tierPatience = 2;    // rounds without improvement before moving to the next tier
   int maxRoundsWithoutImprovement = 8;
-  int maxEvaluations = 200;        // evaluator calls in all (re-measurements included)
+  int maxEvaluations = 200;             // evaluator calls in all (re-measurements included)
   double minRelativeImprovement = 0.0;  // a child must beat the best survivor's cost * (1 - this)
-  int maxRandomAttempts = 1000;    // draws per random point or mutation before giving up on it
+  int maxRandomAttempts = 1000;         // draws per random point or mutation before giving up on it
 };
 
 enum class SearchStop {
@@ -161,12 +174,13 @@ const char* toString(SearchStop stop);
 
 struct SearchResult {
   std::vector<Candidate> lineage;  // lineage[i].id == i, in evaluation order
-  int bestId = Candidate::kNoParent;  // best surviving candidate at the highest level reached; -1: none succeeded
+  int bestId = -1;                 // lowest cost among successful candidates at the highest budget level
+                                   // any reached (costs of one level compare); -1: none succeeded
   int evaluations = 0;             // evaluator calls
   int rounds = 0;                  // rounds run (round 0 included)
   SearchStop stop = SearchStop::Exhausted;
   uint64_t seed = 0;
-  int skippedSeeds = 0;            // SearchOptions::seeds not in the space
+  int skippedSeeds = 0;  // SearchOptions::seeds not in the space
 
   const Candidate* best() const { return bestId >= 0 ? &lineage[static_cast<size_t>(bestId)] : nullptr; }
 };

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 
 #include "hotkernel/kernels/SoftmaxFamily.h"
@@ -16,6 +17,13 @@ namespace hotkernel {
 struct TunerOptions {
   double minSpeedup = 1.02;  // the speed-up CI must clear this to accept
   int pairs = 31;
+  // Called before each unit of GPU work (a candidate's harness, a benchmark
+  // pair); blocks while the GPU is busy serving. Returning false stops tuning
+  // (Error "tuning interrupted"). Empty: never waits.
+  std::function<bool()> yieldPoint;
+  // GPU memory the tuner may use for inputs, outputs and the L2 flush buffer
+  // (bytes); a variant needing more is refused with an Error. 0: no cap.
+  int64_t memoryCapBytes = 0;
 };
 
 struct TuneOutcome {

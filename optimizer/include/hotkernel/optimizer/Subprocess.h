@@ -53,27 +53,27 @@ struct SubprocessOptions {
   // argv[0] is the program: a name without '/' is looked up in $PATH (execvp
   // rules), anything else is used as a path. Must not be empty.
   std::vector<std::string> argv;
-  std::string stdinData;                                   // written, then stdin is closed
-  std::vector<std::pair<std::string, std::string>> env;    // set on top of the parent's environment
-  std::string workingDirectory;                            // "" keeps the parent's
-  double timeoutSeconds = 60.0;                            // wall clock; must be > 0
-  size_t maxStdoutBytes = size_t{2} << 20;                 // Note [Output caps]
+  std::string stdinData;                                 // written, then stdin is closed
+  std::vector<std::pair<std::string, std::string>> env;  // set on top of the parent's environment
+  std::string workingDirectory;                          // "" keeps the parent's
+  double timeoutSeconds = 60.0;                          // wall clock; must be > 0
+  size_t maxStdoutBytes = size_t{2} << 20;               // Note [Output caps]
   size_t maxStderrBytes = size_t{64} << 10;
 };
 
 struct SubprocessResult {
-  bool started = false;       // false: it could not be started (spawnError says why)
-  std::string spawnError;     // "posix_spawn(/no/such): No such file or directory"
-  pid_t pid = -1;             // the child's pid (already reaped)
-  bool exited = false;        // ended through exit(): exitCode is valid
+  bool started = false;    // false: it could not be started (spawnError says why)
+  std::string spawnError;  // "posix_spawn(/no/such): No such file or directory"
+  pid_t pid = -1;          // the child's pid (already reaped)
+  bool exited = false;     // ended through exit(): exitCode is valid
   int exitCode = -1;
-  int signal = 0;             // > 0: ended by this signal (SIGKILL after a timeout or a cap)
-  bool statusUnknown = false; // reaped by someone else (Note [No zombies, no stragglers])
+  int signal = 0;              // > 0: ended by this signal (SIGKILL after a timeout or a cap)
+  bool statusUnknown = false;  // reaped by someone else (Note [No zombies, no stragglers])
   bool timedOut = false;
   bool stdoutLimitExceeded = false;
   bool stderrTruncated = false;
-  std::string out;            // stdout, at most maxStdoutBytes
-  std::string err;            // stderr, at most maxStderrBytes
+  std::string out;  // stdout, at most maxStdoutBytes
+  std::string err;  // stderr, at most maxStderrBytes
   double wallSeconds = 0;
 
   // True when it ran, exited with 0, and no limit was hit.
@@ -102,5 +102,12 @@ SubprocessResult runSubprocess(const SubprocessOptions& options);
 //   - $VAR, ~, globs, ;, |, >, < and friends have no special meaning.
 // Throws Error on an unterminated quote or a trailing backslash.
 std::vector<std::string> splitCommandLine(const std::string& commandLine);
+
+namespace detail {
+// For tests: true makes runSubprocess ignore pidfds and poll waitid(WNOWAIT)
+// instead, the path taken where pidfd_open is missing (Linux < 5.3) or blocked
+// (an older container seccomp profile). Process-wide.
+void forceSubprocessPollingForTesting(bool force);
+}  // namespace detail
 
 }  // namespace hotkernel
