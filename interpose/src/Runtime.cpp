@@ -14,6 +14,8 @@
 #include "SoftmaxOverride.h"
 #include "hotkernel/Config.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
+#include "hotkernel/optimizer/ExperimentLog.h"
+#include "hotkernel/optimizer/ExternalAgent.h"
 #include "hotkernel/optimizer/IdleGate.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
@@ -67,6 +69,53 @@ std::optional<VariantKey> parseVariant(const std::string& s, int device) {
   }
   if (!(haveDtype && haveRows && haveCols) || k.rows < 1 || k.cols < 1) return std::nullopt;
   return k;
+}
+
+// One experiment line per candidate the tuner tried (Note: format in ExperimentLog.h).
+void logExperiments(const std::string& dir, const std::string& fingerprint, const std::string& op,
+                    const std::string& variant, const TuneOutcome& out) {
+  ExperimentLog log(dir);
+  const nlohmann::json& candidates = out.metrics.value("candidates", nlohmann::json::array());
+  int64_t id = 0;
+  for (const auto& c : candidates) {
+    Experiment e;
+    e.fingerprint = fingerprint;
+    e.op = op;
+    e.variant = variant;
+    e.candidateId = id++;
+    e.params = c.value("params", nlohmann::json::object());
+    if (c.contains("compileSeconds")) e.compileSeconds = c["compileSeconds"].get<double>();
+    if (c.contains("stages")) {
+      for (const auto& [stage, result] : c["stages"].items()) {
+        e.stages[stage] = result.get<std::string>().rfind("pass", 0) == 0 ? "pass" : "fail";
+      }
+    }
+    if (c.contains("atenUs")) e.timings.atenUs = c["atenUs"].get<double>();
+    if (c.contains("kernelUs")) e.timings.kernelUs = c["kernelUs"].get<double>();
+    if (c.contains("speedup")) e.timings.speedup = c["speedup"].get<double>();
+    if (c.contains("speedupCi")) e.timings.speedupCi = {c["speedupCi"][0].get<double>(), c["speedupCi"][1].get<double>()};
+    const bool chosen = out.accepted && c.value("params", nlohmann::json()) == out.paramsJson &&
+                        c.value("accepted", false);
+    e.decision = chosen ? ExperimentDecision::Accepted : ExperimentDecision::Rejected;
+    if (c.contains("error")) {
+      e.reason = c.value("stage", "") + ": " + c["error"].get<std::string>().substr(0, 500);
+    } else if (!chosen) {
+      e.reason = c.value("accepted", false) ? "correct and faster, but not the fastest"
+                                            : "correct, but its speed-up CI does not clear the threshold";
+    } else {
+      e.reason = "fastest correct candidate; swapped in";
+    }
+    log.append(e);
+  }
+  if (!out.accepted) {
+    Experiment e;
+    e.fingerprint = fingerprint;
+    e.op = op;
+    e.variant = variant;
+    e.decision = ExperimentDecision::KeptAten;
+    e.reason = "no candidate was correct and faster; the ATen kernel stays";
+    log.append(e);
+  }
 }
 
 }  // namespace
@@ -191,9 +240,8 @@ bool Runtime::publishEntry(const cache::Entry& e, int device) {
   try {
     std::optional<VariantKey> key = parseVariant(e.variant, device);
     HOTKERNEL_CHECK(key.has_value(), "malformed variant '", e.variant, "'");
-    HOTKERNEL_CHECK(e.family == kernels::SoftmaxFamily::kName, "unknown family '", e.family, "'");
-    auto params = kernels::SoftmaxParams::fromJson(nlohmann::json::parse(e.params));
-    SoftmaxOverride::plans().publish(makeSoftmaxPlan(*key, params, e.cubin, device));
+    SoftmaxOverride::plans().publish(
+        makePlan(e.family, *key, nlohmann::json::parse(e.params), e.kernelName, e.cubin, device));
     return true;
   } catch (const std::exception& ex) {
     HOTKERNEL_LOG_ONCE(Warn, "bad-entry:" + e.variant)
@@ -257,21 +305,26 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
   options.memoryCapBytes = config().optimizerMemoryMb > 0
                                ? config().optimizerMemoryMb << 20
                                : static_cast<int64_t>(at::cuda::getDeviceProperties(key.device)->totalGlobalMem / 4);
+  // HOTKERNEL_AGENT_CMD: an external agent proposes more candidates (tools/agent/PROTOCOL.md).
+  static const std::optional<ExternalAgent> agent = ExternalAgent::fromEnvironment();
+  if (agent) options.agent = &*agent;
   TuneOutcome out = tuneSoftmax(v, key.device, options);
   cache::Entry entry;
   entry.fingerprint = fingerprintKey_;
   entry.fingerprintJson = fingerprint_.canonicalJson();
   entry.op = op;
   entry.variant = variant;
-  entry.family = kernels::SoftmaxFamily::kName;
+  entry.family = out.accepted ? out.family : kernels::SoftmaxFamily::kName;
   entry.metrics = out.metrics.dump();
   if (out.accepted) {
     entry.decision = "kernel";
-    entry.params = out.params.toJson().dump();
-    entry.kernelName = kernels::SoftmaxFamily::kKernelName;
+    entry.params = out.paramsJson.dump();
+    entry.kernelName = out.kernelName;
     entry.cubin = out.cubin;
-    SoftmaxOverride::plans().publish(makeSoftmaxPlan(key, out.params, out.cubin, key.device));
-    HOTKERNEL_LOG(Info) << "swapped in " << op << " " << variant << ": " << out.params.describe()
+    Plan plan = makePlan(out.family, key, out.paramsJson, out.kernelName, out.cubin, key.device);
+    const std::string description = plan.description;
+    SoftmaxOverride::plans().publish(std::move(plan));
+    HOTKERNEL_LOG(Info) << "swapped in " << op << " " << variant << ": " << description
                         << ", speed-up " << out.metrics.value("speedup", 0.0) << "x (95% CI "
                         << out.metrics["speedupCi"].dump() << "), max abs error "
                         << out.metrics.value("maxAbsError", 0.0);
@@ -282,6 +335,7 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
     HOTKERNEL_LOG(Info) << "keeping the ATen kernel for " << op << " " << variant
                         << ": no candidate was correct and faster";
   }
+  logExperiments(config().cacheDir, fingerprintKey_, op, variant, out);
   summary["decision"] = entry.decision;
   summary["metrics"] = out.metrics;
   {

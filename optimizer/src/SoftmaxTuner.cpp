@@ -13,7 +13,11 @@
 #include <limits>
 #include <random>
 
+#include "hotkernel/optimizer/AgentTask.h"
 #include "hotkernel/optimizer/Benchmark.h"
+#include "hotkernel/optimizer/ExternalAgent.h"
+#include "hotkernel/optimizer/SandboxCompile.h"
+#include "hotkernel/optimizer/SandboxRun.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/runtime/Check.h"
@@ -79,6 +83,153 @@ HarnessCandidate softmaxCandidate(DType dtype, const SoftmaxParams& p, const std
   c.alignment = SoftmaxFamily::requiredAlignment(dtype, p);
   return c;
 }
+
+namespace {
+
+// Note [External agent rounds]
+// After the family's points, the agent gets the task (with the best kernel so
+// far and feedback on its last reply) and proposes a source. Every reply goes
+// through: validation (ExternalAgent), compile in the sandbox helper, a first
+// run in the sandbox-run helper (a fault or hang there cannot touch this
+// process's CUDA context), the five-stage harness, then the benchmark; the
+// stage it failed at is the next round's feedback.
+void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, const TunerOptions& options,
+              TuneOutcome& outcome, double& bestSpeedup, nlohmann::json& candidatesLog) {
+  AgentTask task = makeSoftmaxAgentTask(v, arch);
+  if (outcome.accepted && outcome.family == SoftmaxFamily::kName) {
+    AgentBest best;
+    best.origin = "family";
+    best.kernel.source = specializeSource(
+        SoftmaxFamily::source(), definesFromOptions(SoftmaxFamily::compileOptions(v.dtype, outcome.params)));
+    best.kernel.kernelName = SoftmaxFamily::kKernelName;
+    best.kernel.launch.block = outcome.params.threads;
+    best.kernel.launch.rowsPerBlock = outcome.params.rowsPerCta;
+    best.timing = {outcome.metrics.value("atenUs", 0.0), outcome.metrics.value("kernelUs", 0.0), bestSpeedup};
+    task.best = best;
+  }
+  const RowOpSpec spec = softmaxSpec();
+  const auto opts = at::TensorOptions().dtype(scalarType(v.dtype)).device(at::kCUDA, device);
+  for (int round = 1; round <= options.agentRounds; ++round) {
+    if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");
+    task.attempt = round;
+    nlohmann::json log = {{"origin", "agent"}, {"attempt", round}};
+    AgentFeedback fb;
+    auto finish = [&](AgentStage stage, const std::string& error, const std::string& compileLog = "") {
+      fb.stage = stage;
+      fb.error = error;
+      fb.log = compileLog;
+      log["stage"] = agentStageName(stage);
+      if (!error.empty()) log["error"] = error.substr(0, 2000);
+      candidatesLog.push_back(log);
+      task.lastAttempt = fb;
+    };
+    std::string why;
+    AgentFailure failure = AgentFailure::None;
+    std::optional<AgentReply> reply = options.agent->propose(task, &why, &failure);
+    if (!reply) {
+      finish(agentFailureStage(failure), why);
+      continue;
+    }
+    fb.reply = *reply;
+    log["params"] = {{"launch", reply->launch.toJson()}};
+    log["kernelName"] = reply->kernelName;
+    SandboxCompileRequest req;
+    req.source = reply->source;
+    req.arch = arch;
+    SandboxCompileResult compiled = sandboxCompile(req);
+    log["compileSeconds"] = compiled.compileSeconds;
+    if (!compiled.compiled()) {
+      finish(AgentStage::Compile, compiled.error, compiled.log);
+      continue;
+    }
+    const kernels::LaunchGeometry g = reply->launch.geometry(v.rows);
+    SandboxRunRequest run{compiled.cubin, reply->kernelName, LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
+                          v.rows, v.cols, static_cast<int>(kernels::elementSize(v.dtype)),
+                          v.dtype == DType::Float16, device};
+    SandboxRunResult sandboxed = sandboxRun(run);
+    if (!sandboxed.ok) {
+      finish(AgentStage::Load, "first run in the sandbox process failed: " + sandboxed.error);
+      continue;
+    }
+    HarnessCandidate hc;
+    hc.cubin = compiled.cubin;
+    hc.kernelName = reply->kernelName;
+    hc.description = "agent[" + reply->kernelName + "]";
+    const AgentLaunch launch = reply->launch;
+    hc.geometry = [launch](int64_t rows, int64_t) {
+      const kernels::LaunchGeometry lg = launch.geometry(rows);
+      return LaunchGeometry{lg.gridX, lg.blockX, lg.sharedBytes};
+    };
+    // The ABI promises the variant's cols and 1..rows rows, 16-byte aligned, no overlap.
+    const int64_t maxRows = v.rows, onlyCols = v.cols;
+    hc.acceptsShape = [maxRows, onlyCols](int64_t rows, int64_t cols) {
+      return cols == onlyCols && rows >= 1 && rows <= maxRows;
+    };
+    hc.acceptsPointers = [](const void* in, const void* out) {
+      return in != out && reinterpret_cast<uintptr_t>(in) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
+    };
+    hc.alignment = 16;
+    HarnessOptions ho;
+    ho.yieldPoint = options.yieldPoint;
+    HarnessReport h = runHarness(spec, hc, v.dtype, v.rows, v.cols, device, ho);
+    nlohmann::json stages = nlohmann::json::object();
+    for (const StageResult& sr : h.stages) stages[toString(sr.stage)] = sr.passed ? "pass" : "fail: " + sr.detail;
+    log["stages"] = stages;
+    if (!h.passed) {
+      finish(AgentStage::Correctness,
+             std::string(toString(h.failure()->stage)) + " stage: " + h.failure()->detail);
+      continue;
+    }
+    try {
+      std::shared_ptr<CudaKernelLauncher> launcher =
+          CudaKernelLauncher::load(device, compiled.cubin, reply->kernelName, hc.geometry(v.rows, v.cols), 16,
+                                   hc.description);
+      const at::Tensor in = at::randn({v.rows, v.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
+      BenchmarkOptions bo;
+      bo.pairs = options.pairs;
+      bo.beforePair = options.yieldPoint;
+      Comparison cmp = benchmarkInterleaved(
+          [&] { (void)at::cuda::_softmax(in, -1, false); },
+          [&] {
+            at::Tensor out = at::empty_like(in);
+            HOTKERNEL_CHECK(launcher->launch({in.const_data_ptr(), out.mutable_data_ptr(), v.rows, v.cols},
+                                             at::cuda::getCurrentCUDAStream(device).stream()),
+                            "launch failed");
+          },
+          device, bo);
+      fb.passed = true;
+      fb.timing = AgentTiming{cmp.baseline.median, cmp.candidate.median, cmp.speedup.median};
+      log["atenUs"] = cmp.baseline.median;
+      log["kernelUs"] = cmp.candidate.median;
+      log["speedup"] = cmp.speedup.median;
+      log["speedupCi"] = {cmp.speedup.low, cmp.speedup.high};
+      const bool accept = cmp.clears(options.minSpeedup);
+      log["accepted"] = accept;
+      if (accept && cmp.speedup.median > bestSpeedup) {
+        bestSpeedup = cmp.speedup.median;
+        outcome.accepted = true;
+        outcome.family = "agent";
+        outcome.paramsJson = {{"launch", reply->launch.toJson()}};
+        outcome.kernelName = reply->kernelName;
+        outcome.cubin = compiled.cubin;
+        outcome.metrics = {{"speedup", cmp.speedup.median}, {"speedupCi", {cmp.speedup.low, cmp.speedup.high}},
+                           {"atenUs", cmp.baseline.median}, {"kernelUs", cmp.candidate.median},
+                           {"maxAbsError", h.maxAbsError}, {"tolerance", spec.tolerance(v.dtype, v.cols)},
+                           {"pairs", cmp.speedup.n}, {"origin", "agent"}};
+        AgentBest best;
+        best.origin = "agent";
+        best.kernel = *reply;
+        best.timing = *fb.timing;
+        task.best = best;
+      }
+      finish(AgentStage::Benchmark, "");
+    } catch (const std::exception& e) {
+      finish(AgentStage::Benchmark, e.what());
+    }
+  }
+}
+
+}  // namespace
 
 TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions& options) {
   HOTKERNEL_CHECK(SoftmaxFamily::guardVariant(v), "softmax family cannot serve this variant");
@@ -178,6 +329,9 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
       if (accept && cmp.speedup.median > bestSpeedup) {
         bestSpeedup = cmp.speedup.median;
         outcome.accepted = true;
+        outcome.family = SoftmaxFamily::kName;
+        outcome.paramsJson = c.params.toJson();
+        outcome.kernelName = SoftmaxFamily::kKernelName;
         outcome.params = c.params;
         outcome.cubin = c.cubin;
         outcome.metrics = {{"speedup", cmp.speedup.median},
@@ -195,6 +349,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
     candidatesLog.push_back(log);
   }
 
+  if (options.agent) askAgent(v, device, arch, options, outcome, bestSpeedup, candidatesLog);
   outcome.metrics["arch"] = arch;
   outcome.metrics["candidates"] = candidatesLog;
   return outcome;

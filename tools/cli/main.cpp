@@ -7,17 +7,20 @@
 #include "CacheCommands.h"
 #include "ExitStatus.h"
 #include "LogCommands.h"
+#include "WarmupCommand.h"
 #include "hotkernel/Config.h"
 #include "hotkernel/runtime/Check.h"
 
 int main(int argc, char** argv) {
   using namespace hotkernel::cli;
+  if (int rc = maybeRunWarmup(argc, argv); rc >= 0) return rc;
   CLI::App app{"hotkernel: runtime JIT kernel optimizer for PyTorch inference", "hotkernel"};
   app.set_version_flag("--version", "hotkernel " HOTKERNEL_VERSION);
 
   ExitStatus status;
   addCacheCommands(app, status);
   addLogCommands(app, status);
+  addWarmupCommand(app);
 
   try {
     app.parse(argc, argv);

@@ -24,11 +24,19 @@ struct TunerOptions {
   // GPU memory the tuner may use for inputs, outputs and the L2 flush buffer
   // (bytes); a variant needing more is refused with an Error. 0: no cap.
   int64_t memoryCapBytes = 0;
+  // An external agent (HOTKERNEL_AGENT_CMD) asked for up to agentRounds more
+  // candidates after the family's points; null: none. Its sources are compiled
+  // in the sandbox helper and first run in the sandbox-run helper.
+  const class ExternalAgent* agent = nullptr;
+  int agentRounds = 3;
 };
 
 struct TuneOutcome {
   bool accepted = false;            // false: keep the ATen kernel
-  kernels::SoftmaxParams params{};  // valid when accepted
+  std::string family;               // "softmax_lastdim", or "agent" for an external agent's kernel
+  nlohmann::json paramsJson;        // what the cache stores (see makePlan)
+  std::string kernelName;
+  kernels::SoftmaxParams params{};  // valid when accepted from the family
   std::string cubin;                // valid when accepted
   std::string arch;                 // e.g. "sm_90a"
   nlohmann::json metrics;           // speed-up, CI, times, max error, per-candidate log
