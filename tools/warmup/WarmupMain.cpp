@@ -11,6 +11,10 @@
 // 2 bad input, 3 no CUDA device.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <cuda_runtime_api.h>
+#include <torch/headeronly/version.h>
+
+#include <ctime>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "Runtime.h"
+#include "hotkernel/Config.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/runtime/Logging.h"
@@ -180,8 +185,18 @@ int main(int argc, char** argv) {
               std::chrono::duration<double>(Clock::now() - start).count());
   if (!jsonOut.empty()) {
     std::ofstream f(jsonOut);
+    std::time_t now = std::time(nullptr);
+    char date[64];
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    int driver = 0;
+    cudaDriverGetVersion(&driver);
     f << nlohmann::json({{"format", "hotkernel-warmup"},
                          {"version", 1},
+                         {"date", date},
+                         {"gpu", at::cuda::getDeviceProperties(device)->name},
+                         {"driver", driver},
+                         {"torch", TORCH_VERSION},
+                         {"hotkernel", HOTKERNEL_VERSION},
                          {"profile", profilePath},
                          {"budgetSeconds", budget},
                          {"budgetReached", budgetReached},
