@@ -82,7 +82,12 @@ void logExperiments(const std::string& dir, const std::string& fingerprint, cons
     e.fingerprint = fingerprint;
     e.op = op;
     e.variant = variant;
-    e.candidateId = id++;
+    e.candidateId = c.contains("candidateId") ? c["candidateId"].get<int64_t>() : id;
+    ++id;
+    if (c.contains("parentId")) e.parentId = c["parentId"].get<int64_t>();
+    for (const char* k : {"origin", "mutation", "round", "budgetLevel", "attempt", "kernelName"}) {
+      if (c.contains(k)) e.extra[k] = c[k];
+    }
     e.params = c.value("params", nlohmann::json::object());
     if (c.contains("compileSeconds")) e.compileSeconds = c["compileSeconds"].get<double>();
     if (c.contains("stages")) {

@@ -8,7 +8,10 @@
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <set>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -18,6 +21,7 @@
 #include "hotkernel/optimizer/ExternalAgent.h"
 #include "hotkernel/optimizer/SandboxCompile.h"
 #include "hotkernel/optimizer/SandboxRun.h"
+#include "hotkernel/optimizer/Search.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/runtime/Check.h"
@@ -45,13 +49,6 @@ at::ScalarType scalarType(DType d) {
   HOTKERNEL_INTERNAL_ASSERT(false, "unknown dtype");
   return at::kFloat;
 }
-
-struct Compiled {
-  SoftmaxParams params;
-  std::string cubin;
-  std::string error;
-  double seconds = 0;
-};
 
 }  // namespace
 
@@ -112,7 +109,7 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
   for (int round = 1; round <= options.agentRounds; ++round) {
     if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");
     task.attempt = round;
-    nlohmann::json log = {{"origin", "agent"}, {"attempt", round}};
+    nlohmann::json log = {{"origin", "agent"}, {"attempt", round}, {"candidateId", 100000 + round}};
     AgentFeedback fb;
     auto finish = [&](AgentStage stage, const std::string& error, const std::string& compileLog = "") {
       fb.stage = stage;
@@ -253,104 +250,194 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   outcome.arch = arch;
   nlohmann::json candidatesLog = nlohmann::json::array();
 
-  // 1. Compile every parameter point in parallel on CPU threads.
-  std::vector<SoftmaxParams> points = SoftmaxFamily::parameterSpace(v);
-  std::vector<Compiled> compiled(points.size());
-  tbb::parallel_for(size_t(0), points.size(), [&](size_t i) {
-    compiled[i].params = points[i];
-    auto t0 = std::chrono::steady_clock::now();
-    try {
-      compiled[i].cubin = compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", arch,
-                                         SoftmaxFamily::compileOptions(v.dtype, points[i]))
-                              .cubin;
-    } catch (const std::exception& e) {
-      compiled[i].error = e.what();
-    }
-    compiled[i].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  });
-
-  // 2. Every candidate passes the five-stage harness before it is timed.
+  // Note [Family search]
+  // The family's points for this variant form a tiered space (0: threads and
+  // rows per CTA, 1: vector width, 2: items per thread, 0 = streaming; the
+  // last tier is a niche so each algorithm keeps its best). runSearchBatched
+  // seeds it with parameterSpace(v) (the family's best guesses) and runs
+  // successive halving with a lineage tree. Each new batch is compiled in
+  // parallel (TBB); a candidate passes the five-stage harness once, and is then
+  // timed against ATen with more interleaved pairs at each budget level. The
+  // winner is accepted only if its speed-up CI at the highest level it reached
+  // clears minSpeedup.
   const RowOpSpec spec = softmaxSpec();
   const auto opts = at::TensorOptions().dtype(scalarType(v.dtype)).device(at::kCUDA, device);
   const at::Tensor benchInput = at::randn({v.rows, v.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
 
-  double bestSpeedup = 0;
-  for (const Compiled& c : compiled) {
-    nlohmann::json log = {{"params", c.params.toJson()}, {"compileSeconds", c.seconds}};
-    if (!c.error.empty()) {
-      log["stage"] = "compile";
-      log["error"] = c.error.substr(0, 2000);
-      candidatesLog.push_back(log);
-      continue;
+  std::vector<SoftmaxParams> valid;
+  for (const SoftmaxParams& p : SoftmaxFamily::allParameterPoints(v.dtype)) {
+    if (SoftmaxFamily::guardParams(v, p)) valid.push_back(p);
+  }
+  auto toPoint = [](const SoftmaxParams& p) {
+    return SearchPoint{{"threads", p.threads}, {"rowsPerCta", p.rowsPerCta}, {"vec", p.vec}, {"items", p.items}};
+  };
+  auto toParams = [](const SearchPoint& pt) {
+    SoftmaxParams p;
+    p.threads = pt.at("threads");
+    p.rowsPerCta = pt.at("rowsPerCta");
+    p.vec = pt.at("vec");
+    p.items = pt.at("items");
+    return p;
+  };
+  auto valuesOf = [&](int SoftmaxParams::*field) {
+    std::vector<int> vals;
+    for (const SoftmaxParams& p : valid) vals.push_back(p.*field);
+    std::sort(vals.begin(), vals.end());
+    vals.erase(std::unique(vals.begin(), vals.end()), vals.end());
+    return vals;
+  };
+  SearchSpace space;
+  space.tiers = {
+      SearchTier{"launch geometry", {{"threads", valuesOf(&SoftmaxParams::threads)},
+                                     {"rowsPerCta", valuesOf(&SoftmaxParams::rowsPerCta)}}, false},
+      SearchTier{"memory access", {{"vec", valuesOf(&SoftmaxParams::vec)}}, false},
+      SearchTier{"algorithm", {{"items", valuesOf(&SoftmaxParams::items)}}, true},
+  };
+  std::set<SearchPoint> validPoints;
+  for (const SoftmaxParams& p : valid) validPoints.insert(toPoint(p));
+  space.isValid = [&validPoints](const SearchPoint& pt) { return validPoints.count(pt) > 0; };
+
+  struct Measured {
+    std::string cubin;
+    double compileSeconds = 0;
+    std::optional<HarnessReport> harness;
+    std::optional<Comparison> comparison;
+    int level = -1;
+  };
+  std::map<SearchPoint, Measured> measured;
+  static const int kPairsPerLevel[] = {9, 15, 31};
+  auto evaluate = [&](const std::vector<SearchPoint>& batch, int level) {
+    // Compile what is new, in parallel.
+    std::vector<SearchPoint> fresh;
+    for (const SearchPoint& pt : batch) {
+      if (!measured.count(pt)) fresh.push_back(pt);
     }
-    if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");
-    try {
-      VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
-      HarnessOptions ho;
-      ho.yieldPoint = options.yieldPoint;
-      HarnessReport h =
-          runHarness(spec, softmaxCandidate(v.dtype, c.params, c.cubin), v.dtype, v.rows, v.cols, device, ho);
-      nlohmann::json stages = nlohmann::json::object();
-      for (const StageResult& sr : h.stages) stages[toString(sr.stage)] = sr.passed ? "pass" : "fail: " + sr.detail;
-      log["stages"] = stages;
-      log["harnessSeed"] = std::to_string(h.seed);
-      log["maxAbsError"] = h.maxAbsError;
-      if (!h.passed) {
-        log["stage"] = std::string("harness:") + toString(h.failure()->stage);
-        log["error"] = h.failure()->detail;
-        candidatesLog.push_back(log);
+    std::vector<Measured> compiledNow(fresh.size());
+    std::vector<std::string> errors(fresh.size());
+    tbb::parallel_for(size_t(0), fresh.size(), [&](size_t i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        compiledNow[i].cubin = compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", arch,
+                                              SoftmaxFamily::compileOptions(v.dtype, toParams(fresh[i])))
+                                   .cubin;
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+      compiledNow[i].compileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    });
+    std::map<SearchPoint, std::string> compileErrors;
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      measured[fresh[i]] = compiledNow[i];
+      if (!errors[i].empty()) compileErrors[fresh[i]] = errors[i];
+    }
+    std::vector<Evaluation> results;
+    for (const SearchPoint& pt : batch) {
+      Measured& m = measured[pt];
+      if (compileErrors.count(pt) || m.cubin.empty()) {
+        results.push_back(Evaluation::failed("compile: " + compileErrors[pt].substr(0, 300)));
         continue;
       }
-      const double worst = h.maxAbsError;
-      Plan plan = makeSoftmaxPlan(key, c.params, c.cubin, device);
-      const at::Tensor& in = benchInput;
-      auto launcher = plan.launcher;
-      Workload aten = [&] { (void)at::cuda::_softmax(in, -1, false); };
-      // Both workloads run on the benchmark's current stream (the stream its
-      // events are recorded on), like a dispatcher call would.
-      Workload mine = [&, launcher] {
-        at::Tensor out = at::empty_like(in);
-        HOTKERNEL_CHECK(launcher->launch({in.const_data_ptr(), out.mutable_data_ptr(), v.rows, v.cols},
-                                         at::cuda::getCurrentCUDAStream(device).stream()),
-                        "launch failed");
-      };
+      const SoftmaxParams params = toParams(pt);
+      if (!m.harness) {
+        HarnessOptions ho;
+        ho.yieldPoint = options.yieldPoint;
+        m.harness = runHarness(spec, softmaxCandidate(v.dtype, params, m.cubin), v.dtype, v.rows, v.cols, device, ho);
+      }
+      if (!m.harness->passed) {
+        const StageResult* f = m.harness->failure();
+        HOTKERNEL_CHECK(f->detail != "interrupted", "tuning interrupted");
+        results.push_back(Evaluation::failed(std::string("harness ") + toString(f->stage) + ": " + f->detail));
+        continue;
+      }
+      VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
+      std::shared_ptr<const KernelLauncher> launcher = makeSoftmaxPlan(key, params, m.cubin, device).launcher;
       BenchmarkOptions bo;
-      bo.pairs = options.pairs;
+      bo.pairs = std::min(options.pairs, kPairsPerLevel[std::min(level, 2)]);
       bo.beforePair = options.yieldPoint;
-      Comparison cmp = benchmarkInterleaved(aten, mine, device, bo);
+      const at::Tensor& in = benchInput;
+      m.comparison = benchmarkInterleaved(
+          [&] { (void)at::cuda::_softmax(in, -1, false); },
+          [&] {
+            at::Tensor out = at::empty_like(in);
+            HOTKERNEL_CHECK(launcher->launch({in.const_data_ptr(), out.mutable_data_ptr(), v.rows, v.cols},
+                                             at::cuda::getCurrentCUDAStream(device).stream()),
+                            "launch failed");
+          },
+          device, bo);
+      m.level = level;
+      results.push_back(Evaluation(m.comparison->candidate.median));
+    }
+    return results;
+  };
+
+  SearchOptions so;
+  so.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  for (const SoftmaxParams& p : SoftmaxFamily::parameterSpace(v)) so.seeds.push_back(toPoint(p));
+  so.initialPopulation = std::max<int>(static_cast<int>(so.seeds.size()), 8);
+  so.maxEvaluations = options.searchEvaluations;
+  so.maxBudgetLevel = 2;
+  SearchResult search = runSearchBatched(space, evaluate, so);
+
+  double bestSpeedup = 0;
+  const Candidate* best = search.best();
+  for (const Candidate& c : search.lineage) {
+    const Measured& m = measured[c.point];
+    nlohmann::json log = {{"params", toParams(c.point).toJson()},
+                          {"candidateId", c.id},
+                          {"origin", toString(c.origin)},
+                          {"round", c.round},
+                          {"compileSeconds", m.compileSeconds}};
+    if (c.parentId != Candidate::kNoParent) log["parentId"] = c.parentId;
+    if (!c.mutation.empty()) log["mutation"] = c.mutation;
+    if (m.harness) {
+      nlohmann::json stages = nlohmann::json::object();
+      for (const StageResult& sr : m.harness->stages) stages[toString(sr.stage)] = sr.passed ? "pass" : "fail: " + sr.detail;
+      log["stages"] = stages;
+      log["harnessSeed"] = std::to_string(m.harness->seed);
+      log["maxAbsError"] = m.harness->maxAbsError;
+    }
+    if (!c.ok()) {
+      log["stage"] = c.failure.rfind("compile", 0) == 0 ? "compile" : "harness";
+      log["error"] = c.failure.substr(0, 2000);
+    } else if (m.comparison) {
+      const Comparison& cmp = *m.comparison;
       log["stage"] = "benchmark";
       log["atenUs"] = cmp.baseline.median;
       log["kernelUs"] = cmp.candidate.median;
       log["speedup"] = cmp.speedup.median;
       log["speedupCi"] = {cmp.speedup.low, cmp.speedup.high};
       log["pairs"] = cmp.speedup.n;
-      const bool accept = cmp.clears(options.minSpeedup);
+      log["budgetLevel"] = m.level;
+      const bool accept = best && &c == best && cmp.clears(options.minSpeedup);
       log["accepted"] = accept;
-      if (accept && cmp.speedup.median > bestSpeedup) {
+      if (accept) {
         bestSpeedup = cmp.speedup.median;
         outcome.accepted = true;
         outcome.family = SoftmaxFamily::kName;
-        outcome.paramsJson = c.params.toJson();
+        outcome.params = toParams(c.point);
+        outcome.paramsJson = outcome.params.toJson();
         outcome.kernelName = SoftmaxFamily::kKernelName;
-        outcome.params = c.params;
-        outcome.cubin = c.cubin;
+        outcome.cubin = m.cubin;
         outcome.metrics = {{"speedup", cmp.speedup.median},
                            {"speedupCi", {cmp.speedup.low, cmp.speedup.high}},
                            {"atenUs", cmp.baseline.median},
                            {"kernelUs", cmp.candidate.median},
-                           {"maxAbsError", worst},
+                           {"maxAbsError", m.harness->maxAbsError},
                            {"tolerance", spec.tolerance(v.dtype, v.cols)},
                            {"pairs", cmp.speedup.n}};
       }
-    } catch (const std::exception& e) {
-      log["stage"] = "run";
-      log["error"] = std::string(e.what()).substr(0, 2000);
     }
     candidatesLog.push_back(log);
   }
+  const nlohmann::json searchSummary = {{"seed", std::to_string(search.seed)},
+                                        {"evaluations", search.evaluations},
+                                        {"rounds", search.rounds},
+                                        {"stop", toString(search.stop)},
+                                        {"validPoints", valid.size()}};
 
   if (options.agent) askAgent(v, device, arch, options, outcome, bestSpeedup, candidatesLog);
   outcome.metrics["arch"] = arch;
+  outcome.metrics["search"] = searchSummary;
   outcome.metrics["candidates"] = candidatesLog;
   return outcome;
 }

@@ -16,7 +16,8 @@ namespace hotkernel {
 
 struct TunerOptions {
   double minSpeedup = 1.02;  // the speed-up CI must clear this to accept
-  int pairs = 31;
+  int pairs = 31;             // interleaved pairs at the highest budget level
+  int searchEvaluations = 40;  // evaluator calls of the family search (Note [Family search])
   // Called before each unit of GPU work (a candidate's harness, a benchmark
   // pair); blocks while the GPU is busy serving. Returning false stops tuning
   // (Error "tuning interrupted"). Empty: never waits.
