@@ -20,7 +20,9 @@ namespace {
 
 using kernels::DType;
 
-at::ScalarType scalarType(DType d) {
+}  // namespace
+
+at::ScalarType scalarTypeOf(DType d) {
   switch (d) {
     case DType::Float32:
       return at::kFloat;
@@ -32,6 +34,8 @@ at::ScalarType scalarType(DType d) {
   HOTKERNEL_INTERNAL_ASSERT(false, "unknown dtype");
   return at::kFloat;
 }
+
+namespace {
 
 at::ScalarType bitsType(DType d) { return d == DType::Float32 ? at::kInt : at::kShort; }
 
@@ -155,7 +159,7 @@ HarnessReport runHarness(const RowOpSpec& spec, const HarnessCandidate& c, DType
   at::Generator gen = at::cuda::detail::getDefaultCUDAGenerator(device).clone();
   gen.set_current_seed(report.seed);
   const auto floatOpts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
-  const at::ScalarType st = scalarType(dtype);
+  const at::ScalarType st = scalarTypeOf(dtype);
   // Uniform in [-1, 5): asymmetric on purpose, so that the negated set below
   // reaches values (down to -5) the smoke input never holds.
   auto randomInput = [&](int64_t r, int64_t n) {

@@ -37,17 +37,23 @@ using kernels::SoftmaxFamily;
 using kernels::SoftmaxParams;
 using kernels::SoftmaxVariant;
 
-at::ScalarType scalarType(DType d) {
-  switch (d) {
-    case DType::Float32:
-      return at::kFloat;
-    case DType::Float16:
-      return at::kHalf;
-    case DType::BFloat16:
-      return at::kBFloat16;
-  }
-  HOTKERNEL_INTERNAL_ASSERT(false, "unknown dtype");
-  return at::kFloat;
+// The candidate against the original kernel, both on the benchmark's stream,
+// each call allocating its output like a dispatcher call would.
+Comparison timeAgainstAten(const KernelLauncher& launcher, const at::Tensor& in, int device, int pairs,
+                           const std::function<bool()>& yieldPoint) {
+  BenchmarkOptions bo;
+  bo.pairs = pairs;
+  bo.beforePair = yieldPoint;
+  const int64_t rows = in.size(0), cols = in.size(1);
+  return benchmarkInterleaved(
+      [&] { (void)at::cuda::_softmax(in, -1, false); },
+      [&] {
+        at::Tensor out = at::empty_like(in);
+        HOTKERNEL_CHECK(launcher.launch({in.const_data_ptr(), out.mutable_data_ptr(), rows, cols},
+                                        at::cuda::getCurrentCUDAStream(device).stream()),
+                        "launch failed");
+      },
+      device, bo);
 }
 
 }  // namespace
@@ -105,7 +111,7 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
     task.best = best;
   }
   const RowOpSpec spec = softmaxSpec();
-  const auto opts = at::TensorOptions().dtype(scalarType(v.dtype)).device(at::kCUDA, device);
+  const auto opts = at::TensorOptions().dtype(scalarTypeOf(v.dtype)).device(at::kCUDA, device);
   for (int round = 1; round <= options.agentRounds; ++round) {
     if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");
     task.attempt = round;
@@ -182,18 +188,7 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
           CudaKernelLauncher::load(device, compiled.cubin, reply->kernelName, hc.geometry(v.rows, v.cols), 16,
                                    hc.description);
       const at::Tensor in = at::randn({v.rows, v.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
-      BenchmarkOptions bo;
-      bo.pairs = options.pairs;
-      bo.beforePair = options.yieldPoint;
-      Comparison cmp = benchmarkInterleaved(
-          [&] { (void)at::cuda::_softmax(in, -1, false); },
-          [&] {
-            at::Tensor out = at::empty_like(in);
-            HOTKERNEL_CHECK(launcher->launch({in.const_data_ptr(), out.mutable_data_ptr(), v.rows, v.cols},
-                                             at::cuda::getCurrentCUDAStream(device).stream()),
-                            "launch failed");
-          },
-          device, bo);
+      Comparison cmp = timeAgainstAten(*launcher, in, device, options.pairs, options.yieldPoint);
       fb.passed = true;
       fb.timing = AgentTiming{cmp.baseline.median, cmp.candidate.median, cmp.speedup.median};
       log["atenUs"] = cmp.baseline.median;
@@ -261,7 +256,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   // winner is accepted only if its speed-up CI at the highest level it reached
   // clears minSpeedup.
   const RowOpSpec spec = softmaxSpec();
-  const auto opts = at::TensorOptions().dtype(scalarType(v.dtype)).device(at::kCUDA, device);
+  const auto opts = at::TensorOptions().dtype(scalarTypeOf(v.dtype)).device(at::kCUDA, device);
   const at::Tensor benchInput = at::randn({v.rows, v.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
 
   std::vector<SoftmaxParams> valid;
@@ -351,19 +346,8 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
       }
       VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
       std::shared_ptr<const KernelLauncher> launcher = makeSoftmaxPlan(key, params, m.cubin, device).launcher;
-      BenchmarkOptions bo;
-      bo.pairs = std::min(options.pairs, kPairsPerLevel[std::min(level, 2)]);
-      bo.beforePair = options.yieldPoint;
-      const at::Tensor& in = benchInput;
-      m.comparison = benchmarkInterleaved(
-          [&] { (void)at::cuda::_softmax(in, -1, false); },
-          [&] {
-            at::Tensor out = at::empty_like(in);
-            HOTKERNEL_CHECK(launcher->launch({in.const_data_ptr(), out.mutable_data_ptr(), v.rows, v.cols},
-                                             at::cuda::getCurrentCUDAStream(device).stream()),
-                            "launch failed");
-          },
-          device, bo);
+      m.comparison = timeAgainstAten(*launcher, benchInput, device,
+                                     std::min(options.pairs, kPairsPerLevel[std::min(level, 2)]), options.yieldPoint);
       m.level = level;
       results.push_back(Evaluation(m.comparison->candidate.median));
     }

@@ -80,6 +80,9 @@ struct HarnessOptions {
   std::function<bool()> yieldPoint;
 };
 
+// The torch dtype of a family dtype.
+at::ScalarType scalarTypeOf(kernels::DType dtype);
+
 // Runs the five stages on `device` for the recorded variant (dtype, rows, cols).
 // Never throws for a bad candidate (that is a failed stage); throws Error for
 // a broken environment (no driver).
