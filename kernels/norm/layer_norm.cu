@@ -51,6 +51,13 @@
 // gives NaN where ATen does. Lanes that hold no element contribute exact
 // zeros to the sums and are left out of the deviations.
 //
+// Note [Layer norm overflow]
+// ATen's Welford keeps a running mean, which stays finite for finite inputs
+// near the type's maximum, where a plain sum overflows; its variance then
+// overflows to inf, rstd = 0, and out = bias (or 0). To give the same, a row
+// (streaming: a batch) whose sum is not finite recomputes its mean as the sum
+// of x * (1 / n). A variance that overflows gives inf here too.
+//
 // Note [Norm deterministic reductions]
 // As in softmax_lastdim.cu: per-thread sums in index order, then an xor
 // butterfly within each warp and the same butterfly across the warps'
@@ -66,6 +73,11 @@
 // Streaming: vectors each thread loads before it uses the first (16 elements,
 // at most 8 accesses), as in softmax_lastdim.cu.
 #define HK_STREAM_UNROLL (HK_VEC >= 2 ? 16 / HK_VEC : 8)
+// Pass 2 re-reads the row mostly from L2 (shorter latency) and loads the
+// column arrays next to it: a batch of HK_STREAM_UNROLL >> (arrays present)
+// vectors (at least 1) keeps x and its arrays within HK_STREAM_UNROLL
+// vectors' worth of registers, as in pass 1.
+#define HK_STREAM_UNROLL2 ((HK_STREAM_UNROLL >> (HK_HAS_WEIGHT + HK_HAS_BIAS)) > 0 ? (HK_STREAM_UNROLL >> (HK_HAS_WEIGHT + HK_HAS_BIAS)) : 1)
 
 #if HK_DTYPE == 0
 typedef float hk_elem;
@@ -89,6 +101,17 @@ static_assert(HK_ITEMS >= 0 && HK_ITEMS <= 16, "HK_ITEMS must be in [0, 16]");
 static_assert(HK_ROWS == 1 || HK_ITEMS > 0, "several rows per CTA are register-resident only");
 static_assert(HK_HAS_WEIGHT == 0 || HK_HAS_WEIGHT == 1, "HK_HAS_WEIGHT must be 0 or 1");
 static_assert(HK_HAS_BIAS == 0 || HK_HAS_BIAS == 1, "HK_HAS_BIAS must be 0 or 1");
+
+// Note [Norm launch bounds]
+// __launch_bounds__(HK_THREADS, 1): at most HK_THREADS threads, at least one
+// CTA an SM. With the first argument alone, ptxas picks its own occupancy
+// target and squeezed points just above a step into it with a few bytes of
+// spills (1024 threads x 12 values into 32 registers, 512 x 48 into 64, some
+// streaming points into 40 or 48). Stating the minimum lifts that target, so
+// no point spills; the price is a few registers more on some points than
+// ptxas' occupancy-driven choice (1024 x 8 values: 40 instead of 32, one CTA
+// an SM instead of two). Whether an occupancy axis pays is for measurements.
+#define HK_LAUNCH_BOUNDS __launch_bounds__(HK_THREADS, 1)
 
 // One vector access: HK_VEC elements, aligned to its size (ld/st.global.v4 at 16 bytes).
 struct alignas(HK_PACK_BYTES) hk_pack {
@@ -196,8 +219,11 @@ struct hk_stats {
 };
 
 __device__ __forceinline__ hk_stats hk_stats_merge(const hk_stats& a, const hk_stats& b) {
+  // An empty side leaves the other as it is (and never multiplies an
+  // overflowed d^2 by a zero count).
+  if (a.n == 0.0f) return b;
+  if (b.n == 0.0f) return a;
   const float n = __fadd_rn(a.n, b.n);
-  if (n == 0.0f) return hk_stats{0.0f, 0.0f, 0.0f};
   const float d = __fsub_rn(b.mean, a.mean);
   hk_stats s;
   s.n = n;
@@ -247,7 +273,7 @@ __device__ __forceinline__ float hk_affine(float x, float mean, float r, hk_elem
   return y;
 }
 
-extern "C" __global__ void __launch_bounds__(HK_THREADS)
+extern "C" __global__ void HK_LAUNCH_BOUNDS
     hk_layer_norm(const void* in_, const void* weight_, const void* bias_, void* out_, float* mean_out,
                   float* rstd_out, long long rows, long long cols, float eps) {
   // Two buffers (three for the streaming triples) so that one row's
@@ -264,27 +290,6 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
   const float fcols = static_cast<float>(cols);
   (void)weight;
   (void)bias;
-
-#if HK_ITEMS > 0
-  // The weight and bias of this thread's columns are the same for every row
-  // it serves: loaded once.
-  hk_pack w[HK_ITEMS], b[HK_ITEMS];
-#pragma unroll
-  for (int i = 0; i < HK_ITEMS; ++i) {
-    const int v = i * HK_ROW_THREADS + tid;
-    (void)v;
-#if HK_HAS_WEIGHT
-    w[i] = v < nvec ? weight[v] : hk_zero_pack();
-#else
-    w[i] = hk_zero_pack();
-#endif
-#if HK_HAS_BIAS
-    b[i] = v < nvec ? bias[v] : hk_zero_pack();
-#else
-    b[i] = hk_zero_pack();
-#endif
-  }
-#endif
 
   // Every thread runs every iteration (barriers and shuffles need the whole
   // CTA / warp); a thread whose row is past the end only skips its accesses.
@@ -320,7 +325,28 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
       for (int j = 0; j < HK_VEC; ++j) part += x[i][j];
       s += part;
     }
-    const float mean = __fdiv_rn(hk_row_sum(s, hk_buf[0]), fcols);
+    float mean = __fdiv_rn(hk_row_sum(s, hk_buf[0]), fcols);
+    // The sum overflowed (or the row holds inf / NaN): sum x / cols instead,
+    // which stays finite for finite x (Note [Layer norm overflow]). The
+    // branch must be uniform where the reduction is collective: the CTA
+    // (every lane of a row has the same bits) or, with several rows per CTA,
+    // the warp, whose rows that did not overflow keep their mean.
+#if HK_ROW_THREADS > 32
+    const bool rescue = !isfinite(mean);
+#else
+    const bool rescue = __any_sync(0xffffffffu, !isfinite(mean));
+#endif
+    if (rescue) {
+      const float inv = __frcp_rn(fcols);
+      s = 0.0f;
+#pragma unroll
+      for (int i = 0; i < HK_ITEMS; ++i) {
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) s = fmaf(x[i][j], inv, s);
+      }
+      s = hk_row_sum(s, hk_buf[2]);
+      if (!isfinite(mean)) mean = s;
+    }
     float m2 = 0.0f;
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
@@ -340,13 +366,35 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
       mean_out[row] = mean;
       rstd_out[row] = r;
     }
+    // Weight and bias are loaded here, after the reductions, rather than once
+    // before the row loop: x alone is live across the reductions, and ptxas
+    // may interleave these loads with the output as registers allow (Note
+    // [Norm register budget]). They hit L1 / L2: every row reads the same.
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
       const int v = i * HK_ROW_THREADS + tid;
       if (v < live) {
+#if HK_HAS_WEIGHT
+        const hk_pack wp = weight[v];
+#endif
+#if HK_HAS_BIAS
+        const hk_pack bp = bias[v];
+#endif
         hk_pack p;
 #pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) p.v[j] = hk_from_float(hk_affine(x[i][j], mean, r, w[i].v[j], b[i].v[j]));
+        for (int j = 0; j < HK_VEC; ++j) {
+#if HK_HAS_WEIGHT
+          const hk_elem wj = wp.v[j];
+#else
+          const hk_elem wj = 0;
+#endif
+#if HK_HAS_BIAS
+          const hk_elem bj = bp.v[j];
+#else
+          const hk_elem bj = 0;
+#endif
+          p.v[j] = hk_from_float(hk_affine(x[i][j], mean, r, wj, bj));
+        }
         dst[v] = p;
       }
     }
@@ -376,6 +424,16 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
       hk_stats batch;
       batch.n = static_cast<float>(inRow * HK_VEC);
       batch.mean = __fdiv_rn(bs, batch.n);
+      if (!isfinite(batch.mean)) {
+        // The batch sum overflowed (Note [Layer norm overflow]).
+        const float inv = __frcp_rn(batch.n);
+        batch.mean = 0.0f;
+#pragma unroll
+        for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+#pragma unroll
+          for (int j = 0; j < HK_VEC; ++j) batch.mean = fmaf(hk_to_float(p[u].v[j]), inv, batch.mean);
+        }
+      }
       batch.m2 = 0.0f;
 #pragma unroll
       for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
@@ -399,16 +457,16 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
       rstd_out[row] = r;
     }
     // Pass 2: re-read the row (mostly from L2), weight and bias, write.
-    for (int v0 = tid; v0 < live; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL) {
-      hk_pack p[HK_STREAM_UNROLL];
+    for (int v0 = tid; v0 < live; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL2) {
+      hk_pack p[HK_STREAM_UNROLL2];
 #if HK_HAS_WEIGHT
-      hk_pack wp[HK_STREAM_UNROLL];
+      hk_pack wp[HK_STREAM_UNROLL2];
 #endif
 #if HK_HAS_BIAS
-      hk_pack bp[HK_STREAM_UNROLL];
+      hk_pack bp[HK_STREAM_UNROLL2];
 #endif
 #pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+      for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
         const int v = v0 + u * HK_ROW_THREADS;
         if (v < live) {
           p[u] = hk_load(src + v, drop);
@@ -421,7 +479,7 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
         }
       }
 #pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+      for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
         const int v = v0 + u * HK_ROW_THREADS;
         if (v < live) {
 #pragma unroll

@@ -52,6 +52,11 @@
 // Streaming: vectors each thread loads before it uses the first (16 elements,
 // at most 8 accesses), as in softmax_lastdim.cu.
 #define HK_STREAM_UNROLL (HK_VEC >= 2 ? 16 / HK_VEC : 8)
+// Pass 2 re-reads the row mostly from L2 (shorter latency) and loads the
+// column arrays next to it: a batch of HK_STREAM_UNROLL >> (arrays present)
+// vectors (at least 1) keeps x and its arrays within HK_STREAM_UNROLL
+// vectors' worth of registers, as in pass 1.
+#define HK_STREAM_UNROLL2 ((HK_STREAM_UNROLL >> (HK_HAS_WEIGHT)) > 0 ? (HK_STREAM_UNROLL >> (HK_HAS_WEIGHT)) : 1)
 
 #if HK_DTYPE == 0
 typedef float hk_elem;
@@ -74,6 +79,17 @@ static_assert(HK_VEC >= 1 && (HK_VEC & (HK_VEC - 1)) == 0 && HK_PACK_BYTES <= 16
 static_assert(HK_ITEMS >= 0 && HK_ITEMS <= 16, "HK_ITEMS must be in [0, 16]");
 static_assert(HK_ROWS == 1 || HK_ITEMS > 0, "several rows per CTA are register-resident only");
 static_assert(HK_HAS_WEIGHT == 0 || HK_HAS_WEIGHT == 1, "HK_HAS_WEIGHT must be 0 or 1");
+
+// Note [Norm launch bounds]
+// __launch_bounds__(HK_THREADS, 1): at most HK_THREADS threads, at least one
+// CTA an SM. With the first argument alone, ptxas picks its own occupancy
+// target and squeezed points just above a step into it with a few bytes of
+// spills (1024 threads x 12 values into 32 registers, 512 x 48 into 64, some
+// streaming points into 40 or 48). Stating the minimum lifts that target, so
+// no point spills; the price is a few registers more on some points than
+// ptxas' occupancy-driven choice (1024 x 8 values: 40 instead of 32, one CTA
+// an SM instead of two). Whether an occupancy axis pays is for measurements.
+#define HK_LAUNCH_BOUNDS __launch_bounds__(HK_THREADS, 1)
 
 // One vector access: HK_VEC elements, aligned to its size (ld/st.global.v4 at 16 bytes).
 struct alignas(HK_PACK_BYTES) hk_pack {
@@ -188,7 +204,7 @@ __device__ __forceinline__ float hk_scale(float x, float r, hk_elem w) {
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(HK_THREADS)
+extern "C" __global__ void HK_LAUNCH_BOUNDS
     hk_rms_norm(const void* in_, const void* weight_, void* out_, float* rstd, long long rows, long long cols,
                 float eps) {
   __shared__ float hk_buf[HK_THREADS / 32];
@@ -200,22 +216,6 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
   const int sub = threadIdx.x / HK_ROW_THREADS;         // its row within the CTA's rows
   const float fcols = static_cast<float>(cols);
   (void)weight;
-
-#if HK_ITEMS > 0
-  // The weight of this thread's columns is the same for every row it serves:
-  // loaded once, before the first row's loads are consumed.
-  hk_pack w[HK_ITEMS];
-#pragma unroll
-  for (int i = 0; i < HK_ITEMS; ++i) {
-    const int v = i * HK_ROW_THREADS + tid;
-#if HK_HAS_WEIGHT
-    w[i] = v < nvec ? weight[v] : hk_zero_pack();
-#else
-    w[i] = hk_zero_pack();
-    (void)v;
-#endif
-  }
-#endif
 
   // Every thread runs every iteration (barriers and shuffles need the whole
   // CTA / warp); a thread whose row is past the end only skips its accesses.
@@ -254,13 +254,26 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
     ss = hk_row_sum(ss, hk_buf);
     const float r = hk_rstd(ss, fcols, eps);
     if (tid == 0 && row < rows) rstd[row] = r;
+    // The weight is loaded here, after the reduction, rather than once before
+    // the row loop: x alone is live across the reduction, and ptxas may
+    // interleave these loads with the output as registers allow (Note [Norm
+    // register budget]). They hit L1 / L2: every row reads the same weight.
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
       const int v = i * HK_ROW_THREADS + tid;
       if (v < live) {
+#if HK_HAS_WEIGHT
+        const hk_pack wp = weight[v];
+#endif
         hk_pack p;
 #pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) p.v[j] = hk_from_float(hk_scale(x[i][j], r, w[i].v[j]));
+        for (int j = 0; j < HK_VEC; ++j) {
+#if HK_HAS_WEIGHT
+          p.v[j] = hk_from_float(hk_scale(x[i][j], r, wp.v[j]));
+#else
+          p.v[j] = hk_from_float(hk_scale(x[i][j], r, 0));
+#endif
+        }
         dst[v] = p;
       }
     }
@@ -292,13 +305,13 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
     const float r = hk_rstd(ss, fcols, eps);
     if (tid == 0 && row < rows) rstd[row] = r;
     // Pass 2: re-read the row (mostly from L2) and the weight, write.
-    for (int v0 = tid; v0 < live; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL) {
-      hk_pack p[HK_STREAM_UNROLL];
+    for (int v0 = tid; v0 < live; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL2) {
+      hk_pack p[HK_STREAM_UNROLL2];
 #if HK_HAS_WEIGHT
-      hk_pack wp[HK_STREAM_UNROLL];
+      hk_pack wp[HK_STREAM_UNROLL2];
 #endif
 #pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+      for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
         const int v = v0 + u * HK_ROW_THREADS;
         if (v < live) {
           p[u] = hk_load(src + v, drop);
@@ -308,7 +321,7 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
         }
       }
 #pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+      for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
         const int v = v0 + u * HK_ROW_THREADS;
         if (v < live) {
 #pragma unroll

@@ -30,8 +30,6 @@
 namespace hotkernel::kernels {
 namespace {
 
-constexpr int kArrays = LayerNormFamily::kColumnArrays;
-
 // Note [Layer norm tolerance]
 // As Note [Rms norm tolerance] (src/RmsNormFamily.cpp), with two differences.
 // The statistics: the mean's error is relative to the row's scale, not to the
@@ -55,7 +53,7 @@ bool LayerNormFamily::guardVariant(const LayerNormVariant& v) {
 }
 
 bool LayerNormFamily::guardParams(const LayerNormVariant& v, const LayerNormParams& p) {
-  return detail::normGuardParams(v.dtype, v.rows, v.cols, p, kArrays);
+  return detail::normGuardParams(v.dtype, v.rows, v.cols, p);
 }
 
 size_t LayerNormFamily::requiredAlignment(DType dtype, const LayerNormParams& p) {
@@ -74,18 +72,18 @@ bool LayerNormFamily::guardPointers(const void* in, const void* weight, const vo
 }
 
 std::vector<LayerNormParams> LayerNormFamily::parameterSpace(const LayerNormVariant& v) {
-  return detail::normParameterSpace(v.dtype, v.rows, v.cols, kArrays);
+  return detail::normParameterSpace(v.dtype, v.rows, v.cols);
 }
 
 std::vector<LayerNormParams> LayerNormFamily::allParameterPoints(DType dtype) {
-  return detail::normAllPoints(dtype, kArrays);
+  return detail::normAllPoints(dtype);
 }
 
 std::string LayerNormFamily::source() { return std::string(kernelSource(kName).text); }
 
 std::vector<std::string> LayerNormFamily::compileOptions(DType dtype, const LayerNormParams& p, bool hasWeight,
                                                          bool hasBias) {
-  HOTKERNEL_CHECK(detail::normIsPoint(dtype, p, kArrays), "not a layer_norm parameter point for ",
+  HOTKERNEL_CHECK(detail::normIsPoint(dtype, p), "not a layer_norm parameter point for ",
                   dtypeName(dtype), ": ", p.describe());
   std::vector<std::string> options = detail::normCompileOptions(dtype, p);
   options.push_back(std::string("-DHK_HAS_WEIGHT=") + (hasWeight ? "1" : "0"));

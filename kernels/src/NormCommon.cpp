@@ -61,12 +61,9 @@ double itemsFactor(int items, int best) {
 struct Shape {
   DType dtype;
   int64_t rows, cols;
-  int columnArrays;
 };
 
-bool guardParams(const Shape& s, const NormParams& p) {
-  return detail::normGuardParams(s.dtype, s.rows, s.cols, p, s.columnArrays);
-}
+bool guardParams(const Shape& s, const NormParams& p) { return detail::normGuardParams(s.dtype, s.rows, s.cols, p); }
 
 std::vector<NormParams> registerPoints(const Shape& s, int vec) {
   struct Scored {
@@ -192,13 +189,7 @@ bool NormTolerance::meanWithin(double got, double ref, double refRstd) const {
 
 namespace detail {
 
-int normRegisterCost(DType dtype, const NormParams& p, int columnArrays) {
-  const int values = p.items * p.vec;
-  const int packed = static_cast<int>(ceilDiv(static_cast<int64_t>(values) * elementSize(dtype), 4));
-  return values + columnArrays * packed;
-}
-
-bool normIsPoint(DType dtype, const NormParams& p, int columnArrays) {
+bool normIsPoint(DType dtype, const NormParams& p) {
   if (!knownDType(dtype) || !isPowerOfTwo(p.vec) || p.vec > maxVec(dtype)) return false;
   if (p.rowsPerCta == 1) {
     if (!contains(std::begin(kThreadChoices), std::end(kThreadChoices), p.threads)) return false;
@@ -209,16 +200,16 @@ bool normIsPoint(DType dtype, const NormParams& p, int columnArrays) {
     if (!contains(std::begin(kRowThreadChoices), std::end(kRowThreadChoices), p.rowThreads())) return false;
     if (!contains(std::begin(kMultiRowItemChoices), std::end(kMultiRowItemChoices), p.items)) return false;
   }
-  return normRegisterCost(dtype, p, columnArrays) <= std::min(kNormMaxRegisterValues, kNormRegisterFile / p.threads);
+  return p.items * p.vec <= std::min(kNormMaxRegisterValues, kNormRegisterFile / p.threads);
 }
 
-std::vector<NormParams> normAllPoints(DType dtype, int columnArrays) {
+std::vector<NormParams> normAllPoints(DType dtype) {
   std::vector<NormParams> out;
   for (int threads : kThreadChoices) {
     for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
       for (int items : kItemChoices) {
         NormParams p{threads, vec, items, 1};
-        if (normIsPoint(dtype, p, columnArrays)) out.push_back(p);
+        if (normIsPoint(dtype, p)) out.push_back(p);
       }
     }
   }
@@ -226,7 +217,7 @@ std::vector<NormParams> normAllPoints(DType dtype, int columnArrays) {
     for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
       for (int items : kMultiRowItemChoices) {
         NormParams p{kMultiRowThreads, vec, items, kMultiRowThreads / rowThreads};
-        if (normIsPoint(dtype, p, columnArrays)) out.push_back(p);
+        if (normIsPoint(dtype, p)) out.push_back(p);
       }
     }
   }
@@ -240,17 +231,17 @@ bool normGuardShape(DType dtype, int64_t rows, int64_t cols) {
   return rows <= maxElements / cols;
 }
 
-bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p, int columnArrays) {
-  if (!normGuardShape(dtype, rows, cols) || !normIsPoint(dtype, p, columnArrays)) return false;
+bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p) {
+  if (!normGuardShape(dtype, rows, cols) || !normIsPoint(dtype, p)) return false;
   if (p.vec > 1 && cols % p.vec != 0) return false;
   if (p.items > 0 && cols > static_cast<int64_t>(p.rowThreads()) * p.vec * p.items) return false;
   return true;
 }
 
-std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, int columnArrays) {
+std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols) {
   std::vector<NormParams> out;
   if (!normGuardShape(dtype, rows, cols)) return out;
-  const Shape s{dtype, rows, cols, columnArrays};
+  const Shape s{dtype, rows, cols};
   auto add = [&](const NormParams& p, size_t limit) {
     if (out.size() < limit && guardParams(s, p) && std::find(out.begin(), out.end(), p) == out.end()) {
       out.push_back(p);

@@ -33,8 +33,6 @@
 namespace hotkernel::kernels {
 namespace {
 
-constexpr int kArrays = RmsNormFamily::kColumnArrays;
-
 // Note [Rms norm tolerance]
 // Both sides compute in fp32 from inputs that fp32 holds exactly. rstd differs
 // by the summation order of the squares (positive terms: a sequential chain of
@@ -59,7 +57,7 @@ float RmsNormFamily::defaultEps(DType /*dtype*/) { return std::numeric_limits<fl
 bool RmsNormFamily::guardVariant(const RmsNormVariant& v) { return detail::normGuardShape(v.dtype, v.rows, v.cols); }
 
 bool RmsNormFamily::guardParams(const RmsNormVariant& v, const RmsNormParams& p) {
-  return detail::normGuardParams(v.dtype, v.rows, v.cols, p, kArrays);
+  return detail::normGuardParams(v.dtype, v.rows, v.cols, p);
 }
 
 size_t RmsNormFamily::requiredAlignment(DType dtype, const RmsNormParams& p) {
@@ -76,17 +74,17 @@ bool RmsNormFamily::guardPointers(const void* in, const void* weight, const void
 }
 
 std::vector<RmsNormParams> RmsNormFamily::parameterSpace(const RmsNormVariant& v) {
-  return detail::normParameterSpace(v.dtype, v.rows, v.cols, kArrays);
+  return detail::normParameterSpace(v.dtype, v.rows, v.cols);
 }
 
 std::vector<RmsNormParams> RmsNormFamily::allParameterPoints(DType dtype) {
-  return detail::normAllPoints(dtype, kArrays);
+  return detail::normAllPoints(dtype);
 }
 
 std::string RmsNormFamily::source() { return std::string(kernelSource(kName).text); }
 
 std::vector<std::string> RmsNormFamily::compileOptions(DType dtype, const RmsNormParams& p, bool hasWeight) {
-  HOTKERNEL_CHECK(detail::normIsPoint(dtype, p, kArrays), "not an rms_norm parameter point for ", dtypeName(dtype),
+  HOTKERNEL_CHECK(detail::normIsPoint(dtype, p), "not an rms_norm parameter point for ", dtypeName(dtype),
                   ": ", p.describe());
   std::vector<std::string> options = detail::normCompileOptions(dtype, p);
   options.push_back(std::string("-DHK_HAS_WEIGHT=") + (hasWeight ? "1" : "0"));

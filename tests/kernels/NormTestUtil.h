@@ -7,6 +7,7 @@
 #include <tbb/parallel_for.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <regex>
 #include <string>
@@ -125,6 +126,19 @@ inline std::vector<NormParams> spreadOf(DType dtype, const std::vector<NormParam
   }
   for (const auto& [key, p] : largest) out.push_back(p);
   return out;
+}
+
+// HOTKERNEL_NORM_COMPILE_ALL=1: every point for every weight / bias
+// combination, not only for the one with every array (minutes on two cores).
+inline bool compileEverything() {
+  const char* e = std::getenv("HOTKERNEL_NORM_COMPILE_ALL");
+  return e != nullptr && std::string(e) == "1";
+}
+
+// The points to compile for the combinations other than "every array": all of
+// them under HOTKERNEL_NORM_COMPILE_ALL=1, else spreadOf.
+inline std::vector<NormParams> otherCombinationPoints(DType dtype, const std::vector<NormParams>& all) {
+  return compileEverything() ? all : spreadOf(dtype, all);
 }
 
 }  // namespace hotkernel::kernels::testutil

@@ -46,10 +46,6 @@ class LayerNormFamily {
   //                                          float* rstd, long long rows, long long cols, float eps)
   static constexpr const char* kKernelName = "hk_layer_norm";
   static constexpr int64_t kMaxCols = detail::kNormMaxCols;
-  // Per-column arrays a register-resident thread keeps next to x (weight and
-  // bias), counted by the register budget whatever the variant has (Note
-  // [Norm register budget]).
-  static constexpr int kColumnArrays = 2;
 
   // Whether the family can serve the variant at all: a known dtype, rows >= 1,
   // 1 <= cols <= kMaxCols, rows * cols * elementSize without overflow.

@@ -3,10 +3,8 @@
 // the parameter point, the tolerance record, and (in `detail`) the whitelist,
 // the parameter-space heuristic and the launch geometry. Both normalize each
 // row of a contiguous [rows, cols] view like softmax_lastdim does: a CTA per
-// row, or several short rows per CTA, register-resident or streaming. They
-// differ in the per-column arrays (weight; weight and bias) that a
-// register-resident thread keeps in registers next to its share of the row,
-// which the register budget counts (Note [Norm register budget]).
+// row, or several short rows per CTA, register-resident or streaming, with
+// the same parameter axes and register budget (Note [Norm register budget]).
 
 #include <cstddef>
 #include <cstdint>
@@ -64,37 +62,37 @@ struct NormTolerance {
 namespace detail {
 
 // Note [Norm register budget]
-// A register-resident point keeps, per thread, items * vec values of the row
-// as fp32 and, for each of `columnArrays` per-column arrays (weight, bias),
-// items vectors in their storage type (loaded once per CTA: a thread serves
-// the same columns in every row). In 32-bit registers:
-//   items * vec + columnArrays * ceil(items * vec * elementSize / 4)
-// which must stay within min(128, 32768 / threads), half of what
-// __launch_bounds__(threads) allows (the same margin as softmax_lastdim).
-// The families' compile tests check the ptxas report of every point.
+// A register-resident point keeps items * vec values of its row per thread as
+// fp32 across the row's reductions, within min(128, 32768 / threads): half of
+// what __launch_bounds__(threads) allows, softmax_lastdim's budget. The
+// per-column arrays (weight, bias) do not count: the templates load them after
+// the reductions, next to the output they feed, where ptxas can interleave
+// them with the stores. (Loading them once before the row loop instead, to
+// reuse them across rows, kept them live, converted to fp32, through the
+// reductions: bf16 layer_norm at 256 x 8 x 4 took 120 registers instead of
+// about 64, and 1024-thread points spilled.) The families' compile tests check the
+// ptxas report of every point.
 constexpr int kNormMaxRegisterValues = 128;
 constexpr int kNormRegisterFile = 32768;
 constexpr int64_t kNormMaxCols = int64_t{1} << 30;
 
-int normRegisterCost(DType dtype, const NormParams& p, int columnArrays);
-
-// Whether `p` is a point of a family keeping `columnArrays` arrays (the whitelist).
-bool normIsPoint(DType dtype, const NormParams& p, int columnArrays);
+// Whether `p` is a point of the norm families for `dtype` (the whitelist).
+bool normIsPoint(DType dtype, const NormParams& p);
 
 // Every point for `dtype`, in a fixed order.
-std::vector<NormParams> normAllPoints(DType dtype, int columnArrays);
+std::vector<NormParams> normAllPoints(DType dtype);
 
 // rows >= 1, 1 <= cols <= kNormMaxCols, rows * cols * elementSize without overflow, a known dtype.
 bool normGuardShape(DType dtype, int64_t rows, int64_t cols);
 
 // normGuardShape, normIsPoint, cols % vec == 0 when vec > 1, and the row fits
 // when register-resident.
-bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p, int columnArrays);
+bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p);
 
 // Up to 12 points, best guess first (Note [Norm parameter ranking]); every one
 // passes normGuardParams; always a streaming point and a vec == 1 point.
 // Empty iff !normGuardShape.
-std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, int columnArrays);
+std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols);
 
 // One CTA of `threads` per `rowsPerCta` rows, at most 2^31 - 1 CTAs (the kernels stride over rows).
 LaunchGeometry normLaunchGeometry(int64_t rows, const NormParams& p);

@@ -41,10 +41,6 @@ class RmsNormFamily {
   //                                        float* rstd, long long rows, long long cols, float eps)
   static constexpr const char* kKernelName = "hk_rms_norm";
   static constexpr int64_t kMaxCols = detail::kNormMaxCols;
-  // Per-column arrays a register-resident thread keeps next to x (the weight),
-  // counted by the register budget whether or not the variant has a weight
-  // (Note [Norm register budget]).
-  static constexpr int kColumnArrays = 1;
 
   // ATen's eps when the op's eps is None: std::numeric_limits<float>::epsilon()
   // (2^-23) for float32, float16 and bfloat16 alike (their opmath type is

@@ -1,0 +1,428 @@
+// Tests of the rms_norm family: guards, whitelist, parameter space, options,
+// geometry, bytes, tolerance (CPU), and the template compiled with NVRTC for
+// sm_90a / sm_80 without spills (CPU too: NVRTC needs no GPU).
+
+#include "hotkernel/kernels/RmsNormFamily.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <tuple>
+
+#include "NormTestUtil.h"
+#include "hotkernel/kernels/KernelSource.h"
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/Nvrtc.h"
+
+namespace hotkernel::kernels {
+namespace {
+
+using V = RmsNormVariant;
+using P = RmsNormParams;
+
+std::vector<V> allShapes() {
+  std::vector<V> out;
+  for (DType d : kAllDTypes) {
+    for (bool w : {true, false}) {
+      for (auto [rows, cols] : testutil::namedNormShapes()) out.push_back({d, rows, cols, w});
+    }
+  }
+  return out;
+}
+
+std::string name(const V& v) {
+  return std::string(dtypeName(v.dtype)) + "[" + std::to_string(v.rows) + "," + std::to_string(v.cols) + "]" +
+         (v.hasWeight ? " w" : "");
+}
+
+TEST(RmsNormFamilyTest, GivenNamedVariantsWhenGuardedThenAccepted) {
+  for (const V& v : allShapes()) EXPECT_TRUE(RmsNormFamily::guardVariant(v)) << name(v);
+  EXPECT_TRUE(RmsNormFamily::guardVariant({DType::BFloat16, 1, RmsNormFamily::kMaxCols}));
+}
+
+TEST(RmsNormFamilyTest, GivenDegenerateOrHugeVariantsWhenGuardedThenRefused) {
+  EXPECT_FALSE(RmsNormFamily::guardVariant({DType::Float32, 0, 10}));
+  EXPECT_FALSE(RmsNormFamily::guardVariant({DType::Float32, 10, 0}));
+  EXPECT_FALSE(RmsNormFamily::guardVariant({DType::Float32, -1, 10}));
+  EXPECT_FALSE(RmsNormFamily::guardVariant({DType::Float32, 10, -4}));
+  EXPECT_FALSE(RmsNormFamily::guardVariant({DType::BFloat16, 1, RmsNormFamily::kMaxCols + 1}));
+  // rows * cols * elementSize overflows int64.
+  EXPECT_FALSE(RmsNormFamily::guardVariant({DType::Float32, INT64_MAX / 2, 1024}));
+  EXPECT_FALSE(RmsNormFamily::guardVariant({DType::BFloat16, int64_t{1} << 33, int64_t{1} << 30}));
+  EXPECT_TRUE(RmsNormFamily::guardVariant({DType::BFloat16, (int64_t{1} << 32) - 1, int64_t{1} << 30}));
+  EXPECT_FALSE(RmsNormFamily::guardVariant({static_cast<DType>(7), 1, 1}));
+  EXPECT_TRUE(RmsNormFamily::parameterSpace({DType::Float32, 0, 128}).empty());
+  EXPECT_TRUE(RmsNormFamily::parameterSpace({DType::Float32, 4, RmsNormFamily::kMaxCols * 2}).empty());
+}
+
+TEST(RmsNormFamilyTest, GivenEveryDTypeWhenListingAllPointsThenUniqueValidAndWithinTheRegisterBudget) {
+  for (DType d : kAllDTypes) {
+    const std::vector<P> all = RmsNormFamily::allParameterPoints(d);
+    ASSERT_FALSE(all.empty());
+    std::set<std::tuple<int, int, int, int>> seen;
+    for (const P& p : all) {
+      EXPECT_TRUE(seen.insert({p.threads, p.vec, p.items, p.rowsPerCta}).second) << p.describe();
+      EXPECT_GE(p.threads, 32);
+      EXPECT_LE(p.threads, 1024);
+      EXPECT_EQ(p.threads & (p.threads - 1), 0) << p.describe();
+      EXPECT_EQ(p.vec & (p.vec - 1), 0) << p.describe();
+      EXPECT_LE(p.vec * static_cast<int>(elementSize(d)), 16) << p.describe();
+      EXPECT_GE(p.items, 0);
+      EXPECT_LE(p.items, 16);
+      if (p.rowsPerCta > 1) {
+        EXPECT_LE(p.rowThreads(), 32) << p.describe();
+        EXPECT_GE(p.items, 1) << p.describe();
+      }
+      // Note [Norm register budget]: the row's share as fp32 within half the registers.
+      EXPECT_LE(p.items * p.vec, std::min(128, 32768 / p.threads)) << dtypeName(d) << " " << p.describe();
+      EXPECT_TRUE(RmsNormFamily::guardParams({d, 1, p.vec}, p)) << dtypeName(d) << " " << p.describe();
+    }
+    EXPECT_TRUE(seen.count({1024, 1, 0, 1})) << "no scalar streaming point";
+    EXPECT_TRUE(seen.count({1024, 16 / static_cast<int>(elementSize(d)), 0, 1})) << "no 16-byte streaming point";
+    EXPECT_TRUE(seen.count({128, 1, 1, 32})) << "no four-threads-per-row point";
+  }
+}
+
+TEST(RmsNormFamilyTest, GivenTheRegisterBudgetWhenAskedForTheLongestResidentRowThen32KiForEveryDType) {
+  for (DType d : kAllDTypes) {
+    int64_t longest = 0;
+    for (const P& p : RmsNormFamily::allParameterPoints(d)) {
+      longest = std::max<int64_t>(longest, static_cast<int64_t>(p.rowThreads()) * p.vec * p.items);
+    }
+    EXPECT_EQ(longest, 32768) << dtypeName(d);
+  }
+  // bf16 rows of 16384 fit 1024 threads x 8 x 2, and 32768 x 8 x 4 (32 fp32 values a thread).
+  EXPECT_TRUE(RmsNormFamily::guardParams({DType::BFloat16, 16384, 16384}, P{1024, 8, 2}));
+  EXPECT_TRUE(RmsNormFamily::guardParams({DType::BFloat16, 16384, 32768}, P{1024, 8, 4}));
+  EXPECT_FALSE(RmsNormFamily::guardParams({DType::BFloat16, 16384, 32768}, P{1024, 8, 6}));  // 48 values
+}
+
+TEST(RmsNormFamilyTest, GivenRegisterResidentPointWhenRowFitsOrNotThenGuardFollowsCapacity) {
+  const P p{256, 8, 4};  // 8192 bf16 elements per row
+  EXPECT_TRUE(RmsNormFamily::guardParams({DType::BFloat16, 16384, 8192}, p));
+  EXPECT_TRUE(RmsNormFamily::guardParams({DType::BFloat16, 16384, 8184}, p));
+  EXPECT_FALSE(RmsNormFamily::guardParams({DType::BFloat16, 16384, 8200}, p));
+  EXPECT_TRUE(RmsNormFamily::guardParams({DType::BFloat16, 16384, 8200}, P{256, 8, 0}));  // streaming: any length
+  EXPECT_TRUE(RmsNormFamily::guardParams({DType::BFloat16, 1, RmsNormFamily::kMaxCols}, P{1024, 8, 0}));
+}
+
+TEST(RmsNormFamilyTest, GivenOddColsWhenGuardedThenOnlyScalarPointsAccepted) {
+  for (DType d : kAllDTypes) {
+    EXPECT_FALSE(RmsNormFamily::guardParams({d, 7, 13}, P{32, 2, 1})) << dtypeName(d);
+    EXPECT_TRUE(RmsNormFamily::guardParams({d, 7, 13}, P{32, 1, 1})) << dtypeName(d);
+    EXPECT_TRUE(RmsNormFamily::guardParams({d, 7, 13}, P{32, 1, 0})) << dtypeName(d);
+    EXPECT_FALSE(RmsNormFamily::guardParams({d, 33, 4097}, P{1024, 4, 0})) << dtypeName(d);
+    EXPECT_TRUE(RmsNormFamily::guardParams({d, 33, 4097}, P{1024, 1, 0})) << dtypeName(d);
+    EXPECT_TRUE(RmsNormFamily::guardParams({d, 33, 4097}, P{1024, 1, 6})) << dtypeName(d);
+  }
+  EXPECT_FALSE(RmsNormFamily::guardParams({DType::BFloat16, 4, 4100}, P{512, 8, 1}));  // 4100 % 8 != 0
+  EXPECT_TRUE(RmsNormFamily::guardParams({DType::BFloat16, 4, 4100}, P{512, 4, 3}));
+}
+
+TEST(RmsNormFamilyTest, GivenPointsOutsideTheSpaceWhenGuardedThenRefused) {
+  const V v{DType::BFloat16, 4096, 4096};
+  EXPECT_FALSE(RmsNormFamily::guardParams(v, P{512, 16, 1}));                          // 32-byte vectors
+  EXPECT_FALSE(RmsNormFamily::guardParams({DType::Float32, 4096, 4096}, P{512, 8, 1}));  // 32 bytes of fp32
+  EXPECT_FALSE(RmsNormFamily::guardParams(v, P{384, 8, 2}));                           // not a power of two
+  EXPECT_FALSE(RmsNormFamily::guardParams(v, P{2048, 8, 0}));                          // over the CTA limit
+  EXPECT_FALSE(RmsNormFamily::guardParams(v, P{16, 1, 0}));                            // under a warp
+  EXPECT_FALSE(RmsNormFamily::guardParams(v, P{512, 8, 5}));                           // not an item choice
+  EXPECT_FALSE(RmsNormFamily::guardParams(v, P{512, 3, 0}));
+  EXPECT_FALSE(RmsNormFamily::guardParams(v, P{512, 0, 0}));
+  EXPECT_FALSE(RmsNormFamily::guardParams(v, P{1024, 8, 6}));   // 48 fp32 values at 1024 threads
+  EXPECT_FALSE(RmsNormFamily::guardParams(v, P{128, 8, 0, 8}));  // multi-row points are register-resident
+  EXPECT_FALSE(RmsNormFamily::guardParams(v, P{128, 8, 1, 2}));  // 64 threads per row span warps
+  EXPECT_FALSE(RmsNormFamily::guardParams(v, P{64, 8, 1, 4}));   // not the multi-row CTA size
+  EXPECT_FALSE(RmsNormFamily::guardParams({DType::BFloat16, 0, 4096}, P{512, 8, 1}));
+}
+
+TEST(RmsNormFamilyTest, GivenNamedVariantsWhenAskedForTheSpaceThenSmallNonEmptyAndEveryPointGuarded) {
+  for (const V& v : allShapes()) {
+    const std::vector<P> space = RmsNormFamily::parameterSpace(v);
+    ASSERT_FALSE(space.empty()) << name(v);
+    EXPECT_LE(space.size(), 12u) << name(v);
+    std::set<std::tuple<int, int, int, int>> seen;
+    bool streaming = false, scalar = false;
+    for (const P& p : space) {
+      EXPECT_TRUE(RmsNormFamily::guardParams(v, p)) << name(v) << " " << p.describe();
+      EXPECT_TRUE(seen.insert({p.threads, p.vec, p.items, p.rowsPerCta}).second) << name(v) << " " << p.describe();
+      streaming = streaming || !p.registerResident();
+      scalar = scalar || p.vec == 1;
+      const LaunchGeometry g = RmsNormFamily::launchGeometry(v, p);
+      EXPECT_EQ(g.blockX, static_cast<unsigned>(p.threads));
+      EXPECT_GE(static_cast<int64_t>(g.gridX) * p.rowsPerCta, std::min<int64_t>(v.rows, INT32_MAX)) << name(v);
+      EXPECT_EQ(g.sharedBytes, 0u);
+    }
+    EXPECT_TRUE(streaming) << name(v) << " has no streaming point";
+    EXPECT_TRUE(scalar) << name(v) << " has no vec=1 point";
+  }
+}
+
+TEST(RmsNormFamilyTest, GivenASweepOfShapesWhenAskedForTheSpaceThenAlwaysAStreamingAndAScalarPointWithinTwelve) {
+  std::vector<int64_t> colsList;
+  for (int64_t c = 1; c <= 300; ++c) colsList.push_back(c);
+  for (int64_t c = 256; c <= (int64_t{1} << 20); c *= 2) {
+    for (int64_t d : {-1, 0, 1, 8, 24}) colsList.push_back(c + d);
+  }
+  for (DType d : kAllDTypes) {
+    for (int64_t rows : {int64_t{1}, int64_t{255}, int64_t{256}, int64_t{100000}}) {
+      for (int64_t cols : colsList) {
+        const V v{d, rows, cols, true};
+        const std::vector<P> space = RmsNormFamily::parameterSpace(v);
+        ASSERT_FALSE(space.empty()) << name(v);
+        ASSERT_LE(space.size(), 12u) << name(v);
+        bool streaming = false, scalar = false;
+        for (const P& p : space) {
+          ASSERT_TRUE(RmsNormFamily::guardParams(v, p)) << name(v) << " " << p.describe();
+          streaming = streaming || !p.registerResident();
+          scalar = scalar || p.vec == 1;
+        }
+        ASSERT_TRUE(streaming && scalar) << name(v);
+      }
+    }
+  }
+}
+
+TEST(RmsNormFamilyTest, GivenLlamaHiddenRowsWhenAskedForTheSpaceThenTheFirstGuessIsRegisterResidentAt16Bytes) {
+  for (DType d : kAllDTypes) {
+    for (const V& v : {V{d, 16384, 8192}, V{d, 4096, 4096}, V{d, 1, 8192}}) {
+      const std::vector<P> space = RmsNormFamily::parameterSpace(v);
+      ASSERT_FALSE(space.empty()) << name(v);
+      EXPECT_TRUE(space.front().registerResident()) << name(v) << " " << space.front().describe();
+      EXPECT_EQ(space.front().vec * static_cast<int>(elementSize(d)), 16) << name(v);
+      EXPECT_GE(static_cast<int64_t>(space.front().rowThreads()) * space.front().vec * space.front().items, v.cols);
+    }
+  }
+  // bf16 [16384, 8192]: 256 threads x 8 x 4, as softmax's best for this shape.
+  EXPECT_EQ(RmsNormFamily::parameterSpace({DType::BFloat16, 16384, 8192}).front(), (P{256, 8, 4}));
+}
+
+TEST(RmsNormFamilyTest, GivenRowsTooLongForRegistersWhenAskedForTheSpaceThenOnlyStreamingPoints) {
+  for (DType d : kAllDTypes) {
+    for (const V& v : {V{d, 1, 1000003}, V{d, 5, 1 << 20}, V{d, 2, 32769}, V{d, 64, 40960}}) {
+      const std::vector<P> space = RmsNormFamily::parameterSpace(v);
+      ASSERT_FALSE(space.empty()) << name(v);
+      for (const P& p : space) EXPECT_FALSE(p.registerResident()) << name(v) << " " << p.describe();
+    }
+    EXPECT_EQ(RmsNormFamily::parameterSpace({d, 1, 1000003}).front().vec, 1);  // odd
+    EXPECT_EQ(RmsNormFamily::parameterSpace({d, 5, 1 << 20}).front().vec, static_cast<int>(16 / elementSize(d)));
+  }
+}
+
+TEST(RmsNormFamilyTest, GivenTinyRowsWhenAskedForTheSpaceThenOneWarpCtas) {
+  for (DType d : kAllDTypes) {
+    for (const V& v : {V{d, 1, 1}, V{d, 7, 13}}) {
+      const std::vector<P> space = RmsNormFamily::parameterSpace(v);
+      ASSERT_FALSE(space.empty()) << name(v);
+      EXPECT_EQ(space.front().vec, 1) << name(v);
+      for (const P& p : space) EXPECT_EQ(p.threads, 32) << name(v) << " " << p.describe();
+    }
+  }
+}
+
+TEST(RmsNormFamilyTest, GivenManyShortRowsWhenAskedForTheSpaceThenSeveralRowsPerCtaComeFirst) {
+  for (DType d : kAllDTypes) {
+    for (const V& v : {V{d, 32768, 128}, V{d, 4096, 1024}, V{d, 1000, 50}}) {
+      const std::vector<P> space = RmsNormFamily::parameterSpace(v);
+      ASSERT_FALSE(space.empty()) << name(v);
+      EXPECT_GT(space.front().rowsPerCta, 1) << name(v) << " " << space.front().describe();
+      EXPECT_GE(space.front().rowThreads() * space.front().vec * space.front().items, v.cols) << name(v);
+    }
+  }
+  for (const V& v : {V{DType::BFloat16, 16384, 8192}, V{DType::BFloat16, 7, 13}, V{DType::BFloat16, 100, 128}}) {
+    for (const P& p : RmsNormFamily::parameterSpace(v)) EXPECT_EQ(p.rowsPerCta, 1) << name(v) << " " << p.describe();
+  }
+}
+
+TEST(RmsNormFamilyTest, GivenPointersWhenAlignedOrNotThenGuardFollowsVectorWidthAndTheWeightFlag) {
+  alignas(64) static unsigned char buffer[512];
+  float* rstd = reinterpret_cast<float*>(buffer + 256);
+  const V withWeight{DType::BFloat16, 4, 4096, true}, noWeight{DType::BFloat16, 4, 4096, false};
+  const P wide{256, 8, 2}, scalar{256, 1, 0};
+  EXPECT_EQ(RmsNormFamily::requiredAlignment(DType::BFloat16, wide), 16u);
+  EXPECT_EQ(RmsNormFamily::requiredAlignment(DType::Float32, P{256, 4, 4}), 16u);
+  EXPECT_EQ(RmsNormFamily::requiredAlignment(DType::Float16, scalar), 2u);
+  EXPECT_TRUE(RmsNormFamily::guardPointers(buffer, buffer + 64, buffer + 128, rstd, withWeight, wide));
+  EXPECT_TRUE(RmsNormFamily::guardPointers(buffer, buffer + 64, buffer, rstd, withWeight, wide));  // in place
+  EXPECT_FALSE(RmsNormFamily::guardPointers(buffer + 2, buffer + 64, buffer + 128, rstd, withWeight, wide));
+  EXPECT_FALSE(RmsNormFamily::guardPointers(buffer, buffer + 72, buffer + 128, rstd, withWeight, wide));
+  EXPECT_FALSE(RmsNormFamily::guardPointers(buffer, buffer + 64, buffer + 136, rstd, withWeight, wide));
+  EXPECT_FALSE(RmsNormFamily::guardPointers(buffer, nullptr, buffer + 128, rstd, withWeight, wide));
+  EXPECT_TRUE(RmsNormFamily::guardPointers(buffer, nullptr, buffer + 128, rstd, noWeight, wide));
+  EXPECT_TRUE(RmsNormFamily::guardPointers(buffer, buffer + 72, buffer + 128, rstd, noWeight, wide));  // ignored
+  EXPECT_FALSE(RmsNormFamily::guardPointers(buffer, nullptr, buffer + 128, nullptr, noWeight, wide));
+  EXPECT_FALSE(RmsNormFamily::guardPointers(buffer, nullptr, buffer + 128,
+                                            reinterpret_cast<const float*>(buffer + 258), noWeight, wide));
+  EXPECT_TRUE(RmsNormFamily::guardPointers(buffer + 2, buffer + 6, buffer + 10, rstd, withWeight, scalar));
+  EXPECT_FALSE(RmsNormFamily::guardPointers(nullptr, buffer, buffer, rstd, withWeight, scalar));
+  EXPECT_FALSE(RmsNormFamily::guardPointers(buffer, buffer, nullptr, rstd, withWeight, scalar));
+}
+
+TEST(RmsNormFamilyTest, GivenAPointWhenAskedForCompileOptionsThenTheSixDefines) {
+  EXPECT_EQ(RmsNormFamily::compileOptions(DType::BFloat16, P{256, 8, 4}, true),
+            (std::vector<std::string>{"-DHK_DTYPE=2", "-DHK_THREADS=256", "-DHK_ROWS=1", "-DHK_VEC=8", "-DHK_ITEMS=4",
+                                      "-DHK_HAS_WEIGHT=1"}));
+  EXPECT_EQ(RmsNormFamily::compileOptions(DType::Float32, P{1024, 4, 0}, false),
+            (std::vector<std::string>{"-DHK_DTYPE=0", "-DHK_THREADS=1024", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_ITEMS=0",
+                                      "-DHK_HAS_WEIGHT=0"}));
+  EXPECT_EQ(RmsNormFamily::compileOptions(DType::Float16, P{128, 8, 1, 8}, true)[2], "-DHK_ROWS=8");
+  EXPECT_THROW(RmsNormFamily::compileOptions(DType::Float32, P{512, 8, 1}, true), Error);
+  EXPECT_THROW(RmsNormFamily::compileOptions(DType::BFloat16, P{1024, 8, 6}, false), Error);
+}
+
+TEST(RmsNormFamilyTest, GivenVariantsWhenAskedForGeometryThenOneCtaPerRowsPerCtaRows) {
+  const LaunchGeometry g = RmsNormFamily::launchGeometry({DType::BFloat16, 16384, 8192}, P{256, 8, 4});
+  EXPECT_EQ(g.gridX, 16384u);
+  EXPECT_EQ(g.blockX, 256u);
+  EXPECT_EQ(g.sharedBytes, 0u);
+  EXPECT_EQ(RmsNormFamily::launchGeometry({DType::Float32, 1, 1}, P{32, 1, 1}).gridX, 1u);
+  const LaunchGeometry multi = RmsNormFamily::launchGeometry({DType::BFloat16, 32769, 128}, P{128, 8, 1, 8});
+  EXPECT_EQ(multi.gridX, 4097u);
+  EXPECT_EQ(multi.blockX, 128u);
+  EXPECT_EQ(RmsNormFamily::launchGeometry({DType::Float32, int64_t{1} << 33, 2}, P{32, 1, 1}).gridX, 2147483647u);
+}
+
+TEST(RmsNormFamilyTest, GivenVariantsWhenAskedForBytesThenOneReadOneWriteTheWeightAndRstd) {
+  EXPECT_DOUBLE_EQ(RmsNormFamily::bytesMoved({DType::BFloat16, 16384, 8192, true}),
+                   2.0 * 16384 * 8192 * 2 + 8192 * 2 + 16384 * 4);
+  EXPECT_DOUBLE_EQ(RmsNormFamily::bytesMoved({DType::Float32, 4096, 4096, false}), 2.0 * 4096 * 4096 * 4 + 4096 * 4);
+}
+
+TEST(RmsNormFamilyTest, GivenDTypesWhenAskedForToleranceThenOneOutputUlpPlusFp32NoiseGrowingWithCols) {
+  const double s = 4e-6;
+  const NormTolerance bf = RmsNormFamily::tolerance(DType::BFloat16, 8192);
+  EXPECT_DOUBLE_EQ(bf.outRel, 1.0 / 128 + s);
+  EXPECT_DOUBLE_EQ(bf.outAbs, s);
+  EXPECT_DOUBLE_EQ(bf.statRel, s);
+  EXPECT_DOUBLE_EQ(RmsNormFamily::tolerance(DType::Float16, 16384).outRel, 1.0 / 1024 + s);
+  EXPECT_DOUBLE_EQ(RmsNormFamily::tolerance(DType::Float32, 1).outRel, s);
+  EXPECT_DOUBLE_EQ(RmsNormFamily::tolerance(DType::Float32, 16384 * 4).statRel, 2 * s);
+  EXPECT_GT(RmsNormFamily::tolerance(DType::Float32, 1 << 20).statRel, RmsNormFamily::tolerance(DType::Float32, 1 << 16).statRel);
+  // The checks: relative plus absolute floor; NaN meets NaN, infinities equal.
+  EXPECT_TRUE(bf.outputWithin(1.0078125, 1.0));  // one bf16 ulp above 1
+  EXPECT_FALSE(bf.outputWithin(1.0234375, 1.0));  // three
+  EXPECT_TRUE(bf.outputWithin(0.0, 0.0));
+  EXPECT_TRUE(bf.outputWithin(std::nan(""), std::nan("")));
+  EXPECT_FALSE(bf.outputWithin(0.0, std::nan("")));
+  EXPECT_FALSE(bf.outputWithin(std::nan(""), 0.0));
+  EXPECT_TRUE(bf.outputWithin(INFINITY, INFINITY));
+  EXPECT_FALSE(bf.outputWithin(-INFINITY, INFINITY));
+  EXPECT_FALSE(bf.outputWithin(3e38, INFINITY));
+  EXPECT_TRUE(bf.rstdWithin(2.0 * (1 + 3e-6), 2.0));
+  EXPECT_FALSE(bf.rstdWithin(2.0 * (1 + 1e-5), 2.0));
+  // The mean's bound scales with the row's spread (1 / rstd), not the mean alone.
+  EXPECT_TRUE(bf.meanWithin(1e-6, 0.0, 1.0));
+  EXPECT_FALSE(bf.meanWithin(1e-4, 0.0, 1.0));
+}
+
+TEST(RmsNormFamilyTest, GivenNoEpsWhenAskedForTheDefaultThenFloatEpsilonForEveryDType) {
+  for (DType d : kAllDTypes) {
+    EXPECT_EQ(RmsNormFamily::defaultEps(d), std::numeric_limits<float>::epsilon()) << dtypeName(d);
+    EXPECT_EQ(RmsNormFamily::defaultEps(d), std::ldexp(1.0f, -23)) << dtypeName(d);
+  }
+}
+
+TEST(RmsNormFamilyTest, GivenParamsWhenJsonRoundTrippedThenEqual) {
+  for (const P& p : RmsNormFamily::allParameterPoints(DType::BFloat16)) {
+    EXPECT_EQ(P::fromJson(nlohmann::json::parse(p.toJson().dump())), p);
+  }
+  EXPECT_EQ((P{256, 8, 4}.toJson().dump()), R"({"items":4,"rowsPerCta":1,"threads":256,"vec":8})");
+  EXPECT_EQ(P::fromJson({{"threads", 512}, {"vec", 8}, {"items", 2}}), (P{512, 8, 2, 1}));
+  EXPECT_THROW(P::fromJson(nlohmann::json::array()), Error);
+  EXPECT_THROW(P::fromJson({{"threads", 512}, {"vec", 8}}), Error);
+  EXPECT_THROW(P::fromJson({{"threads", "512"}, {"vec", 8}, {"items", 0}}), Error);
+  EXPECT_THROW(P::fromJson({{"threads", 512}, {"vec", 8}, {"items", 0}, {"rowsPerCta", 1.5}}), Error);
+  EXPECT_EQ(P({256, 8, 4}).describe(), "threads=256 vec=8 items=4 (register-resident)");
+  EXPECT_EQ(P({128, 8, 1, 8}).describe(), "threads=128 vec=8 items=1 rowsPerCta=8 (register-resident)");
+  EXPECT_EQ(P({1024, 8, 0}).describe(), "threads=1024 vec=8 items=0 (streaming)");
+}
+
+TEST(RmsNormFamilyTest, GivenTheFamilyWhenAskedForSourceThenTheEmbeddedTemplateWithTheEntryPoint) {
+  const KernelSource& s = kernelSource(RmsNormFamily::kName);
+  EXPECT_EQ(s.path, "kernels/norm/rms_norm.cu");
+  EXPECT_EQ(RmsNormFamily::source(), std::string(s.text));
+  EXPECT_NE(s.text.find("extern \"C\" __global__"), std::string_view::npos);
+  EXPECT_NE(s.text.find(std::string(RmsNormFamily::kKernelName) + "("), std::string_view::npos);
+  EXPECT_EQ(s.text.find("#include"), std::string_view::npos);
+}
+
+// --- NVRTC -------------------------------------------------------------------
+
+#define SKIP_WITHOUT_NVRTC() \
+  if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcUnavailableReason()
+
+std::vector<testutil::CompileResult> compileRms(const std::vector<testutil::CompileJob>& jobs) {
+  return testutil::compileAll(RmsNormFamily::source(), "rms_norm.cu", RmsNormFamily::kKernelName, jobs,
+                              [](const testutil::CompileJob& j) {
+                                std::vector<std::string> o = detail::normCompileOptions(j.dtype, j.params);
+                                o.insert(o.end(), j.flags.begin(), j.flags.end());
+                                return o;
+                              });
+}
+
+// Every point of every dtype, with the weight (the register budget's case).
+TEST(RmsNormFamilyCompileTest, GivenEveryPointWithWeightWhenCompiledForSm90aThenCubinsWithoutSpills) {
+  SKIP_WITHOUT_NVRTC();
+  std::vector<testutil::CompileJob> jobs;
+  for (DType d : kAllDTypes) {
+    for (const P& p : RmsNormFamily::allParameterPoints(d)) jobs.push_back({d, p, {"-DHK_HAS_WEIGHT=1"}, "sm_90a"});
+  }
+  const auto results = compileRms(jobs);
+  testutil::expectAllCompiledWithoutSpills(jobs, results);
+  testutil::printRegisters("rms_norm with weight, registers per point (sm_90a)", jobs, results);
+}
+
+// Without the weight: a spread of points (every point under
+// HOTKERNEL_NORM_COMPILE_ALL=1), through the public compileOptions.
+TEST(RmsNormFamilyCompileTest, GivenPointsWithoutWeightWhenCompiledForSm90aThenCubinsWithoutSpills) {
+  SKIP_WITHOUT_NVRTC();
+  std::vector<testutil::CompileJob> jobs;
+  for (DType d : kAllDTypes) {
+    for (const P& p : testutil::otherCombinationPoints(d, RmsNormFamily::allParameterPoints(d))) {
+      jobs.push_back({d, p, {"-DHK_HAS_WEIGHT=0"}, "sm_90a"});
+    }
+  }
+  const auto results = testutil::compileAll(RmsNormFamily::source(), "rms_norm.cu", RmsNormFamily::kKernelName, jobs,
+                                            [](const testutil::CompileJob& j) {
+                                              return RmsNormFamily::compileOptions(j.dtype, j.params, false);
+                                            });
+  testutil::expectAllCompiledWithoutSpills(jobs, results);
+}
+
+TEST(RmsNormFamilyCompileTest, GivenASpreadOfPointsWhenCompiledForSm80ThenCubinsWithoutSpills) {
+  SKIP_WITHOUT_NVRTC();
+  std::vector<testutil::CompileJob> jobs;
+  for (DType d : kAllDTypes) {
+    for (const P& p : testutil::spreadOf(d, RmsNormFamily::allParameterPoints(d))) {
+      jobs.push_back({d, p, {"-DHK_HAS_WEIGHT=1"}, "sm_80"});
+    }
+  }
+  testutil::expectAllCompiledWithoutSpills(jobs, compileRms(jobs));
+}
+
+TEST(RmsNormFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompiledThenTheTemplateRefuses) {
+  SKIP_WITHOUT_NVRTC();
+  const std::string source = RmsNormFamily::source();
+  const std::vector<std::vector<std::string>> bad = {
+      {"-DHK_DTYPE=2", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=16", "-DHK_ITEMS=0", "-DHK_HAS_WEIGHT=1"},
+      {"-DHK_DTYPE=0", "-DHK_THREADS=384", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_ITEMS=0", "-DHK_HAS_WEIGHT=1"},
+      {"-DHK_DTYPE=3", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_ITEMS=0", "-DHK_HAS_WEIGHT=1"},
+      {"-DHK_DTYPE=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_ITEMS=17", "-DHK_HAS_WEIGHT=1"},
+      {"-DHK_DTYPE=0", "-DHK_THREADS=128", "-DHK_ROWS=2", "-DHK_VEC=4", "-DHK_ITEMS=1", "-DHK_HAS_WEIGHT=1"},
+      {"-DHK_DTYPE=0", "-DHK_THREADS=128", "-DHK_ROWS=8", "-DHK_VEC=4", "-DHK_ITEMS=0", "-DHK_HAS_WEIGHT=1"},
+      {"-DHK_DTYPE=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_ITEMS=0", "-DHK_HAS_WEIGHT=2"},
+      {"-DHK_DTYPE=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_ITEMS=0"},  // no HK_HAS_WEIGHT
+  };
+  for (const std::vector<std::string>& options : bad) {
+    std::string joined;
+    for (const std::string& o : options) joined += o + " ";
+    EXPECT_THROW(compileToCubin(source, "rms_norm.cu", "sm_90a", options), Error) << joined;
+  }
+}
+
+}  // namespace
+}  // namespace hotkernel::kernels
