@@ -13,6 +13,7 @@
 #include "Recorder.h"
 #include "SoftmaxOverride.h"
 #include "hotkernel/Config.h"
+#include "hotkernel/kernels/KernelSource.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/optimizer/ExperimentLog.h"
 #include "hotkernel/optimizer/ExternalAgent.h"
@@ -20,6 +21,7 @@
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
 #include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/Hash.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Logging.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -170,6 +172,9 @@ Fingerprint Runtime::fingerprintFor(int device) const {
   f.torchVersion = std::string(TORCH_VERSION) + "+cudart" +
                    std::to_string(at::detail::getCUDAHooks().versionCUDART());
   f.hotkernelVersion = HOTKERNEL_VERSION;
+  std::string sources;
+  for (const kernels::KernelSource& k : kernels::allKernelSources()) sources += k.sha256();
+  f.kernelSources = sha256Hex(sources);
   return f;
 }
 

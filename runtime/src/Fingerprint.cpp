@@ -14,7 +14,8 @@ std::string Fingerprint::canonicalJson() const {
                       {"driver", driverVersion},
                       {"nvrtc", nvrtcVersion},
                       {"torch", torchVersion},
-                      {"hotkernel", hotkernelVersion}};
+                      {"hotkernel", hotkernelVersion},
+                      {"kernels", kernelSources}};
   return j.dump();
 }
 
@@ -31,6 +32,7 @@ Fingerprint Fingerprint::fromCanonicalJson(const std::string& text) {
     f.nvrtcVersion = j.at("nvrtc").get<int>();
     f.torchVersion = j.at("torch").get<std::string>();
     f.hotkernelVersion = j.at("hotkernel").get<std::string>();
+    f.kernelSources = j.at("kernels").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     HOTKERNEL_THROW("malformed fingerprint JSON (", e.what(), "): ", text);
   }

@@ -14,6 +14,7 @@ Fingerprint h200() {
   f.nvrtcVersion = 13000;
   f.torchVersion = "2.11.0+cudart13000";
   f.hotkernelVersion = "0.1.0";
+  f.kernelSources = "ab12";
   return f;
 }
 
@@ -38,6 +39,9 @@ TEST(FingerprintTest, GivenAnyFieldChangedWhenKeyedThenKeyDiffers) {
   EXPECT_NE(f.key(), base);
   f = h200();
   f.hotkernelVersion = "0.2.0";
+  EXPECT_NE(f.key(), base);
+  f = h200();
+  f.kernelSources = "cd34";
   EXPECT_NE(f.key(), base);
 }
 

@@ -14,6 +14,10 @@ struct Fingerprint {
   int nvrtcVersion = 0;           // major*1000 + minor*10, like CUDA_VERSION
   std::string torchVersion;       // e.g. "2.11.0+cu130"
   std::string hotkernelVersion;   // HOTKERNEL_VERSION
+  // SHA-256 over the embedded kernel templates (kernels::allKernelSources), so a
+  // changed template never reuses cubins or measurements of the old one, even
+  // within one hotkernel version.
+  std::string kernelSources;
 
   // Canonical one-line JSON of all fields (stable key order).
   std::string canonicalJson() const;
