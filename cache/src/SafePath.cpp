@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "hotkernel/runtime/Check.h"
@@ -63,12 +65,49 @@ std::string absolutePath(const std::string& path) {
   return out;
 }
 
+// Note [Ancestors of the cache directory]
+// A private directory inside a directory that others can write is not
+// private: they can rename it away and put their own in its place. Like ssh's
+// StrictModes, every ancestor (after resolving symlinks) must be owned by root
+// or by us, and writable by others or by a foreign group only with the sticky
+// bit set (as /tmp is), which keeps them from renaming entries they do not own.
+void checkAncestors(const std::string& dir) {
+  const std::string parent = dir.substr(0, std::max<size_t>(dir.rfind('/'), 1));
+  char* resolved = ::realpath(parent.c_str(), nullptr);
+  if (!resolved) {
+    HOTKERNEL_THROW("refusing cache directory ", dir, ": cannot resolve its parent (", std::strerror(errno), ")");
+  }
+  std::string path(resolved);
+  std::free(resolved);
+  while (true) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      HOTKERNEL_THROW("refusing cache directory ", dir, ": cannot stat ancestor ", path, " (", std::strerror(errno), ")");
+    }
+    const bool sticky = (st.st_mode & S_ISVTX) != 0;
+    if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+      HOTKERNEL_THROW("refusing cache directory ", dir, ": ancestor ", path, " is owned by another user (uid ",
+                      st.st_uid, ")");
+    }
+    if (!sticky && ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != ::getegid()))) {
+      char mode[16];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      HOTKERNEL_THROW("refusing cache directory ", dir, ": ancestor ", path,
+                      " is writable by other users and not sticky (mode ", mode, ")");
+    }
+    if (path == "/") break;
+    const size_t slash = path.rfind('/');
+    path = slash == 0 ? "/" : path.substr(0, slash);
+  }
+}
+
 bool checkPrivateDirectory(const std::string& dir) {
   struct stat st;
   if (!lstatChecked(dir, "directory", &st)) return false;
   if (!S_ISDIR(st.st_mode)) {
     HOTKERNEL_THROW("refusing cache directory ", dir, ": it exists but is not a directory");
   }
+  checkAncestors(dir);
   return true;
 }
 

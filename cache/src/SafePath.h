@@ -10,7 +10,8 @@
 // directory passes, nobody but its owner (and root) can create, rename or
 // replace files in it, so checking the files by path and then opening them
 // (SQLite opens with O_NOFOLLOW) leaves no window for another user.
-// Ancestors of the directory are not checked.
+// Ancestors of the directory are checked too (Note [Ancestors of the cache
+// directory] in SafePath.cpp).
 
 #include <string>
 

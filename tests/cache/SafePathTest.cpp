@@ -49,6 +49,32 @@ TEST(SafePathTest, GivenExistingWorldWritableDirWhenEnsuredThenRefusedNotFixed) 
   EXPECT_EQ(modeOf(dir), 0777u);
 }
 
+TEST(SafePathTest, GivenPrivateDirInsideWorldWritableParentWhenCheckedThenRefused) {
+  TempDir tmp;
+  std::string parent = tmp.sub("shared");
+  std::string dir = parent + "/cache";
+  ASSERT_EQ(::mkdir(parent.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(parent.c_str(), 0777), 0);
+  try {
+    checkPrivateDirectory(dir);
+    FAIL() << "accepted a cache dir whose parent anyone can write";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ancestor"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ensurePrivateDirectory(dir), Error);
+}
+
+TEST(SafePathTest, GivenPrivateDirInsideStickyWorldWritableParentWhenCheckedThenAccepted) {
+  TempDir tmp;
+  std::string parent = tmp.sub("tmp-like");
+  std::string dir = parent + "/cache";
+  ASSERT_EQ(::mkdir(parent.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(parent.c_str(), 01777), 0);  // like /tmp
+  EXPECT_NO_THROW(ensurePrivateDirectory(dir));
+  EXPECT_TRUE(checkPrivateDirectory(dir));
+}
+
 TEST(SafePathTest, GivenFileWhenCreatedThen0600AndExistingFileKept) {
   TempDir tmp;
   mode_t old = ::umask(0);
