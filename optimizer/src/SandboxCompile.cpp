@@ -233,17 +233,16 @@ const char* sandboxFailureName(SandboxFailure failure) {
   HOTKERNEL_INTERNAL_ASSERT(false, "unknown SandboxFailure ", static_cast<int>(failure));
 }
 
-std::string sandboxCompileHelperPath(std::string* whyNotFound) {
-  if (const char* env = std::getenv("HOTKERNEL_SANDBOX_COMPILE"); env != nullptr && *env != '\0') {
+std::string findHelperExecutable(const std::string& name, const std::string& envVar, std::string* whyNotFound) {
+  if (const char* env = std::getenv(envVar.c_str()); env != nullptr && *env != '\0') {
     if (isExecutableFile(env)) return env;
-    if (whyNotFound != nullptr)
-      *whyNotFound = std::string("HOTKERNEL_SANDBOX_COMPILE=") + env + " is not an executable file";
+    if (whyNotFound != nullptr) *whyNotFound = envVar + "=" + env + " is not an executable file";
     return "";
   }
   std::vector<std::string> dirs;
   Dl_info info;
   std::memset(&info, 0, sizeof(info));
-  if (::dladdr(reinterpret_cast<void*>(&sandboxCompileHelperPath), &info) != 0 && info.dli_fname != nullptr &&
+  if (::dladdr(reinterpret_cast<void*>(&findHelperExecutable), &info) != 0 && info.dli_fname != nullptr &&
       std::strchr(info.dli_fname, '/') != nullptr) {
     const std::string self = realPath(info.dli_fname);
     if (!self.empty()) dirs.push_back(dirOf(self));
@@ -252,16 +251,19 @@ std::string sandboxCompileHelperPath(std::string* whyNotFound) {
   if (!exe.empty()) dirs.push_back(dirOf(exe));
   std::string tried;
   for (const std::string& dir : dirs) {
-    for (const std::string& candidate : {dir + "/" + kSandboxHelperName, dir + "/../bin/" + kSandboxHelperName}) {
+    for (const std::string& candidate : {dir + "/" + name, dir + "/../bin/" + name}) {
       if (isExecutableFile(candidate)) return candidate;
       tried += (tried.empty() ? "" : ", ") + candidate;
     }
   }
   if (whyNotFound != nullptr) {
-    *whyNotFound =
-        std::string(kSandboxHelperName) + " not found (tried " + tried + "); set HOTKERNEL_SANDBOX_COMPILE to its path";
+    *whyNotFound = name + " not found (tried " + tried + "); set " + envVar + " to its path";
   }
   return "";
+}
+
+std::string sandboxCompileHelperPath(std::string* whyNotFound) {
+  return findHelperExecutable(kSandboxHelperName, "HOTKERNEL_SANDBOX_COMPILE", whyNotFound);
 }
 
 SandboxCompileResult sandboxCompile(const SandboxCompileRequest& request, const SandboxCompileOptions& options) {

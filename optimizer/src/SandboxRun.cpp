@@ -1,7 +1,6 @@
 #include "hotkernel/optimizer/SandboxRun.h"
 
 #include <dlfcn.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -12,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "hotkernel/optimizer/SandboxCompile.h"
 #include "hotkernel/optimizer/Subprocess.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
@@ -21,28 +21,6 @@ namespace hotkernel {
 namespace {
 
 constexpr const char* kHelperName = "hotkernel-sandbox-run";
-
-bool executable(const std::string& p) { return ::access(p.c_str(), X_OK) == 0; }
-
-std::string dirOf(const std::string& p) { return p.substr(0, p.rfind('/')); }
-
-std::string helperPath() {
-  if (const char* env = std::getenv("HOTKERNEL_SANDBOX_RUN"); env && *env) return env;
-  std::vector<std::string> dirs;
-  Dl_info info{};
-  if (::dladdr(reinterpret_cast<void*>(&helperPath), &info) && info.dli_fname && std::string(info.dli_fname).find('/') != std::string::npos) {
-    dirs.push_back(dirOf(info.dli_fname));
-  }
-  char exe[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) dirs.push_back(dirOf(std::string(exe, static_cast<size_t>(n))));
-  for (const std::string& d : dirs) {
-    for (const std::string& c : {d + "/" + kHelperName, d + "/../bin/" + kHelperName}) {
-      if (executable(c)) return c;
-    }
-  }
-  return "";
-}
 
 // Host-side float -> bits of the element type (round to nearest even).
 void encode(float f, int elementSize, unsigned char* out, bool half) {
@@ -69,9 +47,10 @@ void encode(float f, int elementSize, unsigned char* out, bool half) {
 
 SandboxRunResult sandboxRun(const SandboxRunRequest& r, double timeoutSeconds) {
   SandboxRunResult result;
-  const std::string helper = helperPath();
+  std::string why;
+  const std::string helper = findHelperExecutable(kHelperName, "HOTKERNEL_SANDBOX_RUN", &why);
   if (helper.empty()) {
-    result.error = std::string(kHelperName) + " not found (set HOTKERNEL_SANDBOX_RUN)";
+    result.error = why;
     HOTKERNEL_LOG_ONCE(Warn, "sandbox-run-missing") << result.error << "; untrusted kernels are refused";
     return result;
   }
