@@ -3,6 +3,8 @@
 #include <chrono>
 #include <thread>
 
+#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Logging.h"
 
 namespace hotkernel {
@@ -11,26 +13,61 @@ namespace hotkernel {
 // object is destroyed first.
 struct OptimizerWorker::Shared {
   JobFn fn;
+  RankFn rank;  // set before the thread starts, then constant
   std::mutex mu;
   std::condition_variable cv;
   // All below guarded by mu.
   std::deque<OptimizerJob> queue;
   std::unordered_set<std::string> seen;  // op + key, ever queued
-  bool running = false;                  // a job is in flight
+  bool running = false;                  // a job (or a ranking) is in flight
   bool started = false;                  // thread started
   bool stopping = false;
+  bool changed = false;                  // the queue changed since the last ranking
   size_t done = 0;
   size_t failed = 0;
+  size_t dropped = 0;
+  size_t rankings = 0;
 };
 
-namespace {
 std::string jobId(const OptimizerJob& j) {
-  return j.op + "|" + std::to_string(j.key.dtype) + "|" + std::to_string(j.key.device) + "|" +
-         std::to_string(j.key.rows) + "|" + std::to_string(j.key.cols);
+  return j.op + "|" + std::to_string(j.key.device) + "|" + variantString(j.key);
 }
+
+namespace {
+
+// Note [Ranked queue]: `order` applied to the `ranked` jobs at the head of
+// `queue`; jobs enqueued while the ranker ran (after them) keep their place.
+// Precondition: the shared mutex held.
+size_t applyOrder(std::deque<OptimizerJob>& queue, size_t ranked, JobOrder order) {
+  std::unordered_set<std::string> inQueue;
+  for (size_t i = 0; i < ranked; ++i) inQueue.insert(jobId(queue[i]));
+  std::deque<OptimizerJob> next;
+  std::unordered_set<std::string> placed;
+  size_t dropped = 0;
+  for (OptimizerJob& j : order.queue) {
+    const std::string id = jobId(j);
+    if (inQueue.count(id) && placed.insert(id).second) next.push_back(std::move(j));
+  }
+  for (const OptimizerJob& j : order.dropped) {
+    const std::string id = jobId(j);
+    if (inQueue.count(id) && placed.insert(id).second) ++dropped;
+  }
+  for (size_t i = 0; i < queue.size(); ++i) {
+    if (!placed.count(jobId(queue[i]))) next.push_back(std::move(queue[i]));  // not ordered, or arrived meanwhile
+  }
+  queue.swap(next);
+  return dropped;
+}
+
 }  // namespace
 
 OptimizerWorker::OptimizerWorker(JobFn fn) : shared_(std::make_shared<Shared>()) { shared_->fn = std::move(fn); }
+
+void OptimizerWorker::setRanker(RankFn rank) {
+  std::lock_guard<std::mutex> guard(shared_->mu);
+  HOTKERNEL_CHECK(!shared_->started, "setRanker must be called before the first enqueue");
+  shared_->rank = std::move(rank);
+}
 
 OptimizerWorker::~OptimizerWorker() { stop(0.0); }
 
@@ -39,6 +76,7 @@ bool OptimizerWorker::enqueue(const OptimizerJob& job) {
   if (shared_->stopping) return false;
   if (!shared_->seen.insert(jobId(job)).second) return false;
   shared_->queue.push_back(job);
+  shared_->changed = true;
   if (!shared_->started) {
     shared_->started = true;
     std::thread(&OptimizerWorker::run, shared_).detach();
@@ -52,6 +90,30 @@ void OptimizerWorker::run(std::shared_ptr<Shared> s) {
   while (true) {
     s->cv.wait(lock, [&] { return s->stopping || !s->queue.empty(); });
     if (s->stopping) break;
+    if (s->rank && s->changed) {
+      // Note [Ranked queue]: rank outside the lock; new arrivals wait behind the ranked jobs.
+      s->changed = false;
+      s->running = true;
+      const std::vector<OptimizerJob> queued(s->queue.begin(), s->queue.end());
+      lock.unlock();
+      std::optional<JobOrder> order;
+      try {
+        order = s->rank(queued);
+      } catch (const std::exception& e) {
+        HOTKERNEL_LOG_ONCE(Warn, "optimizer-ranking") << "ranking the optimizer's queue failed; "
+                                                      << "running it in arrival order: " << e.what();
+      } catch (...) {
+        HOTKERNEL_LOG_ONCE(Warn, "optimizer-ranking") << "ranking the optimizer's queue failed (unknown error); "
+                                                      << "running it in arrival order";
+      }
+      lock.lock();
+      s->running = false;
+      ++s->rankings;
+      if (s->stopping) break;
+      if (order) s->dropped += applyOrder(s->queue, queued.size(), std::move(*order));
+      s->cv.notify_all();
+      if (s->queue.empty()) continue;
+    }
     OptimizerJob job = s->queue.front();
     s->queue.pop_front();
     s->running = true;
@@ -68,6 +130,7 @@ void OptimizerWorker::run(std::shared_ptr<Shared> s) {
     }
     lock.lock();
     s->running = false;
+    s->changed = true;  // re-rank what is left: budgets are re-split, call counts have grown
     ++s->done;
     if (!ok) ++s->failed;
     s->cv.notify_all();
@@ -99,6 +162,16 @@ size_t OptimizerWorker::jobsDone() const {
 size_t OptimizerWorker::jobsFailed() const {
   std::lock_guard<std::mutex> guard(shared_->mu);
   return shared_->failed;
+}
+
+size_t OptimizerWorker::jobsDropped() const {
+  std::lock_guard<std::mutex> guard(shared_->mu);
+  return shared_->dropped;
+}
+
+size_t OptimizerWorker::rankings() const {
+  std::lock_guard<std::mutex> guard(shared_->mu);
+  return shared_->rankings;
 }
 
 }  // namespace hotkernel

@@ -26,6 +26,8 @@ void checkOptions(const SearchOptions& o) {
   HOTKERNEL_CHECK(o.minRelativeImprovement >= 0 && o.minRelativeImprovement < 1,
                   "minRelativeImprovement must be in [0, 1), got ", o.minRelativeImprovement);
   HOTKERNEL_CHECK(o.maxRandomAttempts >= 1, "maxRandomAttempts must be >= 1, got ", o.maxRandomAttempts);
+  HOTKERNEL_CHECK(std::isfinite(o.goodEnoughCost) && o.goodEnoughCost >= 0,
+                  "goodEnoughCost must be finite and >= 0, got ", o.goodEnoughCost);
 }
 
 // A new point waiting to be evaluated, with its place in the lineage.
@@ -90,6 +92,14 @@ class SearchRun {
   void evaluateInto(const std::vector<int>& ids, int level);
 
   std::vector<int> okSortedByCost(const std::vector<int>& ids) const;
+  // A successful candidate costs at most goodEnoughCost (when set).
+  bool goodEnough() const {
+    if (options_.goodEnoughCost <= 0) return false;
+    for (const Candidate& c : result_.lineage) {
+      if (c.ok() && *c.cost <= options_.goodEnoughCost) return true;
+    }
+    return false;
+  }
 
   const SearchSpace& space_;
   const BatchEvaluator& evaluate_;
@@ -320,6 +330,14 @@ SearchResult SearchRun::run() {
   int barren = 0;                                                  // rounds in a row that found no new point at all
   const int tierCount = static_cast<int>(space_.tiers.size());
   while (true) {
+    if (goodEnough()) {
+      result_.stop = SearchStop::GoodEnough;
+      break;
+    }
+    if (options_.outOfTime && options_.outOfTime()) {
+      result_.stop = SearchStop::OutOfTime;
+      break;
+    }
     if (remaining() <= 0) {
       result_.stop = SearchStop::EvaluationBudget;
       break;
@@ -445,6 +463,10 @@ const char* toString(SearchStop stop) {
       return "no_improvement";
     case SearchStop::EvaluationBudget:
       return "evaluation_budget";
+    case SearchStop::GoodEnough:
+      return "good_enough";
+    case SearchStop::OutOfTime:
+      return "out_of_time";
     case SearchStop::Exhausted:
       return "exhausted";
   }

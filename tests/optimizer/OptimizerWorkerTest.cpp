@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "hotkernel/optimizer/OptimizerWorker.h"
 #include "hotkernel/runtime/Check.h"
@@ -10,7 +13,38 @@
 namespace hotkernel {
 namespace {
 
-OptimizerJob job(int64_t rows) { return OptimizerJob{"aten::_softmax", VariantKey{2, 0, rows, 128}}; }
+OptimizerJob job(int64_t rows) { return OptimizerJob{"aten::_softmax", VariantKey{2, 0, rows, 128}, std::nullopt}; }
+
+// Holds the first job until released, so the test can queue the others behind it.
+struct Gate {
+  std::atomic<bool> open{false};
+  void wait() const {
+    while (!open.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+};
+
+// A ranker: larger rows first (a stand-in for the expected saving), a budget of
+// rows seconds, rows == 3 dropped; counts its calls.
+struct RowsRanker {
+  std::atomic<int> calls{0};
+  JobOrder operator()(const std::vector<OptimizerJob>& queued) {
+    ++calls;
+    JobOrder o;
+    for (const OptimizerJob& j : queued) {
+      if (j.key.rows == 3) {
+        o.dropped.push_back(j);
+        continue;
+      }
+      OptimizerJob ranked = j;
+      ranked.target = RankedTarget{};
+      ranked.target->budgetSeconds = static_cast<double>(j.key.rows);
+      o.queue.push_back(ranked);
+    }
+    std::sort(o.queue.begin(), o.queue.end(),
+              [](const OptimizerJob& a, const OptimizerJob& b) { return a.key.rows > b.key.rows; });
+    return o;
+  }
+};
 
 TEST(OptimizerWorkerTest, GivenJobsWhenEnqueuedThenEachRunsOnceInBackground) {
   std::atomic<int> runs{0};
@@ -58,6 +92,98 @@ TEST(OptimizerWorkerTest, GivenStoppedWorkerWhenEnqueuingThenRefused) {
   OptimizerWorker w([](const OptimizerJob&) {});
   w.stop(1.0);
   EXPECT_FALSE(w.enqueue(job(1)));
+}
+
+TEST(OptimizerWorkerTest, GivenRankerWhenJobsQueueBehindARunningOneThenRunLargestSavingFirstWithTheirBudgets) {
+  Gate gate;
+  RowsRanker ranker;
+  std::mutex mu;
+  std::vector<std::pair<int64_t, double>> ran;  // rows, budget given
+  OptimizerWorker w([&](const OptimizerJob& j) {
+    if (j.key.rows == 1) gate.wait();
+    std::lock_guard<std::mutex> guard(mu);
+    ran.emplace_back(j.key.rows, j.target ? j.target->budgetSeconds : -1.0);
+  });
+  w.setRanker([&ranker](const std::vector<OptimizerJob>& q) { return ranker(q); });
+  ASSERT_TRUE(w.enqueue(job(1)));
+  // Let the worker take job 1, then queue the rest in arrival order 2, 3, 8, 5.
+  while (w.rankings() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int64_t rows : {2, 3, 8, 5}) ASSERT_TRUE(w.enqueue(job(rows)));
+  gate.open = true;
+  ASSERT_TRUE(w.waitIdle(10.0));
+  std::lock_guard<std::mutex> guard(mu);
+  ASSERT_EQ(ran.size(), 4u);
+  EXPECT_EQ(ran[0], std::make_pair(int64_t{1}, 1.0));
+  EXPECT_EQ(ran[1], std::make_pair(int64_t{8}, 8.0));  // re-ranked when the others arrived
+  EXPECT_EQ(ran[2], std::make_pair(int64_t{5}, 5.0));
+  EXPECT_EQ(ran[3], std::make_pair(int64_t{2}, 2.0));
+  EXPECT_EQ(w.jobsDropped(), 1u);  // rows 3: the ranker dropped it, it never ran
+  EXPECT_EQ(w.jobsDone(), 4u);
+  EXPECT_GE(ranker.calls.load(), 2);
+  EXPECT_FALSE(w.enqueue(job(3)));  // a dropped job is not queued again
+}
+
+TEST(OptimizerWorkerTest, GivenThrowingRankerWhenJobsQueuedThenArrivalOrderAndAllRun) {
+  Gate gate;
+  std::mutex mu;
+  std::vector<int64_t> ran;
+  OptimizerWorker w([&](const OptimizerJob& j) {
+    if (j.key.rows == 1) gate.wait();
+    EXPECT_FALSE(j.target.has_value());
+    std::lock_guard<std::mutex> guard(mu);
+    ran.push_back(j.key.rows);
+  });
+  w.setRanker([](const std::vector<OptimizerJob>&) -> JobOrder { HOTKERNEL_THROW("planted ranking failure"); });
+  w.enqueue(job(1));
+  while (w.rankings() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int64_t rows : {2, 8, 5}) w.enqueue(job(rows));
+  gate.open = true;
+  ASSERT_TRUE(w.waitIdle(10.0));
+  std::lock_guard<std::mutex> guard(mu);
+  EXPECT_EQ(ran, (std::vector<int64_t>{1, 2, 8, 5}));
+  EXPECT_EQ(w.jobsFailed(), 0u);
+}
+
+TEST(OptimizerWorkerTest, GivenRankerThatForgetsAJobWhenRankedThenTheJobStillRunsAfterTheOrderedOnes) {
+  Gate gate;
+  std::mutex mu;
+  std::vector<int64_t> ran;
+  OptimizerWorker w([&](const OptimizerJob& j) {
+    if (j.key.rows == 1) gate.wait();
+    std::lock_guard<std::mutex> guard(mu);
+    ran.push_back(j.key.rows);
+  });
+  w.setRanker([](const std::vector<OptimizerJob>& q) {
+    JobOrder o;
+    for (const OptimizerJob& j : q) {
+      if (j.key.rows != 4) o.queue.insert(o.queue.begin(), j);  // reversed, rows 4 left out
+    }
+    return o;
+  });
+  w.enqueue(job(1));
+  while (w.rankings() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int64_t rows : {4, 6, 7}) w.enqueue(job(rows));
+  gate.open = true;
+  ASSERT_TRUE(w.waitIdle(10.0));
+  std::lock_guard<std::mutex> guard(mu);
+  EXPECT_EQ(ran, (std::vector<int64_t>{1, 7, 6, 4}));
+}
+
+TEST(OptimizerWorkerTest, GivenStartedWorkerWhenRankerSetThenError) {
+  OptimizerWorker w([](const OptimizerJob&) {});
+  w.enqueue(job(1));
+  EXPECT_THROW(w.setRanker([](const std::vector<OptimizerJob>& q) { return JobOrder{q, {}}; }), Error);
+}
+
+TEST(OptimizerWorkerTest, GivenSameVariantOnTwoDevicesWhenEnqueuedThenBothQueued) {
+  OptimizerWorker w([](const OptimizerJob&) {});
+  OptimizerJob a = job(1), b = job(1);
+  b.key.device = 1;
+  EXPECT_NE(jobId(a), jobId(b));
+  EXPECT_EQ(jobId(a), jobId(job(1)));
+  EXPECT_TRUE(w.enqueue(a));
+  EXPECT_TRUE(w.enqueue(b));
+  EXPECT_TRUE(w.waitIdle(10.0));
 }
 
 }  // namespace

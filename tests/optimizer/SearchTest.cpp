@@ -237,6 +237,47 @@ TEST(SearchTest, GivenEvaluationBudgetWhenSearchedThenNeverExceeded) {
   }
 }
 
+TEST(SearchTest, GivenGoodEnoughCostWhenACandidateReachesItThenSearchStopsBeforeTheNextRound) {
+  SearchSpace space = syntheticSpace();
+  SearchOptions options;
+  options.seed = 11;
+  options.seeds = familyGuesses();
+  SearchResult full = runSearch(
+      space, [](const SearchPoint& p, int) -> std::optional<double> { return syntheticCost(p); }, options);
+  ASSERT_NE(full.stop, SearchStop::GoodEnough);
+
+  // 115 is reached in round 0 by the seeds (the best guess costs 108): nothing past round 0 runs.
+  options.goodEnoughCost = 115;
+  SearchResult r = runSearch(
+      space, [](const SearchPoint& p, int) -> std::optional<double> { return syntheticCost(p); }, options);
+  EXPECT_EQ(r.stop, SearchStop::GoodEnough);
+  EXPECT_STREQ(toString(r.stop), "good_enough");
+  EXPECT_EQ(r.rounds, 1);
+  EXPECT_EQ(r.evaluations, options.initialPopulation);
+  ASSERT_NE(r.best(), nullptr);
+  EXPECT_LE(*r.best()->cost, 115);
+  EXPECT_LT(r.evaluations, full.evaluations);
+}
+
+TEST(SearchTest, GivenOutOfTimeAfterTwoChecksWhenSearchedThenStopsWithOutOfTime) {
+  SearchSpace space = syntheticSpace();
+  SearchOptions options;
+  options.seed = 5;
+  int checks = 0;
+  options.outOfTime = [&checks] { return ++checks > 2; };
+  SearchResult r = runSearch(
+      space, [](const SearchPoint& p, int) -> std::optional<double> { return syntheticCost(p); }, options);
+  EXPECT_EQ(r.stop, SearchStop::OutOfTime);
+  EXPECT_STREQ(toString(r.stop), "out_of_time");
+  EXPECT_EQ(checks, 3);    // checked before round 1, round 2, and (true) before round 3
+  EXPECT_EQ(r.rounds, 3);  // round 0 and the two rounds the clock allowed
+  EXPECT_NE(r.best(), nullptr);
+  options.goodEnoughCost = -1;
+  EXPECT_THROW(runSearch(space, [](const SearchPoint& p, int) -> std::optional<double> { return syntheticCost(p); },
+                         options),
+               Error);
+}
+
 TEST(SearchTest, GivenValidityPredicateWhenSearchedThenInvalidPointsNeverEvaluated) {
   SearchSpace space = syntheticSpace();
   int evaluated = 0;

@@ -8,15 +8,32 @@
 // first enqueue, so processes that never see a hot CUDA variant never start
 // it. stop() is called at exit; it waits a bounded time for the job in flight
 // and then leaves the (detached) thread to be ended with the process.
+//
+// Note [Ranked queue]
+// With a ranker (setRanker), the queue is not first-in first-out: before it
+// picks the next job, the worker hands the queued jobs to the ranker whenever
+// the queue changed since the last ranking (a job arrived or one finished),
+// and runs them in the order it returns: largest expected saving first
+// (Note [Amdahl ranking] in Ranking.h), each job carrying its ranked target
+// (budget share and roofline, Note [Stopping a target's search]). The ranker
+// runs on the worker thread, outside the lock, so it may measure on the GPU;
+// jobs that arrive meanwhile stay queued and trigger another ranking. Jobs it
+// drops (decided, near their roofline) are not run; it has recorded why. A
+// queued job it neither orders nor drops keeps its place after the ordered
+// ones. A ranker that throws is logged once and the queue stays in arrival
+// order. Without a ranker the queue is FIFO.
 
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
+#include "hotkernel/optimizer/Ranking.h"
 #include "hotkernel/runtime/PlanTable.h"
 
 namespace hotkernel {
@@ -24,13 +41,30 @@ namespace hotkernel {
 struct OptimizerJob {
   std::string op;
   VariantKey key;
+  // Set by the ranker (Note [Ranked queue]): budget share, roofline, expected
+  // saving. Unset: not ranked (no ranker, or it could not measure the target).
+  std::optional<RankedTarget> target;
+};
+
+// "op|device|variant string" (variantString in PlanFactory.h): one job per (op, key).
+std::string jobId(const OptimizerJob& job);
+
+// What one ranking of the queue decided (Note [Ranked queue]).
+struct JobOrder {
+  std::vector<OptimizerJob> queue;    // to run, in this order
+  std::vector<OptimizerJob> dropped;  // not to run (the ranker recorded why)
 };
 
 class OptimizerWorker {
  public:
   using JobFn = std::function<void(const OptimizerJob&)>;
+  // Orders the queued jobs (given in queue order); runs on the worker thread.
+  using RankFn = std::function<JobOrder(const std::vector<OptimizerJob>& queued)>;
   explicit OptimizerWorker(JobFn fn);
   ~OptimizerWorker();
+
+  // Sets the ranker (Note [Ranked queue]); call before the first enqueue.
+  void setRanker(RankFn rank);
 
   // Queues a job unless the same (op, key) was queued before. Never blocks on the job.
   // Returns true if it was queued now.
@@ -42,6 +76,8 @@ class OptimizerWorker {
 
   size_t jobsDone() const;
   size_t jobsFailed() const;
+  size_t jobsDropped() const;  // dropped by the ranker
+  size_t rankings() const;     // times the ranker ran
 
  private:
   struct Shared;

@@ -68,7 +68,9 @@ struct RankingOptions {
   double budgetSeconds = 600;           // optimizer time to split over the ranked targets
   double minBudgetSeconds = 30;         // floor per target (Note [Budget allocation])
   double doneRooflineFraction = 0.9;    // a target at >= this fraction of its roofline is done
-  int maxRoundsWithoutImprovement = 3;  // search rounds without a better candidate before a target is done
+  // Search rounds without a better candidate before a target is done; the
+  // search's default (SearchOptions), so every tier is tried once after the last improvement.
+  int maxRoundsWithoutImprovement = 8;
 };
 
 // Why a target is not (or no longer) worth optimizing.

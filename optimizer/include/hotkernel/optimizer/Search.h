@@ -25,7 +25,10 @@
 // improvement the search moves to the next tier (wrapping around, skipping
 // empty tiers). It stops after maxRoundsWithoutImprovement rounds in a row
 // without improvement, when maxEvaluations evaluator calls are spent, or when
-// no new valid point can be found. The default patience (2 rounds x 4 tiers)
+// no new valid point can be found; and, checked first before every round,
+// when a candidate's cost is at or below goodEnoughCost (e.g. 90% of the
+// roofline: Note [Stopping a target's search] in TargetBudget.h) or when
+// outOfTime() says the target's time budget is spent. The default patience (2 rounds x 4 tiers)
 // lets every tier be tried once after the last improvement.
 //
 // Note [Algorithm niches]
@@ -163,12 +166,16 @@ struct SearchOptions {
   int maxEvaluations = 200;             // evaluator calls in all (re-measurements included)
   double minRelativeImprovement = 0.0;  // a child must beat the best survivor's cost * (1 - this)
   int maxRandomAttempts = 1000;         // draws per random point or mutation before giving up on it
+  double goodEnoughCost = 0;            // > 0: stop once a successful candidate costs at most this
+  std::function<bool()> outOfTime;      // set: called before every round; true stops the search
 };
 
 enum class SearchStop {
   NoImprovement,     // maxRoundsWithoutImprovement rounds in a row without improvement
   EvaluationBudget,  // maxEvaluations spent
   Exhausted,         // no new valid point could be found (or the space has none)
+  GoodEnough,        // a candidate reached goodEnoughCost
+  OutOfTime,         // outOfTime() returned true
 };
 const char* toString(SearchStop stop);
 
