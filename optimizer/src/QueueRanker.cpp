@@ -57,11 +57,13 @@ std::optional<double> QueueRanker::secondsPerCall(const OptimizerJob& job) {
   return seconds;
 }
 
-QueueRanking QueueRanker::rank(const std::vector<OptimizerJob>& queued) {
+QueueRanking QueueRanker::rank(const std::vector<OptimizerJob>& queued, std::optional<double> budgetSeconds) {
   QueueRanking out;
   if (queued.empty()) return out;
-  const std::vector<TargetDecision> decisions = hooks_.decisions ? hooks_.decisions() : std::vector<TargetDecision>{};
-  const std::string fingerprint = hooks_.fingerprint ? hooks_.fingerprint() : std::string();
+  const double budget = budgetSeconds.value_or(options_.budgetSeconds);
+  HOTKERNEL_CHECK(std::isfinite(budget) && budget >= 0, "budget must be finite and >= 0, got ", budget);
+  // A pass with less than the floor left gives it all to the top target.
+  const double floor = std::min(options_.minBudgetSeconds, budget);
 
   // Rank per device (each has its own peaks), then merge by expected saving.
   std::map<int, std::vector<size_t>> byDevice;
@@ -81,6 +83,15 @@ QueueRanking QueueRanker::rank(const std::vector<OptimizerJob>& queued) {
     std::map<std::pair<std::string, std::string>, size_t> jobOf;
     for (size_t i : jobs) {
       const OptimizerJob& job = queued[i];
+      if (hooks_.decided && hooks_.decided(job)) {
+        // Note [Decided targets]: dropped before anything is measured.
+        SkippedTarget s;
+        s.target.op = job.op;
+        s.target.variant = variantString(job.key);
+        s.reason = TargetStop::Decided;
+        skipped.emplace_back(std::move(s), i);
+        continue;
+      }
       const std::optional<CallCost> cost = callCost(job.op, job.key);
       if (!cost) {
         HOTKERNEL_LOG_ONCE(Info, "no-cost-model:" + job.op) << "no cost model for " << job.op
@@ -103,7 +114,7 @@ QueueRanking QueueRanker::rank(const std::vector<OptimizerJob>& queued) {
     }
     RankingOptions noBudget = options_;
     noBudget.budgetSeconds = 0;  // shares are split over every device's targets below
-    Ranking r = hotkernel::rank(profiles, *peaks, decisions, fingerprint, noBudget);
+    Ranking r = hotkernel::rank(profiles, *peaks, {}, "", noBudget);
     for (RankedTarget& t : r.ranked) {
       const size_t job = jobOf.at({t.target.op, t.target.variant});
       ranked.push_back({std::move(t), job});
@@ -122,7 +133,7 @@ QueueRanking QueueRanker::rank(const std::vector<OptimizerJob>& queued) {
   });
   std::vector<double> savings;
   for (const Placed& p : ranked) savings.push_back(p.target.expectedSavingSeconds);
-  const std::vector<double> shares = allocateBudget(savings, options_.budgetSeconds, options_.minBudgetSeconds);
+  const std::vector<double> shares = allocateBudget(savings, budget, floor);
   for (size_t i = 0; i < ranked.size(); ++i) {
     OptimizerJob job = queued[ranked[i].job];
     job.target = ranked[i].target;

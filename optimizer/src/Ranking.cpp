@@ -140,12 +140,12 @@ Ranking rank(const std::vector<TargetProfile>& targets, const MachinePeaks& peak
     r.rooflineFraction = r.rooflineSecondsPerCall / t.currentSecondsPerCall;
     r.expectedSavingSeconds = expectedSavingSeconds(t, peaks);
     if (decided.count({t.op, t.variant})) {
-      out.skipped.push_back({t, TargetStop::Decided});
+      out.skipped.push_back({t, TargetStop::Decided, r.rooflineSecondsPerCall, r.rooflineFraction});
     } else if (r.rooflineFraction >= options.doneRooflineFraction) {
-      out.skipped.push_back({t, TargetStop::NearRoofline});
+      out.skipped.push_back({t, TargetStop::NearRoofline, r.rooflineSecondsPerCall, r.rooflineFraction});
     } else if (r.expectedSavingSeconds <= 0) {
       // Not near the roofline, so headroom > 0: the saving is zero because no time was recorded.
-      out.skipped.push_back({t, TargetStop::NoGpuTime});
+      out.skipped.push_back({t, TargetStop::NoGpuTime, r.rooflineSecondsPerCall, r.rooflineFraction});
     } else {
       out.ranked.push_back(std::move(r));
     }

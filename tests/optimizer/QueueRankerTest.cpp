@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "hotkernel/kernels/DType.h"
@@ -44,13 +45,12 @@ OptimizerJob job(int64_t rows, int device = 0) {
 struct Fixture {
   FakeMeasurer measurer;
   std::map<int64_t, double> calls;  // rows -> estimated calls
-  std::vector<TargetDecision> decisions;
+  std::set<int64_t> decided;  // rows with a decision under the current fingerprint
   std::vector<std::pair<std::string, TargetStop>> skipped;
   QueueRankerHooks hooks() {
     QueueRankerHooks h;
     h.estimatedCalls = [this](const OptimizerJob& j) { return calls[j.key.rows]; };
-    h.decisions = [this] { return decisions; };
-    h.fingerprint = [] { return std::string("fp1"); };
+    h.decided = [this](const OptimizerJob& j) { return decided.count(j.key.rows) > 0; };
     h.onSkipped = [this](const OptimizerJob& j, const SkippedTarget& s) {
       skipped.emplace_back(variantString(j.key), s.reason);
     };
@@ -113,18 +113,38 @@ TEST(QueueRankerTest, GivenTargetsNearRooflineDecidedOrIdleWhenRankedThenDropped
   Fixture f;
   f.measurer.seconds = {{4000, 105e-6}, {2000, 100e-6}, {400, 100e-6}, {800, 100e-6}};
   f.calls = {{4000, 20000}, {2000, 50000}, {400, 0}, {800, 1000}};
-  f.decisions = {{"aten::_softmax", variantString(job(2000).key), "fp1", TargetOutcome::KeptAten},
-                 {"aten::_softmax", variantString(job(800).key), "fp0", TargetOutcome::KeptAten}};  // old env
+  f.decided = {2000};
   QueueRanker ranker(f.measurer, options(100, 10), f.hooks());
   QueueRanking r = ranker.rank({job(4000), job(2000), job(400), job(800)});
   ASSERT_EQ(r.order.queue.size(), 1u);
-  EXPECT_EQ(r.order.queue[0].key.rows, 800);  // decided under another fingerprint: ranked anew
+  EXPECT_EQ(r.order.queue[0].key.rows, 800);
   ASSERT_EQ(r.order.dropped.size(), 3u);
   ASSERT_EQ(f.skipped.size(), 3u);
   std::map<std::string, TargetStop> why(f.skipped.begin(), f.skipped.end());
   EXPECT_EQ(why.at(variantString(job(4000).key)), TargetStop::NearRoofline);  // 100 / 105 = 95%
   EXPECT_EQ(why.at(variantString(job(2000).key)), TargetStop::Decided);
   EXPECT_EQ(why.at(variantString(job(400).key)), TargetStop::NoGpuTime);
+  EXPECT_EQ(f.measurer.timeCalls.count(variantString(job(2000).key)), 0u);  // decided: never timed
+  ASSERT_EQ(r.skipped.size(), 3u);
+  for (const SkippedTarget& sk : r.skipped) {
+    if (sk.reason == TargetStop::NearRoofline) EXPECT_NEAR(sk.rooflineFraction, 100.0 / 105.0, 1e-12);
+  }
+}
+
+TEST(QueueRankerTest, GivenBudgetForThisPassWhenRankedThenSplitWithTheFloorCappedAtTheBudget) {
+  Fixture f;
+  f.measurer.seconds = {{4000, 400e-6}, {2000, 100e-6}};
+  f.calls = {{4000, 20000}, {2000, 50000}};
+  QueueRanker ranker(f.measurer, options(600, 30), f.hooks());
+  QueueRanking r = ranker.rank({job(2000), job(4000)}, 85.0);  // 85 s left: 6 : 2.5 -> 60 s and 25 s, floor 30 s
+  ASSERT_EQ(r.order.queue.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.order.queue[0].target->budgetSeconds, 55);
+  EXPECT_DOUBLE_EQ(r.order.queue[1].target->budgetSeconds, 30);
+  // 12 s left, below one floor: all of it goes to the top target.
+  r = ranker.rank({job(2000), job(4000)}, 12.0);
+  EXPECT_DOUBLE_EQ(r.order.queue[0].target->budgetSeconds, 12);
+  EXPECT_EQ(r.order.queue[1].target->stop, TargetStop::NoBudget);
+  EXPECT_THROW(ranker.rank({job(2000)}, -1.0), Error);
 }
 
 TEST(QueueRankerTest, GivenTooSmallBudgetWhenRankedThenTailKeptWithoutBudget) {

@@ -36,9 +36,9 @@ namespace hotkernel {
 struct QueueRankerHooks {
   // Calls of the target recorded so far (the recorder's estimate, or the profile's). Required.
   std::function<double(const OptimizerJob& job)> estimatedCalls;
-  // Decisions of the current environment (Note [Decided targets]) and its fingerprint key; empty: none.
-  std::function<std::vector<TargetDecision>()> decisions;
-  std::function<std::string()> fingerprint;
+  // Whether the target has a decision (kernel or keep ATen) under the current
+  // environment fingerprint (Note [Decided targets]); empty: none has.
+  std::function<bool(const OptimizerJob& job)> decided;
   // Told about every job the ranking drops (decided, near its roofline, no
   // recorded time), to record "keep ATen" and log it. May be empty.
   std::function<void(const OptimizerJob& job, const SkippedTarget& skipped)> onSkipped;
@@ -56,8 +56,11 @@ class QueueRanker {
  public:
   QueueRanker(TargetMeasurer& measurer, RankingOptions options, QueueRankerHooks hooks);
 
-  // Ranks `queued` (Note [Ranking measurements]); calls hooks.onSkipped for the dropped ones.
-  QueueRanking rank(const std::vector<OptimizerJob>& queued);
+  // Ranks `queued` (Note [Ranking measurements]) and splits `budgetSeconds`
+  // (default: options().budgetSeconds) over it, with a floor of
+  // min(minBudgetSeconds, budget); decided jobs are dropped before anything is
+  // measured. Calls hooks.onSkipped for the dropped ones.
+  QueueRanking rank(const std::vector<OptimizerJob>& queued, std::optional<double> budgetSeconds = std::nullopt);
   // rank(queued).order: the worker's RankFn.
   JobOrder operator()(const std::vector<OptimizerJob>& queued) { return rank(queued).order; }
 

@@ -109,6 +109,8 @@ struct RankedTarget {
 struct SkippedTarget {
   TargetProfile target;
   TargetStop reason = TargetStop::None;  // Decided, NearRoofline or NoGpuTime
+  double rooflineSecondsPerCall = 0;
+  double rooflineFraction = 0;  // roofline / current
 };
 
 struct Ranking {

@@ -1,0 +1,29 @@
+#pragma once
+// The optimization targets of a recorded profile ("hotkernel-profile" v1,
+// written by HOTKERNEL_PROFILE; format in interpose/src/Recorder.h): what
+// `hotkernel warmup` ranks (QueueRanker) and tunes. No torch.
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "hotkernel/optimizer/OptimizerWorker.h"
+
+namespace hotkernel {
+
+struct ProfileTarget {
+  OptimizerJob job;           // op and key (on the warm-up's device); no target yet
+  double estimatedCalls = 0;  // the profile's estimate of the calls recorded
+};
+
+struct ProfileTargets {
+  std::vector<ProfileTarget> targets;  // in profile order, one per (op, variant)
+  int ignored = 0;                     // variants of ops no family models (TargetCost.h), or it cannot serve
+};
+
+// Throws Error when `profile` is not a hotkernel-profile v1 document or a
+// variant of it is malformed (missing or mistyped op, dtype, rows, cols).
+ProfileTargets targetsFromProfile(const nlohmann::json& profile, int device);
+
+}  // namespace hotkernel

@@ -1,0 +1,112 @@
+// A recorded profile as warm-up targets, and the warm-up's order: the
+// profile's calls with injected ATen timings ranked by expected saving, not
+// by calls x bytes.
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/optimizer/ProfileTargets.h"
+#include "hotkernel/optimizer/QueueRanker.h"
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel {
+namespace {
+
+nlohmann::json profileOf(nlohmann::json variants) {
+  return {{"format", "hotkernel-profile"}, {"version", 1}, {"samplingProb", 0.05}, {"ops", nlohmann::json::array()},
+          {"variants", std::move(variants)}};
+}
+
+nlohmann::json variant(const std::string& op, int64_t rows, int64_t cols, double calls) {
+  return {{"op", op},   {"dtype", "bf16"}, {"device", 3}, {"rows", rows}, {"cols", cols}, {"sampledCalls", calls / 20},
+          {"estimatedCalls", calls}};
+}
+
+// Times by rows; 4 TB/s.
+class ProfileMeasurer : public TargetMeasurer {
+ public:
+  explicit ProfileMeasurer(std::map<int64_t, double> seconds) : seconds_(std::move(seconds)) {}
+  MachinePeaks measurePeaks(int) override { return MachinePeaks{4e12, 0}; }
+  double measureSecondsPerCall(const std::string&, const VariantKey& key) override { return seconds_.at(key.rows); }
+
+ private:
+  std::map<int64_t, double> seconds_;
+};
+
+TEST(ProfileTargetsTest, GivenProfileWhenReadThenServedVariantsOnTheWarmupDeviceAndOthersIgnored) {
+  ProfileTargets t = targetsFromProfile(profileOf({variant("aten::_softmax", 4096, 32000, 2000),
+                                                   variant("aten::mm", 64, 64, 1e6),
+                                                   variant("aten::_log_softmax", 8, 1000, 10),
+                                                   variant("aten::_softmax", 4096, 32000, 2000)}),  // twice
+                                         /*device=*/1);
+  ASSERT_EQ(t.targets.size(), 2u);
+  EXPECT_EQ(t.ignored, 2);
+  EXPECT_EQ(t.targets[0].job.op, "aten::_softmax");
+  EXPECT_EQ(t.targets[0].job.key.device, 1);  // the profile's device 3 is the recording machine's
+  EXPECT_EQ(t.targets[0].job.key.rows, 4096);
+  EXPECT_EQ(variantString(t.targets[0].job.key), "dtype=bfloat16;rows=4096;cols=32000");
+  EXPECT_DOUBLE_EQ(t.targets[0].estimatedCalls, 2000);
+  EXPECT_EQ(t.targets[1].job.op, "aten::_log_softmax");
+}
+
+TEST(ProfileTargetsTest, GivenNotAProfileOrMalformedVariantWhenReadThenError) {
+  EXPECT_THROW(targetsFromProfile(nlohmann::json::object(), 0), Error);
+  nlohmann::json p = profileOf({variant("aten::_softmax", 8, 8, 1)});
+  p["version"] = 2;
+  EXPECT_THROW(targetsFromProfile(p, 0), Error);
+  nlohmann::json bad = variant("aten::_softmax", 8, 8, 1);
+  bad.erase("rows");
+  EXPECT_THROW(targetsFromProfile(profileOf({bad}), 0), Error);
+  bad = variant("aten::_softmax", 8, 8, 1);
+  bad["dtype"] = "int7";
+  EXPECT_THROW(targetsFromProfile(profileOf({bad}), 0), Error);
+}
+
+// calls x bytes would put A first (4.2e8 bytes x 20000 calls vs 4.1e7 x 100000: 8.4e12 > 4.1e12).
+// With the ATen times measured: A runs at 95% of its roofline (nothing to gain, kept ATen);
+// B (4.1e7 bytes) is 10x off its roofline with 10 s of GPU time; C is 6x off with 2 s.
+TEST(ProfileTargetsTest, GivenProfileWithFakeTimingsWhenWarmupRanksThenExpectedSavingOrderAndBudgetSplit) {
+  ProfileTargets t = targetsFromProfile(profileOf({variant("aten::_softmax", 4096, 25600, 20000),   // A
+                                                   variant("aten::_softmax", 1024, 10000, 100000),  // B
+                                                   variant("aten::_softmax", 2048, 32000, 5000),    // C
+                                                   variant("aten::_softmax", 64, 1000, 50)}),       // D
+                                         0);
+  ASSERT_EQ(t.targets.size(), 4u);
+  // Rooflines at 4 TB/s: A 104.9 us, B 10.24 us, C 65.5 us, D 0.064 us.
+  ProfileMeasurer measurer({{4096, 110.4e-6}, {1024, 100e-6}, {2048, 400e-6}, {64, 5e-6}});
+  std::map<std::string, double> calls;
+  std::vector<OptimizerJob> jobs;
+  for (const ProfileTarget& p : t.targets) {
+    calls[jobId(p.job)] = p.estimatedCalls;
+    jobs.push_back(p.job);
+  }
+  QueueRankerHooks hooks;
+  hooks.estimatedCalls = [&calls](const OptimizerJob& j) { return calls.at(jobId(j)); };
+  std::vector<TargetStop> skippedWhy;
+  hooks.onSkipped = [&skippedWhy](const OptimizerJob&, const SkippedTarget& s) { skippedWhy.push_back(s.reason); };
+  RankingOptions options;
+  options.minBudgetSeconds = 30;
+  QueueRanker ranker(measurer, options, hooks);
+  QueueRanking r = ranker.rank(jobs, /*--budget*/ 600.0);
+
+  ASSERT_EQ(r.order.queue.size(), 3u);
+  EXPECT_EQ(r.order.queue[0].key.rows, 1024);  // B: 10 s x 0.90 = 9.0 s
+  EXPECT_EQ(r.order.queue[1].key.rows, 2048);  // C: 2 s x 0.84 = 1.7 s
+  EXPECT_EQ(r.order.queue[2].key.rows, 64);    // D: tiny
+  EXPECT_NEAR(r.order.queue[0].target->expectedSavingSeconds, 10.0 * (1 - 10.24 / 100.0), 1e-9);
+  ASSERT_EQ(skippedWhy.size(), 1u);
+  EXPECT_EQ(skippedWhy[0], TargetStop::NearRoofline);  // A
+  EXPECT_EQ(r.order.dropped[0].key.rows, 4096);
+  double sum = 0;
+  for (const OptimizerJob& j : r.order.queue) {
+    EXPECT_GE(j.target->budgetSeconds, 30 - 1e-9);
+    sum += j.target->budgetSeconds;
+  }
+  EXPECT_NEAR(sum, 600, 1e-9);
+  EXPECT_GT(r.order.queue[0].target->budgetSeconds, r.order.queue[1].target->budgetSeconds);
+}
+
+}  // namespace
+}  // namespace hotkernel
