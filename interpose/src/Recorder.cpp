@@ -124,6 +124,14 @@ nlohmann::json Recorder::profile() const {
           {"ops", ops}, {"variants", variants}};
 }
 
+double Recorder::estimatedCalls(const std::string& op, const VariantKey& key) const {
+  std::lock_guard<std::mutex> guard(mu_);
+  for (const VariantCount& v : variants_) {
+    if (v.key == key && v.op == op) return static_cast<double>(v.sampled) / samplingProb_;
+  }
+  return 0.0;
+}
+
 bool Recorder::writeProfile(const std::string& path) const {
   try {
     const std::string text = profile().dump(2) + "\n";

@@ -44,6 +44,9 @@ class Recorder {
   //  "variants":[{"op":..,"dtype":"bf16","device":0,"rows":..,"cols":..,
   //               "sampledCalls":n,"estimatedCalls":n/p}...]}
   nlohmann::json profile() const;
+  // Estimated calls of one variant so far (sampled / p); 0 if never sampled.
+  // What the optimizer's ranking takes as the target's recorded calls.
+  double estimatedCalls(const std::string& op, const VariantKey& key) const;
   // Writes profile() to `path` atomically (temp file + rename). Never throws; logs.
   bool writeProfile(const std::string& path) const;
 

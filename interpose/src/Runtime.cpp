@@ -19,6 +19,7 @@
 #include "hotkernel/optimizer/ExternalAgent.h"
 #include "hotkernel/optimizer/IdleGate.h"
 #include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/optimizer/RankingLog.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Hash.h"
@@ -111,6 +112,7 @@ void logExperiments(const std::string& dir, const std::string& fingerprint, cons
                                             : "correct, but its speed-up CI does not clear the threshold";
     } else {
       e.reason = "fastest correct candidate; swapped in";
+      addStopReason(e, out.metrics);
     }
     log.append(e);
   }
@@ -121,6 +123,7 @@ void logExperiments(const std::string& dir, const std::string& fingerprint, cons
     e.variant = variant;
     e.decision = ExperimentDecision::KeptAten;
     e.reason = "no candidate was correct and faster; the ATen kernel stays";
+    addStopReason(e, out.metrics);
     log.append(e);
   }
 }
@@ -150,6 +153,7 @@ int Runtime::start() {
       }
     }
     worker_ = std::make_unique<OptimizerWorker>([this](const OptimizerJob& job) { optimize(job); });
+    installRanker();  // Note [Ranked queue]
     Recorder::instance().start(samplingFromEnv(), c.hotCalls,
                                [this](const std::string& op, const VariantKey& key) { onHot(op, key); });
     std::atexit([] { Runtime::instance().shutdown(); });
@@ -279,9 +283,24 @@ void Runtime::onHot(const std::string& op, const VariantKey& key) {
 void Runtime::optimize(const OptimizerJob& job) {
   IdleGate::ScopedOptimizerThread optimizerThread;
   const double idleMs = static_cast<double>(config().idleMs);
-  optimizeVariant(job.op, job.key, [this, idleMs] {
-    return IdleGate::instance().waitUntilIdle(idleMs, [this] { return stopping_.load(); }, 24 * 3600.0);
-  });
+  optimizeVariant(
+      job.op, job.key,
+      [this, idleMs] {
+        return IdleGate::instance().waitUntilIdle(idleMs, [this] { return stopping_.load(); }, 24 * 3600.0);
+      },
+      job.target);
+}
+
+// Precondition: mu_ held.
+bool Runtime::hasDecisionLocked(const std::string& op, const std::string& variant) const {
+  (void)op;  // variant strings are per op (one op served)
+  return decisions_.count(variant) > 0;
+}
+
+// Precondition: mu_ held.
+void Runtime::addDecisionLocked(const std::string& op, const std::string& variant) {
+  (void)op;  // variant strings are per op (one op served)
+  decisions_.insert(variant);
 }
 
 std::set<std::string> Runtime::decisions() const {
@@ -290,7 +309,8 @@ std::set<std::string> Runtime::decisions() const {
 }
 
 nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey& key,
-                                        const std::function<bool()>& yieldPoint) {
+                                        const std::function<bool()>& yieldPoint,
+                                        const std::optional<RankedTarget>& target) {
   ensureDevice(key.device);
   const std::string variant = variantString(key);
   nlohmann::json summary = {{"op", op}, {"variant", variant}};
@@ -311,7 +331,10 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
   }
   const kernels::SoftmaxVariant v{static_cast<kernels::DType>(key.dtype), key.rows, key.cols};
   TunerOptions options;
-  options.yieldPoint = yieldPoint;
+  // Note [Stopping a target's search]: the target's budget, waits for idle GPU time not charged.
+  TargetClock clock(target ? TargetBudget::from(*target, rankingOptions()) : TargetBudget{});
+  options.clock = &clock;
+  options.yieldPoint = clock.wrapYield(yieldPoint);
   options.memoryCapBytes = config().optimizerMemoryMb > 0
                                ? config().optimizerMemoryMb << 20
                                : static_cast<int64_t>(at::cuda::getDeviceProperties(key.device)->totalGlobalMem / 4);

@@ -15,11 +15,14 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "hotkernel/cache/CacheStore.h"
 #include "hotkernel/optimizer/OptimizerWorker.h"
+#include "hotkernel/optimizer/QueueRanker.h"
+#include "hotkernel/optimizer/TargetMeasurer.h"
 #include "hotkernel/runtime/Config.h"
 #include "hotkernel/runtime/Fingerprint.h"
 
@@ -39,8 +42,19 @@ class Runtime {
   // job (with the idle gate as yield point) and the offline warm-up's (with its
   // budget). Returns a summary: {"variant", "decision": "kernel"|"keep_aten"|
   // "cached", "speedup"?, "metrics"?}. Throws Error when it cannot tune.
+  // `target`: the ranking's budget share and roofline for it (Note [Stopping
+  // a target's search] in optimizer/TargetBudget.h); nullopt: the tuner's own limits.
   nlohmann::json optimizeVariant(const std::string& op, const VariantKey& key,
-                                 const std::function<bool()>& yieldPoint);
+                                 const std::function<bool()>& yieldPoint,
+                                 const std::optional<RankedTarget>& target = std::nullopt);
+  // Ranking of optimizer jobs for this process (src/RuntimeRanking.cpp): jobs
+  // with a decision here are skipped, targets near their roofline are recorded
+  // as "keep ATen" (cache and experiment log); `calls` gives each job's
+  // recorded calls (the recorder's, or a profile's). Needs ensureDevice() first.
+  std::unique_ptr<QueueRanker> makeRanker(TargetMeasurer& measurer,
+                                          std::function<double(const OptimizerJob&)> calls);
+  // The ranking's options (one budget pass of the background optimizer, the stop rules).
+  static RankingOptions rankingOptions();
   // The variant strings with a decision in this process (from the cache or tuned).
   std::set<std::string> decisions() const;
   nlohmann::json status() const;
@@ -54,6 +68,13 @@ class Runtime {
   void loadDevice(int device);
   bool publishEntry(const cache::Entry& entry, int device);
   Fingerprint fingerprintFor(int device) const;
+  // src/RuntimeRanking.cpp: the background queue's ranker; a target the ranking dropped.
+  void installRanker();
+  void onSkippedTarget(const OptimizerJob& job, const SkippedTarget& skipped);
+  // Precondition: mu_ held.
+  bool hasDecisionLocked(const std::string& op, const std::string& variant) const;
+  // Precondition: mu_ held.
+  void addDecisionLocked(const std::string& op, const std::string& variant);
 
   // Serializes loadDevice(); taken before mu_, never while holding it.
   std::mutex loadMu_;
@@ -71,6 +92,9 @@ class Runtime {
   nlohmann::json tuneLog_ = nlohmann::json::array();
 
   std::unique_ptr<OptimizerWorker> worker_;  // set in start(), then constant
+  // Set in start() (installRanker), then constant; used on the worker thread only.
+  std::unique_ptr<TargetMeasurer> measurer_;
+  std::unique_ptr<QueueRanker> ranker_;
   std::atomic<bool> stopping_{false};        // set at exit; the optimizer stops waiting
 };
 

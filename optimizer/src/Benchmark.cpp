@@ -72,4 +72,41 @@ Comparison benchmarkInterleaved(const Workload& baseline, const Workload& candid
   return compareSamples(a, b);
 }
 
+MedianCi benchmarkOne(const Workload& work, int device, const BenchmarkOptions& options) {
+  HOTKERNEL_CHECK(options.pairs >= 3, "need at least 3 runs");
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
+  at::cuda::CUDAStream stream = at::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+  c10::cuda::CUDAStreamGuard streamGuard(stream);
+  const int64_t l2 = at::cuda::getDeviceProperties(device)->l2CacheSize;
+  at::Tensor flush = at::empty({std::max<int64_t>(2 * l2, 1 << 20)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, device));
+
+  for (int i = 0; i < options.warmup; ++i) work();
+  at::cuda::CUDAEvent e0(cudaEventDefault), e1(cudaEventDefault);
+  e0.record(stream);
+  work();
+  e1.record(stream);
+  e1.synchronize();
+  const double runMs = std::max(1e-3, static_cast<double>(e0.elapsed_time(e1)));
+  const int affordable = static_cast<int>(options.maxSeconds * 1000.0 / (runMs * 1.5));
+  const int runs = std::max(7, std::min(options.pairs, affordable));
+
+  std::vector<std::unique_ptr<at::cuda::CUDAEvent>> events;
+  events.reserve(2 * runs);
+  for (int i = 0; i < 2 * runs; ++i) events.push_back(std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault));
+  for (int i = 0; i < runs; ++i) {
+    if (options.beforePair) {
+      HOTKERNEL_CHECK(options.beforePair(), "benchmark interrupted");
+    }
+    flush.fill_(static_cast<uint8_t>(i & 0xff));
+    events[2 * i]->record(stream);
+    work();
+    events[2 * i + 1]->record(stream);
+    if (options.beforePair) stream.synchronize();
+  }
+  stream.synchronize();
+  std::vector<double> us(runs);
+  for (int i = 0; i < runs; ++i) us[i] = 1000.0 * events[2 * i]->elapsed_time(*events[2 * i + 1]);
+  return medianWithCi(us);
+}
+
 }  // namespace hotkernel

@@ -9,10 +9,10 @@
 namespace hotkernel {
 
 ProfileTargets targetsFromProfile(const nlohmann::json& profile, int device) {
-  HOTKERNEL_CHECK(profile.is_object() && profile.value("format", "") == "hotkernel-profile" &&
-                      profile.value("version", 0) == 1 && profile.contains("variants") &&
-                      profile["variants"].is_array(),
-                  "not a hotkernel profile (format hotkernel-profile, version 1)");
+  if (!profile.is_object() || profile.value("format", "") != "hotkernel-profile" || profile.value("version", 0) != 1 ||
+      !profile.contains("variants") || !profile["variants"].is_array()) {
+    HOTKERNEL_THROW("is not a hotkernel profile (format hotkernel-profile, version 1)");
+  }
   ProfileTargets out;
   std::set<std::string> seen;
   for (const nlohmann::json& v : profile["variants"]) {

@@ -360,6 +360,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   so.initialPopulation = std::max<int>(static_cast<int>(so.seeds.size()), 8);
   so.maxEvaluations = options.searchEvaluations;
   so.maxBudgetLevel = 2;
+  if (options.clock) options.clock->applyTo(so);  // Note [Stopping a target's search]
   SearchResult search = runSearchBatched(space, evaluate, so);
 
   double bestSpeedup = 0;
@@ -419,9 +420,13 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
                                         {"stop", toString(search.stop)},
                                         {"validPoints", valid.size()}};
 
-  if (options.agent) askAgent(v, device, arch, options, outcome, bestSpeedup, candidatesLog);
+  // Note [Stopping a target's search]: agent rounds only for a target not stopped yet.
+  const double bestUs = best && best->ok() ? *best->cost : 0.0;
+  const bool agentWorthIt = !options.clock || options.clock->stop(bestUs, 0) == TargetStop::None;
+  if (agentWorthIt && options.agent) askAgent(v, device, arch, options, outcome, bestSpeedup, candidatesLog);
   outcome.metrics["arch"] = arch;
   outcome.metrics["search"] = searchSummary;
+  if (options.clock) outcome.metrics["target"] = options.clock->summary(bestUs, targetStopOf(search.stop));
   outcome.metrics["candidates"] = candidatesLog;
   return outcome;
 }

@@ -3,12 +3,18 @@
 //
 //   hotkernel-warmup --profile FILE [--budget 10m] [--cache-dir DIR] [--device N] [--json OUT]
 //
-// Targets are the profile's variants of ops hotkernel serves, largest expected
-// GPU time first (estimated calls x bytes moved). Variants that already have a
-// decision in the cache are skipped, so a second run resumes where the first
-// stopped. The budget is checked before every unit of GPU work; a target cut
-// short is left undecided for the next run. Exit: 0 done (or budget reached),
-// 2 bad input, 3 no CUDA device.
+// Targets are the profile's variants of ops a family models, ranked by
+// expected saving (Note [Amdahl ranking] in optimizer/Ranking.h): each
+// variant's ATen kernel is timed on this GPU, the copy bandwidth is measured
+// once, and the saving is (estimated calls x ATen time) x headroom to the
+// roofline. The budget is split over the targets in proportion to their
+// saving (re-split over what is left after each target); a target whose ATen
+// kernel already runs at >= 90% of its roofline is recorded as "keep ATen"
+// without a search. Variants that already have a decision in the cache are
+// skipped, so a second run resumes where the first stopped. The budget is
+// also checked before every unit of GPU work; a target cut short is left
+// undecided for the next run. Exit: 0 done (or budget reached), 2 bad input,
+// 3 no CUDA device.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <cuda_runtime_api.h>
@@ -22,14 +28,18 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "Runtime.h"
 #include "hotkernel/Config.h"
-#include "hotkernel/kernels/SoftmaxFamily.h"
+#include "hotkernel/optimizer/GpuTargetMeasurer.h"
 #include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/optimizer/ProfileTargets.h"
+#include "hotkernel/optimizer/QueueRanker.h"
+#include "hotkernel/optimizer/RankingLog.h"
 #include "hotkernel/runtime/Logging.h"
 
 namespace {
@@ -55,12 +65,6 @@ double parseDuration(const std::string& s) {
   if (unit == "h") return v * 3600;
   return -1;
 }
-
-struct Target {
-  hotkernel::VariantKey key;
-  double estimatedCalls = 0;
-  double weight = 0;  // expected GPU time proxy: calls x bytes moved
-};
 
 }  // namespace
 
@@ -93,95 +97,135 @@ int main(int argc, char** argv) {
     if (!f) return usage("cannot read " + profilePath);
     profile = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
   }
-  if (!profile.is_object() || profile.value("format", "") != "hotkernel-profile" ||
-      profile.value("version", 0) != 1 || !profile.contains("variants") || !profile["variants"].is_array()) {
-    return usage(profilePath + " is not a hotkernel profile (format hotkernel-profile, version 1)");
+  hotkernel::ProfileTargets fromProfile;
+  try {
+    fromProfile = hotkernel::targetsFromProfile(profile, device);
+  } catch (const std::exception& e) {
+    return usage(profilePath + " " + e.what());
   }
   if (!at::cuda::is_available() || device >= at::cuda::device_count()) {
     std::cerr << "hotkernel warmup: no CUDA device " << device << "; warm-up needs the GPU it fills the cache for\n";
     return 3;
   }
 
-  std::vector<Target> targets;
-  int ignored = 0;
-  for (const auto& v : profile["variants"]) {
-    try {
-      if (v.at("op").get<std::string>() != "aten::_softmax") {
-        ++ignored;
-        continue;
-      }
-      Target t;
-      t.key.dtype = static_cast<int32_t>(hotkernel::kernels::parseDType(v.at("dtype").get<std::string>()));
-      t.key.device = device;
-      t.key.rows = v.at("rows").get<int64_t>();
-      t.key.cols = v.at("cols").get<int64_t>();
-      t.estimatedCalls = v.value("estimatedCalls", 0.0);
-      const hotkernel::kernels::SoftmaxVariant sv{static_cast<hotkernel::kernels::DType>(t.key.dtype), t.key.rows,
-                                                  t.key.cols};
-      if (!hotkernel::kernels::SoftmaxFamily::guardVariant(sv)) {
-        ++ignored;
-        continue;
-      }
-      t.weight = t.estimatedCalls * hotkernel::kernels::SoftmaxFamily::bytesMoved(sv);
-      targets.push_back(t);
-    } catch (const std::exception& e) {
-      return usage("malformed variant in the profile: " + v.dump() + " (" + e.what() + ")");
-    }
-  }
-  std::sort(targets.begin(), targets.end(), [](const Target& a, const Target& b) { return a.weight > b.weight; });
-
   hotkernel::Runtime& rt = hotkernel::Runtime::instance();
   rt.ensureDevice(device);
-  const auto decided = rt.decisions();
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration<double>(budget);
   auto left = [&] { return std::chrono::duration<double>(deadline - Clock::now()).count(); };
-  std::printf("warm-up of %zu target(s) from %s (%d other variant(s) not served), budget %.0f s\n", targets.size(),
-              profilePath.c_str(), ignored, budget);
+  auto inBudget = [&] { return Clock::now() < deadline; };
+
+  // Note [Amdahl ranking]: peaks and ATen times measured here, on this GPU.
+  hotkernel::GpuMeasurerOptions mo;
+  mo.memoryCapBytes = hotkernel::config().optimizerMemoryMb > 0 ? hotkernel::config().optimizerMemoryMb << 20 : 0;
+  mo.yieldPoint = inBudget;
+  hotkernel::GpuTargetMeasurer measurer(mo);
+  std::map<std::string, double> calls;
+  std::vector<hotkernel::OptimizerJob> pending;
+  for (const hotkernel::ProfileTarget& t : fromProfile.targets) {
+    calls[hotkernel::jobId(t.job)] = t.estimatedCalls;
+    pending.push_back(t.job);
+  }
+  std::unique_ptr<hotkernel::QueueRanker> ranker =
+      rt.makeRanker(measurer, [&calls](const hotkernel::OptimizerJob& j) { return calls.at(hotkernel::jobId(j)); });
+  const size_t total = pending.size();
+  std::printf("warm-up of %zu target(s) from %s (%d other variant(s) not served), budget %.0f s\n", total,
+              profilePath.c_str(), fromProfile.ignored, budget);
   nlohmann::json results = nlohmann::json::array();
-  double best = 0;
-  size_t done = 0, skipped = 0;
-  bool budgetReached = false;
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const std::string variant = hotkernel::variantString(targets[i].key);
-    if (decided.count(variant)) {
-      ++skipped;
-      ++done;
-      std::printf("[%zu/%zu] %s: already decided in the cache, skipped\n", i + 1, targets.size(), variant.c_str());
-      continue;
-    }
+  nlohmann::json ranking = nlohmann::json::array();
+  double best = 0, copyGBs = 0;
+  size_t done = 0, skipped = 0, index = 0;
+  bool budgetReached = false, rankingPrinted = false;
+  auto removePending = [&pending](const hotkernel::OptimizerJob& job) {
+    const std::string id = hotkernel::jobId(job);
+    pending.erase(std::remove_if(pending.begin(), pending.end(),
+                                 [&id](const hotkernel::OptimizerJob& p) { return hotkernel::jobId(p) == id; }),
+                  pending.end());
+  };
+  while (!pending.empty()) {
     if (left() <= 0) {
       budgetReached = true;
       break;
     }
-    std::printf("[%zu/%zu] %s (~%.0f calls): tuning...\n", i + 1, targets.size(), variant.c_str(),
-                targets[i].estimatedCalls);
+    // Re-ranked after each target: what is left of the budget is split over what is left.
+    hotkernel::QueueRanking r = ranker->rank(pending, std::max(0.0, left()));
+    if (!rankingPrinted) {
+      rankingPrinted = true;
+      if (r.peaks) copyGBs = r.peaks->copyBytesPerSecond / 1e9;
+      std::printf("ranking (copy bandwidth %.0f GB/s measured): largest expected saving first\n", copyGBs);
+      for (const hotkernel::OptimizerJob& j : r.order.queue) {
+        if (!j.target) continue;
+        const hotkernel::RankedTarget& t = *j.target;
+        std::printf("  %s %s: ~%.0f calls x %.1f us, roofline %.1f us (%.0f%%), expected saving %.3f s, budget %.0f s\n",
+                    j.op.c_str(), t.target.variant.c_str(), calls.at(hotkernel::jobId(j)),
+                    t.target.currentSecondsPerCall * 1e6, t.rooflineSecondsPerCall * 1e6, t.rooflineFraction * 100,
+                    t.expectedSavingSeconds, t.budgetSeconds);
+        nlohmann::json entry = hotkernel::rankingJson(t);
+        entry["op"] = j.op;
+        entry["variant"] = t.target.variant;
+        ranking.push_back(entry);
+      }
+    }
+    // Dropped without a search: decided in the cache, near the roofline (recorded as keep ATen), no calls.
+    for (size_t k = 0; k < r.order.dropped.size(); ++k) {
+      const hotkernel::SkippedTarget& s = r.skipped[k];
+      ++index;
+      ++done;
+      if (s.reason == hotkernel::TargetStop::Decided) {
+        ++skipped;
+        std::printf("[%zu/%zu] %s %s: already decided in the cache, skipped\n", index, total, s.target.op.c_str(),
+                    s.target.variant.c_str());
+      } else {
+        const std::string why = hotkernel::skippedTargetExperiment(s, "").reason;
+        std::printf("[%zu/%zu] %s %s: %s\n", index, total, s.target.op.c_str(), s.target.variant.c_str(),
+                    why.c_str());
+        results.push_back({{"op", s.target.op}, {"variant", s.target.variant}, {"decision", "keep_aten"},
+                           {"stop", hotkernel::toString(s.reason)}, {"reason", why}});
+      }
+      removePending(r.order.dropped[k]);
+    }
+    if (r.order.queue.empty()) break;
+    const hotkernel::OptimizerJob job = r.order.queue.front();
+    removePending(job);
+    ++index;
+    const std::string variant = hotkernel::variantString(job.key);
+    if (job.target) {
+      std::printf("[%zu/%zu] %s %s (~%.0f calls, expected saving %.3f s, budget %.0f s): tuning...\n", index, total,
+                  job.op.c_str(), variant.c_str(), calls.at(hotkernel::jobId(job)), job.target->expectedSavingSeconds,
+                  job.target->budgetSeconds);
+    } else {
+      std::printf("[%zu/%zu] %s %s (~%.0f calls, not ranked): tuning...\n", index, total, job.op.c_str(),
+                  variant.c_str(), calls.at(hotkernel::jobId(job)));
+    }
     std::fflush(stdout);
     try {
-      nlohmann::json r = rt.optimizeVariant("aten::_softmax", targets[i].key, [&] { return Clock::now() < deadline; });
+      nlohmann::json res = rt.optimizeVariant(job.op, job.key, inBudget, job.target);
       ++done;
-      const double speedup = r.value("speedup", 0.0);
+      const double speedup = res.value("speedup", 0.0);
       best = std::max(best, speedup);
-      r.erase("metrics");
-      results.push_back(r);
-      std::printf("[%zu/%zu] %s: %s%s | done %zu/%zu, best speed-up %.2fx, %.0f s left\n", i + 1, targets.size(),
-                  variant.c_str(), r.value("decision", "?").c_str(),
-                  speedup > 0 ? (" " + std::to_string(speedup).substr(0, 5) + "x").c_str() : "", done,
-                  targets.size(), best, std::max(0.0, left()));
+      const std::string stop = res.contains("metrics") && res["metrics"].contains("target")
+                                   ? res["metrics"]["target"].value("stop", "none")
+                                   : "none";
+      res.erase("metrics");
+      res["stop"] = stop;
+      results.push_back(res);
+      std::printf("[%zu/%zu] %s: %s%s (search stop: %s) | done %zu/%zu, best speed-up %.2fx, %.0f s left\n", index,
+                  total, variant.c_str(), res.value("decision", "?").c_str(),
+                  speedup > 0 ? (" " + std::to_string(speedup).substr(0, 5) + "x").c_str() : "", stop.c_str(), done,
+                  total, best, std::max(0.0, left()));
     } catch (const std::exception& e) {
       if (left() <= 0) {
         budgetReached = true;
-        std::printf("[%zu/%zu] %s: budget reached; run again to resume\n", i + 1, targets.size(), variant.c_str());
+        std::printf("[%zu/%zu] %s: budget reached; run again to resume\n", index, total, variant.c_str());
         break;
       }
-      std::printf("[%zu/%zu] %s: failed (%s); the ATen kernel stays\n", i + 1, targets.size(), variant.c_str(),
-                  e.what());
-      results.push_back({{"variant", variant}, {"decision", "failed"}, {"error", e.what()}});
+      std::printf("[%zu/%zu] %s: failed (%s); the ATen kernel stays\n", index, total, variant.c_str(), e.what());
+      results.push_back({{"op", job.op}, {"variant", variant}, {"decision", "failed"}, {"error", e.what()}});
     }
     std::fflush(stdout);
   }
   std::printf("warm-up %s: %zu/%zu target(s) decided (%zu already cached), best speed-up %.2fx, %.0f s used\n",
-              budgetReached ? "stopped at the budget" : "finished", done, targets.size(), skipped, best,
+              budgetReached ? "stopped at the budget" : "finished", done, total, skipped, best,
               std::chrono::duration<double>(Clock::now() - start).count());
   if (!jsonOut.empty()) {
     std::ofstream f(jsonOut);
@@ -200,7 +244,9 @@ int main(int argc, char** argv) {
                          {"profile", profilePath},
                          {"budgetSeconds", budget},
                          {"budgetReached", budgetReached},
-                         {"targets", targets.size()},
+                         {"targets", total},
+                         {"copyGBs", copyGBs},
+                         {"ranking", ranking},
                          {"decided", done},
                          {"alreadyCached", skipped},
                          {"results", results}})

@@ -31,4 +31,9 @@ using Workload = std::function<void()>;
 Comparison benchmarkInterleaved(const Workload& baseline, const Workload& candidate, int device,
                                 const BenchmarkOptions& options = {});
 
+// The same method for one workload alone (what the ranking needs: the time of
+// the kernel that runs now, a device copy for the bandwidth peak): `options.pairs`
+// timed runs, each after an L2 flush; median and 95% CI in microseconds.
+MedianCi benchmarkOne(const Workload& work, int device, const BenchmarkOptions& options = {});
+
 }  // namespace hotkernel

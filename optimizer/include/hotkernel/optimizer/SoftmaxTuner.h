@@ -11,6 +11,7 @@
 
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/optimizer/Harness.h"
+#include "hotkernel/optimizer/TargetBudget.h"
 
 namespace hotkernel {
 
@@ -30,6 +31,12 @@ struct TunerOptions {
   // in the sandbox helper and first run in the sandbox-run helper.
   const class ExternalAgent* agent = nullptr;
   int agentRounds = 3;
+  // The target's budget and stop rules (Note [Stopping a target's search] in
+  // TargetBudget.h): the search stops near the roofline, at the budget or after
+  // N rounds without improvement; the agent's rounds run only while none of
+  // these holds; metrics["target"] records the stop. The caller wraps
+  // yieldPoint with it. Null: the search's own limits only.
+  const TargetClock* clock = nullptr;
 };
 
 struct TuneOutcome {

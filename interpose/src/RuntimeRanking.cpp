@@ -1,0 +1,98 @@
+// The runtime's side of the Amdahl ranking (Note [Amdahl ranking] in
+// optimizer/Ranking.h): the background queue's ranker, and what happens to a
+// target the ranking drops (Note [Ranking in the experiment log] in
+// optimizer/RankingLog.h). Kept out of Runtime.cpp; no torch headers here.
+
+#include <utility>
+
+#include "Recorder.h"
+#include "Runtime.h"
+#include "hotkernel/optimizer/ExperimentLog.h"
+#include "hotkernel/optimizer/GpuTargetMeasurer.h"
+#include "hotkernel/optimizer/IdleGate.h"
+#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/optimizer/RankingLog.h"
+#include "hotkernel/runtime/Logging.h"
+
+namespace hotkernel {
+
+RankingOptions Runtime::rankingOptions() {
+  // One pass of the background optimizer splits 10 minutes over what is
+  // queued (re-split each time a job is picked), at least 30 s per target;
+  // stop at 90% of the roofline or after 8 rounds without improvement.
+  return RankingOptions{};
+}
+
+void Runtime::installRanker() {
+  GpuMeasurerOptions mo;
+  mo.memoryCapBytes = config().optimizerMemoryMb > 0 ? config().optimizerMemoryMb << 20 : 0;
+  const double idleMs = static_cast<double>(config().idleMs);
+  mo.yieldPoint = [this, idleMs] {
+    return IdleGate::instance().waitUntilIdle(idleMs, [this] { return stopping_.load(); }, 24 * 3600.0);
+  };
+  measurer_ = std::make_unique<GpuTargetMeasurer>(std::move(mo));
+  ranker_ = makeRanker(*measurer_, [](const OptimizerJob& job) {
+    return Recorder::instance().estimatedCalls(job.op, job.key);
+  });
+  worker_->setRanker([this](const std::vector<OptimizerJob>& queued) {
+    // On the worker thread: its GPU work never counts as serving activity.
+    IdleGate::ScopedOptimizerThread optimizerThread;
+    for (const OptimizerJob& job : queued) ensureDevice(job.key.device);  // fingerprint and cached decisions
+    return (*ranker_)(queued);
+  });
+}
+
+std::unique_ptr<QueueRanker> Runtime::makeRanker(TargetMeasurer& measurer,
+                                                 std::function<double(const OptimizerJob&)> calls) {
+  QueueRankerHooks hooks;
+  hooks.estimatedCalls = std::move(calls);
+  hooks.decided = [this](const OptimizerJob& job) {
+    std::lock_guard<std::mutex> guard(mu_);
+    return hasDecisionLocked(job.op, variantString(job.key));
+  };
+  hooks.onSkipped = [this](const OptimizerJob& job, const SkippedTarget& skipped) { onSkippedTarget(job, skipped); };
+  return std::make_unique<QueueRanker>(measurer, rankingOptions(), std::move(hooks));
+}
+
+void Runtime::onSkippedTarget(const OptimizerJob& job, const SkippedTarget& skipped) {
+  if (skipped.reason == TargetStop::Decided) return;  // its entry and log line exist already
+  std::string fingerprint, fingerprintJson;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    fingerprint = fingerprintKey_;
+    fingerprintJson = fingerprint_.canonicalJson();
+  }
+  const Experiment line = skippedTargetExperiment(skipped, fingerprint);
+  ExperimentLog(config().cacheDir).append(line);
+  HOTKERNEL_LOG(Info) << "not optimizing " << job.op << " " << skipped.target.variant << ": " << line.reason;
+  if (skipped.reason != TargetStop::NearRoofline) return;
+
+  // Near the roofline: "keep ATen" is the decision (Note [Ranking in the experiment log]).
+  cache::Entry entry;
+  entry.fingerprint = fingerprint;
+  entry.fingerprintJson = fingerprintJson;
+  entry.op = job.op;
+  entry.variant = skipped.target.variant;
+  entry.decision = "keep_aten";
+  entry.params = "{}";
+  entry.metrics = nlohmann::json({{"ranking", line.extra["ranking"]}, {"reason", line.reason}}).dump();
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    addDecisionLocked(job.op, skipped.target.variant);
+    tuneLog_.push_back({{"op", job.op},
+                        {"variant", skipped.target.variant},
+                        {"decision", "keep_aten"},
+                        {"reason", line.reason}});
+  }
+  // cache_ is written once before the device is marked loaded (ensureDevice ran for this job).
+  if (cache_ && !fingerprint.empty()) {
+    try {
+      cache_->put(entry);
+    } catch (const std::exception& e) {
+      HOTKERNEL_LOG(Warn) << "cannot store the keep-ATen decision for " << entry.variant << " in the cache: "
+                          << e.what();
+    }
+  }
+}
+
+}  // namespace hotkernel

@@ -1,0 +1,86 @@
+#include "hotkernel/optimizer/GpuTargetMeasurer.h"
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/_log_softmax_cuda_dispatch.h>
+#include <ATen/ops/_softmax_cuda_dispatch.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <algorithm>
+
+#include "hotkernel/kernels/DType.h"
+#include "hotkernel/optimizer/Benchmark.h"
+#include "hotkernel/optimizer/Harness.h"
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel {
+
+GpuTargetMeasurer::GpuTargetMeasurer(GpuMeasurerOptions options) : options_(std::move(options)) {
+  HOTKERNEL_CHECK(options_.runs >= 7, "runs must be >= 7, got ", options_.runs);
+  HOTKERNEL_CHECK(options_.memoryCapBytes >= 0, "memoryCapBytes must be >= 0, got ", options_.memoryCapBytes);
+}
+
+int64_t GpuTargetMeasurer::copyBufferBytes(int64_t l2Bytes, int64_t memoryCapBytes) {
+  constexpr int64_t kMax = int64_t{128} << 20;
+  const int64_t flush = std::max<int64_t>(2 * l2Bytes, 1 << 20);
+  const int64_t fit = (memoryCapBytes - flush) / 2;
+  const int64_t bytes = std::min(kMax, fit) / 4096 * 4096;
+  return bytes >= 2 * l2Bytes && bytes > 0 ? bytes : 0;
+}
+
+int64_t GpuTargetMeasurer::capFor(int device) const {
+  if (options_.memoryCapBytes > 0) return options_.memoryCapBytes;
+  return static_cast<int64_t>(at::cuda::getDeviceProperties(device)->totalGlobalMem / 4);
+}
+
+MachinePeaks GpuTargetMeasurer::measurePeaks(int device) {
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
+  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
+  const int64_t l2 = at::cuda::getDeviceProperties(device)->l2CacheSize;
+  const int64_t cap = capFor(device);
+  const int64_t bytes = copyBufferBytes(l2, cap);
+  HOTKERNEL_CHECK(bytes > 0, "measuring the copy bandwidth needs ~", (4 * l2 + 2 * l2) >> 20,
+                  " MiB of GPU memory, over the optimizer's cap of ", cap >> 20, " MiB");
+  const auto opts = at::TensorOptions().dtype(at::kByte).device(at::kCUDA, device);
+  at::Tensor src = at::empty({bytes}, opts).fill_(1);
+  at::Tensor dst = at::empty({bytes}, opts);
+  BenchmarkOptions bo;
+  bo.pairs = options_.runs;
+  bo.beforePair = options_.yieldPoint;
+  const MedianCi t = benchmarkOne([&] { dst.copy_(src, /*non_blocking=*/true); }, device, bo);
+  HOTKERNEL_CHECK(t.median > 0, "the timed copy took no time");
+  MachinePeaks peaks;
+  peaks.copyBytesPerSecond = 2.0 * static_cast<double>(bytes) / (t.median * 1e-6);
+  peaks.flopsPerSecond = 0;  // Note [Memory-bound families have no FLOP term]
+  return peaks;
+}
+
+double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const VariantKey& key) {
+  const bool softmax = op == "aten::_softmax";
+  HOTKERNEL_CHECK(softmax || op == "aten::_log_softmax", "no timing for ", op);
+  HOTKERNEL_CHECK(key.device >= 0, "timing needs a CUDA device, got device ", key.device);
+  HOTKERNEL_CHECK(key.rows >= 1 && key.cols >= 1, "bad variant ", key.rows, "x", key.cols);
+  const int device = key.device;
+  const auto dtype = static_cast<kernels::DType>(key.dtype);
+  const int64_t l2 = at::cuda::getDeviceProperties(device)->l2CacheSize;
+  const int64_t need = 2 * key.rows * key.cols * static_cast<int64_t>(kernels::elementSize(dtype)) + 2 * l2;
+  const int64_t cap = capFor(device);
+  HOTKERNEL_CHECK(need <= cap, "timing ", op, " ", key.rows, "x", key.cols, " needs ~", need >> 20,
+                  " MiB of GPU memory, over the optimizer's cap of ", cap >> 20, " MiB");
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
+  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
+  const auto opts = at::TensorOptions().dtype(scalarTypeOf(dtype)).device(at::kCUDA, device);
+  const at::Tensor in = at::randn({key.rows, key.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
+  BenchmarkOptions bo;
+  bo.pairs = options_.runs;
+  bo.beforePair = options_.yieldPoint;
+  // Each call allocates its output, as a dispatcher call would.
+  const MedianCi t = benchmarkOne(
+      [&] { (void)(softmax ? at::cuda::_softmax(in, -1, false) : at::cuda::_log_softmax(in, -1, false)); }, device,
+      bo);
+  HOTKERNEL_CHECK(t.median > 0, "the timed ", op, " took no time");
+  return t.median * 1e-6;
+}
+
+}  // namespace hotkernel
