@@ -1,5 +1,9 @@
 #include "hotkernel/optimizer/PlanFactory.h"
 
+#include <sstream>
+
+#include "hotkernel/kernels/LayerNormFamily.h"
+#include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/optimizer/AgentTask.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaKernelLauncher.h"
@@ -25,12 +29,56 @@ Plan makeSoftmaxPlan(const VariantKey& key, const kernels::SoftmaxParams& params
   return plan;
 }
 
+Plan makeRmsNormPlan(const VariantKey& key, const kernels::NormParams& params, const std::string& cubin,
+                     int device) {
+  using kernels::RmsNormFamily;
+  HOTKERNEL_CHECK(!key.hasBias(), "rms_norm takes no bias: ", variantString(key));
+  const kernels::RmsNormVariant v{static_cast<DType>(key.dtype), key.rows, key.cols, key.hasWeight()};
+  HOTKERNEL_CHECK(RmsNormFamily::guardVariant(v) && RmsNormFamily::guardParams(v, params), "parameters ",
+                  params.describe(), " do not fit rms_norm ", variantString(key));
+  const kernels::LaunchGeometry g = RmsNormFamily::launchGeometry(v, params);
+  Plan plan;
+  plan.key = key;
+  plan.description = std::string(RmsNormFamily::kName) + "[" + params.describe() + "] for " + variantString(key);
+  plan.launcher = CudaKernelLauncher::load(device, cubin, RmsNormFamily::kKernelName,
+                                           LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
+                                           RmsNormFamily::requiredAlignment(v.dtype, params), plan.description);
+  return plan;
+}
+
+Plan makeLayerNormPlan(const VariantKey& key, const kernels::NormParams& params, const std::string& cubin,
+                       int device) {
+  using kernels::LayerNormFamily;
+  const kernels::LayerNormVariant v{static_cast<DType>(key.dtype), key.rows, key.cols, key.hasWeight(),
+                                    key.hasBias()};
+  HOTKERNEL_CHECK(LayerNormFamily::guardVariant(v) && LayerNormFamily::guardParams(v, params), "parameters ",
+                  params.describe(), " do not fit layer_norm ", variantString(key));
+  const kernels::LaunchGeometry g = LayerNormFamily::launchGeometry(v, params);
+  Plan plan;
+  plan.key = key;
+  plan.description = std::string(LayerNormFamily::kName) + "[" + params.describe() + "] for " + variantString(key);
+  plan.launcher = CudaKernelLauncher::load(device, cubin, LayerNormFamily::kKernelName,
+                                           LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
+                                           LayerNormFamily::requiredAlignment(v.dtype, params), plan.description);
+  return plan;
+}
+
 Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::json& params,
               const std::string& kernelName, const std::string& cubin, int device) {
   if (family == SoftmaxFamily::kName) {
     HOTKERNEL_CHECK(kernelName.empty() || kernelName == SoftmaxFamily::kKernelName, "unexpected kernel name ",
                     kernelName);
     return makeSoftmaxPlan(key, kernels::SoftmaxParams::fromJson(params), cubin, device);
+  }
+  if (family == kernels::RmsNormFamily::kName) {
+    HOTKERNEL_CHECK(kernelName.empty() || kernelName == kernels::RmsNormFamily::kKernelName,
+                    "unexpected kernel name ", kernelName);
+    return makeRmsNormPlan(key, kernels::NormParams::fromJson(params), cubin, device);
+  }
+  if (family == kernels::LayerNormFamily::kName) {
+    HOTKERNEL_CHECK(kernelName.empty() || kernelName == kernels::LayerNormFamily::kKernelName,
+                    "unexpected kernel name ", kernelName);
+    return makeLayerNormPlan(key, kernels::NormParams::fromJson(params), cubin, device);
   }
   HOTKERNEL_CHECK(family == "agent", "unknown kernel family '", family, "'");
   HOTKERNEL_CHECK(params.is_object() && params.contains("launch"), "agent params without a launch");
@@ -47,7 +95,40 @@ Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::
 
 std::string variantString(const VariantKey& key) {
   return "dtype=" + std::string(kernels::dtypeName(static_cast<DType>(key.dtype))) +
-         ";rows=" + std::to_string(key.rows) + ";cols=" + std::to_string(key.cols);
+         ";rows=" + std::to_string(key.rows) + ";cols=" + std::to_string(key.cols) +
+         (key.hasWeight() ? ";weight=1" : "") + (key.hasBias() ? ";bias=1" : "");
+}
+
+std::optional<VariantKey> parseVariantString(const std::string& s, int device) {
+  VariantKey k;
+  k.device = device;
+  bool haveDtype = false, haveRows = false, haveCols = false;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ';')) {
+    const auto eq = part.find('=');
+    if (eq == std::string::npos) return std::nullopt;
+    const std::string name = part.substr(0, eq), value = part.substr(eq + 1);
+    try {
+      if (name == "dtype") {
+        k.dtype = static_cast<int32_t>(kernels::parseDType(value));
+        haveDtype = true;
+      } else if (name == "rows") {
+        k.rows = std::stoll(value);
+        haveRows = true;
+      } else if (name == "cols") {
+        k.cols = std::stoll(value);
+        haveCols = true;
+      } else if (name == "weight" || name == "bias") {
+        if (value != "0" && value != "1") return std::nullopt;
+        if (value == "1") k.flags |= name == "weight" ? VariantKey::kHasWeight : VariantKey::kHasBias;
+      }
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+  if (!(haveDtype && haveRows && haveCols) || k.rows < 1 || k.cols < 1) return std::nullopt;
+  return k;
 }
 
 }  // namespace hotkernel

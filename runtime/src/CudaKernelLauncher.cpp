@@ -35,20 +35,28 @@ bool CudaKernelLauncher::launch(const RowKernelArgs& args, void* stream) const n
   return launchWith(args, stream, geometry_);
 }
 
+bool CudaKernelLauncher::launchArgs(const KernelArgs& args, void* stream) const noexcept {
+  return launchWith(args, stream, geometry_);
+}
+
 bool CudaKernelLauncher::launchWith(const RowKernelArgs& args, void* stream,
                                     const LaunchGeometry& geometry) const noexcept {
+  KernelArgs list;
+  list.pointer(args.in).pointer(args.out).int64(args.rows).int64(args.cols);
+  return launchWith(list, stream, geometry);
+}
+
+bool CudaKernelLauncher::launchWith(const KernelArgs& args, void* stream,
+                                    const LaunchGeometry& geometry) const noexcept {
   const CudaDriverApi* d = cudaDriver();
-  if (!d) return false;
+  if (!d || !args.valid()) return false;
   // Torch's runtime API makes the primary context current on threads it uses;
   // set it only where that has not happened.
   CUcontext current = nullptr;
   if (d->cuCtxGetCurrent(&current) != CUDA_SUCCESS) return false;
   if (current != context_ && d->cuCtxSetCurrent(context_) != CUDA_SUCCESS) return false;
-  const void* in = args.in;
-  void* out = args.out;
-  long long rows = args.rows;
-  long long cols = args.cols;
-  void* params[] = {&in, &out, &rows, &cols};
+  void* params[KernelArgs::kMaxArgs];
+  args.fillParams(params);
   CUresult r = d->cuLaunchKernel(function_, geometry.gridX, 1, 1, geometry.blockX, 1, 1, geometry.sharedBytes,
                                  static_cast<CUstream>(stream), params, nullptr);
   if (r != CUDA_SUCCESS) {

@@ -5,8 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 
+#include "hotkernel/kernels/NormCommon.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/runtime/PlanTable.h"
 
@@ -16,15 +18,28 @@ namespace hotkernel {
 Plan makeSoftmaxPlan(const VariantKey& key, const kernels::SoftmaxParams& params, const std::string& cubin,
                      int device);
 
+// The norm families: the key's flags say whether the call passes a weight
+// (and a bias); `cubin` must have been compiled with the same HK_HAS_* defines.
+// The plan's launcher runs the family's ABI through launchArgs() (Note [Kernel
+// argument lists]); its alignment() is what in, out, weight and bias need.
+Plan makeRmsNormPlan(const VariantKey& key, const kernels::NormParams& params, const std::string& cubin,
+                     int device);
+Plan makeLayerNormPlan(const VariantKey& key, const kernels::NormParams& params, const std::string& cubin,
+                       int device);
+
 // A plan for a cache entry of any family: "softmax_lastdim" (params = a
-// SoftmaxParams point) or "agent" (params = {"launch": AgentLaunch}, kernel
-// `kernelName` from an external agent). Throws Error for an unknown family or
-// malformed params.
+// SoftmaxParams point), "rms_norm" and "layer_norm" (params = a NormParams
+// point) or "agent" (params = {"launch": AgentLaunch}, kernel `kernelName`
+// from an external agent). Throws Error for an unknown family or malformed params.
 Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::json& params,
               const std::string& kernelName, const std::string& cubin, int device);
 
 // The cache's variant string for a key: "dtype=bfloat16;rows=4096;cols=32000" (no device:
-// the fingerprint names the GPU model).
+// the fingerprint names the GPU model), then ";weight=1" and ";bias=1" for the
+// flags that are set (norm ops).
 std::string variantString(const VariantKey& key);
+
+// The inverse of variantString for `device`; nullopt for a malformed string.
+std::optional<VariantKey> parseVariantString(const std::string& variant, int device);
 
 }  // namespace hotkernel

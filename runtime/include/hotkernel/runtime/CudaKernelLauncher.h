@@ -31,8 +31,11 @@ class CudaKernelLauncher final : public KernelLauncher {
                                                   size_t alignment, std::string description);
 
   bool launch(const RowKernelArgs& args, void* stream) const noexcept override;
+  bool launchArgs(const KernelArgs& args, void* stream) const noexcept override;
   // The same kernel with another geometry (the harness runs one cubin on many shapes).
   bool launchWith(const RowKernelArgs& args, void* stream, const LaunchGeometry& geometry) const noexcept;
+  bool launchWith(const KernelArgs& args, void* stream, const LaunchGeometry& geometry) const noexcept;
+  const LaunchGeometry& geometry() const { return geometry_; }
   size_t alignment() const override { return alignment_; }
   std::string describe() const override { return description_; }
   int registersPerThread() const;

@@ -19,16 +19,26 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hotkernel/runtime/KernelArgs.h"
+
 namespace hotkernel {
 
-// The exact variant of a last-dim row op: dtype code, device, rows, cols.
+// The exact variant of a last-dim row op: dtype code, device, rows, cols, and
+// which optional per-column inputs the call passes (the norm ops' weight and
+// bias; always 0 for softmax).
 struct VariantKey {
+  static constexpr int32_t kHasWeight = 1;
+  static constexpr int32_t kHasBias = 2;
+
   int32_t dtype = 0;   // hotkernel::kernels::DType as int
   int32_t device = 0;  // device ordinal (-1 for CPU)
   int64_t rows = 0;
   int64_t cols = 0;
+  int32_t flags = 0;   // kHasWeight | kHasBias
+  bool hasWeight() const { return (flags & kHasWeight) != 0; }
+  bool hasBias() const { return (flags & kHasBias) != 0; }
   bool operator==(const VariantKey& o) const {
-    return dtype == o.dtype && device == o.device && rows == o.rows && cols == o.cols;
+    return dtype == o.dtype && device == o.device && rows == o.rows && cols == o.cols && flags == o.flags;
   }
 };
 
@@ -37,6 +47,7 @@ struct VariantKeyHash {
     uint64_t h = static_cast<uint64_t>(k.rows) * 0x9E3779B97F4A7C15ull;
     h ^= static_cast<uint64_t>(k.cols) + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
     h ^= (static_cast<uint64_t>(static_cast<uint32_t>(k.dtype)) << 32) | static_cast<uint32_t>(k.device);
+    h ^= static_cast<uint64_t>(static_cast<uint32_t>(k.flags)) << 48;
     return static_cast<size_t>(h * 0xBF58476D1CE4E5B9ull);
   }
 };
@@ -56,6 +67,10 @@ class KernelLauncher {
  public:
   virtual ~KernelLauncher() = default;
   virtual bool launch(const RowKernelArgs& args, void* stream) const noexcept = 0;
+  // The same for a kernel of another ABI (the norm families): the full
+  // argument list in the kernel's parameter order (Note [Kernel argument
+  // lists]). The default launches nothing.
+  virtual bool launchArgs(const KernelArgs& /*args*/, void* /*stream*/) const noexcept { return false; }
   // Required alignment (bytes) of the input and output data pointers.
   virtual size_t alignment() const = 0;
   virtual std::string describe() const = 0;

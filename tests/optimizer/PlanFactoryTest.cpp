@@ -1,0 +1,58 @@
+// The parts of the plan factory that need no GPU: the cache's variant strings
+// and the checks that run before a cubin is loaded.
+#include <gtest/gtest.h>
+
+#include "hotkernel/kernels/LayerNormFamily.h"
+#include "hotkernel/kernels/RmsNormFamily.h"
+#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel {
+namespace {
+
+using kernels::DType;
+
+TEST(PlanFactoryTest, GivenSoftmaxKeyWhenFormattedThenVariantStringIsUnchanged) {
+  const VariantKey k{static_cast<int32_t>(DType::BFloat16), 0, 4096, 32000};
+  EXPECT_EQ(variantString(k), "dtype=bfloat16;rows=4096;cols=32000");
+}
+
+TEST(PlanFactoryTest, GivenNormKeysWhenFormattedAndParsedThenFlagsRoundTrip) {
+  for (int32_t flags : {0, VariantKey::kHasWeight, VariantKey::kHasBias,
+                        VariantKey::kHasWeight | VariantKey::kHasBias}) {
+    VariantKey k{static_cast<int32_t>(DType::Float16), 3, 16384, 8192};
+    k.flags = flags;
+    const std::string s = variantString(k);
+    std::optional<VariantKey> back = parseVariantString(s, 3);
+    ASSERT_TRUE(back.has_value()) << s;
+    EXPECT_TRUE(*back == k) << s;
+  }
+  VariantKey both{static_cast<int32_t>(DType::Float32), 0, 2, 7};
+  both.flags = VariantKey::kHasWeight | VariantKey::kHasBias;
+  EXPECT_EQ(variantString(both), "dtype=float32;rows=2;cols=7;weight=1;bias=1");
+}
+
+TEST(PlanFactoryTest, GivenMalformedVariantStringsWhenParsedThenRefused) {
+  for (const char* s : {"", "dtype=bf16;rows=4", "dtype=bf16;rows=0;cols=4", "dtype=int8;rows=1;cols=4",
+                        "dtype=bf16;rows=x;cols=4", "dtype=bf16;rows=1;cols=4;weight=2", "dtype=bf16;rows"}) {
+    EXPECT_FALSE(parseVariantString(s, 0).has_value()) << s;
+  }
+  EXPECT_TRUE(parseVariantString("dtype=bf16;rows=1;cols=4;weight=0", 0).has_value());
+}
+
+TEST(PlanFactoryTest, GivenNormParamsThatDoNotFitWhenMakingPlansThenErrorBeforeAnyLoad) {
+  VariantKey k{static_cast<int32_t>(DType::BFloat16), 0, 64, 4097};  // 4097: no vector width divides it
+  k.flags = VariantKey::kHasWeight;
+  const kernels::NormParams wide{256, 8, 4, 1};
+  EXPECT_THROW(makeRmsNormPlan(k, wide, "not a cubin", 0), Error);
+  EXPECT_THROW(makeLayerNormPlan(k, wide, "not a cubin", 0), Error);
+  VariantKey withBias = k;
+  withBias.flags |= VariantKey::kHasBias;
+  const kernels::NormParams scalarPoint{256, 1, 0, 1};
+  EXPECT_THROW(makeRmsNormPlan(withBias, scalarPoint, "not a cubin", 0), Error);  // rms_norm has no bias
+  EXPECT_THROW(makePlan("rms_norm", k, wide.toJson(), "hk_other", "not a cubin", 0), Error);
+  EXPECT_THROW(makePlan("group_norm", k, wide.toJson(), "", "not a cubin", 0), Error);
+}
+
+}  // namespace
+}  // namespace hotkernel
