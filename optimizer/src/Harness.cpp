@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/KernelArgs.h"
 
 namespace hotkernel {
 namespace {
@@ -69,27 +70,81 @@ double maxAbsError(const at::Tensor& out, const at::Tensor& ref) {
   return diff.numel() ? diff.max().item<double>() : 0.0;
 }
 
+// The spec in its general form (Note [Row ops with extra inputs and several outputs]).
+RowOpSpec normalized(const RowOpSpec& spec) {
+  if (!spec.outputs.empty()) {
+    HOTKERNEL_CHECK(spec.makeArgs && spec.references && spec.kernelArgs, "row op spec ", spec.op,
+                    " with outputs needs makeArgs, references and kernelArgs");
+    return spec;
+  }
+  HOTKERNEL_CHECK(spec.reference && spec.tolerance, "row op spec ", spec.op, " needs reference and tolerance");
+  RowOpSpec g = spec;
+  auto tolerance = spec.tolerance;
+  g.outputs = {RowOpOutput{"out", false, [tolerance](const at::Tensor& in, const std::vector<at::Tensor>&, DType d) {
+                             return at::scalar_tensor(tolerance(d, in.size(1)), at::kDouble);
+                           }}};
+  g.makeArgs = [](int64_t, int64_t, DType, at::Generator&) { return RowOpArgs{}; };
+  auto reference = spec.reference;
+  g.references = [reference](const at::Tensor& in, const RowOpArgs&) { return std::vector<at::Tensor>{reference(in)}; };
+  if (spec.reference64) {
+    auto reference64 = spec.reference64;
+    g.references64 = [reference64](const at::Tensor& in64, const RowOpArgs&) { return reference64(in64); };
+  }
+  g.kernelArgs = [](const at::Tensor& in, const RowOpArgs&, const std::vector<at::Tensor>& outs) {
+    KernelArgs a;
+    a.pointer(in.const_data_ptr()).pointer(outs[0].mutable_data_ptr()).int64(in.size(0)).int64(in.size(1));
+    return a;
+  };
+  return g;
+}
+
+// Elements of `out` farther from `ref` than the elementwise `bound` (finite
+// positions; NaN and infinity positions are maxAbsError's business), compared
+// in float32 like maxAbsError. Empty when none.
+std::string outsideBound(const at::Tensor& out, const at::Tensor& ref, const at::Tensor& bound) {
+  at::Tensor o = out.to(at::kFloat), r = ref.to(at::kFloat);
+  at::Tensor excess = ((o - r).abs() - bound.to(o.device()).to(at::kFloat)).masked_fill_(~(o.isfinite() & r.isfinite()), 0.0);
+  const int64_t bad = (excess > 0).sum().item<int64_t>();
+  if (bad == 0) return {};
+  const int64_t i = excess.reshape({-1}).argmax().item<int64_t>();
+  at::Tensor b = bound.to(o.device()).to(at::kFloat).expand_as(o).reshape({-1});
+  std::ostringstream os;
+  os << bad << " element(s) outside the bound; worst at flat index " << i << ": got "
+     << o.reshape({-1})[i].item<double>() << ", reference " << r.reshape({-1})[i].item<double>() << ", bound "
+     << b[i].item<double>();
+  return os.str();
+}
+
 struct Runner {
   const HarnessCandidate& c;
+  const RowOpSpec& spec;  // normalized
   DType dtype;
   int device;
   double watchdogSeconds;
   std::shared_ptr<CudaKernelLauncher> launcher;
   at::cuda::CUDAStream stream;
 
-  // Runs the candidate on `in` into a fresh NaN-filled buffer with a canary
-  // tail. Returns the output, or an undefined tensor and `why` on failure.
-  at::Tensor run(const at::Tensor& in, std::string& why) {
+  // Runs the candidate on `in` (and `args`) into fresh NaN-filled outputs,
+  // each with a canary tail. Returns the outputs, or none and `why` on failure.
+  std::vector<at::Tensor> run(const at::Tensor& in, const RowOpArgs& args, std::string& why) {
     const int64_t rows = in.size(0), cols = in.size(1);
     constexpr int64_t kCanary = 1024;
-    at::Tensor buf = at::empty({rows * cols + kCanary}, in.options());
-    buf.fill_(std::numeric_limits<float>::quiet_NaN());
-    at::Tensor canary = buf.narrow(0, rows * cols, kCanary);
-    canary.fill_(1234.5);
+    std::vector<at::Tensor> outs, canaries;
+    for (const RowOpOutput& o : spec.outputs) {
+      const int64_t n = o.perRow ? rows : rows * cols;
+      at::Tensor buf = at::empty({n + kCanary}, o.perRow ? in.options().dtype(at::kFloat) : in.options());
+      buf.fill_(std::numeric_limits<float>::quiet_NaN());
+      at::Tensor canary = buf.narrow(0, n, kCanary);
+      canary.fill_(1234.5);
+      canaries.push_back(canary);
+      at::Tensor out = buf.narrow(0, 0, n);
+      outs.push_back(o.perRow ? out : out.view({rows, cols}));
+    }
     at::Tensor inCopy = in.clone();
-    at::Tensor out = buf.narrow(0, 0, rows * cols).view({rows, cols});
-    if (!launcher->launchWith({in.const_data_ptr(), out.mutable_data_ptr(), rows, cols}, stream.stream(),
-                              c.geometry(rows, cols))) {
+    std::vector<at::Tensor> columnCopies;
+    for (const at::Tensor& t : args.columns) columnCopies.push_back(t.defined() ? t.clone() : at::Tensor());
+    const KernelArgs kernelArgs = spec.kernelArgs(in, args, outs);
+    if (!launcher->launchWith(kernelArgs, stream.stream(), c.geometry(rows, cols))) {
       why = "launch failed";
       return {};
     }
@@ -111,15 +166,24 @@ struct Runner {
       (void)cudaGetLastError();
       return {};
     }
-    if (!at::all(canary == 1234.5).item<bool>()) {
-      why = "wrote past the end of the output";
-      return {};
+    for (size_t i = 0; i < canaries.size(); ++i) {
+      if (!at::all(canaries[i] == 1234.5).item<bool>()) {
+        why = "wrote past the end of the output" + (spec.outputs.size() > 1 ? " '" + spec.outputs[i].name + "'" : "");
+        return {};
+      }
     }
     if (!bitwiseEqual(in, inCopy, dtype)) {
       why = "modified its input (aliasing or in-place write)";
       return {};
     }
-    return out.clone();
+    for (size_t i = 0; i < args.columns.size(); ++i) {
+      if (args.columns[i].defined() && !bitwiseEqual(args.columns[i], columnCopies[i], dtype)) {
+        why = "modified its per-column input " + std::to_string(i);
+        return {};
+      }
+    }
+    for (at::Tensor& o : outs) o = o.clone();
+    return outs;
   }
 };
 
@@ -148,8 +212,9 @@ const StageResult* HarnessReport::failure() const {
   return nullptr;
 }
 
-HarnessReport runHarness(const RowOpSpec& spec, const HarnessCandidate& c, DType dtype, int64_t rows,
+HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DType dtype, int64_t rows,
                          int64_t cols, int device, const HarnessOptions& options) {
+  const RowOpSpec spec = normalized(opSpec);
   HarnessReport report;
   report.seed = options.seed ? options.seed
                              : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
@@ -166,7 +231,8 @@ HarnessReport runHarness(const RowOpSpec& spec, const HarnessCandidate& c, DType
     return at::rand({r, n}, gen, floatOpts).mul_(6.0).sub_(1.0).to(st);
   };
 
-  Runner runner{c, dtype, device, options.watchdogSeconds, nullptr, stream};
+  Runner runner{c, spec, dtype, device, options.watchdogSeconds, nullptr, stream};
+  auto drawArgs = [&](int64_t r, int64_t n) { return spec.makeArgs(r, n, dtype, gen); };
   auto fail = [&](HarnessStage s, const std::string& why) {
     report.stages.push_back(StageResult{s, false, why});
     report.passed = false;
@@ -178,29 +244,56 @@ HarnessReport runHarness(const RowOpSpec& spec, const HarnessCandidate& c, DType
   } catch (const std::exception& e) {
     return fail(HarnessStage::Smoke, std::string("cannot load: ") + e.what());
   }
-  // Checks one input against the reference; false + why on any mismatch.
-  auto check = [&](const at::Tensor& in, std::string& why) -> bool {
+  // Checks one input (and its extra arguments) against the reference; false +
+  // why on any mismatch. Every output is compared under its own bound.
+  auto check = [&](const at::Tensor& in, const RowOpArgs& args, std::string& why) -> bool {
     if (options.yieldPoint && !options.yieldPoint()) {
       why = "interrupted";
       return false;
     }
-    at::Tensor out = runner.run(in, why);
-    if (!out.defined()) return false;
-    at::Tensor ref = spec.reference(in);
-    const double err = maxAbsError(out, ref);
-    const double tol = spec.tolerance(dtype, in.size(1));
-    if (!(err <= tol)) {
-      std::ostringstream os;
-      os << "max abs error " << err << " > tolerance " << tol << " at [" << in.size(0) << ", " << in.size(1) << "]";
-      why = os.str();
-      return false;
+    std::vector<at::Tensor> outs = runner.run(in, args, why);
+    if (outs.empty()) return false;
+    std::vector<at::Tensor> refs = spec.references(in, args);
+    HOTKERNEL_CHECK(refs.size() == outs.size(), "the reference of ", spec.op, " gave ", refs.size(),
+                    " outputs, the spec names ", outs.size());
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const std::string name = spec.outputs.size() > 1 ? spec.outputs[i].name + ": " : "";
+      at::Tensor ref = refs[i].reshape(outs[i].sizes());
+      const double err = maxAbsError(outs[i], ref);
+      if (!std::isfinite(err)) {
+        std::ostringstream os;
+        os << name << "NaN or infinity where the reference has none (or the reverse) at [" << in.size(0) << ", "
+           << in.size(1) << "]";
+        why = os.str();
+        return false;
+      }
+      const at::Tensor bound = spec.outputs[i].bound(in, refs, dtype);
+      if (bound.numel() == 1) {
+        const double tol = bound.item<double>();
+        if (!(err <= tol)) {
+          std::ostringstream os;
+          os << name << "max abs error " << err << " > tolerance " << tol << " at [" << in.size(0) << ", "
+             << in.size(1) << "]";
+          why = os.str();
+          return false;
+        }
+      } else if (const std::string outside = outsideBound(outs[i], ref, bound); !outside.empty()) {
+        std::ostringstream os;
+        os << name << "max abs error " << err << ": " << outside << " at [" << in.size(0) << ", " << in.size(1)
+           << "]";
+        why = os.str();
+        return false;
+      }
+      if (i == 0) report.maxAbsError = std::max(report.maxAbsError, err);
     }
-    if (spec.reference64) {
-      // Against float64 (on up to 256 rows: "where cheap"), the candidate may
-      // not be worse than ATen by more than the tolerance.
+    if (spec.references64) {
+      // Against float64 (on up to 256 rows: "where cheap"), the candidate's
+      // output 0 may not be worse than ATen's by more than its bound.
       const int64_t n = std::min<int64_t>(in.size(0), 256);
-      at::Tensor ref64 = spec.reference64(in.narrow(0, 0, n).to(at::kDouble));
-      const double mine = maxAbsError(out.narrow(0, 0, n), ref64), aten = maxAbsError(ref.narrow(0, 0, n), ref64);
+      at::Tensor ref64 = spec.references64(in.narrow(0, 0, n).to(at::kDouble), args);
+      at::Tensor ref0 = refs[0].reshape(outs[0].sizes()).narrow(0, 0, n);
+      const double mine = maxAbsError(outs[0].narrow(0, 0, n), ref64), aten = maxAbsError(ref0, ref64);
+      const double tol = spec.outputs[0].bound(in, refs, dtype).max().item<double>();
       if (std::isfinite(aten) && !(mine <= aten + tol)) {
         std::ostringstream os;
         os << "float64 error " << mine << " exceeds ATen's " << aten << " + tolerance";
@@ -208,14 +301,14 @@ HarnessReport runHarness(const RowOpSpec& spec, const HarnessCandidate& c, DType
         return false;
       }
     }
-    report.maxAbsError = std::max(report.maxAbsError, err);
     return true;
   };
 
   std::string why;
   // 1. smoke
   at::Tensor x = randomInput(rows, cols);
-  if (!check(x, why)) return fail(HarnessStage::Smoke, why);
+  const RowOpArgs xArgs = drawArgs(rows, cols);
+  if (!check(x, xArgs, why)) return fail(HarnessStage::Smoke, why);
   report.stages.push_back({HarnessStage::Smoke, true, "recorded variant"});
 
   // 2. variant sweep: neighbours the guard accepts.
@@ -228,7 +321,7 @@ HarnessReport runHarness(const RowOpSpec& spec, const HarnessCandidate& c, DType
   int swept = 0;
   for (auto [r, n] : shapes) {
     if (!c.acceptsShape(r, n)) continue;
-    if (!check(randomInput(r, n), why)) return fail(HarnessStage::Sweep, why);
+    if (!check(randomInput(r, n), drawArgs(r, n), why)) return fail(HarnessStage::Sweep, why);
     ++swept;
   }
   report.stages.push_back({HarnessStage::Sweep, true, std::to_string(swept) + " neighbour shapes"});
@@ -244,28 +337,38 @@ HarnessReport runHarness(const RowOpSpec& spec, const HarnessCandidate& c, DType
       {"zeros", at::zeros_like(x)},
       {"shifted", (xf + (dtype == DType::Float16 ? 1e4 : 1e5)).to(st)},
   };
-  {
+  if (spec.infinitiesDefined) {
     at::Tensor special = xf.clone();
     const int64_t r0 = 0, r1 = rows > 1 ? 1 : 0, r2 = rows > 2 ? 2 : 0;
     special.select(0, r0).select(0, 0).fill_(-std::numeric_limits<float>::infinity());
     if (r1 != r0) special.select(0, r1).fill_(-std::numeric_limits<float>::infinity());  // a row of -inf
     if (r2 != r0 && r2 != r1) special.select(0, r2).select(0, cols - 1).fill_(std::numeric_limits<float>::quiet_NaN());
     stress.push_back({"-inf and NaN", special.to(st)});
+  } else {
+    at::Tensor special = xf.clone();
+    special.select(0, rows > 2 ? 2 : 0).select(0, cols - 1).fill_(std::numeric_limits<float>::quiet_NaN());
+    stress.push_back({"NaN", special.to(st)});
   }
   for (const auto& [name, in] : stress) {
-    if (!check(in, why)) return fail(HarnessStage::Stability, name + ": " + why);
+    if (!check(in, drawArgs(rows, cols), why)) return fail(HarnessStage::Stability, name + ": " + why);
   }
   report.stages.push_back({HarnessStage::Stability, true, std::to_string(stress.size()) + " input sets"});
 
   // 4. determinism: 3 runs, fresh NaN-filled outputs, bitwise identical.
-  at::Tensor first;
+  std::vector<at::Tensor> first;
   for (int i = 0; i < 3; ++i) {
-    at::Tensor out = runner.run(x, why);
-    if (!out.defined()) return fail(HarnessStage::Determinism, why);
+    std::vector<at::Tensor> outs = runner.run(x, xArgs, why);
+    if (outs.empty()) return fail(HarnessStage::Determinism, why);
     if (i == 0) {
-      first = out;
-    } else if (!bitwiseEqual(first, out, dtype)) {
-      return fail(HarnessStage::Determinism, "run " + std::to_string(i + 1) + " differs bitwise from run 1");
+      first = outs;
+      continue;
+    }
+    for (size_t k = 0; k < outs.size(); ++k) {
+      const DType bits = spec.outputs[k].perRow ? DType::Float32 : dtype;
+      if (!bitwiseEqual(first[k], outs[k], bits)) {
+        return fail(HarnessStage::Determinism, "run " + std::to_string(i + 1) + " differs bitwise from run 1" +
+                                                   (outs.size() > 1 ? " in '" + spec.outputs[k].name + "'" : ""));
+      }
     }
   }
   report.stages.push_back({HarnessStage::Determinism, true, "3 runs bitwise identical"});
@@ -280,7 +383,7 @@ HarnessReport runHarness(const RowOpSpec& spec, const HarnessCandidate& c, DType
       return fail(HarnessStage::EdgeCases, "guard accepts pointers misaligned by one element");
     }
   }
-  if (!c.acceptsPointers(x.const_data_ptr(), first.mutable_data_ptr())) {
+  if (!c.acceptsPointers(x.const_data_ptr(), first[0].mutable_data_ptr())) {
     return fail(HarnessStage::EdgeCases, "guard refuses aligned, distinct buffers");
   }
   report.stages.push_back({HarnessStage::EdgeCases, true, "misaligned refused, no aliasing, input untouched"});

@@ -7,7 +7,10 @@
 
 #include <chrono>
 
+#include "hotkernel/kernels/LayerNormFamily.h"
+#include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/optimizer/Harness.h"
+#include "hotkernel/optimizer/NormTuner.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -138,6 +141,64 @@ TEST_F(PlantedKernelsTest, GivenKernelThatNeverFinishesWhenCheckedThenWatchdogSt
   EXPECT_LT(waited, 8.0);
   // Let the planted kernel run out before the process tears its context down.
   at::cuda::device_synchronize();
+}
+
+// The harness in its general form (weights, eps and several outputs): the
+// rms_norm template with the weight multiply removed must be caught although
+// it computes rstd and normalizes correctly; the unmodified templates pass.
+class PlantedNormKernelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!at::cuda::is_available() || at::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  }
+  static constexpr const char* kWeightMultiply = "return hk_to_float(w) * (r * x);";
+
+  static HarnessReport checkRmsNorm(const std::string& source, kernels::DType dtype) {
+    const kernels::RmsNormVariant v{dtype, 64, 4096, /*hasWeight=*/true};
+    const kernels::NormParams p = kernels::RmsNormFamily::parameterSpace(v).front();
+    const std::string cubin = compileToCubin(source, "rms_norm.cu", queryDevice(0).nvrtcArch(),
+                                             kernels::RmsNormFamily::compileOptions(dtype, p, true))
+                                  .cubin;
+    return runHarness(rmsNormSpec(true), rmsNormCandidate(v, p, cubin), dtype, v.rows, v.cols, 0);
+  }
+  static std::string stageOf(const HarnessReport& r) {
+    return r.failure() ? std::string(toString(r.failure()->stage)) + ": " + r.failure()->detail : "passed";
+  }
+};
+
+TEST_F(PlantedNormKernelsTest, GivenRmsNormTemplateWhenCheckedThenAllFiveStagesPass) {
+  for (kernels::DType d : kernels::kAllDTypes) {
+    HarnessReport r = checkRmsNorm(kernels::RmsNormFamily::source(), d);
+    EXPECT_TRUE(r.passed) << kernels::dtypeName(d) << " " << stageOf(r);
+    EXPECT_EQ(r.stages.size(), 5u);
+  }
+}
+
+TEST_F(PlantedNormKernelsTest, GivenRmsNormKernelThatIgnoresTheWeightWhenCheckedThenSmokeStageCatchesItInOut) {
+  std::string source = kernels::RmsNormFamily::source();
+  const size_t at = source.find(kWeightMultiply);
+  ASSERT_NE(at, std::string::npos) << "the template no longer holds the weight multiply this test removes";
+  source.replace(at, std::string(kWeightMultiply).size(), "return r * x;");
+  HarnessReport r = checkRmsNorm(source, kernels::DType::BFloat16);
+  ASSERT_FALSE(r.passed);
+  EXPECT_EQ(r.failure()->stage, HarnessStage::Smoke) << stageOf(r);
+  // rstd is right: the bad output is named.
+  EXPECT_EQ(r.failure()->detail.rfind("out: ", 0), 0u) << stageOf(r);
+}
+
+TEST_F(PlantedNormKernelsTest, GivenLayerNormTemplateWithEveryArrayConfigurationWhenCheckedThenAllFiveStagesPass) {
+  for (kernels::DType d : kernels::kAllDTypes) {
+    for (auto [w, b] : std::vector<std::pair<bool, bool>>{{true, true}, {false, false}, {false, true}}) {
+      const kernels::LayerNormVariant v{d, 64, 4096, w, b};
+      const kernels::NormParams p = kernels::LayerNormFamily::parameterSpace(v).front();
+      const std::string cubin =
+          compileToCubin(kernels::LayerNormFamily::source(), "layer_norm.cu", queryDevice(0).nvrtcArch(),
+                         kernels::LayerNormFamily::compileOptions(d, p, w, b))
+              .cubin;
+      HarnessReport r = runHarness(layerNormSpec(w, b), layerNormCandidate(v, p, cubin), d, v.rows, v.cols, 0);
+      EXPECT_TRUE(r.passed) << kernels::dtypeName(d) << " weight=" << w << " bias=" << b << " " << stageOf(r);
+    }
+  }
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,12 +36,59 @@
 
 namespace hotkernel {
 
+// Note [Row ops with extra inputs and several outputs]
+// One harness serves every row op. A single-output op of the (in, out, rows,
+// cols) ABI (softmax) sets reference, reference64 and tolerance. An op with
+// per-column inputs, scalars or several outputs (rms_norm: weight, eps ->
+// out, rstd; layer_norm: weight, bias, eps -> out, mean, rstd) also sets
+// outputs, makeArgs, references and kernelArgs: the harness then draws fresh
+// extra arguments (weights of both signs, eps) for every check, so that a
+// candidate ignoring one of them cannot hide behind a lucky value (a weight
+// of ones), launches the candidate with the full argument list, and compares
+// every output against the reference under that output's own bound. Both
+// forms run the same five stages (runHarness normalizes the first into the
+// second).
+
+// The extra arguments of one call of a row op, drawn by RowOpSpec::makeArgs
+// for every check (the determinism stage reuses one draw).
+struct RowOpArgs {
+  std::vector<at::Tensor> columns;             // per-column inputs ([cols]: weight, bias); undefined = absent
+  std::vector<std::optional<double>> scalars;  // e.g. eps; nullopt = the op's default
+};
+
+// One output the candidate writes.
+struct RowOpOutput {
+  std::string name;     // "out", "mean", "rstd"
+  bool perRow = false;  // false: [rows, cols] in the input's dtype; true: [rows] float32
+  // The largest |got - ref| allowed, per element (or a scalar), given the
+  // input and every output's reference (in `outputs` order). NaN must meet
+  // NaN and infinities must be equal regardless.
+  std::function<at::Tensor(const at::Tensor& in, const std::vector<at::Tensor>& refs, kernels::DType dtype)> bound;
+};
+
 // What the candidate must compute, for one row op.
 struct RowOpSpec {
   std::string op;                                                    // "aten::_softmax"
+  // The single-output form.
   std::function<at::Tensor(const at::Tensor&)> reference;            // the original ATen kernel
   std::function<at::Tensor(const at::Tensor&)> reference64;          // float64 reference, or empty
   std::function<double(kernels::DType, int64_t cols)> tolerance;     // max abs error vs reference
+
+  // The general form (Note [Row ops with extra inputs and several outputs]);
+  // `outputs` empty: the single-output form above.
+  std::vector<RowOpOutput> outputs;
+  std::function<RowOpArgs(int64_t rows, int64_t cols, kernels::DType dtype, at::Generator& gen)> makeArgs;
+  // The original kernel's outputs, in `outputs` order, shaped [rows, cols] or [rows].
+  std::function<std::vector<at::Tensor>(const at::Tensor& in, const RowOpArgs& args)> references;
+  // Output 0 computed in float64 from a float64 input, or empty.
+  std::function<at::Tensor(const at::Tensor& in64, const RowOpArgs& args)> references64;
+  // The candidate's argument list, in its kernel's parameter order.
+  std::function<KernelArgs(const at::Tensor& in, const RowOpArgs& args, const std::vector<at::Tensor>& outs)>
+      kernelArgs;
+  // Whether the reference's result for inputs holding infinities is defined
+  // (the stability stage feeds -inf only then; NaN always). False for the
+  // norms: ATen's two CUDA paths disagree on a row holding an infinity.
+  bool infinitiesDefined = true;
 };
 
 // A compiled candidate and its guard.
@@ -67,7 +115,7 @@ struct HarnessReport {
   bool passed = false;
   std::vector<StageResult> stages;  // in order, up to and including the first failure
   uint64_t seed = 0;
-  double maxAbsError = 0;  // worst error vs the reference over all passing checks
+  double maxAbsError = 0;  // worst error of output 0 vs the reference over all passing checks
   // The first failing stage, or nullptr.
   const StageResult* failure() const;
 };

@@ -1,0 +1,38 @@
+#pragma once
+// The rms_norm and layer_norm tuners: for one recorded variant, the family
+// search (FamilyTuner.h) over the family's points, each candidate through the
+// five-stage harness in its general form (fresh weight, bias and eps per
+// check; out, rstd and mean each compared under the family's tolerance), and
+// timed against aten::_fused_rms_norm / aten::native_layer_norm.
+
+#include "hotkernel/kernels/LayerNormFamily.h"
+#include "hotkernel/kernels/RmsNormFamily.h"
+#include "hotkernel/optimizer/Harness.h"
+#include "hotkernel/optimizer/SoftmaxTuner.h"  // TunerOptions, TuneOutcome
+
+namespace hotkernel {
+
+// What aten::_fused_rms_norm(x, [cols], weight?, eps?) must compute: outputs
+// "out" ([rows, cols], the input's dtype) and "rstd" ([rows], float32). Each
+// check draws a weight of both signs (when `hasWeight`) and an eps (None in
+// about one check in four, ATen's default). Kernel ABI: hk_rms_norm's.
+RowOpSpec rmsNormSpec(bool hasWeight);
+
+// What aten::native_layer_norm(x, [cols], weight?, bias?, eps) must compute:
+// outputs "out", "mean" and "rstd" (the statistics [rows], float32). Kernel ABI: hk_layer_norm's.
+RowOpSpec layerNormSpec(bool hasWeight, bool hasBias);
+
+// A compiled norm point as a harness candidate (the family's guards).
+HarnessCandidate rmsNormCandidate(const kernels::RmsNormVariant& v, const kernels::NormParams& params,
+                                  const std::string& cubin);
+HarnessCandidate layerNormCandidate(const kernels::LayerNormVariant& v, const kernels::NormParams& params,
+                                    const std::string& cubin);
+
+// Run on the calling thread on `device` (own stream, relaxed capture mode).
+// Throw Error when the variant cannot be tuned at all; failed candidates are
+// logged in metrics. The outcome's family is "rms_norm" / "layer_norm" and its
+// paramsJson a NormParams point (makePlan reads both back).
+TuneOutcome tuneRmsNorm(const kernels::RmsNormVariant& variant, int device, const TunerOptions& options = {});
+TuneOutcome tuneLayerNorm(const kernels::LayerNormVariant& variant, int device, const TunerOptions& options = {});
+
+}  // namespace hotkernel

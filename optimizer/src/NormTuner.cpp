@@ -1,0 +1,387 @@
+#include "hotkernel/optimizer/NormTuner.h"
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/_fused_rms_norm_cuda_dispatch.h>
+#include <ATen/ops/native_layer_norm_cuda_dispatch.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <cmath>
+
+#include "hotkernel/optimizer/FamilyTuner.h"
+#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/CudaDriver.h"
+#include "hotkernel/runtime/Nvrtc.h"
+
+namespace hotkernel {
+namespace {
+
+using kernels::DType;
+using kernels::LayerNormFamily;
+using kernels::NormParams;
+using kernels::NormTolerance;
+using kernels::RmsNormFamily;
+
+// Note [Norm harness arguments]
+// Every check draws its own weight and bias, uniform in [-1, 1) and
+// [-0.5, 0.5) (both signs, never all ones: a candidate that ignores the weight
+// or the bias fails the first check), and its own eps, log-uniform in
+// [1e-7, 1e-3] (rms_norm: None, ATen's FLT_EPSILON, in about one check in
+// four). Weights up to 1 in magnitude are what Note [Layer norm tolerance]
+// assumes. The draws come from the harness's generator: a recorded seed
+// replays them.
+std::optional<double> drawEps(at::Generator& gen, bool allowNone) {
+  const at::Tensor u = at::rand({2}, gen, at::TensorOptions().dtype(at::kDouble).device(at::kCUDA)).cpu();
+  const double none = u[0].item<double>(), e = u[1].item<double>();
+  if (allowNone && none < 0.25) return std::nullopt;
+  return std::pow(10.0, -7.0 + 4.0 * e);
+}
+
+at::Tensor drawColumn(int64_t cols, DType dtype, double scale, at::Generator& gen) {
+  const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA);
+  return at::rand({cols}, gen, opts).mul_(2.0 * scale).sub_(scale).to(scalarTypeOf(dtype));
+}
+
+std::optional<at::Tensor> optionalOf(const at::Tensor& t) {
+  return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt;
+}
+
+const void* pointerOf(const at::Tensor& t) { return t.defined() ? t.const_data_ptr() : nullptr; }
+
+// Note [Norm harness bounds]
+// out and rstd: the family's NormTolerance (outAbs + outRel |ref|, statRel |ref|).
+// mean: statRel * (|ref| + scale), the row's scale 1 / refRstd as in
+// NormTolerance::meanWithin, or the row's largest |x| where rstd is 0 or not
+// finite (the variance overflowed: inputs near the dtype's max), since the
+// mean's summation error is relative to sum |x|, not to the mean.
+// layer_norm's out adds the mean's error carried through the cancellation
+// x - mean: statRel * |w| * rstd * |mean| (rows offset far from zero, the
+// harness's "shifted" inputs, where |mean| is hundreds of standard
+// deviations; Note [Layer norm tolerance] covers |mean| up to ~3 std with
+// its 4 s floor). |w| <= 1 for the weights Note [Norm harness arguments]
+// draws, so the term is taken with |w| = 1.
+at::Tensor rowScale(const at::Tensor& in, const at::Tensor& refRstd) {
+  at::Tensor r = refRstd.to(at::kFloat);
+  at::Tensor maxAbs = in.to(at::kFloat).abs().amax(1);
+  at::Tensor usable = (r > 0) & r.isfinite();
+  return at::where(usable, r.reciprocal(), maxAbs);
+}
+
+}  // namespace
+
+RowOpSpec rmsNormSpec(bool hasWeight) {
+  RowOpSpec spec;
+  spec.op = "aten::_fused_rms_norm";
+  spec.infinitiesDefined = false;
+  spec.outputs = {
+      RowOpOutput{"out", false,
+                  [](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
+                    const NormTolerance t = RmsNormFamily::tolerance(d, in.size(1));
+                    return refs[0].to(at::kFloat).abs().mul_(t.outRel).add_(t.outAbs);
+                  }},
+      RowOpOutput{"rstd", true,
+                  [](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
+                    const NormTolerance t = RmsNormFamily::tolerance(d, in.size(1));
+                    return refs[1].to(at::kFloat).abs().mul_(t.statRel);
+                  }},
+  };
+  spec.makeArgs = [hasWeight](int64_t, int64_t cols, DType d, at::Generator& gen) {
+    RowOpArgs a;
+    a.columns = {hasWeight ? drawColumn(cols, d, 1.0, gen) : at::Tensor()};
+    a.scalars = {drawEps(gen, /*allowNone=*/true)};
+    return a;
+  };
+  spec.references = [](const at::Tensor& in, const RowOpArgs& a) {
+    auto [out, rstd] = at::cuda::_fused_rms_norm(in, {in.size(1)}, optionalOf(a.columns[0]), a.scalars[0]);
+    return std::vector<at::Tensor>{out, rstd.reshape({in.size(0)})};
+  };
+  spec.references64 = [](const at::Tensor& in64, const RowOpArgs& a) {
+    // ATen's default eps for float64 is DBL_EPSILON; the op under test used FLT_EPSILON.
+    const double eps = a.scalars[0].value_or(RmsNormFamily::defaultEps(DType::Float32));
+    const at::Tensor w = a.columns[0].defined() ? a.columns[0].to(at::kDouble) : at::Tensor();
+    return std::get<0>(at::cuda::_fused_rms_norm(in64, {in64.size(1)}, optionalOf(w), eps));
+  };
+  spec.kernelArgs = [](const at::Tensor& in, const RowOpArgs& a, const std::vector<at::Tensor>& outs) {
+    const DType d = in.scalar_type() == at::kFloat ? DType::Float32
+                    : in.scalar_type() == at::kHalf ? DType::Float16
+                                                    : DType::BFloat16;
+    const float eps = a.scalars[0] ? static_cast<float>(*a.scalars[0]) : RmsNormFamily::defaultEps(d);
+    return KernelArgs()
+        .pointer(in.const_data_ptr())
+        .pointer(pointerOf(a.columns[0]))
+        .pointer(outs[0].mutable_data_ptr())
+        .pointer(outs[1].mutable_data_ptr())
+        .int64(in.size(0))
+        .int64(in.size(1))
+        .float32(eps);
+  };
+  return spec;
+}
+
+RowOpSpec layerNormSpec(bool hasWeight, bool hasBias) {
+  RowOpSpec spec;
+  spec.op = "aten::native_layer_norm";
+  spec.infinitiesDefined = false;
+  // refs: out [rows, cols], mean [rows], rstd [rows] (Note [Norm harness bounds]).
+  spec.outputs = {
+      RowOpOutput{"out", false,
+                  [](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
+                    const NormTolerance t = LayerNormFamily::tolerance(d, in.size(1));
+                    at::Tensor carried = (refs[1].to(at::kFloat).abs() * refs[2].to(at::kFloat))
+                                             .nan_to_num_(0.0, 0.0, 0.0)
+                                             .mul_(t.statRel)
+                                             .unsqueeze(1);
+                    return refs[0].to(at::kFloat).abs().mul_(t.outRel).add_(t.outAbs).add_(carried);
+                  }},
+      RowOpOutput{"mean", true,
+                  [](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
+                    const NormTolerance t = LayerNormFamily::tolerance(d, in.size(1));
+                    return refs[1].to(at::kFloat).abs().add_(rowScale(in, refs[2])).mul_(t.statRel);
+                  }},
+      RowOpOutput{"rstd", true,
+                  [](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
+                    const NormTolerance t = LayerNormFamily::tolerance(d, in.size(1));
+                    return refs[2].to(at::kFloat).abs().mul_(t.statRel);
+                  }},
+  };
+  spec.makeArgs = [hasWeight, hasBias](int64_t, int64_t cols, DType d, at::Generator& gen) {
+    RowOpArgs a;
+    a.columns = {hasWeight ? drawColumn(cols, d, 1.0, gen) : at::Tensor(),
+                 hasBias ? drawColumn(cols, d, 0.5, gen) : at::Tensor()};
+    a.scalars = {drawEps(gen, /*allowNone=*/false)};
+    return a;
+  };
+  spec.references = [](const at::Tensor& in, const RowOpArgs& a) {
+    auto [out, mean, rstd] = at::cuda::native_layer_norm(in, {in.size(1)}, optionalOf(a.columns[0]),
+                                                         optionalOf(a.columns[1]), *a.scalars[0]);
+    return std::vector<at::Tensor>{out, mean.reshape({in.size(0)}), rstd.reshape({in.size(0)})};
+  };
+  spec.references64 = [](const at::Tensor& in64, const RowOpArgs& a) {
+    const at::Tensor w = a.columns[0].defined() ? a.columns[0].to(at::kDouble) : at::Tensor();
+    const at::Tensor b = a.columns[1].defined() ? a.columns[1].to(at::kDouble) : at::Tensor();
+    return std::get<0>(at::cuda::native_layer_norm(in64, {in64.size(1)}, optionalOf(w), optionalOf(b), *a.scalars[0]));
+  };
+  spec.kernelArgs = [](const at::Tensor& in, const RowOpArgs& a, const std::vector<at::Tensor>& outs) {
+    return KernelArgs()
+        .pointer(in.const_data_ptr())
+        .pointer(pointerOf(a.columns[0]))
+        .pointer(pointerOf(a.columns[1]))
+        .pointer(outs[0].mutable_data_ptr())
+        .pointer(outs[1].mutable_data_ptr())
+        .pointer(outs[2].mutable_data_ptr())
+        .int64(in.size(0))
+        .int64(in.size(1))
+        .float32(static_cast<float>(*a.scalars[0]));
+  };
+  return spec;
+}
+
+HarnessCandidate rmsNormCandidate(const kernels::RmsNormVariant& v, const NormParams& p, const std::string& cubin) {
+  HarnessCandidate c;
+  c.cubin = cubin;
+  c.kernelName = RmsNormFamily::kKernelName;
+  c.description = std::string(RmsNormFamily::kName) + "[" + p.describe() + "]";
+  const kernels::RmsNormVariant base = v;
+  c.geometry = [base, p](int64_t rows, int64_t cols) {
+    kernels::RmsNormVariant w = base;
+    w.rows = rows;
+    w.cols = cols;
+    const kernels::LaunchGeometry g = RmsNormFamily::launchGeometry(w, p);
+    return LaunchGeometry{g.gridX, g.blockX, g.sharedBytes};
+  };
+  c.acceptsShape = [base, p](int64_t rows, int64_t cols) {
+    kernels::RmsNormVariant w = base;
+    w.rows = rows;
+    w.cols = cols;
+    return RmsNormFamily::guardVariant(w) && RmsNormFamily::guardParams(w, p);
+  };
+  const size_t align = RmsNormFamily::requiredAlignment(v.dtype, p);
+  c.acceptsPointers = [align](const void* in, const void* out) {
+    return in != out && kernels::detail::normAligned(in, align) && kernels::detail::normAligned(out, align);
+  };
+  c.alignment = align;
+  return c;
+}
+
+HarnessCandidate layerNormCandidate(const kernels::LayerNormVariant& v, const NormParams& p,
+                                    const std::string& cubin) {
+  HarnessCandidate c;
+  c.cubin = cubin;
+  c.kernelName = LayerNormFamily::kKernelName;
+  c.description = std::string(LayerNormFamily::kName) + "[" + p.describe() + "]";
+  const kernels::LayerNormVariant base = v;
+  c.geometry = [base, p](int64_t rows, int64_t cols) {
+    kernels::LayerNormVariant w = base;
+    w.rows = rows;
+    w.cols = cols;
+    const kernels::LaunchGeometry g = LayerNormFamily::launchGeometry(w, p);
+    return LaunchGeometry{g.gridX, g.blockX, g.sharedBytes};
+  };
+  c.acceptsShape = [base, p](int64_t rows, int64_t cols) {
+    kernels::LayerNormVariant w = base;
+    w.rows = rows;
+    w.cols = cols;
+    return LayerNormFamily::guardVariant(w) && LayerNormFamily::guardParams(w, p);
+  };
+  const size_t align = LayerNormFamily::requiredAlignment(v.dtype, p);
+  c.acceptsPointers = [align](const void* in, const void* out) {
+    return in != out && kernels::detail::normAligned(in, align) && kernels::detail::normAligned(out, align);
+  };
+  c.alignment = align;
+  return c;
+}
+
+namespace {
+
+FamilyPoint toPoint(const NormParams& p) { return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, 1}; }
+NormParams toParams(const FamilyPoint& p) { return NormParams{p.threads, p.vec, p.items, p.rowsPerCta}; }
+
+// The calling thread's device, a stream of its own, and relaxed capture mode
+// (never invalidate another thread's graph capture: Note in DESIGN), for the
+// whole of a tuner: its benchmark inputs included.
+struct TunerScope {
+  explicit TunerScope(int device)
+      : deviceGuard(static_cast<c10::DeviceIndex>(device)),
+        captureGuard(cudaStreamCaptureModeRelaxed),
+        streamGuard(at::cuda::getStreamFromPool(false, device)) {}
+  c10::cuda::CUDAGuard deviceGuard;
+  c10::cuda::CUDAStreamCaptureModeGuard captureGuard;
+  c10::cuda::CUDAStreamGuard streamGuard;
+};
+
+// What both norm tuners share: the memory check and the search itself.
+TuneOutcome runNormSearch(const FamilyTuneSpec& spec, int device, const TunerOptions& options, int buffers) {
+  if (options.memoryCapBytes > 0) {
+    const int64_t need = buffers * spec.rows * spec.cols * static_cast<int64_t>(kernels::elementSize(spec.dtype)) +
+                         2 * at::cuda::getDeviceProperties(device)->l2CacheSize;
+    HOTKERNEL_CHECK(need <= options.memoryCapBytes, "tuning ", spec.family, " ", spec.rows, "x", spec.cols,
+                    " needs ~", need >> 20, " MiB of GPU memory, over the cap of ", options.memoryCapBytes >> 20,
+                    " MiB");
+  }
+  const std::string arch = queryDevice(device).nvrtcArch();
+  double bestSpeedup = 0;
+  TuneOutcome outcome = tuneFamily(spec, device, arch, options, bestSpeedup);
+  outcome.metrics["arch"] = arch;
+  return outcome;
+}
+
+at::Tensor benchInput(DType dtype, int64_t rows, int64_t cols, int device) {
+  const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
+  return at::randn({rows, cols}, opts).mul_(2.0).add_(0.5).to(scalarTypeOf(dtype));
+}
+
+}  // namespace
+
+TuneOutcome tuneRmsNorm(const kernels::RmsNormVariant& v, int device, const TunerOptions& options) {
+  HOTKERNEL_CHECK(RmsNormFamily::guardVariant(v), "rms_norm family cannot serve this variant");
+  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
+  TunerScope scope(device);
+  FamilyTuneSpec spec;
+  spec.family = RmsNormFamily::kName;
+  spec.kernelName = RmsNormFamily::kKernelName;
+  spec.source = RmsNormFamily::source();
+  spec.program = "rms_norm.cu";
+  spec.dtype = v.dtype;
+  spec.rows = v.rows;
+  spec.cols = v.cols;
+  for (const NormParams& p : RmsNormFamily::allParameterPoints(v.dtype)) {
+    if (RmsNormFamily::guardParams(v, p)) spec.validPoints.push_back(toPoint(p));
+  }
+  for (const NormParams& p : RmsNormFamily::parameterSpace(v)) spec.seeds.push_back(toPoint(p));
+  spec.compileOptions = [v](const FamilyPoint& p) {
+    return RmsNormFamily::compileOptions(v.dtype, toParams(p), v.hasWeight);
+  };
+  spec.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
+  spec.candidate = [v](const FamilyPoint& p, const std::string& cubin) {
+    return rmsNormCandidate(v, toParams(p), cubin);
+  };
+  spec.harnessSpec = rmsNormSpec(v.hasWeight);
+  VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
+  key.flags = v.hasWeight ? VariantKey::kHasWeight : 0;
+  spec.makePlan = [key, device](const FamilyPoint& p, const std::string& cubin) {
+    return makeRmsNormPlan(key, toParams(p), cubin, device);
+  };
+  // The timed calls: the original kernel and a plan, each allocating out and rstd.
+  const at::Tensor x = benchInput(v.dtype, v.rows, v.cols, device);
+  const at::Tensor weight =
+      v.hasWeight ? at::rand({v.cols}, x.options().dtype(at::kFloat)).mul_(2.0).sub_(1.0).to(x.scalar_type())
+                  : at::Tensor();
+  const double eps = 1e-6;
+  spec.atenCall = [x, weight, eps] { (void)at::cuda::_fused_rms_norm(x, {x.size(1)}, optionalOf(weight), eps); };
+  spec.candidateCall = [x, weight, eps](const KernelLauncher& launcher) {
+    at::Tensor out = at::empty_like(x);
+    at::Tensor rstd = at::empty({x.size(0), 1}, x.options().dtype(at::kFloat));
+    return launcher.launchArgs(KernelArgs()
+                                   .pointer(x.const_data_ptr())
+                                   .pointer(pointerOf(weight))
+                                   .pointer(out.mutable_data_ptr())
+                                   .pointer(rstd.mutable_data_ptr())
+                                   .int64(x.size(0))
+                                   .int64(x.size(1))
+                                   .float32(static_cast<float>(eps)),
+                               at::cuda::getCurrentCUDAStream().stream());
+  };
+  return runNormSearch(spec, device, options, 10);
+}
+
+TuneOutcome tuneLayerNorm(const kernels::LayerNormVariant& v, int device, const TunerOptions& options) {
+  HOTKERNEL_CHECK(LayerNormFamily::guardVariant(v), "layer_norm family cannot serve this variant");
+  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
+  TunerScope scope(device);
+  FamilyTuneSpec spec;
+  spec.family = LayerNormFamily::kName;
+  spec.kernelName = LayerNormFamily::kKernelName;
+  spec.source = LayerNormFamily::source();
+  spec.program = "layer_norm.cu";
+  spec.dtype = v.dtype;
+  spec.rows = v.rows;
+  spec.cols = v.cols;
+  for (const NormParams& p : LayerNormFamily::allParameterPoints(v.dtype)) {
+    if (LayerNormFamily::guardParams(v, p)) spec.validPoints.push_back(toPoint(p));
+  }
+  for (const NormParams& p : LayerNormFamily::parameterSpace(v)) spec.seeds.push_back(toPoint(p));
+  spec.compileOptions = [v](const FamilyPoint& p) {
+    return LayerNormFamily::compileOptions(v.dtype, toParams(p), v.hasWeight, v.hasBias);
+  };
+  spec.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
+  spec.candidate = [v](const FamilyPoint& p, const std::string& cubin) {
+    return layerNormCandidate(v, toParams(p), cubin);
+  };
+  spec.harnessSpec = layerNormSpec(v.hasWeight, v.hasBias);
+  VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
+  key.flags = (v.hasWeight ? VariantKey::kHasWeight : 0) | (v.hasBias ? VariantKey::kHasBias : 0);
+  spec.makePlan = [key, device](const FamilyPoint& p, const std::string& cubin) {
+    return makeLayerNormPlan(key, toParams(p), cubin, device);
+  };
+  const at::Tensor x = benchInput(v.dtype, v.rows, v.cols, device);
+  const auto colOpts = x.options().dtype(at::kFloat);
+  const at::Tensor weight =
+      v.hasWeight ? at::rand({v.cols}, colOpts).mul_(2.0).sub_(1.0).to(x.scalar_type()) : at::Tensor();
+  const at::Tensor bias = v.hasBias ? at::rand({v.cols}, colOpts).sub_(0.5).to(x.scalar_type()) : at::Tensor();
+  const double eps = 1e-5;
+  spec.atenCall = [x, weight, bias, eps] {
+    (void)at::cuda::native_layer_norm(x, {x.size(1)}, optionalOf(weight), optionalOf(bias), eps);
+  };
+  spec.candidateCall = [x, weight, bias, eps](const KernelLauncher& launcher) {
+    at::Tensor out = at::empty_like(x);
+    const auto statOpts = x.options().dtype(at::kFloat);
+    at::Tensor mean = at::empty({x.size(0), 1}, statOpts);
+    at::Tensor rstd = at::empty({x.size(0), 1}, statOpts);
+    return launcher.launchArgs(KernelArgs()
+                                   .pointer(x.const_data_ptr())
+                                   .pointer(pointerOf(weight))
+                                   .pointer(pointerOf(bias))
+                                   .pointer(out.mutable_data_ptr())
+                                   .pointer(mean.mutable_data_ptr())
+                                   .pointer(rstd.mutable_data_ptr())
+                                   .int64(x.size(0))
+                                   .int64(x.size(1))
+                                   .float32(static_cast<float>(eps)),
+                               at::cuda::getCurrentCUDAStream().stream());
+  };
+  return runNormSearch(spec, device, options, 10);
+}
+
+}  // namespace hotkernel
