@@ -1,0 +1,118 @@
+#include "LayerNormOverride.h"
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/native_layer_norm_cuda_dispatch.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "NormOverrideCommon.h"
+
+namespace hotkernel {
+namespace {
+
+using Result = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
+
+NormOverrideState& state() {
+  static NormOverrideState* s = new NormOverrideState();  // leaked on purpose (see NormOverrideState)
+  return *s;
+}
+
+// Tries the planned kernel; nullopt means "run the original".
+std::optional<Result> tryPlan(const at::Tensor& input, c10::SymIntArrayRef symShape,
+                              const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+                              double eps) noexcept {
+  try {
+    // Symbolic sizes (tracing, export) are never served.
+    std::optional<at::IntArrayRef> normalizedShape = c10::asIntArrayRefSlowOpt(symShape);
+    if (!normalizedShape) return std::nullopt;
+    std::optional<NormCall> call = normCallOf(input, *normalizedShape, weight, bias);
+    if (!call) return std::nullopt;
+    const VariantKey& key = call->key;
+    state().noteDeviceUse(key.device);
+    const Plan* plan = state().plans.load()->find(key);
+    if (!plan) return std::nullopt;
+    const size_t align = plan->launcher->alignment();
+    const void* w = key.hasWeight() ? weight->const_data_ptr() : nullptr;
+    const void* b = key.hasBias() ? bias->const_data_ptr() : nullptr;
+    if (!normPointerAligned(input.const_data_ptr(), align) || !normPointerAligned(w, align) ||
+        !normPointerAligned(b, align)) {
+      return std::nullopt;
+    }
+    at::Tensor out = at::empty(input.sizes(), input.options());
+    const auto statOpts = input.options().dtype(at::kFloat);
+    at::Tensor mean = at::empty(call->statShape, statOpts);
+    at::Tensor rstd = at::empty(call->statShape, statOpts);
+    if (!normPointerAligned(out.const_data_ptr(), align)) return std::nullopt;
+    void* stream = input.is_cuda() ? c10::cuda::getCurrentCUDAStream(input.device().index()).stream() : nullptr;
+    if (!plan->launcher->launchArgs(KernelArgs()
+                                        .pointer(input.const_data_ptr())
+                                        .pointer(w)
+                                        .pointer(b)
+                                        .pointer(out.mutable_data_ptr())
+                                        .pointer(mean.mutable_data_ptr())
+                                        .pointer(rstd.mutable_data_ptr())
+                                        .int64(key.rows)
+                                        .int64(key.cols)
+                                        .float32(static_cast<float>(eps)),
+                                    stream)) {
+      return std::nullopt;
+    }
+    return Result{out, mean, rstd};
+  } catch (const std::exception& e) {
+    HOTKERNEL_LOG_ONCE(Warn, "layer-norm-trampoline-error")
+        << "error in the native_layer_norm trampoline, using the ATen kernel: " << e.what();
+  } catch (...) {
+    HOTKERNEL_LOG_ONCE(Warn, "layer-norm-trampoline-error")
+        << "unknown error in the native_layer_norm trampoline; using ATen";
+  }
+  return std::nullopt;
+}
+
+Result layerNormTrampoline(c10::DispatchKeySet ks, const at::Tensor& input, c10::SymIntArrayRef normalizedShape,
+                           const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+                           double eps) {
+  NormOverrideState& s = state();
+  if (s.enabled.load(std::memory_order_relaxed)) {
+    if (std::optional<Result> r = tryPlan(input, normalizedShape, weight, bias, eps)) {
+      s.hits.fetch_add(1, std::memory_order_relaxed);
+      return std::move(*r);
+    }
+  }
+  s.misses.fetch_add(1, std::memory_order_relaxed);
+  return LayerNormOverride::callOriginal(ks, input, normalizedShape, weight, bias, eps);
+}
+
+}  // namespace
+
+Result LayerNormOverride::callOriginal(c10::DispatchKeySet ks, const at::Tensor& input,
+                                       c10::SymIntArrayRef normalizedShape, const std::optional<at::Tensor>& weight,
+                                       const std::optional<at::Tensor>& bias, double eps) {
+  const c10::DispatchKey key = ks.highestPriorityTypeId();
+  if (key == c10::DispatchKey::CUDA) {
+    return at::cuda::native_layer_norm_symint(input, normalizedShape, weight, bias, eps);
+  }
+  NormOverrideState& s = state();
+  const auto& original = s.originals[static_cast<size_t>(key)];
+  TORCH_CHECK(original.has_value() && s.op.has_value(), "hotkernel: no original native_layer_norm kernel for ",
+              c10::toString(key));
+  torch::jit::Stack stack{input, normalizedShape, weight, bias, eps};
+  original->callBoxed(*s.op, ks, &stack);
+  return {std::move(stack[0]).toTensor(), std::move(stack[1]).toTensor(), std::move(stack[2]).toTensor()};
+}
+
+void LayerNormOverride::install(c10::DispatchKey key) {
+  state().installOnce(key, kOpName,
+                      [](torch::Library& lib) { lib.impl("native_layer_norm", TORCH_FN(layerNormTrampoline)); });
+}
+
+bool LayerNormOverride::installed(c10::DispatchKey key) {
+  return state().installed[static_cast<size_t>(key)].load();
+}
+
+PlanSlot& LayerNormOverride::plans() { return state().plans; }
+void LayerNormOverride::setDeviceHook(DeviceHook hook) { state().deviceHook.store(hook); }
+bool LayerNormOverride::setEnabled(bool enabled) { return state().enabled.exchange(enabled); }
+bool LayerNormOverride::enabled() { return state().enabled.load(); }
+uint64_t LayerNormOverride::hits() { return state().hits.load(); }
+uint64_t LayerNormOverride::misses() { return state().misses.load(); }
+
+}  // namespace hotkernel
