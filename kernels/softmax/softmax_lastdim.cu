@@ -1,7 +1,8 @@
-// softmax over the last dimension of a contiguous [rows, cols] tensor:
-//   out[r, c] = exp(in[r, c] - max_r) / sum_c' exp(in[r, c'] - max_r)
-// the semantics of aten::_softmax(x, -1, half_to_float=false): input and output
-// share one dtype, arithmetic is fp32.
+// softmax (or log_softmax) over the last dimension of a contiguous [rows, cols] tensor:
+//   softmax:     out[r, c] = exp(in[r, c] - max_r) / sum_c' exp(in[r, c'] - max_r)
+//   log_softmax: out[r, c] = (in[r, c] - max_r) - log(sum_c' exp(in[r, c'] - max_r))
+// the semantics of aten::_softmax / aten::_log_softmax(x, -1, half_to_float=false):
+// input and output share one dtype, arithmetic is fp32.
 //
 // Compiled by NVRTC with the defines below (SoftmaxFamily::compileOptions); it
 // includes no header at all, so it needs neither cuda_fp16.h nor cuda_bf16.h.
@@ -11,6 +12,10 @@
 //   HK_VEC      elements per vector access, a power of two, HK_VEC * sizeof(element) <= 16
 //   HK_ITEMS    > 0: register-resident, each thread holds HK_ITEMS vectors of its row;
 //               0: streaming, any row length, the row is read twice
+//   HK_CLUSTER  (optional, default 1) > 1: a thread-block cluster of HK_CLUSTER CTAs
+//               serves each row, each CTA a slice held in registers (register-resident,
+//               HK_ROWS == 1 only, sm_90+): Note [Split rows over a cluster]
+//   HK_LOG      (optional, default 0) 1: log_softmax instead of softmax
 // A row is served by HK_ROW_THREADS = HK_THREADS / HK_ROWS threads.
 //
 // Preconditions (checked on the host by SoftmaxFamily's guards, not here):
@@ -39,6 +44,12 @@
 #if !defined(HK_DTYPE) || !defined(HK_THREADS) || !defined(HK_ROWS) || !defined(HK_VEC) || !defined(HK_ITEMS)
 #error "softmax_lastdim.cu needs HK_DTYPE, HK_THREADS, HK_ROWS, HK_VEC and HK_ITEMS"
 #endif
+#ifndef HK_CLUSTER
+#define HK_CLUSTER 1
+#endif
+#ifndef HK_LOG
+#define HK_LOG 0
+#endif
 
 #define HK_ROW_THREADS (HK_THREADS / HK_ROWS)
 #define HK_ROW_WARPS (HK_ROW_THREADS / 32)  // warps per row when a row spans warps (HK_ROWS == 1)
@@ -66,6 +77,13 @@ static_assert(HK_ROWS >= 1 && (HK_ROWS & (HK_ROWS - 1)) == 0 && HK_ROWS <= HK_TH
 static_assert(HK_VEC >= 1 && (HK_VEC & (HK_VEC - 1)) == 0 && HK_PACK_BYTES <= 16,
               "HK_VEC must be a power of two of at most 16 bytes");
 static_assert(HK_ITEMS >= 0 && HK_ITEMS <= 16, "HK_ITEMS must be in [0, 16]");
+static_assert(HK_CLUSTER == 1 || ((HK_CLUSTER == 2 || HK_CLUSTER == 4 || HK_CLUSTER == 8) && HK_ROWS == 1 &&
+                                  HK_ITEMS > 0),
+              "HK_CLUSTER must be 1, or 2, 4 or 8 with HK_ROWS == 1 and HK_ITEMS > 0");
+static_assert(HK_LOG == 0 || HK_LOG == 1, "HK_LOG must be 0 or 1");
+#if HK_CLUSTER > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "HK_CLUSTER > 1 needs sm_90 or later (thread-block clusters)"
+#endif
 
 // One vector access: HK_VEC elements, aligned to its size so that the compiler
 // emits a single ld/st.global.v4.u32 (16 bytes), .v2 (8) or scalar access.
@@ -161,6 +179,18 @@ __device__ __forceinline__ float hk_exp(float d) {
 #endif
 }
 
+// log(sum) of log_softmax, once per row: float32 uses logf (ATen's std::log),
+// the 16-bit types __logf (sum >= 1 always: abs error <= 2^-21.4 on [1, 2],
+// 3 ulp above, invisible after rounding to 8 or 11 bits; logf's slow path made
+// ptxas spill the largest register-resident bf16 point).
+__device__ __forceinline__ float hk_log(float s) {
+#if HK_DTYPE == 0
+  return logf(s);
+#else
+  return __logf(s);
+#endif
+}
+
 __device__ __forceinline__ float hk_warp_max(float v, int width) {
 #pragma unroll
   for (int o = width / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
@@ -240,7 +270,18 @@ __device__ __forceinline__ void hk_row_pair(float& m, float& s, float* bufM, flo
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(HK_THREADS)
+// The largest register-resident log_softmax points (> 64 values a thread)
+// made ptxas cap itself at ~168 registers and spill; telling it one CTA per SM
+// suffices lifts the cap (they are short-row, few-thread points anyway).
+// Cluster points keep the default: there the hint made ptxas spill instead.
+#if HK_LOG && HK_ITEMS * HK_VEC > 64 && HK_CLUSTER == 1
+#define HK_BOUNDS __launch_bounds__(HK_THREADS, 1)
+#else
+#define HK_BOUNDS __launch_bounds__(HK_THREADS)
+#endif
+
+#if HK_CLUSTER == 1
+extern "C" __global__ void HK_BOUNDS
     hk_softmax_lastdim(const void* in_, void* out_, long long rows, long long cols) {
   // Two buffers so that the max and the sum reductions of one row need no
   // barrier between them; rows after the first are fenced at the loop's end.
@@ -285,6 +326,19 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
     }
     m = hk_row_max(m, hk_buf[0]);
     float s = 0.0f;
+#if HK_LOG
+    // log_softmax keeps x: out = (x - max) - log(sum), ATen's order of operations.
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) {
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) {
+        x[i][j] -= m;  // kept shifted: fewer live registers, the same fp32 operations
+        s += hk_exp(x[i][j]);
+      }
+    }
+    s = hk_row_sum(s, hk_buf[1]);
+    const float logs = hk_log(s);
+#else
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
 #pragma unroll
@@ -295,13 +349,20 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
     }
     s = hk_row_sum(s, hk_buf[1]);
     const float inv = __frcp_rn(s);
+#endif
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
       const int v = i * HK_ROW_THREADS + tid;
       if (v < live) {
         hk_pack p;
 #pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) p.v[j] = hk_from_float(x[i][j] * inv);
+        for (int j = 0; j < HK_VEC; ++j) {
+#if HK_LOG
+          p.v[j] = hk_from_float(x[i][j] - logs);
+#else
+          p.v[j] = hk_from_float(x[i][j] * inv);
+#endif
+        }
         dst[v] = p;
       }
     }
@@ -342,7 +403,11 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
       m = bm;
     }
     hk_row_pair(m, s, hk_buf[0], hk_buf[1]);
+#if HK_LOG
+    const float logs = hk_log(s);
+#else
     const float inv = __frcp_rn(s);
+#endif
     // Pass 2: re-read (mostly from L2: Note [Streaming L2 hints]), write.
     for (int v0 = tid; v0 < live; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL) {
       hk_pack p[HK_STREAM_UNROLL];
@@ -356,7 +421,13 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
         const int v = v0 + u * HK_ROW_THREADS;
         if (v < live) {
 #pragma unroll
-          for (int j = 0; j < HK_VEC; ++j) p[u].v[j] = hk_from_float(hk_exp(hk_to_float(p[u].v[j]) - m) * inv);
+          for (int j = 0; j < HK_VEC; ++j) {
+#if HK_LOG
+            p[u].v[j] = hk_from_float((hk_to_float(p[u].v[j]) - m) - logs);
+#else
+            p[u].v[j] = hk_from_float(hk_exp(hk_to_float(p[u].v[j]) - m) * inv);
+#endif
+          }
           hk_store(dst + v, p[u], drop);
         }
       }
@@ -368,3 +439,131 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
 #endif
   }
 }
+#endif  // HK_CLUSTER == 1
+
+#if HK_CLUSTER > 1
+// Note [Split rows over a cluster]
+// Rows too long for one CTA's registers (bf16 [8192, 128256]: 250 KB a row),
+// and too few rows to fill the GPU ([1, 128256] gives one CTA to one SM), are
+// split over a thread-block cluster: CTA k of the cluster holds vectors
+// [k * chunk, (k + 1) * chunk) of the row in registers, so the row is read
+// from DRAM once, by HK_CLUSTER SMs. Each CTA reduces its slice to an online
+// pair (max, sum; Note [Online pairs]), publishes it in its shared memory, and
+// after a cluster barrier every CTA reads the HK_CLUSTER pairs through
+// distributed shared memory and merges them in rank order: the same order in
+// every CTA, so the whole cluster gets bit-identical (max, sum) and the result
+// does not depend on the grid (Note [Deterministic reductions]). The output is
+// then exp(x - max) / sum (or (x - max) - log(sum)) exactly as in the one-CTA
+// variant. A second barrier, split into arrive (after the reads) and wait
+// (before the pair is overwritten by the next row, or before the CTA exits),
+// keeps a CTA's shared memory alive while peers still read it.
+__device__ __forceinline__ unsigned hk_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void hk_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void hk_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+// The float at `p` (a __shared__ variable) in the shared memory of cluster CTA `rank`.
+__device__ __forceinline__ float hk_cluster_load(const float* p, unsigned rank) {
+  unsigned long long shared;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"(reinterpret_cast<unsigned long long>(p)));
+  unsigned remote;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(static_cast<unsigned>(shared)), "r"(rank));
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
+
+extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
+    hk_softmax_lastdim(const void* in_, void* out_, long long rows, long long cols) {
+  __shared__ float hk_buf[2][HK_THREADS / 32];
+  __shared__ float hk_part[2];  // this CTA's (max, sum) pair of its slice, read by the whole cluster
+  const hk_elem* in = static_cast<const hk_elem*>(in_);
+  hk_elem* out = static_cast<hk_elem*>(out_);
+  const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
+  const int chunk = (nvec + HK_CLUSTER - 1) / HK_CLUSTER;
+  const unsigned rank = hk_cluster_rank();
+  const int begin = min(nvec, static_cast<int>(rank) * chunk);
+  const int end = min(nvec, begin + chunk);
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  // Clusters are HK_CLUSTER consecutive CTAs; the grid is a multiple of HK_CLUSTER.
+  const long long clusters = gridDim.x / HK_CLUSTER;
+  bool published = false;  // a pair of ours may still be read by a peer
+  for (long long row = blockIdx.x / HK_CLUSTER; row < rows; row += clusters) {
+    const hk_pack* src = reinterpret_cast<const hk_pack*>(in + row * cols);
+    hk_pack* dst = reinterpret_cast<hk_pack*>(out + row * cols);
+    float x[HK_ITEMS][HK_VEC];
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) {
+      const int v = begin + i * HK_THREADS + tid;
+      if (v < end) {
+        const hk_pack p = src[v];
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) x[i][j] = hk_to_float(p.v[j]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) x[i][j] = hk_neg_inf();
+      }
+    }
+    float m = hk_neg_inf();
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) {
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) m = fmaxf(m, x[i][j]);
+    }
+    m = hk_row_max(m, hk_buf[0]);
+    const float base = hk_pair_base(m);
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) {
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) s += hk_exp(x[i][j] - base);
+    }
+    s = hk_row_sum(s, hk_buf[1]);
+    if (published) hk_cluster_wait();  // every peer has read our previous pair
+    if (tid == 0) {
+      hk_part[0] = m;
+      hk_part[1] = s;
+    }
+    hk_cluster_arrive();
+    hk_cluster_wait();  // every CTA's pair is visible
+    float pm = hk_neg_inf(), ps = 0.0f;
+    if (lane < HK_CLUSTER) {
+      pm = hk_cluster_load(&hk_part[0], lane);
+      ps = hk_cluster_load(&hk_part[1], lane);
+    }
+    hk_cluster_arrive();  // done reading the peers' pairs
+    published = true;
+    float rm = __shfl_sync(0xffffffffu, pm, 0);
+    float rs = __shfl_sync(0xffffffffu, ps, 0);
+#pragma unroll
+    for (int r = 1; r < HK_CLUSTER; ++r) {
+      hk_pair_merge(rm, rs, __shfl_sync(0xffffffffu, pm, r), __shfl_sync(0xffffffffu, ps, r));
+    }
+#if HK_LOG
+    const float logs = hk_log(rs);
+#else
+    const float inv = __frcp_rn(rs);
+#endif
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) {
+      const int v = begin + i * HK_THREADS + tid;
+      if (v < end) {
+        hk_pack p;
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) {
+#if HK_LOG
+          p.v[j] = hk_from_float((x[i][j] - rm) - logs);
+#else
+          p.v[j] = hk_from_float(hk_exp(x[i][j] - rm) * inv);
+#endif
+        }
+        dst[v] = p;
+      }
+    }
+  }
+  if (published) hk_cluster_wait();  // peers may still read our last pair
+}
+#endif  // HK_CLUSTER > 1

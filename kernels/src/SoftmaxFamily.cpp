@@ -21,6 +21,15 @@ constexpr int kMultiRowItemChoices[] = {1, 2, 4, 8};
 // Below this many rows a multi-row CTA has nothing to gain over one warp per CTA.
 constexpr int64_t kMultiRowMinRows = 256;
 constexpr int kMaxSpaceSize = 12;
+// Split rows (Note [Split rows over a cluster] in the template): cluster sizes
+// (8 is the portable maximum) and CTA sizes.
+constexpr int kClusterChoices[] = {2, 4, 8};
+constexpr int kClusterThreadChoices[] = {256, 512, 1024};
+// Fewer rows than this leave SMs idle with one CTA per row (H200: 132 SMs, two
+// 1024-thread CTAs each): split rows over clusters instead.
+constexpr int64_t kFewRows = 264;
+// Clusters start to pay off for rows of at least this many elements.
+constexpr int64_t kClusterMinCols = 4096;
 
 bool isPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
@@ -35,7 +44,12 @@ int registerElements(int threads) {
 // Whether `p` is one of allParameterPoints(dtype).
 bool isPoint(DType dtype, const SoftmaxParams& p) {
   if (!isPowerOfTwo(p.vec) || p.vec > maxVec(dtype)) return false;
-  if (p.rowsPerCta == 1) {
+  if (p.cluster != 1) {
+    if (!contains(std::begin(kClusterChoices), std::end(kClusterChoices), p.cluster)) return false;
+    if (p.rowsPerCta != 1 || p.items < 1) return false;
+    if (!contains(std::begin(kClusterThreadChoices), std::end(kClusterThreadChoices), p.threads)) return false;
+    if (!contains(std::begin(kItemChoices), std::end(kItemChoices), p.items)) return false;
+  } else if (p.rowsPerCta == 1) {
     if (!contains(std::begin(kThreadChoices), std::end(kThreadChoices), p.threads)) return false;
     if (!contains(std::begin(kItemChoices), std::end(kItemChoices), p.items)) return false;
   } else {
@@ -152,10 +166,53 @@ std::vector<SoftmaxParams> streamingPoints(const SoftmaxVariant& v, int vec) {
   return out;
 }
 
+// Split-row points at width `vec` (sm_90+), best guess first: per cluster
+// size, the two CTA sizes with the fewest items that cover a slice. Few rows:
+// the largest clusters first (more SMs per row); many rows: the smallest
+// cluster that covers the row first (fewer barriers per byte).
+std::vector<SoftmaxParams> clusterPoints(const SoftmaxVariant& v, int vec) {
+  struct Scored {
+    SoftmaxParams p;
+    double score;
+  };
+  const bool fewRows = v.rows < kFewRows;
+  std::vector<SoftmaxParams> out;
+  std::vector<int> clusters(std::begin(kClusterChoices), std::end(kClusterChoices));
+  if (fewRows) std::reverse(clusters.begin(), clusters.end());
+  const int64_t nvec = v.cols / vec;
+  for (int cluster : clusters) {
+    const int64_t slice = ceilDiv(nvec, cluster);
+    std::vector<Scored> scored;
+    for (int threads : kClusterThreadChoices) {
+      for (int items : kItemChoices) {
+        if (items == 0 || static_cast<int64_t>(threads) * items < slice) continue;
+        SoftmaxParams p{threads, vec, items, 1, cluster};
+        if (!SoftmaxFamily::guardParams(v, p)) break;
+        const double util = static_cast<double>(slice) / (static_cast<double>(threads) * items);
+        if (util >= 0.5) scored.push_back({p, util * itemsFactor(items, 4)});
+        break;
+      }
+    }
+    std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.score > b.score; });
+    for (size_t i = 0; i < scored.size() && i < 2; ++i) out.push_back(scored[i].p);
+  }
+  return out;
+}
+
 }  // namespace
 
+const char* softmaxOpName(SoftmaxOp op) {
+  return op == SoftmaxOp::LogSoftmax ? "aten::_log_softmax" : "aten::_softmax";
+}
+
+const char* softmaxFamilyName(SoftmaxOp op) {
+  return op == SoftmaxOp::LogSoftmax ? "log_softmax_lastdim" : SoftmaxFamily::kName;
+}
+
 nlohmann::json SoftmaxParams::toJson() const {
-  return {{"threads", threads}, {"vec", vec}, {"items", items}, {"rowsPerCta", rowsPerCta}};
+  nlohmann::json j = {{"threads", threads}, {"vec", vec}, {"items", items}, {"rowsPerCta", rowsPerCta}};
+  if (cluster != 1) j["cluster"] = cluster;
+  return j;
 }
 
 SoftmaxParams SoftmaxParams::fromJson(const nlohmann::json& j) {
@@ -173,12 +230,17 @@ SoftmaxParams SoftmaxParams::fromJson(const nlohmann::json& j) {
                     j.dump());
     p.rowsPerCta = j.at("rowsPerCta").get<int>();
   }
+  if (j.contains("cluster")) {
+    HOTKERNEL_CHECK(j.at("cluster").is_number_integer(), "softmax params need an integer 'cluster': ", j.dump());
+    p.cluster = j.at("cluster").get<int>();
+  }
   return p;
 }
 
 std::string SoftmaxParams::describe() const {
   return "threads=" + std::to_string(threads) + " vec=" + std::to_string(vec) + " items=" + std::to_string(items) +
          (rowsPerCta != 1 ? " rowsPerCta=" + std::to_string(rowsPerCta) : std::string()) +
+         (cluster != 1 ? " cluster=" + std::to_string(cluster) : std::string()) +
          (items > 0 ? " (register-resident)" : " (streaming)");
 }
 
@@ -194,7 +256,7 @@ bool SoftmaxFamily::guardVariant(const SoftmaxVariant& v) {
 bool SoftmaxFamily::guardParams(const SoftmaxVariant& v, const SoftmaxParams& p) {
   if (!guardVariant(v) || !isPoint(v.dtype, p)) return false;
   if (p.vec > 1 && v.cols % p.vec != 0) return false;
-  if (p.items > 0 && v.cols > static_cast<int64_t>(p.rowThreads()) * p.vec * p.items) return false;
+  if (p.items > 0 && v.cols > static_cast<int64_t>(p.cluster) * p.rowThreads() * p.vec * p.items) return false;
   return true;
 }
 
@@ -208,7 +270,7 @@ bool SoftmaxFamily::guardPointers(const void* in, const void* out, DType dtype, 
   return reinterpret_cast<uintptr_t>(in) % align == 0 && reinterpret_cast<uintptr_t>(out) % align == 0;
 }
 
-std::vector<SoftmaxParams> SoftmaxFamily::parameterSpace(const SoftmaxVariant& v) {
+std::vector<SoftmaxParams> SoftmaxFamily::parameterSpace(const SoftmaxVariant& v, int computeCapability) {
   std::vector<SoftmaxParams> out;
   if (!guardVariant(v)) return out;
   // Adds `p` unless the space already holds `limit` points (or `p`).
@@ -238,9 +300,16 @@ std::vector<SoftmaxParams> SoftmaxFamily::parameterSpace(const SoftmaxVariant& v
   // points fill up to kMaxSpaceSize.
   const size_t kHeadWide = 5;
   const bool shortRows = v.cols / vec <= 8 * 32;
+  // Split rows (sm_90+) first for rows one CTA cannot hold in registers or
+  // too few rows to fill the GPU; one or two to try otherwise, after the head.
+  const std::vector<SoftmaxParams> split =
+      computeCapability >= 90 && v.cols >= kClusterMinCols ? clusterPoints(v, vec) : std::vector<SoftmaxParams>{};
+  const bool splitFirst = !split.empty() && (wide.empty() || v.rows < kFewRows);
+  for (size_t i = 0; splitFirst && i < split.size() && i < 6; ++i) add(split[i], headLimit);
   for (size_t i = 0; shortRows && i < multi.size() && i < 3; ++i) add(multi[i], headLimit);
   for (size_t i = 0; i < wide.size() && i < kHeadWide; ++i) add(wide[i], headLimit);
   for (size_t i = 0; i < multi.size() && i < 2; ++i) add(multi[i], headLimit);
+  for (size_t i = 0; !splitFirst && i < split.size() && i < 2; ++i) add(split[i], headLimit);
   if (!narrow.empty()) add(narrow.front(), headLimit);
   add(mustStreaming, kMaxSpaceSize);
   add(mustScalar, kMaxSpaceSize);
@@ -270,23 +339,39 @@ std::vector<SoftmaxParams> SoftmaxFamily::allParameterPoints(DType dtype) {
       }
     }
   }
+  for (int cluster : kClusterChoices) {
+    for (int threads : kClusterThreadChoices) {
+      for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
+        for (int items : kItemChoices) {
+          SoftmaxParams p{threads, vec, items, 1, cluster};
+          if (isPoint(dtype, p)) out.push_back(p);
+        }
+      }
+    }
+  }
   return out;
 }
 
 std::string SoftmaxFamily::source() { return std::string(kernelSource(kName).text); }
 
-std::vector<std::string> SoftmaxFamily::compileOptions(DType dtype, const SoftmaxParams& p) {
+std::vector<std::string> SoftmaxFamily::compileOptions(DType dtype, const SoftmaxParams& p, SoftmaxOp op) {
   HOTKERNEL_CHECK(isPoint(dtype, p), "not a softmax parameter point for ", dtypeName(dtype), ": ", p.describe());
-  return {"-DHK_DTYPE=" + std::to_string(static_cast<int>(dtype)), "-DHK_THREADS=" + std::to_string(p.threads),
-          "-DHK_ROWS=" + std::to_string(p.rowsPerCta), "-DHK_VEC=" + std::to_string(p.vec),
-          "-DHK_ITEMS=" + std::to_string(p.items)};
+  std::vector<std::string> options = {
+      "-DHK_DTYPE=" + std::to_string(static_cast<int>(dtype)), "-DHK_THREADS=" + std::to_string(p.threads),
+      "-DHK_ROWS=" + std::to_string(p.rowsPerCta), "-DHK_VEC=" + std::to_string(p.vec),
+      "-DHK_ITEMS=" + std::to_string(p.items)};
+  if (p.cluster != 1) options.push_back("-DHK_CLUSTER=" + std::to_string(p.cluster));
+  if (op == SoftmaxOp::LogSoftmax) options.push_back("-DHK_LOG=1");
+  return options;
 }
 
 LaunchGeometry SoftmaxFamily::launchGeometry(const SoftmaxVariant& v, const SoftmaxParams& p) {
   constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();  // cuLaunchKernel's limit for gridDim.x
   LaunchGeometry g;
-  const int64_t ctas = p.rowsPerCta > 0 ? ceilDiv(v.rows, p.rowsPerCta) : v.rows;
-  g.gridX = static_cast<unsigned>(std::clamp<int64_t>(ctas, 1, kMaxGridX));
+  const int64_t cluster = std::max(p.cluster, 1);
+  const int64_t ctas = p.rowsPerCta > 0 ? ceilDiv(v.rows, p.rowsPerCta) * cluster : v.rows * cluster;
+  // A whole number of clusters (the kernel's clusters are `cluster` consecutive CTAs).
+  g.gridX = static_cast<unsigned>(std::clamp<int64_t>(ctas, cluster, kMaxGridX / cluster * cluster));
   g.blockX = static_cast<unsigned>(p.threads);
   g.sharedBytes = 0;
   return g;
@@ -294,6 +379,19 @@ LaunchGeometry SoftmaxFamily::launchGeometry(const SoftmaxVariant& v, const Soft
 
 double SoftmaxFamily::bytesMoved(const SoftmaxVariant& v) {
   return 2.0 * static_cast<double>(v.rows) * static_cast<double>(v.cols) * static_cast<double>(elementSize(v.dtype));
+}
+
+SoftmaxFamily::Bound SoftmaxFamily::logSoftmaxTolerance(DType dtype) {
+  // Note [Log-softmax tolerance]
+  switch (dtype) {
+    case DType::Float32:
+      return {4e-6, 1.0 / 4194304.0};
+    case DType::Float16:
+      return {4e-6, 1.0 / 1024.0};
+    case DType::BFloat16:
+      return {4e-6, 1.0 / 128.0};
+  }
+  HOTKERNEL_INTERNAL_ASSERT(false, "unknown DType ", static_cast<int>(dtype));
 }
 
 double SoftmaxFamily::tolerance(DType dtype, int64_t /*cols*/) {

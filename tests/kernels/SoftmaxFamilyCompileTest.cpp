@@ -119,6 +119,7 @@ TEST(SoftmaxFamilyCompileTest, GivenASpreadOfPointsWhenCompiledForSm80ThenCubins
   for (DType d : kAllDTypes) {
     std::map<std::tuple<int, int, int>, SoftmaxParams> largest;
     for (const SoftmaxParams& p : SoftmaxFamily::allParameterPoints(d)) {
+      if (p.minComputeCapability() > 80) continue;  // clusters: sm_90+ (see below)
       if (p.vec != 1 && p.vec != static_cast<int>(16 / elementSize(d))) continue;
       if (p.items == 0) {
         jobs.push_back({d, p, "sm_80"});
@@ -129,6 +130,53 @@ TEST(SoftmaxFamilyCompileTest, GivenASpreadOfPointsWhenCompiledForSm80ThenCubins
     for (const auto& [key, p] : largest) jobs.push_back({d, p, "sm_80"});
   }
   expectAllCompiledWithoutSpills(jobs, compileAll(jobs));
+}
+
+TEST(SoftmaxFamilyCompileTest, GivenEveryPointAsLogSoftmaxWhenCompiledForSm90aThenCubinsWithoutSpills) {
+  SKIP_WITHOUT_NVRTC();
+  // log_softmax keeps x instead of exp(x - max): same registers, other epilogue.
+  std::vector<Job> jobs;
+  std::vector<Result> results;
+  for (DType d : kAllDTypes) {
+    for (const SoftmaxParams& p : SoftmaxFamily::allParameterPoints(d)) {
+      if (p.vec != static_cast<int>(16 / elementSize(d)) && p.vec != 1) continue;
+      jobs.push_back({d, p, "sm_90a"});
+    }
+  }
+  results.resize(jobs.size());
+  tbb::parallel_for(size_t{0}, jobs.size(), [&](size_t i) {
+    Result& r = results[i];
+    try {
+      std::vector<std::string> options = SoftmaxFamily::compileOptions(jobs[i].dtype, jobs[i].params, SoftmaxOp::LogSoftmax);
+      EXPECT_EQ(options.back(), "-DHK_LOG=1");
+      options.push_back("--ptxas-options=-v");
+      NvrtcOutput out = compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", jobs[i].arch, options);
+      static const std::regex kRegisters(R"(Used (\d+) registers)");
+      static const std::regex kSpillStores(R"((\d+) bytes spill stores)");
+      r.registers = firstInt(out.log, kRegisters);
+      r.spillBytes = firstInt(out.log, kSpillStores);
+      r.stackBytes = 0;
+      r.ok = out.cubin.find(SoftmaxFamily::kKernelName) != std::string::npos;
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    }
+  });
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_TRUE(results[i].ok) << name(jobs[i]) << ": " << results[i].error;
+    EXPECT_EQ(results[i].spillBytes, 0) << name(jobs[i]) << " spills";
+  }
+}
+
+TEST(SoftmaxFamilyCompileTest, GivenAClusterPointWhenCompiledForSm80ThenTheTemplateRefusesIt) {
+  SKIP_WITHOUT_NVRTC();
+  const SoftmaxParams p{1024, 8, 2, 1, 8};
+  EXPECT_EQ(p.minComputeCapability(), 90);
+  EXPECT_THROW(compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", "sm_80",
+                              SoftmaxFamily::compileOptions(DType::BFloat16, p)),
+               Error);
+  const NvrtcOutput ok = compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", "sm_90a",
+                                        SoftmaxFamily::compileOptions(DType::BFloat16, p));
+  EXPECT_NE(ok.cubin.find(SoftmaxFamily::kKernelName), std::string::npos);
 }
 
 TEST(SoftmaxFamilyCompileTest, GivenParametersOutsideTheTemplatesLimitsWhenCompiledThenTheTemplateRefuses) {
@@ -142,6 +190,10 @@ TEST(SoftmaxFamilyCompileTest, GivenParametersOutsideTheTemplatesLimitsWhenCompi
       {"-DHK_DTYPE=0", "-DHK_THREADS=128", "-DHK_ROWS=2", "-DHK_VEC=4", "-DHK_ITEMS=1"},   // rows span warps
       {"-DHK_DTYPE=0", "-DHK_THREADS=128", "-DHK_ROWS=3", "-DHK_VEC=4", "-DHK_ITEMS=1"},
       {"-DHK_DTYPE=0", "-DHK_THREADS=512", "-DHK_VEC=4", "-DHK_ITEMS=0"},  // missing define
+      {"-DHK_DTYPE=2", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=8", "-DHK_ITEMS=0", "-DHK_CLUSTER=4"},  // streaming
+      {"-DHK_DTYPE=2", "-DHK_THREADS=128", "-DHK_ROWS=8", "-DHK_VEC=8", "-DHK_ITEMS=1", "-DHK_CLUSTER=2"},  // rows per CTA
+      {"-DHK_DTYPE=2", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=8", "-DHK_ITEMS=2", "-DHK_CLUSTER=3"},
+      {"-DHK_DTYPE=2", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=8", "-DHK_ITEMS=2", "-DHK_LOG=2"},
   };
   for (const std::vector<std::string>& options : bad) {
     EXPECT_THROW(compileToCubin(source, "softmax_lastdim.cu", "sm_90a", options), Error) << options.back();

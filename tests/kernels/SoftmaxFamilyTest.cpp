@@ -56,8 +56,17 @@ TEST(SoftmaxFamilyTest, GivenEveryDTypeWhenListingAllPointsThenUniqueAndEachIsAV
     const std::vector<P> all = SoftmaxFamily::allParameterPoints(d);
     ASSERT_FALSE(all.empty());
     std::set<std::tuple<int, int, int, int>> seen;
+    std::set<std::tuple<int, int, int, int>> clusters;
     for (const P& p : all) {
-      EXPECT_TRUE(seen.insert({p.threads, p.vec, p.items, p.rowsPerCta}).second) << p.describe();
+      if (p.cluster != 1) {
+        EXPECT_TRUE(clusters.insert({p.threads, p.vec, p.items, p.cluster}).second) << p.describe();
+        EXPECT_EQ(p.rowsPerCta, 1) << p.describe();
+        EXPECT_GE(p.items, 1) << "cluster points are register-resident: " << p.describe();
+        EXPECT_EQ(p.minComputeCapability(), 90) << p.describe();
+      } else {
+        EXPECT_TRUE(seen.insert({p.threads, p.vec, p.items, p.rowsPerCta}).second) << p.describe();
+        EXPECT_EQ(p.minComputeCapability(), 0) << p.describe();
+      }
       EXPECT_GE(p.threads, 32);
       EXPECT_LE(p.threads, 1024);
       EXPECT_EQ(p.threads & (p.threads - 1), 0) << p.describe();
@@ -79,7 +88,75 @@ TEST(SoftmaxFamilyTest, GivenEveryDTypeWhenListingAllPointsThenUniqueAndEachIsAV
     }
     EXPECT_TRUE(seen.count({1024, 1, 0, 1})) << "no scalar streaming point";
     EXPECT_TRUE(seen.count({128, 1, 1, 32})) << "no four-threads-per-row point";
+    for (int c : {2, 4, 8}) EXPECT_TRUE(clusters.count({1024, 1, 1, c})) << "no cluster " << c << " point";
   }
+}
+
+TEST(SoftmaxFamilyTest, GivenClusterPointsWhenGuardedThenTheClusterMultipliesTheRowCapacity) {
+  const P p{1024, 8, 4, 1, 4};  // 4 CTAs x 1024 threads x 8 x 4 = 131072 elements
+  EXPECT_TRUE(SoftmaxFamily::guardParams({DType::BFloat16, 8192, 128256}, p));
+  EXPECT_TRUE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 131072}, p));
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 131080}, p));
+  // Short rows leave slices empty, which the kernel handles (masked lanes).
+  EXPECT_TRUE(SoftmaxFamily::guardParams({DType::BFloat16, 3, 8}, p));
+  // Not points: a cluster of 3 or 16, a streaming or several-rows cluster point, 128-thread CTAs.
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{1024, 8, 4, 1, 3}));
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{1024, 8, 4, 1, 16}));
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{1024, 8, 0, 1, 4}));
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{128, 8, 1, 8, 2}));
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{128, 8, 1, 1, 2}));
+}
+
+TEST(SoftmaxFamilyTest, GivenLongOrFewRowsOnHopperWhenAskedForTheSpaceThenClusterPointsComeFirst) {
+  for (DType d : kAllDTypes) {
+    for (const V& v : {V{d, 8192, 128256}, V{d, 1, 128256}, V{d, 32, 128256}, V{d, 1, 32000}}) {
+      const std::vector<P> space = SoftmaxFamily::parameterSpace(v, 90);
+      ASSERT_FALSE(space.empty()) << name(v);
+      EXPECT_GT(space.front().cluster, 1) << name(v) << " " << space.front().describe();
+      for (const P& p : space) EXPECT_TRUE(SoftmaxFamily::guardParams(v, p)) << name(v) << " " << p.describe();
+      // Few rows: the largest cluster first.
+      if (v.rows < 264) EXPECT_EQ(space.front().cluster, 8) << name(v);
+      EXPECT_LE(space.size(), 12u);
+      EXPECT_TRUE(std::any_of(space.begin(), space.end(), [](const P& p) { return p.items == 0; })) << name(v);
+    }
+    // Without clusters (sm_80, or unknown), no cluster point.
+    for (int cc : {0, 80}) {
+      for (const P& p : SoftmaxFamily::parameterSpace({d, 8192, 128256}, cc)) EXPECT_EQ(p.cluster, 1) << p.describe();
+    }
+  }
+  // Many medium rows: the one-CTA guesses first, one or two cluster points to try.
+  const std::vector<P> medium = SoftmaxFamily::parameterSpace({DType::BFloat16, 4096, 32000}, 90);
+  EXPECT_EQ(medium.front().cluster, 1);
+  EXPECT_TRUE(std::any_of(medium.begin(), medium.end(), [](const P& p) { return p.cluster > 1; }));
+  // Short rows never get clusters.
+  for (const P& p : SoftmaxFamily::parameterSpace({DType::BFloat16, 32768, 128}, 90)) EXPECT_EQ(p.cluster, 1);
+}
+
+TEST(SoftmaxFamilyTest, GivenAClusterPointWhenAskedForGeometryThenClusterCtasPerRowInWholeClusters) {
+  const LaunchGeometry g = SoftmaxFamily::launchGeometry({DType::BFloat16, 8192, 128256}, P{1024, 8, 4, 1, 4});
+  EXPECT_EQ(g.gridX, 8192u * 4);
+  EXPECT_EQ(g.blockX, 1024u);
+  EXPECT_EQ(SoftmaxFamily::launchGeometry({DType::BFloat16, 1, 128256}, P{1024, 8, 2, 1, 8}).gridX, 8u);
+  // Beyond the grid limit: a whole number of clusters, the kernel strides over rows.
+  const unsigned huge = SoftmaxFamily::launchGeometry({DType::Float32, int64_t{1} << 33, 2}, P{256, 1, 1, 1, 8}).gridX;
+  EXPECT_EQ(huge % 8, 0u);
+  EXPECT_GT(huge, 2147483647u - 8);
+}
+
+TEST(SoftmaxFamilyTest, GivenLogSoftmaxWhenAskedForOptionsAndNamesThenTheLogDefineAndItsOwnFamilyName) {
+  const std::vector<std::string> plain = SoftmaxFamily::compileOptions(DType::BFloat16, P{512, 8, 8});
+  const std::vector<std::string> log = SoftmaxFamily::compileOptions(DType::BFloat16, P{512, 8, 8}, SoftmaxOp::LogSoftmax);
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), "-DHK_LOG=1"), 0);
+  EXPECT_EQ(std::count(log.begin(), log.end(), "-DHK_LOG=1"), 1);
+  const std::vector<std::string> cl = SoftmaxFamily::compileOptions(DType::BFloat16, P{1024, 8, 4, 1, 4});
+  EXPECT_EQ(std::count(cl.begin(), cl.end(), "-DHK_CLUSTER=4"), 1);
+  EXPECT_STREQ(softmaxOpName(SoftmaxOp::Softmax), "aten::_softmax");
+  EXPECT_STREQ(softmaxOpName(SoftmaxOp::LogSoftmax), "aten::_log_softmax");
+  EXPECT_STREQ(softmaxFamilyName(SoftmaxOp::Softmax), "softmax_lastdim");
+  EXPECT_STREQ(softmaxFamilyName(SoftmaxOp::LogSoftmax), "log_softmax_lastdim");
+  EXPECT_DOUBLE_EQ(SoftmaxFamily::logSoftmaxTolerance(DType::BFloat16).relative, 1.0 / 128);
+  EXPECT_DOUBLE_EQ(SoftmaxFamily::logSoftmaxTolerance(DType::Float16).relative, 1.0 / 1024);
+  EXPECT_GT(SoftmaxFamily::logSoftmaxTolerance(DType::Float32).absolute, 0.0);
 }
 
 TEST(SoftmaxFamilyTest, GivenRegisterResidentPointWhenRowFitsOrNotThenGuardFollowsCapacity) {
@@ -286,6 +363,8 @@ TEST(SoftmaxFamilyTest, GivenParamsWhenJsonRoundTrippedThenEqual) {
   }
   EXPECT_EQ(P::fromJson(P{128, 8, 2, 16}.toJson()), (P{128, 8, 2, 16}));
   EXPECT_EQ((P{512, 8, 8}.toJson().dump()), R"({"items":8,"rowsPerCta":1,"threads":512,"vec":8})");
+  EXPECT_EQ((P{1024, 8, 4, 1, 4}.toJson().dump()), R"({"cluster":4,"items":4,"rowsPerCta":1,"threads":1024,"vec":8})");
+  EXPECT_EQ(P::fromJson(P{1024, 8, 4, 1, 4}.toJson()).cluster, 4);
   // Entries written before rowsPerCta existed read as one row per CTA.
   EXPECT_EQ(P::fromJson({{"threads", 512}, {"vec", 8}, {"items", 8}}), (P{512, 8, 8, 1}));
 }

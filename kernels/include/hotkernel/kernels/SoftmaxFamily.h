@@ -1,7 +1,8 @@
 #pragma once
-// The softmax_lastdim kernel family: out = softmax(in, dim=-1) over a
-// contiguous [rows, cols] view, input and output of one dtype, fp32 arithmetic
-// (aten::_softmax with half_to_float=false). The CUDA template is
+// The softmax_lastdim kernel family: out = softmax(in, dim=-1) (or
+// log_softmax) over a contiguous [rows, cols] view, input and output of one
+// dtype, fp32 arithmetic (aten::_softmax / aten::_log_softmax with
+// half_to_float=false). The CUDA template is
 // kernels/softmax/softmax_lastdim.cu; kernels/README.md describes the
 // algorithm and the parameter space.
 //
@@ -26,6 +27,11 @@
 
 namespace hotkernel::kernels {
 
+// Which op a softmax-family kernel computes (the template's HK_LOG).
+enum class SoftmaxOp { Softmax = 0, LogSoftmax = 1 };
+const char* softmaxOpName(SoftmaxOp op);      // "aten::_softmax", "aten::_log_softmax"
+const char* softmaxFamilyName(SoftmaxOp op);  // "softmax_lastdim", "log_softmax_lastdim" (cache family names)
+
 // One variant of the op: the last dim is `cols`, every leading dim is folded into `rows`.
 struct SoftmaxVariant {
   DType dtype = DType::Float32;
@@ -40,20 +46,27 @@ struct SoftmaxParams {
   int items = 0;       // > 0: register-resident, each thread holds `items` vectors (one read of the row);
                        // 0: streaming, any row length (two reads of the row)
   int rowsPerCta = 1;  // 1: a CTA per row; > 1: short rows, rowThreads() <= 32 threads (part of one warp) per row
+  int cluster = 1;     // 1: one CTA per row; 2, 4, 8: a thread-block cluster per row, each CTA a slice of it
+                       // in registers (register-resident, rowsPerCta == 1, sm_90+ only)
 
   int rowThreads() const { return threads / rowsPerCta; }
   bool registerResident() const { return items > 0; }
+  // The lowest compute capability (major * 10 + minor) that runs this point: 90 for clusters, else 0.
+  int minComputeCapability() const { return cluster > 1 ? 90 : 0; }
   bool operator==(const SoftmaxParams& o) const {
-    return threads == o.threads && vec == o.vec && items == o.items && rowsPerCta == o.rowsPerCta;
+    return threads == o.threads && vec == o.vec && items == o.items && rowsPerCta == o.rowsPerCta &&
+           cluster == o.cluster;
   }
   bool operator!=(const SoftmaxParams& o) const { return !(*this == o); }
 
-  nlohmann::json toJson() const;  // {"items":8,"rowsPerCta":1,"threads":512,"vec":8}
+  // {"items":8,"rowsPerCta":1,"threads":512,"vec":8}, plus "cluster" when it is not 1.
+  nlohmann::json toJson() const;
   // Throws Error unless `j` is an object with integer threads, vec and items
-  // (and rowsPerCta, 1 when absent). Does not check validity: guardParams does.
+  // (and rowsPerCta and cluster, 1 when absent). Does not check validity: guardParams does.
   static SoftmaxParams fromJson(const nlohmann::json& j);
   // "threads=512 vec=8 items=8 (register-resident)",
-  // "threads=128 vec=8 items=1 rowsPerCta=8 (register-resident)"
+  // "threads=128 vec=8 items=1 rowsPerCta=8 (register-resident)",
+  // "threads=1024 vec=8 items=2 cluster=8 (register-resident)"
   std::string describe() const;
 };
 
@@ -84,7 +97,8 @@ class SoftmaxFamily {
 
   // Whether `p` is a point of the family for v.dtype (allParameterPoints) and
   // correct for v: cols % vec == 0 when vec > 1 (each row must start aligned),
-  // cols <= rowThreads * vec * items when register-resident.
+  // cols <= cluster * rowThreads * vec * items when register-resident.
+  // (Whether the GPU runs clusters is the caller's check: minComputeCapability.)
   static bool guardParams(const SoftmaxVariant& v, const SoftmaxParams& p);
 
   // Per-call guard: both pointers non-null and aligned to requiredAlignment().
@@ -95,23 +109,28 @@ class SoftmaxFamily {
   // Bytes of alignment guardPointers requires: vec * elementSize(dtype).
   static size_t requiredAlignment(DType dtype, const SoftmaxParams& p);
 
-  // Up to 12 parameter points worth measuring for `v`, best guess first; every
-  // one passes guardParams. Always holds a streaming point and a vec == 1
-  // point (the fallback for unaligned data). Empty iff !guardVariant(v).
-  static std::vector<SoftmaxParams> parameterSpace(const SoftmaxVariant& v);
+  // Up to 12 parameter points worth measuring for `v` on a GPU of compute
+  // capability `computeCapability` (major * 10 + minor; 0: points any GPU
+  // runs), best guess first; every one passes guardParams and runs there.
+  // Always holds a streaming point and a vec == 1 point (the fallback for
+  // unaligned data). Empty iff !guardVariant(v).
+  static std::vector<SoftmaxParams> parameterSpace(const SoftmaxVariant& v, int computeCapability = 0);
 
-  // Every point the family can produce for `dtype` (the guard's whitelist).
+  // Every point the family can produce for `dtype` (the guard's whitelist),
+  // cluster points (sm_90+) included.
   static std::vector<SoftmaxParams> allParameterPoints(DType dtype);
 
   // The CUDA template (kernelSource(kName).text).
   static std::string source();
 
   // The defines that instantiate the template: -DHK_DTYPE=, -DHK_THREADS=,
-  // -DHK_ROWS=, -DHK_VEC=, -DHK_ITEMS=. Throws Error if `p` is not a point for `dtype`.
-  static std::vector<std::string> compileOptions(DType dtype, const SoftmaxParams& p);
+  // -DHK_ROWS=, -DHK_VEC=, -DHK_ITEMS=, and -DHK_CLUSTER= for cluster points,
+  // -DHK_LOG=1 for log_softmax. Throws Error if `p` is not a point for `dtype`.
+  static std::vector<std::string> compileOptions(DType dtype, const SoftmaxParams& p,
+                                                 SoftmaxOp op = SoftmaxOp::Softmax);
 
-  // One CTA of `threads` per `rowsPerCta` rows; the kernel strides over rows
-  // when they exceed the grid limit.
+  // One CTA of `threads` per `rowsPerCta` rows, or `cluster` CTAs per row; the
+  // kernel strides over rows when they exceed the grid limit.
   static LaunchGeometry launchGeometry(const SoftmaxVariant& v, const SoftmaxParams& p);
 
   // Ideal DRAM traffic: the input read once and the output written once.
@@ -131,6 +150,23 @@ class SoftmaxFamily {
   // `cols` is in the signature for families whose error grows with the
   // reduction length; here the observed error does not need it.
   static double tolerance(DType dtype, int64_t cols);
+
+  // log_softmax's outputs are unbounded (x - max - log(sum)), so its bound is
+  // |out - ref| <= absolute + relative * |ref|:
+  //   float32   absolute 4e-6, relative 2^-22 (2 ulp)
+  //   float16   absolute 4e-6, relative 2^-10 (1 ulp of float16)
+  //   bfloat16  absolute 4e-6, relative 2^-7  (1 ulp of bfloat16)
+  // Note [Log-softmax tolerance]
+  // Both sides compute (x - max) - log(sum) in fp32 with the same operations;
+  // only the sum's order differs (up to ~1e-6 relative on long rows, Note
+  // [Softmax tolerance]), which moves log(sum) by ~1e-6 absolute: the
+  // absolute part, twice that. (x - max) is bit-identical on both sides, so
+  // the rest is the final rounding: 1 ulp of the output type.
+  struct Bound {
+    double absolute = 0;
+    double relative = 0;
+  };
+  static Bound logSoftmaxTolerance(DType dtype);
 };
 
 }  // namespace hotkernel::kernels
