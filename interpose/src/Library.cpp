@@ -3,9 +3,14 @@
 #include <algorithm>
 #include <cstring>
 
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "Runtime.h"
 #include "SoftmaxOverride.h"
 #include "hotkernel/hotkernel.h"
+#include "hotkernel/optimizer/Statistics.h"
 
 #define HOTKERNEL_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -35,7 +40,9 @@ HOTKERNEL_EXPORT int hotkernel_wait_idle(double timeout_seconds) {
 
 HOTKERNEL_EXPORT int hotkernel_plan_count(void) {
   try {
-    return static_cast<int>(hotkernel::SoftmaxOverride::plans().load()->size());
+    using Op = hotkernel::SoftmaxOverride::Op;
+    return static_cast<int>(hotkernel::SoftmaxOverride::plans(Op::Softmax).load()->size() +
+                            hotkernel::SoftmaxOverride::plans(Op::LogSoftmax).load()->size());
   } catch (...) {
     return -1;
   }
@@ -48,6 +55,32 @@ HOTKERNEL_EXPORT int hotkernel_status_json(char* buf, int size) {
       const size_t n = std::min(s.size(), static_cast<size_t>(size - 1));
       std::memcpy(buf, s.data(), n);
       buf[n] = '\0';
+    }
+    return static_cast<int>(s.size() + 1);
+  } catch (...) {
+    return -1;
+  }
+}
+
+namespace {
+nlohmann::json toJson(const hotkernel::MedianCi& m) {
+  return {{"median", m.median}, {"low", m.low}, {"high", m.high}, {"n", m.n}};
+}
+}  // namespace
+
+HOTKERNEL_EXPORT int hotkernel_compare_samples(const double* baseline, const double* candidate, int n, char* buf,
+                                              int size) {
+  try {
+    if (!baseline || !candidate || n <= 0) return -1;
+    const hotkernel::Comparison c = hotkernel::compareSamples(std::vector<double>(baseline, baseline + n),
+                                                              std::vector<double>(candidate, candidate + n));
+    const std::string s =
+        nlohmann::json{{"baseline", toJson(c.baseline)}, {"candidate", toJson(c.candidate)}, {"speedup", toJson(c.speedup)}}
+            .dump();
+    if (buf && size > 0) {
+      const size_t len = std::min(s.size(), static_cast<size_t>(size - 1));
+      std::memcpy(buf, s.data(), len);
+      buf[len] = '\0';
     }
     return static_cast<int>(s.size() + 1);
   } catch (...) {

@@ -27,11 +27,12 @@ std::unique_ptr<at::ObserverContext> onOpStart(const at::RecordFunction& fn) {
       const c10::IValue& first = fn.inputs()[0];
       if (first.isTensor() && first.toTensor().is_cuda()) IdleGate::instance().noteActivity();
     }
-    if (std::strcmp(name, SoftmaxOverride::kOpName) == 0 && fn.num_inputs() >= 3) {
+    const bool softmax = std::strcmp(name, SoftmaxOverride::kOpName) == 0;
+    if ((softmax || std::strcmp(name, SoftmaxOverride::kLogOpName) == 0) && fn.num_inputs() >= 3) {
       auto inputs = fn.inputs();
       if (inputs[0].isTensor() && inputs[1].isInt() && inputs[2].isBool()) {
         if (auto key = softmaxVariantOf(inputs[0].toTensor(), inputs[1].toInt(), inputs[2].toBool())) {
-          r.noteVariant(SoftmaxOverride::kOpName, *key);
+          r.noteVariant(softmax ? SoftmaxOverride::kOpName : SoftmaxOverride::kLogOpName, *key);
         }
       }
     }

@@ -145,8 +145,8 @@ int Runtime::start() {
   }
   try {
     for (const std::string& op : c.ops) {
-      if (op == "_softmax" || op == "aten::_softmax") {
-        SoftmaxOverride::install(c10::DispatchKey::CUDA);
+      if (const auto softmaxOp = SoftmaxOverride::opOf(op)) {
+        SoftmaxOverride::install(c10::DispatchKey::CUDA, *softmaxOp);
         SoftmaxOverride::setDeviceHook(&onDeviceUse);
       } else {
         HOTKERNEL_LOG(Warn) << "HOTKERNEL_OPS: no kernel family serves '" << op << "'; ignored";
@@ -245,16 +245,17 @@ void Runtime::loadDevice(int device) {
 
 // Precondition: mu_ NOT held.
 bool Runtime::publishEntry(const cache::Entry& e, int device) {
-  if (e.op != SoftmaxOverride::kOpName) return false;
+  const auto softmaxOp = SoftmaxOverride::opOf(e.op);
+  if (!softmaxOp) return false;
   {
     std::lock_guard<std::mutex> guard(mu_);
-    decisions_.insert(e.variant);
+    decisions_.insert(decisionKey(e.op, e.variant));
   }
   if (e.decision != "kernel") return false;
   try {
     std::optional<VariantKey> key = parseVariant(e.variant, device);
     HOTKERNEL_CHECK(key.has_value(), "malformed variant '", e.variant, "'");
-    SoftmaxOverride::plans().publish(
+    SoftmaxOverride::plans(*softmaxOp).publish(
         makePlan(e.family, *key, nlohmann::json::parse(e.params), e.kernelName, e.cubin, device));
     return true;
   } catch (const std::exception& ex) {
@@ -273,7 +274,7 @@ void Runtime::onHot(const std::string& op, const VariantKey& key) {
   if (!config().optimize || !worker_) return;
   {
     std::lock_guard<std::mutex> guard(mu_);
-    if (decisions_.count(variantString(key))) return;
+    if (decisions_.count(decisionKey(op, variantString(key)))) return;
   }
   if (worker_->enqueue(OptimizerJob{op, key})) {
     HOTKERNEL_LOG(Info) << "queued " << op << " " << variantString(key) << " for optimization";
@@ -293,14 +294,12 @@ void Runtime::optimize(const OptimizerJob& job) {
 
 // Precondition: mu_ held.
 bool Runtime::hasDecisionLocked(const std::string& op, const std::string& variant) const {
-  (void)op;  // variant strings are per op (one op served)
-  return decisions_.count(variant) > 0;
+  return decisions_.count(decisionKey(op, variant)) > 0;
 }
 
 // Precondition: mu_ held.
 void Runtime::addDecisionLocked(const std::string& op, const std::string& variant) {
-  (void)op;  // variant strings are per op (one op served)
-  decisions_.insert(variant);
+  decisions_.insert(decisionKey(op, variant));
 }
 
 std::set<std::string> Runtime::decisions() const {
@@ -316,7 +315,7 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
   nlohmann::json summary = {{"op", op}, {"variant", variant}};
   {
     std::lock_guard<std::mutex> guard(mu_);
-    if (decisions_.count(variant)) {
+    if (decisions_.count(decisionKey(op, variant))) {
       summary["decision"] = "cached";
       return summary;
     }
@@ -341,13 +340,15 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
   // HOTKERNEL_AGENT_CMD: an external agent proposes more candidates (tools/agent/PROTOCOL.md).
   static const std::optional<ExternalAgent> agent = ExternalAgent::fromEnvironment();
   if (agent) options.agent = &*agent;
-  TuneOutcome out = tuneSoftmax(v, key.device, options);
+  const auto softmaxOp = SoftmaxOverride::opOf(op);
+  HOTKERNEL_CHECK(softmaxOp.has_value(), "no kernel family serves ", op);
+  TuneOutcome out = tuneSoftmax(v, key.device, options, *softmaxOp);
   cache::Entry entry;
   entry.fingerprint = fingerprintKey_;
   entry.fingerprintJson = fingerprint_.canonicalJson();
   entry.op = op;
   entry.variant = variant;
-  entry.family = out.accepted ? out.family : kernels::SoftmaxFamily::kName;
+  entry.family = out.accepted ? out.family : kernels::softmaxFamilyName(*softmaxOp);
   entry.metrics = out.metrics.dump();
   if (out.accepted) {
     entry.decision = "kernel";
@@ -356,7 +357,7 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
     entry.cubin = out.cubin;
     Plan plan = makePlan(out.family, key, out.paramsJson, out.kernelName, out.cubin, key.device);
     const std::string description = plan.description;
-    SoftmaxOverride::plans().publish(std::move(plan));
+    SoftmaxOverride::plans(*softmaxOp).publish(std::move(plan));
     HOTKERNEL_LOG(Info) << "swapped in " << op << " " << variant << ": " << description
                         << ", speed-up " << out.metrics.value("speedup", 0.0) << "x (95% CI "
                         << out.metrics["speedupCi"].dump() << "), max abs error "
@@ -373,7 +374,7 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
   summary["metrics"] = out.metrics;
   {
     std::lock_guard<std::mutex> guard(mu_);
-    decisions_.insert(variant);
+    decisions_.insert(decisionKey(op, variant));
     tuneLog_.push_back({{"op", op}, {"variant", variant}, {"decision", entry.decision}, {"metrics", out.metrics}});
   }
   if (cache_) {
@@ -390,9 +391,14 @@ bool Runtime::waitIdle(double timeoutSeconds) { return worker_ ? worker_->waitId
 
 nlohmann::json Runtime::status() const {
   nlohmann::json plans = nlohmann::json::array();
-  for (const Plan* p : SoftmaxOverride::plans().load()->all()) {
-    plans.push_back({{"op", SoftmaxOverride::kOpName}, {"variant", variantString(p->key)},
-                     {"device", p->key.device}, {"kernel", p->description}});
+  uint64_t hits = 0, misses = 0;
+  for (SoftmaxOverride::Op op : {SoftmaxOverride::Op::Softmax, SoftmaxOverride::Op::LogSoftmax}) {
+    for (const Plan* p : SoftmaxOverride::plans(op).load()->all()) {
+      plans.push_back({{"op", kernels::softmaxOpName(op)}, {"variant", variantString(p->key)},
+                       {"device", p->key.device}, {"kernel", p->description}});
+    }
+    hits += SoftmaxOverride::hits(op);
+    misses += SoftmaxOverride::misses(op);
   }
   std::lock_guard<std::mutex> guard(mu_);
   return {{"started", startResult_ == 0},
@@ -400,8 +406,8 @@ nlohmann::json Runtime::status() const {
           {"fingerprint", fingerprintKey_},
           {"cache", cache_ ? cache_->databasePath() : std::string()},
           {"plans", plans},
-          {"hits", SoftmaxOverride::hits()},
-          {"misses", SoftmaxOverride::misses()},
+          {"hits", hits},
+          {"misses", misses},
           {"tuned", tuneLog_},
           {"profile", Recorder::instance().profile()}};
 }

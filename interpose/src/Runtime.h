@@ -56,7 +56,10 @@ class Runtime {
   // The ranking's options (one budget pass of the background optimizer, the stop rules).
   static RankingOptions rankingOptions();
   // The variant strings with a decision in this process (from the cache or tuned).
+  // decisionKey(op, variant) of every target decided in the cache or this process.
   std::set<std::string> decisions() const;
+  // "aten::_softmax|dtype=bfloat16;rows=4096;cols=32000": ops share variant strings.
+  static std::string decisionKey(const std::string& op, const std::string& variant) { return op + "|" + variant; }
   nlohmann::json status() const;
   // At exit: stop the optimizer, write the profile. Never throws.
   void shutdown() noexcept;
@@ -88,7 +91,7 @@ class Runtime {
   std::string fingerprintKey_;
   Fingerprint fingerprint_;
   std::set<int> devicesLoaded_;
-  std::set<std::string> decisions_;  // variant strings with a decision (kernel or keep_aten)
+  std::set<std::string> decisions_;  // decisionKey(op, variant) of every decision (kernel or keep_aten)
   nlohmann::json tuneLog_ = nlohmann::json::array();
 
   std::unique_ptr<OptimizerWorker> worker_;  // set in start(), then constant

@@ -1,5 +1,6 @@
 #include "SoftmaxOverride.h"
 
+#include <ATen/ops/_log_softmax_cuda_dispatch.h>
 #include <ATen/ops/_softmax_cuda_dispatch.h>
 #include <ATen/ops/empty.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -21,17 +22,24 @@ namespace {
 
 constexpr size_t kNumKeys = static_cast<size_t>(c10::DispatchKey::EndOfFunctionalityKeys) + 64;
 
-struct State {
+using Op = SoftmaxOverride::Op;
+
+// What each op has of its own.
+struct OpState {
   PlanSlot plans;
-  std::atomic<bool> enabled{true};
   std::atomic<uint64_t> hits{0};
   std::atomic<uint64_t> misses{0};
-  std::mutex installMu;
-  // Written once per key under installMu before the trampoline is registered
-  // for that key; read-only afterwards.
+  // Written once per key under State::installMu before the trampoline is
+  // registered for that key; read-only afterwards.
   std::array<std::optional<c10::SafeKernelFunction>, kNumKeys> originals;
   std::array<std::atomic<bool>, kNumKeys> installed{};
-  std::optional<c10::OperatorHandle> op;
+  std::optional<c10::OperatorHandle> op;  // Precondition for writing: State::installMu held
+};
+
+struct State {
+  std::array<OpState, 2> ops;  // indexed by Op
+  std::atomic<bool> enabled{true};
+  std::mutex installMu;
   std::atomic<SoftmaxOverride::DeviceHook> deviceHook{nullptr};
   static constexpr int kMaxDevices = 64;
   std::array<std::atomic<bool>, kMaxDevices> deviceReady{};
@@ -42,6 +50,10 @@ State& state() {
   static State* s = new State();
   return *s;
 }
+
+OpState& opState(Op op) { return state().ops[static_cast<size_t>(op)]; }
+
+const char* schemaName(Op op) { return op == Op::LogSoftmax ? "aten::_log_softmax" : "aten::_softmax"; }
 
 class SilentWarnings : public c10::WarningHandler {
  public:
@@ -62,7 +74,7 @@ std::optional<int32_t> dtypeCode(c10::ScalarType t) {
 }
 
 // Tries the planned kernel; an undefined tensor means "run the original".
-at::Tensor tryPlan(const at::Tensor& self, int64_t dim, bool halfToFloat) noexcept {
+at::Tensor tryPlan(Op op, const at::Tensor& self, int64_t dim, bool halfToFloat) noexcept {
   try {
     std::optional<VariantKey> key = softmaxVariantOf(self, dim, halfToFloat);
     if (!key) return {};
@@ -72,7 +84,7 @@ at::Tensor tryPlan(const at::Tensor& self, int64_t dim, bool halfToFloat) noexce
       SoftmaxOverride::DeviceHook hook = state().deviceHook.load();
       if (hook && hook(key->device)) state().deviceReady[key->device].store(true, std::memory_order_release);
     }
-    const Plan* plan = state().plans.load()->find(*key);
+    const Plan* plan = opState(op).plans.load()->find(*key);
     if (!plan) return {};
     const size_t align = plan->launcher->alignment();
     if (reinterpret_cast<uintptr_t>(self.const_data_ptr()) % align != 0) return {};
@@ -94,17 +106,18 @@ at::Tensor tryPlan(const at::Tensor& self, int64_t dim, bool halfToFloat) noexce
   return {};
 }
 
-at::Tensor softmaxTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, int64_t dim, bool halfToFloat) {
-  State& s = state();
-  if (s.enabled.load(std::memory_order_relaxed)) {
-    at::Tensor out = tryPlan(self, dim, halfToFloat);
+template <Op kOp>
+at::Tensor trampoline(c10::DispatchKeySet ks, const at::Tensor& self, int64_t dim, bool halfToFloat) {
+  OpState& s = opState(kOp);
+  if (state().enabled.load(std::memory_order_relaxed)) {
+    at::Tensor out = tryPlan(kOp, self, dim, halfToFloat);
     if (out.defined()) {
       s.hits.fetch_add(1, std::memory_order_relaxed);
       return out;
     }
   }
   s.misses.fetch_add(1, std::memory_order_relaxed);
-  return SoftmaxOverride::callOriginal(ks, self, dim, halfToFloat);
+  return SoftmaxOverride::callOriginal(ks, self, dim, halfToFloat, kOp);
 }
 
 }  // namespace
@@ -125,46 +138,59 @@ std::optional<VariantKey> softmaxVariantOf(const at::Tensor& self, int64_t dim, 
   return k;
 }
 
+std::optional<SoftmaxOverride::Op> SoftmaxOverride::opOf(const std::string& name) {
+  if (name == kOpName || name == "_softmax") return Op::Softmax;
+  if (name == kLogOpName || name == "_log_softmax") return Op::LogSoftmax;
+  return std::nullopt;
+}
+
 at::Tensor SoftmaxOverride::callOriginal(c10::DispatchKeySet ks, const at::Tensor& self, int64_t dim,
-                                         bool halfToFloat) {
+                                         bool halfToFloat, Op op) {
   const c10::DispatchKey key = ks.highestPriorityTypeId();
-  if (key == c10::DispatchKey::CUDA) return at::cuda::_softmax(self, dim, halfToFloat);
-  State& s = state();
+  if (key == c10::DispatchKey::CUDA) {
+    return op == Op::LogSoftmax ? at::cuda::_log_softmax(self, dim, halfToFloat)
+                                : at::cuda::_softmax(self, dim, halfToFloat);
+  }
+  OpState& s = opState(op);
   const auto& original = s.originals[static_cast<size_t>(key)];
-  TORCH_CHECK(original.has_value() && s.op.has_value(), "hotkernel: no original _softmax kernel for ",
+  TORCH_CHECK(original.has_value() && s.op.has_value(), "hotkernel: no original ", schemaName(op), " kernel for ",
               c10::toString(key));
   torch::jit::Stack stack{self, dim, halfToFloat};
   original->callBoxed(*s.op, ks, &stack);
   return std::move(stack[0]).toTensor();
 }
 
-void SoftmaxOverride::install(c10::DispatchKey key) {
-  State& s = state();
+void SoftmaxOverride::install(c10::DispatchKey key, Op op) {
+  OpState& s = opState(op);
   const size_t idx = static_cast<size_t>(key);
   HOTKERNEL_CHECK(idx < kNumKeys, "dispatch key out of range");
-  std::lock_guard<std::mutex> guard(s.installMu);
+  std::lock_guard<std::mutex> guard(state().installMu);
   if (s.installed[idx].load()) return;
-  if (!s.op) s.op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::_softmax", "");
+  if (!s.op) s.op = c10::Dispatcher::singleton().findSchemaOrThrow(schemaName(op), "");
   // Capture the original before the override replaces it.
   s.originals[idx] = s.op->getComputedKernelForDispatchKey(key);
   SilentWarnings silent;
   c10::WarningUtils::WarningHandlerGuard warnings(&silent);
   // Leaked: deregistering while serving is unsafe, and libhotkernel is never unloaded.
   auto* lib = new torch::Library(torch::Library::IMPL, "aten", key, __FILE__, __LINE__);
-  lib->impl("_softmax", TORCH_FN(softmaxTrampoline));
+  if (op == Op::LogSoftmax) {
+    lib->impl("_log_softmax", TORCH_FN(trampoline<Op::LogSoftmax>));
+  } else {
+    lib->impl("_softmax", TORCH_FN(trampoline<Op::Softmax>));
+  }
   s.installed[idx].store(true);
-  HOTKERNEL_LOG(Debug) << "installed the _softmax trampoline for " << c10::toString(key);
+  HOTKERNEL_LOG(Debug) << "installed the " << schemaName(op) << " trampoline for " << c10::toString(key);
 }
 
-bool SoftmaxOverride::installed(c10::DispatchKey key) {
-  return state().installed[static_cast<size_t>(key)].load();
+bool SoftmaxOverride::installed(c10::DispatchKey key, Op op) {
+  return opState(op).installed[static_cast<size_t>(key)].load();
 }
 
-PlanSlot& SoftmaxOverride::plans() { return state().plans; }
+PlanSlot& SoftmaxOverride::plans(Op op) { return opState(op).plans; }
 void SoftmaxOverride::setDeviceHook(DeviceHook hook) { state().deviceHook.store(hook); }
 bool SoftmaxOverride::setEnabled(bool enabled) { return state().enabled.exchange(enabled); }
 bool SoftmaxOverride::enabled() { return state().enabled.load(); }
-uint64_t SoftmaxOverride::hits() { return state().hits.load(); }
-uint64_t SoftmaxOverride::misses() { return state().misses.load(); }
+uint64_t SoftmaxOverride::hits(Op op) { return opState(op).hits.load(); }
+uint64_t SoftmaxOverride::misses(Op op) { return opState(op).misses.load(); }
 
 }  // namespace hotkernel

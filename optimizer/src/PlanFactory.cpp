@@ -14,14 +14,15 @@ using kernels::DType;
 using kernels::SoftmaxFamily;
 
 Plan makeSoftmaxPlan(const VariantKey& key, const kernels::SoftmaxParams& params, const std::string& cubin,
-                     int device) {
+                     int device, kernels::SoftmaxOp op) {
   const kernels::SoftmaxVariant v{static_cast<DType>(key.dtype), key.rows, key.cols};
   HOTKERNEL_CHECK(SoftmaxFamily::guardVariant(v) && SoftmaxFamily::guardParams(v, params),
                   "parameters ", params.describe(), " do not fit ", variantString(key));
   const kernels::LaunchGeometry g = SoftmaxFamily::launchGeometry(v, params);
   Plan plan;
   plan.key = key;
-  plan.description = std::string(SoftmaxFamily::kName) + "[" + params.describe() + "] for " + variantString(key);
+  plan.description =
+      std::string(kernels::softmaxFamilyName(op)) + "[" + params.describe() + "] for " + variantString(key);
   plan.launcher = CudaKernelLauncher::load(device, cubin, SoftmaxFamily::kKernelName,
                                            LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
                                            static_cast<size_t>(params.vec) * kernels::elementSize(v.dtype),
@@ -65,10 +66,11 @@ Plan makeLayerNormPlan(const VariantKey& key, const kernels::NormParams& params,
 
 Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::json& params,
               const std::string& kernelName, const std::string& cubin, int device) {
-  if (family == SoftmaxFamily::kName) {
+  for (kernels::SoftmaxOp op : {kernels::SoftmaxOp::Softmax, kernels::SoftmaxOp::LogSoftmax}) {
+    if (family != kernels::softmaxFamilyName(op)) continue;
     HOTKERNEL_CHECK(kernelName.empty() || kernelName == SoftmaxFamily::kKernelName, "unexpected kernel name ",
                     kernelName);
-    return makeSoftmaxPlan(key, kernels::SoftmaxParams::fromJson(params), cubin, device);
+    return makeSoftmaxPlan(key, kernels::SoftmaxParams::fromJson(params), cubin, device, op);
   }
   if (family == kernels::RmsNormFamily::kName) {
     HOTKERNEL_CHECK(kernelName.empty() || kernelName == kernels::RmsNormFamily::kKernelName,

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <ATen/ops/_log_softmax_cuda_dispatch.h>
 #include <ATen/ops/_softmax_cuda_dispatch.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
@@ -34,19 +35,26 @@ namespace {
 
 using kernels::DType;
 using kernels::SoftmaxFamily;
+using kernels::SoftmaxOp;
 using kernels::SoftmaxParams;
 using kernels::SoftmaxVariant;
 
 // The candidate against the original kernel, both on the benchmark's stream,
 // each call allocating its output like a dispatcher call would.
 Comparison timeAgainstAten(const KernelLauncher& launcher, const at::Tensor& in, int device, int pairs,
-                           const std::function<bool()>& yieldPoint) {
+                           const std::function<bool()>& yieldPoint, SoftmaxOp op = SoftmaxOp::Softmax) {
   BenchmarkOptions bo;
   bo.pairs = pairs;
   bo.beforePair = yieldPoint;
   const int64_t rows = in.size(0), cols = in.size(1);
   return benchmarkInterleaved(
-      [&] { (void)at::cuda::_softmax(in, -1, false); },
+      [&] {
+        if (op == SoftmaxOp::LogSoftmax) {
+          (void)at::cuda::_log_softmax(in, -1, false);
+        } else {
+          (void)at::cuda::_softmax(in, -1, false);
+        }
+      },
       [&] {
         at::Tensor out = at::empty_like(in);
         HOTKERNEL_CHECK(launcher.launch({in.const_data_ptr(), out.mutable_data_ptr(), rows, cols},
@@ -58,12 +66,34 @@ Comparison timeAgainstAten(const KernelLauncher& launcher, const at::Tensor& in,
 
 }  // namespace
 
-RowOpSpec softmaxSpec() {
+RowOpSpec softmaxSpec(SoftmaxOp op) {
   RowOpSpec spec;
-  spec.op = "aten::_softmax";
-  spec.reference = [](const at::Tensor& in) { return at::cuda::_softmax(in, -1, false); };
-  spec.reference64 = [](const at::Tensor& in64) { return at::cuda::_softmax(in64, -1, false); };
-  spec.tolerance = [](DType d, int64_t cols) { return SoftmaxFamily::tolerance(d, cols); };
+  if (op == SoftmaxOp::Softmax) {
+    spec.op = "aten::_softmax";
+    spec.reference = [](const at::Tensor& in) { return at::cuda::_softmax(in, -1, false); };
+    spec.reference64 = [](const at::Tensor& in64) { return at::cuda::_softmax(in64, -1, false); };
+    spec.tolerance = [](DType d, int64_t cols) { return SoftmaxFamily::tolerance(d, cols); };
+    return spec;
+  }
+  // log_softmax's outputs are unbounded: an elementwise bound, absolute +
+  // relative (Note [Log-softmax tolerance]), through the general form.
+  spec.op = "aten::_log_softmax";
+  spec.outputs = {RowOpOutput{"out", false, [](const at::Tensor&, const std::vector<at::Tensor>& refs, DType d) {
+                                const SoftmaxFamily::Bound b = SoftmaxFamily::logSoftmaxTolerance(d);
+                                return refs[0].to(at::kFloat).abs().mul_(b.relative).add_(b.absolute);
+                              }}};
+  spec.makeArgs = [](int64_t, int64_t, DType, at::Generator&) { return RowOpArgs{}; };
+  spec.references = [](const at::Tensor& in, const RowOpArgs&) {
+    return std::vector<at::Tensor>{at::cuda::_log_softmax(in, -1, false)};
+  };
+  spec.references64 = [](const at::Tensor& in64, const RowOpArgs&) { return at::cuda::_log_softmax(in64, -1, false); };
+  spec.kernelArgs = [](const at::Tensor& in, const RowOpArgs&, const std::vector<at::Tensor>& outs) {
+    return KernelArgs()
+        .pointer(in.const_data_ptr())
+        .pointer(outs[0].mutable_data_ptr())
+        .int64(in.size(0))
+        .int64(in.size(1));
+  };
   return spec;
 }
 
@@ -99,7 +129,9 @@ namespace {
 void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, const TunerOptions& options,
               TuneOutcome& outcome, double& bestSpeedup, nlohmann::json& candidatesLog) {
   AgentTask task = makeSoftmaxAgentTask(v, arch);
-  if (outcome.accepted && outcome.family == SoftmaxFamily::kName) {
+  // A cluster point's source needs its cluster launch, which the agent's
+  // launch format cannot express: the agent then gets no best source.
+  if (outcome.accepted && outcome.family == SoftmaxFamily::kName && outcome.params.cluster == 1) {
     AgentBest best;
     best.origin = "family";
     best.kernel.source = specializeSource(
@@ -223,7 +255,7 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
 
 }  // namespace
 
-TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions& options) {
+TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions& options, SoftmaxOp op) {
   HOTKERNEL_CHECK(SoftmaxFamily::guardVariant(v), "softmax family cannot serve this variant");
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
   if (options.memoryCapBytes > 0) {
@@ -235,6 +267,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   }
   const DeviceInfo info = queryDevice(device);
   const std::string arch = info.nvrtcArch();
+  const int computeCapability = info.ccMajor * 10 + info.ccMinor;
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
   // Never invalidate another thread's graph capture (Note in DESIGN: capture safety).
   c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
@@ -255,16 +288,17 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   // timed against ATen with more interleaved pairs at each budget level. The
   // winner is accepted only if its speed-up CI at the highest level it reached
   // clears minSpeedup.
-  const RowOpSpec spec = softmaxSpec();
+  const RowOpSpec spec = softmaxSpec(op);
   const auto opts = at::TensorOptions().dtype(scalarTypeOf(v.dtype)).device(at::kCUDA, device);
   const at::Tensor benchInput = at::randn({v.rows, v.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
 
   std::vector<SoftmaxParams> valid;
   for (const SoftmaxParams& p : SoftmaxFamily::allParameterPoints(v.dtype)) {
-    if (SoftmaxFamily::guardParams(v, p)) valid.push_back(p);
+    if (SoftmaxFamily::guardParams(v, p) && p.minComputeCapability() <= computeCapability) valid.push_back(p);
   }
   auto toPoint = [](const SoftmaxParams& p) {
-    return SearchPoint{{"threads", p.threads}, {"rowsPerCta", p.rowsPerCta}, {"vec", p.vec}, {"items", p.items}};
+    return SearchPoint{{"threads", p.threads}, {"rowsPerCta", p.rowsPerCta}, {"vec", p.vec}, {"items", p.items},
+                       {"cluster", p.cluster}};
   };
   auto toParams = [](const SearchPoint& pt) {
     SoftmaxParams p;
@@ -272,6 +306,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
     p.rowsPerCta = pt.at("rowsPerCta");
     p.vec = pt.at("vec");
     p.items = pt.at("items");
+    p.cluster = pt.at("cluster");
     return p;
   };
   auto valuesOf = [&](int SoftmaxParams::*field) {
@@ -287,6 +322,8 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
                                      {"rowsPerCta", valuesOf(&SoftmaxParams::rowsPerCta)}}, false},
       SearchTier{"memory access", {{"vec", valuesOf(&SoftmaxParams::vec)}}, false},
       SearchTier{"algorithm", {{"items", valuesOf(&SoftmaxParams::items)}}, true},
+      // Hopper: a thread-block cluster per row (1 everywhere else).
+      SearchTier{"architecture", {{"cluster", valuesOf(&SoftmaxParams::cluster)}}, false},
   };
   std::set<SearchPoint> validPoints;
   for (const SoftmaxParams& p : valid) validPoints.insert(toPoint(p));
@@ -313,7 +350,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
       const auto t0 = std::chrono::steady_clock::now();
       try {
         compiledNow[i].cubin = compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", arch,
-                                              SoftmaxFamily::compileOptions(v.dtype, toParams(fresh[i])))
+                                              SoftmaxFamily::compileOptions(v.dtype, toParams(fresh[i]), op))
                                    .cubin;
       } catch (const std::exception& e) {
         errors[i] = e.what();
@@ -345,9 +382,10 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
         continue;
       }
       VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
-      std::shared_ptr<const KernelLauncher> launcher = makeSoftmaxPlan(key, params, m.cubin, device).launcher;
+      std::shared_ptr<const KernelLauncher> launcher = makeSoftmaxPlan(key, params, m.cubin, device, op).launcher;
       m.comparison = timeAgainstAten(*launcher, benchInput, device,
-                                     std::min(options.pairs, kPairsPerLevel[std::min(level, 2)]), options.yieldPoint);
+                                     std::min(options.pairs, kPairsPerLevel[std::min(level, 2)]), options.yieldPoint,
+                                     op);
       m.level = level;
       results.push_back(Evaluation(m.comparison->candidate.median));
     }
@@ -356,7 +394,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
 
   SearchOptions so;
   so.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-  for (const SoftmaxParams& p : SoftmaxFamily::parameterSpace(v)) so.seeds.push_back(toPoint(p));
+  for (const SoftmaxParams& p : SoftmaxFamily::parameterSpace(v, computeCapability)) so.seeds.push_back(toPoint(p));
   so.initialPopulation = std::max<int>(static_cast<int>(so.seeds.size()), 8);
   so.maxEvaluations = options.searchEvaluations;
   so.maxBudgetLevel = 2;
@@ -398,7 +436,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
       if (accept) {
         bestSpeedup = cmp.speedup.median;
         outcome.accepted = true;
-        outcome.family = SoftmaxFamily::kName;
+        outcome.family = kernels::softmaxFamilyName(op);
         outcome.params = toParams(c.point);
         outcome.paramsJson = outcome.params.toJson();
         outcome.kernelName = SoftmaxFamily::kKernelName;
@@ -408,8 +446,8 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
                            {"atenUs", cmp.baseline.median},
                            {"kernelUs", cmp.candidate.median},
                            {"maxAbsError", m.harness->maxAbsError},
-                           {"tolerance", spec.tolerance(v.dtype, v.cols)},
-                           {"pairs", cmp.speedup.n}};
+                            {"pairs", cmp.speedup.n}};
+        if (spec.tolerance) outcome.metrics["tolerance"] = spec.tolerance(v.dtype, v.cols);
       }
     }
     candidatesLog.push_back(log);
@@ -423,7 +461,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   // Note [Stopping a target's search]: agent rounds only for a target not stopped yet.
   const double bestUs = best && best->ok() ? *best->cost : 0.0;
   const bool agentWorthIt = !options.clock || options.clock->stop(bestUs, 0) == TargetStop::None;
-  if (agentWorthIt && options.agent) askAgent(v, device, arch, options, outcome, bestSpeedup, candidatesLog);
+  if (agentWorthIt && options.agent && op == SoftmaxOp::Softmax) askAgent(v, device, arch, options, outcome, bestSpeedup, candidatesLog);
   outcome.metrics["arch"] = arch;
   outcome.metrics["search"] = searchSummary;
   if (options.clock) outcome.metrics["target"] = options.clock->summary(bestUs, targetStopOf(search.stop));

@@ -57,7 +57,7 @@ Config Config::fromEnvironment() {
   c.idleMs = parsePositive("HOTKERNEL_IDLE_MS", 50);
   c.optimizerMemoryMb = parsePositive("HOTKERNEL_OPT_MEM_MB", 0);
   std::string ops = env("HOTKERNEL_OPS");
-  if (ops.empty()) ops = "_softmax";
+  if (ops.empty()) ops = "_softmax,_log_softmax";
   std::stringstream ss(ops);
   std::string item;
   while (std::getline(ss, item, ',')) {

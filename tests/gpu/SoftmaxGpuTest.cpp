@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <ATen/ops/_log_softmax_cuda_dispatch.h>
 #include <ATen/ops/_softmax_cuda_dispatch.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <tbb/parallel_for.h>
@@ -10,6 +11,7 @@
 #include "SoftmaxOverride.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/optimizer/Benchmark.h"
+#include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
 #include "hotkernel/runtime/CudaDriver.h"
@@ -34,11 +36,13 @@ double maxErr(const at::Tensor& a, const at::Tensor& b) {
   return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
 }
 
-// Every parameter point the family offers, for odd and extreme sizes in every
-// dtype, against the ATen kernel.
-TEST(SoftmaxGpuTest, GivenEveryParameterPointWhenRunOnOddSizesThenMatchesAten) {
-  REQUIRE_CUDA();
-  const std::string arch = queryDevice(0).nvrtcArch();
+// Every parameter point the family offers on this GPU (cluster points
+// included on sm_90+), for odd and extreme sizes in every dtype, against the
+// ATen kernel of `op`.
+void expectEveryPointMatchesAten(kernels::SoftmaxOp op) {
+  const DeviceInfo info = queryDevice(0);
+  const std::string arch = info.nvrtcArch();
+  const int cc = info.ccMajor * 10 + info.ccMinor;
   struct Case {
     DType dtype;
     int64_t rows, cols;
@@ -46,38 +50,117 @@ TEST(SoftmaxGpuTest, GivenEveryParameterPointWhenRunOnOddSizesThenMatchesAten) {
     std::string cubin, error;
   };
   std::vector<Case> cases;
+  int clusterCases = 0;
   for (DType d : {DType::Float32, DType::Float16, DType::BFloat16}) {
-    for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
-             {1, 1}, {7, 13}, {3, 1000003}, {1, 128256}, {33, 4097}, {257, 32000}, {1000, 8}}) {
+    for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{1, 1},
+                                                                      {7, 13},
+                                                                      {3, 1000003},
+                                                                      {1, 128256},
+                                                                      {2, 128256},
+                                                                      {33, 4097},
+                                                                      {5, 40000},
+                                                                      {257, 32000},
+                                                                      {1000, 8}}) {
       kernels::SoftmaxVariant v{d, rows, cols};
       if (!SoftmaxFamily::guardVariant(v)) continue;
-      for (const auto& p : SoftmaxFamily::parameterSpace(v)) cases.push_back(Case{d, rows, cols, p, "", ""});
+      for (const auto& p : SoftmaxFamily::parameterSpace(v, cc)) {
+        cases.push_back(Case{d, rows, cols, p, "", ""});
+        clusterCases += p.cluster > 1;
+      }
     }
   }
   ASSERT_FALSE(cases.empty());
+  if (cc >= 90) EXPECT_GT(clusterCases, 0) << "no cluster point was tested on an sm_90+ GPU";
   tbb::parallel_for(size_t(0), cases.size(), [&](size_t i) {
     try {
       cases[i].cubin = compileToCubin(SoftmaxFamily::source(), "softmax.cu", arch,
-                                      SoftmaxFamily::compileOptions(cases[i].dtype, cases[i].params))
+                                      SoftmaxFamily::compileOptions(cases[i].dtype, cases[i].params, op))
                            .cubin;
     } catch (const std::exception& e) {
       cases[i].error = e.what();
     }
   });
   for (const Case& c : cases) {
-    SCOPED_TRACE(std::string(kernels::dtypeName(c.dtype)) + " " + std::to_string(c.rows) + "x" +
-                 std::to_string(c.cols) + " " + c.params.describe());
+    SCOPED_TRACE(std::string(kernels::softmaxOpName(op)) + " " + kernels::dtypeName(c.dtype) + " " +
+                 std::to_string(c.rows) + "x" + std::to_string(c.cols) + " " + c.params.describe());
     ASSERT_TRUE(c.error.empty()) << c.error;
     VariantKey key{static_cast<int32_t>(c.dtype), 0, c.rows, c.cols};
-    Plan plan = makeSoftmaxPlan(key, c.params, c.cubin, 0);
+    Plan plan = makeSoftmaxPlan(key, c.params, c.cubin, 0, op);
     at::Tensor x = (at::randn({c.rows, c.cols}, at::kCUDA) * 5).to(scalar(c.dtype));
     at::Tensor out = at::full_like(x, std::numeric_limits<float>::quiet_NaN());
     ASSERT_TRUE(plan.launcher->launch({x.const_data_ptr(), out.mutable_data_ptr(), c.rows, c.cols},
                                       at::cuda::getCurrentCUDAStream().stream()));
-    at::Tensor ref = at::cuda::_softmax(x, -1, false);
     ASSERT_FALSE(out.isnan().any().item<bool>());
-    EXPECT_LE(maxErr(out, ref), SoftmaxFamily::tolerance(c.dtype, c.cols));
+    if (op == kernels::SoftmaxOp::Softmax) {
+      EXPECT_LE(maxErr(out, at::cuda::_softmax(x, -1, false)), SoftmaxFamily::tolerance(c.dtype, c.cols));
+    } else {
+      const at::Tensor ref = at::cuda::_log_softmax(x, -1, false).to(at::kDouble);
+      const SoftmaxFamily::Bound b = SoftmaxFamily::logSoftmaxTolerance(c.dtype);
+      const at::Tensor excess = (out.to(at::kDouble) - ref).abs() - (ref.abs() * b.relative + b.absolute);
+      EXPECT_LE(excess.max().item<double>(), 0.0);
+    }
   }
+}
+
+TEST(SoftmaxGpuTest, GivenEveryParameterPointWhenRunOnOddSizesThenMatchesAten) {
+  REQUIRE_CUDA();
+  expectEveryPointMatchesAten(kernels::SoftmaxOp::Softmax);
+}
+
+TEST(SoftmaxGpuTest, GivenEveryParameterPointAsLogSoftmaxWhenRunOnOddSizesThenMatchesAten) {
+  REQUIRE_CUDA();
+  expectEveryPointMatchesAten(kernels::SoftmaxOp::LogSoftmax);
+}
+
+// Split rows and log_softmax pass all five stages (special values, sweep,
+// determinism across the cluster's merge) on the harness.
+TEST(SoftmaxGpuTest, GivenClusterAndLogPointsWhenRunThroughTheHarnessThenAllFiveStagesPass) {
+  REQUIRE_CUDA();
+  const DeviceInfo info = queryDevice(0);
+  const bool clusters = info.ccMajor >= 9;
+  struct Case {
+    kernels::SoftmaxOp op;
+    kernels::SoftmaxVariant v;
+    kernels::SoftmaxParams p;
+  };
+  std::vector<Case> cases = {
+      {kernels::SoftmaxOp::LogSoftmax, {DType::BFloat16, 64, 4096}, {512, 8, 1}},
+      {kernels::SoftmaxOp::LogSoftmax, {DType::Float32, 33, 20000}, {1024, 4, 0}},
+      {kernels::SoftmaxOp::LogSoftmax, {DType::Float16, 300, 64}, {128, 8, 1, 16}},
+  };
+  if (clusters) {
+    cases.push_back({kernels::SoftmaxOp::Softmax, {DType::BFloat16, 3, 128256}, {1024, 8, 2, 1, 8}});
+    cases.push_back({kernels::SoftmaxOp::Softmax, {DType::Float32, 5, 40000}, {1024, 4, 4, 1, 4}});
+    cases.push_back({kernels::SoftmaxOp::LogSoftmax, {DType::BFloat16, 3, 128256}, {512, 8, 4, 1, 8}});
+    cases.push_back({kernels::SoftmaxOp::LogSoftmax, {DType::Float16, 9, 30000}, {256, 8, 8, 1, 2}});
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(kernels::softmaxOpName(c.op)) + " " + kernels::dtypeName(c.v.dtype) + " " +
+                 std::to_string(c.v.rows) + "x" + std::to_string(c.v.cols) + " " + c.p.describe());
+    ASSERT_TRUE(SoftmaxFamily::guardParams(c.v, c.p));
+    const std::string cubin = compileToCubin(SoftmaxFamily::source(), "softmax.cu", info.nvrtcArch(),
+                                             SoftmaxFamily::compileOptions(c.v.dtype, c.p, c.op))
+                                  .cubin;
+    const HarnessReport r = runHarness(softmaxSpec(c.op), softmaxCandidate(c.v.dtype, c.p, cubin), c.v.dtype,
+                                       c.v.rows, c.v.cols, 0);
+    EXPECT_TRUE(r.passed) << (r.failure() ? std::string(toString(r.failure()->stage)) + ": " + r.failure()->detail
+                                          : std::string("?"));
+    EXPECT_EQ(r.stages.size(), 5u);
+  }
+}
+
+// A softmax kernel run as log_softmax (or the reverse) is caught by the harness.
+TEST(SoftmaxGpuTest, GivenTheWrongOpsKernelWhenRunThroughTheHarnessThenSmokeFails) {
+  REQUIRE_CUDA();
+  const kernels::SoftmaxVariant v{DType::BFloat16, 64, 4096};
+  const kernels::SoftmaxParams p{512, 8, 1};
+  const std::string arch = queryDevice(0).nvrtcArch();
+  const std::string softmaxCubin =
+      compileToCubin(SoftmaxFamily::source(), "softmax.cu", arch, SoftmaxFamily::compileOptions(v.dtype, p)).cubin;
+  const HarnessReport r = runHarness(softmaxSpec(kernels::SoftmaxOp::LogSoftmax),
+                                     softmaxCandidate(v.dtype, p, softmaxCubin), v.dtype, v.rows, v.cols, 0);
+  ASSERT_FALSE(r.passed);
+  EXPECT_EQ(r.failure()->stage, HarnessStage::Smoke);
 }
 
 class SoftmaxCudaOverrideTest : public ::testing::Test {
@@ -115,6 +198,28 @@ TEST_F(SoftmaxCudaOverrideTest, GivenTunedVariantWhenCalledThroughDispatcherThen
   at::Tensor w = at::softmax(z, -1);
   EXPECT_EQ(SoftmaxOverride::misses(), misses + 1);
   EXPECT_EQ(maxErr(w, at::cuda::_softmax(z, -1, false)), 0.0);
+}
+
+TEST_F(SoftmaxCudaOverrideTest, GivenTunedLogSoftmaxVariantWhenCalledThroughDispatcherThenSwappedKernelRuns) {
+  using Op = SoftmaxOverride::Op;
+  SoftmaxOverride::install(c10::DispatchKey::CUDA, Op::LogSoftmax);
+  const kernels::SoftmaxVariant v{DType::BFloat16, 4096, 32000};
+  TuneOutcome t = tuneSoftmax(v, 0, {}, Op::LogSoftmax);
+  ASSERT_TRUE(t.accepted) << t.metrics.dump(2);
+  EXPECT_EQ(t.family, "log_softmax_lastdim");
+  VariantKey key{static_cast<int32_t>(v.dtype), 0, v.rows, v.cols};
+  SoftmaxOverride::plans(Op::LogSoftmax).publish(makePlan(t.family, key, t.paramsJson, t.kernelName, t.cubin, 0));
+
+  at::Tensor x = at::randn({v.rows, v.cols}, at::kCUDA).mul_(3).to(at::kBFloat16);
+  const uint64_t hits = SoftmaxOverride::hits(Op::LogSoftmax);
+  at::Tensor y = at::log_softmax(x, -1);
+  EXPECT_EQ(SoftmaxOverride::hits(Op::LogSoftmax), hits + 1);
+  const at::Tensor ref = at::cuda::_log_softmax(x, -1, false).to(at::kDouble);
+  const SoftmaxFamily::Bound b = SoftmaxFamily::logSoftmaxTolerance(v.dtype);
+  EXPECT_LE(((y.to(at::kDouble) - ref).abs() - (ref.abs() * b.relative + b.absolute)).max().item<double>(), 0.0);
+  // softmax of the same shape still computes softmax (its own plan or ATen, never the log plan).
+  at::Tensor z = at::softmax(x, -1);
+  EXPECT_LE(maxErr(z, at::cuda::_softmax(x, -1, false)), SoftmaxFamily::tolerance(v.dtype, v.cols));
 }
 
 TEST_F(SoftmaxCudaOverrideTest, GivenPlanWhenCapturedInCudaGraphThenReplayMatchesAten) {

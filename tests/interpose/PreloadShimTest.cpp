@@ -86,6 +86,34 @@ TEST(PreloadShimTest, GivenMissingRealLibraryWhenPythonImportsTorchThenProcessRu
   EXPECT_NE(out.find("cannot load the hotkernel library"), std::string::npos) << out;
 }
 
+// bench/ops_bench.py times in Python (torch.compile needs it) and takes its
+// statistics from the library, so every figure uses one implementation.
+TEST(PreloadShimTest, GivenPairedSamplesWhenComparedThroughTheCApiThenTheBenchmarkStatistics) {
+  if (!exists(kLib + "/libhotkernel.so")) GTEST_SKIP() << "built without torch";
+  const std::string script =
+      "import ctypes, json\n"
+      "import torch\n"
+      "lib = ctypes.CDLL(None)\n"
+      "f = lib.hotkernel_compare_samples\n"
+      "f.argtypes = [ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double), ctypes.c_int, ctypes.c_char_p, ctypes.c_int]\n"
+      "A = ctypes.c_double * 9\n"
+      "a = A(*[20.0 + i for i in range(9)])\n"
+      "b = A(*[(20.0 + i) / 2 for i in range(9)])\n"
+      "n = f(a, b, 9, None, 0)\n"
+      "buf = ctypes.create_string_buffer(n)\n"
+      "assert f(a, b, 9, buf, n) == n\n"
+      "r = json.loads(buf.value)\n"
+      "print('speedup', r['speedup']['median'], r['speedup']['n'], 'baseline', r['baseline']['median'])\n"
+      "print('bad', f(a, b, 0, buf, n), f(None, b, 9, buf, n))\n"
+      "bad = A(*([0.0] * 9))\n"
+      "print('zero', f(a, bad, 9, buf, n))\n";
+  const std::string out = run("LD_PRELOAD=" + kShim + " HOTKERNEL_CACHE_DIR=" + tempCache() + " " +
+                              HOTKERNEL_PYTHON + " -c \"" + script + "\" 2>&1");
+  EXPECT_NE(out.find("speedup 2.0 9 baseline 24.0"), std::string::npos) << out;
+  EXPECT_NE(out.find("bad -1 -1"), std::string::npos) << out;
+  EXPECT_NE(out.find("zero -1"), std::string::npos) << out;
+}
+
 TEST(PreloadShimTest, GivenCppBinaryLinkedToTorchWhenPreloadedThenRealLibraryIsLoadedBeforeMain) {
   const std::string probe = std::string(HOTKERNEL_TEST_BINARY_DIR) + "/bin/torch_linked_probe";
   if (!exists(probe)) GTEST_SKIP() << "built without torch";

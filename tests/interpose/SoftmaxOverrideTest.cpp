@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <ATen/ops/_log_softmax_cpu_dispatch.h>
 #include <ATen/ops/_softmax_cpu_dispatch.h>
 
 #include <atomic>
@@ -105,6 +106,43 @@ TEST_F(SoftmaxOverrideTest, GivenDisabledWhenCalledThenOriginalUntilReenabled) {
 TEST_F(SoftmaxOverrideTest, GivenInvalidDimWhenCalledThenOriginalErrorReachesCaller) {
   at::Tensor x = at::randn({6, 32});
   EXPECT_THROW(at::_softmax(x, 5, false), c10::Error);
+}
+
+TEST_F(SoftmaxOverrideTest, GivenLogSoftmaxInstalledWhenCalledThenOnlyItsOwnPlansServeIt) {
+  using Op = SoftmaxOverride::Op;
+  SoftmaxOverride::install(c10::DispatchKey::CPU, Op::LogSoftmax);
+  EXPECT_TRUE(SoftmaxOverride::installed(c10::DispatchKey::CPU, Op::LogSoftmax));
+  auto logLauncher = std::make_shared<PatternLauncher>();
+  const int32_t f32 = static_cast<int32_t>(kernels::DType::Float32);
+  SoftmaxOverride::plans(Op::LogSoftmax).publish(Plan{VariantKey{f32, -1, 5, 16}, logLauncher, "pattern 5x16"});
+  // Its own plan serves log_softmax (also through the composite op)...
+  const uint64_t hits = SoftmaxOverride::hits(Op::LogSoftmax);
+  at::Tensor x = at::randn({5, 16});
+  EXPECT_TRUE(isPattern(at::_log_softmax(x, -1, false)));
+  EXPECT_TRUE(isPattern(at::log_softmax(x, -1)));
+  EXPECT_EQ(SoftmaxOverride::hits(Op::LogSoftmax), hits + 2);
+  EXPECT_EQ(logLauncher->calls.load(), 2);
+  // ... but not softmax of the same shape, and softmax's plan (6x32) does not serve log_softmax.
+  EXPECT_TRUE(at::allclose(at::_softmax(x, -1, false), at::cpu::_softmax(x, -1, false)));
+  at::Tensor y = at::randn({6, 32});
+  const uint64_t misses = SoftmaxOverride::misses(Op::LogSoftmax);
+  EXPECT_TRUE(at::allclose(at::_log_softmax(y, -1, false), at::cpu::_log_softmax(y, -1, false)));
+  EXPECT_EQ(SoftmaxOverride::misses(Op::LogSoftmax), misses + 1);
+  EXPECT_TRUE(isPattern(at::_softmax(y, -1, false)));
+  // Disabling covers both ops.
+  SoftmaxOverride::setEnabled(false);
+  EXPECT_TRUE(at::allclose(at::_log_softmax(x, -1, false), at::cpu::_log_softmax(x, -1, false)));
+  SoftmaxOverride::setEnabled(true);
+}
+
+TEST(SoftmaxOverrideNamesTest, GivenOpNamesWhenMappedThenSoftmaxAndLogSoftmaxOnly) {
+  using Op = SoftmaxOverride::Op;
+  EXPECT_EQ(SoftmaxOverride::opOf("aten::_softmax"), Op::Softmax);
+  EXPECT_EQ(SoftmaxOverride::opOf("_softmax"), Op::Softmax);
+  EXPECT_EQ(SoftmaxOverride::opOf("aten::_log_softmax"), Op::LogSoftmax);
+  EXPECT_EQ(SoftmaxOverride::opOf("_log_softmax"), Op::LogSoftmax);
+  EXPECT_FALSE(SoftmaxOverride::opOf("aten::softmax").has_value());
+  EXPECT_FALSE(SoftmaxOverride::opOf("").has_value());
 }
 
 TEST(SoftmaxVariantTest, GivenTensorsWhenKeyedThenRowsColsDtypeDevice) {

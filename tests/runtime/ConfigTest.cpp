@@ -18,8 +18,9 @@ TEST(ConfigTest, GivenNoEnvironmentWhenReadThenDefaults) {
   EXPECT_TRUE(c.optimize);
   EXPECT_EQ(c.hotCalls, 50);
   EXPECT_EQ(c.cacheDir, "/tmp/hk-config-test");
-  ASSERT_EQ(c.ops.size(), 1u);
+  ASSERT_EQ(c.ops.size(), 2u);
   EXPECT_EQ(c.ops[0], "_softmax");
+  EXPECT_EQ(c.ops[1], "_log_softmax");
 }
 
 TEST(ConfigTest, GivenOffSwitchAndBadNumberWhenReadThenDisabledAndDefaultKept) {

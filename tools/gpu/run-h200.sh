@@ -7,7 +7,7 @@
 # OpenSSL headers) travel as Debian .deb files in .deps/debs (fetch them here
 # with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
 #
-#   tools/gpu/run-h200.sh [all|build|test|bench|warmup|demo]...
+#   tools/gpu/run-h200.sh [all|build|test|ops|bench|warmup|demo]...
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${OUT:-$ROOT/out}"
@@ -34,7 +34,7 @@ BUILD="$HOTKERNEL_BUILD_DIR"
 } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-if want build || want test || want bench || want warmup || want demo; then
+if want build || want test || want ops || want bench || want warmup || want demo; then
   log "build"
   HOTKERNEL_JOBS=16 "$ROOT/tools/setup.sh" >"$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
   log "build ok"
@@ -46,6 +46,14 @@ if want test; then
     >"$OUT/ctest.log" 2>&1 || rc=1
   tail -15 "$OUT/ctest.log"
   (cd "$BUILD" && ctest -L gpu -N) | tail -1
+fi
+if want ops; then
+  log "bench: ops (softmax, log_softmax) vs eager and torch.compile, side by side"
+  HOTKERNEL_CACHE_DIR="$(mktemp -d)/cache" HOTKERNEL_SAMPLE=1 HOTKERNEL_LOG_LEVEL=info \
+    LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
+    "$HOTKERNEL_PYTHON" "$ROOT/bench/ops_bench.py" ${HOTKERNEL_OPS_CASES:+--cases "$HOTKERNEL_OPS_CASES"} \
+    --out "$OUT/bench-ops.json" >"$OUT/bench-ops.log" 2>&1 || rc=1
+  grep -v "^\[hotkernel" "$OUT/bench-ops.log" | tail -30
 fi
 if want bench; then
   log "bench: softmax under the preload vs eager"

@@ -29,6 +29,14 @@ int hotkernel_plan_count(void);
  * (NUL-terminated, truncated to size). Returns the full length needed. */
 int hotkernel_status_json(char* buf, int size);
 
+/* The benchmark method's statistics (optimizer/Statistics.h) over n paired
+ * times of a baseline and a candidate (any unit, all > 0), for benchmark
+ * programs that time in Python (bench/ops_bench.py): writes
+ * {"baseline":{"median","low","high","n"},"candidate":{..},"speedup":{..}}
+ * (speedup = baseline_i / candidate_i, median with its 95% CI) into buf like
+ * hotkernel_status_json. Returns the full length needed, <0 on bad input. */
+int hotkernel_compare_samples(const double* baseline, const double* candidate, int n, char* buf, int size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,9 +14,10 @@
 
 namespace hotkernel {
 
-// Throws Error if the cubin cannot be loaded or the parameters do not fit the variant.
+// Throws Error if the cubin cannot be loaded or the parameters do not fit the
+// variant. `op` only names the plan: the cubin was compiled for it (HK_LOG).
 Plan makeSoftmaxPlan(const VariantKey& key, const kernels::SoftmaxParams& params, const std::string& cubin,
-                     int device);
+                     int device, kernels::SoftmaxOp op = kernels::SoftmaxOp::Softmax);
 
 // The norm families: the key's flags say whether the call passes a weight
 // (and a bias); `cubin` must have been compiled with the same HK_HAS_* defines.
@@ -27,8 +28,8 @@ Plan makeRmsNormPlan(const VariantKey& key, const kernels::NormParams& params, c
 Plan makeLayerNormPlan(const VariantKey& key, const kernels::NormParams& params, const std::string& cubin,
                        int device);
 
-// A plan for a cache entry of any family: "softmax_lastdim" (params = a
-// SoftmaxParams point), "rms_norm" and "layer_norm" (params = a NormParams
+// A plan for a cache entry of any family: "softmax_lastdim" and
+// "log_softmax_lastdim" (params = a SoftmaxParams point), "rms_norm" and "layer_norm" (params = a NormParams
 // point) or "agent" (params = {"launch": AgentLaunch}, kernel `kernelName`
 // from an external agent). Throws Error for an unknown family or malformed params.
 Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::json& params,

@@ -41,7 +41,7 @@ struct TunerOptions {
 
 struct TuneOutcome {
   bool accepted = false;            // false: keep the ATen kernel
-  std::string family;               // "softmax_lastdim", or "agent" for an external agent's kernel
+  std::string family;               // "softmax_lastdim" / "log_softmax_lastdim", or "agent" (external agent)
   nlohmann::json paramsJson;        // what the cache stores (see makePlan)
   std::string kernelName;
   kernels::SoftmaxParams params{};  // valid when accepted from the family
@@ -50,8 +50,8 @@ struct TuneOutcome {
   nlohmann::json metrics;           // speed-up, CI, times, max error, per-candidate log
 };
 
-// What aten::_softmax(x, -1, false) must compute, for the harness.
-RowOpSpec softmaxSpec();
+// What aten::_softmax(x, -1, false) (or aten::_log_softmax) must compute, for the harness.
+RowOpSpec softmaxSpec(kernels::SoftmaxOp op = kernels::SoftmaxOp::Softmax);
 // A compiled softmax parameter point as a harness candidate (its guards included).
 HarnessCandidate softmaxCandidate(kernels::DType dtype, const kernels::SoftmaxParams& params,
                                   const std::string& cubin);
@@ -59,6 +59,9 @@ HarnessCandidate softmaxCandidate(kernels::DType dtype, const kernels::SoftmaxPa
 // Runs on the calling thread on `device`; uses its own stream and relaxed
 // graph-capture mode. Throws Error when the variant cannot be tuned at all
 // (no driver, no NVRTC); candidates that fail are skipped and logged in metrics.
-TuneOutcome tuneSoftmax(const kernels::SoftmaxVariant& variant, int device, const TunerOptions& options = {});
+// `op` picks softmax or log_softmax (same family template, HK_LOG); the
+// external agent is asked for softmax only (its task format describes softmax).
+TuneOutcome tuneSoftmax(const kernels::SoftmaxVariant& variant, int device, const TunerOptions& options = {},
+                        kernels::SoftmaxOp op = kernels::SoftmaxOp::Softmax);
 
 }  // namespace hotkernel

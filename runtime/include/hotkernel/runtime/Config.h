@@ -9,7 +9,7 @@
 // | HOTKERNEL_OPTIMIZE            | 1                            | 0: only use cached kernels, never optimize in-process |
 // | HOTKERNEL_HOT_CALLS           | 50                           | calls of one variant before it is queued for optimization |
 // | HOTKERNEL_PROFILE             | (unset)                      | file the recorded variants are written to at exit (JSON) |
-// | HOTKERNEL_OPS                 | _softmax                     | comma list of ops to override |
+// | HOTKERNEL_OPS                 | _softmax,_log_softmax        | comma list of ops to override |
 // | HOTKERNEL_IDLE_MS             | 50                           | the optimizer works only after this long without serving GPU ops |
 // | HOTKERNEL_OPT_MEM_MB          | 25% of the device's memory   | GPU memory the background optimizer may use |
 

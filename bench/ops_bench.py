@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""ops_bench: per (op, shape, dtype), hotkernel against eager ATen AND torch.compile,
+measured side by side in one process on one GPU.
+
+Run under the preload (tools/gpu/run-h200.sh does):
+    LD_PRELOAD=build/lib/libhotkernel_preload.so HOTKERNEL_CACHE_DIR=$(mktemp -d)/c \\
+        HOTKERNEL_SAMPLE=1 python3 bench/ops_bench.py --out ops.json
+
+For every case the script first makes the variant hot (calls it), waits for the
+background optimizer to decide (a validated kernel swapped in, or "keep ATen"),
+then times three implementations of the same call:
+  eager     the op with hotkernel switched off (hotkernel_set_enabled(0)): ATen's kernel
+  hotkernel the op through the dispatcher with hotkernel on (its kernel, or ATen's if kept)
+  compile   torch.compile(fn, dynamic=False) of the same function (Inductor's Triton kernel)
+with the project's benchmark method: CUDA events around each call, L2 flushed
+before every timed call, the three interleaved in a rotating order, paired
+ratios; medians and 95% confidence intervals come from the library's own
+statistics (hotkernel_compare_samples, optimizer/Statistics.h), so every figure
+is computed by one implementation. Also: GB/s of hotkernel (ideal traffic: one
+read, one write), its share of the copy bandwidth measured in the same run, and
+the max error of each implementation against a float64 reference.
+
+Output: "hotkernel-bench" v1 JSON, benchmark "ops", one result per case, and a
+Markdown table on stdout (the README's table is pasted from it).
+"""
+import argparse
+import ctypes
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+
+import torch
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def softmax(t):
+    return torch.softmax(t, -1)
+
+
+def log_softmax(t):
+    return torch.log_softmax(t, -1)
+
+
+# op name -> (function, ATen op the dispatcher sees, float64 reference)
+OPS = {
+    "softmax": (softmax, "aten::_softmax", lambda x: torch.softmax(x.double(), -1)),
+    "log_softmax": (log_softmax, "aten::_log_softmax", lambda x: torch.log_softmax(x.double(), -1)),
+}
+
+DEFAULT_CASES = (
+    "softmax:bfloat16:1x128256,softmax:bfloat16:32x128256,softmax:bfloat16:4096x32000,"
+    "softmax:bfloat16:8192x128256,softmax:float16:4096x32000,softmax:float32:4096x32000,"
+    "log_softmax:bfloat16:32x128256,log_softmax:bfloat16:4096x32000,log_softmax:bfloat16:8192x128256"
+)
+
+
+class Hotkernel:
+    """The C API of the loaded libhotkernel.so (through the preload shim)."""
+
+    def __init__(self):
+        lib = ctypes.CDLL(None)
+        try:
+            self.set_enabled = lib.hotkernel_set_enabled
+            self.wait_idle = lib.hotkernel_wait_idle
+            self._status = lib.hotkernel_status_json
+            self._compare = lib.hotkernel_compare_samples
+        except AttributeError:
+            sys.exit("ops_bench: hotkernel is not loaded; run under LD_PRELOAD=.../libhotkernel_preload.so")
+        self.set_enabled.argtypes = [ctypes.c_int]
+        self.wait_idle.argtypes = [ctypes.c_double]
+        self._status.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        dp = ctypes.POINTER(ctypes.c_double)
+        self._compare.argtypes = [dp, dp, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+
+    def status(self):
+        n = self._status(None, 0)
+        buf = ctypes.create_string_buffer(n)
+        self._status(buf, n)
+        return json.loads(buf.value)
+
+    def compare(self, baseline, candidate):
+        """Median + 95% CI of each and of the paired ratios baseline/candidate."""
+        n = len(baseline)
+        arr = ctypes.c_double * n
+        a, b = arr(*baseline), arr(*candidate)
+        size = self._compare(a, b, n, None, 0)
+        if size < 0:
+            raise RuntimeError("hotkernel_compare_samples refused the samples")
+        buf = ctypes.create_string_buffer(size)
+        self._compare(a, b, n, buf, size)
+        return json.loads(buf.value)
+
+
+def machine():
+    info = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda}
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.strip()
+        info["driver"] = out.splitlines()[0] if out else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        info["driver"] = "unknown"
+    return info
+
+
+class Timer:
+    """CUDA events around one call, L2 flushed before it (the benchmark method)."""
+
+    def __init__(self):
+        l2 = torch.cuda.get_device_properties(0).L2_cache_size
+        self.flush = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
+
+    def time_us(self, fn):
+        self.flush.zero_()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        fn()
+        e1.record()
+        return e0, e1
+
+
+def copy_bandwidth(timer, reps=15):
+    """Device copy bandwidth (bytes read + written per second), 512 MiB."""
+    src = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    events = [timer.time_us(lambda: dst.copy_(src)) for _ in range(reps)]
+    torch.cuda.synchronize()
+    times = sorted(e0.elapsed_time(e1) * 1e3 for e0, e1 in events)
+    return 2 * src.numel() / (times[len(times) // 2] * 1e-6)
+
+
+def make_hot(hk, fn, x, calls, timeout):
+    """Calls the op until the recorder marks it hot, then waits for the optimizer's decision."""
+    for _ in range(calls):
+        fn(x)
+    torch.cuda.synchronize()
+    time.sleep(0.2)  # idle GPU: the background optimizer's gate opens
+    t0 = time.perf_counter()
+    idle = hk.wait_idle(timeout) == 0
+    return idle, time.perf_counter() - t0
+
+
+def variant_string(dtype, rows, cols):
+    return f"dtype={dtype};rows={rows};cols={cols}"
+
+
+def decision_of(status, aten_op, variant):
+    for p in status.get("plans", []):
+        if p.get("op") == aten_op and p.get("variant") == variant:
+            return "kernel", p.get("kernel", "")
+    for t in status.get("tuned", []):
+        if t.get("op") == aten_op and t.get("variant") == variant:
+            return t.get("decision", "?"), ""
+    return "undecided", ""
+
+
+def run_case(hk, timer, op, dtype_name, rows, cols, args, copy_bps):
+    fn, aten_op, ref64 = OPS[op]
+    dtype = DTYPES[dtype_name]
+    gen = torch.Generator(device="cuda").manual_seed(1234 + rows + cols)
+    x = (torch.randn(rows, cols, device="cuda", generator=gen) * 3).to(dtype)
+    idle, waited = make_hot(hk, fn, x, args.hot_calls, args.tune_timeout)
+    variant = variant_string(dtype_name, rows, cols)
+    decision, kernel = decision_of(hk.status(), aten_op, variant)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, dynamic=False)
+    t0 = time.perf_counter()
+    compiled(x)
+    torch.cuda.synchronize()
+    compile_seconds = time.perf_counter() - t0
+
+    def eager():
+        hk.set_enabled(0)
+        try:
+            return fn(x)
+        finally:
+            hk.set_enabled(1)
+
+    impls = {"eager": eager, "hotkernel": lambda: fn(x), "compile": lambda: compiled(x)}
+    names = list(impls)
+    # Max error against float64, each implementation once.
+    ref = ref64(x)
+    errors = {}
+    for name in names:
+        out = impls[name]().double()
+        finite = torch.isfinite(ref)
+        errors[name] = float((out[finite] - ref[finite]).abs().max().item()) if finite.any() else 0.0
+    for _ in range(args.warmup):
+        for name in names:
+            impls[name]()
+    samples = {name: [] for name in names}
+    for rep in range(args.reps):
+        order = names[rep % 3:] + names[:rep % 3]  # rotate: no implementation always runs first
+        events = [(name, timer.time_us(impls[name])) for name in order]
+        torch.cuda.synchronize()
+        for name, (e0, e1) in events:
+            samples[name].append(e0.elapsed_time(e1) * 1e3)
+    vs_eager = hk.compare(samples["eager"], samples["hotkernel"])
+    vs_compile = hk.compare(samples["compile"], samples["hotkernel"])
+    compile_vs_eager = hk.compare(samples["eager"], samples["compile"])
+    nbytes = 2 * x.numel() * x.element_size()
+    hk_us = vs_eager["candidate"]["median"]
+    gbps = nbytes / (hk_us * 1e-6) / 1e9
+    return {
+        "op": op, "atenOp": aten_op, "dtype": dtype_name, "shape": [rows, cols],
+        "decision": decision, "kernel": kernel, "optimizerIdle": idle, "waitedSeconds": round(waited, 2),
+        "eagerUs": vs_eager["baseline"], "hotkernelUs": vs_eager["candidate"], "compileUs": vs_compile["baseline"],
+        "speedupVsEager": vs_eager["speedup"], "speedupVsCompile": vs_compile["speedup"],
+        "compileSpeedupVsEager": compile_vs_eager["speedup"],
+        "bytes": nbytes, "hotkernelGBps": gbps, "copyFraction": gbps * 1e9 / copy_bps,
+        "eagerGBps": nbytes / (vs_eager["baseline"]["median"] * 1e-6) / 1e9,
+        "compileGBps": nbytes / (vs_compile["baseline"]["median"] * 1e-6) / 1e9,
+        "maxErrorVsFloat64": errors, "compileSeconds": round(compile_seconds, 2),
+        "samplesUs": {k: [round(v, 3) for v in s] for k, s in samples.items()},
+    }
+
+
+def parse_cases(text):
+    cases = []
+    for item in text.split(","):
+        try:
+            op, dtype, shape = item.strip().split(":")
+            rows, cols = (int(v) for v in shape.lower().split("x"))
+        except ValueError:
+            sys.exit(f"ops_bench: malformed case '{item}' (want op:dtype:ROWSxCOLS)")
+        if op not in OPS or dtype not in DTYPES or rows < 1 or cols < 1:
+            sys.exit(f"ops_bench: unknown op/dtype or bad shape in '{item}' (ops: {', '.join(OPS)})")
+        cases.append((op, dtype, rows, cols))
+    return cases
+
+
+def fmt_ci(m, unit=""):
+    return f"{m['median']:.2f}{unit} [{m['low']:.2f}, {m['high']:.2f}]"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cases", default=DEFAULT_CASES, help="comma list of op:dtype:ROWSxCOLS")
+    ap.add_argument("--reps", type=int, default=31, help="timed rounds (each times all three)")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--hot-calls", type=int, default=80, help="calls that make a variant hot")
+    ap.add_argument("--tune-timeout", type=float, default=240.0, help="seconds to wait for the optimizer per case")
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("ops_bench: no CUDA device")
+    if args.reps < 7:
+        sys.exit("ops_bench: --reps must be >= 7 (the confidence interval needs them)")
+    cases = parse_cases(args.cases)
+    hk = Hotkernel()
+    timer = Timer()
+    copy_bps = copy_bandwidth(timer)
+    print(f"copy bandwidth {copy_bps / 1e9:.0f} GB/s", flush=True)
+    results = []
+    for op, dtype, rows, cols in cases:
+        try:
+            r = run_case(hk, timer, op, dtype, rows, cols, args, copy_bps)
+        except Exception as e:  # one broken case must not lose the others
+            r = {"op": op, "dtype": dtype, "shape": [rows, cols], "error": f"{type(e).__name__}: {e}"}
+        results.append(r)
+        if "error" in r:
+            print(f"{op} {dtype} {rows}x{cols}: ERROR {r['error']}", flush=True)
+        else:
+            print(f"{op} {dtype} {rows}x{cols}: {r['decision']} {r['kernel']} | eager {r['eagerUs']['median']:.1f} us, "
+                  f"hotkernel {r['hotkernelUs']['median']:.1f} us, compile {r['compileUs']['median']:.1f} us | "
+                  f"x{fmt_ci(r['speedupVsEager'])} vs eager, x{fmt_ci(r['speedupVsCompile'])} vs compile | "
+                  f"{r['hotkernelGBps']:.0f} GB/s = {100 * r['copyFraction']:.0f}% of copy", flush=True)
+    doc = {"format": "hotkernel-bench", "version": 1, "benchmark": "ops",
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "machine": machine(), "copyGBps": copy_bps / 1e9,
+           "method": "CUDA events per call, L2 flushed before each, eager/hotkernel/compile interleaved in "
+                     "rotating order, medians and 95% CIs of paired ratios (hotkernel_compare_samples)",
+           "reps": args.reps, "results": results}
+    print("\n| op | dtype | shape | eager us | compile us | hotkernel us | vs eager | vs compile | GB/s | % copy | "
+          "max err vs fp64 (hk / eager) | kernel |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        if "error" in r:
+            print(f"| {r['op']} | {r['dtype']} | {r['shape'][0]}x{r['shape'][1]} | error: {r['error']} |")
+            continue
+        err = r["maxErrorVsFloat64"]
+        print(f"| {r['op']} | {r['dtype']} | {r['shape'][0]}x{r['shape'][1]} | {r['eagerUs']['median']:.1f} | "
+              f"{r['compileUs']['median']:.1f} | {r['hotkernelUs']['median']:.1f} | "
+              f"{fmt_ci(r['speedupVsEager'], 'x')} | {fmt_ci(r['speedupVsCompile'], 'x')} | "
+              f"{r['hotkernelGBps']:.0f} | {100 * r['copyFraction']:.0f}% | {err['hotkernel']:.2g} / {err['eager']:.2g} | "
+              f"{r['decision']}: {r['kernel'].split(' for ')[0]} |")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(doc, f, indent=1)
+        print(f"\nwritten {args.out}")
+    return 0 if all("error" not in r for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
