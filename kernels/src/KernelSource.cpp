@@ -17,6 +17,7 @@
 HOTKERNEL_DECLARE_EMBEDDED(softmax_lastdim)
 HOTKERNEL_DECLARE_EMBEDDED(rms_norm)
 HOTKERNEL_DECLARE_EMBEDDED(layer_norm)
+HOTKERNEL_DECLARE_EMBEDDED(cross_entropy)
 
 #define HOTKERNEL_EMBEDDED(name)                                                                       \
   KernelSource {                                                                                       \
@@ -33,6 +34,7 @@ const std::vector<KernelSource>& allKernelSources() {
       HOTKERNEL_EMBEDDED(softmax_lastdim),
       HOTKERNEL_EMBEDDED(rms_norm),
       HOTKERNEL_EMBEDDED(layer_norm),
+      HOTKERNEL_EMBEDDED(cross_entropy),
   };
   return sources;
 }

@@ -1,0 +1,448 @@
+// cross entropy of class logits against integer targets, one row per sample,
+// over a contiguous [rows, cols] tensor of logits and a contiguous [rows]
+// int64 target:
+//   loss[r] = logsumexp_c(x[r, c]) - x[r, target[r]]      (0 where target[r] == ignoreIndex)
+//   reduction none: out[r] = loss[r]                       ([rows], the logits' dtype)
+//             sum:  out    = sum_r loss[r]                 (a scalar, the logits' dtype)
+//             mean: out    = sum_r loss[r] / #{r : target[r] != ignoreIndex}
+// the semantics of aten::cross_entropy_loss(x, target, weight=None, reduction,
+// ignore_index, label_smoothing=0.0) for 2-D x on CUDA, i.e. of
+// nll_loss(log_softmax(x, 1), target) as ATen computes it (Note [What ATen's
+// cross_entropy_loss computes] in kernels/src/CrossEntropyFamily.cpp).
+//
+// Compiled by NVRTC with the defines below (CrossEntropyFamily::compileOptions);
+// no #include at all.
+//   HK_DTYPE      0 = float32, 1 = float16, 2 = bfloat16 (hotkernel::kernels::DType)
+//   HK_THREADS    threads per CTA, a power of two in [32, 1024]
+//   HK_ROWS       rows per CTA: 1, or HK_THREADS / HK_ROWS <= 32 (each row within one warp)
+//   HK_VEC        elements per vector access, a power of two, HK_VEC * sizeof(element) <= 16
+//   HK_UNROLL     vectors each thread loads before it uses the first (loads in flight), 1 to 8
+//   HK_CLUSTER    (optional, default 1) 2, 4 or 8: a thread-block cluster serves each row,
+//                 each CTA a slice of it (HK_ROWS == 1, sm_90+): Note [Cross entropy over a cluster]
+//   HK_REDUCTION  0 none, 1 mean, 2 sum (at::Reduction's values)
+// A row is served by HK_ROW_THREADS = HK_THREADS / HK_ROWS threads.
+//
+// Entry point:
+//   extern "C" __global__ void hk_cross_entropy(const void* logits, const long long* target, void* out,
+//                                               float* work, long long rows, long long cols,
+//                                               long long ignoreIndex)
+// `work` (reductions sum and mean only; ignored for none) holds `rows` floats,
+// the rows' losses, followed by one 32-bit counter that must be 0 at launch
+// whenever the grid holds more than one CTA group (CrossEntropyFamily::
+// needsCounter); the kernel leaves it 0 again.
+//
+// Preconditions (checked on the host by CrossEntropyFamily's guards, not here):
+//   cols % HK_VEC == 0; `logits` aligned to HK_VEC * sizeof(element); `target`
+//   aligned to 8, `out` to sizeof(element), `work` to 4; 1 <= cols <= 2^30;
+//   1 <= rows <= 2^24 (counts stay exact in float32, like ATen's total_weight).
+//
+// Note [Cross entropy in one read]
+// A thread streams its vectors of the row once, keeping a running (max, sum)
+// pair (Note [Online pairs]), rescaled once per batch of HK_UNROLL vectors;
+// the pairs merge across the row (then across the cluster) in a fixed order.
+// The target's logit is one extra scalar load issued by the row's first
+// thread before the stream, so it overlaps it. Then, in fp32 and in ATen's
+// order of operations (log_softmax's epilogue, then nll_loss's negation):
+//   v = (x[t] - max) - log(sum);  loss = -v, rounded to the logits' dtype.
+// Reductions accumulate the ROUNDED per-row losses in fp32 (ATen's nll_loss
+// reads log_softmax's 16-bit output) and round the result once.
+//
+// Note [Cross entropy special values]
+// Like ATen: a row holding NaN or +inf, or of only -inf, has a NaN loss; a
+// target logit of -inf (others finite) a loss of +inf; an ignored row's loss
+// is 0 whatever its logits hold, and it is left out of sum and mean. Mean over
+// rows that are all ignored is 0 / 0 = NaN (ATen's 2-D kernel). A target
+// outside [0, cols) that is not ignoreIndex makes ATen's kernel trip a device
+// assert (the CUDA context is lost); this kernel writes NaN as that row's loss
+// instead (and so a NaN sum or mean): loud, never a plausible number.
+//
+// Note [Deterministic cross entropy reduction]
+// No float atomics: every row's loss goes to work[row] (float32), then one CTA
+// sums work[] in a fixed order: thread i adds rows i, i + HK_THREADS, ... in
+// order, then an xor butterfly within warps and across the warps' partials.
+// That CTA is the last to finish: each CTA, after its last row, fences its
+// writes and takes a ticket from the counter at work[rows]; the one holding
+// the last ticket fences again and reduces, then resets the counter. A grid of
+// one CTA group (one CTA, or one cluster) needs no counter: its first CTA
+// wrote every loss and reduces after a barrier. The order depends on
+// HK_THREADS but not on the grid or on timing: bitwise reproducible.
+
+#if !defined(HK_DTYPE) || !defined(HK_THREADS) || !defined(HK_ROWS) || !defined(HK_VEC) || !defined(HK_UNROLL) || \
+    !defined(HK_REDUCTION)
+#error "cross_entropy.cu needs HK_DTYPE, HK_THREADS, HK_ROWS, HK_VEC, HK_UNROLL and HK_REDUCTION"
+#endif
+#ifndef HK_CLUSTER
+#define HK_CLUSTER 1
+#endif
+
+#define HK_ROW_THREADS (HK_THREADS / HK_ROWS)
+#define HK_ROW_WARPS (HK_ROW_THREADS / 32)  // warps per row when a row spans warps (HK_ROWS == 1)
+
+#if HK_DTYPE == 0
+typedef float hk_elem;
+#define HK_ELEM_BYTES 4
+#elif HK_DTYPE == 1 || HK_DTYPE == 2
+typedef unsigned short hk_elem;  // the bits of a float16 / bfloat16
+#define HK_ELEM_BYTES 2
+#else
+#error "HK_DTYPE must be 0 (float32), 1 (float16) or 2 (bfloat16)"
+#endif
+#define HK_PACK_BYTES (HK_VEC * HK_ELEM_BYTES)
+
+static_assert(HK_THREADS >= 32 && HK_THREADS <= 1024 && (HK_THREADS & (HK_THREADS - 1)) == 0,
+              "HK_THREADS must be a power of two in [32, 1024]");
+static_assert(HK_ROWS >= 1 && (HK_ROWS & (HK_ROWS - 1)) == 0 && HK_ROWS <= HK_THREADS &&
+                  (HK_ROWS == 1 || HK_ROW_THREADS <= 32),
+              "HK_ROWS must be 1 or leave each row at most one warp");
+static_assert(HK_VEC >= 1 && (HK_VEC & (HK_VEC - 1)) == 0 && HK_PACK_BYTES <= 16,
+              "HK_VEC must be a power of two of at most 16 bytes");
+static_assert(HK_UNROLL >= 1 && HK_UNROLL <= 8, "HK_UNROLL must be in [1, 8]");
+static_assert(HK_CLUSTER == 1 || ((HK_CLUSTER == 2 || HK_CLUSTER == 4 || HK_CLUSTER == 8) && HK_ROWS == 1),
+              "HK_CLUSTER must be 1, or 2, 4 or 8 with HK_ROWS == 1");
+static_assert(HK_REDUCTION == 0 || HK_REDUCTION == 1 || HK_REDUCTION == 2, "HK_REDUCTION must be 0 (none), 1 (mean) or 2 (sum)");
+#if HK_CLUSTER > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "HK_CLUSTER > 1 needs sm_90 or later (thread-block clusters)"
+#endif
+
+struct alignas(HK_PACK_BYTES) hk_pack {
+  hk_elem v[HK_VEC];
+};
+
+__device__ __forceinline__ float hk_neg_inf() { return __int_as_float(0xff800000); }
+__device__ __forceinline__ float hk_nan() { return __int_as_float(0x7fffffff); }
+
+__device__ __forceinline__ float hk_to_float(hk_elem x) {
+#if HK_DTYPE == 0
+  return x;
+#elif HK_DTYPE == 1
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
+  return f;
+#else
+  return __uint_as_float(static_cast<unsigned int>(x) << 16);
+#endif
+}
+
+__device__ __forceinline__ hk_elem hk_from_float(float f) {
+#if HK_DTYPE == 0
+  return f;
+#elif HK_DTYPE == 1
+  hk_elem h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#else
+  // Round to nearest even; NaN stays a (quiet) NaN instead of rounding into inf.
+  unsigned int u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<hk_elem>((u >> 16) | 0x0040u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<hk_elem>(u >> 16);
+#endif
+}
+
+// float32: expf, ATen's std::exp; 16-bit types: exp2f(d * log2 e), as in
+// softmax_lastdim (Note [Softmax exp]): its extra rounding is far below what
+// the 16-bit result keeps.
+__device__ __forceinline__ float hk_exp(float d) {
+#if HK_DTYPE == 0
+  return expf(d);
+#else
+  return exp2f(d * 1.4426950408889634f);
+#endif
+}
+
+// Note [Online pairs] (as in softmax_lastdim): (m, s) stands for s * exp(-m);
+// while m is -inf the pair rescales against 0, so s stays 0 instead of NaN.
+__device__ __forceinline__ float hk_pair_base(float m) { return m == hk_neg_inf() ? 0.0f : m; }
+
+// Commutative bit for bit (no fma contraction), so a butterfly gives every lane the same bits.
+__device__ __forceinline__ void hk_pair_merge(float& m, float& s, float om, float os) {
+  const float nm = fmaxf(m, om);
+  const float base = hk_pair_base(nm);
+  s = __fadd_rn(__fmul_rn(s, hk_exp(m - base)), __fmul_rn(os, hk_exp(om - base)));
+  m = nm;
+}
+
+__device__ __forceinline__ void hk_warp_pair(float& m, float& s, int width) {
+#pragma unroll
+  for (int o = width / 2; o > 0; o >>= 1) {
+    const float om = __shfl_xor_sync(0xffffffffu, m, o);
+    const float os = __shfl_xor_sync(0xffffffffu, s, o);
+    hk_pair_merge(m, s, om, os);
+  }
+}
+
+// Row-wide pair; every thread of the row gets it. `bufM`, `bufS`: one float
+// per warp, not to be reused before the next __syncthreads().
+__device__ __forceinline__ void hk_row_pair(float& m, float& s, float* bufM, float* bufS) {
+#if HK_ROW_THREADS <= 32
+  hk_warp_pair(m, s, HK_ROW_THREADS);
+#else
+  hk_warp_pair(m, s, 32);
+  if ((threadIdx.x & 31) == 0) {
+    bufM[threadIdx.x >> 5] = m;
+    bufS[threadIdx.x >> 5] = s;
+  }
+  __syncthreads();
+  m = bufM[threadIdx.x & (HK_ROW_WARPS - 1)];
+  s = bufS[threadIdx.x & (HK_ROW_WARPS - 1)];
+  hk_warp_pair(m, s, HK_ROW_WARPS);
+#endif
+}
+
+// The online pair of vectors [begin, end) of `src`, vector begin + k * stride + tid
+// to this thread (k = 0, 1, ...): each warp's accesses are contiguous.
+// With `gather`, the thread also reads the target logit row[t] (t valid)
+// into `xt`: issued after the first batch's loads, so that waiting for t
+// (loaded just before) never delays the stream; `xt` is 0 otherwise.
+__device__ __forceinline__ void hk_stream_pair(const hk_elem* row, int begin, int end, int tid, int stride,
+                                               bool gather, long long t, long long cols, float& m, float& s,
+                                               float& xt) {
+  const hk_pack* src = reinterpret_cast<const hk_pack*>(row);
+  hk_elem xraw = hk_from_float(0.0f);
+  m = hk_neg_inf();
+  s = 0.0f;
+  for (int v0 = begin + tid; v0 < end; v0 += stride * HK_UNROLL) {
+    hk_pack p[HK_UNROLL];
+#pragma unroll
+    for (int u = 0; u < HK_UNROLL; ++u) {
+      const int v = v0 + u * stride;
+      if (v < end) {
+        p[u] = src[v];
+      } else {
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) p[u].v[j] = hk_from_float(hk_neg_inf());
+      }
+    }
+    if (gather) {
+      if (t >= 0 && t < cols) xraw = row[t];
+      gather = false;
+    }
+    float bm = m;
+#pragma unroll
+    for (int u = 0; u < HK_UNROLL; ++u) {
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) bm = fmaxf(bm, hk_to_float(p[u].v[j]));
+    }
+    const float base = hk_pair_base(bm);
+    s *= hk_exp(m - base);
+#pragma unroll
+    for (int u = 0; u < HK_UNROLL; ++u) {
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) s += hk_exp(hk_to_float(p[u].v[j]) - base);
+    }
+    m = bm;
+  }
+  if (gather && t >= 0 && t < cols) xraw = row[t];  // this thread had no vector of the row
+  xt = hk_to_float(xraw);
+}
+
+// The row's loss from its merged pair and its target logit (Note [Cross
+// entropy in one read], Note [Cross entropy special values]); `xt` is only
+// read for a valid target. Rounded to the logits' dtype, returned as float.
+__device__ __forceinline__ float hk_row_loss(long long t, float xt, float m, float s, long long cols,
+                                             long long ignoreIndex) {
+  if (t == ignoreIndex) return 0.0f;
+  if (t < 0 || t >= cols) return hk_nan();
+  const float v = (xt - m) - logf(s);
+  return hk_to_float(hk_from_float(-v));
+}
+
+#if HK_REDUCTION != 0
+__device__ __forceinline__ float hk_warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ long long hk_warp_count(long long v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Note [Deterministic cross entropy reduction]: the whole CTA sums work[0, rows)
+// and counts the non-ignored targets; thread 0 writes the result. Loads go
+// around L1 (ld.global.cg): other CTAs wrote these values.
+__device__ void hk_reduce_losses(const float* work, const long long* target, void* out_, long long rows,
+                                 long long ignoreIndex) {
+  __shared__ float hk_redSum[HK_THREADS / 32];
+  __shared__ long long hk_redCount[HK_THREADS / 32];
+  float acc = 0.0f;
+  long long count = 0;
+  for (long long r = threadIdx.x; r < rows; r += HK_THREADS) {
+    acc += __ldcg(work + r);
+    count += __ldcg(target + r) != ignoreIndex ? 1 : 0;
+  }
+  acc = hk_warp_sum(acc);
+  count = hk_warp_count(count);
+  if ((threadIdx.x & 31) == 0) {
+    hk_redSum[threadIdx.x >> 5] = acc;
+    hk_redCount[threadIdx.x >> 5] = count;
+  }
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    acc = threadIdx.x < HK_THREADS / 32 ? hk_redSum[threadIdx.x] : 0.0f;
+    count = threadIdx.x < HK_THREADS / 32 ? hk_redCount[threadIdx.x] : 0;
+    acc = hk_warp_sum(acc);
+    count = hk_warp_count(count);
+    if (threadIdx.x == 0) {
+#if HK_REDUCTION == 1
+      // ATen: output_acc / total_weight_acc in float, 0 / 0 = NaN when every row is ignored.
+      acc = __fdiv_rn(acc, static_cast<float>(count));
+#endif
+      *static_cast<hk_elem*>(out_) = hk_from_float(acc);
+    }
+  }
+}
+
+// After a CTA's last row: the last CTA of the grid to get here reduces (Note
+// [Deterministic cross entropy reduction]). `groups`: CTA groups (CTAs, or
+// clusters) in the grid; `first`: this CTA is its group's first.
+__device__ void hk_finish(const float* work, const long long* target, void* out, long long rows,
+                          long long ignoreIndex, unsigned groups, bool first) {
+  __shared__ bool hk_last;
+  if (groups == 1) {
+    if (!first) return;
+    __threadfence();
+    __syncthreads();
+    hk_reduce_losses(work, target, out, rows, ignoreIndex);
+    return;
+  }
+  unsigned* counter = reinterpret_cast<unsigned*>(const_cast<float*>(work) + rows);
+  __threadfence();  // this CTA's losses are visible device-wide before its ticket
+  __syncthreads();
+  if (threadIdx.x == 0) hk_last = atomicAdd(counter, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!hk_last) return;
+  __threadfence();  // every other CTA's losses are visible
+  hk_reduce_losses(work, target, out, rows, ignoreIndex);
+  if (threadIdx.x == 0) *counter = 0u;  // ready for the next launch on this workspace
+}
+#endif
+
+#if HK_CLUSTER == 1
+extern "C" __global__ void __launch_bounds__(HK_THREADS)
+    hk_cross_entropy(const void* logits_, const long long* target, void* out_, float* work, long long rows,
+                     long long cols, long long ignoreIndex) {
+  __shared__ float hk_buf[2][HK_THREADS / 32];
+  const hk_elem* logits = static_cast<const hk_elem*>(logits_);
+  const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
+  const int tid = threadIdx.x & (HK_ROW_THREADS - 1);  // this thread's place in its row
+  const int sub = threadIdx.x / HK_ROW_THREADS;         // its row within the CTA's rows
+
+  for (long long first = static_cast<long long>(blockIdx.x) * HK_ROWS; first < rows;
+       first += static_cast<long long>(gridDim.x) * HK_ROWS) {
+    const long long row = first + sub;
+    const bool live = row < rows;
+    const hk_elem* rowPtr = logits + (live ? row : first) * cols;
+    const bool gather = live && tid == 0;  // the row's first thread reads the target and its logit
+    const long long t = gather ? target[row] : ignoreIndex;
+    float m, s, xt;
+    hk_stream_pair(rowPtr, 0, live ? nvec : 0, tid, HK_ROW_THREADS, gather, t, cols, m, s, xt);
+    hk_row_pair(m, s, hk_buf[0], hk_buf[1]);
+    if (live && tid == 0) {
+      const float loss = hk_row_loss(t, xt, m, s, cols, ignoreIndex);
+#if HK_REDUCTION == 0
+      static_cast<hk_elem*>(out_)[row] = hk_from_float(loss);
+#else
+      work[row] = loss;
+#endif
+    }
+#if HK_ROW_THREADS > 32
+    // The next rows write hk_buf again: wait until every warp has read it.
+    if (first + static_cast<long long>(gridDim.x) * HK_ROWS < rows) __syncthreads();
+#endif
+  }
+#if HK_REDUCTION != 0
+  hk_finish(work, target, out_, rows, ignoreIndex, gridDim.x, blockIdx.x == 0);
+#endif
+}
+#endif  // HK_CLUSTER == 1
+
+#if HK_CLUSTER > 1
+// Note [Cross entropy over a cluster]
+// For few rows (decode: [1, 128256] gives one SM a 250 KB row) a thread-block
+// cluster serves each row: CTA k streams vectors [k * chunk, (k + 1) * chunk)
+// to an online pair, publishes it in its shared memory, and after a cluster
+// barrier the first CTA (rank 0) reads the HK_CLUSTER pairs through
+// distributed shared memory and merges them in rank order, then writes the
+// row's loss (its thread 0 read the target logit). A second barrier, split
+// into arrive (after rank 0's reads) and wait (before a pair is overwritten
+// by the next row, or before the CTA exits), keeps every CTA's shared memory
+// alive while rank 0 reads it (softmax_lastdim's Note [Split rows over a cluster]).
+__device__ __forceinline__ unsigned hk_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void hk_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void hk_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+__device__ __forceinline__ float hk_cluster_load(const float* p, unsigned rank) {
+  unsigned long long shared;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"(reinterpret_cast<unsigned long long>(p)));
+  unsigned remote;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(static_cast<unsigned>(shared)), "r"(rank));
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
+
+extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(HK_THREADS)
+    hk_cross_entropy(const void* logits_, const long long* target, void* out_, float* work, long long rows,
+                     long long cols, long long ignoreIndex) {
+  __shared__ float hk_buf[2][HK_THREADS / 32];
+  __shared__ float hk_part[2];  // this CTA's (max, sum) pair of its slice, read by rank 0
+  const hk_elem* logits = static_cast<const hk_elem*>(logits_);
+  const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
+  const int chunk = (nvec + HK_CLUSTER - 1) / HK_CLUSTER;
+  const unsigned rank = hk_cluster_rank();
+  const int begin = min(nvec, static_cast<int>(rank) * chunk);
+  const int end = min(nvec, begin + chunk);
+  const int tid = threadIdx.x;
+  const int lane = tid & 31;
+  // Clusters are HK_CLUSTER consecutive CTAs; the grid is a multiple of HK_CLUSTER.
+  const long long clusters = gridDim.x / HK_CLUSTER;
+  bool published = false;  // a pair of ours may still be read by rank 0
+  for (long long row = blockIdx.x / HK_CLUSTER; row < rows; row += clusters) {
+    const hk_elem* rowPtr = logits + row * cols;
+    const bool gather = rank == 0 && tid == 0;  // rank 0's first thread reads the target and its logit
+    const long long t = gather ? target[row] : ignoreIndex;
+    float m, s, xt;
+    hk_stream_pair(rowPtr, begin, end, tid, HK_THREADS, gather, t, cols, m, s, xt);
+    hk_row_pair(m, s, hk_buf[0], hk_buf[1]);
+    if (published) hk_cluster_wait();  // rank 0 has read our previous pair
+    if (tid == 0) {
+      hk_part[0] = m;
+      hk_part[1] = s;
+    }
+    hk_cluster_arrive();
+    hk_cluster_wait();  // every CTA's pair is visible
+    float pm = hk_neg_inf(), ps = 0.0f;
+    if (rank == 0 && tid < HK_CLUSTER) {
+      pm = hk_cluster_load(&hk_part[0], tid);
+      ps = hk_cluster_load(&hk_part[1], tid);
+    }
+    hk_cluster_arrive();  // done reading the peers' pairs
+    published = true;
+    if (rank == 0 && tid < 32) {
+      float rm = __shfl_sync(0xffffffffu, pm, 0);
+      float rs = __shfl_sync(0xffffffffu, ps, 0);
+#pragma unroll
+      for (int r = 1; r < HK_CLUSTER; ++r) {
+        hk_pair_merge(rm, rs, __shfl_sync(0xffffffffu, pm, r), __shfl_sync(0xffffffffu, ps, r));
+      }
+      if (lane == 0) {
+        const float loss = hk_row_loss(t, xt, rm, rs, cols, ignoreIndex);
+#if HK_REDUCTION == 0
+        static_cast<hk_elem*>(out_)[row] = hk_from_float(loss);
+#else
+        work[row] = loss;
+#endif
+      }
+    }
+  }
+  if (published) hk_cluster_wait();  // rank 0 may still read our last pair
+#if HK_REDUCTION != 0
+  hk_finish(work, target, out_, rows, ignoreIndex, gridDim.x / HK_CLUSTER, blockIdx.x == 0);
+#endif
+}
+#endif  // HK_CLUSTER > 1
