@@ -1,0 +1,375 @@
+// The cross_entropy family on the GPU: parameter points compiled with NVRTC
+// for the device, launched with the family's ABI, compared with ATen's
+// cross_entropy_loss (the composite: _log_softmax, then nll_loss_forward) under
+// the family's tolerance (Note [Cross entropy tolerance]): every point of the
+// whitelist in every dtype and reduction, odd and extreme sizes, ignore_index
+// rows (all of them ignored too), special values, the documented NaN for an
+// out-of-range target, determinism and the self-resetting counter. Its own
+// binary: no override is installed here, so at:: calls are ATen's kernels.
+// No timing (the tuner and bench/ measure speed).
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/cross_entropy_loss_compositeimplicitautograd_dispatch.h>
+#include <tbb/parallel_for.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "hotkernel/kernels/CrossEntropyFamily.h"
+#include "hotkernel/runtime/CudaDriver.h"
+#include "hotkernel/runtime/CudaKernelLauncher.h"
+#include "hotkernel/runtime/Nvrtc.h"
+
+namespace hotkernel {
+namespace {
+
+using kernels::CrossEntropyFamily;
+using kernels::CrossEntropyParams;
+using kernels::CrossEntropyReduction;
+using kernels::CrossEntropyTolerance;
+using kernels::CrossEntropyVariant;
+using kernels::DType;
+using R = CrossEntropyReduction;
+
+constexpr R kAllReductions[] = {R::None, R::Mean, R::Sum};
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+at::ScalarType scalar(DType d) {
+  return d == DType::Float32 ? at::kFloat : d == DType::Float16 ? at::kHalf : at::kBFloat16;
+}
+
+LaunchGeometry geometry(const CrossEntropyVariant& v, const CrossEntropyParams& p) {
+  const kernels::LaunchGeometry g = CrossEntropyFamily::launchGeometry(v, p);
+  return LaunchGeometry{g.gridX, g.blockX, g.sharedBytes};
+}
+
+int computeCapability() {
+  const DeviceInfo info = queryDevice(0);
+  return info.ccMajor * 10 + info.ccMinor;
+}
+
+// One compiled point for one (dtype, reduction).
+struct Compiled {
+  DType dtype;
+  R reduction;
+  CrossEntropyParams params;
+  std::string cubin, error;
+  std::string describe() const {
+    return std::string(kernels::dtypeName(dtype)) + " " + kernels::reductionName(reduction) + " " +
+           params.describe();
+  }
+};
+
+void compileAll(std::vector<Compiled>& points) {
+  const std::string arch = queryDevice(0).nvrtcArch();
+  const std::string source = CrossEntropyFamily::source();
+  tbb::parallel_for(size_t{0}, points.size(), [&](size_t i) {
+    Compiled& c = points[i];
+    try {
+      c.cubin = compileToCubin(source, "cross_entropy.cu", arch,
+                               CrossEntropyFamily::compileOptions(c.dtype, c.params, c.reduction))
+                    .cubin;
+    } catch (const std::exception& e) {
+      c.error = e.what();
+    }
+  });
+}
+
+// The family's kernel for one call: out as ATen shapes it ([rows] or 0-dim),
+// pre-filled with NaN; the workspace's losses NaN and its counter zeroed
+// when the family says so. `work` may be passed in to test its reuse.
+at::Tensor runKernel(const CudaKernelLauncher& launcher, const CrossEntropyVariant& v, const CrossEntropyParams& p,
+                     const at::Tensor& x, const at::Tensor& target, int64_t ignoreIndex,
+                     at::Tensor* work = nullptr) {
+  at::Tensor out = v.reduction == R::None ? at::full({v.rows}, kNaN, x.options()) : at::full({}, kNaN, x.options());
+  at::Tensor ws;
+  if (work != nullptr && work->defined()) {
+    ws = *work;
+  } else if (CrossEntropyFamily::workspaceFloats(v) > 0) {
+    ws = at::full({CrossEntropyFamily::workspaceFloats(v)}, kNaN, x.options().dtype(at::kFloat));
+    if (CrossEntropyFamily::needsCounter(v, p)) ws.narrow(0, v.rows, 1).zero_();
+    if (work != nullptr) *work = ws;
+  }
+  const void* wsPtr = ws.defined() ? ws.data_ptr() : nullptr;
+  EXPECT_TRUE(CrossEntropyFamily::guardPointers(x.const_data_ptr(), target.const_data_ptr(), out.data_ptr(), wsPtr,
+                                                v, p));
+  const bool launched = launcher.launchWith(KernelArgs()
+                                                .pointer(x.const_data_ptr())
+                                                .pointer(target.const_data_ptr())
+                                                .pointer(out.mutable_data_ptr())
+                                                .pointer(wsPtr)
+                                                .int64(v.rows)
+                                                .int64(v.cols)
+                                                .int64(ignoreIndex),
+                                            at::cuda::getCurrentCUDAStream().stream(),
+                                            geometry(v, p));
+  EXPECT_TRUE(launched);
+  return out;
+}
+
+at::Tensor reference(const at::Tensor& x, const at::Tensor& target, R r, int64_t ignoreIndex) {
+  return at::compositeimplicitautograd::cross_entropy_loss(x, target, std::nullopt, static_cast<int64_t>(r),
+                                                           ignoreIndex, 0.0);
+}
+
+// Whether `got` is within the family's tolerance of `ref` (NaN meets NaN,
+// infinities equal); "" when it is, else what differs.
+std::string check(const at::Tensor& got, const at::Tensor& ref, const CrossEntropyVariant& v, const at::Tensor& x,
+                  const at::Tensor& target, int64_t ignoreIndex) {
+  const CrossEntropyTolerance tol = CrossEntropyFamily::tolerance(v.dtype, v.cols);
+  if (got.scalar_type() != ref.scalar_type() || got.sizes() != ref.sizes()) {
+    return "shape or dtype differs from ATen's: " + std::string(c10::toString(got.scalar_type())) + " vs " +
+           std::string(c10::toString(ref.scalar_type()));
+  }
+  if (v.reduction == R::None) {
+    at::Tensor g = got.to(at::kDouble).cpu(), r = ref.to(at::kDouble).cpu();
+    const double* gp = g.const_data_ptr<double>();
+    const double* rp = r.const_data_ptr<double>();
+    for (int64_t i = 0; i < v.rows; ++i) {
+      if (!tol.rowWithin(gp[i], rp[i])) {
+        std::ostringstream os;
+        os << "row " << i << ": got " << gp[i] << ", ATen " << rp[i];
+        return os.str();
+      }
+    }
+    return "";
+  }
+  // The reduced bound needs the reference's per-row losses over the rows not ignored.
+  at::Tensor rows = reference(x, target, R::None, ignoreIndex).to(at::kDouble);
+  at::Tensor kept = target != ignoreIndex;
+  const int64_t count = kept.sum().item<int64_t>();
+  at::Tensor absKept = at::where(kept, rows.abs(), at::zeros_like(rows));
+  const double sumAbs = absKept.sum().item<double>();
+  const double maxAbs = count > 0 ? absKept.max().item<double>() : 0.0;
+  const double g = got.item<double>(), r = ref.item<double>();
+  if (std::isnan(g) || std::isnan(r) || std::isinf(g) || std::isinf(r)) {
+    if ((std::isnan(g) && std::isnan(r)) || g == r) return "";
+    std::ostringstream os;
+    os << "got " << g << ", ATen " << r;
+    return os.str();
+  }
+  const double bound = tol.reducedBound(v.reduction, count, sumAbs, maxAbs, r);
+  if (std::fabs(g - r) <= bound) return "";
+  std::ostringstream os;
+  os << "got " << g << ", ATen " << r << ", bound " << bound << " (" << count << " rows kept)";
+  return os.str();
+}
+
+// Logits with a spread of scales; targets uniform over the classes, every
+// `ignoreEvery`-th row (0: none) set to ignoreIndex.
+at::Tensor makeLogits(int64_t rows, int64_t cols, DType d) {
+  return (at::randn({rows, cols}, at::kCUDA) * 3.0).to(scalar(d));
+}
+at::Tensor makeTargets(int64_t rows, int64_t cols, int64_t ignoreIndex, int ignoreEvery) {
+  at::Tensor t = at::randint(0, cols, {rows}, at::TensorOptions().device(at::kCUDA).dtype(at::kLong));
+  if (ignoreEvery > 0) t.slice(0, 0, rows, ignoreEvery).fill_(ignoreIndex);
+  return t;
+}
+
+class CrossEntropyGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!at::cuda::is_available() || at::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  }
+  static std::shared_ptr<CudaKernelLauncher> load(const Compiled& c, const CrossEntropyVariant& v) {
+    return CudaKernelLauncher::load(0, c.cubin, CrossEntropyFamily::kKernelName, geometry(v, c.params),
+                                    CrossEntropyFamily::requiredAlignment(c.dtype, c.params), c.describe());
+  }
+};
+
+// Every point of the whitelist the device runs, in every dtype and reduction,
+// on [37, 4104] (37 rows: several CTAs and CTA groups, so the counter path
+// runs; 4104 = 8 x 513 classes: every vector width, a tail in every slice)
+// with every 5th row ignored, and once with every row ignored.
+TEST_F(CrossEntropyGpuTest, GivenEveryPointWhenRunInEveryDTypeAndReductionThenMatchesAtenCrossEntropy) {
+  const int cc = computeCapability();
+  std::vector<Compiled> points;
+  for (DType d : kernels::kAllDTypes) {
+    for (R r : kAllReductions) {
+      for (const CrossEntropyParams& p : CrossEntropyFamily::allParameterPoints(d)) {
+        if (p.minComputeCapability() <= cc) points.push_back({d, r, p, "", ""});
+      }
+    }
+  }
+  compileAll(points);
+  const int64_t rows = 37, cols = 4104, ignoreIndex = -100;
+  std::map<DType, std::pair<at::Tensor, at::Tensor>> inputs;
+  const at::Tensor target = makeTargets(rows, cols, ignoreIndex, 5);
+  const at::Tensor allIgnored = at::full({rows}, ignoreIndex, target.options());
+  for (DType d : kernels::kAllDTypes) inputs[d] = {makeLogits(rows, cols, d), target};
+  for (const Compiled& c : points) {
+    SCOPED_TRACE(c.describe());
+    ASSERT_TRUE(c.error.empty()) << c.error;
+    const CrossEntropyVariant v{c.dtype, rows, cols, c.reduction};
+    ASSERT_TRUE(CrossEntropyFamily::guardParams(v, c.params));
+    const auto launcher = load(c, v);
+    const at::Tensor& x = inputs[c.dtype].first;
+    for (const at::Tensor& t : {target, allIgnored}) {
+      const at::Tensor got = runKernel(*launcher, v, c.params, x, t, ignoreIndex);
+      const at::Tensor ref = reference(x, t, c.reduction, ignoreIndex);
+      EXPECT_EQ(check(got, ref, v, x, t, ignoreIndex), "") << (t.equal(allIgnored) ? "all rows ignored" : "");
+    }
+  }
+}
+
+// Odd and extreme sizes with the family's own choices (every point of
+// parameterSpace on this device): one row, one class, classes no vector
+// width divides, short rows several per CTA, decode shapes and 8192 rows of
+// Llama-3's 128256 classes; ignore_index the default -100 and a valid class.
+TEST_F(CrossEntropyGpuTest, GivenOddSizesWhenRunWithTheFamilysSpaceThenMatchesAten) {
+  const int cc = computeCapability();
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {
+      {1, 1},   {7, 1},      {1, 13},    {7, 13},      {3, 1001},   {300, 128},  {1000, 50},
+      {1, 4097}, {2, 100003}, {1, 128256}, {32, 128256}, {257, 4096}, {4096, 32000}};
+  std::vector<Compiled> points;
+  std::vector<std::pair<int64_t, int64_t>> pointShapes;
+  for (DType d : kernels::kAllDTypes) {
+    for (R r : kAllReductions) {
+      for (auto [rows, cols] : shapes) {
+        for (const CrossEntropyParams& p : CrossEntropyFamily::parameterSpace({d, rows, cols, r}, cc)) {
+          points.push_back({d, r, p, "", ""});
+          pointShapes.push_back({rows, cols});
+        }
+      }
+    }
+  }
+  compileAll(points);
+  for (size_t i = 0; i < points.size(); ++i) {
+    const Compiled& c = points[i];
+    const auto [rows, cols] = pointShapes[i];
+    SCOPED_TRACE(c.describe() + " [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
+    ASSERT_TRUE(c.error.empty()) << c.error;
+    const CrossEntropyVariant v{c.dtype, rows, cols, c.reduction};
+    const auto launcher = load(c, v);
+    const at::Tensor x = makeLogits(rows, cols, c.dtype);
+    const int64_t ignoreIndex = i % 2 == 0 ? -100 : 0;  // class 0 ignored: a valid class index
+    const at::Tensor t = makeTargets(rows, cols, ignoreIndex, 3);
+    const at::Tensor got = runKernel(*launcher, v, c.params, x, t, ignoreIndex);
+    EXPECT_EQ(check(got, reference(x, t, c.reduction, ignoreIndex), v, x, t, ignoreIndex), "");
+  }
+}
+
+// The big shape once per dtype and reduction (the first point of the space):
+// 8192 x 128256 (2 GiB of bf16 logits).
+TEST_F(CrossEntropyGpuTest, GivenTheLargeVocabularyBatchWhenRunThenMatchesAten) {
+  const int cc = computeCapability();
+  const int64_t rows = 8192, cols = 128256;
+  for (DType d : {DType::BFloat16, DType::Float16}) {
+    const at::Tensor x = makeLogits(rows, cols, d);
+    const at::Tensor t = makeTargets(rows, cols, -100, 7);
+    for (R r : kAllReductions) {
+      const CrossEntropyVariant v{d, rows, cols, r};
+      std::vector<Compiled> points = {{d, r, CrossEntropyFamily::parameterSpace(v, cc).front(), "", ""}};
+      compileAll(points);
+      SCOPED_TRACE(points[0].describe());
+      ASSERT_TRUE(points[0].error.empty()) << points[0].error;
+      const at::Tensor got = runKernel(*load(points[0], v), v, points[0].params, x, t, -100);
+      EXPECT_EQ(check(got, reference(x, t, r, -100), v, x, t, -100), "");
+    }
+  }
+}
+
+// Note [Cross entropy special values] against ATen: rows holding NaN, +inf,
+// only -inf, a -inf target logit, a huge logit, an ignored NaN row.
+TEST_F(CrossEntropyGpuTest, GivenSpecialValuesWhenRunThenNanAndInfinitiesWhereAtenHasThem) {
+  const int cc = computeCapability();
+  const int64_t rows = 8, cols = 5000, ignoreIndex = -100;
+  for (DType d : kernels::kAllDTypes) {
+    at::Tensor x = at::randn({rows, cols}, at::kCUDA);
+    at::Tensor t = makeTargets(rows, cols, ignoreIndex, 0);
+    x[0][17] = kNaN;
+    x[1][4000] = kInf;
+    x[2].fill_(-kInf);
+    t[3] = 11;
+    x[3][11] = -kInf;
+    x[4][123] = d == DType::Float16 ? 60000.0f : 3e38f;
+    x[5][7] = kNaN;
+    t[5] = ignoreIndex;
+    x = x.to(scalar(d));
+    for (R r : kAllReductions) {
+      const CrossEntropyVariant v{d, rows, cols, r};
+      std::vector<Compiled> points;
+      for (const CrossEntropyParams& p : CrossEntropyFamily::parameterSpace(v, cc)) points.push_back({d, r, p, "", ""});
+      compileAll(points);
+      for (const Compiled& c : points) {
+        SCOPED_TRACE(c.describe());
+        ASSERT_TRUE(c.error.empty()) << c.error;
+        const at::Tensor got = runKernel(*load(c, v), v, c.params, x, t, ignoreIndex);
+        const at::Tensor ref = reference(x, t, r, ignoreIndex);
+        EXPECT_EQ(check(got, ref, v, x, t, ignoreIndex), "");
+        if (r == R::None) {
+          EXPECT_TRUE(got[0].isnan().item<bool>());
+          EXPECT_TRUE(got[2].isnan().item<bool>());
+          EXPECT_EQ(got[3].item<float>(), kInf);
+          EXPECT_EQ(got[5].item<float>(), 0.0f);
+        }
+      }
+    }
+  }
+}
+
+// A target outside [0, cols) that is not ignore_index: ATen asserts on the
+// device (not run here: it would lose the context); the family writes NaN.
+TEST_F(CrossEntropyGpuTest, GivenAnOutOfRangeTargetWhenRunThenThatRowIsNanAndSoIsTheReduction) {
+  const int cc = computeCapability();
+  const int64_t rows = 6, cols = 300;
+  for (R r : kAllReductions) {
+    const CrossEntropyVariant v{DType::BFloat16, rows, cols, r};
+    std::vector<Compiled> points = {{v.dtype, r, CrossEntropyFamily::parameterSpace(v, cc).front(), "", ""}};
+    compileAll(points);
+    ASSERT_TRUE(points[0].error.empty()) << points[0].error;
+    const at::Tensor x = makeLogits(rows, cols, v.dtype);
+    at::Tensor t = makeTargets(rows, cols, -100, 0);
+    t[1] = cols;
+    t[4] = -1;
+    const at::Tensor got = runKernel(*load(points[0], v), v, points[0].params, x, t, -100);
+    if (r == R::None) {
+      EXPECT_TRUE(got[1].isnan().item<bool>());
+      EXPECT_TRUE(got[4].isnan().item<bool>());
+      EXPECT_FALSE(got[0].isnan().item<bool>());
+      EXPECT_GT(got[0].item<float>(), 0.0f);
+    } else {
+      EXPECT_TRUE(got.isnan().item<bool>()) << kernels::reductionName(r);
+    }
+  }
+}
+
+// Note [Deterministic cross entropy reduction]: bitwise identical over runs,
+// and the counter the last CTA resets serves the next launch on the same
+// workspace without zeroing it again.
+TEST_F(CrossEntropyGpuTest, GivenRepeatedRunsOnOneWorkspaceWhenReducingThenBitwiseIdentical) {
+  const int cc = computeCapability();
+  const int64_t rows = 1000, cols = 32000;
+  for (R r : {R::Mean, R::Sum}) {
+    const CrossEntropyVariant v{DType::BFloat16, rows, cols, r};
+    std::vector<Compiled> points;
+    for (const CrossEntropyParams& p : CrossEntropyFamily::parameterSpace(v, cc)) points.push_back({v.dtype, r, p, "", ""});
+    compileAll(points);
+    const at::Tensor x = makeLogits(rows, cols, v.dtype);
+    const at::Tensor t = makeTargets(rows, cols, -100, 4);
+    for (const Compiled& c : points) {
+      SCOPED_TRACE(c.describe());
+      ASSERT_TRUE(c.error.empty()) << c.error;
+      const auto launcher = load(c, v);
+      at::Tensor work;
+      const at::Tensor first = runKernel(*launcher, v, c.params, x, t, -100, &work);
+      for (int run = 0; run < 3; ++run) {
+        const at::Tensor again = runKernel(*launcher, v, c.params, x, t, -100, &work);
+        EXPECT_TRUE(again.view(at::kShort).equal(first.view(at::kShort))) << "run " << run;
+      }
+      if (CrossEntropyFamily::needsCounter(v, c.params)) {
+        EXPECT_EQ(work.narrow(0, rows, 1).view(at::kInt).item<int32_t>(), 0) << "counter left non-zero";
+      }
+      EXPECT_EQ(check(first, reference(x, t, r, -100), v, x, t, -100), "");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hotkernel
