@@ -376,14 +376,12 @@ __device__ __forceinline__ unsigned hk_cluster_rank() {
 }
 __device__ __forceinline__ void hk_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void hk_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+// mapa on the generic address, then a generic load: the 32-bit
+// shared::cluster form faulted on the H200 (see softmax_lastdim.cu).
 __device__ __forceinline__ float hk_cluster_load(const float* p, unsigned rank) {
-  unsigned long long shared;
-  asm("cvta.to.shared.u64 %0, %1;" : "=l"(shared) : "l"(reinterpret_cast<unsigned long long>(p)));
-  unsigned remote;
-  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(static_cast<unsigned>(shared)), "r"(rank));
-  float v;
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-  return v;
+  unsigned long long remote;
+  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
+  return *reinterpret_cast<const float*>(remote);
 }
 
 extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(HK_THREADS)

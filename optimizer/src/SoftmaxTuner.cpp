@@ -80,7 +80,9 @@ RowOpSpec softmaxSpec(SoftmaxOp op) {
   spec.op = "aten::_log_softmax";
   spec.outputs = {RowOpOutput{"out", false, [](const at::Tensor&, const std::vector<at::Tensor>& refs, DType d) {
                                 const SoftmaxFamily::Bound b = SoftmaxFamily::logSoftmaxTolerance(d);
-                                return refs[0].to(at::kFloat).abs().mul_(b.relative).add_(b.absolute);
+                                // Non-finite references (NaN rows, -inf entries) must match exactly: bound 0.
+                                return refs[0].to(at::kFloat).abs().nan_to_num_(0.0, 0.0, 0.0).mul_(b.relative).add_(
+                                    b.absolute);
                               }}};
   spec.makeArgs = [](int64_t, int64_t, DType, at::Generator&) { return RowOpArgs{}; };
   spec.references = [](const at::Tensor& in, const RowOpArgs&) {

@@ -90,6 +90,12 @@ void expectEveryPointMatchesAten(kernels::SoftmaxOp op) {
     at::Tensor out = at::full_like(x, std::numeric_limits<float>::quiet_NaN());
     ASSERT_TRUE(plan.launcher->launch({x.const_data_ptr(), out.mutable_data_ptr(), c.rows, c.cols},
                                       at::cuda::getCurrentCUDAStream().stream()));
+    // A fault poisons the context: name the case that caused it, then stop.
+    try {
+      at::cuda::getCurrentCUDAStream().synchronize();
+    } catch (const std::exception& e) {
+      FAIL() << "the kernel faulted: " << e.what();
+    }
     ASSERT_FALSE(out.isnan().any().item<bool>());
     if (op == kernels::SoftmaxOp::Softmax) {
       EXPECT_LE(maxErr(out, at::cuda::_softmax(x, -1, false)), SoftmaxFamily::tolerance(c.dtype, c.cols));

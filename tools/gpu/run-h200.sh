@@ -49,10 +49,12 @@ if want test; then
 fi
 if want ops; then
   log "bench: ops (softmax, log_softmax) vs eager and torch.compile, side by side"
-  HOTKERNEL_CACHE_DIR="$(mktemp -d)/cache" HOTKERNEL_SAMPLE=1 HOTKERNEL_LOG_LEVEL=info \
+  OPSCACHE="$(mktemp -d)/cache"
+  HOTKERNEL_CACHE_DIR="$OPSCACHE" HOTKERNEL_SAMPLE=1 HOTKERNEL_LOG_LEVEL=info \
     LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
     "$HOTKERNEL_PYTHON" "$ROOT/bench/ops_bench.py" ${HOTKERNEL_OPS_CASES:+--cases "$HOTKERNEL_OPS_CASES"} \
     --out "$OUT/bench-ops.json" >"$OUT/bench-ops.log" 2>&1 || rc=1
+  "$BUILD/bin/hotkernel" log --dir "$OPSCACHE" >"$OUT/bench-ops-experiments.txt" 2>&1
   grep -v "^\[hotkernel" "$OUT/bench-ops.log" | tail -30
 fi
 if want bench; then

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1];
   const std::string arch = argc > 2 ? argv[2] : "sm_90a";
+  const int computeCapability = std::stoi(arch.substr(3, 2));  // "sm_90a" -> 90
   std::vector<std::pair<std::string, std::vector<std::string>>> experiments = {{"", {}}};
   for (int i = 3; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
     for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
              {4096, 32000}, {8192, 128256}, {1, 128256}, {7, 13}, {1, 1}, {16384, 8192}, {64, 24576},
              {1000, 50}, {3, 1001}, {1, 32768}, {2, 32769}, {10, 2}, {4096, 1024}, {32768, 128},
-             {257, 4000}, {5, 100000}, {16384, 8}, {65536, 256}, {999, 100}}) {
+             {257, 4000}, {5, 100000}, {16384, 8}, {65536, 256}, {999, 100}, {32, 128256}, {3, 50000}}) {
       variants.push_back({d, rows, cols});
     }
   }
@@ -72,7 +73,8 @@ int main(int argc, char** argv) {
   std::map<std::string, Job> points;
   auto fileOf = [&](DType d, const SoftmaxParams& p, const std::string& tag) {
     return std::string(dtypeName(d)) + "_t" + std::to_string(p.threads) + "_v" + std::to_string(p.vec) + "_i" +
-           std::to_string(p.items) + "_r" + std::to_string(p.rowsPerCta) + (tag.empty() ? "" : "_" + tag) + ".cubin";
+           std::to_string(p.items) + "_r" + std::to_string(p.rowsPerCta) + "_c" + std::to_string(p.cluster) +
+           (tag.empty() ? "" : "_" + tag) + ".cubin";
   };
   nlohmann::json manifest = {{"arch", arch}, {"variants", nlohmann::json::array()}};
   for (const SoftmaxVariant& v : variants) {
@@ -82,8 +84,19 @@ int main(int argc, char** argv) {
                          {"tolerance", SoftmaxFamily::tolerance(v.dtype, v.cols)},
                          {"bytes", SoftmaxFamily::bytesMoved(v)},
                          {"points", nlohmann::json::array()}};
+    // The family's space for this GPU, plus every cluster point of the large
+    // bf16 variants (to see the whole split-row axis, not only the guesses).
+    std::vector<SoftmaxParams> space = SoftmaxFamily::parameterSpace(v, computeCapability);
+    if (computeCapability >= 90 && v.dtype == DType::BFloat16 && v.cols >= 32000) {
+      for (const SoftmaxParams& p : SoftmaxFamily::allParameterPoints(v.dtype)) {
+        if (p.cluster > 1 && p.vec == 8 && SoftmaxFamily::guardParams(v, p) &&
+            std::find(space.begin(), space.end(), p) == space.end()) {
+          space.push_back(p);
+        }
+      }
+    }
     for (const auto& [tag, extra] : experiments) {
-      for (const SoftmaxParams& p : SoftmaxFamily::parameterSpace(v)) {
+      for (const SoftmaxParams& p : space) {
         const LaunchGeometry g = SoftmaxFamily::launchGeometry(v, p);
         const std::string file = fileOf(v.dtype, p, tag);
         points[file] = {v.dtype, p, extra};
@@ -93,7 +106,8 @@ int main(int argc, char** argv) {
                                 {"grid", g.gridX},
                                 {"block", g.blockX},
                                 {"shared", g.sharedBytes},
-                                {"alignment", SoftmaxFamily::requiredAlignment(v.dtype, p)}});
+                                {"alignment", SoftmaxFamily::requiredAlignment(v.dtype, p)},
+                                {"cluster", p.cluster}});
       }
     }
     manifest["variants"].push_back(jv);

@@ -147,7 +147,8 @@ def run_checks(manifest, kernels, report, quick, max_numel):
                     entry["errors"].append(f"{kind}: not deterministic")
                 if kind in ("randn3", "special") and rows > 3:
                     out3 = torch.full_like(x, float("nan"))
-                    k.launch(x, out3, 3, pt["block"], pt["shared"])  # 3 CTAs stride over all rows
+                    # 3 CTAs (3 clusters) stride over all rows
+                    k.launch(x, out3, 3 * pt.get("cluster", 1), pt["block"], pt["shared"])
                     if not bitwise_equal(out, out3):
                         entry["errors"].append(f"{kind}: row-stride launch differs")
                 if kind == "randn3":  # in place
@@ -170,7 +171,8 @@ def bench(manifest, kernels, report):
     targets = {("bfloat16", 4096, 32000), ("bfloat16", 8192, 128256), ("bfloat16", 1, 128256),
                ("bfloat16", 16384, 8192), ("float32", 4096, 32000), ("float16", 4096, 32000),
                ("bfloat16", 32768, 128), ("bfloat16", 4096, 1024), ("float32", 8192, 128256),
-               ("bfloat16", 16384, 8), ("bfloat16", 65536, 256), ("float32", 32768, 128)}
+               ("bfloat16", 16384, 8), ("bfloat16", 65536, 256), ("float32", 32768, 128),
+               ("bfloat16", 32, 128256), ("bfloat16", 3, 50000)}
     for v in manifest["variants"]:
         if (v["dtype"], v["rows"], v["cols"]) not in targets:
             continue
