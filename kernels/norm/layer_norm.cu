@@ -34,13 +34,27 @@
 //   HK_ITEMS > 0; cols <= 2^30.
 //
 // Note [Layer norm statistics]
-// Register-resident: two passes over the registers, exact in the sense that
-// matters: the row sum gives the mean, then the sum of squared deviations from
-// that mean gives the variance (no E[x^2] - E[x]^2 cancellation).
+// Register-resident: the corrected two-pass algorithm (Chan, Golub and
+// LeVeque) over the registers. Pass 1: the row sum gives a first mean m.
+// Pass 2: the deviations d = x - m give both S1 = sum d and S2 = sum d^2 (one
+// paired reduction, one barrier); then mean = m + S1 / n and
+// M2 = S2 - S1 * (S1 / n). A plain second pass (M2 = S2) is not enough for rows
+// offset far from zero: m carries the rounding of a float32 sum of n values
+// of size |mean| (about |mean| * 2^-24 * log2 n), S2 then exceeds the true M2
+// by n (m - mean)^2, and x - m carries that error into out. Measured in a
+// float32 emulation, rows of 4096 values uniform in [-1, 5) + 1e5 (the
+// harness's "shifted" input): plain two-pass rstd 9e-6 from float64, mean
+// 7.5e-3; corrected 4e-8 and 3.6e-3 (the mean's own float32 rounding). ATen's
+// float32 Welford on the same rows: rstd 1.4e-4, mean 1.1e-2 (the harness
+// charges ATen's own error to neither side: Note [Norm harness bounds]).
 // Streaming: the row is read once for the statistics, so each thread keeps a
-// running (count, mean, M2) triple, folding in one batch of HK_STREAM_UNROLL
-// vectors at a time (the batch's own mean and M2 by two passes over its
-// registers, then Chan's update); the triples then merge across the row.
+// running (count, mean, M2) triple of the shifted values x - K, folding in one
+// batch of HK_STREAM_UNROLL vectors at a time (the batch's own mean and M2 by
+// two passes over its registers, then Chan's update); the triples then merge
+// across the row, and mean = K + the merged mean. K is the row's first element
+// (one broadcast load; 0 when it is not finite or beyond 2^64, where x - K could
+// overflow): every mean the merges see is then of the size of the row's spread,
+// not of its offset, so Chan's d = mb - ma loses nothing to cancellation.
 // The cross-thread merge is written to be commutative bit for bit (Note [Norm
 // deterministic reductions]): mean = (na/n)*ma + (nb/n)*mb, M2 = (M2a + M2b) +
 // d^2 * (na*nb/n), with no fma contraction, so every lane of the butterfly
@@ -211,6 +225,24 @@ __device__ __forceinline__ float hk_row_sum(float v, float* buf) {
 #endif
 }
 
+// Two row-wide sums with one barrier (hk_row_sum's rules, one buffer each).
+__device__ __forceinline__ void hk_row_sum2(float& a, float& b, float* bufA, float* bufB) {
+#if HK_ROW_THREADS <= 32
+  a = hk_warp_sum(a, HK_ROW_THREADS);
+  b = hk_warp_sum(b, HK_ROW_THREADS);
+#else
+  a = hk_warp_sum(a, 32);
+  b = hk_warp_sum(b, 32);
+  if ((threadIdx.x & 31) == 0) {
+    bufA[threadIdx.x >> 5] = a;
+    bufB[threadIdx.x >> 5] = b;
+  }
+  __syncthreads();
+  a = hk_warp_sum(bufA[threadIdx.x & (HK_ROW_WARPS - 1)], HK_ROW_WARPS);
+  b = hk_warp_sum(bufB[threadIdx.x & (HK_ROW_WARPS - 1)], HK_ROW_WARPS);
+#endif
+}
+
 // Welford triples (Note [Layer norm statistics]). The merge is symmetric in
 // its two arguments bit for bit: __fmul_rn / __fadd_rn / __fdiv_rn are never
 // contracted into fmas.
@@ -276,10 +308,11 @@ __device__ __forceinline__ float hk_affine(float x, float mean, float r, hk_elem
 extern "C" __global__ void HK_LAUNCH_BOUNDS
     hk_layer_norm(const void* in_, const void* weight_, const void* bias_, void* out_, float* mean_out,
                   float* rstd_out, long long rows, long long cols, float eps) {
-  // Two buffers (three for the streaming triples) so that one row's
+  // One buffer per reduction (the sum, the overflow rescue, the paired
+  // deviations; three for the streaming triples) so that one row's
   // reductions need no barrier between them; rows after the first are fenced
   // at the loop's end.
-  __shared__ float hk_buf[3][HK_THREADS / 32];
+  __shared__ float hk_buf[4][HK_THREADS / 32];
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   hk_elem* out = static_cast<hk_elem*>(out_);
   const hk_pack* weight = static_cast<const hk_pack*>(weight_);
@@ -347,20 +380,31 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
       s = hk_row_sum(s, hk_buf[2]);
       if (!isfinite(mean)) mean = s;
     }
-    float m2 = 0.0f;
+    // Pass 2, corrected (Note [Layer norm statistics]).
+    float s1 = 0.0f, m2 = 0.0f;
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
       if (i * HK_ROW_THREADS + tid < live) {
-        float part = 0.0f;
+        float part1 = 0.0f, part2 = 0.0f;
 #pragma unroll
         for (int j = 0; j < HK_VEC; ++j) {
           const float d = x[i][j] - mean;
-          part = fmaf(d, d, part);
+          part1 += d;
+          part2 = fmaf(d, d, part2);
         }
-        m2 += part;
+        s1 += part1;
+        m2 += part2;
       }
     }
-    m2 = hk_row_sum(m2, hk_buf[1]);
+    hk_row_sum2(s1, m2, hk_buf[1], hk_buf[3]);
+    {
+      const float c = __fdiv_rn(s1, fcols);
+      // S1^2 / n <= S2: the correction never cancels more than S2 holds. A
+      // sum that overflowed (or met inf / NaN) is left as it is: rstd = 0 or
+      // NaN, as ATen's; a negative rounding residue of a constant row is 0.
+      if (isfinite(m2)) m2 = fmaxf(__fsub_rn(m2, __fmul_rn(c, s1)), 0.0f);
+      if (isfinite(c)) mean = __fadd_rn(mean, c);
+    }
     const float r = rsqrtf(__fdiv_rn(m2, fcols) + eps);
     if (tid == 0 && row < rows) {
       mean_out[row] = mean;
@@ -401,8 +445,11 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
 #else
     const unsigned long long keep = hk_policy_evict_last();
     const unsigned long long drop = hk_policy_evict_first();
-    // Streaming pass 1: a (count, mean, M2) triple per thread, one batch of
-    // HK_STREAM_UNROLL vectors at a time (Note [Layer norm statistics]).
+    // Streaming pass 1: a (count, mean, M2) triple per thread of x - shift,
+    // one batch of HK_STREAM_UNROLL vectors at a time (Note [Layer norm
+    // statistics]). Every thread of the row reads the same first element.
+    float shift = hk_to_float(in[offset]);
+    if (!(fabsf(shift) <= 0x1p64f)) shift = 0.0f;
     hk_stats st{0.0f, 0.0f, 0.0f};
     for (int v0 = tid; v0 < live; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL) {
       hk_pack p[HK_STREAM_UNROLL];
@@ -416,10 +463,12 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
       float bs = 0.0f;
 #pragma unroll
       for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-        float part = 0.0f;
+        if (u < inRow) {
+          float part = 0.0f;
 #pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) part += hk_to_float(p[u].v[j]);
-        bs += part;
+          for (int j = 0; j < HK_VEC; ++j) part += hk_to_float(p[u].v[j]) - shift;
+          bs += part;
+        }
       }
       hk_stats batch;
       batch.n = static_cast<float>(inRow * HK_VEC);
@@ -430,8 +479,10 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
         batch.mean = 0.0f;
 #pragma unroll
         for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+          if (u < inRow) {
 #pragma unroll
-          for (int j = 0; j < HK_VEC; ++j) batch.mean = fmaf(hk_to_float(p[u].v[j]), inv, batch.mean);
+            for (int j = 0; j < HK_VEC; ++j) batch.mean = fmaf(hk_to_float(p[u].v[j]) - shift, inv, batch.mean);
+          }
         }
       }
       batch.m2 = 0.0f;
@@ -441,7 +492,7 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
           float part = 0.0f;
 #pragma unroll
           for (int j = 0; j < HK_VEC; ++j) {
-            const float d = hk_to_float(p[u].v[j]) - batch.mean;
+            const float d = (hk_to_float(p[u].v[j]) - shift) - batch.mean;
             part = fmaf(d, d, part);
           }
           batch.m2 += part;
@@ -450,7 +501,7 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
       st = hk_stats_merge(st, batch);
     }
     st = hk_row_stats(st, hk_buf);
-    const float mean = st.mean;
+    const float mean = __fadd_rn(shift, st.mean);
     const float r = rsqrtf(__fdiv_rn(st.m2, fcols) + eps);
     if (tid == 0 && row < rows) {
       mean_out[row] = mean;

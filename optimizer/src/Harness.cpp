@@ -267,7 +267,9 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
         why = os.str();
         return false;
       }
-      const at::Tensor bound = spec.outputs[i].bound(in, refs, dtype);
+      const RowOpOutput& output = spec.outputs[i];
+      const at::Tensor bound =
+          output.boundWithArgs ? output.boundWithArgs(in, args, refs, dtype) : output.bound(in, refs, dtype);
       if (bound.numel() == 1) {
         const double tol = bound.item<double>();
         if (!(err <= tol)) {

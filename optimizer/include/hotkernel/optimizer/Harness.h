@@ -64,6 +64,13 @@ struct RowOpOutput {
   // input and every output's reference (in `outputs` order). NaN must meet
   // NaN and infinities must be equal regardless.
   std::function<at::Tensor(const at::Tensor& in, const std::vector<at::Tensor>& refs, kernels::DType dtype)> bound;
+  // When set, used instead of `bound` in every check: a bound that also needs
+  // the check's extra arguments (layer_norm's rstd allows ATen's own error
+  // against a float64 reference, which needs eps: Note [Norm harness bounds]).
+  // The float64 check of output 0 always uses `bound`.
+  std::function<at::Tensor(const at::Tensor& in, const RowOpArgs& args, const std::vector<at::Tensor>& refs,
+                           kernels::DType dtype)>
+      boundWithArgs;
 };
 
 // What the candidate must compute, for one row op.
