@@ -34,13 +34,17 @@ FamilyPoint FamilyPoint::fromSearchPoint(const SearchPoint& pt) {
 namespace {
 
 // The candidate against the original kernel, both on the benchmark's stream.
-Comparison timeAgainstOriginal(const FamilyTuneSpec& spec, const KernelLauncher& launcher, int device, int pairs,
+Comparison timeAgainstOriginal(const FamilyTuneSpec& spec, const Plan& plan, int device, int pairs,
                                const std::function<bool()>& yieldPoint) {
   BenchmarkOptions bo;
   bo.pairs = pairs;
   bo.beforePair = yieldPoint;
-  return benchmarkInterleaved([&] { spec.atenCall(); },
-                              [&] { HOTKERNEL_CHECK(spec.candidateCall(launcher), "launch failed"); }, device, bo);
+  return benchmarkInterleaved(
+      [&] { spec.atenCall(); },
+      [&] {
+        HOTKERNEL_CHECK(spec.planCall ? spec.planCall(plan) : spec.candidateCall(*plan.launcher), "launch failed");
+      },
+      device, bo);
 }
 
 }  // namespace
@@ -135,8 +139,8 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
         results.push_back(Evaluation::failed(std::string("harness ") + toString(f->stage) + ": " + f->detail));
         continue;
       }
-      std::shared_ptr<const KernelLauncher> launcher = spec.makePlan(point, m.cubin).launcher;
-      m.comparison = timeAgainstOriginal(spec, *launcher, device,
+      const Plan plan = spec.makePlan(point, m.cubin);
+      m.comparison = timeAgainstOriginal(spec, plan, device,
                                          std::min(options.pairs, kPairsPerLevel[std::min(level, 2)]),
                                          options.yieldPoint);
       m.level = level;

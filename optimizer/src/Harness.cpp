@@ -131,19 +131,32 @@ struct Runner {
     constexpr int64_t kCanary = 1024;
     std::vector<at::Tensor> outs, canaries;
     for (const RowOpOutput& o : spec.outputs) {
-      const int64_t n = o.perRow ? rows : rows * cols;
-      at::Tensor buf = at::empty({n + kCanary}, o.perRow ? in.options().dtype(at::kFloat) : in.options());
+      const int64_t n = o.scalar ? 1 : o.perRow ? rows : rows * cols;
+      const bool float32 = o.perRow && !o.scalar && !o.perRowInInputDtype;
+      at::Tensor buf = at::empty({n + kCanary}, float32 ? in.options().dtype(at::kFloat) : in.options());
       buf.fill_(std::numeric_limits<float>::quiet_NaN());
       at::Tensor canary = buf.narrow(0, n, kCanary);
       canary.fill_(1234.5);
       canaries.push_back(canary);
       at::Tensor out = buf.narrow(0, 0, n);
-      outs.push_back(o.perRow ? out : out.view({rows, cols}));
+      outs.push_back(o.scalar ? out.view({}) : o.perRow ? out : out.view({rows, cols}));
+    }
+    // Scratch (Note [Row ops with per-row inputs, scalar outputs and a workspace]).
+    const int64_t workFloats = spec.workspaceFloats ? spec.workspaceFloats(rows, cols) : 0;
+    at::Tensor work, workTail;
+    std::vector<at::Tensor> launchOuts = outs;
+    if (workFloats > 0) {
+      work = at::full({workFloats}, std::numeric_limits<float>::quiet_NaN(), in.options().dtype(at::kFloat));
+      const int64_t tail = std::min(spec.workspaceZeroTail, workFloats);
+      workTail = work.narrow(0, workFloats - tail, tail);
+      workTail.zero_();
+      launchOuts.push_back(work);
     }
     at::Tensor inCopy = in.clone();
-    std::vector<at::Tensor> columnCopies;
+    std::vector<at::Tensor> columnCopies, rowInputCopies;
     for (const at::Tensor& t : args.columns) columnCopies.push_back(t.defined() ? t.clone() : at::Tensor());
-    const KernelArgs kernelArgs = spec.kernelArgs(in, args, outs);
+    for (const at::Tensor& t : args.rowInputs) rowInputCopies.push_back(t.defined() ? t.clone() : at::Tensor());
+    const KernelArgs kernelArgs = spec.kernelArgs(in, args, launchOuts);
     if (!launcher->launchWith(kernelArgs, stream.stream(), c.geometry(rows, cols))) {
       why = "launch failed";
       return {};
@@ -181,6 +194,16 @@ struct Runner {
         why = "modified its per-column input " + std::to_string(i);
         return {};
       }
+    }
+    for (size_t i = 0; i < args.rowInputs.size(); ++i) {
+      if (args.rowInputs[i].defined() && !at::equal(args.rowInputs[i], rowInputCopies[i])) {
+        why = "modified its per-row input " + std::to_string(i);
+        return {};
+      }
+    }
+    if (workTail.defined() && workTail.numel() > 0 && !at::all(workTail == 0).item<bool>()) {
+      why = "left the workspace's counter non-zero (the next launch would misread it)";
+      return {};
     }
     for (at::Tensor& o : outs) o = o.clone();
     return outs;
@@ -370,7 +393,8 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
       continue;
     }
     for (size_t k = 0; k < outs.size(); ++k) {
-      const DType bits = spec.outputs[k].perRow ? DType::Float32 : dtype;
+      const RowOpOutput& o = spec.outputs[k];
+      const DType bits = o.perRow && !o.scalar && !o.perRowInInputDtype ? DType::Float32 : dtype;
       if (!bitwiseEqual(first[k], outs[k], bits)) {
         return fail(HarnessStage::Determinism, "run " + std::to_string(i + 1) + " differs bitwise from run 1" +
                                                    (outs.size() > 1 ? " in '" + spec.outputs[k].name + "'" : ""));
@@ -380,13 +404,25 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
   report.stages.push_back({HarnessStage::Determinism, true, "3 runs bitwise identical"});
 
   // 5. edge cases: the guard refuses what the kernel cannot take.
-  if (c.alignment > 1) {
+  // Note [Misaligned pointers the guard must refuse]
+  // A pointer off by one element when the guard needs more than one element
+  // (a vector), else off by one byte: an element-aligned pointer is what a
+  // vec = 1 point (or cross_entropy's output) legitimately takes, so offsetting
+  // those by one element tested nothing the guard promises (and failed every
+  // vec = 1 softmax point).
+  {
     at::Tensor flat = at::empty({rows * cols + 16}, x.options());
-    const char* base = static_cast<const char*>(flat.const_data_ptr());
+    char* base = static_cast<char*>(flat.mutable_data_ptr());
     const size_t elem = flat.element_size();
-    if (c.acceptsPointers(base + elem, flat.mutable_data_ptr()) ||
-        c.acceptsPointers(flat.const_data_ptr(), static_cast<char*>(flat.mutable_data_ptr()) + elem)) {
-      return fail(HarnessStage::EdgeCases, "guard accepts pointers misaligned by one element");
+    auto offsetFor = [elem](size_t align) { return align > elem ? elem : size_t{1}; };
+    const size_t outAlign = c.outputAlignment ? c.outputAlignment : c.alignment;
+    if (c.alignment > 1 && c.acceptsPointers(base + offsetFor(c.alignment), base)) {
+      return fail(HarnessStage::EdgeCases,
+                  "guard accepts an input misaligned by " + std::to_string(offsetFor(c.alignment)) + " byte(s)");
+    }
+    if (outAlign > 1 && c.acceptsPointers(base, base + offsetFor(outAlign))) {
+      return fail(HarnessStage::EdgeCases,
+                  "guard accepts an output misaligned by " + std::to_string(offsetFor(outAlign)) + " byte(s)");
     }
   }
   if (!c.acceptsPointers(x.const_data_ptr(), first[0].mutable_data_ptr())) {

@@ -64,6 +64,26 @@ Plan makeLayerNormPlan(const VariantKey& key, const kernels::NormParams& params,
   return plan;
 }
 
+Plan makeCrossEntropyPlan(const VariantKey& key, const kernels::CrossEntropyParams& params, const std::string& cubin,
+                          int device) {
+  using kernels::CrossEntropyFamily;
+  HOTKERNEL_CHECK(key.reduction() >= 0 && !key.hasWeight() && !key.hasBias(),
+                  "not a cross_entropy_loss key: ", variantString(key));
+  const kernels::CrossEntropyVariant v{static_cast<DType>(key.dtype), key.rows, key.cols,
+                                       static_cast<kernels::CrossEntropyReduction>(key.reduction())};
+  HOTKERNEL_CHECK(CrossEntropyFamily::guardVariant(v) && CrossEntropyFamily::guardParams(v, params), "parameters ",
+                  params.describe(), " do not fit cross_entropy ", variantString(key));
+  const kernels::LaunchGeometry g = CrossEntropyFamily::launchGeometry(v, params);
+  Plan plan;
+  plan.key = key;
+  plan.description = std::string(CrossEntropyFamily::kName) + "[" + params.describe() + "] for " + variantString(key);
+  plan.needsZeroedCounter = CrossEntropyFamily::needsCounter(v, params);
+  plan.launcher = CudaKernelLauncher::load(device, cubin, CrossEntropyFamily::kKernelName,
+                                           LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
+                                           CrossEntropyFamily::requiredAlignment(v.dtype, params), plan.description);
+  return plan;
+}
+
 Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::json& params,
               const std::string& kernelName, const std::string& cubin, int device) {
   for (kernels::SoftmaxOp op : {kernels::SoftmaxOp::Softmax, kernels::SoftmaxOp::LogSoftmax}) {
@@ -82,6 +102,11 @@ Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::
                     "unexpected kernel name ", kernelName);
     return makeLayerNormPlan(key, kernels::NormParams::fromJson(params), cubin, device);
   }
+  if (family == kernels::CrossEntropyFamily::kName) {
+    HOTKERNEL_CHECK(kernelName.empty() || kernelName == kernels::CrossEntropyFamily::kKernelName,
+                    "unexpected kernel name ", kernelName);
+    return makeCrossEntropyPlan(key, kernels::CrossEntropyParams::fromJson(params), cubin, device);
+  }
   HOTKERNEL_CHECK(family == "agent", "unknown kernel family '", family, "'");
   HOTKERNEL_CHECK(params.is_object() && params.contains("launch"), "agent params without a launch");
   const AgentLaunch launch = AgentLaunch::fromJson(params["launch"]);
@@ -98,7 +123,11 @@ Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::
 std::string variantString(const VariantKey& key) {
   return "dtype=" + std::string(kernels::dtypeName(static_cast<DType>(key.dtype))) +
          ";rows=" + std::to_string(key.rows) + ";cols=" + std::to_string(key.cols) +
-         (key.hasWeight() ? ";weight=1" : "") + (key.hasBias() ? ";bias=1" : "");
+         (key.hasWeight() ? ";weight=1" : "") + (key.hasBias() ? ";bias=1" : "") +
+         (key.reduction() >= 0
+              ? std::string(";reduction=") +
+                    kernels::reductionName(static_cast<kernels::CrossEntropyReduction>(key.reduction()))
+              : std::string());
 }
 
 std::optional<VariantKey> parseVariantString(const std::string& s, int device) {
@@ -121,6 +150,14 @@ std::optional<VariantKey> parseVariantString(const std::string& s, int device) {
       } else if (name == "cols") {
         k.cols = std::stoll(value);
         haveCols = true;
+      } else if (name == "reduction") {
+        int32_t r = -1;
+        for (auto red : {kernels::CrossEntropyReduction::None, kernels::CrossEntropyReduction::Mean,
+                         kernels::CrossEntropyReduction::Sum}) {
+          if (value == kernels::reductionName(red)) r = static_cast<int32_t>(red);
+        }
+        if (r < 0) return std::nullopt;
+        k.flags = (k.flags & ~VariantKey::kReductionMask) | VariantKey::reductionFlags(r);
       } else if (name == "weight" || name == "bias") {
         if (value != "0" && value != "1") return std::nullopt;
         if (value == "1") k.flags |= name == "weight" ? VariantKey::kHasWeight : VariantKey::kHasBias;

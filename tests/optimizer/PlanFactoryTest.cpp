@@ -2,6 +2,7 @@
 // and the checks that run before a cubin is loaded.
 #include <gtest/gtest.h>
 
+#include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/optimizer/PlanFactory.h"
@@ -52,6 +53,47 @@ TEST(PlanFactoryTest, GivenNormParamsThatDoNotFitWhenMakingPlansThenErrorBeforeA
   EXPECT_THROW(makeRmsNormPlan(withBias, scalarPoint, "not a cubin", 0), Error);  // rms_norm has no bias
   EXPECT_THROW(makePlan("rms_norm", k, wide.toJson(), "hk_other", "not a cubin", 0), Error);
   EXPECT_THROW(makePlan("group_norm", k, wide.toJson(), "", "not a cubin", 0), Error);
+}
+
+TEST(PlanFactoryTest, GivenCrossEntropyKeysWhenFormattedAndParsedThenReductionRoundTrips) {
+  const char* names[] = {"none", "mean", "sum"};
+  for (int32_t r = 0; r < 3; ++r) {
+    VariantKey k{static_cast<int32_t>(DType::BFloat16), 1, 4096, 32000};
+    k.flags = VariantKey::reductionFlags(r);
+    EXPECT_EQ(k.reduction(), r);
+    const std::string s = variantString(k);
+    EXPECT_EQ(s, std::string("dtype=bfloat16;rows=4096;cols=32000;reduction=") + names[r]);
+    std::optional<VariantKey> back = parseVariantString(s, 1);
+    ASSERT_TRUE(back.has_value()) << s;
+    EXPECT_TRUE(*back == k) << s;
+  }
+  // Keys of other ops hold no reduction; a key for "none" differs from a softmax key of the same shape.
+  const VariantKey softmax{static_cast<int32_t>(DType::BFloat16), 1, 4096, 32000};
+  EXPECT_EQ(softmax.reduction(), -1);
+  VariantKey none = softmax;
+  none.flags = VariantKey::reductionFlags(0);
+  EXPECT_FALSE(none == softmax);
+  EXPECT_FALSE(parseVariantString("dtype=bf16;rows=1;cols=4;reduction=max", 0).has_value());
+  EXPECT_FALSE(parseVariantString("dtype=bf16;rows=1;cols=4;reduction=", 0).has_value());
+}
+
+TEST(PlanFactoryTest, GivenCrossEntropyParamsThatDoNotFitWhenMakingPlansThenErrorBeforeAnyLoad) {
+  VariantKey k{static_cast<int32_t>(DType::BFloat16), 0, 64, 4097};  // 4097: only vec = 1 fits
+  k.flags = VariantKey::reductionFlags(1);
+  kernels::CrossEntropyParams wide;
+  wide.threads = 256;
+  wide.vec = 8;
+  wide.unroll = 2;
+  EXPECT_THROW(makeCrossEntropyPlan(k, wide, "not a cubin", 0), Error);
+  EXPECT_THROW(makePlan("cross_entropy", k, wide.toJson(), "hk_other", "not a cubin", 0), Error);
+  VariantKey noReduction = k;
+  noReduction.flags = 0;  // a softmax-style key: not a cross_entropy_loss variant
+  kernels::CrossEntropyParams scalarPoint;
+  scalarPoint.threads = 256;
+  EXPECT_THROW(makeCrossEntropyPlan(noReduction, scalarPoint, "not a cubin", 0), Error);
+  VariantKey withWeight = k;
+  withWeight.flags |= VariantKey::kHasWeight;
+  EXPECT_THROW(makeCrossEntropyPlan(withWeight, scalarPoint, "not a cubin", 0), Error);
 }
 
 }  // namespace

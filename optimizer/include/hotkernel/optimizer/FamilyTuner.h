@@ -48,6 +48,10 @@ struct FamilyTuneSpec {
   // allocating its outputs like a dispatcher call would; on the current stream.
   std::function<void()> atenCall;
   std::function<bool(const KernelLauncher&)> candidateCall;
+  // When set, timed instead of candidateCall: one call of the whole plan, as
+  // its trampoline makes it (cross_entropy zeroes the workspace counter only
+  // when the plan says so).
+  std::function<bool(const Plan&)> planCall;
 };
 
 // Runs the search on `device` (the caller sets the device, stream and

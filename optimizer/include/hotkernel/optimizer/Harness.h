@@ -48,12 +48,24 @@ namespace hotkernel {
 // every output against the reference under that output's own bound. Both
 // forms run the same five stages (runHarness normalizes the first into the
 // second).
+//
+// Note [Row ops with per-row inputs, scalar outputs and a workspace]
+// cross_entropy adds three things to the general form: a per-row input (the
+// int64 targets, drawn per check with some ignore_index rows, ignore_index
+// itself re-drawn: RowOpArgs::rowInputs and scalars), an output that is 0-dim
+// (mean, sum) or [rows] in the input's dtype (none), and float32 scratch
+// (per-row losses and a counter the kernel must leave at 0). The harness
+// checks that the candidate leaves the per-row inputs untouched and the
+// counter at 0, so a kernel that only works on a freshly zeroed workspace fails.
 
 // The extra arguments of one call of a row op, drawn by RowOpSpec::makeArgs
 // for every check (the determinism stage reuses one draw).
 struct RowOpArgs {
   std::vector<at::Tensor> columns;             // per-column inputs ([cols]: weight, bias); undefined = absent
   std::vector<std::optional<double>> scalars;  // e.g. eps; nullopt = the op's default
+  // Per-row inputs ([rows], any dtype: cross_entropy's int64 targets); the
+  // candidate must not write them.
+  std::vector<at::Tensor> rowInputs;
 };
 
 // One output the candidate writes.
@@ -71,6 +83,10 @@ struct RowOpOutput {
   std::function<at::Tensor(const at::Tensor& in, const RowOpArgs& args, const std::vector<at::Tensor>& refs,
                            kernels::DType dtype)>
       boundWithArgs;
+  // A 0-dim output in the input's dtype (cross_entropy's mean and sum); perRow is then ignored.
+  bool scalar = false;
+  // With perRow: [rows] in the input's dtype instead of float32 (cross_entropy's reduction none).
+  bool perRowInInputDtype = false;
 };
 
 // What the candidate must compute, for one row op.
@@ -96,6 +112,13 @@ struct RowOpSpec {
   // (the stability stage feeds -inf only then; NaN always). False for the
   // norms: ATen's two CUDA paths disagree on a row holding an infinity.
   bool infinitiesDefined = true;
+  // Float32 scratch the candidate needs, when set and > 0 for a shape: passed
+  // to kernelArgs after the outputs (the last entry of its `outs`), fresh per
+  // launch, NaN but for the trailing `workspaceZeroTail` floats, which are 0
+  // and must still be 0 after the launch (Note [Row ops with per-row inputs,
+  // scalar outputs and a workspace]).
+  std::function<int64_t(int64_t rows, int64_t cols)> workspaceFloats;
+  int64_t workspaceZeroTail = 0;
 };
 
 // A compiled candidate and its guard.
@@ -107,6 +130,9 @@ struct HarnessCandidate {
   std::function<bool(int64_t rows, int64_t cols)> acceptsShape;
   std::function<bool(const void* in, const void* out)> acceptsPointers;
   size_t alignment = 16;
+  // What the guard needs of the output pointer when less than `alignment`
+  // (cross_entropy: one element); 0: `alignment`.
+  size_t outputAlignment = 0;
 };
 
 enum class HarnessStage { Smoke = 0, Sweep = 1, Stability = 2, Determinism = 3, EdgeCases = 4 };

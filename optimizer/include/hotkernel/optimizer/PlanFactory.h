@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/NormCommon.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/runtime/PlanTable.h"
@@ -28,16 +29,23 @@ Plan makeRmsNormPlan(const VariantKey& key, const kernels::NormParams& params, c
 Plan makeLayerNormPlan(const VariantKey& key, const kernels::NormParams& params, const std::string& cubin,
                        int device);
 
+// cross_entropy_loss: the key's flags hold the reduction (VariantKey::reductionFlags);
+// `cubin` must have been compiled for it. The plan says whether a launch needs
+// its workspace counter zeroed (needsZeroedCounter); the launcher's alignment()
+// is what the logits need (target: 8 bytes, out: one element, work: 4 bytes).
+Plan makeCrossEntropyPlan(const VariantKey& key, const kernels::CrossEntropyParams& params, const std::string& cubin,
+                          int device);
+
 // A plan for a cache entry of any family: "softmax_lastdim" and
 // "log_softmax_lastdim" (params = a SoftmaxParams point), "rms_norm" and "layer_norm" (params = a NormParams
-// point) or "agent" (params = {"launch": AgentLaunch}, kernel `kernelName`
+// point), "cross_entropy" (params = a CrossEntropyParams point) or "agent" (params = {"launch": AgentLaunch}, kernel `kernelName`
 // from an external agent). Throws Error for an unknown family or malformed params.
 Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::json& params,
               const std::string& kernelName, const std::string& cubin, int device);
 
 // The cache's variant string for a key: "dtype=bfloat16;rows=4096;cols=32000" (no device:
 // the fingerprint names the GPU model), then ";weight=1" and ";bias=1" for the
-// flags that are set (norm ops).
+// flags that are set (norm ops), ";reduction=none|mean|sum" for cross_entropy_loss keys.
 std::string variantString(const VariantKey& key);
 
 // The inverse of variantString for `device`; nullopt for a malformed string.

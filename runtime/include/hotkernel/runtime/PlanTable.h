@@ -25,16 +25,22 @@ namespace hotkernel {
 
 // The exact variant of a last-dim row op: dtype code, device, rows, cols, and
 // which optional per-column inputs the call passes (the norm ops' weight and
-// bias; always 0 for softmax).
+// bias; always 0 for softmax), and cross_entropy_loss's reduction.
 struct VariantKey {
   static constexpr int32_t kHasWeight = 1;
   static constexpr int32_t kHasBias = 2;
+  // cross_entropy_loss: at::Reduction + 1 (none 1, mean 2, sum 3) in bits 2-3; 0 for other ops.
+  static constexpr int32_t kReductionShift = 2;
+  static constexpr int32_t kReductionMask = 3 << kReductionShift;
+  static constexpr int32_t reductionFlags(int32_t reduction) { return (reduction + 1) << kReductionShift; }
+  // The at::Reduction the flags hold (0 none, 1 mean, 2 sum), or -1 (not a cross_entropy key).
+  int32_t reduction() const { return ((flags & kReductionMask) >> kReductionShift) - 1; }
 
   int32_t dtype = 0;   // hotkernel::kernels::DType as int
   int32_t device = 0;  // device ordinal (-1 for CPU)
   int64_t rows = 0;
   int64_t cols = 0;
-  int32_t flags = 0;   // kHasWeight | kHasBias
+  int32_t flags = 0;   // kHasWeight | kHasBias | reductionFlags(r)
   bool hasWeight() const { return (flags & kHasWeight) != 0; }
   bool hasBias() const { return (flags & kHasBias) != 0; }
   bool operator==(const VariantKey& o) const {
@@ -80,6 +86,9 @@ struct Plan {
   VariantKey key;
   std::shared_ptr<const KernelLauncher> launcher;
   std::string description;  // family + params, for logs
+  // cross_entropy: the launch's workspace counter must be 0 (CrossEntropyFamily::needsCounter);
+  // the trampoline zeroes it only then.
+  bool needsZeroedCounter = false;
 };
 
 class PlanTable {

@@ -1,0 +1,267 @@
+#include "hotkernel/optimizer/CrossEntropyTuner.h"
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/_log_softmax_cuda_dispatch.h>
+#include <ATen/ops/nll_loss_forward_cuda_dispatch.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "hotkernel/optimizer/FamilyTuner.h"
+#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/CudaDriver.h"
+#include "hotkernel/runtime/Nvrtc.h"
+
+namespace hotkernel {
+namespace {
+
+using kernels::CrossEntropyFamily;
+using kernels::CrossEntropyParams;
+using kernels::CrossEntropyReduction;
+using kernels::CrossEntropyTolerance;
+using kernels::CrossEntropyVariant;
+using kernels::DType;
+
+// Note [Cross entropy harness]
+// Reference: ATen's own decomposition of the composite cross_entropy_loss for
+// 2-D logits and class indices, called below the dispatcher:
+// at::cuda::_log_softmax(x, 1, false) then at::cuda::nll_loss_forward(.., None,
+// reduction, ignore_index) (what at::compositeimplicitautograd::cross_entropy_loss
+// reaches through log_softmax and nll_loss_nd). Going through the dispatcher
+// would reach hotkernel's own trampolines in a serving process (the
+// cross_entropy_loss override, and the _log_softmax one the composite calls),
+// and a candidate must never be checked against itself.
+// Arguments per check: targets uniform over the classes, about one row in 8
+// set to ignore_index (every row in about one check in 16: mean is then 0/0 =
+// NaN, as ATen gives); ignore_index -100 or, half of the time, a real class
+// (rows whose drawn class equals it are ignored too). A recorded seed replays
+// every draw. Bounds: per row CrossEntropyTolerance::rowWithin's; a sum or
+// mean reducedBound over the reference's per-row losses of the kept rows.
+// A non-finite reference (inf or NaN rows, overflowed sums) must be met
+// exactly (the harness's NaN / infinity rule), so its bound is 0.
+// No float64 check: the harness's float64 stage narrows rows, which a 0-dim
+// output cannot follow; the stability stage's special values cover the rest.
+struct CeArgs {
+  at::Tensor target;
+  int64_t ignoreIndex;
+};
+
+CeArgs ceArgsOf(const RowOpArgs& a) {
+  return CeArgs{a.rowInputs.at(0), static_cast<int64_t>(a.scalars.at(0).value_or(-100.0))};
+}
+
+std::tuple<at::Tensor, at::Tensor> atenCrossEntropy(const at::Tensor& x, const at::Tensor& target, int64_t reduction,
+                                                    int64_t ignoreIndex) {
+  const at::Tensor logp = at::cuda::_log_softmax(x, 1, false);
+  return at::cuda::nll_loss_forward(logp, target, std::nullopt, reduction, ignoreIndex);
+}
+
+DType dtypeOf(const at::Tensor& t) {
+  return t.scalar_type() == at::kFloat ? DType::Float32 : t.scalar_type() == at::kHalf ? DType::Float16 : DType::BFloat16;
+}
+
+at::Tensor reducedBound(const at::Tensor& in, const CeArgs& a, const at::Tensor& ref, CrossEntropyReduction r,
+                        DType d) {
+  const double refValue = ref.item<double>();
+  if (!std::isfinite(refValue)) return at::scalar_tensor(0.0, at::kDouble);
+  const CrossEntropyTolerance tol = CrossEntropyFamily::tolerance(d, in.size(1));
+  const at::Tensor rows =
+      std::get<0>(atenCrossEntropy(in, a.target, static_cast<int64_t>(CrossEntropyReduction::None), a.ignoreIndex))
+          .to(at::kDouble);
+  const at::Tensor kept = a.target != a.ignoreIndex;
+  const int64_t count = kept.sum().item<int64_t>();
+  const at::Tensor absKept = at::where(kept, rows.abs(), at::zeros_like(rows));
+  const double sumAbs = absKept.sum().item<double>();
+  const double maxAbs = count > 0 ? absKept.max().item<double>() : 0.0;
+  return at::scalar_tensor(tol.reducedBound(r, count, sumAbs, maxAbs, refValue), at::kDouble);
+}
+
+}  // namespace
+
+RowOpSpec crossEntropySpec(CrossEntropyReduction reduction) {
+  RowOpSpec spec;
+  spec.op = "aten::cross_entropy_loss";
+  spec.infinitiesDefined = true;
+  const bool reduced = reduction != CrossEntropyReduction::None;
+  RowOpOutput loss;
+  loss.name = "loss";
+  loss.perRow = !reduced;
+  loss.perRowInInputDtype = !reduced;
+  loss.scalar = reduced;
+  loss.boundWithArgs = [reduction](const at::Tensor& in, const RowOpArgs& args, const std::vector<at::Tensor>& refs,
+                                   DType d) {
+    if (reduction != CrossEntropyReduction::None) return reducedBound(in, ceArgsOf(args), refs[0], reduction, d);
+    const CrossEntropyTolerance tol = CrossEntropyFamily::tolerance(d, in.size(1));
+    return refs[0].to(at::kDouble).abs().mul_(tol.rowRel).add_(tol.rowAbs).to(at::kFloat);
+  };
+  spec.outputs = {loss};
+  spec.makeArgs = [](int64_t rows, int64_t cols, DType, at::Generator& gen) {
+    const auto cuda = at::TensorOptions().device(at::kCUDA);
+    const at::Tensor u = at::rand({3}, gen, cuda.dtype(at::kDouble)).cpu();
+    const double realClass = u[0].item<double>(), which = u[1].item<double>(), allIgnored = u[2].item<double>();
+    const int64_t ignoreIndex =
+        realClass < 0.5 ? std::min<int64_t>(cols - 1, static_cast<int64_t>(which * static_cast<double>(cols))) : -100;
+    at::Tensor target = at::randint(0, cols, {rows}, gen, cuda.dtype(at::kLong));
+    if (allIgnored < 1.0 / 16.0) {
+      target.fill_(ignoreIndex);
+    } else {
+      target.masked_fill_(at::rand({rows}, gen, cuda.dtype(at::kFloat)) < 0.125, ignoreIndex);
+    }
+    RowOpArgs a;
+    a.rowInputs = {target};
+    a.scalars = {static_cast<double>(ignoreIndex)};
+    return a;
+  };
+  spec.references = [reduction](const at::Tensor& in, const RowOpArgs& args) {
+    const CeArgs a = ceArgsOf(args);
+    return std::vector<at::Tensor>{
+        std::get<0>(atenCrossEntropy(in, a.target, static_cast<int64_t>(reduction), a.ignoreIndex))};
+  };
+  spec.workspaceFloats = [reduction](int64_t rows, int64_t cols) {
+    return CrossEntropyFamily::workspaceFloats(CrossEntropyVariant{DType::Float32, rows, cols, reduction});
+  };
+  spec.workspaceZeroTail = reduced ? 1 : 0;
+  spec.kernelArgs = [reduced](const at::Tensor& in, const RowOpArgs& args, const std::vector<at::Tensor>& outs) {
+    const CeArgs a = ceArgsOf(args);
+    const void* work = reduced ? outs.at(1).const_data_ptr() : nullptr;
+    return KernelArgs()
+        .pointer(in.const_data_ptr())
+        .pointer(a.target.const_data_ptr())
+        .pointer(outs.at(0).mutable_data_ptr())
+        .pointer(work)
+        .int64(in.size(0))
+        .int64(in.size(1))
+        .int64(a.ignoreIndex);
+  };
+  return spec;
+}
+
+HarnessCandidate crossEntropyCandidate(const CrossEntropyVariant& v, const CrossEntropyParams& p,
+                                       const std::string& cubin) {
+  HarnessCandidate c;
+  c.cubin = cubin;
+  c.kernelName = CrossEntropyFamily::kKernelName;
+  c.description = std::string(CrossEntropyFamily::kName) + "[" + p.describe() + "]";
+  const CrossEntropyVariant base = v;
+  c.geometry = [base, p](int64_t rows, int64_t cols) {
+    CrossEntropyVariant w = base;
+    w.rows = rows;
+    w.cols = cols;
+    const kernels::LaunchGeometry g = CrossEntropyFamily::launchGeometry(w, p);
+    return LaunchGeometry{g.gridX, g.blockX, g.sharedBytes};
+  };
+  c.acceptsShape = [base, p](int64_t rows, int64_t cols) {
+    CrossEntropyVariant w = base;
+    w.rows = rows;
+    w.cols = cols;
+    return CrossEntropyFamily::guardVariant(w) && CrossEntropyFamily::guardParams(w, p);
+  };
+  // The harness asks about logits and output only: target and workspace are
+  // given aligned stand-ins (the trampoline checks the real ones).
+  c.acceptsPointers = [base, p](const void* in, const void* out) {
+    static const void* const kAligned = reinterpret_cast<const void*>(uintptr_t{4096});
+    return in != out && CrossEntropyFamily::guardPointers(in, kAligned, out, kAligned, base, p);
+  };
+  c.alignment = CrossEntropyFamily::requiredAlignment(v.dtype, p);
+  c.outputAlignment = kernels::elementSize(v.dtype);
+  return c;
+}
+
+namespace {
+
+// The cross_entropy axes on the search's: unroll rides on `items` (a niche per
+// unroll, like softmax's register / streaming split).
+FamilyPoint toPoint(const CrossEntropyParams& p) {
+  return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.unroll, p.cluster};
+}
+CrossEntropyParams toParams(const FamilyPoint& p) {
+  CrossEntropyParams c;
+  c.threads = p.threads;
+  c.vec = p.vec;
+  c.unroll = p.items;
+  c.rowsPerCta = p.rowsPerCta;
+  c.cluster = p.cluster;
+  return c;
+}
+
+}  // namespace
+
+TuneOutcome tuneCrossEntropy(const CrossEntropyVariant& v, int device, const TunerOptions& options) {
+  HOTKERNEL_CHECK(CrossEntropyFamily::guardVariant(v), "cross_entropy family cannot serve this variant");
+  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
+  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
+  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
+  if (options.memoryCapBytes > 0) {
+    // The harness's inputs and stress sets (about 10 logits-sized buffers) and the L2 flush.
+    const int64_t need = 10 * v.rows * v.cols * static_cast<int64_t>(kernels::elementSize(v.dtype)) +
+                         2 * at::cuda::getDeviceProperties(device)->l2CacheSize;
+    HOTKERNEL_CHECK(need <= options.memoryCapBytes, "tuning cross_entropy ", v.rows, "x", v.cols, " needs ~",
+                    need >> 20, " MiB of GPU memory, over the cap of ", options.memoryCapBytes >> 20, " MiB");
+  }
+  const DeviceInfo info = queryDevice(device);
+  const int cc = info.ccMajor * 10 + info.ccMinor;
+  FamilyTuneSpec spec;
+  spec.family = CrossEntropyFamily::kName;
+  spec.kernelName = CrossEntropyFamily::kKernelName;
+  spec.source = CrossEntropyFamily::source();
+  spec.program = "cross_entropy.cu";
+  spec.dtype = v.dtype;
+  spec.rows = v.rows;
+  spec.cols = v.cols;
+  for (const CrossEntropyParams& p : CrossEntropyFamily::allParameterPoints(v.dtype)) {
+    if (CrossEntropyFamily::guardParams(v, p) && p.minComputeCapability() <= cc) spec.validPoints.push_back(toPoint(p));
+  }
+  for (const CrossEntropyParams& p : CrossEntropyFamily::parameterSpace(v, cc)) spec.seeds.push_back(toPoint(p));
+  spec.compileOptions = [v](const FamilyPoint& p) {
+    return CrossEntropyFamily::compileOptions(v.dtype, toParams(p), v.reduction);
+  };
+  spec.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
+  spec.candidate = [v](const FamilyPoint& p, const std::string& cubin) {
+    return crossEntropyCandidate(v, toParams(p), cubin);
+  };
+  spec.harnessSpec = crossEntropySpec(v.reduction);
+  VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
+  key.flags = VariantKey::reductionFlags(static_cast<int32_t>(v.reduction));
+  spec.makePlan = [key, device](const FamilyPoint& p, const std::string& cubin) {
+    return makeCrossEntropyPlan(key, toParams(p), cubin, device);
+  };
+  // The timed calls: ATen's decomposition, and a plan as the trampoline runs
+  // it (output and workspace allocated, the counter zeroed only when needed).
+  const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
+  const at::Tensor x = at::randn({v.rows, v.cols}, opts).mul_(3.0).to(scalarTypeOf(v.dtype));
+  at::Tensor target = at::randint(0, v.cols, {v.rows}, opts.dtype(at::kLong));
+  target.slice(0, 0, v.rows, 8).fill_(-100);
+  const int64_t reduction = static_cast<int64_t>(v.reduction);
+  spec.atenCall = [x, target, reduction] { (void)atenCrossEntropy(x, target, reduction, -100); };
+  spec.planCall = [x, target, v](const Plan& plan) {
+    const bool reduced = v.reduction != CrossEntropyReduction::None;
+    at::Tensor out = reduced ? at::empty({}, x.options()) : at::empty({v.rows}, x.options());
+    at::Tensor work;
+    if (reduced) {
+      work = at::empty({CrossEntropyFamily::workspaceFloats(v)}, x.options().dtype(at::kFloat));
+      if (plan.needsZeroedCounter) work.narrow(0, v.rows, 1).zero_();
+    }
+    return plan.launcher->launchArgs(KernelArgs()
+                                         .pointer(x.const_data_ptr())
+                                         .pointer(target.const_data_ptr())
+                                         .pointer(out.mutable_data_ptr())
+                                         .pointer(work.defined() ? work.const_data_ptr() : nullptr)
+                                         .int64(v.rows)
+                                         .int64(v.cols)
+                                         .int64(-100),
+                                     at::cuda::getCurrentCUDAStream().stream());
+  };
+  const std::string arch = info.nvrtcArch();
+  double bestSpeedup = 0;
+  TuneOutcome outcome = tuneFamily(spec, device, arch, options, bestSpeedup);
+  outcome.metrics["arch"] = arch;
+  outcome.metrics["reduction"] = kernels::reductionName(v.reduction);
+  return outcome;
+}
+
+}  // namespace hotkernel
