@@ -13,12 +13,17 @@ then times three implementations of the same call:
   hotkernel the op through the dispatcher with hotkernel on (its kernel, or ATen's if kept)
   compile   torch.compile(fn, dynamic=False) of the same function (Inductor's Triton kernel)
 with the project's benchmark method: CUDA events around each call, L2 flushed
-before every timed call, the three interleaved in a rotating order, paired
+before every timed call (and the GPU kept busy while the call is enqueued, so
+CPU launch time is not counted), the three interleaved in a rotating order, paired
 ratios; medians and 95% confidence intervals come from the library's own
 statistics (hotkernel_compare_samples, optimizer/Statistics.h), so every figure
 is computed by one implementation. Also: GB/s of hotkernel (ideal traffic: one
-read, one write), its share of the copy bandwidth measured in the same run, and
+read, one write, plus the norms' weight / bias read once), its share of the copy bandwidth measured in the same run, and
 the max error of each implementation against a float64 reference.
+
+Ops: softmax, log_softmax, rms_norm (F.rms_norm with a weight), layer_norm
+(F.layer_norm with weight and bias); `--cases norms` runs the norm shapes (all
+four are in HOTKERNEL_OPS' default).
 
 Output: "hotkernel-bench" v1 JSON, benchmark "ops", one result per case, and a
 Markdown table on stdout (the README's table is pasted from it).
@@ -45,16 +50,51 @@ def log_softmax(t):
     return torch.log_softmax(t, -1)
 
 
-# op name -> (function, ATen op the dispatcher sees, float64 reference)
+def rms_norm_setup(cols, dtype, gen):
+    """F.rms_norm with a weight of both signs (eps 1e-6)."""
+    w = (torch.rand(cols, device="cuda", generator=gen) * 2 - 1).to(dtype)
+
+    def rms_norm(t):
+        return torch.nn.functional.rms_norm(t, (cols,), w, 1e-6)
+
+    return rms_norm, (lambda x: torch.nn.functional.rms_norm(x.double(), (cols,), w.double(), 1e-6)), [w]
+
+
+def layer_norm_setup(cols, dtype, gen):
+    """F.layer_norm with weight and bias (eps 1e-5)."""
+    w = (torch.rand(cols, device="cuda", generator=gen) * 2 - 1).to(dtype)
+    b = (torch.rand(cols, device="cuda", generator=gen) - 0.5).to(dtype)
+
+    def layer_norm(t):
+        return torch.nn.functional.layer_norm(t, (cols,), w, b, 1e-5)
+
+    return (layer_norm,
+            (lambda x: torch.nn.functional.layer_norm(x.double(), (cols,), w.double(), b.double(), 1e-5)), [w, b])
+
+
+def plain(fn, ref64):
+    return lambda cols, dtype, gen: (fn, ref64, [])
+
+
+# op name -> (setup(cols, dtype, generator) -> (function, float64 reference, per-column
+# tensors it reads), ATen op the dispatcher sees, the variant string's flags)
 OPS = {
-    "softmax": (softmax, "aten::_softmax", lambda x: torch.softmax(x.double(), -1)),
-    "log_softmax": (log_softmax, "aten::_log_softmax", lambda x: torch.log_softmax(x.double(), -1)),
+    "softmax": (plain(softmax, lambda x: torch.softmax(x.double(), -1)), "aten::_softmax", ""),
+    "log_softmax": (plain(log_softmax, lambda x: torch.log_softmax(x.double(), -1)), "aten::_log_softmax", ""),
+    "rms_norm": (rms_norm_setup, "aten::_fused_rms_norm", ";weight=1"),
+    "layer_norm": (layer_norm_setup, "aten::native_layer_norm", ";weight=1;bias=1"),
 }
 
 DEFAULT_CASES = (
     "softmax:bfloat16:1x128256,softmax:bfloat16:32x128256,softmax:bfloat16:4096x32000,"
     "softmax:bfloat16:8192x128256,softmax:float16:4096x32000,softmax:float32:4096x32000,"
-    "log_softmax:bfloat16:32x128256,log_softmax:bfloat16:4096x32000,log_softmax:bfloat16:8192x128256"
+    "log_softmax:bfloat16:32x128256,log_softmax:bfloat16:4096x32000,log_softmax:bfloat16:8192x128256,"
+    "rms_norm:bfloat16:4096x4096,layer_norm:bfloat16:4096x4096"
+)
+# `--cases norms`: the norm shapes (a decode-sized batch, a square and a large activation).
+NORM_CASES = (
+    "rms_norm:bfloat16:32x4096,rms_norm:bfloat16:4096x4096,rms_norm:bfloat16:16384x8192,"
+    "layer_norm:bfloat16:32x4096,layer_norm:bfloat16:4096x4096,layer_norm:bfloat16:16384x8192"
 )
 
 
@@ -115,6 +155,10 @@ class Timer:
 
     def time_us(self, fn):
         self.flush.zero_()
+        # Keep the GPU busy ~100 us more, so the call below is enqueued before
+        # the GPU reaches it: the events then time the kernels, not Python's
+        # and the dispatcher's CPU time (which decides small decode shapes).
+        torch.cuda._sleep(200_000)
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         e0.record()
         fn()
@@ -145,8 +189,8 @@ def make_hot(hk, fn, x, calls, timeout):
     return idle, time.perf_counter() - t0
 
 
-def variant_string(dtype, rows, cols):
-    return f"dtype={dtype};rows={rows};cols={cols}"
+def variant_string(dtype, rows, cols, flags=""):
+    return f"dtype={dtype};rows={rows};cols={cols}{flags}"
 
 
 def decision_of(status, aten_op, variant):
@@ -160,12 +204,13 @@ def decision_of(status, aten_op, variant):
 
 
 def run_case(hk, timer, op, dtype_name, rows, cols, args, copy_bps):
-    fn, aten_op, ref64 = OPS[op]
+    setup, aten_op, flags = OPS[op]
     dtype = DTYPES[dtype_name]
     gen = torch.Generator(device="cuda").manual_seed(1234 + rows + cols)
     x = (torch.randn(rows, cols, device="cuda", generator=gen) * 3).to(dtype)
+    fn, ref64, columns = setup(cols, dtype, gen)
     idle, waited = make_hot(hk, fn, x, args.hot_calls, args.tune_timeout)
-    variant = variant_string(dtype_name, rows, cols)
+    variant = variant_string(dtype_name, rows, cols, flags)
     decision, kernel = decision_of(hk.status(), aten_op, variant)
 
     torch._dynamo.reset()
@@ -204,7 +249,9 @@ def run_case(hk, timer, op, dtype_name, rows, cols, args, copy_bps):
     vs_eager = hk.compare(samples["eager"], samples["hotkernel"])
     vs_compile = hk.compare(samples["compile"], samples["hotkernel"])
     compile_vs_eager = hk.compare(samples["eager"], samples["compile"])
-    nbytes = 2 * x.numel() * x.element_size()
+    # Ideal traffic: x read, out written, the per-column tensors read once
+    # (the norms' float32 statistics, 4-8 bytes a row, are left out).
+    nbytes = 2 * x.numel() * x.element_size() + sum(c.numel() * c.element_size() for c in columns)
     hk_us = vs_eager["candidate"]["median"]
     gbps = nbytes / (hk_us * 1e-6) / 1e9
     return {
@@ -222,6 +269,8 @@ def run_case(hk, timer, op, dtype_name, rows, cols, args, copy_bps):
 
 
 def parse_cases(text):
+    if text == "norms":
+        text = NORM_CASES
     cases = []
     for item in text.split(","):
         try:
@@ -241,7 +290,9 @@ def fmt_ci(m, unit=""):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cases", default=DEFAULT_CASES, help="comma list of op:dtype:ROWSxCOLS")
+    ap.add_argument("--cases", default=DEFAULT_CASES,
+                    help="comma list of op:dtype:ROWSxCOLS (ops: softmax, log_softmax, rms_norm, layer_norm), "
+                         "or 'norms' for the norm shapes")
     ap.add_argument("--reps", type=int, default=31, help="timed rounds (each times all three)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--hot-calls", type=int, default=80, help="calls that make a variant hot")

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "Runtime.h"
-#include "SoftmaxOverride.h"
+#include "ServedOps.h"
 #include "hotkernel/hotkernel.h"
 #include "hotkernel/optimizer/Statistics.h"
 
@@ -24,7 +24,7 @@ HOTKERNEL_EXPORT int hotkernel_start(void) {
 
 HOTKERNEL_EXPORT int hotkernel_set_enabled(int enabled) {
   try {
-    return hotkernel::SoftmaxOverride::setEnabled(enabled != 0) ? 1 : 0;
+    return hotkernel::setServedOpsEnabled(enabled != 0) ? 1 : 0;
   } catch (...) {
     return -1;
   }
@@ -40,9 +40,7 @@ HOTKERNEL_EXPORT int hotkernel_wait_idle(double timeout_seconds) {
 
 HOTKERNEL_EXPORT int hotkernel_plan_count(void) {
   try {
-    using Op = hotkernel::SoftmaxOverride::Op;
-    return static_cast<int>(hotkernel::SoftmaxOverride::plans(Op::Softmax).load()->size() +
-                            hotkernel::SoftmaxOverride::plans(Op::LogSoftmax).load()->size());
+    return static_cast<int>(hotkernel::servedPlanCount());
   } catch (...) {
     return -1;
   }

@@ -9,6 +9,9 @@
 #include <cstring>
 #include <fstream>
 
+#include "LayerNormOverride.h"
+#include "NormOverrideCommon.h"
+#include "RmsNormOverride.h"
 #include "SoftmaxOverride.h"
 #include "hotkernel/optimizer/IdleGate.h"
 #include "hotkernel/kernels/DType.h"
@@ -16,6 +19,55 @@
 
 namespace hotkernel {
 namespace {
+
+// An int[] / SymInt[] argument as concrete sizes; nullopt for anything else
+// (a symbolic size: no variant to record).
+std::optional<std::vector<int64_t>> sizesOf(const c10::IValue& v) {
+  if (v.isIntList()) return v.toIntVector();
+  if (!v.isList()) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const c10::IValue& e : v.toListRef()) {
+    if (e.isInt()) {
+      out.push_back(e.toInt());
+    } else if (e.isSymInt()) {
+      const std::optional<int64_t> i = e.toSymInt().maybe_as_int();
+      if (!i) return std::nullopt;
+      out.push_back(*i);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+// An optional Tensor argument: nullopt for None; false when it is neither.
+bool optionalTensorOf(const c10::IValue& v, std::optional<at::Tensor>& out) {
+  if (v.isNone()) {
+    out = std::nullopt;
+    return true;
+  }
+  if (!v.isTensor()) return false;
+  out = v.toTensor();
+  return true;
+}
+
+// aten::_fused_rms_norm(input, normalized_shape, weight?, eps?) and
+// aten::native_layer_norm(input, normalized_shape, weight?, bias?, eps): the
+// variant key the trampoline would look up (normCallOf: weight / bias flags).
+void noteNormVariant(Recorder& r, const at::RecordFunction& fn, bool layerNorm) {
+  const size_t need = layerNorm ? 5 : 4;
+  if (fn.num_inputs() < need) return;
+  auto inputs = fn.inputs();
+  if (!inputs[0].isTensor()) return;
+  const std::optional<std::vector<int64_t>> shape = sizesOf(inputs[1]);
+  if (!shape) return;
+  std::optional<at::Tensor> weight, bias;
+  if (!optionalTensorOf(inputs[2], weight)) return;
+  if (layerNorm && !optionalTensorOf(inputs[3], bias)) return;
+  if (auto call = normCallOf(inputs[0].toTensor(), *shape, weight, bias)) {
+    r.noteVariant(layerNorm ? LayerNormOverride::kOpName : RmsNormOverride::kOpName, call->key);
+  }
+}
 
 std::unique_ptr<at::ObserverContext> onOpStart(const at::RecordFunction& fn) {
   try {
@@ -35,6 +87,10 @@ std::unique_ptr<at::ObserverContext> onOpStart(const at::RecordFunction& fn) {
           r.noteVariant(softmax ? SoftmaxOverride::kOpName : SoftmaxOverride::kLogOpName, *key);
         }
       }
+    } else if (std::strcmp(name, RmsNormOverride::kOpName) == 0) {
+      noteNormVariant(r, fn, /*layerNorm=*/false);
+    } else if (std::strcmp(name, LayerNormOverride::kOpName) == 0) {
+      noteNormVariant(r, fn, /*layerNorm=*/true);
     }
   } catch (...) {
     // Recording is best effort; it must never disturb the op.
@@ -113,13 +169,17 @@ nlohmann::json Recorder::profile() const {
   }
   nlohmann::json variants = nlohmann::json::array();
   for (const VariantCount& v : variants_) {
-    variants.push_back({{"op", v.op},
-                        {"dtype", kernels::dtypeName(static_cast<kernels::DType>(v.key.dtype))},
-                        {"device", v.key.device},
-                        {"rows", v.key.rows},
-                        {"cols", v.key.cols},
-                        {"sampledCalls", v.sampled},
-                        {"estimatedCalls", static_cast<double>(v.sampled) / samplingProb_}});
+    nlohmann::json entry = {{"op", v.op},
+                            {"dtype", kernels::dtypeName(static_cast<kernels::DType>(v.key.dtype))},
+                            {"device", v.key.device},
+                            {"rows", v.key.rows},
+                            {"cols", v.key.cols},
+                            {"sampledCalls", v.sampled},
+                            {"estimatedCalls", static_cast<double>(v.sampled) / samplingProb_}};
+    // Norm variants only, and only when set (Note [Profile format] in Recorder.h).
+    if (v.key.hasWeight()) entry["weight"] = true;
+    if (v.key.hasBias()) entry["bias"] = true;
+    variants.push_back(std::move(entry));
   }
   return {{"format", "hotkernel-profile"}, {"version", 1}, {"samplingProb", samplingProb_},
           {"ops", ops}, {"variants", variants}};

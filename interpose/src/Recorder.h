@@ -42,7 +42,15 @@ class Recorder {
   // {"format":"hotkernel-profile","version":1,"samplingProb":p,
   //  "ops":[{"op":name,"sampledCalls":n,"estimatedCalls":n/p}...] (most frequent first),
   //  "variants":[{"op":..,"dtype":"bf16","device":0,"rows":..,"cols":..,
-  //               "sampledCalls":n,"estimatedCalls":n/p}...]}
+  //               "weight":true?,"bias":true?,"sampledCalls":n,"estimatedCalls":n/p}...]}
+  //
+  // Note [Profile format]
+  // "weight" and "bias" appear on norm variants (aten::_fused_rms_norm,
+  // aten::native_layer_norm) whose calls pass them, and are absent otherwise
+  // (absent = false). Added within version 1: a reader that predates them
+  // knows no norm op and drops those variants (TargetCost.h), so it never
+  // mistakes a weighted variant for an unweighted one. A change a v1 reader
+  // would misread takes version 2.
   nlohmann::json profile() const;
   // Estimated calls of one variant so far (sampled / p); 0 if never sampled.
   // What the optimizer's ranking takes as the target's recorded calls.

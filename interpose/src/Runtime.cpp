@@ -11,13 +11,14 @@
 #include <sstream>
 
 #include "Recorder.h"
-#include "SoftmaxOverride.h"
+#include "ServedOps.h"
 #include "hotkernel/Config.h"
 #include "hotkernel/kernels/KernelSource.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/optimizer/ExperimentLog.h"
 #include "hotkernel/optimizer/ExternalAgent.h"
 #include "hotkernel/optimizer/IdleGate.h"
+#include "hotkernel/optimizer/NormTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/RankingLog.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
@@ -43,36 +44,6 @@ double samplingFromEnv() {
 }
 
 bool onDeviceUse(int device) { return Runtime::instance().ensureDevice(device); }
-
-// Parses "dtype=bf16;rows=4096;cols=32000" back into a key for `device`.
-std::optional<VariantKey> parseVariant(const std::string& s, int device) {
-  VariantKey k;
-  k.device = device;
-  bool haveDtype = false, haveRows = false, haveCols = false;
-  std::stringstream ss(s);
-  std::string part;
-  while (std::getline(ss, part, ';')) {
-    auto eq = part.find('=');
-    if (eq == std::string::npos) return std::nullopt;
-    std::string name = part.substr(0, eq), value = part.substr(eq + 1);
-    try {
-      if (name == "dtype") {
-        k.dtype = static_cast<int32_t>(kernels::parseDType(value));
-        haveDtype = true;
-      } else if (name == "rows") {
-        k.rows = std::stoll(value);
-        haveRows = true;
-      } else if (name == "cols") {
-        k.cols = std::stoll(value);
-        haveCols = true;
-      }
-    } catch (...) {
-      return std::nullopt;
-    }
-  }
-  if (!(haveDtype && haveRows && haveCols) || k.rows < 1 || k.cols < 1) return std::nullopt;
-  return k;
-}
 
 // One experiment line per candidate the tuner tried (Note: format in ExperimentLog.h).
 void logExperiments(const std::string& dir, const std::string& fingerprint, const std::string& op,
@@ -128,6 +99,25 @@ void logExperiments(const std::string& dir, const std::string& fingerprint, cons
   }
 }
 
+// The op's tuner for `key` (its weight / bias flags pick the norm variant).
+TuneOutcome tuneServedOp(ServedOp op, const VariantKey& key, const TunerOptions& options) {
+  const auto dtype = static_cast<kernels::DType>(key.dtype);
+  switch (op) {
+    case ServedOp::Softmax:
+    case ServedOp::LogSoftmax:
+      HOTKERNEL_CHECK(key.flags == 0, "a softmax variant has no weight or bias: ", variantString(key));
+      return tuneSoftmax(kernels::SoftmaxVariant{dtype, key.rows, key.cols}, key.device, options,
+                         op == ServedOp::Softmax ? kernels::SoftmaxOp::Softmax : kernels::SoftmaxOp::LogSoftmax);
+    case ServedOp::RmsNorm:
+      HOTKERNEL_CHECK(!key.hasBias(), "rms_norm takes no bias: ", variantString(key));
+      return tuneRmsNorm(kernels::RmsNormVariant{dtype, key.rows, key.cols, key.hasWeight()}, key.device, options);
+    case ServedOp::LayerNorm:
+      return tuneLayerNorm(kernels::LayerNormVariant{dtype, key.rows, key.cols, key.hasWeight(), key.hasBias()},
+                           key.device, options);
+  }
+  HOTKERNEL_THROW("no tuner for this op");
+}
+
 }  // namespace
 
 Runtime& Runtime::instance() {
@@ -145,9 +135,8 @@ int Runtime::start() {
   }
   try {
     for (const std::string& op : c.ops) {
-      if (const auto softmaxOp = SoftmaxOverride::opOf(op)) {
-        SoftmaxOverride::install(c10::DispatchKey::CUDA, *softmaxOp);
-        SoftmaxOverride::setDeviceHook(&onDeviceUse);
+      if (const auto served = servedOpOf(op)) {
+        installServedOp(*served, c10::DispatchKey::CUDA, &onDeviceUse);
       } else {
         HOTKERNEL_LOG(Warn) << "HOTKERNEL_OPS: no kernel family serves '" << op << "'; ignored";
       }
@@ -245,17 +234,19 @@ void Runtime::loadDevice(int device) {
 
 // Precondition: mu_ NOT held.
 bool Runtime::publishEntry(const cache::Entry& e, int device) {
-  const auto softmaxOp = SoftmaxOverride::opOf(e.op);
-  if (!softmaxOp) return false;
+  const auto served = servedOpOf(e.op);
+  if (!served) return false;
   {
     std::lock_guard<std::mutex> guard(mu_);
     decisions_.insert(decisionKey(e.op, e.variant));
   }
   if (e.decision != "kernel") return false;
   try {
-    std::optional<VariantKey> key = parseVariant(e.variant, device);
+    // The variant string carries the norm ops' weight / bias flags: the plan
+    // lands under the key their trampolines look up.
+    std::optional<VariantKey> key = parseVariantString(e.variant, device);
     HOTKERNEL_CHECK(key.has_value(), "malformed variant '", e.variant, "'");
-    SoftmaxOverride::plans(*softmaxOp).publish(
+    plansOf(*served).publish(
         makePlan(e.family, *key, nlohmann::json::parse(e.params), e.kernelName, e.cubin, device));
     return true;
   } catch (const std::exception& ex) {
@@ -328,7 +319,8 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
       return summary;
     }
   }
-  const kernels::SoftmaxVariant v{static_cast<kernels::DType>(key.dtype), key.rows, key.cols};
+  const auto served = servedOpOf(op);
+  HOTKERNEL_CHECK(served.has_value(), "no kernel family serves ", op);
   TunerOptions options;
   // Note [Stopping a target's search]: the target's budget, waits for idle GPU time not charged.
   TargetClock clock(target ? TargetBudget::from(*target, rankingOptions()) : TargetBudget{});
@@ -340,15 +332,13 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
   // HOTKERNEL_AGENT_CMD: an external agent proposes more candidates (tools/agent/PROTOCOL.md).
   static const std::optional<ExternalAgent> agent = ExternalAgent::fromEnvironment();
   if (agent) options.agent = &*agent;
-  const auto softmaxOp = SoftmaxOverride::opOf(op);
-  HOTKERNEL_CHECK(softmaxOp.has_value(), "no kernel family serves ", op);
-  TuneOutcome out = tuneSoftmax(v, key.device, options, *softmaxOp);
+  TuneOutcome out = tuneServedOp(*served, key, options);
   cache::Entry entry;
   entry.fingerprint = fingerprintKey_;
   entry.fingerprintJson = fingerprint_.canonicalJson();
   entry.op = op;
   entry.variant = variant;
-  entry.family = out.accepted ? out.family : kernels::softmaxFamilyName(*softmaxOp);
+  entry.family = out.accepted ? out.family : servedOpFamily(*served);
   entry.metrics = out.metrics.dump();
   if (out.accepted) {
     entry.decision = "kernel";
@@ -357,7 +347,7 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
     entry.cubin = out.cubin;
     Plan plan = makePlan(out.family, key, out.paramsJson, out.kernelName, out.cubin, key.device);
     const std::string description = plan.description;
-    SoftmaxOverride::plans(*softmaxOp).publish(std::move(plan));
+    plansOf(*served).publish(std::move(plan));
     HOTKERNEL_LOG(Info) << "swapped in " << op << " " << variant << ": " << description
                         << ", speed-up " << out.metrics.value("speedup", 0.0) << "x (95% CI "
                         << out.metrics["speedupCi"].dump() << "), max abs error "
@@ -392,17 +382,17 @@ bool Runtime::waitIdle(double timeoutSeconds) { return worker_ ? worker_->waitId
 nlohmann::json Runtime::status() const {
   nlohmann::json plans = nlohmann::json::array();
   uint64_t hits = 0, misses = 0;
-  for (SoftmaxOverride::Op op : {SoftmaxOverride::Op::Softmax, SoftmaxOverride::Op::LogSoftmax}) {
-    for (const Plan* p : SoftmaxOverride::plans(op).load()->all()) {
-      plans.push_back({{"op", kernels::softmaxOpName(op)}, {"variant", variantString(p->key)},
+  for (ServedOp op : kServedOps) {
+    for (const Plan* p : plansOf(op).load()->all()) {
+      plans.push_back({{"op", servedOpName(op)}, {"variant", variantString(p->key)},
                        {"device", p->key.device}, {"kernel", p->description}});
     }
-    hits += SoftmaxOverride::hits(op);
-    misses += SoftmaxOverride::misses(op);
+    hits += hitsOf(op);
+    misses += missesOf(op);
   }
   std::lock_guard<std::mutex> guard(mu_);
   return {{"started", startResult_ == 0},
-          {"enabled", SoftmaxOverride::enabled()},
+          {"enabled", servedOpsEnabled()},
           {"fingerprint", fingerprintKey_},
           {"cache", cache_ ? cache_->databasePath() : std::string()},
           {"plans", plans},

@@ -2,8 +2,10 @@
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/_fused_rms_norm_cuda_dispatch.h>
 #include <ATen/ops/_log_softmax_cuda_dispatch.h>
 #include <ATen/ops/_softmax_cuda_dispatch.h>
+#include <ATen/ops/native_layer_norm_cuda_dispatch.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 
@@ -57,8 +59,11 @@ MachinePeaks GpuTargetMeasurer::measurePeaks(int device) {
 }
 
 double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const VariantKey& key) {
-  const bool softmax = op == "aten::_softmax";
-  HOTKERNEL_CHECK(softmax || op == "aten::_log_softmax", "no timing for ", op);
+  const bool softmax = op == "aten::_softmax", logSoftmax = op == "aten::_log_softmax";
+  const bool rmsNorm = op == "aten::_fused_rms_norm", layerNorm = op == "aten::native_layer_norm";
+  HOTKERNEL_CHECK(softmax || logSoftmax || rmsNorm || layerNorm, "no timing for ", op);
+  HOTKERNEL_CHECK(!(rmsNorm && key.hasBias()) && (rmsNorm || layerNorm || key.flags == 0),
+                  "flags that ", op, " does not take");
   HOTKERNEL_CHECK(key.device >= 0, "timing needs a CUDA device, got device ", key.device);
   HOTKERNEL_CHECK(key.rows >= 1 && key.cols >= 1, "bad variant ", key.rows, "x", key.cols);
   const int device = key.device;
@@ -75,10 +80,28 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
   BenchmarkOptions bo;
   bo.pairs = options_.runs;
   bo.beforePair = options_.yieldPoint;
-  // Each call allocates its output, as a dispatcher call would.
+  // The norms' columns as the variant has them (weights of both signs; the
+  // eps the tuners time with).
+  const at::Tensor weight = key.hasWeight() ? at::rand({key.cols}, opts.dtype(at::kFloat)).mul_(2.0).sub_(1.0).to(
+                                                  opts.dtype())
+                                            : at::Tensor();
+  const at::Tensor bias =
+      key.hasBias() ? at::rand({key.cols}, opts.dtype(at::kFloat)).sub_(0.5).to(opts.dtype()) : at::Tensor();
+  const auto optional = [](const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; };
+  // Each call allocates its outputs, as a dispatcher call would.
   const MedianCi t = benchmarkOne(
-      [&] { (void)(softmax ? at::cuda::_softmax(in, -1, false) : at::cuda::_log_softmax(in, -1, false)); }, device,
-      bo);
+      [&] {
+        if (softmax) {
+          (void)at::cuda::_softmax(in, -1, false);
+        } else if (logSoftmax) {
+          (void)at::cuda::_log_softmax(in, -1, false);
+        } else if (rmsNorm) {
+          (void)at::cuda::_fused_rms_norm(in, {key.cols}, optional(weight), 1e-6);
+        } else {
+          (void)at::cuda::native_layer_norm(in, {key.cols}, optional(weight), optional(bias), 1e-5);
+        }
+      },
+      device, bo);
   HOTKERNEL_CHECK(t.median > 0, "the timed ", op, " took no time");
   return t.median * 1e-6;
 }

@@ -24,6 +24,9 @@ ProfileTargets targetsFromProfile(const nlohmann::json& profile, int device) {
       job.key.device = device;
       job.key.rows = v.at("rows").get<int64_t>();
       job.key.cols = v.at("cols").get<int64_t>();
+      // Norm variants' flags (absent = false; Note [Profile format] in interpose/src/Recorder.h).
+      if (v.value("weight", false)) job.key.flags |= VariantKey::kHasWeight;
+      if (v.value("bias", false)) job.key.flags |= VariantKey::kHasBias;
       calls = v.value("estimatedCalls", 0.0);
     } catch (const std::exception& e) {
       HOTKERNEL_THROW("malformed variant in the profile: ", v.dump(), " (", e.what(), ")");

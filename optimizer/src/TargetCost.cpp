@@ -1,5 +1,7 @@
 #include "hotkernel/optimizer/TargetCost.h"
 
+#include "hotkernel/kernels/LayerNormFamily.h"
+#include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 
 namespace hotkernel {
@@ -8,8 +10,20 @@ std::optional<CallCost> callCost(const std::string& op, const VariantKey& key) {
   const auto dtype = static_cast<kernels::DType>(key.dtype);
   if (op == "aten::_softmax" || op == "aten::_log_softmax") {
     const kernels::SoftmaxVariant v{dtype, key.rows, key.cols};
-    if (!kernels::SoftmaxFamily::guardVariant(v)) return std::nullopt;
+    if (key.flags != 0 || !kernels::SoftmaxFamily::guardVariant(v)) return std::nullopt;
     return CallCost{kernels::SoftmaxFamily::bytesMoved(v), 0.0};
+  }
+  // The norms: x read, out written, weight / bias read once, the float32
+  // statistics written (the families' bytesMoved).
+  if (op == "aten::_fused_rms_norm") {
+    const kernels::RmsNormVariant v{dtype, key.rows, key.cols, key.hasWeight()};
+    if (key.hasBias() || !kernels::RmsNormFamily::guardVariant(v)) return std::nullopt;
+    return CallCost{kernels::RmsNormFamily::bytesMoved(v), 0.0};
+  }
+  if (op == "aten::native_layer_norm") {
+    const kernels::LayerNormVariant v{dtype, key.rows, key.cols, key.hasWeight(), key.hasBias()};
+    if (!kernels::LayerNormFamily::guardVariant(v)) return std::nullopt;
+    return CallCost{kernels::LayerNormFamily::bytesMoved(v), 0.0};
   }
   return std::nullopt;
 }

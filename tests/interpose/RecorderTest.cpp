@@ -13,12 +13,15 @@ namespace hotkernel {
 namespace {
 
 TEST(RecorderTest, GivenRecorderWhenOpsRunThenVariantsCountedAndHotFiredOnce) {
-  std::mutex mu;
-  std::vector<VariantKey> hot;
+  // The hook outlives this test (the recorder is process-wide and records
+  // every later test's ops, the norm trampolines' tests included): static
+  // state, and only this test's softmax variants are collected.
+  static std::mutex mu;
+  static std::vector<VariantKey> hot;
   Recorder& r = Recorder::instance();
-  r.start(1.0, /*hotCalls=*/3, [&](const std::string& op, const VariantKey& key) {
+  r.start(1.0, /*hotCalls=*/3, [](const std::string& op, const VariantKey& key) {
+    if (op != "aten::_softmax") return;
     std::lock_guard<std::mutex> g(mu);
-    EXPECT_EQ(op, "aten::_softmax");
     hot.push_back(key);
   });
   at::Tensor x = at::randn({5, 7});
@@ -54,6 +57,52 @@ TEST(RecorderTest, GivenRecorderWhenOpsRunThenVariantsCountedAndHotFiredOnce) {
   nlohmann::json back = nlohmann::json::parse(f);
   EXPECT_EQ(back["format"], "hotkernel-profile");
   EXPECT_FALSE(r.writeProfile("/nonexistent-dir/profile.json"));
+}
+
+// Each norm variant here is called at most twice (below the hot threshold of
+// 3 that whichever test starts the recorder sets), and the shapes are this
+// test's own.
+TEST(RecorderTest, GivenNormOpsWhenRecordedThenVariantsCarryTheirWeightAndBiasFlags) {
+  Recorder& r = Recorder::instance();
+  r.start(1.0, /*hotCalls=*/3, [](const std::string&, const VariantKey&) {});
+  at::Tensor x = at::randn({3, 2, 24});
+  at::Tensor w = at::randn({24});
+  at::Tensor b = at::randn({24});
+  for (int i = 0; i < 2; ++i) (void)at::rms_norm(x, {24}, w, 1e-6);  // -> aten::_fused_rms_norm
+  (void)at::layer_norm(x, {2, 24}, at::randn({2, 24}), at::randn({2, 24}), 1e-5);  // -> aten::native_layer_norm
+  (void)at::layer_norm(x, {24}, std::nullopt, std::nullopt, 1e-5);
+  (void)at::native_layer_norm(x, {24}, std::nullopt, b, 1e-5);
+
+  VariantKey rms{static_cast<int32_t>(kernels::DType::Float32), -1, 6, 24};
+  rms.flags = VariantKey::kHasWeight;
+  EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::_fused_rms_norm", rms), 2.0);
+  VariantKey both{static_cast<int32_t>(kernels::DType::Float32), -1, 3, 48};
+  both.flags = VariantKey::kHasWeight | VariantKey::kHasBias;
+  EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::native_layer_norm", both), 1.0);
+  VariantKey bare{static_cast<int32_t>(kernels::DType::Float32), -1, 6, 24};
+  EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::native_layer_norm", bare), 1.0);
+  VariantKey biasOnly = bare;
+  biasOnly.flags = VariantKey::kHasBias;
+  EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::native_layer_norm", biasOnly), 1.0);
+
+  int seen = 0;
+  const nlohmann::json profile = r.profile();
+  for (const auto& v : profile["variants"]) {
+    if (v["op"] == "aten::_fused_rms_norm" && v["rows"] == 6 && v["cols"] == 24) {
+      EXPECT_EQ(v.value("weight", false), true) << v.dump();
+      EXPECT_FALSE(v.contains("bias")) << v.dump();
+      ++seen;
+    } else if (v["op"] == "aten::native_layer_norm" && v["rows"] == 3 && v["cols"] == 48) {
+      EXPECT_EQ(v.value("weight", false), true) << v.dump();
+      EXPECT_EQ(v.value("bias", false), true) << v.dump();
+      ++seen;
+    } else if (v["op"] == "aten::native_layer_norm" && v["rows"] == 6 && v["cols"] == 24) {
+      // Flags-less and bias-only: absent means false (Note [Profile format]).
+      EXPECT_FALSE(v.contains("weight")) << v.dump();
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 4);
 }
 
 }  // namespace

@@ -51,6 +51,24 @@ TEST(ProfileTargetsTest, GivenProfileWhenReadThenServedVariantsOnTheWarmupDevice
   EXPECT_EQ(t.targets[1].job.op, "aten::_log_softmax");
 }
 
+TEST(ProfileTargetsTest, GivenNormVariantsWithFlagsWhenReadThenKeysCarryWeightAndBias) {
+  nlohmann::json rms = variant("aten::_fused_rms_norm", 4096, 4096, 500);
+  rms["weight"] = true;
+  nlohmann::json ln = variant("aten::native_layer_norm", 32, 4096, 50);
+  ln["weight"] = true;
+  ln["bias"] = true;
+  nlohmann::json bare = variant("aten::native_layer_norm", 32, 4096, 5);  // no flags: a different target
+  nlohmann::json biasedRms = variant("aten::_fused_rms_norm", 8, 64, 5);
+  biasedRms["bias"] = true;  // rms_norm takes no bias: ignored
+  ProfileTargets t = targetsFromProfile(profileOf({rms, ln, bare, biasedRms}), /*device=*/0);
+  ASSERT_EQ(t.targets.size(), 3u);
+  EXPECT_EQ(t.ignored, 1);
+  EXPECT_EQ(variantString(t.targets[0].job.key), "dtype=bfloat16;rows=4096;cols=4096;weight=1");
+  EXPECT_EQ(variantString(t.targets[1].job.key), "dtype=bfloat16;rows=32;cols=4096;weight=1;bias=1");
+  EXPECT_EQ(variantString(t.targets[2].job.key), "dtype=bfloat16;rows=32;cols=4096");
+  EXPECT_EQ(t.targets[1].job.op, "aten::native_layer_norm");
+}
+
 TEST(ProfileTargetsTest, GivenNotAProfileOrMalformedVariantWhenReadThenError) {
   try {
     targetsFromProfile(nlohmann::json::object(), 0);

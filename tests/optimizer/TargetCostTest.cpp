@@ -21,6 +21,34 @@ TEST(TargetCostTest, GivenSoftmaxVariantWhenCostedThenInputReadAndOutputWrittenO
   EXPECT_DOUBLE_EQ(f->bytes, 2.0 * 8 * 1000 * 4);
 }
 
+TEST(TargetCostTest, GivenNormVariantsWhenCostedThenRowsReadAndWrittenPlusColumnsAndStatistics) {
+  VariantKey rms{kBf16, 0, 4096, 4096};
+  rms.flags = VariantKey::kHasWeight;
+  std::optional<CallCost> r = callCost("aten::_fused_rms_norm", rms);
+  ASSERT_TRUE(r.has_value());
+  // x read, out written, the weight read once, rstd written (4 bytes a row).
+  EXPECT_DOUBLE_EQ(r->bytes, 2.0 * 4096 * 4096 * 2 + 4096 * 2 + 4096 * 4);
+  EXPECT_DOUBLE_EQ(r->flops, 0);
+  VariantKey ln{kF32, 0, 32, 4096};
+  ln.flags = VariantKey::kHasWeight | VariantKey::kHasBias;
+  std::optional<CallCost> l = callCost("aten::native_layer_norm", ln);
+  ASSERT_TRUE(l.has_value());
+  // ... weight and bias, mean and rstd (8 bytes a row).
+  EXPECT_DOUBLE_EQ(l->bytes, 2.0 * 32 * 4096 * 4 + 2 * 4096 * 4 + 32 * 8);
+  std::optional<CallCost> plain = callCost("aten::native_layer_norm", VariantKey{kF32, 0, 32, 4096});
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_DOUBLE_EQ(plain->bytes, 2.0 * 32 * 4096 * 4 + 32 * 8);
+}
+
+TEST(TargetCostTest, GivenFlagsTheOpDoesNotTakeWhenCostedThenNothing) {
+  VariantKey biased{kBf16, 0, 64, 64};
+  biased.flags = VariantKey::kHasBias;
+  EXPECT_FALSE(callCost("aten::_fused_rms_norm", biased).has_value());  // rms_norm has no bias
+  VariantKey weighted{kBf16, 0, 64, 64};
+  weighted.flags = VariantKey::kHasWeight;
+  EXPECT_FALSE(callCost("aten::_softmax", weighted).has_value());
+}
+
 TEST(TargetCostTest, GivenUnknownOpOrUnservableVariantWhenCostedThenNothing) {
   EXPECT_FALSE(callCost("aten::mm", VariantKey{kBf16, 0, 64, 64}).has_value());
   EXPECT_FALSE(callCost("aten::_softmax", VariantKey{kBf16, 0, 0, 64}).has_value());

@@ -18,9 +18,11 @@ TEST(ConfigTest, GivenNoEnvironmentWhenReadThenDefaults) {
   EXPECT_TRUE(c.optimize);
   EXPECT_EQ(c.hotCalls, 50);
   EXPECT_EQ(c.cacheDir, "/tmp/hk-config-test");
-  ASSERT_EQ(c.ops.size(), 2u);
+  ASSERT_EQ(c.ops.size(), 4u);
   EXPECT_EQ(c.ops[0], "_softmax");
   EXPECT_EQ(c.ops[1], "_log_softmax");
+  EXPECT_EQ(c.ops[2], "_fused_rms_norm");
+  EXPECT_EQ(c.ops[3], "native_layer_norm");
 }
 
 TEST(ConfigTest, GivenOffSwitchAndBadNumberWhenReadThenDisabledAndDefaultKept) {

@@ -38,7 +38,9 @@ class GpuTargetMeasurer : public TargetMeasurer {
   explicit GpuTargetMeasurer(GpuMeasurerOptions options = {});
 
   MachinePeaks measurePeaks(int device) override;
-  // aten::_softmax and aten::_log_softmax (dim -1, no half-to-float); other ops: Error.
+  // aten::_softmax and aten::_log_softmax (dim -1, no half-to-float),
+  // aten::_fused_rms_norm and aten::native_layer_norm (over the last dim, with
+  // the weight / bias the key's flags name); other ops: Error.
   double measureSecondsPerCall(const std::string& op, const VariantKey& key) override;
 
   // Bytes of each copy buffer (Note [Copy bandwidth peak]): min(128 MiB,

@@ -24,11 +24,12 @@ struct CallCost {
   double flops = 0;  // 0 for memory-bound ops (Note [Memory-bound families have no FLOP term])
 };
 
-// The family's model for `op` ("aten::_softmax", "aten::_log_softmax") at
-// `key`; nullopt for an op no family models or a key its family cannot serve.
-// Each op a family serves adds its line here (the norm families: their
-// bytesMoved, with the key's weight/bias flags), or its targets are served
-// after the ranked ones, unranked.
+// The family's model for `op` ("aten::_softmax", "aten::_log_softmax",
+// "aten::_fused_rms_norm", "aten::native_layer_norm") at `key` (the norms:
+// x read, out written, weight / bias read once, float32 statistics written,
+// per the key's flags); nullopt for an op no family models or a key its family
+// cannot serve (flags it does not take included). Each op a family serves
+// adds its line here, or its targets are served after the ranked ones, unranked.
 std::optional<CallCost> callCost(const std::string& op, const VariantKey& key);
 
 }  // namespace hotkernel

@@ -1,0 +1,126 @@
+#include "ServedOps.h"
+
+#include "LayerNormOverride.h"
+#include "RmsNormOverride.h"
+#include "SoftmaxOverride.h"
+#include "hotkernel/kernels/LayerNormFamily.h"
+#include "hotkernel/kernels/RmsNormFamily.h"
+#include "hotkernel/kernels/SoftmaxFamily.h"
+
+namespace hotkernel {
+
+std::optional<ServedOp> servedOpOf(const std::string& name) {
+  const std::string shortName = name.rfind("aten::", 0) == 0 ? name.substr(6) : name;
+  if (shortName == "_softmax") return ServedOp::Softmax;
+  if (shortName == "_log_softmax") return ServedOp::LogSoftmax;
+  if (shortName == "_fused_rms_norm") return ServedOp::RmsNorm;
+  if (shortName == "native_layer_norm") return ServedOp::LayerNorm;
+  return std::nullopt;
+}
+
+const char* servedOpName(ServedOp op) {
+  switch (op) {
+    case ServedOp::Softmax:
+      return SoftmaxOverride::kOpName;
+    case ServedOp::LogSoftmax:
+      return SoftmaxOverride::kLogOpName;
+    case ServedOp::RmsNorm:
+      return RmsNormOverride::kOpName;
+    case ServedOp::LayerNorm:
+      return LayerNormOverride::kOpName;
+  }
+  return "";
+}
+
+const char* servedOpFamily(ServedOp op) {
+  switch (op) {
+    case ServedOp::Softmax:
+      return kernels::softmaxFamilyName(kernels::SoftmaxOp::Softmax);
+    case ServedOp::LogSoftmax:
+      return kernels::softmaxFamilyName(kernels::SoftmaxOp::LogSoftmax);
+    case ServedOp::RmsNorm:
+      return kernels::RmsNormFamily::kName;
+    case ServedOp::LayerNorm:
+      return kernels::LayerNormFamily::kName;
+  }
+  return "";
+}
+
+void installServedOp(ServedOp op, c10::DispatchKey key, bool (*deviceHook)(int device)) {
+  switch (op) {
+    case ServedOp::Softmax:
+    case ServedOp::LogSoftmax: {
+      const auto softmaxOp = op == ServedOp::Softmax ? SoftmaxOverride::Op::Softmax : SoftmaxOverride::Op::LogSoftmax;
+      SoftmaxOverride::install(key, softmaxOp);
+      if (deviceHook) SoftmaxOverride::setDeviceHook(deviceHook);
+      return;
+    }
+    case ServedOp::RmsNorm:
+      RmsNormOverride::install(key);
+      if (deviceHook) RmsNormOverride::setDeviceHook(deviceHook);
+      return;
+    case ServedOp::LayerNorm:
+      LayerNormOverride::install(key);
+      if (deviceHook) LayerNormOverride::setDeviceHook(deviceHook);
+      return;
+  }
+}
+
+PlanSlot& plansOf(ServedOp op) {
+  switch (op) {
+    case ServedOp::Softmax:
+      return SoftmaxOverride::plans(SoftmaxOverride::Op::Softmax);
+    case ServedOp::LogSoftmax:
+      return SoftmaxOverride::plans(SoftmaxOverride::Op::LogSoftmax);
+    case ServedOp::RmsNorm:
+      return RmsNormOverride::plans();
+    case ServedOp::LayerNorm:
+      return LayerNormOverride::plans();
+  }
+  return SoftmaxOverride::plans();  // unreachable
+}
+
+uint64_t hitsOf(ServedOp op) {
+  switch (op) {
+    case ServedOp::Softmax:
+      return SoftmaxOverride::hits(SoftmaxOverride::Op::Softmax);
+    case ServedOp::LogSoftmax:
+      return SoftmaxOverride::hits(SoftmaxOverride::Op::LogSoftmax);
+    case ServedOp::RmsNorm:
+      return RmsNormOverride::hits();
+    case ServedOp::LayerNorm:
+      return LayerNormOverride::hits();
+  }
+  return 0;
+}
+
+uint64_t missesOf(ServedOp op) {
+  switch (op) {
+    case ServedOp::Softmax:
+      return SoftmaxOverride::misses(SoftmaxOverride::Op::Softmax);
+    case ServedOp::LogSoftmax:
+      return SoftmaxOverride::misses(SoftmaxOverride::Op::LogSoftmax);
+    case ServedOp::RmsNorm:
+      return RmsNormOverride::misses();
+    case ServedOp::LayerNorm:
+      return LayerNormOverride::misses();
+  }
+  return 0;
+}
+
+bool setServedOpsEnabled(bool enabled) {
+  const bool previous = SoftmaxOverride::setEnabled(enabled);  // both softmax ops
+  RmsNormOverride::setEnabled(enabled);
+  LayerNormOverride::setEnabled(enabled);
+  return previous;
+}
+
+bool servedOpsEnabled() { return SoftmaxOverride::enabled(); }
+
+size_t servedPlanCount() {
+  size_t n = 0;
+  for (ServedOp op : kServedOps) n += plansOf(op).load()->size();
+  return n;
+}
+
+}  // namespace hotkernel

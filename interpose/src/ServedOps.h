@@ -1,0 +1,46 @@
+#pragma once
+// The ops hotkernel can override, in one place: their names (HOTKERNEL_OPS
+// takes "_softmax" or "aten::_softmax"), the family that serves each, and each
+// op's trampoline, plan table, switch and counters, whichever override class
+// holds them (SoftmaxOverride, RmsNormOverride, LayerNormOverride). The
+// runtime, the C API and the recorder go through here, so an op added to a
+// family is wired everywhere by adding it to this list.
+
+#include <c10/core/DispatchKey.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "hotkernel/runtime/PlanTable.h"
+
+namespace hotkernel {
+
+enum class ServedOp { Softmax, LogSoftmax, RmsNorm, LayerNorm };
+
+inline constexpr ServedOp kServedOps[] = {ServedOp::Softmax, ServedOp::LogSoftmax, ServedOp::RmsNorm,
+                                          ServedOp::LayerNorm};
+
+// "aten::_softmax" / "_softmax", "aten::_log_softmax", "aten::_fused_rms_norm",
+// "aten::native_layer_norm" (with or without "aten::"); nullopt for any other name.
+std::optional<ServedOp> servedOpOf(const std::string& name);
+// The dispatcher's name: "aten::_fused_rms_norm" (what the cache, the profile and the recorder use).
+const char* servedOpName(ServedOp op);
+// The cache family of the op's kernels: "softmax_lastdim", "log_softmax_lastdim", "rms_norm", "layer_norm".
+const char* servedOpFamily(ServedOp op);
+
+// Registers the op's trampoline for `key` and, for CUDA, its device hook
+// (Note [Lazy GPU start] in Runtime.h). Idempotent. Throws Error.
+void installServedOp(ServedOp op, c10::DispatchKey key, bool (*deviceHook)(int device));
+PlanSlot& plansOf(ServedOp op);
+uint64_t hitsOf(ServedOp op);
+uint64_t missesOf(ServedOp op);
+
+// Routes every served op to hotkernel kernels (true) or to the originals
+// (false); returns the softmax op's previous state (all ops move together).
+bool setServedOpsEnabled(bool enabled);
+bool servedOpsEnabled();
+// Plans published for all served ops together.
+size_t servedPlanCount();
+
+}  // namespace hotkernel

@@ -1,0 +1,240 @@
+// The norm ops end to end in one process, as the runtime serves them: a hot
+// variant (bf16 [4096, 4096], rms_norm with weight, layer_norm with weight and
+// bias) goes through Runtime::optimizeVariant (tuner, harness, decision in
+// the cache under the family's name, plan published in the op's table by its
+// flagged key), and at::rms_norm / at::layer_norm (what F.rms_norm and
+// F.layer_norm call: their composites dispatch to aten::_fused_rms_norm and
+// aten::native_layer_norm on CUDA) then hit the trampoline and match the
+// original ATen kernel within the family's tolerance.
+//
+// Own binary: the plans it publishes, the trampolines it installs and the
+// runtime's cache directory (HOTKERNEL_CACHE_DIR, read once per process) must
+// not leak into other GPU tests.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/_fused_rms_norm_cuda_dispatch.h>
+#include <ATen/ops/native_layer_norm_cuda_dispatch.h>
+
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <string>
+
+#include "LayerNormOverride.h"
+#include "RmsNormOverride.h"
+#include "Runtime.h"
+#include "ServedOps.h"
+#include "hotkernel/cache/CacheStore.h"
+#include "hotkernel/kernels/LayerNormFamily.h"
+#include "hotkernel/kernels/RmsNormFamily.h"
+#include "hotkernel/optimizer/NormTuner.h"
+#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/runtime/CudaDriver.h"
+#include "hotkernel/runtime/Nvrtc.h"
+
+namespace hotkernel {
+namespace {
+
+using kernels::DType;
+using kernels::LayerNormFamily;
+using kernels::NormParams;
+using kernels::NormTolerance;
+using kernels::RmsNormFamily;
+
+#define REQUIRE_CUDA_AND_NVRTC()                                    \
+  if (!at::cuda::is_available() || at::cuda::device_count() == 0) { \
+    GTEST_SKIP() << "no CUDA device";                               \
+  }                                                                 \
+  if (!nvrtcAvailable()) GTEST_SKIP() << "no NVRTC"
+
+constexpr int64_t kRows = 4096, kCols = 4096;
+
+// The runtime's cache in a fresh private directory, before config() is first read.
+const std::string& cacheDir() {
+  static const std::string dir = [] {
+    std::string tmpl = ::testing::TempDir() + "/hk-norm-runtime-XXXXXX";
+    const char* made = ::mkdtemp(tmpl.data());
+    const std::string d = made ? std::string(made) : ::testing::TempDir() + "/hk-norm-runtime";
+    ::setenv("HOTKERNEL_CACHE_DIR", d.c_str(), 1);
+    return d;
+  }();
+  return dir;
+}
+
+// A ranked target with a budget of its own: the search stops in bounded time.
+RankedTarget budgetOf(const std::string& op, const VariantKey& key, double seconds) {
+  RankedTarget t;
+  t.target.op = op;
+  t.target.variant = variantString(key);
+  t.budgetSeconds = seconds;
+  return t;
+}
+
+// The first parameter point of the family, compiled and passed through the
+// five-stage harness, as a plan: what the test publishes when the tuner kept
+// ATen (no candidate's speed-up CI cleared the threshold on this GPU), so the
+// dispatch path is still checked with a validated kernel.
+template <typename Candidate>
+Plan validatedFirstPoint(const RowOpSpec& spec, const std::string& source, const char* program,
+                         const std::vector<std::string>& options, Candidate makeCandidate,
+                         std::function<Plan(const std::string&)> makePlanFromCubin) {
+  const std::string cubin = compileToCubin(source, program, queryDevice(0).nvrtcArch(), options).cubin;
+  const HarnessReport report = runHarness(spec, makeCandidate(cubin), DType::BFloat16, kRows, kCols, 0);
+  EXPECT_TRUE(report.passed) << (report.failure() ? report.failure()->detail : std::string());
+  return makePlanFromCubin(cubin);
+}
+
+// |got - ref| <= bound, elementwise, NaN nowhere.
+void expectWithin(const at::Tensor& got, const at::Tensor& ref, const at::Tensor& bound, const char* what) {
+  ASSERT_EQ(got.sizes(), ref.sizes()) << what;
+  const at::Tensor g = got.to(at::kDouble), r = ref.to(at::kDouble);
+  EXPECT_FALSE(g.isnan().any().item<bool>()) << what;
+  const at::Tensor excess = (g - r).abs() - bound.to(at::kDouble);
+  EXPECT_LE(excess.max().item<double>(), 0.0) << what << ": max abs error " << (g - r).abs().max().item<double>();
+}
+
+nlohmann::json planOf(const std::string& op, const std::string& variant) {
+  for (const auto& p : Runtime::instance().status()["plans"]) {
+    if (p["op"] == op && p["variant"] == variant) return p;
+  }
+  return nullptr;
+}
+
+TEST(NormRuntimeGpuTest, GivenHotBf16RmsNormWithWeightWhenOptimizedThenRmsNormHitsTheSwappedKernelAndMatchesAten) {
+  REQUIRE_CUDA_AND_NVRTC();
+  (void)cacheDir();
+  installServedOp(ServedOp::RmsNorm, c10::DispatchKey::CUDA, nullptr);
+  VariantKey key{static_cast<int32_t>(DType::BFloat16), 0, kRows, kCols};
+  key.flags = VariantKey::kHasWeight;
+  const std::string op = "aten::_fused_rms_norm", variant = variantString(key);
+  ASSERT_EQ(variant, "dtype=bfloat16;rows=4096;cols=4096;weight=1");
+
+  const nlohmann::json summary =
+      Runtime::instance().optimizeVariant(op, key, [] { return true; }, budgetOf(op, key, 40.0));
+  std::cout << "rms_norm: " << summary.value("decision", "?") << " speed-up " << summary.value("speedup", 0.0)
+            << std::endl;
+  ASSERT_TRUE(summary["decision"] == "kernel" || summary["decision"] == "keep_aten") << summary.dump();
+  // The decision is in the cache under the family's name and the flagged variant.
+  const std::string fingerprint = Runtime::instance().status()["fingerprint"];
+  std::unique_ptr<cache::CacheStore> store = cache::CacheStore::open(cacheDir());
+  const std::optional<cache::Entry> entry = store->get(fingerprint, op, variant);
+  ASSERT_TRUE(entry.has_value());
+  EXPECT_EQ(entry->family, "rms_norm");
+  EXPECT_EQ(entry->decision, summary["decision"].get<std::string>());
+
+  if (summary["decision"] == "kernel") {
+    EXPECT_FALSE(planOf(op, variant).is_null()) << Runtime::instance().status()["plans"].dump();
+  } else {
+    std::cout << "rms_norm: the tuner kept ATen; publishing the harness-validated first point" << std::endl;
+    const kernels::RmsNormVariant v{DType::BFloat16, kRows, kCols, true};
+    const NormParams p = RmsNormFamily::parameterSpace(v).front();
+    plansOf(ServedOp::RmsNorm)
+        .publish(validatedFirstPoint(
+            rmsNormSpec(true), RmsNormFamily::source(), "rms_norm.cu",
+            RmsNormFamily::compileOptions(DType::BFloat16, p, true),
+            [&](const std::string& cubin) { return rmsNormCandidate(v, p, cubin); },
+            [&](const std::string& cubin) { return makeRmsNormPlan(key, p, cubin, 0); }));
+  }
+  ASSERT_NE(RmsNormOverride::plans().load()->find(key), nullptr);
+
+  const auto opts = at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA, 0);
+  const at::Tensor x = at::randn({kRows, kCols}, opts.dtype(at::kFloat)).mul_(2.0).add_(0.5).to(at::kBFloat16);
+  const at::Tensor w = at::rand({kCols}, opts.dtype(at::kFloat)).mul_(2.0).sub_(1.0).to(at::kBFloat16);
+  const double eps = 1e-6;
+  const uint64_t hits = RmsNormOverride::hits();
+  at::Tensor y;
+  {
+    at::InferenceMode inference;
+    y = at::rms_norm(x, {kCols}, w, eps);
+  }
+  EXPECT_EQ(RmsNormOverride::hits(), hits + 1);
+  auto [ref, refRstd] = at::cuda::_fused_rms_norm(x, {kCols}, w, eps);
+  const NormTolerance t = RmsNormFamily::tolerance(DType::BFloat16, kCols);
+  expectWithin(y, ref, ref.to(at::kDouble).abs() * t.outRel + t.outAbs, "rms_norm out");
+
+  // The leaf op itself (autograd on, no grad needed): out and rstd in ATen's shape.
+  auto [out, rstd] = at::_fused_rms_norm(x.view({kRows, 1, kCols}), {kCols}, w, eps);
+  EXPECT_EQ(RmsNormOverride::hits(), hits + 2);
+  ASSERT_EQ(rstd.sizes(), (std::vector<int64_t>{kRows, 1, 1}));
+  EXPECT_EQ(rstd.scalar_type(), at::kFloat);
+  expectWithin(rstd.view({kRows, 1}), refRstd, refRstd.to(at::kDouble).abs() * t.statRel, "rms_norm rstd");
+
+  // Without the weight: another variant, no plan: the original kernel.
+  const uint64_t misses = RmsNormOverride::misses();
+  (void)at::rms_norm(x, {kCols}, std::nullopt, eps);
+  EXPECT_EQ(RmsNormOverride::hits(), hits + 2);
+  EXPECT_EQ(RmsNormOverride::misses(), misses + 1);
+}
+
+TEST(NormRuntimeGpuTest, GivenHotBf16LayerNormWithWeightAndBiasWhenOptimizedThenLayerNormHitsTheSwappedKernel) {
+  REQUIRE_CUDA_AND_NVRTC();
+  (void)cacheDir();
+  installServedOp(ServedOp::LayerNorm, c10::DispatchKey::CUDA, nullptr);
+  VariantKey key{static_cast<int32_t>(DType::BFloat16), 0, kRows, kCols};
+  key.flags = VariantKey::kHasWeight | VariantKey::kHasBias;
+  const std::string op = "aten::native_layer_norm", variant = variantString(key);
+  ASSERT_EQ(variant, "dtype=bfloat16;rows=4096;cols=4096;weight=1;bias=1");
+
+  const nlohmann::json summary =
+      Runtime::instance().optimizeVariant(op, key, [] { return true; }, budgetOf(op, key, 40.0));
+  std::cout << "layer_norm: " << summary.value("decision", "?") << " speed-up " << summary.value("speedup", 0.0)
+            << std::endl;
+  ASSERT_TRUE(summary["decision"] == "kernel" || summary["decision"] == "keep_aten") << summary.dump();
+  const std::string fingerprint = Runtime::instance().status()["fingerprint"];
+  std::unique_ptr<cache::CacheStore> store = cache::CacheStore::open(cacheDir());
+  const std::optional<cache::Entry> entry = store->get(fingerprint, op, variant);
+  ASSERT_TRUE(entry.has_value());
+  EXPECT_EQ(entry->family, "layer_norm");
+
+  if (summary["decision"] == "kernel") {
+    EXPECT_FALSE(planOf(op, variant).is_null()) << Runtime::instance().status()["plans"].dump();
+  } else {
+    std::cout << "layer_norm: the tuner kept ATen; publishing the harness-validated first point" << std::endl;
+    const kernels::LayerNormVariant v{DType::BFloat16, kRows, kCols, true, true};
+    const NormParams p = LayerNormFamily::parameterSpace(v).front();
+    plansOf(ServedOp::LayerNorm)
+        .publish(validatedFirstPoint(
+            layerNormSpec(true, true), LayerNormFamily::source(), "layer_norm.cu",
+            LayerNormFamily::compileOptions(DType::BFloat16, p, true, true),
+            [&](const std::string& cubin) { return layerNormCandidate(v, p, cubin); },
+            [&](const std::string& cubin) { return makeLayerNormPlan(key, p, cubin, 0); }));
+  }
+  ASSERT_NE(LayerNormOverride::plans().load()->find(key), nullptr);
+
+  const auto opts = at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA, 0);
+  const at::Tensor x = at::randn({kRows, kCols}, opts.dtype(at::kFloat)).mul_(2.0).add_(0.5).to(at::kBFloat16);
+  const at::Tensor w = at::rand({kCols}, opts.dtype(at::kFloat)).mul_(2.0).sub_(1.0).to(at::kBFloat16);
+  const at::Tensor b = at::rand({kCols}, opts.dtype(at::kFloat)).sub_(0.5).to(at::kBFloat16);
+  const double eps = 1e-5;
+  const uint64_t hits = LayerNormOverride::hits();
+  at::Tensor y;
+  {
+    at::InferenceMode inference;
+    y = at::layer_norm(x, {kCols}, w, b, eps);
+  }
+  EXPECT_EQ(LayerNormOverride::hits(), hits + 1);
+  auto [ref, refMean, refRstd] = at::cuda::native_layer_norm(x, {kCols}, w, b, eps);
+  const NormTolerance t = LayerNormFamily::tolerance(DType::BFloat16, kCols);
+  // out: Note [Norm harness bounds] (the mean's error carried through x - mean, |w| <= 1).
+  const at::Tensor carried = (refMean.to(at::kDouble).abs() * refRstd.to(at::kDouble)) * t.statRel;
+  expectWithin(y, ref, ref.to(at::kDouble).abs() * t.outRel + t.outAbs + carried, "layer_norm out");
+
+  auto [out, mean, rstd] = at::native_layer_norm(x, {kCols}, w, b, eps);
+  EXPECT_EQ(LayerNormOverride::hits(), hits + 2);
+  ASSERT_EQ(mean.sizes(), (std::vector<int64_t>{kRows, 1}));
+  EXPECT_EQ(mean.scalar_type(), at::kFloat);
+  expectWithin(rstd, refRstd, refRstd.to(at::kDouble).abs() * t.statRel, "layer_norm rstd");
+  expectWithin(mean, refMean, (refMean.to(at::kDouble).abs() + refRstd.to(at::kDouble).reciprocal()) * t.statRel,
+               "layer_norm mean");
+
+  // Without bias: another variant, no plan: the original kernel.
+  const uint64_t misses = LayerNormOverride::misses();
+  (void)at::layer_norm(x, {kCols}, w, std::nullopt, eps);
+  EXPECT_EQ(LayerNormOverride::hits(), hits + 2);
+  EXPECT_EQ(LayerNormOverride::misses(), misses + 1);
+}
+
+}  // namespace
+}  // namespace hotkernel

@@ -1,0 +1,70 @@
+// The one list of served ops: names in both spellings, each op's plan table
+// and switch are its override's, the C API's plan count and switch cover all.
+#include <gtest/gtest.h>
+
+#include "LayerNormOverride.h"
+#include "RmsNormOverride.h"
+#include "ServedOps.h"
+#include "SoftmaxOverride.h"
+#include "hotkernel/optimizer/PlanFactory.h"
+
+namespace hotkernel {
+namespace {
+
+TEST(ServedOpsTest, GivenOpNamesWithOrWithoutNamespaceWhenLookedUpThenTheServedOpAndItsFamily) {
+  EXPECT_EQ(servedOpOf("_fused_rms_norm"), ServedOp::RmsNorm);
+  EXPECT_EQ(servedOpOf("aten::_fused_rms_norm"), ServedOp::RmsNorm);
+  EXPECT_EQ(servedOpOf("native_layer_norm"), ServedOp::LayerNorm);
+  EXPECT_EQ(servedOpOf("aten::native_layer_norm"), ServedOp::LayerNorm);
+  EXPECT_EQ(servedOpOf("_softmax"), ServedOp::Softmax);
+  EXPECT_EQ(servedOpOf("aten::_log_softmax"), ServedOp::LogSoftmax);
+  EXPECT_FALSE(servedOpOf("layer_norm").has_value());  // the composite: its leaf is served
+  EXPECT_FALSE(servedOpOf("aten::rms_norm").has_value());
+  EXPECT_FALSE(servedOpOf("aten::mm").has_value());
+  EXPECT_STREQ(servedOpName(ServedOp::RmsNorm), "aten::_fused_rms_norm");
+  EXPECT_STREQ(servedOpName(ServedOp::LayerNorm), "aten::native_layer_norm");
+  EXPECT_STREQ(servedOpFamily(ServedOp::RmsNorm), "rms_norm");
+  EXPECT_STREQ(servedOpFamily(ServedOp::LayerNorm), "layer_norm");
+  EXPECT_STREQ(servedOpFamily(ServedOp::LogSoftmax), "log_softmax_lastdim");
+  for (ServedOp op : kServedOps) EXPECT_EQ(servedOpOf(servedOpName(op)), op);
+}
+
+TEST(ServedOpsTest, GivenServedOpsWhenPlanTablesAndSwitchesAskedForThenTheOverridesOwn) {
+  EXPECT_EQ(&plansOf(ServedOp::RmsNorm), &RmsNormOverride::plans());
+  EXPECT_EQ(&plansOf(ServedOp::LayerNorm), &LayerNormOverride::plans());
+  EXPECT_EQ(&plansOf(ServedOp::LogSoftmax), &SoftmaxOverride::plans(SoftmaxOverride::Op::LogSoftmax));
+
+  const bool before = setServedOpsEnabled(false);
+  EXPECT_FALSE(RmsNormOverride::enabled());
+  EXPECT_FALSE(LayerNormOverride::enabled());
+  EXPECT_FALSE(SoftmaxOverride::enabled());
+  EXPECT_FALSE(servedOpsEnabled());
+  EXPECT_FALSE(setServedOpsEnabled(true));
+  EXPECT_TRUE(RmsNormOverride::enabled());
+  EXPECT_TRUE(LayerNormOverride::enabled());
+  setServedOpsEnabled(before);
+}
+
+TEST(ServedOpsTest, GivenPlansInTheNormTablesWhenCountedThenTheCountCoversEveryOp) {
+  const size_t before = servedPlanCount();
+  VariantKey key{static_cast<int32_t>(kernels::DType::BFloat16), 0, 123457, 96};
+  key.flags = VariantKey::kHasWeight;
+  Plan rms;
+  rms.key = key;
+  rms.description = "test plan";
+  RmsNormOverride::plans().publish(std::move(rms));
+  key.flags |= VariantKey::kHasBias;
+  Plan ln;
+  ln.key = key;
+  ln.description = "test plan";
+  LayerNormOverride::plans().publish(std::move(ln));
+  EXPECT_EQ(servedPlanCount(), before + 2);
+  // The norm tables are keyed with the flags: the cache's variant string round-trips them.
+  const std::optional<VariantKey> back = parseVariantString(variantString(key), 0);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_NE(LayerNormOverride::plans().load()->find(*back), nullptr);
+  EXPECT_EQ(RmsNormOverride::plans().load()->find(*back), nullptr);  // weight only there
+}
+
+}  // namespace
+}  // namespace hotkernel
