@@ -42,7 +42,9 @@ std::optional<NormCall> normCallOf(const at::Tensor& input, at::IntArrayRef norm
 // may call the trampoline during exit.
 struct NormOverrideState {
   using DeviceHook = bool (*)(int device);
-  static constexpr size_t kNumKeys = static_cast<size_t>(c10::DispatchKey::EndOfFunctionalityKeys) + 64;
+  // Every runtime key, the per-backend autograd keys included (AutogradCUDA:
+  // cross_entropy_loss registers one, Note [Overriding a composite op]).
+  static constexpr size_t kNumKeys = static_cast<size_t>(c10::DispatchKey::EndOfRuntimeBackendKeys) + 1;
   static constexpr int kMaxDevices = 64;
 
   PlanSlot plans;

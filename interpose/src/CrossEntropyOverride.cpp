@@ -1,0 +1,187 @@
+#include "CrossEntropyOverride.h"
+
+#include <ATen/core/grad_mode.h>
+#include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/ops/cross_entropy_loss_compositeimplicitautograd_dispatch.h>
+#include <ATen/ops/cross_entropy_loss_ops.h>
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "NormOverrideCommon.h"
+#include "hotkernel/kernels/CrossEntropyFamily.h"
+
+namespace hotkernel {
+namespace {
+
+using kernels::CrossEntropyCall;
+using kernels::CrossEntropyFamily;
+using kernels::CrossEntropyVariant;
+using kernels::DType;
+
+// The per-op state (plans, switch, counters, device hook, install bookkeeping).
+NormOverrideState& state() {
+  static NormOverrideState* s = new NormOverrideState();  // leaked on purpose (see NormOverrideState)
+  return *s;
+}
+
+std::optional<DType> dtypeOf(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Float:
+      return DType::Float32;
+    case c10::ScalarType::Half:
+      return DType::Float16;
+    case c10::ScalarType::BFloat16:
+      return DType::BFloat16;
+    default:
+      return std::nullopt;
+  }
+}
+
+bool aligned(const void* p, size_t alignment) {
+  return p != nullptr && reinterpret_cast<uintptr_t>(p) % alignment == 0;
+}
+
+// Tries the planned kernel; nullopt means "run the original".
+std::optional<at::Tensor> tryPlan(const at::Tensor& self, const at::Tensor& target,
+                                  const std::optional<at::Tensor>& weight, int64_t reduction,
+                                  const c10::SymInt& ignoreIndex, double labelSmoothing) noexcept {
+  try {
+    // The guard before anything else: refused calls touch nothing.
+    std::optional<VariantKey> key = crossEntropyKeyOf(self, target, weight, reduction, labelSmoothing);
+    if (!key) return std::nullopt;
+    const std::optional<int64_t> ignore = ignoreIndex.maybe_as_int();
+    if (!ignore) return std::nullopt;  // symbolic: not a call to serve
+    state().noteDeviceUse(key->device);
+    const Plan* plan = state().plans.load()->find(*key);
+    if (!plan) return std::nullopt;
+    if (!aligned(self.const_data_ptr(), plan->launcher->alignment()) || !aligned(target.const_data_ptr(), 8)) {
+      return std::nullopt;
+    }
+    const bool reduced = reduction != at::Reduction::None;
+    at::Tensor out = reduced ? at::empty({}, self.options()) : at::empty({key->rows}, self.options());
+    at::Tensor work;
+    if (reduced) {
+      work = at::empty({key->rows + 1}, self.options().dtype(at::kFloat));
+      // The kernel leaves the counter at 0, but this buffer is fresh from the
+      // allocator: zeroed when the launch reads it (more than one CTA group).
+      if (plan->needsZeroedCounter) work.narrow(0, key->rows, 1).zero_();
+    }
+    if (!aligned(out.const_data_ptr(), self.element_size()) || (reduced && !aligned(work.const_data_ptr(), 4))) {
+      return std::nullopt;
+    }
+    void* stream = self.is_cuda() ? c10::cuda::getCurrentCUDAStream(self.device().index()).stream() : nullptr;
+    if (!plan->launcher->launchArgs(KernelArgs()
+                                        .pointer(self.const_data_ptr())
+                                        .pointer(target.const_data_ptr())
+                                        .pointer(out.mutable_data_ptr())
+                                        .pointer(reduced ? work.const_data_ptr() : nullptr)
+                                        .int64(key->rows)
+                                        .int64(key->cols)
+                                        .int64(*ignore),
+                                    stream)) {
+      return std::nullopt;
+    }
+    return out;
+  } catch (const std::exception& e) {
+    HOTKERNEL_LOG_ONCE(Warn, "cross-entropy-trampoline-error")
+        << "error in the cross_entropy_loss trampoline, using the ATen composite: " << e.what();
+  } catch (...) {
+    HOTKERNEL_LOG_ONCE(Warn, "cross-entropy-trampoline-error")
+        << "unknown error in the cross_entropy_loss trampoline; using the ATen composite";
+  }
+  return std::nullopt;
+}
+
+// The backend key's trampoline (Note [Overriding a composite op]).
+at::Tensor crossEntropyTrampoline(c10::DispatchKeySet, const at::Tensor& self, const at::Tensor& target,
+                                  const std::optional<at::Tensor>& weight, int64_t reduction, c10::SymInt ignoreIndex,
+                                  double labelSmoothing) {
+  NormOverrideState& s = state();
+  if (s.enabled.load(std::memory_order_relaxed)) {
+    if (std::optional<at::Tensor> r = tryPlan(self, target, weight, reduction, ignoreIndex, labelSmoothing)) {
+      s.hits.fetch_add(1, std::memory_order_relaxed);
+      return std::move(*r);
+    }
+  }
+  s.misses.fetch_add(1, std::memory_order_relaxed);
+  return CrossEntropyOverride::callOriginal(self, target, weight, reduction, std::move(ignoreIndex), labelSmoothing);
+}
+
+// The autograd key's trampoline: the composite when a gradient is needed,
+// else below autograd to the backend trampoline.
+at::Tensor crossEntropyAutogradTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& target,
+                                          const std::optional<at::Tensor>& weight, int64_t reduction,
+                                          c10::SymInt ignoreIndex, double labelSmoothing) {
+  if (crossEntropyNeedsGrad(self, target, weight)) {
+    return CrossEntropyOverride::callOriginal(self, target, weight, reduction, std::move(ignoreIndex),
+                                              labelSmoothing);
+  }
+  at::AutoDispatchBelowADInplaceOrView below;
+  return at::_ops::cross_entropy_loss::redispatch(ks & c10::after_autograd_keyset, self, target, weight, reduction,
+                                                  std::move(ignoreIndex), labelSmoothing);
+}
+
+}  // namespace
+
+std::optional<VariantKey> crossEntropyKeyOf(const at::Tensor& self, const at::Tensor& target,
+                                            const std::optional<at::Tensor>& weight, int64_t reduction,
+                                            double labelSmoothing) {
+  if (!self.defined() || !target.defined()) return std::nullopt;
+  CrossEntropyCall call;
+  const std::optional<DType> dtype = dtypeOf(self.scalar_type());
+  call.logitsFloating = dtype.has_value();
+  call.dtype = dtype.value_or(DType::Float32);
+  call.logitsSizes = self.sizes().vec();
+  call.logitsStrides = self.strides().vec();
+  call.targetInt64 = target.scalar_type() == at::kLong;
+  call.targetSizes = target.sizes().vec();
+  call.targetStrides = target.strides().vec();
+  call.sameDevice = self.device() == target.device();
+  call.hasWeight = weight.has_value() && weight->defined();
+  call.labelSmoothing = labelSmoothing;
+  call.reduction = reduction;
+  CrossEntropyVariant v;
+  if (!CrossEntropyFamily::guardCall(call, &v)) return std::nullopt;
+  VariantKey key{static_cast<int32_t>(v.dtype), self.is_cpu() ? -1 : self.device().index(), v.rows, v.cols};
+  key.flags = VariantKey::reductionFlags(static_cast<int32_t>(v.reduction));
+  return key;
+}
+
+bool crossEntropyNeedsGrad(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight) {
+  auto needs = [](const at::Tensor& t) {
+    return t.defined() && ((at::GradMode::is_enabled() && t.requires_grad()) || t._fw_grad(/*level=*/0).defined());
+  };
+  return needs(self) || needs(target) || (weight.has_value() && needs(*weight));
+}
+
+at::Tensor CrossEntropyOverride::callOriginal(const at::Tensor& self, const at::Tensor& target,
+                                              const std::optional<at::Tensor>& weight, int64_t reduction,
+                                              c10::SymInt ignoreIndex, double labelSmoothing) {
+  return at::compositeimplicitautograd::cross_entropy_loss_symint(self, target, weight, reduction,
+                                                                  std::move(ignoreIndex), labelSmoothing);
+}
+
+void CrossEntropyOverride::install(c10::DispatchKey backendKey) {
+  const c10::DispatchKey autogradKey = c10::getAutogradKeyFromBackend(c10::toBackendComponent(backendKey));
+  HOTKERNEL_CHECK(autogradKey != c10::DispatchKey::AutogradOther, "no autograd key for ",
+                  c10::toString(backendKey));
+  state().installOnce(autogradKey, kOpName, [](torch::Library& lib) {
+    lib.impl("cross_entropy_loss", TORCH_FN(crossEntropyAutogradTrampoline));
+  });
+  state().installOnce(backendKey, kOpName, [](torch::Library& lib) {
+    lib.impl("cross_entropy_loss", TORCH_FN(crossEntropyTrampoline));
+  });
+}
+
+bool CrossEntropyOverride::installed(c10::DispatchKey key) {
+  return state().installed[static_cast<size_t>(key)].load();
+}
+
+PlanSlot& CrossEntropyOverride::plans() { return state().plans; }
+void CrossEntropyOverride::setDeviceHook(DeviceHook hook) { state().deviceHook.store(hook); }
+bool CrossEntropyOverride::setEnabled(bool enabled) { return state().enabled.exchange(enabled); }
+bool CrossEntropyOverride::enabled() { return state().enabled.load(); }
+uint64_t CrossEntropyOverride::hits() { return state().hits.load(); }
+uint64_t CrossEntropyOverride::misses() { return state().misses.load(); }
+
+}  // namespace hotkernel
