@@ -309,6 +309,22 @@ def main():
     copy_bps = copy_bandwidth(timer)
     print(f"copy bandwidth {copy_bps / 1e9:.0f} GB/s", flush=True)
     results = []
+    machine_info = machine()
+
+    def document():
+        return {"format": "hotkernel-bench", "version": 1, "benchmark": "ops",
+                "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "machine": machine_info, "copyGBps": copy_bps / 1e9,
+                "method": "CUDA events per call, L2 flushed before each, eager/hotkernel/compile interleaved in "
+                          "rotating order, medians and 95% CIs of paired ratios (hotkernel_compare_samples)",
+                "reps": args.reps, "results": results}
+
+    def write():
+        if args.out:  # after every case: a crash later loses nothing measured
+            with open(args.out + ".tmp", "w") as f:
+                json.dump(document(), f, indent=1)
+            os.replace(args.out + ".tmp", args.out)
+
     for op, dtype, rows, cols in cases:
         try:
             r = run_case(hk, timer, op, dtype, rows, cols, args, copy_bps)
@@ -322,12 +338,7 @@ def main():
                   f"hotkernel {r['hotkernelUs']['median']:.1f} us, compile {r['compileUs']['median']:.1f} us | "
                   f"x{fmt_ci(r['speedupVsEager'])} vs eager, x{fmt_ci(r['speedupVsCompile'])} vs compile | "
                   f"{r['hotkernelGBps']:.0f} GB/s = {100 * r['copyFraction']:.0f}% of copy", flush=True)
-    doc = {"format": "hotkernel-bench", "version": 1, "benchmark": "ops",
-           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "machine": machine(), "copyGBps": copy_bps / 1e9,
-           "method": "CUDA events per call, L2 flushed before each, eager/hotkernel/compile interleaved in "
-                     "rotating order, medians and 95% CIs of paired ratios (hotkernel_compare_samples)",
-           "reps": args.reps, "results": results}
+        write()
     print("\n| op | dtype | shape | eager us | compile us | hotkernel us | vs eager | vs compile | GB/s | % copy | "
           "max err vs fp64 (hk / eager) | kernel |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -342,8 +353,7 @@ def main():
               f"{r['hotkernelGBps']:.0f} | {100 * r['copyFraction']:.0f}% | {err['hotkernel']:.2g} / {err['eager']:.2g} | "
               f"{r['decision']}: {r['kernel'].split(' for ')[0]} |")
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(doc, f, indent=1)
+        write()
         print(f"\nwritten {args.out}")
     return 0 if all("error" not in r for r in results) else 1
 

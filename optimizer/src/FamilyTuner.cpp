@@ -10,6 +10,7 @@
 #include <set>
 
 #include "hotkernel/optimizer/Benchmark.h"
+#include "hotkernel/optimizer/TargetBudget.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Nvrtc.h"
 
@@ -61,7 +62,7 @@ Comparison timeAgainstOriginal(const FamilyTuneSpec& spec, const Plan& plan, int
 // accepted only if its speed-up CI at the highest level it reached clears
 // minSpeedup.
 TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string& arch, const TunerOptions& options,
-                       double& bestSpeedup) {
+                       double& bestSpeedup, double* bestUsOut) {
   TuneOutcome outcome;
   outcome.arch = arch;
   bestSpeedup = 0;
@@ -155,6 +156,7 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
   so.initialPopulation = std::max<int>(static_cast<int>(so.seeds.size()), 8);
   so.maxEvaluations = options.searchEvaluations;
   so.maxBudgetLevel = 2;
+  if (options.clock) options.clock->applyTo(so);  // Note [Stopping a target's search]
   SearchResult search = runSearchBatched(space, evaluate, so);
 
   const Candidate* best = search.best();
@@ -215,6 +217,9 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
                                {"stop", toString(search.stop)},
                                {"validPoints", spec.validPoints.size()}};
   outcome.metrics["candidates"] = candidatesLog;
+  const double bestUs = best && best->ok() ? *best->cost : 0.0;
+  if (bestUsOut) *bestUsOut = bestUs;
+  if (options.clock) outcome.metrics["target"] = options.clock->summary(bestUs, targetStopOf(search.stop));
   return outcome;
 }
 

@@ -7,19 +7,15 @@
 #include <ATen/ops/_softmax_cuda_dispatch.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
-#include <tbb/parallel_for.h>
 
 #include <algorithm>
-#include <chrono>
-#include <map>
-#include <set>
 #include <cmath>
 #include <limits>
-#include <random>
 
 #include "hotkernel/optimizer/AgentTask.h"
 #include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/ExternalAgent.h"
+#include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/SandboxCompile.h"
 #include "hotkernel/optimizer/SandboxRun.h"
 #include "hotkernel/optimizer/Search.h"
@@ -276,197 +272,78 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   at::cuda::CUDAStream stream = at::cuda::getStreamFromPool(false, device);
   c10::cuda::CUDAStreamGuard streamGuard(stream);
 
-  TuneOutcome outcome;
-  outcome.arch = arch;
-  nlohmann::json candidatesLog = nlohmann::json::array();
-
-  // Note [Family search]
-  // The family's points for this variant form a tiered space (0: threads and
-  // rows per CTA, 1: vector width, 2: items per thread, 0 = streaming; the
-  // last tier is a niche so each algorithm keeps its best). runSearchBatched
-  // seeds it with parameterSpace(v) (the family's best guesses) and runs
-  // successive halving with a lineage tree. Each new batch is compiled in
-  // parallel (TBB); a candidate passes the five-stage harness once, and is then
-  // timed against ATen with more interleaved pairs at each budget level. The
-  // winner is accepted only if its speed-up CI at the highest level it reached
-  // clears minSpeedup.
+  // The family search (Note [Family search], optimizer/src/FamilyTuner.cpp)
+  // over the points this GPU runs (clusters need sm_90), seeded with the
+  // family's guesses for this variant.
   const RowOpSpec spec = softmaxSpec(op);
   const auto opts = at::TensorOptions().dtype(scalarTypeOf(v.dtype)).device(at::kCUDA, device);
   const at::Tensor benchInput = at::randn({v.rows, v.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
-
-  std::vector<SoftmaxParams> valid;
+  auto toFamilyPoint = [](const SoftmaxParams& p) {
+    return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, p.cluster};
+  };
+  auto toParams = [](const FamilyPoint& p) {
+    SoftmaxParams s;
+    s.threads = p.threads;
+    s.rowsPerCta = p.rowsPerCta;
+    s.vec = p.vec;
+    s.items = p.items;
+    s.cluster = p.cluster;
+    return s;
+  };
+  FamilyTuneSpec fs;
+  fs.family = kernels::softmaxFamilyName(op);
+  fs.kernelName = SoftmaxFamily::kKernelName;
+  fs.source = SoftmaxFamily::source();
+  fs.program = "softmax_lastdim.cu";
+  fs.dtype = v.dtype;
+  fs.rows = v.rows;
+  fs.cols = v.cols;
   for (const SoftmaxParams& p : SoftmaxFamily::allParameterPoints(v.dtype)) {
-    if (SoftmaxFamily::guardParams(v, p) && p.minComputeCapability() <= computeCapability) valid.push_back(p);
+    if (SoftmaxFamily::guardParams(v, p) && p.minComputeCapability() <= computeCapability) {
+      fs.validPoints.push_back(toFamilyPoint(p));
+    }
   }
-  auto toPoint = [](const SoftmaxParams& p) {
-    return SearchPoint{{"threads", p.threads}, {"rowsPerCta", p.rowsPerCta}, {"vec", p.vec}, {"items", p.items},
-                       {"cluster", p.cluster}};
-  };
-  auto toParams = [](const SearchPoint& pt) {
-    SoftmaxParams p;
-    p.threads = pt.at("threads");
-    p.rowsPerCta = pt.at("rowsPerCta");
-    p.vec = pt.at("vec");
-    p.items = pt.at("items");
-    p.cluster = pt.at("cluster");
-    return p;
-  };
-  auto valuesOf = [&](int SoftmaxParams::*field) {
-    std::vector<int> vals;
-    for (const SoftmaxParams& p : valid) vals.push_back(p.*field);
-    std::sort(vals.begin(), vals.end());
-    vals.erase(std::unique(vals.begin(), vals.end()), vals.end());
-    return vals;
-  };
-  SearchSpace space;
-  space.tiers = {
-      SearchTier{"launch geometry", {{"threads", valuesOf(&SoftmaxParams::threads)},
-                                     {"rowsPerCta", valuesOf(&SoftmaxParams::rowsPerCta)}}, false},
-      SearchTier{"memory access", {{"vec", valuesOf(&SoftmaxParams::vec)}}, false},
-      SearchTier{"algorithm", {{"items", valuesOf(&SoftmaxParams::items)}}, true},
-      // Hopper: a thread-block cluster per row (1 everywhere else).
-      SearchTier{"architecture", {{"cluster", valuesOf(&SoftmaxParams::cluster)}}, false},
-  };
-  std::set<SearchPoint> validPoints;
-  for (const SoftmaxParams& p : valid) validPoints.insert(toPoint(p));
-  space.isValid = [&validPoints](const SearchPoint& pt) { return validPoints.count(pt) > 0; };
-
-  struct Measured {
-    std::string cubin;
-    double compileSeconds = 0;
-    std::optional<HarnessReport> harness;
-    std::optional<Comparison> comparison;
-    int level = -1;
-  };
-  std::map<SearchPoint, Measured> measured;
-  static const int kPairsPerLevel[] = {9, 15, 31};
-  auto evaluate = [&](const std::vector<SearchPoint>& batch, int level) {
-    // Compile what is new, in parallel.
-    std::vector<SearchPoint> fresh;
-    for (const SearchPoint& pt : batch) {
-      if (!measured.count(pt)) fresh.push_back(pt);
-    }
-    std::vector<Measured> compiledNow(fresh.size());
-    std::vector<std::string> errors(fresh.size());
-    tbb::parallel_for(size_t(0), fresh.size(), [&](size_t i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        compiledNow[i].cubin = compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", arch,
-                                              SoftmaxFamily::compileOptions(v.dtype, toParams(fresh[i]), op))
-                                   .cubin;
-      } catch (const std::exception& e) {
-        errors[i] = e.what();
-      }
-      compiledNow[i].compileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    });
-    std::map<SearchPoint, std::string> compileErrors;
-    for (size_t i = 0; i < fresh.size(); ++i) {
-      measured[fresh[i]] = compiledNow[i];
-      if (!errors[i].empty()) compileErrors[fresh[i]] = errors[i];
-    }
-    std::vector<Evaluation> results;
-    for (const SearchPoint& pt : batch) {
-      Measured& m = measured[pt];
-      if (compileErrors.count(pt) || m.cubin.empty()) {
-        results.push_back(Evaluation::failed("compile: " + compileErrors[pt].substr(0, 300)));
-        continue;
-      }
-      const SoftmaxParams params = toParams(pt);
-      if (!m.harness) {
-        HarnessOptions ho;
-        ho.yieldPoint = options.yieldPoint;
-        m.harness = runHarness(spec, softmaxCandidate(v.dtype, params, m.cubin), v.dtype, v.rows, v.cols, device, ho);
-      }
-      if (!m.harness->passed) {
-        const StageResult* f = m.harness->failure();
-        HOTKERNEL_CHECK(f->detail != "interrupted", "tuning interrupted");
-        results.push_back(Evaluation::failed(std::string("harness ") + toString(f->stage) + ": " + f->detail));
-        continue;
-      }
-      VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
-      std::shared_ptr<const KernelLauncher> launcher = makeSoftmaxPlan(key, params, m.cubin, device, op).launcher;
-      m.comparison = timeAgainstAten(*launcher, benchInput, device,
-                                     std::min(options.pairs, kPairsPerLevel[std::min(level, 2)]), options.yieldPoint,
-                                     op);
-      m.level = level;
-      results.push_back(Evaluation(m.comparison->candidate.median));
-    }
-    return results;
-  };
-
-  SearchOptions so;
-  so.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-  for (const SoftmaxParams& p : SoftmaxFamily::parameterSpace(v, computeCapability)) so.seeds.push_back(toPoint(p));
-  so.initialPopulation = std::max<int>(static_cast<int>(so.seeds.size()), 8);
-  so.maxEvaluations = options.searchEvaluations;
-  so.maxBudgetLevel = 2;
-  if (options.clock) options.clock->applyTo(so);  // Note [Stopping a target's search]
-  SearchResult search = runSearchBatched(space, evaluate, so);
-
-  double bestSpeedup = 0;
-  const Candidate* best = search.best();
-  for (const Candidate& c : search.lineage) {
-    const Measured& m = measured[c.point];
-    nlohmann::json log = {{"params", toParams(c.point).toJson()},
-                          {"candidateId", c.id},
-                          {"origin", toString(c.origin)},
-                          {"round", c.round},
-                          {"compileSeconds", m.compileSeconds}};
-    if (c.parentId != Candidate::kNoParent) log["parentId"] = c.parentId;
-    if (!c.mutation.empty()) log["mutation"] = c.mutation;
-    if (m.harness) {
-      nlohmann::json stages = nlohmann::json::object();
-      for (const StageResult& sr : m.harness->stages) stages[toString(sr.stage)] = sr.passed ? "pass" : "fail: " + sr.detail;
-      log["stages"] = stages;
-      log["harnessSeed"] = std::to_string(m.harness->seed);
-      log["maxAbsError"] = m.harness->maxAbsError;
-    }
-    if (!c.ok()) {
-      log["stage"] = c.failure.rfind("compile", 0) == 0 ? "compile" : "harness";
-      log["error"] = c.failure.substr(0, 2000);
-    } else if (m.comparison) {
-      const Comparison& cmp = *m.comparison;
-      log["stage"] = "benchmark";
-      log["atenUs"] = cmp.baseline.median;
-      log["kernelUs"] = cmp.candidate.median;
-      log["speedup"] = cmp.speedup.median;
-      log["speedupCi"] = {cmp.speedup.low, cmp.speedup.high};
-      log["pairs"] = cmp.speedup.n;
-      log["budgetLevel"] = m.level;
-      const bool accept = best && &c == best && cmp.clears(options.minSpeedup);
-      log["accepted"] = accept;
-      if (accept) {
-        bestSpeedup = cmp.speedup.median;
-        outcome.accepted = true;
-        outcome.family = kernels::softmaxFamilyName(op);
-        outcome.params = toParams(c.point);
-        outcome.paramsJson = outcome.params.toJson();
-        outcome.kernelName = SoftmaxFamily::kKernelName;
-        outcome.cubin = m.cubin;
-        outcome.metrics = {{"speedup", cmp.speedup.median},
-                           {"speedupCi", {cmp.speedup.low, cmp.speedup.high}},
-                           {"atenUs", cmp.baseline.median},
-                           {"kernelUs", cmp.candidate.median},
-                           {"maxAbsError", m.harness->maxAbsError},
-                            {"pairs", cmp.speedup.n}};
-        if (spec.tolerance) outcome.metrics["tolerance"] = spec.tolerance(v.dtype, v.cols);
-      }
-    }
-    candidatesLog.push_back(log);
+  for (const SoftmaxParams& p : SoftmaxFamily::parameterSpace(v, computeCapability)) {
+    fs.seeds.push_back(toFamilyPoint(p));
   }
-  const nlohmann::json searchSummary = {{"seed", std::to_string(search.seed)},
-                                        {"evaluations", search.evaluations},
-                                        {"rounds", search.rounds},
-                                        {"stop", toString(search.stop)},
-                                        {"validPoints", valid.size()}};
+  fs.compileOptions = [&](const FamilyPoint& p) { return SoftmaxFamily::compileOptions(v.dtype, toParams(p), op); };
+  fs.paramsJson = [&](const FamilyPoint& p) { return toParams(p).toJson(); };
+  fs.candidate = [&](const FamilyPoint& p, const std::string& cubin) {
+    return softmaxCandidate(v.dtype, toParams(p), cubin);
+  };
+  fs.harnessSpec = spec;
+  const VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
+  fs.makePlan = [&](const FamilyPoint& p, const std::string& cubin) {
+    return makeSoftmaxPlan(key, toParams(p), cubin, device, op);
+  };
+  fs.atenCall = [&] {
+    if (op == SoftmaxOp::LogSoftmax) {
+      (void)at::cuda::_log_softmax(benchInput, -1, false);
+    } else {
+      (void)at::cuda::_softmax(benchInput, -1, false);
+    }
+  };
+  fs.candidateCall = [&](const KernelLauncher& launcher) {
+    at::Tensor out = at::empty_like(benchInput);
+    return launcher.launch({benchInput.const_data_ptr(), out.mutable_data_ptr(), v.rows, v.cols},
+                           at::cuda::getCurrentCUDAStream(device).stream());
+  };
+  double bestSpeedup = 0, bestUs = 0;
+  TuneOutcome outcome = tuneFamily(fs, device, arch, options, bestSpeedup, &bestUs);
+  if (outcome.accepted) outcome.params = SoftmaxParams::fromJson(outcome.paramsJson);
+  nlohmann::json candidatesLog = outcome.metrics["candidates"];
 
   // Note [Stopping a target's search]: agent rounds only for a target not stopped yet.
-  const double bestUs = best && best->ok() ? *best->cost : 0.0;
   const bool agentWorthIt = !options.clock || options.clock->stop(bestUs, 0) == TargetStop::None;
-  if (agentWorthIt && options.agent && op == SoftmaxOp::Softmax) askAgent(v, device, arch, options, outcome, bestSpeedup, candidatesLog);
+  if (agentWorthIt && options.agent && op == SoftmaxOp::Softmax) {
+    // askAgent may replace the outcome (and its metrics) with the agent's kernel.
+    const nlohmann::json search = outcome.metrics["search"];
+    const nlohmann::json target = outcome.metrics.value("target", nlohmann::json());
+    askAgent(v, device, arch, options, outcome, bestSpeedup, candidatesLog);
+    outcome.metrics["search"] = search;
+    if (!target.is_null()) outcome.metrics["target"] = target;
+  }
   outcome.metrics["arch"] = arch;
-  outcome.metrics["search"] = searchSummary;
-  if (options.clock) outcome.metrics["target"] = options.clock->summary(bestUs, targetStopOf(search.stop));
   outcome.metrics["candidates"] = candidatesLog;
   return outcome;
 }

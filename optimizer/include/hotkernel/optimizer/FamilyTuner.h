@@ -56,10 +56,12 @@ struct FamilyTuneSpec {
 
 // Runs the search on `device` (the caller sets the device, stream and
 // capture-mode guards). The outcome's metrics hold "candidates" (one entry per
-// evaluated point, with lineage, harness stages and timings) and "search";
-// `bestSpeedup` is the accepted candidate's median speed-up (0 if none).
-// Throws Error "tuning interrupted" when options.yieldPoint says stop.
+// evaluated point, with lineage, harness stages and timings), "search", and
+// with options.clock "target" (budget, stop reason: Note [Stopping a target's
+// search]); `bestSpeedup` is the accepted candidate's median speed-up (0 if
+// none), `*bestUsOut` (when given) the fastest correct candidate's time in us
+// (0 if none). Throws Error "tuning interrupted" when options.yieldPoint says stop.
 TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string& arch, const TunerOptions& options,
-                       double& bestSpeedup);
+                       double& bestSpeedup, double* bestUsOut = nullptr);
 
 }  // namespace hotkernel
