@@ -9,11 +9,13 @@
 #include <cstring>
 #include <fstream>
 
+#include "CrossEntropyOverride.h"
 #include "LayerNormOverride.h"
 #include "NormOverrideCommon.h"
 #include "RmsNormOverride.h"
 #include "SoftmaxOverride.h"
 #include "hotkernel/optimizer/IdleGate.h"
+#include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/runtime/Logging.h"
 
@@ -69,6 +71,20 @@ void noteNormVariant(Recorder& r, const at::RecordFunction& fn, bool layerNorm) 
   }
 }
 
+// aten::cross_entropy_loss(self, target, weight?, reduction, ignore_index,
+// label_smoothing): the key crossEntropyKeyOf gives (the reduction in its flags).
+void noteCrossEntropyVariant(Recorder& r, const at::RecordFunction& fn) {
+  if (fn.num_inputs() < 6) return;
+  auto inputs = fn.inputs();
+  if (!inputs[0].isTensor() || !inputs[1].isTensor() || !inputs[3].isInt() || !inputs[5].isDouble()) return;
+  std::optional<at::Tensor> weight;
+  if (!optionalTensorOf(inputs[2], weight)) return;
+  if (auto key = crossEntropyKeyOf(inputs[0].toTensor(), inputs[1].toTensor(), weight, inputs[3].toInt(),
+                                   inputs[5].toDouble())) {
+    r.noteVariant(CrossEntropyOverride::kOpName, *key);
+  }
+}
+
 std::unique_ptr<at::ObserverContext> onOpStart(const at::RecordFunction& fn) {
   try {
     Recorder& r = Recorder::instance();
@@ -91,6 +107,8 @@ std::unique_ptr<at::ObserverContext> onOpStart(const at::RecordFunction& fn) {
       noteNormVariant(r, fn, /*layerNorm=*/false);
     } else if (std::strcmp(name, LayerNormOverride::kOpName) == 0) {
       noteNormVariant(r, fn, /*layerNorm=*/true);
+    } else if (std::strcmp(name, CrossEntropyOverride::kOpName) == 0) {
+      noteCrossEntropyVariant(r, fn);
     }
   } catch (...) {
     // Recording is best effort; it must never disturb the op.
@@ -179,6 +197,9 @@ nlohmann::json Recorder::profile() const {
     // Norm variants only, and only when set (Note [Profile format] in Recorder.h).
     if (v.key.hasWeight()) entry["weight"] = true;
     if (v.key.hasBias()) entry["bias"] = true;
+    if (v.key.reduction() >= 0) {
+      entry["reduction"] = kernels::reductionName(static_cast<kernels::CrossEntropyReduction>(v.key.reduction()));
+    }
     variants.push_back(std::move(entry));
   }
   return {{"format", "hotkernel-profile"}, {"version", 1}, {"samplingProb", samplingProb_},

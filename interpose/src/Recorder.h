@@ -50,7 +50,8 @@ class Recorder {
   // (absent = false). Added within version 1: a reader that predates them
   // knows no norm op and drops those variants (TargetCost.h), so it never
   // mistakes a weighted variant for an unweighted one. A change a v1 reader
-  // would misread takes version 2.
+  // would misread takes version 2. "reduction" ("none", "mean", "sum")
+  // appears on aten::cross_entropy_loss variants only, under the same rule.
   nlohmann::json profile() const;
   // Estimated calls of one variant so far (sampled / p); 0 if never sampled.
   // What the optimizer's ranking takes as the target's recorded calls.

@@ -15,6 +15,7 @@
 #include "hotkernel/Config.h"
 #include "hotkernel/kernels/KernelSource.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
+#include "hotkernel/optimizer/CrossEntropyTuner.h"
 #include "hotkernel/optimizer/ExperimentLog.h"
 #include "hotkernel/optimizer/ExternalAgent.h"
 #include "hotkernel/optimizer/IdleGate.h"
@@ -99,7 +100,7 @@ void logExperiments(const std::string& dir, const std::string& fingerprint, cons
   }
 }
 
-// The op's tuner for `key` (its weight / bias flags pick the norm variant).
+// The op's tuner for `key` (its weight / bias flags pick the norm variant, its reduction the cross_entropy one).
 TuneOutcome tuneServedOp(ServedOp op, const VariantKey& key, const TunerOptions& options) {
   const auto dtype = static_cast<kernels::DType>(key.dtype);
   switch (op) {
@@ -114,6 +115,12 @@ TuneOutcome tuneServedOp(ServedOp op, const VariantKey& key, const TunerOptions&
     case ServedOp::LayerNorm:
       return tuneLayerNorm(kernels::LayerNormVariant{dtype, key.rows, key.cols, key.hasWeight(), key.hasBias()},
                            key.device, options);
+    case ServedOp::CrossEntropy:
+      HOTKERNEL_CHECK(key.reduction() >= 0 && !key.hasWeight() && !key.hasBias(),
+                      "not a cross_entropy_loss variant: ", variantString(key));
+      return tuneCrossEntropy(kernels::CrossEntropyVariant{dtype, key.rows, key.cols,
+                                                           static_cast<kernels::CrossEntropyReduction>(key.reduction())},
+                              key.device, options);
   }
   HOTKERNEL_THROW("no tuner for this op");
 }

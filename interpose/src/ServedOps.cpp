@@ -1,8 +1,10 @@
 #include "ServedOps.h"
 
+#include "CrossEntropyOverride.h"
 #include "LayerNormOverride.h"
 #include "RmsNormOverride.h"
 #include "SoftmaxOverride.h"
+#include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
@@ -15,6 +17,7 @@ std::optional<ServedOp> servedOpOf(const std::string& name) {
   if (shortName == "_log_softmax") return ServedOp::LogSoftmax;
   if (shortName == "_fused_rms_norm") return ServedOp::RmsNorm;
   if (shortName == "native_layer_norm") return ServedOp::LayerNorm;
+  if (shortName == "cross_entropy_loss") return ServedOp::CrossEntropy;
   return std::nullopt;
 }
 
@@ -28,6 +31,8 @@ const char* servedOpName(ServedOp op) {
       return RmsNormOverride::kOpName;
     case ServedOp::LayerNorm:
       return LayerNormOverride::kOpName;
+    case ServedOp::CrossEntropy:
+      return CrossEntropyOverride::kOpName;
   }
   return "";
 }
@@ -42,6 +47,8 @@ const char* servedOpFamily(ServedOp op) {
       return kernels::RmsNormFamily::kName;
     case ServedOp::LayerNorm:
       return kernels::LayerNormFamily::kName;
+    case ServedOp::CrossEntropy:
+      return kernels::CrossEntropyFamily::kName;
   }
   return "";
 }
@@ -63,6 +70,10 @@ void installServedOp(ServedOp op, c10::DispatchKey key, bool (*deviceHook)(int d
       LayerNormOverride::install(key);
       if (deviceHook) LayerNormOverride::setDeviceHook(deviceHook);
       return;
+    case ServedOp::CrossEntropy:
+      CrossEntropyOverride::install(key);
+      if (deviceHook) CrossEntropyOverride::setDeviceHook(deviceHook);
+      return;
   }
 }
 
@@ -76,6 +87,8 @@ PlanSlot& plansOf(ServedOp op) {
       return RmsNormOverride::plans();
     case ServedOp::LayerNorm:
       return LayerNormOverride::plans();
+    case ServedOp::CrossEntropy:
+      return CrossEntropyOverride::plans();
   }
   return SoftmaxOverride::plans();  // unreachable
 }
@@ -90,6 +103,8 @@ uint64_t hitsOf(ServedOp op) {
       return RmsNormOverride::hits();
     case ServedOp::LayerNorm:
       return LayerNormOverride::hits();
+    case ServedOp::CrossEntropy:
+      return CrossEntropyOverride::hits();
   }
   return 0;
 }
@@ -104,6 +119,8 @@ uint64_t missesOf(ServedOp op) {
       return RmsNormOverride::misses();
     case ServedOp::LayerNorm:
       return LayerNormOverride::misses();
+    case ServedOp::CrossEntropy:
+      return CrossEntropyOverride::misses();
   }
   return 0;
 }
@@ -112,6 +129,7 @@ bool setServedOpsEnabled(bool enabled) {
   const bool previous = SoftmaxOverride::setEnabled(enabled);  // both softmax ops
   RmsNormOverride::setEnabled(enabled);
   LayerNormOverride::setEnabled(enabled);
+  CrossEntropyOverride::setEnabled(enabled);
   return previous;
 }
 

@@ -2,7 +2,8 @@
 // The ops hotkernel can override, in one place: their names (HOTKERNEL_OPS
 // takes "_softmax" or "aten::_softmax"), the family that serves each, and each
 // op's trampoline, plan table, switch and counters, whichever override class
-// holds them (SoftmaxOverride, RmsNormOverride, LayerNormOverride). The
+// holds them (SoftmaxOverride, RmsNormOverride, LayerNormOverride,
+// CrossEntropyOverride). The
 // runtime, the C API and the recorder go through here, so an op added to a
 // family is wired everywhere by adding it to this list.
 
@@ -16,21 +17,24 @@
 
 namespace hotkernel {
 
-enum class ServedOp { Softmax, LogSoftmax, RmsNorm, LayerNorm };
+enum class ServedOp { Softmax, LogSoftmax, RmsNorm, LayerNorm, CrossEntropy };
 
 inline constexpr ServedOp kServedOps[] = {ServedOp::Softmax, ServedOp::LogSoftmax, ServedOp::RmsNorm,
-                                          ServedOp::LayerNorm};
+                                          ServedOp::LayerNorm, ServedOp::CrossEntropy};
 
 // "aten::_softmax" / "_softmax", "aten::_log_softmax", "aten::_fused_rms_norm",
-// "aten::native_layer_norm" (with or without "aten::"); nullopt for any other name.
+// "aten::native_layer_norm", "aten::cross_entropy_loss" (with or without "aten::"); nullopt for any other name.
 std::optional<ServedOp> servedOpOf(const std::string& name);
 // The dispatcher's name: "aten::_fused_rms_norm" (what the cache, the profile and the recorder use).
 const char* servedOpName(ServedOp op);
-// The cache family of the op's kernels: "softmax_lastdim", "log_softmax_lastdim", "rms_norm", "layer_norm".
+// The cache family of the op's kernels: "softmax_lastdim", "log_softmax_lastdim", "rms_norm", "layer_norm",
+// "cross_entropy".
 const char* servedOpFamily(ServedOp op);
 
 // Registers the op's trampoline for `key` and, for CUDA, its device hook
-// (Note [Lazy GPU start] in Runtime.h). Idempotent. Throws Error.
+// (Note [Lazy GPU start] in Runtime.h); cross_entropy_loss, a composite op,
+// also on the key's autograd key (Note [Overriding a composite op]).
+// Idempotent. Throws Error.
 void installServedOp(ServedOp op, c10::DispatchKey key, bool (*deviceHook)(int device));
 PlanSlot& plansOf(ServedOp op);
 uint64_t hitsOf(ServedOp op);

@@ -4,6 +4,8 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/_fused_rms_norm_cuda_dispatch.h>
 #include <ATen/ops/_log_softmax_cuda_dispatch.h>
+#include <ATen/ops/nll_loss_forward_cuda_dispatch.h>
+#include <ATen/ops/_log_softmax_cuda_dispatch.h>
 #include <ATen/ops/_softmax_cuda_dispatch.h>
 #include <ATen/ops/native_layer_norm_cuda_dispatch.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
@@ -61,8 +63,10 @@ MachinePeaks GpuTargetMeasurer::measurePeaks(int device) {
 double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const VariantKey& key) {
   const bool softmax = op == "aten::_softmax", logSoftmax = op == "aten::_log_softmax";
   const bool rmsNorm = op == "aten::_fused_rms_norm", layerNorm = op == "aten::native_layer_norm";
-  HOTKERNEL_CHECK(softmax || logSoftmax || rmsNorm || layerNorm, "no timing for ", op);
-  HOTKERNEL_CHECK(!(rmsNorm && key.hasBias()) && (rmsNorm || layerNorm || key.flags == 0),
+  const bool crossEntropy = op == "aten::cross_entropy_loss";
+  HOTKERNEL_CHECK(softmax || logSoftmax || rmsNorm || layerNorm || crossEntropy, "no timing for ", op);
+  HOTKERNEL_CHECK(crossEntropy ? key.reduction() >= 0 && !key.hasWeight() && !key.hasBias()
+                               : !(rmsNorm && key.hasBias()) && (rmsNorm || layerNorm || key.flags == 0),
                   "flags that ", op, " does not take");
   HOTKERNEL_CHECK(key.device >= 0, "timing needs a CUDA device, got device ", key.device);
   HOTKERNEL_CHECK(key.rows >= 1 && key.cols >= 1, "bad variant ", key.rows, "x", key.cols);
@@ -88,6 +92,9 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
   const at::Tensor bias =
       key.hasBias() ? at::rand({key.cols}, opts.dtype(at::kFloat)).sub_(0.5).to(opts.dtype()) : at::Tensor();
   const auto optional = [](const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; };
+  // cross_entropy_loss: class targets; timed as ATen's decomposition (_log_softmax, nll_loss_forward).
+  const at::Tensor target =
+      crossEntropy ? at::randint(0, key.cols, {key.rows}, opts.dtype(at::kLong)) : at::Tensor();
   // Each call allocates its outputs, as a dispatcher call would.
   const MedianCi t = benchmarkOne(
       [&] {
@@ -95,6 +102,9 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
           (void)at::cuda::_softmax(in, -1, false);
         } else if (logSoftmax) {
           (void)at::cuda::_log_softmax(in, -1, false);
+        } else if (crossEntropy) {
+          (void)at::cuda::nll_loss_forward(at::cuda::_log_softmax(in, 1, false), target, std::nullopt,
+                                           key.reduction(), -100);
         } else if (rmsNorm) {
           (void)at::cuda::_fused_rms_norm(in, {key.cols}, optional(weight), 1e-6);
         } else {

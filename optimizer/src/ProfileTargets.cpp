@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/optimizer/TargetCost.h"
 #include "hotkernel/runtime/Check.h"
@@ -27,6 +28,15 @@ ProfileTargets targetsFromProfile(const nlohmann::json& profile, int device) {
       // Norm variants' flags (absent = false; Note [Profile format] in interpose/src/Recorder.h).
       if (v.value("weight", false)) job.key.flags |= VariantKey::kHasWeight;
       if (v.value("bias", false)) job.key.flags |= VariantKey::kHasBias;
+      // cross_entropy_loss variants' reduction (a variant without one is dropped by TargetCost).
+      if (v.contains("reduction") && v["reduction"].is_string()) {
+        const std::string r = v["reduction"].get<std::string>();
+        for (int32_t i = 0; i < 3; ++i) {
+          if (r == kernels::reductionName(static_cast<kernels::CrossEntropyReduction>(i))) {
+            job.key.flags |= VariantKey::reductionFlags(i);
+          }
+        }
+      }
       calls = v.value("estimatedCalls", 0.0);
     } catch (const std::exception& e) {
       HOTKERNEL_THROW("malformed variant in the profile: ", v.dump(), " (", e.what(), ")");

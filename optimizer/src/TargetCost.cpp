@@ -1,5 +1,6 @@
 #include "hotkernel/optimizer/TargetCost.h"
 
+#include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
@@ -24,6 +25,14 @@ std::optional<CallCost> callCost(const std::string& op, const VariantKey& key) {
     const kernels::LayerNormVariant v{dtype, key.rows, key.cols, key.hasWeight(), key.hasBias()};
     if (!kernels::LayerNormFamily::guardVariant(v)) return std::nullopt;
     return CallCost{kernels::LayerNormFamily::bytesMoved(v), 0.0};
+  }
+  // cross_entropy: the logits read once, targets, output and workspace (the family's bytesMoved).
+  if (op == "aten::cross_entropy_loss") {
+    if (key.reduction() < 0 || key.hasWeight() || key.hasBias()) return std::nullopt;
+    const kernels::CrossEntropyVariant v{dtype, key.rows, key.cols,
+                                         static_cast<kernels::CrossEntropyReduction>(key.reduction())};
+    if (!kernels::CrossEntropyFamily::guardVariant(v)) return std::nullopt;
+    return CallCost{kernels::CrossEntropyFamily::bytesMoved(v), 0.0};
   }
   return std::nullopt;
 }

@@ -105,5 +105,34 @@ TEST(RecorderTest, GivenNormOpsWhenRecordedThenVariantsCarryTheirWeightAndBiasFl
   EXPECT_EQ(seen, 4);
 }
 
+// Called once each (below the hot threshold of 3), shapes of this test's own.
+TEST(RecorderTest, GivenCrossEntropyCallsWhenRecordedThenVariantsCarryTheirReduction) {
+  Recorder& r = Recorder::instance();
+  r.start(1.0, /*hotCalls=*/3, [](const std::string&, const VariantKey&) {});
+  at::Tensor x = at::randn({7, 19});
+  at::Tensor t = at::randint(0, 19, {7}, at::kLong);
+  (void)at::cross_entropy_loss(x, t);                                             // mean
+  (void)at::cross_entropy_loss(x, t, std::nullopt, at::Reduction::None, -100, 0.0);
+  (void)at::cross_entropy_loss(x, t, at::rand({19}), at::Reduction::Sum, -100, 0.0);  // weights: not served
+  VariantKey mean{static_cast<int32_t>(kernels::DType::Float32), -1, 7, 19};
+  mean.flags = VariantKey::reductionFlags(at::Reduction::Mean);
+  VariantKey none = mean;
+  none.flags = VariantKey::reductionFlags(at::Reduction::None);
+  VariantKey sum = mean;
+  sum.flags = VariantKey::reductionFlags(at::Reduction::Sum);
+  EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::cross_entropy_loss", mean), 1.0);
+  EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::cross_entropy_loss", none), 1.0);
+  EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::cross_entropy_loss", sum), 0.0);
+  int seen = 0;
+  const nlohmann::json profile = r.profile();
+  for (const auto& v : profile["variants"]) {
+    if (v["op"] == "aten::cross_entropy_loss" && v["rows"] == 7 && v["cols"] == 19) {
+      EXPECT_TRUE(v["reduction"] == "mean" || v["reduction"] == "none") << v.dump();
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 2);
+}
+
 }  // namespace
 }  // namespace hotkernel

@@ -2,6 +2,7 @@
 // and switch are its override's, the C API's plan count and switch cover all.
 #include <gtest/gtest.h>
 
+#include "CrossEntropyOverride.h"
 #include "LayerNormOverride.h"
 #include "RmsNormOverride.h"
 #include "ServedOps.h"
@@ -64,6 +65,30 @@ TEST(ServedOpsTest, GivenPlansInTheNormTablesWhenCountedThenTheCountCoversEveryO
   ASSERT_TRUE(back.has_value());
   EXPECT_NE(LayerNormOverride::plans().load()->find(*back), nullptr);
   EXPECT_EQ(RmsNormOverride::plans().load()->find(*back), nullptr);  // weight only there
+}
+
+TEST(ServedOpsTest, GivenCrossEntropyLossWhenLookedUpThenServedByItsOverrideAndFamily) {
+  EXPECT_EQ(servedOpOf("cross_entropy_loss"), ServedOp::CrossEntropy);
+  EXPECT_EQ(servedOpOf("aten::cross_entropy_loss"), ServedOp::CrossEntropy);
+  EXPECT_FALSE(servedOpOf("aten::nll_loss_forward").has_value());
+  EXPECT_STREQ(servedOpName(ServedOp::CrossEntropy), "aten::cross_entropy_loss");
+  EXPECT_STREQ(servedOpFamily(ServedOp::CrossEntropy), "cross_entropy");
+  EXPECT_EQ(&plansOf(ServedOp::CrossEntropy), &CrossEntropyOverride::plans());
+  const bool before = setServedOpsEnabled(false);
+  EXPECT_FALSE(CrossEntropyOverride::enabled());
+  setServedOpsEnabled(true);
+  EXPECT_TRUE(CrossEntropyOverride::enabled());
+  setServedOpsEnabled(before);
+  // A cached entry's variant string lands under the key the trampoline looks up.
+  VariantKey key{static_cast<int32_t>(kernels::DType::BFloat16), 0, 4096, 32000};
+  key.flags = VariantKey::reductionFlags(1);
+  const size_t plans = servedPlanCount();
+  Plan p;
+  p.key = *parseVariantString(variantString(key), 0);
+  p.description = "test plan";
+  CrossEntropyOverride::plans().publish(std::move(p));
+  EXPECT_EQ(servedPlanCount(), plans + 1);
+  EXPECT_NE(CrossEntropyOverride::plans().load()->find(key), nullptr);
 }
 
 }  // namespace

@@ -69,6 +69,19 @@ TEST(ProfileTargetsTest, GivenNormVariantsWithFlagsWhenReadThenKeysCarryWeightAn
   EXPECT_EQ(t.targets[1].job.op, "aten::native_layer_norm");
 }
 
+TEST(ProfileTargetsTest, GivenCrossEntropyVariantsWhenReadThenKeysCarryTheReduction) {
+  nlohmann::json sum = variant("aten::cross_entropy_loss", 4096, 32000, 500);
+  sum["reduction"] = "sum";
+  nlohmann::json none = variant("aten::cross_entropy_loss", 8, 128256, 50);
+  none["reduction"] = "none";
+  nlohmann::json bare = variant("aten::cross_entropy_loss", 8, 64, 5);  // no reduction: not a served key
+  ProfileTargets t = targetsFromProfile(profileOf({sum, none, bare}), /*device=*/0);
+  ASSERT_EQ(t.targets.size(), 2u);
+  EXPECT_EQ(t.ignored, 1);
+  EXPECT_EQ(variantString(t.targets[0].job.key), "dtype=bfloat16;rows=4096;cols=32000;reduction=sum");
+  EXPECT_EQ(variantString(t.targets[1].job.key), "dtype=bfloat16;rows=8;cols=128256;reduction=none");
+}
+
 TEST(ProfileTargetsTest, GivenNotAProfileOrMalformedVariantWhenReadThenError) {
   try {
     targetsFromProfile(nlohmann::json::object(), 0);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/optimizer/TargetCost.h"
 
@@ -38,6 +39,25 @@ TEST(TargetCostTest, GivenNormVariantsWhenCostedThenRowsReadAndWrittenPlusColumn
   std::optional<CallCost> plain = callCost("aten::native_layer_norm", VariantKey{kF32, 0, 32, 4096});
   ASSERT_TRUE(plain.has_value());
   EXPECT_DOUBLE_EQ(plain->bytes, 2.0 * 32 * 4096 * 4 + 32 * 8);
+}
+
+TEST(TargetCostTest, GivenCrossEntropyVariantsWhenCostedThenTheFamilysBytesAndNoFlops) {
+  for (int32_t r = 0; r < 3; ++r) {
+    VariantKey k{kBf16, 0, 4096, 32000};
+    k.flags = VariantKey::reductionFlags(r);
+    const std::optional<CallCost> c = callCost("aten::cross_entropy_loss", k);
+    ASSERT_TRUE(c.has_value()) << r;
+    const kernels::CrossEntropyVariant v{kernels::DType::BFloat16, 4096, 32000,
+                                         static_cast<kernels::CrossEntropyReduction>(r)};
+    EXPECT_DOUBLE_EQ(c->bytes, kernels::CrossEntropyFamily::bytesMoved(v));
+    EXPECT_GE(c->bytes, 2.0 * 4096 * 32000);  // the logits, read once
+    EXPECT_DOUBLE_EQ(c->flops, 0.0);
+  }
+  // No reduction in the key (not a cross_entropy_loss variant), or a weight flag: nothing.
+  EXPECT_FALSE(callCost("aten::cross_entropy_loss", VariantKey{kBf16, 0, 64, 64}).has_value());
+  VariantKey weighted{kBf16, 0, 64, 64};
+  weighted.flags = VariantKey::reductionFlags(1) | VariantKey::kHasWeight;
+  EXPECT_FALSE(callCost("aten::cross_entropy_loss", weighted).has_value());
 }
 
 TEST(TargetCostTest, GivenFlagsTheOpDoesNotTakeWhenCostedThenNothing) {
