@@ -23,7 +23,10 @@ the max error of each implementation against a float64 reference.
 
 Ops: softmax, log_softmax, rms_norm (F.rms_norm with a weight), layer_norm
 (F.layer_norm with weight and bias); `--cases norms` runs the norm shapes (all
-four are in HOTKERNEL_OPS' default).
+four are in HOTKERNEL_OPS' default); cross_entropy (F.cross_entropy, mean, int64
+class targets with every 8th row ignored; ideal traffic: the logits read once):
+`--cases cross_entropy`, with cross_entropy_loss in HOTKERNEL_OPS (not in its
+default), e.g. HOTKERNEL_OPS=_softmax,_log_softmax,cross_entropy_loss.
 
 Output: "hotkernel-bench" v1 JSON, benchmark "ops", one result per case, and a
 Markdown table on stdout (the README's table is pasted from it).
@@ -72,6 +75,23 @@ def layer_norm_setup(cols, dtype, gen):
             (lambda x: torch.nn.functional.layer_norm(x.double(), (cols,), w.double(), b.double(), 1e-5)), [w, b])
 
 
+def cross_entropy_setup(cols, dtype, gen):
+    """F.cross_entropy (reduction mean, ignore_index -100): int64 class targets per row count, every 8th ignored."""
+    targets = {}
+
+    def target_for(rows):
+        if rows not in targets:
+            t = torch.randint(0, cols, (rows,), device="cuda", generator=gen)
+            t[::8] = -100
+            targets[rows] = t
+        return targets[rows]
+
+    def cross_entropy(t):
+        return torch.nn.functional.cross_entropy(t, target_for(t.shape[0]))
+
+    return cross_entropy, (lambda x: torch.nn.functional.cross_entropy(x.double(), target_for(x.shape[0]))), []
+
+
 def plain(fn, ref64):
     return lambda cols, dtype, gen: (fn, ref64, [])
 
@@ -83,6 +103,7 @@ OPS = {
     "log_softmax": (plain(log_softmax, lambda x: torch.log_softmax(x.double(), -1)), "aten::_log_softmax", ""),
     "rms_norm": (rms_norm_setup, "aten::_fused_rms_norm", ";weight=1"),
     "layer_norm": (layer_norm_setup, "aten::native_layer_norm", ";weight=1;bias=1"),
+    "cross_entropy": (cross_entropy_setup, "aten::cross_entropy_loss", ";reduction=mean"),
 }
 
 DEFAULT_CASES = (
@@ -95,6 +116,11 @@ DEFAULT_CASES = (
 NORM_CASES = (
     "rms_norm:bfloat16:32x4096,rms_norm:bfloat16:4096x4096,rms_norm:bfloat16:16384x8192,"
     "layer_norm:bfloat16:32x4096,layer_norm:bfloat16:4096x4096,layer_norm:bfloat16:16384x8192"
+)
+# `--cases cross_entropy`: decode (one row of a 128k vocabulary), a batch of 32000 classes, a large LM head.
+CROSS_ENTROPY_CASES = (
+    "cross_entropy:bfloat16:1x128256,cross_entropy:bfloat16:4096x32000,cross_entropy:bfloat16:8192x128256,"
+    "cross_entropy:float32:4096x32000"
 )
 
 
@@ -250,8 +276,12 @@ def run_case(hk, timer, op, dtype_name, rows, cols, args, copy_bps):
     vs_compile = hk.compare(samples["compile"], samples["hotkernel"])
     compile_vs_eager = hk.compare(samples["eager"], samples["compile"])
     # Ideal traffic: x read, out written, the per-column tensors read once
-    # (the norms' float32 statistics, 4-8 bytes a row, are left out).
-    nbytes = 2 * x.numel() * x.element_size() + sum(c.numel() * c.element_size() for c in columns)
+    # (the norms' float32 statistics, 4-8 bytes a row, are left out);
+    # cross_entropy: the logits read once and the int64 targets (its output is one scalar).
+    if op == "cross_entropy":
+        nbytes = x.numel() * x.element_size() + rows * 8
+    else:
+        nbytes = 2 * x.numel() * x.element_size() + sum(c.numel() * c.element_size() for c in columns)
     hk_us = vs_eager["candidate"]["median"]
     gbps = nbytes / (hk_us * 1e-6) / 1e9
     return {
@@ -271,6 +301,8 @@ def run_case(hk, timer, op, dtype_name, rows, cols, args, copy_bps):
 def parse_cases(text):
     if text == "norms":
         text = NORM_CASES
+    elif text == "cross_entropy":
+        text = CROSS_ENTROPY_CASES
     cases = []
     for item in text.split(","):
         try:
@@ -291,8 +323,8 @@ def fmt_ci(m, unit=""):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default=DEFAULT_CASES,
-                    help="comma list of op:dtype:ROWSxCOLS (ops: softmax, log_softmax, rms_norm, layer_norm), "
-                         "or 'norms' for the norm shapes")
+                    help="comma list of op:dtype:ROWSxCOLS (ops: softmax, log_softmax, rms_norm, layer_norm, "
+                         "cross_entropy), or 'norms' / 'cross_entropy' for those shapes")
     ap.add_argument("--reps", type=int, default=31, help="timed rounds (each times all three)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--hot-calls", type=int, default=80, help="calls that make a variant hot")
