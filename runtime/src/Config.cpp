@@ -64,7 +64,19 @@ Config Config::fromEnvironment() {
   while (std::getline(ss, item, ',')) {
     if (!item.empty()) c.ops.push_back(item);
   }
+  std::stringstream ex(env("HOTKERNEL_EXPERIMENTAL_OPS"));
+  while (std::getline(ex, item, ',')) {
+    if (!item.empty()) c.experimentalOps.push_back(item);
+  }
   return c;
+}
+
+bool Config::experimentalAllowed(const std::string& op) const {
+  const std::string bare = op.rfind("aten::", 0) == 0 ? op.substr(6) : op;
+  for (const std::string& e : experimentalOps) {
+    if (e == op || e == bare || e == "aten::" + bare) return true;
+  }
+  return false;
 }
 
 const Config& config() {

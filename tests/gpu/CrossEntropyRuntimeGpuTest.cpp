@@ -96,7 +96,10 @@ void expectMeanWithin(const at::Tensor& got, const at::Tensor& x, const at::Tens
 }
 
 nlohmann::json planOf(const std::string& op, const std::string& variant) {
-  for (const auto& p : Runtime::instance().status()["plans"]) {
+  // Keep the status document alive: a range-for over status()["plans"] would
+  // iterate a reference into a destroyed temporary.
+  const nlohmann::json status = Runtime::instance().status();
+  for (const auto& p : status["plans"]) {
     if (p["op"] == op && p["variant"] == variant) return p;
   }
   return nullptr;

@@ -35,6 +35,20 @@ TEST(ConfigTest, GivenOffSwitchAndBadNumberWhenReadThenDisabledAndDefaultKept) {
   unsetenv("HOTKERNEL_HOT_CALLS");
 }
 
+TEST(ConfigTest, GivenExperimentalOpsWhenReadThenOnlyTheNamedOnesAreAllowedWithOrWithoutAten) {
+  unsetenv("HOTKERNEL_EXPERIMENTAL_OPS");
+  EXPECT_FALSE(Config::fromEnvironment().experimentalAllowed("cross_entropy_loss"));
+  setenv("HOTKERNEL_EXPERIMENTAL_OPS", "cross_entropy_loss,,other", 1);
+  const Config c = Config::fromEnvironment();
+  EXPECT_TRUE(c.experimentalAllowed("cross_entropy_loss"));
+  EXPECT_TRUE(c.experimentalAllowed("aten::cross_entropy_loss"));
+  EXPECT_FALSE(c.experimentalAllowed("_softmax"));
+  EXPECT_FALSE(c.experimentalAllowed(""));
+  setenv("HOTKERNEL_EXPERIMENTAL_OPS", "aten::cross_entropy_loss", 1);
+  EXPECT_TRUE(Config::fromEnvironment().experimentalAllowed("cross_entropy_loss"));
+  unsetenv("HOTKERNEL_EXPERIMENTAL_OPS");
+}
+
 TEST(ConfigTest, GivenNoCacheDirWhenReadThenXdgOrHomeDefault) {
   unsetenv("HOTKERNEL_CACHE_DIR");
   setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);
