@@ -12,29 +12,43 @@
 namespace hotkernel {
 namespace {
 
+// The recorder is process-wide and starts once: whichever test starts it
+// sets the hook for every later test (and every later op). All tests here
+// start it through this one function, whose hook collects every hot variant.
+struct HotSink {
+  std::mutex mu;
+  std::vector<std::pair<std::string, VariantKey>> hot;  // Precondition: mu held
+};
+
+HotSink& startRecorderOnce() {
+  static HotSink* sink = [] {
+    auto* s = new HotSink();  // leaked: the hook may run during exit
+    Recorder::instance().start(1.0, /*hotCalls=*/3, [s](const std::string& op, const VariantKey& key) {
+      std::lock_guard<std::mutex> g(s->mu);
+      s->hot.push_back({op, key});
+    });
+    return s;
+  }();
+  return *sink;
+}
+
+// How often `op` at [rows, cols] (CPU) became hot.
+int hotCount(HotSink& sink, const std::string& op, int64_t rows, int64_t cols) {
+  std::lock_guard<std::mutex> g(sink.mu);
+  int n = 0;
+  for (const auto& [o, k] : sink.hot) n += o == op && k.rows == rows && k.cols == cols && k.device == -1;
+  return n;
+}
+
 TEST(RecorderTest, GivenRecorderWhenOpsRunThenVariantsCountedAndHotFiredOnce) {
-  // The hook outlives this test (the recorder is process-wide and records
-  // every later test's ops, the norm trampolines' tests included): static
-  // state, and only this test's softmax variants are collected.
-  static std::mutex mu;
-  static std::vector<VariantKey> hot;
+  HotSink& sink = startRecorderOnce();
   Recorder& r = Recorder::instance();
-  r.start(1.0, /*hotCalls=*/3, [](const std::string& op, const VariantKey& key) {
-    if (op != "aten::_softmax") return;
-    std::lock_guard<std::mutex> g(mu);
-    hot.push_back(key);
-  });
   at::Tensor x = at::randn({5, 7});
   for (int i = 0; i < 6; ++i) (void)at::_softmax(x, -1, false);
   (void)at::_softmax(at::randn({2, 9}), -1, false);  // seen once: not hot
 
-  {
-    std::lock_guard<std::mutex> g(mu);
-    ASSERT_EQ(hot.size(), 1u);
-    EXPECT_EQ(hot[0].rows, 5);
-    EXPECT_EQ(hot[0].cols, 7);
-    EXPECT_EQ(hot[0].device, -1);
-  }
+  EXPECT_EQ(hotCount(sink, "aten::_softmax", 5, 7), 1);
+  EXPECT_EQ(hotCount(sink, "aten::_softmax", 2, 9), 0);
   nlohmann::json p = r.profile();
   EXPECT_EQ(p["format"], "hotkernel-profile");
   EXPECT_EQ(p["version"], 1);
@@ -64,7 +78,7 @@ TEST(RecorderTest, GivenRecorderWhenOpsRunThenVariantsCountedAndHotFiredOnce) {
 // test's own.
 TEST(RecorderTest, GivenNormOpsWhenRecordedThenVariantsCarryTheirWeightAndBiasFlags) {
   Recorder& r = Recorder::instance();
-  r.start(1.0, /*hotCalls=*/3, [](const std::string&, const VariantKey&) {});
+  (void)startRecorderOnce();
   at::Tensor x = at::randn({3, 2, 24});
   at::Tensor w = at::randn({24});
   at::Tensor b = at::randn({24});
@@ -108,7 +122,7 @@ TEST(RecorderTest, GivenNormOpsWhenRecordedThenVariantsCarryTheirWeightAndBiasFl
 // Called once each (below the hot threshold of 3), shapes of this test's own.
 TEST(RecorderTest, GivenCrossEntropyCallsWhenRecordedThenVariantsCarryTheirReduction) {
   Recorder& r = Recorder::instance();
-  r.start(1.0, /*hotCalls=*/3, [](const std::string&, const VariantKey&) {});
+  (void)startRecorderOnce();
   at::Tensor x = at::randn({7, 19});
   at::Tensor t = at::randint(0, 19, {7}, at::kLong);
   (void)at::cross_entropy_loss(x, t);                                             // mean
