@@ -14,6 +14,25 @@
 
 #define HOTKERNEL_EXPORT extern "C" __attribute__((visibility("default")))
 
+namespace {
+
+// Writes `s` NUL-terminated into buf (truncated to size); returns the length
+// a caller needs for all of it: the contract of the *_json entry points.
+int copyOut(const std::string& s, char* buf, int size) {
+  if (buf && size > 0) {
+    const size_t n = std::min(s.size(), static_cast<size_t>(size - 1));
+    std::memcpy(buf, s.data(), n);
+    buf[n] = '\0';
+  }
+  return static_cast<int>(s.size() + 1);
+}
+
+nlohmann::json toJson(const hotkernel::MedianCi& m) {
+  return {{"median", m.median}, {"low", m.low}, {"high", m.high}, {"n", m.n}};
+}
+
+}  // namespace
+
 HOTKERNEL_EXPORT int hotkernel_start(void) {
   try {
     return hotkernel::Runtime::instance().start();
@@ -48,23 +67,11 @@ HOTKERNEL_EXPORT int hotkernel_plan_count(void) {
 
 HOTKERNEL_EXPORT int hotkernel_status_json(char* buf, int size) {
   try {
-    const std::string s = hotkernel::Runtime::instance().status().dump();
-    if (buf && size > 0) {
-      const size_t n = std::min(s.size(), static_cast<size_t>(size - 1));
-      std::memcpy(buf, s.data(), n);
-      buf[n] = '\0';
-    }
-    return static_cast<int>(s.size() + 1);
+    return copyOut(hotkernel::Runtime::instance().status().dump(), buf, size);
   } catch (...) {
     return -1;
   }
 }
-
-namespace {
-nlohmann::json toJson(const hotkernel::MedianCi& m) {
-  return {{"median", m.median}, {"low", m.low}, {"high", m.high}, {"n", m.n}};
-}
-}  // namespace
 
 HOTKERNEL_EXPORT int hotkernel_compare_samples(const double* baseline, const double* candidate, int n, char* buf,
                                               int size) {
@@ -72,15 +79,11 @@ HOTKERNEL_EXPORT int hotkernel_compare_samples(const double* baseline, const dou
     if (!baseline || !candidate || n <= 0) return -1;
     const hotkernel::Comparison c = hotkernel::compareSamples(std::vector<double>(baseline, baseline + n),
                                                               std::vector<double>(candidate, candidate + n));
-    const std::string s =
-        nlohmann::json{{"baseline", toJson(c.baseline)}, {"candidate", toJson(c.candidate)}, {"speedup", toJson(c.speedup)}}
-            .dump();
-    if (buf && size > 0) {
-      const size_t len = std::min(s.size(), static_cast<size_t>(size - 1));
-      std::memcpy(buf, s.data(), len);
-      buf[len] = '\0';
-    }
-    return static_cast<int>(s.size() + 1);
+    return copyOut(nlohmann::json{{"baseline", toJson(c.baseline)},
+                                  {"candidate", toJson(c.candidate)},
+                                  {"speedup", toJson(c.speedup)}}
+                       .dump(),
+                   buf, size);
   } catch (...) {
     return -1;
   }
