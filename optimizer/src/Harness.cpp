@@ -98,6 +98,21 @@ RowOpSpec normalized(const RowOpSpec& spec) {
   return g;
 }
 
+}  // namespace
+
+// Note [A 0-dim view]
+// `t.view({})` is not a 0-dim view: `{}` value-initializes the ScalarType
+// overload's argument (kByte), so it reinterprets the bytes (a bf16 scalar
+// became a [2] uint8 tensor and every cross_entropy mean/sum check threw).
+// Spell the empty shape as an IntArrayRef.
+at::Tensor outputView(const at::Tensor& flat, const RowOpOutput& o, int64_t rows, int64_t cols) {
+  if (o.scalar) return flat.narrow(0, 0, 1).view(c10::IntArrayRef{});
+  if (o.perRow) return flat.narrow(0, 0, rows);
+  return flat.narrow(0, 0, rows * cols).view({rows, cols});
+}
+
+namespace {
+
 // Elements of `out` farther from `ref` than the elementwise `bound` (finite
 // positions; NaN and infinity positions are maxAbsError's business), compared
 // in float32 like maxAbsError. Empty when none.
@@ -138,8 +153,7 @@ struct Runner {
       at::Tensor canary = buf.narrow(0, n, kCanary);
       canary.fill_(1234.5);
       canaries.push_back(canary);
-      at::Tensor out = buf.narrow(0, 0, n);
-      outs.push_back(o.scalar ? out.view({}) : o.perRow ? out : out.view({rows, cols}));
+      outs.push_back(outputView(buf, o, rows, cols));
     }
     // Scratch (Note [Row ops with per-row inputs, scalar outputs and a workspace]).
     const int64_t workFloats = spec.workspaceFloats ? spec.workspaceFloats(rows, cols) : 0;

@@ -164,6 +164,11 @@ struct HarnessOptions {
 // The torch dtype of a family dtype.
 at::ScalarType scalarTypeOf(kernels::DType dtype);
 
+// Output `o` of a check on a [rows, cols] input, as a view of the first
+// elements of `flat` (the harness's buffer, a canary after them): 0-dim for a
+// scalar output, [rows] per row, else [rows, cols].
+at::Tensor outputView(const at::Tensor& flat, const RowOpOutput& o, int64_t rows, int64_t cols);
+
 // Runs the five stages on `device` for the recorded variant (dtype, rows, cols).
 // Never throws for a bad candidate (that is a failed stage); throws Error for
 // a broken environment (no driver).
