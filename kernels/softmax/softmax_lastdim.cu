@@ -479,9 +479,32 @@ __device__ __forceinline__ float hk_cluster_load(const float* p, unsigned rank) 
   return *reinterpret_cast<const float*>(remote);
 }
 
+#ifndef HK_SMEM
+#define HK_SMEM 0
+#endif
+#if HK_SMEM
+// Experiment: the slice staged in shared memory with cp.async instead of
+// registers (few registers, so more CTAs and rows in flight per SM).
+__device__ __forceinline__ void hk_cp_async(void* smem, const void* gmem) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+#if HK_PACK_BYTES == 16
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(gmem) : "memory");
+#elif HK_PACK_BYTES >= 4
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(a), "l"(gmem), "n"(HK_PACK_BYTES) : "memory");
+#else
+  *static_cast<hk_pack*>(smem) = *static_cast<const hk_pack*>(gmem);  // cp.async takes 4, 8 or 16 bytes
+#endif
+}
+__device__ __forceinline__ void hk_cp_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+#endif
+
 extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
     hk_softmax_lastdim(const void* in_, void* out_, long long rows, long long cols) {
   __shared__ float hk_buf[2][HK_THREADS / 32];
+#if HK_SMEM
+  static_assert(HK_ITEMS * HK_THREADS * HK_PACK_BYTES <= 40960, "the staged slice must fit static shared memory");
+  __shared__ hk_pack hk_stage[HK_ITEMS * HK_THREADS];
+#endif
   __shared__ float hk_part[2];  // this CTA's (max, sum) pair of its slice, read by the whole cluster
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   hk_elem* out = static_cast<hk_elem*>(out_);
@@ -498,6 +521,19 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
   for (long long row = blockIdx.x / HK_CLUSTER; row < rows; row += clusters) {
     const hk_pack* src = reinterpret_cast<const hk_pack*>(in + row * cols);
     hk_pack* dst = reinterpret_cast<hk_pack*>(out + row * cols);
+#if HK_SMEM
+    // Each thread stages and later reads only its own vectors: no barrier.
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) {
+      const int v = begin + i * HK_THREADS + tid;
+      if (v < end) hk_cp_async(&hk_stage[i * HK_THREADS + tid], src + v);
+    }
+    hk_cp_async_wait();
+#define HK_ITEM_BEGIN(i)                                        \
+  const hk_pack hk_p = hk_stage[(i) * HK_THREADS + tid]; \
+  const bool hk_ok = begin + (i) * HK_THREADS + tid < end;
+#define HK_X(i, j) (hk_ok ? hk_to_float(hk_p.v[j]) : hk_neg_inf())
+#else
     float x[HK_ITEMS][HK_VEC];
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
@@ -511,19 +547,24 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
         for (int j = 0; j < HK_VEC; ++j) x[i][j] = hk_neg_inf();
       }
     }
+#define HK_ITEM_BEGIN(i)
+#define HK_X(i, j) x[i][j]
+#endif
     float m = hk_neg_inf();
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
+      HK_ITEM_BEGIN(i)
 #pragma unroll
-      for (int j = 0; j < HK_VEC; ++j) m = fmaxf(m, x[i][j]);
+      for (int j = 0; j < HK_VEC; ++j) m = fmaxf(m, HK_X(i, j));
     }
     m = hk_row_max(m, hk_buf[0]);
     const float base = hk_pair_base(m);
     float s = 0.0f;
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
+      HK_ITEM_BEGIN(i)
 #pragma unroll
-      for (int j = 0; j < HK_VEC; ++j) s += hk_exp(x[i][j] - base);
+      for (int j = 0; j < HK_VEC; ++j) s += hk_exp(HK_X(i, j) - base);
     }
     s = hk_row_sum(s, hk_buf[1]);
     if (published) hk_cluster_wait();  // every peer has read our previous pair
@@ -555,13 +596,14 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
     for (int i = 0; i < HK_ITEMS; ++i) {
       const int v = begin + i * HK_THREADS + tid;
       if (v < end) {
+        HK_ITEM_BEGIN(i)
         hk_pack p;
 #pragma unroll
         for (int j = 0; j < HK_VEC; ++j) {
 #if HK_LOG
-          p.v[j] = hk_from_float((x[i][j] - rm) - logs);
+          p.v[j] = hk_from_float((HK_X(i, j) - rm) - logs);
 #else
-          p.v[j] = hk_from_float(hk_exp(x[i][j] - rm) * inv);
+          p.v[j] = hk_from_float(hk_exp(HK_X(i, j) - rm) * inv);
 #endif
         }
         dst[v] = p;
@@ -570,4 +612,6 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
   }
   if (published) hk_cluster_wait();  // peers may still read our last pair
 }
+#undef HK_X
+#undef HK_ITEM_BEGIN
 #endif  // HK_CLUSTER > 1

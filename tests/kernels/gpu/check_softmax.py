@@ -16,6 +16,7 @@ events, L2 flushed before each repetition, median of 20). --quick and
 Needs torch with CUDA and libcuda; launches through the driver API (ctypes).
 """
 import argparse
+import re
 import ctypes
 import json
 import math
@@ -212,9 +213,13 @@ def main():
     ap.add_argument("--quick", action="store_true", help="three input kinds only")
     ap.add_argument("--max-numel", type=int, default=2**62, help="skip larger variants")
     ap.add_argument("--report")
+    ap.add_argument("--points", help="only points whose description matches this regex (tags included)")
     args = ap.parse_args()
     with open(os.path.join(args.cubin_dir, "manifest.json")) as f:
         manifest = json.load(f)
+    if args.points:
+        for v in manifest["variants"]:
+            v["points"] = [pt for pt in v["points"] if re.search(args.points, pt["describe"])]
     torch.zeros(1, device="cuda")  # primary context current on this thread
     print(torch.__version__, torch.cuda.get_device_name(), flush=True)
     kernels = {}
