@@ -172,8 +172,11 @@ TEST(CrossEntropyRuntimeGpuTest, GivenHotBf16MeanWhenOptimizedThenCrossEntropyHi
   EXPECT_FALSE(z.requires_grad());
   expectMeanWithin(z, x, t, -100, "no grad needed");
 
-  // ignore_index a real class: the kernel's per-call argument.
-  at::Tensor t7 = t.clone();
+  // ignore_index a real class: the kernel's per-call argument. Every other
+  // target must then be a class: ATen's nll_loss asserts on the device (and
+  // the context is lost) for a target outside [0, cols) that is not the
+  // ignore_index, such as -100 here.
+  at::Tensor t7 = at::randint(0, kCols, {kRows}, opts.dtype(at::kLong));
   t7.slice(0, 0, kRows, 5).fill_(7);
   {
     at::InferenceMode inference;
