@@ -18,7 +18,7 @@ namespace hotkernel {
 
 SearchPoint FamilyPoint::toSearchPoint() const {
   return SearchPoint{{"threads", threads}, {"rowsPerCta", rowsPerCta}, {"vec", vec}, {"items", items},
-                     {"cluster", cluster}};
+                     {"cluster", cluster},  {"smem", smem}};
 }
 
 FamilyPoint FamilyPoint::fromSearchPoint(const SearchPoint& pt) {
@@ -29,6 +29,8 @@ FamilyPoint FamilyPoint::fromSearchPoint(const SearchPoint& pt) {
   p.items = pt.at("items");
   auto cluster = pt.find("cluster");
   p.cluster = cluster == pt.end() ? 1 : cluster->second;
+  auto smem = pt.find("smem");
+  p.smem = smem == pt.end() ? 0 : smem->second;
   return p;
 }
 
@@ -81,7 +83,8 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
                                      {"rowsPerCta", valuesOf(&FamilyPoint::rowsPerCta)}}, false},
       SearchTier{"memory access", {{"vec", valuesOf(&FamilyPoint::vec)}}, false},
       SearchTier{"algorithm", {{"items", valuesOf(&FamilyPoint::items)}}, true},
-      SearchTier{"architecture", {{"cluster", valuesOf(&FamilyPoint::cluster)}}, false},
+      SearchTier{"architecture", {{"cluster", valuesOf(&FamilyPoint::cluster)}, {"smem", valuesOf(&FamilyPoint::smem)}},
+                 false},
   };
   std::set<SearchPoint> validPoints;
   for (const FamilyPoint& p : spec.validPoints) validPoints.insert(p.toSearchPoint());

@@ -279,7 +279,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   const auto opts = at::TensorOptions().dtype(scalarTypeOf(v.dtype)).device(at::kCUDA, device);
   const at::Tensor benchInput = at::randn({v.rows, v.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
   auto toFamilyPoint = [](const SoftmaxParams& p) {
-    return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, p.cluster};
+    return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, p.cluster, p.smem ? 1 : 0};
   };
   auto toParams = [](const FamilyPoint& p) {
     SoftmaxParams s;
@@ -288,6 +288,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
     s.vec = p.vec;
     s.items = p.items;
     s.cluster = p.cluster;
+    s.smem = p.smem != 0;
     return s;
   };
   FamilyTuneSpec fs;

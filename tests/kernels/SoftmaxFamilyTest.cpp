@@ -56,10 +56,11 @@ TEST(SoftmaxFamilyTest, GivenEveryDTypeWhenListingAllPointsThenUniqueAndEachIsAV
     const std::vector<P> all = SoftmaxFamily::allParameterPoints(d);
     ASSERT_FALSE(all.empty());
     std::set<std::tuple<int, int, int, int>> seen;
-    std::set<std::tuple<int, int, int, int>> clusters;
+    std::set<std::tuple<int, int, int, int, bool>> clusters;
     for (const P& p : all) {
+      EXPECT_TRUE(!p.smem || p.cluster != 1) << "staged points are cluster points: " << p.describe();
       if (p.cluster != 1) {
-        EXPECT_TRUE(clusters.insert({p.threads, p.vec, p.items, p.cluster}).second) << p.describe();
+        EXPECT_TRUE(clusters.insert({p.threads, p.vec, p.items, p.cluster, p.smem}).second) << p.describe();
         EXPECT_EQ(p.rowsPerCta, 1) << p.describe();
         EXPECT_GE(p.items, 1) << "cluster points are register-resident: " << p.describe();
         EXPECT_EQ(p.minComputeCapability(), 90) << p.describe();
@@ -80,15 +81,21 @@ TEST(SoftmaxFamilyTest, GivenEveryDTypeWhenListingAllPointsThenUniqueAndEachIsAV
         EXPECT_LE(p.rowThreads(), 32) << p.describe();
         EXPECT_GE(p.items, 1) << "multi-row points are register-resident: " << p.describe();
       }
-      EXPECT_LE(p.items * p.vec, std::min(SoftmaxFamily::kMaxRegisterElements,
-                                          SoftmaxFamily::kRegisterFileElements / p.threads))
-          << p.describe();
+      if (!p.smem) {
+        EXPECT_LE(p.items * p.vec, std::min(SoftmaxFamily::kMaxRegisterElements,
+                                            SoftmaxFamily::kRegisterFileElements / p.threads))
+            << p.describe();
+      }
       // A one-row variant that every point can serve: cols = vec.
       EXPECT_TRUE(SoftmaxFamily::guardParams({d, 1, p.vec}, p)) << dtypeName(d) << " " << p.describe();
     }
     EXPECT_TRUE(seen.count({1024, 1, 0, 1})) << "no scalar streaming point";
     EXPECT_TRUE(seen.count({128, 1, 1, 32})) << "no four-threads-per-row point";
-    for (int c : {2, 4, 8}) EXPECT_TRUE(clusters.count({1024, 1, 1, c})) << "no cluster " << c << " point";
+    for (int c : {2, 4, 8}) EXPECT_TRUE(clusters.count({1024, 1, 1, c, false})) << "no cluster " << c << " point";
+    for (int c : {2, 4, 8}) {
+      EXPECT_TRUE(clusters.count({256, static_cast<int>(16 / elementSize(d)), 8, c, true}))
+          << "no staged cluster " << c << " point";
+    }
   }
 }
 
@@ -105,6 +112,59 @@ TEST(SoftmaxFamilyTest, GivenClusterPointsWhenGuardedThenTheClusterMultipliesThe
   EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{1024, 8, 0, 1, 4}));
   EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{128, 8, 1, 8, 2}));
   EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{128, 8, 1, 1, 2}));
+}
+
+P smemPoint(int threads, int vec, int items, int cluster) {
+  P p{threads, vec, items, 1, cluster};
+  p.smem = true;
+  return p;
+}
+
+TEST(SoftmaxFamilyTest, GivenSharedMemoryPointsWhenGuardedThenClusterAndSixteenByteVectorsOnly) {
+  const V v{DType::BFloat16, 8192, 128256};
+  EXPECT_TRUE(SoftmaxFamily::guardParams(v, smemPoint(256, 8, 8, 8)));  // 8 x 256 x 8 x 8 = 131072 >= 128256
+  EXPECT_FALSE(SoftmaxFamily::guardParams(v, smemPoint(256, 8, 6, 8)));  // 98304 elements: the row does not fit
+  EXPECT_FALSE(SoftmaxFamily::guardParams(v, smemPoint(256, 4, 8, 8)));  // 8-byte vectors: no cp.async.cg
+  EXPECT_FALSE(SoftmaxFamily::guardParams(v, smemPoint(256, 8, 8, 1)));  // no cluster
+  EXPECT_FALSE(SoftmaxFamily::guardParams(v, smemPoint(1024, 8, 4, 8)));  // not a staged CTA size
+  EXPECT_FALSE(SoftmaxFamily::guardParams(v, smemPoint(256, 8, 12, 8)));  // not a staged items count
+  EXPECT_TRUE(SoftmaxFamily::guardParams({DType::Float32, 4, 4096}, smemPoint(256, 4, 1, 4)));
+  EXPECT_EQ(smemPoint(256, 8, 8, 8).minComputeCapability(), 90);
+  // Every staged point is listed, and none is a register point.
+  const std::vector<P> all = SoftmaxFamily::allParameterPoints(DType::BFloat16);
+  EXPECT_NE(std::find(all.begin(), all.end(), smemPoint(256, 8, 8, 8)), all.end());
+  EXPECT_NE(std::find(all.begin(), all.end(), P{256, 8, 8, 1, 8}), all.end());
+  EXPECT_NE(smemPoint(256, 8, 8, 8), (P{256, 8, 8, 1, 8}));
+}
+
+TEST(SoftmaxFamilyTest, GivenASharedMemoryPointWhenAskedForGeometryAndOptionsThenItsStageAndTheDefine) {
+  const LaunchGeometry g = SoftmaxFamily::launchGeometry({DType::BFloat16, 8192, 128256}, smemPoint(256, 8, 8, 8));
+  EXPECT_EQ(g.gridX, 8192u * 8);
+  EXPECT_EQ(g.sharedBytes, 256u * 8 * 16);
+  // The stage depends on the point only: every shape the harness sweeps launches with the same bytes.
+  EXPECT_EQ(SoftmaxFamily::launchGeometry({DType::BFloat16, 3, 50000}, smemPoint(256, 8, 8, 8)).sharedBytes,
+            g.sharedBytes);
+  EXPECT_EQ(SoftmaxFamily::launchGeometry({DType::BFloat16, 8192, 128256}, P{256, 8, 8, 1, 8}).sharedBytes, 0u);
+  const std::vector<std::string> o = SoftmaxFamily::compileOptions(DType::BFloat16, smemPoint(256, 8, 8, 8));
+  EXPECT_NE(std::find(o.begin(), o.end(), "-DHK_SMEM=1"), o.end());
+  const std::vector<std::string> r = SoftmaxFamily::compileOptions(DType::BFloat16, P{256, 8, 8, 1, 8});
+  EXPECT_EQ(std::find(r.begin(), r.end(), "-DHK_SMEM=1"), r.end());
+}
+
+TEST(SoftmaxFamilyTest, GivenManyLongRowsOnHopperWhenAskedForTheSpaceThenStagedTwinsBeforeTheirRegisterPoints) {
+  const std::vector<P> space = SoftmaxFamily::parameterSpace({DType::BFloat16, 8192, 128256}, 90);
+  ASSERT_FALSE(space.empty());
+  EXPECT_TRUE(space.front().smem) << space.front().describe();
+  for (size_t i = 0; i < space.size(); ++i) {
+    if (!space[i].smem) continue;
+    P reg = space[i];
+    reg.smem = false;
+    const auto it = std::find(space.begin(), space.end(), reg);
+    if (it != space.end()) EXPECT_GT(it - space.begin(), static_cast<std::ptrdiff_t>(i)) << reg.describe();
+  }
+  // Few rows: the register point first (one row per cluster: nothing to overlap).
+  const std::vector<P> few = SoftmaxFamily::parameterSpace({DType::BFloat16, 32, 128256}, 90);
+  EXPECT_FALSE(few.front().smem) << few.front().describe();
 }
 
 TEST(SoftmaxFamilyTest, GivenLongOrFewRowsOnHopperWhenAskedForTheSpaceThenClusterPointsComeFirst) {
@@ -365,6 +425,9 @@ TEST(SoftmaxFamilyTest, GivenParamsWhenJsonRoundTrippedThenEqual) {
   EXPECT_EQ((P{512, 8, 8}.toJson().dump()), R"({"items":8,"rowsPerCta":1,"threads":512,"vec":8})");
   EXPECT_EQ((P{1024, 8, 4, 1, 4}.toJson().dump()), R"({"cluster":4,"items":4,"rowsPerCta":1,"threads":1024,"vec":8})");
   EXPECT_EQ(P::fromJson(P{1024, 8, 4, 1, 4}.toJson()).cluster, 4);
+  EXPECT_EQ(smemPoint(256, 8, 8, 8).toJson().dump(),
+            R"({"cluster":8,"items":8,"rowsPerCta":1,"smem":true,"threads":256,"vec":8})");
+  EXPECT_TRUE(P::fromJson(smemPoint(256, 8, 8, 8).toJson()).smem);
   // Entries written before rowsPerCta existed read as one row per CTA.
   EXPECT_EQ(P::fromJson({{"threads", 512}, {"vec", 8}, {"items", 8}}), (P{512, 8, 8, 1}));
 }
@@ -375,12 +438,14 @@ TEST(SoftmaxFamilyTest, GivenMalformedJsonWhenParsedThenThrows) {
   EXPECT_THROW(P::fromJson({{"threads", "512"}, {"vec", 8}, {"items", 0}}), Error);
   EXPECT_THROW(P::fromJson({{"threads", 512.5}, {"vec", 8}, {"items", 0}}), Error);
   EXPECT_THROW(P::fromJson({{"threads", 512}, {"vec", 8}, {"items", 0}, {"rowsPerCta", "2"}}), Error);
+  EXPECT_THROW(P::fromJson({{"threads", 256}, {"vec", 8}, {"items", 8}, {"cluster", 8}, {"smem", 1}}), Error);
 }
 
 TEST(SoftmaxFamilyTest, GivenParamsWhenDescribedThenNamesEveryFieldAndTheAlgorithm) {
   EXPECT_EQ(P({512, 8, 8}).describe(), "threads=512 vec=8 items=8 (register-resident)");
   EXPECT_EQ(P({1024, 4, 0}).describe(), "threads=1024 vec=4 items=0 (streaming)");
   EXPECT_EQ(P({128, 8, 1, 8}).describe(), "threads=128 vec=8 items=1 rowsPerCta=8 (register-resident)");
+  EXPECT_EQ(smemPoint(256, 8, 8, 8).describe(), "threads=256 vec=8 items=8 cluster=8 (shared-memory-resident)");
 }
 
 TEST(SoftmaxFamilyTest, GivenTheFamilyWhenAskedForSourceThenTheEmbeddedTemplate) {

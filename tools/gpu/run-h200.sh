@@ -8,6 +8,7 @@
 # with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
 #
 #   tools/gpu/run-h200.sh [all|build|test|ops|bench|warmup|demo]...
+# HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu").
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${OUT:-$ROOT/out}"
@@ -42,7 +43,7 @@ fi
 rc=0
 if want test; then
   log "ctest (all tests, gpu label included)"
-  (cd "$BUILD" && ctest --output-on-failure -j 4 --timeout 900 --output-junit "$OUT/ctest-junit.xml") \
+  (cd "$BUILD" && ctest --output-on-failure -j 4 --timeout 900 --output-junit "$OUT/ctest-junit.xml" ${HOTKERNEL_CTEST_ARGS:-}) \
     >"$OUT/ctest.log" 2>&1 || rc=1
   tail -15 "$OUT/ctest.log"
   (cd "$BUILD" && ctest -L gpu -N) | tail -1

@@ -48,6 +48,8 @@ struct SoftmaxParams {
   int rowsPerCta = 1;  // 1: a CTA per row; > 1: short rows, rowThreads() <= 32 threads (part of one warp) per row
   int cluster = 1;     // 1: one CTA per row; 2, 4, 8: a thread-block cluster per row, each CTA a slice of it
                        // in registers (register-resident, rowsPerCta == 1, sm_90+ only)
+  bool smem = false;   // with cluster > 1: the slice staged in shared memory (cp.async, 16-byte vectors)
+                       // instead of registers: `items` vectors a thread, threads * items * 16 bytes a CTA
 
   int rowThreads() const { return threads / rowsPerCta; }
   bool registerResident() const { return items > 0; }
@@ -55,23 +57,27 @@ struct SoftmaxParams {
   int minComputeCapability() const { return cluster > 1 ? 90 : 0; }
   bool operator==(const SoftmaxParams& o) const {
     return threads == o.threads && vec == o.vec && items == o.items && rowsPerCta == o.rowsPerCta &&
-           cluster == o.cluster;
+           cluster == o.cluster && smem == o.smem;
   }
   bool operator!=(const SoftmaxParams& o) const { return !(*this == o); }
 
-  // {"items":8,"rowsPerCta":1,"threads":512,"vec":8}, plus "cluster" when it is not 1.
+  // {"items":8,"rowsPerCta":1,"threads":512,"vec":8}, plus "cluster" when it is not 1 and
+  // "smem":true when set.
   nlohmann::json toJson() const;
   // Throws Error unless `j` is an object with integer threads, vec and items
-  // (and rowsPerCta and cluster, 1 when absent). Does not check validity: guardParams does.
+  // (and rowsPerCta and cluster, 1 when absent; a boolean smem, false when
+  // absent). Does not check validity: guardParams does.
   static SoftmaxParams fromJson(const nlohmann::json& j);
   // "threads=512 vec=8 items=8 (register-resident)",
   // "threads=128 vec=8 items=1 rowsPerCta=8 (register-resident)",
-  // "threads=1024 vec=8 items=2 cluster=8 (register-resident)"
+  // "threads=1024 vec=8 items=2 cluster=8 (register-resident)",
+  // "threads=256 vec=8 items=8 cluster=8 (shared-memory-resident)"
   std::string describe() const;
 };
 
 // How to launch one compiled point for one variant. sharedBytes is the
-// dynamic shared memory; the template uses static shared memory only.
+// dynamic shared memory: the staged slice of a shared-memory-resident point
+// (threads * items * 16 bytes, the same for every variant), else 0.
 struct LaunchGeometry {
   unsigned gridX = 1;
   unsigned blockX = 1;

@@ -25,6 +25,7 @@ namespace hotkernel {
 // thread-block cluster per row; 1 for families without clusters).
 struct FamilyPoint {
   int threads = 0, rowsPerCta = 1, vec = 1, items = 0, cluster = 1;
+  int smem = 0;  // 1: the softmax slice staged in shared memory (SoftmaxParams::smem); 0 for other families
   SearchPoint toSearchPoint() const;
   static FamilyPoint fromSearchPoint(const SearchPoint& p);
 };
