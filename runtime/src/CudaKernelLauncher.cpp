@@ -19,7 +19,12 @@ std::shared_ptr<CudaKernelLauncher> CudaKernelLauncher::load(int ordinal, const 
   HOTKERNEL_CU_CALL(cuCtxSetCurrent(l->context_));
   CUresult r = requireCudaDriver().cuModuleLoadData(&l->module_, cubin.data());
   if (r == CUDA_SUCCESS) r = requireCudaDriver().cuModuleGetFunction(&l->function_, l->module_, kernelName.c_str());
-  if (r == CUDA_SUCCESS && geometry.sharedBytes > 48 * 1024) {
+  // Note [Dynamic shared memory opt-in]
+  // Above 48 KiB of shared memory per CTA a kernel must opt in, and the
+  // limit counts its static shared memory too: 48 KiB of dynamic plus the
+  // template's static buffers failed to launch ("invalid argument") on the
+  // H200 with the attribute set only above 48 KiB. Opt in for any dynamic size.
+  if (r == CUDA_SUCCESS && geometry.sharedBytes > 0) {
     r = requireCudaDriver().cuFuncSetAttribute(l->function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                static_cast<int>(geometry.sharedBytes));
   }
