@@ -117,10 +117,10 @@ NORM_CASES = (
     "rms_norm:bfloat16:32x4096,rms_norm:bfloat16:4096x4096,rms_norm:bfloat16:16384x8192,"
     "layer_norm:bfloat16:32x4096,layer_norm:bfloat16:4096x4096,layer_norm:bfloat16:16384x8192"
 )
-# `--cases cross_entropy`: decode (one row of a 128k vocabulary), a batch of 32000 classes, a large LM head.
+# `--cases cross_entropy`: decode (one and 32 rows of a 128k vocabulary), a batch of 32000 classes, a large LM head.
 CROSS_ENTROPY_CASES = (
-    "cross_entropy:bfloat16:1x128256,cross_entropy:bfloat16:4096x32000,cross_entropy:bfloat16:8192x128256,"
-    "cross_entropy:float32:4096x32000"
+    "cross_entropy:bfloat16:1x128256,cross_entropy:bfloat16:32x128256,cross_entropy:bfloat16:4096x32000,"
+    "cross_entropy:bfloat16:8192x128256,cross_entropy:float32:4096x32000"
 )
 
 
