@@ -12,12 +12,32 @@
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel {
+namespace {
+
+// Note [The benchmark stream waits for its inputs]
+// The timed calls run on a fresh pool stream, but their inputs were made on
+// the caller's current stream by kernels (randn, randint, fill) that may still
+// be queued there. Without an edge between the two streams the first timed
+// calls read half-written tensors: harmless for timing softmax, fatal for
+// cross_entropy, whose ATen decomposition asserted on the device on garbage
+// class targets ("t >= 0 && t < n_classes", nll_loss) on the H200 while the
+// background optimizer tuned it, which loses the host's CUDA context.
+at::cuda::CUDAStream benchmarkStream(int device) {
+  const at::cuda::CUDAStream caller = at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device));
+  at::cuda::CUDAStream stream = at::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+  at::cuda::CUDAEvent ready(cudaEventDisableTiming);
+  ready.record(caller);
+  ready.block(stream);
+  return stream;
+}
+
+}  // namespace
 
 Comparison benchmarkInterleaved(const Workload& baseline, const Workload& candidate, int device,
                                 const BenchmarkOptions& options) {
   HOTKERNEL_CHECK(options.pairs >= 3, "need at least 3 pairs");
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  at::cuda::CUDAStream stream = at::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+  at::cuda::CUDAStream stream = benchmarkStream(device);
   c10::cuda::CUDAStreamGuard streamGuard(stream);
 
   // Writing a buffer of twice the L2 size evicts the inputs of the last run.
@@ -75,7 +95,7 @@ Comparison benchmarkInterleaved(const Workload& baseline, const Workload& candid
 MedianCi benchmarkOne(const Workload& work, int device, const BenchmarkOptions& options) {
   HOTKERNEL_CHECK(options.pairs >= 3, "need at least 3 runs");
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  at::cuda::CUDAStream stream = at::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+  at::cuda::CUDAStream stream = benchmarkStream(device);
   c10::cuda::CUDAStreamGuard streamGuard(stream);
   const int64_t l2 = at::cuda::getDeviceProperties(device)->l2CacheSize;
   at::Tensor flush = at::empty({std::max<int64_t>(2 * l2, 1 << 20)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, device));
