@@ -25,8 +25,7 @@ Ops: softmax, log_softmax, rms_norm (F.rms_norm with a weight), layer_norm
 (F.layer_norm with weight and bias); `--cases norms` runs the norm shapes (all
 four are in HOTKERNEL_OPS' default); cross_entropy (F.cross_entropy, mean, int64
 class targets with every 8th row ignored; ideal traffic: the logits read once):
-`--cases cross_entropy`, with cross_entropy_loss in HOTKERNEL_OPS (not in its
-default), e.g. HOTKERNEL_OPS=_softmax,_log_softmax,cross_entropy_loss.
+`--cases cross_entropy` (cross_entropy_loss is in HOTKERNEL_OPS' default too).
 
 Output: "hotkernel-bench" v1 JSON, benchmark "ops", one result per case, and a
 Markdown table on stdout (the README's table is pasted from it).

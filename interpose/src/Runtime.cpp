@@ -143,18 +143,7 @@ int Runtime::start() {
   try {
     for (const std::string& op : c.ops) {
       const auto served = servedOpOf(op);
-      if (served && *served == ServedOp::CrossEntropy && !c.experimentalAllowed(op)) {
-        // Note [Experimental ops]
-        // The cross_entropy kernels match ATen on the H200 (every point,
-        // cross_entropy_gpu_tests), but the optimizer's path for it has not
-        // passed there: its harness threw on rows = 1, and one run ended in an
-        // ATen device assert (out-of-range class) that kills the process's
-        // CUDA context. Until that runs clean, serving it takes an explicit
-        // HOTKERNEL_EXPERIMENTAL_OPS=cross_entropy_loss.
-        HOTKERNEL_LOG(Warn) << "HOTKERNEL_OPS: '" << op
-                            << "' is experimental (its optimizer path has not passed on a GPU); ignored unless "
-                               "HOTKERNEL_EXPERIMENTAL_OPS names it";
-      } else if (served) {
+      if (served) {
         installServedOp(*served, c10::DispatchKey::CUDA, &onDeviceUse);
       } else {
         HOTKERNEL_LOG(Warn) << "HOTKERNEL_OPS: no kernel family serves '" << op << "'; ignored";

@@ -57,26 +57,15 @@ Config Config::fromEnvironment() {
   c.idleMs = parsePositive("HOTKERNEL_IDLE_MS", 50);
   c.optimizerMemoryMb = parsePositive("HOTKERNEL_OPT_MEM_MB", 0);
   std::string ops = env("HOTKERNEL_OPS");
-  // The norm ops joined after their first end-to-end run on the H200 (bench/ops_bench.py, 2026-11-30).
-  if (ops.empty()) ops = "_softmax,_log_softmax,_fused_rms_norm,native_layer_norm";
+  // The norm ops joined after their first end-to-end run on the H200 (bench/ops_bench.py, 2026-11-30),
+  // cross_entropy_loss after its in-process tuning ran clean there (bench/results/h200-ops-cross-entropy-*).
+  if (ops.empty()) ops = "_softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss";
   std::stringstream ss(ops);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (!item.empty()) c.ops.push_back(item);
   }
-  std::stringstream ex(env("HOTKERNEL_EXPERIMENTAL_OPS"));
-  while (std::getline(ex, item, ',')) {
-    if (!item.empty()) c.experimentalOps.push_back(item);
-  }
   return c;
-}
-
-bool Config::experimentalAllowed(const std::string& op) const {
-  const std::string bare = op.rfind("aten::", 0) == 0 ? op.substr(6) : op;
-  for (const std::string& e : experimentalOps) {
-    if (e == op || e == bare || e == "aten::" + bare) return true;
-  }
-  return false;
 }
 
 const Config& config() {

@@ -86,18 +86,6 @@ TEST(PreloadShimTest, GivenMissingRealLibraryWhenPythonImportsTorchThenProcessRu
   EXPECT_NE(out.find("cannot load the hotkernel library"), std::string::npos) << out;
 }
 
-// Note [Experimental ops] in interpose/src/Runtime.cpp.
-TEST(PreloadShimTest, GivenAnExperimentalOpInHotkernelOpsWhenStartedThenIgnoredUnlessNamedAsExperimental) {
-  if (!exists(kLib + "/libhotkernel.so")) GTEST_SKIP() << "built without torch";
-  const std::string refused = pythonProbe("HOTKERNEL_OPS=_softmax,cross_entropy_loss");
-  EXPECT_NE(refused.find("'cross_entropy_loss' is experimental"), std::string::npos) << refused;
-  EXPECT_NE(refused.find("True"), std::string::npos) << refused;  // the process ran, hotkernel loaded
-  const std::string allowed =
-      pythonProbe("HOTKERNEL_OPS=_softmax,cross_entropy_loss HOTKERNEL_EXPERIMENTAL_OPS=cross_entropy_loss");
-  EXPECT_EQ(allowed.find("is experimental"), std::string::npos) << allowed;
-  EXPECT_NE(allowed.find("True"), std::string::npos) << allowed;
-}
-
 // bench/ops_bench.py times in Python (torch.compile needs it) and takes its
 // statistics from the library, so every figure uses one implementation.
 TEST(PreloadShimTest, GivenPairedSamplesWhenComparedThroughTheCApiThenTheBenchmarkStatistics) {

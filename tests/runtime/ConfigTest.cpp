@@ -18,11 +18,12 @@ TEST(ConfigTest, GivenNoEnvironmentWhenReadThenDefaults) {
   EXPECT_TRUE(c.optimize);
   EXPECT_EQ(c.hotCalls, 50);
   EXPECT_EQ(c.cacheDir, "/tmp/hk-config-test");
-  ASSERT_EQ(c.ops.size(), 4u);
+  ASSERT_EQ(c.ops.size(), 5u);
   EXPECT_EQ(c.ops[0], "_softmax");
   EXPECT_EQ(c.ops[1], "_log_softmax");
   EXPECT_EQ(c.ops[2], "_fused_rms_norm");
   EXPECT_EQ(c.ops[3], "native_layer_norm");
+  EXPECT_EQ(c.ops[4], "cross_entropy_loss");
 }
 
 TEST(ConfigTest, GivenOffSwitchAndBadNumberWhenReadThenDisabledAndDefaultKept) {
@@ -33,20 +34,6 @@ TEST(ConfigTest, GivenOffSwitchAndBadNumberWhenReadThenDisabledAndDefaultKept) {
   EXPECT_EQ(c.hotCalls, 50);
   unsetenv("HOTKERNEL");
   unsetenv("HOTKERNEL_HOT_CALLS");
-}
-
-TEST(ConfigTest, GivenExperimentalOpsWhenReadThenOnlyTheNamedOnesAreAllowedWithOrWithoutAten) {
-  unsetenv("HOTKERNEL_EXPERIMENTAL_OPS");
-  EXPECT_FALSE(Config::fromEnvironment().experimentalAllowed("cross_entropy_loss"));
-  setenv("HOTKERNEL_EXPERIMENTAL_OPS", "cross_entropy_loss,,other", 1);
-  const Config c = Config::fromEnvironment();
-  EXPECT_TRUE(c.experimentalAllowed("cross_entropy_loss"));
-  EXPECT_TRUE(c.experimentalAllowed("aten::cross_entropy_loss"));
-  EXPECT_FALSE(c.experimentalAllowed("_softmax"));
-  EXPECT_FALSE(c.experimentalAllowed(""));
-  setenv("HOTKERNEL_EXPERIMENTAL_OPS", "aten::cross_entropy_loss", 1);
-  EXPECT_TRUE(Config::fromEnvironment().experimentalAllowed("cross_entropy_loss"));
-  unsetenv("HOTKERNEL_EXPERIMENTAL_OPS");
 }
 
 TEST(ConfigTest, GivenNoCacheDirWhenReadThenXdgOrHomeDefault) {

@@ -9,8 +9,7 @@
 // | HOTKERNEL_OPTIMIZE            | 1                            | 0: only use cached kernels, never optimize in-process |
 // | HOTKERNEL_HOT_CALLS           | 50                           | calls of one variant before it is queued for optimization |
 // | HOTKERNEL_PROFILE             | (unset)                      | file the recorded variants are written to at exit (JSON) |
-// | HOTKERNEL_OPS                 | _softmax,_log_softmax,_fused_rms_norm,native_layer_norm | comma list of ops to override |
-// | HOTKERNEL_EXPERIMENTAL_OPS    | (unset)                      | comma list of experimental ops HOTKERNEL_OPS may name (cross_entropy_loss) |
+// | HOTKERNEL_OPS                 | _softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss | comma list of ops to override |
 // | HOTKERNEL_IDLE_MS             | 50                           | the optimizer works only after this long without serving GPU ops |
 // | HOTKERNEL_OPT_MEM_MB          | 25% of the device's memory   | GPU memory the background optimizer may use |
 
@@ -27,10 +26,6 @@ struct Config {
   int64_t hotCalls = 50;
   std::string profilePath;
   std::vector<std::string> ops;
-  // Note [Experimental ops]: ops whose path has not passed on a GPU yet are
-  // refused in HOTKERNEL_OPS unless also named here.
-  std::vector<std::string> experimentalOps;
-  bool experimentalAllowed(const std::string& op) const;
   int64_t idleMs = 50;
   int64_t optimizerMemoryMb = 0;  // 0: a quarter of the device's memory
 
