@@ -127,15 +127,19 @@ std::optional<VariantKey> crossEntropyKeyOf(const at::Tensor& self, const at::Te
                                             const std::optional<at::Tensor>& weight, int64_t reduction,
                                             double labelSmoothing) {
   if (!self.defined() || !target.defined()) return std::nullopt;
-  CrossEntropyCall call;
+  if (self.dim() != 2 || target.dim() != 1) return std::nullopt;  // the guard's first refusal, without copies
+  // Every call of the served op comes here: one description per thread whose
+  // vectors keep their capacity, so describing a call allocates nothing after
+  // the first. Every field is set below.
+  thread_local CrossEntropyCall call;
   const std::optional<DType> dtype = dtypeOf(self.scalar_type());
   call.logitsFloating = dtype.has_value();
   call.dtype = dtype.value_or(DType::Float32);
-  call.logitsSizes = self.sizes().vec();
-  call.logitsStrides = self.strides().vec();
+  call.logitsSizes.assign(self.sizes().begin(), self.sizes().end());
+  call.logitsStrides.assign(self.strides().begin(), self.strides().end());
   call.targetInt64 = target.scalar_type() == at::kLong;
-  call.targetSizes = target.sizes().vec();
-  call.targetStrides = target.strides().vec();
+  call.targetSizes.assign(target.sizes().begin(), target.sizes().end());
+  call.targetStrides.assign(target.strides().begin(), target.strides().end());
   call.sameDevice = self.device() == target.device();
   call.hasWeight = weight.has_value() && weight->defined();
   call.labelSmoothing = labelSmoothing;
