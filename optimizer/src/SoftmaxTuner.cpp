@@ -9,6 +9,7 @@
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <limits>
 
@@ -129,14 +130,18 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
   AgentTask task = makeSoftmaxAgentTask(v, arch);
   // A cluster point's source needs its cluster launch, which the agent's
   // launch format cannot express: the agent then gets no best source.
-  if (outcome.accepted && outcome.family == SoftmaxFamily::kName && outcome.params.cluster == 1) {
+  const std::optional<SoftmaxParams> chosen =
+      outcome.accepted && outcome.family == SoftmaxFamily::kName
+          ? std::optional<SoftmaxParams>(SoftmaxParams::fromJson(outcome.paramsJson))
+          : std::nullopt;
+  if (chosen && chosen->cluster == 1) {
     AgentBest best;
     best.origin = "family";
     best.kernel.source = specializeSource(
-        SoftmaxFamily::source(), definesFromOptions(SoftmaxFamily::compileOptions(v.dtype, outcome.params)));
+        SoftmaxFamily::source(), definesFromOptions(SoftmaxFamily::compileOptions(v.dtype, *chosen)));
     best.kernel.kernelName = SoftmaxFamily::kKernelName;
-    best.kernel.launch.block = outcome.params.threads;
-    best.kernel.launch.rowsPerBlock = outcome.params.rowsPerCta;
+    best.kernel.launch.block = chosen->threads;
+    best.kernel.launch.rowsPerBlock = chosen->rowsPerCta;
     best.timing = {outcome.metrics.value("atenUs", 0.0), outcome.metrics.value("kernelUs", 0.0), bestSpeedup};
     task.best = best;
   }
@@ -331,7 +336,6 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   };
   double bestSpeedup = 0, bestUs = 0;
   TuneOutcome outcome = tuneFamily(fs, device, arch, options, bestSpeedup, &bestUs);
-  if (outcome.accepted) outcome.params = SoftmaxParams::fromJson(outcome.paramsJson);
   nlohmann::json candidatesLog = outcome.metrics["candidates"];
 
   // Note [Stopping a target's search]: agent rounds only for a target not stopped yet.

@@ -183,7 +183,7 @@ TEST_F(SoftmaxCudaOverrideTest, GivenTunedVariantWhenCalledThroughDispatcherThen
   ASSERT_TRUE(t.accepted) << t.metrics.dump(2);
   EXPECT_GT(t.metrics["speedupCi"][0].get<double>(), 1.02);
   VariantKey key{static_cast<int32_t>(v.dtype), 0, v.rows, v.cols};
-  SoftmaxOverride::plans().publish(makeSoftmaxPlan(key, t.params, t.cubin, 0));
+  SoftmaxOverride::plans().publish(makeSoftmaxPlan(key, kernels::SoftmaxParams::fromJson(t.paramsJson), t.cubin, 0));
 
   at::Tensor x = at::randn({v.rows, v.cols}, at::kCUDA).to(at::kBFloat16);
   const uint64_t hits = SoftmaxOverride::hits();

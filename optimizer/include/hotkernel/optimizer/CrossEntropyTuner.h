@@ -9,7 +9,7 @@
 
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/optimizer/Harness.h"
-#include "hotkernel/optimizer/SoftmaxTuner.h"  // TunerOptions, TuneOutcome
+#include "hotkernel/optimizer/TunerOptions.h"
 
 namespace hotkernel {
 

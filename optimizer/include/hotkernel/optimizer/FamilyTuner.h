@@ -16,7 +16,7 @@
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/Search.h"
-#include "hotkernel/optimizer/SoftmaxTuner.h"  // TunerOptions, TuneOutcome
+#include "hotkernel/optimizer/TunerOptions.h"
 
 namespace hotkernel {
 

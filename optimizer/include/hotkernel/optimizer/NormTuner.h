@@ -8,7 +8,7 @@
 #include "hotkernel/kernels/LayerNormFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/optimizer/Harness.h"
-#include "hotkernel/optimizer/SoftmaxTuner.h"  // TunerOptions, TuneOutcome
+#include "hotkernel/optimizer/TunerOptions.h"
 
 namespace hotkernel {
 
