@@ -9,6 +9,7 @@
 
 #include "NormOverrideCommon.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
+#include "FamilyDType.h"
 
 namespace hotkernel {
 namespace {
@@ -22,19 +23,6 @@ using kernels::DType;
 NormOverrideState& state() {
   static NormOverrideState* s = new NormOverrideState();  // leaked on purpose (see NormOverrideState)
   return *s;
-}
-
-std::optional<DType> dtypeOf(c10::ScalarType t) {
-  switch (t) {
-    case c10::ScalarType::Float:
-      return DType::Float32;
-    case c10::ScalarType::Half:
-      return DType::Float16;
-    case c10::ScalarType::BFloat16:
-      return DType::BFloat16;
-    default:
-      return std::nullopt;
-  }
 }
 
 bool aligned(const void* p, size_t alignment) {
@@ -132,7 +120,7 @@ std::optional<VariantKey> crossEntropyKeyOf(const at::Tensor& self, const at::Te
   // vectors keep their capacity, so describing a call allocates nothing after
   // the first. Every field is set below.
   thread_local CrossEntropyCall call;
-  const std::optional<DType> dtype = dtypeOf(self.scalar_type());
+  const std::optional<DType> dtype = familyDTypeOf(self.scalar_type());
   call.logitsFloating = dtype.has_value();
   call.dtype = dtype.value_or(DType::Float32);
   call.logitsSizes.assign(self.sizes().begin(), self.sizes().end());

@@ -2,22 +2,10 @@
 
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/optimizer/IdleGate.h"
+#include "FamilyDType.h"
 
 namespace hotkernel {
 namespace {
-
-std::optional<int32_t> dtypeCode(c10::ScalarType t) {
-  switch (t) {
-    case c10::ScalarType::Float:
-      return static_cast<int32_t>(kernels::DType::Float32);
-    case c10::ScalarType::Half:
-      return static_cast<int32_t>(kernels::DType::Float16);
-    case c10::ScalarType::BFloat16:
-      return static_cast<int32_t>(kernels::DType::BFloat16);
-    default:
-      return std::nullopt;
-  }
-}
 
 // A defined weight or bias the kernels can take: the input's dtype and
 // device, contiguous, shaped like the normalized dims.
@@ -31,13 +19,13 @@ bool usableColumn(const at::Tensor& t, const at::Tensor& input, at::IntArrayRef 
 std::optional<NormCall> normCallOf(const at::Tensor& input, at::IntArrayRef normalizedShape,
                                    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias) {
   if (!input.defined() || input.numel() == 0 || !input.is_contiguous()) return std::nullopt;
-  const std::optional<int32_t> code = dtypeCode(input.scalar_type());
+  const std::optional<kernels::DType> code = familyDTypeOf(input.scalar_type());
   if (!code) return std::nullopt;
   const int64_t nd = input.dim(), nn = static_cast<int64_t>(normalizedShape.size());
   if (nn < 1 || nd < nn) return std::nullopt;
   if (input.sizes().slice(nd - nn) != normalizedShape) return std::nullopt;
   NormCall call;
-  call.key.dtype = *code;
+  call.key.dtype = static_cast<int32_t>(*code);
   call.key.device = input.is_cpu() ? -1 : input.device().index();
   call.key.cols = 1;
   for (int64_t d : normalizedShape) call.key.cols *= d;

@@ -16,6 +16,7 @@
 #include "hotkernel/optimizer/IdleGate.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Logging.h"
+#include "FamilyDType.h"
 
 namespace hotkernel {
 namespace {
@@ -59,19 +60,6 @@ class SilentWarnings : public c10::WarningHandler {
  public:
   void process(const c10::Warning&) override {}
 };
-
-std::optional<int32_t> dtypeCode(c10::ScalarType t) {
-  switch (t) {
-    case c10::ScalarType::Float:
-      return static_cast<int32_t>(kernels::DType::Float32);
-    case c10::ScalarType::Half:
-      return static_cast<int32_t>(kernels::DType::Float16);
-    case c10::ScalarType::BFloat16:
-      return static_cast<int32_t>(kernels::DType::BFloat16);
-    default:
-      return std::nullopt;
-  }
-}
 
 // Tries the planned kernel; an undefined tensor means "run the original".
 at::Tensor tryPlan(Op op, const at::Tensor& self, int64_t dim, bool halfToFloat) noexcept {
@@ -128,10 +116,10 @@ std::optional<VariantKey> softmaxVariantOf(const at::Tensor& self, int64_t dim, 
   const int64_t wrapped = dim < 0 ? dim + nd : dim;
   if (wrapped != nd - 1) return std::nullopt;
   if (!self.is_contiguous() || self.numel() == 0) return std::nullopt;
-  std::optional<int32_t> code = dtypeCode(self.scalar_type());
+  std::optional<kernels::DType> code = familyDTypeOf(self.scalar_type());
   if (!code) return std::nullopt;
   VariantKey k;
-  k.dtype = *code;
+  k.dtype = static_cast<int32_t>(*code);
   k.device = self.is_cpu() ? -1 : self.device().index();
   k.cols = self.size(nd - 1);
   k.rows = self.numel() / k.cols;
