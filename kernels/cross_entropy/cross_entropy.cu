@@ -10,8 +10,10 @@
 // nll_loss(log_softmax(x, 1), target) as ATen computes it (Note [What ATen's
 // cross_entropy_loss computes] in kernels/src/CrossEntropyFamily.cpp).
 //
-// Compiled by NVRTC with the defines below (CrossEntropyFamily::compileOptions);
-// no #include at all.
+// Compiled by NVRTC with the defines below (CrossEntropyFamily::compileOptions).
+// Its one include, hk_prelude.cuh (element type, conversions, exp, online
+// pairs, cluster helpers: what the family templates share), is expanded in
+// place by CrossEntropyFamily::source().
 //   HK_DTYPE      0 = float32, 1 = float16, 2 = bfloat16 (hotkernel::kernels::DType)
 //   HK_THREADS    threads per CTA, a power of two in [32, 1024]
 //   HK_ROWS       rows per CTA: 1, or HK_THREADS / HK_ROWS <= 32 (each row within one warp)
@@ -78,116 +80,17 @@
 #define HK_ROW_THREADS (HK_THREADS / HK_ROWS)
 #define HK_ROW_WARPS (HK_ROW_THREADS / 32)  // warps per row when a row spans warps (HK_ROWS == 1)
 
-#if HK_DTYPE == 0
-typedef float hk_elem;
-#define HK_ELEM_BYTES 4
-#elif HK_DTYPE == 1 || HK_DTYPE == 2
-typedef unsigned short hk_elem;  // the bits of a float16 / bfloat16
-#define HK_ELEM_BYTES 2
-#else
-#error "HK_DTYPE must be 0 (float32), 1 (float16) or 2 (bfloat16)"
-#endif
-#define HK_PACK_BYTES (HK_VEC * HK_ELEM_BYTES)
-
 static_assert(HK_THREADS >= 32 && HK_THREADS <= 1024 && (HK_THREADS & (HK_THREADS - 1)) == 0,
               "HK_THREADS must be a power of two in [32, 1024]");
 static_assert(HK_ROWS >= 1 && (HK_ROWS & (HK_ROWS - 1)) == 0 && HK_ROWS <= HK_THREADS &&
                   (HK_ROWS == 1 || HK_ROW_THREADS <= 32),
               "HK_ROWS must be 1 or leave each row at most one warp");
-static_assert(HK_VEC >= 1 && (HK_VEC & (HK_VEC - 1)) == 0 && HK_PACK_BYTES <= 16,
-              "HK_VEC must be a power of two of at most 16 bytes");
 static_assert(HK_UNROLL >= 1 && HK_UNROLL <= 8, "HK_UNROLL must be in [1, 8]");
 static_assert(HK_CLUSTER == 1 || ((HK_CLUSTER == 2 || HK_CLUSTER == 4 || HK_CLUSTER == 8) && HK_ROWS == 1),
               "HK_CLUSTER must be 1, or 2, 4 or 8 with HK_ROWS == 1");
 static_assert(HK_REDUCTION == 0 || HK_REDUCTION == 1 || HK_REDUCTION == 2, "HK_REDUCTION must be 0 (none), 1 (mean) or 2 (sum)");
-#if HK_CLUSTER > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#error "HK_CLUSTER > 1 needs sm_90 or later (thread-block clusters)"
-#endif
 
-struct alignas(HK_PACK_BYTES) hk_pack {
-  hk_elem v[HK_VEC];
-};
-
-__device__ __forceinline__ float hk_neg_inf() { return __int_as_float(0xff800000); }
-__device__ __forceinline__ float hk_nan() { return __int_as_float(0x7fffffff); }
-
-__device__ __forceinline__ float hk_to_float(hk_elem x) {
-#if HK_DTYPE == 0
-  return x;
-#elif HK_DTYPE == 1
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
-  return f;
-#else
-  return __uint_as_float(static_cast<unsigned int>(x) << 16);
-#endif
-}
-
-__device__ __forceinline__ hk_elem hk_from_float(float f) {
-#if HK_DTYPE == 0
-  return f;
-#elif HK_DTYPE == 1
-  hk_elem h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-#else
-  // Round to nearest even; NaN stays a (quiet) NaN instead of rounding into inf.
-  unsigned int u = __float_as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<hk_elem>((u >> 16) | 0x0040u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<hk_elem>(u >> 16);
-#endif
-}
-
-// float32: expf, ATen's std::exp; 16-bit types: exp2f(d * log2 e), as in
-// softmax_lastdim (Note [Softmax exp]): its extra rounding is far below what
-// the 16-bit result keeps.
-__device__ __forceinline__ float hk_exp(float d) {
-#if HK_DTYPE == 0
-  return expf(d);
-#else
-  return exp2f(d * 1.4426950408889634f);
-#endif
-}
-
-// Note [Online pairs] (as in softmax_lastdim): (m, s) stands for s * exp(-m);
-// while m is -inf the pair rescales against 0, so s stays 0 instead of NaN.
-__device__ __forceinline__ float hk_pair_base(float m) { return m == hk_neg_inf() ? 0.0f : m; }
-
-// Commutative bit for bit (no fma contraction), so a butterfly gives every lane the same bits.
-__device__ __forceinline__ void hk_pair_merge(float& m, float& s, float om, float os) {
-  const float nm = fmaxf(m, om);
-  const float base = hk_pair_base(nm);
-  s = __fadd_rn(__fmul_rn(s, hk_exp(m - base)), __fmul_rn(os, hk_exp(om - base)));
-  m = nm;
-}
-
-__device__ __forceinline__ void hk_warp_pair(float& m, float& s, int width) {
-#pragma unroll
-  for (int o = width / 2; o > 0; o >>= 1) {
-    const float om = __shfl_xor_sync(0xffffffffu, m, o);
-    const float os = __shfl_xor_sync(0xffffffffu, s, o);
-    hk_pair_merge(m, s, om, os);
-  }
-}
-
-// Row-wide pair; every thread of the row gets it. `bufM`, `bufS`: one float
-// per warp, not to be reused before the next __syncthreads().
-__device__ __forceinline__ void hk_row_pair(float& m, float& s, float* bufM, float* bufS) {
-#if HK_ROW_THREADS <= 32
-  hk_warp_pair(m, s, HK_ROW_THREADS);
-#else
-  hk_warp_pair(m, s, 32);
-  if ((threadIdx.x & 31) == 0) {
-    bufM[threadIdx.x >> 5] = m;
-    bufS[threadIdx.x >> 5] = s;
-  }
-  __syncthreads();
-  m = bufM[threadIdx.x & (HK_ROW_WARPS - 1)];
-  s = bufS[threadIdx.x & (HK_ROW_WARPS - 1)];
-  hk_warp_pair(m, s, HK_ROW_WARPS);
-#endif
-}
+#include "hk_prelude.cuh"
 
 // The online pair of vectors [begin, end) of `src`, vector begin + k * stride + tid
 // to this thread (k = 0, 1, ...): each warp's accesses are contiguous.
@@ -248,11 +151,6 @@ __device__ __forceinline__ float hk_row_loss(long long t, float xt, float m, flo
 }
 
 #if HK_REDUCTION != 0
-__device__ __forceinline__ float hk_warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 __device__ __forceinline__ long long hk_warp_count(long long v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -272,7 +170,7 @@ __device__ void hk_reduce_losses(const float* work, const long long* target, voi
     acc += __ldcg(work + r);
     count += __ldcg(target + r) != ignoreIndex ? 1 : 0;
   }
-  acc = hk_warp_sum(acc);
+  acc = hk_warp_sum(acc, 32);
   count = hk_warp_count(count);
   if ((threadIdx.x & 31) == 0) {
     hk_redSum[threadIdx.x >> 5] = acc;
@@ -282,7 +180,7 @@ __device__ void hk_reduce_losses(const float* work, const long long* target, voi
   if (threadIdx.x < 32) {
     acc = threadIdx.x < HK_THREADS / 32 ? hk_redSum[threadIdx.x] : 0.0f;
     count = threadIdx.x < HK_THREADS / 32 ? hk_redCount[threadIdx.x] : 0;
-    acc = hk_warp_sum(acc);
+    acc = hk_warp_sum(acc, 32);
     count = hk_warp_count(count);
     if (threadIdx.x == 0) {
 #if HK_REDUCTION == 1
@@ -369,21 +267,6 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
 // into arrive (after rank 0's reads) and wait (before a pair is overwritten
 // by the next row, or before the CTA exits), keeps every CTA's shared memory
 // alive while rank 0 reads it (softmax_lastdim's Note [Split rows over a cluster]).
-__device__ __forceinline__ unsigned hk_cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ void hk_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
-__device__ __forceinline__ void hk_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
-// mapa on the generic address, then a generic load: the 32-bit
-// shared::cluster form faulted on the H200 (see softmax_lastdim.cu).
-__device__ __forceinline__ float hk_cluster_load(const float* p, unsigned rank) {
-  unsigned long long remote;
-  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
-  return *reinterpret_cast<const float*>(remote);
-}
-
 extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(HK_THREADS)
     hk_cross_entropy(const void* logits_, const long long* target, void* out_, float* work, long long rows,
                      long long cols, long long ignoreIndex) {

@@ -8,10 +8,10 @@
 // (gamma * (rstd * x)). eps arrives resolved: ATen's default for None is
 // FLT_EPSILON for all three dtypes (RmsNormFamily::defaultEps).
 //
-// Compiled by NVRTC with the defines below (RmsNormFamily::compileOptions); it
-// includes no header at all. The helpers up to hk_row_sum are the same as in
-// softmax/softmax_lastdim.cu and layer_norm.cu (duplicated on purpose: each
-// template is one self-contained source, hashed alone into the cache key).
+// Compiled by NVRTC with the defines below (RmsNormFamily::compileOptions). Its
+// one include, hk_prelude.cuh (element type, conversions, L2 hints, warp and
+// row sums: what the family templates share), is expanded in place by
+// RmsNormFamily::source(), so NVRTC still sees one self-contained source.
 //   HK_DTYPE       0 = float32, 1 = float16, 2 = bfloat16 (hotkernel::kernels::DType)
 //   HK_THREADS     threads per CTA, a power of two in [32, 1024]
 //   HK_ROWS        rows per CTA: 1, or HK_THREADS / HK_ROWS <= 32 (each row within one warp)
@@ -58,24 +58,11 @@
 // vectors' worth of registers, as in pass 1.
 #define HK_STREAM_UNROLL2 ((HK_STREAM_UNROLL >> (HK_HAS_WEIGHT)) > 0 ? (HK_STREAM_UNROLL >> (HK_HAS_WEIGHT)) : 1)
 
-#if HK_DTYPE == 0
-typedef float hk_elem;
-#define HK_ELEM_BYTES 4
-#elif HK_DTYPE == 1 || HK_DTYPE == 2
-typedef unsigned short hk_elem;  // the bits of a float16 / bfloat16
-#define HK_ELEM_BYTES 2
-#else
-#error "HK_DTYPE must be 0 (float32), 1 (float16) or 2 (bfloat16)"
-#endif
-#define HK_PACK_BYTES (HK_VEC * HK_ELEM_BYTES)
-
 static_assert(HK_THREADS >= 32 && HK_THREADS <= 1024 && (HK_THREADS & (HK_THREADS - 1)) == 0,
               "HK_THREADS must be a power of two in [32, 1024]");
 static_assert(HK_ROWS >= 1 && (HK_ROWS & (HK_ROWS - 1)) == 0 && HK_ROWS <= HK_THREADS &&
                   (HK_ROWS == 1 || HK_ROW_THREADS <= 32),
               "HK_ROWS must be 1 or leave each row at most one warp");
-static_assert(HK_VEC >= 1 && (HK_VEC & (HK_VEC - 1)) == 0 && HK_PACK_BYTES <= 16,
-              "HK_VEC must be a power of two of at most 16 bytes");
 static_assert(HK_ITEMS >= 0 && HK_ITEMS <= 16, "HK_ITEMS must be in [0, 16]");
 static_assert(HK_ROWS == 1 || HK_ITEMS > 0, "several rows per CTA are register-resident only");
 static_assert(HK_HAS_WEIGHT == 0 || HK_HAS_WEIGHT == 1, "HK_HAS_WEIGHT must be 0 or 1");
@@ -91,102 +78,17 @@ static_assert(HK_HAS_WEIGHT == 0 || HK_HAS_WEIGHT == 1, "HK_HAS_WEIGHT must be 0
 // an SM instead of two). Whether an occupancy axis pays is for measurements.
 #define HK_LAUNCH_BOUNDS __launch_bounds__(HK_THREADS, 1)
 
-// One vector access: HK_VEC elements, aligned to its size (ld/st.global.v4 at 16 bytes).
-struct alignas(HK_PACK_BYTES) hk_pack {
-  hk_elem v[HK_VEC];
-};
+// L2 hints for the streaming variant's 16-byte accesses only (Note [Streaming
+// L2 hints] in hk_prelude.cuh).
+#define HK_STREAM_HINTS (HK_ITEMS == 0 && HK_VEC * (HK_DTYPE == 0 ? 4 : 2) == 16)
 
-// L2 hints of the streaming variant (Note [Streaming L2 hints] in
-// softmax_lastdim.cu): the first read keeps the row in L2 (evict_last), the
-// second read and the stores drop it first (evict_first). 16-byte accesses only.
-#define HK_STREAM_HINTS (HK_ITEMS == 0 && HK_PACK_BYTES == 16)
-
-#if HK_STREAM_HINTS
-__device__ __forceinline__ unsigned long long hk_policy_evict_last() {
-  unsigned long long p;
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ unsigned long long hk_policy_evict_first() {
-  unsigned long long p;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ hk_pack hk_load(const hk_pack* a, unsigned long long policy) {
-  hk_pack p;
-  unsigned int* r = reinterpret_cast<unsigned int*>(&p);
-  asm("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-      : "l"(a), "l"(policy));
-  return p;
-}
-__device__ __forceinline__ void hk_store(hk_pack* a, const hk_pack& p, unsigned long long policy) {
-  const unsigned int* r = reinterpret_cast<const unsigned int*>(&p);
-  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1,%2,%3,%4}, %5;" ::"l"(a), "r"(r[0]), "r"(r[1]),
-               "r"(r[2]), "r"(r[3]), "l"(policy)
-               : "memory");
-}
-#else
-__device__ __forceinline__ unsigned long long hk_policy_evict_last() { return 0; }
-__device__ __forceinline__ unsigned long long hk_policy_evict_first() { return 0; }
-__device__ __forceinline__ hk_pack hk_load(const hk_pack* a, unsigned long long) { return *a; }
-__device__ __forceinline__ void hk_store(hk_pack* a, const hk_pack& p, unsigned long long) { *a = p; }
-#endif
-
-__device__ __forceinline__ float hk_to_float(hk_elem x) {
-#if HK_DTYPE == 0
-  return x;
-#elif HK_DTYPE == 1
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
-  return f;
-#else
-  return __uint_as_float(static_cast<unsigned int>(x) << 16);
-#endif
-}
-
-__device__ __forceinline__ hk_elem hk_from_float(float f) {
-#if HK_DTYPE == 0
-  return f;
-#elif HK_DTYPE == 1
-  hk_elem h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-#else
-  // Round to nearest even; NaN stays a (quiet) NaN instead of rounding into inf.
-  unsigned int u = __float_as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<hk_elem>((u >> 16) | 0x0040u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<hk_elem>(u >> 16);
-#endif
-}
+#include "hk_prelude.cuh"
 
 __device__ __forceinline__ hk_pack hk_zero_pack() {
   hk_pack p;
 #pragma unroll
   for (int j = 0; j < HK_VEC; ++j) p.v[j] = hk_from_float(0.0f);
   return p;
-}
-
-__device__ __forceinline__ float hk_warp_sum(float v, int width) {
-#pragma unroll
-  for (int o = width / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-// Row-wide sum; every thread of the row gets the same bits. When a row spans
-// warps, `buf` holds one float per warp and must not be reused before the next
-// __syncthreads(). When rows are within a warp, the butterfly of width
-// HK_ROW_THREADS stays inside each row's aligned group of lanes.
-__device__ __forceinline__ float hk_row_sum(float v, float* buf) {
-#if HK_ROW_THREADS <= 32
-  return hk_warp_sum(v, HK_ROW_THREADS);
-#else
-  v = hk_warp_sum(v, 32);
-  if ((threadIdx.x & 31) == 0) buf[threadIdx.x >> 5] = v;
-  __syncthreads();
-  return hk_warp_sum(buf[threadIdx.x & (HK_ROW_WARPS - 1)], HK_ROW_WARPS);
-#endif
 }
 
 // rstd from the row's sum of squares, as ATen computes it: the mean by a

@@ -4,8 +4,9 @@
 // the semantics of aten::_softmax / aten::_log_softmax(x, -1, half_to_float=false):
 // input and output share one dtype, arithmetic is fp32.
 //
-// Compiled by NVRTC with the defines below (SoftmaxFamily::compileOptions); it
-// includes no header at all, so it needs neither cuda_fp16.h nor cuda_bf16.h.
+// Compiled by NVRTC with the defines below (SoftmaxFamily::compileOptions). Its
+// one include, hk_prelude.cuh (what the family templates share), is expanded in
+// place by SoftmaxFamily::source(); it needs neither cuda_fp16.h nor cuda_bf16.h.
 //   HK_DTYPE    0 = float32, 1 = float16, 2 = bfloat16 (hotkernel::kernels::DType)
 //   HK_THREADS  threads per CTA, a power of two in [32, 1024]
 //   HK_ROWS     rows per CTA: 1, or HK_THREADS / HK_ROWS <= 32 (each row within one warp)
@@ -60,129 +61,22 @@
 // ptxas spill under __launch_bounds__(1024).
 #define HK_STREAM_UNROLL (HK_VEC >= 2 ? 16 / HK_VEC : 8)
 
-#if HK_DTYPE == 0
-typedef float hk_elem;
-#define HK_ELEM_BYTES 4
-#elif HK_DTYPE == 1 || HK_DTYPE == 2
-typedef unsigned short hk_elem;  // the bits of a float16 / bfloat16
-#define HK_ELEM_BYTES 2
-#else
-#error "HK_DTYPE must be 0 (float32), 1 (float16) or 2 (bfloat16)"
-#endif
-#define HK_PACK_BYTES (HK_VEC * HK_ELEM_BYTES)
-
 static_assert(HK_THREADS >= 32 && HK_THREADS <= 1024 && (HK_THREADS & (HK_THREADS - 1)) == 0,
               "HK_THREADS must be a power of two in [32, 1024]");
 static_assert(HK_ROWS >= 1 && (HK_ROWS & (HK_ROWS - 1)) == 0 && HK_ROWS <= HK_THREADS &&
                   (HK_ROWS == 1 || HK_ROW_THREADS <= 32),
               "HK_ROWS must be 1 or leave each row at most one warp");
-static_assert(HK_VEC >= 1 && (HK_VEC & (HK_VEC - 1)) == 0 && HK_PACK_BYTES <= 16,
-              "HK_VEC must be a power of two of at most 16 bytes");
 static_assert(HK_ITEMS >= 0 && HK_ITEMS <= 16, "HK_ITEMS must be in [0, 16]");
 static_assert(HK_CLUSTER == 1 || ((HK_CLUSTER == 2 || HK_CLUSTER == 4 || HK_CLUSTER == 8) && HK_ROWS == 1 &&
                                   HK_ITEMS > 0),
               "HK_CLUSTER must be 1, or 2, 4 or 8 with HK_ROWS == 1 and HK_ITEMS > 0");
 static_assert(HK_LOG == 0 || HK_LOG == 1, "HK_LOG must be 0 or 1");
-#if HK_CLUSTER > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#error "HK_CLUSTER > 1 needs sm_90 or later (thread-block clusters)"
-#endif
 
-// One vector access: HK_VEC elements, aligned to its size so that the compiler
-// emits a single ld/st.global.v4.u32 (16 bytes), .v2 (8) or scalar access.
-struct alignas(HK_PACK_BYTES) hk_pack {
-  hk_elem v[HK_VEC];
-};
+// L2 hints for the streaming variant's 16-byte accesses only (Note [Streaming
+// L2 hints] in hk_prelude.cuh).
+#define HK_STREAM_HINTS (HK_ITEMS == 0 && HK_VEC * (HK_DTYPE == 0 ? 4 : 2) == 16)
 
-// Note [Streaming L2 hints]
-// The streaming variant reads each row twice and relies on the second read
-// hitting L2. Its first read asks L2 to keep the lines (evict_last), its
-// second read and its stores to drop them first (evict_first), so the output
-// stream does not push out rows still to be re-read. Measured on H200 (bf16
-// [8192, 128256], 512 threads, vec 8): 1644 -> 1511 us; neutral to +12% on the
-// other 16-byte streaming points; but slower with narrower accesses and in the
-// register-resident variant, which therefore use plain accesses.
-#define HK_STREAM_HINTS (HK_ITEMS == 0 && HK_PACK_BYTES == 16)
-
-#if HK_STREAM_HINTS
-__device__ __forceinline__ unsigned long long hk_policy_evict_last() {
-  unsigned long long p;
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ unsigned long long hk_policy_evict_first() {
-  unsigned long long p;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ hk_pack hk_load(const hk_pack* a, unsigned long long policy) {
-  hk_pack p;
-  unsigned int* r = reinterpret_cast<unsigned int*>(&p);
-  asm("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-      : "l"(a), "l"(policy));
-  return p;
-}
-__device__ __forceinline__ void hk_store(hk_pack* a, const hk_pack& p, unsigned long long policy) {
-  const unsigned int* r = reinterpret_cast<const unsigned int*>(&p);
-  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1,%2,%3,%4}, %5;" ::"l"(a), "r"(r[0]), "r"(r[1]),
-               "r"(r[2]), "r"(r[3]), "l"(policy)
-               : "memory");
-}
-#else
-__device__ __forceinline__ unsigned long long hk_policy_evict_last() { return 0; }
-__device__ __forceinline__ unsigned long long hk_policy_evict_first() { return 0; }
-__device__ __forceinline__ hk_pack hk_load(const hk_pack* a, unsigned long long) { return *a; }
-__device__ __forceinline__ void hk_store(hk_pack* a, const hk_pack& p, unsigned long long) { *a = p; }
-#endif
-
-__device__ __forceinline__ float hk_neg_inf() { return __int_as_float(0xff800000); }
-
-__device__ __forceinline__ float hk_to_float(hk_elem x) {
-#if HK_DTYPE == 0
-  return x;
-#elif HK_DTYPE == 1
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
-  return f;
-#else
-  return __uint_as_float(static_cast<unsigned int>(x) << 16);
-#endif
-}
-
-__device__ __forceinline__ hk_elem hk_from_float(float f) {
-#if HK_DTYPE == 0
-  return f;
-#elif HK_DTYPE == 1
-  hk_elem h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-#else
-  // sm_80+: one cvt, round to nearest even, NaN to the canonical NaN.
-  // Measured on H200 side by side against the integer round-to-nearest-even
-  // it replaced (bf16, every point): 12-17% faster where the kernel is close
-  // to the roofline ([4096, 32000] 193 -> 168 us, [8192, 128256] streaming
-  // 1672 -> 1434 us): the conversion was the issue bottleneck.
-  hk_elem h;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-#endif
-}
-
-// Note [Softmax exp]
-// float32 uses expf, the function ATen's std::exp compiles to (about 2 ulp,
-// with the range reduction split in two fmas), so each term matches ATen's
-// bit for bit and only the summation order differs. The 16-bit types use
-// exp2f(d * log2(e)): one rounding of the product (relative error below
-// |d| * 2^-24) is invisible after rounding to 8 or 11 mantissa bits, and it
-// is 10-20% faster where the kernel is close to the memory roofline (expf
-// measured 191 -> 203 us on bf16 [4096, 32000]).
-__device__ __forceinline__ float hk_exp(float d) {
-#if HK_DTYPE == 0
-  return expf(d);
-#else
-  return exp2f(d * 1.4426950408889634f);
-#endif
-}
+#include "hk_prelude.cuh"
 
 // log(sum) of log_softmax, once per row: float32 uses logf (ATen's std::log),
 // the 16-bit types __logf (sum >= 1 always: abs error <= 2^-21.4 on [1, 2],
@@ -193,85 +87,6 @@ __device__ __forceinline__ float hk_log(float s) {
   return logf(s);
 #else
   return __logf(s);
-#endif
-}
-
-__device__ __forceinline__ float hk_warp_max(float v, int width) {
-#pragma unroll
-  for (int o = width / 2; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-__device__ __forceinline__ float hk_warp_sum(float v, int width) {
-#pragma unroll
-  for (int o = width / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-// Row-wide max / sum; every thread of the row gets the result. When a row
-// spans warps, `buf` holds one float per warp and must not be reused before
-// the next __syncthreads(). When rows are within a warp, the xor butterfly of
-// width HK_ROW_THREADS stays inside each row's aligned group of lanes.
-__device__ __forceinline__ float hk_row_max(float v, float* buf) {
-#if HK_ROW_THREADS <= 32
-  return hk_warp_max(v, HK_ROW_THREADS);
-#else
-  v = hk_warp_max(v, 32);
-  if ((threadIdx.x & 31) == 0) buf[threadIdx.x >> 5] = v;
-  __syncthreads();
-  return hk_warp_max(buf[threadIdx.x & (HK_ROW_WARPS - 1)], HK_ROW_WARPS);
-#endif
-}
-
-__device__ __forceinline__ float hk_row_sum(float v, float* buf) {
-#if HK_ROW_THREADS <= 32
-  return hk_warp_sum(v, HK_ROW_THREADS);
-#else
-  v = hk_warp_sum(v, 32);
-  if ((threadIdx.x & 31) == 0) buf[threadIdx.x >> 5] = v;
-  __syncthreads();
-  return hk_warp_sum(buf[threadIdx.x & (HK_ROW_WARPS - 1)], HK_ROW_WARPS);
-#endif
-}
-
-// Note [Online pairs]
-// A pair (m, s) stands for s * exp(-m) summed over its elements: m the largest
-// element seen, s = sum exp(x - m). While m is -inf (nothing but -inf seen) the
-// pair is rescaled against 0 instead, so that s stays 0 rather than
-// exp(-inf - -inf) = NaN; a row that is -inf throughout still ends as NaN in
-// the output pass, like ATen.
-__device__ __forceinline__ float hk_pair_base(float m) { return m == hk_neg_inf() ? 0.0f : m; }
-
-__device__ __forceinline__ void hk_pair_merge(float& m, float& s, float om, float os) {
-  const float nm = fmaxf(m, om);
-  const float base = hk_pair_base(nm);
-  s = __fadd_rn(__fmul_rn(s, hk_exp(m - base)), __fmul_rn(os, hk_exp(om - base)));
-  m = nm;
-}
-
-__device__ __forceinline__ void hk_warp_pair(float& m, float& s, int width) {
-#pragma unroll
-  for (int o = width / 2; o > 0; o >>= 1) {
-    const float om = __shfl_xor_sync(0xffffffffu, m, o);
-    const float os = __shfl_xor_sync(0xffffffffu, s, o);
-    hk_pair_merge(m, s, om, os);
-  }
-}
-
-// `bufM` and `bufS` hold one float per warp each (same reuse rule as above).
-__device__ __forceinline__ void hk_row_pair(float& m, float& s, float* bufM, float* bufS) {
-#if HK_ROW_THREADS <= 32
-  hk_warp_pair(m, s, HK_ROW_THREADS);
-#else
-  hk_warp_pair(m, s, 32);
-  if ((threadIdx.x & 31) == 0) {
-    bufM[threadIdx.x >> 5] = m;
-    bufS[threadIdx.x >> 5] = s;
-  }
-  __syncthreads();
-  m = bufM[threadIdx.x & (HK_ROW_WARPS - 1)];
-  s = bufS[threadIdx.x & (HK_ROW_WARPS - 1)];
-  hk_warp_pair(m, s, HK_ROW_WARPS);
 #endif
 }
 
@@ -462,25 +277,6 @@ extern "C" __global__ void HK_BOUNDS
 // variant. A second barrier, split into arrive (after the reads) and wait
 // (before the pair is overwritten by the next row, or before the CTA exits),
 // keeps a CTA's shared memory alive while peers still read it.
-__device__ __forceinline__ unsigned hk_cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ void hk_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
-__device__ __forceinline__ void hk_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
-// The float at `p` (a __shared__ variable) in the shared memory of cluster CTA
-// `rank`: mapa on the generic address, then a generic load (what
-// cooperative_groups' map_shared_rank compiles to). The 32-bit
-// shared::cluster form (cvta.to.shared + mapa.shared::cluster.u32 +
-// ld.shared::cluster) faulted on the H200 for some points (float32, vec 1,
-// cluster 4: "misaligned __shared__ read" under compute-sanitizer).
-__device__ __forceinline__ float hk_cluster_load(const float* p, unsigned rank) {
-  unsigned long long remote;
-  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
-  return *reinterpret_cast<const float*>(remote);
-}
-
 // Note [Shared-memory slices]
 // With HK_SMEM, a CTA stages its slice in dynamic shared memory (HK_ITEMS
 // 16-byte vectors a thread, HK_THREADS * HK_ITEMS * 16 bytes: the launch's

@@ -379,7 +379,7 @@ std::vector<CrossEntropyParams> CrossEntropyFamily::allParameterPoints(DType dty
   return out;
 }
 
-std::string CrossEntropyFamily::source() { return std::string(kernelSource(kName).text); }
+std::string CrossEntropyFamily::source() { return expandPrelude(kernelSource(kName).text); }
 
 std::vector<std::string> CrossEntropyFamily::compileOptions(DType dtype, const CrossEntropyParams& p,
                                                             CrossEntropyReduction reduction) {

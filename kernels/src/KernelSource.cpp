@@ -18,6 +18,7 @@ HOTKERNEL_DECLARE_EMBEDDED(softmax_lastdim)
 HOTKERNEL_DECLARE_EMBEDDED(rms_norm)
 HOTKERNEL_DECLARE_EMBEDDED(layer_norm)
 HOTKERNEL_DECLARE_EMBEDDED(cross_entropy)
+HOTKERNEL_DECLARE_EMBEDDED(hk_prelude)
 
 #define HOTKERNEL_EMBEDDED(name)                                                                       \
   KernelSource {                                                                                       \
@@ -35,6 +36,7 @@ const std::vector<KernelSource>& allKernelSources() {
       HOTKERNEL_EMBEDDED(rms_norm),
       HOTKERNEL_EMBEDDED(layer_norm),
       HOTKERNEL_EMBEDDED(cross_entropy),
+      HOTKERNEL_EMBEDDED(hk_prelude),
   };
   return sources;
 }
@@ -44,6 +46,20 @@ const KernelSource& kernelSource(std::string_view name) {
     if (s.name == name) return s;
   }
   HOTKERNEL_THROW("no embedded kernel source named '", name, "'");
+}
+
+std::string expandPrelude(std::string_view text) {
+  static constexpr std::string_view kInclude = "#include \"hk_prelude.cuh\"\n";
+  const size_t at = text.find(kInclude);
+  if (at == std::string_view::npos) return std::string(text);
+  HOTKERNEL_CHECK(text.find(kInclude, at + kInclude.size()) == std::string_view::npos,
+                  "a kernel template includes hk_prelude.cuh twice");
+  std::string out;
+  out.reserve(text.size() + kernelSource("hk_prelude").text.size());
+  out.append(text.substr(0, at));
+  out.append(kernelSource("hk_prelude").text);
+  out.append(text.substr(at + kInclude.size()));
+  return out;
 }
 
 }  // namespace hotkernel::kernels

@@ -79,7 +79,7 @@ std::vector<LayerNormParams> LayerNormFamily::allParameterPoints(DType dtype) {
   return detail::normAllPoints(dtype);
 }
 
-std::string LayerNormFamily::source() { return std::string(kernelSource(kName).text); }
+std::string LayerNormFamily::source() { return expandPrelude(kernelSource(kName).text); }
 
 std::vector<std::string> LayerNormFamily::compileOptions(DType dtype, const LayerNormParams& p, bool hasWeight,
                                                          bool hasBias) {

@@ -81,7 +81,7 @@ std::vector<RmsNormParams> RmsNormFamily::allParameterPoints(DType dtype) {
   return detail::normAllPoints(dtype);
 }
 
-std::string RmsNormFamily::source() { return std::string(kernelSource(kName).text); }
+std::string RmsNormFamily::source() { return expandPrelude(kernelSource(kName).text); }
 
 std::vector<std::string> RmsNormFamily::compileOptions(DType dtype, const RmsNormParams& p, bool hasWeight) {
   HOTKERNEL_CHECK(detail::normIsPoint(dtype, p), "not an rms_norm parameter point for ", dtypeName(dtype),

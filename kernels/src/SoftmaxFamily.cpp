@@ -395,7 +395,7 @@ std::vector<SoftmaxParams> SoftmaxFamily::allParameterPoints(DType dtype) {
   return out;
 }
 
-std::string SoftmaxFamily::source() { return std::string(kernelSource(kName).text); }
+std::string SoftmaxFamily::source() { return expandPrelude(kernelSource(kName).text); }
 
 std::vector<std::string> SoftmaxFamily::compileOptions(DType dtype, const SoftmaxParams& p, SoftmaxOp op) {
   HOTKERNEL_CHECK(isPoint(dtype, p), "not a softmax parameter point for ", dtypeName(dtype), ": ", p.describe());

@@ -25,13 +25,33 @@ TEST(KernelSourceTest, GivenEmbeddedSourcesWhenComparedWithTheFilesInTheRepoThen
   }
 }
 
-TEST(KernelSourceTest, GivenSoftmaxSourceWhenLookedUpThenItDefinesTheEntryAndIncludesNothing) {
+TEST(KernelSourceTest, GivenSoftmaxSourceWhenLookedUpThenItDefinesTheEntryAndIncludesOnlyThePrelude) {
   const KernelSource& s = kernelSource("softmax_lastdim");
   EXPECT_EQ(s.name, "softmax_lastdim");
   EXPECT_EQ(s.path, "kernels/softmax/softmax_lastdim.cu");
   EXPECT_NE(s.text.find("extern \"C\" __global__"), std::string_view::npos);
   EXPECT_NE(s.text.find("hk_softmax_lastdim("), std::string_view::npos);
-  EXPECT_EQ(s.text.find("#include"), std::string_view::npos);
+  const size_t include = s.text.find("#include");
+  ASSERT_NE(include, std::string_view::npos);
+  EXPECT_EQ(s.text.substr(include, 25), "#include \"hk_prelude.cuh\"");
+  EXPECT_EQ(s.text.find("#include", include + 1), std::string_view::npos);
+}
+
+// Every family's source() is one self-contained text: the prelude in place
+// of its include line, nothing else changed.
+TEST(KernelSourceTest, GivenTemplatesWhenExpandedThenThePreludeReplacesTheIncludeAndNoIncludeIsLeft) {
+  const std::string_view prelude = kernelSource("hk_prelude").text;
+  EXPECT_EQ(kernelSource("hk_prelude").path, "kernels/common/hk_prelude.cuh");
+  for (const KernelSource& s : allKernelSources()) {
+    if (s.name == "hk_prelude") continue;
+    const std::string expanded = expandPrelude(s.text);
+    EXPECT_EQ(expanded.find("#include"), std::string::npos) << s.name;
+    EXPECT_NE(expanded.find(prelude), std::string::npos) << s.name << " does not use the prelude";
+    EXPECT_EQ(expanded.size(), s.text.size() - std::string_view("#include \"hk_prelude.cuh\"\n").size() + prelude.size())
+        << s.name;
+  }
+  EXPECT_EQ(expandPrelude("no include here\n"), "no include here\n");
+  EXPECT_THROW(expandPrelude("#include \"hk_prelude.cuh\"\n#include \"hk_prelude.cuh\"\n"), Error);
 }
 
 TEST(KernelSourceTest, GivenASourceWhenHashedThenStableLowercaseSha256) {

@@ -24,4 +24,10 @@ const KernelSource& kernelSource(std::string_view name);
 // Every embedded source, in a fixed order.
 const std::vector<KernelSource>& allKernelSources();
 
+// `text` with its line `#include "hk_prelude.cuh"` replaced by the embedded
+// prelude (kernels/common/hk_prelude.cuh: what the family templates share),
+// so that the result is one self-contained source for NVRTC or an agent.
+// Text without that line comes back unchanged; a second such line is an Error.
+std::string expandPrelude(std::string_view text);
+
 }  // namespace hotkernel::kernels
