@@ -18,6 +18,7 @@ HOTKERNEL_DECLARE_EMBEDDED(softmax_lastdim)
 HOTKERNEL_DECLARE_EMBEDDED(rms_norm)
 HOTKERNEL_DECLARE_EMBEDDED(layer_norm)
 HOTKERNEL_DECLARE_EMBEDDED(cross_entropy)
+HOTKERNEL_DECLARE_EMBEDDED(reduce_lastdim)
 
 #define HOTKERNEL_EMBEDDED(name)                                                                       \
   KernelSource {                                                                                       \
@@ -35,6 +36,7 @@ const std::vector<KernelSource>& allKernelSources() {
       HOTKERNEL_EMBEDDED(rms_norm),
       HOTKERNEL_EMBEDDED(layer_norm),
       HOTKERNEL_EMBEDDED(cross_entropy),
+      HOTKERNEL_EMBEDDED(reduce_lastdim),
   };
   return sources;
 }
