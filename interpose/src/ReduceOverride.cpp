@@ -132,7 +132,8 @@ std::optional<ReduceCallKey> reduceKeyOf(ReduceOp op, const at::Tensor& self,
                                          bool dtypeGiven) {
   if (!self.defined()) return std::nullopt;
   const std::optional<kernels::DType> dtype = familyDtype(self.scalar_type());
-  if (!dtype || self.is_sparse() || self.is_quantized()) return std::nullopt;
+  // Strided layouts only (sparse, mkldnn and nested tensors have no strides to check).
+  if (!dtype || self.layout() != at::kStrided || self.is_quantized() || self.is_nested()) return std::nullopt;
   kernels::ReduceCall call;
   call.op = op;
   call.dtype = *dtype;
