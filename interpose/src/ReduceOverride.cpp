@@ -34,9 +34,13 @@ std::optional<kernels::DType> familyDtype(at::ScalarType t) {
   }
 }
 
-std::optional<std::vector<int64_t>> dimsOf(at::OptionalIntArrayRef dim) {
-  if (!dim.has_value()) return std::nullopt;
-  return dim->vec();
+// The refusals that need no allocation (Note [Reductions are everywhere]):
+// anything but the last dim alone, or a dtype= argument. reduceKeyOf checks
+// the rest (and these again).
+bool maybeServed(const at::Tensor& self, bool hasDims, at::IntArrayRef dims, bool dtypeGiven) {
+  if (!hasDims || dims.size() != 1 || dtypeGiven || !self.defined()) return false;
+  const int64_t ndim = self.dim();
+  return ndim >= 1 && (dims[0] == -1 || dims[0] == ndim - 1);
 }
 
 // Tries the planned kernel; an undefined tensor means "run the original".
@@ -72,11 +76,12 @@ at::Tensor tryPlan(ReduceOp op, const at::Tensor& self, const std::optional<std:
 }
 
 // The served path of a trampoline: the plan's result, counted; or undefined.
-at::Tensor served(ReduceOp op, const at::Tensor& self, const std::optional<std::vector<int64_t>>& dims, bool keepdim,
+// `dims` is the call's dim list when `hasDims` (None otherwise).
+at::Tensor served(ReduceOp op, const at::Tensor& self, bool hasDims, at::IntArrayRef dims, bool keepdim,
                   bool dtypeGiven) {
   NormOverrideState& s = state(op);
-  if (s.enabled.load(std::memory_order_relaxed)) {
-    at::Tensor out = tryPlan(op, self, dims, keepdim, dtypeGiven);
+  if (s.enabled.load(std::memory_order_relaxed) && maybeServed(self, hasDims, dims, dtypeGiven)) {
+    at::Tensor out = tryPlan(op, self, dims.vec(), keepdim, dtypeGiven);
     if (out.defined()) {
       s.hits.fetch_add(1, std::memory_order_relaxed);
       return out;
@@ -88,26 +93,27 @@ at::Tensor served(ReduceOp op, const at::Tensor& self, const std::optional<std::
 
 at::Tensor sumTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                          std::optional<at::ScalarType> dtype) {
-  at::Tensor out = served(ReduceOp::Sum, self, dimsOf(dim), keepdim, dtype.has_value());
+  at::Tensor out = served(ReduceOp::Sum, self, dim.has_value(), dim.value_or(at::IntArrayRef()), keepdim,
+                          dtype.has_value());
   return out.defined() ? out : ReduceOverride::callOriginalSum(ks, self, dim, keepdim, dtype);
 }
 
 at::Tensor meanTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                           std::optional<at::ScalarType> dtype) {
-  at::Tensor out = served(ReduceOp::Mean, self, dimsOf(dim), keepdim, dtype.has_value());
+  at::Tensor out = served(ReduceOp::Mean, self, dim.has_value(), dim.value_or(at::IntArrayRef()), keepdim,
+                          dtype.has_value());
   return out.defined() ? out : ReduceOverride::callOriginalMean(ks, self, dim, keepdim, dtype);
 }
 
 at::Tensor amaxTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
-  at::Tensor out = served(ReduceOp::Amax, self, dim.vec(), keepdim, false);
+  at::Tensor out = served(ReduceOp::Amax, self, true, dim, keepdim, false);
   return out.defined() ? out : ReduceOverride::callOriginalAmax(ks, self, dim, keepdim);
 }
 
 at::Tensor argmaxTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<int64_t> dim,
                             bool keepdim) {
-  const std::optional<std::vector<int64_t>> dims =
-      dim ? std::optional<std::vector<int64_t>>(std::vector<int64_t>{*dim}) : std::nullopt;
-  at::Tensor out = served(ReduceOp::Argmax, self, dims, keepdim, false);
+  const int64_t d = dim.value_or(0);
+  at::Tensor out = served(ReduceOp::Argmax, self, dim.has_value(), at::IntArrayRef(&d, 1), keepdim, false);
   return out.defined() ? out : ReduceOverride::callOriginalArgmax(ks, self, dim, keepdim);
 }
 
