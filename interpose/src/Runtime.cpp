@@ -290,6 +290,16 @@ void Runtime::onHot(const std::string& op, const VariantKey& key) {
     return;
   }
   if (!config().optimize || !worker_) return;
+  // Note [Only served ops are tuned]
+  // The recorder sees every op it knows, served or not (sum & co run
+  // everywhere): a hot variant of an op whose CUDA trampoline is not
+  // installed (not in HOTKERNEL_OPS) would be tuned for a plan nothing reads.
+  // hotkernel warmup still tunes what a profile names (Runtime::optimizeVariant).
+  const std::optional<ServedOp> served = servedOpOf(op);
+  if (!served || !servedOpInstalled(*served, c10::DispatchKey::CUDA)) {
+    HOTKERNEL_LOG_ONCE(Info, "not-served:" + op) << op << " is hot but not served (not in HOTKERNEL_OPS); not optimized";
+    return;
+  }
   {
     std::lock_guard<std::mutex> guard(mu_);
     if (decisions_.count(decisionKey(op, variantString(key)))) return;

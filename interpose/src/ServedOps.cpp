@@ -114,6 +114,27 @@ void installServedOp(ServedOp op, c10::DispatchKey key, bool (*deviceHook)(int d
   }
 }
 
+bool servedOpInstalled(ServedOp op, c10::DispatchKey key) {
+  switch (op) {
+    case ServedOp::Softmax:
+      return SoftmaxOverride::installed(key, SoftmaxOverride::Op::Softmax);
+    case ServedOp::LogSoftmax:
+      return SoftmaxOverride::installed(key, SoftmaxOverride::Op::LogSoftmax);
+    case ServedOp::RmsNorm:
+      return RmsNormOverride::installed(key);
+    case ServedOp::LayerNorm:
+      return LayerNormOverride::installed(key);
+    case ServedOp::CrossEntropy:
+      return CrossEntropyOverride::installed(key);
+    case ServedOp::Sum:
+    case ServedOp::Mean:
+    case ServedOp::Amax:
+    case ServedOp::Argmax:
+      return ReduceOverride::installed(key, *reduceOpOf(op));
+  }
+  return false;
+}
+
 PlanSlot& plansOf(ServedOp op) {
   switch (op) {
     case ServedOp::Softmax:

@@ -42,6 +42,8 @@ std::optional<kernels::ReduceOp> reduceOpOf(ServedOp op);
 // also on the key's autograd key (Note [Overriding a composite op]).
 // Idempotent. Throws Error.
 void installServedOp(ServedOp op, c10::DispatchKey key, bool (*deviceHook)(int device));
+// Whether the op's trampoline is registered for `key` (for CUDA: the op is in HOTKERNEL_OPS).
+bool servedOpInstalled(ServedOp op, c10::DispatchKey key);
 PlanSlot& plansOf(ServedOp op);
 uint64_t hitsOf(ServedOp op);
 uint64_t missesOf(ServedOp op);

@@ -13,6 +13,7 @@
 #include <atomic>
 
 #include "ReduceOverride.h"
+#include "ServedOps.h"
 #include "hotkernel/kernels/DType.h"
 
 namespace hotkernel {
@@ -86,6 +87,10 @@ TEST_F(ReduceOverrideTest, GivenInstalledTwiceWhenInstallingThenIdempotentForEve
     EXPECT_TRUE(ReduceOverride::installed(c10::DispatchKey::CPU, op));
   }
   EXPECT_STREQ(ReduceOverride::opName(ReduceOp::Sum), "aten::sum.dim_IntList");
+  // What the runtime asks before it tunes a hot variant (Note [Only served ops are tuned]).
+  EXPECT_TRUE(servedOpInstalled(ServedOp::Argmax, c10::DispatchKey::CPU));
+  EXPECT_FALSE(servedOpInstalled(ServedOp::Argmax, c10::DispatchKey::CUDA));
+  EXPECT_FALSE(servedOpInstalled(ServedOp::Softmax, c10::DispatchKey::CPU));
 }
 
 TEST_F(ReduceOverrideTest, GivenAPlannedVariantWhenSummedOverTheLastDimThenThePlanServesWithAtensShapes) {
