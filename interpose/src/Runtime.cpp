@@ -297,7 +297,8 @@ void Runtime::onHot(const std::string& op, const VariantKey& key) {
   // hotkernel warmup still tunes what a profile names (Runtime::optimizeVariant).
   const std::optional<ServedOp> served = servedOpOf(op);
   if (!served || !servedOpInstalled(*served, c10::DispatchKey::CUDA)) {
-    HOTKERNEL_LOG_ONCE(Info, "not-served:" + op) << op << " is hot but not served (not in HOTKERNEL_OPS); not optimized";
+    HOTKERNEL_LOG_ONCE(Info, "not-served:" + op)
+        << op << " is hot but not served (not in HOTKERNEL_OPS); not optimized";
     return;
   }
   {

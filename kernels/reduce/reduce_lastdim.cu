@@ -184,7 +184,9 @@ __device__ __forceinline__ bool hk_ahead(float a, long long ia, float b, long lo
   if (b != b) return false;
   return a == b ? ia < ib : a > b;
 }
-__device__ __forceinline__ hk_acc hk_merge(hk_acc a, hk_acc b) { return hk_ahead(a.value, a.index, b.value, b.index) ? a : b; }
+__device__ __forceinline__ hk_acc hk_merge(hk_acc a, hk_acc b) {
+  return hk_ahead(a.value, a.index, b.value, b.index) ? a : b;
+}
 __device__ __forceinline__ void hk_fold(hk_acc& acc, float x, long long index) {
   // Elements arrive in index order within a thread: only a strictly larger
   // value (or the first NaN) replaces the current one.

@@ -183,7 +183,9 @@ TuneOutcome tuneReduce(const ReduceVariant& v, int device, const TunerOptions& o
   for (const ReduceParams& p : ReduceFamily::parameterSpace(v)) spec.seeds.push_back(toPoint(p));
   spec.compileOptions = [v](const FamilyPoint& p) { return ReduceFamily::compileOptions(v.dtype, toParams(p), v.op); };
   spec.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
-  spec.candidate = [v](const FamilyPoint& p, const std::string& cubin) { return reduceCandidate(v, toParams(p), cubin); };
+  spec.candidate = [v](const FamilyPoint& p, const std::string& cubin) {
+    return reduceCandidate(v, toParams(p), cubin);
+  };
   spec.harnessSpec = reduceSpec(v.op);
   const VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
   spec.makePlan = [key, device, op = v.op](const FamilyPoint& p, const std::string& cubin) {

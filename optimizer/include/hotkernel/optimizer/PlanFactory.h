@@ -47,7 +47,8 @@ Plan makeReducePlan(const VariantKey& key, const kernels::ReduceParams& params, 
 // A plan for a cache entry of any family: "softmax_lastdim" and
 // "log_softmax_lastdim" (params = a SoftmaxParams point), "rms_norm" and "layer_norm" (params = a NormParams
 // point), "cross_entropy" (params = a CrossEntropyParams point), "sum_lastdim", "mean_lastdim",
-// "amax_lastdim" and "argmax_lastdim" (params = a ReduceParams point) or "agent" (params = {"launch": AgentLaunch}, kernel `kernelName`
+// "amax_lastdim" and "argmax_lastdim" (params = a ReduceParams point) or "agent"
+// (params = {"launch": AgentLaunch}, kernel `kernelName`
 // from an external agent). Throws Error for an unknown family or malformed params.
 Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::json& params,
               const std::string& kernelName, const std::string& cubin, int device);
