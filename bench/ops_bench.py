@@ -26,6 +26,10 @@ Ops: softmax, log_softmax, rms_norm (F.rms_norm with a weight), layer_norm
 four are in HOTKERNEL_OPS' default); cross_entropy (F.cross_entropy, mean, int64
 class targets with every 8th row ignored; ideal traffic: the logits read once):
 `--cases cross_entropy` (cross_entropy_loss is in HOTKERNEL_OPS' default too).
+The last-dim reductions x.sum(-1), x.mean(-1), torch.amax(x, -1), x.argmax(-1)
+(ideal traffic: x read once, one result a row): `--cases reductions`, with
+them in HOTKERNEL_OPS (not in its default), e.g.
+HOTKERNEL_OPS=sum.dim_IntList,mean.dim,amax,argmax.
 
 Output: "hotkernel-bench" v1 JSON, benchmark "ops", one result per case, and a
 Markdown table on stdout (the README's table is pasted from it).
@@ -91,6 +95,22 @@ def cross_entropy_setup(cols, dtype, gen):
     return cross_entropy, (lambda x: torch.nn.functional.cross_entropy(x.double(), target_for(x.shape[0]))), []
 
 
+def sum_lastdim(t):
+    return t.sum(-1)
+
+
+def mean_lastdim(t):
+    return t.mean(-1)
+
+
+def amax_lastdim(t):
+    return torch.amax(t, -1)
+
+
+def argmax_lastdim(t):
+    return t.argmax(-1)
+
+
 def plain(fn, ref64):
     return lambda cols, dtype, gen: (fn, ref64, [])
 
@@ -103,7 +123,13 @@ OPS = {
     "rms_norm": (rms_norm_setup, "aten::_fused_rms_norm", ";weight=1"),
     "layer_norm": (layer_norm_setup, "aten::native_layer_norm", ";weight=1;bias=1"),
     "cross_entropy": (cross_entropy_setup, "aten::cross_entropy_loss", ";reduction=mean"),
+    # The last-dim reductions (aten::sum.dim_IntList, aten::mean.dim, aten::amax, aten::argmax over dim -1).
+    "sum": (plain(sum_lastdim, lambda x: x.double().sum(-1)), "aten::sum.dim_IntList", ""),
+    "mean": (plain(mean_lastdim, lambda x: x.double().mean(-1)), "aten::mean.dim", ""),
+    "amax": (plain(amax_lastdim, lambda x: torch.amax(x.double(), -1)), "aten::amax", ""),
+    "argmax": (plain(argmax_lastdim, lambda x: x.double().argmax(-1)), "aten::argmax", ""),
 }
+REDUCTIONS = ("sum", "mean", "amax", "argmax")
 
 DEFAULT_CASES = (
     "softmax:bfloat16:1x128256,softmax:bfloat16:32x128256,softmax:bfloat16:4096x32000,"
@@ -121,6 +147,11 @@ CROSS_ENTROPY_CASES = (
     "cross_entropy:bfloat16:1x128256,cross_entropy:bfloat16:32x128256,cross_entropy:bfloat16:4096x32000,"
     "cross_entropy:bfloat16:8192x128256,cross_entropy:float32:4096x32000"
 )
+
+# `--cases reductions`: each reduction on a batch of 32000-class logits, a large
+# LM head's logits, a large activation, and a decode-sized batch of 128k logits.
+REDUCTION_CASES = ",".join(
+    f"{op}:bfloat16:{shape}" for op in REDUCTIONS for shape in ("4096x32000", "8192x128256", "32768x4096", "32x128256"))
 
 
 class Hotkernel:
@@ -279,6 +310,8 @@ def run_case(hk, timer, op, dtype_name, rows, cols, args, copy_bps):
     # cross_entropy: the logits read once and the int64 targets (its output is one scalar).
     if op == "cross_entropy":
         nbytes = x.numel() * x.element_size() + rows * 8
+    elif op in REDUCTIONS:  # x read once, one result a row (int64 for argmax)
+        nbytes = x.numel() * x.element_size() + rows * (8 if op == "argmax" else x.element_size())
     else:
         nbytes = 2 * x.numel() * x.element_size() + sum(c.numel() * c.element_size() for c in columns)
     hk_us = vs_eager["candidate"]["median"]
@@ -302,6 +335,8 @@ def parse_cases(text):
         text = NORM_CASES
     elif text == "cross_entropy":
         text = CROSS_ENTROPY_CASES
+    elif text == "reductions":
+        text = REDUCTION_CASES
     cases = []
     for item in text.split(","):
         try:
@@ -323,7 +358,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default=DEFAULT_CASES,
                     help="comma list of op:dtype:ROWSxCOLS (ops: softmax, log_softmax, rms_norm, layer_norm, "
-                         "cross_entropy), or 'norms' / 'cross_entropy' for those shapes")
+                         "cross_entropy, sum, mean, amax, argmax), or 'norms' / 'cross_entropy' / 'reductions' "
+                         "for those shapes")
     ap.add_argument("--reps", type=int, default=31, help="timed rounds (each times all three)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--hot-calls", type=int, default=80, help="calls that make a variant hot")

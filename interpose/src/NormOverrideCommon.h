@@ -64,9 +64,11 @@ struct NormOverrideState {
   // device hook until it succeeds once for `device`. No-op for CPU (-1).
   void noteDeviceUse(int device);
   // Captures the original kernel for `key` and registers `install(lib)`'s
-  // trampoline, once per key (idempotent). Throws Error for an unknown op or key.
+  // trampoline, once per key (idempotent). `overload`: the schema's overload
+  // name ("dim_IntList" for aten::sum.dim_IntList; "" for none). Throws Error
+  // for an unknown op or key.
   template <typename RegisterFn>
-  void installOnce(c10::DispatchKey key, const char* opName, RegisterFn registerImpl);
+  void installOnce(c10::DispatchKey key, const char* opName, RegisterFn registerImpl, const char* overload = "");
 };
 
 // `ptr` is a multiple of `alignment` (nullptr passes: an absent array).
@@ -84,12 +86,13 @@ class SilentWarnings : public c10::WarningHandler {
 }  // namespace detail
 
 template <typename RegisterFn>
-void NormOverrideState::installOnce(c10::DispatchKey key, const char* opName, RegisterFn registerImpl) {
+void NormOverrideState::installOnce(c10::DispatchKey key, const char* opName, RegisterFn registerImpl,
+                                    const char* overload) {
   const size_t idx = static_cast<size_t>(key);
   HOTKERNEL_CHECK(idx < kNumKeys, "dispatch key out of range");
   std::lock_guard<std::mutex> guard(installMu);
   if (installed[idx].load()) return;
-  if (!op) op = c10::Dispatcher::singleton().findSchemaOrThrow(opName, "");
+  if (!op) op = c10::Dispatcher::singleton().findSchemaOrThrow(opName, overload);
   // Capture the original before the override replaces it.
   originals[idx] = op->getComputedKernelForDispatchKey(key);
   detail::SilentWarnings silent;

@@ -12,6 +12,7 @@
 #include "CrossEntropyOverride.h"
 #include "LayerNormOverride.h"
 #include "NormOverrideCommon.h"
+#include "ReduceOverride.h"
 #include "RmsNormOverride.h"
 #include "SoftmaxOverride.h"
 #include "hotkernel/optimizer/IdleGate.h"
@@ -85,6 +86,47 @@ void noteCrossEntropyVariant(Recorder& r, const at::RecordFunction& fn) {
   }
 }
 
+// Note [Recording reductions]
+// RecordFunction names an op without its overload ("aten::sum" for every sum);
+// the overload comes from operator_name(). aten::sum.dim_IntList and
+// aten::mean.dim (self, dim?, keepdim, dtype?), aten::amax (self, dim[],
+// keepdim) and aten::argmax (self, dim?, keepdim): the key reduceKeyOf gives,
+// under the overload-qualified name the runtime and the cache use. Other
+// overloads (a full sum, named dims) are not served and not recorded.
+void noteReduceVariant(Recorder& r, const at::RecordFunction& fn, kernels::ReduceOp op) {
+  const size_t need = op == kernels::ReduceOp::Sum || op == kernels::ReduceOp::Mean ? 4 : 3;
+  if (fn.num_inputs() < need) return;
+  const std::optional<c10::OperatorName> name = fn.operator_name();
+  const char* overload = op == kernels::ReduceOp::Sum ? "dim_IntList" : op == kernels::ReduceOp::Mean ? "dim" : "";
+  if (!name || name->overload_name != overload) return;
+  auto inputs = fn.inputs();
+  if (!inputs[0].isTensor() || !inputs[2].isBool()) return;
+  std::optional<std::vector<int64_t>> dims;
+  if (op == kernels::ReduceOp::Argmax) {
+    if (inputs[1].isInt()) {
+      dims = std::vector<int64_t>{inputs[1].toInt()};
+    } else if (!inputs[1].isNone()) {
+      return;
+    }
+  } else if (!inputs[1].isNone()) {
+    dims = sizesOf(inputs[1]);
+    if (!dims) return;
+  }
+  const bool dtypeGiven = need == 4 && !inputs[3].isNone();
+  if (auto call = reduceKeyOf(op, inputs[0].toTensor(), dims, inputs[2].toBool(), dtypeGiven)) {
+    r.noteVariant(ReduceOverride::opName(op), call->key);
+  }
+}
+
+// The reduction a RecordFunction name may be ("aten::sum", "aten::mean", "aten::amax", "aten::argmax").
+std::optional<kernels::ReduceOp> reduceOpNamed(const char* name) {
+  if (std::strcmp(name, "aten::sum") == 0) return kernels::ReduceOp::Sum;
+  if (std::strcmp(name, "aten::mean") == 0) return kernels::ReduceOp::Mean;
+  if (std::strcmp(name, "aten::amax") == 0) return kernels::ReduceOp::Amax;
+  if (std::strcmp(name, "aten::argmax") == 0) return kernels::ReduceOp::Argmax;
+  return std::nullopt;
+}
+
 std::unique_ptr<at::ObserverContext> onOpStart(const at::RecordFunction& fn) {
   try {
     Recorder& r = Recorder::instance();
@@ -109,6 +151,8 @@ std::unique_ptr<at::ObserverContext> onOpStart(const at::RecordFunction& fn) {
       noteNormVariant(r, fn, /*layerNorm=*/true);
     } else if (std::strcmp(name, CrossEntropyOverride::kOpName) == 0) {
       noteCrossEntropyVariant(r, fn);
+    } else if (const std::optional<kernels::ReduceOp> reduce = reduceOpNamed(name)) {
+      noteReduceVariant(r, fn, *reduce);
     }
   } catch (...) {
     // Recording is best effort; it must never disturb the op.

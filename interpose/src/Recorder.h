@@ -52,6 +52,10 @@ class Recorder {
   // mistakes a weighted variant for an unweighted one. A change a v1 reader
   // would misread takes version 2. "reduction" ("none", "mean", "sum")
   // appears on aten::cross_entropy_loss variants only, under the same rule.
+  // The last-dim reductions are recorded under their overload-qualified
+  // names ("aten::sum.dim_IntList", "aten::mean.dim", "aten::amax",
+  // "aten::argmax") with plain (dtype, rows, cols) keys: a reader that knows
+  // no such op drops them.
   nlohmann::json profile() const;
   // Estimated calls of one variant so far (sampled / p); 0 if never sampled.
   // What the optimizer's ranking takes as the target's recorded calls.

@@ -22,6 +22,7 @@
 #include "hotkernel/optimizer/NormTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/RankingLog.h"
+#include "hotkernel/optimizer/ReduceTuner.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Hash.h"
@@ -100,7 +101,8 @@ void logExperiments(const std::string& dir, const std::string& fingerprint, cons
   }
 }
 
-// The op's tuner for `key` (its weight / bias flags pick the norm variant, its reduction the cross_entropy one).
+// The op's tuner for `key` (its weight / bias flags pick the norm variant, its reduction the cross_entropy one;
+// the reductions' op comes from the served op, their keys carry no flags).
 TuneOutcome tuneServedOp(ServedOp op, const VariantKey& key, const TunerOptions& options) {
   const auto dtype = static_cast<kernels::DType>(key.dtype);
   switch (op) {
@@ -121,6 +123,12 @@ TuneOutcome tuneServedOp(ServedOp op, const VariantKey& key, const TunerOptions&
       return tuneCrossEntropy(kernels::CrossEntropyVariant{dtype, key.rows, key.cols,
                                                            static_cast<kernels::CrossEntropyReduction>(key.reduction())},
                               key.device, options);
+    case ServedOp::Sum:
+    case ServedOp::Mean:
+    case ServedOp::Amax:
+    case ServedOp::Argmax:
+      HOTKERNEL_CHECK(key.flags == 0, "a reduction variant has no flags: ", variantString(key));
+      return tuneReduce(kernels::ReduceVariant{dtype, key.rows, key.cols, *reduceOpOf(op)}, key.device, options);
   }
   HOTKERNEL_THROW("no tuner for this op");
 }
@@ -271,6 +279,17 @@ void Runtime::onHot(const std::string& op, const VariantKey& key) {
     return;
   }
   if (!config().optimize || !worker_) return;
+  // Note [Only served ops are tuned]
+  // The recorder sees every op it knows, served or not (sum & co run
+  // everywhere): a hot variant of an op whose CUDA trampoline is not
+  // installed (not in HOTKERNEL_OPS) would be tuned for a plan nothing reads.
+  // hotkernel warmup still tunes what a profile names (Runtime::optimizeVariant).
+  const std::optional<ServedOp> served = servedOpOf(op);
+  if (!served || !servedOpInstalled(*served, c10::DispatchKey::CUDA)) {
+    HOTKERNEL_LOG_ONCE(Info, "not-served:" + op)
+        << op << " is hot but not served (not in HOTKERNEL_OPS); not optimized";
+    return;
+  }
   {
     std::lock_guard<std::mutex> guard(mu_);
     if (decisions_.count(decisionKey(op, variantString(key)))) return;

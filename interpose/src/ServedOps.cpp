@@ -2,6 +2,7 @@
 
 #include "CrossEntropyOverride.h"
 #include "LayerNormOverride.h"
+#include "ReduceOverride.h"
 #include "RmsNormOverride.h"
 #include "SoftmaxOverride.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
@@ -18,7 +19,26 @@ std::optional<ServedOp> servedOpOf(const std::string& name) {
   if (shortName == "_fused_rms_norm") return ServedOp::RmsNorm;
   if (shortName == "native_layer_norm") return ServedOp::LayerNorm;
   if (shortName == "cross_entropy_loss") return ServedOp::CrossEntropy;
+  if (shortName == "sum.dim_IntList" || shortName == "sum") return ServedOp::Sum;
+  if (shortName == "mean.dim" || shortName == "mean") return ServedOp::Mean;
+  if (shortName == "amax") return ServedOp::Amax;
+  if (shortName == "argmax") return ServedOp::Argmax;
   return std::nullopt;
+}
+
+std::optional<kernels::ReduceOp> reduceOpOf(ServedOp op) {
+  switch (op) {
+    case ServedOp::Sum:
+      return kernels::ReduceOp::Sum;
+    case ServedOp::Mean:
+      return kernels::ReduceOp::Mean;
+    case ServedOp::Amax:
+      return kernels::ReduceOp::Amax;
+    case ServedOp::Argmax:
+      return kernels::ReduceOp::Argmax;
+    default:
+      return std::nullopt;
+  }
 }
 
 const char* servedOpName(ServedOp op) {
@@ -33,6 +53,11 @@ const char* servedOpName(ServedOp op) {
       return LayerNormOverride::kOpName;
     case ServedOp::CrossEntropy:
       return CrossEntropyOverride::kOpName;
+    case ServedOp::Sum:
+    case ServedOp::Mean:
+    case ServedOp::Amax:
+    case ServedOp::Argmax:
+      return ReduceOverride::opName(*reduceOpOf(op));
   }
   return "";
 }
@@ -49,6 +74,11 @@ const char* servedOpFamily(ServedOp op) {
       return kernels::LayerNormFamily::kName;
     case ServedOp::CrossEntropy:
       return kernels::CrossEntropyFamily::kName;
+    case ServedOp::Sum:
+    case ServedOp::Mean:
+    case ServedOp::Amax:
+    case ServedOp::Argmax:
+      return kernels::reduceFamilyName(*reduceOpOf(op));
   }
   return "";
 }
@@ -74,7 +104,35 @@ void installServedOp(ServedOp op, c10::DispatchKey key, bool (*deviceHook)(int d
       CrossEntropyOverride::install(key);
       if (deviceHook) CrossEntropyOverride::setDeviceHook(deviceHook);
       return;
+    case ServedOp::Sum:
+    case ServedOp::Mean:
+    case ServedOp::Amax:
+    case ServedOp::Argmax:
+      ReduceOverride::install(key, *reduceOpOf(op));
+      if (deviceHook) ReduceOverride::setDeviceHook(*reduceOpOf(op), deviceHook);
+      return;
   }
+}
+
+bool servedOpInstalled(ServedOp op, c10::DispatchKey key) {
+  switch (op) {
+    case ServedOp::Softmax:
+      return SoftmaxOverride::installed(key, SoftmaxOverride::Op::Softmax);
+    case ServedOp::LogSoftmax:
+      return SoftmaxOverride::installed(key, SoftmaxOverride::Op::LogSoftmax);
+    case ServedOp::RmsNorm:
+      return RmsNormOverride::installed(key);
+    case ServedOp::LayerNorm:
+      return LayerNormOverride::installed(key);
+    case ServedOp::CrossEntropy:
+      return CrossEntropyOverride::installed(key);
+    case ServedOp::Sum:
+    case ServedOp::Mean:
+    case ServedOp::Amax:
+    case ServedOp::Argmax:
+      return ReduceOverride::installed(key, *reduceOpOf(op));
+  }
+  return false;
 }
 
 PlanSlot& plansOf(ServedOp op) {
@@ -89,6 +147,11 @@ PlanSlot& plansOf(ServedOp op) {
       return LayerNormOverride::plans();
     case ServedOp::CrossEntropy:
       return CrossEntropyOverride::plans();
+    case ServedOp::Sum:
+    case ServedOp::Mean:
+    case ServedOp::Amax:
+    case ServedOp::Argmax:
+      return ReduceOverride::plans(*reduceOpOf(op));
   }
   return SoftmaxOverride::plans();  // unreachable
 }
@@ -105,6 +168,11 @@ uint64_t hitsOf(ServedOp op) {
       return LayerNormOverride::hits();
     case ServedOp::CrossEntropy:
       return CrossEntropyOverride::hits();
+    case ServedOp::Sum:
+    case ServedOp::Mean:
+    case ServedOp::Amax:
+    case ServedOp::Argmax:
+      return ReduceOverride::hits(*reduceOpOf(op));
   }
   return 0;
 }
@@ -121,6 +189,11 @@ uint64_t missesOf(ServedOp op) {
       return LayerNormOverride::misses();
     case ServedOp::CrossEntropy:
       return CrossEntropyOverride::misses();
+    case ServedOp::Sum:
+    case ServedOp::Mean:
+    case ServedOp::Amax:
+    case ServedOp::Argmax:
+      return ReduceOverride::misses(*reduceOpOf(op));
   }
   return 0;
 }
@@ -130,6 +203,7 @@ bool setServedOpsEnabled(bool enabled) {
   RmsNormOverride::setEnabled(enabled);
   LayerNormOverride::setEnabled(enabled);
   CrossEntropyOverride::setEnabled(enabled);
+  ReduceOverride::setEnabled(enabled);  // all four reductions
   return previous;
 }
 

@@ -18,6 +18,7 @@ HOTKERNEL_DECLARE_EMBEDDED(softmax_lastdim)
 HOTKERNEL_DECLARE_EMBEDDED(rms_norm)
 HOTKERNEL_DECLARE_EMBEDDED(layer_norm)
 HOTKERNEL_DECLARE_EMBEDDED(cross_entropy)
+HOTKERNEL_DECLARE_EMBEDDED(reduce_lastdim)
 HOTKERNEL_DECLARE_EMBEDDED(hk_prelude)
 
 #define HOTKERNEL_EMBEDDED(name)                                                                       \
@@ -36,6 +37,7 @@ const std::vector<KernelSource>& allKernelSources() {
       HOTKERNEL_EMBEDDED(rms_norm),
       HOTKERNEL_EMBEDDED(layer_norm),
       HOTKERNEL_EMBEDDED(cross_entropy),
+      HOTKERNEL_EMBEDDED(reduce_lastdim),
       HOTKERNEL_EMBEDDED(hk_prelude),
   };
   return sources;

@@ -16,6 +16,7 @@
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/Harness.h"
+#include "hotkernel/optimizer/ReduceTuner.h"  // atenReduceLastDim
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel {
@@ -64,7 +65,8 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
   const bool softmax = op == "aten::_softmax", logSoftmax = op == "aten::_log_softmax";
   const bool rmsNorm = op == "aten::_fused_rms_norm", layerNorm = op == "aten::native_layer_norm";
   const bool crossEntropy = op == "aten::cross_entropy_loss";
-  HOTKERNEL_CHECK(softmax || logSoftmax || rmsNorm || layerNorm || crossEntropy, "no timing for ", op);
+  const std::optional<kernels::ReduceOp> reduce = kernels::reduceOpOfAtenName(op);
+  HOTKERNEL_CHECK(softmax || logSoftmax || rmsNorm || layerNorm || crossEntropy || reduce, "no timing for ", op);
   HOTKERNEL_CHECK(crossEntropy ? key.reduction() >= 0 && !key.hasWeight() && !key.hasBias()
                                : !(rmsNorm && key.hasBias()) && (rmsNorm || layerNorm || key.flags == 0),
                   "flags that ", op, " does not take");
@@ -98,7 +100,9 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
   // Each call allocates its outputs, as a dispatcher call would.
   const MedianCi t = benchmarkOne(
       [&] {
-        if (softmax) {
+        if (reduce) {
+          (void)atenReduceLastDim(in, *reduce);  // at::cuda::sum / mean / amax / argmax over dim -1
+        } else if (softmax) {
           (void)at::cuda::_softmax(in, -1, false);
         } else if (logSoftmax) {
           (void)at::cuda::_log_softmax(in, -1, false);

@@ -130,6 +130,27 @@ std::string outsideBound(const at::Tensor& out, const at::Tensor& ref, const at:
   return os.str();
 }
 
+bool isExactInt64(const RowOpOutput& o) { return o.perRow && !o.scalar && o.exactInt64; }
+
+// What the harness writes after each output, and expects to find there after a launch.
+double canaryValue(const RowOpOutput& o) { return isExactInt64(o) ? 1234.0 : 1234.5; }
+
+}  // namespace
+
+std::string exactOutputMismatch(const at::Tensor& out, const at::Tensor& ref) {
+  const at::Tensor r = ref.to(at::kLong);
+  if (at::equal(out, r)) return {};
+  const at::Tensor differs = (out != r).reshape({-1});
+  const int64_t bad = differs.sum().item<int64_t>();
+  const int64_t i = differs.to(at::kInt).argmax().item<int64_t>();
+  std::ostringstream os;
+  os << bad << " element(s) differ; first at flat index " << i << ": got " << out.reshape({-1})[i].item<int64_t>()
+     << ", reference " << r.reshape({-1})[i].item<int64_t>();
+  return os.str();
+}
+
+namespace {
+
 struct Runner {
   const HarnessCandidate& c;
   const RowOpSpec& spec;  // normalized
@@ -147,11 +168,18 @@ struct Runner {
     std::vector<at::Tensor> outs, canaries;
     for (const RowOpOutput& o : spec.outputs) {
       const int64_t n = o.scalar ? 1 : o.perRow ? rows : rows * cols;
-      const bool float32 = o.perRow && !o.scalar && !o.perRowInInputDtype;
-      at::Tensor buf = at::empty({n + kCanary}, float32 ? in.options().dtype(at::kFloat) : in.options());
-      buf.fill_(std::numeric_limits<float>::quiet_NaN());
+      const bool int64 = o.perRow && !o.scalar && o.exactInt64;
+      const bool float32 = o.perRow && !o.scalar && !o.perRowInInputDtype && !int64;
+      at::Tensor buf = at::empty({n + kCanary}, int64     ? in.options().dtype(at::kLong)
+                                                : float32 ? in.options().dtype(at::kFloat)
+                                                          : in.options());
+      if (int64) {
+        buf.fill_(std::numeric_limits<int64_t>::min());  // Note [Exact integer outputs]
+      } else {
+        buf.fill_(std::numeric_limits<float>::quiet_NaN());
+      }
       at::Tensor canary = buf.narrow(0, n, kCanary);
-      canary.fill_(1234.5);
+      canary.fill_(canaryValue(o));
       canaries.push_back(canary);
       outs.push_back(outputView(buf, o, rows, cols));
     }
@@ -194,7 +222,7 @@ struct Runner {
       return {};
     }
     for (size_t i = 0; i < canaries.size(); ++i) {
-      if (!at::all(canaries[i] == 1234.5).item<bool>()) {
+      if (!at::all(canaries[i] == canaryValue(spec.outputs[i])).item<bool>()) {
         why = "wrote past the end of the output" + (spec.outputs.size() > 1 ? " '" + spec.outputs[i].name + "'" : "");
         return {};
       }
@@ -296,6 +324,15 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
     for (size_t i = 0; i < outs.size(); ++i) {
       const std::string name = spec.outputs.size() > 1 ? spec.outputs[i].name + ": " : "";
       at::Tensor ref = refs[i].reshape(outs[i].sizes());
+      if (isExactInt64(spec.outputs[i])) {
+        if (const std::string mismatch = exactOutputMismatch(outs[i], ref); !mismatch.empty()) {
+          std::ostringstream os;
+          os << name << mismatch << " at [" << in.size(0) << ", " << in.size(1) << "]";
+          why = os.str();
+          return false;
+        }
+        continue;
+      }
       const double err = maxAbsError(outs[i], ref);
       if (!std::isfinite(err)) {
         std::ostringstream os;
@@ -325,7 +362,7 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
       }
       if (i == 0) report.maxAbsError = std::max(report.maxAbsError, err);
     }
-    if (spec.references64) {
+    if (spec.references64 && !isExactInt64(spec.outputs[0])) {
       // Against float64 (on up to 256 rows: "where cheap"), the candidate's
       // output 0 may not be worse than ATen's by more than its bound.
       const int64_t n = std::min<int64_t>(in.size(0), 256);
@@ -372,7 +409,13 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
   report.stages.push_back({HarnessStage::Sweep, true, std::to_string(swept) + " neighbour shapes"});
 
   // 3. numerical stability
-  const double big = dtypeMax(dtype) / 4.0;
+  // Note [Near-max inputs of sums]
+  // A quarter of the dtype's max tests that a row op's arithmetic survives
+  // large values. A sum of such values overflows float32 or not depending on
+  // the order of the additions (partial sums of either sign may pass the
+  // max, or meet as inf - inf = NaN), so ATen's result is no reference there;
+  // sums ask for max / (4 cols) instead, where no order overflows.
+  const double big = spec.nearMaxMagnitude ? spec.nearMaxMagnitude(dtype, cols) : dtypeMax(dtype) / 4.0;
   at::Tensor xf = x.to(at::kFloat);
   std::vector<std::pair<std::string, at::Tensor>> stress = {
       {"negated", (-xf).to(st)},
@@ -411,7 +454,8 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
     for (size_t k = 0; k < outs.size(); ++k) {
       const RowOpOutput& o = spec.outputs[k];
       const DType bits = o.perRow && !o.scalar && !o.perRowInInputDtype ? DType::Float32 : dtype;
-      if (!bitwiseEqual(first[k], outs[k], bits)) {
+      const bool same = isExactInt64(o) ? at::equal(first[k], outs[k]) : bitwiseEqual(first[k], outs[k], bits);
+      if (!same) {
         return fail(HarnessStage::Determinism, "run " + std::to_string(i + 1) + " differs bitwise from run 1" +
                                                    (outs.size() > 1 ? " in '" + spec.outputs[k].name + "'" : ""));
       }

@@ -84,6 +84,24 @@ Plan makeCrossEntropyPlan(const VariantKey& key, const kernels::CrossEntropyPara
   return plan;
 }
 
+Plan makeReducePlan(const VariantKey& key, const kernels::ReduceParams& params, const std::string& cubin, int device,
+                    kernels::ReduceOp op) {
+  using kernels::ReduceFamily;
+  HOTKERNEL_CHECK(key.flags == 0, "a reduction key has no flags: ", variantString(key));
+  const kernels::ReduceVariant v{static_cast<DType>(key.dtype), key.rows, key.cols, op};
+  HOTKERNEL_CHECK(ReduceFamily::guardVariant(v) && ReduceFamily::guardParams(v, params), "parameters ",
+                  params.describe(), " do not fit ", kernels::reduceFamilyName(op), " ", variantString(key));
+  const kernels::LaunchGeometry g = ReduceFamily::launchGeometry(v, params);
+  Plan plan;
+  plan.key = key;
+  plan.description =
+      std::string(kernels::reduceFamilyName(op)) + "[" + params.describe() + "] for " + variantString(key);
+  plan.launcher = CudaKernelLauncher::load(device, cubin, ReduceFamily::kKernelName,
+                                           LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
+                                           ReduceFamily::requiredAlignment(v.dtype, params), plan.description);
+  return plan;
+}
+
 Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::json& params,
               const std::string& kernelName, const std::string& cubin, int device) {
   for (kernels::SoftmaxOp op : {kernels::SoftmaxOp::Softmax, kernels::SoftmaxOp::LogSoftmax}) {
@@ -106,6 +124,11 @@ Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::
     HOTKERNEL_CHECK(kernelName.empty() || kernelName == kernels::CrossEntropyFamily::kKernelName,
                     "unexpected kernel name ", kernelName);
     return makeCrossEntropyPlan(key, kernels::CrossEntropyParams::fromJson(params), cubin, device);
+  }
+  if (const std::optional<kernels::ReduceOp> op = kernels::reduceOpOfFamily(family)) {
+    HOTKERNEL_CHECK(kernelName.empty() || kernelName == kernels::ReduceFamily::kKernelName, "unexpected kernel name ",
+                    kernelName);
+    return makeReducePlan(key, kernels::ReduceParams::fromJson(params), cubin, device, *op);
   }
   HOTKERNEL_CHECK(family == "agent", "unknown kernel family '", family, "'");
   HOTKERNEL_CHECK(params.is_object() && params.contains("launch"), "agent params without a launch");

@@ -2,6 +2,7 @@
 
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
+#include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 
@@ -33,6 +34,13 @@ std::optional<CallCost> callCost(const std::string& op, const VariantKey& key) {
                                          static_cast<kernels::CrossEntropyReduction>(key.reduction())};
     if (!kernels::CrossEntropyFamily::guardVariant(v)) return std::nullopt;
     return CallCost{kernels::CrossEntropyFamily::bytesMoved(v), 0.0};
+  }
+  // The last-dim reductions: the input read once, one result per row (the family's bytesMoved).
+  for (kernels::ReduceOp r : kernels::kAllReduceOps) {
+    if (op != kernels::reduceAtenOpName(r)) continue;
+    const kernels::ReduceVariant v{dtype, key.rows, key.cols, r};
+    if (key.flags != 0 || !kernels::ReduceFamily::guardVariant(v)) return std::nullopt;
+    return CallCost{kernels::ReduceFamily::bytesMoved(v), 0.0};
   }
   return std::nullopt;
 }

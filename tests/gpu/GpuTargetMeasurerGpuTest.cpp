@@ -109,5 +109,19 @@ TEST(GpuTargetMeasurerGpuTest, GivenRealSoftmaxTargetWhenRankedThenSaneHeadroomA
   EXPECT_NEAR(t.target.currentSecondsPerCall / seconds, 1.0, 0.25);
 }
 
+TEST(GpuTargetMeasurerGpuTest, GivenReductionTargetsWhenTimedThenPositiveAndBelowASecond) {
+  REQUIRE_CUDA();
+  GpuTargetMeasurer m;
+  for (const char* op : {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax", "aten::argmax"}) {
+    const double s =
+        m.measureSecondsPerCall(op, VariantKey{static_cast<int32_t>(kernels::DType::BFloat16), 0, 4096, 32000});
+    EXPECT_GT(s, 1e-6) << op;  // 262 MB read: tens of microseconds at least
+    EXPECT_LT(s, 1.0) << op;
+  }
+  VariantKey weighted{static_cast<int32_t>(kernels::DType::BFloat16), 0, 64, 64};
+  weighted.flags = VariantKey::kHasWeight;
+  EXPECT_THROW(m.measureSecondsPerCall("aten::amax", weighted), Error);
+}
+
 }  // namespace
 }  // namespace hotkernel

@@ -148,5 +148,36 @@ TEST(RecorderTest, GivenCrossEntropyCallsWhenRecordedThenVariantsCarryTheirReduc
   EXPECT_EQ(seen, 2);
 }
 
+// Note [Recording reductions]: sum / mean / amax / argmax over the last dim
+// are recorded under their overload-qualified names; other overloads and
+// dims are not. Shapes are this test's own.
+TEST(RecorderTest, GivenLastDimReductionsWhenRecordedThenOnlyServableCallsUnderTheirOverloadNames) {
+  HotSink& sink = startRecorderOnce();
+  const at::Tensor x = at::randn({3, 11, 37});
+  for (int i = 0; i < 4; ++i) {
+    (void)at::sum(x, {-1});
+    (void)at::mean(x, {2}, /*keepdim=*/true);
+    (void)at::amax(x, {-1});
+    (void)at::argmax(x, -1);
+  }
+  for (const char* op : {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax", "aten::argmax"}) {
+    EXPECT_EQ(hotCount(sink, op, 33, 37), 1) << op;
+  }
+  // Not servable, not recorded: a full sum, another dim, sum with dtype=, argmax(dim=None).
+  const at::Tensor y = at::randn({4, 13});
+  for (int i = 0; i < 4; ++i) {
+    (void)at::sum(y);
+    (void)at::sum(y, {0});
+    (void)at::sum(y, {-1}, false, at::kDouble);
+    (void)at::argmax(y);
+  }
+  int recorded = 0;
+  for (const auto& v : Recorder::instance().profile()["variants"]) {
+    const std::string op = v["op"];
+    if (op.rfind("aten::sum", 0) == 0 || op == "aten::argmax") recorded += v["cols"] == 13 || v["cols"] == 4;
+  }
+  EXPECT_EQ(recorded, 0);
+}
+
 }  // namespace
 }  // namespace hotkernel

@@ -4,6 +4,7 @@
 
 #include "CrossEntropyOverride.h"
 #include "LayerNormOverride.h"
+#include "ReduceOverride.h"
 #include "RmsNormOverride.h"
 #include "ServedOps.h"
 #include "SoftmaxOverride.h"
@@ -89,6 +90,34 @@ TEST(ServedOpsTest, GivenCrossEntropyLossWhenLookedUpThenServedByItsOverrideAndF
   CrossEntropyOverride::plans().publish(std::move(p));
   EXPECT_EQ(servedPlanCount(), plans + 1);
   EXPECT_NE(CrossEntropyOverride::plans().load()->find(key), nullptr);
+}
+
+TEST(ServedOpsTest, GivenTheLastDimReductionsWhenLookedUpThenServedByTheReduceOverrideAndTheirFamilies) {
+  EXPECT_EQ(servedOpOf("sum.dim_IntList"), ServedOp::Sum);
+  EXPECT_EQ(servedOpOf("aten::sum.dim_IntList"), ServedOp::Sum);
+  EXPECT_EQ(servedOpOf("sum"), ServedOp::Sum);
+  EXPECT_EQ(servedOpOf("aten::mean.dim"), ServedOp::Mean);
+  EXPECT_EQ(servedOpOf("mean"), ServedOp::Mean);
+  EXPECT_EQ(servedOpOf("amax"), ServedOp::Amax);
+  EXPECT_EQ(servedOpOf("aten::argmax"), ServedOp::Argmax);
+  EXPECT_FALSE(servedOpOf("aten::max").has_value());
+  EXPECT_FALSE(servedOpOf("aten::sum.dim_DimnameList").has_value());
+  EXPECT_STREQ(servedOpName(ServedOp::Sum), "aten::sum.dim_IntList");
+  EXPECT_STREQ(servedOpName(ServedOp::Mean), "aten::mean.dim");
+  EXPECT_STREQ(servedOpFamily(ServedOp::Amax), "amax_lastdim");
+  EXPECT_STREQ(servedOpFamily(ServedOp::Argmax), "argmax_lastdim");
+  EXPECT_EQ(reduceOpOf(ServedOp::Mean), kernels::ReduceOp::Mean);
+  EXPECT_FALSE(reduceOpOf(ServedOp::Softmax).has_value());
+  for (kernels::ReduceOp op : kernels::kAllReduceOps) {
+    ServedOp served = *servedOpOf(ReduceOverride::opName(op));
+    EXPECT_EQ(reduceOpOf(served), op);
+    EXPECT_EQ(&plansOf(served), &ReduceOverride::plans(op));
+  }
+  const bool before = setServedOpsEnabled(false);
+  EXPECT_FALSE(ReduceOverride::enabled());
+  setServedOpsEnabled(true);
+  EXPECT_TRUE(ReduceOverride::enabled());
+  setServedOpsEnabled(before);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <ATen/ATen.h>
 
+#include <limits>
+
 #include "hotkernel/optimizer/Harness.h"
 
 namespace hotkernel {
@@ -40,6 +42,24 @@ TEST(HarnessOutputTest, GivenFullOutputWhenViewedThenRowsByColsOverTheBuffersSta
   const at::Tensor v = outputView(flat, outputOf(false, false), 4, 5);
   EXPECT_EQ(v.sizes(), at::IntArrayRef({4, 5}));
   EXPECT_EQ(v[3][4].item<double>(), 19.0);  // the canary after element 19 is not in the view
+}
+
+TEST(HarnessOutputTest, GivenEqualIndicesWhenComparedExactlyThenNoMismatch) {
+  const at::Tensor out = at::arange(6, at::kLong);
+  EXPECT_EQ(exactOutputMismatch(out, out.clone()), "");
+  // A reference of another integer type compares by value.
+  EXPECT_EQ(exactOutputMismatch(out, out.to(at::kInt)), "");
+}
+
+TEST(HarnessOutputTest, GivenIndicesOffByOneOrNeverWrittenWhenComparedExactlyThenTheFirstMismatchIsNamed) {
+  const at::Tensor ref = at::arange(6, at::kLong);
+  at::Tensor out = ref.clone();
+  out[4] = 5;
+  out[2] = std::numeric_limits<int64_t>::min();  // the harness's pre-fill: never written
+  const std::string why = exactOutputMismatch(out, ref);
+  EXPECT_NE(why.find("2 element(s) differ"), std::string::npos) << why;
+  EXPECT_NE(why.find("flat index 2"), std::string::npos) << why;
+  EXPECT_NE(why.find("reference 2"), std::string::npos) << why;
 }
 
 }  // namespace

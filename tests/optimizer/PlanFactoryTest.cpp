@@ -4,6 +4,7 @@
 
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
+#include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/runtime/Check.h"
@@ -94,6 +95,23 @@ TEST(PlanFactoryTest, GivenCrossEntropyParamsThatDoNotFitWhenMakingPlansThenErro
   VariantKey withWeight = k;
   withWeight.flags |= VariantKey::kHasWeight;
   EXPECT_THROW(makeCrossEntropyPlan(withWeight, scalarPoint, "not a cubin", 0), Error);
+}
+
+TEST(PlanFactoryTest, GivenReductionParamsThatDoNotFitOrFlaggedKeysWhenMakingPlansThenErrorBeforeAnyLoad) {
+  const VariantKey k{static_cast<int32_t>(DType::BFloat16), 0, 64, 4097};  // 4097: only vec = 1 fits
+  const kernels::ReduceParams wide{256, 8, 2, 1};
+  for (kernels::ReduceOp op : kernels::kAllReduceOps) {
+    EXPECT_THROW(makeReducePlan(k, wide, "not a cubin", 0, op), Error);
+    EXPECT_THROW(makePlan(kernels::reduceFamilyName(op), k, wide.toJson(), "", "not a cubin", 0), Error);
+  }
+  const kernels::ReduceParams scalarPoint{256, 1, 4, 1};
+  EXPECT_THROW(makePlan("sum_lastdim", k, scalarPoint.toJson(), "hk_other", "not a cubin", 0), Error);
+  EXPECT_THROW(makePlan("sum_lastdim", k, nlohmann::json{{"threads", 256}}, "", "not a cubin", 0), Error);
+  VariantKey flagged = k;
+  flagged.flags = VariantKey::kHasWeight;  // a norm key: not a reduction variant
+  EXPECT_THROW(makeReducePlan(flagged, scalarPoint, "not a cubin", 0, kernels::ReduceOp::Amax), Error);
+  // A reduction key is a plain (dtype, rows, cols) key: its variant string is softmax's.
+  EXPECT_EQ(variantString(k), "dtype=bfloat16;rows=64;cols=4097");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/optimizer/TargetCost.h"
 
 namespace hotkernel {
@@ -58,6 +59,21 @@ TEST(TargetCostTest, GivenCrossEntropyVariantsWhenCostedThenTheFamilysBytesAndNo
   VariantKey weighted{kBf16, 0, 64, 64};
   weighted.flags = VariantKey::reductionFlags(1) | VariantKey::kHasWeight;
   EXPECT_FALSE(callCost("aten::cross_entropy_loss", weighted).has_value());
+}
+
+TEST(TargetCostTest, GivenReductionVariantsWhenCostedThenTheInputReadOnceAndOneResultARow) {
+  for (kernels::ReduceOp op : kernels::kAllReduceOps) {
+    const std::optional<CallCost> c = callCost(kernels::reduceAtenOpName(op), VariantKey{kBf16, 0, 4096, 32000});
+    ASSERT_TRUE(c.has_value()) << kernels::reduceAtenOpName(op);
+    const double out = op == kernels::ReduceOp::Argmax ? 8.0 : 2.0;
+    EXPECT_DOUBLE_EQ(c->bytes, 4096.0 * 32000 * 2 + 4096 * out);
+    EXPECT_DOUBLE_EQ(c->flops, 0.0);
+  }
+  // The RecordFunction name without the overload is not a served op; flags are not a reduction's.
+  EXPECT_FALSE(callCost("aten::sum", VariantKey{kBf16, 0, 64, 64}).has_value());
+  VariantKey weighted{kBf16, 0, 64, 64};
+  weighted.flags = VariantKey::kHasWeight;
+  EXPECT_FALSE(callCost("aten::amax", weighted).has_value());
 }
 
 TEST(TargetCostTest, GivenFlagsTheOpDoesNotTakeWhenCostedThenNothing) {

@@ -87,7 +87,18 @@ struct RowOpOutput {
   bool scalar = false;
   // With perRow: [rows] in the input's dtype instead of float32 (cross_entropy's reduction none).
   bool perRowInInputDtype = false;
+  // With perRow: [rows] int64 (argmax's indices) instead of float32, compared
+  // for equality (`bound` is not called; Note [Exact integer outputs]).
+  bool exactInt64 = false;
 };
+
+// Note [Exact integer outputs]
+// An index output (argmax) has no tolerance: every element must equal the
+// reference's. Its buffer is pre-filled with INT64_MIN instead of NaN (no
+// index is negative, so an element the candidate never writes fails the
+// comparison), its canary holds 1234, and the determinism stage compares it
+// with at::equal. There is no float64 check for it.
+
 
 // What the candidate must compute, for one row op.
 struct RowOpSpec {
@@ -112,6 +123,10 @@ struct RowOpSpec {
   // (the stability stage feeds -inf only then; NaN always). False for the
   // norms: ATen's two CUDA paths disagree on a row holding an infinity.
   bool infinitiesDefined = true;
+  // The magnitude of the stability stage's "near max" inputs; empty: a
+  // quarter of the dtype's max. Sums set it lower (Note [Near-max inputs of
+  // sums] in src/Harness.cpp).
+  std::function<double(kernels::DType, int64_t cols)> nearMaxMagnitude;
   // Float32 scratch the candidate needs, when set and > 0 for a shape: passed
   // to kernelArgs after the outputs (the last entry of its `outs`), fresh per
   // launch, NaN but for the trailing `workspaceZeroTail` floats, which are 0
@@ -168,6 +183,11 @@ at::ScalarType scalarTypeOf(kernels::DType dtype);
 // elements of `flat` (the harness's buffer, a canary after them): 0-dim for a
 // scalar output, [rows] per row, else [rows, cols].
 at::Tensor outputView(const at::Tensor& flat, const RowOpOutput& o, int64_t rows, int64_t cols);
+
+// Elements of an exact output (RowOpOutput::exactInt64) that differ from the
+// reference (compared as int64, same shape): empty when none, else how many
+// and the first one.
+std::string exactOutputMismatch(const at::Tensor& out, const at::Tensor& ref);
 
 // Runs the five stages on `device` for the recorded variant (dtype, rows, cols).
 // Never throws for a bad candidate (that is a failed stage); throws Error for

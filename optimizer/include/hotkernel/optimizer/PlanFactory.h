@@ -10,6 +10,7 @@
 
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/NormCommon.h"
+#include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/runtime/PlanTable.h"
 
@@ -36,9 +37,18 @@ Plan makeLayerNormPlan(const VariantKey& key, const kernels::NormParams& params,
 Plan makeCrossEntropyPlan(const VariantKey& key, const kernels::CrossEntropyParams& params, const std::string& cubin,
                           int device);
 
+// The last-dim reductions (sum, mean, amax, argmax over dim -1): the key has
+// no flags; `cubin` must have been compiled for `op`. The launcher runs the
+// (in, out, rows, cols) ABI; its alignment() is what the input needs (the
+// output: one element of its type, ReduceFamily::outputElementSize).
+Plan makeReducePlan(const VariantKey& key, const kernels::ReduceParams& params, const std::string& cubin, int device,
+                    kernels::ReduceOp op);
+
 // A plan for a cache entry of any family: "softmax_lastdim" and
 // "log_softmax_lastdim" (params = a SoftmaxParams point), "rms_norm" and "layer_norm" (params = a NormParams
-// point), "cross_entropy" (params = a CrossEntropyParams point) or "agent" (params = {"launch": AgentLaunch}, kernel `kernelName`
+// point), "cross_entropy" (params = a CrossEntropyParams point), "sum_lastdim", "mean_lastdim",
+// "amax_lastdim" and "argmax_lastdim" (params = a ReduceParams point) or "agent"
+// (params = {"launch": AgentLaunch}, kernel `kernelName`
 // from an external agent). Throws Error for an unknown family or malformed params.
 Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::json& params,
               const std::string& kernelName, const std::string& cubin, int device);

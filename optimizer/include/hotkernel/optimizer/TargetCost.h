@@ -25,7 +25,8 @@ struct CallCost {
 };
 
 // The family's model for `op` ("aten::_softmax", "aten::_log_softmax",
-// "aten::_fused_rms_norm", "aten::native_layer_norm") at `key` (the norms:
+// "aten::_fused_rms_norm", "aten::native_layer_norm", "aten::cross_entropy_loss",
+// the reductions' kernels::reduceAtenOpName) at `key` (the norms:
 // x read, out written, weight / bias read once, float32 statistics written,
 // per the key's flags); nullopt for an op no family models or a key its family
 // cannot serve (flags it does not take included). Each op a family serves

@@ -1,0 +1,226 @@
+#include "ReduceOverride.h"
+
+#include <ATen/ops/amax_cuda_dispatch.h>
+#include <ATen/ops/argmax_cuda_dispatch.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/mean_cuda_dispatch.h>
+#include <ATen/ops/sum_cuda_dispatch.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "NormOverrideCommon.h"
+
+namespace hotkernel {
+namespace {
+
+using kernels::ReduceOp;
+
+NormOverrideState& state(ReduceOp op) {
+  // Leaked on purpose (see NormOverrideState): the dispatcher may call a trampoline during exit.
+  static NormOverrideState* states[4] = {new NormOverrideState(), new NormOverrideState(), new NormOverrideState(),
+                                         new NormOverrideState()};
+  return *states[static_cast<size_t>(op) & 3];
+}
+
+std::optional<kernels::DType> familyDtype(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat:
+      return kernels::DType::Float32;
+    case at::kHalf:
+      return kernels::DType::Float16;
+    case at::kBFloat16:
+      return kernels::DType::BFloat16;
+    default:
+      return std::nullopt;
+  }
+}
+
+// The refusals that need no allocation (Note [Reductions are everywhere]):
+// anything but the last dim alone, or a dtype= argument. reduceKeyOf checks
+// the rest (and these again).
+bool maybeServed(const at::Tensor& self, bool hasDims, at::IntArrayRef dims, bool dtypeGiven) {
+  if (!hasDims || dims.size() != 1 || dtypeGiven || !self.defined()) return false;
+  const int64_t ndim = self.dim();
+  return ndim >= 1 && (dims[0] == -1 || dims[0] == ndim - 1);
+}
+
+// Tries the planned kernel; an undefined tensor means "run the original".
+at::Tensor tryPlan(ReduceOp op, const at::Tensor& self, const std::optional<std::vector<int64_t>>& dims, bool keepdim,
+                   bool dtypeGiven) noexcept {
+  try {
+    std::optional<ReduceCallKey> call = reduceKeyOf(op, self, dims, keepdim, dtypeGiven);
+    if (!call) return {};
+    const VariantKey& key = call->key;
+    NormOverrideState& s = state(op);
+    s.noteDeviceUse(key.device);
+    const Plan* plan = s.plans.load()->find(key);
+    if (!plan) return {};
+    if (!normPointerAligned(self.const_data_ptr(), plan->launcher->alignment())) return {};
+    at::Tensor out = at::empty(call->outSizes, op == ReduceOp::Argmax ? self.options().dtype(at::kLong)
+                                                                       : self.options());
+    const auto dtype = static_cast<kernels::DType>(key.dtype);
+    if (!normPointerAligned(out.const_data_ptr(), kernels::ReduceFamily::outputElementSize(op, dtype))) return {};
+    void* stream = self.is_cuda() ? c10::cuda::getCurrentCUDAStream(self.device().index()).stream() : nullptr;
+    if (!plan->launcher->launch(RowKernelArgs{self.const_data_ptr(), out.mutable_data_ptr(), key.rows, key.cols},
+                                stream)) {
+      return {};
+    }
+    return out;
+  } catch (const std::exception& e) {
+    HOTKERNEL_LOG_ONCE(Warn, std::string("reduce-trampoline-error:") + kernels::reduceOpName(op))
+        << "error in the " << ReduceOverride::opName(op) << " trampoline, using the ATen kernel: " << e.what();
+  } catch (...) {
+    HOTKERNEL_LOG_ONCE(Warn, std::string("reduce-trampoline-error:") + kernels::reduceOpName(op))
+        << "unknown error in the " << ReduceOverride::opName(op) << " trampoline; using ATen";
+  }
+  return {};
+}
+
+// The served path of a trampoline: the plan's result, counted; or undefined.
+// `dims` is the call's dim list when `hasDims` (None otherwise).
+at::Tensor served(ReduceOp op, const at::Tensor& self, bool hasDims, at::IntArrayRef dims, bool keepdim,
+                  bool dtypeGiven) {
+  NormOverrideState& s = state(op);
+  if (s.enabled.load(std::memory_order_relaxed) && maybeServed(self, hasDims, dims, dtypeGiven)) {
+    at::Tensor out = tryPlan(op, self, dims.vec(), keepdim, dtypeGiven);
+    if (out.defined()) {
+      s.hits.fetch_add(1, std::memory_order_relaxed);
+      return out;
+    }
+  }
+  s.misses.fetch_add(1, std::memory_order_relaxed);
+  return {};
+}
+
+at::Tensor sumTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                         std::optional<at::ScalarType> dtype) {
+  at::Tensor out = served(ReduceOp::Sum, self, dim.has_value(), dim.value_or(at::IntArrayRef()), keepdim,
+                          dtype.has_value());
+  return out.defined() ? out : ReduceOverride::callOriginalSum(ks, self, dim, keepdim, dtype);
+}
+
+at::Tensor meanTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                          std::optional<at::ScalarType> dtype) {
+  at::Tensor out = served(ReduceOp::Mean, self, dim.has_value(), dim.value_or(at::IntArrayRef()), keepdim,
+                          dtype.has_value());
+  return out.defined() ? out : ReduceOverride::callOriginalMean(ks, self, dim, keepdim, dtype);
+}
+
+at::Tensor amaxTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  at::Tensor out = served(ReduceOp::Amax, self, true, dim, keepdim, false);
+  return out.defined() ? out : ReduceOverride::callOriginalAmax(ks, self, dim, keepdim);
+}
+
+at::Tensor argmaxTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<int64_t> dim,
+                            bool keepdim) {
+  const int64_t d = dim.value_or(0);
+  at::Tensor out = served(ReduceOp::Argmax, self, dim.has_value(), at::IntArrayRef(&d, 1), keepdim, false);
+  return out.defined() ? out : ReduceOverride::callOriginalArgmax(ks, self, dim, keepdim);
+}
+
+// The captured original for a key other than CUDA, called boxed.
+at::Tensor callBoxed(ReduceOp op, c10::DispatchKeySet ks, torch::jit::Stack stack) {
+  const c10::DispatchKey key = ks.highestPriorityTypeId();
+  NormOverrideState& s = state(op);
+  const auto& original = s.originals[static_cast<size_t>(key)];
+  TORCH_CHECK(original.has_value() && s.op.has_value(), "hotkernel: no original ", ReduceOverride::opName(op),
+              " kernel for ", c10::toString(key));
+  original->callBoxed(*s.op, ks, &stack);
+  return std::move(stack[0]).toTensor();
+}
+
+c10::IValue dimValue(at::OptionalIntArrayRef dim) { return dim ? c10::IValue(dim->vec()) : c10::IValue(); }
+c10::IValue dtypeValue(std::optional<at::ScalarType> dtype) { return dtype ? c10::IValue(*dtype) : c10::IValue(); }
+
+}  // namespace
+
+std::optional<ReduceCallKey> reduceKeyOf(ReduceOp op, const at::Tensor& self,
+                                         const std::optional<std::vector<int64_t>>& dims, bool keepdim,
+                                         bool dtypeGiven) {
+  if (!self.defined()) return std::nullopt;
+  const std::optional<kernels::DType> dtype = familyDtype(self.scalar_type());
+  // Strided layouts only (sparse, mkldnn and nested tensors have no strides to check).
+  if (!dtype || self.layout() != at::kStrided || self.is_quantized() || self.is_nested()) return std::nullopt;
+  kernels::ReduceCall call;
+  call.op = op;
+  call.dtype = *dtype;
+  call.sizes = self.sizes().vec();
+  call.strides = self.strides().vec();
+  call.dims = dims;
+  call.keepdim = keepdim;
+  call.dtypeGiven = dtypeGiven;
+  kernels::ReduceVariant v;
+  if (!kernels::ReduceFamily::guardCall(call, &v)) return std::nullopt;
+  ReduceCallKey out;
+  out.key = VariantKey{static_cast<int32_t>(v.dtype), self.is_cuda() ? static_cast<int32_t>(self.device().index()) : -1,
+                       v.rows, v.cols};
+  out.outSizes = kernels::ReduceFamily::outputSizes(call);
+  return out;
+}
+
+const char* ReduceOverride::opName(ReduceOp op) { return kernels::reduceAtenOpName(op); }
+
+at::Tensor ReduceOverride::callOriginalSum(c10::DispatchKeySet ks, const at::Tensor& self, at::OptionalIntArrayRef dim,
+                                           bool keepdim, std::optional<at::ScalarType> dtype) {
+  if (ks.highestPriorityTypeId() == c10::DispatchKey::CUDA) return at::cuda::sum(self, dim, keepdim, dtype);
+  return callBoxed(ReduceOp::Sum, ks, {self, dimValue(dim), keepdim, dtypeValue(dtype)});
+}
+
+at::Tensor ReduceOverride::callOriginalMean(c10::DispatchKeySet ks, const at::Tensor& self,
+                                            at::OptionalIntArrayRef dim, bool keepdim,
+                                            std::optional<at::ScalarType> dtype) {
+  if (ks.highestPriorityTypeId() == c10::DispatchKey::CUDA) return at::cuda::mean(self, dim, keepdim, dtype);
+  return callBoxed(ReduceOp::Mean, ks, {self, dimValue(dim), keepdim, dtypeValue(dtype)});
+}
+
+at::Tensor ReduceOverride::callOriginalAmax(c10::DispatchKeySet ks, const at::Tensor& self, at::IntArrayRef dim,
+                                            bool keepdim) {
+  if (ks.highestPriorityTypeId() == c10::DispatchKey::CUDA) return at::cuda::amax(self, dim, keepdim);
+  return callBoxed(ReduceOp::Amax, ks, {self, c10::IValue(dim.vec()), keepdim});
+}
+
+at::Tensor ReduceOverride::callOriginalArgmax(c10::DispatchKeySet ks, const at::Tensor& self,
+                                              std::optional<int64_t> dim, bool keepdim) {
+  if (ks.highestPriorityTypeId() == c10::DispatchKey::CUDA) return at::cuda::argmax(self, dim, keepdim);
+  return callBoxed(ReduceOp::Argmax, ks, {self, dim ? c10::IValue(*dim) : c10::IValue(), keepdim});
+}
+
+void ReduceOverride::install(c10::DispatchKey key, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      state(op).installOnce(
+          key, "aten::sum", [](torch::Library& lib) { lib.impl("sum.dim_IntList", TORCH_FN(sumTrampoline)); },
+          "dim_IntList");
+      return;
+    case ReduceOp::Mean:
+      state(op).installOnce(
+          key, "aten::mean", [](torch::Library& lib) { lib.impl("mean.dim", TORCH_FN(meanTrampoline)); }, "dim");
+      return;
+    case ReduceOp::Amax:
+      state(op).installOnce(key, "aten::amax", [](torch::Library& lib) { lib.impl("amax", TORCH_FN(amaxTrampoline)); });
+      return;
+    case ReduceOp::Argmax:
+      state(op).installOnce(key, "aten::argmax",
+                            [](torch::Library& lib) { lib.impl("argmax", TORCH_FN(argmaxTrampoline)); });
+      return;
+  }
+  HOTKERNEL_THROW("unknown reduction op ", static_cast<int>(op));
+}
+
+bool ReduceOverride::installed(c10::DispatchKey key, ReduceOp op) {
+  return state(op).installed[static_cast<size_t>(key)].load();
+}
+
+PlanSlot& ReduceOverride::plans(ReduceOp op) { return state(op).plans; }
+void ReduceOverride::setDeviceHook(ReduceOp op, DeviceHook hook) { state(op).deviceHook.store(hook); }
+
+bool ReduceOverride::setEnabled(bool enabled) {
+  const bool previous = state(ReduceOp::Sum).enabled.exchange(enabled);
+  for (ReduceOp op : {ReduceOp::Mean, ReduceOp::Amax, ReduceOp::Argmax}) state(op).enabled.store(enabled);
+  return previous;
+}
+
+bool ReduceOverride::enabled() { return state(ReduceOp::Sum).enabled.load(); }
+uint64_t ReduceOverride::hits(ReduceOp op) { return state(op).hits.load(); }
+uint64_t ReduceOverride::misses(ReduceOp op) { return state(op).misses.load(); }
+
+}  // namespace hotkernel

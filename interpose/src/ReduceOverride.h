@@ -1,0 +1,84 @@
+#pragma once
+// The dispatcher trampolines for the last-dim reductions: aten::sum.dim_IntList,
+// aten::mean.dim, aten::amax and aten::argmax, leaf ops with CUDA kernels
+// (autograd stays above them: the trampoline replaces only the CUDA kernel,
+// as the _softmax one does). One stateless trampoline per op and key (Note
+// [One stateless trampoline per op] in SoftmaxOverride.h), one plan table per
+// op. A call the family serves (ReduceFamily::guardCall: dim [-1] or
+// [ndim - 1], contiguous float32 / float16 / bfloat16, sum / mean without
+// dtype=, argmax with a dim) whose variant has a plan runs the kernel and
+// returns what ATen's kernel returns: the input's dtype (int64 for argmax),
+// shape leading dims (+ [1] with keepdim), contiguous. Anything else, and any
+// doubt (misaligned data, a failed launch, an exception), runs the original:
+// at::cuda::<op> on CUDA, the captured SafeKernelFunction on other keys.
+// Nothing thrown here reaches the caller except the original's own errors.
+//
+// Note [Reductions are everywhere]
+// aten::sum and friends are called by much of PyTorch (losses, other ops'
+// backward, the harness's own checks). The trampoline's refusal path is a
+// few comparisons and one small vector (the call's sizes): calls it refuses
+// (full reductions, other dims, other dtypes) pay that and the original's
+// unboxed call. The references the harness and the tuner compare against
+// call at::cuda::<op> directly, never the trampoline.
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/DispatchKey.h>
+#include <c10/core/DispatchKeySet.h>
+#include <c10/core/ScalarType.h>
+#include <c10/util/OptionalArrayRef.h>
+
+#include <optional>
+#include <vector>
+
+#include "hotkernel/kernels/ReduceFamily.h"
+#include "hotkernel/runtime/PlanTable.h"
+
+namespace hotkernel {
+
+// A reduction call hotkernel can serve: its plan-table key (no flags) and
+// the result's sizes.
+struct ReduceCallKey {
+  VariantKey key;
+  std::vector<int64_t> outSizes;
+};
+
+// The key of a call of `op` (`dims`: the dim list, nullopt for None; argmax
+// passes {dim} or nullopt; `dtypeGiven`: sum / mean's dtype= argument), or
+// nullopt when ReduceFamily::guardCall refuses it. Device is -1 for CPU tensors.
+std::optional<ReduceCallKey> reduceKeyOf(kernels::ReduceOp op, const at::Tensor& self,
+                                         const std::optional<std::vector<int64_t>>& dims, bool keepdim,
+                                         bool dtypeGiven);
+
+class ReduceOverride {
+ public:
+  // The dispatcher name with overload (the cache's, the profile's and
+  // HOTKERNEL_OPS' spelling): kernels::reduceAtenOpName.
+  static const char* opName(kernels::ReduceOp op);
+
+  // Registers the op's trampoline for `key`. Idempotent per (op, key);
+  // throws Error if the op or its kernel for `key` cannot be found.
+  static void install(c10::DispatchKey key, kernels::ReduceOp op);
+  static bool installed(c10::DispatchKey key, kernels::ReduceOp op);
+
+  static PlanSlot& plans(kernels::ReduceOp op);
+  using DeviceHook = bool (*)(int device);
+  static void setDeviceHook(kernels::ReduceOp op, DeviceHook hook);
+  // All four ops move together; returns sum's previous state.
+  static bool setEnabled(bool enabled);
+  static bool enabled();
+
+  // The originals for the backend of `ks`, never a hotkernel kernel.
+  static at::Tensor callOriginalSum(c10::DispatchKeySet ks, const at::Tensor& self, at::OptionalIntArrayRef dim,
+                                    bool keepdim, std::optional<at::ScalarType> dtype);
+  static at::Tensor callOriginalMean(c10::DispatchKeySet ks, const at::Tensor& self, at::OptionalIntArrayRef dim,
+                                     bool keepdim, std::optional<at::ScalarType> dtype);
+  static at::Tensor callOriginalAmax(c10::DispatchKeySet ks, const at::Tensor& self, at::IntArrayRef dim,
+                                     bool keepdim);
+  static at::Tensor callOriginalArgmax(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<int64_t> dim,
+                                       bool keepdim);
+
+  static uint64_t hits(kernels::ReduceOp op);
+  static uint64_t misses(kernels::ReduceOp op);
+};
+
+}  // namespace hotkernel

@@ -1,0 +1,379 @@
+#include "hotkernel/kernels/ReduceFamily.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "hotkernel/kernels/KernelSource.h"
+#include "hotkernel/runtime/Check.h"
+
+// Note [What the reduction overrides refuse]
+// The overrides serve exactly what the template computes and send anything
+// else to ATen's CUDA kernel, which stays the reference for every case:
+//  - dtypes other than float32, float16, bfloat16 (integers, bool, double,
+//    complex); sum / mean with a dtype= argument (accumulation and output in
+//    another type), even one equal to the input's (kept simple: rare);
+//  - dims other than the last one: the dim list must be exactly [-1] or
+//    [ndim - 1] (sum / mean / amax: None or [] mean "every dim", several dims
+//    are another reduction); argmax with dim=None (a flattened argmax);
+//  - 0-dim inputs and empty ones (ATen: sum 0, mean NaN, amax / argmax raise);
+//  - inputs that are not contiguous (torch's rule: strides of size-1 dims
+//    do not matter);
+//  - shapes guardVariant refuses (rows past int64 bytes, cols > 2^30).
+// keepdim is served both ways (a view of the same [rows] result).
+
+namespace hotkernel::kernels {
+namespace {
+
+// The axes (kernels/README.md): one CTA a row, or several short rows a CTA.
+constexpr int kThreadChoices[] = {32, 64, 128, 256, 512, 1024};
+constexpr int kUnrollChoices[] = {1, 2, 4, 8};
+constexpr int kMultiRowThreads = 128;
+constexpr int kRowThreadChoices[] = {4, 8, 16, 32};
+// Below this many rows, a CTA of one warp per row already fills the GPU as
+// well as several rows per CTA would.
+constexpr int64_t kMultiRowMinRows = 256;
+constexpr size_t kMaxSpaceSize = 12;
+
+bool isPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+bool contains(const int* begin, const int* end, int x) { return std::find(begin, end, x) != end; }
+int maxVec(DType dtype) { return static_cast<int>(16 / elementSize(dtype)); }
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool knownDType(DType dtype) {
+  for (DType d : kAllDTypes) {
+    if (d == dtype) return true;
+  }
+  return false;
+}
+
+bool knownOp(ReduceOp op) {
+  for (ReduceOp o : kAllReduceOps) {
+    if (o == op) return true;
+  }
+  return false;
+}
+
+int widestVec(DType dtype, int64_t cols) {
+  int vec = maxVec(dtype);
+  while (vec > 1 && cols % vec != 0) vec /= 2;
+  return vec;
+}
+
+// Note [Reduction register budget]
+// A thread keeps unroll vectors in flight: at most min(128, 65536 / threads)
+// bytes, i.e. 32 registers of data under the 64 that __launch_bounds__(1024)
+// leaves at 1024 threads (argmax's (value, index) pairs and its butterfly
+// spilled a few bytes at 1024 x 128 bytes), 128 bytes (8 x 16-byte vectors)
+// from 512 threads down.
+int maxBytesInFlight(int threads) { return std::min(128, 65536 / std::max(threads, 1)); }
+
+bool isPoint(DType dtype, const ReduceParams& p) {
+  if (!knownDType(dtype) || !isPowerOfTwo(p.vec) || p.vec > maxVec(dtype)) return false;
+  if (!contains(std::begin(kUnrollChoices), std::end(kUnrollChoices), p.unroll)) return false;
+  if (p.unroll * p.vec * static_cast<int>(elementSize(dtype)) > maxBytesInFlight(p.threads)) return false;
+  if (p.rowsPerCta == 1) return contains(std::begin(kThreadChoices), std::end(kThreadChoices), p.threads);
+  return p.threads == kMultiRowThreads && p.rowsPerCta > 1 && p.threads % p.rowsPerCta == 0 &&
+         contains(std::begin(kRowThreadChoices), std::end(kRowThreadChoices), p.rowThreads());
+}
+
+// torch's is_contiguous: sizes of 1 place no constraint on their stride.
+bool contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  if (sizes.size() != strides.size()) return false;
+  int64_t expected = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= sizes[i];
+  }
+  return true;
+}
+
+// Note [Reduction tolerance]
+// amax and argmax are exact: a maximum involves no rounding, and argmax's
+// comparison is a total order (the template's Note [What ATen's last-dim
+// reductions compute]), so both must equal ATen's (NaN meets NaN; the sign
+// of a zero maximum may differ, the values are equal).
+// sum and mean: both kernels accumulate in float32 in different orders. The
+// bound for a row is ATen's own distance from the float64 result (measured by
+// the caller, which has the input), plus this kernel's: a thread's chain of
+// cols / (rowThreads vec) additions, vec additions within a vector and a tree
+// of at most 10 levels, whose rounding errors (each <= 2^-24 of a partial sum
+// <= sum |x|) add like a random walk in practice: 2^-24 (16 + 2 sqrt(cols))
+// sum |x| (the rigorous worst case, chain length x 2^-24, is far looser and
+// would hide a dropped element of a short row). Then the rounding of the
+// result to the output dtype: at most one step apart from ATen's when the
+// float32 values straddle a rounding boundary, one ulp <= 2^-10 (float16),
+// 2^-7 (bfloat16) of the value, and 2^-22 for float32 (the result's and
+// mean's product roundings); float16 adds its subnormal step 2^-24. mean:
+// the same with sum |x| / cols. Derived, not yet measured on a GPU.
+double sumChainRel(int64_t cols) {
+  return std::ldexp(16.0 + 2.0 * std::sqrt(static_cast<double>(std::max<int64_t>(cols, 1))), -24);
+}
+
+}  // namespace
+
+const char* reduceOpName(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Mean:
+      return "mean";
+    case ReduceOp::Amax:
+      return "amax";
+    case ReduceOp::Argmax:
+      return "argmax";
+  }
+  return "?";
+}
+
+const char* reduceFamilyName(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return "sum_lastdim";
+    case ReduceOp::Mean:
+      return "mean_lastdim";
+    case ReduceOp::Amax:
+      return "amax_lastdim";
+    case ReduceOp::Argmax:
+      return "argmax_lastdim";
+  }
+  return "?";
+}
+
+std::optional<ReduceOp> reduceOpOfFamily(const std::string& family) {
+  for (ReduceOp op : kAllReduceOps) {
+    if (family == reduceFamilyName(op)) return op;
+  }
+  return std::nullopt;
+}
+
+const char* reduceAtenOpName(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return "aten::sum.dim_IntList";
+    case ReduceOp::Mean:
+      return "aten::mean.dim";
+    case ReduceOp::Amax:
+      return "aten::amax";
+    case ReduceOp::Argmax:
+      return "aten::argmax";
+  }
+  return "?";
+}
+
+std::optional<ReduceOp> reduceOpOfAtenName(const std::string& name) {
+  for (ReduceOp op : kAllReduceOps) {
+    if (name == reduceAtenOpName(op)) return op;
+  }
+  return std::nullopt;
+}
+
+nlohmann::json ReduceParams::toJson() const {
+  return {{"threads", threads}, {"vec", vec}, {"unroll", unroll}, {"rowsPerCta", rowsPerCta}};
+}
+
+ReduceParams ReduceParams::fromJson(const nlohmann::json& j) {
+  HOTKERNEL_CHECK(j.is_object(), "reduction params must be a JSON object: ", j.dump());
+  for (const char* key : {"threads", "vec", "unroll"}) {
+    HOTKERNEL_CHECK(j.contains(key) && j.at(key).is_number_integer(), "reduction params need an integer '", key,
+                    "': ", j.dump());
+  }
+  ReduceParams p;
+  p.threads = j.at("threads").get<int>();
+  p.vec = j.at("vec").get<int>();
+  p.unroll = j.at("unroll").get<int>();
+  if (j.contains("rowsPerCta")) {
+    HOTKERNEL_CHECK(j.at("rowsPerCta").is_number_integer(), "reduction params need an integer 'rowsPerCta': ",
+                    j.dump());
+    p.rowsPerCta = j.at("rowsPerCta").get<int>();
+  }
+  return p;
+}
+
+std::string ReduceParams::describe() const {
+  return "threads=" + std::to_string(threads) + " vec=" + std::to_string(vec) + " unroll=" + std::to_string(unroll) +
+         (rowsPerCta != 1 ? " rowsPerCta=" + std::to_string(rowsPerCta) : std::string());
+}
+
+double ReduceTolerance::bound(double ref, double absSum, double atenError) const {
+  if (exact) return 0.0;
+  return atenError + sumRel * absSum + outRel * std::fabs(ref) + outAbs;
+}
+
+bool ReduceFamily::guardCall(const ReduceCall& call, ReduceVariant* variant) {
+  if (!knownOp(call.op) || !call.floating || !knownDType(call.dtype)) return false;
+  if (call.dtypeGiven) return false;
+  const int64_t ndim = static_cast<int64_t>(call.sizes.size());
+  if (ndim < 1 || !contiguous(call.sizes, call.strides)) return false;
+  if (!call.dims || call.dims->size() != 1) return false;
+  const int64_t dim = call.dims->front();
+  if (dim != -1 && dim != ndim - 1) return false;
+  int64_t rows = 1;
+  for (int64_t i = 0; i + 1 < ndim; ++i) {
+    if (call.sizes[i] < 1) return false;  // empty (or malformed)
+    if (rows > std::numeric_limits<int64_t>::max() / call.sizes[i]) return false;
+    rows *= call.sizes[i];
+  }
+  const ReduceVariant v{call.dtype, rows, call.sizes.back(), call.op};
+  if (!guardVariant(v)) return false;
+  if (variant) *variant = v;
+  return true;
+}
+
+std::vector<int64_t> ReduceFamily::outputSizes(const ReduceCall& call) {
+  std::vector<int64_t> out(call.sizes.begin(), call.sizes.end() - (call.sizes.empty() ? 0 : 1));
+  if (call.keepdim && !call.sizes.empty()) out.push_back(1);
+  return out;
+}
+
+bool ReduceFamily::guardVariant(const ReduceVariant& v) {
+  if (!knownDType(v.dtype) || !knownOp(v.op) || v.rows < 1 || v.cols < 1 || v.cols > kMaxCols) return false;
+  const int64_t maxElements = std::numeric_limits<int64_t>::max() / static_cast<int64_t>(elementSize(v.dtype));
+  return v.rows <= maxElements / v.cols;
+}
+
+bool ReduceFamily::guardParams(const ReduceVariant& v, const ReduceParams& p) {
+  if (!guardVariant(v) || !isPoint(v.dtype, p)) return false;
+  return p.vec == 1 || v.cols % p.vec == 0;
+}
+
+size_t ReduceFamily::requiredAlignment(DType dtype, const ReduceParams& p) {
+  return static_cast<size_t>(std::max(p.vec, 1)) * elementSize(dtype);
+}
+
+size_t ReduceFamily::outputElementSize(ReduceOp op, DType dtype) {
+  return op == ReduceOp::Argmax ? sizeof(int64_t) : elementSize(dtype);
+}
+
+bool ReduceFamily::guardPointers(const void* in, const void* out, const ReduceVariant& v, const ReduceParams& p) {
+  if (in == nullptr || out == nullptr || in == out || p.vec < 1) return false;
+  const auto aligned = [](const void* ptr, size_t a) { return reinterpret_cast<uintptr_t>(ptr) % a == 0; };
+  return aligned(in, requiredAlignment(v.dtype, p)) && aligned(out, outputElementSize(v.op, v.dtype));
+}
+
+std::vector<ReduceParams> ReduceFamily::allParameterPoints(DType dtype) {
+  std::vector<ReduceParams> out;
+  if (!knownDType(dtype)) return out;
+  for (int threads : kThreadChoices) {
+    for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
+      for (int unroll : kUnrollChoices) {
+        const ReduceParams p{threads, vec, unroll, 1};
+        if (isPoint(dtype, p)) out.push_back(p);
+      }
+    }
+  }
+  for (int rowThreads : kRowThreadChoices) {
+    for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
+      for (int unroll : kUnrollChoices) {
+        const ReduceParams p{kMultiRowThreads, vec, unroll, kMultiRowThreads / rowThreads};
+        if (isPoint(dtype, p)) out.push_back(p);
+      }
+    }
+  }
+  return out;
+}
+
+// Note [Reduction parameter ranking]
+// A guess, not yet measured: the kernels are bound by reading the input
+// once. Vectors are the widest that divide cols. Short rows (at most 64
+// vectors) of many rows take several rows per CTA, the fewest lanes a row
+// that cover it with at most 8 vectors a lane. Otherwise one CTA a row, at
+// the CTA size giving each thread about 4 vectors or more (1024 threads for
+// long rows), 64 bytes in flight a thread first (unroll 4 at 16 bytes), then
+// the neighbouring CTA sizes and unrolls; a vec == 1 point last (the
+// fallback for rows no vector divides, and for unaligned data).
+std::vector<ReduceParams> ReduceFamily::parameterSpace(const ReduceVariant& v) {
+  std::vector<ReduceParams> out;
+  if (!guardVariant(v)) return out;
+  auto add = [&](const ReduceParams& p, size_t limit) {
+    if (out.size() < limit && guardParams(v, p) && std::find(out.begin(), out.end(), p) == out.end()) {
+      out.push_back(p);
+    }
+  };
+  auto fitThreads = [](int64_t nvec) {
+    int threads = 32;
+    while (threads < 1024 && static_cast<int64_t>(threads) * 4 < nvec) threads *= 2;
+    return threads;
+  };
+  auto unrollFor = [](int64_t perThread) {
+    int unroll = 1;
+    while (unroll < 8 && unroll < perThread) unroll *= 2;
+    return unroll;
+  };
+  const int vec = widestVec(v.dtype, v.cols);
+  const int64_t nvec = v.cols / vec;
+  const size_t headLimit = kMaxSpaceSize - 1;
+  if (nvec <= 64 && v.rows >= kMultiRowMinRows) {
+    int added = 0;
+    for (int rowThreads : kRowThreadChoices) {
+      if (added == 2) break;
+      if (static_cast<int64_t>(rowThreads) * 8 < nvec) continue;
+      add({kMultiRowThreads, vec, unrollFor(ceilDiv(nvec, rowThreads)), kMultiRowThreads / rowThreads}, headLimit);
+      ++added;
+    }
+  }
+  const int t = fitThreads(nvec);
+  const int packBytes = vec * static_cast<int>(elementSize(v.dtype));
+  const int preferredUnroll = std::min(unrollFor(ceilDiv(nvec, t)), std::max(1, 64 / packBytes));
+  add({t, vec, preferredUnroll, 1}, headLimit);
+  for (int threads : {t, std::max(32, t / 2), std::min(1024, t * 2)}) {
+    for (int unroll : {preferredUnroll, preferredUnroll * 2, std::max(1, preferredUnroll / 2)}) {
+      add({threads, vec, std::min(unroll, 8), 1}, headLimit);
+    }
+  }
+  if (vec > 1) add({t, vec / 2, preferredUnroll, 1}, headLimit);
+  add({fitThreads(v.cols), 1, 4, 1}, kMaxSpaceSize);
+  HOTKERNEL_INTERNAL_ASSERT(!out.empty(), "empty reduction parameter space for cols=", v.cols);
+  return out;
+}
+
+std::string ReduceFamily::source() { return expandPrelude(kernelSource(kName).text); }
+
+std::vector<std::string> ReduceFamily::compileOptions(DType dtype, const ReduceParams& p, ReduceOp op) {
+  HOTKERNEL_CHECK(isPoint(dtype, p), "not a reduction parameter point for ", dtypeName(dtype), ": ", p.describe());
+  HOTKERNEL_CHECK(knownOp(op), "unknown reduction op ", static_cast<int>(op));
+  return {"-DHK_DTYPE=" + std::to_string(static_cast<int>(dtype)), "-DHK_OP=" + std::to_string(static_cast<int>(op)),
+          "-DHK_THREADS=" + std::to_string(p.threads),       "-DHK_ROWS=" + std::to_string(p.rowsPerCta),
+          "-DHK_VEC=" + std::to_string(p.vec),               "-DHK_UNROLL=" + std::to_string(p.unroll)};
+}
+
+LaunchGeometry ReduceFamily::launchGeometry(const ReduceVariant& v, const ReduceParams& p) {
+  constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
+  LaunchGeometry g;
+  const int64_t ctas = ceilDiv(std::max<int64_t>(v.rows, 1), std::max(p.rowsPerCta, 1));
+  g.gridX = static_cast<unsigned>(std::clamp<int64_t>(ctas, 1, kMaxGridX));
+  g.blockX = static_cast<unsigned>(p.threads);
+  g.sharedBytes = 0;
+  return g;
+}
+
+double ReduceFamily::bytesMoved(const ReduceVariant& v) {
+  const double rows = static_cast<double>(v.rows), cols = static_cast<double>(v.cols);
+  return rows * cols * static_cast<double>(elementSize(v.dtype)) +
+         rows * static_cast<double>(outputElementSize(v.op, v.dtype));
+}
+
+ReduceTolerance ReduceFamily::tolerance(ReduceOp op, DType dtype, int64_t cols) {
+  ReduceTolerance t;
+  if (op == ReduceOp::Amax || op == ReduceOp::Argmax) {
+    t.exact = true;
+    return t;
+  }
+  t.sumRel = sumChainRel(cols);
+  switch (dtype) {
+    case DType::Float32:
+      t.outRel = std::ldexp(1.0, -22);
+      break;
+    case DType::Float16:
+      t.outRel = std::ldexp(1.0, -10);
+      t.outAbs = std::ldexp(1.0, -24);
+      break;
+    case DType::BFloat16:
+      t.outRel = std::ldexp(1.0, -7);
+      break;
+  }
+  return t;
+}
+
+}  // namespace hotkernel::kernels

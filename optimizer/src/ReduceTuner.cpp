@@ -1,0 +1,216 @@
+#include "hotkernel/optimizer/ReduceTuner.h"
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/amax_cuda_dispatch.h>
+#include <ATen/ops/argmax_cuda_dispatch.h>
+#include <ATen/ops/mean_cuda_dispatch.h>
+#include <ATen/ops/sum_cuda_dispatch.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <cmath>
+#include <vector>
+
+#include "hotkernel/optimizer/FamilyTuner.h"
+#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/CudaDriver.h"
+#include "hotkernel/runtime/Nvrtc.h"
+
+namespace hotkernel {
+namespace {
+
+using kernels::DType;
+using kernels::ReduceFamily;
+using kernels::ReduceOp;
+using kernels::ReduceParams;
+using kernels::ReduceTolerance;
+using kernels::ReduceVariant;
+
+const std::vector<int64_t>& lastDim() {
+  static const std::vector<int64_t> dims = {-1};
+  return dims;
+}
+
+// Note [Reduction harness]
+// Reference: ATen's CUDA kernel of the op (at::cuda::sum / mean / amax /
+// argmax over dim -1), called below the dispatcher: through it, a serving
+// process would reach hotkernel's own trampoline, and a candidate must never
+// be checked against itself. No extra arguments: a row op of the plain
+// (in, out, rows, cols) ABI with a [rows] output.
+// Bounds per row (ReduceFamily::tolerance, Note [Reduction tolerance]):
+// amax and argmax exact (argmax through Note [Exact integer outputs]); sum
+// and mean within ATen's own distance from the float64 result of the same
+// input, plus this kernel's summation bound on sum |x| (mean: mean |x|), plus
+// one step of the output dtype. Sums take near-max inputs at max / (4 cols)
+// (Note [Near-max inputs of sums] in Harness.cpp). The float64 check of the
+// harness compares sum and mean against at::cuda::sum / mean in float64.
+at::Tensor sumBound(const at::Tensor& in, const at::Tensor& ref, ReduceOp op, DType d) {
+  const ReduceTolerance t = ReduceFamily::tolerance(op, d, in.size(1));
+  // Sums accumulated in float64 without a float64 copy of the input (8 bytes
+  // an element: 8 GiB for [8192, 128256]); below the dispatcher, like the reference.
+  at::Tensor exact = at::cuda::sum(in, at::IntArrayRef(lastDim()), false, at::kDouble);
+  at::Tensor absSum = at::cuda::sum(in.abs(), at::IntArrayRef(lastDim()), false, at::kDouble);
+  if (op == ReduceOp::Mean) {
+    exact.div_(static_cast<double>(in.size(1)));
+    absSum.div_(static_cast<double>(in.size(1)));
+  }
+  const at::Tensor r = ref.to(at::kDouble).reshape({in.size(0)});
+  // Rows ATen makes NaN or infinite must be met exactly: their bound does not matter.
+  const at::Tensor atenError = (r - exact).abs_();
+  return atenError.add_(absSum.mul_(t.sumRel)).add_(r.abs().mul_(t.outRel)).add_(t.outAbs).to(at::kFloat);
+}
+
+}  // namespace
+
+at::Tensor atenReduceLastDim(const at::Tensor& x, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return at::cuda::sum(x, at::IntArrayRef(lastDim()), false, std::nullopt);
+    case ReduceOp::Mean:
+      return at::cuda::mean(x, at::IntArrayRef(lastDim()), false, std::nullopt);
+    case ReduceOp::Amax:
+      return at::cuda::amax(x, at::IntArrayRef(lastDim()), false);
+    case ReduceOp::Argmax:
+      return at::cuda::argmax(x, int64_t{-1}, false);
+  }
+  HOTKERNEL_THROW("unknown reduction op ", static_cast<int>(op));
+}
+
+RowOpSpec reduceSpec(ReduceOp op) {
+  RowOpSpec spec;
+  spec.op = op == ReduceOp::Sum    ? "aten::sum.dim_IntList"
+            : op == ReduceOp::Mean ? "aten::mean.dim"
+            : op == ReduceOp::Amax ? "aten::amax"
+                                   : "aten::argmax";
+  spec.infinitiesDefined = true;
+  const bool sum = op == ReduceOp::Sum || op == ReduceOp::Mean;
+  RowOpOutput out;
+  out.name = "out";
+  out.perRow = true;
+  out.perRowInInputDtype = op != ReduceOp::Argmax;
+  out.exactInt64 = op == ReduceOp::Argmax;
+  out.bound = [op, sum](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
+    if (sum) return sumBound(in, refs[0], op, d);
+    return at::zeros({in.size(0)}, in.options().dtype(at::kFloat));  // exact (amax)
+  };
+  spec.outputs = {out};
+  spec.makeArgs = [](int64_t, int64_t, DType, at::Generator&) { return RowOpArgs{}; };
+  spec.references = [op](const at::Tensor& in, const RowOpArgs&) {
+    return std::vector<at::Tensor>{atenReduceLastDim(in, op)};
+  };
+  if (sum) {
+    spec.references64 = [op](const at::Tensor& in64, const RowOpArgs&) { return atenReduceLastDim(in64, op); };
+    spec.nearMaxMagnitude = [](DType d, int64_t cols) {
+      const double max = d == DType::Float16 ? 65504.0 : 3.3895313892515355e38;
+      return max / (4.0 * static_cast<double>(std::max<int64_t>(cols, 1)));
+    };
+  }
+  spec.kernelArgs = [](const at::Tensor& in, const RowOpArgs&, const std::vector<at::Tensor>& outs) {
+    return KernelArgs()
+        .pointer(in.const_data_ptr())
+        .pointer(outs.at(0).mutable_data_ptr())
+        .int64(in.size(0))
+        .int64(in.size(1));
+  };
+  return spec;
+}
+
+HarnessCandidate reduceCandidate(const ReduceVariant& v, const ReduceParams& p, const std::string& cubin) {
+  HarnessCandidate c;
+  c.cubin = cubin;
+  c.kernelName = ReduceFamily::kKernelName;
+  c.description = std::string(kernels::reduceFamilyName(v.op)) + "[" + p.describe() + "]";
+  const ReduceVariant base = v;
+  c.geometry = [base, p](int64_t rows, int64_t cols) {
+    ReduceVariant w = base;
+    w.rows = rows;
+    w.cols = cols;
+    const kernels::LaunchGeometry g = ReduceFamily::launchGeometry(w, p);
+    return LaunchGeometry{g.gridX, g.blockX, g.sharedBytes};
+  };
+  c.acceptsShape = [base, p](int64_t rows, int64_t cols) {
+    ReduceVariant w = base;
+    w.rows = rows;
+    w.cols = cols;
+    return ReduceFamily::guardVariant(w) && ReduceFamily::guardParams(w, p);
+  };
+  c.acceptsPointers = [base, p](const void* in, const void* out) {
+    return ReduceFamily::guardPointers(in, out, base, p);
+  };
+  c.alignment = ReduceFamily::requiredAlignment(v.dtype, p);
+  c.outputAlignment = ReduceFamily::outputElementSize(v.op, v.dtype);
+  return c;
+}
+
+namespace {
+
+// The reduction axes on the search's: unroll rides on `items` (a niche per
+// unroll, as cross_entropy's does).
+FamilyPoint toPoint(const ReduceParams& p) { return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.unroll, 1}; }
+ReduceParams toParams(const FamilyPoint& p) { return ReduceParams{p.threads, p.vec, p.items, p.rowsPerCta}; }
+
+}  // namespace
+
+TuneOutcome tuneReduce(const ReduceVariant& v, int device, const TunerOptions& options) {
+  HOTKERNEL_CHECK(ReduceFamily::guardVariant(v), "the reduction family cannot serve this variant");
+  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
+  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
+  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
+  if (options.memoryCapBytes > 0) {
+    // The harness's input, its stress sets and float64 copies (about 12
+    // input-sized buffers at 16 bits) and the L2 flush.
+    const int64_t need = 12 * v.rows * v.cols * static_cast<int64_t>(kernels::elementSize(v.dtype)) +
+                         2 * at::cuda::getDeviceProperties(device)->l2CacheSize;
+    HOTKERNEL_CHECK(need <= options.memoryCapBytes, "tuning ", kernels::reduceFamilyName(v.op), " ", v.rows, "x",
+                    v.cols, " needs ~", need >> 20, " MiB of GPU memory, over the cap of ",
+                    options.memoryCapBytes >> 20, " MiB");
+  }
+  const DeviceInfo info = queryDevice(device);
+  FamilyTuneSpec spec;
+  spec.family = kernels::reduceFamilyName(v.op);
+  spec.kernelName = ReduceFamily::kKernelName;
+  spec.source = ReduceFamily::source();
+  spec.program = "reduce_lastdim.cu";
+  spec.dtype = v.dtype;
+  spec.rows = v.rows;
+  spec.cols = v.cols;
+  for (const ReduceParams& p : ReduceFamily::allParameterPoints(v.dtype)) {
+    if (ReduceFamily::guardParams(v, p)) spec.validPoints.push_back(toPoint(p));
+  }
+  for (const ReduceParams& p : ReduceFamily::parameterSpace(v)) spec.seeds.push_back(toPoint(p));
+  spec.compileOptions = [v](const FamilyPoint& p) { return ReduceFamily::compileOptions(v.dtype, toParams(p), v.op); };
+  spec.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
+  spec.candidate = [v](const FamilyPoint& p, const std::string& cubin) {
+    return reduceCandidate(v, toParams(p), cubin);
+  };
+  spec.harnessSpec = reduceSpec(v.op);
+  const VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
+  spec.makePlan = [key, device, op = v.op](const FamilyPoint& p, const std::string& cubin) {
+    return makeReducePlan(key, toParams(p), cubin, device, op);
+  };
+  // The timed calls: ATen's kernel, and a plan's launcher, each allocating its [rows] output.
+  const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
+  const at::Tensor x = at::randn({v.rows, v.cols}, opts).mul_(2.0).to(scalarTypeOf(v.dtype));
+  const ReduceOp op = v.op;
+  spec.atenCall = [x, op] { (void)atenReduceLastDim(x, op); };
+  spec.candidateCall = [x, op](const KernelLauncher& launcher) {
+    const at::Tensor out = at::empty({x.size(0)}, op == ReduceOp::Argmax ? x.options().dtype(at::kLong) : x.options());
+    return launcher.launchArgs(KernelArgs()
+                                   .pointer(x.const_data_ptr())
+                                   .pointer(out.mutable_data_ptr())
+                                   .int64(x.size(0))
+                                   .int64(x.size(1)),
+                               at::cuda::getCurrentCUDAStream().stream());
+  };
+  const std::string arch = info.nvrtcArch();
+  double bestSpeedup = 0;
+  TuneOutcome outcome = tuneFamily(spec, device, arch, options, bestSpeedup);
+  outcome.metrics["arch"] = arch;
+  outcome.metrics["op"] = kernels::reduceOpName(v.op);
+  return outcome;
+}
+
+}  // namespace hotkernel

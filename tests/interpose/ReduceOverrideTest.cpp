@@ -1,0 +1,203 @@
+// The last-dim reduction trampolines (aten::sum.dim_IntList, aten::mean.dim,
+// aten::amax, aten::argmax) route plan hits to the plan's launcher with the
+// (in, out, rows, cols) ABI and return ATen's shapes and dtypes; everything
+// the family refuses, and any failed launch, runs the original kernel.
+// Exercised on the CPU dispatch key with a launcher that plays the kernel ABI
+// on the host (the CUDA key runs the same trampolines; see
+// tests/gpu/ReduceRuntimeGpuTest.cpp). Own binary: the overrides of sum & co
+// stay out of the other interpose tests.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <atomic>
+
+#include "ReduceOverride.h"
+#include "ServedOps.h"
+#include "hotkernel/kernels/DType.h"
+
+namespace hotkernel {
+namespace {
+
+using kernels::ReduceOp;
+
+constexpr int32_t kF32 = static_cast<int32_t>(kernels::DType::Float32);
+
+// Plays hk_reduce_lastdim's ABI: row r's result is r + 0.25 (float32), or r
+// (int64) for argmax; records what it got.
+class AbiLauncher : public KernelLauncher {
+ public:
+  explicit AbiLauncher(bool argmax) : argmax_(argmax) {}
+  bool launch(const RowKernelArgs& a, void* stream) const noexcept override {
+    ++calls;
+    if (fail || stream != nullptr) return false;
+    rows = a.rows;
+    cols = a.cols;
+    in = a.in;
+    for (int64_t r = 0; r < a.rows; ++r) {
+      if (argmax_) {
+        static_cast<int64_t*>(a.out)[r] = r;
+      } else {
+        static_cast<float*>(a.out)[r] = static_cast<float>(r) + 0.25f;
+      }
+    }
+    return true;
+  }
+  size_t alignment() const override { return 16; }
+  std::string describe() const override { return "abi"; }
+  mutable std::atomic<int> calls{0};
+  mutable int64_t rows = 0, cols = 0;
+  mutable const void* in = nullptr;
+  std::atomic<bool> fail{false};
+
+ private:
+  bool argmax_;
+};
+
+at::Tensor pattern(int64_t rows) { return at::arange(rows, at::kFloat).add_(0.25); }
+
+// A float32 sum of a few dozen normal values against its float64 result: an
+// absolute floor, since a sum near 0 has no relative accuracy.
+bool near(const at::Tensor& got, const at::Tensor& ref) {
+  return at::allclose(got.to(at::kDouble), ref.to(at::kDouble), 1e-5, 1e-4);
+}
+
+class ReduceOverrideTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    for (ReduceOp op : kernels::kAllReduceOps) {
+      ReduceOverride::install(c10::DispatchKey::CPU, op);
+      launchers_[static_cast<int>(op)] = std::make_shared<AbiLauncher>(op == ReduceOp::Argmax);
+      ReduceOverride::plans(op).publish(
+          Plan{VariantKey{kF32, -1, 6, 48}, launchers_[static_cast<int>(op)], "abi 6x48"});
+    }
+  }
+  void SetUp() override {
+    for (auto& l : launchers_) l->fail = false;
+    ReduceOverride::setEnabled(true);
+  }
+  static AbiLauncher& launcher(ReduceOp op) { return *launchers_[static_cast<int>(op)]; }
+  static std::shared_ptr<AbiLauncher> launchers_[4];
+};
+std::shared_ptr<AbiLauncher> ReduceOverrideTest::launchers_[4];
+
+TEST_F(ReduceOverrideTest, GivenInstalledTwiceWhenInstallingThenIdempotentForEveryOp) {
+  for (ReduceOp op : kernels::kAllReduceOps) {
+    EXPECT_NO_THROW(ReduceOverride::install(c10::DispatchKey::CPU, op));
+    EXPECT_TRUE(ReduceOverride::installed(c10::DispatchKey::CPU, op));
+  }
+  EXPECT_STREQ(ReduceOverride::opName(ReduceOp::Sum), "aten::sum.dim_IntList");
+  // What the runtime asks before it tunes a hot variant (Note [Only served ops are tuned]).
+  EXPECT_TRUE(servedOpInstalled(ServedOp::Argmax, c10::DispatchKey::CPU));
+  EXPECT_FALSE(servedOpInstalled(ServedOp::Argmax, c10::DispatchKey::CUDA));
+  EXPECT_FALSE(servedOpInstalled(ServedOp::Softmax, c10::DispatchKey::CPU));
+}
+
+TEST_F(ReduceOverrideTest, GivenAPlannedVariantWhenSummedOverTheLastDimThenThePlanServesWithAtensShapes) {
+  const at::Tensor x = at::randn({2, 3, 48});
+  const uint64_t hits = ReduceOverride::hits(ReduceOp::Sum);
+  const at::Tensor out = at::sum(x, {-1});
+  EXPECT_EQ(ReduceOverride::hits(ReduceOp::Sum), hits + 1);
+  EXPECT_EQ(out.sizes(), (at::IntArrayRef{2, 3}));
+  EXPECT_EQ(out.scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::equal(out.reshape({6}), pattern(6)));
+  EXPECT_EQ(launcher(ReduceOp::Sum).rows, 6);
+  EXPECT_EQ(launcher(ReduceOp::Sum).cols, 48);
+  EXPECT_EQ(launcher(ReduceOp::Sum).in, x.const_data_ptr());
+  // keepdim, and the last dim spelled positively.
+  EXPECT_EQ(at::sum(x, {-1}, /*keepdim=*/true).sizes(), (at::IntArrayRef{2, 3, 1}));
+  EXPECT_TRUE(at::equal(at::sum(x, {2}).reshape({6}), pattern(6)));
+  EXPECT_EQ(ReduceOverride::hits(ReduceOp::Sum), hits + 3);
+}
+
+TEST_F(ReduceOverrideTest, GivenPlannedVariantsWhenMeanAmaxAndArgmaxRunThenEachOpsPlanServes) {
+  const at::Tensor x = at::randn({6, 48});
+  EXPECT_TRUE(at::equal(at::mean(x, {-1}), pattern(6)));
+  EXPECT_TRUE(at::equal(at::amax(x, {-1}), pattern(6)));
+  const at::Tensor idx = at::argmax(x, -1);
+  EXPECT_EQ(idx.scalar_type(), at::kLong);
+  EXPECT_TRUE(at::equal(idx, at::arange(6, at::kLong)));
+  EXPECT_EQ(at::argmax(x, -1, /*keepdim=*/true).sizes(), (at::IntArrayRef{6, 1}));
+  EXPECT_GE(launcher(ReduceOp::Mean).calls.load(), 1);
+  EXPECT_GE(launcher(ReduceOp::Amax).calls.load(), 1);
+}
+
+TEST_F(ReduceOverrideTest, GivenCallsTheFamilyRefusesOrWithoutAPlanWhenCalledThenOriginalResults) {
+  const at::Tensor x = at::randn({6, 48});
+  const at::Tensor t = at::randn({48, 6}).t();  // [6, 48], not contiguous
+  const at::Tensor y = at::randn({7, 48});
+  const at::Tensor ints = at::arange(12, at::kLong).reshape({3, 4});
+  // The expectations first: float64 sums go through the trampoline too (refused: double).
+  const at::Tensor x64 = x.to(at::kDouble);
+  const at::Tensor byCol = x64.sum(0).to(at::kFloat), all = x64.sum().to(at::kFloat), byRow64 = x64.sum(-1);
+  const at::Tensor tRows = t.to(at::kDouble).sum(-1).to(at::kFloat), yRows = y.to(at::kDouble).sum(-1).to(at::kFloat);
+  const int before = launcher(ReduceOp::Sum).calls.load();
+  const uint64_t misses = ReduceOverride::misses(ReduceOp::Sum);
+  // Another dim, several dims, a dtype= argument, a transposed input, an unplanned shape, integers.
+  const at::Tensor outByCol = at::sum(x, {0}), outAll = at::sum(x, at::IntArrayRef{0, 1});
+  const at::Tensor asDouble = at::sum(x, {-1}, false, at::kDouble);
+  const at::Tensor outT = at::sum(t, {-1}), outY = at::sum(y, {-1}), outInts = at::sum(ints, {-1});
+  EXPECT_EQ(launcher(ReduceOp::Sum).calls.load(), before);
+  EXPECT_EQ(ReduceOverride::misses(ReduceOp::Sum), misses + 6);
+  EXPECT_TRUE(near(outByCol, byCol));
+  EXPECT_TRUE(near(outAll, all));
+  EXPECT_EQ(asDouble.scalar_type(), at::kDouble);
+  EXPECT_TRUE(near(asDouble, byRow64));
+  EXPECT_TRUE(near(outT, tRows));
+  EXPECT_TRUE(near(outY, yRows));
+  EXPECT_TRUE(at::equal(outInts, at::tensor(std::vector<int64_t>{6, 22, 38}, at::kLong)));
+  // argmax(dim=None): flattened, ATen's.
+  const int argmaxBefore = launcher(ReduceOp::Argmax).calls.load();
+  EXPECT_EQ(at::argmax(x).item<int64_t>(), x.reshape({-1}).argmax().item<int64_t>());
+  EXPECT_EQ(launcher(ReduceOp::Argmax).calls.load(), argmaxBefore);
+  // amax over the first dim and mean over another dim go to ATen.
+  EXPECT_TRUE(at::equal(at::amax(x, {0}), std::get<0>(x.max(0))));
+  EXPECT_TRUE(near(at::mean(x, {0}, true), x64.mean(0, true).to(at::kFloat)));
+}
+
+TEST_F(ReduceOverrideTest, GivenAFailingLaunchOrDisabledOverridesWhenCalledThenOriginalResults) {
+  const at::Tensor x = at::randn({6, 48});
+  const at::Tensor expected = x.to(at::kDouble).sum(-1).to(at::kFloat);
+  launcher(ReduceOp::Sum).fail = true;
+  const uint64_t misses = ReduceOverride::misses(ReduceOp::Sum);
+  EXPECT_TRUE(near(at::sum(x, {-1}), expected));
+  EXPECT_EQ(ReduceOverride::misses(ReduceOp::Sum), misses + 1);
+  launcher(ReduceOp::Sum).fail = false;
+  EXPECT_TRUE(ReduceOverride::setEnabled(false));
+  EXPECT_FALSE(ReduceOverride::enabled());
+  const int before = launcher(ReduceOp::Argmax).calls.load();
+  EXPECT_TRUE(near(at::sum(x, {-1}), expected));
+  EXPECT_TRUE(at::equal(at::argmax(x, -1), std::get<1>(x.max(-1))));
+  EXPECT_EQ(launcher(ReduceOp::Argmax).calls.load(), before);
+  ReduceOverride::setEnabled(true);
+}
+
+TEST_F(ReduceOverrideTest, GivenMisalignedInputWhenCalledThenOriginalResult) {
+  // A view starting one float in: 4-byte aligned, not 16 (the launcher's alignment).
+  const at::Tensor base = at::randn({6 * 48 + 1});
+  const at::Tensor x = base.narrow(0, 1, 6 * 48).view({6, 48});
+  ASSERT_NE(reinterpret_cast<uintptr_t>(x.const_data_ptr()) % 16, 0u);
+  const int before = launcher(ReduceOp::Sum).calls.load();
+  EXPECT_TRUE(near(at::sum(x, {-1}), x.to(at::kDouble).sum(-1).to(at::kFloat)));
+  EXPECT_EQ(launcher(ReduceOp::Sum).calls.load(), before);
+}
+
+TEST(ReduceKeyOfTest, GivenTensorsWhenKeyedThenFlattenedRowsDeviceMinusOneAndAtensOutputSizes) {
+  const at::Tensor x = at::randn({2, 3, 48});
+  std::optional<ReduceCallKey> k = reduceKeyOf(ReduceOp::Mean, x, std::vector<int64_t>{-1}, false, false);
+  ASSERT_TRUE(k.has_value());
+  EXPECT_TRUE(k->key == (VariantKey{kF32, -1, 6, 48}));
+  EXPECT_EQ(k->outSizes, (std::vector<int64_t>{2, 3}));
+  k = reduceKeyOf(ReduceOp::Argmax, x.to(at::kBFloat16), std::vector<int64_t>{2}, true, false);
+  ASSERT_TRUE(k.has_value());
+  EXPECT_EQ(k->key.dtype, static_cast<int32_t>(kernels::DType::BFloat16));
+  EXPECT_EQ(k->outSizes, (std::vector<int64_t>{2, 3, 1}));
+  EXPECT_FALSE(reduceKeyOf(ReduceOp::Sum, x, std::nullopt, false, false).has_value());
+  EXPECT_FALSE(reduceKeyOf(ReduceOp::Sum, x, std::vector<int64_t>{-1}, false, true).has_value());
+  EXPECT_FALSE(reduceKeyOf(ReduceOp::Sum, x.to(at::kDouble), std::vector<int64_t>{-1}, false, false).has_value());
+  EXPECT_FALSE(reduceKeyOf(ReduceOp::Amax, at::randn({0, 4}), std::vector<int64_t>{-1}, false, false).has_value());
+  EXPECT_FALSE(reduceKeyOf(ReduceOp::Amax, at::Tensor(), std::vector<int64_t>{-1}, false, false).has_value());
+}
+
+}  // namespace
+}  // namespace hotkernel
