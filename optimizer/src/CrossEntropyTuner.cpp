@@ -233,6 +233,7 @@ TuneOutcome tuneCrossEntropy(const CrossEntropyVariant& v, int device, const Tun
   // The timed calls: ATen's decomposition, and a plan as the trampoline runs
   // it (output and workspace allocated, the counter zeroed only when needed).
   const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
+  if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");  // before its first GPU work
   const at::Tensor x = at::randn({v.rows, v.cols}, opts).mul_(3.0).to(scalarTypeOf(v.dtype));
   at::Tensor target = at::randint(0, v.cols, {v.rows}, opts.dtype(at::kLong));
   target.slice(0, 0, v.rows, 8).fill_(-100);

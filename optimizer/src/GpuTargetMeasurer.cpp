@@ -46,6 +46,7 @@ MachinePeaks GpuTargetMeasurer::measurePeaks(int device) {
   const int64_t bytes = copyBufferBytes(l2, cap);
   HOTKERNEL_CHECK(bytes > 0, "measuring the copy bandwidth needs ~", (4 * l2 + 2 * l2) >> 20,
                   " MiB of GPU memory, over the optimizer's cap of ", cap >> 20, " MiB");
+  if (options_.yieldPoint) HOTKERNEL_CHECK(options_.yieldPoint(), "benchmark interrupted");  // before any GPU work
   const auto opts = at::TensorOptions().dtype(at::kByte).device(at::kCUDA, device);
   at::Tensor src = at::empty({bytes}, opts).fill_(1);
   at::Tensor dst = at::empty({bytes}, opts);
@@ -79,6 +80,7 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
                   " MiB of GPU memory, over the optimizer's cap of ", cap >> 20, " MiB");
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
   c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
+  if (options_.yieldPoint) HOTKERNEL_CHECK(options_.yieldPoint(), "benchmark interrupted");  // before any GPU work
   const auto opts = at::TensorOptions().dtype(scalarTypeOf(dtype)).device(at::kCUDA, device);
   const at::Tensor in = at::randn({key.rows, key.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
   BenchmarkOptions bo;

@@ -105,6 +105,7 @@ RowOpSpec rmsNormSpec(bool hasWeight) {
                     return refs[1].to(at::kFloat).abs().mul_(t.statRel);
                   }},
   };
+  spec.outputs[0].rowLocalBound = true;  // refs[0] of its rows
   spec.makeArgs = [hasWeight](int64_t, int64_t cols, DType d, at::Generator& gen) {
     RowOpArgs a;
     a.columns = {hasWeight ? drawColumn(cols, d, 1.0, gen) : at::Tensor()};
@@ -168,6 +169,7 @@ RowOpSpec layerNormSpec(bool hasWeight, bool hasBias) {
                     return refs[2].to(at::kFloat).abs().mul_(t.statRel).add_(atenRstdError(in, refs[2], *a.scalars[0]));
                   }},
   };
+  spec.outputs[0].rowLocalBound = true;  // refs[0], mean and rstd of its rows
   spec.makeArgs = [hasWeight, hasBias](int64_t, int64_t cols, DType d, at::Generator& gen) {
     RowOpArgs a;
     a.columns = {hasWeight ? drawColumn(cols, d, 1.0, gen) : at::Tensor(),
@@ -326,6 +328,7 @@ TuneOutcome tuneRmsNorm(const kernels::RmsNormVariant& v, int device, const Tune
     return makeRmsNormPlan(key, toParams(p), cubin, device);
   };
   // The timed calls: the original kernel and a plan, each allocating out and rstd.
+  if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");  // before its first GPU work
   const at::Tensor x = benchInput(v.dtype, v.rows, v.cols, device);
   const at::Tensor weight =
       v.hasWeight ? at::rand({v.cols}, x.options().dtype(at::kFloat)).mul_(2.0).sub_(1.0).to(x.scalar_type())
@@ -377,6 +380,7 @@ TuneOutcome tuneLayerNorm(const kernels::LayerNormVariant& v, int device, const 
   spec.makePlan = [key, device](const FamilyPoint& p, const std::string& cubin) {
     return makeLayerNormPlan(key, toParams(p), cubin, device);
   };
+  if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");  // before its first GPU work
   const at::Tensor x = benchInput(v.dtype, v.rows, v.cols, device);
   const auto colOpts = x.options().dtype(at::kFloat);
   const at::Tensor weight =

@@ -80,6 +80,7 @@ RowOpSpec softmaxSpec(SoftmaxOp op) {
                                 return refs[0].to(at::kFloat).abs().nan_to_num_(0.0, 0.0, 0.0).mul_(b.relative).add_(
                                     b.absolute);
                               }}};
+  spec.outputs[0].rowLocalBound = true;
   spec.makeArgs = [](int64_t, int64_t, DType, at::Generator&) { return RowOpArgs{}; };
   spec.references = [](const at::Tensor& in, const RowOpArgs&) {
     return std::vector<at::Tensor>{at::cuda::_log_softmax(in, -1, false)};
@@ -209,6 +210,8 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
     for (const StageResult& sr : h.stages) stages[toString(sr.stage)] = sr.passed ? "pass" : "fail: " + sr.detail;
     log["stages"] = stages;
     if (!h.passed) {
+      // Abandoned at a yield point: no verdict on this reply (Note [Bounded units of background GPU work]).
+      HOTKERNEL_CHECK(h.failure()->detail != "interrupted", "tuning interrupted");
       finish(AgentStage::Correctness,
              std::string(toString(h.failure()->stage)) + " stage: " + h.failure()->detail);
       continue;
@@ -246,6 +249,8 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
       }
       finish(AgentStage::Benchmark, "");
     } catch (const std::exception& e) {
+      // An interrupted benchmark gives no timing and no feedback: the tuning stops.
+      if (std::string(e.what()).find("benchmark interrupted") != std::string::npos) throw;
       finish(AgentStage::Benchmark, e.what());
     }
   }
@@ -277,6 +282,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   // family's guesses for this variant.
   const RowOpSpec spec = softmaxSpec(op);
   const auto opts = at::TensorOptions().dtype(scalarTypeOf(v.dtype)).device(at::kCUDA, device);
+  if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");  // before its first GPU work
   const at::Tensor benchInput = at::randn({v.rows, v.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
   auto toFamilyPoint = [](const SoftmaxParams& p) {
     return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, p.cluster};
