@@ -291,9 +291,16 @@ void Runtime::onHot(const std::string& op, const VariantKey& key) {
   }
 }
 
+bool Runtime::waitToStart(int) {
+  return IdleGate::instance().waitUntilIdle(static_cast<double>(config().idleMs), [this] { return stopping_.load(); },
+                                            24 * 3600.0);
+}
+
 void Runtime::optimize(const OptimizerJob& job) {
   IdleGate::ScopedOptimizerThread optimizerThread;
   const double idleMs = static_cast<double>(config().idleMs);
+  // No GPU work (device start, cache loads, the tuner) while serving or capturing.
+  if (!waitToStart(job.key.device)) return;
   optimizeVariant(
       job.op, job.key,
       [this, idleMs] {

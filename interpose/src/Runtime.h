@@ -68,6 +68,9 @@ class Runtime {
   Runtime() = default;
   void onHot(const std::string& op, const VariantKey& key);
   void optimize(const OptimizerJob& job);
+  // On the worker thread, before a job or a ranking starts any GPU work: the
+  // idle gate (serving traffic, graph captures). False: the runtime is stopping.
+  bool waitToStart(int device);
   void loadDevice(int device);
   bool publishEntry(const cache::Entry& entry, int device);
   Fingerprint fingerprintFor(int device) const;

@@ -6,6 +6,7 @@
 
 #include "hotkernel/optimizer/IdleGate.h"
 
+
 namespace hotkernel {
 namespace {
 
@@ -60,6 +61,63 @@ TEST(IdleGateTest, GivenStopRequestWhenWaitingThenReturnsFalseQuickly) {
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_FALSE(g.waitUntilIdle(10000.0, [] { return true; }, 10.0));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+}
+
+// Note [Capture signal]: a fake count of graph captures in progress.
+class FakeCaptureSignal final : public CaptureSignal {
+ public:
+  std::atomic<int> captures{0};
+  int capturesInProgress() override { return captures.load(); }
+  bool available() override { return true; }
+};
+
+TEST(IdleGateTest, GivenNoShimInThisProcessWhenAskedThenTheCaptureSignalIsUnavailableAndSaysNone) {
+  // The CPU test binary neither preloads the shim nor exports its wrappers.
+  EXPECT_FALSE(CaptureSignal::process().available());
+  EXPECT_EQ(CaptureSignal::process().capturesInProgress(), 0);
+}
+
+TEST(IdleGateTest, GivenACaptureInProgressWhenAskedThenBusyWithoutAnyServingActivity) {
+  IdleGate g;
+  FakeCaptureSignal capture;
+  g.setCaptureSignal(&capture);
+  EXPECT_TRUE(g.idleFor(20.0));
+  capture.captures = 1;
+  EXPECT_TRUE(g.captureInProgress());
+  EXPECT_FALSE(g.idleFor(20.0));
+  capture.captures = 0;
+  EXPECT_TRUE(g.idleFor(20.0));
+  g.setCaptureSignal(nullptr);
+  EXPECT_FALSE(g.captureInProgress());
+}
+
+TEST(IdleGateTest, GivenACaptureInProgressWhenTheOptimizerWaitsThenItResumesOnlyAfterTheCaptureEnds) {
+  IdleGate g;
+  FakeCaptureSignal capture;
+  g.setCaptureSignal(&capture);
+  capture.captures = 2;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread capturer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    capture.captures = 1;  // one of the two ended: still busy
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    capture.captures = 0;
+  });
+  EXPECT_TRUE(g.waitUntilIdle(1.0, nullptr, 10.0));
+  const double waited = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(waited, 100.0);
+  EXPECT_EQ(g.pauses(), 1u);
+  EXPECT_EQ(g.capturePauses(), 1u);
+  capturer.join();
+}
+
+TEST(IdleGateTest, GivenACaptureThatNeverEndsWhenStopIsRequestedThenTheWaitReturnsFalse) {
+  IdleGate g;
+  FakeCaptureSignal capture;
+  g.setCaptureSignal(&capture);
+  capture.captures = 1;
+  EXPECT_FALSE(g.waitUntilIdle(1.0, [] { return true; }, 10.0));
+  EXPECT_FALSE(g.waitUntilIdle(1.0, nullptr, 0.02));  // or the wait's limit passes
 }
 
 }  // namespace
