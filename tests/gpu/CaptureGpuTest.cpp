@@ -53,7 +53,7 @@ TEST(CaptureGpuTest, GivenTorchCapturingAGraphOnAnotherThreadWhenTheWorkerWantsT
   // mode, a stream of its own).
   OptimizerWorker worker([&](const OptimizerJob&) {
     IdleGate::ScopedOptimizerThread mark;
-    if (!gate.waitUntilIdle(1.0, nullptr, 30.0)) {
+    if (!gate.waitUntilIdle(1.0, nullptr, 30.0, /*starting=*/true)) {
       waitFailed = true;
       return;
     }
@@ -114,7 +114,7 @@ TEST(CaptureGpuTest, GivenNoCaptureWhenTheWorkerWantsToRunThenItStartsAtOnce) {
   ASSERT_EQ(CaptureSignal::process().capturesInProgress(), 0);
   const uint64_t pauses = IdleGate::instance().pauses();
   const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_TRUE(IdleGate::instance().waitUntilIdle(1.0, nullptr, 1.0));
+  EXPECT_TRUE(IdleGate::instance().waitUntilIdle(1.0, nullptr, 1.0, /*starting=*/true));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(50));
   EXPECT_EQ(IdleGate::instance().pauses(), pauses);
 }

@@ -6,6 +6,7 @@
 
 #include "hotkernel/optimizer/IdleGate.h"
 
+#include <optional>
 
 namespace hotkernel {
 namespace {
@@ -71,6 +72,18 @@ class FakeCaptureSignal final : public CaptureSignal {
   bool available() override { return true; }
 };
 
+// Note [NVML utilization as an idle signal]: a fake utilization, counting reads.
+class FakeUtilization final : public GpuUtilization {
+ public:
+  std::atomic<int> value{0};
+  std::atomic<bool> readable{true};
+  std::atomic<int> reads{0};
+  std::optional<int> percent() override {
+    ++reads;
+    return readable.load() ? std::optional<int>(value.load()) : std::nullopt;
+  }
+};
+
 TEST(IdleGateTest, GivenNoShimInThisProcessWhenAskedThenTheCaptureSignalIsUnavailableAndSaysNone) {
   // The CPU test binary neither preloads the shim nor exports its wrappers.
   EXPECT_FALSE(CaptureSignal::process().available());
@@ -118,6 +131,73 @@ TEST(IdleGateTest, GivenACaptureThatNeverEndsWhenStopIsRequestedThenTheWaitRetur
   capture.captures = 1;
   EXPECT_FALSE(g.waitUntilIdle(1.0, [] { return true; }, 10.0));
   EXPECT_FALSE(g.waitUntilIdle(1.0, nullptr, 0.02));  // or the wait's limit passes
+}
+
+TEST(IdleGateTest, GivenUtilizationOverTheLimitWhenAJobStartsThenItWaitsUntilTheUtilizationDrops) {
+  IdleGate g;
+  g.setCaptureSignal(nullptr);
+  auto util = std::make_shared<FakeUtilization>();
+  util->value = 90;
+  g.setUtilizationLimit(util, 20);
+  EXPECT_FALSE(g.utilizationAllows());
+  std::thread other([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    util->value = 15;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(g.waitUntilIdle(1.0, nullptr, 10.0, /*starting=*/true));
+  const double waited = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(waited, 60.0);
+  EXPECT_EQ(g.pauses(), 1u);
+  other.join();
+}
+
+TEST(IdleGateTest, GivenUtilizationOverTheLimitWhileRunningWhenNoPauseIsNeededThenItIsNotRead) {
+  // The optimizer's own kernels are in the utilization: between two units of
+  // its work (not starting, no pause) the dispatch signal alone decides.
+  IdleGate g;
+  g.setCaptureSignal(nullptr);
+  auto util = std::make_shared<FakeUtilization>();
+  util->value = 100;
+  g.setUtilizationLimit(util, 20);
+  EXPECT_TRUE(g.waitUntilIdle(1.0, nullptr, 10.0));
+  EXPECT_EQ(util->reads.load(), 0);
+  EXPECT_EQ(g.pauses(), 0u);
+}
+
+TEST(IdleGateTest, GivenAPauseForServingWhenTrafficStopsThenTheUtilizationMustAlsoAllowBeforeResuming) {
+  IdleGate g;
+  g.setCaptureSignal(nullptr);
+  auto util = std::make_shared<FakeUtilization>();
+  util->value = 80;
+  g.setUtilizationLimit(util, 50);
+  g.noteActivity();
+  std::thread other([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(80));
+    util->value = 10;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(g.waitUntilIdle(5.0, nullptr, 10.0));
+  const double waited = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(waited, 80.0);  // idle after 5 ms, then held by the utilization
+  EXPECT_GT(util->reads.load(), 0);
+  other.join();
+}
+
+TEST(IdleGateTest, GivenAnUnreadableUtilizationOrNoLimitWhenAJobStartsThenTheDispatchSignalAloneDecides) {
+  IdleGate g;
+  g.setCaptureSignal(nullptr);
+  auto util = std::make_shared<FakeUtilization>();
+  util->value = 100;
+  util->readable = false;
+  g.setUtilizationLimit(util, 20);
+  EXPECT_TRUE(g.utilizationAllows());
+  EXPECT_TRUE(g.waitUntilIdle(1.0, nullptr, 0.5, /*starting=*/true));
+  util->readable = true;
+  g.setUtilizationLimit(util, -1);  // HOTKERNEL_IDLE_MAX_UTIL unset
+  EXPECT_TRUE(g.utilizationAllows());
+  g.setUtilizationLimit(nullptr, 20);  // NVML unavailable
+  EXPECT_TRUE(g.utilizationAllows());
 }
 
 }  // namespace

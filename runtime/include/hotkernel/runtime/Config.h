@@ -13,6 +13,7 @@
 // | HOTKERNEL_EXPERIMENTAL_OPS    | (unset)                      | comma list of experimental ops HOTKERNEL_OPS may name (cross_entropy_loss) |
 // | HOTKERNEL_IDLE_MS             | 50                           | the optimizer works only after this long without serving GPU ops |
 // | HOTKERNEL_OPT_MEM_MB          | 25% of the device's memory   | GPU memory the background optimizer may use |
+// | HOTKERNEL_IDLE_MAX_UTIL       | (unset)                      | 0-100: the device's NVML utilization must also be at most this before the optimizer starts or resumes |
 
 #include <cstdint>
 #include <string>
@@ -33,6 +34,8 @@ struct Config {
   bool experimentalAllowed(const std::string& op) const;
   int64_t idleMs = 50;
   int64_t optimizerMemoryMb = 0;  // 0: a quarter of the device's memory
+  // Note [NVML utilization as an idle signal] (optimizer/GpuUtilization.h): -1: not used.
+  int idleMaxUtil = -1;
 
   // Reads the environment; never throws (malformed values fall back to the default and warn).
   static Config fromEnvironment();
