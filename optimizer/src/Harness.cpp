@@ -380,8 +380,11 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
       return output.boundWithArgs ? output.boundWithArgs(inRows, argsRows, refsRows, dtype)
                                   : output.bound(inRows, refsRows, dtype);
     };
-    // [rows, cols] outputs in slices; per-row and scalar outputs are small.
-    const bool sliced = out.dim() == 2 && out.size(0) == r;
+    // [rows, cols] outputs in row slices; a per-row output too when its bound
+    // is row-local (the bound, not the comparison, is what costs: layer_norm's
+    // rstd takes a float64 variance of the whole input); scalar outputs whole.
+    const bool sliced = (out.dim() == 2 && out.size(0) == r) ||
+                        (output.rowLocalBound && out.dim() == 1 && out.size(0) == r);
     at::Tensor wholeBound;
     if (!sliced || !output.rowLocalBound) {
       pause();
@@ -421,7 +424,7 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
         const double tol = bound.item<double>();
         if (!(e <= tol) && !failedTolerance) failedTolerance = tol;
       } else {
-        outside.merge(outsideBound(o, rf, bound, sliced ? s.begin * n : 0));
+        outside.merge(outsideBound(o, rf, bound, sliced ? s.begin * (out.dim() == 2 ? n : 1) : 0));
       }
     }
     if (!finite) {

@@ -106,6 +106,7 @@ RowOpSpec rmsNormSpec(bool hasWeight) {
                   }},
   };
   spec.outputs[0].rowLocalBound = true;  // refs[0] of its rows
+  spec.outputs[1].rowLocalBound = true;  // refs[1] of its rows
   spec.makeArgs = [hasWeight](int64_t, int64_t cols, DType d, at::Generator& gen) {
     RowOpArgs a;
     a.columns = {hasWeight ? drawColumn(cols, d, 1.0, gen) : at::Tensor()};
@@ -169,7 +170,9 @@ RowOpSpec layerNormSpec(bool hasWeight, bool hasBias) {
                     return refs[2].to(at::kFloat).abs().mul_(t.statRel).add_(atenRstdError(in, refs[2], *a.scalars[0]));
                   }},
   };
-  spec.outputs[0].rowLocalBound = true;  // refs[0], mean and rstd of its rows
+  // out: refs[0], mean and rstd of its rows; mean: refs[1], and the input and rstd
+  // of its rows (rowScale); rstd: refs[2], and the input of its rows (atenRstdError).
+  for (RowOpOutput& o : spec.outputs) o.rowLocalBound = true;
   spec.makeArgs = [hasWeight, hasBias](int64_t, int64_t cols, DType d, at::Generator& gen) {
     RowOpArgs a;
     a.columns = {hasWeight ? drawColumn(cols, d, 1.0, gen) : at::Tensor(),

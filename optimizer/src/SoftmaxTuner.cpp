@@ -180,6 +180,8 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
     SandboxRunRequest run{compiled.cubin, reply->kernelName, LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
                           v.rows, v.cols, static_cast<int>(kernels::elementSize(v.dtype)),
                           v.dtype == DType::Float16, device};
+    // The sandbox's first run is GPU work too (another process, its own context).
+    if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");
     SandboxRunResult sandboxed = sandboxRun(run);
     if (!sandboxed.ok) {
       finish(AgentStage::Load, "first run in the sandbox process failed: " + sandboxed.error);

@@ -85,11 +85,12 @@ struct RowOpOutput {
       boundWithArgs;
   // A 0-dim output in the input's dtype (cross_entropy's mean and sum); perRow is then ignored.
   bool scalar = false;
-  // The bound of rows [b, b + n) of a [rows, cols] output depends on those
-  // rows alone (of the input, the references and the per-row inputs): the
-  // harness then computes it per row slice, with the input, references and
-  // per-row inputs narrowed to the slice (Note [Bounded units of background GPU
-  // work] in WorkSlices.h). False: computed once on the whole check.
+  // The bound of rows [b, b + n) of a [rows, cols] or [rows] output depends
+  // on those rows alone (of the input, the references and the per-row
+  // inputs): the harness then computes it per row slice, with the input,
+  // references and per-row inputs narrowed to the slice (Note [Bounded units
+  // of background GPU work] in WorkSlices.h). False: computed once on the
+  // whole check.
   bool rowLocalBound = false;
   // With perRow: [rows] in the input's dtype instead of float32 (cross_entropy's reduction none).
   bool perRowInInputDtype = false;
