@@ -24,9 +24,14 @@
  * streams capturing. libhotkernel.so reads the count through
  * hotkernel_captures_in_progress() (found with dlsym: Note [Capture signal]
  * in optimizer/CaptureSignal.h) and the idle gate treats a non-zero count as
- * busy. Not seen: code that calls the driver API (cuStreamBeginCapture)
- * directly or links the CUDA runtime statically; such captures are only
- * protected by the optimizer's relaxed capture mode and own streams.
+ * busy. Verified on torch 2.11.0+cu130 (CPU machine): with the shim preloaded
+ * and LD_BIND_NOW=1 LD_DEBUG=bindings, `import torch` binds libtorch_cuda.so's
+ * two imports to the shim, and the shim's calls reach
+ * nvidia/cu13/lib/libcudart.so.13 (PreloadShimTest checks both). Not seen:
+ * code that calls the driver API (cuStreamBeginCapture) directly, links the
+ * CUDA runtime statically, or calls libcudart through pointers from its own
+ * dlopen handle (cuda-python); such captures are only protected by the
+ * optimizer's relaxed capture mode and own streams.
  *
  * A stream is counted once its real cudaStreamBeginCapture succeeded, and
  * uncounted when cudaStreamEndCapture ended its capture: it succeeded, or
