@@ -194,7 +194,8 @@ struct Runner {
   double watchdogSeconds;
   std::shared_ptr<CudaKernelLauncher> launcher;
   at::cuda::CUDAStream stream;
-  // Between the launch and the checks of its outputs (a yield point).
+  // A yield point before the launch (the buffers are ready) and between the
+  // launch and the checks of its outputs: the launch is a unit of its own.
   std::function<void()> pause;
 
   // Runs the candidate on `in` (and `args`) into fresh NaN-filled outputs,
@@ -229,6 +230,7 @@ struct Runner {
     for (const at::Tensor& t : args.columns) columnCopies.push_back(t.defined() ? t.clone() : at::Tensor());
     for (const at::Tensor& t : args.rowInputs) rowInputCopies.push_back(t.defined() ? t.clone() : at::Tensor());
     const KernelArgs kernelArgs = spec.kernelArgs(in, args, launchOuts);
+    if (pause) pause();
     if (!launcher->launchWith(kernelArgs, stream.stream(), c.geometry(rows, cols))) {
       why = "launch failed";
       return {};

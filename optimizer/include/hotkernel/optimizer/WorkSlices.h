@@ -14,9 +14,11 @@
 // synchronisation and preceded by a yield point, and each touching at most
 // kSliceTrafficBytes of GPU memory (reads + writes of all its passes, about
 // 0.7 ms at 3 TB/s). What stays one unit: one kernel launch of the candidate
-// or of the ATen reference on the whole variant (a kernel cannot be split),
-// the NaN-filled buffers and copies around one launch, and one timed run of
-// the benchmark.
+// (its NaN-filled buffers and input copy before it, and the checks of them
+// after it, are units of their own) or of the ATen reference on the whole
+// variant (a kernel cannot be split), and one pair of the benchmark (flush,
+// A, flush, B). So the longest unit is about the slower of the two kernels:
+// a slow candidate of the search (ten times ATen's time) is the worst case.
 //
 // The slicing arithmetic is here, without torch, so that it is tested on the CPU.
 
