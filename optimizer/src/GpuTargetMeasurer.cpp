@@ -16,6 +16,7 @@
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/Harness.h"
+#include "hotkernel/optimizer/SlicedInput.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel {
@@ -80,9 +81,13 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
                   " MiB of GPU memory, over the optimizer's cap of ", cap >> 20, " MiB");
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
   c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  if (options_.yieldPoint) HOTKERNEL_CHECK(options_.yieldPoint(), "benchmark interrupted");  // before any GPU work
   const auto opts = at::TensorOptions().dtype(scalarTypeOf(dtype)).device(at::kCUDA, device);
-  const at::Tensor in = at::randn({key.rows, key.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
+  // Drawn in row slices, a yield point before each (the first before any GPU work).
+  const at::Tensor in = buildInRowSlices(
+      key.rows, key.cols, scalarTypeOf(dtype), device,
+      [&](int64_t, int64_t k) { return at::randn({k, key.cols}, opts.dtype(at::kFloat)).mul_(4.0); },
+      options_.yieldPoint);
+  HOTKERNEL_CHECK(in.defined(), "benchmark interrupted");
   BenchmarkOptions bo;
   bo.pairs = options_.runs;
   bo.beforePair = options_.yieldPoint;

@@ -20,6 +20,7 @@
 #include "hotkernel/optimizer/SandboxRun.h"
 #include "hotkernel/optimizer/Search.h"
 #include "hotkernel/optimizer/Harness.h"
+#include "hotkernel/optimizer/SlicedInput.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
@@ -222,7 +223,11 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
       std::shared_ptr<CudaKernelLauncher> launcher =
           CudaKernelLauncher::load(device, compiled.cubin, reply->kernelName, hc.geometry(v.rows, v.cols), 16,
                                    hc.description);
-      const at::Tensor in = at::randn({v.rows, v.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
+      const at::Tensor in = buildInRowSlices(
+          v.rows, v.cols, scalarTypeOf(v.dtype), device,
+          [&](int64_t, int64_t k) { return at::randn({k, v.cols}, opts.dtype(at::kFloat)).mul_(4.0); },
+          options.yieldPoint);
+      HOTKERNEL_CHECK(in.defined(), "benchmark interrupted");
       Comparison cmp = timeAgainstAten(*launcher, in, device, options.pairs, options.yieldPoint);
       fb.passed = true;
       fb.timing = AgentTiming{cmp.baseline.median, cmp.candidate.median, cmp.speedup.median};
@@ -284,8 +289,12 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   // family's guesses for this variant.
   const RowOpSpec spec = softmaxSpec(op);
   const auto opts = at::TensorOptions().dtype(scalarTypeOf(v.dtype)).device(at::kCUDA, device);
-  if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");  // before its first GPU work
-  const at::Tensor benchInput = at::randn({v.rows, v.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
+  // Drawn in row slices, a yield point before each (the first before any GPU work of the tuner).
+  const at::Tensor benchInput = buildInRowSlices(
+      v.rows, v.cols, scalarTypeOf(v.dtype), device,
+      [&](int64_t, int64_t k) { return at::randn({k, v.cols}, opts.dtype(at::kFloat)).mul_(4.0); },
+      options.yieldPoint);
+  HOTKERNEL_CHECK(benchInput.defined(), "tuning interrupted");
   auto toFamilyPoint = [](const SoftmaxParams& p) {
     return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, p.cluster};
   };
