@@ -18,6 +18,7 @@
 #include "hotkernel/optimizer/CrossEntropyTuner.h"
 #include "hotkernel/optimizer/ExperimentLog.h"
 #include "hotkernel/optimizer/ExternalAgent.h"
+#include "hotkernel/optimizer/GpuUtilization.h"
 #include "hotkernel/optimizer/IdleGate.h"
 #include "hotkernel/optimizer/NormTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
@@ -299,9 +300,41 @@ void Runtime::onHot(const std::string& op, const VariantKey& key) {
   }
 }
 
+bool Runtime::waitToStart(int device) {
+  IdleGate& gate = IdleGate::instance();
+  const int maxUtil = config().idleMaxUtil;
+  if (maxUtil >= 0 && device >= 0) {
+    auto it = utilization_.find(device);
+    if (it == utilization_.end()) {
+      std::shared_ptr<GpuUtilization> source;
+      char busId[64] = {0};
+      std::string why;
+      // A query, but never one that could disturb another thread's capture.
+      c10::cuda::CUDAStreamCaptureModeGuard relaxed(cudaStreamCaptureModeRelaxed);
+      const cudaError_t rc = cudaDeviceGetPCIBusId(busId, sizeof busId, device);
+      if (rc != cudaSuccess) {
+        (void)cudaGetLastError();
+        why = std::string("cudaDeviceGetPCIBusId failed: ") + cudaGetErrorString(rc);
+      } else {
+        source = openNvmlUtilization(busId, &why);
+      }
+      if (!source) {
+        HOTKERNEL_LOG_ONCE(Warn, "nvml-open") << "HOTKERNEL_IDLE_MAX_UTIL is set but the GPU utilization cannot be "
+                                              << "read (" << why << "); the idle gate uses the dispatch signal alone";
+      }
+      it = utilization_.emplace(device, std::move(source)).first;
+    }
+    gate.setUtilizationLimit(it->second, maxUtil);
+  }
+  return gate.waitUntilIdle(static_cast<double>(config().idleMs), [this] { return stopping_.load(); }, 24 * 3600.0,
+                            /*starting=*/true);
+}
+
 void Runtime::optimize(const OptimizerJob& job) {
   IdleGate::ScopedOptimizerThread optimizerThread;
   const double idleMs = static_cast<double>(config().idleMs);
+  // No GPU work (device start, cache loads, the tuner) while serving, capturing or over the utilization limit.
+  if (!waitToStart(job.key.device)) return;
   optimizeVariant(
       job.op, job.key,
       [this, idleMs] {

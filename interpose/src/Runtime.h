@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,6 +21,7 @@
 #include <string>
 
 #include "hotkernel/cache/CacheStore.h"
+#include "hotkernel/optimizer/GpuUtilization.h"
 #include "hotkernel/optimizer/OptimizerWorker.h"
 #include "hotkernel/optimizer/QueueRanker.h"
 #include "hotkernel/optimizer/TargetMeasurer.h"
@@ -68,6 +70,11 @@ class Runtime {
   Runtime() = default;
   void onHot(const std::string& op, const VariantKey& key);
   void optimize(const OptimizerJob& job);
+  // On the worker thread, before a job or a ranking starts any GPU work: the
+  // idle gate (serving traffic, graph captures) and, with
+  // HOTKERNEL_IDLE_MAX_UTIL, the utilization of `device` (Note [NVML
+  // utilization as an idle signal]). False: the runtime is stopping.
+  bool waitToStart(int device);
   void loadDevice(int device);
   bool publishEntry(const cache::Entry& entry, int device);
   Fingerprint fingerprintFor(int device) const;
@@ -99,6 +106,8 @@ class Runtime {
   std::unique_ptr<TargetMeasurer> measurer_;
   std::unique_ptr<QueueRanker> ranker_;
   std::atomic<bool> stopping_{false};        // set at exit; the optimizer stops waiting
+  // Worker thread only: NVML utilization per device (null: unavailable), opened on first use.
+  std::map<int, std::shared_ptr<GpuUtilization>> utilization_;
 };
 
 }  // namespace hotkernel

@@ -37,6 +37,8 @@ void Runtime::installRanker() {
   worker_->setRanker([this](const std::vector<OptimizerJob>& queued) {
     // On the worker thread: its GPU work never counts as serving activity.
     IdleGate::ScopedOptimizerThread optimizerThread;
+    // No GPU work while serving, capturing or over the utilization limit; stopping: rank nothing.
+    if (!queued.empty() && !waitToStart(queued.front().key.device)) return JobOrder{queued, {}};
     for (const OptimizerJob& job : queued) ensureDevice(job.key.device);  // fingerprint and cached decisions
     return (*ranker_)(queued);
   });

@@ -44,10 +44,19 @@ Comparison benchmarkInterleaved(const Workload& baseline, const Workload& candid
   const int64_t l2 = at::cuda::getDeviceProperties(device)->l2CacheSize;
   at::Tensor flush = at::empty({std::max<int64_t>(2 * l2, 1 << 20)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, device));
 
+  // With a yield point, at most one pair (warm-up and estimate included) is
+  // in flight when it is called (Note [Bounded units of background GPU work]).
+  auto yieldBeforePair = [&] {
+    if (!options.beforePair) return;
+    stream.synchronize();
+    HOTKERNEL_CHECK(options.beforePair(), "benchmark interrupted");
+  };
   for (int i = 0; i < options.warmup; ++i) {
+    yieldBeforePair();
     baseline();
     candidate();
   }
+  yieldBeforePair();
   // Estimate one pair's cost to respect the time budget.
   at::cuda::CUDAEvent e0(cudaEventDefault), e1(cudaEventDefault);
   e0.record(stream);
@@ -70,9 +79,7 @@ Comparison benchmarkInterleaved(const Workload& baseline, const Workload& candid
     events[2 * slot + 1]->record(stream);
   };
   for (int i = 0; i < pairs; ++i) {
-    if (options.beforePair) {
-      HOTKERNEL_CHECK(options.beforePair(), "benchmark interrupted");
-    }
+    yieldBeforePair();
     // Slots: 2i is A, 2i+1 is B; the order alternates to cancel order effects.
     if (i % 2 == 0) {
       timed(baseline, 2 * i, i);
@@ -81,7 +88,6 @@ Comparison benchmarkInterleaved(const Workload& baseline, const Workload& candid
       timed(candidate, 2 * i + 1, i);
       timed(baseline, 2 * i, i);
     }
-    if (options.beforePair) stream.synchronize();
   }
   stream.synchronize();
   std::vector<double> a(pairs), b(pairs);
@@ -100,7 +106,16 @@ MedianCi benchmarkOne(const Workload& work, int device, const BenchmarkOptions& 
   const int64_t l2 = at::cuda::getDeviceProperties(device)->l2CacheSize;
   at::Tensor flush = at::empty({std::max<int64_t>(2 * l2, 1 << 20)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, device));
 
-  for (int i = 0; i < options.warmup; ++i) work();
+  auto yieldBeforeRun = [&] {
+    if (!options.beforePair) return;
+    stream.synchronize();
+    HOTKERNEL_CHECK(options.beforePair(), "benchmark interrupted");
+  };
+  for (int i = 0; i < options.warmup; ++i) {
+    yieldBeforeRun();
+    work();
+  }
+  yieldBeforeRun();
   at::cuda::CUDAEvent e0(cudaEventDefault), e1(cudaEventDefault);
   e0.record(stream);
   work();
@@ -114,14 +129,11 @@ MedianCi benchmarkOne(const Workload& work, int device, const BenchmarkOptions& 
   events.reserve(2 * runs);
   for (int i = 0; i < 2 * runs; ++i) events.push_back(std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault));
   for (int i = 0; i < runs; ++i) {
-    if (options.beforePair) {
-      HOTKERNEL_CHECK(options.beforePair(), "benchmark interrupted");
-    }
+    yieldBeforeRun();
     flush.fill_(static_cast<uint8_t>(i & 0xff));
     events[2 * i]->record(stream);
     work();
     events[2 * i + 1]->record(stream);
-    if (options.beforePair) stream.synchronize();
   }
   stream.synchronize();
   std::vector<double> us(runs);

@@ -12,6 +12,7 @@
 
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/optimizer/SlicedInput.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -233,7 +234,11 @@ TuneOutcome tuneCrossEntropy(const CrossEntropyVariant& v, int device, const Tun
   // The timed calls: ATen's decomposition, and a plan as the trampoline runs
   // it (output and workspace allocated, the counter zeroed only when needed).
   const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
-  const at::Tensor x = at::randn({v.rows, v.cols}, opts).mul_(3.0).to(scalarTypeOf(v.dtype));
+  // Drawn in row slices, a yield point before each (the first before any GPU work of the tuner).
+  const at::Tensor x = buildInRowSlices(
+      v.rows, v.cols, scalarTypeOf(v.dtype), device,
+      [&](int64_t, int64_t k) { return at::randn({k, v.cols}, opts).mul_(3.0); }, options.yieldPoint);
+  HOTKERNEL_CHECK(x.defined(), "tuning interrupted");
   at::Tensor target = at::randint(0, v.cols, {v.rows}, opts.dtype(at::kLong));
   target.slice(0, 0, v.rows, 8).fill_(-100);
   const int64_t reduction = static_cast<int64_t>(v.reduction);

@@ -17,6 +17,7 @@
 #include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/ReduceTuner.h"  // atenReduceLastDim
+#include "hotkernel/optimizer/SlicedInput.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel {
@@ -47,6 +48,7 @@ MachinePeaks GpuTargetMeasurer::measurePeaks(int device) {
   const int64_t bytes = copyBufferBytes(l2, cap);
   HOTKERNEL_CHECK(bytes > 0, "measuring the copy bandwidth needs ~", (4 * l2 + 2 * l2) >> 20,
                   " MiB of GPU memory, over the optimizer's cap of ", cap >> 20, " MiB");
+  if (options_.yieldPoint) HOTKERNEL_CHECK(options_.yieldPoint(), "benchmark interrupted");  // before any GPU work
   const auto opts = at::TensorOptions().dtype(at::kByte).device(at::kCUDA, device);
   at::Tensor src = at::empty({bytes}, opts).fill_(1);
   at::Tensor dst = at::empty({bytes}, opts);
@@ -82,7 +84,12 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
   c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
   const auto opts = at::TensorOptions().dtype(scalarTypeOf(dtype)).device(at::kCUDA, device);
-  const at::Tensor in = at::randn({key.rows, key.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
+  // Drawn in row slices, a yield point before each (the first before any GPU work).
+  const at::Tensor in = buildInRowSlices(
+      key.rows, key.cols, scalarTypeOf(dtype), device,
+      [&](int64_t, int64_t k) { return at::randn({k, key.cols}, opts.dtype(at::kFloat)).mul_(4.0); },
+      options_.yieldPoint);
+  HOTKERNEL_CHECK(in.defined(), "benchmark interrupted");
   BenchmarkOptions bo;
   bo.pairs = options_.runs;
   bo.beforePair = options_.yieldPoint;

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "hotkernel/optimizer/WorkSlices.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/KernelArgs.h"
 
@@ -58,8 +59,9 @@ bool bitwiseEqual(const at::Tensor& a, const at::Tensor& b, DType d) {
 
 // Max |out - ref|; +inf when NaN positions differ. Compared in float32 (exact
 // for 16-bit values; for float32 the difference is rounded once, far below any
-// tolerance) to keep each check a few milliseconds of GPU time, so that the
-// background optimizer yields quickly (Note [Optimize only on idle GPU time]).
+// tolerance) to keep the comparison cheap; the check calls it on row slices
+// (Note [Bounded units of background GPU work]), so that the background
+// optimizer yields quickly (Note [Optimize only on idle GPU time]).
 double maxAbsError(const at::Tensor& out, const at::Tensor& ref) {
   const at::ScalarType t = out.scalar_type() == at::kDouble || ref.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   at::Tensor o = out.to(t), r = ref.to(t);
@@ -83,6 +85,7 @@ RowOpSpec normalized(const RowOpSpec& spec) {
   g.outputs = {RowOpOutput{"out", false, [tolerance](const at::Tensor& in, const std::vector<at::Tensor>&, DType d) {
                              return at::scalar_tensor(tolerance(d, in.size(1)), at::kDouble);
                            }}};
+  g.outputs[0].rowLocalBound = true;  // depends on the columns alone
   g.makeArgs = [](int64_t, int64_t, DType, at::Generator&) { return RowOpArgs{}; };
   auto reference = spec.reference;
   g.references = [reference](const at::Tensor& in, const RowOpArgs&) { return std::vector<at::Tensor>{reference(in)}; };
@@ -113,22 +116,75 @@ at::Tensor outputView(const at::Tensor& flat, const RowOpOutput& o, int64_t rows
 
 namespace {
 
-// Elements of `out` farther from `ref` than the elementwise `bound` (finite
-// positions; NaN and infinity positions are maxAbsError's business), compared
-// in float32 like maxAbsError. Empty when none.
-std::string outsideBound(const at::Tensor& out, const at::Tensor& ref, const at::Tensor& bound) {
-  at::Tensor o = out.to(at::kFloat), r = ref.to(at::kFloat);
-  at::Tensor excess = ((o - r).abs() - bound.to(o.device()).to(at::kFloat)).masked_fill_(~(o.isfinite() & r.isfinite()), 0.0);
-  const int64_t bad = (excess > 0).sum().item<int64_t>();
-  if (bad == 0) return {};
-  const int64_t i = excess.reshape({-1}).argmax().item<int64_t>();
+// Elements of a slice of `out` farther from `ref` than the elementwise
+// `bound` (finite positions; NaN and infinity positions are maxAbsError's
+// business), compared in float32 like maxAbsError; the worst one by its flat
+// index in the whole output (`flatOffset`: the slice's first element there).
+struct OutsideBound {
+  int64_t bad = 0;
+  double worstExcess = 0;
+  int64_t worstIndex = 0;
+  double got = 0, reference = 0, bound = 0;
+
+  // Merges a later slice: counts add up; the worst is the first largest
+  // excess in flat order (as argmax over the whole output picks it).
+  void merge(const OutsideBound& later) {
+    if (later.bad == 0) return;
+    if (bad == 0 || later.worstExcess > worstExcess) {
+      const int64_t total = bad + later.bad;
+      *this = later;
+      bad = total;
+    } else {
+      bad += later.bad;
+    }
+  }
+  std::string describe() const {
+    std::ostringstream os;
+    os << bad << " element(s) outside the bound; worst at flat index " << worstIndex << ": got " << got
+       << ", reference " << reference << ", bound " << bound;
+    return os.str();
+  }
+};
+
+OutsideBound outsideBound(const at::Tensor& out, const at::Tensor& ref, const at::Tensor& bound, int64_t flatOffset) {
+  OutsideBound r;
+  at::Tensor o = out.to(at::kFloat), rf = ref.to(at::kFloat);
+  at::Tensor excess = ((o - rf).abs() - bound.to(o.device()).to(at::kFloat)).masked_fill_(~(o.isfinite() & rf.isfinite()), 0.0);
+  r.bad = (excess > 0).sum().item<int64_t>();
+  if (r.bad == 0) return r;
+  at::Tensor flatExcess = excess.reshape({-1});
+  const int64_t i = flatExcess.argmax().item<int64_t>();
   at::Tensor b = bound.to(o.device()).to(at::kFloat).expand_as(o).reshape({-1});
-  std::ostringstream os;
-  os << bad << " element(s) outside the bound; worst at flat index " << i << ": got "
-     << o.reshape({-1})[i].item<double>() << ", reference " << r.reshape({-1})[i].item<double>() << ", bound "
-     << b[i].item<double>();
-  return os.str();
+  r.worstExcess = flatExcess[i].item<double>();
+  r.worstIndex = flatOffset + i;
+  r.got = o.reshape({-1})[i].item<double>();
+  r.reference = rf.reshape({-1})[i].item<double>();
+  r.bound = b[i].item<double>();
+  return r;
 }
+
+// Rows [b, b + n) of what a check of `rows` rows holds per row: a reference
+// ([rows, cols] or [rows]) or a per-row input; anything else (0-dim) whole.
+at::Tensor rowsOf(const at::Tensor& t, int64_t rows, int64_t b, int64_t n) {
+  return t.defined() && t.dim() >= 1 && t.size(0) == rows ? t.narrow(0, b, n) : t;
+}
+
+// Rows [b, b + n) of a bound of a [rows, cols] output: a [rows, cols] or
+// [rows, 1] bound is narrowed; a scalar, [cols] or [1, cols] one broadcasts.
+at::Tensor boundRowsOf(const at::Tensor& bound, int64_t rows, int64_t b, int64_t n) {
+  return bound.dim() == 2 && bound.size(0) == rows ? bound.narrow(0, b, n) : bound;
+}
+
+// A check's extra arguments for rows [b, b + n): per-row inputs narrowed.
+RowOpArgs argsRowsOf(const RowOpArgs& a, int64_t rows, int64_t b, int64_t n) {
+  RowOpArgs s = a;
+  for (at::Tensor& t : s.rowInputs) t = rowsOf(t, rows, b, n);
+  return s;
+}
+
+// Thrown by the harness's pause when the yield point says stop; runHarness
+// turns it into the stage's "interrupted" failure.
+struct Interrupted {};
 
 bool isExactInt64(const RowOpOutput& o) { return o.perRow && !o.scalar && o.exactInt64; }
 
@@ -159,6 +215,9 @@ struct Runner {
   double watchdogSeconds;
   std::shared_ptr<CudaKernelLauncher> launcher;
   at::cuda::CUDAStream stream;
+  // A yield point before the launch (the buffers are ready) and between the
+  // launch and the checks of its outputs: the launch is a unit of its own.
+  std::function<void()> pause;
 
   // Runs the candidate on `in` (and `args`) into fresh NaN-filled outputs,
   // each with a canary tail. Returns the outputs, or none and `why` on failure.
@@ -168,7 +227,7 @@ struct Runner {
     std::vector<at::Tensor> outs, canaries;
     for (const RowOpOutput& o : spec.outputs) {
       const int64_t n = o.scalar ? 1 : o.perRow ? rows : rows * cols;
-      const bool int64 = o.perRow && !o.scalar && o.exactInt64;
+      const bool int64 = isExactInt64(o);
       const bool float32 = o.perRow && !o.scalar && !o.perRowInInputDtype && !int64;
       at::Tensor buf = at::empty({n + kCanary}, int64     ? in.options().dtype(at::kLong)
                                                 : float32 ? in.options().dtype(at::kFloat)
@@ -199,6 +258,7 @@ struct Runner {
     for (const at::Tensor& t : args.columns) columnCopies.push_back(t.defined() ? t.clone() : at::Tensor());
     for (const at::Tensor& t : args.rowInputs) rowInputCopies.push_back(t.defined() ? t.clone() : at::Tensor());
     const KernelArgs kernelArgs = spec.kernelArgs(in, args, launchOuts);
+    if (pause) pause();
     if (!launcher->launchWith(kernelArgs, stream.stream(), c.geometry(rows, cols))) {
       why = "launch failed";
       return {};
@@ -221,6 +281,7 @@ struct Runner {
       (void)cudaGetLastError();
       return {};
     }
+    if (pause) pause();
     for (size_t i = 0; i < canaries.size(); ++i) {
       if (!at::all(canaries[i] == canaryValue(spec.outputs[i])).item<bool>()) {
         why = "wrote past the end of the output" + (spec.outputs.size() > 1 ? " '" + spec.outputs[i].name + "'" : "");
@@ -290,13 +351,34 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
   gen.set_current_seed(report.seed);
   const auto floatOpts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
   const at::ScalarType st = scalarTypeOf(dtype);
+  HarnessStage stage = HarnessStage::Smoke;  // the stage running now (an interruption fails it)
+
+  // A yield point between two bounded units of GPU work (Note [Bounded units
+  // of background GPU work]): all of the harness's GPU work is on `stream`,
+  // so after the synchronisation none of it is in flight while the yield
+  // point waits. Throws Interrupted when it says stop.
+  auto pause = [&] {
+    if (!options.yieldPoint) return;
+    stream.synchronize();
+    if (!options.yieldPoint()) throw Interrupted{};
+  };
+  // A [r, n] input in the check's dtype, built in row slices: `rowsAt(b, k)`
+  // gives rows [b, b + k) (float32), converted into place.
+  auto buildSliced = [&](int64_t r, int64_t n, const std::function<at::Tensor(int64_t, int64_t)>& rowsAt) {
+    at::Tensor t = at::empty({r, n}, floatOpts.dtype(st));
+    for (const RowSlice& s : rowSlices(r, n, kBuildTrafficPerElement)) {
+      pause();
+      t.narrow(0, s.begin, s.rows).copy_(rowsAt(s.begin, s.rows));
+    }
+    return t;
+  };
   // Uniform in [-1, 5): asymmetric on purpose, so that the negated set below
   // reaches values (down to -5) the smoke input never holds.
   auto randomInput = [&](int64_t r, int64_t n) {
-    return at::rand({r, n}, gen, floatOpts).mul_(6.0).sub_(1.0).to(st);
+    return buildSliced(r, n, [&](int64_t, int64_t k) { return at::rand({k, n}, gen, floatOpts).mul_(6.0).sub_(1.0); });
   };
 
-  Runner runner{c, spec, dtype, device, options.watchdogSeconds, nullptr, stream};
+  Runner runner{c, spec, dtype, device, options.watchdogSeconds, nullptr, stream, pause};
   auto drawArgs = [&](int64_t r, int64_t n) { return spec.makeArgs(r, n, dtype, gen); };
   auto fail = [&](HarnessStage s, const std::string& why) {
     report.stages.push_back(StageResult{s, false, why});
@@ -304,78 +386,141 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
     return report;
   };
   try {
+    pause();  // loading a module is work on the device too
     runner.launcher = CudaKernelLauncher::load(device, c.cubin, c.kernelName, c.geometry(rows, cols), c.alignment,
                                                c.description);
+  } catch (const Interrupted&) {
+    return fail(HarnessStage::Smoke, "interrupted");
   } catch (const std::exception& e) {
     return fail(HarnessStage::Smoke, std::string("cannot load: ") + e.what());
   }
+
+  // One output of a check against its reference under its bound, in row
+  // slices (Note [Bounded units of background GPU work]); the result and
+  // message are those of the whole output at once. `bound0Max`: the largest
+  // finite bound seen (for the float64 check of output 0).
+  auto compareOutput = [&](size_t i, const at::Tensor& in, const RowOpArgs& args, const at::Tensor& out,
+                           const std::vector<at::Tensor>& refs, double& err, double& boundMax,
+                           std::string& why) -> bool {
+    const RowOpOutput& output = spec.outputs[i];
+    const std::string name = spec.outputs.size() > 1 ? output.name + ": " : "";
+    const int64_t r = in.size(0), n = in.size(1);
+    const at::Tensor ref = refs[i].reshape(out.sizes());
+    if (isExactInt64(output)) {  // [rows] int64 (argmax's indices): one comparison, no bound
+      pause();
+      err = 0;
+      boundMax = 0;
+      if (const std::string mismatch = exactOutputMismatch(out, ref); !mismatch.empty()) {
+        std::ostringstream os;
+        os << name << mismatch << " at [" << r << ", " << n << "]";
+        why = os.str();
+        return false;
+      }
+      return true;
+    }
+    auto boundOf = [&](const at::Tensor& inRows, const RowOpArgs& argsRows, const std::vector<at::Tensor>& refsRows) {
+      return output.boundWithArgs ? output.boundWithArgs(inRows, argsRows, refsRows, dtype)
+                                  : output.bound(inRows, refsRows, dtype);
+    };
+    // [rows, cols] outputs in row slices; a per-row output too when its bound
+    // is row-local (the bound, not the comparison, is what costs: layer_norm's
+    // rstd takes a float64 variance of the whole input); scalar outputs whole.
+    const bool sliced = (out.dim() == 2 && out.size(0) == r) ||
+                        (output.rowLocalBound && out.dim() == 1 && out.size(0) == r);
+    at::Tensor wholeBound;
+    if (!sliced || !output.rowLocalBound) {
+      pause();
+      wholeBound = boundOf(in, args, refs);
+    }
+    const std::vector<RowSlice> slices =
+        sliced ? rowSlices(r, n, kCompareTrafficPerElement) : std::vector<RowSlice>{RowSlice{0, r}};
+    err = 0;
+    boundMax = 0;
+    bool finite = true;
+    std::optional<double> failedTolerance;  // a scalar bound some slice exceeded
+    OutsideBound outside;
+    for (const RowSlice& s : slices) {
+      pause();
+      const at::Tensor o = sliced ? out.narrow(0, s.begin, s.rows) : out;
+      const at::Tensor rf = sliced ? ref.narrow(0, s.begin, s.rows) : ref;
+      const double e = maxAbsError(o, rf);
+      if (!std::isfinite(e)) {
+        finite = false;
+        break;
+      }
+      err = std::max(err, e);
+      at::Tensor bound;
+      if (wholeBound.defined()) {
+        bound = sliced ? boundRowsOf(wholeBound, r, s.begin, s.rows) : wholeBound;
+      } else {
+        std::vector<at::Tensor> refRows;
+        for (const at::Tensor& t : refs) refRows.push_back(rowsOf(t, r, s.begin, s.rows));
+        bound = boundOf(in.narrow(0, s.begin, s.rows), argsRowsOf(args, r, s.begin, s.rows), refRows);
+      }
+      // The largest finite bound: rows the reference makes NaN or infinite
+      // (the -inf / NaN stress set) have no finite bound.
+      if (i == 0 && spec.references64) {
+        boundMax = std::max(boundMax, bound.to(at::kDouble).nan_to_num(0.0, 0.0, 0.0).max().item<double>());
+      }
+      if (bound.numel() == 1) {
+        const double tol = bound.item<double>();
+        if (!(e <= tol) && !failedTolerance) failedTolerance = tol;
+      } else {
+        outside.merge(outsideBound(o, rf, bound, sliced ? s.begin * (out.dim() == 2 ? n : 1) : 0));
+      }
+    }
+    if (!finite) {
+      std::ostringstream os;
+      os << name << "NaN or infinity where the reference has none (or the reverse) at [" << r << ", " << n << "]";
+      why = os.str();
+      return false;
+    }
+    if (failedTolerance) {
+      std::ostringstream os;
+      os << name << "max abs error " << err << " > tolerance " << *failedTolerance << " at [" << r << ", " << n
+         << "]";
+      why = os.str();
+      return false;
+    }
+    if (outside.bad > 0) {
+      std::ostringstream os;
+      os << name << "max abs error " << err << ": " << outside.describe() << " at [" << r << ", " << n << "]";
+      why = os.str();
+      return false;
+    }
+    return true;
+  };
+
   // Checks one input (and its extra arguments) against the reference; false +
   // why on any mismatch. Every output is compared under its own bound.
   auto check = [&](const at::Tensor& in, const RowOpArgs& args, std::string& why) -> bool {
-    if (options.yieldPoint && !options.yieldPoint()) {
-      why = "interrupted";
-      return false;
-    }
+    pause();
     std::vector<at::Tensor> outs = runner.run(in, args, why);
     if (outs.empty()) return false;
+    pause();
     std::vector<at::Tensor> refs = spec.references(in, args);
     HOTKERNEL_CHECK(refs.size() == outs.size(), "the reference of ", spec.op, " gave ", refs.size(),
                     " outputs, the spec names ", outs.size());
+    double bound0Max = 0;
     for (size_t i = 0; i < outs.size(); ++i) {
-      const std::string name = spec.outputs.size() > 1 ? spec.outputs[i].name + ": " : "";
-      at::Tensor ref = refs[i].reshape(outs[i].sizes());
-      if (isExactInt64(spec.outputs[i])) {
-        if (const std::string mismatch = exactOutputMismatch(outs[i], ref); !mismatch.empty()) {
-          std::ostringstream os;
-          os << name << mismatch << " at [" << in.size(0) << ", " << in.size(1) << "]";
-          why = os.str();
-          return false;
-        }
-        continue;
+      double err = 0, boundMax = 0;
+      if (!compareOutput(i, in, args, outs[i], refs, err, boundMax, why)) return false;
+      if (i == 0) {
+        report.maxAbsError = std::max(report.maxAbsError, err);
+        bound0Max = boundMax;
       }
-      const double err = maxAbsError(outs[i], ref);
-      if (!std::isfinite(err)) {
-        std::ostringstream os;
-        os << name << "NaN or infinity where the reference has none (or the reverse) at [" << in.size(0) << ", "
-           << in.size(1) << "]";
-        why = os.str();
-        return false;
-      }
-      const RowOpOutput& output = spec.outputs[i];
-      const at::Tensor bound =
-          output.boundWithArgs ? output.boundWithArgs(in, args, refs, dtype) : output.bound(in, refs, dtype);
-      if (bound.numel() == 1) {
-        const double tol = bound.item<double>();
-        if (!(err <= tol)) {
-          std::ostringstream os;
-          os << name << "max abs error " << err << " > tolerance " << tol << " at [" << in.size(0) << ", "
-             << in.size(1) << "]";
-          why = os.str();
-          return false;
-        }
-      } else if (const std::string outside = outsideBound(outs[i], ref, bound); !outside.empty()) {
-        std::ostringstream os;
-        os << name << "max abs error " << err << ": " << outside << " at [" << in.size(0) << ", " << in.size(1)
-           << "]";
-        why = os.str();
-        return false;
-      }
-      if (i == 0) report.maxAbsError = std::max(report.maxAbsError, err);
     }
     if (spec.references64 && !isExactInt64(spec.outputs[0])) {
       // Against float64 (on up to 256 rows: "where cheap"), the candidate's
-      // output 0 may not be worse than ATen's by more than its bound.
+      // output 0 may not be worse than ATen's by more than its bound (the
+      // largest finite one, so that rows the reference makes NaN or infinite
+      // do not turn the tolerance into NaN, which would fail every candidate).
+      pause();
       const int64_t n = std::min<int64_t>(in.size(0), 256);
       at::Tensor ref64 = spec.references64(in.narrow(0, 0, n).to(at::kDouble), args);
       at::Tensor ref0 = refs[0].reshape(outs[0].sizes()).narrow(0, 0, n);
       const double mine = maxAbsError(outs[0].narrow(0, 0, n), ref64), aten = maxAbsError(ref0, ref64);
-      // The largest finite bound: rows the reference makes NaN or infinite
-      // (the -inf / NaN stress set) have no finite bound and must not turn
-      // the tolerance into NaN, which would fail every candidate.
-      const RowOpOutput& out0 = spec.outputs[0];
-      const at::Tensor bound0 =
-          out0.boundWithArgs ? out0.boundWithArgs(in, args, refs, dtype) : out0.bound(in, refs, dtype);
-      const double tol = bound0.to(at::kDouble).nan_to_num(0.0, 0.0, 0.0).max().item<double>();
+      const double tol = bound0Max;
       if (std::isfinite(aten) && !(mine <= aten + tol)) {
         std::ostringstream os;
         os << "float64 error " << mine << " exceeds ATen's " << aten << " + tolerance";
@@ -387,106 +532,136 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
   };
 
   std::string why;
-  // 1. smoke
-  at::Tensor x = randomInput(rows, cols);
-  const RowOpArgs xArgs = drawArgs(rows, cols);
-  if (!check(x, xArgs, why)) return fail(HarnessStage::Smoke, why);
-  report.stages.push_back({HarnessStage::Smoke, true, "recorded variant"});
+  try {
+    // 1. smoke
+    const at::Tensor x = randomInput(rows, cols);
+    const RowOpArgs xArgs = drawArgs(rows, cols);
+    if (!check(x, xArgs, why)) return fail(HarnessStage::Smoke, why);
+    report.stages.push_back({HarnessStage::Smoke, true, "recorded variant"});
 
-  // 2. variant sweep: neighbours the guard accepts.
-  std::vector<std::pair<int64_t, int64_t>> shapes = {{1, cols}, {rows + 1, cols}, {std::min<int64_t>(rows, 7), cols}};
-  if (rows > 1) shapes.push_back({rows - 1, cols});
-  for (int64_t dc : {-64, -8, -1, 1, 8}) {
-    if (cols + dc >= 1) shapes.push_back({std::min<int64_t>(rows, 33), cols + dc});
-  }
-  shapes.push_back({std::min<int64_t>(rows, 5), 1});
-  int swept = 0;
-  for (auto [r, n] : shapes) {
-    if (!c.acceptsShape(r, n)) continue;
-    if (!check(randomInput(r, n), drawArgs(r, n), why)) return fail(HarnessStage::Sweep, why);
-    ++swept;
-  }
-  report.stages.push_back({HarnessStage::Sweep, true, std::to_string(swept) + " neighbour shapes"});
-
-  // 3. numerical stability
-  // Note [Near-max inputs of sums]
-  // A quarter of the dtype's max tests that a row op's arithmetic survives
-  // large values. A sum of such values overflows float32 or not depending on
-  // the order of the additions (partial sums of either sign may pass the
-  // max, or meet as inf - inf = NaN), so ATen's result is no reference there;
-  // sums ask for max / (4 cols) instead, where no order overflows.
-  const double big = spec.nearMaxMagnitude ? spec.nearMaxMagnitude(dtype, cols) : dtypeMax(dtype) / 4.0;
-  at::Tensor xf = x.to(at::kFloat);
-  std::vector<std::pair<std::string, at::Tensor>> stress = {
-      {"negated", (-xf).to(st)},
-      {"x3", (xf * 3).to(st)},
-      {"x0.01", (xf * 0.01).to(st)},
-      {"near max", (xf.sign() * big * at::rand_like(xf)).to(st)},
-      {"zeros", at::zeros_like(x)},
-      {"shifted", (xf + (dtype == DType::Float16 ? 1e4 : 1e5)).to(st)},
-  };
-  if (spec.infinitiesDefined) {
-    at::Tensor special = xf.clone();
-    const int64_t r0 = 0, r1 = rows > 1 ? 1 : 0, r2 = rows > 2 ? 2 : 0;
-    special.select(0, r0).select(0, 0).fill_(-std::numeric_limits<float>::infinity());
-    if (r1 != r0) special.select(0, r1).fill_(-std::numeric_limits<float>::infinity());  // a row of -inf
-    if (r2 != r0 && r2 != r1) special.select(0, r2).select(0, cols - 1).fill_(std::numeric_limits<float>::quiet_NaN());
-    stress.push_back({"-inf and NaN", special.to(st)});
-  } else {
-    at::Tensor special = xf.clone();
-    special.select(0, rows > 2 ? 2 : 0).select(0, cols - 1).fill_(std::numeric_limits<float>::quiet_NaN());
-    stress.push_back({"NaN", special.to(st)});
-  }
-  for (const auto& [name, in] : stress) {
-    if (!check(in, drawArgs(rows, cols), why)) return fail(HarnessStage::Stability, name + ": " + why);
-  }
-  report.stages.push_back({HarnessStage::Stability, true, std::to_string(stress.size()) + " input sets"});
-
-  // 4. determinism: 3 runs, fresh NaN-filled outputs, bitwise identical.
-  std::vector<at::Tensor> first;
-  for (int i = 0; i < 3; ++i) {
-    std::vector<at::Tensor> outs = runner.run(x, xArgs, why);
-    if (outs.empty()) return fail(HarnessStage::Determinism, why);
-    if (i == 0) {
-      first = outs;
-      continue;
+    // 2. variant sweep: neighbours the guard accepts.
+    stage = HarnessStage::Sweep;
+    std::vector<std::pair<int64_t, int64_t>> shapes = {
+        {1, cols}, {rows + 1, cols}, {std::min<int64_t>(rows, 7), cols}};
+    if (rows > 1) shapes.push_back({rows - 1, cols});
+    for (int64_t dc : {-64, -8, -1, 1, 8}) {
+      if (cols + dc >= 1) shapes.push_back({std::min<int64_t>(rows, 33), cols + dc});
     }
-    for (size_t k = 0; k < outs.size(); ++k) {
-      const RowOpOutput& o = spec.outputs[k];
-      const DType bits = o.perRow && !o.scalar && !o.perRowInInputDtype ? DType::Float32 : dtype;
-      const bool same = isExactInt64(o) ? at::equal(first[k], outs[k]) : bitwiseEqual(first[k], outs[k], bits);
-      if (!same) {
-        return fail(HarnessStage::Determinism, "run " + std::to_string(i + 1) + " differs bitwise from run 1" +
-                                                   (outs.size() > 1 ? " in '" + spec.outputs[k].name + "'" : ""));
+    shapes.push_back({std::min<int64_t>(rows, 5), 1});
+    int swept = 0;
+    for (auto [r, n] : shapes) {
+      if (!c.acceptsShape(r, n)) continue;
+      const RowOpArgs args = drawArgs(r, n);
+      const at::Tensor in = randomInput(r, n);
+      if (!check(in, args, why)) return fail(HarnessStage::Sweep, why);
+      ++swept;
+    }
+    report.stages.push_back({HarnessStage::Sweep, true, std::to_string(swept) + " neighbour shapes"});
+
+    // 3. numerical stability: each input set built (in row slices) just before its check.
+    stage = HarnessStage::Stability;
+    // Note [Near-max inputs of sums]
+    // A quarter of the dtype's max tests that a row op's arithmetic survives
+    // large values. A sum of such values overflows float32 or not depending on
+    // the order of the additions (partial sums of either sign may pass the
+    // max, or meet as inf - inf = NaN), so ATen's result is no reference there;
+    // sums ask for max / (4 cols) instead, where no order overflows.
+    const double big = spec.nearMaxMagnitude ? spec.nearMaxMagnitude(dtype, cols) : dtypeMax(dtype) / 4.0;
+    // A copy even for float32 inputs (the sets below modify it in place).
+    auto xf = [&](int64_t b, int64_t k) { return x.narrow(0, b, k).to(at::kFloat, /*non_blocking=*/false, /*copy=*/true); };
+    auto fromX = [&](std::function<at::Tensor(at::Tensor)> f) {
+      return [&, f] { return buildSliced(rows, cols, [&](int64_t b, int64_t k) { return f(xf(b, k)); }); };
+    };
+    std::vector<std::pair<std::string, std::function<at::Tensor()>>> stress = {
+        {"negated", fromX([](at::Tensor v) { return v.neg_(); })},
+        {"x3", fromX([](at::Tensor v) { return v.mul_(3); })},
+        {"x0.01", fromX([](at::Tensor v) { return v.mul_(0.01); })},
+        {"near max", fromX([big](at::Tensor v) { return v.sign().mul_(big).mul_(at::rand_like(v)); })},
+        {"zeros", [&] {
+           pause();
+           return at::zeros_like(x);
+         }},
+        {"shifted", fromX([dtype](at::Tensor v) { return v.add_(dtype == DType::Float16 ? 1e4 : 1e5); })},
+    };
+    if (spec.infinitiesDefined) {
+      stress.push_back({"-inf and NaN", [&] {
+                          at::Tensor special = buildSliced(rows, cols, xf);
+                          const int64_t r0 = 0, r1 = rows > 1 ? 1 : 0, r2 = rows > 2 ? 2 : 0;
+                          special.select(0, r0).select(0, 0).fill_(-std::numeric_limits<float>::infinity());
+                          if (r1 != r0) special.select(0, r1).fill_(-std::numeric_limits<float>::infinity());  // a row of -inf
+                          if (r2 != r0 && r2 != r1) {
+                            special.select(0, r2).select(0, cols - 1).fill_(std::numeric_limits<float>::quiet_NaN());
+                          }
+                          return special;
+                        }});
+    } else {
+      stress.push_back({"NaN", [&] {
+                          at::Tensor special = buildSliced(rows, cols, xf);
+                          special.select(0, rows > 2 ? 2 : 0)
+                              .select(0, cols - 1)
+                              .fill_(std::numeric_limits<float>::quiet_NaN());
+                          return special;
+                        }});
+    }
+    for (const auto& [name, make] : stress) {
+      const at::Tensor in = make();
+      const RowOpArgs args = drawArgs(rows, cols);
+      if (!check(in, args, why)) return fail(HarnessStage::Stability, name + ": " + why);
+    }
+    report.stages.push_back({HarnessStage::Stability, true, std::to_string(stress.size()) + " input sets"});
+
+    // 4. determinism: 3 runs, fresh NaN-filled outputs, bitwise identical.
+    stage = HarnessStage::Determinism;
+    std::vector<at::Tensor> first;
+    for (int i = 0; i < 3; ++i) {
+      pause();
+      std::vector<at::Tensor> outs = runner.run(x, xArgs, why);
+      if (outs.empty()) return fail(HarnessStage::Determinism, why);
+      if (i == 0) {
+        first = outs;
+        continue;
+      }
+      for (size_t k = 0; k < outs.size(); ++k) {
+        const RowOpOutput& o = spec.outputs[k];
+        const DType bits = o.perRow && !o.scalar && !o.perRowInInputDtype ? DType::Float32 : dtype;
+        const bool same = isExactInt64(o) ? at::equal(first[k], outs[k]) : bitwiseEqual(first[k], outs[k], bits);
+        if (!same) {
+          return fail(HarnessStage::Determinism, "run " + std::to_string(i + 1) + " differs bitwise from run 1" +
+                                                     (outs.size() > 1 ? " in '" + spec.outputs[k].name + "'" : ""));
+        }
       }
     }
-  }
-  report.stages.push_back({HarnessStage::Determinism, true, "3 runs bitwise identical"});
+    report.stages.push_back({HarnessStage::Determinism, true, "3 runs bitwise identical"});
 
-  // 5. edge cases: the guard refuses what the kernel cannot take.
-  // Note [Misaligned pointers the guard must refuse]
-  // A pointer off by one element when the guard needs more than one element
-  // (a vector), else off by one byte: an element-aligned pointer is what a
-  // vec = 1 point (or cross_entropy's output) legitimately takes, so offsetting
-  // those by one element tested nothing the guard promises (and failed every
-  // vec = 1 softmax point).
-  {
-    at::Tensor flat = at::empty({rows * cols + 16}, x.options());
-    char* base = static_cast<char*>(flat.mutable_data_ptr());
-    const size_t elem = flat.element_size();
-    auto offsetFor = [elem](size_t align) { return align > elem ? elem : size_t{1}; };
-    const size_t outAlign = c.outputAlignment ? c.outputAlignment : c.alignment;
-    if (c.alignment > 1 && c.acceptsPointers(base + offsetFor(c.alignment), base)) {
-      return fail(HarnessStage::EdgeCases,
-                  "guard accepts an input misaligned by " + std::to_string(offsetFor(c.alignment)) + " byte(s)");
+    // 5. edge cases: the guard refuses what the kernel cannot take.
+    // Note [Misaligned pointers the guard must refuse]
+    // A pointer off by one element when the guard needs more than one element
+    // (a vector), else off by one byte: an element-aligned pointer is what a
+    // vec = 1 point (or cross_entropy's output) legitimately takes, so offsetting
+    // those by one element tested nothing the guard promises (and failed every
+    // vec = 1 softmax point).
+    stage = HarnessStage::EdgeCases;
+    {
+      at::Tensor flat = at::empty({rows * cols + 16}, x.options());
+      char* base = static_cast<char*>(flat.mutable_data_ptr());
+      const size_t elem = flat.element_size();
+      auto offsetFor = [elem](size_t align) { return align > elem ? elem : size_t{1}; };
+      const size_t outAlign = c.outputAlignment ? c.outputAlignment : c.alignment;
+      if (c.alignment > 1 && c.acceptsPointers(base + offsetFor(c.alignment), base)) {
+        return fail(HarnessStage::EdgeCases,
+                    "guard accepts an input misaligned by " + std::to_string(offsetFor(c.alignment)) + " byte(s)");
+      }
+      if (outAlign > 1 && c.acceptsPointers(base, base + offsetFor(outAlign))) {
+        return fail(HarnessStage::EdgeCases,
+                    "guard accepts an output misaligned by " + std::to_string(offsetFor(outAlign)) + " byte(s)");
+      }
     }
-    if (outAlign > 1 && c.acceptsPointers(base, base + offsetFor(outAlign))) {
-      return fail(HarnessStage::EdgeCases,
-                  "guard accepts an output misaligned by " + std::to_string(offsetFor(outAlign)) + " byte(s)");
+    if (!c.acceptsPointers(x.const_data_ptr(), first[0].mutable_data_ptr())) {
+      return fail(HarnessStage::EdgeCases, "guard refuses aligned, distinct buffers");
     }
-  }
-  if (!c.acceptsPointers(x.const_data_ptr(), first[0].mutable_data_ptr())) {
-    return fail(HarnessStage::EdgeCases, "guard refuses aligned, distinct buffers");
+  } catch (const Interrupted&) {
+    // Abandoned at a yield point: no stage of this run counts.
+    return fail(stage, "interrupted");
   }
   report.stages.push_back({HarnessStage::EdgeCases, true, "misaligned refused, no aliasing, input untouched"});
   report.passed = true;

@@ -11,6 +11,7 @@
 
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/optimizer/SlicedInput.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -105,6 +106,8 @@ RowOpSpec rmsNormSpec(bool hasWeight) {
                     return refs[1].to(at::kFloat).abs().mul_(t.statRel);
                   }},
   };
+  spec.outputs[0].rowLocalBound = true;  // refs[0] of its rows
+  spec.outputs[1].rowLocalBound = true;  // refs[1] of its rows
   spec.makeArgs = [hasWeight](int64_t, int64_t cols, DType d, at::Generator& gen) {
     RowOpArgs a;
     a.columns = {hasWeight ? drawColumn(cols, d, 1.0, gen) : at::Tensor()};
@@ -168,6 +171,9 @@ RowOpSpec layerNormSpec(bool hasWeight, bool hasBias) {
                     return refs[2].to(at::kFloat).abs().mul_(t.statRel).add_(atenRstdError(in, refs[2], *a.scalars[0]));
                   }},
   };
+  // out: refs[0], mean and rstd of its rows; mean: refs[1], and the input and rstd
+  // of its rows (rowScale); rstd: refs[2], and the input of its rows (atenRstdError).
+  for (RowOpOutput& o : spec.outputs) o.rowLocalBound = true;
   spec.makeArgs = [hasWeight, hasBias](int64_t, int64_t cols, DType d, at::Generator& gen) {
     RowOpArgs a;
     a.columns = {hasWeight ? drawColumn(cols, d, 1.0, gen) : at::Tensor(),
@@ -289,9 +295,15 @@ TuneOutcome runNormSearch(const FamilyTuneSpec& spec, int device, const TunerOpt
   return outcome;
 }
 
-at::Tensor benchInput(DType dtype, int64_t rows, int64_t cols, int device) {
+// Drawn in row slices, a yield point before each (the first before any GPU
+// work of the tuner); false: Error "tuning interrupted".
+at::Tensor benchInput(DType dtype, int64_t rows, int64_t cols, int device, const std::function<bool()>& yieldPoint) {
   const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
-  return at::randn({rows, cols}, opts).mul_(2.0).add_(0.5).to(scalarTypeOf(dtype));
+  at::Tensor x = buildInRowSlices(
+      rows, cols, scalarTypeOf(dtype), device,
+      [&](int64_t, int64_t k) { return at::randn({k, cols}, opts).mul_(2.0).add_(0.5); }, yieldPoint);
+  HOTKERNEL_CHECK(x.defined(), "tuning interrupted");
+  return x;
 }
 
 }  // namespace
@@ -326,7 +338,7 @@ TuneOutcome tuneRmsNorm(const kernels::RmsNormVariant& v, int device, const Tune
     return makeRmsNormPlan(key, toParams(p), cubin, device);
   };
   // The timed calls: the original kernel and a plan, each allocating out and rstd.
-  const at::Tensor x = benchInput(v.dtype, v.rows, v.cols, device);
+  const at::Tensor x = benchInput(v.dtype, v.rows, v.cols, device, options.yieldPoint);
   const at::Tensor weight =
       v.hasWeight ? at::rand({v.cols}, x.options().dtype(at::kFloat)).mul_(2.0).sub_(1.0).to(x.scalar_type())
                   : at::Tensor();
@@ -377,7 +389,7 @@ TuneOutcome tuneLayerNorm(const kernels::LayerNormVariant& v, int device, const 
   spec.makePlan = [key, device](const FamilyPoint& p, const std::string& cubin) {
     return makeLayerNormPlan(key, toParams(p), cubin, device);
   };
-  const at::Tensor x = benchInput(v.dtype, v.rows, v.cols, device);
+  const at::Tensor x = benchInput(v.dtype, v.rows, v.cols, device, options.yieldPoint);
   const auto colOpts = x.options().dtype(at::kFloat);
   const at::Tensor weight =
       v.hasWeight ? at::rand({v.cols}, colOpts).mul_(2.0).sub_(1.0).to(x.scalar_type()) : at::Tensor();

@@ -21,6 +21,7 @@
 #include "hotkernel/optimizer/SandboxRun.h"
 #include "hotkernel/optimizer/Search.h"
 #include "hotkernel/optimizer/Harness.h"
+#include "hotkernel/optimizer/SlicedInput.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
@@ -81,6 +82,7 @@ RowOpSpec softmaxSpec(SoftmaxOp op) {
                                 return refs[0].to(at::kFloat).abs().nan_to_num_(0.0, 0.0, 0.0).mul_(b.relative).add_(
                                     b.absolute);
                               }}};
+  spec.outputs[0].rowLocalBound = true;
   spec.makeArgs = [](int64_t, int64_t, DType, at::Generator&) { return RowOpArgs{}; };
   spec.references = [](const at::Tensor& in, const RowOpArgs&) {
     return std::vector<at::Tensor>{at::cuda::_log_softmax(in, -1, false)};
@@ -184,6 +186,8 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
     SandboxRunRequest run{compiled.cubin, reply->kernelName, LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
                           v.rows, v.cols, static_cast<int>(kernels::elementSize(v.dtype)),
                           v.dtype == DType::Float16, device};
+    // The sandbox's first run is GPU work too (another process, its own context).
+    if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");
     SandboxRunResult sandboxed = sandboxRun(run);
     if (!sandboxed.ok) {
       finish(AgentStage::Load, "first run in the sandbox process failed: " + sandboxed.error);
@@ -214,6 +218,8 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
     for (const StageResult& sr : h.stages) stages[toString(sr.stage)] = sr.passed ? "pass" : "fail: " + sr.detail;
     log["stages"] = stages;
     if (!h.passed) {
+      // Abandoned at a yield point: no verdict on this reply (Note [Bounded units of background GPU work]).
+      HOTKERNEL_CHECK(h.failure()->detail != "interrupted", "tuning interrupted");
       finish(AgentStage::Correctness,
              std::string(toString(h.failure()->stage)) + " stage: " + h.failure()->detail);
       continue;
@@ -222,7 +228,11 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
       std::shared_ptr<CudaKernelLauncher> launcher =
           CudaKernelLauncher::load(device, compiled.cubin, reply->kernelName, hc.geometry(v.rows, v.cols), 16,
                                    hc.description);
-      const at::Tensor in = at::randn({v.rows, v.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
+      const at::Tensor in = buildInRowSlices(
+          v.rows, v.cols, scalarTypeOf(v.dtype), device,
+          [&](int64_t, int64_t k) { return at::randn({k, v.cols}, opts.dtype(at::kFloat)).mul_(4.0); },
+          options.yieldPoint);
+      HOTKERNEL_CHECK(in.defined(), "benchmark interrupted");
       Comparison cmp = timeAgainstAten(*launcher, in, device, options.pairs, options.yieldPoint);
       fb.passed = true;
       fb.timing = AgentTiming{cmp.baseline.median, cmp.candidate.median, cmp.speedup.median};
@@ -251,6 +261,8 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
       }
       finish(AgentStage::Benchmark, "");
     } catch (const std::exception& e) {
+      // An interrupted benchmark gives no timing and no feedback: the tuning stops.
+      if (std::string(e.what()).find("benchmark interrupted") != std::string::npos) throw;
       finish(AgentStage::Benchmark, e.what());
     }
   }
@@ -282,7 +294,12 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   // family's guesses for this variant.
   const RowOpSpec spec = softmaxSpec(op);
   const auto opts = at::TensorOptions().dtype(scalarTypeOf(v.dtype)).device(at::kCUDA, device);
-  const at::Tensor benchInput = at::randn({v.rows, v.cols}, opts.dtype(at::kFloat)).mul_(4.0).to(opts.dtype());
+  // Drawn in row slices, a yield point before each (the first before any GPU work of the tuner).
+  const at::Tensor benchInput = buildInRowSlices(
+      v.rows, v.cols, scalarTypeOf(v.dtype), device,
+      [&](int64_t, int64_t k) { return at::randn({k, v.cols}, opts.dtype(at::kFloat)).mul_(4.0); },
+      options.yieldPoint);
+  HOTKERNEL_CHECK(benchInput.defined(), "tuning interrupted");
   auto toFamilyPoint = [](const SoftmaxParams& p) {
     return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, p.cluster, p.smem ? 1 : 0};
   };

@@ -36,6 +36,19 @@ int64_t parsePositive(const char* name, int64_t fallback) {
   return n;
 }
 
+// A percentage in [0, 100]; unset: -1.
+int parsePercent(const char* name) {
+  std::string v = env(name);
+  if (v.empty()) return -1;
+  char* end = nullptr;
+  long long n = std::strtoll(v.c_str(), &end, 10);
+  if (end == v.c_str() || *end != '\0' || n < 0 || n > 100) {
+    HOTKERNEL_LOG(Warn) << name << "='" << v << "' is not a percentage in [0, 100]; not used";
+    return -1;
+  }
+  return static_cast<int>(n);
+}
+
 }  // namespace
 
 std::string defaultCacheDir() {
@@ -56,6 +69,7 @@ Config Config::fromEnvironment() {
   c.profilePath = env("HOTKERNEL_PROFILE");
   c.idleMs = parsePositive("HOTKERNEL_IDLE_MS", 50);
   c.optimizerMemoryMb = parsePositive("HOTKERNEL_OPT_MEM_MB", 0);
+  c.idleMaxUtil = parsePercent("HOTKERNEL_IDLE_MAX_UTIL");
   std::string ops = env("HOTKERNEL_OPS");
   // The norm ops joined after their first end-to-end run on the H200 (bench/ops_bench.py, 2026-11-30),
   // cross_entropy_loss after its in-process tuning ran clean there (bench/results/h200-ops-cross-entropy-*).

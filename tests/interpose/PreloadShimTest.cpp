@@ -126,3 +126,44 @@ TEST(PreloadShimTest, GivenCppBinaryLinkedToTorchWhenPreloadedThenRealLibraryIsL
 }
 
 }  // namespace
+
+// Note [Pausing during graph capture]: torch's capture calls bind to the shim.
+TEST(PreloadShimTest, GivenPythonImportingTorchWhenPreloadedThenLibtorchCudaBindsItsCaptureCallsToTheShim) {
+  if (!exists(kLib + "/libhotkernel.so")) GTEST_SKIP() << "built without torch";
+  const std::string out = run("HOTKERNEL=0 LD_BIND_NOW=1 LD_DEBUG=bindings LD_PRELOAD=" + kShim + " " +
+                              HOTKERNEL_PYTHON + " -c 'import torch' 2>&1 | grep -E 'cudaStream(Begin|End)Capture'");
+  for (const char* symbol : {"`cudaStreamBeginCapture'", "`cudaStreamEndCapture'"}) {
+    bool bound = false;
+    size_t start = 0;
+    while (start < out.size()) {
+      const size_t end = out.find('\n', start);
+      const std::string line = out.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      if (line.find("libtorch_cuda.so") != std::string::npos && line.find(symbol) != std::string::npos) {
+        EXPECT_NE(line.find("to " + kShim), std::string::npos) << line;
+        bound = true;
+      }
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+    EXPECT_TRUE(bound) << symbol << " of libtorch_cuda.so not bound:\n" << out;
+  }
+}
+
+TEST(PreloadShimTest, GivenTheShimsCaptureWrappersWhenCalledThenTheyForwardToLibcudartAndCountNothingThatFailed) {
+  if (!exists(kLib + "/libhotkernel.so")) GTEST_SKIP() << "built without torch";
+  // The legacy stream cannot be captured (no GPU: the runtime's own error):
+  // whatever libcudart answers comes back unchanged, never the shim's
+  // "no runtime" 999, and nothing is counted.
+  const std::string script =
+      "import ctypes, torch\n"
+      "g = ctypes.CDLL(None)\n"
+      "b = g.cudaStreamBeginCapture; b.restype = ctypes.c_int; b.argtypes = [ctypes.c_void_p, ctypes.c_int]\n"
+      "e = g.cudaStreamEndCapture; e.restype = ctypes.c_int; e.argtypes = [ctypes.c_void_p, ctypes.c_void_p]\n"
+      "n = g.hotkernel_captures_in_progress; n.restype = ctypes.c_int\n"
+      "graph = ctypes.c_void_p(0)\n"
+      "rb = b(None, 0); nb = n(); re = e(None, ctypes.byref(graph)); ne = n()\n"
+      "print('result', rb != 0 and rb != 999, re != 0 and re != 999, nb, ne)\n";
+  const std::string out = run("HOTKERNEL=0 LD_PRELOAD=" + kShim + " " + HOTKERNEL_PYTHON + " -c \"" + script +
+                              "\" 2>&1");
+  EXPECT_NE(out.find("result True True 0 0"), std::string::npos) << out;
+}

@@ -36,6 +36,20 @@ TEST(ConfigTest, GivenOffSwitchAndBadNumberWhenReadThenDisabledAndDefaultKept) {
   unsetenv("HOTKERNEL_HOT_CALLS");
 }
 
+TEST(ConfigTest, GivenIdleMaxUtilWhenReadThenPercentOrUnusedForBadValues) {
+  unsetenv("HOTKERNEL_IDLE_MAX_UTIL");
+  EXPECT_EQ(Config::fromEnvironment().idleMaxUtil, -1);
+  setenv("HOTKERNEL_IDLE_MAX_UTIL", "20", 1);
+  EXPECT_EQ(Config::fromEnvironment().idleMaxUtil, 20);
+  setenv("HOTKERNEL_IDLE_MAX_UTIL", "0", 1);
+  EXPECT_EQ(Config::fromEnvironment().idleMaxUtil, 0);
+  for (const char* bad : {"101", "-5", "busy", "10%"}) {
+    setenv("HOTKERNEL_IDLE_MAX_UTIL", bad, 1);
+    EXPECT_EQ(Config::fromEnvironment().idleMaxUtil, -1) << bad;
+  }
+  unsetenv("HOTKERNEL_IDLE_MAX_UTIL");
+}
+
 TEST(ConfigTest, GivenNoCacheDirWhenReadThenXdgOrHomeDefault) {
   unsetenv("HOTKERNEL_CACHE_DIR");
   setenv("XDG_CACHE_HOME", "/tmp/xdg", 1);

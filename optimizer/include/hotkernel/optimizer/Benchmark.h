@@ -15,10 +15,12 @@ struct BenchmarkOptions {
   int pairs = 31;            // timed A/B pairs (after warm-up)
   int warmup = 3;            // untimed runs of each
   double maxSeconds = 3.0;   // budget: fewer pairs (at least 7) if one pair is slow
-  // When set, called before each timed pair; the pair is then run and waited
-  // for before the next call, so at most one pair of GPU work is in flight
-  // (the background optimizer yields to serving traffic here). Returning false
-  // abandons the measurement (Error "benchmark interrupted").
+  // When set, called before each pair (warm-up, the estimate and each timed
+  // one; benchmarkOne: each run) with the previous one finished, so no
+  // benchmark work is in flight while it waits and at most one pair runs
+  // between two calls (the background optimizer yields to serving traffic
+  // here). Returning false abandons the measurement (Error "benchmark
+  // interrupted"; no timing of it is returned).
   std::function<bool()> beforePair;
 };
 

@@ -29,7 +29,7 @@ namespace hotkernel {
 
 struct GpuMeasurerOptions {
   int64_t memoryCapBytes = 0;        // GPU memory the measurements may use; 0: a quarter of the device's
-  std::function<bool()> yieldPoint;  // before each timed run; false: Error "benchmark interrupted"
+  std::function<bool()> yieldPoint;  // before its first GPU work and each run; false: Error "benchmark interrupted"
   int runs = 15;                     // timed runs per measurement (>= 7)
 };
 

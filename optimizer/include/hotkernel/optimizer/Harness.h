@@ -85,6 +85,13 @@ struct RowOpOutput {
       boundWithArgs;
   // A 0-dim output in the input's dtype (cross_entropy's mean and sum); perRow is then ignored.
   bool scalar = false;
+  // The bound of rows [b, b + n) of a [rows, cols] or [rows] output depends
+  // on those rows alone (of the input, the references and the per-row
+  // inputs): the harness then computes it per row slice, with the input,
+  // references and per-row inputs narrowed to the slice (Note [Bounded units
+  // of background GPU work] in WorkSlices.h). False: computed once on the
+  // whole check.
+  bool rowLocalBound = false;
   // With perRow: [rows] in the input's dtype instead of float32 (cross_entropy's reduction none).
   bool perRowInInputDtype = false;
   // With perRow: [rows] int64 (argmax's indices) instead of float32, compared
@@ -171,8 +178,11 @@ struct HarnessReport {
 struct HarnessOptions {
   double watchdogSeconds = 10.0;
   uint64_t seed = 0;  // 0: draw a fresh one
-  // Called before each check (one candidate launch plus its comparison); see
-  // TunerOptions::yieldPoint. Returning false abandons the run ("interrupted").
+  // Called between bounded units of GPU work, with none of the harness's work
+  // in flight (Note [Bounded units of background GPU work] in WorkSlices.h:
+  // before each candidate launch, reference, input slice and comparison
+  // slice); see TunerOptions::yieldPoint. Returning false abandons the run:
+  // the stage running fails with "interrupted" and nothing of the run counts.
   std::function<bool()> yieldPoint;
 };
 

@@ -12,6 +12,7 @@
 // | HOTKERNEL_OPS                 | _softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss | comma list of ops to override |
 // | HOTKERNEL_IDLE_MS             | 50                           | the optimizer works only after this long without serving GPU ops |
 // | HOTKERNEL_OPT_MEM_MB          | 25% of the device's memory   | GPU memory the background optimizer may use |
+// | HOTKERNEL_IDLE_MAX_UTIL       | (unset)                      | 0-100: the device's NVML utilization must also be at most this before the optimizer starts or resumes |
 
 #include <cstdint>
 #include <string>
@@ -28,6 +29,8 @@ struct Config {
   std::vector<std::string> ops;
   int64_t idleMs = 50;
   int64_t optimizerMemoryMb = 0;  // 0: a quarter of the device's memory
+  // Note [NVML utilization as an idle signal] (optimizer/GpuUtilization.h): -1: not used.
+  int idleMaxUtil = -1;
 
   // Reads the environment; never throws (malformed values fall back to the default and warn).
   static Config fromEnvironment();
