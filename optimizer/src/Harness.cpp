@@ -463,7 +463,15 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
         boundMax = std::max(boundMax, bound.to(at::kDouble).nan_to_num(0.0, 0.0, 0.0).max().item<double>());
       }
       if (bound.numel() == 1) {
-        const double tol = bound.item<double>();
+        // Note [A NaN scalar bound]
+        // A one-element bound (a scalar, or a per-row bound of one row) is NaN
+        // when the reference is not finite (a sum over an inf: inf - inf in the
+        // bound's arithmetic). Such a reference must be met exactly, which
+        // maxAbsError has already checked (e is 0 here), so it counts as 0, as
+        // the elementwise path does by skipping non-finite positions. Seen on
+        // the H200: every sum / mean point failed at [1, cols] on the row with an -inf.
+        double tol = bound.item<double>();
+        if (std::isnan(tol)) tol = 0.0;
         if (!(e <= tol) && !failedTolerance) failedTolerance = tol;
       } else {
         outside.merge(outsideBound(o, rf, bound, sliced ? s.begin * (out.dim() == 2 ? n : 1) : 0));
