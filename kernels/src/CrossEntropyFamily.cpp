@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "FamilyMath.h"
 #include "hotkernel/kernels/KernelSource.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -36,6 +37,12 @@
 namespace hotkernel::kernels {
 namespace {
 
+using detail::ceilDiv;
+using detail::contains;
+using detail::isPowerOfTwo;
+using detail::knownDType;
+using detail::maxVec;
+
 constexpr int kThreadChoices[] = {32, 64, 128, 256, 512, 1024};
 constexpr int kUnrollChoices[] = {1, 2, 4, 8};
 // Several rows per CTA (short rows): the CTA size and threads per row.
@@ -50,17 +57,6 @@ constexpr int64_t kFewRows = 264;
 constexpr int64_t kClusterMinCols = 4096;
 constexpr size_t kMaxSpaceSize = 12;
 
-bool isPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
-bool contains(const int* begin, const int* end, int x) { return std::find(begin, end, x) != end; }
-int maxVec(DType dtype) { return static_cast<int>(16 / elementSize(dtype)); }
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-bool knownDType(DType dtype) {
-  for (DType d : kAllDTypes) {
-    if (d == dtype) return true;
-  }
-  return false;
-}
 
 // Note [Cross entropy register budget]
 // A thread keeps `unroll` vectors in flight as raw bits: at most

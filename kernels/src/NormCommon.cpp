@@ -4,10 +4,17 @@
 #include <cmath>
 #include <limits>
 
+#include "FamilyMath.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel::kernels {
 namespace {
+
+using detail::ceilDiv;
+using detail::contains;
+using detail::isPowerOfTwo;
+using detail::knownDType;
+using detail::maxVec;
 
 // The axes, as in softmax_lastdim (kernels/README.md). Items are not only
 // powers of two so that rows like 24576 (3 x 8192) fill the registers.
@@ -21,20 +28,6 @@ constexpr int kMultiRowItemChoices[] = {1, 2, 4, 8};
 constexpr int64_t kMultiRowMinRows = 256;
 constexpr size_t kMaxSpaceSize = 12;
 
-bool isPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
-
-bool contains(const int* begin, const int* end, int x) { return std::find(begin, end, x) != end; }
-
-int maxVec(DType dtype) { return static_cast<int>(16 / elementSize(dtype)); }
-
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-bool knownDType(DType dtype) {
-  for (DType d : kAllDTypes) {
-    if (d == dtype) return true;
-  }
-  return false;
-}
 
 // The widest vector (in elements) that divides cols and fits 16 bytes.
 int widestVec(DType dtype, int64_t cols) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "FamilyMath.h"
 #include "hotkernel/kernels/KernelSource.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -25,6 +26,12 @@
 namespace hotkernel::kernels {
 namespace {
 
+using detail::ceilDiv;
+using detail::contains;
+using detail::isPowerOfTwo;
+using detail::knownDType;
+using detail::maxVec;
+
 // The axes (kernels/README.md): one CTA a row, or several short rows a CTA.
 constexpr int kThreadChoices[] = {32, 64, 128, 256, 512, 1024};
 constexpr int kUnrollChoices[] = {1, 2, 4, 8};
@@ -35,17 +42,6 @@ constexpr int kRowThreadChoices[] = {4, 8, 16, 32};
 constexpr int64_t kMultiRowMinRows = 256;
 constexpr size_t kMaxSpaceSize = 12;
 
-bool isPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
-bool contains(const int* begin, const int* end, int x) { return std::find(begin, end, x) != end; }
-int maxVec(DType dtype) { return static_cast<int>(16 / elementSize(dtype)); }
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-bool knownDType(DType dtype) {
-  for (DType d : kAllDTypes) {
-    if (d == dtype) return true;
-  }
-  return false;
-}
 
 bool knownOp(ReduceOp op) {
   for (ReduceOp o : kAllReduceOps) {

@@ -5,10 +5,17 @@
 #include <limits>
 
 #include "hotkernel/kernels/KernelSource.h"
+#include "FamilyMath.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel::kernels {
 namespace {
+
+using detail::ceilDiv;
+using detail::contains;
+using detail::isPowerOfTwo;
+using detail::knownDType;
+using detail::maxVec;
 
 // The axes of the parameter space. Items are not only powers of two so that
 // rows like 24576 (3 x 8192) fill the registers without a wasted third.
@@ -35,11 +42,6 @@ constexpr int64_t kFewRows = 264;
 // Clusters start to pay off for rows of at least this many elements.
 constexpr int64_t kClusterMinCols = 4096;
 
-bool isPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
-
-bool contains(const int* begin, const int* end, int x) { return std::find(begin, end, x) != end; }
-
-int maxVec(DType dtype) { return static_cast<int>(16 / elementSize(dtype)); }
 
 int registerElements(int threads) {
   return std::min(SoftmaxFamily::kMaxRegisterElements, SoftmaxFamily::kRegisterFileElements / threads);
@@ -70,8 +72,6 @@ bool isPoint(DType dtype, const SoftmaxParams& p) {
   }
   return p.items * p.vec <= registerElements(p.threads);
 }
-
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The widest vector (in elements) that divides cols and fits 16 bytes.
 int widestVec(const SoftmaxVariant& v) {

@@ -1,0 +1,28 @@
+#pragma once
+// The small arithmetic every family's parameter space and guards use
+// (internal to kernels/src).
+
+#include <algorithm>
+#include <cstdint>
+
+#include "hotkernel/kernels/DType.h"
+
+namespace hotkernel::kernels::detail {
+
+inline bool isPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+inline bool contains(const int* begin, const int* end, int x) { return std::find(begin, end, x) != end; }
+
+// The widest vector (in elements) one 16-byte access holds.
+inline int maxVec(DType dtype) { return static_cast<int>(16 / elementSize(dtype)); }
+
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+inline bool knownDType(DType dtype) {
+  for (DType d : kAllDTypes) {
+    if (d == dtype) return true;
+  }
+  return false;
+}
+
+}  // namespace hotkernel::kernels::detail
