@@ -25,6 +25,7 @@
 
 #include "CrossEntropyOverride.h"
 #include "Runtime.h"
+#include "RuntimeGpuTestSupport.h"
 #include "ServedOps.h"
 #include "hotkernel/cache/CacheStore.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
@@ -36,6 +37,9 @@
 namespace hotkernel {
 namespace {
 
+using gputest::budgetOf;
+using gputest::planOf;
+
 using kernels::CrossEntropyFamily;
 using kernels::CrossEntropyParams;
 using kernels::CrossEntropyReduction;
@@ -43,33 +47,9 @@ using kernels::CrossEntropyTolerance;
 using kernels::CrossEntropyVariant;
 using kernels::DType;
 
-#define REQUIRE_CUDA_AND_NVRTC()                                    \
-  if (!at::cuda::is_available() || at::cuda::device_count() == 0) { \
-    GTEST_SKIP() << "no CUDA device";                               \
-  }                                                                 \
-  if (!nvrtcAvailable()) GTEST_SKIP() << "no NVRTC"
-
 constexpr int64_t kRows = 4096, kCols = 32000;
 
-// The runtime's cache in a fresh private directory, before config() is first read.
-const std::string& cacheDir() {
-  static const std::string dir = [] {
-    std::string tmpl = ::testing::TempDir() + "/hk-ce-runtime-XXXXXX";
-    const char* made = ::mkdtemp(tmpl.data());
-    const std::string d = made ? std::string(made) : ::testing::TempDir() + "/hk-ce-runtime";
-    ::setenv("HOTKERNEL_CACHE_DIR", d.c_str(), 1);
-    return d;
-  }();
-  return dir;
-}
-
-RankedTarget budgetOf(const std::string& op, const VariantKey& key, double seconds) {
-  RankedTarget t;
-  t.target.op = op;
-  t.target.variant = variantString(key);
-  t.budgetSeconds = seconds;
-  return t;
-}
+const std::string& cacheDir() { return gputest::runtimeCacheDir("hk-ce-runtime"); }
 
 // ATen's decomposition below the dispatcher (never the override).
 at::Tensor atenLoss(const at::Tensor& x, const at::Tensor& t, int64_t reduction, int64_t ignoreIndex) {
@@ -93,16 +73,6 @@ void expectMeanWithin(const at::Tensor& got, const at::Tensor& x, const at::Tens
                                         count > 0 ? absKept.max().item<double>() : 0.0, r);
   EXPECT_TRUE(std::isfinite(g)) << what;
   EXPECT_LE(std::fabs(g - r), bound) << what << ": got " << g << ", ATen " << r;
-}
-
-nlohmann::json planOf(const std::string& op, const std::string& variant) {
-  // Keep the status document alive: a range-for over status()["plans"] would
-  // iterate a reference into a destroyed temporary.
-  const nlohmann::json status = Runtime::instance().status();
-  for (const auto& p : status["plans"]) {
-    if (p["op"] == op && p["variant"] == variant) return p;
-  }
-  return nullptr;
 }
 
 TEST(CrossEntropyRuntimeGpuTest, GivenHotBf16MeanWhenOptimizedThenCrossEntropyHitsTheOverrideUnlessGradIsNeeded) {

@@ -25,6 +25,7 @@
 #include "LayerNormOverride.h"
 #include "RmsNormOverride.h"
 #include "Runtime.h"
+#include "RuntimeGpuTestSupport.h"
 #include "ServedOps.h"
 #include "hotkernel/cache/CacheStore.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
@@ -37,40 +38,18 @@
 namespace hotkernel {
 namespace {
 
+using gputest::budgetOf;
+using gputest::planOf;
+
 using kernels::DType;
 using kernels::LayerNormFamily;
 using kernels::NormParams;
 using kernels::NormTolerance;
 using kernels::RmsNormFamily;
 
-#define REQUIRE_CUDA_AND_NVRTC()                                    \
-  if (!at::cuda::is_available() || at::cuda::device_count() == 0) { \
-    GTEST_SKIP() << "no CUDA device";                               \
-  }                                                                 \
-  if (!nvrtcAvailable()) GTEST_SKIP() << "no NVRTC"
-
 constexpr int64_t kRows = 4096, kCols = 4096;
 
-// The runtime's cache in a fresh private directory, before config() is first read.
-const std::string& cacheDir() {
-  static const std::string dir = [] {
-    std::string tmpl = ::testing::TempDir() + "/hk-norm-runtime-XXXXXX";
-    const char* made = ::mkdtemp(tmpl.data());
-    const std::string d = made ? std::string(made) : ::testing::TempDir() + "/hk-norm-runtime";
-    ::setenv("HOTKERNEL_CACHE_DIR", d.c_str(), 1);
-    return d;
-  }();
-  return dir;
-}
-
-// A ranked target with a budget of its own: the search stops in bounded time.
-RankedTarget budgetOf(const std::string& op, const VariantKey& key, double seconds) {
-  RankedTarget t;
-  t.target.op = op;
-  t.target.variant = variantString(key);
-  t.budgetSeconds = seconds;
-  return t;
-}
+const std::string& cacheDir() { return gputest::runtimeCacheDir("hk-norm-runtime"); }
 
 // The first parameter point of the family, compiled and passed through the
 // five-stage harness, as a plan: what the test publishes when the tuner kept
@@ -93,16 +72,6 @@ void expectWithin(const at::Tensor& got, const at::Tensor& ref, const at::Tensor
   EXPECT_FALSE(g.isnan().any().item<bool>()) << what;
   const at::Tensor excess = (g - r).abs() - bound.to(at::kDouble);
   EXPECT_LE(excess.max().item<double>(), 0.0) << what << ": max abs error " << (g - r).abs().max().item<double>();
-}
-
-nlohmann::json planOf(const std::string& op, const std::string& variant) {
-  // Keep the status document alive: a range-for over status()["plans"] would
-  // iterate a reference into a destroyed temporary.
-  const nlohmann::json status = Runtime::instance().status();
-  for (const auto& p : status["plans"]) {
-    if (p["op"] == op && p["variant"] == variant) return p;
-  }
-  return nullptr;
 }
 
 TEST(NormRuntimeGpuTest, GivenHotBf16RmsNormWithWeightWhenOptimizedThenRmsNormHitsTheSwappedKernelAndMatchesAten) {

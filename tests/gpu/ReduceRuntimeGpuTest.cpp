@@ -21,6 +21,7 @@
 
 #include "ReduceOverride.h"
 #include "Runtime.h"
+#include "RuntimeGpuTestSupport.h"
 #include "ServedOps.h"
 #include "hotkernel/cache/CacheStore.h"
 #include "hotkernel/kernels/ReduceFamily.h"
@@ -32,44 +33,15 @@
 namespace hotkernel {
 namespace {
 
+using gputest::budgetOf;
+using gputest::planOf;
+
 using kernels::DType;
 using kernels::ReduceFamily;
 using kernels::ReduceOp;
 using kernels::ReduceParams;
 
-#define REQUIRE_CUDA_AND_NVRTC()                                    \
-  if (!at::cuda::is_available() || at::cuda::device_count() == 0) { \
-    GTEST_SKIP() << "no CUDA device";                               \
-  }                                                                 \
-  if (!nvrtcAvailable()) GTEST_SKIP() << "no NVRTC"
-
-// The runtime's cache in a fresh private directory, before config() is first read.
-const std::string& cacheDir() {
-  static const std::string dir = [] {
-    std::string tmpl = ::testing::TempDir() + "/hk-reduce-runtime-XXXXXX";
-    const char* made = ::mkdtemp(tmpl.data());
-    const std::string d = made ? std::string(made) : ::testing::TempDir() + "/hk-reduce-runtime";
-    ::setenv("HOTKERNEL_CACHE_DIR", d.c_str(), 1);
-    return d;
-  }();
-  return dir;
-}
-
-RankedTarget budgetOf(const std::string& op, const VariantKey& key, double seconds) {
-  RankedTarget t;
-  t.target.op = op;
-  t.target.variant = variantString(key);
-  t.budgetSeconds = seconds;
-  return t;
-}
-
-bool hasPlan(const std::string& op, const std::string& variant) {
-  const nlohmann::json status = Runtime::instance().status();
-  for (const auto& p : status["plans"]) {
-    if (p["op"] == op && p["variant"] == variant) return true;
-  }
-  return false;
-}
+const std::string& cacheDir() { return gputest::runtimeCacheDir("hk-reduce-runtime"); }
 
 // Optimizes `op` at `key` through the runtime and checks the cache's record;
 // when the tuner kept ATen (no candidate cleared the speed-up threshold on
@@ -89,7 +61,7 @@ void optimizeOrPublish(ReduceOp op, const VariantKey& key) {
   EXPECT_EQ(entry->family, kernels::reduceFamilyName(op));
   EXPECT_EQ(entry->decision, summary["decision"].get<std::string>());
   if (summary["decision"] == "kernel") {
-    EXPECT_TRUE(hasPlan(name, variant)) << Runtime::instance().status()["plans"].dump();
+    EXPECT_TRUE(!planOf(name, variant).is_null()) << Runtime::instance().status()["plans"].dump();
   } else {
     std::cout << name << ": the tuner kept ATen; publishing the harness-validated first point" << std::endl;
     const kernels::ReduceVariant v{static_cast<DType>(key.dtype), key.rows, key.cols, op};
