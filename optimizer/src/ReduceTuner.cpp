@@ -14,6 +14,7 @@
 
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/optimizer/SlicedInput.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -192,8 +193,13 @@ TuneOutcome tuneReduce(const ReduceVariant& v, int device, const TunerOptions& o
     return makeReducePlan(key, toParams(p), cubin, device, op);
   };
   // The timed calls: ATen's kernel, and a plan's launcher, each allocating its [rows] output.
+  // Drawn in row slices with a yield point before each (Note [Bounded units of
+  // background GPU work]): [8192, 128256] at once is one ~6 ms unit.
   const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
-  const at::Tensor x = at::randn({v.rows, v.cols}, opts).mul_(2.0).to(scalarTypeOf(v.dtype));
+  const at::Tensor x = buildInRowSlices(
+      v.rows, v.cols, scalarTypeOf(v.dtype), device,
+      [&](int64_t, int64_t k) { return at::randn({k, v.cols}, opts).mul_(2.0); }, options.yieldPoint);
+  HOTKERNEL_CHECK(x.defined(), "tuning interrupted");
   const ReduceOp op = v.op;
   spec.atenCall = [x, op] { (void)atenReduceLastDim(x, op); };
   spec.candidateCall = [x, op](const KernelLauncher& launcher) {
