@@ -7,6 +7,7 @@
 #include <ATen/ops/sum_cuda_dispatch.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include "FamilyDType.h"
 #include "NormOverrideCommon.h"
 
 namespace hotkernel {
@@ -21,19 +22,6 @@ NormOverrideState& state(ReduceOp op) {
   return *states[static_cast<size_t>(op) & 3];
 }
 
-std::optional<kernels::DType> familyDtype(at::ScalarType t) {
-  switch (t) {
-    case at::kFloat:
-      return kernels::DType::Float32;
-    case at::kHalf:
-      return kernels::DType::Float16;
-    case at::kBFloat16:
-      return kernels::DType::BFloat16;
-    default:
-      return std::nullopt;
-  }
-}
-
 // The refusals that need no allocation (Note [Reductions are everywhere]):
 // anything but the last dim alone, or a dtype= argument. reduceKeyOf checks
 // the rest (and these again).
@@ -44,8 +32,7 @@ bool maybeServed(const at::Tensor& self, bool hasDims, at::IntArrayRef dims, boo
 }
 
 // Tries the planned kernel; an undefined tensor means "run the original".
-at::Tensor tryPlan(ReduceOp op, const at::Tensor& self, const std::optional<std::vector<int64_t>>& dims, bool keepdim,
-                   bool dtypeGiven) noexcept {
+at::Tensor tryPlan(ReduceOp op, const at::Tensor& self, at::IntArrayRef dims, bool keepdim, bool dtypeGiven) noexcept {
   try {
     std::optional<ReduceCallKey> call = reduceKeyOf(op, self, dims, keepdim, dtypeGiven);
     if (!call) return {};
@@ -81,7 +68,7 @@ at::Tensor served(ReduceOp op, const at::Tensor& self, bool hasDims, at::IntArra
                   bool dtypeGiven) {
   NormOverrideState& s = state(op);
   if (s.enabled.load(std::memory_order_relaxed) && maybeServed(self, hasDims, dims, dtypeGiven)) {
-    at::Tensor out = tryPlan(op, self, dims.vec(), keepdim, dtypeGiven);
+    at::Tensor out = tryPlan(op, self, dims, keepdim, dtypeGiven);
     if (out.defined()) {
       s.hits.fetch_add(1, std::memory_order_relaxed);
       return out;
@@ -133,19 +120,26 @@ c10::IValue dtypeValue(std::optional<at::ScalarType> dtype) { return dtype ? c10
 
 }  // namespace
 
-std::optional<ReduceCallKey> reduceKeyOf(ReduceOp op, const at::Tensor& self,
-                                         const std::optional<std::vector<int64_t>>& dims, bool keepdim,
-                                         bool dtypeGiven) {
+std::optional<ReduceCallKey> reduceKeyOf(ReduceOp op, const at::Tensor& self, std::optional<at::IntArrayRef> dims,
+                                         bool keepdim, bool dtypeGiven) {
   if (!self.defined()) return std::nullopt;
-  const std::optional<kernels::DType> dtype = familyDtype(self.scalar_type());
+  const std::optional<kernels::DType> dtype = familyDTypeOf(self.scalar_type());
   // Strided layouts only (sparse, mkldnn and nested tensors have no strides to check).
   if (!dtype || self.layout() != at::kStrided || self.is_quantized() || self.is_nested()) return std::nullopt;
-  kernels::ReduceCall call;
+  // Every served call comes here: one description per thread whose vectors
+  // keep their capacity (as crossEntropyKeyOf's). Every field is set below.
+  thread_local kernels::ReduceCall call;
   call.op = op;
+  call.floating = true;
   call.dtype = *dtype;
-  call.sizes = self.sizes().vec();
-  call.strides = self.strides().vec();
-  call.dims = dims;
+  call.sizes.assign(self.sizes().begin(), self.sizes().end());
+  call.strides.assign(self.strides().begin(), self.strides().end());
+  if (dims) {
+    if (!call.dims) call.dims.emplace();
+    call.dims->assign(dims->begin(), dims->end());
+  } else {
+    call.dims.reset();
+  }
   call.keepdim = keepdim;
   call.dtypeGiven = dtypeGiven;
   kernels::ReduceVariant v;

@@ -45,9 +45,9 @@ struct ReduceCallKey {
 // The key of a call of `op` (`dims`: the dim list, nullopt for None; argmax
 // passes {dim} or nullopt; `dtypeGiven`: sum / mean's dtype= argument), or
 // nullopt when ReduceFamily::guardCall refuses it. Device is -1 for CPU tensors.
+// Allocates nothing but the result's outSizes after a thread's first call.
 std::optional<ReduceCallKey> reduceKeyOf(kernels::ReduceOp op, const at::Tensor& self,
-                                         const std::optional<std::vector<int64_t>>& dims, bool keepdim,
-                                         bool dtypeGiven);
+                                         std::optional<at::IntArrayRef> dims, bool keepdim, bool dtypeGiven);
 
 class ReduceOverride {
  public:
