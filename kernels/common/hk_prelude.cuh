@@ -85,6 +85,16 @@ __device__ __forceinline__ void hk_store(hk_pack* a, const hk_pack& p, unsigned 
 #endif
 
 __device__ __forceinline__ float hk_neg_inf() { return __int_as_float(0xff800000); }
+// -inf in the element type, as a constant (no conversion instruction).
+__device__ __forceinline__ hk_elem hk_neg_inf_elem() {
+#if HK_DTYPE == 0
+  return hk_neg_inf();
+#elif HK_DTYPE == 1
+  return 0xfc00;
+#else
+  return 0xff80;
+#endif
+}
 __device__ __forceinline__ float hk_nan() { return __int_as_float(0x7fffffff); }
 
 __device__ __forceinline__ float hk_to_float(hk_elem x) {
@@ -96,6 +106,23 @@ __device__ __forceinline__ float hk_to_float(hk_elem x) {
   return f;
 #else
   return __uint_as_float(static_cast<unsigned int>(x) << 16);
+#endif
+}
+
+// A vector's elements as floats. bfloat16 straight from the 32-bit words (the
+// low element shifted up, the high one masked: one instruction each), not an
+// extraction and a shift per element.
+__device__ __forceinline__ void hk_unpack(const hk_pack& p, float (&f)[HK_VEC]) {
+#if HK_DTYPE == 2 && HK_PACK_BYTES >= 4
+  const unsigned* w = reinterpret_cast<const unsigned*>(&p);
+#pragma unroll
+  for (int k = 0; k < HK_VEC / 2; ++k) {
+    f[2 * k] = __uint_as_float(w[k] << 16);
+    f[2 * k + 1] = __uint_as_float(w[k] & 0xffff0000u);
+  }
+#else
+#pragma unroll
+  for (int j = 0; j < HK_VEC; ++j) f[j] = hk_to_float(p.v[j]);
 #endif
 }
 
@@ -122,17 +149,62 @@ __device__ __forceinline__ hk_elem hk_from_float(float f) {
 // float32 uses expf, the function ATen's std::exp compiles to (about 2 ulp,
 // with the range reduction split in two fmas), so each term matches ATen's
 // bit for bit and only the summation order differs. The 16-bit types use
-// exp2f(d * log2(e)): one rounding of the product (relative error below
-// |d| * 2^-24) is invisible after rounding to 8 or 11 mantissa bits, and it
-// is 10-20% faster where the kernel is close to the memory roofline (softmax
-// expf measured 191 -> 203 us on bf16 [4096, 32000]).
+// 2^(d * log2(e)) by one ex2.approx.ftz (MUFU.EX2, max relative error
+// 2^-22): one rounding of the product (relative error below |d| * 2^-24) and
+// the approximation are invisible after rounding to 8 or 11 mantissa bits.
+// .ftz flushes results below 2^-126 to 0 (|error| < 1.2e-38, far below every
+// tolerance); without it ptxas wraps each MUFU in a denormal fix-up (a
+// compare, two multiplies and a select), and the kernels close to the memory
+// roofline are issue-bound (Note [Lean softmax] in softmax_lastdim.cu).
+// Measured before: exp2f instead of expf, softmax bf16 [4096, 32000] 203 -> 191 us.
+#define HK_LOG2E 1.4426950408889634f
+__device__ __forceinline__ float hk_ex2(float t) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(t));
+  return r;
+}
+
 __device__ __forceinline__ float hk_exp(float d) {
 #if HK_DTYPE == 0
   return expf(d);
 #else
-  return exp2f(d * 1.4426950408889634f);
+  return hk_ex2(d * HK_LOG2E);
 #endif
 }
+
+#if HK_DTYPE != 0
+// Note [Packed maximum]
+// The largest of a 16-bit vector's elements without converting each one: a
+// max.{bf16,f16}x2 (sm_80+) per 32-bit word of the vector, one word kept as
+// the running pair, converted once (hk_pair_max). Like fmaxf, a NaN operand
+// yields the other one (the softmax row max ignores NaN; the sum then
+// propagates it: Note [Softmax special values match ATen]).
+#if HK_DTYPE == 2
+#define HK_NEG_INF2 0xff80ff80u
+#else
+#define HK_NEG_INF2 0xfc00fc00u
+#endif
+__device__ __forceinline__ unsigned hk_max2(unsigned a, unsigned b) {
+  unsigned r;
+#if HK_DTYPE == 2
+  asm("max.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+#else
+  asm("max.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+#endif
+  return r;
+}
+#if HK_PACK_BYTES >= 4
+__device__ __forceinline__ unsigned hk_pack_max2(unsigned acc, const hk_pack& p) {
+  const unsigned* w = reinterpret_cast<const unsigned*>(&p);
+#pragma unroll
+  for (int k = 0; k < HK_PACK_BYTES / 4; ++k) acc = hk_max2(acc, w[k]);
+  return acc;
+}
+#endif
+__device__ __forceinline__ float hk_pair_max(unsigned acc) {
+  return fmaxf(hk_to_float(static_cast<hk_elem>(acc & 0xffffu)), hk_to_float(static_cast<hk_elem>(acc >> 16)));
+}
+#endif
 
 // Xor butterflies over `width` lanes (a power of two <= 32): every lane of an
 // aligned group of `width` lanes gets the same bits.
@@ -163,6 +235,37 @@ __device__ __forceinline__ void hk_pair_merge(float& m, float& s, float om, floa
   const float base = hk_pair_base(nm);
   s = __fadd_rn(__fmul_rn(s, hk_exp(m - base)), __fmul_rn(os, hk_exp(om - base)));
   m = nm;
+}
+
+// Folds a batch of N vectors (masked slots hold -inf) into the running pair
+// (m, s): the batch's maximum first (Note [Packed maximum] for 16-bit data),
+// s rescaled once to it, then each element's term. The streaming kernels'
+// inner step (softmax's first pass, cross_entropy's one pass).
+template <int N>
+__device__ __forceinline__ void hk_pair_fold(float& m, float& s, const hk_pack (&p)[N]) {
+#if HK_DTYPE != 0 && HK_PACK_BYTES >= 4
+  unsigned bm2 = HK_NEG_INF2;
+#pragma unroll
+  for (int u = 0; u < N; ++u) bm2 = hk_pack_max2(bm2, p[u]);
+  const float bm = fmaxf(m, hk_pair_max(bm2));
+#else
+  float bm = m;
+#pragma unroll
+  for (int u = 0; u < N; ++u) {
+#pragma unroll
+    for (int j = 0; j < HK_VEC; ++j) bm = fmaxf(bm, hk_to_float(p[u].v[j]));
+  }
+#endif
+  const float base = hk_pair_base(bm);
+  s *= hk_exp(m - base);
+#pragma unroll
+  for (int u = 0; u < N; ++u) {
+    float f[HK_VEC];
+    hk_unpack(p[u], f);
+#pragma unroll
+    for (int j = 0; j < HK_VEC; ++j) s += hk_exp(f[j] - base);
+  }
+  m = bm;
 }
 
 __device__ __forceinline__ void hk_warp_pair(float& m, float& s, int width) {

@@ -113,27 +113,14 @@ __device__ __forceinline__ void hk_stream_pair(const hk_elem* row, int begin, in
         p[u] = src[v];
       } else {
 #pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) p[u].v[j] = hk_from_float(hk_neg_inf());
+        for (int j = 0; j < HK_VEC; ++j) p[u].v[j] = hk_neg_inf_elem();
       }
     }
     if (gather) {
       if (t >= 0 && t < cols) xraw = row[t];
       gather = false;
     }
-    float bm = m;
-#pragma unroll
-    for (int u = 0; u < HK_UNROLL; ++u) {
-#pragma unroll
-      for (int j = 0; j < HK_VEC; ++j) bm = fmaxf(bm, hk_to_float(p[u].v[j]));
-    }
-    const float base = hk_pair_base(bm);
-    s *= hk_exp(m - base);
-#pragma unroll
-    for (int u = 0; u < HK_UNROLL; ++u) {
-#pragma unroll
-      for (int j = 0; j < HK_VEC; ++j) s += hk_exp(hk_to_float(p[u].v[j]) - base);
-    }
-    m = bm;
+    hk_pair_fold(m, s, p);
   }
   if (gather && t >= 0 && t < cols) xraw = row[t];  // this thread had no vector of the row
   xt = hk_to_float(xraw);

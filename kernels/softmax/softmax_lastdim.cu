@@ -90,6 +90,40 @@ __device__ __forceinline__ float hk_log(float s) {
 #endif
 }
 
+// Note [Lean softmax]
+// Close to the memory roofline these kernels are issue-bound, not memory-
+// bound: the shared-memory cluster point (bf16 [8192, 128256], 256 threads x
+// 8 items) issued ~23 instructions an element (three conversions, a -inf
+// select per element in each pass, exp2f's denormal fix-ups around both
+// MUFU.EX2, a multiply by 1/sum). For the 16-bit types the output is now
+// 2^((x - max) * log2(e) - log2(sum)): one fma and one ex2.approx.ftz
+// (Note [Family exp]) instead of exp, multiply; the row maximum of 16-bit
+// data comes from packed max.{bf16,f16}x2 on the raw words (Note [Packed
+// maximum]); masked slots hold -inf in the element type from the start.
+// Scaling by 2^-log2(sum) instead of 1/sum: log2 by lg2.approx (relative
+// error of the result ~2^-22 * ln 2), invisible after rounding to 8 or 11
+// bits. float32 keeps ATen's exp and the multiply by 1/sum (Note [Family exp]).
+struct hk_scale {
+  float k;  // float32: 1 / sum; 16-bit types: log2(sum)
+};
+__device__ __forceinline__ hk_scale hk_scale_of(float sum) {
+#if HK_DTYPE == 0
+  return {__frcp_rn(sum)};
+#else
+  return {__log2f(sum)};
+#endif
+}
+// exp(d) / sum for d = x - max.
+__device__ __forceinline__ float hk_softmax_value(float d, hk_scale k) {
+#if HK_DTYPE == 0
+  return hk_exp(d) * k.k;
+#else
+  return hk_ex2(fmaf(d, HK_LOG2E, -k.k));
+#endif
+}
+// Packed row maximum (Note [Packed maximum]): 16-bit types with vectors of at least two elements.
+#define HK_PACKED_MAX (HK_DTYPE != 0 && HK_PACK_BYTES >= 4)
+
 // The largest register-resident log_softmax points (> 64 values a thread)
 // made ptxas cap itself at ~168 registers and spill; telling it one CTA per SM
 // suffices lifts the cap (they are short-row, few-thread points anyway).
@@ -130,9 +164,7 @@ extern "C" __global__ void HK_BOUNDS
     for (int i = 0; i < HK_ITEMS; ++i) {
       const int v = i * HK_ROW_THREADS + tid;
       if (v < live) {
-        const hk_pack p = src[v];
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) x[i][j] = hk_to_float(p.v[j]);
+        hk_unpack(src[v], x[i]);
       } else {
 #pragma unroll
         for (int j = 0; j < HK_VEC; ++j) x[i][j] = hk_neg_inf();
@@ -204,29 +236,16 @@ extern "C" __global__ void HK_BOUNDS
           p[u] = hk_load(src + v, keep);
         } else {
 #pragma unroll
-          for (int j = 0; j < HK_VEC; ++j) p[u].v[j] = hk_from_float(hk_neg_inf());
+          for (int j = 0; j < HK_VEC; ++j) p[u].v[j] = hk_neg_inf_elem();
         }
       }
-      float bm = m;
-#pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) bm = fmaxf(bm, hk_to_float(p[u].v[j]));
-      }
-      const float base = hk_pair_base(bm);
-      s *= hk_exp(m - base);
-#pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) s += hk_exp(hk_to_float(p[u].v[j]) - base);
-      }
-      m = bm;
+      hk_pair_fold(m, s, p);
     }
     hk_row_pair(m, s, hk_buf[0], hk_buf[1]);
 #if HK_LOG
     const float logs = hk_log(s);
 #else
-    const float inv = __frcp_rn(s);
+    const hk_scale scale = hk_scale_of(s);
 #endif
     // Pass 2: re-read (mostly from L2: Note [Streaming L2 hints]), write.
     for (int v0 = tid; v0 < live; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL) {
@@ -240,12 +259,14 @@ extern "C" __global__ void HK_BOUNDS
       for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
         const int v = v0 + u * HK_ROW_THREADS;
         if (v < live) {
+          float f[HK_VEC];
+          hk_unpack(p[u], f);
 #pragma unroll
           for (int j = 0; j < HK_VEC; ++j) {
 #if HK_LOG
-            p[u].v[j] = hk_from_float((hk_to_float(p[u].v[j]) - m) - logs);
+            p[u].v[j] = hk_from_float((f[j] - m) - logs);
 #else
-            p[u].v[j] = hk_from_float(hk_exp(hk_to_float(p[u].v[j]) - m) * inv);
+            p[u].v[j] = hk_from_float(hk_softmax_value(f[j] - m, scale));
 #endif
           }
           hk_store(dst + v, p[u], drop);
@@ -325,24 +346,31 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
 #if HK_SMEM
     // Each thread stages and later reads only its own vectors: no barrier.
 #pragma unroll
+    // Slots past the slice's end hold -inf (Note [Lean softmax]): no select per element.
     for (int i = 0; i < HK_ITEMS; ++i) {
       const int v = begin + i * HK_THREADS + tid;
-      if (v < end) hk_cp_async(&hk_stage[i * HK_THREADS + tid], src + v);
+      if (v < end) {
+        hk_cp_async(&hk_stage[i * HK_THREADS + tid], src + v);
+      } else {
+        hk_pack q;
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) q.v[j] = hk_neg_inf_elem();
+        hk_stage[i * HK_THREADS + tid] = q;
+      }
     }
     hk_cp_async_wait();
-#define HK_ITEM_BEGIN(i)                                        \
+#define HK_ITEM_BEGIN(i)                               \
   const hk_pack hk_p = hk_stage[(i) * HK_THREADS + tid]; \
-  const bool hk_ok = begin + (i) * HK_THREADS + tid < end;
-#define HK_X(i, j) (hk_ok ? hk_to_float(hk_p.v[j]) : hk_neg_inf())
+  float hk_f[HK_VEC];                                    \
+  hk_unpack(hk_p, hk_f);
+#define HK_X(i, j) hk_f[j]
 #else
     float x[HK_ITEMS][HK_VEC];
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
       const int v = begin + i * HK_THREADS + tid;
       if (v < end) {
-        const hk_pack p = src[v];
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) x[i][j] = hk_to_float(p.v[j]);
+        hk_unpack(src[v], x[i]);
       } else {
 #pragma unroll
         for (int j = 0; j < HK_VEC; ++j) x[i][j] = hk_neg_inf();
@@ -351,6 +379,15 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
 #define HK_ITEM_BEGIN(i)
 #define HK_X(i, j) x[i][j]
 #endif
+#if HK_SMEM && HK_PACKED_MAX
+    unsigned m2 = HK_NEG_INF2;
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) {
+      HK_ITEM_BEGIN(i)
+      m2 = hk_pack_max2(m2, hk_p);
+    }
+    float m = hk_pair_max(m2);
+#else
     float m = hk_neg_inf();
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
@@ -358,6 +395,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
 #pragma unroll
       for (int j = 0; j < HK_VEC; ++j) m = fmaxf(m, HK_X(i, j));
     }
+#endif
     m = hk_row_max(m, hk_buf[0]);
     const float base = hk_pair_base(m);
     float s = 0.0f;
@@ -391,7 +429,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
 #if HK_LOG
     const float logs = hk_log(rs);
 #else
-    const float inv = __frcp_rn(rs);
+    const hk_scale scale = hk_scale_of(rs);
 #endif
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
@@ -404,7 +442,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
 #if HK_LOG
           p.v[j] = hk_from_float((HK_X(i, j) - rm) - logs);
 #else
-          p.v[j] = hk_from_float(hk_exp(HK_X(i, j) - rm) * inv);
+          p.v[j] = hk_from_float(hk_softmax_value(HK_X(i, j) - rm, scale));
 #endif
         }
         dst[v] = p;

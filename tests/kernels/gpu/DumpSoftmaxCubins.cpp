@@ -2,8 +2,10 @@
 // writes them with a manifest, for tests/kernels/gpu/check_softmax.py to run
 // on a GPU machine against torch (correctness, determinism, timing):
 //
-//   dump_softmax_cubins <out-dir> [arch=sm_90a] [tag=-DOPT,-DOPT2 ...]
+//   dump_softmax_cubins <out-dir> [arch=sm_90a] [--variants=REGEX] [tag=-DOPT,-DOPT2 ...]
 //
+// --variants keeps only the variants whose "dtype[rows,cols]" matches REGEX
+// (e.g. "bfloat16\[8192,128256\]": a quick look at one shape's SASS).
 // Each tag=options argument adds an experiment: every point again, compiled
 // with the extra options, listed as "<describe> [tag]" (for trying template
 // changes behind a macro before they become parameters).
@@ -30,15 +32,20 @@ using namespace hotkernel::kernels;
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s <out-dir> [arch]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <out-dir> [arch] [--variants=REGEX] [tag=-DOPT,...]\n", argv[0]);
     return 2;
   }
   const std::string dir = argv[1];
   const std::string arch = argc > 2 ? argv[2] : "sm_90a";
   const int computeCapability = std::stoi(arch.substr(3, 2));  // "sm_90a" -> 90
   std::vector<std::pair<std::string, std::vector<std::string>>> experiments = {{"", {}}};
+  std::regex only(".*");
   for (int i = 3; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg.rfind("--variants=", 0) == 0) {
+      only = std::regex(arg.substr(11));
+      continue;
+    }
     const size_t eq = arg.find('=');
     if (eq == std::string::npos) {
       std::fprintf(stderr, "bad experiment '%s' (want tag=-DA,-DB)\n", argv[i]);
@@ -60,7 +67,9 @@ int main(int argc, char** argv) {
              {4096, 32000}, {8192, 128256}, {1, 128256}, {7, 13}, {1, 1}, {16384, 8192}, {64, 24576},
              {1000, 50}, {3, 1001}, {1, 32768}, {2, 32769}, {10, 2}, {4096, 1024}, {32768, 128},
              {257, 4000}, {5, 100000}, {16384, 8}, {65536, 256}, {999, 100}, {32, 128256}, {3, 50000}}) {
-      variants.push_back({d, rows, cols});
+      const std::string name =
+          std::string(dtypeName(d)) + "[" + std::to_string(rows) + "," + std::to_string(cols) + "]";
+      if (std::regex_search(name, only)) variants.push_back({d, rows, cols});
     }
   }
 
@@ -74,6 +83,7 @@ int main(int argc, char** argv) {
   auto fileOf = [&](DType d, const SoftmaxParams& p, const std::string& tag) {
     return std::string(dtypeName(d)) + "_t" + std::to_string(p.threads) + "_v" + std::to_string(p.vec) + "_i" +
            std::to_string(p.items) + "_r" + std::to_string(p.rowsPerCta) + "_c" + std::to_string(p.cluster) +
+           (p.smem ? "_smem" : "") +
            (tag.empty() ? "" : "_" + tag) + ".cubin";
   };
   nlohmann::json manifest = {{"arch", arch}, {"variants", nlohmann::json::array()}};
