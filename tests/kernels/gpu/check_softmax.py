@@ -35,6 +35,8 @@ cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
 cuda.cuModuleLoadData.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p]
 cuda.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_char_p]
 cuda.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p]
+cuda.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 
 def check(rc, what):
@@ -54,6 +56,7 @@ class Kernel:
         regs = ctypes.c_int()
         check(cuda.cuFuncGetAttribute(ctypes.byref(regs), 4, self.fn), "cuFuncGetAttribute")  # NUM_REGS
         self.registers = regs.value
+        self.shared_opt_in = 0  # dynamic shared memory bytes the function may use (above 48 KiB: opt in)
 
     def launch(self, x, out, grid, block, shared=0):
         rows, cols = x.shape
@@ -61,6 +64,10 @@ class Kernel:
                 ctypes.c_longlong(rows), ctypes.c_longlong(cols)]
         params = (ctypes.c_void_p * 4)(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
         stream = torch.cuda.current_stream().cuda_stream
+        if shared > self.shared_opt_in:  # what the project's launcher does for every size
+            check(cuda.cuFuncSetAttribute(self.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared),
+                  "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+            self.shared_opt_in = shared
         check(cuda.cuLaunchKernel(self.fn, grid, 1, 1, block, 1, 1, shared, ctypes.c_void_p(stream), params, None),
               "cuLaunchKernel")
 
