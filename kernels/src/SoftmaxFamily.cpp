@@ -35,7 +35,7 @@ constexpr int kClusterThreadChoices[] = {256, 512, 1024};
 // Slices staged in shared memory (Note [Shared-memory slices] in the
 // template): CTA sizes and items (16-byte vectors a thread).
 constexpr int kSmemThreadChoices[] = {256, 512};
-constexpr int kSmemItemChoices[] = {1, 2, 3, 4, 6, 8};
+constexpr int kSmemItemChoices[] = {1, 2, 3, 4, 6, 8, 12, 16};
 // Fewer rows than this leave SMs idle with one CTA per row (H200: 132 SMs, two
 // 1024-thread CTAs each): split rows over clusters instead.
 constexpr int64_t kFewRows = 264;

@@ -127,7 +127,8 @@ TEST(SoftmaxFamilyTest, GivenSharedMemoryPointsWhenGuardedThenClusterAndSixteenB
   EXPECT_FALSE(SoftmaxFamily::guardParams(v, smemPoint(256, 4, 8, 8)));  // 8-byte vectors: no cp.async.cg
   EXPECT_FALSE(SoftmaxFamily::guardParams(v, smemPoint(256, 8, 8, 1)));  // no cluster
   EXPECT_FALSE(SoftmaxFamily::guardParams(v, smemPoint(1024, 8, 4, 8)));  // not a staged CTA size
-  EXPECT_FALSE(SoftmaxFamily::guardParams(v, smemPoint(256, 8, 12, 8)));  // not a staged items count
+  EXPECT_TRUE(SoftmaxFamily::guardParams(v, smemPoint(256, 8, 16, 4)));  // 64 KiB a CTA: 256 x 16 x 16 bytes
+  EXPECT_FALSE(SoftmaxFamily::guardParams(v, smemPoint(256, 8, 24, 8)));  // not a staged items count
   EXPECT_TRUE(SoftmaxFamily::guardParams({DType::Float32, 4, 4096}, smemPoint(256, 4, 1, 4)));
   EXPECT_EQ(smemPoint(256, 8, 8, 8).minComputeCapability(), 90);
   // Every staged point is listed, and none is a register point.
