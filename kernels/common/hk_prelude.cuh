@@ -268,16 +268,6 @@ __device__ __forceinline__ void hk_pair_fold(float& m, float& s, const hk_pack (
   m = bm;
 }
 
-// The same merge for pairs kept in base 2 (m a base-2 exponent, s the sum of
-// 2^(t - m) over the terms' exponents t): softmax_lastdim's Note [Softmax
-// sums in base 2].
-__device__ __forceinline__ void hk_pair_merge2(float& m, float& s, float om, float os) {
-  const float nm = fmaxf(m, om);
-  const float base = hk_pair_base(nm);
-  s = __fadd_rn(__fmul_rn(s, hk_ex2(m - base)), __fmul_rn(os, hk_ex2(om - base)));
-  m = nm;
-}
-
 __device__ __forceinline__ void hk_warp_pair(float& m, float& s, int width) {
 #pragma unroll
   for (int o = width / 2; o > 0; o >>= 1) {

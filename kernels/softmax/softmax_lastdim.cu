@@ -309,6 +309,12 @@ extern "C" __global__ void HK_BOUNDS
 // 256 threads x 8 items, cluster 8): 1472 -> 1322 us. Each thread stages and
 // later reads only its own vectors, so no barrier guards the stage: the
 // thread's own cp.async.wait_all makes its copies visible to it.
+// Tried and measured on the H200 (bf16 [8192, 128256]), no gain: blocks of
+// 2, 4 or 8 rows a cluster with the next row's slice staged into a second
+// buffer during the current row (256 x 8 cluster 8: 1277 -> 1305-1334 us;
+// fewer CTAs fit); and keeping the row's sums in base 2 (one fma a term) as
+// written overflowed for maxima above FLT_MAX / log2(e) (the harness's
+// near-max stage caught it).
 #ifndef HK_SMEM
 #define HK_SMEM 0
 #endif
@@ -319,9 +325,6 @@ __device__ __forceinline__ void hk_cp_async(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(gmem) : "memory");
 }
 __device__ __forceinline__ void hk_cp_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-__device__ __forceinline__ void hk_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-// Waits until at most one committed group of this thread is still in flight.
-__device__ __forceinline__ void hk_cp_async_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 // Issues the copies of this thread's vectors of a row's slice [begin, end)
 // into `stage`; slots past the slice's end get -inf (Note [Lean softmax]: no
 // select per element). Each thread stages and later reads only its own
@@ -345,37 +348,12 @@ __device__ __forceinline__ void hk_stage_slice(hk_pack* stage, const hk_pack* sr
   }
 }
 #endif
-// Note [Pipelined rows]
-// With HK_PIPE = R > 0 (shared-memory slices only), each cluster serves blocks
-// of R consecutive rows (block c, c + clusters, ...; the grid is
-// ceil(rows / R) clusters) and stages the next row's slice into a second
-// buffer while it reduces and writes the current one, so that a CTA always
-// has loads in flight (dynamic shared memory: two slices). A buffer is
-// refilled only after the thread's stores of the row it held, which needed
-// every value it read from it: no write-after-read hazard.
-#ifndef HK_PIPE
-#define HK_PIPE 0
-#endif
-// Note [Softmax sums in base 2]
-// The 16-bit softmax (not log_softmax) of the cluster kernel keeps its pair in
-// base 2: r = max * log2(e) (rounded: any reference serves, the same one is
-// used throughout), s = sum 2^(x * log2(e) - r): one fma and one ex2 a term
-// instead of a subtraction, a multiply and an ex2. fma(x, log2(e), -r)
-// rounds once, relative to its (small, for the terms that matter) result; r's
-// own rounding is a common factor 2^-r of every term and of the sum, so it
-// cancels in the output 2^(x * log2(e) - R - log2(S)) (R, S: the merged pair,
-// hk_pair_merge2). The output subtracts log2(S) after the fma, not inside it
-// (log2(S) is small, R may be large: one rounding of R + log2(S) would err by
-// ulp(R)). float32 keeps ATen's expf (Note [Family exp]); log_softmax needs the
-// natural max.
-#define HK_BASE2 (HK_DTYPE != 0 && !HK_LOG)
-static_assert(HK_PIPE == 0 || HK_SMEM, "HK_PIPE needs HK_SMEM");
 
 extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
     hk_softmax_lastdim(const void* in_, void* out_, long long rows, long long cols) {
   __shared__ float hk_buf[2][HK_THREADS / 32];
 #if HK_SMEM
-  extern __shared__ hk_pack hk_stage[];  // (HK_PIPE ? 2 : 1) * HK_ITEMS * HK_THREADS vectors (Note [Shared-memory slices])
+  extern __shared__ hk_pack hk_stage[];  // HK_ITEMS * HK_THREADS vectors (Note [Shared-memory slices])
 #endif
   __shared__ float hk_part[2];  // this CTA's (max, sum) pair of its slice, read by the whole cluster
   const hk_elem* in = static_cast<const hk_elem*>(in_);
@@ -390,47 +368,14 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
   // Clusters are HK_CLUSTER consecutive CTAs; the grid is a multiple of HK_CLUSTER.
   const long long clusters = gridDim.x / HK_CLUSTER;
   bool published = false;  // a pair of ours may still be read by a peer
-  const long long cid = blockIdx.x / HK_CLUSTER;
-#if HK_PIPE
-  // Blocks of HK_PIPE consecutive rows (Note [Pipelined rows]).
-  long long row = cid * HK_PIPE;
-  auto next_row = [&](long long r) {
-    const long long block = r - r % HK_PIPE;
-    return r + 1 < min(rows, block + HK_PIPE) ? r + 1 : block + clusters * HK_PIPE;
-  };
-  int buf = 0;
-  if (row < rows) {
-    hk_stage_slice(hk_stage, reinterpret_cast<const hk_pack*>(in + row * cols), begin, end, tid);
-    hk_cp_async_commit();
-  }
-#else
-  long long row = cid;
-  auto next_row = [&](long long r) { return r + clusters; };
-#endif
-  while (row < rows) {
-    const long long next = next_row(row);
+  for (long long row = blockIdx.x / HK_CLUSTER; row < rows; row += clusters) {
     const hk_pack* src = reinterpret_cast<const hk_pack*>(in + row * cols);
     hk_pack* dst = reinterpret_cast<hk_pack*>(out + row * cols);
 #if HK_SMEM
-#if HK_PIPE
-    hk_pack* const stage = hk_stage + buf * (HK_ITEMS * HK_THREADS);
-    if (next < rows) {
-      hk_stage_slice(hk_stage + (buf ^ 1) * (HK_ITEMS * HK_THREADS),
-                     reinterpret_cast<const hk_pack*>(in + next * cols), begin, end, tid);
-      hk_cp_async_commit();
-      hk_cp_async_wait_one();  // this row's copies have landed; the next row's are in flight
-    } else {
-      hk_cp_async_wait();
-    }
-    buf ^= 1;
-#else
-    hk_pack* const stage = hk_stage;
-    hk_stage_slice(stage, src, begin, end, tid);
+    hk_stage_slice(hk_stage, src, begin, end, tid);
     hk_cp_async_wait();
-#endif
-    (void)src;
 #define HK_ITEM_BEGIN(i)                               \
-  const hk_pack hk_p = stage[(i) * HK_THREADS + tid];    \
+  const hk_pack hk_p = hk_stage[(i) * HK_THREADS + tid]; \
   float hk_f[HK_VEC];                                    \
   hk_unpack(hk_p, hk_f);
 #define HK_X(i, j) hk_f[j]
@@ -467,17 +412,6 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
     }
 #endif
     m = hk_row_max(m, hk_buf[0]);
-#if HK_BASE2
-    m *= HK_LOG2E;  // the pair in base 2 (-inf stays -inf)
-    const float base = hk_pair_base(m);
-    float s = 0.0f;
-#pragma unroll
-    for (int i = 0; i < HK_ITEMS; ++i) {
-      HK_ITEM_BEGIN(i)
-#pragma unroll
-      for (int j = 0; j < HK_VEC; ++j) s += hk_ex2(fmaf(HK_X(i, j), HK_LOG2E, -base));
-    }
-#else
     const float base = hk_pair_base(m);
     float s = 0.0f;
 #pragma unroll
@@ -486,7 +420,6 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
 #pragma unroll
       for (int j = 0; j < HK_VEC; ++j) s += hk_exp(HK_X(i, j) - base);
     }
-#endif
     s = hk_row_sum(s, hk_buf[1]);
     if (published) hk_cluster_wait();  // every peer has read our previous pair
     if (tid == 0) {
@@ -506,11 +439,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
     float rs = __shfl_sync(0xffffffffu, ps, 0);
 #pragma unroll
     for (int r = 1; r < HK_CLUSTER; ++r) {
-#if HK_BASE2
-      hk_pair_merge2(rm, rs, __shfl_sync(0xffffffffu, pm, r), __shfl_sync(0xffffffffu, ps, r));
-#else
       hk_pair_merge(rm, rs, __shfl_sync(0xffffffffu, pm, r), __shfl_sync(0xffffffffu, ps, r));
-#endif
     }
 #if HK_LOG
     const float logs = hk_log(rs);
@@ -528,17 +457,12 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
 #if HK_LOG
           p.v[j] = hk_from_float((HK_X(i, j) - rm) - logs);
 #else
-#if HK_BASE2
-          p.v[j] = hk_from_float(hk_ex2(fmaf(HK_X(i, j), HK_LOG2E, -rm) - scale.k));
-#else
           p.v[j] = hk_from_float(hk_softmax_value(HK_X(i, j) - rm, scale));
-#endif
 #endif
         }
         dst[v] = p;
       }
     }
-    row = next;
   }
   if (published) hk_cluster_wait();  // peers may still read our last pair
 }

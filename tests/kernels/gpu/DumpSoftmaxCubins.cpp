@@ -8,9 +8,7 @@
 // (e.g. "bfloat16\[8192,128256\]": a quick look at one shape's SASS).
 // Each tag=options argument adds an experiment: every point again, compiled
 // with the extra options, listed as "<describe> [tag]" (for trying template
-// changes behind a macro before they become parameters). -DHK_PIPE=R among
-// them also changes the launch (R rows a cluster, two shared-memory slices)
-// and keeps only the shared-memory points.
+// changes behind a macro before they become parameters).
 // <out-dir>/manifest.json lists every variant with its parameter points, the
 // cubin file of each point, its launch geometry and the family's tolerance.
 
@@ -109,20 +107,7 @@ int main(int argc, char** argv) {
     }
     for (const auto& [tag, extra] : experiments) {
       for (const SoftmaxParams& p : space) {
-        LaunchGeometry g = SoftmaxFamily::launchGeometry(v, p);
-        // An experiment of pipelined rows (-DHK_PIPE=R, Note [Pipelined rows]):
-        // R rows a cluster and two slices of shared memory; only for shared-memory points.
-        int pipe = 0;
-        for (const std::string& o : extra) {
-          if (o.rfind("-DHK_PIPE=", 0) == 0) pipe = std::stoi(o.substr(10));
-        }
-        if (pipe > 0) {
-          if (!p.smem) continue;
-          const int64_t clusters = (v.rows + pipe - 1) / pipe;
-          g.gridX = static_cast<unsigned>(clusters * p.cluster);
-          g.sharedBytes *= 2;
-          if (g.sharedBytes > 227 * 1024) continue;
-        }
+        const LaunchGeometry g = SoftmaxFamily::launchGeometry(v, p);
         const std::string file = fileOf(v.dtype, p, tag);
         points[file] = {v.dtype, p, extra};
         jv["points"].push_back({{"params", p.toJson()},

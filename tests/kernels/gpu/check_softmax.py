@@ -5,7 +5,7 @@
 
 For every variant of <cubin-dir>/manifest.json and every parameter point:
   - compares with torch.softmax (ATen's _softmax) on several input kinds
-    (normal at three scales, large magnitudes, constants, partially -inf rows,
+    (normal at three scales, large magnitudes, values near the dtype's max, constants, partially -inf rows,
     rows of only -inf / holding +inf / holding NaN); NaN positions must match
     and the largest difference must stay within the manifest's tolerance;
   - checks bitwise determinism over two runs into NaN-filled buffers;
@@ -80,6 +80,9 @@ def make_input(kind, rows, cols, dtype, gen):
     if kind == "large":
         big = {torch.float32: 1e30, torch.float16: 6e4, torch.bfloat16: 1e30}[dtype]
         return ((torch.rand(rows, cols, device=dev, generator=gen) * 2 - 1) * big).to(dtype)
+    if kind == "near_max":  # within a factor 2 of the dtype's largest finite value: no overflow allowed
+        top = torch.finfo(dtype).max
+        return ((torch.rand(rows, cols, device=dev, generator=gen) * 0.5 + 0.5) * top).to(dtype)
     if kind == "zeros":
         return torch.zeros(rows, cols, device=dev, dtype=dtype)
     if kind == "masked":  # causal-attention-like: about half -inf, the first element always finite
@@ -125,9 +128,9 @@ def run_checks(manifest, kernels, report, quick, max_numel):
         numel = rows * cols
         if numel > max_numel:
             continue
-        kinds = ["randn1", "randn3", "randn0.01", "randn30", "large", "zeros", "masked", "special"]
+        kinds = ["randn1", "randn3", "randn0.01", "randn30", "large", "near_max", "zeros", "masked", "special"]
         if numel > 64 * 2**20 or quick:
-            kinds = ["randn3", "masked", "special"]
+            kinds = ["randn3", "near_max", "masked", "special"]
         inputs = {}
         for k in kinds:
             x = make_input(k, rows, cols, dtype, gen)
@@ -217,7 +220,7 @@ def main():
     ap.add_argument("cubin_dir")
     ap.add_argument("--bench", action="store_true")
     ap.add_argument("--no-check", action="store_true")
-    ap.add_argument("--quick", action="store_true", help="three input kinds only")
+    ap.add_argument("--quick", action="store_true", help="four input kinds only")
     ap.add_argument("--max-numel", type=int, default=2**62, help="skip larger variants")
     ap.add_argument("--report")
     ap.add_argument("--points", help="only points whose description matches this regex (tags included)")
