@@ -137,9 +137,7 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
     for (int i = 0; i < HK_ITEMS; ++i) {
       const int v = i * HK_ROW_THREADS + tid;
       if (v < live) {
-        const hk_pack p = src[v];
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) x[i][j] = hk_to_float(p.v[j]);
+        hk_unpack(src[v], x[i]);
       } else {
 #pragma unroll
         for (int j = 0; j < HK_VEC; ++j) x[i][j] = 0.0f;
