@@ -8,9 +8,11 @@
 // aten::argmax with dim = -1 on CUDA (Note [What ATen's last-dim reductions
 // compute]), leading dims folded into rows, keepdim only a view of [rows].
 //
-// Compiled by NVRTC with the defines below (ReduceFamily::compileOptions). Its
-// one include, hk_prelude.cuh (element type, conversions, L2 hints: what the
-// family templates share), is expanded in place by ReduceFamily::source().
+// Compiled by NVRTC with the defines below (ReduceFamily::compileOptions), for
+// sm_80 or later (amax, argmax: max.NaN; bfloat16: cvt.rn.bf16.f32; the tests
+// compile every point for sm_80 and sm_90a). Its one include, hk_prelude.cuh
+// (element type, conversions, L2 hints: what the family templates share), is
+// expanded in place by ReduceFamily::source().
 //   HK_DTYPE   0 = float32, 1 = float16, 2 = bfloat16 (hotkernel::kernels::DType)
 //   HK_OP      0 = sum, 1 = mean, 2 = amax, 3 = argmax (hotkernel::kernels::ReduceOp)
 //   HK_THREADS threads per CTA, a power of two in [32, 1024]
@@ -101,6 +103,9 @@ static_assert(HK_ROWS >= 1 && (HK_ROWS & (HK_ROWS - 1)) == 0 && HK_ROWS <= HK_TH
                   (HK_ROWS == 1 || HK_ROW_THREADS <= 32),
               "HK_ROWS must be 1 or leave each row at most one warp");
 static_assert(HK_UNROLL == 1 || HK_UNROLL == 2 || HK_UNROLL == 4 || HK_UNROLL == 8, "HK_UNROLL must be 1, 2, 4 or 8");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800 && (HK_OP == HK_OP_AMAX || HK_OP == HK_OP_ARGMAX)
+#error "amax and argmax need sm_80 or later (max.NaN.f32 / f16x2 / bf16x2)"
+#endif
 
 // The input is read once: 16-byte loads tell L2 to drop it first
 // (hk_load with evict_first: Note [Streaming L2 hints] in hk_prelude.cuh), so

@@ -502,6 +502,19 @@ TEST(ReduceFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompiledT
   for (const std::vector<std::string>& options : bad) {
     EXPECT_THROW(compileToCubin(source, "reduce_lastdim.cu", "sm_90a", options), Error) << options.back();
   }
+  // amax and argmax below sm_80 (no max.NaN): the template says so, at a point
+  // without L2 hints (vec 1), which would otherwise compile there.
+  for (ReduceOp op : {ReduceOp::Amax, ReduceOp::Argmax}) {
+    try {
+      const std::vector<std::string> options = ReduceFamily::compileOptions(DType::Float32, {256, 1, 2, 1}, op);
+      compileToCubin(source, "reduce_lastdim.cu", "sm_75", options);
+      ADD_FAILURE() << reduceOpName(op) << " compiled for sm_75";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("need sm_80 or later"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(compileToCubin(source, "reduce_lastdim.cu", "sm_75",
+                                 ReduceFamily::compileOptions(DType::Float32, {256, 1, 2, 1}, ReduceOp::Sum)));
 }
 
 }  // namespace
