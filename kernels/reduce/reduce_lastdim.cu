@@ -224,9 +224,9 @@ __device__ __forceinline__ hk_unit hk_vector_max(const hk_pack& p) {
 // hk_acc: a thread's (and then a row's) partial result; hk_merge(a, b): two
 // partials, commutative bit for bit (Note [Deterministic reductions without
 // atomics]). hk_part: a thread's state while it reads its vectors:
-// hk_part_init(part), hk_part_add(part, vector, v) for each of its vectors in
-// index order (v: the vector's index in the row), hk_part_result(part, tid,
-// live) its hk_acc.
+// hk_part_init(part, tid), hk_part_add(part, vector, v) for each of its
+// vectors in index order (v: the vector's index in the row), then
+// hk_part_result(part, tid, live): its hk_acc.
 
 #if HK_OP == HK_OP_ARGMAX
 struct hk_acc {
