@@ -3,15 +3,24 @@
 // CUDA kernels (at::cuda::sum / mean / amax / argmax) at odd and extreme
 // sizes in every dtype; every whitelisted point of bfloat16 at one shape; the
 // special values the template's Note [What ATen's last-dim reductions
-// compute] describes, checked against ATen exactly through a plan. No timing
-// here: speed is measured by the tuner and bench/ops_bench.py --cases reductions.
+// compute] describes, checked against ATen exactly through a plan; amax and
+// argmax on rows built around each point's threads and vectors (the cases
+// the two-level folds could get wrong: the maximum twice in one thread, NaNs
+// after it, ties across threads, +0 / -0, rows of -inf, the last partial
+// batch), against a CPU reference and ATen, in every dtype. No timing here:
+// speed is measured by the tuner and bench/ops_bench.py --cases reductions.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <limits>
+#include <map>
+#include <random>
 #include <sstream>
 
 #include "hotkernel/kernels/ReduceFamily.h"
@@ -78,16 +87,29 @@ class ReduceGpuTest : public ::testing::Test {
     if (!at::cuda::is_available() || at::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   }
   static void* stream() { return at::cuda::getCurrentCUDAStream().stream(); }
+  // One compile per (dtype, point, op) in the process.
+  static const std::string& cubinOf(DType d, const ReduceParams& p, ReduceOp op) {
+    static std::map<std::string, std::string> cubins;
+    const std::vector<std::string> options = ReduceFamily::compileOptions(d, p, op);
+    std::string key;
+    for (const std::string& o : options) key += o + " ";
+    auto it = cubins.find(key);
+    if (it == cubins.end()) {
+      it = cubins
+               .emplace(key, compileToCubin(ReduceFamily::source(), "reduce_lastdim.cu", queryDevice(0).nvrtcArch(),
+                                            options)
+                                 .cubin)
+               .first;
+    }
+    return it->second;
+  }
   // One plan's result for `x` ([rows, cols] CUDA), [rows].
   static at::Tensor runPlan(const at::Tensor& x, ReduceOp op, const ReduceParams& p) {
     const DType d = x.scalar_type() == at::kFloat ? DType::Float32
                     : x.scalar_type() == at::kHalf ? DType::Float16
                                                    : DType::BFloat16;
     const ReduceVariant v{d, x.size(0), x.size(1), op};
-    const std::string cubin =
-        compileToCubin(ReduceFamily::source(), "reduce_lastdim.cu", queryDevice(0).nvrtcArch(),
-                       ReduceFamily::compileOptions(d, p, op))
-            .cubin;
+    const std::string& cubin = cubinOf(d, p, op);
     const Plan plan = makeReducePlan(VariantKey{static_cast<int32_t>(d), 0, v.rows, v.cols}, p, cubin, 0, op);
     at::Tensor out = op == ReduceOp::Argmax ? at::full({v.rows}, -7, x.options().dtype(at::kLong))
                                             : at::full({v.rows}, std::numeric_limits<float>::quiet_NaN(), x.options());
@@ -174,6 +196,238 @@ TEST_F(ReduceGpuTest, GivenTiesNansAndInfinitiesWhenArgmaxAndAmaxRunThenTheyEqua
       EXPECT_FALSE(std::signbit(mine[4].item<float>()));
     }
   }
+}
+
+// ---- rows built around the threads' vectors ---------------------------------
+// amax and argmax fold a thread's vectors first (Note [Packed maxima], Note
+// [Two-level argmax] in the template): what could go wrong there is placed
+// at known threads, vectors and lanes of a point's layout (vector
+// k * rowThreads + t to thread t) and checked against the CPU reference of
+// Note [What ATen's last-dim reductions compute] and against ATen.
+
+// The first NaN's index, else the first index of the maximum (+0 == -0).
+int64_t referenceArgmax(const float* x, int64_t cols) {
+  int64_t best = 0;
+  for (int64_t c = 0; c < cols; ++c) {
+    if (std::isnan(x[c])) return c;
+    if (x[c] > x[best]) best = c;
+  }
+  return best;
+}
+
+// NaN if the row holds one, else the maximum; a zero maximum is +0 if any of
+// the zeros is +0, -0 if all are (the family's rule).
+float referenceAmax(const float* x, int64_t cols) {
+  float m = -std::numeric_limits<float>::infinity();
+  bool plusZero = false;
+  for (int64_t c = 0; c < cols; ++c) {
+    if (std::isnan(x[c])) return std::numeric_limits<float>::quiet_NaN();
+    if (x[c] > m) m = x[c];
+    if (x[c] == 0.0f && !std::signbit(x[c])) plusZero = true;
+  }
+  if (m == 0.0f) return plusZero ? 0.0f : -0.0f;
+  return m;
+}
+
+uint32_t bitsOf(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof(b));
+  return b;
+}
+
+// Where lane j of thread t's k-th vector lies in a row (-1: past the row, or
+// no such thread / lane), for a point's layout.
+struct Layout {
+  int64_t rowThreads, vec, cols;
+  int64_t nvec() const { return cols / vec; }
+  int64_t at(int64_t t, int64_t k, int64_t j) const {
+    if (t < 0 || t >= rowThreads || k < 0 || j < 0 || j >= vec) return -1;
+    const int64_t i = (k * rowThreads + t) * vec + j;
+    return i < cols ? i : -1;
+  }
+  // The last vector (k) of thread t; -1 if it has none.
+  int64_t lastVector(int64_t t) const { return t < nvec() ? (nvec() - 1 - t) / rowThreads : -1; }
+};
+
+// Named rows, each a case the two-level folds could get wrong: values are
+// small integers, +-0, +-inf and NaN, exact in every dtype.
+struct Scenario {
+  std::string name;
+  std::vector<float> row;
+};
+
+std::vector<Scenario> scenarios(const Layout& l, uint32_t seed) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(seed);
+  const int64_t holders = std::min(l.rowThreads, l.nvec());  // threads that hold a vector
+  const int64_t tHigh = holders - 1, tMid = holders / 2;
+  auto ints = [&](int lo, int hi) {
+    std::uniform_int_distribution<int> d(lo, hi);
+    std::vector<float> r(static_cast<size_t>(l.cols));
+    for (float& x : r) x = static_cast<float>(d(rng));
+    return r;
+  };
+  auto filled = [&](float v) { return std::vector<float>(static_cast<size_t>(l.cols), v); };
+  auto put = [](std::vector<float>& r, int64_t i, float v) {
+    if (i >= 0) r[static_cast<size_t>(i)] = v;
+  };
+  auto pool = [&](std::vector<float> values, double nanRate) {
+    std::uniform_int_distribution<size_t> pick(0, values.size() - 1);
+    std::bernoulli_distribution isNan(nanRate);
+    std::vector<float> r(static_cast<size_t>(l.cols));
+    for (float& x : r) x = isNan(rng) ? nan : values[pick(rng)];
+    return r;
+  };
+  const int64_t lastVec = l.nvec() - 1;
+  std::vector<Scenario> out;
+  out.push_back({"random integers", ints(-50, 50)});
+  out.push_back({"all -inf", filled(-inf)});
+  {
+    std::vector<float> r = filled(-inf);
+    put(r, l.cols - 1, 3.0f);
+    out.push_back({"-inf but the last element", r});
+  }
+  {
+    std::vector<float> r = ints(-50, 50);
+    put(r, lastVec * l.vec, 100.0f);
+    put(r, l.cols - 1, 100.0f);
+    out.push_back({"the maximum in the row's last vector, twice", r});
+  }
+  {
+    std::vector<float> r = ints(-50, 50);
+    put(r, l.at(tMid, 1, l.vec - 1), 100.0f);
+    put(r, l.at(tMid, 2, 0), 100.0f);
+    put(r, l.at(tMid, l.lastVector(tMid), 0), 100.0f);
+    put(r, l.at(tMid, 0, 0), 99.0f);
+    out.push_back({"the maximum in several vectors of one thread", r});
+  }
+  {
+    std::vector<float> r = ints(-50, 50);
+    put(r, l.at(tHigh, 0, l.vec - 1), 100.0f);  // a higher thread, the lower index
+    put(r, l.at(0, 1, 0), 100.0f);
+    out.push_back({"a tie across threads", r});
+  }
+  {
+    std::vector<float> r = ints(-50, 50);
+    put(r, l.at(tMid, 0, 0), 100.0f);
+    put(r, l.at(tMid, 1, l.vec - 1), nan);
+    out.push_back({"a NaN in a later vector than the maximum", r});
+  }
+  {
+    std::vector<float> r = ints(-50, 50);
+    put(r, l.at(0, 1, 0), nan);
+    put(r, l.at(tHigh, 0, l.vec - 1), nan);
+    put(r, l.at(tMid, l.lastVector(tMid), l.vec - 1), nan);
+    out.push_back({"the first NaN and later ones", r});
+  }
+  {
+    std::vector<float> r = ints(-50, 50);
+    put(r, l.at(tMid, 0, 0), 100.0f);
+    put(r, l.at(tMid, 1, 0), 90.0f);
+    put(r, l.at(tMid, 1, l.vec - 1), nan);
+    out.push_back({"a NaN behind a smaller value in a later vector", r});
+  }
+  {
+    std::vector<float> r = ints(-50, -1);
+    put(r, l.at(tMid, 0, l.vec - 1), -0.0f);
+    put(r, l.at(tMid, 1, 0), 0.0f);
+    put(r, l.at(0, 1, 0), 0.0f);
+    put(r, l.at(tHigh, 0, 0), -0.0f);
+    out.push_back({"+0 and -0 maxima in several threads", r});
+  }
+  {
+    std::vector<float> r = ints(-50, -1);
+    put(r, l.at(tMid, 1, 0), -0.0f);
+    put(r, l.at(tMid, 1, l.vec - 1), 0.0f);
+    put(r, l.at(tMid, 2, 0), 0.0f);
+    out.push_back({"-0 then +0 in one vector and the next", r});
+  }
+  {
+    std::vector<float> r = ints(-50, -1);
+    put(r, l.at(tMid, 0, l.vec - 1), -0.0f);
+    put(r, l.at(tHigh, 1, 0), -0.0f);
+    put(r, l.at(0, 2, 0), -0.0f);
+    out.push_back({"only -0 maxima", r});
+  }
+  {
+    std::vector<float> r = ints(-50, 50);
+    put(r, l.at(tMid, 1, l.vec - 1), 100.0f);
+    put(r, l.at(tMid, 1, l.vec / 2), 100.0f);
+    out.push_back({"the maximum twice in one vector", r});
+  }
+  {
+    std::vector<float> r = ints(-50, 50);
+    put(r, l.at(tHigh, 1, 0), inf);
+    put(r, l.at(0, 2, l.vec - 1), inf);
+    out.push_back({"+inf twice", r});
+  }
+  {
+    std::vector<float> r = ints(-50, -10);
+    put(r, l.at(tHigh, l.lastVector(tHigh), 0), -3.0f);
+    put(r, l.at(0, l.lastVector(0), l.vec - 1), -3.0f);
+    out.push_back({"a negative maximum in the threads' last vectors", r});
+  }
+  {
+    std::vector<float> r = filled(-inf);
+    put(r, l.cols - 1, nan);
+    out.push_back({"-inf and a NaN at the end", r});
+  }
+  {
+    std::vector<float> r = ints(-50, 50);
+    put(r, 0, nan);
+    out.push_back({"a NaN first", r});
+  }
+  out.push_back({"ties everywhere", pool({-inf, -1.0f, -0.0f, 0.0f, 1.0f, 2.0f}, 0.0)});
+  out.push_back({"ties and rare NaNs", pool({-inf, -1.0f, 0.0f, 1.0f, 2.0f}, 2.0 / static_cast<double>(l.cols))});
+  out.push_back({"-inf, -0 and +0", pool({-inf, -0.0f, 0.0f}, 0.0)});
+  return out;
+}
+
+TEST_F(ReduceGpuTest, GivenRowsBuiltAroundTheThreadsVectorsWhenArgmaxAndAmaxRunThenTheyEqualTheReferenceAndAten) {
+  // Points: one lane a vector (vec 1), packed pairs (vec 2), unroll 1-8, one
+  // warp to 1024 threads a row (the cross-warp merge), 4 and 32 lanes a row.
+  // cols: one vector; fewer vectors than threads; 513 vectors of 8; 4129
+  // (1024 x 4 a batch: one whole batch and a partial one).
+  const std::vector<ReduceParams> points = {{32, 1, 1, 1},  {32, 2, 8, 1},    {64, 8, 2, 1},   {256, 4, 4, 1},
+                                            {1024, 8, 4, 1}, {128, 8, 8, 16}, {128, 4, 1, 32}, {128, 1, 8, 4}};
+  int64_t checked = 0;
+  for (at::ScalarType t : {at::kFloat, at::kHalf, at::kBFloat16}) {
+    const DType d = t == at::kFloat ? DType::Float32 : t == at::kHalf ? DType::Float16 : DType::BFloat16;
+    for (ReduceParams p : points) {
+      p.vec = std::min<int>(p.vec, static_cast<int>(16 / kernels::elementSize(d)));
+      for (int64_t cols : {int64_t{8}, int64_t{40}, int64_t{4104}, int64_t{33032}}) {
+        const std::vector<Scenario> rows = scenarios({p.rowThreads(), p.vec, cols}, static_cast<uint32_t>(cols));
+        const int64_t n = static_cast<int64_t>(rows.size());
+        ASSERT_TRUE(ReduceFamily::guardParams({d, n, cols, ReduceOp::Argmax}, p)) << p.describe();
+        std::vector<float> flat;
+        for (const Scenario& r : rows) flat.insert(flat.end(), r.row.begin(), r.row.end());
+        const at::Tensor x = at::from_blob(flat.data(), {n, cols}, at::kFloat).to(t).to(at::kCUDA);
+        const at::Tensor values = x.to(at::kFloat).cpu().contiguous();  // exact: what the kernel reads
+        const at::Tensor idx = runPlan(x, ReduceOp::Argmax, p).cpu();
+        const at::Tensor atenIdx = atenReduceLastDim(x, ReduceOp::Argmax).cpu();
+        const at::Tensor max = runPlan(x, ReduceOp::Amax, p).cpu().to(at::kFloat);
+        const at::Tensor atenMax = atenReduceLastDim(x, ReduceOp::Amax).cpu().to(at::kFloat);
+        for (int64_t r = 0; r < n; ++r) {
+          SCOPED_TRACE(std::string(c10::toString(t)) + " " + p.describe() + " cols=" + std::to_string(cols) + ": " +
+                       rows[static_cast<size_t>(r)].name);
+          const float* row = values.const_data_ptr<float>() + r * cols;
+          const int64_t want = referenceArgmax(row, cols);
+          EXPECT_EQ(atenIdx[r].item<int64_t>(), want);  // the reference is ATen's rule
+          EXPECT_EQ(idx[r].item<int64_t>(), want);
+          const float wantMax = referenceAmax(row, cols), got = max[r].item<float>(), aten = atenMax[r].item<float>();
+          if (std::isnan(wantMax)) {
+            EXPECT_TRUE(std::isnan(got)) << got;
+            EXPECT_TRUE(std::isnan(aten)) << aten;
+          } else {
+            EXPECT_EQ(bitsOf(got), bitsOf(wantMax)) << got << " vs " << wantMax;  // the zero's sign too
+            EXPECT_EQ(aten, wantMax);                                            // +0 == -0
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 3 * 8 * 4 * 20);
 }
 
 TEST_F(ReduceGpuTest, GivenExactSumsWhenMeanRunsThenItMatchesAtensFactorBitForBit) {

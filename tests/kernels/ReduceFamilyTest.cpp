@@ -3,7 +3,8 @@
 // the whitelist and its register budget, the parameter space, options,
 // geometry, bytes and tolerance; and the template compiled with NVRTC (no GPU
 // needed): every point for sm_90a and sm_80 (the op cycling over the points),
-// every op and dtype at the largest unroll of each CTA shape, without spills.
+// every op and dtype at the largest unroll of each CTA shape, amax and argmax
+// at every vector width on both architectures, without spills.
 // HOTKERNEL_REDUCE_COMPILE_ALL=1: every point for every op.
 
 #include "hotkernel/kernels/ReduceFamily.h"
@@ -460,6 +461,32 @@ TEST(ReduceFamilyCompileTest, GivenEveryOpAndDTypeAtTheLargestUnrollOfEachShapeW
   for (const auto& [key, line] : rows) std::printf("  %s %s\n", key.c_str(), line.c_str());
 }
 
+TEST(ReduceFamilyCompileTest, GivenEveryVectorWidthWhenAmaxAndArgmaxCompileForSm80AndSm90aThenCubinsWithoutSpills) {
+  // amax and argmax fold packed words (Note [Packed maxima] in the template):
+  // one 16-bit element, one pair, two or four pairs a vector for 16-bit types,
+  // one to four floats for float32; each layout at the largest unroll of a
+  // 1024-thread CTA (64 registers a thread), of 4 lanes a row and of one warp,
+  // on both architectures (the max.NaN forms need sm_80).
+  SKIP_WITHOUT_NVRTC();
+  std::vector<Job> jobs;
+  for (DType d : kAllDTypes) {
+    std::map<std::tuple<int, int, int>, P> largest;
+    for (const P& p : ReduceFamily::allParameterPoints(d)) {
+      const bool shape = (p.threads == 1024 && p.rowsPerCta == 1) || (p.threads == 128 && p.rowThreads() == 4) ||
+                         (p.threads == 32 && p.rowsPerCta == 1);
+      if (shape) largest[{p.threads, p.rowsPerCta, p.vec}] = p;  // unroll ascends within a shape
+    }
+    ASSERT_EQ(largest.size(), 3u * (d == DType::Float32 ? 3u : 4u)) << dtypeName(d);
+    for (const auto& [key, p] : largest) {
+      for (ReduceOp op : {ReduceOp::Amax, ReduceOp::Argmax}) {
+        for (const char* arch : {"sm_80", "sm_90a"}) jobs.push_back({d, p, op, arch});
+      }
+    }
+  }
+  const std::vector<Result> results = compileAll(jobs);
+  expectAllCompiledWithoutSpills(jobs, results);
+}
+
 TEST(ReduceFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompiledThenTheTemplateRefuses) {
   SKIP_WITHOUT_NVRTC();
   const std::string source = ReduceFamily::source();
@@ -475,6 +502,19 @@ TEST(ReduceFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompiledT
   for (const std::vector<std::string>& options : bad) {
     EXPECT_THROW(compileToCubin(source, "reduce_lastdim.cu", "sm_90a", options), Error) << options.back();
   }
+  // amax and argmax below sm_80 (no max.NaN): the template says so, at a point
+  // without L2 hints (vec 1), which would otherwise compile there.
+  for (ReduceOp op : {ReduceOp::Amax, ReduceOp::Argmax}) {
+    try {
+      const std::vector<std::string> options = ReduceFamily::compileOptions(DType::Float32, {256, 1, 2, 1}, op);
+      compileToCubin(source, "reduce_lastdim.cu", "sm_75", options);
+      ADD_FAILURE() << reduceOpName(op) << " compiled for sm_75";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("need sm_80 or later"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(compileToCubin(source, "reduce_lastdim.cu", "sm_75",
+                                 ReduceFamily::compileOptions(DType::Float32, {256, 1, 2, 1}, ReduceOp::Sum)));
 }
 
 }  // namespace
