@@ -126,8 +126,8 @@ int unrollFor(DType dtype, int threads, int vec, int64_t want) {
 // cluster whose slice leaves most threads of a 256-thread CTA idle. On the H200,
 // bf16 [1, 128256] was served by cluster 8 x 512 threads x unroll 4 (8.1 us;
 // ATen 28.6), which this ranks first among cluster 8; [32, 128256] by cluster
-// 8 x 256 threads x unroll 2 (13.5 us; ATen 31), a point the search reached
-// from the seeds (4 batches of 2: not a seed, one unroll step away).
+// 8 x 256 threads x unroll 2 (13.5 us; ATen 31): 4 batches of 2, not a seed,
+// a point the search reached by mutating the unroll.
 // Many rows keep the portable clusters, smallest first, 1024 threads first.
 std::vector<CrossEntropyParams> rowPoints(const CrossEntropyVariant& v, int vec) {
   struct Scored {
@@ -182,7 +182,7 @@ std::vector<CrossEntropyParams> clusterPoints(const CrossEntropyVariant& v, int 
   const int64_t nvec = v.cols / vec;
   for (int cluster : clusters) {
     const int64_t slice = ceilDiv(nvec, cluster);
-    if (2 * slice < 256) continue;  // most lanes of even the smallest CTA idle: a smaller cluster does the same
+    if (2 * slice < 256) continue;  // most of even a 256-thread CTA idle: a smaller cluster does the same
     std::vector<CrossEntropyParams> sizes;
     for (int threads : {1024, 512, 256}) {
       if (threads > 256 && (fewRows ? threads > slice : threads / 2 > slice)) continue;

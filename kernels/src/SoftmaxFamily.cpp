@@ -199,11 +199,13 @@ std::vector<SoftmaxParams> streamingPoints(const SoftmaxVariant& v, int vec) {
 // bf16 [1, 128256] and [32, 128256]) are latency-bound: a launch, one DRAM
 // round trip for the row, the CTA reduction and two cluster barriers. Served
 // on the H200 by cluster 8 x 256 threads x 8 items (7.6 and 12.5 us; ATen 36
-// and 38 us). Spreading the row over 16 CTAs (a non-portable cluster: 16 SMs
-// of one GPC, or several CTAs of the cluster on one SM where the GPC has
-// fewer free) halves the bytes each SM must bring in and each thread's items
-// (16 x 256 threads x 4 items hold 131072 elements), at the price of a wider
-// barrier and 16 pairs to merge. Few rows therefore rank the largest cluster
+// and 38 us). Spreading the row over 16 CTAs (a non-portable cluster: its
+// 16 CTAs are co-scheduled on one GPC) halves the bytes each CTA must bring
+// in and each thread's items (16 x 256 threads x 4 items hold 131072
+// elements), at the price of a wider barrier and 16 pairs to merge, and the
+// launch fails on a GPU that cannot co-schedule it (the candidate is then
+// dropped: Note [Function attributes before launch] in CudaKernelLauncher.h).
+// Few rows therefore rank the largest cluster
 // first, and, within a cluster, 8 items a thread as the best count instead
 // of 4: a thread's vectors are all loads issued before the first use, and a
 // smaller CTA (256 rather than 512 threads for the same slice) has a shorter
