@@ -19,8 +19,9 @@
 //   HK_ROWS       rows per CTA: 1, or HK_THREADS / HK_ROWS <= 32 (each row within one warp)
 //   HK_VEC        elements per vector access, a power of two, HK_VEC * sizeof(element) <= 16
 //   HK_UNROLL     vectors each thread loads before it uses the first (loads in flight), 1 to 8
-//   HK_CLUSTER    (optional, default 1) 2, 4 or 8: a thread-block cluster serves each row,
-//                 each CTA a slice of it (HK_ROWS == 1, sm_90+): Note [Cross entropy over a cluster]
+//   HK_CLUSTER    (optional, default 1) 2, 4, 8 or 16 (16: non-portable, the launcher opts in):
+//                 a thread-block cluster serves each row, each CTA a slice of it (HK_ROWS == 1,
+//                 sm_90+): Note [Cross entropy over a cluster]
 //   HK_REDUCTION  0 none, 1 mean, 2 sum (at::Reduction's values)
 // A row is served by HK_ROW_THREADS = HK_THREADS / HK_ROWS threads.
 //
@@ -86,8 +87,10 @@ static_assert(HK_ROWS >= 1 && (HK_ROWS & (HK_ROWS - 1)) == 0 && HK_ROWS <= HK_TH
                   (HK_ROWS == 1 || HK_ROW_THREADS <= 32),
               "HK_ROWS must be 1 or leave each row at most one warp");
 static_assert(HK_UNROLL >= 1 && HK_UNROLL <= 8, "HK_UNROLL must be in [1, 8]");
-static_assert(HK_CLUSTER == 1 || ((HK_CLUSTER == 2 || HK_CLUSTER == 4 || HK_CLUSTER == 8) && HK_ROWS == 1),
-              "HK_CLUSTER must be 1, or 2, 4 or 8 with HK_ROWS == 1");
+// At most a warp's lanes: rank 0's first warp reads one peer's pair per lane.
+static_assert(HK_CLUSTER == 1 || ((HK_CLUSTER == 2 || HK_CLUSTER == 4 || HK_CLUSTER == 8 || HK_CLUSTER == 16) &&
+                                  HK_ROWS == 1),
+              "HK_CLUSTER must be 1, or 2, 4, 8 or 16 with HK_ROWS == 1");
 static_assert(HK_REDUCTION == 0 || HK_REDUCTION == 1 || HK_REDUCTION == 2, "HK_REDUCTION must be 0 (none), 1 (mean) or 2 (sum)");
 
 #include "hk_prelude.cuh"

@@ -13,9 +13,9 @@
 //   HK_VEC      elements per vector access, a power of two, HK_VEC * sizeof(element) <= 16
 //   HK_ITEMS    > 0: register-resident, each thread holds HK_ITEMS vectors of its row;
 //               0: streaming, any row length, the row is read twice
-//   HK_CLUSTER  (optional, default 1) > 1: a thread-block cluster of HK_CLUSTER CTAs
-//               serves each row, each CTA a slice held in registers (register-resident,
-//               HK_ROWS == 1 only, sm_90+): Note [Split rows over a cluster]
+//   HK_CLUSTER  (optional, default 1) 2, 4, 8 or 16 (16: non-portable): a thread-block
+//               cluster of HK_CLUSTER CTAs serves each row, each CTA a slice held in
+//               registers (register-resident, HK_ROWS == 1 only, sm_90+): Note [Split rows over a cluster]
 //   HK_SMEM     (optional, default 0) 1: with HK_CLUSTER > 1 and 16-byte vectors, the slice is
 //               staged in dynamic shared memory instead of registers (Note [Shared-memory slices])
 //   HK_LOG      (optional, default 0) 1: log_softmax instead of softmax
@@ -67,9 +67,13 @@ static_assert(HK_ROWS >= 1 && (HK_ROWS & (HK_ROWS - 1)) == 0 && HK_ROWS <= HK_TH
                   (HK_ROWS == 1 || HK_ROW_THREADS <= 32),
               "HK_ROWS must be 1 or leave each row at most one warp");
 static_assert(HK_ITEMS >= 0 && HK_ITEMS <= 16, "HK_ITEMS must be in [0, 16]");
-static_assert(HK_CLUSTER == 1 || ((HK_CLUSTER == 2 || HK_CLUSTER == 4 || HK_CLUSTER == 8) && HK_ROWS == 1 &&
-                                  HK_ITEMS > 0),
-              "HK_CLUSTER must be 1, or 2, 4 or 8 with HK_ROWS == 1 and HK_ITEMS > 0");
+// 16 is a non-portable cluster size (sm_90's portable maximum is 8): the
+// launcher opts in (Note [Function attributes before launch] in
+// runtime/include/hotkernel/runtime/CudaKernelLauncher.h). The pair merge reads
+// one peer per lane, so a cluster must not exceed a warp.
+static_assert(HK_CLUSTER == 1 || ((HK_CLUSTER == 2 || HK_CLUSTER == 4 || HK_CLUSTER == 8 || HK_CLUSTER == 16) &&
+                                  HK_ROWS == 1 && HK_ITEMS > 0),
+              "HK_CLUSTER must be 1, or 2, 4, 8 or 16 with HK_ROWS == 1 and HK_ITEMS > 0");
 static_assert(HK_LOG == 0 || HK_LOG == 1, "HK_LOG must be 0 or 1");
 
 // L2 hints for the streaming variant's 16-byte accesses only (Note [Streaming

@@ -49,13 +49,18 @@ constexpr int kUnrollChoices[] = {1, 2, 4, 8};
 constexpr int kMultiRowThreads = 128;
 constexpr int kRowThreadChoices[] = {4, 8, 16, 32};
 constexpr int64_t kMultiRowMinRows = 256;
-// Split rows over a cluster (sm_90+): cluster sizes (8: the portable maximum) and CTA sizes.
-constexpr int kClusterChoices[] = {2, 4, 8};
+// Split rows over a cluster (sm_90+): cluster sizes and CTA sizes. 8 is sm_90's
+// portable maximum; 16 is non-portable (the launcher opts in: Note [Function
+// attributes before launch] in CudaKernelLauncher.h), offered for few rows only.
+constexpr int kClusterChoices[] = {2, 4, 8, 16};
+constexpr int kPortableCluster = 8;
 constexpr int kClusterThreadChoices[] = {256, 512, 1024};
 // Fewer rows than this leave SMs idle with one CTA per row (H200: 132 SMs).
 constexpr int64_t kFewRows = 264;
 constexpr int64_t kClusterMinCols = 4096;
 constexpr size_t kMaxSpaceSize = 12;
+// Cluster points the space starts with for few rows.
+constexpr size_t kFewRowsSplitHead = 6;
 
 
 // Note [Cross entropy register budget]
@@ -105,10 +110,25 @@ int unrollFor(DType dtype, int threads, int vec, int64_t want) {
 // enough CTAs for the SMs: per CTA size, the unroll that issues a thread's
 // vectors of the row in as few batches as the budget allows; CTA sizes
 // ranked by vectors per thread closest to 8 (a few batches of loads in flight
-// without most lanes idle), ties to the larger CTA. Few rows (< 264) of >= 4096
-// classes on sm_90+: clusters first, the largest first (decode: [1, 128256]
-// on one SM cannot beat ATen's one CTA a row); short rows (<= 256 vectors) and
-// many of them: several rows per CTA first.
+// without most lanes idle), ties to the larger CTA. Short rows (<= 256
+// vectors) and many of them: several rows per CTA first.
+// Few rows (< 264) of >= 4096 classes on sm_90+: clusters first, the largest
+// first (decode: [1, 128256] on one SM cannot beat ATen's one CTA a row), 16
+// (non-portable) included. A decode row is latency-bound: a launch, DRAM
+// round trips, the CTA and cluster reductions. So within a cluster each CTA
+// size gets the unroll that covers its thread's share of the slice in ONE
+// batch where the budget allows (cluster 16 x 256 threads x vec 8 on
+// [32, 128256]: ~4 vectors a thread, unroll 4: every load issued before the
+// first use), and CTA sizes rank by vectors per thread closest to 4 (a
+// thread's loads in flight at once, without a CTA of mostly single loads),
+// ties to the smaller CTA (a shorter reduction before the cluster barrier);
+// a CTA size larger than the slice (idle threads) is left out, and so is a
+// cluster whose slice leaves most threads of a 256-thread CTA idle. On the H200,
+// bf16 [1, 128256] was served by cluster 8 x 512 threads x unroll 4 (8.1 us;
+// ATen 28.6), which this ranks first among cluster 8; [32, 128256] by cluster
+// 8 x 256 threads x unroll 2 (13.5 us; ATen 31): 4 batches of 2, not a seed,
+// a point the search reached by mutating the unroll.
+// Many rows keep the portable clusters, smallest first, 1024 threads first.
 std::vector<CrossEntropyParams> rowPoints(const CrossEntropyVariant& v, int vec) {
   struct Scored {
     CrossEntropyParams p;
@@ -150,17 +170,34 @@ std::vector<CrossEntropyParams> multiRowPoints(const CrossEntropyVariant& v, int
   return out;
 }
 
+// Split-row points (sm_90+), best guess first (Note [Cross entropy parameter ranking]).
 std::vector<CrossEntropyParams> clusterPoints(const CrossEntropyVariant& v, int vec) {
   std::vector<CrossEntropyParams> out;
-  std::vector<int> clusters(std::begin(kClusterChoices), std::end(kClusterChoices));
-  if (v.rows < kFewRows) std::reverse(clusters.begin(), clusters.end());
+  const bool fewRows = v.rows < kFewRows;
+  std::vector<int> clusters;
+  for (int cluster : kClusterChoices) {
+    if (fewRows || cluster <= kPortableCluster) clusters.push_back(cluster);
+  }
+  if (fewRows) std::reverse(clusters.begin(), clusters.end());
   const int64_t nvec = v.cols / vec;
   for (int cluster : clusters) {
     const int64_t slice = ceilDiv(nvec, cluster);
+    if (2 * slice < 256) continue;  // most of even a 256-thread CTA idle: a smaller cluster does the same
+    std::vector<CrossEntropyParams> sizes;
     for (int threads : {1024, 512, 256}) {
-      if (threads / 2 > slice && threads > 256) continue;
-      out.push_back({threads, vec, unrollFor(v.dtype, threads, vec, ceilDiv(slice, threads)), 1, cluster});
+      if (threads > 256 && (fewRows ? threads > slice : threads / 2 > slice)) continue;
+      sizes.push_back({threads, vec, unrollFor(v.dtype, threads, vec, ceilDiv(slice, threads)), 1, cluster});
     }
+    if (fewRows) {
+      auto distance = [&](const CrossEntropyParams& p) {
+        return std::fabs(std::log2(static_cast<double>(std::max<int64_t>(ceilDiv(slice, p.threads), 1))) - 2.0);
+      };
+      std::stable_sort(sizes.begin(), sizes.end(), [&](const CrossEntropyParams& a, const CrossEntropyParams& b) {
+        if (distance(a) != distance(b)) return distance(a) < distance(b);
+        return a.threads < b.threads;
+      });
+    }
+    out.insert(out.end(), sizes.begin(), sizes.end());
   }
   return out;
 }
@@ -341,7 +378,7 @@ std::vector<CrossEntropyParams> CrossEntropyFamily::parameterSpace(const CrossEn
   const std::vector<CrossEntropyParams> scalar = rowPoints(v, 1);
   const size_t headLimit = kMaxSpaceSize - 2;
   const bool splitFirst = !split.empty() && v.rows < kFewRows;
-  for (size_t i = 0; splitFirst && i < split.size() && i < 6; ++i) add(split[i], headLimit);
+  for (size_t i = 0; splitFirst && i < split.size() && i < kFewRowsSplitHead; ++i) add(split[i], headLimit);
   for (size_t i = 0; i < multi.size() && i < 3; ++i) add(multi[i], headLimit);
   for (size_t i = 0; i < wide.size() && i < 4; ++i) add(wide[i], headLimit);
   for (size_t i = 0; !splitFirst && i < split.size() && i < 2; ++i) add(split[i], headLimit);

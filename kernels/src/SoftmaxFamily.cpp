@@ -29,8 +29,11 @@ constexpr int kMultiRowItemChoices[] = {1, 2, 4, 8};
 constexpr int64_t kMultiRowMinRows = 256;
 constexpr int kMaxSpaceSize = 12;
 // Split rows (Note [Split rows over a cluster] in the template): cluster sizes
-// (8 is the portable maximum) and CTA sizes.
-constexpr int kClusterChoices[] = {2, 4, 8};
+// and CTA sizes. 8 is sm_90's portable maximum; 16 is non-portable (the
+// launcher opts in: Note [Function attributes before launch] in
+// CudaKernelLauncher.h) and offered for few rows only (Note [Decode clusters]).
+constexpr int kClusterChoices[] = {2, 4, 8, 16};
+constexpr int kPortableCluster = 8;
 constexpr int kClusterThreadChoices[] = {256, 512, 1024};
 // Slices staged in shared memory (Note [Shared-memory slices] in the
 // template): CTA sizes and items (16-byte vectors a thread).
@@ -41,6 +44,9 @@ constexpr int kSmemItemChoices[] = {1, 2, 3, 4, 6, 8, 12, 16};
 constexpr int64_t kFewRows = 264;
 // Clusters start to pay off for rows of at least this many elements.
 constexpr int64_t kClusterMinCols = 4096;
+// Split-row points the space starts with: few rows (Note [Decode clusters]), or rows no CTA holds.
+constexpr size_t kFewRowsSplitHead = 8;
+constexpr size_t kSplitHead = 6;
 
 
 int registerElements(int threads) {
@@ -178,21 +184,45 @@ std::vector<SoftmaxParams> streamingPoints(const SoftmaxVariant& v, int vec) {
 
 // Split-row points at width `vec` (sm_90+), best guess first: per cluster
 // size, the two CTA sizes with the fewest items that cover a slice. Few rows:
-// the largest clusters first (more SMs per row); many rows: the smallest
-// cluster that covers the row first (fewer barriers per byte). Each point's
-// shared-memory twin (Note [Shared-memory slices] in the template), where
-// there is one: for many rows every twin comes first, the smallest stage
-// first (more CTAs, so more rows, in flight per SM: bf16 [8192, 128256]
-// 256 x 8 cluster 8 measured 1472 -> 1322 us on the H200); for few rows
-// (a row per cluster, nothing to overlap) each twin right after its point.
+// the largest clusters first (more SMs per row: Note [Decode clusters]); many
+// rows: the smallest cluster that covers the row first (fewer barriers per
+// byte), portable sizes only. Each point's shared-memory twin (Note
+// [Shared-memory slices] in the template), where there is one: for many rows
+// every twin comes first, the smallest stage first (more CTAs, so more rows,
+// in flight per SM: bf16 [8192, 128256] 256 x 8 cluster 8 measured 1472 ->
+// 1322 us on the H200); for few rows (a row per cluster, nothing to overlap)
+// the best point's twin right after it, then the second point (its twin is
+// one step of the search's smem axis away).
+//
+// Note [Decode clusters]
+// A guess, to be measured like every point. Few rows of a long row (decode:
+// bf16 [1, 128256] and [32, 128256]) are latency-bound: a launch, one DRAM
+// round trip for the row, the CTA reduction and two cluster barriers. Served
+// on the H200 by cluster 8 x 256 threads x 8 items (7.6 and 12.5 us; ATen 36
+// and 38 us). Spreading the row over 16 CTAs (a non-portable cluster: its
+// 16 CTAs are co-scheduled on one GPC) halves the bytes each CTA must bring
+// in and each thread's items (16 x 256 threads x 4 items hold 131072
+// elements), at the price of a wider barrier and 16 pairs to merge, and the
+// launch fails on a GPU that cannot co-schedule it (the candidate is then
+// dropped: Note [Function attributes before launch] in CudaKernelLauncher.h).
+// Few rows therefore rank the largest cluster
+// first, and, within a cluster, 8 items a thread as the best count instead
+// of 4: a thread's vectors are all loads issued before the first use, and a
+// smaller CTA (256 rather than 512 threads for the same slice) has a shorter
+// reduction before the cluster barrier; the cluster-8 winner above is such a
+// point. Many rows fill the GPU without wide clusters: no cluster 16 there.
 std::vector<SoftmaxParams> clusterPoints(const SoftmaxVariant& v, int vec) {
   struct Scored {
     SoftmaxParams p;
     double score;
   };
   const bool fewRows = v.rows < kFewRows;
+  const int bestItems = fewRows ? 8 : 4;
   std::vector<SoftmaxParams> registers, staged, interleaved;
-  std::vector<int> clusters(std::begin(kClusterChoices), std::end(kClusterChoices));
+  std::vector<int> clusters;
+  for (int cluster : kClusterChoices) {
+    if (fewRows || cluster <= kPortableCluster) clusters.push_back(cluster);
+  }
   if (fewRows) std::reverse(clusters.begin(), clusters.end());
   const int64_t nvec = v.cols / vec;
   for (int cluster : clusters) {
@@ -204,7 +234,7 @@ std::vector<SoftmaxParams> clusterPoints(const SoftmaxVariant& v, int vec) {
         SoftmaxParams p{threads, vec, items, 1, cluster};
         if (!SoftmaxFamily::guardParams(v, p)) break;
         const double util = static_cast<double>(slice) / (static_cast<double>(threads) * items);
-        if (util >= 0.5) scored.push_back({p, util * itemsFactor(items, 4)});
+        if (util >= 0.5) scored.push_back({p, util * itemsFactor(items, bestItems)});
         break;
       }
     }
@@ -216,7 +246,7 @@ std::vector<SoftmaxParams> clusterPoints(const SoftmaxVariant& v, int vec) {
       interleaved.push_back(scored[i].p);
       if (SoftmaxFamily::guardParams(v, twin)) {
         staged.push_back(twin);
-        interleaved.push_back(twin);
+        if (i == 0) interleaved.push_back(twin);
       }
     }
   }
@@ -339,7 +369,8 @@ std::vector<SoftmaxParams> SoftmaxFamily::parameterSpace(const SoftmaxVariant& v
   const std::vector<SoftmaxParams> split =
       computeCapability >= 90 && v.cols >= kClusterMinCols ? clusterPoints(v, vec) : std::vector<SoftmaxParams>{};
   const bool splitFirst = !split.empty() && (wide.empty() || v.rows < kFewRows);
-  for (size_t i = 0; splitFirst && i < split.size() && i < 6; ++i) add(split[i], headLimit);
+  const size_t splitHead = v.rows < kFewRows ? kFewRowsSplitHead : kSplitHead;
+  for (size_t i = 0; splitFirst && i < split.size() && i < splitHead; ++i) add(split[i], headLimit);
   for (size_t i = 0; shortRows && i < multi.size() && i < 3; ++i) add(multi[i], headLimit);
   for (size_t i = 0; i < wide.size() && i < kHeadWide; ++i) add(wide[i], headLimit);
   for (size_t i = 0; i < multi.size() && i < 2; ++i) add(multi[i], headLimit);

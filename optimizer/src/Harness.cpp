@@ -15,6 +15,7 @@
 
 #include "hotkernel/optimizer/WorkSlices.h"
 #include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/KernelArgs.h"
 
 namespace hotkernel {
@@ -259,8 +260,12 @@ struct Runner {
     for (const at::Tensor& t : args.rowInputs) rowInputCopies.push_back(t.defined() ? t.clone() : at::Tensor());
     const KernelArgs kernelArgs = spec.kernelArgs(in, args, launchOuts);
     if (pause) pause();
-    if (!launcher->launchWith(kernelArgs, stream.stream(), c.geometry(rows, cols))) {
-      why = "launch failed";
+    // A launch the GPU refuses (a cluster wider than it co-schedules: Note
+    // [Function attributes before launch]) fails here, synchronously, and
+    // leaves the context usable: the candidate fails its stage, the next runs.
+    if (const CUresult r = launcher->launchStatus(kernelArgs, stream.stream(), c.geometry(rows, cols));
+        r != CUDA_SUCCESS) {
+      why = "launch failed: " + cudaErrorString(r);
       return {};
     }
     at::cuda::CUDAEvent done(cudaEventDefault);

@@ -15,6 +15,7 @@
 #include "hotkernel/optimizer/Subprocess.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
+#include "hotkernel/runtime/CudaKernelLauncher.h"
 #include "hotkernel/runtime/Logging.h"
 
 namespace hotkernel {
@@ -130,10 +131,9 @@ int sandboxRunHelperMain() {
     CUfunction fn;
     ok(d->cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData");
     ok(d->cuModuleGetFunction(&fn, module, h.at("kernelName").get<std::string>().c_str()), "cuModuleGetFunction");
-    if (shared > 48 * 1024) {
-      ok(d->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared)),
-         "cuFuncSetAttribute");
-    }
+    // What the in-process launcher sets too (Note [Function attributes before launch]).
+    const char* step = "prepareFunction";
+    ok(prepareFunction(*d, fn, shared, &step), step);
     long long r = rows, c = cols;
     void* args[] = {&in, &out, &r, &c};
     const auto t0 = std::chrono::steady_clock::now();

@@ -21,6 +21,8 @@
 #include <sstream>
 
 #include "hotkernel/kernels/CrossEntropyFamily.h"
+#include "hotkernel/optimizer/CrossEntropyTuner.h"
+#include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/CudaKernelLauncher.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -337,6 +339,45 @@ TEST_F(CrossEntropyGpuTest, GivenAnOutOfRangeTargetWhenRunThenThatRowIsNanAndSoI
     } else {
       EXPECT_TRUE(got.isnan().item<bool>()) << kernels::reductionName(r);
     }
+  }
+}
+
+// The decode cluster points (Note [Cross entropy parameter ranking]): clusters
+// of 16 CTAs (non-portable: the launcher's opt-in) and the cluster-8 point the
+// H200 served [32, 128256] with, through the five-stage harness as the tuner
+// runs them (special values, a sweep of shapes, determinism, edge cases).
+TEST_F(CrossEntropyGpuTest, GivenDecodeClusterPointsWhenRunThroughTheHarnessThenAllFiveStagesPass) {
+  const int cc = computeCapability();
+  if (cc < 90) {
+    // No cluster is offered below sm_90.
+    for (const CrossEntropyParams& p : CrossEntropyFamily::parameterSpace({DType::BFloat16, 32, 128256, R::Mean}, cc)) {
+      EXPECT_EQ(p.cluster, 1) << p.describe();
+    }
+    return;
+  }
+  struct Case {
+    CrossEntropyVariant v;
+    CrossEntropyParams p;
+  };
+  const std::vector<Case> cases = {
+      {{DType::BFloat16, 32, 128256, R::Mean}, {256, 8, 4, 1, 16}},
+      {{DType::BFloat16, 1, 128256, R::None}, {512, 8, 2, 1, 16}},
+      {{DType::BFloat16, 32, 128256, R::Sum}, {256, 8, 2, 1, 8}},
+      {{DType::Float32, 3, 100000, R::Mean}, {512, 4, 4, 1, 16}},
+  };
+  const std::string arch = queryDevice(0).nvrtcArch();
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(kernels::dtypeName(c.v.dtype)) + " [" + std::to_string(c.v.rows) + ", " +
+                 std::to_string(c.v.cols) + "] " + kernels::reductionName(c.v.reduction) + " " + c.p.describe());
+    ASSERT_TRUE(CrossEntropyFamily::guardParams(c.v, c.p));
+    const std::string cubin = compileToCubin(CrossEntropyFamily::source(), "cross_entropy.cu", arch,
+                                             CrossEntropyFamily::compileOptions(c.v.dtype, c.p, c.v.reduction))
+                                  .cubin;
+    const HarnessReport r = runHarness(crossEntropySpec(c.v.reduction), crossEntropyCandidate(c.v, c.p, cubin),
+                                       c.v.dtype, c.v.rows, c.v.cols, 0);
+    EXPECT_TRUE(r.passed) << (r.failure() ? std::string(toString(r.failure()->stage)) + ": " + r.failure()->detail
+                                          : std::string("?"));
+    EXPECT_EQ(r.stages.size(), 5u);
   }
 }
 

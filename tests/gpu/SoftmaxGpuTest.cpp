@@ -50,7 +50,7 @@ void expectEveryPointMatchesAten(kernels::SoftmaxOp op) {
     std::string cubin, error;
   };
   std::vector<Case> cases;
-  int clusterCases = 0;
+  int clusterCases = 0, wideClusterCases = 0;
   for (DType d : {DType::Float32, DType::Float16, DType::BFloat16}) {
     for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{1, 1},
                                                                       {7, 13},
@@ -66,11 +66,13 @@ void expectEveryPointMatchesAten(kernels::SoftmaxOp op) {
       for (const auto& p : SoftmaxFamily::parameterSpace(v, cc)) {
         cases.push_back(Case{d, rows, cols, p, "", ""});
         clusterCases += p.cluster > 1;
+        wideClusterCases += p.cluster > 8;  // non-portable: the launcher's opt-in
       }
     }
   }
   ASSERT_FALSE(cases.empty());
   if (cc >= 90) EXPECT_GT(clusterCases, 0) << "no cluster point was tested on an sm_90+ GPU";
+  if (cc >= 90) EXPECT_GT(wideClusterCases, 0) << "no 16-CTA cluster point was tested on an sm_90+ GPU";
   tbb::parallel_for(size_t(0), cases.size(), [&](size_t i) {
     try {
       cases[i].cubin = compileToCubin(SoftmaxFamily::source(), "softmax.cu", arch,
@@ -139,6 +141,14 @@ TEST(SoftmaxGpuTest, GivenClusterAndLogPointsWhenRunThroughTheHarnessThenAllFive
     cases.push_back({kernels::SoftmaxOp::Softmax, {DType::Float32, 5, 40000}, {1024, 4, 4, 1, 4}});
     cases.push_back({kernels::SoftmaxOp::LogSoftmax, {DType::BFloat16, 3, 128256}, {512, 8, 4, 1, 8}});
     cases.push_back({kernels::SoftmaxOp::LogSoftmax, {DType::Float16, 9, 30000}, {256, 8, 8, 1, 2}});
+    // Non-portable clusters of 16 (Note [Decode clusters]), register- and
+    // shared-memory-resident, at the decode shapes and an odd one.
+    kernels::SoftmaxParams staged{256, 8, 4, 1, 16};
+    staged.smem = true;
+    cases.push_back({kernels::SoftmaxOp::Softmax, {DType::BFloat16, 32, 128256}, {256, 8, 4, 1, 16}});
+    cases.push_back({kernels::SoftmaxOp::Softmax, {DType::BFloat16, 1, 128256}, staged});
+    cases.push_back({kernels::SoftmaxOp::Softmax, {DType::Float32, 3, 100000}, {512, 4, 4, 1, 16}});
+    cases.push_back({kernels::SoftmaxOp::LogSoftmax, {DType::BFloat16, 32, 128256}, {512, 8, 2, 1, 16}});
   }
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(kernels::softmaxOpName(c.op)) + " " + kernels::dtypeName(c.v.dtype) + " " +

@@ -182,6 +182,8 @@ TEST(CrossEntropyFamilyTest, GivenEveryDTypeWhenListingAllPointsThenUniqueValidA
     EXPECT_TRUE(seen.count({512, wide, 8, 1, 1}));
     EXPECT_TRUE(seen.count({128, 1, 1, 32, 1})) << "no four-threads-per-row point";
     EXPECT_TRUE(seen.count({1024, wide, 4, 1, 8})) << "no 8-CTA cluster point";
+    EXPECT_TRUE(seen.count({256, wide, 4, 1, 16})) << "no 16-CTA (non-portable) cluster point";
+    EXPECT_TRUE(seen.count({1024, 1, 1, 1, 16})) << "no scalar 16-CTA cluster point";
   }
 }
 
@@ -192,12 +194,34 @@ TEST(CrossEntropyFamilyTest, GivenPointsOutsideTheWhitelistWhenGuardedThenRefuse
   EXPECT_FALSE(CrossEntropyFamily::guardParams(v, P{256, 8, 3, 1, 1}));
   EXPECT_FALSE(CrossEntropyFamily::guardParams(v, P{256, 8, 16, 1, 1}));
   EXPECT_FALSE(CrossEntropyFamily::guardParams(v, P{128, 8, 1, 2, 1}));   // 64 threads a row: spans warps
-  EXPECT_FALSE(CrossEntropyFamily::guardParams(v, P{256, 8, 1, 1, 16}));  // non-portable cluster
+  EXPECT_FALSE(CrossEntropyFamily::guardParams(v, P{256, 8, 1, 1, 32}));  // wider than a warp of peers
+  EXPECT_FALSE(CrossEntropyFamily::guardParams(v, P{256, 8, 1, 1, 12}));
+  EXPECT_FALSE(CrossEntropyFamily::guardParams(v, P{128, 8, 1, 1, 16}));  // cluster CTAs of 128
   EXPECT_FALSE(CrossEntropyFamily::guardParams(v, P{128, 8, 1, 1, 2}));   // cluster CTAs of 128
   EXPECT_FALSE(CrossEntropyFamily::guardParams(v, P{128, 8, 1, 8, 2}));   // cluster with several rows
   EXPECT_FALSE(CrossEntropyFamily::guardParams({DType::Float32, 64, 4096, R::Sum}, P{256, 8, 1, 1, 1}));
   EXPECT_THROW(CrossEntropyFamily::compileOptions(DType::BFloat16, P{384, 8, 1, 1, 1}, R::Mean), Error);
   EXPECT_THROW(CrossEntropyFamily::compileOptions(DType::BFloat16, P{256, 8, 1, 1, 1}, static_cast<R>(5)), Error);
+}
+
+TEST(CrossEntropyFamilyTest, GivenAClusterOfSixteenWhenGuardedThenAcceptedAsAnSm90PointWithItsGeometry) {
+  const V v{DType::BFloat16, 32, 128256, R::Mean};
+  const P p{256, 8, 4, 1, 16};
+  EXPECT_TRUE(CrossEntropyFamily::guardParams(v, p));
+  EXPECT_TRUE(CrossEntropyFamily::guardParams({DType::BFloat16, 1, 128256, R::None}, p));
+  EXPECT_FALSE(CrossEntropyFamily::guardParams({DType::BFloat16, 1, 128257, R::None}, p)) << "cols % vec != 0";
+  EXPECT_FALSE(CrossEntropyFamily::guardParams(v, P{256, 8, 4, 2, 16})) << "several rows per CTA";
+  EXPECT_EQ(p.minComputeCapability(), 90);
+  const std::vector<std::string> o = CrossEntropyFamily::compileOptions(DType::BFloat16, p, R::Mean);
+  EXPECT_EQ(std::count(o.begin(), o.end(), "-DHK_CLUSTER=16"), 1);
+  const LaunchGeometry g = CrossEntropyFamily::launchGeometry(v, p);
+  EXPECT_EQ(g.gridX, 32u * 16);
+  EXPECT_EQ(g.blockX, 256u);
+  EXPECT_TRUE(CrossEntropyFamily::needsCounter(v, p));
+  EXPECT_FALSE(CrossEntropyFamily::needsCounter({DType::BFloat16, 1, 128256, R::Mean}, p)) << "one cluster";
+  EXPECT_EQ(P::fromJson(nlohmann::json::parse(p.toJson().dump())), p);
+  EXPECT_EQ(p.toJson().dump(), R"({"cluster":16,"rowsPerCta":1,"threads":256,"unroll":4,"vec":8})");
+  EXPECT_EQ(p.describe(), "threads=256 vec=8 unroll=4 cluster=16");
 }
 
 TEST(CrossEntropyFamilyTest, GivenClassesNotAMultipleOfTheVectorWhenGuardedThenOnlyNarrowerPointsAccepted) {
@@ -251,10 +275,43 @@ TEST(CrossEntropyFamilyTest, GivenNamedVariantsWhenAskedForTheSpaceThenValidPoin
 
 TEST(CrossEntropyFamilyTest, GivenDecodeShapesOnHopperWhenAskedForTheSpaceThenTheLargestClusterFirst) {
   for (int64_t rows : {1, 32}) {
-    const std::vector<P> space = CrossEntropyFamily::parameterSpace({DType::BFloat16, rows, 128256, R::Mean}, 90);
-    ASSERT_FALSE(space.empty());
-    EXPECT_EQ(space.front().cluster, 8) << space.front().describe();
-    EXPECT_EQ(space.front().vec, 8);
+    for (R r : kAllReductions) {
+      const V v{DType::BFloat16, rows, 128256, r};
+      const std::vector<P> space = CrossEntropyFamily::parameterSpace(v, 90);
+      ASSERT_FALSE(space.empty());
+      EXPECT_LE(space.size(), 12u);
+      // Note [Cross entropy parameter ranking]: cluster 16 x 256 threads, ~4
+      // vectors a thread in one batch of 4, then 512 threads in one batch of 2;
+      // then cluster 8, led by the point the H200 served [1, 128256] with.
+      ASSERT_GE(space.size(), 3u);
+      EXPECT_EQ(space[0], (P{256, 8, 4, 1, 16})) << space[0].describe();
+      EXPECT_EQ(space[1], (P{512, 8, 2, 1, 16})) << space[1].describe();
+      EXPECT_EQ(space[2], (P{512, 8, 4, 1, 8})) << space[2].describe();
+      for (const P& p : space) {
+        EXPECT_TRUE(CrossEntropyFamily::guardParams(v, p)) << p.describe();
+        if (p.cluster == 1) continue;
+        // A cluster point's threads issue their share of the slice in one batch
+        // where the register budget allows it (it does for every cluster here).
+        const int64_t slice = (128256 / p.vec + p.cluster - 1) / p.cluster;
+        EXPECT_GE(static_cast<int64_t>(p.threads) * p.unroll, slice) << p.describe() << ": more than one batch";
+        EXPECT_LE(p.threads, slice) << p.describe() << ": idle threads";
+      }
+    }
+  }
+  // Below sm_90: no cluster; many rows: no non-portable cluster.
+  for (int cc : {0, 80, 89}) {
+    for (const P& p : CrossEntropyFamily::parameterSpace({DType::BFloat16, 32, 128256, R::Mean}, cc)) {
+      EXPECT_EQ(p.cluster, 1) << "cc " << cc << " " << p.describe();
+    }
+  }
+  for (int64_t rows : {264, 8192}) {
+    for (const P& p : CrossEntropyFamily::parameterSpace({DType::BFloat16, rows, 128256, R::Mean}, 90)) {
+      EXPECT_LE(p.cluster, 8) << rows << " rows: " << p.describe();
+    }
+  }
+  // A slice that leaves most of a 256-thread CTA idle gets no cluster of that size.
+  for (const P& p : CrossEntropyFamily::parameterSpace({DType::BFloat16, 64, 4096, R::Mean}, 90)) {
+    EXPECT_LE(p.cluster, 4) << p.describe();  // 512 vectors: 128 a CTA of 4, 64 of 8
   }
   // Without clusters the same shapes still get one-CTA-a-row points.
   for (const P& p : CrossEntropyFamily::parameterSpace({DType::BFloat16, 1, 128256, R::Mean}, 80)) {
@@ -395,6 +452,12 @@ TEST(CrossEntropyFamilyCompileTest, GivenEveryPointAtMeanWhenCompiledForSm90aAnd
       if (p.minComputeCapability() <= 80) jobs.push_back({d, p, R::Mean, "sm_80"});
     }
   }
+  // The decode points of Note [Cross entropy parameter ranking] are among them.
+  for (const P& decode : {P{256, 8, 4, 1, 16}, P{512, 8, 2, 1, 16}}) {
+    EXPECT_TRUE(std::any_of(jobs.begin(), jobs.end(), [&](const Job& j) {
+      return j.dtype == DType::BFloat16 && j.params == decode && j.arch == "sm_90a";
+    })) << decode.describe();
+  }
   const std::vector<Result> results = compileAll(jobs);
   expectAllCompiledWithoutSpills(jobs, results);
   std::map<std::string, std::string> rows;  // the register report (printed, not asserted)
@@ -433,10 +496,12 @@ TEST(CrossEntropyFamilyCompileTest, GivenASpreadOfPointsAtNoneAndSumWhenCompiled
 
 TEST(CrossEntropyFamilyCompileTest, GivenAClusterPointWhenCompiledForSm80ThenTheTemplateRefusesIt) {
   SKIP_WITHOUT_NVRTC();
-  const P p{1024, 8, 4, 1, 8};
-  EXPECT_THROW(compileToCubin(CrossEntropyFamily::source(), "cross_entropy.cu", "sm_80",
-                              CrossEntropyFamily::compileOptions(DType::BFloat16, p, R::Mean)),
-               Error);
+  for (const P& p : {P{1024, 8, 4, 1, 8}, P{256, 8, 4, 1, 16}}) {
+    EXPECT_THROW(compileToCubin(CrossEntropyFamily::source(), "cross_entropy.cu", "sm_80",
+                                CrossEntropyFamily::compileOptions(DType::BFloat16, p, R::Mean)),
+                 Error)
+        << p.describe();
+  }
 }
 
 TEST(CrossEntropyFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompiledThenTheTemplateRefuses) {
@@ -454,6 +519,8 @@ TEST(CrossEntropyFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCom
        "-DHK_CLUSTER=2"},
       {"-DHK_DTYPE=2", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=8", "-DHK_UNROLL=1", "-DHK_REDUCTION=1",
        "-DHK_CLUSTER=3"},
+      {"-DHK_DTYPE=2", "-DHK_THREADS=256", "-DHK_ROWS=1", "-DHK_VEC=8", "-DHK_UNROLL=4", "-DHK_REDUCTION=1",
+       "-DHK_CLUSTER=32"},
   };
   for (const std::vector<std::string>& options : bad) {
     EXPECT_THROW(compileToCubin(source, "cross_entropy.cu", "sm_90a", options), Error) << options.back();

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -95,6 +96,17 @@ TEST(SoftmaxFamilyCompileTest, GivenEveryPointOfEveryDTypeWhenCompiledForSm90aTh
   for (DType d : kAllDTypes) {
     for (const SoftmaxParams& p : SoftmaxFamily::allParameterPoints(d)) jobs.push_back({d, p, "sm_90a"});
   }
+  // The non-portable cluster points are among them, register- and shared-memory-resident
+  // (the decode points of Note [Decode clusters]).
+  for (const SoftmaxParams& decode : {SoftmaxParams{256, 8, 4, 1, 16}, SoftmaxParams{512, 8, 2, 1, 16}}) {
+    SoftmaxParams staged = decode;
+    staged.smem = true;
+    for (const SoftmaxParams& p : {decode, staged}) {
+      EXPECT_TRUE(std::any_of(jobs.begin(), jobs.end(),
+                              [&](const Job& j) { return j.dtype == DType::BFloat16 && j.params == p; }))
+          << p.describe();
+    }
+  }
   const std::vector<Result> results = compileAll(jobs);
   expectAllCompiledWithoutSpills(jobs, results);
 
@@ -169,14 +181,18 @@ TEST(SoftmaxFamilyCompileTest, GivenEveryPointAsLogSoftmaxWhenCompiledForSm90aTh
 
 TEST(SoftmaxFamilyCompileTest, GivenAClusterPointWhenCompiledForSm80ThenTheTemplateRefusesIt) {
   SKIP_WITHOUT_NVRTC();
-  const SoftmaxParams p{1024, 8, 2, 1, 8};
-  EXPECT_EQ(p.minComputeCapability(), 90);
-  EXPECT_THROW(compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", "sm_80",
-                              SoftmaxFamily::compileOptions(DType::BFloat16, p)),
-               Error);
-  const NvrtcOutput ok = compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", "sm_90a",
-                                        SoftmaxFamily::compileOptions(DType::BFloat16, p));
-  EXPECT_NE(ok.cubin.find(SoftmaxFamily::kKernelName), std::string::npos);
+  SoftmaxParams staged{256, 8, 4, 1, 16};
+  staged.smem = true;
+  for (const SoftmaxParams& p : {SoftmaxParams{1024, 8, 2, 1, 8}, SoftmaxParams{256, 8, 4, 1, 16}, staged}) {
+    EXPECT_EQ(p.minComputeCapability(), 90) << p.describe();
+    EXPECT_THROW(compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", "sm_80",
+                                SoftmaxFamily::compileOptions(DType::BFloat16, p)),
+                 Error)
+        << p.describe();
+    const NvrtcOutput ok = compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", "sm_90a",
+                                          SoftmaxFamily::compileOptions(DType::BFloat16, p));
+    EXPECT_NE(ok.cubin.find(SoftmaxFamily::kKernelName), std::string::npos) << p.describe();
+  }
 }
 
 TEST(SoftmaxFamilyCompileTest, GivenParametersOutsideTheTemplatesLimitsWhenCompiledThenTheTemplateRefuses) {
@@ -193,6 +209,7 @@ TEST(SoftmaxFamilyCompileTest, GivenParametersOutsideTheTemplatesLimitsWhenCompi
       {"-DHK_DTYPE=2", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=8", "-DHK_ITEMS=0", "-DHK_CLUSTER=4"},  // streaming
       {"-DHK_DTYPE=2", "-DHK_THREADS=128", "-DHK_ROWS=8", "-DHK_VEC=8", "-DHK_ITEMS=1", "-DHK_CLUSTER=2"},  // rows per CTA
       {"-DHK_DTYPE=2", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=8", "-DHK_ITEMS=2", "-DHK_CLUSTER=3"},
+      {"-DHK_DTYPE=2", "-DHK_THREADS=256", "-DHK_ROWS=1", "-DHK_VEC=8", "-DHK_ITEMS=2", "-DHK_CLUSTER=32"},  // > a warp
       {"-DHK_DTYPE=2", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=8", "-DHK_ITEMS=2", "-DHK_LOG=2"},
   };
   for (const std::vector<std::string>& options : bad) {

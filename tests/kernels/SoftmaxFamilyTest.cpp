@@ -91,8 +91,8 @@ TEST(SoftmaxFamilyTest, GivenEveryDTypeWhenListingAllPointsThenUniqueAndEachIsAV
     }
     EXPECT_TRUE(seen.count({1024, 1, 0, 1})) << "no scalar streaming point";
     EXPECT_TRUE(seen.count({128, 1, 1, 32})) << "no four-threads-per-row point";
-    for (int c : {2, 4, 8}) EXPECT_TRUE(clusters.count({1024, 1, 1, c, false})) << "no cluster " << c << " point";
-    for (int c : {2, 4, 8}) {
+    for (int c : {2, 4, 8, 16}) EXPECT_TRUE(clusters.count({1024, 1, 1, c, false})) << "no cluster " << c << " point";
+    for (int c : {2, 4, 8, 16}) {
       EXPECT_TRUE(clusters.count({256, static_cast<int>(16 / elementSize(d)), 8, c, true}))
           << "no staged cluster " << c << " point";
     }
@@ -106,9 +106,10 @@ TEST(SoftmaxFamilyTest, GivenClusterPointsWhenGuardedThenTheClusterMultipliesThe
   EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 131080}, p));
   // Short rows leave slices empty, which the kernel handles (masked lanes).
   EXPECT_TRUE(SoftmaxFamily::guardParams({DType::BFloat16, 3, 8}, p));
-  // Not points: a cluster of 3 or 16, a streaming or several-rows cluster point, 128-thread CTAs.
+  // Not points: a cluster of 3 or 32, a streaming or several-rows cluster point, 128-thread CTAs.
   EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{1024, 8, 4, 1, 3}));
-  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{1024, 8, 4, 1, 16}));
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{1024, 8, 4, 1, 32}));
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{1024, 8, 0, 1, 16}));
   EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{1024, 8, 0, 1, 4}));
   EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{128, 8, 1, 8, 2}));
   EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{128, 8, 1, 1, 2}));
@@ -175,8 +176,8 @@ TEST(SoftmaxFamilyTest, GivenLongOrFewRowsOnHopperWhenAskedForTheSpaceThenCluste
       ASSERT_FALSE(space.empty()) << name(v);
       EXPECT_GT(space.front().cluster, 1) << name(v) << " " << space.front().describe();
       for (const P& p : space) EXPECT_TRUE(SoftmaxFamily::guardParams(v, p)) << name(v) << " " << p.describe();
-      // Few rows: the largest cluster first.
-      if (v.rows < 264) EXPECT_EQ(space.front().cluster, 8) << name(v);
+      // Few rows: the largest cluster first (Note [Decode clusters]).
+      if (v.rows < 264) EXPECT_EQ(space.front().cluster, 16) << name(v);
       EXPECT_LE(space.size(), 12u);
       EXPECT_TRUE(std::any_of(space.begin(), space.end(), [](const P& p) { return p.items == 0; })) << name(v);
     }
@@ -191,6 +192,92 @@ TEST(SoftmaxFamilyTest, GivenLongOrFewRowsOnHopperWhenAskedForTheSpaceThenCluste
   EXPECT_TRUE(std::any_of(medium.begin(), medium.end(), [](const P& p) { return p.cluster > 1; }));
   // Short rows never get clusters.
   for (const P& p : SoftmaxFamily::parameterSpace({DType::BFloat16, 32768, 128}, 90)) EXPECT_EQ(p.cluster, 1);
+}
+
+TEST(SoftmaxFamilyTest, GivenAClusterOfSixteenWhenGuardedThenSixteenSlicesOfTheRowOnSm90Only) {
+  const P p{256, 8, 4, 1, 16};  // 16 CTAs x 256 threads x 8 x 4 = 131072 elements
+  EXPECT_TRUE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 128256}, p));
+  EXPECT_TRUE(SoftmaxFamily::guardParams({DType::BFloat16, 32, 128256}, p));
+  EXPECT_TRUE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 131072}, p));
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 131080}, p));
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 128260}, p)) << "cols % vec != 0";
+  EXPECT_TRUE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 128256}, smemPoint(256, 8, 4, 16)));
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 128256}, P{256, 8, 4, 2, 16})) << "several rows";
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 128256}, P{128, 8, 8, 1, 16})) << "128 threads";
+  // sm_90+ only: the callers compare minComputeCapability with the GPU's.
+  EXPECT_EQ(p.minComputeCapability(), 90);
+  EXPECT_EQ(smemPoint(256, 8, 4, 16).minComputeCapability(), 90);
+  const std::vector<std::string> o = SoftmaxFamily::compileOptions(DType::BFloat16, p);
+  EXPECT_EQ(std::count(o.begin(), o.end(), "-DHK_CLUSTER=16"), 1);
+  const LaunchGeometry g = SoftmaxFamily::launchGeometry({DType::BFloat16, 32, 128256}, p);
+  EXPECT_EQ(g.gridX, 32u * 16);
+  EXPECT_EQ(g.blockX, 256u);
+  EXPECT_EQ(g.sharedBytes, 0u);
+  EXPECT_EQ(SoftmaxFamily::launchGeometry({DType::BFloat16, 1, 128256}, smemPoint(256, 8, 4, 16)).sharedBytes,
+            256u * 4 * 16);
+  // Beyond the grid limit: a whole number of 16-CTA clusters.
+  const unsigned huge = SoftmaxFamily::launchGeometry({DType::Float32, int64_t{1} << 33, 2}, P{256, 1, 1, 1, 16}).gridX;
+  EXPECT_EQ(huge % 16, 0u);
+  EXPECT_GT(huge, 2147483647u - 16);
+}
+
+TEST(SoftmaxFamilyTest, GivenDecodeShapesOnHopperWhenAskedForTheSpaceThenClusterSixteenPointsAndTheClusterEightWinner) {
+  for (int64_t rows : {1, 32}) {
+    const V v{DType::BFloat16, rows, 128256};
+    const std::vector<P> space = SoftmaxFamily::parameterSpace(v, 90);
+    EXPECT_LE(space.size(), 12u) << name(v);
+    auto at = [&](const P& p) { return std::find(space.begin(), space.end(), p) - space.begin(); };
+    const std::ptrdiff_t absent = static_cast<std::ptrdiff_t>(space.size());
+    // Note [Decode clusters]: 16 CTAs x 256 threads x 4 items first, its
+    // shared-memory twin, 512 threads x 2 items; then cluster 8, led by the
+    // point the H200 served these shapes with.
+    EXPECT_EQ(at(P{256, 8, 4, 1, 16}), 0) << name(v);
+    EXPECT_EQ(at(smemPoint(256, 8, 4, 16)), 1) << name(v);
+    EXPECT_EQ(at(P{512, 8, 2, 1, 16}), 2) << name(v);
+    EXPECT_EQ(at(P{256, 8, 8, 1, 8}), 3) << name(v);
+    EXPECT_LT(at(P{512, 8, 4, 1, 8}), absent) << name(v);
+    for (const P& p : space) EXPECT_TRUE(SoftmaxFamily::guardParams(v, p)) << name(v) << " " << p.describe();
+    // Below sm_90 (or unknown): no cluster at all.
+    for (int cc : {0, 80, 89}) {
+      for (const P& p : SoftmaxFamily::parameterSpace(v, cc)) {
+        EXPECT_EQ(p.cluster, 1) << name(v) << " cc " << cc << " " << p.describe();
+      }
+    }
+  }
+  // Many rows fill the GPU without non-portable clusters.
+  for (const P& p : SoftmaxFamily::parameterSpace({DType::BFloat16, 8192, 128256}, 90)) {
+    EXPECT_LE(p.cluster, 8) << p.describe();
+  }
+  for (const P& p : SoftmaxFamily::parameterSpace({DType::BFloat16, 264, 128256}, 90)) {
+    EXPECT_LE(p.cluster, 8) << p.describe();
+  }
+}
+
+TEST(SoftmaxFamilyTest, GivenASweepOfShapesOnHopperWhenAskedForTheSpaceThenWithinTwelveAndEveryPointGuarded) {
+  std::vector<int64_t> colsList;
+  for (int64_t c = 256; c <= (int64_t{1} << 20); c *= 2) {
+    for (int64_t d : {-1, 0, 8, 24}) colsList.push_back(c + d);
+  }
+  for (int64_t c : {32000, 50257, 128256, 151936, 256000}) colsList.push_back(c);
+  for (DType d : kAllDTypes) {
+    for (int64_t rows : {int64_t{1}, int64_t{32}, int64_t{263}, int64_t{264}, int64_t{8192}}) {
+      for (int64_t cols : colsList) {
+        const V v{d, rows, cols};
+        const std::vector<P> space = SoftmaxFamily::parameterSpace(v, 90);
+        ASSERT_FALSE(space.empty()) << name(v);
+        ASSERT_LE(space.size(), 12u) << name(v);
+        bool streaming = false, scalar = false;
+        for (const P& p : space) {
+          ASSERT_TRUE(SoftmaxFamily::guardParams(v, p)) << name(v) << " " << p.describe();
+          ASSERT_EQ(std::count(space.begin(), space.end(), p), 1) << name(v) << " " << p.describe();
+          if (p.cluster > 8) ASSERT_LT(rows, 264) << name(v) << " " << p.describe();
+          streaming = streaming || !p.registerResident();
+          scalar = scalar || p.vec == 1;
+        }
+        ASSERT_TRUE(streaming && scalar) << name(v);
+      }
+    }
+  }
 }
 
 TEST(SoftmaxFamilyTest, GivenAClusterPointWhenAskedForGeometryThenClusterCtasPerRowInWholeClusters) {
@@ -429,6 +516,9 @@ TEST(SoftmaxFamilyTest, GivenParamsWhenJsonRoundTrippedThenEqual) {
   EXPECT_EQ(smemPoint(256, 8, 8, 8).toJson().dump(),
             R"({"cluster":8,"items":8,"rowsPerCta":1,"smem":true,"threads":256,"vec":8})");
   EXPECT_TRUE(P::fromJson(smemPoint(256, 8, 8, 8).toJson()).smem);
+  EXPECT_EQ((P{256, 8, 4, 1, 16}.toJson().dump()), R"({"cluster":16,"items":4,"rowsPerCta":1,"threads":256,"vec":8})");
+  EXPECT_EQ(P::fromJson(nlohmann::json::parse(P{256, 8, 4, 1, 16}.toJson().dump())), (P{256, 8, 4, 1, 16}));
+  EXPECT_EQ(P::fromJson(nlohmann::json::parse(smemPoint(256, 8, 4, 16).toJson().dump())), smemPoint(256, 8, 4, 16));
   // Entries written before rowsPerCta existed read as one row per CTA.
   EXPECT_EQ(P::fromJson({{"threads", 512}, {"vec", 8}, {"items", 8}}), (P{512, 8, 8, 1}));
 }
@@ -447,6 +537,7 @@ TEST(SoftmaxFamilyTest, GivenParamsWhenDescribedThenNamesEveryFieldAndTheAlgorit
   EXPECT_EQ(P({1024, 4, 0}).describe(), "threads=1024 vec=4 items=0 (streaming)");
   EXPECT_EQ(P({128, 8, 1, 8}).describe(), "threads=128 vec=8 items=1 rowsPerCta=8 (register-resident)");
   EXPECT_EQ(smemPoint(256, 8, 8, 8).describe(), "threads=256 vec=8 items=8 cluster=8 (shared-memory-resident)");
+  EXPECT_EQ(P({256, 8, 4, 1, 16}).describe(), "threads=256 vec=8 items=4 cluster=16 (register-resident)");
 }
 
 TEST(SoftmaxFamilyTest, GivenTheFamilyWhenAskedForSourceThenTheEmbeddedTemplate) {

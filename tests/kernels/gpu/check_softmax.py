@@ -36,7 +36,11 @@ cuda.cuModuleLoadData.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char
 cuda.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_char_p]
 cuda.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p]
 cuda.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+CU_FUNC_ATTRIBUTE_NUM_REGS = 4
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH = 11
+CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
+PORTABLE_CLUSTER_SIZE = 8  # sm_90's portable maximum: wider clusters (16) need the opt-in
 
 
 def check(rc, what):
@@ -54,11 +58,27 @@ class Kernel:
         check(cuda.cuModuleGetFunction(ctypes.byref(self.fn), self.module, b"hk_softmax_lastdim"),
               "cuModuleGetFunction")
         regs = ctypes.c_int()
-        check(cuda.cuFuncGetAttribute(ctypes.byref(regs), 4, self.fn), "cuFuncGetAttribute")  # NUM_REGS
+        check(cuda.cuFuncGetAttribute(ctypes.byref(regs), CU_FUNC_ATTRIBUTE_NUM_REGS, self.fn),
+              "cuFuncGetAttribute(NUM_REGS)")
         self.registers = regs.value
         self.shared_opt_in = 0  # dynamic shared memory bytes the function may use (above 48 KiB: opt in)
+        # The cubin's own cluster width (__cluster_dims__; 0 without). Wider than 8
+        # CTAs, the launch needs the non-portable opt-in, which the project's
+        # launcher sets the same way (Note [Function attributes before launch],
+        # runtime/include/hotkernel/runtime/CudaKernelLauncher.h).
+        width = ctypes.c_int()
+        check(cuda.cuFuncGetAttribute(ctypes.byref(width), CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, self.fn),
+              "cuFuncGetAttribute(REQUIRED_CLUSTER_WIDTH)")
+        self.cluster_width = width.value
+        self.refused = None  # why this function cannot run here: its points fail, the others still run
+        if self.cluster_width > PORTABLE_CLUSTER_SIZE:
+            rc = cuda.cuFuncSetAttribute(self.fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
+            if rc != 0:
+                self.refused = f"cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED) failed: CUresult {rc}"
 
     def launch(self, x, out, grid, block, shared=0):
+        if self.refused:
+            raise RuntimeError(self.refused)
         rows, cols = x.shape
         args = [ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(out.data_ptr()),
                 ctypes.c_longlong(rows), ctypes.c_longlong(cols)]
@@ -141,32 +161,13 @@ def run_checks(manifest, kernels, report, quick, max_numel):
             k = kernels[pt["cubin"]]
             entry = {"variant": f'{v["dtype"]}[{rows},{cols}]', "point": pt["describe"], "registers": k.registers,
                      "errors": [], "max_diff": 0.0, "max_diff_vs_fp64": 0.0, "aten_diff_vs_fp64": 0.0}
-            for kind, (x, ref, exact) in inputs.items():
-                out = torch.full_like(x, float("nan"))
-                k.launch(x, out, pt["grid"], pt["block"], pt["shared"])
-                ok, diff, msg = compare(out, ref, tol)
-                entry["max_diff"] = max(entry["max_diff"], diff) if not math.isnan(diff) else diff
-                _, d64, _ = compare(out, exact, 1.0)
-                _, a64, _ = compare(ref, exact, 1.0)
-                entry["max_diff_vs_fp64"] = max(entry["max_diff_vs_fp64"], d64 if not math.isnan(d64) else 0)
-                entry["aten_diff_vs_fp64"] = max(entry["aten_diff_vs_fp64"], a64 if not math.isnan(a64) else 0)
-                if not ok:
-                    entry["errors"].append(f"{kind}: {msg}")
-                out2 = torch.full_like(x, float("nan"))
-                k.launch(x, out2, pt["grid"], pt["block"], pt["shared"])
-                if not bitwise_equal(out, out2):
-                    entry["errors"].append(f"{kind}: not deterministic")
-                if kind in ("randn3", "special") and rows > 3:
-                    out3 = torch.full_like(x, float("nan"))
-                    # 3 CTAs (3 clusters) stride over all rows
-                    k.launch(x, out3, 3 * pt.get("cluster", 1), pt["block"], pt["shared"])
-                    if not bitwise_equal(out, out3):
-                        entry["errors"].append(f"{kind}: row-stride launch differs")
-                if kind == "randn3":  # in place
-                    inplace = x.clone()
-                    k.launch(inplace, inplace, pt["grid"], pt["block"], pt["shared"])
-                    if not bitwise_equal(out, inplace):
-                        entry["errors"].append(f"{kind}: in-place result differs")
+            cluster = pt.get("cluster", 1)
+            if cluster > 1 and k.cluster_width != cluster:
+                entry["errors"].append(f"the cubin's cluster width is {k.cluster_width}, the point's {cluster}")
+            try:
+                check_point(k, pt, rows, tol, inputs, entry)
+            except RuntimeError as e:  # a launch the GPU refuses (a cluster it cannot co-schedule): this point fails
+                entry["errors"].append(str(e))
             torch.cuda.synchronize()
             status = "ok " if not entry["errors"] else "FAIL"
             failures += bool(entry["errors"])
@@ -175,6 +176,36 @@ def run_checks(manifest, kernels, report, quick, max_numel):
                   f'aten_vs64={entry["aten_diff_vs_fp64"]:.3g} {"; ".join(entry["errors"])}', flush=True)
             report["checks"].append(entry)
     return failures
+
+
+def check_point(k, pt, rows, tol, inputs, entry):
+    """Runs one point on every input kind; what fails goes to entry["errors"]."""
+    for kind, (x, ref, exact) in inputs.items():
+        out = torch.full_like(x, float("nan"))
+        k.launch(x, out, pt["grid"], pt["block"], pt["shared"])
+        ok, diff, msg = compare(out, ref, tol)
+        entry["max_diff"] = max(entry["max_diff"], diff) if not math.isnan(diff) else diff
+        _, d64, _ = compare(out, exact, 1.0)
+        _, a64, _ = compare(ref, exact, 1.0)
+        entry["max_diff_vs_fp64"] = max(entry["max_diff_vs_fp64"], d64 if not math.isnan(d64) else 0)
+        entry["aten_diff_vs_fp64"] = max(entry["aten_diff_vs_fp64"], a64 if not math.isnan(a64) else 0)
+        if not ok:
+            entry["errors"].append(f"{kind}: {msg}")
+        out2 = torch.full_like(x, float("nan"))
+        k.launch(x, out2, pt["grid"], pt["block"], pt["shared"])
+        if not bitwise_equal(out, out2):
+            entry["errors"].append(f"{kind}: not deterministic")
+        if kind in ("randn3", "special") and rows > 3:
+            out3 = torch.full_like(x, float("nan"))
+            # 3 CTAs (3 clusters) stride over all rows
+            k.launch(x, out3, 3 * pt.get("cluster", 1), pt["block"], pt["shared"])
+            if not bitwise_equal(out, out3):
+                entry["errors"].append(f"{kind}: row-stride launch differs")
+        if kind == "randn3":  # in place
+            inplace = x.clone()
+            k.launch(inplace, inplace, pt["grid"], pt["block"], pt["shared"])
+            if not bitwise_equal(out, inplace):
+                entry["errors"].append(f"{kind}: in-place result differs")
 
 
 def bench(manifest, kernels, report):
@@ -208,7 +239,11 @@ def bench(manifest, kernels, report):
         print(f"bench {name:>24} aten {t_aten:9.1f} us {v['bytes'] / t_aten / 1e3:7.0f} GB/s", flush=True)
         for pt in v["points"]:
             k = kernels[pt["cubin"]]
-            t = timed(lambda: k.launch(x, out, pt["grid"], pt["block"], pt["shared"]))
+            try:
+                t = timed(lambda: k.launch(x, out, pt["grid"], pt["block"], pt["shared"]))
+            except RuntimeError as e:  # refused by this GPU (run_checks reports it as a failure)
+                print(f"bench {name:>24} {pt['describe']:<44} not run: {e}", flush=True)
+                continue
             print(f"bench {name:>24} {pt['describe']:<44} {t:9.1f} us {v['bytes'] / t / 1e3:7.0f} GB/s "
                   f"x{t_aten / t:5.2f} regs={k.registers}", flush=True)
             report["bench"].append({"variant": name, "point": pt["describe"], "us": t, "aten_us": t_aten,

@@ -43,7 +43,8 @@ struct CrossEntropyParams {
   int vec = 1;         // elements per vector access: a power of two, vec * elementSize <= 16 bytes
   int unroll = 1;      // vectors a thread loads before it uses the first: 1, 2, 4, 8
   int rowsPerCta = 1;  // 1: a CTA (or cluster) per row; > 1: short rows, rowThreads() <= 32 threads per row
-  int cluster = 1;     // 1; 2, 4, 8: a thread-block cluster per row, each CTA a slice (rowsPerCta == 1, sm_90+)
+  int cluster = 1;     // 1; 2, 4, 8, 16: a thread-block cluster per row, each CTA a slice (rowsPerCta == 1,
+                       // sm_90+; 16 is a non-portable size, which the launcher opts in to)
 
   int rowThreads() const { return threads / rowsPerCta; }
   // The lowest compute capability (major * 10 + minor) that runs this point: 90 for clusters, else 0.

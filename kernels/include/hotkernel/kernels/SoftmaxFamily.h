@@ -46,8 +46,9 @@ struct SoftmaxParams {
   int items = 0;       // > 0: register-resident, each thread holds `items` vectors (one read of the row);
                        // 0: streaming, any row length (two reads of the row)
   int rowsPerCta = 1;  // 1: a CTA per row; > 1: short rows, rowThreads() <= 32 threads (part of one warp) per row
-  int cluster = 1;     // 1: one CTA per row; 2, 4, 8: a thread-block cluster per row, each CTA a slice of it
-                       // in registers (register-resident, rowsPerCta == 1, sm_90+ only)
+  int cluster = 1;     // 1: one CTA per row; 2, 4, 8, 16: a thread-block cluster per row, each CTA a slice of
+                       // it in registers (register-resident, rowsPerCta == 1, sm_90+ only; 16 is a
+                       // non-portable size, which the launcher opts in to)
   bool smem = false;   // with cluster > 1: the slice staged in shared memory (cp.async, 16-byte vectors)
                        // instead of registers: `items` vectors a thread, threads * items * 16 bytes a CTA
 

@@ -15,17 +15,48 @@
 
 namespace hotkernel {
 
+struct CudaDriverApi;
+
 struct LaunchGeometry {
   unsigned gridX = 1;
   unsigned blockX = 1;
   unsigned sharedBytes = 0;
 };
 
+// The widest cluster (CTAs) every sm_90 GPU launches; wider ones are "non-portable".
+constexpr int kPortableClusterSize = 8;
+
+// Note [Function attributes before launch]
+// What a freshly loaded function needs before its first launch, set through
+// `driver` (a parameter, so that tests pass a table of fakes):
+//  - dynamic shared memory (`sharedBytes` > 0): the opt-in
+//    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (Note [Dynamic shared
+//    memory opt-in] in src/CudaKernelLauncher.cpp);
+//  - a compile-time cluster (__cluster_dims__) wider than
+//    kPortableClusterSize: CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+//    = 1, without which the launch fails. The width is the function's own
+//    (CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH), so a family's template and an
+//    agent's kernel are treated alike. A driver that cannot answer that query
+//    (older than clusters) is taken to run no cluster: nothing is set, and a
+//    cluster kernel then fails at launch, which is reported like any launch
+//    failure.
+// Whether a wide cluster fits the GPU (CTAs of one cluster share a GPC) is
+// only known at launch: cuLaunchKernel then fails with
+// CUDA_ERROR_INVALID_CLUSTER_SIZE or an out-of-resources error, synchronously
+// and without leaving the context in an error state; the launcher reports it
+// (launchStatus) and its callers fall back (the harness drops the candidate,
+// a plan's call runs ATen).
+// Returns CUDA_SUCCESS, or the first failing call's status and its name in
+// `*failedCall` (when given).
+CUresult prepareFunction(const CudaDriverApi& driver, CUfunction function, unsigned sharedBytes,
+                         const char** failedCall = nullptr);
+
 class CudaKernelLauncher final : public KernelLauncher {
  public:
-  // Loads `cubin` into device `ordinal`'s primary context and looks up
-  // `kernelName`. Throws Error on any driver failure. Must not be called while
-  // a graph is being captured on this thread.
+  // Loads `cubin` into device `ordinal`'s primary context, looks up
+  // `kernelName` and sets what it needs before a launch (prepareFunction).
+  // Throws Error on any driver failure. Must not be called while a graph is
+  // being captured on this thread.
   static std::shared_ptr<CudaKernelLauncher> load(int ordinal, const std::string& cubin,
                                                   const std::string& kernelName, LaunchGeometry geometry,
                                                   size_t alignment, std::string description);
@@ -35,6 +66,11 @@ class CudaKernelLauncher final : public KernelLauncher {
   // The same kernel with another geometry (the harness runs one cubin on many shapes).
   bool launchWith(const RowKernelArgs& args, void* stream, const LaunchGeometry& geometry) const noexcept;
   bool launchWith(const KernelArgs& args, void* stream, const LaunchGeometry& geometry) const noexcept;
+  // launchWith's status: CUDA_SUCCESS, the launch's own error (a cluster that
+  // does not fit the GPU: Note [Function attributes before launch]), or
+  // CUDA_ERROR_NOT_INITIALIZED (no driver), CUDA_ERROR_INVALID_VALUE (an
+  // invalid argument list), the context switch's error.
+  CUresult launchStatus(const KernelArgs& args, void* stream, const LaunchGeometry& geometry) const noexcept;
   const LaunchGeometry& geometry() const { return geometry_; }
   size_t alignment() const override { return alignment_; }
   std::string describe() const override { return description_; }
