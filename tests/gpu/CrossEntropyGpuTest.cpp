@@ -222,13 +222,15 @@ TEST_F(CrossEntropyGpuTest, GivenEveryPointWhenRunInEveryDTypeAndReductionThenMa
 
 // Odd and extreme sizes with the family's own choices (every point of
 // parameterSpace on this device): one row, one class, classes no vector
-// width divides, short rows several per CTA, decode shapes and 8192 rows of
-// Llama-3's 128256 classes; ignore_index the default -100 and a valid class.
+// width divides, short rows several per CTA, decode shapes, 4096 rows of
+// 32000 classes and rows of a million classes (one of them odd); ignore_index
+// the default -100 and a valid class.
 TEST_F(CrossEntropyGpuTest, GivenOddSizesWhenRunWithTheFamilysSpaceThenMatchesAten) {
   const int cc = computeCapability();
   const std::vector<std::pair<int64_t, int64_t>> shapes = {
-      {1, 1},   {7, 1},      {1, 13},    {7, 13},      {3, 1001},   {300, 128},  {1000, 50},
-      {1, 4097}, {2, 100003}, {1, 128256}, {32, 128256}, {257, 4096}, {4096, 32000}};
+      {1, 1},    {7, 1},      {1, 13},      {7, 13},      {3, 1001},    {300, 128},  {1000, 50},
+      {1, 4097}, {2, 100003}, {1, 128256}, {32, 128256}, {257, 4096}, {4096, 32000}, {1, 1000003},
+      {3, 1000000}};
   std::vector<Compiled> points;
   std::vector<std::pair<int64_t, int64_t>> pointShapes;
   for (DType d : kernels::kAllDTypes) {
