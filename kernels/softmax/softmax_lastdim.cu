@@ -322,6 +322,11 @@ extern "C" __global__ void HK_BOUNDS
 #ifndef HK_SMEM
 #define HK_SMEM 0
 #endif
+#ifndef HK_TMA
+#define HK_TMA 0
+#endif
+static_assert(HK_TMA >= 0 && HK_TMA <= 2, "HK_TMA must be 0, 1 or 2");
+static_assert(HK_TMA == 0 || HK_SMEM, "HK_TMA needs HK_SMEM");
 #if HK_SMEM
 static_assert(HK_CLUSTER > 1 && HK_PACK_BYTES == 16, "HK_SMEM needs a cluster and 16-byte vectors");
 __device__ __forceinline__ void hk_cp_async(void* smem, const void* gmem) {
@@ -329,6 +334,59 @@ __device__ __forceinline__ void hk_cp_async(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(gmem) : "memory");
 }
 __device__ __forceinline__ void hk_cp_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// Note [Bulk-copy experiment]
+// HK_TMA (experiment for tools/gpu/probe-softmax.sh, set by no parameter point
+// yet; not measured): a CTA's slice is contiguous in global memory and staged
+// in order (slot k = vector begin + k), so one bulk copy (cp.async.bulk, the
+// TMA unit) can move it instead of HK_ITEMS cp.async per thread. 1: loads by
+// one bulk copy completing on an mbarrier; 2: the output also written in
+// place into the stage and stored by one bulk copy. Slots past the slice
+// still get -inf from their threads (disjoint from the copied bytes). Before
+// the stage is refilled or stored, a CTA barrier and a proxy fence order the
+// threads' generic accesses with the copy engine's.
+#if HK_TMA
+__device__ __forceinline__ unsigned hk_smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void hk_mbar_init(unsigned long long* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(hk_smem_addr(bar)) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// Thread 0: the slice's `bytes` (a multiple of 16, may be 0) from `src` into `stage`.
+__device__ __forceinline__ void hk_bulk_load(void* stage, const void* src, unsigned bytes, unsigned long long* bar) {
+  const unsigned b = hk_smem_addr(bar);
+  if (bytes == 0) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(b) : "memory");
+    return;
+  }
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   hk_smem_addr(stage)),
+               "l"(src), "r"(bytes), "r"(b)
+               : "memory");
+}
+__device__ __forceinline__ void hk_mbar_wait(unsigned long long* bar, unsigned phase) {
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(hk_smem_addr(bar)), "r"(phase)
+        : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void hk_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// Thread 0: `bytes` of `stage` to `dst`, and waits until the stage has been read.
+__device__ __forceinline__ void hk_bulk_store(void* dst, const void* stage, unsigned bytes) {
+  if (bytes == 0) return;
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(hk_smem_addr(stage)),
+               "r"(bytes)
+               : "memory");
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+#endif
 // Issues the copies of this thread's vectors of a row's slice [begin, end)
 // into `stage`; slots past the slice's end get -inf (Note [Lean softmax]: no
 // select per element). Each thread stages and later reads only its own
@@ -360,6 +418,12 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
   extern __shared__ hk_pack hk_stage[];  // HK_ITEMS * HK_THREADS vectors (Note [Shared-memory slices])
 #endif
   __shared__ float hk_part[2];  // this CTA's (max, sum) pair of its slice, read by the whole cluster
+#if HK_TMA
+  __shared__ alignas(8) unsigned long long hk_bar;  // completes each row's bulk load (Note [Bulk-copy experiment])
+  unsigned hk_phase = 0;
+  if (threadIdx.x == 0) hk_mbar_init(&hk_bar);
+  __syncthreads();
+#endif
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   hk_elem* out = static_cast<hk_elem*>(out_);
   const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
@@ -375,9 +439,24 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
   for (long long row = blockIdx.x / HK_CLUSTER; row < rows; row += clusters) {
     const hk_pack* src = reinterpret_cast<const hk_pack*>(in + row * cols);
     hk_pack* dst = reinterpret_cast<hk_pack*>(out + row * cols);
-#if HK_SMEM
+#if HK_SMEM && HK_TMA
+    {
+      if (tid == 0) hk_bulk_load(hk_stage, src + begin, static_cast<unsigned>(end - begin) * 16u, &hk_bar);
+      hk_pack q;
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) q.v[j] = hk_neg_inf_elem();
+#pragma unroll
+      for (int i = 0; i < HK_ITEMS; ++i) {
+        if (i * HK_THREADS + tid >= end - begin) hk_stage[i * HK_THREADS + tid] = q;
+      }
+      hk_mbar_wait(&hk_bar, hk_phase);
+      hk_phase ^= 1u;
+    }
+#elif HK_SMEM
     hk_stage_slice(hk_stage, src, begin, end, tid);
     hk_cp_async_wait();
+#endif
+#if HK_SMEM
 #define HK_ITEM_BEGIN(i)                               \
   const hk_pack hk_p = hk_stage[(i) * HK_THREADS + tid]; \
   float hk_f[HK_VEC];                                    \
@@ -464,9 +543,28 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
           p.v[j] = hk_from_float(hk_softmax_value(HK_X(i, j) - rm, scale));
 #endif
         }
+#if HK_TMA == 2
+        hk_stage[i * HK_THREADS + tid] = p;  // stored by one bulk copy below
+#else
         dst[v] = p;
+#endif
       }
     }
+#if HK_TMA
+    // The stage is read by the bulk store / refilled by the next row's bulk
+    // load only after every thread is done with it (Note [Bulk-copy experiment]).
+#if HK_TMA == 2
+    hk_proxy_fence();  // this thread's output writes, before the copy engine reads them
+#endif
+    __syncthreads();
+    if (tid == 0) {
+#if HK_TMA == 2
+      hk_bulk_store(dst + begin, hk_stage, static_cast<unsigned>(end - begin) * 16u);
+#endif
+      hk_proxy_fence();  // our reads of this row, before the next bulk load writes the stage
+    }
+    if (row + clusters < rows) __syncthreads();
+#endif
   }
   if (published) hk_cluster_wait();  // peers may still read our last pair
 }
