@@ -325,6 +325,21 @@ extern "C" __global__ void HK_BOUNDS
 #ifndef HK_TMA
 #define HK_TMA 0
 #endif
+// Note [One-fma terms]
+// HK_FMA_TERMS (experiment for the probe, set by no parameter point yet; not
+// measured), 16-bit types: a term exp(x - m) as 2^(fma(x, log2 e, -mL)) * 2^-r
+// with mL = fl(m * log2 e) and r = fma(m, log2 e, -mL), the exact remainder,
+// applied once per row: one fma per element of the sum pass instead of a
+// subtraction and a multiply, and no error from mL's rounding (the base-2
+// reference that was tried before had one, and overflowed). The output pass
+// keeps 2^((x - max) log2 e - log2 sum): folding max into the fma would round
+// max * log2 e + log2 sum as a whole, an error of ulp(max * log2 e). Where m * log2 e overflows (|m| >
+// FLT_MAX / log2 e: near-max inputs) the row takes the natural path; the test
+// is uniform (the CTA's or the cluster's maximum).
+#ifndef HK_FMA_TERMS
+#define HK_FMA_TERMS 0
+#endif
+static_assert(HK_FMA_TERMS == 0 || HK_DTYPE != 0, "HK_FMA_TERMS is for the 16-bit types (float32 keeps expf)");
 static_assert(HK_TMA >= 0 && HK_TMA <= 2, "HK_TMA must be 0, 1 or 2");
 static_assert(HK_TMA == 0 || HK_SMEM, "HK_TMA needs HK_SMEM");
 #if HK_SMEM
@@ -497,11 +512,27 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
     m = hk_row_max(m, hk_buf[0]);
     const float base = hk_pair_base(m);
     float s = 0.0f;
+#if HK_FMA_TERMS
+    // Note [One-fma terms]: exp(x - base) = 2^(fma(x, log2 e, -bL)) * 2^-r.
+    const float bL = base * HK_LOG2E;
+    if (fabsf(bL) <= 3.402823466e38f) {  // uniform: base is the CTA's
+      const float r = fmaf(base, HK_LOG2E, -bL);
 #pragma unroll
-    for (int i = 0; i < HK_ITEMS; ++i) {
-      HK_ITEM_BEGIN(i)
+      for (int i = 0; i < HK_ITEMS; ++i) {
+        HK_ITEM_BEGIN(i)
 #pragma unroll
-      for (int j = 0; j < HK_VEC; ++j) s += hk_exp(HK_X(i, j) - base);
+        for (int j = 0; j < HK_VEC; ++j) s += hk_ex2(fmaf(HK_X(i, j), HK_LOG2E, -bL));
+      }
+      s *= hk_ex2(-r);
+    } else
+#endif
+    {
+#pragma unroll
+      for (int i = 0; i < HK_ITEMS; ++i) {
+        HK_ITEM_BEGIN(i)
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) s += hk_exp(HK_X(i, j) - base);
+      }
     }
     s = hk_row_sum(s, hk_buf[1]);
     if (published) hk_cluster_wait();  // every peer has read our previous pair
