@@ -175,9 +175,10 @@ HarnessCandidate crossEntropyCandidate(const CrossEntropyVariant& v, const Cross
 namespace {
 
 // The cross_entropy axes on the search's: unroll rides on `items` (a niche per
-// unroll, like softmax's register / streaming split).
+// unroll, like softmax's register / streaming split), the stream gather on
+// `variant` (the architecture tier, with the cluster).
 FamilyPoint toPoint(const CrossEntropyParams& p) {
-  return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.unroll, p.cluster};
+  return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.unroll, p.cluster, p.streamGather ? 1 : 0};
 }
 CrossEntropyParams toParams(const FamilyPoint& p) {
   CrossEntropyParams c;
@@ -186,6 +187,7 @@ CrossEntropyParams toParams(const FamilyPoint& p) {
   c.unroll = p.items;
   c.rowsPerCta = p.rowsPerCta;
   c.cluster = p.cluster;
+  c.streamGather = p.variant != 0;
   return c;
 }
 

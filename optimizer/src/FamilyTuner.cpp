@@ -18,7 +18,7 @@ namespace hotkernel {
 
 SearchPoint FamilyPoint::toSearchPoint() const {
   return SearchPoint{{"threads", threads}, {"rowsPerCta", rowsPerCta}, {"vec", vec}, {"items", items},
-                     {"cluster", cluster},  {"smem", smem}};
+                     {"cluster", cluster},  {"variant", variant}};
 }
 
 FamilyPoint FamilyPoint::fromSearchPoint(const SearchPoint& pt) {
@@ -29,8 +29,8 @@ FamilyPoint FamilyPoint::fromSearchPoint(const SearchPoint& pt) {
   p.items = pt.at("items");
   auto cluster = pt.find("cluster");
   p.cluster = cluster == pt.end() ? 1 : cluster->second;
-  auto smem = pt.find("smem");
-  p.smem = smem == pt.end() ? 0 : smem->second;
+  auto variant = pt.find("variant");
+  p.variant = variant == pt.end() ? 0 : variant->second;
   return p;
 }
 
@@ -55,8 +55,9 @@ Comparison timeAgainstOriginal(const FamilyTuneSpec& spec, const Plan& plan, int
 // Note [Family search]
 // The family's points for this variant form a tiered space (0: threads and
 // rows per CTA, 1: vector width, 2: items per thread, 0 = streaming, a niche
-// so each algorithm keeps its best; 3: CTAs of a cluster per row, a single
-// value for families or GPUs without clusters). runSearchBatched
+// so each algorithm keeps its best; 3: CTAs of a cluster per row and the
+// family's other kernel at that geometry (FamilyPoint::variant), single
+// values for families or GPUs without them). runSearchBatched
 // seeds it with the family's best guesses and runs successive halving with a
 // lineage tree. Each new batch is compiled in parallel (TBB); a candidate
 // passes the five-stage harness once, and is then timed against the original
@@ -83,7 +84,8 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
                                      {"rowsPerCta", valuesOf(&FamilyPoint::rowsPerCta)}}, false},
       SearchTier{"memory access", {{"vec", valuesOf(&FamilyPoint::vec)}}, false},
       SearchTier{"algorithm", {{"items", valuesOf(&FamilyPoint::items)}}, true},
-      SearchTier{"architecture", {{"cluster", valuesOf(&FamilyPoint::cluster)}, {"smem", valuesOf(&FamilyPoint::smem)}},
+      SearchTier{"architecture",
+                 {{"cluster", valuesOf(&FamilyPoint::cluster)}, {"variant", valuesOf(&FamilyPoint::variant)}},
                  false},
   };
   std::set<SearchPoint> validPoints;

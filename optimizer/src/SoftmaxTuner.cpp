@@ -310,7 +310,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
     s.vec = p.vec;
     s.items = p.items;
     s.cluster = p.cluster;
-    s.smem = p.smem != 0;
+    s.smem = p.variant != 0;
     return s;
   };
   FamilyTuneSpec fs;
