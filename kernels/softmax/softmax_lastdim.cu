@@ -14,8 +14,10 @@
 //   HK_ITEMS    > 0: register-resident, each thread holds HK_ITEMS vectors of its row;
 //               0: streaming, any row length, the row is read twice
 //   HK_CLUSTER  (optional, default 1) 2, 4, 8 or 16 (16: non-portable): a thread-block
-//               cluster of HK_CLUSTER CTAs serves each row, each CTA a slice held in
-//               registers (register-resident, HK_ROWS == 1 only, sm_90+): Note [Split rows over a cluster]
+//               cluster of HK_CLUSTER CTAs serves each row, each CTA a slice of it
+//               (HK_ROWS == 1 only, sm_90+): Note [Split rows over a cluster]; the slice
+//               held in registers (HK_ITEMS > 0) or streamed twice (HK_ITEMS == 0,
+//               16-byte vectors: Note [Split streaming])
 //   HK_SMEM     (optional, default 0) 1: with HK_CLUSTER > 1 and 16-byte vectors, the slice is
 //               staged in dynamic shared memory instead of registers (Note [Shared-memory slices])
 //   HK_LOG      (optional, default 0) 1: log_softmax instead of softmax
@@ -72,8 +74,8 @@ static_assert(HK_ITEMS >= 0 && HK_ITEMS <= 16, "HK_ITEMS must be in [0, 16]");
 // runtime/include/hotkernel/runtime/CudaKernelLauncher.h). The pair merge reads
 // one peer per lane, so a cluster must not exceed a warp.
 static_assert(HK_CLUSTER == 1 || ((HK_CLUSTER == 2 || HK_CLUSTER == 4 || HK_CLUSTER == 8 || HK_CLUSTER == 16) &&
-                                  HK_ROWS == 1 && HK_ITEMS > 0),
-              "HK_CLUSTER must be 1, or 2, 4, 8 or 16 with HK_ROWS == 1 and HK_ITEMS > 0");
+                                  HK_ROWS == 1),
+              "HK_CLUSTER must be 1, or 2, 4, 8 or 16 with HK_ROWS == 1");
 static_assert(HK_LOG == 0 || HK_LOG == 1, "HK_LOG must be 0 or 1");
 
 // L2 hints for the streaming variant's 16-byte accesses only (Note [Streaming
@@ -318,90 +320,41 @@ extern "C" __global__ void HK_BOUNDS
 // buffer during the current row (256 x 8 cluster 8: 1277 -> 1305-1334 us;
 // fewer CTAs fit); and keeping the row's sums in base 2 (one fma a term) as
 // written overflowed for maxima above FLT_MAX / log2(e) (the harness's
-// near-max stage caught it).
+// near-max stage caught it). Also tried (tools/gpu/probe-softmax.sh, every
+// cluster point side by side, bench/results/h200-softmax-tma-fma-probe-
+// 2026-11-30.json) and deleted: the slice loaded by one bulk copy
+// (cp.async.bulk on an mbarrier) instead of a cp.async a vector, median
+// 1.03x slower (and 1.11x with the output stored by a bulk copy too: the
+// stage must be written, fenced and read once more); and the sum's terms as
+// 2^(fma(x, log2 e, -m log2 e)) with the exact remainder applied once per
+// row (one fma a term instead of a subtraction and a multiply): 1.002x, no
+// gain (the sum pass is not what bounds these kernels).
 #ifndef HK_SMEM
 #define HK_SMEM 0
 #endif
-#ifndef HK_TMA
-#define HK_TMA 0
-#endif
-// Note [One-fma terms]
-// HK_FMA_TERMS (experiment for the probe, set by no parameter point yet; not
-// measured), 16-bit types: a term exp(x - m) as 2^(fma(x, log2 e, -mL)) * 2^-r
-// with mL = fl(m * log2 e) and r = fma(m, log2 e, -mL), the exact remainder,
-// applied once per row: one fma per element of the sum pass instead of a
-// subtraction and a multiply, and no error from mL's rounding (the base-2
-// reference that was tried before had one, and overflowed). The output pass
-// keeps 2^((x - max) log2 e - log2 sum): folding max into the fma would round
-// max * log2 e + log2 sum as a whole, an error of ulp(max * log2 e). Where m * log2 e overflows (|m| >
-// FLT_MAX / log2 e: near-max inputs) the row takes the natural path; the test
-// is uniform (the CTA's or the cluster's maximum).
-#ifndef HK_FMA_TERMS
-#define HK_FMA_TERMS 0
-#endif
-static_assert(HK_FMA_TERMS == 0 || HK_DTYPE != 0, "HK_FMA_TERMS is for the 16-bit types (float32 keeps expf)");
-static_assert(HK_TMA >= 0 && HK_TMA <= 2, "HK_TMA must be 0, 1 or 2");
-static_assert(HK_TMA == 0 || HK_SMEM, "HK_TMA needs HK_SMEM");
+// Note [Split streaming]
+// HK_ITEMS == 0 with a cluster: each CTA streams its slice twice, as the
+// one-CTA streaming variant streams a row (pass 1 an online pair per thread
+// with the L2 told to keep the lines, the cluster's merge, pass 2 re-reads
+// and writes with the lines dropped first), so the second read hits L2 only
+// while the rows in flight fit it. One CTA a row keeps as many rows in
+// flight as CTAs fit the GPU: bf16 [4096, 32000] at 512 threads, 4 CTAs x 132
+// SMs x 64 KB = 34 MB, within the H200's 50 MB L2, ran at 91% of copy
+// bandwidth; [8192, 128256] at 1024 threads, 2 x 132 x 250 KB = 66 MB, does
+// not fit, and the second read goes to DRAM. A cluster of HK_CLUSTER CTAs a
+// row divides the rows in flight by HK_CLUSTER (1024 threads, cluster 4:
+// 66 rows, 16.5 MB) without a stage to bound the CTAs an SM holds (the
+// shared-memory slices: 64 KB a CTA at 512 x 8) and without waiting for the
+// whole slice before the first arithmetic.
 #if HK_SMEM
-static_assert(HK_CLUSTER > 1 && HK_PACK_BYTES == 16, "HK_SMEM needs a cluster and 16-byte vectors");
+static_assert(HK_CLUSTER > 1 && HK_PACK_BYTES == 16 && HK_ITEMS > 0,
+              "HK_SMEM needs a cluster, 16-byte vectors and items to stage");
 __device__ __forceinline__ void hk_cp_async(void* smem, const void* gmem) {
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(gmem) : "memory");
 }
 __device__ __forceinline__ void hk_cp_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-// Note [Bulk-copy experiment]
-// HK_TMA (experiment for tools/gpu/probe-softmax.sh, set by no parameter point
-// yet; not measured): a CTA's slice is contiguous in global memory and staged
-// in order (slot k = vector begin + k), so one bulk copy (cp.async.bulk, the
-// TMA unit) can move it instead of HK_ITEMS cp.async per thread. 1: loads by
-// one bulk copy completing on an mbarrier; 2: the output also written in
-// place into the stage and stored by one bulk copy. Slots past the slice
-// still get -inf from their threads (disjoint from the copied bytes). Before
-// the stage is refilled or stored, a CTA barrier and a proxy fence order the
-// threads' generic accesses with the copy engine's.
-#if HK_TMA
-__device__ __forceinline__ unsigned hk_smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void hk_mbar_init(unsigned long long* bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(hk_smem_addr(bar)) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-// Thread 0: the slice's `bytes` (a multiple of 16, may be 0) from `src` into `stage`.
-__device__ __forceinline__ void hk_bulk_load(void* stage, const void* src, unsigned bytes, unsigned long long* bar) {
-  const unsigned b = hk_smem_addr(bar);
-  if (bytes == 0) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(b) : "memory");
-    return;
-  }
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes) : "memory");
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                   hk_smem_addr(stage)),
-               "l"(src), "r"(bytes), "r"(b)
-               : "memory");
-}
-__device__ __forceinline__ void hk_mbar_wait(unsigned long long* bar, unsigned phase) {
-  unsigned done = 0;
-  do {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(hk_smem_addr(bar)), "r"(phase)
-        : "memory");
-  } while (!done);
-}
-__device__ __forceinline__ void hk_proxy_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-// Thread 0: `bytes` of `stage` to `dst`, and waits until the stage has been read.
-__device__ __forceinline__ void hk_bulk_store(void* dst, const void* stage, unsigned bytes) {
-  if (bytes == 0) return;
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(hk_smem_addr(stage)),
-               "r"(bytes)
-               : "memory");
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-}
-#endif
 // Issues the copies of this thread's vectors of a row's slice [begin, end)
 // into `stage`; slots past the slice's end get -inf (Note [Lean softmax]: no
 // select per element). Each thread stages and later reads only its own
@@ -433,11 +386,9 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
   extern __shared__ hk_pack hk_stage[];  // HK_ITEMS * HK_THREADS vectors (Note [Shared-memory slices])
 #endif
   __shared__ float hk_part[2];  // this CTA's (max, sum) pair of its slice, read by the whole cluster
-#if HK_TMA
-  __shared__ alignas(8) unsigned long long hk_bar;  // completes each row's bulk load (Note [Bulk-copy experiment])
-  unsigned hk_phase = 0;
-  if (threadIdx.x == 0) hk_mbar_init(&hk_bar);
-  __syncthreads();
+#if HK_ITEMS == 0
+  const unsigned long long keep = hk_policy_evict_last();
+  const unsigned long long drop = hk_policy_evict_first();
 #endif
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   hk_elem* out = static_cast<hk_elem*>(out_);
@@ -454,20 +405,27 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
   for (long long row = blockIdx.x / HK_CLUSTER; row < rows; row += clusters) {
     const hk_pack* src = reinterpret_cast<const hk_pack*>(in + row * cols);
     hk_pack* dst = reinterpret_cast<hk_pack*>(out + row * cols);
-#if HK_SMEM && HK_TMA
-    {
-      if (tid == 0) hk_bulk_load(hk_stage, src + begin, static_cast<unsigned>(end - begin) * 16u, &hk_bar);
-      hk_pack q;
+#if HK_ITEMS == 0
+    // Pass 1 over the slice (Note [Split streaming]): the CTA's online pair.
+    float m = hk_neg_inf();
+    float s = 0.0f;
+    for (int v0 = begin + tid; v0 < end; v0 += HK_THREADS * HK_STREAM_UNROLL) {
+      hk_pack p[HK_STREAM_UNROLL];
 #pragma unroll
-      for (int j = 0; j < HK_VEC; ++j) q.v[j] = hk_neg_inf_elem();
+      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+        const int v = v0 + u * HK_THREADS;
+        if (v < end) {
+          p[u] = hk_load(src + v, keep);
+        } else {
 #pragma unroll
-      for (int i = 0; i < HK_ITEMS; ++i) {
-        if (i * HK_THREADS + tid >= end - begin) hk_stage[i * HK_THREADS + tid] = q;
+          for (int j = 0; j < HK_VEC; ++j) p[u].v[j] = hk_neg_inf_elem();
+        }
       }
-      hk_mbar_wait(&hk_bar, hk_phase);
-      hk_phase ^= 1u;
+      hk_pair_fold(m, s, p);
     }
-#elif HK_SMEM
+    hk_row_pair(m, s, hk_buf[0], hk_buf[1]);
+#else
+#if HK_SMEM
     hk_stage_slice(hk_stage, src, begin, end, tid);
     hk_cp_async_wait();
 #endif
@@ -512,20 +470,6 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
     m = hk_row_max(m, hk_buf[0]);
     const float base = hk_pair_base(m);
     float s = 0.0f;
-#if HK_FMA_TERMS
-    // Note [One-fma terms]: exp(x - base) = 2^(fma(x, log2 e, -bL)) * 2^-r.
-    const float bL = base * HK_LOG2E;
-    if (fabsf(bL) <= 3.402823466e38f) {  // uniform: base is the CTA's
-      const float r = fmaf(base, HK_LOG2E, -bL);
-#pragma unroll
-      for (int i = 0; i < HK_ITEMS; ++i) {
-        HK_ITEM_BEGIN(i)
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) s += hk_ex2(fmaf(HK_X(i, j), HK_LOG2E, -bL));
-      }
-      s *= hk_ex2(-r);
-    } else
-#endif
     {
 #pragma unroll
       for (int i = 0; i < HK_ITEMS; ++i) {
@@ -535,6 +479,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
       }
     }
     s = hk_row_sum(s, hk_buf[1]);
+#endif  // HK_ITEMS == 0
     if (published) hk_cluster_wait();  // every peer has read our previous pair
     if (tid == 0) {
       hk_part[0] = m;
@@ -560,6 +505,34 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
 #else
     const hk_scale scale = hk_scale_of(rs);
 #endif
+#if HK_ITEMS == 0
+    // Pass 2: re-read the slice (from L2), write.
+    for (int v0 = begin + tid; v0 < end; v0 += HK_THREADS * HK_STREAM_UNROLL) {
+      hk_pack p[HK_STREAM_UNROLL];
+#pragma unroll
+      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+        const int v = v0 + u * HK_THREADS;
+        if (v < end) p[u] = hk_load(src + v, drop);
+      }
+#pragma unroll
+      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+        const int v = v0 + u * HK_THREADS;
+        if (v < end) {
+          float f[HK_VEC];
+          hk_unpack(p[u], f);
+#pragma unroll
+          for (int j = 0; j < HK_VEC; ++j) {
+#if HK_LOG
+            p[u].v[j] = hk_from_float((f[j] - rm) - logs);
+#else
+            p[u].v[j] = hk_from_float(hk_softmax_value(f[j] - rm, scale));
+#endif
+          }
+          hk_store(dst + v, p[u], drop);
+        }
+      }
+    }
+#else
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
       const int v = begin + i * HK_THREADS + tid;
@@ -574,28 +547,10 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
           p.v[j] = hk_from_float(hk_softmax_value(HK_X(i, j) - rm, scale));
 #endif
         }
-#if HK_TMA == 2
-        hk_stage[i * HK_THREADS + tid] = p;  // stored by one bulk copy below
-#else
         dst[v] = p;
-#endif
       }
     }
-#if HK_TMA
-    // The stage is read by the bulk store / refilled by the next row's bulk
-    // load only after every thread is done with it (Note [Bulk-copy experiment]).
-#if HK_TMA == 2
-    hk_proxy_fence();  // this thread's output writes, before the copy engine reads them
-#endif
-    __syncthreads();
-    if (tid == 0) {
-#if HK_TMA == 2
-      hk_bulk_store(dst + begin, hk_stage, static_cast<unsigned>(end - begin) * 16u);
-#endif
-      hk_proxy_fence();  // our reads of this row, before the next bulk load writes the stage
-    }
-    if (row + clusters < rows) __syncthreads();
-#endif
+#endif  // HK_ITEMS == 0
   }
   if (published) hk_cluster_wait();  // peers may still read our last pair
 }

@@ -39,6 +39,14 @@ constexpr int kClusterThreadChoices[] = {256, 512, 1024};
 // template): CTA sizes and items (16-byte vectors a thread).
 constexpr int kSmemThreadChoices[] = {256, 512};
 constexpr int kSmemItemChoices[] = {1, 2, 3, 4, 6, 8, 12, 16};
+// Slices streamed twice (Note [Split streaming] in the template): CTA sizes;
+// 16-byte vectors only (the L2 hints need them).
+constexpr int kSplitStreamThreadChoices[] = {512, 1024};
+// Many rows at least this long (bytes) get split-streaming points first: at
+// two 1024-thread CTAs an SM, one CTA a row keeps 264 rows in flight, 33 MB
+// of 128 KB rows, beyond which a streaming row's second read misses the
+// H200's 50 MB L2 (the lines written compete for it too).
+constexpr int64_t kSplitStreamMinRowBytes = 128 * 1024;
 // Fewer rows than this leave SMs idle with one CTA per row (H200: 132 SMs, two
 // 1024-thread CTAs each): split rows over clusters instead.
 constexpr int64_t kFewRows = 264;
@@ -46,7 +54,7 @@ constexpr int64_t kFewRows = 264;
 constexpr int64_t kClusterMinCols = 4096;
 // Split-row points the space starts with: few rows (Note [Decode clusters]), or rows no CTA holds.
 constexpr size_t kFewRowsSplitHead = 8;
-constexpr size_t kSplitHead = 6;
+constexpr size_t kSplitHead = 8;
 
 
 int registerElements(int threads) {
@@ -61,6 +69,11 @@ bool isPoint(DType dtype, const SoftmaxParams& p) {
            p.rowsPerCta == 1 && p.vec == maxVec(dtype) &&
            contains(std::begin(kSmemThreadChoices), std::end(kSmemThreadChoices), p.threads) &&
            contains(std::begin(kSmemItemChoices), std::end(kSmemItemChoices), p.items);
+  }
+  if (p.cluster != 1 && p.items == 0) {
+    return contains(std::begin(kClusterChoices), std::end(kClusterChoices), p.cluster) && p.rowsPerCta == 1 &&
+           p.vec == maxVec(dtype) &&
+           contains(std::begin(kSplitStreamThreadChoices), std::end(kSplitStreamThreadChoices), p.threads);
   }
   if (p.cluster != 1) {
     if (!contains(std::begin(kClusterChoices), std::end(kClusterChoices), p.cluster)) return false;
@@ -255,6 +268,13 @@ std::vector<SoftmaxParams> clusterPoints(const SoftmaxVariant& v, int vec) {
     return a.threads * a.items < b.threads * b.items;
   });
   staged.insert(staged.end(), registers.begin(), registers.end());
+  // Long rows: the split-streaming points first (Note [Split streaming]),
+  // 1024 x cluster 4 (66 rows in flight on 132 SMs), 512 x cluster 4 (132),
+  // 1024 x cluster 2 (132).
+  if (v.cols * static_cast<int64_t>(elementSize(v.dtype)) >= kSplitStreamMinRowBytes && vec == maxVec(v.dtype)) {
+    const SoftmaxParams streamed[] = {{1024, vec, 0, 1, 4}, {512, vec, 0, 1, 4}, {1024, vec, 0, 1, 2}};
+    staged.insert(staged.begin(), std::begin(streamed), std::end(streamed));
+  }
   return staged;
 }
 
@@ -423,6 +443,7 @@ std::vector<SoftmaxParams> SoftmaxFamily::allParameterPoints(DType dtype) {
       }
     }
   }
+  // (The cluster loop above includes the split-streaming points: items 0.)
   return out;
 }
 

@@ -50,7 +50,7 @@ void expectEveryPointMatchesAten(kernels::SoftmaxOp op) {
     std::string cubin, error;
   };
   std::vector<Case> cases;
-  int clusterCases = 0, wideClusterCases = 0;
+  int clusterCases = 0, wideClusterCases = 0, splitStreamCases = 0;
   for (DType d : {DType::Float32, DType::Float16, DType::BFloat16}) {
     for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{1, 1},
                                                                       {7, 13},
@@ -70,7 +70,27 @@ void expectEveryPointMatchesAten(kernels::SoftmaxOp op) {
       }
     }
   }
+  // Split streaming (Note [Split streaming]) is offered for many long rows
+  // only: every cluster size and both CTA sizes on odd sizes, empty slices
+  // (8 columns over 4..16 CTAs) and a million-long row included.
+  if (cc >= 90) {
+    for (DType d : {DType::Float32, DType::Float16, DType::BFloat16}) {
+      const int vec = static_cast<int>(16 / kernels::elementSize(d));
+      for (auto [rows, cols] :
+           std::vector<std::pair<int64_t, int64_t>>{{1, 8}, {7, 4104}, {3, 1000000}, {2, 128256}, {300, 65536}}) {
+        for (int cluster : {2, 4, 8, 16}) {
+          for (int threads : {512, 1024}) {
+            const kernels::SoftmaxParams p{threads, vec, 0, 1, cluster};
+            if (!SoftmaxFamily::guardParams({d, rows, cols}, p)) continue;
+            cases.push_back(Case{d, rows, cols, p, "", ""});
+            ++splitStreamCases;
+          }
+        }
+      }
+    }
+  }
   ASSERT_FALSE(cases.empty());
+  if (cc >= 90) EXPECT_GE(splitStreamCases, 100) << "split-streaming points went untested";
   if (cc >= 90) EXPECT_GT(clusterCases, 0) << "no cluster point was tested on an sm_90+ GPU";
   if (cc >= 90) EXPECT_GT(wideClusterCases, 0) << "no 16-CTA cluster point was tested on an sm_90+ GPU";
   tbb::parallel_for(size_t(0), cases.size(), [&](size_t i) {
@@ -149,6 +169,10 @@ TEST(SoftmaxGpuTest, GivenClusterAndLogPointsWhenRunThroughTheHarnessThenAllFive
     cases.push_back({kernels::SoftmaxOp::Softmax, {DType::BFloat16, 1, 128256}, staged});
     cases.push_back({kernels::SoftmaxOp::Softmax, {DType::Float32, 3, 100000}, {512, 4, 4, 1, 16}});
     cases.push_back({kernels::SoftmaxOp::LogSoftmax, {DType::BFloat16, 32, 128256}, {512, 8, 2, 1, 16}});
+    // Split streaming (Note [Split streaming]).
+    cases.push_back({kernels::SoftmaxOp::Softmax, {DType::BFloat16, 300, 65536}, {1024, 8, 0, 1, 4}});
+    cases.push_back({kernels::SoftmaxOp::Softmax, {DType::Float16, 2, 128256}, {512, 8, 0, 1, 16}});
+    cases.push_back({kernels::SoftmaxOp::LogSoftmax, {DType::Float32, 3, 100000}, {512, 4, 0, 1, 8}});
   }
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(kernels::softmaxOpName(c.op)) + " " + kernels::dtypeName(c.v.dtype) + " " +

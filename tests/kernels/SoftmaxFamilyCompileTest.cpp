@@ -183,7 +183,8 @@ TEST(SoftmaxFamilyCompileTest, GivenAClusterPointWhenCompiledForSm80ThenTheTempl
   SKIP_WITHOUT_NVRTC();
   SoftmaxParams staged{256, 8, 4, 1, 16};
   staged.smem = true;
-  for (const SoftmaxParams& p : {SoftmaxParams{1024, 8, 2, 1, 8}, SoftmaxParams{256, 8, 4, 1, 16}, staged}) {
+  for (const SoftmaxParams& p :
+       {SoftmaxParams{1024, 8, 2, 1, 8}, SoftmaxParams{256, 8, 4, 1, 16}, staged, SoftmaxParams{1024, 8, 0, 1, 4}}) {
     EXPECT_EQ(p.minComputeCapability(), 90) << p.describe();
     EXPECT_THROW(compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", "sm_80",
                                 SoftmaxFamily::compileOptions(DType::BFloat16, p)),
@@ -206,7 +207,8 @@ TEST(SoftmaxFamilyCompileTest, GivenParametersOutsideTheTemplatesLimitsWhenCompi
       {"-DHK_DTYPE=0", "-DHK_THREADS=128", "-DHK_ROWS=2", "-DHK_VEC=4", "-DHK_ITEMS=1"},   // rows span warps
       {"-DHK_DTYPE=0", "-DHK_THREADS=128", "-DHK_ROWS=3", "-DHK_VEC=4", "-DHK_ITEMS=1"},
       {"-DHK_DTYPE=0", "-DHK_THREADS=512", "-DHK_VEC=4", "-DHK_ITEMS=0"},  // missing define
-      {"-DHK_DTYPE=2", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=8", "-DHK_ITEMS=0", "-DHK_CLUSTER=4"},  // streaming
+      {"-DHK_DTYPE=2", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=8", "-DHK_ITEMS=0", "-DHK_CLUSTER=4",
+       "-DHK_SMEM=1"},  // a stage of no items
       {"-DHK_DTYPE=2", "-DHK_THREADS=128", "-DHK_ROWS=8", "-DHK_VEC=8", "-DHK_ITEMS=1", "-DHK_CLUSTER=2"},  // rows per CTA
       {"-DHK_DTYPE=2", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=8", "-DHK_ITEMS=2", "-DHK_CLUSTER=3"},
       {"-DHK_DTYPE=2", "-DHK_THREADS=256", "-DHK_ROWS=1", "-DHK_VEC=8", "-DHK_ITEMS=2", "-DHK_CLUSTER=32"},  // > a warp

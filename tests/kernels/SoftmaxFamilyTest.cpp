@@ -62,7 +62,11 @@ TEST(SoftmaxFamilyTest, GivenEveryDTypeWhenListingAllPointsThenUniqueAndEachIsAV
       if (p.cluster != 1) {
         EXPECT_TRUE(clusters.insert({p.threads, p.vec, p.items, p.cluster, p.smem}).second) << p.describe();
         EXPECT_EQ(p.rowsPerCta, 1) << p.describe();
-        EXPECT_GE(p.items, 1) << "cluster points are register-resident: " << p.describe();
+        if (p.items == 0) {  // split streaming (Note [Split streaming])
+          EXPECT_FALSE(p.smem) << p.describe();
+          EXPECT_EQ(p.vec * static_cast<int>(elementSize(d)), 16) << "split streaming takes 16-byte vectors";
+          EXPECT_GE(p.threads, 512) << p.describe();
+        }
         EXPECT_EQ(p.minComputeCapability(), 90) << p.describe();
       } else {
         EXPECT_TRUE(seen.insert({p.threads, p.vec, p.items, p.rowsPerCta}).second) << p.describe();
@@ -95,6 +99,10 @@ TEST(SoftmaxFamilyTest, GivenEveryDTypeWhenListingAllPointsThenUniqueAndEachIsAV
     for (int c : {2, 4, 8, 16}) {
       EXPECT_TRUE(clusters.count({256, static_cast<int>(16 / elementSize(d)), 8, c, true}))
           << "no staged cluster " << c << " point";
+      for (int t : {512, 1024}) {
+        EXPECT_TRUE(clusters.count({t, static_cast<int>(16 / elementSize(d)), 0, c, false}))
+            << "no split-streaming cluster " << c << " point of " << t << " threads";
+      }
     }
   }
 }
@@ -106,11 +114,9 @@ TEST(SoftmaxFamilyTest, GivenClusterPointsWhenGuardedThenTheClusterMultipliesThe
   EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 131080}, p));
   // Short rows leave slices empty, which the kernel handles (masked lanes).
   EXPECT_TRUE(SoftmaxFamily::guardParams({DType::BFloat16, 3, 8}, p));
-  // Not points: a cluster of 3 or 32, a streaming or several-rows cluster point, 128-thread CTAs.
+  // Not points: a cluster of 3 or 32, a several-rows cluster point, 128-thread CTAs.
   EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{1024, 8, 4, 1, 3}));
   EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{1024, 8, 4, 1, 32}));
-  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{1024, 8, 0, 1, 16}));
-  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{1024, 8, 0, 1, 4}));
   EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{128, 8, 1, 8, 2}));
   EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{128, 8, 1, 1, 2}));
 }
@@ -153,10 +159,47 @@ TEST(SoftmaxFamilyTest, GivenASharedMemoryPointWhenAskedForGeometryAndOptionsThe
   EXPECT_EQ(std::find(r.begin(), r.end(), "-DHK_SMEM=1"), r.end());
 }
 
-TEST(SoftmaxFamilyTest, GivenManyLongRowsOnHopperWhenAskedForTheSpaceThenStagedTwinsBeforeTheirRegisterPoints) {
+TEST(SoftmaxFamilyTest, GivenSplitStreamingPointsWhenGuardedThenAnyRowLengthWithSixteenByteVectors) {
+  // Note [Split streaming]: a cluster streams the row twice, so no length limit.
+  const P p{1024, 8, 0, 1, 4};
+  EXPECT_TRUE(SoftmaxFamily::guardParams({DType::BFloat16, 8192, 128256}, p));
+  EXPECT_TRUE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1000000}, p));
+  EXPECT_TRUE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1 << 30}, p));
+  EXPECT_TRUE(SoftmaxFamily::guardParams({DType::BFloat16, 3, 8}, p));  // slices past the row's end are empty
+  EXPECT_TRUE(SoftmaxFamily::guardParams({DType::Float32, 2, 1000004}, P{512, 4, 0, 1, 16}));
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1000001}, p));  // cols % vec
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{1024, 4, 0, 1, 4}));  // 8-byte vectors
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{256, 8, 0, 1, 4}));   // not its CTA size
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, P{1024, 8, 0, 1, 3}));  // not a cluster size
+  P staged = p;
+  staged.smem = true;  // nothing to stage
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 1, 1024}, staged));
+  EXPECT_EQ(p.minComputeCapability(), 90);
+  EXPECT_EQ(p.describe(), "threads=1024 vec=8 items=0 cluster=4 (streaming)");
+  const LaunchGeometry g = SoftmaxFamily::launchGeometry({DType::BFloat16, 8192, 128256}, p);
+  EXPECT_EQ(g.gridX, 8192u * 4);
+  EXPECT_EQ(g.blockX, 1024u);
+  EXPECT_EQ(g.sharedBytes, 0u);
+  const std::vector<std::string> o = SoftmaxFamily::compileOptions(DType::BFloat16, p);
+  EXPECT_NE(std::find(o.begin(), o.end(), "-DHK_ITEMS=0"), o.end());
+  EXPECT_NE(std::find(o.begin(), o.end(), "-DHK_CLUSTER=4"), o.end());
+  EXPECT_EQ(std::find(o.begin(), o.end(), "-DHK_SMEM=1"), o.end());
+  EXPECT_EQ(P::fromJson(p.toJson()), p);
+}
+
+TEST(SoftmaxFamilyTest, GivenManyLongRowsOnHopperWhenAskedForTheSpaceThenSplitStreamingThenStagedTwins) {
   const std::vector<P> space = SoftmaxFamily::parameterSpace({DType::BFloat16, 8192, 128256}, 90);
   ASSERT_FALSE(space.empty());
-  EXPECT_TRUE(space.front().smem) << space.front().describe();
+  // Rows of 250 KB: split streaming first (Note [Split streaming]), then the staged points.
+  ASSERT_GE(space.size(), 4u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(space[i].cluster > 1 && space[i].items == 0) << space[i].describe();
+  }
+  EXPECT_TRUE(space[3].smem) << space[3].describe();
+  // Rows of 64 KB (one-CTA streaming keeps them in L2): no split streaming.
+  for (const P& q : SoftmaxFamily::parameterSpace({DType::BFloat16, 4096, 32000}, 90)) {
+    EXPECT_FALSE(q.cluster > 1 && q.items == 0) << q.describe();
+  }
   for (size_t i = 0; i < space.size(); ++i) {
     if (!space[i].smem) continue;
     P reg = space[i];

@@ -7,7 +7,7 @@
 # OpenSSL headers) travel as Debian .deb files in .deps/debs (fetch them here
 # with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
 #
-#   tools/gpu/run-h200.sh [all|build|test|ops|bench|warmup|demo]...
+#   tools/gpu/run-h200.sh [all|build|test|ops|bench|overhead|warmup|demo]...
 # HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu").
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -35,7 +35,7 @@ BUILD="$HOTKERNEL_BUILD_DIR"
 } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-if want build || want test || want ops || want bench || want warmup || want demo; then
+if want build || want test || want ops || want bench || want overhead || want warmup || want demo; then
   log "build"
   HOTKERNEL_JOBS=16 "$ROOT/tools/setup.sh" >"$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
   log "build ok"
@@ -74,6 +74,27 @@ if want bench; then
   HOTKERNEL_CACHE_DIR="$(mktemp -d)/cache" LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
     "$HOTKERNEL_PYTHON" "$ROOT/bench/cold_start.py" --out "$OUT/bench-cold-start.json" >>"$OUT/bench.log" 2>&1 || rc=1
   tail -25 "$OUT/bench.log"
+fi
+if want overhead; then
+  log "bench: host cost per call of small ops: no preload, the preload's default ops, the reductions served too"
+  OC="$(mktemp -d)/cache"
+  RED="_softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss,sum.dim_IntList,mean.dim,amax,argmax"
+  runs=()
+  for round in 1 2; do
+    for cfg in none default reductions; do
+      f="$OUT/overhead-$cfg-$round.json"; runs+=("$f")
+      case $cfg in
+        none) env "$HOTKERNEL_PYTHON" "$ROOT/bench/dispatch_overhead.py" --label none --out "$f" ;;
+        default) HOTKERNEL_CACHE_DIR="$OC" HOTKERNEL_OPTIMIZE=0 LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
+          "$HOTKERNEL_PYTHON" "$ROOT/bench/dispatch_overhead.py" --label default --out "$f" ;;
+        reductions) HOTKERNEL_CACHE_DIR="$OC" HOTKERNEL_OPTIMIZE=0 HOTKERNEL_OPS="$RED" \
+          LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
+          "$HOTKERNEL_PYTHON" "$ROOT/bench/dispatch_overhead.py" --label reductions --out "$f" ;;
+      esac >>"$OUT/overhead.log" 2>&1 || rc=1
+    done
+  done
+  "$HOTKERNEL_PYTHON" "$ROOT/bench/dispatch_overhead.py" --merge "${runs[@]}" --out "$OUT/bench-dispatch-overhead.json" \
+    2>&1 | tee -a "$OUT/overhead.log" || rc=1
 fi
 if want warmup; then
   log "warm-up: record a profile of the example workload, then hotkernel warmup on it (twice: resume)"

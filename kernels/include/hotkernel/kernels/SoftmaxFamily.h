@@ -47,8 +47,9 @@ struct SoftmaxParams {
                        // 0: streaming, any row length (two reads of the row)
   int rowsPerCta = 1;  // 1: a CTA per row; > 1: short rows, rowThreads() <= 32 threads (part of one warp) per row
   int cluster = 1;     // 1: one CTA per row; 2, 4, 8, 16: a thread-block cluster per row, each CTA a slice of
-                       // it in registers (register-resident, rowsPerCta == 1, sm_90+ only; 16 is a
-                       // non-portable size, which the launcher opts in to)
+                       // it (rowsPerCta == 1, sm_90+ only; 16 is a non-portable size, which the launcher
+                       // opts in to), in registers (items > 0) or streamed twice (items == 0: 512 or
+                       // 1024 threads, 16-byte vectors; "split streaming")
   bool smem = false;   // with cluster > 1: the slice staged in shared memory (cp.async, 16-byte vectors)
                        // instead of registers: `items` vectors a thread, threads * items * 16 bytes a CTA
 
@@ -72,7 +73,8 @@ struct SoftmaxParams {
   // "threads=512 vec=8 items=8 (register-resident)",
   // "threads=128 vec=8 items=1 rowsPerCta=8 (register-resident)",
   // "threads=1024 vec=8 items=2 cluster=8 (register-resident)",
-  // "threads=256 vec=8 items=8 cluster=8 (shared-memory-resident)"
+  // "threads=256 vec=8 items=8 cluster=8 (shared-memory-resident)",
+  // "threads=1024 vec=8 items=0 cluster=4 (streaming)"
   std::string describe() const;
 };
 
