@@ -136,6 +136,10 @@ __device__ __forceinline__ float hk_softmax_value(float d, hk_scale k) {
 // Cluster points keep the default: there the hint made ptxas spill instead.
 #if HK_LOG && HK_ITEMS * HK_VEC > 64 && HK_CLUSTER == 1
 #define HK_BOUNDS __launch_bounds__(HK_THREADS, 1)
+#elif HK_CLUSTER > 1 && HK_ITEMS == 0 && HK_DTYPE != 0
+// 16-bit split streaming at full thread occupancy (32 registers a thread:
+// Note [Split streaming]).
+#define HK_BOUNDS __launch_bounds__(HK_THREADS, 2048 / HK_THREADS)
 #else
 #define HK_BOUNDS __launch_bounds__(HK_THREADS)
 #endif
@@ -346,6 +350,16 @@ extern "C" __global__ void HK_BOUNDS
 // 66 rows, 16.5 MB) without a stage to bound the CTAs an SM holds (the
 // shared-memory slices: 64 KB a CTA at 512 x 8) and without waiting for the
 // whole slice before the first arithmetic.
+// Measured on the H200 side by side (tools/gpu/probe-softmax.sh; bench/
+// results/h200-softmax-split-streaming-2026-11-30.json): bf16 [8192, 128256]
+// 512 threads x cluster 4 1217 us, the shared-memory point 1220; fp32 2421
+// vs 2506; log_softmax bf16 took it (1184 us, 86% of copy). Clusters of 8 or
+// 16 and 1024-thread CTAs were slower (1024 x 4: 1898 us): at 40-42
+// registers an SM holds one 1024-thread CTA or three of 512, and wide
+// clusters wait for room on one GPC. Asking ptxas for full occupancy (32
+// registers, no spill) gains for the 16-bit types (bf16 512 x 4: 1220 ->
+// 1196 us; 1024 x 2: 1393 -> 1232) and loses for float32 (2420 -> 4406 us:
+// its 4-vector batches need the registers), so it is the 16-bit types' bound.
 #if HK_SMEM
 static_assert(HK_CLUSTER > 1 && HK_PACK_BYTES == 16 && HK_ITEMS > 0,
               "HK_SMEM needs a cluster, 16-byte vectors and items to stage");
