@@ -36,18 +36,24 @@ FamilyPoint FamilyPoint::fromSearchPoint(const SearchPoint& pt) {
 
 namespace {
 
-// The candidate against the original kernel, both on the benchmark's stream.
-Comparison timeAgainstOriginal(const FamilyTuneSpec& spec, const Plan& plan, int device, int pairs,
-                               const std::function<bool()>& yieldPoint) {
+// The candidate against the original kernel, both on the benchmark's stream;
+// nullopt when a launch of the candidate failed (Note [Launch failures while
+// timing]).
+std::optional<Comparison> timeAgainstOriginal(const FamilyTuneSpec& spec, const Plan& plan, int device, int pairs,
+                                              const std::function<bool()>& yieldPoint) {
   BenchmarkOptions bo;
   bo.pairs = pairs;
   bo.beforePair = yieldPoint;
-  return benchmarkInterleaved(
+  bool launchFailed = false;
+  Comparison c = benchmarkInterleaved(
       [&] { spec.atenCall(); },
       [&] {
-        HOTKERNEL_CHECK(spec.planCall ? spec.planCall(plan) : spec.candidateCall(*plan.launcher), "launch failed");
+        if (launchFailed) return;  // no more launches: the timing is thrown away
+        launchFailed = !(spec.planCall ? spec.planCall(plan) : spec.candidateCall(*plan.launcher));
       },
       device, bo);
+  if (launchFailed) return std::nullopt;
+  return c;
 }
 
 }  // namespace
@@ -64,6 +70,14 @@ Comparison timeAgainstOriginal(const FamilyTuneSpec& spec, const Plan& plan, int
 // kernel with more interleaved pairs at each budget level. The winner is
 // accepted only if its speed-up CI at the highest level it reached clears
 // minSpeedup.
+//
+// Note [Launch failures while timing]
+// A candidate that passed the harness can still fail to launch while it is
+// timed (the plan's launcher, not the harness's, runs there: a refused
+// cluster, a resource the driver will not give at that moment). That drops
+// the candidate, logged with stage "launch", and the search goes on with the
+// others; it does not end the target's tuning. Once a launch failed, the
+// pairs left launch only the original kernel and their timing is discarded.
 TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string& arch, const TunerOptions& options,
                        double& bestSpeedup, double* bestUsOut) {
   TuneOutcome outcome;
@@ -146,9 +160,14 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
         continue;
       }
       const Plan plan = spec.makePlan(point, m.cubin);
-      m.comparison = timeAgainstOriginal(spec, plan, device,
-                                         std::min(options.pairs, kPairsPerLevel[std::min(level, 2)]),
-                                         options.yieldPoint);
+      std::optional<Comparison> timed = timeAgainstOriginal(
+          spec, plan, device, std::min(options.pairs, kPairsPerLevel[std::min(level, 2)]), options.yieldPoint);
+      if (!timed) {  // Note [Launch failures while timing]
+        m.comparison.reset();
+        results.push_back(Evaluation::failed("launch: the candidate failed to launch while timed"));
+        continue;
+      }
+      m.comparison = std::move(timed);
       m.level = level;
       results.push_back(Evaluation(m.comparison->candidate.median));
     }
@@ -183,7 +202,9 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
       log["maxAbsError"] = m.harness->maxAbsError;
     }
     if (!c.ok()) {
-      log["stage"] = c.failure.rfind("compile", 0) == 0 ? "compile" : "harness";
+      log["stage"] = c.failure.rfind("compile", 0) == 0  ? "compile"
+                     : c.failure.rfind("launch", 0) == 0 ? "launch"
+                                                         : "harness";
       log["error"] = c.failure.substr(0, 2000);
     } else if (m.comparison) {
       const Comparison& cmp = *m.comparison;
