@@ -23,9 +23,6 @@
 //                 a thread-block cluster serves each row, each CTA a slice of it (HK_ROWS == 1,
 //                 sm_90+): Note [Cross entropy over a cluster]
 //   HK_REDUCTION  0 none, 1 mean, 2 sum (at::Reduction's values)
-//   HK_STREAM_GATHER (optional, default 0) 1, cluster kernel only: the target's logit is taken
-//                 from the stream by the thread whose vectors hold it (Note [Target logit from
-//                 the stream])
 // A row is served by HK_ROW_THREADS = HK_THREADS / HK_ROWS threads.
 //
 // Entry point:
@@ -103,23 +100,9 @@ static_assert(HK_REDUCTION == 0 || HK_REDUCTION == 1 || HK_REDUCTION == 2, "HK_R
 // With `gather`, the thread also reads the target logit row[t] (t valid)
 // into `xt`: issued after the first batch's loads, so that waiting for t
 // (loaded just before) never delays the stream; `xt` is 0 otherwise.
-// Note [Target logit from the stream]
-// The first thread's gather is a second DRAM round trip after the target's
-// own load (t must arrive before row[t] can be loaded), and the row's
-// reduction waits for that thread: on a decode row the critical path is two
-// round trips. With HK_STREAM_GATHER every thread loads t (one broadcast load
-// a warp, in flight with the stream) and the thread whose batch holds vector
-// t / HK_VEC reads element t once the batch is in (`owned`): a cache hit on
-// the line it just loaded (picking it out of the batch's registers by a
-// runtime index made ptxas spill at the 64-register cap of 1024 threads). Its CTA passes it on in its published pair (cluster
-// kernel); rank 0 takes it from the owner's rank, (t / HK_VEC) / chunk. The
-// value is the same element either way: results are bit for bit the same.
-// With kOwning (and gather false), each batch checks whether it holds vector
-// t / HK_VEC of the row and, if so, reads the element into `xt` and sets `owned`.
-template <bool kOwning>
 __device__ __forceinline__ void hk_stream_pair(const hk_elem* row, int begin, int end, int tid, int stride,
                                                bool gather, long long t, long long cols, float& m, float& s,
-                                               float& xt, bool& owned) {
+                                               float& xt) {
   const hk_pack* src = reinterpret_cast<const hk_pack*>(row);
   hk_elem xraw = hk_from_float(0.0f);
   m = hk_neg_inf();
@@ -141,15 +124,6 @@ __device__ __forceinline__ void hk_stream_pair(const hk_elem* row, int begin, in
       gather = false;
     }
     hk_pair_fold(m, s, p);
-    if (kOwning && t >= 0 && t < cols) {
-      const int d = static_cast<int>(t / HK_VEC) - v0;  // vectors past this batch's first
-      if (d >= 0 && d % stride == 0 && d / stride < HK_UNROLL && v0 + d < end) {
-        // The vector this batch just read: an L1 (at worst L2) hit, not a
-        // DRAM round trip, and no register-indexed copy out of the batch.
-        xraw = row[t];
-        owned = true;
-      }
-    }
   }
   if (gather && t >= 0 && t < cols) xraw = row[t];  // this thread had no vector of the row
   xt = hk_to_float(xraw);
@@ -251,8 +225,7 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
     const bool gather = live && tid == 0;  // the row's first thread reads the target and its logit
     const long long t = gather ? target[row] : ignoreIndex;
     float m, s, xt;
-    bool unused = false;
-    hk_stream_pair<false>(rowPtr, 0, live ? nvec : 0, tid, HK_ROW_THREADS, gather, t, cols, m, s, xt, unused);
+    hk_stream_pair(rowPtr, 0, live ? nvec : 0, tid, HK_ROW_THREADS, gather, t, cols, m, s, xt);
     hk_row_pair(m, s, hk_buf[0], hk_buf[1]);
     if (live && tid == 0) {
       const float loss = hk_row_loss(t, xt, m, s, cols, ignoreIndex);
@@ -273,11 +246,6 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
 }
 #endif  // HK_CLUSTER == 1
 
-#ifndef HK_STREAM_GATHER
-#define HK_STREAM_GATHER 0
-#endif
-static_assert(HK_STREAM_GATHER == 0 || HK_CLUSTER > 1, "HK_STREAM_GATHER is the cluster kernel's variant");
-
 #if HK_CLUSTER > 1
 // Note [Cross entropy over a cluster]
 // For few rows (decode: [1, 128256] gives one SM a 250 KB row) a thread-block
@@ -293,11 +261,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(
     hk_cross_entropy(const void* logits_, const long long* target, void* out_, float* work, long long rows,
                      long long cols, long long ignoreIndex) {
   __shared__ float hk_buf[2][HK_THREADS / 32];
-  __shared__ float hk_part[3];  // this CTA's (max, sum) pair of its slice (and the target's logit), read by rank 0
-#if HK_STREAM_GATHER
-  static_assert(HK_THREADS > 32, "HK_STREAM_GATHER relies on the CTA barrier in hk_row_pair");
-  __shared__ float hk_xt;  // the target's logit when a thread of this CTA holds it
-#endif
+  __shared__ float hk_part[2];  // this CTA's (max, sum) pair of its slice, read by rank 0
   const hk_elem* logits = static_cast<const hk_elem*>(logits_);
   const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
   const int chunk = (nvec + HK_CLUSTER - 1) / HK_CLUSTER;
@@ -309,49 +273,24 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(
   // Clusters are HK_CLUSTER consecutive CTAs; the grid is a multiple of HK_CLUSTER.
   const long long clusters = gridDim.x / HK_CLUSTER;
   bool published = false;  // a pair of ours may still be read by rank 0
-#if HK_STREAM_GATHER
-  if (tid == 0) hk_xt = 0.0f;  // defined before any row publishes it (read only from the owner's rank)
-  __syncthreads();
-#endif
   for (long long row = blockIdx.x / HK_CLUSTER; row < rows; row += clusters) {
     const hk_elem* rowPtr = logits + row * cols;
-#if HK_STREAM_GATHER
-    // Every thread reads the target (Note [Target logit from the stream]).
-    const long long t = target[row];
-    float m, s, xt;
-    bool owned = false;
-    hk_stream_pair<true>(rowPtr, begin, end, tid, HK_THREADS, false, t, cols, m, s, xt, owned);
-    if (owned) hk_xt = xt;  // at most one thread of the cluster holds it
-    hk_row_pair(m, s, hk_buf[0], hk_buf[1]);  // its CTA barrier also publishes hk_xt
-#else
     const bool gather = rank == 0 && tid == 0;  // rank 0's first thread reads the target and its logit
     const long long t = gather ? target[row] : ignoreIndex;
     float m, s, xt;
-    bool unused = false;
-    hk_stream_pair<false>(rowPtr, begin, end, tid, HK_THREADS, gather, t, cols, m, s, xt, unused);
+    hk_stream_pair(rowPtr, begin, end, tid, HK_THREADS, gather, t, cols, m, s, xt);
     hk_row_pair(m, s, hk_buf[0], hk_buf[1]);
-#endif
     if (published) hk_cluster_wait();  // rank 0 has read our previous pair
     if (tid == 0) {
       hk_part[0] = m;
       hk_part[1] = s;
-#if HK_STREAM_GATHER
-      hk_part[2] = hk_xt;  // meaningful only in the rank that holds t (stale elsewhere, never read)
-#endif
     }
     hk_cluster_arrive();
     hk_cluster_wait();  // every CTA's pair is visible
     float pm = hk_neg_inf(), ps = 0.0f;
-#if HK_STREAM_GATHER
-    float px = 0.0f;
-    const int owner = t >= 0 && t < cols ? static_cast<int>(t / HK_VEC) / chunk : 0;
-#endif
     if (rank == 0 && tid < HK_CLUSTER) {
       pm = hk_cluster_load(&hk_part[0], tid);
       ps = hk_cluster_load(&hk_part[1], tid);
-#if HK_STREAM_GATHER
-      if (tid == owner) px = hk_cluster_load(&hk_part[2], tid);
-#endif
     }
     hk_cluster_arrive();  // done reading the peers' pairs
     published = true;
@@ -362,9 +301,6 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(
       for (int r = 1; r < HK_CLUSTER; ++r) {
         hk_pair_merge(rm, rs, __shfl_sync(0xffffffffu, pm, r), __shfl_sync(0xffffffffu, ps, r));
       }
-#if HK_STREAM_GATHER
-      xt = __shfl_sync(0xffffffffu, px, owner);
-#endif
       if (lane == 0) {
         const float loss = hk_row_loss(t, xt, rm, rs, cols, ignoreIndex);
 #if HK_REDUCTION == 0

@@ -73,9 +73,6 @@ int maxBytesInFlight(int threads) { return std::min(128, 65536 / threads); }
 
 bool isPoint(DType dtype, const CrossEntropyParams& p) {
   if (!knownDType(dtype)) return false;
-  // The stream gather is the cluster kernel's variant, at up to 512 threads (at
-  // 1024, bf16 vec 4 points spilled 4 bytes at the 64-register cap).
-  if (p.streamGather && (p.cluster == 1 || p.threads > 512)) return false;
   if (!isPowerOfTwo(p.vec) || p.vec > maxVec(dtype)) return false;
   if (!contains(std::begin(kUnrollChoices), std::end(kUnrollChoices), p.unroll)) return false;
   if (p.cluster != 1) {
@@ -131,11 +128,13 @@ int unrollFor(DType dtype, int threads, int vec, int64_t want) {
 // ATen 28.6), which this ranks first among cluster 8; [32, 128256] by cluster
 // 8 x 256 threads x unroll 2 (13.5 us; ATen 31): 4 batches of 2, not a seed,
 // a point the search reached by mutating the unroll. Since 16-CTA clusters
-// (2026-11-30, third session) both shapes were served by 16 x 256 threads x
-// unroll 4 (7.6 and 13.3 us). In the space for few rows the first cluster
-// points each come with their stream-gather twin (the target's logit taken
-// from the stream: one DRAM round trip off the critical path of a row, Note
-// [Target logit from the stream] in the template), up to six points.
+// (2026-11-30) both shapes were served by 16 x 256 threads x unroll 4 (7.6 and
+// 13.3 us). Tried and deleted: a twin of each decode cluster point in which
+// every thread read the target and the thread whose batch held x[t] took it
+// from the stream, so the target's logit was not a second DRAM round trip
+// after the target: on the H200 7.8 vs 7.7 us at [1, 128256] and never
+// chosen at [32, 128256] (bench/results/h200-ops-ce-decode-2026-11-30*): the
+// gather is not on the decode row's critical path.
 // Many rows keep the portable clusters, smallest first, 1024 threads first.
 std::vector<CrossEntropyParams> rowPoints(const CrossEntropyVariant& v, int vec) {
   struct Scored {
@@ -250,10 +249,7 @@ const char* reductionName(CrossEntropyReduction r) {
 }
 
 nlohmann::json CrossEntropyParams::toJson() const {
-  nlohmann::json j = {
-      {"threads", threads}, {"vec", vec}, {"unroll", unroll}, {"rowsPerCta", rowsPerCta}, {"cluster", cluster}};
-  if (streamGather) j["streamGather"] = true;  // absent when false: older cache entries read the same
-  return j;
+  return {{"threads", threads}, {"vec", vec}, {"unroll", unroll}, {"rowsPerCta", rowsPerCta}, {"cluster", cluster}};
 }
 
 CrossEntropyParams CrossEntropyParams::fromJson(const nlohmann::json& j) {
@@ -272,19 +268,13 @@ CrossEntropyParams CrossEntropyParams::fromJson(const nlohmann::json& j) {
   }
   p.rowsPerCta = j.value("rowsPerCta", 1);
   p.cluster = j.value("cluster", 1);
-  if (j.contains("streamGather")) {
-    HOTKERNEL_CHECK(j.at("streamGather").is_boolean(), "cross_entropy params need a boolean 'streamGather': ",
-                    j.dump());
-    p.streamGather = j.at("streamGather").get<bool>();
-  }
   return p;
 }
 
 std::string CrossEntropyParams::describe() const {
   return "threads=" + std::to_string(threads) + " vec=" + std::to_string(vec) + " unroll=" + std::to_string(unroll) +
          (rowsPerCta != 1 ? " rowsPerCta=" + std::to_string(rowsPerCta) : std::string()) +
-         (cluster != 1 ? " cluster=" + std::to_string(cluster) : std::string()) +
-         (streamGather ? " streamGather" : "");
+         (cluster != 1 ? " cluster=" + std::to_string(cluster) : std::string());
 }
 
 bool CrossEntropyTolerance::rowWithin(double got, double ref) const {
@@ -395,14 +385,7 @@ std::vector<CrossEntropyParams> CrossEntropyFamily::parameterSpace(const CrossEn
   const std::vector<CrossEntropyParams> scalar = rowPoints(v, 1);
   const size_t headLimit = kMaxSpaceSize - 2;
   const bool splitFirst = !split.empty() && v.rows < kFewRows;
-  // Few rows: the first cluster points, each followed by its stream-gather twin
-  // (Note [Cross entropy parameter ranking]).
-  for (size_t i = 0; splitFirst && i < split.size() && out.size() < kFewRowsSplitHead; ++i) {
-    add(split[i], headLimit);
-    CrossEntropyParams twin = split[i];
-    twin.streamGather = true;
-    add(twin, headLimit);
-  }
+  for (size_t i = 0; splitFirst && i < split.size() && i < kFewRowsSplitHead; ++i) add(split[i], headLimit);
   for (size_t i = 0; i < multi.size() && i < 3; ++i) add(multi[i], headLimit);
   for (size_t i = 0; i < wide.size() && i < 4; ++i) add(wide[i], headLimit);
   for (size_t i = 0; !splitFirst && i < split.size() && i < 2; ++i) add(split[i], headLimit);
@@ -427,10 +410,7 @@ std::vector<CrossEntropyParams> CrossEntropyFamily::allParameterPoints(DType dty
       }
       for (int cluster : kClusterChoices) {
         for (int threads : kClusterThreadChoices) {
-          CrossEntropyParams p{threads, vec, unroll, 1, cluster};
-          if (!isPoint(dtype, p)) continue;
-          out.push_back(p);
-          p.streamGather = true;
+          const CrossEntropyParams p{threads, vec, unroll, 1, cluster};
           if (isPoint(dtype, p)) out.push_back(p);
         }
       }
@@ -452,7 +432,6 @@ std::vector<std::string> CrossEntropyFamily::compileOptions(DType dtype, const C
       "-DHK_ROWS=" + std::to_string(p.rowsPerCta),             "-DHK_VEC=" + std::to_string(p.vec),
       "-DHK_UNROLL=" + std::to_string(p.unroll),               "-DHK_REDUCTION=" + std::to_string(r)};
   if (p.cluster != 1) options.push_back("-DHK_CLUSTER=" + std::to_string(p.cluster));
-  if (p.streamGather) options.push_back("-DHK_STREAM_GATHER=1");
   return options;
 }
 

@@ -175,10 +175,9 @@ HarnessCandidate crossEntropyCandidate(const CrossEntropyVariant& v, const Cross
 namespace {
 
 // The cross_entropy axes on the search's: unroll rides on `items` (a niche per
-// unroll, like softmax's register / streaming split), the stream gather on
-// `variant` (the architecture tier, with the cluster).
+// unroll, like softmax's register / streaming split).
 FamilyPoint toPoint(const CrossEntropyParams& p) {
-  return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.unroll, p.cluster, p.streamGather ? 1 : 0};
+  return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.unroll, p.cluster};
 }
 CrossEntropyParams toParams(const FamilyPoint& p) {
   CrossEntropyParams c;
@@ -187,7 +186,6 @@ CrossEntropyParams toParams(const FamilyPoint& p) {
   c.unroll = p.items;
   c.rowsPerCta = p.rowsPerCta;
   c.cluster = p.cluster;
-  c.streamGather = p.variant != 0;
   return c;
 }
 

@@ -158,17 +158,9 @@ TEST(CrossEntropyFamilyTest, GivenEveryDTypeWhenListingAllPointsThenUniqueValidA
   for (DType d : kAllDTypes) {
     const std::vector<P> all = CrossEntropyFamily::allParameterPoints(d);
     ASSERT_FALSE(all.empty());
-    std::set<std::tuple<int, int, int, int, int, bool>> seen;
+    std::set<std::tuple<int, int, int, int, int>> seen;
     for (const P& p : all) {
-      EXPECT_TRUE(seen.insert({p.threads, p.vec, p.unroll, p.rowsPerCta, p.cluster, p.streamGather}).second)
-          << p.describe();
-      if (p.streamGather) {
-        EXPECT_GT(p.cluster, 1) << p.describe();
-        EXPECT_LE(p.threads, 512) << p.describe();
-        P twin = p;
-        twin.streamGather = false;
-        EXPECT_NE(std::find(all.begin(), all.end(), twin), all.end()) << "no plain twin of " << p.describe();
-      }
+      EXPECT_TRUE(seen.insert({p.threads, p.vec, p.unroll, p.rowsPerCta, p.cluster}).second) << p.describe();
       EXPECT_LE(p.vec * static_cast<int>(elementSize(d)), 16) << p.describe();
       // Note [Cross entropy register budget].
       EXPECT_LE(p.unroll * p.vec * static_cast<int>(elementSize(d)), std::min(128, 65536 / p.threads))
@@ -184,18 +176,14 @@ TEST(CrossEntropyFamilyTest, GivenEveryDTypeWhenListingAllPointsThenUniqueValidA
       EXPECT_EQ(P::fromJson(p.toJson()), p) << p.toJson().dump();
     }
     const int wide = 16 / static_cast<int>(elementSize(d));
-    EXPECT_TRUE(seen.count({1024, 1, 1, 1, 1, false})) << "no scalar point";
-    EXPECT_TRUE(seen.count({1024, wide, 64 / 16, 1, 1, false}))
-        << "no 16-byte 1024-thread point at 64 bytes in flight";
-    EXPECT_FALSE(seen.count({1024, wide, 8, 1, 1, false})) << "over budget at 1024 threads";
-    EXPECT_TRUE(seen.count({512, wide, 8, 1, 1, false}));
-    EXPECT_TRUE(seen.count({128, 1, 1, 32, 1, false})) << "no four-threads-per-row point";
-    EXPECT_TRUE(seen.count({1024, wide, 4, 1, 8, false})) << "no 8-CTA cluster point";
-    EXPECT_TRUE(seen.count({256, wide, 4, 1, 16, false})) << "no 16-CTA (non-portable) cluster point";
-    EXPECT_TRUE(seen.count({256, wide, 4, 1, 16, true})) << "no stream-gather 16-CTA cluster point";
-    EXPECT_TRUE(seen.count({1024, 1, 1, 1, 16, false})) << "no scalar 16-CTA cluster point";
-    EXPECT_FALSE(seen.count({1024, wide, 4, 1, 1, true})) << "a stream-gather point without a cluster";
-    EXPECT_FALSE(seen.count({1024, wide, 2, 1, 8, true})) << "a 1024-thread stream-gather point";
+    EXPECT_TRUE(seen.count({1024, 1, 1, 1, 1})) << "no scalar point";
+    EXPECT_TRUE(seen.count({1024, wide, 64 / 16, 1, 1})) << "no 16-byte 1024-thread point at 64 bytes in flight";
+    EXPECT_FALSE(seen.count({1024, wide, 8, 1, 1})) << "over budget at 1024 threads";
+    EXPECT_TRUE(seen.count({512, wide, 8, 1, 1}));
+    EXPECT_TRUE(seen.count({128, 1, 1, 32, 1})) << "no four-threads-per-row point";
+    EXPECT_TRUE(seen.count({1024, wide, 4, 1, 8})) << "no 8-CTA cluster point";
+    EXPECT_TRUE(seen.count({256, wide, 4, 1, 16})) << "no 16-CTA (non-portable) cluster point";
+    EXPECT_TRUE(seen.count({1024, 1, 1, 1, 16})) << "no scalar 16-CTA cluster point";
   }
 }
 
@@ -234,31 +222,6 @@ TEST(CrossEntropyFamilyTest, GivenAClusterOfSixteenWhenGuardedThenAcceptedAsAnSm
   EXPECT_EQ(P::fromJson(nlohmann::json::parse(p.toJson().dump())), p);
   EXPECT_EQ(p.toJson().dump(), R"({"cluster":16,"rowsPerCta":1,"threads":256,"unroll":4,"vec":8})");
   EXPECT_EQ(p.describe(), "threads=256 vec=8 unroll=4 cluster=16");
-}
-
-TEST(CrossEntropyFamilyTest, GivenTheStreamGatherTwinWhenGuardedThenAClusterOnlyPointWithItsDefineAndJson) {
-  const V v{DType::BFloat16, 1, 128256, R::Mean};
-  P p{256, 8, 4, 1, 16};
-  p.streamGather = true;
-  EXPECT_TRUE(CrossEntropyFamily::guardParams(v, p));
-  EXPECT_NE(p, (P{256, 8, 4, 1, 16})) << "the twin is another point";
-  const std::vector<std::string> o = CrossEntropyFamily::compileOptions(DType::BFloat16, p, R::Mean);
-  EXPECT_EQ(std::count(o.begin(), o.end(), "-DHK_STREAM_GATHER=1"), 1);
-  const std::vector<std::string> plain = CrossEntropyFamily::compileOptions(DType::BFloat16, P{256, 8, 4, 1, 16}, R::Mean);
-  EXPECT_EQ(std::count(plain.begin(), plain.end(), "-DHK_STREAM_GATHER=1"), 0);
-  // The same launch as its plain twin: only the kernel differs.
-  EXPECT_EQ(CrossEntropyFamily::launchGeometry(v, p).gridX, CrossEntropyFamily::launchGeometry(v, P{256, 8, 4, 1, 16}).gridX);
-  EXPECT_EQ(p.toJson().dump(),
-            R"({"cluster":16,"rowsPerCta":1,"streamGather":true,"threads":256,"unroll":4,"vec":8})");
-  EXPECT_EQ(P::fromJson(nlohmann::json::parse(p.toJson().dump())), p);
-  EXPECT_EQ(p.describe(), "threads=256 vec=8 unroll=4 cluster=16 streamGather");
-  EXPECT_THROW(P::fromJson({{"threads", 256}, {"vec", 8}, {"unroll", 4}, {"cluster", 16}, {"streamGather", 1}}),
-               Error);
-  // Not a point without a cluster (the one-CTA kernel has no such variant).
-  P single{256, 8, 4, 1, 1};
-  single.streamGather = true;
-  EXPECT_FALSE(CrossEntropyFamily::guardParams({DType::BFloat16, 4096, 32000, R::Mean}, single));
-  EXPECT_THROW(CrossEntropyFamily::compileOptions(DType::BFloat16, single, R::Mean), Error);
 }
 
 TEST(CrossEntropyFamilyTest, GivenClassesNotAMultipleOfTheVectorWhenGuardedThenOnlyNarrowerPointsAccepted) {
@@ -319,19 +282,11 @@ TEST(CrossEntropyFamilyTest, GivenDecodeShapesOnHopperWhenAskedForTheSpaceThenTh
       EXPECT_LE(space.size(), 12u);
       // Note [Cross entropy parameter ranking]: cluster 16 x 256 threads, ~4
       // vectors a thread in one batch of 4, then 512 threads in one batch of 2;
-      // then cluster 8, led by the point the H200 served [1, 128256] with;
-      // each followed by its stream-gather twin.
-      ASSERT_GE(space.size(), 6u);
-      auto twin = [](P p) {
-        p.streamGather = true;
-        return p;
-      };
+      // then cluster 8, led by the point the H200 served [1, 128256] with.
+      ASSERT_GE(space.size(), 3u);
       EXPECT_EQ(space[0], (P{256, 8, 4, 1, 16})) << space[0].describe();
-      EXPECT_EQ(space[1], twin(P{256, 8, 4, 1, 16})) << space[1].describe();
-      EXPECT_EQ(space[2], (P{512, 8, 2, 1, 16})) << space[2].describe();
-      EXPECT_EQ(space[3], twin(P{512, 8, 2, 1, 16})) << space[3].describe();
-      EXPECT_EQ(space[4], (P{512, 8, 4, 1, 8})) << space[4].describe();
-      EXPECT_EQ(space[5], twin(P{512, 8, 4, 1, 8})) << space[5].describe();
+      EXPECT_EQ(space[1], (P{512, 8, 2, 1, 16})) << space[1].describe();
+      EXPECT_EQ(space[2], (P{512, 8, 4, 1, 8})) << space[2].describe();
       for (const P& p : space) {
         EXPECT_TRUE(CrossEntropyFamily::guardParams(v, p)) << p.describe();
         if (p.cluster == 1) continue;
@@ -498,9 +453,7 @@ TEST(CrossEntropyFamilyCompileTest, GivenEveryPointAtMeanWhenCompiledForSm90aAnd
     }
   }
   // The decode points of Note [Cross entropy parameter ranking] are among them.
-  P decodeTwin{256, 8, 4, 1, 16};
-  decodeTwin.streamGather = true;
-  for (const P& decode : {P{256, 8, 4, 1, 16}, P{512, 8, 2, 1, 16}, decodeTwin}) {
+  for (const P& decode : {P{256, 8, 4, 1, 16}, P{512, 8, 2, 1, 16}}) {
     EXPECT_TRUE(std::any_of(jobs.begin(), jobs.end(), [&](const Job& j) {
       return j.dtype == DType::BFloat16 && j.params == decode && j.arch == "sm_90a";
     })) << decode.describe();

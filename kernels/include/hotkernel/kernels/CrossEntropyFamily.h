@@ -45,26 +45,22 @@ struct CrossEntropyParams {
   int rowsPerCta = 1;  // 1: a CTA (or cluster) per row; > 1: short rows, rowThreads() <= 32 threads per row
   int cluster = 1;     // 1; 2, 4, 8, 16: a thread-block cluster per row, each CTA a slice (rowsPerCta == 1,
                        // sm_90+; 16 is a non-portable size, which the launcher opts in to)
-  bool streamGather = false;  // cluster points only: the target's logit taken from the stream by the thread
-                              // whose vectors hold it, not loaded after the target (Note [Target logit
-                              // from the stream] in cross_entropy.cu)
 
   int rowThreads() const { return threads / rowsPerCta; }
   // The lowest compute capability (major * 10 + minor) that runs this point: 90 for clusters, else 0.
   int minComputeCapability() const { return cluster > 1 ? 90 : 0; }
   bool operator==(const CrossEntropyParams& o) const {
     return threads == o.threads && vec == o.vec && unroll == o.unroll && rowsPerCta == o.rowsPerCta &&
-           cluster == o.cluster && streamGather == o.streamGather;
+           cluster == o.cluster;
   }
   bool operator!=(const CrossEntropyParams& o) const { return !(*this == o); }
 
-  // {"cluster":1,"rowsPerCta":1,"threads":512,"unroll":8,"vec":8}, plus "streamGather":true when set
+  // {"cluster":1,"rowsPerCta":1,"threads":512,"unroll":8,"vec":8}
   nlohmann::json toJson() const;
   // Throws Error unless `j` is an object with integer threads, vec and unroll
-  // (rowsPerCta and cluster: 1 when absent; streamGather: a boolean, false when
-  // absent). Does not check validity: guardParams does.
+  // (rowsPerCta and cluster: 1 when absent). Does not check validity: guardParams does.
   static CrossEntropyParams fromJson(const nlohmann::json& j);
-  // "threads=512 vec=8 unroll=8", "... rowsPerCta=8", "... cluster=8", "... cluster=8 streamGather"
+  // "threads=512 vec=8 unroll=8", "... rowsPerCta=8", "... cluster=8"
   std::string describe() const;
 };
 
