@@ -61,7 +61,10 @@
 // Streaming: vectors each thread loads before it uses the first (loads in
 // flight): 16 elements, at most 8 accesses. More (4 x 16 bytes of bf16) makes
 // ptxas spill under __launch_bounds__(1024).
+// (Overridable for probe experiments only: tools/gpu/probe-softmax.sh tags.)
+#ifndef HK_STREAM_UNROLL
 #define HK_STREAM_UNROLL (HK_VEC >= 2 ? 16 / HK_VEC : 8)
+#endif
 
 static_assert(HK_THREADS >= 32 && HK_THREADS <= 1024 && (HK_THREADS & (HK_THREADS - 1)) == 0,
               "HK_THREADS must be a power of two in [32, 1024]");
@@ -80,7 +83,10 @@ static_assert(HK_LOG == 0 || HK_LOG == 1, "HK_LOG must be 0 or 1");
 
 // L2 hints for the streaming variant's 16-byte accesses only (Note [Streaming
 // L2 hints] in hk_prelude.cuh).
+// (Overridable, to 0, for probe experiments only.)
+#ifndef HK_STREAM_HINTS
 #define HK_STREAM_HINTS (HK_ITEMS == 0 && HK_VEC * (HK_DTYPE == 0 ? 4 : 2) == 16)
+#endif
 
 #include "hk_prelude.cuh"
 
