@@ -366,6 +366,10 @@ extern "C" __global__ void HK_BOUNDS
 // registers, no spill) gains for the 16-bit types (bf16 512 x 4: 1220 ->
 // 1196 us; 1024 x 2: 1393 -> 1232) and loses for float32 (2420 -> 4406 us:
 // its 4-vector batches need the registers), so it is the 16-bit types' bound.
+// At that bound (bf16 512 x 4: 1194 us) batches of one vector ran 1220 us,
+// of four 2082 us, and without the L2 hints 1454 us (bench/results/h200-
+// softmax-split-streaming-knobs-2026-11-30.json): the defaults stay. In the
+// ops benchmark it serves bf16 [8192, 128256] at 1.82x eager, 85% of copy.
 #if HK_SMEM
 static_assert(HK_CLUSTER > 1 && HK_PACK_BYTES == 16 && HK_ITEMS > 0,
               "HK_SMEM needs a cluster, 16-byte vectors and items to stage");
