@@ -76,8 +76,10 @@ std::optional<Comparison> timeAgainstOriginal(const FamilyTuneSpec& spec, const 
 // timed (the plan's launcher, not the harness's, runs there: a refused
 // cluster, a resource the driver will not give at that moment). That drops
 // the candidate, logged with stage "launch", and the search goes on with the
-// others; it does not end the target's tuning. Once a launch failed, the
-// pairs left launch only the original kernel and their timing is discarded.
+// others. (It used to throw out of the batch evaluator, and the search fails
+// every point of a batch whose evaluator throws: the batch's other candidates,
+// timed or not, were lost with it.) Once a launch failed, the pairs left
+// launch only the original kernel and their timing is discarded.
 TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string& arch, const TunerOptions& options,
                        double& bestSpeedup, double* bestUsOut) {
   TuneOutcome outcome;
