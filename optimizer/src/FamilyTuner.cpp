@@ -117,7 +117,26 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
   };
   std::map<SearchPoint, Measured> measured;
   static const int kPairsPerLevel[] = {9, 15, 31};
+  // Note [Interrupted tuning]
+  // The caller's yield point returns false when the tuning must stop (the
+  // worker is stopping). The harness and the benchmark then end early and
+  // throw, and the search turns a throwing evaluator into a failed batch and
+  // goes on: without more, an interrupted search would end as if every
+  // candidate had failed, and the runtime would store "keep ATen" for a
+  // variant that was never fully tuned. So the first false is remembered: the
+  // evaluator does no more work, the search stops before its next round, and
+  // tuneFamily throws "tuning interrupted" (nothing is stored).
+  bool interrupted = false;
+  std::function<bool()> yieldPoint;
+  if (options.yieldPoint) {
+    yieldPoint = [&] {
+      if (interrupted) return false;
+      interrupted = !options.yieldPoint();
+      return !interrupted;
+    };
+  }
   auto evaluate = [&](const std::vector<SearchPoint>& batch, int level) {
+    if (interrupted) return std::vector<Evaluation>(batch.size(), Evaluation::failed("interrupted"));
     // Compile what is new, in parallel.
     std::vector<SearchPoint> fresh;
     for (const SearchPoint& pt : batch) {
@@ -151,7 +170,7 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
       const FamilyPoint point = FamilyPoint::fromSearchPoint(pt);
       if (!m.harness) {
         HarnessOptions ho;
-        ho.yieldPoint = options.yieldPoint;
+        ho.yieldPoint = yieldPoint;
         m.harness = runHarness(spec.harnessSpec, spec.candidate(point, m.cubin), spec.dtype, spec.rows, spec.cols,
                                device, ho);
       }
@@ -163,7 +182,7 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
       }
       const Plan plan = spec.makePlan(point, m.cubin);
       std::optional<Comparison> timed = timeAgainstOriginal(
-          spec, plan, device, std::min(options.pairs, kPairsPerLevel[std::min(level, 2)]), options.yieldPoint);
+          spec, plan, device, std::min(options.pairs, kPairsPerLevel[std::min(level, 2)]), yieldPoint);
       if (!timed) {  // Note [Launch failures while timing]
         m.comparison.reset();
         results.push_back(Evaluation::failed("launch: the candidate failed to launch while timed"));
@@ -183,7 +202,9 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
   so.maxEvaluations = options.searchEvaluations;
   so.maxBudgetLevel = 2;
   if (options.clock) options.clock->applyTo(so);  // Note [Stopping a target's search]
+  so.outOfTime = [&interrupted, budget = so.outOfTime] { return interrupted || (budget && budget()); };
   SearchResult search = runSearchBatched(space, evaluate, so);
+  HOTKERNEL_CHECK(!interrupted, "tuning interrupted");  // Note [Interrupted tuning]
 
   const Candidate* best = search.best();
   for (const Candidate& c : search.lineage) {

@@ -14,6 +14,7 @@
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
+#include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 
 namespace hotkernel {
@@ -37,62 +38,70 @@ SoftmaxParams toParams(const FamilyPoint& p) {
   return s;
 }
 
+// A softmax family spec for bf16 [4096, 4096] over three register-resident
+// points (the 1024-thread one first); with `failing1024`, every launch of the
+// 1024-thread point's plan fails while it is timed (counted in `failedLaunches`).
+struct SoftmaxSpecFixture {
+  kernels::SoftmaxVariant v{DType::BFloat16, 4096, 4096};
+  at::Tensor input;
+  FamilyTuneSpec fs;
+  std::atomic<int> failedLaunches{0};
+
+  explicit SoftmaxSpecFixture(bool failing1024) {
+    input = (at::randn({v.rows, v.cols}, at::kCUDA) * 4).to(at::kBFloat16);
+    const std::vector<SoftmaxParams> points = {{1024, 8, 1}, {512, 8, 1}, {256, 8, 2}};
+    fs.family = SoftmaxFamily::kName;
+    fs.kernelName = SoftmaxFamily::kKernelName;
+    fs.source = SoftmaxFamily::source();
+    fs.program = "softmax_lastdim.cu";
+    fs.dtype = v.dtype;
+    fs.rows = v.rows;
+    fs.cols = v.cols;
+    for (const SoftmaxParams& p : points) {
+      EXPECT_TRUE(SoftmaxFamily::guardParams(v, p)) << p.describe();
+      fs.validPoints.push_back(FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items});
+    }
+    fs.seeds = fs.validPoints;  // the 1024-thread point first
+    fs.compileOptions = [this](const FamilyPoint& p) { return SoftmaxFamily::compileOptions(v.dtype, toParams(p)); };
+    fs.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
+    fs.candidate = [this](const FamilyPoint& p, const std::string& cubin) {
+      return softmaxCandidate(v.dtype, toParams(p), cubin);
+    };
+    fs.harnessSpec = softmaxSpec();
+    const VariantKey key{static_cast<int32_t>(v.dtype), 0, v.rows, v.cols};
+    fs.makePlan = [key, failing1024](const FamilyPoint& p, const std::string& cubin) {
+      Plan plan = makeSoftmaxPlan(key, toParams(p), cubin, 0);
+      if (failing1024 && p.threads == 1024) plan.description = "fails";
+      return plan;
+    };
+    fs.atenCall = [this] { (void)at::cuda::_softmax(input, -1, false); };
+    fs.planCall = [this](const Plan& plan) {
+      if (plan.description == "fails") {
+        ++failedLaunches;
+        return false;
+      }
+      at::Tensor out = at::empty_like(input);
+      return plan.launcher->launch({input.const_data_ptr(), out.mutable_data_ptr(), v.rows, v.cols},
+                                   at::cuda::getCurrentCUDAStream().stream());
+    };
+  }
+};
+
 // Note [Launch failures while timing]: a candidate whose launches fail while
 // it is timed is dropped and logged; the search goes on and accepts another.
 TEST(FamilyTunerGpuTest, GivenACandidateWhoseLaunchFailsWhileTimedWhenTuningThenItIsDroppedAndAnotherAccepted) {
   REQUIRE_CUDA();
   const DeviceInfo info = queryDevice(0);
-  const kernels::SoftmaxVariant v{DType::BFloat16, 4096, 4096};
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(0));
-  const at::Tensor input =
-      (at::randn({v.rows, v.cols}, at::kCUDA) * 4).to(at::kBFloat16);
-
-  // Three register-resident points; every 1024-thread launch fails while timed.
-  const std::vector<SoftmaxParams> points = {{1024, 8, 1}, {512, 8, 1}, {256, 8, 2}};
-  FamilyTuneSpec fs;
-  fs.family = SoftmaxFamily::kName;
-  fs.kernelName = SoftmaxFamily::kKernelName;
-  fs.source = SoftmaxFamily::source();
-  fs.program = "softmax_lastdim.cu";
-  fs.dtype = v.dtype;
-  fs.rows = v.rows;
-  fs.cols = v.cols;
-  for (const SoftmaxParams& p : points) {
-    ASSERT_TRUE(SoftmaxFamily::guardParams(v, p)) << p.describe();
-    fs.validPoints.push_back(FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items});
-  }
-  fs.seeds = fs.validPoints;  // the 1024-thread point first
-  fs.compileOptions = [&](const FamilyPoint& p) { return SoftmaxFamily::compileOptions(v.dtype, toParams(p)); };
-  fs.paramsJson = [&](const FamilyPoint& p) { return toParams(p).toJson(); };
-  fs.candidate = [&](const FamilyPoint& p, const std::string& cubin) {
-    return softmaxCandidate(v.dtype, toParams(p), cubin);
-  };
-  fs.harnessSpec = softmaxSpec();
-  const VariantKey key{static_cast<int32_t>(v.dtype), 0, v.rows, v.cols};
-  fs.makePlan = [&](const FamilyPoint& p, const std::string& cubin) {
-    Plan plan = makeSoftmaxPlan(key, toParams(p), cubin, 0);
-    if (p.threads == 1024) plan.description = "fails";
-    return plan;
-  };
-  fs.atenCall = [&] { (void)at::cuda::_softmax(input, -1, false); };
-  std::atomic<int> failedLaunches{0};
-  fs.planCall = [&](const Plan& plan) {
-    if (plan.description == "fails") {
-      ++failedLaunches;
-      return false;
-    }
-    at::Tensor out = at::empty_like(input);
-    return plan.launcher->launch({input.const_data_ptr(), out.mutable_data_ptr(), v.rows, v.cols},
-                                 at::cuda::getCurrentCUDAStream().stream());
-  };
+  SoftmaxSpecFixture f(/*failing1024=*/true);
   TunerOptions options;
   options.minSpeedup = 0.0;  // accept the fastest correct candidate whatever its speed-up
   options.searchEvaluations = 6;
   double bestSpeedup = 0;
   TuneOutcome outcome;
-  ASSERT_NO_THROW(outcome = tuneFamily(fs, 0, info.nvrtcArch(), options, bestSpeedup));
+  ASSERT_NO_THROW(outcome = tuneFamily(f.fs, 0, info.nvrtcArch(), options, bestSpeedup));
 
-  EXPECT_EQ(failedLaunches.load(), 1) << "a failed launch must stop the candidate's launches";
+  EXPECT_EQ(f.failedLaunches.load(), 1) << "a failed launch must stop the candidate's launches";
   ASSERT_TRUE(outcome.accepted);
   EXPECT_NE(outcome.paramsJson.at("threads").get<int>(), 1024) << outcome.paramsJson.dump();
   EXPECT_GT(bestSpeedup, 0.0);
@@ -108,6 +117,41 @@ TEST(FamilyTunerGpuTest, GivenACandidateWhoseLaunchFailsWhileTimedWhenTuningThen
   }
   EXPECT_GE(launchFailures, 1);
   EXPECT_GE(timed, 1);
+}
+
+// Note [Interrupted tuning]: a yield point that says stop ends the search and
+// tuneFamily throws "tuning interrupted" instead of returning a "keep ATen"
+// outcome the runtime would store; the yield point is not asked again.
+TEST(FamilyTunerGpuTest, GivenAYieldPointThatSaysStopWhenTuningThenTuningInterruptedIsThrown) {
+  REQUIRE_CUDA();
+  const DeviceInfo info = queryDevice(0);
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(0));
+  // Stop at the first yield (in the first harness run), in a later harness
+  // stage, and while candidates are timed.
+  for (int allowed : {0, 3, 40}) {
+    SCOPED_TRACE("yields allowed: " + std::to_string(allowed));
+    SoftmaxSpecFixture f(/*failing1024=*/false);
+    int asked = 0, refusedAt = -1;
+    TunerOptions options;
+    options.minSpeedup = 0.0;
+    options.searchEvaluations = 6;
+    options.yieldPoint = [&] {
+      ++asked;
+      if (asked > allowed) {
+        if (refusedAt < 0) refusedAt = asked;
+        return false;
+      }
+      return true;
+    };
+    double bestSpeedup = 0;
+    try {
+      (void)tuneFamily(f.fs, 0, info.nvrtcArch(), options, bestSpeedup);
+      ADD_FAILURE() << "an interrupted tuning returned an outcome";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("tuning interrupted"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(asked, refusedAt) << "the yield point was asked again after it said stop";
+  }
 }
 
 }  // namespace
