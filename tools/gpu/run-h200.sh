@@ -78,11 +78,12 @@ fi
 if want overhead; then
   log "bench: host cost per call of small ops: no preload, the preload's default ops, the reductions served too"
   OC="$(mktemp -d)/cache"
+  RUNS="$(mktemp -d)"  # the per-process JSON stay out of $OUT (the device tool returns few files): merged below
   RED="_softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss,sum.dim_IntList,mean.dim,amax,argmax"
   runs=()
   for round in 1 2; do
     for cfg in none default reductions; do
-      f="$OUT/overhead-$cfg-$round.json"; runs+=("$f")
+      f="$RUNS/overhead-$cfg-$round.json"; runs+=("$f")
       case $cfg in
         none) env "$HOTKERNEL_PYTHON" "$ROOT/bench/dispatch_overhead.py" --label none --out "$f" ;;
         default) HOTKERNEL_CACHE_DIR="$OC" HOTKERNEL_OPTIMIZE=0 LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
