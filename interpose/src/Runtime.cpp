@@ -335,12 +335,21 @@ void Runtime::optimize(const OptimizerJob& job) {
   const double idleMs = static_cast<double>(config().idleMs);
   // No GPU work (device start, cache loads, the tuner) while serving, capturing or over the utilization limit.
   if (!waitToStart(job.key.device)) return;
-  optimizeVariant(
-      job.op, job.key,
-      [this, idleMs] {
-        return IdleGate::instance().waitUntilIdle(idleMs, [this] { return stopping_.load(); }, 24 * 3600.0);
-      },
-      job.target);
+  try {
+    optimizeVariant(
+        job.op, job.key,
+        [this, idleMs] {
+          return IdleGate::instance().waitUntilIdle(idleMs, [this] { return stopping_.load(); }, 24 * 3600.0);
+        },
+        job.target);
+  } catch (const std::exception& e) {
+    // Shutting down: the tuner stopped at a yield point ("tuning interrupted",
+    // Note [Interrupted tuning] in optimizer/src/FamilyTuner.cpp) and stored
+    // nothing; a later process tunes the variant again. Not a failure.
+    if (!stopping_.load()) throw;
+    HOTKERNEL_LOG(Info) << "optimizing " << job.op << " " << variantString(job.key)
+                        << " stopped: the process is shutting down (" << e.what() << "); nothing stored";
+  }
 }
 
 // Precondition: mu_ held.
