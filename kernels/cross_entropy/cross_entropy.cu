@@ -32,7 +32,8 @@
 // `work` (reductions sum and mean only; ignored for none) holds `rows` floats,
 // the rows' losses, followed by one 32-bit counter that must be 0 at launch
 // whenever the grid holds more than one CTA group (CrossEntropyFamily::
-// needsCounter); the kernel leaves it 0 again.
+// needsCounter); the kernel leaves it 0 again. With rows == 1 the kernel does
+// not touch `work` (Note [One row needs no reduction pass]).
 //
 // Preconditions (checked on the host by CrossEntropyFamily's guards, not here):
 //   cols % HK_VEC == 0; `logits` aligned to HK_VEC * sizeof(element); `target`
@@ -182,6 +183,21 @@ __device__ void hk_reduce_losses(const float* work, const long long* target, voi
   }
 }
 
+// Note [One row needs no reduction pass]
+// With a single row (decode: [1, 128256]) the thread that holds the row's
+// loss writes the reduced result itself: no store to work[], fence, barrier
+// and re-read by the reduction pass, which sit on the kernel's critical path.
+// It computes what hk_reduce_losses computes from one loss, bit for bit:
+// 0 + loss (a -0 loss becomes +0, as in the pass's sum from 0), then for mean
+// a division by the count, 1 or (row ignored) 0, so 0 / 0 = NaN.
+__device__ __forceinline__ void hk_write_one_row(void* out_, float loss, long long t, long long ignoreIndex) {
+  float acc = 0.0f + loss;
+#if HK_REDUCTION == 1
+  acc = __fdiv_rn(acc, t != ignoreIndex ? 1.0f : 0.0f);
+#endif
+  *static_cast<hk_elem*>(out_) = hk_from_float(acc);
+}
+
 // After a CTA's last row: the last CTA of the grid to get here reduces (Note
 // [Deterministic cross entropy reduction]). `groups`: CTA groups (CTAs, or
 // clusters) in the grid; `first`: this CTA is its group's first.
@@ -232,7 +248,11 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
 #if HK_REDUCTION == 0
       static_cast<hk_elem*>(out_)[row] = hk_from_float(loss);
 #else
-      work[row] = loss;
+      if (rows == 1) {
+        hk_write_one_row(out_, loss, t, ignoreIndex);  // Note [One row needs no reduction pass]
+      } else {
+        work[row] = loss;
+      }
 #endif
     }
 #if HK_ROW_THREADS > 32
@@ -241,7 +261,7 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
 #endif
   }
 #if HK_REDUCTION != 0
-  hk_finish(work, target, out_, rows, ignoreIndex, gridDim.x, blockIdx.x == 0);
+  if (rows > 1) hk_finish(work, target, out_, rows, ignoreIndex, gridDim.x, blockIdx.x == 0);
 #endif
 }
 #endif  // HK_CLUSTER == 1
@@ -306,14 +326,18 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(
 #if HK_REDUCTION == 0
         static_cast<hk_elem*>(out_)[row] = hk_from_float(loss);
 #else
-        work[row] = loss;
+        if (rows == 1) {
+          hk_write_one_row(out_, loss, t, ignoreIndex);  // Note [One row needs no reduction pass]
+        } else {
+          work[row] = loss;
+        }
 #endif
       }
     }
   }
   if (published) hk_cluster_wait();  // rank 0 may still read our last pair
 #if HK_REDUCTION != 0
-  hk_finish(work, target, out_, rows, ignoreIndex, gridDim.x / HK_CLUSTER, blockIdx.x == 0);
+  if (rows > 1) hk_finish(work, target, out_, rows, ignoreIndex, gridDim.x / HK_CLUSTER, blockIdx.x == 0);
 #endif
 }
 #endif  // HK_CLUSTER > 1

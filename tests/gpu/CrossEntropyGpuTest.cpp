@@ -14,7 +14,9 @@
 #include <ATen/ops/cross_entropy_loss_compositeimplicitautograd_dispatch.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -410,6 +412,71 @@ TEST_F(CrossEntropyGpuTest, GivenRepeatedRunsOnOneWorkspaceWhenReducingThenBitwi
         EXPECT_EQ(work.narrow(0, rows, 1).view(at::kInt).item<int32_t>(), 0) << "counter left non-zero";
       }
       EXPECT_EQ(check(first, reference(x, t, r, -100), v, x, t, -100), "");
+    }
+  }
+}
+
+
+// Note [One row needs no reduction pass]: with one row, sum is the row's
+// loss and mean the loss over a count of 1 (or 0 / 0 = NaN when the row is
+// ignored), bit for bit what the reduction pass computed (0 + loss: a -0
+// loss reads +0), and the workspace is left as it was. Cluster and one-CTA
+// points, every dtype, a kept and an ignored target.
+TEST_F(CrossEntropyGpuTest, GivenOneRowWhenReducedThenTheResultIsItsLossBitForBitAndTheWorkspaceIsUntouched) {
+  const int cc = computeCapability();
+  constexpr size_t kPointsPerShape = 4;
+  for (DType d : kernels::kAllDTypes) {
+    for (int64_t cols : {int64_t{4097}, int64_t{128256}}) {
+      std::vector<CrossEntropyParams> params;
+      for (const CrossEntropyParams& p : CrossEntropyFamily::parameterSpace({d, 1, cols, R::Mean}, cc)) {
+        if (params.size() < kPointsPerShape) params.push_back(p);
+      }
+      // A one-CTA point too, whatever the space ranks first.
+      for (const CrossEntropyParams& p : CrossEntropyFamily::parameterSpace({d, 1, cols, R::Mean}, cc)) {
+        if (p.cluster <= 1 && std::find(params.begin(), params.end(), p) == params.end()) {
+          params.push_back(p);
+          break;
+        }
+      }
+      std::vector<Compiled> points;
+      for (const CrossEntropyParams& p : params) {
+        for (R r : kAllReductions) points.push_back({d, r, p, "", ""});
+      }
+      compileAll(points);
+      const at::Tensor x = makeLogits(1, cols, d);
+      for (size_t i = 0; i < points.size(); i += 3) {
+        for (int64_t ignoreIndex : {int64_t{-100}, int64_t{5}}) {
+          SCOPED_TRACE(points[i].describe() + " cols " + std::to_string(cols) + " ignore_index " +
+                       std::to_string(ignoreIndex));
+          const at::Tensor t = at::full({1}, 5, at::TensorOptions().device(at::kCUDA).dtype(at::kLong));
+          const bool ignored = ignoreIndex == 5;
+          float loss = 0.0f;
+          for (size_t k = 0; k < 3; ++k) {
+            const Compiled& c = points[i + k];
+            ASSERT_TRUE(c.error.empty()) << c.error;
+            const CrossEntropyVariant v{d, 1, cols, c.reduction};
+            at::Tensor work;
+            const at::Tensor got = runKernel(*load(c, v), v, c.params, x, t, ignoreIndex, &work);
+            const float g = got.to(at::kFloat).reshape({-1})[0].item<float>();
+            if (c.reduction == R::None) {
+              loss = g;
+              EXPECT_EQ(ignored, loss == 0.0f) << "loss " << loss;
+              continue;
+            }
+            EXPECT_TRUE(work.isnan().all().item<bool>()) << kernels::reductionName(c.reduction)
+                                                         << ": the workspace was written";
+            if (c.reduction == R::Mean && ignored) {
+              EXPECT_TRUE(std::isnan(g)) << "mean of an ignored row: " << g;
+              continue;
+            }
+            const float want = 0.0f + loss;
+            uint32_t gotBits = 0, wantBits = 0;
+            std::memcpy(&gotBits, &g, sizeof g);
+            std::memcpy(&wantBits, &want, sizeof want);
+            EXPECT_EQ(gotBits, wantBits) << kernels::reductionName(c.reduction) << ": got " << g << ", loss " << loss;
+          }
+        }
+      }
     }
   }
 }
