@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""Probe of rms_norm kernel points and template experiments against eager ATen and torch.compile.
+
+    norm_probe.py [--rows 16384] [--cols 8192] [--dtype bfloat16]
+                  [--points 256x8x4,512x8x2,...] [--experiment tag=-DA=1,-DB=2 ...]
+                  [--reps 31] [--out FILE] [--inductor-code FILE] [--compile-only DIR]
+
+Compiles kernels/norm/rms_norm.cu (hk_prelude.cuh expanded in place, as
+RmsNormFamily::source() does; the options of RmsNormFamily::compileOptions
+plus each experiment's) with NVRTC through ctypes, launches each cubin through
+the driver API, checks its output and rstd against ATen's _fused_rms_norm
+(largest difference reported), then times every point, eager F.rms_norm and
+torch.compile(F.rms_norm) with the project's method: CUDA events around one
+call, L2 flushed before it, the GPU kept busy while the call is enqueued, all
+candidates interleaved in rotating order; medians and paired ratios per
+repetition (median and 2.5/97.5 percentiles). Points are
+THREADSxVECxITEMS (register-resident when ITEMS > 0).
+
+This is a probe for template experiments behind the probe macros
+(HK_PROBE_* in kernels/norm/rms_norm.cu), not the issue-4 table (ops_bench.py):
+a knob that wins here becomes a parameter or the default and is then measured
+by ops_bench.py through the tuner. --compile-only writes the cubins to DIR
+and needs no GPU (register counts: cuobjdump -res-usage).
+
+JSON written (format "hotkernel-norm-probe", version 1): machine, date,
+shape, copy bandwidth, and per candidate {name, params, experiment, registers,
+medianUs, vsCompile, vsEager, maxAbsErr, maxRstdRelErr}.
+"""
+import argparse
+import ctypes
+import datetime
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DTYPE_CODE = {"float32": 0, "float16": 1, "bfloat16": 2}
+
+
+def find_nvrtc():
+    candidates = [os.environ.get("HOTKERNEL_NVRTC_PATH", "")]
+    candidates += glob.glob("/usr/local/cuda/lib64/libnvrtc.so*")
+    try:
+        import nvidia  # the CUDA wheels torch depends on
+        for base in nvidia.__path__:
+            candidates += glob.glob(os.path.join(base, "*", "lib", "libnvrtc.so*"))
+    except ImportError:
+        pass
+    for c in candidates:
+        if c and os.path.exists(c) and "builtins" not in c and ".alt." not in c:
+            return ctypes.CDLL(c)
+    raise RuntimeError("libnvrtc not found (set HOTKERNEL_NVRTC_PATH)")
+
+
+def source():
+    with open(os.path.join(ROOT, "kernels/norm/rms_norm.cu")) as f:
+        text = f.read()
+    with open(os.path.join(ROOT, "kernels/common/hk_prelude.cuh")) as f:
+        prelude = f.read()
+    include = '#include "hk_prelude.cuh"'
+    assert include in text
+    return text.replace(include, prelude)
+
+
+def compile_cubin(nvrtc, src, arch, options):
+    prog = ctypes.c_void_p()
+    rc = nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"rms_norm.cu", 0, None, None)
+    if rc != 0:
+        raise RuntimeError(f"nvrtcCreateProgram: {rc}")
+    opts = [f"--gpu-architecture={arch}", "-std=c++17", "-default-device"] + options
+    argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
+    rc = nvrtc.nvrtcCompileProgram(prog, len(opts), argv)
+    size = ctypes.c_size_t()
+    nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+    log = ctypes.create_string_buffer(size.value)
+    nvrtc.nvrtcGetProgramLog(prog, log)
+    if rc != 0:
+        raise RuntimeError(f"NVRTC failed ({' '.join(options)}):\n{log.value.decode(errors='replace')}")
+    nvrtc.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+    cubin = ctypes.create_string_buffer(size.value)
+    nvrtc.nvrtcGetCUBIN(prog, cubin)
+    nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
+    return cubin.raw
+
+
+def parse_points(text):
+    points = []
+    for item in text.split(","):
+        t, v, i = (int(x) for x in item.lower().split("x"))
+        points.append({"threads": t, "vec": v, "items": i, "rowsPerCta": 1})
+    return points
+
+
+def parse_experiments(args):
+    experiments = [("", [])]
+    for e in args:
+        tag, _, opts = e.partition("=")
+        experiments.append((tag, [o for o in opts.split(",") if o]))
+    return experiments
+
+
+def candidates(args):
+    out = []
+    for p in parse_points(args.points):
+        for tag, extra in parse_experiments(args.experiment):
+            opts = [f"-DHK_DTYPE={DTYPE_CODE[args.dtype]}", f"-DHK_THREADS={p['threads']}", "-DHK_ROWS=1",
+                    f"-DHK_VEC={p['vec']}", f"-DHK_ITEMS={p['items']}", "-DHK_HAS_WEIGHT=1"] + extra
+            name = f"{p['threads']}x{p['vec']}x{p['items']}" + (f" [{tag}]" if tag else "")
+            out.append({"name": name, "params": p, "experiment": tag, "options": opts})
+    return out
+
+
+class Kernel:
+    def __init__(self, cuda, image):
+        self.cuda, self.image = cuda, image
+        self.module, self.fn = ctypes.c_void_p(), ctypes.c_void_p()
+        self.check(cuda.cuModuleLoadData(ctypes.byref(self.module), self.image), "cuModuleLoadData")
+        self.check(cuda.cuModuleGetFunction(ctypes.byref(self.fn), self.module, b"hk_rms_norm"), "cuModuleGetFunction")
+        regs = ctypes.c_int()
+        self.check(cuda.cuFuncGetAttribute(ctypes.byref(regs), 4, self.fn), "cuFuncGetAttribute")  # NUM_REGS
+        self.registers = regs.value
+
+    @staticmethod
+    def check(rc, what):
+        if rc != 0:
+            raise RuntimeError(f"{what} failed: CUresult {rc}")
+
+    def launch(self, torch, x, w, out, rstd, eps, threads):
+        rows, cols = x.shape
+        args = [ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(w.data_ptr()), ctypes.c_void_p(out.data_ptr()),
+                ctypes.c_void_p(rstd.data_ptr()), ctypes.c_longlong(rows), ctypes.c_longlong(cols),
+                ctypes.c_float(eps)]
+        params = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
+        stream = torch.cuda.current_stream().cuda_stream
+        self.check(self.cuda.cuLaunchKernel(self.fn, rows, 1, 1, threads, 1, 1, 0, ctypes.c_void_p(stream), params,
+                                            None), "cuLaunchKernel")
+
+
+def percentile(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, int(round(q * (len(xs) - 1)))))]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=16384)
+    ap.add_argument("--cols", type=int, default=8192)
+    ap.add_argument("--dtype", default="bfloat16", choices=sorted(DTYPE_CODE))
+    ap.add_argument("--points", default="256x8x4,512x8x2,128x8x8")
+    ap.add_argument("--experiment", action="append", default=[], help="tag=-DOPT=1,-DOPT2=2 (repeatable)")
+    ap.add_argument("--arch", default="sm_90a")
+    ap.add_argument("--reps", type=int, default=31)
+    ap.add_argument("--out", default="norm-probe.json")
+    ap.add_argument("--inductor-code", default="", help="write torch.compile's generated code here")
+    ap.add_argument("--compile-only", default="", help="write the cubins to this folder and stop (no GPU)")
+    args = ap.parse_args()
+
+    nvrtc = find_nvrtc()
+    src = source()
+    cands = candidates(args)
+    for c in cands:
+        c["cubin"] = compile_cubin(nvrtc, src, args.arch, c["options"])
+    if args.compile_only:
+        os.makedirs(args.compile_only, exist_ok=True)
+        for c in cands:
+            name = c["name"].replace(" ", "_").replace("[", "").replace("]", "")
+            with open(os.path.join(args.compile_only, name + ".cubin"), "wb") as f:
+                f.write(c["cubin"])
+        print(f"wrote {len(cands)} cubins to {args.compile_only}")
+        return 0
+
+    import torch
+    import torch.nn.functional as F
+
+    cuda = ctypes.CDLL("libcuda.so.1")
+    cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+        ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+    cuda.cuModuleLoadData.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p]
+    cuda.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_char_p]
+    cuda.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p]
+    torch.cuda.init()
+
+    dt = getattr(torch, args.dtype)
+    rows, cols = args.rows, args.cols
+    eps = torch.finfo(torch.float32).eps  # ATen's default for eps=None (RmsNormFamily::defaultEps)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(rows, cols, device="cuda", dtype=torch.float32, generator=gen).to(dt)
+    w = torch.randn(cols, device="cuda", dtype=torch.float32, generator=gen).to(dt)
+    ref_out, ref_rstd = torch.ops.aten._fused_rms_norm(x, [cols], w, eps)
+
+    eager = lambda: F.rms_norm(x, (cols,), w, eps)  # noqa: E731
+    compiled_fn = torch.compile(lambda a, b: F.rms_norm(a, (cols,), b, eps))
+    if args.inductor_code:
+        from torch._inductor.utils import run_and_get_code
+        _, codes = run_and_get_code(compiled_fn, x, w)
+        with open(args.inductor_code, "w") as f:
+            f.write("\n\n# ----\n\n".join(codes))
+    for _ in range(3):
+        compiled_fn(x, w)
+
+    timed = [("eager", eager), ("compile", lambda: compiled_fn(x, w))]
+    report = []
+    for c in cands:
+        k = Kernel(cuda, c["cubin"])
+        out = torch.empty_like(x)
+        rstd = torch.empty(rows, device="cuda", dtype=torch.float32)
+        k.launch(torch, x, w, out, rstd, eps, c["params"]["threads"])
+        torch.cuda.synchronize()
+        err = (out.float() - ref_out.float()).abs().max().item()
+        rerr = ((rstd - ref_rstd.reshape(-1)).abs() / ref_rstd.reshape(-1).abs()).max().item()
+        c.update(kernel=k, registers=k.registers, maxAbsErr=err, maxRstdRelErr=rerr)
+        timed.append((c["name"], (lambda k=k, out=out, rstd=rstd, t=c["params"]["threads"]:
+                                  k.launch(torch, x, w, out, rstd, eps, t))))
+        print(f"{c['name']}: {k.registers} registers, max |err| {err:.3g}, rstd rel err {rerr:.3g}", flush=True)
+
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    flush = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
+
+    def once(fn):
+        flush.zero_()
+        torch.cuda._sleep(200_000)
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        fn()
+        e1.record()
+        return e0, e1
+
+    src_copy = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    dst_copy = torch.empty_like(src_copy)
+    copy_events = [once(lambda: dst_copy.copy_(src_copy)) for _ in range(15)]
+    torch.cuda.synchronize()
+    copy_us = statistics.median(e0.elapsed_time(e1) * 1e3 for e0, e1 in copy_events)
+    copy_gbps = 2 * src_copy.numel() / copy_us / 1e3
+    del src_copy, dst_copy
+
+    for _, fn in timed:  # warm-up
+        fn()
+    samples = {name: [] for name, _ in timed}
+    for rep in range(args.reps):
+        order = timed[rep % len(timed):] + timed[:rep % len(timed)]
+        events = [(name, once(fn)) for name, fn in order]
+        torch.cuda.synchronize()
+        for name, (e0, e1) in events:
+            samples[name].append(e0.elapsed_time(e1) * 1e3)
+
+    moved = 2 * rows * cols * x.element_size() + cols * x.element_size() + rows * 4
+    med = {name: statistics.median(v) for name, v in samples.items()}
+    print(f"copy bandwidth {copy_gbps:.0f} GB/s; eager {med['eager']:.1f} us, compile {med['compile']:.1f} us")
+    for c in [{"name": "eager"}, {"name": "compile"}] + cands:
+        name = c["name"]
+        ratios_c = [b / a for a, b in zip(samples[name], samples["compile"])]
+        ratios_e = [b / a for a, b in zip(samples[name], samples["eager"])]
+        entry = {
+            "name": name,
+            "params": c.get("params"),
+            "experiment": c.get("experiment"),
+            "registers": c.get("registers"),
+            "medianUs": med[name],
+            "copyFraction": moved / (med[name] * 1e-6) / (copy_gbps * 1e9),
+            "vsCompile": {"median": statistics.median(ratios_c), "low": percentile(ratios_c, 0.025),
+                          "high": percentile(ratios_c, 0.975)},
+            "vsEager": {"median": statistics.median(ratios_e), "low": percentile(ratios_e, 0.025),
+                        "high": percentile(ratios_e, 0.975)},
+            "maxAbsErr": c.get("maxAbsErr"),
+            "maxRstdRelErr": c.get("maxRstdRelErr"),
+            "samplesUs": samples[name],
+        }
+        report.append(entry)
+        print(f"{name:32s} {med[name]:8.1f} us  {100 * entry['copyFraction']:5.1f}% copy  "
+              f"vs compile {entry['vsCompile']['median']:.3f}x [{entry['vsCompile']['low']:.3f}, "
+              f"{entry['vsCompile']['high']:.3f}]  regs {c.get('registers')}", flush=True)
+
+    try:
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        driver = "unknown"
+    doc = {
+        "format": "hotkernel-norm-probe",
+        "version": 1,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": {"gpu": torch.cuda.get_device_name(0), "driver": driver, "torch": torch.__version__,
+                    "cuda": torch.version.cuda},
+        "op": "rms_norm (weight, eps=None)",
+        "dtype": args.dtype,
+        "shape": [rows, cols],
+        "copyGBps": copy_gbps,
+        "reps": args.reps,
+        "method": "CUDA events per call, L2 flushed before each, GPU kept busy while enqueued, candidates "
+                  "interleaved in rotating order; ratios paired per repetition (median, 2.5/97.5 percentiles)",
+        "candidates": report,
+    }
+    with open(args.out, "w") as f:
+        json.dump(doc, f, indent=1)
+    print(f"written {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
