@@ -51,12 +51,16 @@
 #define HK_ROW_WARPS (HK_ROW_THREADS / 32)  // warps per row when a row spans warps (HK_ROWS == 1)
 // Streaming: vectors each thread loads before it uses the first (16 elements,
 // at most 8 accesses), as in softmax_lastdim.cu.
+#ifndef HK_STREAM_UNROLL  // (a probe may set it: bench/norm_probe.py)
 #define HK_STREAM_UNROLL (HK_VEC >= 2 ? 16 / HK_VEC : 8)
+#endif
 // Pass 2 re-reads the row mostly from L2 (shorter latency) and loads the
 // column arrays next to it: a batch of HK_STREAM_UNROLL >> (arrays present)
 // vectors (at least 1) keeps x and its arrays within HK_STREAM_UNROLL
 // vectors' worth of registers, as in pass 1.
+#ifndef HK_STREAM_UNROLL2
 #define HK_STREAM_UNROLL2 ((HK_STREAM_UNROLL >> (HK_HAS_WEIGHT)) > 0 ? (HK_STREAM_UNROLL >> (HK_HAS_WEIGHT)) : 1)
+#endif
 
 static_assert(HK_THREADS >= 32 && HK_THREADS <= 1024 && (HK_THREADS & (HK_THREADS - 1)) == 0,
               "HK_THREADS must be a power of two in [32, 1024]");
