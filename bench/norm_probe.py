@@ -139,6 +139,31 @@ class Kernel:
                                             None), "cuLaunchKernel")
 
 
+def triton_configs(ptx_prefix):
+    """The launch configuration torch.compile's autotuner kept for each Triton
+    kernel it generated (block sizes, warps, stages, registers), its PTX written
+    beside (ptx_prefix + ".<kernel>.ptx"). Best effort: inductor internals."""
+    lines = []
+    try:
+        from torch._inductor.codecache import PyCodeCache
+        modules = list(getattr(PyCodeCache, "modules", [])) or list(getattr(PyCodeCache, "cache", {}).values())
+        for mod in modules:
+            for name in dir(mod):
+                obj = getattr(mod, name, None)
+                for launcher in getattr(obj, "launchers", None) or []:
+                    cfg = getattr(launcher, "config", None)
+                    regs = getattr(launcher, "n_regs", None)
+                    spills = getattr(launcher, "n_spills", None)
+                    lines.append(f"{name}: {cfg} n_regs={regs} n_spills={spills}")
+                    asm = getattr(getattr(launcher, "bin", None), "asm", None) or {}
+                    if "ptx" in asm:
+                        with open(f"{ptx_prefix}.{name}.ptx", "w") as f:
+                            f.write(asm["ptx"])
+    except Exception as e:  # noqa: BLE001 - a probe's extra, never fatal
+        lines.append(f"could not read the configurations: {e!r}")
+    return lines or ["no Triton launcher found"]
+
+
 def percentile(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, max(0, int(round(q * (len(xs) - 1)))))]
@@ -198,6 +223,9 @@ def main():
         _, codes = run_and_get_code(compiled_fn, x, w)
         with open(args.inductor_code, "w") as f:
             f.write("\n\n# ----\n\n".join(codes))
+            f.write("\n\n# ---- autotuned launch configurations (and PTX) of the generated Triton kernels\n")
+            for line in triton_configs(os.path.splitext(args.inductor_code)[0]):
+                f.write(f"# {line}\n")
     for _ in range(3):
         compiled_fn(x, w)
 

@@ -4,7 +4,7 @@
 # kernels/norm/rms_norm.cu (HK_PROBE_*) against eager and torch.compile, side
 # by side, on [16384, 8192] (and [4096, 4096]); JSON, logs and torch.compile's
 # generated code go to $OUT. PROBE_RESIDENT=0 skips the register-resident
-# probes (a, b, c); PROBE_STREAMING=1 runs the streaming one (d).
+# probes (a, b, c); PROBE_STREAMING=1 and PROBE_STREAMING2=1 run the streaming ones (d, e).
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -42,4 +42,16 @@ if [ "${PROBE_STREAMING:-0}" != 0 ]; then
     --experiment occu1=-DHK_PROBE_MIN_CTAS=0,-DHK_STREAM_UNROLL=1,-DHK_STREAM_UNROLL2=1 \
     --out "$OUT/norm-probe-d.json" > "$OUT/norm-probe-d.log" 2>&1
   echo "d rc=$?"; tail -34 "$OUT/norm-probe-d.log"
+fi
+# Third probe: 8-byte streaming points (torch.compile's kernel loads 4 bf16 a
+# thread per iteration when it runs 512 threads on a 2048-element block), the
+# best of the second probe again, and torch.compile's autotuned configuration.
+if [ "${PROBE_STREAMING2:-0}" != 0 ]; then
+  timeout 250 python3 $P --points 256x8x0,512x4x0,256x4x0,1024x4x0,512x8x2 \
+    --experiment u1=-DHK_STREAM_UNROLL=1,-DHK_STREAM_UNROLL2=1 \
+    --experiment u2=-DHK_STREAM_UNROLL=2,-DHK_STREAM_UNROLL2=1 \
+    --experiment occ=-DHK_PROBE_MIN_CTAS=0 \
+    --experiment occu1=-DHK_PROBE_MIN_CTAS=0,-DHK_STREAM_UNROLL=1,-DHK_STREAM_UNROLL2=1 \
+    --out "$OUT/norm-probe-e.json" --inductor-code "$OUT/inductor-rms-16384x8192.py" > "$OUT/norm-probe-e.log" 2>&1
+  echo "e rc=$?"; tail -28 "$OUT/norm-probe-e.log"; grep "^# .*config\|^# triton\|n_regs" "$OUT/inductor-rms-16384x8192.py"
 fi
