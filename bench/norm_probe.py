@@ -16,15 +16,16 @@ candidates interleaved in rotating order; medians and paired ratios per
 repetition (median and 2.5/97.5 percentiles). Points are
 THREADSxVECxITEMS (register-resident when ITEMS > 0).
 
-This is a probe for template experiments behind the probe macros
-(HK_PROBE_* in kernels/norm/rms_norm.cu), not the issue-4 table (ops_bench.py):
+This is a probe for template experiments behind probe overrides (Note [Norm
+occupancy probe] in kernels/norm/rms_norm.cu), not the issue-4 table (ops_bench.py):
 a knob that wins here becomes a parameter or the default and is then measured
 by ops_bench.py through the tuner. --compile-only writes the cubins to DIR
 and needs no GPU (register counts: cuobjdump -res-usage).
 
 JSON written (format "hotkernel-norm-probe", version 1): machine, date,
-shape, copy bandwidth, and per candidate {name, params, experiment, registers,
-medianUs, vsCompile, vsEager, maxAbsErr, maxRstdRelErr}.
+shape, copy bandwidth, and per candidate {name, params, experiment, options,
+registers, medianUs, copyFraction, vsCompile, vsEager, maxAbsErr, maxRstdRelErr,
+samplesUs}.
 """
 import argparse
 import ctypes
@@ -285,6 +286,7 @@ def main():
             "name": name,
             "params": c.get("params"),
             "experiment": c.get("experiment"),
+            "options": c.get("options"),
             "registers": c.get("registers"),
             "medianUs": med[name],
             "copyFraction": moved / (med[name] * 1e-6) / (copy_gbps * 1e9),

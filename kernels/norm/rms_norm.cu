@@ -80,21 +80,23 @@ static_assert(HK_HAS_WEIGHT == 0 || HK_HAS_WEIGHT == 1, "HK_HAS_WEIGHT must be 0
 // no point spills; the price is a few registers more on some points than
 // ptxas' occupancy-driven choice (1024 x 8 values: 40 instead of 32, one CTA
 // an SM instead of two). Whether an occupancy axis pays is for measurements.
-// Probe knobs (bench/norm_probe.py; default off, production SASS unchanged):
-//   HK_PROBE_MIN_CTAS   N: __launch_bounds__(HK_THREADS, N) instead of 1 (0: 2048 / HK_THREADS, a
-//                       full SM's threads)
-//   HK_PROBE_PACKED     1: the register-resident row stays in its storage type (half the registers
-//                       for 16-bit types), unpacked at each use
-//   HK_PROBE_CS         1: register-resident x loads and out stores with the streaming cache
-//                       operators (ld.global.cs / st.global.cs; 16-byte vectors)
+// Note [Norm occupancy probe]
+// Measured on H200 with bench/norm_probe.py (bf16 [16384, 8192] with weight,
+// side by side with torch.compile; bench/results/h200-rms-norm-probe-*.json).
+// torch.compile's kernel (XBLOCK 1, R0_BLOCK 8192, 16 warps, 32 registers: the
+// row read twice, the second time from L2) ran 128-129 us, 101% of the copy
+// bandwidth; our best points 133-136 us. Two knobs gained, neither enough:
+// full occupancy (__launch_bounds__(T, 2048 / T)) on 512 x vec 8 x 2 items
+// (39 -> 32 registers, no spills) 135.8 -> 131.6-132.7 us, and streaming
+// batches of one vector (HK_STREAM_UNROLL=1) on 256 threads 138.8 -> 130.8-131.1
+// us (40 registers). Forcing 32 registers where the point needs more spills
+// and loses up to 3x; streaming cache operators, a packed row, plain stores
+// and an evict_last weight gained nothing (deleted). The two knobs stay as
+// probe overrides (defaults unchanged) until they become parameter axes:
+//   HK_PROBE_MIN_CTAS  N: __launch_bounds__(HK_THREADS, N) (0: 2048 / HK_THREADS)
+//   HK_STREAM_UNROLL / HK_STREAM_UNROLL2 (above): the streaming batches
 #ifndef HK_PROBE_MIN_CTAS
 #define HK_PROBE_MIN_CTAS 1
-#endif
-#ifndef HK_PROBE_PACKED
-#define HK_PROBE_PACKED 0
-#endif
-#ifndef HK_PROBE_CS
-#define HK_PROBE_CS 0
 #endif
 #define HK_LAUNCH_BOUNDS __launch_bounds__(HK_THREADS, HK_PROBE_MIN_CTAS > 0 ? HK_PROBE_MIN_CTAS : 2048 / HK_THREADS)
 
@@ -103,26 +105,6 @@ static_assert(HK_HAS_WEIGHT == 0 || HK_HAS_WEIGHT == 1, "HK_HAS_WEIGHT must be 0
 #define HK_STREAM_HINTS (HK_ITEMS == 0 && HK_VEC * (HK_DTYPE == 0 ? 4 : 2) == 16)
 
 #include "hk_prelude.cuh"
-
-#if HK_PROBE_CS
-static_assert(HK_PACK_BYTES == 16, "HK_PROBE_CS takes 16-byte vectors");
-__device__ __forceinline__ hk_pack hk_load_cs(const hk_pack* a) {
-  hk_pack p;
-  unsigned int* r = reinterpret_cast<unsigned int*>(&p);
-  asm volatile("ld.global.cs.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "l"(a));
-  return p;
-}
-__device__ __forceinline__ void hk_store_cs(hk_pack* a, const hk_pack& p) {
-  const unsigned int* r = reinterpret_cast<const unsigned int*>(&p);
-  asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(a), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
-               : "memory");
-}
-#define HK_RESIDENT_LOAD(ptr) hk_load_cs(ptr)
-#define HK_RESIDENT_STORE(ptr, p) hk_store_cs(ptr, p)
-#else
-#define HK_RESIDENT_LOAD(ptr) (*(ptr))
-#define HK_RESIDENT_STORE(ptr, p) (*(ptr) = (p))
-#endif
 
 __device__ __forceinline__ hk_pack hk_zero_pack() {
   hk_pack p;
@@ -172,30 +154,12 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
 #if HK_ITEMS > 0
     // Register-resident: one read of the row, all loads issued before first
     // use; vector i * HK_ROW_THREADS + tid keeps each warp's accesses contiguous.
-#if HK_PROBE_PACKED
-    hk_pack xp[HK_ITEMS];
-#pragma unroll
-    for (int i = 0; i < HK_ITEMS; ++i) {
-      const int v = i * HK_ROW_THREADS + tid;
-      xp[i] = v < live ? HK_RESIDENT_LOAD(src + v) : hk_zero_pack();
-    }
-    float ss = 0.0f;
-#pragma unroll
-    for (int i = 0; i < HK_ITEMS; ++i) {
-      float f[HK_VEC];
-      hk_unpack(xp[i], f);
-      float part = 0.0f;
-#pragma unroll
-      for (int j = 0; j < HK_VEC; ++j) part = fmaf(f[j], f[j], part);
-      ss += part;
-    }
-#else
     float x[HK_ITEMS][HK_VEC];
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
       const int v = i * HK_ROW_THREADS + tid;
       if (v < live) {
-        hk_unpack(HK_RESIDENT_LOAD(src + v), x[i]);
+        hk_unpack(src[v], x[i]);
       } else {
 #pragma unroll
         for (int j = 0; j < HK_VEC; ++j) x[i][j] = 0.0f;
@@ -209,7 +173,6 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
       for (int j = 0; j < HK_VEC; ++j) part = fmaf(x[i][j], x[i][j], part);
       ss += part;
     }
-#endif
     ss = hk_row_sum(ss, hk_buf);
     const float r = hk_rstd(ss, fcols, eps);
     if (tid == 0 && row < rows) rstd[row] = r;
@@ -224,22 +187,16 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
 #if HK_HAS_WEIGHT
         const hk_pack wp = weight[v];
 #endif
-#if HK_PROBE_PACKED
-        float xf[HK_VEC];
-        hk_unpack(xp[i], xf);
-#else
-        const float* xf = x[i];
-#endif
         hk_pack p;
 #pragma unroll
         for (int j = 0; j < HK_VEC; ++j) {
 #if HK_HAS_WEIGHT
-          p.v[j] = hk_from_float(hk_scale(xf[j], r, wp.v[j]));
+          p.v[j] = hk_from_float(hk_scale(x[i][j], r, wp.v[j]));
 #else
-          p.v[j] = hk_from_float(hk_scale(xf[j], r, 0));
+          p.v[j] = hk_from_float(hk_scale(x[i][j], r, 0));
 #endif
         }
-        HK_RESIDENT_STORE(dst + v, p);
+        dst[v] = p;
       }
     }
 #else
