@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "FamilyCandidate.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/SlicedInput.h"
@@ -143,31 +144,13 @@ RowOpSpec crossEntropySpec(CrossEntropyReduction reduction) {
 
 HarnessCandidate crossEntropyCandidate(const CrossEntropyVariant& v, const CrossEntropyParams& p,
                                        const std::string& cubin) {
-  HarnessCandidate c;
-  c.cubin = cubin;
-  c.kernelName = CrossEntropyFamily::kKernelName;
-  c.description = std::string(CrossEntropyFamily::kName) + "[" + p.describe() + "]";
-  const CrossEntropyVariant base = v;
-  c.geometry = [base, p](int64_t rows, int64_t cols) {
-    CrossEntropyVariant w = base;
-    w.rows = rows;
-    w.cols = cols;
-    const kernels::LaunchGeometry g = CrossEntropyFamily::launchGeometry(w, p);
-    return LaunchGeometry{g.gridX, g.blockX, g.sharedBytes};
-  };
-  c.acceptsShape = [base, p](int64_t rows, int64_t cols) {
-    CrossEntropyVariant w = base;
-    w.rows = rows;
-    w.cols = cols;
-    return CrossEntropyFamily::guardVariant(w) && CrossEntropyFamily::guardParams(w, p);
-  };
+  HarnessCandidate c = detail::familyCandidate<CrossEntropyFamily>(v, p, cubin, CrossEntropyFamily::kName);
   // The harness asks about logits and output only: target and workspace are
   // given aligned stand-ins (the trampoline checks the real ones).
-  c.acceptsPointers = [base, p](const void* in, const void* out) {
+  c.acceptsPointers = [v, p](const void* in, const void* out) {
     static const void* const kAligned = reinterpret_cast<const void*>(uintptr_t{4096});
-    return in != out && CrossEntropyFamily::guardPointers(in, kAligned, out, kAligned, base, p);
+    return in != out && CrossEntropyFamily::guardPointers(in, kAligned, out, kAligned, v, p);
   };
-  c.alignment = CrossEntropyFamily::requiredAlignment(v.dtype, p);
   c.outputAlignment = kernels::elementSize(v.dtype);
   return c;
 }

@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "FamilyCandidate.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/SlicedInput.h"
@@ -207,57 +208,19 @@ RowOpSpec layerNormSpec(bool hasWeight, bool hasBias) {
 }
 
 HarnessCandidate rmsNormCandidate(const kernels::RmsNormVariant& v, const NormParams& p, const std::string& cubin) {
-  HarnessCandidate c;
-  c.cubin = cubin;
-  c.kernelName = RmsNormFamily::kKernelName;
-  c.description = std::string(RmsNormFamily::kName) + "[" + p.describe() + "]";
-  const kernels::RmsNormVariant base = v;
-  c.geometry = [base, p](int64_t rows, int64_t cols) {
-    kernels::RmsNormVariant w = base;
-    w.rows = rows;
-    w.cols = cols;
-    const kernels::LaunchGeometry g = RmsNormFamily::launchGeometry(w, p);
-    return LaunchGeometry{g.gridX, g.blockX, g.sharedBytes};
-  };
-  c.acceptsShape = [base, p](int64_t rows, int64_t cols) {
-    kernels::RmsNormVariant w = base;
-    w.rows = rows;
-    w.cols = cols;
-    return RmsNormFamily::guardVariant(w) && RmsNormFamily::guardParams(w, p);
-  };
-  const size_t align = RmsNormFamily::requiredAlignment(v.dtype, p);
-  c.acceptsPointers = [align](const void* in, const void* out) {
+  HarnessCandidate c = detail::familyCandidate<RmsNormFamily>(v, p, cubin, RmsNormFamily::kName);
+  c.acceptsPointers = [align = c.alignment](const void* in, const void* out) {
     return in != out && kernels::detail::normAligned(in, align) && kernels::detail::normAligned(out, align);
   };
-  c.alignment = align;
   return c;
 }
 
 HarnessCandidate layerNormCandidate(const kernels::LayerNormVariant& v, const NormParams& p,
                                     const std::string& cubin) {
-  HarnessCandidate c;
-  c.cubin = cubin;
-  c.kernelName = LayerNormFamily::kKernelName;
-  c.description = std::string(LayerNormFamily::kName) + "[" + p.describe() + "]";
-  const kernels::LayerNormVariant base = v;
-  c.geometry = [base, p](int64_t rows, int64_t cols) {
-    kernels::LayerNormVariant w = base;
-    w.rows = rows;
-    w.cols = cols;
-    const kernels::LaunchGeometry g = LayerNormFamily::launchGeometry(w, p);
-    return LaunchGeometry{g.gridX, g.blockX, g.sharedBytes};
-  };
-  c.acceptsShape = [base, p](int64_t rows, int64_t cols) {
-    kernels::LayerNormVariant w = base;
-    w.rows = rows;
-    w.cols = cols;
-    return LayerNormFamily::guardVariant(w) && LayerNormFamily::guardParams(w, p);
-  };
-  const size_t align = LayerNormFamily::requiredAlignment(v.dtype, p);
-  c.acceptsPointers = [align](const void* in, const void* out) {
+  HarnessCandidate c = detail::familyCandidate<LayerNormFamily>(v, p, cubin, LayerNormFamily::kName);
+  c.acceptsPointers = [align = c.alignment](const void* in, const void* out) {
     return in != out && kernels::detail::normAligned(in, align) && kernels::detail::normAligned(out, align);
   };
-  c.alignment = align;
   return c;
 }
 

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <vector>
 
+#include "FamilyCandidate.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/SlicedInput.h"
@@ -119,28 +120,8 @@ RowOpSpec reduceSpec(ReduceOp op) {
 }
 
 HarnessCandidate reduceCandidate(const ReduceVariant& v, const ReduceParams& p, const std::string& cubin) {
-  HarnessCandidate c;
-  c.cubin = cubin;
-  c.kernelName = ReduceFamily::kKernelName;
-  c.description = std::string(kernels::reduceFamilyName(v.op)) + "[" + p.describe() + "]";
-  const ReduceVariant base = v;
-  c.geometry = [base, p](int64_t rows, int64_t cols) {
-    ReduceVariant w = base;
-    w.rows = rows;
-    w.cols = cols;
-    const kernels::LaunchGeometry g = ReduceFamily::launchGeometry(w, p);
-    return LaunchGeometry{g.gridX, g.blockX, g.sharedBytes};
-  };
-  c.acceptsShape = [base, p](int64_t rows, int64_t cols) {
-    ReduceVariant w = base;
-    w.rows = rows;
-    w.cols = cols;
-    return ReduceFamily::guardVariant(w) && ReduceFamily::guardParams(w, p);
-  };
-  c.acceptsPointers = [base, p](const void* in, const void* out) {
-    return ReduceFamily::guardPointers(in, out, base, p);
-  };
-  c.alignment = ReduceFamily::requiredAlignment(v.dtype, p);
+  HarnessCandidate c = detail::familyCandidate<ReduceFamily>(v, p, cubin, kernels::reduceFamilyName(v.op));
+  c.acceptsPointers = [v, p](const void* in, const void* out) { return ReduceFamily::guardPointers(in, out, v, p); };
   c.outputAlignment = ReduceFamily::outputElementSize(v.op, v.dtype);
   return c;
 }

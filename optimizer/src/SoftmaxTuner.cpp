@@ -16,6 +16,7 @@
 #include "hotkernel/optimizer/AgentTask.h"
 #include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/ExternalAgent.h"
+#include "FamilyCandidate.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/SandboxCompile.h"
 #include "hotkernel/optimizer/SandboxRun.h"
@@ -99,22 +100,12 @@ RowOpSpec softmaxSpec(SoftmaxOp op) {
 }
 
 HarnessCandidate softmaxCandidate(DType dtype, const SoftmaxParams& p, const std::string& cubin) {
-  HarnessCandidate c;
-  c.cubin = cubin;
-  c.kernelName = SoftmaxFamily::kKernelName;
-  c.description = std::string(SoftmaxFamily::kName) + "[" + p.describe() + "]";
-  c.geometry = [dtype, p](int64_t rows, int64_t cols) {
-    const kernels::LaunchGeometry g = SoftmaxFamily::launchGeometry(SoftmaxVariant{dtype, rows, cols}, p);
-    return LaunchGeometry{g.gridX, g.blockX, g.sharedBytes};
-  };
-  c.acceptsShape = [dtype, p](int64_t rows, int64_t cols) {
-    const SoftmaxVariant v{dtype, rows, cols};
-    return SoftmaxFamily::guardVariant(v) && SoftmaxFamily::guardParams(v, p);
-  };
+  // A softmax variant is (dtype, rows, cols): the shape is all the helper replaces.
+  HarnessCandidate c = detail::familyCandidate<SoftmaxFamily>(SoftmaxVariant{dtype, 1, 1}, p, cubin,
+                                                              SoftmaxFamily::kName);
   c.acceptsPointers = [dtype, p](const void* in, const void* out) {
     return in != out && SoftmaxFamily::guardPointers(in, out, dtype, p);
   };
-  c.alignment = SoftmaxFamily::requiredAlignment(dtype, p);
   return c;
 }
 
