@@ -34,7 +34,6 @@ import glob
 import json
 import os
 import statistics
-import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -245,32 +244,18 @@ def main():
                                   k.launch(torch, x, w, out, rstd, eps, t))))
         print(f"{c['name']}: {k.registers} registers, max |err| {err:.3g}, rstd rel err {rerr:.3g}", flush=True)
 
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
-
-    def once(fn):
-        flush.zero_()
-        torch.cuda._sleep(200_000)
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        fn()
-        e1.record()
-        return e0, e1
-
-    src_copy = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    dst_copy = torch.empty_like(src_copy)
-    copy_events = [once(lambda: dst_copy.copy_(src_copy)) for _ in range(15)]
-    torch.cuda.synchronize()
-    copy_us = statistics.median(e0.elapsed_time(e1) * 1e3 for e0, e1 in copy_events)
-    copy_gbps = 2 * src_copy.numel() / copy_us / 1e3
-    del src_copy, dst_copy
+    # The project's benchmark method, as ops_bench.py runs it (same module).
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from ops_bench import Timer, copy_bandwidth, machine
+    timer = Timer()
+    copy_gbps = copy_bandwidth(timer) / 1e9
 
     for _, fn in timed:  # warm-up
         fn()
     samples = {name: [] for name, _ in timed}
     for rep in range(args.reps):
         order = timed[rep % len(timed):] + timed[:rep % len(timed)]
-        events = [(name, once(fn)) for name, fn in order]
+        events = [(name, timer.time_us(fn)) for name, fn in order]
         torch.cuda.synchronize()
         for name, (e0, e1) in events:
             samples[name].append(e0.elapsed_time(e1) * 1e3)
@@ -303,17 +288,11 @@ def main():
               f"vs compile {entry['vsCompile']['median']:.3f}x [{entry['vsCompile']['low']:.3f}, "
               f"{entry['vsCompile']['high']:.3f}]  regs {c.get('registers')}", flush=True)
 
-    try:
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                capture_output=True, text=True, timeout=30).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        driver = "unknown"
     doc = {
         "format": "hotkernel-norm-probe",
         "version": 1,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": {"gpu": torch.cuda.get_device_name(0), "driver": driver, "torch": torch.__version__,
-                    "cuda": torch.version.cuda},
+        "machine": machine(),
         "op": "rms_norm (weight, eps=None)",
         "dtype": args.dtype,
         "shape": [rows, cols],

@@ -42,6 +42,7 @@ using detail::contains;
 using detail::isPowerOfTwo;
 using detail::knownDType;
 using detail::maxVec;
+using detail::widestVec;
 
 constexpr int kThreadChoices[] = {32, 64, 128, 256, 512, 1024};
 constexpr int kUnrollChoices[] = {1, 2, 4, 8};
@@ -86,12 +87,6 @@ bool isPoint(DType dtype, const CrossEntropyParams& p) {
     if (!contains(std::begin(kRowThreadChoices), std::end(kRowThreadChoices), p.rowThreads())) return false;
   }
   return p.unroll * p.vec * static_cast<int>(elementSize(dtype)) <= maxBytesInFlight(p.threads);
-}
-
-int widestVec(DType dtype, int64_t cols) {
-  int vec = maxVec(dtype);
-  while (vec > 1 && cols % vec != 0) vec /= 2;
-  return vec;
 }
 
 // The largest unroll within the budget that is at most `want` (rounded up to a power of two).

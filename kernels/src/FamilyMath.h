@@ -18,6 +18,13 @@ inline int maxVec(DType dtype) { return static_cast<int>(16 / elementSize(dtype)
 
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The widest vector (in elements) that divides cols and fits 16 bytes.
+inline int widestVec(DType dtype, int64_t cols) {
+  int vec = maxVec(dtype);
+  while (vec > 1 && cols % vec != 0) vec /= 2;
+  return vec;
+}
+
 inline bool knownDType(DType dtype) {
   for (DType d : kAllDTypes) {
     if (d == dtype) return true;

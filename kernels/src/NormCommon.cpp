@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "FamilyMath.h"
+#include "RowPoints.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel::kernels {
@@ -15,41 +16,15 @@ using detail::contains;
 using detail::isPowerOfTwo;
 using detail::knownDType;
 using detail::maxVec;
+using detail::widestVec;
 
-// The axes, as in softmax_lastdim (kernels/README.md). Items are not only
-// powers of two so that rows like 24576 (3 x 8192) fill the registers.
-constexpr int kThreadChoices[] = {32, 64, 128, 256, 512, 1024};
-constexpr int kItemChoices[] = {0, 1, 2, 3, 4, 6, 8, 12, 16};
-// Several rows per CTA (short rows): the CTA size, threads per row, register-resident items.
-constexpr int kMultiRowThreads = 128;
-constexpr int kRowThreadChoices[] = {4, 8, 16, 32};
-constexpr int kMultiRowItemChoices[] = {1, 2, 4, 8};
-// Below this many rows a multi-row CTA has nothing to gain over one warp per CTA.
-constexpr int64_t kMultiRowMinRows = 256;
+// The axes are softmax_lastdim's (RowPoints.h).
+using detail::kItemChoices;
+using detail::kMultiRowItemChoices;
+using detail::kMultiRowThreads;
+using detail::kRowThreadChoices;
+using detail::kThreadChoices;
 constexpr size_t kMaxSpaceSize = 12;
-
-
-// The widest vector (in elements) that divides cols and fits 16 bytes.
-int widestVec(DType dtype, int64_t cols) {
-  int vec = maxVec(dtype);
-  while (vec > 1 && cols % vec != 0) vec /= 2;
-  return vec;
-}
-
-// Note [Norm parameter ranking]
-// Borrowed from softmax_lastdim (Note [Softmax parameter ranking], measured
-// there on H200): both are one-read, one-write row kernels bound by memory.
-// Per thread count, the fewest items that cover the row; ranked by the share
-// of lanes that hold an element, times 0.9 per factor of two that items is
-// away from 4 (2 for several rows per CTA), and 0.9 for CTAs under 128
-// threads on rows long enough to fill more. Not yet measured for the norms;
-// the optimizer measures every point anyway.
-double itemsFactor(int items, int best) {
-  double factor = 1.0;
-  for (int i = items; i < best; i *= 2) factor *= 0.9;
-  for (int i = best; i < items; i *= 2) factor *= 0.9;
-  return factor;
-}
 
 struct Shape {
   DType dtype;
@@ -58,64 +33,18 @@ struct Shape {
 
 bool guardParams(const Shape& s, const NormParams& p) { return detail::normGuardParams(s.dtype, s.rows, s.cols, p); }
 
+// Note [Norm parameter ranking]
+// Softmax_lastdim's (Note [Register point ranking] in RowPoints.h): both are
+// one-read, one-write row kernels bound by memory. Not measured separately
+// for the norms; the optimizer measures every point anyway.
 std::vector<NormParams> registerPoints(const Shape& s, int vec) {
-  struct Scored {
-    NormParams p;
-    double score;
-  };
-  std::vector<Scored> scored;
-  const int64_t nvec = s.cols / vec;
-  for (int threads : kThreadChoices) {
-    const int64_t need = ceilDiv(nvec, threads);
-    for (int items : kItemChoices) {
-      if (items == 0 || items < need) continue;
-      NormParams p{threads, vec, items};
-      if (!guardParams(s, p)) break;  // larger items only need more registers
-      const double util = static_cast<double>(nvec) / (static_cast<double>(threads) * items);
-      if (util < 0.25 && threads > 32) break;  // most lanes idle: a smaller CTA does the same
-      double score = util * itemsFactor(items, 4);
-      if (threads < 128 && nvec >= 4 * 128) score *= 0.9;
-      scored.push_back({p, score});
-      break;  // the fewest items for this thread count
-    }
-  }
-  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
-    if (a.score != b.score) return a.score > b.score;
-    return a.p.threads > b.p.threads;
-  });
-  std::vector<NormParams> out;
-  for (const Scored& sc : scored) out.push_back(sc.p);
-  return out;
+  return detail::rankRegisterPoints<NormParams>(s.cols / vec, vec,
+                                                [&s](const NormParams& p) { return guardParams(s, p); });
 }
 
 std::vector<NormParams> multiRowPoints(const Shape& s, int vec) {
-  std::vector<NormParams> out;
-  if (s.rows < kMultiRowMinRows) return out;
-  struct Scored {
-    int rowThreads, items;
-    double util, score;
-  };
-  std::vector<Scored> scored;
-  const int64_t nvec = s.cols / vec;
-  for (int rowThreads : kRowThreadChoices) {
-    for (int items : kMultiRowItemChoices) {
-      if (static_cast<int64_t>(rowThreads) * items < nvec) continue;
-      if (!guardParams(s, {kMultiRowThreads, vec, items, kMultiRowThreads / rowThreads})) break;
-      const double util = static_cast<double>(nvec) / (static_cast<double>(rowThreads) * items);
-      scored.push_back({rowThreads, items, util, util * itemsFactor(items, 2)});
-      break;
-    }
-  }
-  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
-    if (a.score != b.score) return a.score > b.score;
-    return a.rowThreads > b.rowThreads;
-  });
-  for (const Scored& c : scored) {
-    if (c.util >= 0.5 || &c == &scored.front()) {
-      out.push_back({kMultiRowThreads, vec, c.items, kMultiRowThreads / c.rowThreads});
-    }
-  }
-  return out;
+  return detail::rankMultiRowPoints<NormParams>(s.rows, s.cols / vec, vec,
+                                                [&s](const NormParams& p) { return guardParams(s, p); });
 }
 
 std::vector<NormParams> streamingPoints(const Shape& s, int vec) {

@@ -31,6 +31,7 @@ using detail::contains;
 using detail::isPowerOfTwo;
 using detail::knownDType;
 using detail::maxVec;
+using detail::widestVec;
 
 // The axes (kernels/README.md): one CTA a row, or several short rows a CTA.
 constexpr int kThreadChoices[] = {32, 64, 128, 256, 512, 1024};
@@ -48,12 +49,6 @@ bool knownOp(ReduceOp op) {
     if (o == op) return true;
   }
   return false;
-}
-
-int widestVec(DType dtype, int64_t cols) {
-  int vec = maxVec(dtype);
-  while (vec > 1 && cols % vec != 0) vec /= 2;
-  return vec;
 }
 
 // Note [Reduction register budget]

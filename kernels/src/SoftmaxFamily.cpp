@@ -6,6 +6,7 @@
 
 #include "hotkernel/kernels/KernelSource.h"
 #include "FamilyMath.h"
+#include "RowPoints.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel::kernels {
@@ -17,16 +18,14 @@ using detail::isPowerOfTwo;
 using detail::knownDType;
 using detail::maxVec;
 
-// The axes of the parameter space. Items are not only powers of two so that
-// rows like 24576 (3 x 8192) fill the registers without a wasted third.
-constexpr int kThreadChoices[] = {32, 64, 128, 256, 512, 1024};
-constexpr int kItemChoices[] = {0, 1, 2, 3, 4, 6, 8, 12, 16};
-// Several rows per CTA (short rows): the CTA size, threads per row, register-resident items.
-constexpr int kMultiRowThreads = 128;
-constexpr int kRowThreadChoices[] = {4, 8, 16, 32};
-constexpr int kMultiRowItemChoices[] = {1, 2, 4, 8};
-// Below this many rows a multi-row CTA has nothing to gain over one warp per CTA.
-constexpr int64_t kMultiRowMinRows = 256;
+// The one-CTA-per-row axes (threads, items; several rows per CTA) are
+// RowPoints.h's, shared with the norms.
+using detail::itemsFactor;
+using detail::kItemChoices;
+using detail::kMultiRowItemChoices;
+using detail::kMultiRowThreads;
+using detail::kRowThreadChoices;
+using detail::kThreadChoices;
 constexpr int kMaxSpaceSize = 12;
 // Split rows (Note [Split rows over a cluster] in the template): cluster sizes
 // and CTA sizes. 8 is sm_90's portable maximum; 16 is non-portable (the
@@ -92,91 +91,18 @@ bool isPoint(DType dtype, const SoftmaxParams& p) {
   return p.items * p.vec <= registerElements(p.threads);
 }
 
-// The widest vector (in elements) that divides cols and fits 16 bytes.
-int widestVec(const SoftmaxVariant& v) {
-  int vec = maxVec(v.dtype);
-  while (vec > 1 && v.cols % vec != 0) vec /= 2;
-  return vec;
-}
-
-// Register-resident points at width `vec`, best guess first.
-//
-// Note [Softmax parameter ranking]
-// A guess only: the optimizer measures every point. Per thread count, the
-// fewest items that cover the row; then rank by the share of lanes that hold
-// an element (idle lanes cost registers and occupancy, not bandwidth), times
-// 0.9 per factor of two that items is away from 4 (2 for several rows per
-// CTA), and 0.9 for CTAs under 128 threads on rows long enough to fill more.
-// On H200, bf16: [16384, 8192] ran 141 us at 256 threads x 4 items, 147-152 us
-// at 8 or 2 items, 171-236 us at 16 or 1; [4096, 32000] 191 us at 4 items, 214
-// at 8, 238 at 16; [32768, 128] 8.7 us at 2 items per row, 9.6 at 1 or 4.
-double itemsFactor(int items, int best) {
-  double factor = 1.0;
-  for (int i = items; i < best; i *= 2) factor *= 0.9;
-  for (int i = best; i < items; i *= 2) factor *= 0.9;
-  return factor;
-}
+// Register-resident points at width `vec`, best guess first (Note [Register
+// point ranking] in RowPoints.h).
 std::vector<SoftmaxParams> registerPoints(const SoftmaxVariant& v, int vec) {
-  struct Scored {
-    SoftmaxParams p;
-    double score;
-  };
-  std::vector<Scored> scored;
-  const int64_t nvec = v.cols / vec;
-  for (int threads : kThreadChoices) {
-    const int64_t need = ceilDiv(nvec, threads);
-    for (int items : kItemChoices) {
-      if (items == 0 || items < need) continue;
-      SoftmaxParams p{threads, vec, items};
-      if (!SoftmaxFamily::guardParams(v, p)) break;  // larger items only need more registers
-      const double util = static_cast<double>(nvec) / (static_cast<double>(threads) * items);
-      if (util < 0.25 && threads > 32) break;  // most lanes idle: a smaller CTA does the same
-      double score = util * itemsFactor(items, 4);
-      if (threads < 128 && nvec >= 4 * 128) score *= 0.9;
-      scored.push_back({p, score});
-      break;  // the fewest items for this thread count
-    }
-  }
-  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
-    if (a.score != b.score) return a.score > b.score;
-    return a.p.threads > b.p.threads;
-  });
-  std::vector<SoftmaxParams> out;
-  for (const Scored& s : scored) out.push_back(s.p);
-  return out;
+  return detail::rankRegisterPoints<SoftmaxParams>(
+      v.cols / vec, vec, [&v](const SoftmaxParams& p) { return SoftmaxFamily::guardParams(v, p); });
 }
 
 // Several-rows-per-CTA points at width `vec` for rows of at most 32 x 8
-// vectors, best guess first: per threads-per-row, the fewest items that cover
-// the row, ranked like registerPoints.
+// vectors, best guess first.
 std::vector<SoftmaxParams> multiRowPoints(const SoftmaxVariant& v, int vec) {
-  std::vector<SoftmaxParams> out;
-  if (v.rows < kMultiRowMinRows) return out;
-  struct Scored {
-    int rowThreads, items;
-    double util, score;
-  };
-  std::vector<Scored> scored;
-  const int64_t nvec = v.cols / vec;
-  for (int rowThreads : kRowThreadChoices) {
-    for (int items : kMultiRowItemChoices) {
-      if (static_cast<int64_t>(rowThreads) * items < nvec) continue;
-      if (!SoftmaxFamily::guardParams(v, {kMultiRowThreads, vec, items, kMultiRowThreads / rowThreads})) break;
-      const double util = static_cast<double>(nvec) / (static_cast<double>(rowThreads) * items);
-      scored.push_back({rowThreads, items, util, util * itemsFactor(items, 2)});
-      break;
-    }
-  }
-  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
-    if (a.score != b.score) return a.score > b.score;
-    return a.rowThreads > b.rowThreads;
-  });
-  for (const Scored& c : scored) {
-    if (c.util >= 0.5 || &c == &scored.front()) {
-      out.push_back({kMultiRowThreads, vec, c.items, kMultiRowThreads / c.rowThreads});
-    }
-  }
-  return out;
+  return detail::rankMultiRowPoints<SoftmaxParams>(
+      v.rows, v.cols / vec, vec, [&v](const SoftmaxParams& p) { return SoftmaxFamily::guardParams(v, p); });
 }
 
 // Streaming points at width `vec`: enough threads that each loads a few
@@ -363,7 +289,7 @@ std::vector<SoftmaxParams> SoftmaxFamily::parameterSpace(const SoftmaxVariant& v
       out.push_back(p);
     }
   };
-  const int vec = widestVec(v);
+  const int vec = detail::widestVec(v.dtype, v.cols);
   const std::vector<SoftmaxParams> wide = registerPoints(v, vec);
   const std::vector<SoftmaxParams> multi = multiRowPoints(v, vec);
   const std::vector<SoftmaxParams> narrow = vec > 1 ? registerPoints(v, vec / 2) : std::vector<SoftmaxParams>{};
