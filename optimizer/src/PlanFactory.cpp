@@ -13,55 +13,48 @@ namespace hotkernel {
 using kernels::DType;
 using kernels::SoftmaxFamily;
 
+namespace {
+
+// Note [A family's plan]
+// Every family's plan is made the same way: the variant must pass the family's
+// guards with these parameters (a cache entry that no longer fits is refused
+// here, before any module is loaded), then the cubin is loaded with the
+// family's launch geometry for the variant and its required alignment.
+template <typename Family, typename Variant, typename Params>
+Plan familyPlan(const VariantKey& key, const Variant& v, const Params& params, const std::string& cubin, int device,
+                const std::string& familyName) {
+  HOTKERNEL_CHECK(Family::guardVariant(v) && Family::guardParams(v, params), "parameters ", params.describe(),
+                  " do not fit ", familyName, " ", variantString(key));
+  const kernels::LaunchGeometry g = Family::launchGeometry(v, params);
+  Plan plan;
+  plan.key = key;
+  plan.description = familyName + "[" + params.describe() + "] for " + variantString(key);
+  plan.launcher = CudaKernelLauncher::load(device, cubin, Family::kKernelName,
+                                           LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
+                                           Family::requiredAlignment(v.dtype, params), plan.description);
+  return plan;
+}
+
+}  // namespace
+
 Plan makeSoftmaxPlan(const VariantKey& key, const kernels::SoftmaxParams& params, const std::string& cubin,
                      int device, kernels::SoftmaxOp op) {
   const kernels::SoftmaxVariant v{static_cast<DType>(key.dtype), key.rows, key.cols};
-  HOTKERNEL_CHECK(SoftmaxFamily::guardVariant(v) && SoftmaxFamily::guardParams(v, params),
-                  "parameters ", params.describe(), " do not fit ", variantString(key));
-  const kernels::LaunchGeometry g = SoftmaxFamily::launchGeometry(v, params);
-  Plan plan;
-  plan.key = key;
-  plan.description =
-      std::string(kernels::softmaxFamilyName(op)) + "[" + params.describe() + "] for " + variantString(key);
-  plan.launcher = CudaKernelLauncher::load(device, cubin, SoftmaxFamily::kKernelName,
-                                           LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
-                                           static_cast<size_t>(params.vec) * kernels::elementSize(v.dtype),
-                                           plan.description);
-  return plan;
+  return familyPlan<SoftmaxFamily>(key, v, params, cubin, device, kernels::softmaxFamilyName(op));
 }
 
 Plan makeRmsNormPlan(const VariantKey& key, const kernels::NormParams& params, const std::string& cubin,
                      int device) {
-  using kernels::RmsNormFamily;
   HOTKERNEL_CHECK(!key.hasBias(), "rms_norm takes no bias: ", variantString(key));
   const kernels::RmsNormVariant v{static_cast<DType>(key.dtype), key.rows, key.cols, key.hasWeight()};
-  HOTKERNEL_CHECK(RmsNormFamily::guardVariant(v) && RmsNormFamily::guardParams(v, params), "parameters ",
-                  params.describe(), " do not fit rms_norm ", variantString(key));
-  const kernels::LaunchGeometry g = RmsNormFamily::launchGeometry(v, params);
-  Plan plan;
-  plan.key = key;
-  plan.description = std::string(RmsNormFamily::kName) + "[" + params.describe() + "] for " + variantString(key);
-  plan.launcher = CudaKernelLauncher::load(device, cubin, RmsNormFamily::kKernelName,
-                                           LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
-                                           RmsNormFamily::requiredAlignment(v.dtype, params), plan.description);
-  return plan;
+  return familyPlan<kernels::RmsNormFamily>(key, v, params, cubin, device, kernels::RmsNormFamily::kName);
 }
 
 Plan makeLayerNormPlan(const VariantKey& key, const kernels::NormParams& params, const std::string& cubin,
                        int device) {
-  using kernels::LayerNormFamily;
   const kernels::LayerNormVariant v{static_cast<DType>(key.dtype), key.rows, key.cols, key.hasWeight(),
                                     key.hasBias()};
-  HOTKERNEL_CHECK(LayerNormFamily::guardVariant(v) && LayerNormFamily::guardParams(v, params), "parameters ",
-                  params.describe(), " do not fit layer_norm ", variantString(key));
-  const kernels::LaunchGeometry g = LayerNormFamily::launchGeometry(v, params);
-  Plan plan;
-  plan.key = key;
-  plan.description = std::string(LayerNormFamily::kName) + "[" + params.describe() + "] for " + variantString(key);
-  plan.launcher = CudaKernelLauncher::load(device, cubin, LayerNormFamily::kKernelName,
-                                           LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
-                                           LayerNormFamily::requiredAlignment(v.dtype, params), plan.description);
-  return plan;
+  return familyPlan<kernels::LayerNormFamily>(key, v, params, cubin, device, kernels::LayerNormFamily::kName);
 }
 
 Plan makeCrossEntropyPlan(const VariantKey& key, const kernels::CrossEntropyParams& params, const std::string& cubin,
@@ -71,35 +64,16 @@ Plan makeCrossEntropyPlan(const VariantKey& key, const kernels::CrossEntropyPara
                   "not a cross_entropy_loss key: ", variantString(key));
   const kernels::CrossEntropyVariant v{static_cast<DType>(key.dtype), key.rows, key.cols,
                                        static_cast<kernels::CrossEntropyReduction>(key.reduction())};
-  HOTKERNEL_CHECK(CrossEntropyFamily::guardVariant(v) && CrossEntropyFamily::guardParams(v, params), "parameters ",
-                  params.describe(), " do not fit cross_entropy ", variantString(key));
-  const kernels::LaunchGeometry g = CrossEntropyFamily::launchGeometry(v, params);
-  Plan plan;
-  plan.key = key;
-  plan.description = std::string(CrossEntropyFamily::kName) + "[" + params.describe() + "] for " + variantString(key);
+  Plan plan = familyPlan<CrossEntropyFamily>(key, v, params, cubin, device, CrossEntropyFamily::kName);
   plan.needsZeroedCounter = CrossEntropyFamily::needsCounter(v, params);
-  plan.launcher = CudaKernelLauncher::load(device, cubin, CrossEntropyFamily::kKernelName,
-                                           LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
-                                           CrossEntropyFamily::requiredAlignment(v.dtype, params), plan.description);
   return plan;
 }
 
 Plan makeReducePlan(const VariantKey& key, const kernels::ReduceParams& params, const std::string& cubin, int device,
                     kernels::ReduceOp op) {
-  using kernels::ReduceFamily;
   HOTKERNEL_CHECK(key.flags == 0, "a reduction key has no flags: ", variantString(key));
   const kernels::ReduceVariant v{static_cast<DType>(key.dtype), key.rows, key.cols, op};
-  HOTKERNEL_CHECK(ReduceFamily::guardVariant(v) && ReduceFamily::guardParams(v, params), "parameters ",
-                  params.describe(), " do not fit ", kernels::reduceFamilyName(op), " ", variantString(key));
-  const kernels::LaunchGeometry g = ReduceFamily::launchGeometry(v, params);
-  Plan plan;
-  plan.key = key;
-  plan.description =
-      std::string(kernels::reduceFamilyName(op)) + "[" + params.describe() + "] for " + variantString(key);
-  plan.launcher = CudaKernelLauncher::load(device, cubin, ReduceFamily::kKernelName,
-                                           LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
-                                           ReduceFamily::requiredAlignment(v.dtype, params), plan.description);
-  return plan;
+  return familyPlan<kernels::ReduceFamily>(key, v, params, cubin, device, kernels::reduceFamilyName(op));
 }
 
 Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::json& params,

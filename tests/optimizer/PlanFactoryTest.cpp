@@ -2,10 +2,14 @@
 // and the checks that run before a cubin is loaded.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
 #include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
+#include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -54,6 +58,36 @@ TEST(PlanFactoryTest, GivenNormParamsThatDoNotFitWhenMakingPlansThenErrorBeforeA
   EXPECT_THROW(makeRmsNormPlan(withBias, scalarPoint, "not a cubin", 0), Error);  // rms_norm has no bias
   EXPECT_THROW(makePlan("rms_norm", k, wide.toJson(), "hk_other", "not a cubin", 0), Error);
   EXPECT_THROW(makePlan("group_norm", k, wide.toJson(), "", "not a cubin", 0), Error);
+}
+
+// The message of the Error `make` throws ("" when it throws none).
+template <typename F>
+std::string errorOf(F make) {
+  try {
+    make();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Note [A family's plan]: the guard refuses before the cubin is loaded (the
+// load of "not a cubin" would fail with another message), and names the family.
+TEST(PlanFactoryTest, GivenSoftmaxParamsThatDoNotFitWhenMakingPlansThenTheGuardRefusesNamingTheFamily) {
+  const VariantKey k{static_cast<int32_t>(DType::BFloat16), 0, 64, 4097};  // 4097: no vector width divides it
+  const kernels::SoftmaxParams wide{256, 8, 4};
+  for (auto [op, name] : {std::pair{kernels::SoftmaxOp::Softmax, "softmax_lastdim"},
+                          std::pair{kernels::SoftmaxOp::LogSoftmax, "log_softmax_lastdim"}}) {
+    const std::string what = errorOf([&] { makeSoftmaxPlan(k, wide, "not a cubin", 0, op); });
+    EXPECT_NE(what.find(std::string("do not fit ") + name + " "), std::string::npos) << what;
+  }
+  const kernels::NormParams normWide{256, 8, 4, 1};
+  VariantKey nk = k;
+  nk.flags = VariantKey::kHasWeight;
+  EXPECT_NE(errorOf([&] { makeRmsNormPlan(nk, normWide, "not a cubin", 0); }).find("do not fit rms_norm "),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { makeLayerNormPlan(nk, normWide, "not a cubin", 0); }).find("do not fit layer_norm "),
+            std::string::npos);
 }
 
 TEST(PlanFactoryTest, GivenCrossEntropyKeysWhenFormattedAndParsedThenReductionRoundTrips) {
