@@ -139,10 +139,10 @@ class Kernel:
                                             None), "cuLaunchKernel")
 
 
-def triton_configs(ptx_prefix):
+def triton_configs():
     """The launch configuration torch.compile's autotuner kept for each Triton
-    kernel it generated (block sizes, warps, stages, registers), its PTX written
-    beside (ptx_prefix + ".<kernel>.ptx"). Best effort: inductor internals."""
+    kernel it generated (block sizes, warps, stages, registers). Best effort:
+    inductor internals."""
     lines = []
     try:
         from torch._inductor.codecache import PyCodeCache
@@ -155,10 +155,6 @@ def triton_configs(ptx_prefix):
                     regs = getattr(launcher, "n_regs", None)
                     spills = getattr(launcher, "n_spills", None)
                     lines.append(f"{name}: {cfg} n_regs={regs} n_spills={spills}")
-                    asm = getattr(getattr(launcher, "bin", None), "asm", None) or {}
-                    if "ptx" in asm:
-                        with open(f"{ptx_prefix}.{name}.ptx", "w") as f:
-                            f.write(asm["ptx"])
     except Exception as e:  # noqa: BLE001 - a probe's extra, never fatal
         lines.append(f"could not read the configurations: {e!r}")
     return lines or ["no Triton launcher found"]
@@ -223,8 +219,8 @@ def main():
         _, codes = run_and_get_code(compiled_fn, x, w)
         with open(args.inductor_code, "w") as f:
             f.write("\n\n# ----\n\n".join(codes))
-            f.write("\n\n# ---- autotuned launch configurations (and PTX) of the generated Triton kernels\n")
-            for line in triton_configs(os.path.splitext(args.inductor_code)[0]):
+            f.write("\n\n# ---- autotuned launch configurations of the generated Triton kernels\n")
+            for line in triton_configs():
                 f.write(f"# {line}\n")
     for _ in range(3):
         compiled_fn(x, w)
