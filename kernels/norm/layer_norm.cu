@@ -20,6 +20,8 @@
 //                  (one read of the row); 0: streaming, any row length, the row is read twice
 //   HK_HAS_WEIGHT  1: multiply by weight (the input's dtype, `cols` elements); 0: no weight
 //   HK_HAS_BIAS    1: add bias (the input's dtype, `cols` elements); 0: no bias
+//   HK_COLS        (optional) the variant's column count: the `cols` argument is then ignored
+//                  (Note [Specialized columns] in rms_norm.cu)
 //
 // Entry point (LayerNormFamily::kKernelName):
 //   extern "C" __global__ void hk_layer_norm(const void* in, const void* weight, const void* bias,
@@ -219,6 +221,9 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
   hk_elem* out = static_cast<hk_elem*>(out_);
   const hk_pack* weight = static_cast<const hk_pack*>(weight_);
   const hk_pack* bias = static_cast<const hk_pack*>(bias_);
+#ifdef HK_COLS
+  cols = HK_COLS;  // Note [Specialized columns] in rms_norm.cu
+#endif
   const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
   const int tid = threadIdx.x & (HK_ROW_THREADS - 1);  // this thread's place in its row
   const int sub = threadIdx.x / HK_ROW_THREADS;         // its row within the CTA's rows
@@ -228,6 +233,9 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
 
   // Every thread runs every iteration (barriers and shuffles need the whole
   // CTA / warp); a thread whose row is past the end only skips its accesses.
+  // The grid covers the rows (one iteration); rms_norm.cu dropped the loop
+  // (Note [One row group a CTA]), here that left 1024 x vec 2 x 16 items with
+  // weight and bias spilling at 64 registers.
   for (long long first = static_cast<long long>(blockIdx.x) * HK_ROWS; first < rows;
        first += static_cast<long long>(gridDim.x) * HK_ROWS) {
     const long long row = first + sub;

@@ -19,6 +19,8 @@
 //   HK_ITEMS       > 0: register-resident, each thread holds HK_ITEMS vectors of its row
 //                  (one read of the row); 0: streaming, any row length, the row is read twice
 //   HK_HAS_WEIGHT  1: multiply by weight (same dtype as the input, `cols` elements); 0: no weight
+//   HK_COLS        (optional) the variant's column count: the `cols` argument is then ignored
+//                  (Note [Specialized columns])
 //
 // Entry point (RmsNormFamily::kKernelName):
 //   extern "C" __global__ void hk_rms_norm(const void* in, const void* weight, void* out,
@@ -28,7 +30,27 @@
 // Preconditions (checked on the host by RmsNormFamily's guards, not here):
 //   cols % HK_VEC == 0; in, weight and out aligned to HK_VEC * sizeof(element);
 //   rstd aligned to 4; cols <= HK_ROW_THREADS * HK_VEC * HK_ITEMS when HK_ITEMS > 0;
-//   cols <= 2^30.
+//   cols <= 2^30; gridDim.x * HK_ROWS >= rows (RmsNormFamily::launchGeometry).
+//
+// Note [One row group a CTA]
+// CTA b serves rows [b * HK_ROWS, (b + 1) * HK_ROWS): the grid covers the rows
+// (the guards refuse more than 2^31 - 1 CTAs' worth), so there is no
+// grid-stride loop, no barrier between rows, and the row's offset is computed
+// once. Measured on the H200 (bench/norm_probe.py, bf16 [16384, 8192] with
+// weight, bench/results/h200-rms-norm-probe-2026-11-30-k.json) with the
+// columns specialized: streaming 512 x vec 8 143.6 -> 131.2 us (40 -> 29
+// registers), 256 x 8 140.3 -> 132.8; register points 512 x 8 x 2 136.7 ->
+// 133.1. torch.compile's kernel ran 129.1 in the same run.
+//
+// Note [Specialized columns]
+// A plan serves one exact variant (VariantKey), so the optimizer compiles
+// each candidate for the variant's column count (HK_COLS, RmsNormFamily::
+// compileOptions): the streaming loops then have constant trip counts and
+// unroll, the per-row bounds fold. Without HK_COLS the kernel reads `cols` from
+// its argument (any variant the point's guard accepts: what the CPU tests
+// compile for every point). Measured as above: streaming 512 x vec 8 one row a
+// CTA 133.2 us with `cols` read at run time, 131.2 specialized; no change on
+// the register points.
 //
 // Note [Norm special values]
 // No special cases: the arithmetic is ATen's, so a row holding inf or NaN
@@ -91,7 +113,15 @@ static_assert(HK_HAS_WEIGHT == 0 || HK_HAS_WEIGHT == 1, "HK_HAS_WEIGHT must be 0
 // batches of one vector (HK_STREAM_UNROLL=1) on 256 threads 138.8 -> 130.8-131.1
 // us (40 registers). Forcing 32 registers where the point needs more spills
 // and loses up to 3x; streaming cache operators, a packed row, plain stores
-// and an evict_last weight gained nothing (deleted). The two knobs stay as
+// and an evict_last weight gained nothing (deleted). torch.compile's PTX
+// (bench/results/h200-rms-norm-probe-2026-11-30-triton.ptx.txt): 512 threads,
+// 8-byte accesses, 4 a thread, the row re-read with L1/L2 evict_first and the
+// weight with evict_last, plain stores, 32-bit indexing on constant shapes.
+// With one row a CTA and specialized columns (the notes above) our streaming
+// 512 x vec 8 point ran 130.8-131.3 us against its 129.1 (probe k); 8-byte
+// accesses with the hints (512 x 4: 133.7), plain stores (130.8) and 32-bit
+// offsets (131.2; 133.2 with 64-bit and `cols` at run time) did not close the
+// last 1-2% (those probe macros were deleted again). The two knobs stay as
 // probe overrides (defaults unchanged) until they become parameter axes:
 //   HK_PROBE_MIN_CTAS  N: __launch_bounds__(HK_THREADS, N) (0: 2048 / HK_THREADS)
 //   HK_STREAM_UNROLL / HK_STREAM_UNROLL2 (above): the streaming batches
@@ -135,16 +165,20 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   hk_elem* out = static_cast<hk_elem*>(out_);
   const hk_pack* weight = static_cast<const hk_pack*>(weight_);
+#ifdef HK_COLS
+  cols = HK_COLS;  // Note [Specialized columns]
+#endif
   const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
   const int tid = threadIdx.x & (HK_ROW_THREADS - 1);  // this thread's place in its row
   const int sub = threadIdx.x / HK_ROW_THREADS;         // its row within the CTA's rows
   const float fcols = static_cast<float>(cols);
   (void)weight;
 
-  // Every thread runs every iteration (barriers and shuffles need the whole
-  // CTA / warp); a thread whose row is past the end only skips its accesses.
-  for (long long first = static_cast<long long>(blockIdx.x) * HK_ROWS; first < rows;
-       first += static_cast<long long>(gridDim.x) * HK_ROWS) {
+  // Note [One row group a CTA]: the grid covers the rows. Every thread runs
+  // the whole body (barriers and shuffles need the whole CTA / warp); a thread
+  // whose row is past the end only skips its accesses.
+  {
+    const long long first = static_cast<long long>(blockIdx.x) * HK_ROWS;
     const long long row = first + sub;
     const int live = row < rows ? nvec : 0;  // vectors this thread may touch
     const long long offset = (row < rows ? row : first) * cols;
@@ -258,10 +292,6 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
         }
       }
     }
-#endif
-#if HK_ROW_THREADS > 32
-    // The next rows write hk_buf again: wait until every warp has read it.
-    if (first + static_cast<long long>(gridDim.x) * HK_ROWS < rows) __syncthreads();
 #endif
   }
 }

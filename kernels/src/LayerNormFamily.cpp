@@ -82,12 +82,13 @@ std::vector<LayerNormParams> LayerNormFamily::allParameterPoints(DType dtype) {
 std::string LayerNormFamily::source() { return expandPrelude(kernelSource(kName).text); }
 
 std::vector<std::string> LayerNormFamily::compileOptions(DType dtype, const LayerNormParams& p, bool hasWeight,
-                                                         bool hasBias) {
+                                                         bool hasBias, int64_t cols) {
   HOTKERNEL_CHECK(detail::normIsPoint(dtype, p), "not a layer_norm parameter point for ",
                   dtypeName(dtype), ": ", p.describe());
   std::vector<std::string> options = detail::normCompileOptions(dtype, p);
   options.push_back(std::string("-DHK_HAS_WEIGHT=") + (hasWeight ? "1" : "0"));
   options.push_back(std::string("-DHK_HAS_BIAS=") + (hasBias ? "1" : "0"));
+  detail::normAppendCols(options, cols);
   return options;
 }
 

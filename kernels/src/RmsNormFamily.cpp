@@ -83,11 +83,13 @@ std::vector<RmsNormParams> RmsNormFamily::allParameterPoints(DType dtype) {
 
 std::string RmsNormFamily::source() { return expandPrelude(kernelSource(kName).text); }
 
-std::vector<std::string> RmsNormFamily::compileOptions(DType dtype, const RmsNormParams& p, bool hasWeight) {
+std::vector<std::string> RmsNormFamily::compileOptions(DType dtype, const RmsNormParams& p, bool hasWeight,
+                                                       int64_t cols) {
   HOTKERNEL_CHECK(detail::normIsPoint(dtype, p), "not an rms_norm parameter point for ", dtypeName(dtype),
                   ": ", p.describe());
   std::vector<std::string> options = detail::normCompileOptions(dtype, p);
   options.push_back(std::string("-DHK_HAS_WEIGHT=") + (hasWeight ? "1" : "0"));
+  detail::normAppendCols(options, cols);
   return options;
 }
 

@@ -288,7 +288,7 @@ TuneOutcome tuneRmsNorm(const kernels::RmsNormVariant& v, int device, const Tune
   }
   for (const NormParams& p : RmsNormFamily::parameterSpace(v)) spec.seeds.push_back(toPoint(p));
   spec.compileOptions = [v](const FamilyPoint& p) {
-    return RmsNormFamily::compileOptions(v.dtype, toParams(p), v.hasWeight);
+    return RmsNormFamily::compileOptions(v.dtype, toParams(p), v.hasWeight, v.cols);
   };
   spec.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
   spec.candidate = [v](const FamilyPoint& p, const std::string& cubin) {
@@ -340,7 +340,7 @@ TuneOutcome tuneLayerNorm(const kernels::LayerNormVariant& v, int device, const 
   }
   for (const NormParams& p : LayerNormFamily::parameterSpace(v)) spec.seeds.push_back(toPoint(p));
   spec.compileOptions = [v](const FamilyPoint& p) {
-    return LayerNormFamily::compileOptions(v.dtype, toParams(p), v.hasWeight, v.hasBias);
+    return LayerNormFamily::compileOptions(v.dtype, toParams(p), v.hasWeight, v.hasBias, v.cols);
   };
   spec.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
   spec.candidate = [v](const FamilyPoint& p, const std::string& cubin) {

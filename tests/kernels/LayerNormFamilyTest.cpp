@@ -52,6 +52,9 @@ TEST(LayerNormFamilyTest, GivenDegenerateOrHugeVariantsWhenGuardedThenRefused) {
   EXPECT_FALSE(LayerNormFamily::guardVariant({DType::Float16, -3, 10}));
   EXPECT_FALSE(LayerNormFamily::guardVariant({DType::BFloat16, 1, LayerNormFamily::kMaxCols + 1}));
   EXPECT_FALSE(LayerNormFamily::guardVariant({DType::Float32, INT64_MAX / 4, 8}));
+  // More rows than one launch's CTAs cover (Note [One row group a CTA] in rms_norm.cu).
+  EXPECT_FALSE(LayerNormFamily::guardVariant({DType::Float32, int64_t{1} << 31, 2}));
+  EXPECT_TRUE(LayerNormFamily::guardVariant({DType::Float32, (int64_t{1} << 31) - 1, 2}));
   EXPECT_FALSE(LayerNormFamily::guardVariant({static_cast<DType>(3), 1, 1}));
   EXPECT_TRUE(LayerNormFamily::parameterSpace({DType::Float32, 0, 128}).empty());
   EXPECT_TRUE(LayerNormFamily::parameterSpace({DType::Float32, 4, LayerNormFamily::kMaxCols * 2}).empty());
@@ -224,6 +227,10 @@ TEST(LayerNormFamilyTest, GivenAPointWhenAskedForCompileOptionsThenTheSevenDefin
                                       "-DHK_HAS_WEIGHT=0", "-DHK_HAS_BIAS=1"}));
   EXPECT_EQ(LayerNormFamily::compileOptions(DType::Float16, P{128, 8, 1, 16}, true, false).back(), "-DHK_HAS_BIAS=0");
   EXPECT_THROW(LayerNormFamily::compileOptions(DType::Float32, P{1024, 4, 12}, true, true), Error);
+  // Note [Specialized columns] in rms_norm.cu: the variant's column count last.
+  EXPECT_EQ(LayerNormFamily::compileOptions(DType::BFloat16, P{256, 8, 4}, true, true, 8192).back(),
+            "-DHK_COLS=8192LL");
+  EXPECT_THROW(LayerNormFamily::compileOptions(DType::BFloat16, P{256, 8, 4}, true, true, -8), Error);
   EXPECT_THROW(LayerNormFamily::compileOptions(DType::BFloat16, P{100, 8, 1}, true, true), Error);
 }
 
@@ -311,6 +318,26 @@ TEST(LayerNormFamilyCompileTest, GivenPointsWithOneOrNoArrayWhenCompiledForSm90a
       LayerNormFamily::source(), "layer_norm.cu", LayerNormFamily::kKernelName, jobs, [](const testutil::CompileJob& j) {
         return LayerNormFamily::compileOptions(j.dtype, j.params, j.flags[0] == "-DHK_HAS_WEIGHT=1",
                                                j.flags[1] == "-DHK_HAS_BIAS=1");
+      });
+  testutil::expectAllCompiledWithoutSpills(jobs, results);
+}
+
+// Note [Specialized columns] in rms_norm.cu, what the optimizer compiles: the
+// spaces of the benchmarked and some odd column counts, without spills.
+TEST(LayerNormFamilyCompileTest, GivenVariantColumnsWhenCompiledSpecializedThenCubinsWithoutSpills) {
+  SKIP_WITHOUT_NVRTC();
+  std::vector<testutil::CompileJob> jobs;
+  const std::pair<DType, int64_t> variants[] = {
+      {DType::BFloat16, 8192}, {DType::BFloat16, 4096}, {DType::Float16, 4097}, {DType::Float32, 13},
+      {DType::Float32, 1000000}};
+  for (auto [d, cols] : variants) {
+    for (const P& p : LayerNormFamily::parameterSpace({d, 4096, cols, true, true})) {
+      jobs.push_back({d, p, {std::to_string(cols)}, "sm_90a"});
+    }
+  }
+  const auto results = testutil::compileAll(
+      LayerNormFamily::source(), "layer_norm.cu", LayerNormFamily::kKernelName, jobs, [](const testutil::CompileJob& j) {
+        return LayerNormFamily::compileOptions(j.dtype, j.params, true, true, std::stoll(j.flags[0]));
       });
   testutil::expectAllCompiledWithoutSpills(jobs, results);
 }

@@ -53,7 +53,10 @@ TEST(RmsNormFamilyTest, GivenDegenerateOrHugeVariantsWhenGuardedThenRefused) {
   // rows * cols * elementSize overflows int64.
   EXPECT_FALSE(RmsNormFamily::guardVariant({DType::Float32, INT64_MAX / 2, 1024}));
   EXPECT_FALSE(RmsNormFamily::guardVariant({DType::BFloat16, int64_t{1} << 33, int64_t{1} << 30}));
-  EXPECT_TRUE(RmsNormFamily::guardVariant({DType::BFloat16, (int64_t{1} << 32) - 1, int64_t{1} << 30}));
+  EXPECT_TRUE(RmsNormFamily::guardVariant({DType::BFloat16, (int64_t{1} << 31) - 1, int64_t{1} << 30}));
+  // More rows than one launch's CTAs cover (Note [One row group a CTA]), even short ones.
+  EXPECT_FALSE(RmsNormFamily::guardVariant({DType::Float32, int64_t{1} << 31, 2}));
+  EXPECT_TRUE(RmsNormFamily::parameterSpace({DType::Float32, int64_t{1} << 31, 2}).empty());
   EXPECT_FALSE(RmsNormFamily::guardVariant({static_cast<DType>(7), 1, 1}));
   EXPECT_TRUE(RmsNormFamily::parameterSpace({DType::Float32, 0, 128}).empty());
   EXPECT_TRUE(RmsNormFamily::parameterSpace({DType::Float32, 4, RmsNormFamily::kMaxCols * 2}).empty());
@@ -274,6 +277,25 @@ TEST(RmsNormFamilyTest, GivenAPointWhenAskedForCompileOptionsThenTheSixDefines) 
   EXPECT_THROW(RmsNormFamily::compileOptions(DType::BFloat16, P{1024, 8, 6}, false), Error);
 }
 
+TEST(RmsNormFamilyTest, GivenAVariantsColumnsWhenAskedForCompileOptionsThenTheyAreSpecialized) {
+  const std::vector<std::string> o = RmsNormFamily::compileOptions(DType::BFloat16, P{512, 8, 0}, true, 8192);
+  ASSERT_EQ(o.size(), 7u);
+  EXPECT_EQ(o.back(), "-DHK_COLS=8192LL");
+  EXPECT_EQ(std::vector<std::string>(o.begin(), o.end() - 1), RmsNormFamily::compileOptions(DType::BFloat16,
+                                                                                           P{512, 8, 0}, true));
+  EXPECT_THROW(RmsNormFamily::compileOptions(DType::BFloat16, P{512, 8, 0}, true, -1), Error);
+  EXPECT_THROW(RmsNormFamily::compileOptions(DType::BFloat16, P{512, 8, 0}, true, RmsNormFamily::kMaxCols + 1),
+               Error);
+}
+
+// The streaming point twice as wide as the smallest covering one (Note [One row
+// group a CTA]: 512 x vec 8 on 8192 columns was the closest to torch.compile).
+TEST(RmsNormFamilyTest, GivenEightThousandColumnsWhenAskedForTheSpaceThenBothStreamingWidthsAreIn) {
+  const std::vector<P> space = RmsNormFamily::parameterSpace({DType::BFloat16, 16384, 8192, true});
+  EXPECT_NE(std::find(space.begin(), space.end(), P{256, 8, 0}), space.end());
+  EXPECT_NE(std::find(space.begin(), space.end(), P{512, 8, 0}), space.end());
+}
+
 TEST(RmsNormFamilyTest, GivenVariantsWhenAskedForGeometryThenOneCtaPerRowsPerCtaRows) {
   const LaunchGeometry g = RmsNormFamily::launchGeometry({DType::BFloat16, 16384, 8192}, P{256, 8, 4});
   EXPECT_EQ(g.gridX, 16384u);
@@ -283,7 +305,10 @@ TEST(RmsNormFamilyTest, GivenVariantsWhenAskedForGeometryThenOneCtaPerRowsPerCta
   const LaunchGeometry multi = RmsNormFamily::launchGeometry({DType::BFloat16, 32769, 128}, P{128, 8, 1, 8});
   EXPECT_EQ(multi.gridX, 4097u);
   EXPECT_EQ(multi.blockX, 128u);
-  EXPECT_EQ(RmsNormFamily::launchGeometry({DType::Float32, int64_t{1} << 33, 2}, P{32, 1, 1}).gridX, 2147483647u);
+  EXPECT_EQ(RmsNormFamily::launchGeometry({DType::Float32, (int64_t{1} << 31) - 1, 2}, P{32, 1, 1}).gridX,
+            2147483647u);
+  // Past the guard the grid would not cover the rows: a bug, not a clamp.
+  EXPECT_THROW(RmsNormFamily::launchGeometry({DType::Float32, int64_t{1} << 33, 2}, P{32, 1, 1}), Error);
 }
 
 TEST(RmsNormFamilyTest, GivenVariantsWhenAskedForBytesThenOneReadOneWriteTheWeightAndRstd) {
@@ -422,6 +447,33 @@ TEST(RmsNormFamilyCompileTest, GivenTheProbeOverridesOnTheNotesPointsWhenCompile
   EXPECT_LE(results[0].registers, 32) << "full occupancy: 2048 threads an SM";
   EXPECT_GT(results[2].registers, 32) << "without the override the point needs more (else the probe measured nothing)";
   EXPECT_LE(results[1].registers, 40);
+}
+
+// Note [Specialized columns]: what the optimizer compiles. The benchmarked
+// shapes' and odd column counts' points compile without spills; the streaming
+// 512 x vec 8 point on 8192 columns unrolls into fewer registers than with
+// `cols` read at run time (the H200 probe: 29 against 32).
+TEST(RmsNormFamilyCompileTest, GivenVariantColumnsWhenCompiledSpecializedThenNoSpillsAndTheStreamingLoopFolds) {
+  SKIP_WITHOUT_NVRTC();
+  std::vector<testutil::CompileJob> jobs;
+  const std::pair<DType, int64_t> variants[] = {{DType::BFloat16, 8192},  {DType::BFloat16, 4096},
+                                                {DType::Float16, 4097},   {DType::Float32, 13},
+                                                {DType::BFloat16, 24576}, {DType::Float32, 1000000}};
+  for (auto [d, cols] : variants) {
+    for (const P& p : RmsNormFamily::parameterSpace({d, 16384, cols, true})) {
+      testutil::CompileJob j{d, p, {"-DHK_HAS_WEIGHT=1", "-DHK_COLS=" + std::to_string(cols) + "LL"}, "sm_90a"};
+      jobs.push_back(j);
+    }
+  }
+  const size_t streaming = jobs.size();
+  jobs.push_back({DType::BFloat16, P{512, 8, 0}, {"-DHK_HAS_WEIGHT=1", "-DHK_COLS=8192LL"}, "sm_90a"});
+  jobs.push_back({DType::BFloat16, P{512, 8, 0}, {"-DHK_HAS_WEIGHT=1"}, "sm_90a"});
+  const auto results = compileRms(jobs);
+  testutil::expectAllCompiledWithoutSpills(jobs, results);
+  ASSERT_EQ(results.size(), streaming + 2);
+  EXPECT_LE(results[streaming].registers, 32);
+  EXPECT_LT(results[streaming].registers, results[streaming + 1].registers)
+      << "else the specialization changed nothing";
 }
 
 TEST(RmsNormFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompiledThenTheTemplateRefuses) {

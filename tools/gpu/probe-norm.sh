@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
 # Investigation run on the GPU machine (not part of CI, no build needed):
-# bench/norm_probe.py times rms_norm points and the probe overrides of
-# kernels/norm/rms_norm.cu (Note [Norm occupancy probe]: HK_PROBE_MIN_CTAS,
-# HK_STREAM_UNROLL / HK_STREAM_UNROLL2) against eager and torch.compile, side
-# by side; JSON, log and torch.compile's generated code (with its autotuned
-# configuration) go to $OUT.
-#   PROBE_SHAPE  ROWSxCOLS (default 16384x8192)
+# bench/norm_probe.py times rms_norm points as the optimizer compiles them
+# (`cols`: specialized columns, Note [Specialized columns] in
+# kernels/norm/rms_norm.cu), and with the probe overrides of Note [Norm
+# occupancy probe] (HK_PROBE_MIN_CTAS, HK_STREAM_UNROLL / HK_STREAM_UNROLL2),
+# against eager and torch.compile, side by side. JSON, log and torch.compile's
+# generated code (with its autotuned configuration) go to $OUT. The committed
+# probe files name their experiments' defines in each candidate's options
+# (probes i-k used macros since deleted: the note says what they measured).
+#   PROBE_SHAPE   ROWSxCOLS (default 16384x8192)
+#   PROBE_POINTS  THREADSxVECxITEMS,... (default 512x8x0,256x8x0,512x8x2,256x8x4)
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 OUT="${OUT:-$ROOT/out}"
 mkdir -p "$OUT"
 SHAPE="${PROBE_SHAPE:-16384x8192}"
-timeout 250 python3 bench/norm_probe.py --rows "${SHAPE%x*}" --cols "${SHAPE#*x}" \
-  --points 512x8x2,256x8x4,256x8x0,512x8x0 \
-  --experiment occ=-DHK_PROBE_MIN_CTAS=0 \
-  --experiment u1=-DHK_STREAM_UNROLL=1,-DHK_STREAM_UNROLL2=1 \
-  --experiment occu1=-DHK_PROBE_MIN_CTAS=0,-DHK_STREAM_UNROLL=1,-DHK_STREAM_UNROLL2=1 \
+POINTS="${PROBE_POINTS:-512x8x0,256x8x0,512x8x2,256x8x4}"
+C="${SHAPE#*x}"
+timeout 400 python3 bench/norm_probe.py --rows "${SHAPE%x*}" --cols "$C" --points "$POINTS" --reps 41 \
+  --experiment cols=-DHK_COLS=${C}LL \
+  --experiment occ=-DHK_COLS=${C}LL,-DHK_PROBE_MIN_CTAS=0 \
+  --experiment u1=-DHK_COLS=${C}LL,-DHK_STREAM_UNROLL=1,-DHK_STREAM_UNROLL2=1 \
   --out "$OUT/norm-probe.json" --inductor-code "$OUT/inductor-rms-$SHAPE.py" > "$OUT/norm-probe.log" 2>&1
 echo "rc=$?"; tail -20 "$OUT/norm-probe.log"

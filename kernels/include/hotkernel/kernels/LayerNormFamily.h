@@ -76,13 +76,14 @@ class LayerNormFamily {
   // The CUDA template (kernelSource(kName).text).
   static std::string source();
 
-  // -DHK_DTYPE=, -DHK_THREADS=, -DHK_ROWS=, -DHK_VEC=, -DHK_ITEMS=, -DHK_HAS_WEIGHT=, -DHK_HAS_BIAS=.
-  // Throws Error if `p` is not a point for `dtype`.
+  // -DHK_DTYPE=, -DHK_THREADS=, -DHK_ROWS=, -DHK_VEC=, -DHK_ITEMS=, -DHK_HAS_WEIGHT=, -DHK_HAS_BIAS=,
+  // and -DHK_COLS= when cols > 0 (RmsNormFamily::compileOptions).
+  // Throws Error if `p` is not a point for `dtype` or cols is out of range.
   static std::vector<std::string> compileOptions(DType dtype, const LayerNormParams& p, bool hasWeight,
-                                                 bool hasBias);
+                                                 bool hasBias, int64_t cols = 0);
 
-  // One CTA of `threads` per `rowsPerCta` rows; the kernel strides over rows
-  // beyond the grid limit. No dynamic shared memory.
+  // One CTA of `threads` per `rowsPerCta` rows, covering the rows (the guards
+  // refuse more than 2^31 - 1 rows). No dynamic shared memory.
   static LaunchGeometry launchGeometry(const LayerNormVariant& v, const LayerNormParams& p);
 
   // Ideal DRAM traffic: x read once, out written once, weight and bias read

@@ -75,6 +75,8 @@ namespace detail {
 constexpr int kNormMaxRegisterValues = 128;
 constexpr int kNormRegisterFile = 32768;
 constexpr int64_t kNormMaxCols = int64_t{1} << 30;
+// cuLaunchKernel's limit for gridDim.x: the most row groups a launch covers.
+constexpr int64_t kNormMaxCtas = (int64_t{1} << 31) - 1;
 
 // Whether `p` is a point of the norm families for `dtype` (the whitelist).
 bool normIsPoint(DType dtype, const NormParams& p);
@@ -82,7 +84,9 @@ bool normIsPoint(DType dtype, const NormParams& p);
 // Every point for `dtype`, in a fixed order.
 std::vector<NormParams> normAllPoints(DType dtype);
 
-// rows >= 1, 1 <= cols <= kNormMaxCols, rows * cols * elementSize without overflow, a known dtype.
+// 1 <= rows <= kNormMaxCtas (a launch covers the rows: Note [One row group a CTA] in
+// kernels/norm/rms_norm.cu), 1 <= cols <= kNormMaxCols, rows * cols * elementSize
+// without overflow, a known dtype.
 bool normGuardShape(DType dtype, int64_t rows, int64_t cols);
 
 // normGuardShape, normIsPoint, cols % vec == 0 when vec > 1, and the row fits
@@ -94,11 +98,17 @@ bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& 
 // Empty iff !normGuardShape.
 std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols);
 
-// One CTA of `threads` per `rowsPerCta` rows, at most 2^31 - 1 CTAs (the kernels stride over rows).
+// One CTA of `threads` per `rowsPerCta` rows: the grid covers the rows.
+// Precondition: normGuardShape (at most 2^31 - 1 rows).
 LaunchGeometry normLaunchGeometry(int64_t rows, const NormParams& p);
 
 // The common defines: -DHK_DTYPE=, -DHK_THREADS=, -DHK_ROWS=, -DHK_VEC=, -DHK_ITEMS=.
 std::vector<std::string> normCompileOptions(DType dtype, const NormParams& p);
+
+// Appends -DHK_COLS=cols when cols > 0 (Note [Specialized columns] in
+// kernels/norm/rms_norm.cu: a cubin for one column count; 0: any).
+// Throws Error unless 0 <= cols <= kNormMaxCols.
+void normAppendCols(std::vector<std::string>& options, int64_t cols);
 
 // `ptr` non-null and a multiple of `alignment`.
 bool normAligned(const void* ptr, size_t alignment);

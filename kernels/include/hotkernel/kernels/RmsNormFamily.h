@@ -75,12 +75,15 @@ class RmsNormFamily {
   // The CUDA template (kernelSource(kName).text).
   static std::string source();
 
-  // -DHK_DTYPE=, -DHK_THREADS=, -DHK_ROWS=, -DHK_VEC=, -DHK_ITEMS=, -DHK_HAS_WEIGHT=.
-  // Throws Error if `p` is not a point for `dtype`.
-  static std::vector<std::string> compileOptions(DType dtype, const RmsNormParams& p, bool hasWeight);
+  // -DHK_DTYPE=, -DHK_THREADS=, -DHK_ROWS=, -DHK_VEC=, -DHK_ITEMS=, -DHK_HAS_WEIGHT=, and
+  // -DHK_COLS= when cols > 0: a cubin for that column count only (Note [Specialized
+  // columns] in kernels/norm/rms_norm.cu; the optimizer passes the variant's).
+  // Throws Error if `p` is not a point for `dtype` or cols is out of range.
+  static std::vector<std::string> compileOptions(DType dtype, const RmsNormParams& p, bool hasWeight,
+                                                 int64_t cols = 0);
 
-  // One CTA of `threads` per `rowsPerCta` rows; the kernel strides over rows
-  // beyond the grid limit. No dynamic shared memory.
+  // One CTA of `threads` per `rowsPerCta` rows, covering the rows (the guards
+  // refuse more than 2^31 - 1 rows). No dynamic shared memory.
   static LaunchGeometry launchGeometry(const RmsNormVariant& v, const RmsNormParams& p);
 
   // Ideal DRAM traffic: x read once, out written once, the weight read once,
