@@ -207,20 +207,32 @@ RowOpSpec layerNormSpec(bool hasWeight, bool hasBias) {
   return spec;
 }
 
-HarnessCandidate rmsNormCandidate(const kernels::RmsNormVariant& v, const NormParams& p, const std::string& cubin) {
-  HarnessCandidate c = detail::familyCandidate<RmsNormFamily>(v, p, cubin, RmsNormFamily::kName);
+namespace {
+
+// What both norm candidates add to the family's: in != out, both aligned; a
+// cubin for one column count accepts only it.
+void finishNormCandidate(HarnessCandidate& c, int64_t cols, bool colsSpecialized) {
   c.acceptsPointers = [align = c.alignment](const void* in, const void* out) {
     return in != out && kernels::detail::normAligned(in, align) && kernels::detail::normAligned(out, align);
   };
+  if (colsSpecialized) {
+    c.acceptsShape = [family = c.acceptsShape, cols](int64_t r, int64_t n) { return n == cols && family(r, n); };
+  }
+}
+
+}  // namespace
+
+HarnessCandidate rmsNormCandidate(const kernels::RmsNormVariant& v, const NormParams& p, const std::string& cubin,
+                                  bool colsSpecialized) {
+  HarnessCandidate c = detail::familyCandidate<RmsNormFamily>(v, p, cubin, RmsNormFamily::kName);
+  finishNormCandidate(c, v.cols, colsSpecialized);
   return c;
 }
 
 HarnessCandidate layerNormCandidate(const kernels::LayerNormVariant& v, const NormParams& p,
-                                    const std::string& cubin) {
+                                    const std::string& cubin, bool colsSpecialized) {
   HarnessCandidate c = detail::familyCandidate<LayerNormFamily>(v, p, cubin, LayerNormFamily::kName);
-  c.acceptsPointers = [align = c.alignment](const void* in, const void* out) {
-    return in != out && kernels::detail::normAligned(in, align) && kernels::detail::normAligned(out, align);
-  };
+  finishNormCandidate(c, v.cols, colsSpecialized);
   return c;
 }
 
@@ -292,7 +304,7 @@ TuneOutcome tuneRmsNorm(const kernels::RmsNormVariant& v, int device, const Tune
   };
   spec.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
   spec.candidate = [v](const FamilyPoint& p, const std::string& cubin) {
-    return rmsNormCandidate(v, toParams(p), cubin);
+    return rmsNormCandidate(v, toParams(p), cubin, /*colsSpecialized=*/true);  // compileOptions above
   };
   spec.harnessSpec = rmsNormSpec(v.hasWeight);
   VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
@@ -344,7 +356,7 @@ TuneOutcome tuneLayerNorm(const kernels::LayerNormVariant& v, int device, const 
   };
   spec.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
   spec.candidate = [v](const FamilyPoint& p, const std::string& cubin) {
-    return layerNormCandidate(v, toParams(p), cubin);
+    return layerNormCandidate(v, toParams(p), cubin, /*colsSpecialized=*/true);
   };
   spec.harnessSpec = layerNormSpec(v.hasWeight, v.hasBias);
   VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};

@@ -159,7 +159,8 @@ class PlantedNormKernelsTest : public ::testing::Test {
     const std::string cubin = compileToCubin(source, "rms_norm.cu", queryDevice(0).nvrtcArch(),
                                              kernels::RmsNormFamily::compileOptions(dtype, p, true))
                                   .cubin;
-    return runHarness(rmsNormSpec(true), rmsNormCandidate(v, p, cubin), dtype, v.rows, v.cols, 0);
+    return runHarness(rmsNormSpec(true), rmsNormCandidate(v, p, cubin, /*colsSpecialized=*/false), dtype, v.rows,
+                      v.cols, 0);
   }
   static std::string stageOf(const HarnessReport& r) {
     return r.failure() ? std::string(toString(r.failure()->stage)) + ": " + r.failure()->detail : "passed";
@@ -171,6 +172,28 @@ TEST_F(PlantedNormKernelsTest, GivenRmsNormTemplateWhenCheckedThenAllFiveStagesP
     HarnessReport r = checkRmsNorm(kernels::RmsNormFamily::source(), d);
     EXPECT_TRUE(r.passed) << kernels::dtypeName(d) << " " << stageOf(r);
     EXPECT_EQ(r.stages.size(), 5u);
+  }
+}
+
+// Note [Specialized columns] in kernels/norm/rms_norm.cu: what the tuner
+// compiles passes all five stages when the harness keeps to the variant's
+// columns; run on other columns, the same cubin is wrong, and the sweep says so.
+TEST_F(PlantedNormKernelsTest, GivenRmsNormCompiledForTheVariantsColumnsWhenCheckedThenPassesOnlyOnThoseColumns) {
+  const kernels::RmsNormVariant v{kernels::DType::BFloat16, 64, 4096, /*hasWeight=*/true};
+  for (const kernels::NormParams& p : {kernels::NormParams{512, 8, 0}, kernels::NormParams{256, 8, 2}}) {
+    SCOPED_TRACE(p.describe());
+    const std::string cubin = compileToCubin(kernels::RmsNormFamily::source(), "rms_norm.cu", queryDevice(0).nvrtcArch(),
+                                             kernels::RmsNormFamily::compileOptions(v.dtype, p, true, v.cols))
+                                  .cubin;
+    const HarnessReport ok =
+        runHarness(rmsNormSpec(true), rmsNormCandidate(v, p, cubin, /*colsSpecialized=*/true), v.dtype, v.rows, v.cols, 0);
+    EXPECT_TRUE(ok.passed) << stageOf(ok);
+    EXPECT_EQ(ok.stages.size(), 5u);
+    const HarnessReport wrong =
+        runHarness(rmsNormSpec(true), rmsNormCandidate(v, p, cubin, /*colsSpecialized=*/false), v.dtype, v.rows,
+                   v.cols, 0);
+    ASSERT_NE(wrong.failure(), nullptr);
+    EXPECT_EQ(wrong.failure()->stage, HarnessStage::Sweep) << stageOf(wrong);
   }
 }
 
@@ -195,7 +218,9 @@ TEST_F(PlantedNormKernelsTest, GivenLayerNormTemplateWithEveryArrayConfiguration
           compileToCubin(kernels::LayerNormFamily::source(), "layer_norm.cu", queryDevice(0).nvrtcArch(),
                          kernels::LayerNormFamily::compileOptions(d, p, w, b))
               .cubin;
-      HarnessReport r = runHarness(layerNormSpec(w, b), layerNormCandidate(v, p, cubin), d, v.rows, v.cols, 0);
+      HarnessReport r =
+          runHarness(layerNormSpec(w, b), layerNormCandidate(v, p, cubin, /*colsSpecialized=*/false), d, v.rows,
+                     v.cols, 0);
       EXPECT_TRUE(r.passed) << kernels::dtypeName(d) << " weight=" << w << " bias=" << b << " " << stageOf(r);
     }
   }

@@ -64,7 +64,7 @@ TEST(FamilyCandidateTest, GivenRmsNormPointsWhenTheHarnessAsksAboutOtherShapesTh
     const kernels::RmsNormVariant v{DType::BFloat16, 4096, 4096, weight};
     for (const kernels::NormParams& p : kernels::RmsNormFamily::parameterSpace(v)) {
       SCOPED_TRACE(p.describe());
-      const HarnessCandidate c = rmsNormCandidate(v, p, "cubin bytes");
+      const HarnessCandidate c = rmsNormCandidate(v, p, "cubin bytes", /*colsSpecialized=*/false);
       expectFamilys<kernels::RmsNormFamily>(c, v, p, "rms_norm");
       EXPECT_EQ(c.outputAlignment, 0u);
       EXPECT_FALSE(c.acceptsPointers(reinterpret_cast<const void*>(4096), reinterpret_cast<const void*>(4096)))
@@ -77,7 +77,29 @@ TEST(FamilyCandidateTest, GivenLayerNormPointsWhenTheHarnessAsksAboutOtherShapes
   const kernels::LayerNormVariant v{DType::Float16, 4096, 4096, true, false};
   for (const kernels::NormParams& p : kernels::LayerNormFamily::parameterSpace(v)) {
     SCOPED_TRACE(p.describe());
-    expectFamilys<kernels::LayerNormFamily>(layerNormCandidate(v, p, "cubin bytes"), v, p, "layer_norm");
+    expectFamilys<kernels::LayerNormFamily>(layerNormCandidate(v, p, "cubin bytes", false), v, p, "layer_norm");
+  }
+}
+
+// Note [Specialized columns] in kernels/norm/rms_norm.cu: a cubin compiled for
+// the variant's columns runs on no other column count, whatever the family's
+// guard would accept; the rows still vary.
+TEST(FamilyCandidateTest, GivenNormCubinsForTheVariantsColumnsWhenTheHarnessAsksAboutOtherShapesThenOnlyThoseColumns) {
+  const kernels::RmsNormVariant v{DType::BFloat16, 4096, 4096, true};
+  const kernels::LayerNormVariant lv{DType::BFloat16, 4096, 4096, true, true};
+  for (const kernels::NormParams& p : kernels::RmsNormFamily::parameterSpace(v)) {
+    SCOPED_TRACE(p.describe());
+    for (const HarnessCandidate& c :
+         {rmsNormCandidate(v, p, "cubin", true), layerNormCandidate(lv, p, "cubin", true)}) {
+      EXPECT_TRUE(c.acceptsShape(4096, 4096));
+      EXPECT_TRUE(c.acceptsShape(1, 4096));
+      EXPECT_TRUE(c.acceptsShape(4097, 4096));
+      EXPECT_FALSE(c.acceptsShape(33, 4096 - 8));
+      EXPECT_FALSE(c.acceptsShape(33, 4096 + 8));
+      EXPECT_FALSE(c.acceptsShape(5, 1));
+    }
+    // The unspecialized candidate accepts a neighbour the family guards accept.
+    EXPECT_TRUE(rmsNormCandidate(v, p, "cubin", false).acceptsShape(33, 4096 - 64));
   }
 }
 

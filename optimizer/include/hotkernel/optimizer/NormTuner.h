@@ -23,10 +23,14 @@ RowOpSpec rmsNormSpec(bool hasWeight);
 RowOpSpec layerNormSpec(bool hasWeight, bool hasBias);
 
 // A compiled norm point as a harness candidate (the family's guards).
+// `colsSpecialized`: the cubin was compiled for v.cols (HK_COLS, what the
+// tuners compile: Note [Specialized columns] in kernels/norm/rms_norm.cu), so
+// the harness runs it on v.cols only (its sweep varies the rows); false: any
+// column count the guards accept.
 HarnessCandidate rmsNormCandidate(const kernels::RmsNormVariant& v, const kernels::NormParams& params,
-                                  const std::string& cubin);
+                                  const std::string& cubin, bool colsSpecialized);
 HarnessCandidate layerNormCandidate(const kernels::LayerNormVariant& v, const kernels::NormParams& params,
-                                    const std::string& cubin);
+                                    const std::string& cubin, bool colsSpecialized);
 
 // Run on the calling thread on `device` (own stream, relaxed capture mode).
 // Throw Error when the variant cannot be tuned at all; failed candidates are
