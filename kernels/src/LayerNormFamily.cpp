@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "FamilyMath.h"
 #include "hotkernel/kernels/KernelSource.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -88,7 +89,7 @@ std::vector<std::string> LayerNormFamily::compileOptions(DType dtype, const Laye
   std::vector<std::string> options = detail::normCompileOptions(dtype, p);
   options.push_back(std::string("-DHK_HAS_WEIGHT=") + (hasWeight ? "1" : "0"));
   options.push_back(std::string("-DHK_HAS_BIAS=") + (hasBias ? "1" : "0"));
-  detail::normAppendCols(options, cols);
+  detail::appendColumnsDefine(options, cols, kMaxCols);
   return options;
 }
 

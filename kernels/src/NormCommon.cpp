@@ -227,10 +227,6 @@ std::vector<std::string> normCompileOptions(DType dtype, const NormParams& p) {
   return o;
 }
 
-void normAppendCols(std::vector<std::string>& options, int64_t cols) {
-  HOTKERNEL_CHECK(cols >= 0 && cols <= kNormMaxCols, "norm column count ", cols, " out of range");
-  if (cols > 0) options.push_back("-DHK_COLS=" + std::to_string(cols) + "LL");
-}
 
 bool normAligned(const void* ptr, size_t alignment) {
   return ptr != nullptr && alignment > 0 && reinterpret_cast<uintptr_t>(ptr) % alignment == 0;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "FamilyMath.h"
 #include "hotkernel/kernels/KernelSource.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -89,7 +90,7 @@ std::vector<std::string> RmsNormFamily::compileOptions(DType dtype, const RmsNor
                   ": ", p.describe());
   std::vector<std::string> options = detail::normCompileOptions(dtype, p);
   options.push_back(std::string("-DHK_HAS_WEIGHT=") + (hasWeight ? "1" : "0"));
-  detail::normAppendCols(options, cols);
+  detail::appendColumnsDefine(options, cols, kMaxCols);
   return options;
 }
 

@@ -215,9 +215,7 @@ void finishNormCandidate(HarnessCandidate& c, int64_t cols, bool colsSpecialized
   c.acceptsPointers = [align = c.alignment](const void* in, const void* out) {
     return in != out && kernels::detail::normAligned(in, align) && kernels::detail::normAligned(out, align);
   };
-  if (colsSpecialized) {
-    c.acceptsShape = [family = c.acceptsShape, cols](int64_t r, int64_t n) { return n == cols && family(r, n); };
-  }
+  if (colsSpecialized) detail::restrictToColumns(c, cols);
 }
 
 }  // namespace

@@ -521,6 +521,30 @@ TEST(SoftmaxFamilyTest, GivenAPointWhenAskedForCompileOptionsThenTheFiveDefines)
   EXPECT_THROW(SoftmaxFamily::compileOptions(DType::Float32, P{512, 8, 8}), Error);
 }
 
+// Note [Specialized softmax columns]: the points that hold their row get the
+// variant's column count, streaming points never.
+TEST(SoftmaxFamilyTest, GivenAVariantsColumnsWhenAskedForCompileOptionsThenOnlyRowHoldingPointsAreSpecialized) {
+  const std::vector<std::string> reg = SoftmaxFamily::compileOptions(DType::BFloat16, P{256, 8, 8, 1, 8},
+                                                                     SoftmaxOp::Softmax, 128256);
+  EXPECT_EQ(reg.back(), "-DHK_COLS=128256LL");
+  P staged{256, 8, 8, 1, 8};
+  staged.smem = true;
+  EXPECT_EQ(SoftmaxFamily::compileOptions(DType::BFloat16, staged, SoftmaxOp::LogSoftmax, 128256).back(),
+            "-DHK_COLS=128256LL");
+  EXPECT_TRUE(SoftmaxFamily::specializesColumns(staged));
+  for (const P& streaming : {P{512, 8, 0, 1, 4}, P{1024, 8, 0}}) {
+    EXPECT_FALSE(SoftmaxFamily::specializesColumns(streaming));
+    EXPECT_EQ(SoftmaxFamily::compileOptions(DType::BFloat16, streaming, SoftmaxOp::Softmax, 128256),
+              SoftmaxFamily::compileOptions(DType::BFloat16, streaming));
+  }
+  EXPECT_EQ(SoftmaxFamily::compileOptions(DType::BFloat16, P{256, 8, 8, 1, 8}, SoftmaxOp::Softmax, 0),
+            SoftmaxFamily::compileOptions(DType::BFloat16, P{256, 8, 8, 1, 8}));
+  EXPECT_THROW(SoftmaxFamily::compileOptions(DType::BFloat16, P{512, 8, 8}, SoftmaxOp::Softmax, -1), Error);
+  EXPECT_THROW(SoftmaxFamily::compileOptions(DType::BFloat16, P{512, 8, 8}, SoftmaxOp::Softmax,
+                                             SoftmaxFamily::kMaxCols + 1),
+               Error);
+}
+
 TEST(SoftmaxFamilyTest, GivenVariantsWhenAskedForGeometryThenOneCtaPerRowsPerCtaRows) {
   const LaunchGeometry g = SoftmaxFamily::launchGeometry({DType::BFloat16, 4096, 32000}, P{512, 8, 8});
   EXPECT_EQ(g.gridX, 4096u);
