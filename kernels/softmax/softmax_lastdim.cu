@@ -21,8 +21,6 @@
 //   HK_SMEM     (optional, default 0) 1: with HK_CLUSTER > 1 and 16-byte vectors, the slice is
 //               staged in dynamic shared memory instead of registers (Note [Shared-memory slices])
 //   HK_LOG      (optional, default 0) 1: log_softmax instead of softmax
-//   HK_COLS     (optional) the variant's column count; the `cols` argument is then ignored
-//               (Note [Specialized softmax columns] in kernels/src/SoftmaxFamily.cpp)
 // A row is served by HK_ROW_THREADS = HK_THREADS / HK_ROWS threads.
 //
 // Preconditions (checked on the host by SoftmaxFamily's guards, not here):
@@ -160,9 +158,6 @@ extern "C" __global__ void HK_BOUNDS
   __shared__ float hk_buf[2][HK_THREADS / 32];
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   hk_elem* out = static_cast<hk_elem*>(out_);
-#ifdef HK_COLS  // Note [Specialized softmax columns] in kernels/src/SoftmaxFamily.cpp
-  cols = HK_COLS;
-#endif
   const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
   const int tid = threadIdx.x & (HK_ROW_THREADS - 1);  // this thread's place in its row
   const int sub = threadIdx.x / HK_ROW_THREADS;         // its row within the CTA's rows
@@ -421,9 +416,6 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
 #endif
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   hk_elem* out = static_cast<hk_elem*>(out_);
-#ifdef HK_COLS  // Note [Specialized softmax columns] in kernels/src/SoftmaxFamily.cpp
-  cols = HK_COLS;
-#endif
   const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
   const int chunk = (nvec + HK_CLUSTER - 1) / HK_CLUSTER;
   const unsigned rank = hk_cluster_rank();

@@ -47,23 +47,9 @@ std::vector<NormParams> multiRowPoints(const Shape& s, int vec) {
                                                 [&s](const NormParams& p) { return guardParams(s, p); });
 }
 
+// Note [Streaming point widths] in RowPoints.h.
 std::vector<NormParams> streamingPoints(const Shape& s, int vec) {
-  const int64_t nvec = s.cols / vec;
-  std::vector<NormParams> out;
-  if (nvec >= 4 * 1024) {
-    out.push_back({1024, vec, 0});
-    out.push_back({512, vec, 0});
-  } else {
-    int threads = 32;
-    while (threads < 1024 && threads * 4 < nvec) threads *= 2;
-    out.push_back({threads, vec, 0});
-    // Twice the threads, a batch of one or two vectors each: the streaming
-    // point closest to torch.compile's rms_norm on bf16 [16384, 8192] (512 x
-    // vec 8 with specialized columns: 131 us, the 256-thread point 133; Note
-    // [One row group a CTA] in kernels/norm/rms_norm.cu).
-    if (threads < 1024 && threads * 2 <= nvec) out.push_back({threads * 2, vec, 0});
-  }
-  return out;
+  return detail::streamingWidths<NormParams>(s.cols / vec, vec);
 }
 
 // NaN meets NaN, infinities must be equal, finite values within `bound`.

@@ -105,20 +105,9 @@ std::vector<SoftmaxParams> multiRowPoints(const SoftmaxVariant& v, int vec) {
       v.rows, v.cols / vec, vec, [&v](const SoftmaxParams& p) { return SoftmaxFamily::guardParams(v, p); });
 }
 
-// Streaming points at width `vec`: enough threads that each loads a few
-// vectors, 512 and 1024 for long rows.
+// Streaming points at width `vec` (Note [Streaming point widths] in RowPoints.h).
 std::vector<SoftmaxParams> streamingPoints(const SoftmaxVariant& v, int vec) {
-  const int64_t nvec = v.cols / vec;
-  std::vector<SoftmaxParams> out;
-  if (nvec >= 4 * 1024) {
-    out.push_back({1024, vec, 0});
-    out.push_back({512, vec, 0});
-  } else {
-    int threads = 32;
-    while (threads < 1024 && threads * 4 < nvec) threads *= 2;
-    out.push_back({threads, vec, 0});
-  }
-  return out;
+  return detail::streamingWidths<SoftmaxParams>(v.cols / vec, vec);
 }
 
 // Split-row points at width `vec` (sm_90+), best guess first: per cluster
@@ -375,19 +364,7 @@ std::vector<SoftmaxParams> SoftmaxFamily::allParameterPoints(DType dtype) {
 
 std::string SoftmaxFamily::source() { return expandPrelude(kernelSource(kName).text); }
 
-// Note [Specialized softmax columns]
-// Note [Specialized columns] in kernels/norm/rms_norm.cu, for softmax: a plan
-// serves one exact variant, so a point can be compiled for its column count.
-// Measured on the H200 side by side (check_softmax.py on dump_softmax_cubins'
-// "@cols" experiment, bf16; bench/results/h200-softmax-cols-probe-2026-11-30.json):
-// the register points gain, most at decode ([32, 128256] cluster 8 x 256 x 8
-// items 12.1 -> 10.8 us, cluster 16 x 256 x 4 14.6 -> 12.9; [1, 128256]
-// 7.0 -> 6.7; [4096, 32000] 1024 x 8 x 4 163.5 -> 161.5), the shared-memory
-// points gain or tie, but split streaming loses ([8192, 128256] 512 x cluster
-// 4 1201 -> 1246 us, [4096, 32000] 201 -> 211) and one-CTA streaming ties. So
-// only the points that hold their row (items > 0) are specialized.
-std::vector<std::string> SoftmaxFamily::compileOptions(DType dtype, const SoftmaxParams& p, SoftmaxOp op,
-                                                       int64_t cols) {
+std::vector<std::string> SoftmaxFamily::compileOptions(DType dtype, const SoftmaxParams& p, SoftmaxOp op) {
   HOTKERNEL_CHECK(isPoint(dtype, p), "not a softmax parameter point for ", dtypeName(dtype), ": ", p.describe());
   std::vector<std::string> options = {
       "-DHK_DTYPE=" + std::to_string(static_cast<int>(dtype)), "-DHK_THREADS=" + std::to_string(p.threads),
@@ -396,7 +373,6 @@ std::vector<std::string> SoftmaxFamily::compileOptions(DType dtype, const Softma
   if (p.cluster != 1) options.push_back("-DHK_CLUSTER=" + std::to_string(p.cluster));
   if (p.smem) options.push_back("-DHK_SMEM=1");
   if (op == SoftmaxOp::LogSoftmax) options.push_back("-DHK_LOG=1");
-  detail::appendColumnsDefine(options, specializesColumns(p) ? cols : 0, kMaxCols);
   return options;
 }
 

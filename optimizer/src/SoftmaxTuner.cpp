@@ -99,14 +99,13 @@ RowOpSpec softmaxSpec(SoftmaxOp op) {
   return spec;
 }
 
-HarnessCandidate softmaxCandidate(DType dtype, const SoftmaxParams& p, const std::string& cubin, int64_t onlyCols) {
+HarnessCandidate softmaxCandidate(DType dtype, const SoftmaxParams& p, const std::string& cubin) {
   // A softmax variant is (dtype, rows, cols): the shape is all the helper replaces.
   HarnessCandidate c = detail::familyCandidate<SoftmaxFamily>(SoftmaxVariant{dtype, 1, 1}, p, cubin,
                                                               SoftmaxFamily::kName);
   c.acceptsPointers = [dtype, p](const void* in, const void* out) {
     return in != out && SoftmaxFamily::guardPointers(in, out, dtype, p);
   };
-  if (onlyCols > 0) detail::restrictToColumns(c, onlyCols);
   return c;
 }
 
@@ -321,14 +320,10 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   for (const SoftmaxParams& p : SoftmaxFamily::parameterSpace(v, computeCapability)) {
     fs.seeds.push_back(toFamilyPoint(p));
   }
-  // Note [Specialized softmax columns]: the row-holding points are compiled for v.cols.
-  fs.compileOptions = [&](const FamilyPoint& p) {
-    return SoftmaxFamily::compileOptions(v.dtype, toParams(p), op, v.cols);
-  };
+  fs.compileOptions = [&](const FamilyPoint& p) { return SoftmaxFamily::compileOptions(v.dtype, toParams(p), op); };
   fs.paramsJson = [&](const FamilyPoint& p) { return toParams(p).toJson(); };
   fs.candidate = [&](const FamilyPoint& p, const std::string& cubin) {
-    const SoftmaxParams params = toParams(p);
-    return softmaxCandidate(v.dtype, params, cubin, SoftmaxFamily::specializesColumns(params) ? v.cols : 0);
+    return softmaxCandidate(v.dtype, toParams(p), cubin);
   };
   fs.harnessSpec = spec;
   const VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};

@@ -178,20 +178,14 @@ TEST(SoftmaxGpuTest, GivenClusterAndLogPointsWhenRunThroughTheHarnessThenAllFive
     SCOPED_TRACE(std::string(kernels::softmaxOpName(c.op)) + " " + kernels::dtypeName(c.v.dtype) + " " +
                  std::to_string(c.v.rows) + "x" + std::to_string(c.v.cols) + " " + c.p.describe());
     ASSERT_TRUE(SoftmaxFamily::guardParams(c.v, c.p));
-    // Any columns, then (for the points that hold their row) compiled for the
-    // variant's, as the optimizer does (Note [Specialized softmax columns]).
-    for (int64_t onlyCols : {int64_t{0}, c.v.cols}) {
-      if (onlyCols > 0 && !SoftmaxFamily::specializesColumns(c.p)) continue;
-      SCOPED_TRACE(onlyCols > 0 ? "HK_COLS" : "any cols");
-      const std::string cubin = compileToCubin(SoftmaxFamily::source(), "softmax.cu", info.nvrtcArch(),
-                                               SoftmaxFamily::compileOptions(c.v.dtype, c.p, c.op, onlyCols))
-                                    .cubin;
-      const HarnessReport r = runHarness(softmaxSpec(c.op), softmaxCandidate(c.v.dtype, c.p, cubin, onlyCols),
-                                         c.v.dtype, c.v.rows, c.v.cols, 0);
-      EXPECT_TRUE(r.passed) << (r.failure() ? std::string(toString(r.failure()->stage)) + ": " + r.failure()->detail
-                                            : std::string("?"));
-      EXPECT_EQ(r.stages.size(), 5u);
-    }
+    const std::string cubin = compileToCubin(SoftmaxFamily::source(), "softmax.cu", info.nvrtcArch(),
+                                             SoftmaxFamily::compileOptions(c.v.dtype, c.p, c.op))
+                                  .cubin;
+    const HarnessReport r = runHarness(softmaxSpec(c.op), softmaxCandidate(c.v.dtype, c.p, cubin), c.v.dtype,
+                                       c.v.rows, c.v.cols, 0);
+    EXPECT_TRUE(r.passed) << (r.failure() ? std::string(toString(r.failure()->stage)) + ": " + r.failure()->detail
+                                          : std::string("?"));
+    EXPECT_EQ(r.stages.size(), 5u);
   }
 }
 

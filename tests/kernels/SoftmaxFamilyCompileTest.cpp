@@ -25,7 +25,6 @@ struct Job {
   DType dtype;
   SoftmaxParams params;
   std::string arch;
-  int64_t cols = 0;  // > 0: compiled for this column count (Note [Specialized softmax columns])
 };
 
 struct Result {
@@ -38,8 +37,7 @@ struct Result {
 };
 
 std::string name(const Job& j) {
-  return std::string(dtypeName(j.dtype)) + " " + j.params.describe() + " " + j.arch +
-         (j.cols > 0 ? " cols=" + std::to_string(j.cols) : "");
+  return std::string(dtypeName(j.dtype)) + " " + j.params.describe() + " " + j.arch;
 }
 
 int firstInt(const std::string& log, const std::regex& re) {
@@ -50,7 +48,7 @@ int firstInt(const std::string& log, const std::regex& re) {
 Result compileOne(const Job& j) {
   Result r;
   try {
-    std::vector<std::string> options = SoftmaxFamily::compileOptions(j.dtype, j.params, SoftmaxOp::Softmax, j.cols);
+    std::vector<std::string> options = SoftmaxFamily::compileOptions(j.dtype, j.params);
     options.push_back("--ptxas-options=-v");
     NvrtcOutput out = compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", j.arch, options);
     static const std::regex kRegisters(R"(Used (\d+) registers)");
@@ -179,31 +177,6 @@ TEST(SoftmaxFamilyCompileTest, GivenEveryPointAsLogSoftmaxWhenCompiledForSm90aTh
     EXPECT_TRUE(results[i].ok) << name(jobs[i]) << ": " << results[i].error;
     EXPECT_EQ(results[i].spillBytes, 0) << name(jobs[i]) << " spills";
   }
-}
-
-// Note [Specialized softmax columns]: what the optimizer compiles. The spaces
-// of the benchmarked shapes and of odd column counts, every cluster point of
-// the 128256-column rows included, compile for their columns without spills.
-TEST(SoftmaxFamilyCompileTest, GivenVariantColumnsWhenCompiledSpecializedThenCubinsWithoutSpills) {
-  SKIP_WITHOUT_NVRTC();
-  std::vector<Job> jobs;
-  const SoftmaxVariant variants[] = {{DType::BFloat16, 32, 128256}, {DType::BFloat16, 1, 128256},
-                                     {DType::BFloat16, 4096, 32000}, {DType::Float32, 4096, 32000},
-                                     {DType::Float16, 7, 13},         {DType::BFloat16, 3, 1001},
-                                     {DType::Float32, 5, 100000}};
-  size_t specialized = 0;
-  for (const SoftmaxVariant& v : variants) {
-    std::vector<SoftmaxParams> points = SoftmaxFamily::parameterSpace(v, 90);
-    for (const SoftmaxParams& p : SoftmaxFamily::allParameterPoints(v.dtype)) {
-      if (v.cols == 128256 && p.cluster > 1 && SoftmaxFamily::guardParams(v, p)) points.push_back(p);
-    }
-    for (const SoftmaxParams& p : points) {
-      jobs.push_back({v.dtype, p, "sm_90a", v.cols});
-      specialized += SoftmaxFamily::specializesColumns(p) ? 1 : 0;
-    }
-  }
-  EXPECT_GT(specialized, jobs.size() / 2);
-  expectAllCompiledWithoutSpills(jobs, compileAll(jobs));
 }
 
 TEST(SoftmaxFamilyCompileTest, GivenAClusterPointWhenCompiledForSm80ThenTheTemplateRefusesIt) {

@@ -448,6 +448,19 @@ TEST(SoftmaxFamilyTest, GivenRowsTooLongForRegistersWhenAskedForTheSpaceThenOnly
   }
 }
 
+// Note [Streaming point widths]: both neighbours of the covering guess are
+// seeds, so the search does not need luck to try 512 threads on 4000 vectors.
+TEST(SoftmaxFamilyTest, GivenRowsUnder4096VectorsWhenAskedForTheSpaceThenStreamingWidthsAroundTheGuess) {
+  for (DType d : {DType::BFloat16, DType::Float16}) {
+    const std::vector<P> space = SoftmaxFamily::parameterSpace({d, 4096, 32000}, 90);
+    EXPECT_NE(std::find(space.begin(), space.end(), P{1024, 8, 0}), space.end()) << dtypeName(d);
+    EXPECT_NE(std::find(space.begin(), space.end(), P{512, 8, 0}), space.end()) << dtypeName(d);
+  }
+  // 1000 vectors: 256 covers them; 128 and 512 around it.
+  const std::vector<P> mid = SoftmaxFamily::parameterSpace({DType::BFloat16, 4096, 8000}, 90);
+  for (int t : {128, 256, 512}) EXPECT_NE(std::find(mid.begin(), mid.end(), P{t, 8, 0}), mid.end()) << t;
+}
+
 TEST(SoftmaxFamilyTest, GivenTinyRowsWhenAskedForTheSpaceThenOneWarpCtas) {
   for (DType d : kAllDTypes) {
     for (const V& v : {V{d, 1, 1}, V{d, 7, 13}}) {
@@ -519,30 +532,6 @@ TEST(SoftmaxFamilyTest, GivenAPointWhenAskedForCompileOptionsThenTheFiveDefines)
   EXPECT_EQ(SoftmaxFamily::compileOptions(DType::BFloat16, P{128, 8, 1, 8})[2], "-DHK_ROWS=8");
   EXPECT_EQ(SoftmaxFamily::compileOptions(DType::Float16, P{32, 1, 1})[0], "-DHK_DTYPE=1");
   EXPECT_THROW(SoftmaxFamily::compileOptions(DType::Float32, P{512, 8, 8}), Error);
-}
-
-// Note [Specialized softmax columns]: the points that hold their row get the
-// variant's column count, streaming points never.
-TEST(SoftmaxFamilyTest, GivenAVariantsColumnsWhenAskedForCompileOptionsThenOnlyRowHoldingPointsAreSpecialized) {
-  const std::vector<std::string> reg = SoftmaxFamily::compileOptions(DType::BFloat16, P{256, 8, 8, 1, 8},
-                                                                     SoftmaxOp::Softmax, 128256);
-  EXPECT_EQ(reg.back(), "-DHK_COLS=128256LL");
-  P staged{256, 8, 8, 1, 8};
-  staged.smem = true;
-  EXPECT_EQ(SoftmaxFamily::compileOptions(DType::BFloat16, staged, SoftmaxOp::LogSoftmax, 128256).back(),
-            "-DHK_COLS=128256LL");
-  EXPECT_TRUE(SoftmaxFamily::specializesColumns(staged));
-  for (const P& streaming : {P{512, 8, 0, 1, 4}, P{1024, 8, 0}}) {
-    EXPECT_FALSE(SoftmaxFamily::specializesColumns(streaming));
-    EXPECT_EQ(SoftmaxFamily::compileOptions(DType::BFloat16, streaming, SoftmaxOp::Softmax, 128256),
-              SoftmaxFamily::compileOptions(DType::BFloat16, streaming));
-  }
-  EXPECT_EQ(SoftmaxFamily::compileOptions(DType::BFloat16, P{256, 8, 8, 1, 8}, SoftmaxOp::Softmax, 0),
-            SoftmaxFamily::compileOptions(DType::BFloat16, P{256, 8, 8, 1, 8}));
-  EXPECT_THROW(SoftmaxFamily::compileOptions(DType::BFloat16, P{512, 8, 8}, SoftmaxOp::Softmax, -1), Error);
-  EXPECT_THROW(SoftmaxFamily::compileOptions(DType::BFloat16, P{512, 8, 8}, SoftmaxOp::Softmax,
-                                             SoftmaxFamily::kMaxCols + 1),
-               Error);
 }
 
 TEST(SoftmaxFamilyTest, GivenVariantsWhenAskedForGeometryThenOneCtaPerRowsPerCtaRows) {

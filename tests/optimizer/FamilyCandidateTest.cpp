@@ -135,17 +135,5 @@ TEST(FamilyCandidateTest, GivenSoftmaxPointsWhenTheHarnessAsksAboutOtherShapesTh
   }
 }
 
-// Note [Specialized softmax columns]: a cubin for the variant's columns runs on no others.
-TEST(FamilyCandidateTest, GivenASoftmaxCubinForTheVariantsColumnsWhenTheHarnessAsksAboutOtherShapesThenOnlyThose) {
-  const kernels::SoftmaxParams p{256, 8, 8, 1, 8};
-  const HarnessCandidate any = softmaxCandidate(DType::BFloat16, p, "cubin");
-  const HarnessCandidate only = softmaxCandidate(DType::BFloat16, p, "cubin", 128256);
-  EXPECT_TRUE(only.acceptsShape(32, 128256));
-  EXPECT_TRUE(only.acceptsShape(1, 128256));
-  EXPECT_TRUE(only.acceptsShape(33, 128256));
-  EXPECT_FALSE(only.acceptsShape(32, 128256 - 8));
-  EXPECT_TRUE(any.acceptsShape(32, 128256 - 8));
-}
-
 }  // namespace
 }  // namespace hotkernel

@@ -8,8 +8,7 @@
 // (e.g. "bfloat16\[8192,128256\]": a quick look at one shape's SASS).
 // Each tag=options argument adds an experiment: every point again, compiled
 // with the extra options, listed as "<describe> [tag]" (for trying template
-// changes behind a macro before they become parameters). The option "@cols"
-// stands for -DHK_COLS=<the variant's cols> (one cubin per variant).
+// changes behind a macro before they become parameters).
 // <out-dir>/manifest.json lists every variant with its parameter points, the
 // cubin file of each point, its launch geometry and the family's tolerance.
 
@@ -106,18 +105,10 @@ int main(int argc, char** argv) {
         }
       }
     }
-    for (const auto& [tag, options] : experiments) {
-      std::vector<std::string> extra = options;
-      bool perVariant = false;
-      for (std::string& o : extra) {
-        if (o == "@cols") {
-          o = "-DHK_COLS=" + std::to_string(v.cols) + "LL";
-          perVariant = true;
-        }
-      }
+    for (const auto& [tag, extra] : experiments) {
       for (const SoftmaxParams& p : space) {
         const LaunchGeometry g = SoftmaxFamily::launchGeometry(v, p);
-        const std::string file = fileOf(v.dtype, p, perVariant ? tag + "_n" + std::to_string(v.cols) : tag);
+        const std::string file = fileOf(v.dtype, p, tag);
         points[file] = {v.dtype, p, extra};
         jv["points"].push_back({{"params", p.toJson()},
                                 {"describe", p.describe() + (tag.empty() ? "" : " [" + tag + "]")},

@@ -134,17 +134,9 @@ class SoftmaxFamily {
 
   // The defines that instantiate the template: -DHK_DTYPE=, -DHK_THREADS=,
   // -DHK_ROWS=, -DHK_VEC=, -DHK_ITEMS=, and -DHK_CLUSTER= for cluster points,
-  // -DHK_LOG=1 for log_softmax, and -DHK_COLS=cols when cols > 0 and
-  // specializesColumns(p): a cubin for that column count only (the optimizer
-  // passes the variant's). Throws Error if `p` is not a point for `dtype` or
-  // cols is out of [0, kMaxCols].
+  // -DHK_LOG=1 for log_softmax. Throws Error if `p` is not a point for `dtype`.
   static std::vector<std::string> compileOptions(DType dtype, const SoftmaxParams& p,
-                                                 SoftmaxOp op = SoftmaxOp::Softmax, int64_t cols = 0);
-
-  // Whether compileOptions compiles `p` for the variant's column count
-  // (Note [Specialized softmax columns] in SoftmaxFamily.cpp): the
-  // register- and shared-memory-resident points, not the streaming ones.
-  static bool specializesColumns(const SoftmaxParams& p) { return p.items > 0; }
+                                                 SoftmaxOp op = SoftmaxOp::Softmax);
 
   // One CTA of `threads` per `rowsPerCta` rows, or `cluster` CTAs per row; the
   // kernel strides over rows when they exceed the grid limit.

@@ -17,12 +17,9 @@ namespace hotkernel {
 
 // What aten::_softmax(x, -1, false) (or aten::_log_softmax) must compute, for the harness.
 RowOpSpec softmaxSpec(kernels::SoftmaxOp op = kernels::SoftmaxOp::Softmax);
-// A compiled softmax parameter point as a harness candidate (its guards
-// included). onlyCols > 0: the cubin was compiled for that column count
-// (SoftmaxFamily::compileOptions' cols), so the harness runs it on that count
-// only; 0: any the guards accept.
+// A compiled softmax parameter point as a harness candidate (its guards included).
 HarnessCandidate softmaxCandidate(kernels::DType dtype, const kernels::SoftmaxParams& params,
-                                  const std::string& cubin, int64_t onlyCols = 0);
+                                  const std::string& cubin);
 
 // Runs on the calling thread on `device`; uses its own stream and relaxed
 // graph-capture mode. Throws Error when the variant cannot be tuned at all
