@@ -10,8 +10,13 @@ For every variant of <cubin-dir>/manifest.json and every parameter point:
     and the largest difference must stay within the manifest's tolerance;
   - checks bitwise determinism over two runs into NaN-filled buffers;
   - relaunches with a small grid to exercise the kernel's row-stride loop;
-With --bench, times the points of the large variants against torch (CUDA
-events, L2 flushed before each repetition, median of 20). --quick and
+With --bench, times the points of the large variants against torch with the
+project's benchmark method (bench/ops_bench.py's Timer: CUDA events, L2
+flushed and the GPU kept busy while each launch is enqueued, so Python's
+launch time is not timed; every point and ATen interleaved in rotating order,
+median of 21). Earlier reports (before 2026-11-30's seventh session) timed
+each point alone with an idle GPU: their small-shape times include the
+launch from Python. --quick and
 --max-numel shrink the run for compute-sanitizer.
 Needs torch with CUDA and libcuda; launches through the driver API (ctypes).
 """
@@ -208,8 +213,10 @@ def check_point(k, pt, rows, tol, inputs, entry):
                 entry["errors"].append(f"{kind}: in-place result differs")
 
 
-def bench(manifest, kernels, report):
-    flush = torch.empty(512 * 2**20, dtype=torch.uint8, device="cuda")
+def bench(manifest, kernels, report, reps=21):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench"))
+    from ops_bench import Timer  # the project's method, shared (bench/ops_bench.py)
+    timer = Timer()
     targets = {("bfloat16", 4096, 32000), ("bfloat16", 8192, 128256), ("bfloat16", 1, 128256),
                ("bfloat16", 16384, 8192), ("float32", 4096, 32000), ("float16", 4096, 32000),
                ("bfloat16", 32768, 128), ("bfloat16", 4096, 1024), ("float32", 8192, 128256),
@@ -221,33 +228,34 @@ def bench(manifest, kernels, report):
         dtype = DTYPES[v["dtype"]]
         x = torch.randn(v["rows"], v["cols"], device="cuda").to(dtype)
         out = torch.empty_like(x)
-
-        def timed(fn, reps=20):
-            times = []
-            for _ in range(reps + 2):
-                flush.zero_()
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                fn()
-                e.record()
-                e.synchronize()
-                times.append(s.elapsed_time(e) * 1e3)
-            return statistics.median(times[2:])
-
-        t_aten = timed(lambda: torch.softmax(x, -1))
         name = f'{v["dtype"]}[{v["rows"]},{v["cols"]}]'
-        print(f"bench {name:>24} aten {t_aten:9.1f} us {v['bytes'] / t_aten / 1e3:7.0f} GB/s", flush=True)
+        calls = [("aten", None, lambda: torch.softmax(x, -1))]
         for pt in v["points"]:
             k = kernels[pt["cubin"]]
+            launch = (lambda k=k, pt=pt: k.launch(x, out, pt["grid"], pt["block"], pt["shared"]))
             try:
-                t = timed(lambda: k.launch(x, out, pt["grid"], pt["block"], pt["shared"]))
+                launch()
+                torch.cuda.synchronize()
             except RuntimeError as e:  # refused by this GPU (run_checks reports it as a failure)
                 print(f"bench {name:>24} {pt['describe']:<44} not run: {e}", flush=True)
                 continue
-            print(f"bench {name:>24} {pt['describe']:<44} {t:9.1f} us {v['bytes'] / t / 1e3:7.0f} GB/s "
+            calls.append((pt["describe"], pt, launch))
+        samples = {c[0]: [] for c in calls}
+        for rep in range(reps):
+            order = calls[rep % len(calls):] + calls[:rep % len(calls)]
+            events = [(label, timer.time_us(fn)) for label, _, fn in order]
+            torch.cuda.synchronize()
+            for label, (e0, e1) in events:
+                samples[label].append(e0.elapsed_time(e1) * 1e3)
+        t_aten = statistics.median(samples["aten"])
+        print(f"bench {name:>24} aten {t_aten:9.1f} us {v['bytes'] / t_aten / 1e3:7.0f} GB/s", flush=True)
+        for label, pt, _ in calls[1:]:
+            t = statistics.median(samples[label])
+            k = kernels[pt["cubin"]]
+            print(f"bench {name:>24} {label:<44} {t:9.1f} us {v['bytes'] / t / 1e3:7.0f} GB/s "
                   f"x{t_aten / t:5.2f} regs={k.registers}", flush=True)
-            report["bench"].append({"variant": name, "point": pt["describe"], "us": t, "aten_us": t_aten,
-                                    "gbps": v["bytes"] / t / 1e3})
+            report["bench"].append({"variant": name, "point": label, "us": t, "aten_us": t_aten,
+                                    "gbps": v["bytes"] / t / 1e3, "method": "interleaved, GPU kept busy"})
 
 
 def main():
