@@ -32,7 +32,9 @@ them in HOTKERNEL_OPS (not in its default), e.g.
 HOTKERNEL_OPS=sum.dim_IntList,mean.dim,amax,argmax.
 
 Output: "hotkernel-bench" v1 JSON, benchmark "ops", one result per case, and a
-Markdown table on stdout (the README's table is pasted from it).
+Markdown table on stdout (the README's table is pasted from it). The JSON's
+"environment" holds the HOTKERNEL_* variables the run saw (HOTKERNEL_OPS, the
+sampling, ...; added within v1, absent from files written before it).
 """
 import argparse
 import ctypes
@@ -377,6 +379,7 @@ def main():
     print(f"copy bandwidth {copy_bps / 1e9:.0f} GB/s", flush=True)
     results = []
     machine_info = machine()
+    environment = {k: v for k, v in sorted(os.environ.items()) if k.startswith("HOTKERNEL_")}
 
     def document():
         return {"format": "hotkernel-bench", "version": 1, "benchmark": "ops",
@@ -384,7 +387,7 @@ def main():
                 "machine": machine_info, "copyGBps": copy_bps / 1e9,
                 "method": "CUDA events per call, L2 flushed before each, eager/hotkernel/compile interleaved in "
                           "rotating order, medians and 95% CIs of paired ratios (hotkernel_compare_samples)",
-                "reps": args.reps, "results": results}
+                "reps": args.reps, "environment": environment, "results": results}
 
     def write():
         if args.out:  # after every case: a crash later loses nothing measured
