@@ -4,11 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <string>
-#include <vector>
 
 #include "hotkernel/kernels/DType.h"
-#include "hotkernel/runtime/Check.h"
 
 namespace hotkernel::kernels::detail {
 
@@ -20,14 +17,6 @@ inline bool contains(const int* begin, const int* end, int x) { return std::find
 inline int maxVec(DType dtype) { return static_cast<int>(16 / elementSize(dtype)); }
 
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Appends -DHK_COLS=cols when cols > 0: a cubin for that column count only
-// (Note [Specialized columns] in kernels/norm/rms_norm.cu). Throws Error
-// unless 0 <= cols <= maxCols.
-inline void appendColumnsDefine(std::vector<std::string>& options, int64_t cols, int64_t maxCols) {
-  HOTKERNEL_CHECK(cols >= 0 && cols <= maxCols, "column count ", cols, " out of range [0, ", maxCols, "]");
-  if (cols > 0) options.push_back("-DHK_COLS=" + std::to_string(cols) + "LL");
-}
 
 // The widest vector (in elements) that divides cols and fits 16 bytes.
 inline int widestVec(DType dtype, int64_t cols) {

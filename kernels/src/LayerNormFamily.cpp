@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "FamilyMath.h"
 #include "hotkernel/kernels/KernelSource.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -89,7 +88,7 @@ std::vector<std::string> LayerNormFamily::compileOptions(DType dtype, const Laye
   std::vector<std::string> options = detail::normCompileOptions(dtype, p);
   options.push_back(std::string("-DHK_HAS_WEIGHT=") + (hasWeight ? "1" : "0"));
   options.push_back(std::string("-DHK_HAS_BIAS=") + (hasBias ? "1" : "0"));
-  detail::appendColumnsDefine(options, cols, kMaxCols);
+  detail::normAppendCols(options, cols);
   return options;
 }
 

@@ -207,12 +207,15 @@ LaunchGeometry normLaunchGeometry(int64_t rows, const NormParams& p) {
 }
 
 std::vector<std::string> normCompileOptions(DType dtype, const NormParams& p) {
-  std::vector<std::string> o = {"-DHK_DTYPE=" + std::to_string(static_cast<int>(dtype)),
-                                "-DHK_THREADS=" + std::to_string(p.threads), "-DHK_ROWS=" + std::to_string(p.rowsPerCta),
-                                "-DHK_VEC=" + std::to_string(p.vec), "-DHK_ITEMS=" + std::to_string(p.items)};
-  return o;
+  return {"-DHK_DTYPE=" + std::to_string(static_cast<int>(dtype)), "-DHK_THREADS=" + std::to_string(p.threads),
+          "-DHK_ROWS=" + std::to_string(p.rowsPerCta), "-DHK_VEC=" + std::to_string(p.vec),
+          "-DHK_ITEMS=" + std::to_string(p.items)};
 }
 
+void normAppendCols(std::vector<std::string>& options, int64_t cols) {
+  HOTKERNEL_CHECK(cols >= 0 && cols <= kNormMaxCols, "norm column count ", cols, " out of range");
+  if (cols > 0) options.push_back("-DHK_COLS=" + std::to_string(cols) + "LL");
+}
 
 bool normAligned(const void* ptr, size_t alignment) {
   return ptr != nullptr && alignment > 0 && reinterpret_cast<uintptr_t>(ptr) % alignment == 0;

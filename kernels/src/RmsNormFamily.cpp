@@ -4,7 +4,6 @@
 #include <cmath>
 #include <limits>
 
-#include "FamilyMath.h"
 #include "hotkernel/kernels/KernelSource.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -90,7 +89,7 @@ std::vector<std::string> RmsNormFamily::compileOptions(DType dtype, const RmsNor
                   ": ", p.describe());
   std::vector<std::string> options = detail::normCompileOptions(dtype, p);
   options.push_back(std::string("-DHK_HAS_WEIGHT=") + (hasWeight ? "1" : "0"));
-  detail::appendColumnsDefine(options, cols, kMaxCols);
+  detail::normAppendCols(options, cols);
   return options;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// The one-CTA-per-row parameter axes and their ranking, shared by the
+// The one-CTA-per-row parameter axes, their ranking and the streaming widths, shared by the
 // families whose rows a CTA (or part of a warp) holds in registers:
 // softmax_lastdim, rms_norm and layer_norm (internal to kernels/src).
 
@@ -44,33 +44,6 @@ inline double itemsFactor(int items, int best) {
 // width `vec`, best guess first (Note [Register point ranking]). `fits(p)`
 // is the family's guard for the variant; Params is built as
 // {threads, vec, items}.
-// Note [Streaming point widths]
-// The streaming points a space holds at width `vec`, in this order: for rows
-// of 4096 vectors or more, 1024 and 512 threads; else the narrowest CTA whose
-// threads load at most 4 vectors each, then the CTAs half and twice as wide
-// (within 32..1024, the wider one only while every thread gets a vector). The neighbours are there because the best width sits on
-// either side of that guess, and the search reaches a point outside the seeds
-// only by chance (H200, bf16): softmax [4096, 32000] (4000 vectors) ran 138 us
-// at 512 threads and 190 at 1024 (bench/results/h200-ops-lean-2026-11-30-
-// experiments.txt, where a mutation found 512; run9's search missed it and
-// kept a 160 us register point); rms_norm [16384, 8192] (1024 vectors) 130 us
-// at 512 threads, 133 at 256 (run8).
-template <typename Params>
-std::vector<Params> streamingWidths(int64_t nvec, int vec) {
-  std::vector<Params> out;
-  if (nvec >= 4 * 1024) {
-    out.push_back({1024, vec, 0});
-    out.push_back({512, vec, 0});
-    return out;
-  }
-  int threads = 32;
-  while (threads < 1024 && threads * 4 < nvec) threads *= 2;
-  out.push_back({threads, vec, 0});
-  if (threads > 32) out.push_back({threads / 2, vec, 0});
-  if (threads < 1024 && threads * 2 <= nvec) out.push_back({threads * 2, vec, 0});  // a vector a thread at least
-  return out;
-}
-
 template <typename Params, typename Fits>
 std::vector<Params> rankRegisterPoints(int64_t nvec, int vec, Fits fits) {
   struct Scored {
@@ -133,6 +106,34 @@ std::vector<Params> rankMultiRowPoints(int64_t rows, int64_t nvec, int vec, Fits
       out.push_back(Params{kMultiRowThreads, vec, c.items, kMultiRowThreads / c.rowThreads});
     }
   }
+  return out;
+}
+
+// Note [Streaming point widths]
+// The streaming points a space holds at width `vec`, in this order: for rows
+// of 4096 vectors or more, 1024 and 512 threads; else the narrowest CTA whose
+// threads load at most 4 vectors each, then the CTAs half and twice as wide
+// (within 32..1024, the wider one only while every thread gets a vector).
+// The neighbours are there because the best width sits on either side of that
+// guess, and the search reaches a point outside the seeds only by chance
+// (H200, bf16): softmax [4096, 32000] (4000 vectors) ran 138 us
+// at 512 threads and 190 at 1024 (bench/results/h200-ops-lean-2026-11-30-
+// experiments.txt, where a mutation found 512; run9's search missed it and
+// kept a 160 us register point); rms_norm [16384, 8192] (1024 vectors) 130 us
+// at 512 threads, 133 at 256 (run8).
+template <typename Params>
+std::vector<Params> streamingWidths(int64_t nvec, int vec) {
+  std::vector<Params> out;
+  if (nvec >= 4 * 1024) {
+    out.push_back({1024, vec, 0});
+    out.push_back({512, vec, 0});
+    return out;
+  }
+  int threads = 32;
+  while (threads < 1024 && threads * 4 < nvec) threads *= 2;
+  out.push_back({threads, vec, 0});
+  if (threads > 32) out.push_back({threads / 2, vec, 0});
+  if (threads < 1024 && threads * 2 <= nvec) out.push_back({threads * 2, vec, 0});
   return out;
 }
 

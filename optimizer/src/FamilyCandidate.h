@@ -51,11 +51,4 @@ HarnessCandidate familyCandidate(const Variant& v, const Params& p, const std::s
   return c;
 }
 
-// A cubin compiled for one column count (HK_COLS: Note [Specialized columns]
-// in kernels/norm/rms_norm.cu) runs on that count only: the harness's sweep
-// then varies the rows.
-inline void restrictToColumns(HarnessCandidate& c, int64_t cols) {
-  c.acceptsShape = [family = c.acceptsShape, cols](int64_t r, int64_t n) { return n == cols && family(r, n); };
-}
-
 }  // namespace hotkernel::detail

@@ -210,12 +210,16 @@ RowOpSpec layerNormSpec(bool hasWeight, bool hasBias) {
 namespace {
 
 // What both norm candidates add to the family's: in != out, both aligned; a
-// cubin for one column count accepts only it.
+// cubin compiled for one column count (Note [Specialized columns] in
+// kernels/norm/rms_norm.cu) runs on that count only, the harness's sweep
+// varying the rows.
 void finishNormCandidate(HarnessCandidate& c, int64_t cols, bool colsSpecialized) {
   c.acceptsPointers = [align = c.alignment](const void* in, const void* out) {
     return in != out && kernels::detail::normAligned(in, align) && kernels::detail::normAligned(out, align);
   };
-  if (colsSpecialized) detail::restrictToColumns(c, cols);
+  if (colsSpecialized) {
+    c.acceptsShape = [family = c.acceptsShape, cols](int64_t r, int64_t n) { return n == cols && family(r, n); };
+  }
 }
 
 }  // namespace

@@ -13,10 +13,10 @@
 #include <cmath>
 #include <limits>
 
+#include "FamilyCandidate.h"
 #include "hotkernel/optimizer/AgentTask.h"
 #include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/ExternalAgent.h"
-#include "FamilyCandidate.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/SandboxCompile.h"
 #include "hotkernel/optimizer/SandboxRun.h"

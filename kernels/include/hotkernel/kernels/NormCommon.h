@@ -105,6 +105,10 @@ LaunchGeometry normLaunchGeometry(int64_t rows, const NormParams& p);
 // The common defines: -DHK_DTYPE=, -DHK_THREADS=, -DHK_ROWS=, -DHK_VEC=, -DHK_ITEMS=.
 std::vector<std::string> normCompileOptions(DType dtype, const NormParams& p);
 
+// Appends -DHK_COLS=cols when cols > 0: a cubin for that column count only
+// (Note [Specialized columns] in kernels/norm/rms_norm.cu). Throws Error
+// unless 0 <= cols <= kNormMaxCols.
+void normAppendCols(std::vector<std::string>& options, int64_t cols);
 
 // `ptr` non-null and a multiple of `alignment`.
 bool normAligned(const void* ptr, size_t alignment);
