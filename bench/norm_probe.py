@@ -70,6 +70,12 @@ def compile_cubin(nvrtc, src, arch, options):
     rc = nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"rms_norm.cu", 0, None, None)
     if rc != 0:
         raise RuntimeError(f"nvrtcCreateProgram: {rc}")
+    # An experiment's "--ptx" asks for PTX (compute_XX) that the driver then
+    # compiles at load, as it does torch.compile's Triton kernels.
+    ptx = "--ptx" in options
+    options = [o for o in options if o != "--ptx"]
+    if ptx:
+        arch = arch.replace("sm_", "compute_")
     opts = [f"--gpu-architecture={arch}", "-std=c++17", "-default-device"] + options
     argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
     rc = nvrtc.nvrtcCompileProgram(prog, len(opts), argv)
@@ -79,9 +85,14 @@ def compile_cubin(nvrtc, src, arch, options):
     nvrtc.nvrtcGetProgramLog(prog, log)
     if rc != 0:
         raise RuntimeError(f"NVRTC failed ({' '.join(options)}):\n{log.value.decode(errors='replace')}")
-    nvrtc.nvrtcGetCUBINSize(prog, ctypes.byref(size))
-    cubin = ctypes.create_string_buffer(size.value)
-    nvrtc.nvrtcGetCUBIN(prog, cubin)
+    if ptx:
+        nvrtc.nvrtcGetPTXSize(prog, ctypes.byref(size))
+        cubin = ctypes.create_string_buffer(size.value)
+        nvrtc.nvrtcGetPTX(prog, cubin)
+    else:
+        nvrtc.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+        cubin = ctypes.create_string_buffer(size.value)
+        nvrtc.nvrtcGetCUBIN(prog, cubin)
     nvrtc.nvrtcDestroyProgram(ctypes.byref(prog))
     return cubin.raw
 
@@ -139,6 +150,69 @@ class Kernel:
                                             None), "cuLaunchKernel")
 
 
+class TritonKernel:
+    """torch.compile's own rms_norm kernel, launched from this probe like our
+    cubins: its PTX and metadata (block size, dynamic shared memory) as the
+    Triton cache holds them after torch.compile ran. Separates what the kernel
+    costs from how torch.compile's call launches it. The signature is the one
+    inductor generated for this op (x, weight, out, rows, cols, two scratch
+    pointers): checked against ATen like every candidate."""
+
+    def __init__(self, cuda, ptx_path, mutation=""):
+        with open(ptx_path) as f:
+            self.image = mutate_ptx(f.read(), mutation).encode() + b"\0"
+        meta_path = os.path.splitext(ptx_path)[0] + ".json"
+        with open(meta_path) as f:
+            meta = json.load(f)
+        self.name = meta["name"].encode()
+        self.threads = 32 * int(meta["num_warps"])
+        self.shared = int(meta.get("shared", 0))
+        self.cuda = cuda
+        self.module, self.fn = ctypes.c_void_p(), ctypes.c_void_p()
+        Kernel.check(cuda.cuModuleLoadData(ctypes.byref(self.module), self.image), "cuModuleLoadData (PTX)")
+        Kernel.check(cuda.cuModuleGetFunction(ctypes.byref(self.fn), self.module, self.name), "cuModuleGetFunction")
+        regs = ctypes.c_int()
+        Kernel.check(cuda.cuFuncGetAttribute(ctypes.byref(regs), 4, self.fn), "cuFuncGetAttribute")
+        self.registers = regs.value
+
+    def launch(self, torch, x, w, out):
+        rows, cols = x.shape
+        args = [ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(w.data_ptr()), ctypes.c_void_p(out.data_ptr()),
+                ctypes.c_uint(rows), ctypes.c_uint(cols), ctypes.c_void_p(0), ctypes.c_void_p(0)]
+        params = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
+        stream = torch.cuda.current_stream().cuda_stream
+        Kernel.check(self.cuda.cuLaunchKernel(self.fn, rows, 1, 1, self.threads, 1, 1, self.shared,
+                                              ctypes.c_void_p(stream), params, None), "cuLaunchKernel (Triton)")
+
+
+# Edits of torch.compile's PTX that take one of its access features away, to
+# learn which of them its speed comes from (a probe's bisection, not code of ours).
+PTX_MUTATIONS = ("noL1", "noL2", "nohints")
+
+
+def mutate_ptx(text, mutation):
+    import re
+    if mutation in ("noL1", "nohints"):
+        text = re.sub(r"\.L1::evict_(first|last)", "", text)
+    if mutation in ("noL2", "nohints"):
+        text = re.sub(r"\.L2::cache_hint(\.v\d\.b32 \{[^}]*\}, \[[^\]]*\]), %rd\d+;", r"\1;", text)
+    elif mutation not in ("", "noL1"):
+        raise ValueError(f"unknown PTX mutation {mutation!r}")
+    return text
+
+
+def find_triton_ptx():
+    """The newest PTX of a Triton rms_norm kernel in the inductor / Triton caches."""
+    roots = [os.environ.get("TORCHINDUCTOR_CACHE_DIR", ""), os.environ.get("TRITON_CACHE_DIR", ""),
+             f"/tmp/torchinductor_{os.environ.get('USER', 'root')}", "/tmp/torchinductor_root",
+             os.path.expanduser("~/.triton/cache")]
+    found = []
+    for r in roots:
+        if r and os.path.isdir(r):
+            found += glob.glob(os.path.join(r, "**", "*rms_norm*.ptx"), recursive=True)
+    return max(found, key=os.path.getmtime) if found else ""
+
+
 def triton_configs():
     """The launch configuration torch.compile's autotuner kept for each Triton
     kernel it generated (block sizes, warps, stages, registers). Best effort:
@@ -177,6 +251,10 @@ def main():
     ap.add_argument("--out", default="norm-probe.json")
     ap.add_argument("--inductor-code", default="", help="write torch.compile's generated code here")
     ap.add_argument("--compile-only", default="", help="write the cubins to this folder and stop (no GPU)")
+    ap.add_argument("--triton", action="store_true",
+                    help="also launch torch.compile's Triton kernel from this probe (its PTX from the cache)")
+    ap.add_argument("--triton-mutations", default="",
+                    help=f"with --triton, also these edits of its PTX (comma-separated: {', '.join(PTX_MUTATIONS)})")
     args = ap.parse_args()
 
     nvrtc = find_nvrtc()
@@ -239,6 +317,24 @@ def main():
         timed.append((c["name"], (lambda k=k, out=out, rstd=rstd, t=c["params"]["threads"]:
                                   k.launch(torch, x, w, out, rstd, eps, t))))
         print(f"{c['name']}: {k.registers} registers, max |err| {err:.3g}, rstd rel err {rerr:.3g}", flush=True)
+
+    if args.triton:
+        ptx = find_triton_ptx()
+        if not ptx:
+            raise RuntimeError("--triton: no rms_norm PTX in the inductor / Triton caches")
+        for mutation in [""] + [m for m in args.triton_mutations.split(",") if m]:
+            tk = TritonKernel(cuda, ptx, mutation)
+            tout = torch.empty_like(x)
+            tk.launch(torch, x, w, tout)
+            torch.cuda.synchronize()
+            err = (tout.float() - ref_out.float()).abs().max().item()
+            name = "triton-ptx" + (f" [{mutation}]" if mutation else "")
+            cands.append({"name": name, "params": {"threads": tk.threads, "shared": tk.shared},
+                          "experiment": "triton" + (f"-{mutation}" if mutation else ""), "options": [ptx],
+                          "registers": tk.registers, "maxAbsErr": err})
+            timed.append((name, lambda tk=tk, tout=tout: tk.launch(torch, x, w, tout)))
+            print(f"{name} ({ptx}): {tk.threads} threads, {tk.shared} B shared, {tk.registers} registers, "
+                  f"max |err| {err:.3g}", flush=True)
 
     # The project's benchmark method, as ops_bench.py runs it (same module).
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -364,7 +364,7 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
 #pragma unroll
       for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
         const int v = v0 + u * HK_ROW_THREADS;
-        p[u] = v < live ? hk_load(src + v, keep) : hk_zero_pack();
+        p[u] = v < live ? hk_load_first(src + v, keep) : hk_zero_pack();
       }
       // Vectors of this batch inside the row: at least 1 (v0 < live).
       const int inRow = min(HK_STREAM_UNROLL, (live - v0 + HK_ROW_THREADS - 1) / HK_ROW_THREADS);
@@ -428,7 +428,7 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
       for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
         const int v = v0 + u * HK_ROW_THREADS;
         if (v < live) {
-          p[u] = hk_load(src + v, drop);
+          p[u] = hk_load_again(src + v, drop);
 #if HK_HAS_WEIGHT
           wp[u] = weight[v];
 #endif
@@ -455,7 +455,7 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
 #endif
             p[u].v[j] = hk_from_float(hk_affine(hk_to_float(p[u].v[j]), mean, r, wj, bj));
           }
-          hk_store(dst + v, p[u], drop);
+          hk_store_stream(dst + v, p[u], drop);
         }
       }
     }

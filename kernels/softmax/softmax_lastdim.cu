@@ -87,6 +87,13 @@ static_assert(HK_LOG == 0 || HK_LOG == 1, "HK_LOG must be 0 or 1");
 #ifndef HK_STREAM_HINTS
 #define HK_STREAM_HINTS (HK_ITEMS == 0 && HK_VEC * (HK_DTYPE == 0 ? 4 : 2) == 16)
 #endif
+// ... and L1 hints with plain stores for one CTA a row (Note [Streaming L1
+// hints]): bf16 [4096, 32000] 512 x vec 8 138.5 -> 133.4 us. Not for split
+// streaming, whose slices outgrow L1: bf16 [8192, 128256] cluster 4 x 512
+// 1194.9 -> 1326.4 us (bench/results/h200-softmax-l1-hints-2026-11-30.json).
+#ifndef HK_STREAM_L1_HINTS
+#define HK_STREAM_L1_HINTS (HK_CLUSTER == 1)
+#endif
 
 #include "hk_prelude.cuh"
 
@@ -249,7 +256,7 @@ extern "C" __global__ void HK_BOUNDS
       for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
         const int v = v0 + u * HK_ROW_THREADS;
         if (v < live) {
-          p[u] = hk_load(src + v, keep);
+          p[u] = hk_load_first(src + v, keep);
         } else {
 #pragma unroll
           for (int j = 0; j < HK_VEC; ++j) p[u].v[j] = hk_neg_inf_elem();
@@ -269,7 +276,7 @@ extern "C" __global__ void HK_BOUNDS
 #pragma unroll
       for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
         const int v = v0 + u * HK_ROW_THREADS;
-        if (v < live) p[u] = hk_load(src + v, drop);
+        if (v < live) p[u] = hk_load_again(src + v, drop);
       }
 #pragma unroll
       for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
@@ -285,7 +292,7 @@ extern "C" __global__ void HK_BOUNDS
             p[u].v[j] = hk_from_float(hk_softmax_value(f[j] - m, scale));
 #endif
           }
-          hk_store(dst + v, p[u], drop);
+          hk_store_stream(dst + v, p[u], drop);
         }
       }
     }
@@ -439,7 +446,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
       for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
         const int v = v0 + u * HK_THREADS;
         if (v < end) {
-          p[u] = hk_load(src + v, keep);
+          p[u] = hk_load_first(src + v, keep);
         } else {
 #pragma unroll
           for (int j = 0; j < HK_VEC; ++j) p[u].v[j] = hk_neg_inf_elem();
@@ -536,7 +543,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
 #pragma unroll
       for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
         const int v = v0 + u * HK_THREADS;
-        if (v < end) p[u] = hk_load(src + v, drop);
+        if (v < end) p[u] = hk_load_again(src + v, drop);
       }
 #pragma unroll
       for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
@@ -552,7 +559,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
             p[u].v[j] = hk_from_float(hk_softmax_value(f[j] - rm, scale));
 #endif
           }
-          hk_store(dst + v, p[u], drop);
+          hk_store_stream(dst + v, p[u], drop);
         }
       }
     }

@@ -39,6 +39,7 @@ struct CompileResult {
   int registers = -1;
   int spillBytes = -1;  // spill stores + spill loads
   int stackBytes = -1;
+  std::string cubin;  // the image, for tests that compare two compiles
 };
 
 inline std::string describeJob(const CompileJob& j) {
@@ -72,6 +73,7 @@ std::vector<CompileResult> compileAll(const std::string& source, const std::stri
       r.stackBytes = firstInt(out.log, kStack);
       const int stores = firstInt(out.log, kSpillStores), loads = firstInt(out.log, kSpillLoads);
       r.spillBytes = stores < 0 || loads < 0 ? -1 : stores + loads;
+      r.cubin = out.cubin;
       r.ok = out.cubin.size() > 4 && out.cubin.compare(0, 4, "\x7f" "ELF") == 0 &&
              out.cubin.find(kernelName) != std::string::npos;
       if (!r.ok) r.error = "not an ELF image holding " + kernelName;

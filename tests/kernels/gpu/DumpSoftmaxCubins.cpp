@@ -16,8 +16,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 #include <regex>
 #include <string>
 #include <vector>
@@ -59,6 +61,13 @@ int main(int argc, char** argv) {
       start = comma + 1;
     }
     experiments.push_back({arg.substr(0, eq), options});
+  }
+
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    std::fprintf(stderr, "cannot create %s: %s\n", dir.c_str(), ec.message().c_str());
+    return 1;
   }
 
   std::vector<SoftmaxVariant> variants;
@@ -136,7 +145,9 @@ int main(int argc, char** argv) {
       std::smatch m;
       static const std::regex kRegisters(R"(Used (\d+) registers)");
       if (std::regex_search(out.log, m, kRegisters)) registers[i] = std::stoi(m[1].str());
-      std::ofstream(dir + "/" + jobs[i].first, std::ios::binary) << out.cubin;
+      std::ofstream f(dir + "/" + jobs[i].first, std::ios::binary);
+      f << out.cubin;
+      if (!f.flush()) throw std::runtime_error("cannot write " + dir + "/" + jobs[i].first);
     } catch (const std::exception& e) {
       errors[i] = e.what();
     }
@@ -162,7 +173,12 @@ int main(int argc, char** argv) {
     jv["points"] = kept;
   }
   manifest["registers"] = regs;
-  std::ofstream(dir + "/manifest.json") << manifest.dump(1);
+  std::ofstream mf(dir + "/manifest.json");
+  mf << manifest.dump(1);
+  if (!mf.flush()) {
+    std::fprintf(stderr, "cannot write %s/manifest.json\n", dir.c_str());
+    return 1;
+  }
   std::printf("%zu variants, %zu cubins for %s in %s, %d failed\n", variants.size(), jobs.size(), arch.c_str(),
               dir.c_str(), failed);
   return failed == 0 ? 0 : 1;

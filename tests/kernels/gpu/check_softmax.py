@@ -21,6 +21,7 @@ launch from Python. --quick and
 Needs torch with CUDA and libcuda; launches through the driver API (ctypes).
 """
 import argparse
+import datetime
 import re
 import ctypes
 import json
@@ -280,7 +281,11 @@ def main():
         for pt in v["points"]:
             if pt["cubin"] not in kernels:
                 kernels[pt["cubin"]] = Kernel(os.path.join(args.cubin_dir, pt["cubin"]))
-    report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "checks": [], "bench": []}
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench"))
+    from ops_bench import machine
+    report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "machine": machine(),
+              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "checks": [], "bench": []}
     failures = 0 if args.no_check else run_checks(manifest, kernels, report, args.quick, args.max_numel)
     if args.bench:
         bench(manifest, kernels, report)
