@@ -4,6 +4,7 @@
     norm_probe.py [--rows 16384] [--cols 8192] [--dtype bfloat16]
                   [--points 256x8x4,512x8x2,...] [--experiment tag=-DA=1,-DB=2 ...]
                   [--reps 31] [--out FILE] [--inductor-code FILE] [--compile-only DIR]
+                  [--triton [--triton-mutations noL1,noL2,nohints]]
 
 Compiles kernels/norm/rms_norm.cu (hk_prelude.cuh expanded in place, as
 RmsNormFamily::source() does; the options of RmsNormFamily::compileOptions
@@ -20,7 +21,12 @@ This is a probe for template experiments behind probe overrides (Note [Norm
 occupancy probe] in kernels/norm/rms_norm.cu), not the issue-4 table (ops_bench.py):
 a knob that wins here becomes a parameter or the default and is then measured
 by ops_bench.py through the tuner. --compile-only writes the cubins to DIR
-and needs no GPU (register counts: cuobjdump -res-usage).
+and needs no GPU (register counts: cuobjdump -res-usage). An experiment's
+option "--ptx" compiles that candidate to PTX, which the driver compiles at
+load. --triton also times torch.compile's own kernel launched from here (its
+PTX and metadata from the inductor / Triton cache), and --triton-mutations
+that PTX with its L1 and / or L2 cache hints removed: which of its features
+its speed comes from.
 
 JSON written (format "hotkernel-norm-probe", version 1): machine, date,
 shape, copy bandwidth, and per candidate {name, params, experiment, options,
