@@ -13,7 +13,8 @@ For every variant of <cubin-dir>/manifest.json and every parameter point:
 With --bench, times the points of the large variants against torch with the
 project's benchmark method (bench/ops_bench.py's Timer: CUDA events, L2
 flushed and the GPU kept busy while each launch is enqueued, so Python's
-launch time is not timed; every point and ATen interleaved in rotating order,
+launch time is not timed; every point, ATen and a copy of the
+same bytes (out.copy_(x), the floor of a one-read one-write kernel) interleaved in rotating order,
 median of 21). Earlier reports (before 2026-11-30's seventh session) timed
 each point alone with an idle GPU: their small-shape times include the
 launch from Python. --quick and
@@ -214,10 +215,31 @@ def check_point(k, pt, rows, tol, inputs, entry):
                 entry["errors"].append(f"{kind}: in-place result differs")
 
 
-def bench(manifest, kernels, report, reps=21):
+def bench(manifest, kernels, report, reps=21, clean_flush=False):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench"))
     from ops_bench import Timer  # the project's method, shared (bench/ops_bench.py)
-    timer = Timer()
+
+    class CleanFlushTimer(Timer):
+        """Diagnosis only, not the project's method: L2 emptied by reading
+        2 x L2 of other data instead of writing it, so the timed call finds no
+        dirty lines to write back (how much of a short call's time those
+        write-backs are)."""
+
+        def __init__(self):
+            super().__init__()
+            self.flush.fill_(1)
+
+        def time_us(self, fn):
+            torch.sum(self.flush, dtype=torch.int64)
+            torch.cuda._sleep(200_000)
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            fn()
+            e1.record()
+            return e0, e1
+
+    timer = CleanFlushTimer() if clean_flush else Timer()
+    report["flush"] = "read (clean L2, diagnosis)" if clean_flush else "written (the project's method)"
     targets = {("bfloat16", 4096, 32000), ("bfloat16", 8192, 128256), ("bfloat16", 1, 128256),
                ("bfloat16", 16384, 8192), ("float32", 4096, 32000), ("float16", 4096, 32000),
                ("bfloat16", 32768, 128), ("bfloat16", 4096, 1024), ("float32", 8192, 128256),
@@ -230,7 +252,9 @@ def bench(manifest, kernels, report, reps=21):
         x = torch.randn(v["rows"], v["cols"], device="cuda").to(dtype)
         out = torch.empty_like(x)
         name = f'{v["dtype"]}[{v["rows"]},{v["cols"]}]'
-        calls = [("aten", None, lambda: torch.softmax(x, -1))]
+        # A copy of the same bytes, timed with them: the floor a one-read,
+        # one-write kernel meets at this shape under this method.
+        calls = [("aten", None, lambda: torch.softmax(x, -1)), ("copy", None, lambda: out.copy_(x))]
         for pt in v["points"]:
             k = kernels[pt["cubin"]]
             launch = (lambda k=k, pt=pt: k.launch(x, out, pt["grid"], pt["block"], pt["shared"]))
@@ -249,8 +273,12 @@ def bench(manifest, kernels, report, reps=21):
             for label, (e0, e1) in events:
                 samples[label].append(e0.elapsed_time(e1) * 1e3)
         t_aten = statistics.median(samples["aten"])
+        t_copy = statistics.median(samples["copy"])
         print(f"bench {name:>24} aten {t_aten:9.1f} us {v['bytes'] / t_aten / 1e3:7.0f} GB/s", flush=True)
-        for label, pt, _ in calls[1:]:
+        print(f"bench {name:>24} copy {t_copy:9.1f} us {v['bytes'] / t_copy / 1e3:7.0f} GB/s", flush=True)
+        report["bench"].append({"variant": name, "point": "copy (out.copy_(x))", "us": t_copy, "aten_us": t_aten,
+                                "gbps": v["bytes"] / t_copy / 1e3, "method": "interleaved, GPU kept busy"})
+        for label, pt, _ in calls[2:]:
             t = statistics.median(samples[label])
             k = kernels[pt["cubin"]]
             print(f"bench {name:>24} {label:<44} {t:9.1f} us {v['bytes'] / t / 1e3:7.0f} GB/s "
@@ -268,6 +296,8 @@ def main():
     ap.add_argument("--max-numel", type=int, default=2**62, help="skip larger variants")
     ap.add_argument("--report")
     ap.add_argument("--points", help="only points whose description matches this regex (tags included)")
+    ap.add_argument("--clean-flush", action="store_true",
+                    help="diagnosis: empty L2 by reading, not writing (no dirty lines left for the timed call)")
     args = ap.parse_args()
     with open(os.path.join(args.cubin_dir, "manifest.json")) as f:
         manifest = json.load(f)
@@ -288,7 +318,7 @@ def main():
               "checks": [], "bench": []}
     failures = 0 if args.no_check else run_checks(manifest, kernels, report, args.quick, args.max_numel)
     if args.bench:
-        bench(manifest, kernels, report)
+        bench(manifest, kernels, report, clean_flush=args.clean_flush)
     print(f"{failures} failing (variant, point) pairs of {len(report['checks'])}")
     if args.report:
         with open(args.report, "w") as f:
