@@ -47,14 +47,18 @@ std::optional<at::Tensor> tryPlan(const at::Tensor& self, const at::Tensor& targ
     }
     const bool reduced = reduction != at::Reduction::None;
     at::Tensor out = reduced ? at::empty({}, self.options()) : at::empty({key->rows}, self.options());
+    // None, and one row, need no workspace (CrossEntropyFamily::workspaceFloats).
+    const int64_t workFloats = kernels::CrossEntropyFamily::workspaceFloats(
+        CrossEntropyVariant{static_cast<kernels::DType>(key->dtype), key->rows, key->cols,
+                            static_cast<kernels::CrossEntropyReduction>(key->reduction())});
     at::Tensor work;
-    if (reduced) {
-      work = at::empty({key->rows + 1}, self.options().dtype(at::kFloat));
+    if (workFloats > 0) {
+      work = at::empty({workFloats}, self.options().dtype(at::kFloat));
       // The kernel leaves the counter at 0, but this buffer is fresh from the
       // allocator: zeroed when the launch reads it (more than one CTA group).
       if (plan->needsZeroedCounter) work.narrow(0, key->rows, 1).zero_();
     }
-    if (!aligned(out.const_data_ptr(), self.element_size()) || (reduced && !aligned(work.const_data_ptr(), 4))) {
+    if (!aligned(out.const_data_ptr(), self.element_size()) || (work.defined() && !aligned(work.const_data_ptr(), 4))) {
       return std::nullopt;
     }
     void* stream = self.is_cuda() ? c10::cuda::getCurrentCUDAStream(self.device().index()).stream() : nullptr;
@@ -62,7 +66,7 @@ std::optional<at::Tensor> tryPlan(const at::Tensor& self, const at::Tensor& targ
                                         .pointer(self.const_data_ptr())
                                         .pointer(target.const_data_ptr())
                                         .pointer(out.mutable_data_ptr())
-                                        .pointer(reduced ? work.const_data_ptr() : nullptr)
+                                        .pointer(work.defined() ? work.const_data_ptr() : nullptr)
                                         .int64(key->rows)
                                         .int64(key->cols)
                                         .int64(*ignore),

@@ -350,15 +350,17 @@ bool CrossEntropyFamily::guardPointers(const void* logits, const void* target, c
       !aligned(out, elementSize(v.dtype))) {
     return false;
   }
-  return v.reduction == CrossEntropyReduction::None || aligned(work, 4);
+  return workspaceFloats(v) == 0 || aligned(work, 4);
 }
 
 int64_t CrossEntropyFamily::workspaceFloats(const CrossEntropyVariant& v) {
-  return v.reduction == CrossEntropyReduction::None ? 0 : v.rows + 1;
+  // One row: the kernel writes the reduced loss itself and never touches the
+  // workspace (the template's Note [One row needs no reduction pass]).
+  return v.reduction == CrossEntropyReduction::None || v.rows == 1 ? 0 : v.rows + 1;
 }
 
 bool CrossEntropyFamily::needsCounter(const CrossEntropyVariant& v, const CrossEntropyParams& p) {
-  if (v.reduction == CrossEntropyReduction::None) return false;
+  if (workspaceFloats(v) == 0) return false;
   return launchGeometry(v, p).gridX > static_cast<unsigned>(std::max(p.cluster, 1));
 }
 

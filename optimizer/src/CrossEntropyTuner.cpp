@@ -129,7 +129,8 @@ RowOpSpec crossEntropySpec(CrossEntropyReduction reduction) {
   spec.workspaceZeroTail = reduced ? 1 : 0;
   spec.kernelArgs = [reduced](const at::Tensor& in, const RowOpArgs& args, const std::vector<at::Tensor>& outs) {
     const CeArgs a = ceArgsOf(args);
-    const void* work = reduced ? outs.at(1).const_data_ptr() : nullptr;
+    // The workspace follows the loss where the variant needs one (not for one row).
+    const void* work = reduced && outs.size() > 1 ? outs.at(1).const_data_ptr() : nullptr;
     return KernelArgs()
         .pointer(in.const_data_ptr())
         .pointer(a.target.const_data_ptr())
@@ -230,7 +231,7 @@ TuneOutcome tuneCrossEntropy(const CrossEntropyVariant& v, int device, const Tun
     const bool reduced = v.reduction != CrossEntropyReduction::None;
     at::Tensor out = reduced ? at::empty({}, x.options()) : at::empty({v.rows}, x.options());
     at::Tensor work;
-    if (reduced) {
+    if (CrossEntropyFamily::workspaceFloats(v) > 0) {
       work = at::empty({CrossEntropyFamily::workspaceFloats(v)}, x.options().dtype(at::kFloat));
       if (plan.needsZeroedCounter) work.narrow(0, v.rows, 1).zero_();
     }

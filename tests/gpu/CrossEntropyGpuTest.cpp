@@ -455,8 +455,14 @@ TEST_F(CrossEntropyGpuTest, GivenOneRowWhenReducedThenTheResultIsItsLossBitForBi
             const Compiled& c = points[i + k];
             ASSERT_TRUE(c.error.empty()) << c.error;
             const CrossEntropyVariant v{d, 1, cols, c.reduction};
-            at::Tensor work;
+            EXPECT_EQ(CrossEntropyFamily::workspaceFloats(v), 0) << "one row needs no workspace";
+            // A NaN buffer passed anyway must stay untouched; the call the
+            // trampoline makes (no workspace: a null pointer) gives the same bits.
+            at::Tensor work = at::full({2}, kNaN, at::TensorOptions().device(at::kCUDA).dtype(at::kFloat));
             const at::Tensor got = runKernel(*load(c, v), v, c.params, x, t, ignoreIndex, &work);
+            const at::Tensor gotWithout = runKernel(*load(c, v), v, c.params, x, t, ignoreIndex);
+            EXPECT_TRUE(at::equal(got.reshape({-1}).view(at::kByte), gotWithout.reshape({-1}).view(at::kByte)))
+                << kernels::reductionName(c.reduction) << ": with and without a workspace";
             const float g = got.to(at::kFloat).reshape({-1})[0].item<float>();
             if (c.reduction == R::None) {
               loss = g;

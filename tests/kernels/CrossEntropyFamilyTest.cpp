@@ -246,6 +246,9 @@ TEST(CrossEntropyFamilyTest, GivenPointersWhenGuardedThenAlignmentAndWorkspaceDe
   EXPECT_FALSE(CrossEntropyFamily::guardPointers(buf, buf + 64, buf + 128, buf + 194, mean, p)) << "work";
   EXPECT_FALSE(CrossEntropyFamily::guardPointers(buf, buf + 64, buf + 128, nullptr, mean, p)) << "no work";
   EXPECT_TRUE(CrossEntropyFamily::guardPointers(buf, buf + 64, buf + 128, nullptr, none, p)) << "none needs none";
+  EXPECT_TRUE(CrossEntropyFamily::guardPointers(buf, buf + 64, buf + 128, nullptr, V{DType::BFloat16, 1, 4096, R::Mean},
+                                                p))
+      << "one row needs none";
   EXPECT_FALSE(CrossEntropyFamily::guardPointers(nullptr, buf + 64, buf + 128, buf + 192, mean, p));
   EXPECT_TRUE(CrossEntropyFamily::guardPointers(buf + 2, buf + 64, buf + 130, buf + 196, mean, P{256, 1, 1, 1, 1}));
 }
@@ -343,6 +346,10 @@ TEST(CrossEntropyFamilyTest, GivenPointsWhenAskedForGeometryThenOneGroupPerRowAn
   EXPECT_EQ(g.gridX, 2u);
   EXPECT_EQ(CrossEntropyFamily::workspaceFloats({DType::Float32, 33, 64, R::Sum}), 34);
   EXPECT_EQ(CrossEntropyFamily::workspaceFloats({DType::Float32, 33, 64, R::None}), 0);
+  EXPECT_EQ(CrossEntropyFamily::workspaceFloats({DType::Float32, 2, 64, R::Mean}), 3);
+  EXPECT_EQ(CrossEntropyFamily::workspaceFloats({DType::BFloat16, 1, 128256, R::Mean}), 0)
+      << "one row writes its loss itself: no workspace";
+  EXPECT_EQ(CrossEntropyFamily::workspaceFloats({DType::BFloat16, 1, 128256, R::Sum}), 0);
   // Bytes: the logits once dominate; FLOPs: 4 a logit.
   const double bytes = CrossEntropyFamily::bytesMoved({DType::BFloat16, 8192, 128256, R::Mean});
   EXPECT_GT(bytes, 8192.0 * 128256 * 2);

@@ -121,8 +121,9 @@ class CrossEntropyFamily {
                             const CrossEntropyVariant& v, const CrossEntropyParams& p);
   static size_t requiredAlignment(DType dtype, const CrossEntropyParams& p);
 
-  // Floats of workspace a launch needs: 0 for none, rows + 1 (the losses and
-  // the counter) for sum and mean.
+  // Floats of workspace a launch needs: 0 for none and for one row (the
+  // kernel then leaves `work` alone: it may be null), rows + 1 (the losses and
+  // the counter) for sum and mean over more rows.
   static int64_t workspaceFloats(const CrossEntropyVariant& v);
   // Whether the counter (work[rows]) must be zeroed before the launch: a sum
   // or mean whose grid holds more than one CTA group (the template's Note
