@@ -211,8 +211,11 @@ class Timer:
         l2 = torch.cuda.get_device_properties(0).L2_cache_size
         self.flush = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
 
-    def time_us(self, fn):
+    def flush_l2(self):
         self.flush.zero_()
+
+    def time_us(self, fn):
+        self.flush_l2()
         # Keep the GPU busy ~100 us more, so the call below is enqueued before
         # the GPU reaches it: the events then time the kernels, not Python's
         # and the dispatcher's CPU time (which decides small decode shapes).

@@ -64,14 +64,17 @@ __device__ __forceinline__ unsigned long long hk_policy_evict_first() {
   asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
   return p;
 }
-__device__ __forceinline__ hk_pack hk_load(const hk_pack* a, unsigned long long policy) {
-  hk_pack p;
-  unsigned int* r = reinterpret_cast<unsigned int*>(&p);
-  asm("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-      : "l"(a), "l"(policy));
-  return p;
-}
+// A 16-byte load with an L2 policy, and `l1` (an L1 eviction qualifier, or "").
+#define HK_DEFINE_HINTED_LOAD(name, l1)                                              \
+  __device__ __forceinline__ hk_pack name(const hk_pack* a, unsigned long long policy) { \
+    hk_pack p;                                                                       \
+    unsigned int* r = reinterpret_cast<unsigned int*>(&p);                           \
+    asm("ld.global" l1 ".L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"             \
+        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])                             \
+        : "l"(a), "l"(policy));                                                      \
+    return p;                                                                        \
+  }
+HK_DEFINE_HINTED_LOAD(hk_load, "")
 __device__ __forceinline__ void hk_store(hk_pack* a, const hk_pack& p, unsigned long long policy) {
   const unsigned int* r = reinterpret_cast<const unsigned int*>(&p);
   asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1,%2,%3,%4}, %5;" ::"l"(a), "r"(r[0]), "r"(r[1]),
@@ -103,22 +106,8 @@ __device__ __forceinline__ void hk_store(hk_pack* a, const hk_pack& p, unsigned 
 #define HK_STREAM_L1_HINTS 0
 #endif
 #if HK_STREAM_HINTS && HK_STREAM_L1_HINTS
-__device__ __forceinline__ hk_pack hk_load_first(const hk_pack* a, unsigned long long policy) {
-  hk_pack p;
-  unsigned int* r = reinterpret_cast<unsigned int*>(&p);
-  asm("ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-      : "l"(a), "l"(policy));
-  return p;
-}
-__device__ __forceinline__ hk_pack hk_load_again(const hk_pack* a, unsigned long long policy) {
-  hk_pack p;
-  unsigned int* r = reinterpret_cast<unsigned int*>(&p);
-  asm("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-      : "l"(a), "l"(policy));
-  return p;
-}
+HK_DEFINE_HINTED_LOAD(hk_load_first, ".L1::evict_last")
+HK_DEFINE_HINTED_LOAD(hk_load_again, ".L1::evict_first")
 __device__ __forceinline__ void hk_store_stream(hk_pack* a, const hk_pack& p, unsigned long long) { *a = p; }
 #else
 __device__ __forceinline__ hk_pack hk_load_first(const hk_pack* a, unsigned long long policy) {
