@@ -100,8 +100,10 @@ __device__ __forceinline__ void hk_store(hk_pack* a, const hk_pack& p, unsigned 
 // torch.compile; bench/results/h200-rms-norm-probe-2026-11-30-n.json):
 // rms_norm streaming 512 x vec 8 130.8 -> 128.1 us (torch.compile 127.7; its
 // own kernel launched from the probe 129.0, and 132.1 with its L1 hints
-// stripped). Without HK_STREAM_L1_HINTS these are hk_load / hk_store (Note
-// [Streaming L2 hints]); without HK_STREAM_HINTS, plain accesses.
+// stripped). Not for split softmax streaming, whose output must stay out of
+// the L2 its rows are re-read from (evict_first stores; softmax_lastdim.cu
+// has the numbers). Without HK_STREAM_L1_HINTS these are hk_load / hk_store
+// (Note [Streaming L2 hints]); without HK_STREAM_HINTS, plain accesses.
 #ifndef HK_STREAM_L1_HINTS
 #define HK_STREAM_L1_HINTS 0
 #endif

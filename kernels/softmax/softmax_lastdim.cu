@@ -89,8 +89,11 @@ static_assert(HK_LOG == 0 || HK_LOG == 1, "HK_LOG must be 0 or 1");
 #endif
 // ... and L1 hints with plain stores for one CTA a row (Note [Streaming L1
 // hints]): bf16 [4096, 32000] 512 x vec 8 138.5 -> 133.4 us. Not for split
-// streaming, whose slices outgrow L1: bf16 [8192, 128256] cluster 4 x 512
-// 1194.9 -> 1326.4 us (bench/results/h200-softmax-l1-hints-2026-11-30.json);
+// streaming: bf16 [8192, 128256] cluster 4 x 512 1194.9 -> 1326.4 us
+// (bench/results/h200-softmax-l1-hints-2026-11-30.json), all of it from the
+// plain stores (its output then crowds the rows still to be re-read out of
+// L2): with the L1 hints but evict_first stores 1202.8 against 1202.0
+// (h200-softmax-l1-stores-2026-11-30.json), no gain either;
 // walking its second pass backwards, the lines read last first, gained
 // nothing either (1195.8 -> 1192.8 us; h200-softmax-reverse-pass2-2026-11-30.json).
 #ifndef HK_STREAM_L1_HINTS
