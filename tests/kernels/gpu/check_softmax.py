@@ -215,7 +215,7 @@ def check_point(k, pt, rows, tol, inputs, entry):
                 entry["errors"].append(f"{kind}: in-place result differs")
 
 
-def bench(manifest, kernels, report, reps=21, clean_flush=False):
+def bench(manifest, kernels, report, reps=21, clean_flush=False, extra_shared=()):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench"))
     from ops_bench import Timer  # the project's method, shared (bench/ops_bench.py)
 
@@ -259,6 +259,19 @@ def bench(manifest, kernels, report, reps=21, clean_flush=False):
                 print(f"bench {name:>24} {pt['describe']:<44} not run: {e}", flush=True)
                 continue
             calls.append((pt["describe"], pt, launch))
+            # Fewer CTAs an SM without recompiling: dynamic shared memory the
+            # kernel does not use (an occupancy probe; not the launcher's geometry).
+            for extra in extra_shared:
+                label = f'{pt["describe"]} +{extra // 1024} KiB smem'
+                wider = (lambda k=k, pt=pt, extra=extra:
+                         k.launch(x, out, pt["grid"], pt["block"], pt["shared"] + extra))
+                try:
+                    wider()
+                    torch.cuda.synchronize()
+                except RuntimeError as e:
+                    print(f"bench {name:>24} {label:<44} not run: {e}", flush=True)
+                    continue
+                calls.append((label, pt, wider))
         samples = {c[0]: [] for c in calls}
         for rep in range(reps):
             order = calls[rep % len(calls):] + calls[:rep % len(calls)]
@@ -290,6 +303,9 @@ def main():
     ap.add_argument("--max-numel", type=int, default=2**62, help="skip larger variants")
     ap.add_argument("--report")
     ap.add_argument("--points", help="only points whose description matches this regex (tags included)")
+    ap.add_argument("--extra-shared", default="",
+                    help="with --bench, each point again with this many more bytes of dynamic shared memory "
+                         "(comma-separated): fewer CTAs an SM, an occupancy probe")
     ap.add_argument("--clean-flush", action="store_true",
                     help="diagnosis: empty L2 by reading, not writing (no dirty lines left for the timed call)")
     args = ap.parse_args()
@@ -312,7 +328,8 @@ def main():
               "checks": [], "bench": []}
     failures = 0 if args.no_check else run_checks(manifest, kernels, report, args.quick, args.max_numel)
     if args.bench:
-        bench(manifest, kernels, report, clean_flush=args.clean_flush)
+        bench(manifest, kernels, report, clean_flush=args.clean_flush,
+              extra_shared=[int(b) for b in args.extra_shared.split(",") if b])
     print(f"{failures} failing (variant, point) pairs of {len(report['checks'])}")
     if args.report:
         with open(args.report, "w") as f:
