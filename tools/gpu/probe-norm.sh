@@ -10,6 +10,8 @@
 # (probes i-k used macros since deleted: the note says what they measured).
 #   PROBE_SHAPE   ROWSxCOLS (default 16384x8192)
 #   PROBE_POINTS  THREADSxVECxITEMS,... (default 512x8x0,256x8x0,512x8x2,256x8x4)
+#   PROBE_TRITON  1: also torch.compile's own kernel launched from the probe, and
+#                 its PTX without its L1 / L2 hints (probes m and n)
 set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -22,5 +24,6 @@ timeout 400 python3 bench/norm_probe.py --rows "${SHAPE%x*}" --cols "$C" --point
   --experiment cols=-DHK_COLS=${C}LL \
   --experiment occ=-DHK_COLS=${C}LL,-DHK_PROBE_MIN_CTAS=0 \
   --experiment u1=-DHK_COLS=${C}LL,-DHK_STREAM_UNROLL=1,-DHK_STREAM_UNROLL2=1 \
+  ${PROBE_TRITON:+--triton --triton-mutations noL1,noL2,nohints} \
   --out "$OUT/norm-probe.json" --inductor-code "$OUT/inductor-rms-$SHAPE.py" > "$OUT/norm-probe.log" 2>&1
 echo "rc=$?"; tail -20 "$OUT/norm-probe.log"
