@@ -33,7 +33,8 @@
 // the rows' losses, followed by one 32-bit counter that must be 0 at launch
 // whenever the grid holds more than one CTA group (CrossEntropyFamily::
 // needsCounter); the kernel leaves it 0 again. With rows == 1 the kernel does
-// not touch `work` (Note [One row needs no reduction pass]).
+// not touch `work`, which may then be null (Note [One row needs no reduction
+// pass]; CrossEntropyFamily::workspaceFloats is 0).
 //
 // Preconditions (checked on the host by CrossEntropyFamily's guards, not here):
 //   cols % HK_VEC == 0; `logits` aligned to HK_VEC * sizeof(element); `target`
