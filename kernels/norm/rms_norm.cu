@@ -145,14 +145,6 @@ static_assert(HK_HAS_WEIGHT == 0 || HK_HAS_WEIGHT == 1, "HK_HAS_WEIGHT must be 0
 
 #include "hk_prelude.cuh"
 
-// The streaming pass 2's weight: with the L1 hints, kept in L1 and L2 (every
-// row reads it); otherwise a plain load.
-#if HK_STREAM_HINTS && HK_STREAM_L1_HINTS
-#define HK_WEIGHT_LOAD(a) hk_load_first(a, keep)
-#else
-#define HK_WEIGHT_LOAD(a) (*(a))
-#endif
-
 __device__ __forceinline__ hk_pack hk_zero_pack() {
   hk_pack p;
 #pragma unroll
@@ -289,7 +281,11 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
         if (v < live) {
           p[u] = hk_load_again(src + v, drop);
 #if HK_HAS_WEIGHT
-          wp[u] = HK_WEIGHT_LOAD(weight + v);
+#if HK_STREAM_HINTS && HK_STREAM_L1_HINTS
+          wp[u] = hk_load_first(weight + v, keep);  // kept in L1 and L2: every row reads it
+#else
+          wp[u] = weight[v];
+#endif
 #endif
         }
       }

@@ -231,8 +231,8 @@ TuneOutcome tuneCrossEntropy(const CrossEntropyVariant& v, int device, const Tun
     const bool reduced = v.reduction != CrossEntropyReduction::None;
     at::Tensor out = reduced ? at::empty({}, x.options()) : at::empty({v.rows}, x.options());
     at::Tensor work;
-    if (CrossEntropyFamily::workspaceFloats(v) > 0) {
-      work = at::empty({CrossEntropyFamily::workspaceFloats(v)}, x.options().dtype(at::kFloat));
+    if (const int64_t workFloats = CrossEntropyFamily::workspaceFloats(v); workFloats > 0) {
+      work = at::empty({workFloats}, x.options().dtype(at::kFloat));
       if (plan.needsZeroedCounter) work.narrow(0, v.rows, 1).zero_();
     }
     return plan.launcher->launchArgs(KernelArgs()
