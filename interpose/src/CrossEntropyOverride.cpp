@@ -9,6 +9,7 @@
 
 #include "NormOverrideCommon.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
+#include "hotkernel/optimizer/StreamWorkspace.h"
 #include "FamilyDType.h"
 
 namespace hotkernel {
@@ -51,13 +52,9 @@ std::optional<at::Tensor> tryPlan(const at::Tensor& self, const at::Tensor& targ
     const int64_t workFloats = kernels::CrossEntropyFamily::workspaceFloats(
         CrossEntropyVariant{static_cast<kernels::DType>(key->dtype), key->rows, key->cols,
                             static_cast<kernels::CrossEntropyReduction>(key->reduction())});
-    at::Tensor work;
-    if (workFloats > 0) {
-      work = at::empty({workFloats}, self.options().dtype(at::kFloat));
-      // The kernel leaves the counter at 0, but this buffer is fresh from the
-      // allocator: zeroed when the launch reads it (more than one CTA group).
-      if (plan->needsZeroedCounter) work.narrow(0, key->rows, 1).zero_();
-    }
+    // Losses and a counter that is 0 at launch, kept per stream (Note [A
+    // persistent workspace per stream]): no allocation and no fill kernel.
+    const at::Tensor work = workFloats > 0 ? StreamWorkspaces::global().forLaunchLike(workFloats, self) : at::Tensor();
     if (!aligned(out.const_data_ptr(), self.element_size()) || (work.defined() && !aligned(work.const_data_ptr(), 4))) {
       return std::nullopt;
     }

@@ -64,9 +64,7 @@ Plan makeCrossEntropyPlan(const VariantKey& key, const kernels::CrossEntropyPara
                   "not a cross_entropy_loss key: ", variantString(key));
   const kernels::CrossEntropyVariant v{static_cast<DType>(key.dtype), key.rows, key.cols,
                                        static_cast<kernels::CrossEntropyReduction>(key.reduction())};
-  Plan plan = familyPlan<CrossEntropyFamily>(key, v, params, cubin, device, CrossEntropyFamily::kName);
-  plan.needsZeroedCounter = CrossEntropyFamily::needsCounter(v, params);
-  return plan;
+  return familyPlan<CrossEntropyFamily>(key, v, params, cubin, device, CrossEntropyFamily::kName);
 }
 
 Plan makeReducePlan(const VariantKey& key, const kernels::ReduceParams& params, const std::string& cubin, int device,

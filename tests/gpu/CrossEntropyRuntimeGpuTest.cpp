@@ -15,6 +15,9 @@
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/core/InferenceMode.h>
 #include <ATen/ops/_log_softmax_cuda_dispatch.h>
 #include <ATen/ops/nll_loss_forward_cuda_dispatch.h>
 
@@ -31,6 +34,7 @@
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/optimizer/CrossEntropyTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/optimizer/StreamWorkspace.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"
 
@@ -60,6 +64,7 @@ at::Tensor atenLoss(const at::Tensor& x, const at::Tensor& t, int64_t reduction,
 // |got - ref| within the family's bound of a mean (Note [Cross entropy tolerance]).
 void expectMeanWithin(const at::Tensor& got, const at::Tensor& x, const at::Tensor& t, int64_t ignoreIndex,
                       const char* what) {
+  const int64_t cols = x.size(1);
   ASSERT_EQ(got.dim(), 0) << what;
   ASSERT_EQ(got.scalar_type(), x.scalar_type()) << what;
   const at::Tensor ref = atenLoss(x, t, at::Reduction::Mean, ignoreIndex);
@@ -67,7 +72,7 @@ void expectMeanWithin(const at::Tensor& got, const at::Tensor& x, const at::Tens
   const at::Tensor kept = t != ignoreIndex;
   const int64_t count = kept.sum().item<int64_t>();
   const at::Tensor absKept = at::where(kept, rows.abs(), at::zeros_like(rows));
-  const CrossEntropyTolerance tol = CrossEntropyFamily::tolerance(DType::BFloat16, kCols);
+  const CrossEntropyTolerance tol = CrossEntropyFamily::tolerance(DType::BFloat16, cols);
   const double r = ref.item<double>(), g = got.item<double>();
   const double bound = tol.reducedBound(CrossEntropyReduction::Mean, count, absKept.sum().item<double>(),
                                         count > 0 ? absKept.max().item<double>() : 0.0, r);
@@ -176,6 +181,89 @@ TEST(CrossEntropyRuntimeGpuTest, GivenHotBf16MeanWhenOptimizedThenCrossEntropyHi
     EXPECT_TRUE(at::equal(none, atenLoss(x, t, at::Reduction::None, -100)));
   }
   EXPECT_EQ(CrossEntropyOverride::misses(), misses + 1);
+}
+
+// Note [A persistent workspace per stream]: a plan whose launches count CTA
+// groups on the workspace's counter, served many times on one stream (each
+// launch finds the counter its predecessor left at 0), alternating with
+// another row count that shares the same counter, on a second stream, and in
+// a CUDA graph (not pooled: the capture adds no buffer; replays interleaved
+// with eager calls on the capture stream). Every result equals the first,
+// which is within the family's bound of ATen's.
+TEST(CrossEntropyRuntimeGpuTest, GivenACountingPlanWhenServedOnTwoStreamsAndInAGraphThenEveryCallMatches) {
+  REQUIRE_CUDA_AND_NVRTC();
+  installServedOp(ServedOp::CrossEntropy, c10::DispatchKey::CUDA, nullptr);
+  constexpr int64_t kDecodeCols = 128256;
+  const DeviceInfo info = queryDevice(0);
+  const int cc = info.ccMajor * 10 + info.ccMinor;
+  const CrossEntropyVariant v32{DType::BFloat16, 32, kDecodeCols, CrossEntropyReduction::Mean};
+  const CrossEntropyVariant v8{DType::BFloat16, 8, kDecodeCols, CrossEntropyReduction::Mean};
+  std::optional<CrossEntropyParams> counting;
+  for (const CrossEntropyParams& p : CrossEntropyFamily::parameterSpace(v32, cc)) {
+    if (CrossEntropyFamily::needsCounter(v32, p) && CrossEntropyFamily::needsCounter(v8, p)) {
+      counting = p;
+      break;
+    }
+  }
+  ASSERT_TRUE(counting.has_value()) << "no point of the space counts CTA groups at [32, 128256]";
+  const std::string cubin =
+      compileToCubin(CrossEntropyFamily::source(), "cross_entropy.cu", info.nvrtcArch(),
+                     CrossEntropyFamily::compileOptions(DType::BFloat16, *counting, CrossEntropyReduction::Mean))
+          .cubin;
+  for (const int64_t rows : {int64_t{32}, int64_t{8}}) {
+    VariantKey key{static_cast<int32_t>(DType::BFloat16), 0, rows, kDecodeCols};
+    key.flags = VariantKey::reductionFlags(at::Reduction::Mean);
+    plansOf(ServedOp::CrossEntropy).publish(makeCrossEntropyPlan(key, *counting, cubin, 0));
+  }
+  std::cout << "counting plan: " << counting->describe() << std::endl;
+
+  const auto opts = at::TensorOptions().device(at::kCUDA, 0);
+  const at::Tensor x = at::randn({32, kDecodeCols}, opts.dtype(at::kFloat)).mul_(3.0).to(at::kBFloat16);
+  at::Tensor t = at::randint(0, kDecodeCols, {32}, opts.dtype(at::kLong));
+  t.slice(0, 0, 32, 5).fill_(-100);
+  const at::Tensor x8 = x.narrow(0, 3, 8).contiguous(), t8 = t.narrow(0, 3, 8).contiguous();
+  c10::InferenceMode inference;
+  const uint64_t hits = CrossEntropyOverride::hits();
+  const at::Tensor first = at::cross_entropy_loss(x, t), first8 = at::cross_entropy_loss(x8, t8);
+  ASSERT_EQ(CrossEntropyOverride::hits(), hits + 2) << "the plans did not serve the calls";
+  expectMeanWithin(first, x, t, -100, "32 rows");
+  expectMeanWithin(first8, x8, t8, -100, "8 rows");
+  const size_t buffers = StreamWorkspaces::global().pooledBuffers();
+
+  // One stream, two row counts, one counter.
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_TRUE(at::equal(at::cross_entropy_loss(x, t), first)) << "call " << i << " of 32 rows";
+    EXPECT_TRUE(at::equal(at::cross_entropy_loss(x8, t8), first8)) << "call " << i << " of 8 rows";
+  }
+  // A second stream: its own buffer.
+  const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+  {
+    c10::cuda::CUDAStreamGuard guard(side);
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(at::equal(at::cross_entropy_loss(x, t), first)) << "side stream " << i;
+    side.synchronize();
+  }
+  // A graph captured on a third stream: a fresh workspace, zeroed by a node of the graph.
+  const at::cuda::CUDAStream capture = at::cuda::getStreamFromPool();
+  at::cuda::CUDAGraph graph;
+  at::Tensor captured;
+  const size_t beforeCapture = StreamWorkspaces::global().pooledBuffers();
+  {
+    c10::cuda::CUDAStreamGuard guard(capture);
+    const uint64_t before = CrossEntropyOverride::hits();
+    graph.capture_begin();
+    captured = at::cross_entropy_loss(x, t);
+    graph.capture_end();
+    EXPECT_EQ(CrossEntropyOverride::hits(), before + 1) << "the capture did not take the plan";
+    EXPECT_EQ(StreamWorkspaces::global().pooledBuffers(), beforeCapture) << "capture used a pooled buffer";
+    for (int i = 0; i < 3; ++i) {
+      graph.replay();
+      EXPECT_TRUE(at::equal(at::cross_entropy_loss(x, t), first)) << "eager between replays " << i;
+      EXPECT_TRUE(at::equal(captured, first)) << "replay " << i;
+    }
+    capture.synchronize();
+  }
+  EXPECT_GE(StreamWorkspaces::global().pooledBuffers(), buffers);
+  EXPECT_TRUE(at::equal(at::cross_entropy_loss(x, t), first)) << "after the graph, on the first stream";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The cross_entropy_loss trampolines (Note [Overriding a composite op]):
 // the call's variant key from tensors, plan hits with the family's full
-// argument list, the counter zeroed only when the plan needs it, autograd
+// argument list, the workspace from the stream's pool with its counter at 0
+// (Note [A persistent workspace per stream]), autograd
 // calls and refused calls on the original composite. Exercised on the CPU
 // and AutogradCPU keys with a launcher that plays hk_cross_entropy's ABI on
 // the host (the CUDA keys run the same trampolines; see tests/gpu).
@@ -14,6 +15,7 @@
 #include <cmath>
 
 #include "CrossEntropyOverride.h"
+#include "hotkernel/optimizer/StreamWorkspace.h"
 #include "hotkernel/kernels/DType.h"
 
 namespace hotkernel {
@@ -72,9 +74,9 @@ class CrossEntropyOverrideTest : public ::testing::Test {
     mean_ = std::make_shared<AbiLauncher>();
     none_ = std::make_shared<AbiLauncher>();
     sum_ = std::make_shared<AbiLauncher>();
-    CrossEntropyOverride::plans().publish(Plan{key(kRows, kCols, at::Reduction::Mean), mean_, "abi mean", true});
-    CrossEntropyOverride::plans().publish(Plan{key(kRows, kCols, at::Reduction::None), none_, "abi none", false});
-    CrossEntropyOverride::plans().publish(Plan{key(kRows, kCols, at::Reduction::Sum), sum_, "abi sum", false});
+    CrossEntropyOverride::plans().publish(Plan{key(kRows, kCols, at::Reduction::Mean), mean_, "abi mean"});
+    CrossEntropyOverride::plans().publish(Plan{key(kRows, kCols, at::Reduction::None), none_, "abi none"});
+    CrossEntropyOverride::plans().publish(Plan{key(kRows, kCols, at::Reduction::Sum), sum_, "abi sum"});
   }
   void SetUp() override {
     mean_->fail = false;
@@ -104,7 +106,20 @@ TEST_F(CrossEntropyOverrideTest, GivenPlannedMeanUnderInferenceModeWhenCalledThe
   EXPECT_EQ(mean_->target, t.const_data_ptr());
   EXPECT_EQ(mean_->ignoreIndex, 3);
   ASSERT_NE(mean_->work, nullptr);
-  EXPECT_EQ(mean_->counter, 0.0f);  // the plan says the launch reads it
+  EXPECT_EQ(mean_->counter, 0.0f);  // the launch reads it
+}
+
+TEST_F(CrossEntropyOverrideTest, GivenRepeatedCallsWhenServedThenOneWorkspacePerStreamIsReused) {
+  at::Tensor x = at::randn({kRows, kCols}), t = targets(kRows, kCols);
+  c10::InferenceMode inference;
+  (void)at::cross_entropy_loss(x, t, std::nullopt, at::Reduction::Mean, -100, 0.0);
+  const void* first = mean_->work;
+  (void)at::cross_entropy_loss(x, t, std::nullopt, at::Reduction::Mean, -100, 0.0);
+  EXPECT_EQ(mean_->work, first) << "allocated again: the fill kernel would be back";
+  (void)at::cross_entropy_loss(x, t, std::nullopt, at::Reduction::Sum, -100, 0.0);
+  EXPECT_EQ(sum_->work, first) << "the same stream, the same rows: the same scratch";
+  EXPECT_EQ(mean_->counter, 0.0f);
+  EXPECT_GE(StreamWorkspaces::global().pooledBuffers(), 1u);
 }
 
 TEST_F(CrossEntropyOverrideTest, GivenReductionNoneWhenCalledThenRowsOutputAndNoWorkspace) {

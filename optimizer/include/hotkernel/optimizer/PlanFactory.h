@@ -31,9 +31,9 @@ Plan makeLayerNormPlan(const VariantKey& key, const kernels::NormParams& params,
                        int device);
 
 // cross_entropy_loss: the key's flags hold the reduction (VariantKey::reductionFlags);
-// `cubin` must have been compiled for it. The plan says whether a launch needs
-// its workspace counter zeroed (needsZeroedCounter); the launcher's alignment()
-// is what the logits need (target: 8 bytes, out: one element, work: 4 bytes).
+// `cubin` must have been compiled for it. The launcher's alignment() is what
+// the logits need (target: 8 bytes, out: one element, work: 4 bytes); a
+// launch's workspace comes from StreamWorkspaces (its counter already 0).
 Plan makeCrossEntropyPlan(const VariantKey& key, const kernels::CrossEntropyParams& params, const std::string& cubin,
                           int device);
 

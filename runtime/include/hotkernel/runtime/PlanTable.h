@@ -86,9 +86,6 @@ struct Plan {
   VariantKey key;
   std::shared_ptr<const KernelLauncher> launcher;
   std::string description;  // family + params, for logs
-  // cross_entropy: the launch's workspace counter must be 0 (CrossEntropyFamily::needsCounter);
-  // the trampoline zeroes it only then.
-  bool needsZeroedCounter = false;
 };
 
 class PlanTable {
