@@ -25,7 +25,9 @@ Ops: softmax, log_softmax, rms_norm (F.rms_norm with a weight), layer_norm
 (F.layer_norm with weight and bias); `--cases norms` runs the norm shapes (all
 four are in HOTKERNEL_OPS' default); cross_entropy (F.cross_entropy, mean, int64
 class targets with every 8th row ignored; ideal traffic: the logits read once):
-`--cases cross_entropy` (cross_entropy_loss is in HOTKERNEL_OPS' default too).
+`--cases cross_entropy` (cross_entropy_loss is in HOTKERNEL_OPS' default too);
+cross_entropy_none: the same with reduction none (one loss a row, no cross-row
+reduction).
 The last-dim reductions x.sum(-1), x.mean(-1), torch.amax(x, -1), x.argmax(-1)
 (ideal traffic: x read once, one result a row): `--cases reductions`, with
 them in HOTKERNEL_OPS (not in its default), e.g.
@@ -80,8 +82,8 @@ def layer_norm_setup(cols, dtype, gen):
             (lambda x: torch.nn.functional.layer_norm(x.double(), (cols,), w.double(), b.double(), 1e-5)), [w, b])
 
 
-def cross_entropy_setup(cols, dtype, gen):
-    """F.cross_entropy (reduction mean, ignore_index -100): int64 class targets per row count, every 8th ignored."""
+def cross_entropy_setup(cols, dtype, gen, reduction="mean"):
+    """F.cross_entropy (`reduction`, ignore_index -100): int64 class targets per row count, every 8th ignored."""
     targets = {}
 
     def target_for(rows):
@@ -92,9 +94,17 @@ def cross_entropy_setup(cols, dtype, gen):
         return targets[rows]
 
     def cross_entropy(t):
-        return torch.nn.functional.cross_entropy(t, target_for(t.shape[0]))
+        return torch.nn.functional.cross_entropy(t, target_for(t.shape[0]), reduction=reduction)
 
-    return cross_entropy, (lambda x: torch.nn.functional.cross_entropy(x.double(), target_for(x.shape[0]))), []
+    def reference(x):
+        return torch.nn.functional.cross_entropy(x.double(), target_for(x.shape[0]), reduction=reduction)
+
+    return cross_entropy, reference, []
+
+
+def cross_entropy_none_setup(cols, dtype, gen):
+    """Per-row losses (reduction none): no cross-row reduction, one result a row."""
+    return cross_entropy_setup(cols, dtype, gen, reduction="none")
 
 
 def sum_lastdim(t):
@@ -125,6 +135,7 @@ OPS = {
     "rms_norm": (rms_norm_setup, "aten::_fused_rms_norm", ";weight=1"),
     "layer_norm": (layer_norm_setup, "aten::native_layer_norm", ";weight=1;bias=1"),
     "cross_entropy": (cross_entropy_setup, "aten::cross_entropy_loss", ";reduction=mean"),
+    "cross_entropy_none": (cross_entropy_none_setup, "aten::cross_entropy_loss", ";reduction=none"),
     # The last-dim reductions (aten::sum.dim_IntList, aten::mean.dim, aten::amax, aten::argmax over dim -1).
     "sum": (plain(sum_lastdim, lambda x: x.double().sum(-1)), "aten::sum.dim_IntList", ""),
     "mean": (plain(mean_lastdim, lambda x: x.double().mean(-1)), "aten::mean.dim", ""),
@@ -315,6 +326,8 @@ def run_case(hk, timer, op, dtype_name, rows, cols, args, copy_bps):
     # cross_entropy: the logits read once and the int64 targets (its output is one scalar).
     if op == "cross_entropy":
         nbytes = x.numel() * x.element_size() + rows * 8
+    elif op == "cross_entropy_none":  # the logits and targets read once, one loss a row written
+        nbytes = x.numel() * x.element_size() + rows * (8 + x.element_size())
     elif op in REDUCTIONS:  # x read once, one result a row (int64 for argmax)
         nbytes = x.numel() * x.element_size() + rows * (8 if op == "argmax" else x.element_size())
     else:
