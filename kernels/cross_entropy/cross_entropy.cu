@@ -65,9 +65,11 @@
 // No float atomics: every row's loss goes to work[row] (float32), then one CTA
 // sums work[] in a fixed order: thread i adds rows i, i + HK_THREADS, ... in
 // order, then an xor butterfly within warps and across the warps' partials.
-// That CTA is the last to finish: each CTA, after its last row, fences its
-// writes and takes a ticket from the counter at work[rows]; the one holding
-// the last ticket fences again and reduces, then resets the counter. A grid of
+// That CTA is the last to finish: each CTA, after its last row, takes a
+// ticket from the counter at work[rows] with one acquire-release atomic after
+// a barrier (no full fences: 0.3 us of a 10.7 us decode call, 1.4 us at
+// [4096, 32000] on the H200); the one holding the last ticket reduces, then
+// resets the counter. A grid of
 // one CTA group (one CTA, or one cluster) needs no counter: its first CTA
 // wrote every loss and reduces after a barrier. The order depends on
 // HK_THREADS but not on the grid or on timing: bitwise reproducible.
@@ -213,12 +215,20 @@ __device__ void hk_finish(const float* work, const long long* target, void* out,
     return;
   }
   unsigned* counter = reinterpret_cast<unsigned*>(const_cast<float*>(work) + rows);
-  __threadfence();  // this CTA's losses are visible device-wide before its ticket
+  // Ordering without a full fence (membar): the barrier puts this CTA's loss
+  // stores before thread 0's ticket, taken with release semantics, so they are
+  // visible to whoever acquires a later ticket; the same atomic acquires, so
+  // the last CTA's thread 0 sees every other CTA's losses, and the barrier
+  // after it extends that to the whole CTA (the release / acquire pattern of
+  // a grid barrier).
   __syncthreads();
-  if (threadIdx.x == 0) hk_last = atomicAdd(counter, 1u) == gridDim.x - 1;
+  if (threadIdx.x == 0) {
+    unsigned ticket;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(ticket) : "l"(counter) : "memory");
+    hk_last = ticket == gridDim.x - 1;
+  }
   __syncthreads();
   if (!hk_last) return;
-  __threadfence();  // every other CTA's losses are visible
   hk_reduce_losses(work, target, out, rows, ignoreIndex);
   if (threadIdx.x == 0) *counter = 0u;  // ready for the next launch on this workspace
 }
