@@ -29,9 +29,10 @@ namespace hotkernel {
 // the row count: a launch for `floats` floats gets the buffer's LAST `floats`
 // floats (losses, then the counter), so calls with other row counts share the
 // same counter and never see a loss where they expect it. A larger request
-// replaces the buffer with a zeroed one of at least twice the size; the old
-// one goes back to the caching allocator, which reuses it on the same stream
-// only, after the launches already enqueued there.
+// replaces the buffer with a zeroed one of twice the size (at least the
+// request, at most kMaxPooledFloats); the old one goes back to the caching
+// allocator, which reuses it on the same stream only, after the launches
+// already enqueued there.
 //
 // Not pooled (a fresh buffer whose last float is zeroed on the stream, as
 // before):
