@@ -65,7 +65,7 @@ size_t StreamWorkspaces::pooledBuffers() const {
 int64_t StreamWorkspaces::capacityOf(const at::TensorOptions& options, const void* stream) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = buffers_.find(keyOf(options.dtype(at::kFloat), stream));
-  return it == buffers_.end() || !it->second.defined() ? 0 : it->second.numel();
+  return it == buffers_.end() ? 0 : it->second.numel();
 }
 
 }  // namespace hotkernel
