@@ -184,6 +184,22 @@ __device__ __forceinline__ hk_elem hk_from_float(float f) {
 #endif
 }
 
+#if HK_DTYPE != 0
+// Two floats to two 16-bit elements, packed in one 32-bit word (`lo` the
+// lower half, the element at the lower address), by one cvt.rn.{bf16x2,
+// f16x2}.f32 (sm_80+): half the conversions of two hk_from_float, the same
+// rounding (to nearest even, NaN to the canonical NaN).
+__device__ __forceinline__ unsigned hk_from_float2(float lo, float hi) {
+  unsigned r;
+#if HK_DTYPE == 2
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+  return r;
+}
+#endif
+
 // Note [Family exp]
 // float32 uses expf, the function ATen's std::exp compiles to (about 2 ulp,
 // with the range reduction split in two fmas), so each term matches ATen's
@@ -307,13 +323,22 @@ __device__ __forceinline__ void hk_pair_fold(float& m, float& s, const hk_pack (
   m = bm;
 }
 
-__device__ __forceinline__ void hk_warp_pair(float& m, float& s, int width) {
-#pragma unroll
-  for (int o = width / 2; o > 0; o >>= 1) {
-    const float om = __shfl_xor_sync(0xffffffffu, m, o);
-    const float os = __shfl_xor_sync(0xffffffffu, s, o);
-    hk_pair_merge(m, s, om, os);
-  }
+// The merge of the pairs held by each aligned group of `width` lanes, in two
+// flat steps instead of log2(width) dependent pair merges: the group's
+// maximum M by a max butterfly, then sum s * exp(m - M) by a sum butterfly
+// (one exponential a lane, none on the butterfly's chain). Every lane of a
+// group gets the same bits (both butterflies are; Note [Deterministic
+// reductions] in softmax_lastdim.cu). The special values behave as in
+// hk_pair_merge: (-inf, 0) pairs add 0, and a group of only -inf keeps
+// s = 0. Used by the row reductions (hk_row_pair) and where a cluster's pairs
+// meet (Note [Split rows over a cluster]): there the merge sits between the
+// last load and the first store, and the flat form took the decode softmax
+// bf16 [32, 128256] from 12.03 to 11.94 us on the H200 (ce-decode-probe,
+// tree "v1" against "cur", bench/results/h200-ce-decode-probe-2026-12-01-rescale.json).
+__device__ __forceinline__ void hk_warp_pair_flat(float& m, float& s, int width) {
+  const float top = hk_warp_max(m, width);
+  s = hk_warp_sum(s * hk_exp(m - hk_pair_base(top)), width);
+  m = top;
 }
 
 #if defined(HK_ROW_THREADS) && defined(HK_ROW_WARPS)
@@ -346,9 +371,9 @@ __device__ __forceinline__ float hk_row_sum(float v, float* buf) {
 
 __device__ __forceinline__ void hk_row_pair(float& m, float& s, float* bufM, float* bufS) {
 #if HK_ROW_THREADS <= 32
-  hk_warp_pair(m, s, HK_ROW_THREADS);
+  hk_warp_pair_flat(m, s, HK_ROW_THREADS);
 #else
-  hk_warp_pair(m, s, 32);
+  hk_warp_pair_flat(m, s, 32);
   if ((threadIdx.x & 31) == 0) {
     bufM[threadIdx.x >> 5] = m;
     bufS[threadIdx.x >> 5] = s;
@@ -356,7 +381,7 @@ __device__ __forceinline__ void hk_row_pair(float& m, float& s, float* bufM, flo
   __syncthreads();
   m = bufM[threadIdx.x & (HK_ROW_WARPS - 1)];
   s = bufS[threadIdx.x & (HK_ROW_WARPS - 1)];
-  hk_warp_pair(m, s, HK_ROW_WARPS);
+  hk_warp_pair_flat(m, s, HK_ROW_WARPS);
 #endif
 }
 #endif  // HK_ROW_THREADS
@@ -382,5 +407,93 @@ __device__ __forceinline__ float hk_cluster_load(const float* p, unsigned rank) 
   unsigned long long remote;
   asm volatile("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
   return *reinterpret_cast<const float*>(remote);
+}
+// Barrier arrive without release semantics: no MEMBAR.ALL.GPU in front of it.
+// For "done reading the peers' shared memory" once the values read have been
+// USED (a load whose value was consumed has completed), where the release
+// form cost 0.67 us of a 12.1 us decode softmax on the H200 (bench/results/
+// h200-ce-decode-probe-2026-12-01.json).
+__device__ __forceinline__ void hk_cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+
+// Note [Pushed cluster pairs]
+// Every CTA of a cluster needs the merge of the cluster's (max, sum) pairs.
+// Instead of publishing its pair, a cluster barrier, reads of the peers'
+// shared memory and a second barrier before the pair may be overwritten,
+// each CTA pushes its pair into a slot of every peer (st.async: a remote
+// store that completes the transaction count of the peer's mbarrier) and
+// waits on its own mbarrier until all HK_CLUSTER pairs have landed. No CTA
+// reads a peer's shared memory, and a CTA exits only after every push into
+// it has landed, so no barrier guards the exit either. Slots and mbarriers
+// come in two sets, by row parity: a peer can push row k + 2's pair only
+// after it received ours of row k + 1, which we send after reading the
+// slots of row k. A push may land before its mbarrier expects it (the
+// transaction count goes negative; the phase cannot complete before our own
+// arrive). The mbarriers are initialized once, published by a relaxed
+// cluster arrive at the start and waited for before the first push.
+// Measured on the H200 (bench/results/h200-ce-decode-probe-2026-12-01.json):
+// the exchange in a read-barrier-write floor kernel, [32, 128256] cluster
+// 8 x 256, 10.02 -> 9.50 us.
+struct hk_pushed_pairs {
+  unsigned long long bar[2];      // mbarriers, by row parity
+  float slot[2][HK_CLUSTER][2];   // the pairs of ranks 0..HK_CLUSTER-1, by row parity
+};
+__device__ __forceinline__ unsigned hk_smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+// Thread 0 initializes; then every thread: __syncthreads and the relaxed
+// arrive that publishes the initialization (hk_pushed_wait_init waits for it).
+__device__ __forceinline__ void hk_pushed_init(hk_pushed_pairs& x) {
+  if (threadIdx.x == 0) {
+    asm volatile(
+        "mbarrier.init.shared::cta.b64 [%0], 1;\n\t"
+        "mbarrier.init.shared::cta.b64 [%1], 1;\n\t"
+        "fence.mbarrier_init.release.cluster;" ::"r"(hk_smem_addr(&x.bar[0])),
+        "r"(hk_smem_addr(&x.bar[1]))
+        : "memory");
+  }
+  __syncthreads();
+  hk_cluster_arrive_relaxed();
+}
+// Every thread, once, before the first push (and before exiting if it never pushed).
+__device__ __forceinline__ void hk_pushed_wait_init() { hk_cluster_wait(); }
+// Row number k (0, 1, ... of this CTA's rows) uses set k & 1, whose mbarrier
+// is then in phase k >> 1.
+// One thread of a receiving CTA: expect HK_CLUSTER pairs for row k.
+__device__ __forceinline__ void hk_pushed_expect(hk_pushed_pairs& x, int k) {
+  asm volatile(
+      "{\n\t.reg .b64 st;\n\t"
+      "mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n\t}" ::"r"(hk_smem_addr(&x.bar[k & 1])),
+      "r"(static_cast<unsigned>(8 * HK_CLUSTER))
+      : "memory");
+}
+// The calling thread pushes the pair (m, s) of CTA `rank` for row k to CTA `dest`.
+__device__ __forceinline__ void hk_pushed_push(hk_pushed_pairs& x, float m, float s, unsigned rank, int k,
+                                               unsigned dest) {
+  unsigned rslot, rbar;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rslot) : "r"(hk_smem_addr(&x.slot[k & 1][rank][0])), "r"(dest));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(hk_smem_addr(&x.bar[k & 1])), "r"(dest));
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(rslot),
+               "f"(m), "f"(s), "r"(rbar)
+               : "memory");
+}
+// The calling thread waits until row k's pairs are in x.slot[k & 1].
+__device__ __forceinline__ void hk_pushed_wait(hk_pushed_pairs& x, int k) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "HK_PUSHED_WAIT_%=:\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
+      "@!p bra HK_PUSHED_WAIT_%=;\n\t}" ::"r"(hk_smem_addr(&x.bar[k & 1])),
+      "r"(static_cast<unsigned>((k >> 1) & 1))
+      : "memory");
+}
+// All to all: every thread of every CTA, with the CTA's pair (m, s) of row k:
+// thread 0 expects the HK_CLUSTER pairs, thread r < HK_CLUSTER pushes ours to
+// rank r, then everybody waits for the row's pairs.
+__device__ __forceinline__ void hk_pushed_exchange(hk_pushed_pairs& x, float m, float s, unsigned rank, int k) {
+  if (threadIdx.x == 0) hk_pushed_expect(x, k);
+  if (threadIdx.x < HK_CLUSTER) hk_pushed_push(x, m, s, rank, k, threadIdx.x);
+  hk_pushed_wait(x, k);
 }
 #endif  // HK_CLUSTER > 1

@@ -292,7 +292,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(
     hk_cross_entropy(const void* logits_, const long long* target, void* out_, float* work, long long rows,
                      long long cols, long long ignoreIndex) {
   __shared__ float hk_buf[2][HK_THREADS / 32];
-  __shared__ float hk_part[2];  // this CTA's (max, sum) pair of its slice, read by rank 0
+  __shared__ hk_pushed_pairs hk_pairs;  // rank 0's: the cluster's pairs (Note [Pushed cluster pairs])
   const hk_elem* logits = static_cast<const hk_elem*>(logits_);
   const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
   const int chunk = (nvec + HK_CLUSTER - 1) / HK_CLUSTER;
@@ -303,37 +303,35 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(
   const int lane = tid & 31;
   // Clusters are HK_CLUSTER consecutive CTAs; the grid is a multiple of HK_CLUSTER.
   const long long clusters = gridDim.x / HK_CLUSTER;
-  bool published = false;  // a pair of ours may still be read by rank 0
+  hk_pushed_init(hk_pairs);
+  int k = 0;  // this CTA's rows so far
   for (long long row = blockIdx.x / HK_CLUSTER; row < rows; row += clusters) {
+    // A next row (grids of more rows than clusters only; the launcher gives
+    // each row its own cluster): rank 0 has read the previous row's pairs,
+    // and every warp hk_buf, before anybody pushes or writes again.
+    if (k > 0) {
+      hk_cluster_arrive();
+      hk_cluster_wait();
+    }
     const hk_elem* rowPtr = logits + row * cols;
     const bool gather = rank == 0 && tid == 0;  // rank 0's first thread reads the target and its logit
     const long long t = gather ? target[row] : ignoreIndex;
     float m, s, xt;
     hk_stream_pair(rowPtr, begin, end, tid, HK_THREADS, gather, t, cols, m, s, xt);
     hk_row_pair(m, s, hk_buf[0], hk_buf[1]);
-    if (published) hk_cluster_wait();  // rank 0 has read our previous pair
-    if (tid == 0) {
-      hk_part[0] = m;
-      hk_part[1] = s;
-    }
-    hk_cluster_arrive();
-    hk_cluster_wait();  // every CTA's pair is visible
-    float pm = hk_neg_inf(), ps = 0.0f;
-    if (rank == 0 && tid < HK_CLUSTER) {
-      pm = hk_cluster_load(&hk_part[0], tid);
-      ps = hk_cluster_load(&hk_part[1], tid);
-    }
-    hk_cluster_arrive();  // done reading the peers' pairs
-    published = true;
+    if (k == 0) hk_pushed_wait_init();
+    if (rank == 0 && tid == 0) hk_pushed_expect(hk_pairs, k);
+    if (tid == 0) hk_pushed_push(hk_pairs, m, s, rank, k, 0);
     if (rank == 0 && tid < 32) {
-      float rm = __shfl_sync(0xffffffffu, pm, 0);
-      float rs = __shfl_sync(0xffffffffu, ps, 0);
-#pragma unroll
-      for (int r = 1; r < HK_CLUSTER; ++r) {
-        hk_pair_merge(rm, rs, __shfl_sync(0xffffffffu, pm, r), __shfl_sync(0xffffffffu, ps, r));
+      hk_pushed_wait(hk_pairs, k);
+      float pm = hk_neg_inf(), ps = 0.0f;
+      if (lane < HK_CLUSTER) {
+        pm = hk_pairs.slot[k & 1][lane][0];
+        ps = hk_pairs.slot[k & 1][lane][1];
       }
+      hk_warp_pair_flat(pm, ps, HK_CLUSTER);  // every lane gets the cluster's pair
       if (lane == 0) {
-        const float loss = hk_row_loss(t, xt, rm, rs, cols, ignoreIndex);
+        const float loss = hk_row_loss(t, xt, pm, ps, cols, ignoreIndex);
 #if HK_REDUCTION == 0
         static_cast<hk_elem*>(out_)[row] = hk_from_float(loss);
 #else
@@ -345,8 +343,9 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(
 #endif
       }
     }
+    ++k;
   }
-  if (published) hk_cluster_wait();  // rank 0 may still read our last pair
+  if (k == 0) hk_pushed_wait_init();  // no row: the arrive of hk_pushed_init still needs its wait
 #if HK_REDUCTION != 0
   if (rows > 1) hk_finish(work, target, out_, rows, ignoreIndex, gridDim.x / HK_CLUSTER, blockIdx.x == 0);
 #endif

@@ -354,6 +354,23 @@ extern "C" __global__ void HK_BOUNDS
 #ifndef HK_SMEM
 #define HK_SMEM 0
 #endif
+// Note [Rescaled split softmax]
+// Decode rows ([32, 128256]) fill the GPU with one wave of cluster CTAs that
+// all read, then all compute, then all write: the arithmetic between the
+// last load and the first store is not hidden behind other CTAs' memory
+// traffic, and there the quarter-rate pipe (MUFU.EX2, and the F2F
+// conversions) bounds it. The 16-bit register-resident slices therefore take
+// one exponential an element, not two: each thread's terms are taken against
+// its OWN maximum mt, e = exp(x - mt), kept in registers and summed; the
+// CTA's and the cluster's merges then see (mt, sum e) pairs like any
+// online pair (Note [Online pairs]), and the output is e * (exp(mt - max) /
+// sum), one multiply an element, converted two at a time (hk_from_float2).
+// A thread whose elements are all -inf writes 0 * (1 / sum): 0, or NaN when
+// the row's sum is 0 or NaN, as ATen (Note [Softmax special values match
+// ATen]); a +inf or NaN anywhere makes the row's sum NaN, so every factor.
+// float32 keeps ATen's terms (Note [Family exp]); log_softmax needs no
+// exponential in its output; the shared-memory slices are left as they are.
+#define HK_RESCALE (HK_DTYPE != 0 && !HK_LOG && !HK_SMEM && HK_PACK_BYTES >= 4 && HK_ITEMS > 0)
 // Note [Split streaming]
 // HK_ITEMS == 0 with a cluster: each CTA streams its slice twice, as the
 // one-CTA streaming variant streams a row (pass 1 an online pair per thread
@@ -421,7 +438,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
 #if HK_SMEM
   extern __shared__ hk_pack hk_stage[];  // HK_ITEMS * HK_THREADS vectors (Note [Shared-memory slices])
 #endif
-  __shared__ float hk_part[2];  // this CTA's (max, sum) pair of its slice, read by the whole cluster
+  __shared__ hk_pushed_pairs hk_pairs;  // the cluster's pairs, pushed by every CTA (Note [Pushed cluster pairs])
 #if HK_ITEMS == 0
   const unsigned long long keep = hk_policy_evict_last();
   const unsigned long long drop = hk_policy_evict_first();
@@ -437,8 +454,13 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
   const int lane = tid & 31;
   // Clusters are HK_CLUSTER consecutive CTAs; the grid is a multiple of HK_CLUSTER.
   const long long clusters = gridDim.x / HK_CLUSTER;
-  bool published = false;  // a pair of ours may still be read by a peer
+  hk_pushed_init(hk_pairs);
+  int k = 0;  // this CTA's rows so far
   for (long long row = blockIdx.x / HK_CLUSTER; row < rows; row += clusters) {
+    // A next row (grids of more rows than clusters only): every warp has read
+    // the previous row's hk_buf and pair slots before any thread writes or
+    // pushes again (Note [Pushed cluster pairs]).
+    if (k > 0) __syncthreads();
     const hk_pack* src = reinterpret_cast<const hk_pack*>(in + row * cols);
     hk_pack* dst = reinterpret_cast<hk_pack*>(out + row * cols);
 #if HK_ITEMS == 0
@@ -459,6 +481,37 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
       }
       hk_pair_fold(m, s, p);
     }
+    hk_row_pair(m, s, hk_buf[0], hk_buf[1]);
+#elif HK_RESCALE
+    // Note [Rescaled split softmax]: terms against this thread's maximum.
+    hk_pack raw[HK_ITEMS];
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) {
+      const int v = begin + i * HK_THREADS + tid;
+      if (v < end) {
+        raw[i] = src[v];
+      } else {
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) raw[i].v[j] = hk_neg_inf_elem();
+      }
+    }
+    unsigned mt2 = HK_NEG_INF2;
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) mt2 = hk_pack_max2(mt2, raw[i]);
+    const float mt = hk_pair_max(mt2);
+    const float bt = hk_pair_base(mt);
+    float e[HK_ITEMS][HK_VEC];
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) {
+      hk_unpack(raw[i], e[i]);
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) {
+        e[i][j] = hk_exp(e[i][j] - bt);
+        s += e[i][j];
+      }
+    }
+    float m = mt;
     hk_row_pair(m, s, hk_buf[0], hk_buf[1]);
 #else
 #if HK_SMEM
@@ -516,29 +569,22 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
     }
     s = hk_row_sum(s, hk_buf[1]);
 #endif  // HK_ITEMS == 0
-    if (published) hk_cluster_wait();  // every peer has read our previous pair
-    if (tid == 0) {
-      hk_part[0] = m;
-      hk_part[1] = s;
-    }
-    hk_cluster_arrive();
-    hk_cluster_wait();  // every CTA's pair is visible
+    if (k == 0) hk_pushed_wait_init();
+    hk_pushed_exchange(hk_pairs, m, s, rank, k);
     float pm = hk_neg_inf(), ps = 0.0f;
     if (lane < HK_CLUSTER) {
-      pm = hk_cluster_load(&hk_part[0], lane);
-      ps = hk_cluster_load(&hk_part[1], lane);
+      pm = hk_pairs.slot[k & 1][lane][0];
+      ps = hk_pairs.slot[k & 1][lane][1];
     }
-    hk_cluster_arrive();  // done reading the peers' pairs
-    published = true;
-    float rm = __shfl_sync(0xffffffffu, pm, 0);
-    float rs = __shfl_sync(0xffffffffu, ps, 0);
-#pragma unroll
-    for (int r = 1; r < HK_CLUSTER; ++r) {
-      hk_pair_merge(rm, rs, __shfl_sync(0xffffffffu, pm, r), __shfl_sync(0xffffffffu, ps, r));
-    }
+    ++k;
+    // Lanes [0, HK_CLUSTER) of every warp hold the cluster's pairs; the flat
+    // merge gives them all the same (max, sum), and lane 0 passes it on.
+    hk_warp_pair_flat(pm, ps, HK_CLUSTER);
+    const float rm = __shfl_sync(0xffffffffu, pm, 0);
+    const float rs = __shfl_sync(0xffffffffu, ps, 0);
 #if HK_LOG
     const float logs = hk_log(rs);
-#else
+#elif !HK_RESCALE
     const hk_scale scale = hk_scale_of(rs);
 #endif
 #if HK_ITEMS == 0
@@ -568,6 +614,22 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
         }
       }
     }
+#elif HK_RESCALE
+    {
+      const float recip = __frcp_rn(rs);
+      const float factor = mt == hk_neg_inf() ? 0.0f * recip : hk_exp(bt - hk_pair_base(rm)) * recip;
+#pragma unroll
+      for (int i = 0; i < HK_ITEMS; ++i) {
+        const int v = begin + i * HK_THREADS + tid;
+        if (v < end) {
+          hk_pack p;
+          unsigned* w = reinterpret_cast<unsigned*>(&p);
+#pragma unroll
+          for (int k = 0; k < HK_VEC / 2; ++k) w[k] = hk_from_float2(e[i][2 * k] * factor, e[i][2 * k + 1] * factor);
+          dst[v] = p;
+        }
+      }
+    }
 #else
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
@@ -588,7 +650,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
     }
 #endif  // HK_ITEMS == 0
   }
-  if (published) hk_cluster_wait();  // peers may still read our last pair
+  if (k == 0) hk_pushed_wait_init();  // no row: the arrive of hk_pushed_init still needs its wait
 }
 #undef HK_X
 #undef HK_ITEM_BEGIN
