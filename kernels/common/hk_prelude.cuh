@@ -397,22 +397,11 @@ __device__ __forceinline__ unsigned hk_cluster_rank() {
 }
 __device__ __forceinline__ void hk_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void hk_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
-// The float at `p` (a __shared__ variable) in the shared memory of cluster CTA
-// `rank`: mapa on the generic address, then a generic load (what
-// cooperative_groups' map_shared_rank compiles to). The 32-bit
-// shared::cluster form (cvta.to.shared + mapa.shared::cluster.u32 +
-// ld.shared::cluster) faulted on the H200 for some points (softmax float32,
-// vec 1, cluster 4: "misaligned __shared__ read" under compute-sanitizer).
-__device__ __forceinline__ float hk_cluster_load(const float* p, unsigned rank) {
-  unsigned long long remote;
-  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(reinterpret_cast<unsigned long long>(p)), "r"(rank));
-  return *reinterpret_cast<const float*>(remote);
-}
-// Barrier arrive without release semantics: no MEMBAR.ALL.GPU in front of it.
-// For "done reading the peers' shared memory" once the values read have been
-// USED (a load whose value was consumed has completed), where the release
-// form cost 0.67 us of a 12.1 us decode softmax on the H200 (bench/results/
-// h200-ce-decode-probe-2026-12-01.json).
+// Barrier arrive without release semantics: no MEMBAR.ALL.GPU in front of it
+// (the release form cost 0.67 us of a 12.1 us decode softmax on the H200 when
+// it ended the pair reads: bench/results/h200-ce-decode-probe-2026-12-01-
+// relaxed.json). Used to publish the mbarriers' initialization, which
+// fence.mbarrier_init already releases (Note [Pushed cluster pairs]).
 __device__ __forceinline__ void hk_cluster_arrive_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 }

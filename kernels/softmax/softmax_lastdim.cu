@@ -324,8 +324,8 @@ extern "C" __global__ void HK_BOUNDS
 // not depend on the grid (Note [Deterministic reductions]). The output is
 // then exp(x - max) / sum (or (x - max) - log(sum)); 16-bit register slices
 // take Note [Rescaled split softmax]. Pushes instead of two cluster barriers
-// and reads of the peers' shared memory: H200 bf16 [32, 128256] 13.1 ->
-// 9.9 us, [8192, 128256] 1.82x -> 2.03x eager (bench/results/
+// and reads of the peers' shared memory, with the rescaled slices: H200 bf16
+// [32, 128256] 13.1 -> 9.9 us, [8192, 128256] 1.82x -> 2.03x eager (bench/results/
 // h200-ops-2026-12-01-run1.json).
 // Note [Shared-memory slices]
 // With HK_SMEM, a CTA stages its slice in dynamic shared memory (HK_ITEMS
