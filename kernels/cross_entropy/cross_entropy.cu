@@ -31,7 +31,7 @@
 //                                               long long ignoreIndex)
 // `work` (reductions sum and mean only; ignored for none) holds `rows` floats,
 // the rows' losses, followed by one 32-bit counter that must be 0 at launch
-// whenever the grid holds more than one CTA group (CrossEntropyFamily::
+// whenever the grid holds more than one CTA, or clusters (CrossEntropyFamily::
 // needsCounter); the kernel leaves it 0 again. With rows == 1 the kernel does
 // not touch `work`, which may then be null (Note [One row needs no reduction
 // pass]; CrossEntropyFamily::workspaceFloats is 0).
@@ -69,10 +69,11 @@
 // ticket from the counter at work[rows] with one acquire-release atomic after
 // a barrier (no full fences: 0.3 us of a 10.7 us decode call, 1.4 us at
 // [4096, 32000] on the H200); the one holding the last ticket reduces, then
-// resets the counter. A grid of
-// one CTA group (one CTA, or one cluster) needs no counter: its first CTA
-// wrote every loss and reduces after a barrier. The order depends on
-// HK_THREADS but not on the grid or on timing: bitwise reproducible.
+// resets the counter. A grid of one CTA (HK_CLUSTER == 1) needs no counter:
+// it wrote every loss and reduces after a barrier. The order depends on
+// HK_THREADS but not on the grid or on timing: bitwise reproducible. The
+// cluster kernel takes a ticket a row instead and its last warp sums (Note
+// [Cluster rows take their own tickets]): an order that depends on nothing.
 
 #if !defined(HK_DTYPE) || !defined(HK_THREADS) || !defined(HK_ROWS) || !defined(HK_VEC) || !defined(HK_UNROLL) || \
     !defined(HK_REDUCTION)
@@ -145,6 +146,7 @@ __device__ __forceinline__ float hk_row_loss(long long t, float xt, float m, flo
 }
 
 #if HK_REDUCTION != 0
+#if HK_CLUSTER == 1  // the cluster kernel reduces in one warp (hk_finish_row)
 __device__ __forceinline__ long long hk_warp_count(long long v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -186,6 +188,8 @@ __device__ void hk_reduce_losses(const float* work, const long long* target, voi
   }
 }
 
+#endif  // HK_CLUSTER == 1
+
 // Note [One row needs no reduction pass]
 // With a single row (decode: [1, 128256]) the thread that holds the row's
 // loss writes the reduced result itself: no store to work[], fence, barrier
@@ -201,9 +205,10 @@ __device__ __forceinline__ void hk_write_one_row(void* out_, float loss, long lo
   *static_cast<hk_elem*>(out_) = hk_from_float(acc);
 }
 
+#if HK_CLUSTER == 1
 // After a CTA's last row: the last CTA of the grid to get here reduces (Note
-// [Deterministic cross entropy reduction]). `groups`: CTA groups (CTAs, or
-// clusters) in the grid; `first`: this CTA is its group's first.
+// [Deterministic cross entropy reduction]). `groups`: CTAs in the grid;
+// `first`: this is CTA 0.
 __device__ void hk_finish(const float* work, const long long* target, void* out, long long rows,
                           long long ignoreIndex, unsigned groups, bool first) {
   __shared__ bool hk_last;
@@ -232,6 +237,75 @@ __device__ void hk_finish(const float* work, const long long* target, void* out,
   hk_reduce_losses(work, target, out, rows, ignoreIndex);
   if (threadIdx.x == 0) *counter = 0u;  // ready for the next launch on this workspace
 }
+#else  // HK_CLUSTER > 1
+// Note [Cluster rows take their own tickets]
+// In the cluster kernel only rank 0's first warp writes losses, one a row, so
+// the tickets count rows, not CTAs: right after storing row `row`'s loss, the
+// lane that stored it takes a ticket (acquire-release: its own store is
+// released, the earlier rows' acquired); the warp that takes ticket rows - 1
+// sums work[0, rows) itself (lane i: rows i, i + 32, ... in order, then an
+// xor butterfly) and resets the counter. No CTA barrier, and no ticket from
+// the CTAs that only push a pair (cluster 16 at [32, 128256]: 32 tickets, not
+// 512). H200 probe, against a ticket a CTA after a CTA barrier and a CTA-wide
+// sum (bench/results/h200-ce-decode-probe-2026-12-01-tickets.json): bf16
+// [32, 128256] mean, cluster 16 x 256 x u2 10.50 -> 10.24 us, 8 x 256 x u4
+// 10.40 -> 10.27, 16 x 128 x u4 10.46 -> 10.34. Tried in the same run and not
+// kept: a designated warp (the last row's) polling the other rows' slots
+// instead of tickets, 10.66 us. The counter is used whenever rows > 1, also
+// by a grid of one cluster (CrossEntropyFamily::needsCounter).
+// Call with the whole warp; `loss` is read from lane 0.
+__device__ __forceinline__ void hk_finish_row(float* work, const long long* target, void* out_, long long rows,
+                              long long ignoreIndex, long long row, float loss) {
+  const int lane = threadIdx.x & 31;
+  unsigned* counter = reinterpret_cast<unsigned*>(work + rows);
+  unsigned last = 0;
+  if (lane == 0) {
+    work[row] = loss;
+    unsigned ticket;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(ticket) : "l"(counter) : "memory");
+    last = ticket == static_cast<unsigned>(rows - 1) ? 1u : 0u;
+  }
+  last = __shfl_sync(0xffffffffu, last, 0);
+  if (!last) return;
+  __syncwarp();  // orders lane 0's acquire before the other lanes' loads
+  // Lane i adds rows i, i + 32, ... in order; their loads in batches of 8, one
+  // round trip a batch (rows beyond a decode batch: many-row grids).
+  const int n = static_cast<int>(rows);  // exact: rows <= 2^24 (the guard)
+  float acc = 0.0f;
+  int count = 0;
+  int r = lane;
+#pragma unroll 1
+  for (; r + 7 * 32 < n; r += 8 * 32) {
+    float w[8];
+    bool kept[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      w[u] = __ldcg(work + r + 32 * u);
+      kept[u] = __ldcg(target + r + 32 * u) != ignoreIndex;
+    }
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      acc += w[u];
+      count += kept[u] ? 1 : 0;
+    }
+  }
+#pragma unroll 1  // unrolled, ptxas spills some vec-1 points to fit 32 registers
+  for (; r < n; r += 32) {
+    acc += __ldcg(work + r);
+    count += __ldcg(target + r) != ignoreIndex ? 1 : 0;
+  }
+  acc = hk_warp_sum(acc, 32);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) count += __shfl_xor_sync(0xffffffffu, count, o);
+  if (lane == 0) {
+#if HK_REDUCTION == 1
+    acc = __fdiv_rn(acc, static_cast<float>(count));  // as hk_reduce_losses
+#endif
+    *static_cast<hk_elem*>(out_) = hk_from_float(acc);
+    *counter = 0u;  // ready for the next launch on this workspace
+  }
+}
+#endif
 #endif
 
 #if HK_CLUSTER == 1
@@ -284,7 +358,8 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
 // to an online pair and pushes it into rank 0's shared memory (Note [Pushed
 // cluster pairs] in hk_prelude.cuh); rank 0's first warp waits for the
 // HK_CLUSTER pairs, merges them (flat, in a fixed order) and writes the row's
-// loss (its thread 0 read the target logit). Only rank 0's shared memory is
+// loss (its thread 0 read the target logit; sum and mean: then its ticket,
+// Note [Cluster rows take their own tickets]). Only rank 0's shared memory is
 // written by peers, and rank 0 exits only after every push has landed. A
 // cluster with a next row (never with the launcher's grid: a cluster a row)
 // first meets at a cluster barrier, so rank 0 has read the previous pairs.
@@ -332,24 +407,20 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(
         ps = hk_pairs.slot[k & 1][lane][1];
       }
       hk_warp_pair_flat(pm, ps, HK_CLUSTER);  // every lane gets the cluster's pair
-      if (lane == 0) {
-        const float loss = hk_row_loss(t, xt, pm, ps, cols, ignoreIndex);
+      // Lane 0 read the target and its logit: its loss is the row's.
+      const float loss = lane == 0 ? hk_row_loss(t, xt, pm, ps, cols, ignoreIndex) : 0.0f;
 #if HK_REDUCTION == 0
-        static_cast<hk_elem*>(out_)[row] = hk_from_float(loss);
+      if (lane == 0) static_cast<hk_elem*>(out_)[row] = hk_from_float(loss);
 #else
-        if (rows == 1) {
-          hk_write_one_row(out_, loss, t, ignoreIndex);  // Note [One row needs no reduction pass]
-        } else {
-          work[row] = loss;
-        }
-#endif
+      if (rows == 1) {
+        if (lane == 0) hk_write_one_row(out_, loss, t, ignoreIndex);  // Note [One row needs no reduction pass]
+      } else {
+        hk_finish_row(work, target, out_, rows, ignoreIndex, row, loss);  // Note [Cluster rows take their own tickets]
       }
+#endif
     }
     ++k;
   }
   if (k == 0) hk_pushed_wait_init();  // no row: the arrive of hk_pushed_init still needs its wait
-#if HK_REDUCTION != 0
-  if (rows > 1) hk_finish(work, target, out_, rows, ignoreIndex, gridDim.x / HK_CLUSTER, blockIdx.x == 0);
-#endif
 }
 #endif  // HK_CLUSTER > 1

@@ -361,7 +361,10 @@ int64_t CrossEntropyFamily::workspaceFloats(const CrossEntropyVariant& v) {
 
 bool CrossEntropyFamily::needsCounter(const CrossEntropyVariant& v, const CrossEntropyParams& p) {
   if (workspaceFloats(v) == 0) return false;
-  return launchGeometry(v, p).gridX > static_cast<unsigned>(std::max(p.cluster, 1));
+  // The cluster kernel takes a ticket a row (Note [Cluster rows take their own
+  // tickets] in cross_entropy.cu); the one-CTA kernel a ticket a CTA.
+  if (p.cluster > 1) return true;
+  return launchGeometry(v, p).gridX > 1u;
 }
 
 std::vector<CrossEntropyParams> CrossEntropyFamily::parameterSpace(const CrossEntropyVariant& v,

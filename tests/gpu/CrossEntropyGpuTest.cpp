@@ -87,10 +87,11 @@ void compileAll(std::vector<Compiled>& points) {
 
 // The family's kernel for one call: out as ATen shapes it ([rows] or 0-dim),
 // pre-filled with NaN; the workspace's losses NaN and its counter zeroed
-// when the family says so. `work` may be passed in to test its reuse.
+// when the family says so. `work` may be passed in to test its reuse;
+// `gridX` (0: the family's) replaces the grid's CTA count.
 at::Tensor runKernel(const CudaKernelLauncher& launcher, const CrossEntropyVariant& v, const CrossEntropyParams& p,
                      const at::Tensor& x, const at::Tensor& target, int64_t ignoreIndex,
-                     at::Tensor* work = nullptr) {
+                     at::Tensor* work = nullptr, unsigned gridX = 0) {
   at::Tensor out = v.reduction == R::None ? at::full({v.rows}, kNaN, x.options()) : at::full({}, kNaN, x.options());
   at::Tensor ws;
   if (work != nullptr && work->defined()) {
@@ -101,6 +102,8 @@ at::Tensor runKernel(const CudaKernelLauncher& launcher, const CrossEntropyVaria
     if (work != nullptr) *work = ws;
   }
   const void* wsPtr = ws.defined() ? ws.data_ptr() : nullptr;
+  LaunchGeometry grid = geometry(v, p);
+  if (gridX > 0) grid.gridX = gridX;
   EXPECT_TRUE(CrossEntropyFamily::guardPointers(x.const_data_ptr(), target.const_data_ptr(), out.data_ptr(), wsPtr,
                                                 v, p));
   const bool launched = launcher.launchWith(KernelArgs()
@@ -111,8 +114,7 @@ at::Tensor runKernel(const CudaKernelLauncher& launcher, const CrossEntropyVaria
                                                 .int64(v.rows)
                                                 .int64(v.cols)
                                                 .int64(ignoreIndex),
-                                            at::cuda::getCurrentCUDAStream().stream(),
-                                            geometry(v, p));
+                                            at::cuda::getCurrentCUDAStream().stream(), grid);
   EXPECT_TRUE(launched);
   return out;
 }
@@ -416,6 +418,50 @@ TEST_F(CrossEntropyGpuTest, GivenRepeatedRunsOnOneWorkspaceWhenReducingThenBitwi
   }
 }
 
+
+// The cluster kernel's rows after a cluster's first (Note [Cross entropy over
+// a cluster]: a cluster barrier before the next row's pushes, the pairs'
+// double buffer by row parity, a ticket a row): never run with the family's
+// grid (a cluster a row), so here with grids of one, two and three clusters
+// for 37 rows, in every reduction, twice on one workspace. Each result is
+// bitwise the one-cluster-a-row grid's (the row's merge and the ticket
+// order do not depend on the grid) and the counter is left at 0.
+TEST_F(CrossEntropyGpuTest, GivenClusterPointsWhenTheGridHoldsFewerClustersThanRowsThenClustersServeSeveralRows) {
+  const int cc = computeCapability();
+  if (cc < 90) GTEST_SKIP() << "thread-block clusters need sm_90";
+  const int64_t rows = 37, cols = 20000, ignoreIndex = -100;
+  std::vector<Compiled> points;
+  for (R r : kAllReductions) {
+    for (const CrossEntropyParams& p :
+         {CrossEntropyParams{256, 8, 2, 1, 16}, CrossEntropyParams{256, 8, 4, 1, 8}, CrossEntropyParams{256, 8, 2, 1, 2}}) {
+      points.push_back({DType::BFloat16, r, p, "", ""});
+    }
+  }
+  compileAll(points);
+  const at::Tensor x = makeLogits(rows, cols, DType::BFloat16);
+  const at::Tensor t = makeTargets(rows, cols, ignoreIndex, 5);
+  for (const Compiled& c : points) {
+    SCOPED_TRACE(c.describe());
+    ASSERT_TRUE(c.error.empty()) << c.error;
+    const CrossEntropyVariant v{c.dtype, rows, cols, c.reduction};
+    ASSERT_TRUE(CrossEntropyFamily::guardParams(v, c.params));
+    const auto launcher = load(c, v);
+    const at::Tensor full = runKernel(*launcher, v, c.params, x, t, ignoreIndex);
+    EXPECT_EQ(check(full, reference(x, t, c.reduction, ignoreIndex), v, x, t, ignoreIndex), "");
+    for (unsigned clusters : {1u, 2u, 3u}) {
+      at::Tensor work;
+      for (int run = 0; run < 2; ++run) {
+        const at::Tensor got =
+            runKernel(*launcher, v, c.params, x, t, ignoreIndex, &work, clusters * static_cast<unsigned>(c.params.cluster));
+        EXPECT_TRUE(got.view(at::kShort).equal(full.view(at::kShort)))
+            << clusters << " clusters, run " << run << ": " << check(got, full, v, x, t, ignoreIndex);
+      }
+      if (work.defined()) {
+        EXPECT_EQ(work.narrow(0, rows, 1).view(at::kInt).item<int32_t>(), 0) << clusters << " clusters: counter";
+      }
+    }
+  }
+}
 
 // Note [One row needs no reduction pass]: with one row, sum is the row's
 // loss and mean the loss over a count of 1 (or 0 / 0 = NaN when the row is

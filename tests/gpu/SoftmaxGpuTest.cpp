@@ -15,6 +15,7 @@
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
 #include "hotkernel/runtime/CudaDriver.h"
+#include "hotkernel/runtime/CudaKernelLauncher.h"
 #include "hotkernel/runtime/Nvrtc.h"
 
 namespace hotkernel {
@@ -186,6 +187,67 @@ TEST(SoftmaxGpuTest, GivenClusterAndLogPointsWhenRunThroughTheHarnessThenAllFive
     EXPECT_TRUE(r.passed) << (r.failure() ? std::string(toString(r.failure()->stage)) + ": " + r.failure()->detail
                                           : std::string("?"));
     EXPECT_EQ(r.stages.size(), 5u);
+  }
+}
+
+// The cluster kernel's rows after a cluster's first (a CTA barrier and a
+// cluster barrier before the next row, the pushed pairs' double buffer by row
+// parity): never run with the family's grid (a cluster a row), so here with
+// grids of one, two and three clusters for 37 rows. Register-resident (16-bit:
+// Note [Rescaled split softmax]; fp32), shared-memory-resident and split
+// streaming points, softmax and log_softmax: each output is bitwise the
+// one-cluster-a-row grid's, which matches ATen.
+TEST(SoftmaxGpuTest, GivenClusterPointsWhenTheGridHoldsFewerClustersThanRowsThenClustersServeSeveralRows) {
+  REQUIRE_CUDA();
+  const DeviceInfo info = queryDevice(0);
+  if (info.ccMajor < 9) GTEST_SKIP() << "thread-block clusters need sm_90";
+  struct Case {
+    kernels::SoftmaxOp op;
+    DType dtype;
+    kernels::SoftmaxParams p;
+  };
+  kernels::SoftmaxParams staged{256, 8, 4, 1, 4};
+  staged.smem = true;
+  const std::vector<Case> cases = {
+      {kernels::SoftmaxOp::Softmax, DType::BFloat16, {256, 8, 2, 1, 8}},
+      {kernels::SoftmaxOp::Softmax, DType::BFloat16, {256, 8, 1, 1, 16}},
+      {kernels::SoftmaxOp::Softmax, DType::Float32, {256, 4, 4, 1, 8}},
+      {kernels::SoftmaxOp::Softmax, DType::BFloat16, staged},
+      {kernels::SoftmaxOp::Softmax, DType::BFloat16, {512, 8, 0, 1, 4}},
+      {kernels::SoftmaxOp::LogSoftmax, DType::Float16, {256, 8, 2, 1, 8}},
+  };
+  const int64_t rows = 37, cols = 20000;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(kernels::softmaxOpName(c.op)) + " " + kernels::dtypeName(c.dtype) + " " +
+                 c.p.describe());
+    const kernels::SoftmaxVariant v{c.dtype, rows, cols};
+    ASSERT_TRUE(SoftmaxFamily::guardParams(v, c.p));
+    const std::string cubin = compileToCubin(SoftmaxFamily::source(), "softmax.cu", info.nvrtcArch(),
+                                             SoftmaxFamily::compileOptions(c.dtype, c.p, c.op))
+                                  .cubin;
+    const kernels::LaunchGeometry g = SoftmaxFamily::launchGeometry(v, c.p);
+    const auto launcher =
+        CudaKernelLauncher::load(0, cubin, SoftmaxFamily::kKernelName, LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
+                                 SoftmaxFamily::requiredAlignment(c.dtype, c.p), c.p.describe());
+    const at::Tensor x = (at::randn({rows, cols}, at::kCUDA) * 5).to(scalar(c.dtype));
+    auto run = [&](unsigned clusters) {
+      at::Tensor out = at::full_like(x, std::numeric_limits<float>::quiet_NaN());
+      LaunchGeometry grid{g.gridX, g.blockX, g.sharedBytes};
+      if (clusters > 0) grid.gridX = clusters * static_cast<unsigned>(c.p.cluster);
+      EXPECT_TRUE(launcher->launchWith(RowKernelArgs{x.const_data_ptr(), out.mutable_data_ptr(), rows, cols},
+                                       at::cuda::getCurrentCUDAStream().stream(), grid));
+      at::cuda::getCurrentCUDAStream().synchronize();
+      return out;
+    };
+    const at::Tensor full = run(0);
+    ASSERT_FALSE(full.isnan().any().item<bool>());
+    if (c.op == kernels::SoftmaxOp::Softmax) {
+      EXPECT_LE(maxErr(full, at::cuda::_softmax(x, -1, false)), SoftmaxFamily::tolerance(c.dtype, cols));
+    }
+    for (unsigned clusters : {1u, 2u, 3u}) {
+      const at::Tensor got = run(clusters);
+      EXPECT_TRUE(got.equal(full)) << clusters << " clusters: max difference " << maxErr(got, full);
+    }
   }
 }
 

@@ -338,7 +338,9 @@ TEST(CrossEntropyFamilyTest, GivenPointsWhenAskedForGeometryThenOneGroupPerRowAn
   EXPECT_EQ(g.sharedBytes, 0u);
   EXPECT_TRUE(CrossEntropyFamily::needsCounter(v, P{1024, 8, 4, 1, 8}));
   EXPECT_FALSE(CrossEntropyFamily::needsCounter({DType::BFloat16, 1, 128256, R::Mean}, P{1024, 8, 4, 1, 8}))
-      << "one cluster reduces alone";
+      << "one row writes its result itself";
+  EXPECT_TRUE(CrossEntropyFamily::needsCounter({DType::BFloat16, 2, 128256, R::Sum}, P{1024, 8, 4, 1, 8}))
+      << "cluster rows take a ticket each";
   EXPECT_FALSE(CrossEntropyFamily::needsCounter({DType::BFloat16, 32, 128256, R::None}, P{1024, 8, 4, 1, 8}));
   EXPECT_FALSE(CrossEntropyFamily::needsCounter({DType::Float32, 30, 64, R::Sum}, P{128, 2, 1, 32, 1}));
   EXPECT_TRUE(CrossEntropyFamily::needsCounter({DType::Float32, 33, 64, R::Sum}, P{128, 2, 1, 32, 1}));

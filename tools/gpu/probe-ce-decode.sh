@@ -14,13 +14,15 @@ TMP="$(mktemp -d)"
 FLAGS=(-O3 -std=c++17 -arch=sm_90a -DNDEBUG -I "$ROOT/kernels/common" -I "$ROOT/kernels/cross_entropy"
   -I "$ROOT/kernels/softmax" -I "$TMP")
 # rows cluster threads unroll reduction(0 none, 1 mean)
+# (CE_PROBE_CONFIGS="rows cluster threads unroll reduction;..." replaces the list)
 CONFIGS=(
+  "32 16 256 2 1"
+  "32 16 256 2 0"
   "32 8 256 4 1"
-  "32 8 256 4 0"
   "32 16 128 4 1"
-  "32 8 256 8 1"
   "1 16 512 2 1"
 )
+if [ -n "${CE_PROBE_CONFIGS:-}" ]; then IFS=';' read -r -a CONFIGS <<<"$CE_PROBE_CONFIGS"; fi
 : >"$TMP/ce_prod_list.h"
 : >"$TMP/ce_prod_add.h"
 OBJS=()
@@ -35,7 +37,7 @@ for spec in cur ${CE_PROBE_CE_TREES:-}; do
     echo "PROD($NAME)" >>"$TMP/ce_prod_list.h"
     echo "ADD_PROD($R, $C, $T, $U, $REDNAME, \"$tree\", $NAME)" >>"$TMP/ce_prod_add.h"
     "$NVCC" "${INC[@]}" "${FLAGS[@]}" -DHK_DTYPE=2 -DHK_VEC=8 -DHK_ROWS=1 -DHK_THREADS=$T -DHK_UNROLL=$U -DHK_CLUSTER=$C \
-      -DHK_REDUCTION=$RED -Dhk_cross_entropy=k_$NAME -Dhk_reduce_losses=r_$NAME -Dhk_finish=f_$NAME \
+      -DHK_REDUCTION=$RED -Dhk_cross_entropy=k_$NAME -Dhk_reduce_losses=r_$NAME -Dhk_finish=f_$NAME -Dhk_finish_row=fr_$NAME \
       -DPROBE_LAUNCHER=$NAME -c "$ROOT/bench/probes/ce_prod_launcher.cu" -o "$TMP/$NAME.o" &
     OBJS+=("$TMP/$NAME.o")
   done

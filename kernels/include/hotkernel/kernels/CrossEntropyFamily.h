@@ -126,8 +126,9 @@ class CrossEntropyFamily {
   // the counter) for sum and mean over more rows.
   static int64_t workspaceFloats(const CrossEntropyVariant& v);
   // Whether the counter (work[rows]) must be zeroed before the launch: a sum
-  // or mean whose grid holds more than one CTA group (the template's Note
-  // [Deterministic cross entropy reduction]). The kernel leaves it 0.
+  // or mean over more than one row whose grid holds more than one CTA, or
+  // clusters (the template's Note [Deterministic cross entropy reduction]).
+  // The kernel leaves it 0.
   static bool needsCounter(const CrossEntropyVariant& v, const CrossEntropyParams& p);
 
   // Up to 12 points worth measuring for v on a GPU of compute capability
