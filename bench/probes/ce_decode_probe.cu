@@ -91,7 +91,9 @@ __device__ __forceinline__ void blockPair(float& m, float& s) {
 }
 
 // One 16-byte load: kind 0 plain, 1 with an L2 256-byte prefetch hint, 2 the
-// same through the non-coherent path without L1 allocation.
+// same through the non-coherent path without L1 allocation, 3 with an L2
+// evict_first policy, 4 kind 3 through the non-coherent path without L1
+// allocation.
 template <int K>
 __device__ __forceinline__ hk_pack loadPack(const hk_pack* a) {
   if (K == 0) return *a;
@@ -101,6 +103,18 @@ __device__ __forceinline__ hk_pack loadPack(const hk_pack* a) {
     asm volatile("ld.global.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "l"(a));
+  } else if (K == 3 || K == 4) {
+    unsigned long long drop;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(drop));
+    if (K == 3) {
+      asm volatile("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+                   : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                   : "l"(a), "l"(drop));
+    } else {
+      asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+                   : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                   : "l"(a), "l"(drop));
+    }
   } else {
     asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -505,6 +519,8 @@ int main(int argc, char** argv) {
                 [=](cudaStream_t s) { CK(fn(R * C, s, dx, dy, R, cols)); }, noMean, {}});
   ADD_READK(32, 256, 4, 8, 1)
   ADD_READK(32, 256, 4, 8, 2)
+  ADD_READK(32, 256, 4, 8, 3)
+  ADD_READK(32, 256, 4, 8, 4)
   ADD_READ(8, 256, 4, 8)
   ADD_READ(16, 256, 4, 8)
   ADD_READ(1, 256, 4, 8)
