@@ -52,13 +52,15 @@ std::optional<at::Tensor> tryPlan(const at::Tensor& self, const at::Tensor& targ
     const int64_t workFloats = kernels::CrossEntropyFamily::workspaceFloats(
         CrossEntropyVariant{static_cast<kernels::DType>(key->dtype), key->rows, key->cols,
                             static_cast<kernels::CrossEntropyReduction>(key->reduction())});
+    // The stream of the launch, and of the workspace.
+    void* stream = self.is_cuda() ? c10::cuda::getCurrentCUDAStream(self.device().index()).stream() : nullptr;
     // Losses and a counter that is 0 at launch, kept per stream (Note [A
     // persistent workspace per stream]): no allocation and no fill kernel.
-    const at::Tensor work = workFloats > 0 ? StreamWorkspaces::global().forLaunchLike(workFloats, self) : at::Tensor();
+    const at::Tensor work =
+        workFloats > 0 ? StreamWorkspaces::global().forLaunchOn(workFloats, self, stream) : at::Tensor();
     if (!aligned(out.const_data_ptr(), self.element_size()) || (work.defined() && !aligned(work.const_data_ptr(), 4))) {
       return std::nullopt;
     }
-    void* stream = self.is_cuda() ? c10::cuda::getCurrentCUDAStream(self.device().index()).stream() : nullptr;
     if (!plan->launcher->launchArgs(KernelArgs()
                                         .pointer(self.const_data_ptr())
                                         .pointer(target.const_data_ptr())

@@ -47,8 +47,13 @@ at::Tensor StreamWorkspaces::acquire(int64_t floats, const at::TensorOptions& op
 
 at::Tensor StreamWorkspaces::forLaunchLike(int64_t floats, const at::Tensor& like) {
   if (!like.is_cuda()) return acquire(floats, like.options(), nullptr, false);
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(like.device().index()).stream();
   // The stream the launch goes to (like's device may not be the current one).
+  return forLaunchOn(floats, like, c10::cuda::getCurrentCUDAStream(like.device().index()).stream());
+}
+
+at::Tensor StreamWorkspaces::forLaunchOn(int64_t floats, const at::Tensor& like, void* stream_) {
+  if (!like.is_cuda()) return acquire(floats, like.options(), nullptr, false);
+  const auto stream = static_cast<cudaStream_t>(stream_);
   // When CUDA cannot say, it is treated as capturing: not pooled.
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   const cudaError_t err = cudaStreamIsCapturing(stream, &status);

@@ -106,6 +106,18 @@ TEST(StreamWorkspaceTest, GivenACpuTensorWhenAcquiredLikeItThenPooledUnderTheNul
   EXPECT_EQ(lastOf(pools.acquire(3, kCpu, nullptr, false)), lastOf(w));
 }
 
+TEST(StreamWorkspaceTest, GivenACpuTensorWhenAcquiredOnAStreamThenTheStreamIsIgnoredAndTheNullStreamsBufferServes) {
+  StreamWorkspaces pools;
+  const at::Tensor like = at::zeros({4, 4}, kCpu.dtype(at::kHalf));
+  const at::Tensor w = pools.forLaunchOn(7, like, const_cast<void*>(kStreamA));
+  EXPECT_EQ(w.scalar_type(), at::kFloat);
+  EXPECT_EQ(w.numel(), 7);
+  EXPECT_EQ(*lastOf(w), 0.0f);
+  EXPECT_EQ(pools.pooledBuffers(), 1u);
+  EXPECT_EQ(pools.capacityOf(kCpu, kStreamA), 0) << "a CPU launch has no stream to key by";
+  EXPECT_EQ(lastOf(pools.forLaunchLike(2, like)), lastOf(w));
+}
+
 TEST(StreamWorkspaceTest, GivenManyThreadsOnOneStreamWhenAcquiringThenOneBufferAndTheCounterStaysZero) {
   StreamWorkspaces pools;
   auto request = [](int thread, int k) { return int64_t{(k * (thread + 1) * 37) % 5000 + 1}; };

@@ -64,6 +64,10 @@ class StreamWorkspaces {
   // The same for a launch on the current CUDA stream of `like`'s device (its
   // capture status asked of CUDA), or, for a CPU tensor, keyed by a null stream.
   at::Tensor forLaunchLike(int64_t floats, const at::Tensor& like);
+  // forLaunchLike for a caller that already holds that stream (the
+  // trampoline, which launches on it next). Precondition: `stream` is the
+  // current CUDA stream of `like`'s device (null for a CPU tensor).
+  at::Tensor forLaunchOn(int64_t floats, const at::Tensor& like, void* stream);
 
   // How many (device, stream) buffers are held, and the floats of one of them
   // (0 when none): for tests and logs.
