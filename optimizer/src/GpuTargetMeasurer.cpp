@@ -28,7 +28,7 @@ GpuTargetMeasurer::GpuTargetMeasurer(GpuMeasurerOptions options) : options_(std:
 }
 
 int64_t GpuTargetMeasurer::copyBufferBytes(int64_t l2Bytes, int64_t memoryCapBytes) {
-  constexpr int64_t kMax = int64_t{128} << 20;
+  constexpr int64_t kMax = int64_t{1} << 30;  // Note [Copy bandwidth peak]
   const int64_t flush = std::max<int64_t>(2 * l2Bytes, 1 << 20);
   const int64_t fit = (memoryCapBytes - flush) / 2;
   const int64_t bytes = std::min(kMax, fit) / 4096 * 4096;

@@ -23,10 +23,11 @@ namespace {
 // No GPU needed: the buffer sizing of Note [Copy bandwidth peak].
 TEST(GpuTargetMeasurerGpuTest, GivenCapWhenCopyBufferSizedThenFitsTheCapAndStaysPastTheL2) {
   const int64_t l2 = int64_t{60} << 20, mib = int64_t{1} << 20;
-  EXPECT_EQ(GpuTargetMeasurer::copyBufferBytes(l2, int64_t{35} << 30), 128 * mib);  // a quarter of an H200
-  const int64_t tight = GpuTargetMeasurer::copyBufferBytes(l2, 400 * mib);          // (400 - 120) / 2 = 140 > 128
-  EXPECT_EQ(tight, 128 * mib);
-  const int64_t small = GpuTargetMeasurer::copyBufferBytes(l2, 380 * mib);  // (380 - 120) / 2 = 130 -> 128
+  EXPECT_EQ(GpuTargetMeasurer::copyBufferBytes(l2, int64_t{35} << 30), 1024 * mib);  // a quarter of an H200
+  const int64_t tight = GpuTargetMeasurer::copyBufferBytes(l2, 2400 * mib);  // (2400 - 120) / 2 = 1140 > 1024
+  EXPECT_EQ(tight, 1024 * mib);
+  const int64_t small = GpuTargetMeasurer::copyBufferBytes(l2, 380 * mib);  // (380 - 120) / 2 = 130
+  EXPECT_EQ(small, 130 * mib);
   EXPECT_LE(2 * small + 2 * l2, 380 * mib);
   const int64_t edge = GpuTargetMeasurer::copyBufferBytes(l2, 360 * mib);  // (360 - 120) / 2 = 120 = 2 x L2
   EXPECT_EQ(edge, 120 * mib);
