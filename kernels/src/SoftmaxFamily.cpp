@@ -139,6 +139,12 @@ std::vector<SoftmaxParams> streamingPoints(const SoftmaxVariant& v, int vec) {
 // smaller CTA (256 rather than 512 threads for the same slice) has a shorter
 // reduction before the cluster barrier; the cluster-8 winner above is such a
 // point. Many rows fill the GPU without wide clusters: no cluster 16 there.
+// Since the pairs are pushed (Note [Pushed cluster pairs] in hk_prelude.cuh)
+// and 16-bit slices rescaled (Note [Rescaled split softmax]), the H200 serves
+// both shapes with 16 x 256 threads x 4 items, the space's first 16-CTA point
+// (bf16 [1, 128256] 5.1 us, 6.98x eager; [32, 128256] 9.2 us, 4.15x:
+// bench/results/h200-ops-2026-12-01-run3a.json). The times above are from
+// before those changes (2026-11-30).
 std::vector<SoftmaxParams> clusterPoints(const SoftmaxVariant& v, int vec) {
   struct Scored {
     SoftmaxParams p;
