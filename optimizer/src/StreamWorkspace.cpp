@@ -46,9 +46,9 @@ at::Tensor StreamWorkspaces::acquire(int64_t floats, const at::TensorOptions& op
 }
 
 at::Tensor StreamWorkspaces::forLaunchLike(int64_t floats, const at::Tensor& like) {
-  if (!like.is_cuda()) return acquire(floats, like.options(), nullptr, false);
   // The stream the launch goes to (like's device may not be the current one).
-  return forLaunchOn(floats, like, c10::cuda::getCurrentCUDAStream(like.device().index()).stream());
+  return forLaunchOn(floats, like,
+                     like.is_cuda() ? c10::cuda::getCurrentCUDAStream(like.device().index()).stream() : nullptr);
 }
 
 at::Tensor StreamWorkspaces::forLaunchOn(int64_t floats, const at::Tensor& like, void* stream_) {

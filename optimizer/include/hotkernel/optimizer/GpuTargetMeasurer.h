@@ -23,9 +23,10 @@
 // go back to the caching allocator, which frees them for the serving process
 // when it runs short. The same probe shows why no separate read peak is
 // measured: ATen's sums of those bytes read at 99% of the 1 GiB copy (103% at
-// 2 GiB). It takes ~15 ms once per device and process, so it is not persisted. A cap too
-// small for two buffers of 2 x L2 plus the flush buffer is an Error (the
-// ranking then keeps the arrival order).
+// 2 GiB). It is done once per device and process (the timed 1 GiB copies
+// take ~0.5 ms each), so it is not persisted. A cap too small for two
+// buffers of 2 x L2 plus the flush buffer is an Error (the ranking then
+// keeps the arrival order).
 //
 // Runs on the calling thread with relaxed graph-capture mode and the
 // benchmark's own stream; calls the yield point before each timed run.
