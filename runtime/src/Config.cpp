@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <sstream>
 
@@ -24,29 +25,37 @@ bool parseBool(const char* name, bool fallback) {
   return fallback;
 }
 
-int64_t parsePositive(const char* name, int64_t fallback) {
-  std::string v = env(name);
+// Note [Reading numeric variables]: an integer in [minimum, maximum]; unset or empty: `fallback`
+// (silently); malformed or below the range: `fallback`, above it: `maximum`, each with one warning.
+// `fallbackText` says what the fallback means in the warning ("50", "none (not used)").
+int64_t parseInteger(const char* name, int64_t minimum, int64_t maximum, int64_t fallback,
+                     const std::string& fallbackText) {
+  const std::string v = env(name);
   if (v.empty()) return fallback;
+  const std::string range = "[" + std::to_string(minimum) + ", " + std::to_string(maximum) + "]";
+  const size_t first = v.find_first_not_of(" \t\n");
+  const size_t last = v.find_last_not_of(" \t\n");
+  const std::string digits = first == std::string::npos ? std::string() : v.substr(first, last - first + 1);
+  errno = 0;
   char* end = nullptr;
-  long long n = std::strtoll(v.c_str(), &end, 10);
-  if (end == v.c_str() || *end != '\0' || n <= 0) {
-    HOTKERNEL_LOG(Warn) << name << "='" << v << "' is not a positive integer; using " << fallback;
+  const long long n = std::strtoll(digits.c_str(), &end, 10);
+  if (digits.empty() || end == digits.c_str() || *end != '\0') {
+    HOTKERNEL_LOG(Warn) << name << "='" << v << "' is not an integer in " << range << "; using " << fallbackText;
     return fallback;
   }
-  return n;
-}
-
-// A percentage in [0, 100]; unset: -1.
-int parsePercent(const char* name) {
-  std::string v = env(name);
-  if (v.empty()) return -1;
-  char* end = nullptr;
-  long long n = std::strtoll(v.c_str(), &end, 10);
-  if (end == v.c_str() || *end != '\0' || n < 0 || n > 100) {
-    HOTKERNEL_LOG(Warn) << name << "='" << v << "' is not a percentage in [0, 100]; not used";
-    return -1;
+  if (errno == ERANGE && n > 0) {
+    HOTKERNEL_LOG(Warn) << name << "='" << v << "' is too large for an integer; using the maximum of " << range << ", " << maximum;
+    return maximum;
   }
-  return static_cast<int>(n);
+  if (n < minimum) {
+    HOTKERNEL_LOG(Warn) << name << "='" << v << "' is below " << range << "; using " << fallbackText;
+    return fallback;
+  }
+  if (n > maximum) {
+    HOTKERNEL_LOG(Warn) << name << "='" << v << "' is above " << range << "; using the maximum, " << maximum;
+    return maximum;
+  }
+  return n;
 }
 
 }  // namespace
@@ -65,13 +74,14 @@ Config Config::fromEnvironment() {
   c.cacheDir = env("HOTKERNEL_CACHE_DIR");
   if (c.cacheDir.empty()) c.cacheDir = defaultCacheDir();
   c.optimize = parseBool("HOTKERNEL_OPTIMIZE", true);
-  c.hotCalls = parsePositive("HOTKERNEL_HOT_CALLS", 50);
+  c.hotCalls = parseInteger("HOTKERNEL_HOT_CALLS", 1, kMaxHotCalls, 50, "50");
   c.profilePath = env("HOTKERNEL_PROFILE");
-  c.idleMs = parsePositive("HOTKERNEL_IDLE_MS", 50);
-  c.optimizerMemoryMb = parsePositive("HOTKERNEL_OPT_MEM_MB", 0);
-  c.idleMaxUtil = parsePercent("HOTKERNEL_IDLE_MAX_UTIL");
+  c.idleMs = parseInteger("HOTKERNEL_IDLE_MS", 1, kMaxIdleMs, 50, "50");
+  c.optimizerMemoryMb =
+      parseInteger("HOTKERNEL_OPT_MEM_MB", 1, kMaxOptimizerMemoryMb, 0, "the default (a quarter of the device's memory)");
+  c.idleMaxUtil = static_cast<int>(parseInteger("HOTKERNEL_IDLE_MAX_UTIL", 0, 100, -1, "none (not used)"));
   std::string ops = env("HOTKERNEL_OPS");
-  // The norm ops joined after their first end-to-end run on the H200 (bench/ops_bench.py, 2026-11-30),
+  // The norm ops joined after their first end-to-end run on the H200 (bench/ops_bench.py),
   // cross_entropy_loss after its in-process tuning ran clean there (bench/results/h200-ops-cross-entropy-*).
   if (ops.empty()) ops = "_softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss";
   std::stringstream ss(ops);

@@ -12,10 +12,7 @@ namespace hotkernel {
 namespace {
 
 std::atomic<int>& levelStorage() {
-  static std::atomic<int> level{[] {
-    const char* env = std::getenv("HOTKERNEL_LOG_LEVEL");
-    return static_cast<int>(parseLogLevel(env ? env : "", LogLevel::Warn));
-  }()};
+  static std::atomic<int> level{static_cast<int>(logLevelFromEnvironmentValue(std::getenv("HOTKERNEL_LOG_LEVEL")))};
   return level;
 }
 
@@ -27,6 +24,17 @@ LogLevel parseLogLevel(const std::string& text, LogLevel fallback) {
   if (text == "info") return LogLevel::Info;
   if (text == "debug") return LogLevel::Debug;
   return fallback;
+}
+
+LogLevel logLevelFromEnvironmentValue(const char* value) {
+  if (value == nullptr || *value == '\0') return LogLevel::Warn;
+  const std::string text(value);
+  const LogLevel level = parseLogLevel(text, static_cast<LogLevel>(-1));
+  if (level != static_cast<LogLevel>(-1)) return level;
+  // Note [An unknown log level]: not through HOTKERNEL_LOG, which would read the level being set.
+  detail::LogLine(LogLevel::Warn) << "HOTKERNEL_LOG_LEVEL='" << text
+                                  << "' is not a log level (error, warn, info, debug); using warn";
+  return LogLevel::Warn;
 }
 
 LogLevel logLevel() { return static_cast<LogLevel>(levelStorage().load(std::memory_order_relaxed)); }

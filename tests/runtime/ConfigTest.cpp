@@ -1,12 +1,71 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
 
+#include "StderrCapture.h"
 #include "hotkernel/runtime/Config.h"
 #include "hotkernel/runtime/Logging.h"
 
 namespace hotkernel {
 namespace {
+
+using test::countOf;
+using test::StderrCapture;
+
+// Reads the configuration with `name` set to `value` (nullptr: unset); returns it and what was logged.
+struct Read {
+  Config config;
+  std::string logged;
+};
+Read readWith(const char* name, const char* value) {
+  setLogLevel(LogLevel::Warn);
+  const char* old = std::getenv(name);
+  const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
+  if (value != nullptr) {
+    ::setenv(name, value, 1);
+  } else {
+    ::unsetenv(name);
+  }
+  Read r;
+  {
+    StderrCapture capture;
+    r.config = Config::fromEnvironment();
+    r.logged = capture.text();
+  }
+  if (saved) {
+    ::setenv(name, saved->c_str(), 1);
+  } else {
+    ::unsetenv(name);
+  }
+  return r;
+}
+
+// One numeric variable of the table in Config.h, and where Config keeps it.
+struct NumericVariable {
+  const char* name;
+  int64_t minimum;
+  int64_t maximum;
+  int64_t fallback;
+  int64_t (*field)(const Config&);
+};
+
+const std::vector<NumericVariable>& numericVariables() {
+  static const std::vector<NumericVariable> all = {
+      {"HOTKERNEL_HOT_CALLS", 1, Config::kMaxHotCalls, 50, [](const Config& c) { return c.hotCalls; }},
+      {"HOTKERNEL_IDLE_MS", 1, Config::kMaxIdleMs, 50, [](const Config& c) { return c.idleMs; }},
+      {"HOTKERNEL_OPT_MEM_MB", 1, Config::kMaxOptimizerMemoryMb, 0,
+       [](const Config& c) { return c.optimizerMemoryMb; }},
+      {"HOTKERNEL_IDLE_MAX_UTIL", 0, 100, -1, [](const Config& c) { return int64_t{c.idleMaxUtil}; }},
+  };
+  return all;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(ConfigTest, GivenNoEnvironmentWhenReadThenDefaults) {
   unsetenv("HOTKERNEL");
@@ -36,18 +95,84 @@ TEST(ConfigTest, GivenOffSwitchAndBadNumberWhenReadThenDisabledAndDefaultKept) {
   unsetenv("HOTKERNEL_HOT_CALLS");
 }
 
-TEST(ConfigTest, GivenIdleMaxUtilWhenReadThenPercentOrUnusedForBadValues) {
-  unsetenv("HOTKERNEL_IDLE_MAX_UTIL");
-  EXPECT_EQ(Config::fromEnvironment().idleMaxUtil, -1);
-  setenv("HOTKERNEL_IDLE_MAX_UTIL", "20", 1);
-  EXPECT_EQ(Config::fromEnvironment().idleMaxUtil, 20);
-  setenv("HOTKERNEL_IDLE_MAX_UTIL", "0", 1);
-  EXPECT_EQ(Config::fromEnvironment().idleMaxUtil, 0);
-  for (const char* bad : {"101", "-5", "busy", "10%"}) {
-    setenv("HOTKERNEL_IDLE_MAX_UTIL", bad, 1);
-    EXPECT_EQ(Config::fromEnvironment().idleMaxUtil, -1) << bad;
+TEST(ConfigTest, GivenOverflowingOptimizerMemoryWhenReadThenClampedWithWarningAndStillEnabled) {
+  const Read r = readWith("HOTKERNEL_OPT_MEM_MB", "9223372036854775807");
+  EXPECT_TRUE(r.config.enabled);
+  EXPECT_TRUE(r.config.optimize);
+  EXPECT_EQ(r.config.optimizerMemoryMb, Config::kMaxOptimizerMemoryMb);
+  EXPECT_EQ(countOf(r.logged, "HOTKERNEL_OPT_MEM_MB='9223372036854775807'"), 1u) << r.logged;
+  EXPECT_TRUE(contains(r.logged, "using the maximum, 1073741824")) << r.logged;
+  // What the runtime computes from it (interpose/src/Runtime.cpp) stays in int64_t.
+  static_assert(Config::kMaxOptimizerMemoryMb <= (std::numeric_limits<int64_t>::max() >> 20),
+                "optimizerMemoryMb << 20 must not overflow");
+  EXPECT_EQ(r.config.optimizerMemoryMb << 20, int64_t{1} << 50);
+}
+
+TEST(ConfigTest, GivenValuesPastTheMaximumWhenReadThenEachVariableIsClampedWithOneWarningNamingIt) {
+  for (const NumericVariable& v : numericVariables()) {
+    const std::string onePast = std::to_string(v.maximum + 1);
+    for (const std::string& value : {onePast, std::string("9223372036854775807"),
+                                     std::string("99999999999999999999999"), std::string("+99999999999999999999")}) {
+      const Read r = readWith(v.name, value.c_str());
+      EXPECT_EQ(v.field(r.config), v.maximum) << v.name << "=" << value;
+      EXPECT_EQ(countOf(r.logged, v.name), 1u) << r.logged;
+      EXPECT_TRUE(contains(r.logged, std::string(v.name) + "='" + value + "'")) << r.logged;
+      EXPECT_TRUE(contains(r.logged, std::to_string(v.maximum))) << r.logged;
+      EXPECT_TRUE(r.config.enabled);
+    }
   }
-  unsetenv("HOTKERNEL_IDLE_MAX_UTIL");
+}
+
+TEST(ConfigTest, GivenGarbageNegativeOrBelowRangeWhenReadThenDefaultWithOneWarningNamingIt) {
+  for (const NumericVariable& v : numericVariables()) {
+    std::vector<std::string> bad = {"lots", "10%", "5 ms", "0x10", "1.5", "-5", "-99999999999999999999", "--1", " "};
+    if (v.minimum > 0) bad.push_back("0");
+    for (const std::string& value : bad) {
+      const Read r = readWith(v.name, value.c_str());
+      EXPECT_EQ(v.field(r.config), v.fallback) << v.name << "=" << value;
+      EXPECT_EQ(countOf(r.logged, v.name), 1u) << v.name << "=" << value << ": " << r.logged;
+      EXPECT_TRUE(contains(r.logged, std::string(v.name) + "='" + value + "'")) << r.logged;
+      EXPECT_TRUE(contains(r.logged, "using")) << r.logged;
+    }
+  }
+}
+
+TEST(ConfigTest, GivenEmptyOrUnsetWhenReadThenDefaultWithoutWarning) {
+  for (const NumericVariable& v : numericVariables()) {
+    for (const char* value : {static_cast<const char*>(nullptr), ""}) {
+      const Read r = readWith(v.name, value);
+      EXPECT_EQ(v.field(r.config), v.fallback) << v.name;
+      EXPECT_EQ(countOf(r.logged, v.name), 0u) << r.logged;
+    }
+  }
+}
+
+TEST(ConfigTest, GivenValuesInRangeWhenReadThenTakenWithoutWarning) {
+  for (const NumericVariable& v : numericVariables()) {
+    for (const int64_t n : {v.minimum, int64_t{7}, v.maximum}) {
+      for (const std::string& value : {std::to_string(n), " " + std::to_string(n) + "\n"}) {
+        const Read r = readWith(v.name, value.c_str());
+        EXPECT_EQ(v.field(r.config), n) << v.name << "=" << value;
+        EXPECT_EQ(countOf(r.logged, v.name), 0u) << r.logged;
+      }
+    }
+  }
+}
+
+TEST(ConfigTest, GivenIdleMaxUtilWhenReadThenPercentClampedOrUnusedForBadValues) {
+  EXPECT_EQ(readWith("HOTKERNEL_IDLE_MAX_UTIL", nullptr).config.idleMaxUtil, -1);
+  EXPECT_EQ(readWith("HOTKERNEL_IDLE_MAX_UTIL", "20").config.idleMaxUtil, 20);
+  EXPECT_EQ(readWith("HOTKERNEL_IDLE_MAX_UTIL", "0").config.idleMaxUtil, 0);
+  EXPECT_EQ(readWith("HOTKERNEL_IDLE_MAX_UTIL", "101").config.idleMaxUtil, 100);
+  for (const char* bad : {"-5", "busy", "10%"}) {
+    EXPECT_EQ(readWith("HOTKERNEL_IDLE_MAX_UTIL", bad).config.idleMaxUtil, -1) << bad;
+  }
+}
+
+TEST(ConfigTest, GivenMalformedBooleanWhenReadThenDefaultWithWarning) {
+  const Read r = readWith("HOTKERNEL_OPTIMIZE", "maybe");
+  EXPECT_TRUE(r.config.optimize);
+  EXPECT_EQ(countOf(r.logged, "HOTKERNEL_OPTIMIZE='maybe'"), 1u) << r.logged;
 }
 
 TEST(ConfigTest, GivenNoCacheDirWhenReadThenXdgOrHomeDefault) {
@@ -57,12 +182,6 @@ TEST(ConfigTest, GivenNoCacheDirWhenReadThenXdgOrHomeDefault) {
   unsetenv("XDG_CACHE_HOME");
   setenv("HOME", "/tmp/home", 1);
   EXPECT_EQ(Config::fromEnvironment().cacheDir, "/tmp/home/.cache/hotkernel");
-}
-
-TEST(ConfigTest, GivenLevelNamesWhenParsedThenLevels) {
-  EXPECT_EQ(parseLogLevel("debug", LogLevel::Warn), LogLevel::Debug);
-  EXPECT_EQ(parseLogLevel("error", LogLevel::Warn), LogLevel::Error);
-  EXPECT_EQ(parseLogLevel("bogus", LogLevel::Info), LogLevel::Info);
 }
 
 }  // namespace

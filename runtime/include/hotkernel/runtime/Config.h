@@ -1,18 +1,36 @@
 #pragma once
 // Process-wide configuration read once from the environment.
 //
-// | variable                      | default                      | meaning |
-// |-------------------------------|------------------------------|---------|
-// | HOTKERNEL                     | 1                            | 0 turns hotkernel off entirely (shim loads nothing) |
-// | HOTKERNEL_CACHE_DIR           | $XDG_CACHE_HOME/hotkernel or ~/.cache/hotkernel | the kernel cache |
-// | HOTKERNEL_LOG_LEVEL           | warn                         | error, warn, info, debug |
-// | HOTKERNEL_OPTIMIZE            | 1                            | 0: only use cached kernels, never optimize in-process |
-// | HOTKERNEL_HOT_CALLS           | 50                           | calls of one variant before it is queued for optimization |
-// | HOTKERNEL_PROFILE             | (unset)                      | file the recorded variants are written to at exit (JSON) |
-// | HOTKERNEL_OPS                 | _softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss | comma list of ops to override |
-// | HOTKERNEL_IDLE_MS             | 50                           | the optimizer works only after this long without serving GPU ops |
-// | HOTKERNEL_OPT_MEM_MB          | 25% of the device's memory   | GPU memory the background optimizer may use |
-// | HOTKERNEL_IDLE_MAX_UTIL       | (unset)                      | 0-100: the device's NVML utilization must also be at most this before the optimizer starts or resumes |
+// | variable                      | default                      | accepted values (Note [Reading numeric variables]) | meaning |
+// |-------------------------------|------------------------------|-----------------------------------------------------|---------|
+// | HOTKERNEL                     | 1                            | 0, 1, false, true, off, on, no, yes | 0 turns hotkernel off entirely (shim loads nothing) |
+// | HOTKERNEL_CACHE_DIR           | $XDG_CACHE_HOME/hotkernel or ~/.cache/hotkernel | a directory | the kernel cache |
+// | HOTKERNEL_OPTIMIZE            | 1                            | as HOTKERNEL | 0: only use cached kernels, never optimize in-process |
+// | HOTKERNEL_HOT_CALLS           | 50                           | 1 .. kMaxHotCalls (10^12) | calls of one variant before it is queued for optimization |
+// | HOTKERNEL_PROFILE             | (unset)                      | a file path | file the recorded variants are written to at exit (JSON) |
+// | HOTKERNEL_OPS                 | _softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss | comma list | ops to override |
+// | HOTKERNEL_IDLE_MS             | 50                           | 1 .. kMaxIdleMs (86400000, a day) | the optimizer works only after this long without serving GPU ops |
+// | HOTKERNEL_OPT_MEM_MB          | 25% of the device's memory   | 1 .. kMaxOptimizerMemoryMb (2^30 MiB = 1 PiB) | GPU memory the background optimizer may use |
+// | HOTKERNEL_IDLE_MAX_UTIL       | (unset)                      | 0 .. 100 | the device's NVML utilization must also be at most this before the optimizer starts or resumes |
+//
+// Read elsewhere, with the same rules for malformed values (a warning, then the default):
+// | HOTKERNEL_LOG_LEVEL           | warn                         | error, warn (or warning), info, debug | Logging.h; anything else is warned about once |
+// | HOTKERNEL_SAMPLE              | 0.05                         | a probability in (0, 1] | the recorder's sampling (interpose/src/Runtime.cpp, samplingFromEnv) |
+// | HOTKERNEL_AGENT_CMD, HOTKERNEL_AGENT_TIMEOUT | unset, 60       | optimizer/ExternalAgent.h | the external agent; a malformed one is reported and not used |
+//
+// Note [Reading numeric variables]
+// An unset or empty variable takes its default, silently. Otherwise the value
+// must be a decimal integer (strtoll, base 10, nothing after the digits):
+//   - not a number ("lots", "10%", "5 ms"), or below the range (0, negative,
+//     "-99999999999999999999"): the default, with one warning;
+//   - above the range, including values strtoll cannot represent (ERANGE, e.g.
+//     HOTKERNEL_OPT_MEM_MB=9223372036854775807): the range's maximum, with one
+//     warning. A huge value means "as much as possible", never "off".
+// Each warning names the variable, the value given and the value used. The
+// maxima keep the arithmetic done on the values in range: the runtime turns
+// HOTKERNEL_OPT_MEM_MB into bytes with `<< 20`, which stays below 2^50 at the
+// maximum, and HOTKERNEL_IDLE_MS into a double. Config never throws and
+// never turns hotkernel off because of a malformed value.
 
 #include <cstdint>
 #include <string>
@@ -21,18 +39,23 @@
 namespace hotkernel {
 
 struct Config {
+  // The ranges' maxima (Note [Reading numeric variables]).
+  static constexpr int64_t kMaxHotCalls = 1000000000000;             // 10^12
+  static constexpr int64_t kMaxIdleMs = 24 * 3600 * 1000;            // a day
+  static constexpr int64_t kMaxOptimizerMemoryMb = int64_t{1} << 30;  // 1 PiB; `<< 20` stays in int64_t
+
   bool enabled = true;
   std::string cacheDir;
   bool optimize = true;
-  int64_t hotCalls = 50;
+  int64_t hotCalls = 50;  // in [1, kMaxHotCalls]
   std::string profilePath;
   std::vector<std::string> ops;
-  int64_t idleMs = 50;
-  int64_t optimizerMemoryMb = 0;  // 0: a quarter of the device's memory
-  // Note [NVML utilization as an idle signal] (optimizer/GpuUtilization.h): -1: not used.
+  int64_t idleMs = 50;            // in [1, kMaxIdleMs]
+  int64_t optimizerMemoryMb = 0;  // 0: a quarter of the device's memory; else in [1, kMaxOptimizerMemoryMb]
+  // Note [NVML utilization as an idle signal] (optimizer/GpuUtilization.h): -1: not used; else in [0, 100].
   int idleMaxUtil = -1;
 
-  // Reads the environment; never throws (malformed values fall back to the default and warn).
+  // Reads the environment; never throws (Note [Reading numeric variables]).
   static Config fromEnvironment();
 };
 

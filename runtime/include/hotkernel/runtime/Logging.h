@@ -16,6 +16,14 @@ LogLevel logLevel();
 void setLogLevel(LogLevel level);
 LogLevel parseLogLevel(const std::string& text, LogLevel fallback);
 
+// The level HOTKERNEL_LOG_LEVEL's `value` names (nullptr: unset): what the first
+// logLevel() of the process reads. Unset or empty: Warn. Note [An unknown log level]:
+// any other value than error, warn, warning, info, debug (exact, lower case, as the
+// preload shim reads it) gives Warn and one warning line that names the accepted
+// values; the first logLevel() calls this once per process, so that line is
+// written once.
+LogLevel logLevelFromEnvironmentValue(const char* value);
+
 // Returns true the first time it is called with `key` in this process.
 bool firstTimeFor(const std::string& key);
 
