@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ExitStatus.h"
+#include "WarmupArgs.h"
 
 namespace hotkernel::cli {
 
@@ -21,6 +22,17 @@ void addWarmupCommand(CLI::App& app) {
 
 int maybeRunWarmup(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) != "warmup") return -1;
+  // Bad input is refused here, without torch (Note [Reading a profile safely] in WarmupArgs.h).
+  const std::vector<std::string> rest(argv + 2, argv + argc);
+  WarmupArgs parsed;
+  if (const std::string problem = parseWarmupArgs(rest, &parsed); !problem.empty()) return warmupUsageError(problem);
+  if (!parsed.help) {
+    ProfileTargets targets;
+    if (const std::string problem = loadWarmupTargets(parsed.profilePath, parsed.device, &targets);
+        !problem.empty()) {
+      return warmupUsageError(problem);
+    }
+  }
   std::string self(4096, '\0');
   const ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
   std::string helper = "hotkernel-warmup";

@@ -10,9 +10,10 @@ namespace hotkernel::cli {
 // Lists `warmup` in --help; the arguments themselves are the helper's.
 void addWarmupCommand(CLI::App& app);
 
-// If argv[1] is "warmup", replaces this process with hotkernel-warmup and does
-// not return; returns kExitUsage if the helper cannot be executed. Returns -1
-// when the command is not `warmup`.
+// If argv[1] is "warmup", checks the arguments and the profile (WarmupArgs.h:
+// kExitUsage with one message when they are bad), then replaces this process
+// with hotkernel-warmup and does not return; returns kExitUsage if the helper
+// cannot be executed. Returns -1 when the command is not `warmup`.
 int maybeRunWarmup(int argc, char** argv);
 
 }  // namespace hotkernel::cli

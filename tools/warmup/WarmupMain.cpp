@@ -13,7 +13,8 @@
 // without a search. Variants that already have a decision in the cache are
 // skipped, so a second run resumes where the first stopped. The budget is
 // also checked before every unit of GPU work; a target cut short is left
-// undecided for the next run. Exit: 0 done (or budget reached), 2 bad input,
+// undecided for the next run. Exit: 0 done (or budget reached), 2 bad input
+// (arguments or profile: tools/cli/WarmupArgs.h, Note [Reading a profile safely]),
 // 3 no CUDA device.
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "Runtime.h"
+#include "WarmupArgs.h"
 #include "hotkernel/Config.h"
 #include "hotkernel/optimizer/GpuTargetMeasurer.h"
 #include "hotkernel/optimizer/PlanFactory.h"
@@ -46,62 +48,32 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int usage(const std::string& msg) {
-  std::cerr << "hotkernel warmup: " << msg
-            << "\nusage: hotkernel warmup --profile FILE [--budget DURATION] [--cache-dir DIR] [--device N] "
-               "[--json OUT]\n  DURATION: seconds, or a number with s, m or h (e.g. 90s, 10m, 1h)\n";
-  return 2;
-}
-
-// "90", "90s", "10m", "1h" -> seconds; negative on error.
-double parseDuration(const std::string& s) {
-  if (s.empty()) return -1;
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || v <= 0) return -1;
-  std::string unit(end);
-  if (unit.empty() || unit == "s") return v;
-  if (unit == "m") return v * 60;
-  if (unit == "h") return v * 3600;
-  return -1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string profilePath, cacheDir, jsonOut;
-  double budget = 3600;
-  int device = 0;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--profile") profilePath = next();
-    else if (a == "--budget") {
-      budget = parseDuration(next());
-      if (budget <= 0) return usage("bad --budget");
-    } else if (a == "--cache-dir") cacheDir = next();
-    else if (a == "--device") device = std::atoi(next().c_str());
-    else if (a == "--json") jsonOut = next();
-    else if (a == "-h" || a == "--help") {
-      usage("fills the kernel cache for this GPU from a recorded profile");
-      return 0;
-    } else return usage("unknown argument '" + a + "'");
+  // The same checks `hotkernel warmup` runs before it executes this program (tools/cli/WarmupArgs.h).
+  hotkernel::cli::WarmupArgs args;
+  const std::vector<std::string> argList(argv + 1, argv + argc);
+  if (const std::string problem = hotkernel::cli::parseWarmupArgs(argList, &args); !problem.empty()) {
+    return hotkernel::cli::warmupUsageError(problem);
   }
-  if (profilePath.empty()) return usage("--profile is required");
-  if (!cacheDir.empty()) setenv("HOTKERNEL_CACHE_DIR", cacheDir.c_str(), 1);
+  if (args.help) {
+    std::cerr << "hotkernel warmup: fills the kernel cache for this GPU from a recorded profile\n"
+              << hotkernel::cli::warmupUsageText();
+    return 0;
+  }
+  const std::string& profilePath = args.profilePath;
+  const std::string& jsonOut = args.jsonOut;
+  const double budget = args.budgetSeconds;
+  const int device = args.device;
+  if (!args.cacheDir.empty()) setenv("HOTKERNEL_CACHE_DIR", args.cacheDir.c_str(), 1);
   if (!std::getenv("HOTKERNEL_LOG_LEVEL")) hotkernel::setLogLevel(hotkernel::LogLevel::Warn);
 
-  nlohmann::json profile;
-  {
-    std::ifstream f(profilePath);
-    if (!f) return usage("cannot read " + profilePath);
-    profile = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
-  }
+  // Note [Reading a profile safely]: a directory, FIFO, device, unreadable or malformed file is a usage error.
   hotkernel::ProfileTargets fromProfile;
-  try {
-    fromProfile = hotkernel::targetsFromProfile(profile, device);
-  } catch (const std::exception& e) {
-    return usage(profilePath + " " + e.what());
+  if (const std::string problem = hotkernel::cli::loadWarmupTargets(profilePath, device, &fromProfile);
+      !problem.empty()) {
+    return hotkernel::cli::warmupUsageError(problem);
   }
   if (!at::cuda::is_available() || device >= at::cuda::device_count()) {
     std::cerr << "hotkernel warmup: no CUDA device " << device << "; warm-up needs the GPU it fills the cache for\n";
