@@ -1,16 +1,22 @@
-// Note [Cache database format, version 1]
+// Note [Cache database format, version 2]
 // One SQLite 3 database file, <cache dir>/kernels.sqlite (mode 0600; the
-// directory is 0700), with SQLite's -wal and -shm companions beside it.
+// directory is 0700), with SQLite's -wal and -shm companions beside it, and
+// the commit log <cache dir>/kernels.commits (Note [Commit log format,
+// version 1] in CommitLog.h).
 //
 //   PRAGMA application_id = 0x484B4341   -- "HKCA": this file is a hotkernel cache
-//   PRAGMA user_version   = 1            -- the format version (CacheStore::kFormatVersion)
+//   PRAGMA user_version   = 2            -- the format version (CacheStore::kFormatVersion)
 //   PRAGMA journal_mode   = WAL          -- persistent; readers never block the one writer
 //   PRAGMA auto_vacuum    = INCREMENTAL  -- removals return freed pages to the file system
 //
 //   CREATE TABLE meta (                  -- bookkeeping, one row per key
-//     key   TEXT PRIMARY KEY NOT NULL,   -- 'format_version' -> '1' (must equal user_version)
+//     key   TEXT PRIMARY KEY NOT NULL,   -- 'format_version' -> '2' (must equal user_version)
 //     value TEXT NOT NULL                -- 'created_by'     -> 'hotkernel <version>' that created the file
 //   );                                   -- 'created_unix'   -> seconds since the epoch
+//                                        -- 'store_id'       -> 32 random hex digits, names this database
+//                                        --                     in the commit log
+//                                        -- 'commit_seq'     -> decimal number of the last write
+//                                        --                     transaction (Note [Commits lost with the WAL])
 //
 //   CREATE TABLE entries (               -- one cached decision per key
 //     fingerprint      TEXT NOT NULL,    -- Fingerprint::key(): 16 hex digits
@@ -24,16 +30,22 @@
 //     cubin_sha256     TEXT NOT NULL,    -- lowercase hex SHA-256 of cubin
 //     metrics          TEXT NOT NULL,    -- JSON measurements
 //     created_unix     INTEGER NOT NULL, -- seconds since the epoch
-//     record_sha256    TEXT NOT NULL,    -- digest of all the above, Note [Record digest, format v1]
+//     record_sha256    TEXT NOT NULL,    -- digest of the columns above, Note [Record digest, format v1]
+//     commit_seq       INTEGER NOT NULL, -- meta 'commit_seq' of the transaction that wrote the row
+//                                        -- (0: written before format 2)
 //     cubin            BLOB NOT NULL,    -- raw cubin (zero-length for keep_aten); last, so reading
 //                                        -- the other columns never touches its overflow pages
 //     PRIMARY KEY (fingerprint, op, variant)
 //   );
 //
-// Every write is one BEGIN IMMEDIATE transaction (CacheStore::put/remove).
+// Every write is one BEGIN IMMEDIATE transaction (CacheStore::put/remove) that
+// increments meta 'commit_seq' and stamps the rows it writes with it.
 // Compatibility: a reader refuses user_version greater than its own format
 // version. A change that older readers cannot ignore bumps the version; a
 // later hotkernel then migrates older files here, in prepareSchema.
+// Version 1 (no commit_seq column, no 'store_id' / 'commit_seq' meta rows, no
+// commit log) is migrated by the first read-write open (migrateV1ToV2), in one
+// transaction; a read-only open reads it as it is, without the commit checks.
 
 #include "Schema.h"
 
@@ -49,12 +61,16 @@
 namespace hotkernel::cache::detail {
 namespace {
 
-constexpr const char* kCreateV1 = R"sql(
+constexpr const char* kCreateMeta = R"sql(
 CREATE TABLE meta (
   key   TEXT PRIMARY KEY NOT NULL,
   value TEXT NOT NULL
 );
-CREATE TABLE entries (
+)sql";
+
+// The entries table of format 2, under `name` (migrateV1ToV2 builds it beside the old one).
+std::string createEntriesV2(const std::string& name) {
+  return "CREATE TABLE " + name + R"sql( (
   fingerprint      TEXT NOT NULL,
   op               TEXT NOT NULL,
   variant          TEXT NOT NULL,
@@ -67,10 +83,16 @@ CREATE TABLE entries (
   metrics          TEXT NOT NULL,
   created_unix     INTEGER NOT NULL,
   record_sha256    TEXT NOT NULL,
+  commit_seq       INTEGER NOT NULL,
   cubin            BLOB NOT NULL,
   PRIMARY KEY (fingerprint, op, variant)
 );
 )sql";
+}
+
+constexpr const char* kEntryColumnsV1 =
+    "fingerprint, op, variant, fingerprint_json, decision, family, params, kernel_name, cubin_sha256, metrics, "
+    "created_unix, record_sha256";
 
 struct Header {
   int64_t applicationId;
@@ -114,18 +136,25 @@ void checkHeader(const Database& db, const Header& h) {
   }
 }
 
-void checkMeta(Database& db) {
+void checkMeta(Database& db, int64_t userVersion) {
   Statement st(db, "SELECT value FROM meta WHERE key = 'format_version'", "read meta");
   if (!st.step()) {
     HOTKERNEL_THROW("cache database ", db.path(), " lacks its format_version record; remove it to start afresh");
   }
   std::string recorded = st.text(0);
-  if (recorded != std::to_string(CacheStore::kFormatVersion)) {
+  if (recorded != std::to_string(userVersion)) {
     HOTKERNEL_THROW("cache database ", db.path(), " records format version '", recorded, "' in meta but ",
-                    CacheStore::kFormatVersion, " in its header; remove it to start afresh");
+                    userVersion, " in its header; remove it to start afresh");
   }
-  // Fails (SQLITE_ERROR "no such table") when the table is missing.
-  db.queryInt("SELECT count(*) FROM entries WHERE 0", "check entries table");
+  // Fails (SQLITE_ERROR "no such table" / "no such column") when the table is missing or too old.
+  db.queryInt(userVersion >= 2 ? "SELECT count(commit_seq) FROM entries WHERE 0" : "SELECT count(*) FROM entries WHERE 0",
+              "check entries table");
+  if (userVersion >= 2) {
+    Statement ids(db, "SELECT count(*) FROM meta WHERE key IN ('store_id', 'commit_seq')", "read meta");
+    if (!ids.step() || ids.integer(0) != 2) {
+      HOTKERNEL_THROW("cache database ", db.path(), " lacks its store_id or commit_seq record; remove it to start afresh");
+    }
+  }
 }
 
 void switchToWal(Database& db) {
@@ -142,11 +171,19 @@ void switchToWal(Database& db) {
   }
 }
 
-void createV1(Database& db) {
-  db.exec(kCreateV1, "create schema");
+// The meta rows format 2 adds: a fresh store id, no commit yet.
+void writeV2Meta(Database& db) {
+  db.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('format_version', '2'), "
+          "('store_id', lower(hex(randomblob(16)))), ('commit_seq', '0')",
+          "write meta");
+  db.exec("PRAGMA user_version = 2", "write format version");
+}
+
+void createV2(Database& db) {
+  db.exec(kCreateMeta, "create schema");
+  db.exec(createEntriesV2("entries"), "create schema");
   Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)", "write meta");
   const std::pair<const char*, std::string> rows[] = {
-      {"format_version", std::to_string(CacheStore::kFormatVersion)},
       {"created_by", "hotkernel " HOTKERNEL_VERSION},
       {"created_unix", std::to_string(static_cast<int64_t>(std::time(nullptr)))},
   };
@@ -156,13 +193,26 @@ void createV1(Database& db) {
     meta.step();
     meta.reset();
   }
+  writeV2Meta(db);
   db.exec("PRAGMA application_id = " + std::to_string(kApplicationId), "write application_id");
-  db.exec("PRAGMA user_version = " + std::to_string(CacheStore::kFormatVersion), "write format version");
+}
+
+// Rebuilds entries with the commit_seq column before cubin (an added column
+// would land after it), rows stamped 0. Precondition: inside a write transaction.
+void migrateV1ToV2(Database& db) {
+  checkMeta(db, 1);
+  db.exec(createEntriesV2("entries_v2"), "migrate to format 2");
+  db.exec(std::string("INSERT INTO entries_v2 (") + kEntryColumnsV1 + ", commit_seq, cubin) SELECT " +
+              kEntryColumnsV1 + ", 0, cubin FROM entries",
+          "migrate to format 2");
+  db.exec("DROP TABLE entries; ALTER TABLE entries_v2 RENAME TO entries", "migrate to format 2");
+  writeV2Meta(db);
+  HOTKERNEL_LOG(Info) << "cache database " << db.path() << " migrated from format 1 to 2";
 }
 
 }  // namespace
 
-void prepareSchema(Database& db, bool readOnly) {
+int prepareSchema(Database& db, bool readOnly) {
   Header h = readHeader(db);
   checkHeader(db, h);
   if (readOnly) {
@@ -170,23 +220,25 @@ void prepareSchema(Database& db, bool readOnly) {
       HOTKERNEL_THROW("cache database ", db.path(),
                       " is empty (its first open was interrupted?); open it read-write once or remove it");
     }
-    checkMeta(db);
-    return;
+    checkMeta(db, h.userVersion);
+    return static_cast<int>(h.userVersion);
   }
   // auto_vacuum only takes effect before the file's first page is written,
   // which the switch to WAL does; on an existing file it changes nothing.
   if (h.userVersion == 0) db.exec("PRAGMA auto_vacuum = INCREMENTAL", "set auto_vacuum");
   switchToWal(db);
   db.exec("PRAGMA synchronous = NORMAL", "set synchronous");  // enough for WAL: commits stay atomic
-  if (h.userVersion == 0) {
+  if (h.userVersion < CacheStore::kFormatVersion) {
     WriteTransaction tx(db);
-    // Another process may have created the schema since readHeader.
+    // Another process may have created or migrated the schema since readHeader.
     Header again = readHeader(db);
     checkHeader(db, again);
-    if (again.userVersion == 0) createV1(db);
+    if (again.userVersion == 0) createV2(db);
+    if (again.userVersion == 1) migrateV1ToV2(db);
     tx.commit();
   }
-  checkMeta(db);
+  checkMeta(db, CacheStore::kFormatVersion);
+  return CacheStore::kFormatVersion;
 }
 
 }  // namespace hotkernel::cache::detail

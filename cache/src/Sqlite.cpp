@@ -69,6 +69,13 @@ int64_t Database::queryInt(const std::string& sql, const char* what) {
 
 int64_t Database::changes() const { return sqlite3_changes(db_); }
 
+bool Database::checkpointPassive() {
+  int frames = -1;
+  int copied = -1;
+  int rc = sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied);
+  return rc == SQLITE_OK && frames >= 0 && frames == copied;
+}
+
 Statement::Statement(Database& db, const std::string& sql, const char* what) : db_(db), what_(what) {
   int rc = sqlite3_prepare_v2(db.handle(), sql.c_str(), static_cast<int>(sql.size()), &stmt_, nullptr);
   if (rc != SQLITE_OK) db_.fail(rc, what_);

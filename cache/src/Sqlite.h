@@ -31,6 +31,11 @@ class Database {
   int64_t queryInt(const std::string& sql, const char* what);
   // Rows changed by the last INSERT/UPDATE/DELETE.
   int64_t changes() const;
+  // A passive checkpoint: copies committed -wal frames into the database file
+  // as far as no reader's snapshot needs them, never waiting on a lock. True
+  // when every frame of the -wal is now in the database file; false when some
+  // remain, another connection holds the checkpoint lock, or it failed.
+  bool checkpointPassive();
 
   // Throws Error for SQLite result code `rc` during `what`.
   [[noreturn]] void fail(int rc, const char* what) const;

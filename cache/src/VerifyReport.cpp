@@ -10,6 +10,8 @@ const char* toString(VerifyStatus status) {
       return "hash-mismatch";
     case VerifyStatus::Malformed:
       return "malformed";
+    case VerifyStatus::Lost:
+      return "lost";
   }
   return "unknown";
 }

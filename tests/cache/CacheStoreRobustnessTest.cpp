@@ -98,12 +98,12 @@ TEST(CacheStoreRobustnessTest, GivenDamagedPagesWhenVerifyAllThenFailureReported
 TEST(CacheStoreRobustnessTest, GivenNewerFormatVersionWhenOpenThenRefusedAndFileUntouched) {
   TempDir tmp;
   fillAndClose(tmp.path(), 2);
-  RawDb(tmp.path()).exec("PRAGMA user_version = 2; PRAGMA wal_checkpoint(TRUNCATE)");
+  RawDb(tmp.path()).exec("PRAGMA user_version = 3; PRAGMA wal_checkpoint(TRUNCATE)");
   std::string db = CacheStore::databasePathFor(tmp.path());
   std::string before = readFile(db);
   std::string error = openError(tmp.path());
-  EXPECT_NE(error.find("has format version 2, newer than this hotkernel"), std::string::npos) << error;
-  EXPECT_NE(openError(tmp.path(), /*readOnly=*/true).find("format version 2"), std::string::npos);
+  EXPECT_NE(error.find("has format version 3, newer than this hotkernel"), std::string::npos) << error;
+  EXPECT_NE(openError(tmp.path(), /*readOnly=*/true).find("format version 3"), std::string::npos);
   EXPECT_EQ(readFile(db), before);
   EXPECT_EQ(RawDb(tmp.path()).queryInt("SELECT count(*) FROM entries"), 2);
 }

@@ -174,19 +174,34 @@ void runVerify(const CacheOptions& o, ExitStatus& status) {
     return;
   }
   size_t entries = 0;
-  size_t failed = 0;
+  size_t failed = 0;   // entries and database-level problems, lost commits aside
+  size_t lost = 0;     // committed entries missing from the database (VerifyStatus::Lost, one per key)
+  bool problem = false;
   for (const VerifyReport& r : store->verifyAll()) {
     bool isEntry = !r.op.empty() || !r.variant.empty() || !r.fingerprint.empty();
-    entries += isEntry ? 1 : 0;
+    bool isLost = r.status == VerifyStatus::Lost;
+    entries += isEntry && !isLost ? 1 : 0;
     if (r.status == VerifyStatus::Ok) continue;
-    ++failed;
-    std::cout << "FAIL " << cache::toString(r.status) << "  ";
+    problem = true;
+    if (isLost) {
+      lost += isEntry ? 1 : 0;
+    } else {
+      ++failed;
+    }
+    std::cout << (isLost ? "LOST " : "FAIL ") << cache::toString(r.status) << "  ";
     if (isEntry) std::cout << "op=" << r.op << " variant=" << r.variant << " fingerprint=" << r.fingerprint << ": ";
     std::cout << r.detail << "\n";
   }
+  std::string outcome;
+  if (failed > 0) outcome = std::to_string(failed) + " failed";
+  if (lost > 0) {
+    outcome += (outcome.empty() ? "" : ", ") + std::to_string(lost) +
+               (lost == 1 ? " committed entry lost" : " committed entries lost");
+  }
+  if (outcome.empty()) outcome = problem ? "problems found" : "all ok";
   std::cout << "verified " << entries << (entries == 1 ? " entry" : " entries") << " in " << store->databasePath()
-            << ": " << (failed == 0 ? "all ok" : std::to_string(failed) + " failed") << "\n";
-  if (failed > 0) status.code = kExitProblem;
+            << ": " << outcome << "\n";
+  if (problem) status.code = kExitProblem;
 }
 
 // --- rm ----------------------------------------------------------------------

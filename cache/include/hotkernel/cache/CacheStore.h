@@ -45,7 +45,7 @@ class Database;
 class CacheStore {
  public:
   // Version of the on-disk format (PRAGMA user_version); see cache/README.md.
-  static constexpr int kFormatVersion = 1;
+  static constexpr int kFormatVersion = 2;
   // The database file inside the cache directory.
   static constexpr const char* kDatabaseFileName = "kernels.sqlite";
 
@@ -98,7 +98,10 @@ class CacheStore {
   // Re-checks the entries matching `filter`: one report per entry (Ok ones
   // included), plus a database-level report (empty key, Malformed) for damage
   // that SQLite's quick_check finds (run when the filter selects everything)
-  // or that stops the scan.
+  // or that stops the scan. Committed writes that the database lost (a
+  // damaged or removed -wal: Note [Commits lost with the WAL] in
+  // cache/src/CommitLog.h) get one Lost report per key plus one Lost summary
+  // for the database; a missing or unreadable commit log one Malformed report.
   std::vector<VerifyReport> verify(const EntryFilter& filter = {}) const;
   std::vector<VerifyReport> verifyAll() const { return verify(EntryFilter{}); }
 
@@ -109,17 +112,33 @@ class CacheStore {
 
   const std::string& directory() const { return dir_; }
   const std::string& databasePath() const { return dbPath_; }
+  // <dir>/kernels.commits (Note [Commit log format, version 1] in cache/src/CommitLog.h).
+  const std::string& commitLogPath() const { return commitLogPath_; }
   bool readOnly() const { return readOnly_; }
 
  private:
-  CacheStore(std::string dir, std::string dbPath, bool readOnly, std::unique_ptr<detail::Database> db);
+  CacheStore(std::string dir, std::string dbPath, bool readOnly, std::unique_ptr<detail::Database> db,
+             int formatVersion, std::string storeId);
   static std::unique_ptr<CacheStore> openImpl(const std::string& dir, bool readOnly);
+  // Read-write open of a format-2 store: starts a missing commit log, warns
+  // about lost commits, raises commit_seq above the log's numbers, compacts
+  // a large log. Precondition: called before the store is shared.
+  void reconcileCommitLog();
   // Precondition: mu_ held.
   size_t removeLocked(const EntryFilter& filter);
+  // Appends to the commit log after a COMMIT; a failure is logged, never thrown
+  // (the write itself succeeded). Precondition: mu_ held.
+  void logCommit(int64_t seq, const char* kind, const std::vector<Entry>& keys) const;
+  // Lost reports for the keys matching `filter` (empty when the store predates
+  // the commit log). Precondition: mu_ held.
+  std::vector<VerifyReport> lostReports(const EntryFilter& filter) const;
 
-  const std::string dir_;     // absolute
-  const std::string dbPath_;  // absolute
+  const std::string dir_;            // absolute
+  const std::string dbPath_;         // absolute
+  const std::string commitLogPath_;  // absolute
   const bool readOnly_;
+  const int formatVersion_;    // of the open database: 1 only for a read-only open of an old store
+  const std::string storeId_;  // meta 'store_id'; empty for format 1
   mutable std::mutex mu_;
   std::unique_ptr<detail::Database> db_;  // Guarded by mu_.
 };

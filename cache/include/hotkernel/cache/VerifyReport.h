@@ -9,12 +9,15 @@ enum class VerifyStatus {
   Ok,            // cubin and record digests match, fields well formed
   HashMismatch,  // stored bytes differ from what put() wrote (cubin or metadata)
   Malformed,     // a field breaks the entry invariants, or the database itself is damaged
+  Lost,          // a committed write the commit log records is missing from the database
+                 // (Note [Commits lost with the WAL] in cache/src/CommitLog.h)
 };
 
-const char* toString(VerifyStatus status);  // "ok", "hash-mismatch", "malformed"
+const char* toString(VerifyStatus status);  // "ok", "hash-mismatch", "malformed", "lost"
 
 struct VerifyReport {
-  // All three are empty for a report about the database as a whole (PRAGMA quick_check).
+  // All three are empty for a report about the database as a whole (PRAGMA quick_check,
+  // the summary of lost commits, an unreadable commit log).
   std::string fingerprint;
   std::string op;
   std::string variant;
