@@ -1,0 +1,27 @@
+#include "hotkernel/optimizer/ResultEntry.h"
+
+namespace hotkernel {
+
+cache::Entry resultEntry(const DeviceFingerprints& fingerprints, int device, const std::string& op,
+                         const std::string& variant, const std::string& servedFamily, const TuneOutcome& out) {
+  const std::optional<Fingerprint> f = fingerprints.of(device);
+  cache::Entry entry;
+  entry.fingerprint = fingerprints.keyOf(device);  // throws for a device never set
+  entry.fingerprintJson = f->canonicalJson();
+  entry.op = op;
+  entry.variant = variant;
+  entry.family = out.accepted ? out.family : servedFamily;
+  entry.metrics = out.metrics.dump();
+  if (out.accepted) {
+    entry.decision = cache::kDecisionKernel;
+    entry.params = out.paramsJson.dump();
+    entry.kernelName = out.kernelName;
+    entry.cubin = out.cubin;
+  } else {
+    entry.decision = cache::kDecisionKeepAten;
+    entry.params = "{}";
+  }
+  return entry;
+}
+
+}  // namespace hotkernel
