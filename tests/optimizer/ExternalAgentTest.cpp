@@ -6,12 +6,15 @@
 #include <errno.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -315,30 +318,210 @@ TEST(ExternalAgentTest, givenRepeatedFailuresOfOneKind_whenProposing_thenOneWarn
   EXPECT_FALSE(firstTimeFor("external-agent:invalid-reply"));  // the kind is marked as logged
 }
 
+// Sets (a value) or unsets (nullptr) an environment variable for one scope, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = ::getenv(name)) old_ = std::string(old);
+    if (value != nullptr) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+struct FromEnvironment {
+  std::optional<ExternalAgent> agent;
+  std::string problem;
+};
+
+// fromEnvironment with a problem slot; a throw fails the test.
+FromEnvironment readAgent(const char* command, const char* timeout) {
+  ScopedEnv cmd("HOTKERNEL_AGENT_CMD", command);
+  ScopedEnv time("HOTKERNEL_AGENT_TIMEOUT", timeout);
+  FromEnvironment r;
+  r.problem = "(not cleared)";
+  EXPECT_NO_THROW(r.agent = ExternalAgent::fromEnvironment(&r.problem)) << command;
+  return r;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
 TEST(ExternalAgentTest, givenEnvironment_whenReadingTheAgent_thenCommandAndTimeoutAreTaken) {
-  ::unsetenv("HOTKERNEL_AGENT_CMD");
-  ::unsetenv("HOTKERNEL_AGENT_TIMEOUT");
-  EXPECT_FALSE(ExternalAgent::fromEnvironment().has_value());
-  ::setenv("HOTKERNEL_AGENT_CMD", "   ", 1);
-  EXPECT_FALSE(ExternalAgent::fromEnvironment().has_value());
+  FromEnvironment unset = readAgent(nullptr, nullptr);
+  EXPECT_FALSE(unset.agent.has_value());
+  EXPECT_EQ(unset.problem, "");
+  FromEnvironment empty = readAgent("", "soon");  // an empty command is unset: its timeout does not matter
+  EXPECT_FALSE(empty.agent.has_value());
+  EXPECT_EQ(empty.problem, "");
 
-  ::setenv("HOTKERNEL_AGENT_CMD", "python3 '/opt/my agents/agent.py' --mode good", 1);
-  ::setenv("HOTKERNEL_AGENT_TIMEOUT", "2.5", 1);
-  const std::optional<ExternalAgent> agent = ExternalAgent::fromEnvironment();
-  ASSERT_TRUE(agent.has_value());
-  EXPECT_EQ(agent->options().command,
-            (std::vector<std::string>{"python3", "/opt/my agents/agent.py", "--mode", "good"}));
-  EXPECT_DOUBLE_EQ(agent->options().timeoutSeconds, 2.5);
-  EXPECT_EQ(agent->options().maxReplyBytes, size_t{2} << 20);
+  const FromEnvironment r = readAgent("sh '/opt/my agents/agent.sh' --mode good", "2.5");
+  ASSERT_TRUE(r.agent.has_value()) << r.problem;
+  EXPECT_EQ(r.problem, "");
+  EXPECT_EQ(r.agent->options().command,
+            (std::vector<std::string>{"sh", "/opt/my agents/agent.sh", "--mode", "good"}));
+  EXPECT_DOUBLE_EQ(r.agent->options().timeoutSeconds, 2.5);
+  EXPECT_EQ(r.agent->options().maxReplyBytes, size_t{2} << 20);
 
-  ::setenv("HOTKERNEL_AGENT_TIMEOUT", "soon", 1);
-  EXPECT_THROW(ExternalAgent::fromEnvironment(), Error);
-  ::setenv("HOTKERNEL_AGENT_TIMEOUT", "-1", 1);
-  EXPECT_THROW(ExternalAgent::fromEnvironment(), Error);
-  ::unsetenv("HOTKERNEL_AGENT_TIMEOUT");
-  ::setenv("HOTKERNEL_AGENT_CMD", "python3 'unterminated", 1);
-  EXPECT_THROW(ExternalAgent::fromEnvironment(), Error);
-  ::unsetenv("HOTKERNEL_AGENT_CMD");
+  const FromEnvironment padded = readAgent("sh -c true", " 3\n");
+  ASSERT_TRUE(padded.agent.has_value()) << padded.problem;
+  EXPECT_DOUBLE_EQ(padded.agent->options().timeoutSeconds, 3.0);
+
+  const FromEnvironment defaults = readAgent("sh -c true", nullptr);
+  ASSERT_TRUE(defaults.agent.has_value()) << defaults.problem;
+  EXPECT_DOUBLE_EQ(defaults.agent->options().timeoutSeconds, 60.0);
+}
+
+TEST(ExternalAgentTest, givenMalformedTimeout_whenReadingTheAgent_thenNoAgentAndOneLineProblemWithoutThrowing) {
+  for (const char* bad : {"soon", "5s", "-1", "0", "-0", "inf", "-inf", "nan", "1e400", " ", "0x"}) {
+    const FromEnvironment r = readAgent("sh -c true", bad);
+    EXPECT_FALSE(r.agent.has_value()) << bad;
+    EXPECT_TRUE(contains(r.problem, std::string("HOTKERNEL_AGENT_TIMEOUT='") + bad + "'")) << r.problem;
+    EXPECT_TRUE(contains(r.problem, "tuning continues without the agent")) << r.problem;
+    EXPECT_FALSE(contains(r.problem, "\n")) << r.problem;
+  }
+}
+
+TEST(ExternalAgentTest, givenHugeTimeout_whenReadingTheAgent_thenClampedToTheMaximumAndSaid) {
+  const FromEnvironment r = readAgent("sh -c true", "1e12");
+  ASSERT_TRUE(r.agent.has_value()) << r.problem;
+  EXPECT_DOUBLE_EQ(r.agent->options().timeoutSeconds, ExternalAgent::kMaxAgentTimeoutSeconds);
+  EXPECT_TRUE(contains(r.problem, "HOTKERNEL_AGENT_TIMEOUT='1e12' is above the maximum of 86400 s")) << r.problem;
+
+  const FromEnvironment atMax = readAgent("sh -c true", "86400");
+  ASSERT_TRUE(atMax.agent.has_value()) << atMax.problem;
+  EXPECT_EQ(atMax.problem, "");
+}
+
+TEST(ExternalAgentTest, givenCommandThatCannotBeSplit_whenReadingTheAgent_thenNoAgentAndProblem) {
+  for (const char* bad : {"sh 'unterminated", "sh \"unterminated", "sh -c true \\"}) {
+    const FromEnvironment r = readAgent(bad, nullptr);
+    EXPECT_FALSE(r.agent.has_value()) << bad;
+    EXPECT_TRUE(contains(r.problem, std::string("HOTKERNEL_AGENT_CMD='") + bad + "' cannot be split")) << r.problem;
+    EXPECT_TRUE(contains(r.problem, "tuning continues without the agent")) << r.problem;
+    EXPECT_FALSE(contains(r.problem, ".cpp:")) << r.problem;  // what is wrong, not where it was found
+  }
+}
+
+TEST(ExternalAgentTest, givenCommandWithNoProgram_whenReadingTheAgent_thenNoAgentAndProblem) {
+  const FromEnvironment blank = readAgent(" \t ", nullptr);
+  EXPECT_FALSE(blank.agent.has_value());
+  EXPECT_TRUE(contains(blank.problem, "holds no words")) << blank.problem;
+  const FromEnvironment newlines = readAgent("\n\n", nullptr);
+  EXPECT_FALSE(newlines.agent.has_value());
+  EXPECT_TRUE(contains(newlines.problem, "HOTKERNEL_AGENT_CMD='\\n\\n' holds no words")) << newlines.problem;
+  EXPECT_FALSE(contains(newlines.problem, "\n")) << newlines.problem;
+  const FromEnvironment emptyWord = readAgent("'' --mode good", nullptr);
+  EXPECT_FALSE(emptyWord.agent.has_value());
+  EXPECT_TRUE(contains(emptyWord.problem, "its program is an empty word")) << emptyWord.problem;
+}
+
+TEST(ExternalAgentTest, givenProgramThatCannotBeRun_whenReadingTheAgent_thenNoAgentAndProblemNamesIt) {
+  char dirTemplate[] = "/tmp/hotkernel-agent-env-XXXXXX";
+  ASSERT_NE(::mkdtemp(dirTemplate), nullptr);
+  const std::string dir = dirTemplate;
+  const std::string notExecutable = dir + "/agent.sh";
+  std::ofstream(notExecutable) << "#!/bin/sh\nexit 0\n";
+  ASSERT_EQ(::chmod(notExecutable.c_str(), 0644), 0);
+
+  struct Case {
+    std::string command;
+    std::string expected;
+  };
+  for (const Case& c : {Case{"/nonexistent/agent --x", "program '/nonexistent/agent' cannot be run (No such file"},
+                        Case{dir + " --x", "program '" + dir + "' cannot be run (a directory)"},
+                        Case{notExecutable, "program '" + notExecutable + "' cannot be run (not executable"},
+                        Case{"hotkernel-no-such-agent-program --x",
+                             "program 'hotkernel-no-such-agent-program' is not an executable file in any directory "
+                             "of PATH"}}) {
+    const FromEnvironment r = readAgent(c.command.c_str(), nullptr);
+    EXPECT_FALSE(r.agent.has_value()) << c.command;
+    EXPECT_TRUE(contains(r.problem, "HOTKERNEL_AGENT_CMD='" + c.command + "': " + c.expected)) << r.problem;
+    EXPECT_TRUE(contains(r.problem, "tuning continues without the agent")) << r.problem;
+  }
+  ::unlink(notExecutable.c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST(ExternalAgentTest, givenProgramNameWithoutSlash_whenReadingTheAgent_thenLookedUpInPathLikePosixSpawnp) {
+  char dirTemplate[] = "/tmp/hotkernel-agent-path-XXXXXX";
+  ASSERT_NE(::mkdtemp(dirTemplate), nullptr);
+  const std::string dir = dirTemplate;
+  const std::string plain = dir + "/plain", bin = dir + "/bin";
+  ASSERT_EQ(::mkdir(plain.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(bin.c_str(), 0755), 0);
+  // The same name: not executable in the first directory, executable in the second.
+  std::ofstream(plain + "/hk-agent") << "#!/bin/sh\nexit 0\n";
+  std::ofstream(bin + "/hk-agent") << "#!/bin/sh\nexit 0\n";
+  ASSERT_EQ(::chmod((plain + "/hk-agent").c_str(), 0644), 0);
+  ASSERT_EQ(::chmod((bin + "/hk-agent").c_str(), 0755), 0);
+  {
+    ScopedEnv path("PATH", (plain + ":" + bin).c_str());
+    const FromEnvironment found = readAgent("hk-agent --mode good", nullptr);
+    EXPECT_TRUE(found.agent.has_value()) << found.problem;
+    EXPECT_EQ(found.problem, "");
+  }
+  {
+    ScopedEnv path("PATH", plain.c_str());
+    const FromEnvironment notFound = readAgent("hk-agent", nullptr);
+    EXPECT_FALSE(notFound.agent.has_value());
+    EXPECT_TRUE(contains(notFound.problem, "program 'hk-agent' is not an executable file in any directory of PATH"))
+        << notFound.problem;
+  }
+  {
+    ScopedEnv path("PATH", nullptr);  // unset: /bin:/usr/bin
+    const FromEnvironment shell = readAgent("sh -c true", nullptr);
+    EXPECT_TRUE(shell.agent.has_value()) << shell.problem;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ExternalAgentTest, givenMalformedAgentAndNoProblemSlot_whenReadTwice_thenOneWarningAndNoThrow) {
+  ScopedEnv cmd("HOTKERNEL_AGENT_CMD", "sh 'unterminated");
+  ScopedEnv timeout("HOTKERNEL_AGENT_TIMEOUT", nullptr);
+  setLogLevel(LogLevel::Warn);
+  std::fflush(stderr);
+  const int saved = ::dup(STDERR_FILENO);
+  std::FILE* capture = std::tmpfile();
+  ASSERT_NE(capture, nullptr);
+  ::dup2(::fileno(capture), STDERR_FILENO);
+  bool threw = false;
+  try {
+    for (int i = 0; i < 2; ++i) {
+      if (ExternalAgent::fromEnvironment().has_value()) threw = true;  // not an agent either
+    }
+  } catch (...) {
+    threw = true;
+  }
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  std::rewind(capture);
+  std::string logged;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), capture)) > 0) logged.append(buf, n);
+  std::fclose(capture);
+  EXPECT_FALSE(threw);
+  size_t lines = 0;
+  for (size_t at = logged.find("HOTKERNEL_AGENT_CMD="); at != std::string::npos;
+       at = logged.find("HOTKERNEL_AGENT_CMD=", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 1u) << logged;
 }
 
 TEST(ExternalAgentTest, givenMisuse_whenConstructing_thenErrorIsThrown) {

@@ -6,7 +6,25 @@
 // | variable                | default | meaning |
 // |-------------------------|---------|---------|
 // | HOTKERNEL_AGENT_CMD     | unset   | the agent's command line, split by splitCommandLine (Subprocess.h): no shell |
-// | HOTKERNEL_AGENT_TIMEOUT | 60      | seconds one request may take; the agent's process group is then killed |
+// | HOTKERNEL_AGENT_TIMEOUT | 60      | seconds one request may take, in (0, 86400]; the agent's process group is then killed |
+//
+// Note [A malformed agent configuration]
+// fromEnvironment() never throws: the variables are read inside a serving
+// process, where a throw would fail the tuning job (or start()) that reads
+// them. It returns nullopt, with one line in *problem that names the variable,
+// its value and what is wrong, when HOTKERNEL_AGENT_CMD is set but
+//   - splits into no words ("   "), or its program word is empty ('""');
+//   - cannot be split (an unterminated quote, a trailing backslash);
+//   - names a program that cannot be executed: a path (a word with '/') that
+//     is not an executable regular file, or a name found in no directory of
+//     $PATH as an executable regular file (posix_spawnp's rules: an empty
+//     entry is the current directory; an unset PATH is /bin:/usr/bin);
+// or when HOTKERNEL_AGENT_TIMEOUT is set but is not a number, is <= 0, inf or
+// nan. A timeout above kMaxAgentTimeoutSeconds (a day) is clamped to it: the
+// agent is returned, and *problem says so. Tuning goes on without an agent
+// that was not returned; the caller logs *problem once (a caller that passes
+// no `problem` gets it logged here, once per process). The program is looked
+// up once, when the variables are read: one installed later is not seen.
 //
 // Note [One request, one process]
 // Every propose() starts the program afresh and waits for it to exit: no
@@ -59,10 +77,16 @@ class ExternalAgent {
   // Throws Error if options.command is empty or the timeout is not > 0.
   explicit ExternalAgent(ExternalAgentOptions options);
 
-  // The agent named by HOTKERNEL_AGENT_CMD (timeout from HOTKERNEL_AGENT_TIMEOUT);
-  // nullopt when the variable is unset or empty. Throws Error when it is set
-  // but malformed (an unterminated quote, a timeout that is not a positive number).
-  static std::optional<ExternalAgent> fromEnvironment();
+  // The largest HOTKERNEL_AGENT_TIMEOUT used (a day); larger values are clamped to it.
+  static constexpr double kMaxAgentTimeoutSeconds = 24 * 3600.0;
+
+  // The agent named by HOTKERNEL_AGENT_CMD (timeout from HOTKERNEL_AGENT_TIMEOUT).
+  // Never throws (Note [A malformed agent configuration]). Returns nullopt with
+  // *problem cleared when HOTKERNEL_AGENT_CMD is unset or empty; nullopt with
+  // *problem set to one line when it is malformed; the agent with *problem
+  // cleared, or set to the clamping of an oversized timeout. A null `problem`:
+  // a non-empty problem is logged here, once per process.
+  static std::optional<ExternalAgent> fromEnvironment(std::string* problem = nullptr);
 
   // Runs the agent once on `task` (Note [One request, one process]). Returns
   // the validated reply, or nullopt with `*whyRejected` (when non-null) set to
