@@ -44,7 +44,8 @@ int64_t parseInteger(const char* name, int64_t minimum, int64_t maximum, int64_t
     return fallback;
   }
   if (errno == ERANGE && n > 0) {
-    HOTKERNEL_LOG(Warn) << name << "='" << v << "' is too large for an integer; using the maximum of " << range << ", " << maximum;
+    HOTKERNEL_LOG(Warn) << name << "='" << v << "' is too large for an integer; using the maximum of " << range
+                        << ", " << maximum;
     return maximum;
   }
   if (n < minimum) {
@@ -77,8 +78,8 @@ Config Config::fromEnvironment() {
   c.hotCalls = parseInteger("HOTKERNEL_HOT_CALLS", 1, kMaxHotCalls, 50, "50");
   c.profilePath = env("HOTKERNEL_PROFILE");
   c.idleMs = parseInteger("HOTKERNEL_IDLE_MS", 1, kMaxIdleMs, 50, "50");
-  c.optimizerMemoryMb =
-      parseInteger("HOTKERNEL_OPT_MEM_MB", 1, kMaxOptimizerMemoryMb, 0, "the default (a quarter of the device's memory)");
+  c.optimizerMemoryMb = parseInteger("HOTKERNEL_OPT_MEM_MB", 1, kMaxOptimizerMemoryMb, 0,
+                                     "the default (a quarter of the device's memory)");
   c.idleMaxUtil = static_cast<int>(parseInteger("HOTKERNEL_IDLE_MAX_UTIL", 0, 100, -1, "none (not used)"));
   std::string ops = env("HOTKERNEL_OPS");
   // The norm ops joined after their first end-to-end run on the H200 (bench/ops_bench.py),
