@@ -51,14 +51,21 @@ Comparison benchmarkInterleaved(const Workload& baseline, const Workload& candid
     stream.synchronize();
     HOTKERNEL_CHECK(options.beforePair(), "benchmark interrupted");
   };
+  int candidateCalls = 0;
+  auto beforeCandidate = [&](bool last) {
+    if (options.beforeCandidate) options.beforeCandidate(candidateCalls, last);
+    ++candidateCalls;
+  };
   for (int i = 0; i < options.warmup; ++i) {
     yieldBeforePair();
     baseline();
+    beforeCandidate(false);
     candidate();
   }
   yieldBeforePair();
   // Estimate one pair's cost to respect the time budget.
   at::cuda::CUDAEvent e0(cudaEventDefault), e1(cudaEventDefault);
+  beforeCandidate(false);
   e0.record(stream);
   baseline();
   candidate();
@@ -72,7 +79,8 @@ Comparison benchmarkInterleaved(const Workload& baseline, const Workload& candid
   std::vector<std::unique_ptr<at::cuda::CUDAEvent>> events;
   events.reserve(4 * pairs);
   for (int i = 0; i < 4 * pairs; ++i) events.push_back(std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault));
-  auto timed = [&](const Workload& w, int slot, int round) {
+  auto timed = [&](const Workload& w, int slot, int round, bool isCandidate) {
+    if (isCandidate) beforeCandidate(round == pairs - 1);
     flush.fill_(static_cast<uint8_t>(round & 0xff));
     events[2 * slot]->record(stream);
     w();
@@ -82,11 +90,11 @@ Comparison benchmarkInterleaved(const Workload& baseline, const Workload& candid
     yieldBeforePair();
     // Slots: 2i is A, 2i+1 is B; the order alternates to cancel order effects.
     if (i % 2 == 0) {
-      timed(baseline, 2 * i, i);
-      timed(candidate, 2 * i + 1, i);
+      timed(baseline, 2 * i, i, false);
+      timed(candidate, 2 * i + 1, i, true);
     } else {
-      timed(candidate, 2 * i + 1, i);
-      timed(baseline, 2 * i, i);
+      timed(candidate, 2 * i + 1, i, true);
+      timed(baseline, 2 * i, i, false);
     }
   }
   stream.synchronize();

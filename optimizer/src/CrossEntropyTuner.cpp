@@ -217,29 +217,35 @@ TuneOutcome tuneCrossEntropy(const CrossEntropyVariant& v, int device, const Tun
     return makeCrossEntropyPlan(key, toParams(p), cubin, device);
   };
   // The timed calls: ATen's decomposition, and a plan as the trampoline runs
-  // it (output and workspace allocated, the counter zeroed only when needed).
+  // it (output and workspace allocated, the counter zeroed only when needed),
+  // rotating over two inputs (Note [Timed outputs are checked] in
+  // FamilyTuner.cpp), each with targets of its own, every eighth row ignored.
   const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
   // Drawn in row slices, a yield point before each (the first before any GPU work of the tuner).
-  const at::Tensor x = buildInRowSlices(
-      v.rows, v.cols, scalarTypeOf(v.dtype), device,
-      [&](int64_t, int64_t k) { return at::randn({k, v.cols}, opts).mul_(3.0); }, options.yieldPoint);
-  HOTKERNEL_CHECK(x.defined(), "tuning interrupted");
-  at::Tensor target = at::randint(0, v.cols, {v.rows}, opts.dtype(at::kLong));
-  target.slice(0, 0, v.rows, 8).fill_(-100);
+  spec.timedInputs = drawTimedInputs(
+      spec.harnessSpec, v.dtype, v.rows, v.cols, device,
+      [&](int64_t k) { return at::randn({k, v.cols}, opts).mul_(3.0); }, options.yieldPoint);
+  for (TimedInput& t : spec.timedInputs) {
+    at::Tensor target = at::randint(0, v.cols, {v.rows}, opts.dtype(at::kLong));
+    target.slice(0, 0, v.rows, 8).fill_(-100);
+    t.args.rowInputs = {target};
+    t.args.scalars = {-100.0};
+  }
   const int64_t reduction = static_cast<int64_t>(v.reduction);
-  spec.atenCall = [x, target, reduction] { (void)atenCrossEntropy(x, target, reduction, -100); };
-  spec.planCall = [x, target, v](const Plan& plan) {
-    const bool reduced = v.reduction != CrossEntropyReduction::None;
-    at::Tensor out = reduced ? at::empty({}, x.options()) : at::empty({v.rows}, x.options());
+  spec.atenCall = [reduction](const TimedInput& t) {
+    (void)atenCrossEntropy(t.in, t.args.rowInputs.at(0), reduction, -100);
+  };
+  spec.planCall = [v](const Plan& plan, const TimedInput& t, const std::vector<at::Tensor>& outs) {
     // As the trampoline runs it: the stream's persistent workspace (Note [A
     // persistent workspace per stream]). Only harness-validated candidates
     // are timed, and the harness fails one that leaves the counter non-zero.
+    const at::Tensor& x = t.in;
     const int64_t workFloats = CrossEntropyFamily::workspaceFloats(v);
     const at::Tensor work = workFloats > 0 ? StreamWorkspaces::global().forLaunchLike(workFloats, x) : at::Tensor();
     return plan.launcher->launchArgs(KernelArgs()
                                          .pointer(x.const_data_ptr())
-                                         .pointer(target.const_data_ptr())
-                                         .pointer(out.mutable_data_ptr())
+                                         .pointer(t.args.rowInputs.at(0).const_data_ptr())
+                                         .pointer(outs.at(0).mutable_data_ptr())
                                          .pointer(work.defined() ? work.const_data_ptr() : nullptr)
                                          .int64(v.rows)
                                          .int64(v.cols)

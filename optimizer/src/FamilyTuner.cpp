@@ -2,16 +2,24 @@
 
 #include <tbb/parallel_for.h>
 
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "hotkernel/optimizer/Benchmark.h"
+#include "hotkernel/optimizer/SlicedInput.h"
 #include "hotkernel/optimizer/TargetBudget.h"
 #include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/ExitGate.h"
 #include "hotkernel/runtime/Nvrtc.h"
 
 namespace hotkernel {
@@ -34,29 +42,122 @@ FamilyPoint FamilyPoint::fromSearchPoint(const SearchPoint& pt) {
   return p;
 }
 
-namespace {
-
-// The candidate against the original kernel, both on the benchmark's stream;
-// nullopt when a launch of the candidate failed (Note [Launch failures while
-// timing]).
-std::optional<Comparison> timeAgainstOriginal(const FamilyTuneSpec& spec, const Plan& plan, int device, int pairs,
-                                              const std::function<bool()>& yieldPoint) {
+// Note [Timed outputs are checked]
+// The harness sees a candidate's first launches of a fresh module; the
+// timing sees the many that follow, on the plan's own module. A kernel that
+// counts its launches in a `__device__` variable and returns early after N,
+// or keeps the result of an earlier call and returns it again, passes the
+// harness and is timed doing no work. So the timed calls are checked too:
+//  - the candidate's calls rotate over spec.timedInputs (at least two inputs
+//    with distinct contents, at distinct addresses), call k on input k mod n,
+//    the last call on input 1 whatever k is, so that the first call (input 0)
+//    and the last read different data;
+//  - every call writes fresh outputs, as a served call would (allocated
+//    like the dispatcher allocates them, in the caching allocator's blocks,
+//    which may still hold an earlier call's results), but the first and the
+//    last call write outputs of their own, pre-filled with NaN outside the
+//    timed region (Benchmark's beforeCandidate, before the L2 flush and the
+//    start event), kept until the measurement ends;
+//  - after the measurement, both are compared with the reference for their
+//    input (checkOutputs: the harness's bounds and invariants); a mismatch
+//    rejects the candidate ("timed: the first / last timed launch ...").
+// The original kernel rotates over the same inputs, so both sides read the
+// same data. Agent kernels with writable global data are refused before they
+// run at all (Note [Agent kernels hold no state] in CubinSections.h).
+TimedCandidate timeAndCheckCandidate(const FamilyTuneSpec& spec, const Plan& plan, int device, int pairs,
+                                     const std::function<bool()>& yieldPoint) {
+  HOTKERNEL_CHECK(spec.timedInputs.size() >= 2, "the timed calls of ", spec.family,
+                  " need at least two inputs, got ", spec.timedInputs.size());
+  const RowOpSpec harnessSpec = generalForm(spec.harnessSpec);
+  const size_t n = spec.timedInputs.size();
+  TimedCandidate result;
   BenchmarkOptions bo;
   bo.pairs = pairs;
   bo.beforePair = yieldPoint;
   bool launchFailed = false;
-  Comparison c = benchmarkInterleaved(
-      [&] { spec.atenCall(); },
+  size_t next = 0;               // the input of the candidate's next call
+  bool checkedCall = false;      // whether the next call writes `firstOuts` / `lastOuts`
+  std::vector<at::Tensor> firstOuts, lastOuts;
+  size_t lastInput = 1;
+  auto prefilled = [&](const TimedInput& input) {
+    std::vector<at::Tensor> outs = allocateOutputs(harnessSpec, input.in);
+    for (at::Tensor& o : outs) {
+      if (o.scalar_type() == at::kLong) {
+        o.fill_(std::numeric_limits<int64_t>::min());
+      } else {
+        o.fill_(std::numeric_limits<float>::quiet_NaN());
+      }
+    }
+    return outs;
+  };
+  bo.beforeCandidate = [&](int call, bool last) {
+    next = last ? 1 : static_cast<size_t>(call) % n;
+    checkedCall = call == 0 || last;
+    if (call == 0) firstOuts = prefilled(spec.timedInputs[0]);
+    if (last) {
+      lastInput = next;
+      lastOuts = prefilled(spec.timedInputs[next]);
+    }
+  };
+  size_t atenNext = 0;
+  result.comparison = benchmarkInterleaved(
+      [&] { spec.atenCall(spec.timedInputs[atenNext++ % n]); },
       [&] {
         if (launchFailed) return;  // no more launches: the timing is thrown away
-        launchFailed = !(spec.planCall ? spec.planCall(plan) : spec.candidateCall(*plan.launcher));
+        const TimedInput& input = spec.timedInputs[next];
+        const std::vector<at::Tensor> outs = !checkedCall         ? allocateOutputs(harnessSpec, input.in)
+                                             : lastOuts.empty() ? firstOuts
+                                                                : lastOuts;
+        checkedCall = false;
+        if (spec.planCall) {
+          launchFailed = !spec.planCall(plan, input, outs);
+        } else {
+          launchFailed = !plan.launcher->launchArgs(harnessSpec.kernelArgs(input.in, input.args, outs),
+                                                    at::cuda::getCurrentCUDAStream(device).stream());
+        }
       },
       device, bo);
-  if (launchFailed) return std::nullopt;
-  return c;
+  if (launchFailed) {  // Note [Launch failures while timing]
+    result.comparison.reset();
+    result.failure = "launch: the candidate failed to launch while timed";
+    return result;
+  }
+  HOTKERNEL_CHECK(!firstOuts.empty() && !lastOuts.empty(), "the benchmark made no checked call of the candidate");
+  for (const auto& [name, input, outs] :
+       {std::tuple<const char*, size_t, const std::vector<at::Tensor>*>{"first", 0, &firstOuts},
+        {"last", lastInput, &lastOuts}}) {
+    const TimedInput& in = spec.timedInputs[input];
+    const std::string why = checkOutputs(harnessSpec, spec.dtype, in.in, in.args, *outs, yieldPoint);
+    HOTKERNEL_CHECK(why != "interrupted", "tuning interrupted");
+    if (!why.empty()) {
+      result.comparison.reset();
+      result.failure = std::string("timed: the ") + name + " timed launch (input " + std::to_string(input) +
+                       " of " + std::to_string(n) + ") is wrong: " + why;
+      return result;
+    }
+  }
+  return result;
 }
 
-}  // namespace
+std::vector<TimedInput> drawTimedInputs(const RowOpSpec& spec, kernels::DType dtype, int64_t rows, int64_t cols,
+                                        int device, const std::function<at::Tensor(int64_t k)>& draw,
+                                        const std::function<bool()>& yieldPoint, int count) {
+  HOTKERNEL_CHECK(count >= 2, "the timed calls need at least two inputs");
+  const RowOpSpec general = generalForm(spec);
+  // The extra arguments from a generator of their own (the serving process's stays untouched).
+  at::Generator gen = at::cuda::detail::getDefaultCUDAGenerator(device).clone();
+  gen.set_current_seed((static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}());
+  std::vector<TimedInput> inputs;
+  for (int i = 0; i < count; ++i) {
+    TimedInput t;
+    t.in = buildInRowSlices(
+        rows, cols, scalarTypeOf(dtype), device, [&](int64_t, int64_t k) { return draw(k); }, yieldPoint);
+    HOTKERNEL_CHECK(t.in.defined(), "tuning interrupted");
+    t.args = general.makeArgs(rows, cols, dtype, gen);
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
 
 // Note [Family search]
 // The family's points for this variant form a tiered space (0: threads and
@@ -146,6 +247,12 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
     std::vector<std::string> errors(fresh.size());
     tbb::parallel_for(size_t(0), fresh.size(), [&](size_t i) {
       const auto t0 = std::chrono::steady_clock::now();
+      // Note [Ordered exit] (runtime/ExitGate.h): once the process exits, no new
+      // compile starts, so the exit waits at most for the ones running.
+      if (ExitGate::process().exiting()) {
+        errors[i] = "interrupted: the process is exiting";
+        return;
+      }
       try {
         compiledNow[i].cubin =
             compileToCubin(spec.source, spec.program, arch, spec.compileOptions(FamilyPoint::fromSearchPoint(fresh[i])))
@@ -181,14 +288,14 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
         continue;
       }
       const Plan plan = spec.makePlan(point, m.cubin);
-      std::optional<Comparison> timed = timeAgainstOriginal(
+      TimedCandidate timed = timeAndCheckCandidate(
           spec, plan, device, std::min(options.pairs, kPairsPerLevel[std::min(level, 2)]), yieldPoint);
-      if (!timed) {  // Note [Launch failures while timing]
+      if (!timed.comparison) {  // Notes [Launch failures while timing], [Timed outputs are checked]
         m.comparison.reset();
-        results.push_back(Evaluation::failed("launch: the candidate failed to launch while timed"));
+        results.push_back(Evaluation::failed(timed.failure));
         continue;
       }
-      m.comparison = std::move(timed);
+      m.comparison = std::move(timed.comparison);
       m.level = level;
       results.push_back(Evaluation(m.comparison->candidate.median));
     }
@@ -227,6 +334,7 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
     if (!c.ok()) {
       log["stage"] = c.failure.rfind("compile", 0) == 0  ? "compile"
                      : c.failure.rfind("launch", 0) == 0 ? "launch"
+                     : c.failure.rfind("timed", 0) == 0  ? "timed"
                                                          : "harness";
       log["error"] = c.failure.substr(0, 2000);
     } else if (m.comparison) {

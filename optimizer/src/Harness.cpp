@@ -73,8 +73,9 @@ double maxAbsError(const at::Tensor& out, const at::Tensor& ref) {
   return diff.numel() ? diff.max().item<double>() : 0.0;
 }
 
-// The spec in its general form (Note [Row ops with extra inputs and several outputs]).
-RowOpSpec normalized(const RowOpSpec& spec) {
+}  // namespace
+
+RowOpSpec generalForm(const RowOpSpec& spec) {
   if (!spec.outputs.empty()) {
     HOTKERNEL_CHECK(spec.makeArgs && spec.references && spec.kernelArgs, "row op spec ", spec.op,
                     " with outputs needs makeArgs, references and kernelArgs");
@@ -101,8 +102,6 @@ RowOpSpec normalized(const RowOpSpec& spec) {
   };
   return g;
 }
-
-}  // namespace
 
 // Note [A 0-dim view]
 // `t.view({})` is not a 0-dim view: `{}` value-initializes the ScalarType
@@ -189,8 +188,99 @@ struct Interrupted {};
 
 bool isExactInt64(const RowOpOutput& o) { return o.perRow && !o.scalar && o.exactInt64; }
 
-// What the harness writes after each output, and expects to find there after a launch.
-double canaryValue(const RowOpOutput& o) { return isExactInt64(o) ? 1234.0 : 1234.5; }
+// The dtype of output `o`'s buffer for an input of `inType`.
+at::ScalarType outputType(const RowOpOutput& o, at::ScalarType inType) {
+  if (isExactInt64(o)) return at::kLong;
+  if (o.perRow && !o.scalar && !o.perRowInInputDtype) return at::kFloat;
+  return inType;
+}
+
+// Elements of output `o` for a [rows, cols] input.
+int64_t outputElements(const RowOpOutput& o, int64_t rows, int64_t cols) {
+  return o.scalar ? 1 : o.perRow ? rows : rows * cols;
+}
+
+// The same bits viewed as integers of the element's width.
+at::Tensor bitsOf(const at::Tensor& t) {
+  switch (t.element_size()) {
+    case 2:
+      return t.view(at::kShort);
+    case 4:
+      return t.view(at::kInt);
+    default:
+      return t.view(at::kLong);
+  }
+}
+
+// Note [Randomized pre-fill and guards]
+// A kernel must not be able to tell the harness's launches from a served
+// call, nor pass by leaving elements as it found them. So, per launch:
+//  - the output view starts at a random offset (a random multiple of the
+//    candidate's output alignment, at least 16 bytes) inside a larger buffer,
+//    with a guard region before it and one of random length (64 to 1024
+//    elements) after it, both holding random bit patterns that must be
+//    bitwise unchanged after the launch ("wrote before the start" / "past
+//    the end of the output");
+//  - the output itself is pre-filled with a NaN of random sign and payload
+//    or with random bit patterns (index outputs: INT64_MIN or random
+//    negative values), the two alternating from a random start, so that a
+//    kernel checking for NaN before it writes (or returning when out[0] is
+//    not NaN) leaves the random patterns of every second launch in place: the
+//    comparison with the reference sees them (a random pattern is a NaN, an
+//    infinity or far outside the bound but with probability ~2^-13 per
+//    16-bit element), and the determinism stage's runs, pre-filled
+//    differently, must agree bitwise (a left element differs between them);
+//  - every draw (offsets, lengths, patterns) derives from the run's seed, so
+//    a failure replays.
+enum class Prefill { NaN, RandomBits };
+
+const char* prefillName(Prefill p) { return p == Prefill::NaN ? "NaN" : "random bits"; }
+
+void fillRandomBits(const at::Tensor& t, at::Generator& gen) {
+  at::Tensor bits = bitsOf(t);
+  switch (t.element_size()) {
+    case 2:
+      bits.random_(std::numeric_limits<int16_t>::min(), std::numeric_limits<int16_t>::max(), gen);
+      break;
+    case 4:
+      bits.random_(std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), gen);
+      break;
+    default:
+      bits.random_(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), gen);
+      break;
+  }
+}
+
+// Pre-fills output `t` (Note [Randomized pre-fill and guards]); `draw` a random 64-bit word.
+void prefillOutput(const at::Tensor& t, bool exactInt64, Prefill kind, uint64_t draw, at::Generator& gen) {
+  if (exactInt64) {  // Note [Exact integer outputs]
+    if (kind == Prefill::NaN) {
+      t.fill_(std::numeric_limits<int64_t>::min());
+    } else {
+      t.random_(std::numeric_limits<int64_t>::min(), -1, gen);
+    }
+    return;
+  }
+  if (kind == Prefill::RandomBits) {
+    fillRandomBits(t, gen);
+    return;
+  }
+  // A quiet NaN with a random sign and payload.
+  switch (t.scalar_type()) {
+    case at::kFloat:
+      bitsOf(t).fill_(static_cast<int32_t>(0x7fc00000u | (draw & 0x803fffffu)));
+      break;
+    case at::kBFloat16:
+      bitsOf(t).fill_(static_cast<int16_t>(0x7fc0u | (draw & 0x803fu)));
+      break;
+    case at::kHalf:
+      bitsOf(t).fill_(static_cast<int16_t>(0x7e00u | (draw & 0x81ffu)));
+      break;
+    default:
+      t.fill_(std::numeric_limits<double>::quiet_NaN());
+      break;
+  }
+}
 
 }  // namespace
 
@@ -210,7 +300,7 @@ namespace {
 
 struct Runner {
   const HarnessCandidate& c;
-  const RowOpSpec& spec;  // normalized
+  const RowOpSpec& spec;  // general form
   DType dtype;
   int device;
   double watchdogSeconds;
@@ -219,29 +309,41 @@ struct Runner {
   // A yield point before the launch (the buffers are ready) and between the
   // launch and the checks of its outputs: the launch is a unit of its own.
   std::function<void()> pause;
+  at::Generator gen;     // the run's device generator (pre-fill and guard patterns)
+  std::mt19937_64 rng;   // the run's host draws (offsets, lengths, NaN payloads)
+  int launches = 0;      // launches so far: the pre-fill alternates
+  int prefillStart = 0;  // 0: the first launch is pre-filled with NaN, 1: with random bits
+  Prefill lastPrefill = Prefill::NaN;
 
-  // Runs the candidate on `in` (and `args`) into fresh NaN-filled outputs,
-  // each with a canary tail. Returns the outputs, or none and `why` on failure.
+  // Runs the candidate on `in` (and `args`) into outputs at random offsets of
+  // freshly pre-filled buffers, guarded before and after (Note [Randomized
+  // pre-fill and guards]). Returns the outputs, or none and `why` on failure.
   std::vector<at::Tensor> run(const at::Tensor& in, const RowOpArgs& args, std::string& why) {
     const int64_t rows = in.size(0), cols = in.size(1);
-    constexpr int64_t kCanary = 1024;
-    std::vector<at::Tensor> outs, canaries;
+    const Prefill kind = (launches++ + prefillStart) % 2 == 0 ? Prefill::NaN : Prefill::RandomBits;
+    lastPrefill = kind;
+    const size_t outAlign = std::max<size_t>({16, c.alignment, c.outputAlignment});
+    std::vector<at::Tensor> outs, guards, guardCopies;
+    std::vector<std::string> guardNames;
     for (const RowOpOutput& o : spec.outputs) {
-      const int64_t n = o.scalar ? 1 : o.perRow ? rows : rows * cols;
-      const bool int64 = isExactInt64(o);
-      const bool float32 = o.perRow && !o.scalar && !o.perRowInInputDtype && !int64;
-      at::Tensor buf = at::empty({n + kCanary}, int64     ? in.options().dtype(at::kLong)
-                                                : float32 ? in.options().dtype(at::kFloat)
-                                                          : in.options());
-      if (int64) {
-        buf.fill_(std::numeric_limits<int64_t>::min());  // Note [Exact integer outputs]
-      } else {
-        buf.fill_(std::numeric_limits<float>::quiet_NaN());
+      const int64_t n = outputElements(o, rows, cols);
+      const at::ScalarType type = outputType(o, in.scalar_type());
+      const int64_t elem = static_cast<int64_t>(c10::elementSize(type));
+      const int64_t unit = std::max<int64_t>(1, static_cast<int64_t>(outAlign) / elem);
+      const int64_t before = unit * static_cast<int64_t>(1 + rng() % 8);
+      const int64_t after = 64 + static_cast<int64_t>(rng() % 961);
+      at::Tensor buf = at::empty({before + n + after}, in.options().dtype(type));
+      fillRandomBits(buf, gen);
+      at::Tensor out = buf.narrow(0, before, n);
+      prefillOutput(out, isExactInt64(o), kind, rng(), gen);
+      const std::string label = spec.outputs.size() > 1 ? " '" + o.name + "'" : "";
+      for (const auto& [g, name] : {std::pair<at::Tensor, std::string>{buf.narrow(0, 0, before), "wrote before the start of the output" + label},
+                                    {buf.narrow(0, before + n, after), "wrote past the end of the output" + label}}) {
+        guards.push_back(g);
+        guardCopies.push_back(g.clone());
+        guardNames.push_back(name);
       }
-      at::Tensor canary = buf.narrow(0, n, kCanary);
-      canary.fill_(canaryValue(o));
-      canaries.push_back(canary);
-      outs.push_back(outputView(buf, o, rows, cols));
+      outs.push_back(outputView(out, o, rows, cols));
     }
     // Scratch (Note [Row ops with per-row inputs, scalar outputs and a workspace]).
     const int64_t workFloats = spec.workspaceFloats ? spec.workspaceFloats(rows, cols) : 0;
@@ -271,7 +373,14 @@ struct Runner {
     at::cuda::CUDAEvent done(cudaEventDefault);
     done.record(stream);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(watchdogSeconds);
-    while (!done.query()) {
+    // cudaEventQuery directly: CUDAEvent::query throws on a fault (an illegal
+    // address), which is a failed stage here, not an exception.
+    for (cudaError_t q = cudaEventQuery(done.event()); q != cudaSuccess; q = cudaEventQuery(done.event())) {
+      if (q != cudaErrorNotReady) {
+        why = std::string("CUDA error: ") + cudaGetErrorString(q);
+        (void)cudaGetLastError();
+        return {};
+      }
       if (std::chrono::steady_clock::now() > deadline) {
         std::ostringstream os;
         os << "watchdog: not finished after " << watchdogSeconds << " s";
@@ -287,9 +396,9 @@ struct Runner {
       return {};
     }
     if (pause) pause();
-    for (size_t i = 0; i < canaries.size(); ++i) {
-      if (!at::all(canaries[i] == canaryValue(spec.outputs[i])).item<bool>()) {
-        why = "wrote past the end of the output" + (spec.outputs.size() > 1 ? " '" + spec.outputs[i].name + "'" : "");
+    for (size_t i = 0; i < guards.size(); ++i) {
+      if (!at::equal(bitsOf(guards[i]), bitsOf(guardCopies[i]))) {
+        why = guardNames[i];
         return {};
       }
     }
@@ -318,95 +427,19 @@ struct Runner {
   }
 };
 
-}  // namespace
-
-const char* toString(HarnessStage s) {
-  switch (s) {
-    case HarnessStage::Smoke:
-      return "smoke";
-    case HarnessStage::Sweep:
-      return "sweep";
-    case HarnessStage::Stability:
-      return "stability";
-    case HarnessStage::Determinism:
-      return "determinism";
-    case HarnessStage::EdgeCases:
-      return "edge-cases";
-  }
-  return "?";
-}
-
-const StageResult* HarnessReport::failure() const {
-  for (const StageResult& s : stages) {
-    if (!s.passed) return &s;
-  }
-  return nullptr;
-}
-
-HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DType dtype, int64_t rows,
-                         int64_t cols, int device, const HarnessOptions& options) {
-  const RowOpSpec spec = normalized(opSpec);
-  HarnessReport report;
-  report.seed = options.seed ? options.seed
-                             : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  at::cuda::CUDAStream stream = at::cuda::getStreamFromPool(false, device);
-  c10::cuda::CUDAStreamGuard streamGuard(stream);
-  at::Generator gen = at::cuda::detail::getDefaultCUDAGenerator(device).clone();
-  gen.set_current_seed(report.seed);
-  const auto floatOpts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
-  const at::ScalarType st = scalarTypeOf(dtype);
-  HarnessStage stage = HarnessStage::Smoke;  // the stage running now (an interruption fails it)
-
-  // A yield point between two bounded units of GPU work (Note [Bounded units
-  // of background GPU work]): all of the harness's GPU work is on `stream`,
-  // so after the synchronisation none of it is in flight while the yield
-  // point waits. Throws Interrupted when it says stop.
-  auto pause = [&] {
-    if (!options.yieldPoint) return;
-    stream.synchronize();
-    if (!options.yieldPoint()) throw Interrupted{};
-  };
-  // A [r, n] input in the check's dtype, built in row slices: `rowsAt(b, k)`
-  // gives rows [b, b + k) (float32), converted into place.
-  auto buildSliced = [&](int64_t r, int64_t n, const std::function<at::Tensor(int64_t, int64_t)>& rowsAt) {
-    at::Tensor t = at::empty({r, n}, floatOpts.dtype(st));
-    for (const RowSlice& s : rowSlices(r, n, kBuildTrafficPerElement)) {
-      pause();
-      t.narrow(0, s.begin, s.rows).copy_(rowsAt(s.begin, s.rows));
-    }
-    return t;
-  };
-  // Uniform in [-1, 5): asymmetric on purpose, so that the negated set below
-  // reaches values (down to -5) the smoke input never holds.
-  auto randomInput = [&](int64_t r, int64_t n) {
-    return buildSliced(r, n, [&](int64_t, int64_t k) { return at::rand({k, n}, gen, floatOpts).mul_(6.0).sub_(1.0); });
-  };
-
-  Runner runner{c, spec, dtype, device, options.watchdogSeconds, nullptr, stream, pause};
-  auto drawArgs = [&](int64_t r, int64_t n) { return spec.makeArgs(r, n, dtype, gen); };
-  auto fail = [&](HarnessStage s, const std::string& why) {
-    report.stages.push_back(StageResult{s, false, why});
-    report.passed = false;
-    return report;
-  };
-  try {
-    pause();  // loading a module is work on the device too
-    runner.launcher = CudaKernelLauncher::load(device, c.cubin, c.kernelName, c.geometry(rows, cols), c.alignment,
-                                               c.description);
-  } catch (const Interrupted&) {
-    return fail(HarnessStage::Smoke, "interrupted");
-  } catch (const std::exception& e) {
-    return fail(HarnessStage::Smoke, std::string("cannot load: ") + e.what());
-  }
+// Outputs of one call against the reference (the harness's checks and the
+// tuner's timed launches: checkOutputs).
+struct Comparer {
+  const RowOpSpec& spec;  // general form
+  DType dtype;
+  std::function<void()> pause;  // a yield point between bounded units of work; throws Interrupted
 
   // One output of a check against its reference under its bound, in row
   // slices (Note [Bounded units of background GPU work]); the result and
-  // message are those of the whole output at once. `bound0Max`: the largest
+  // message are those of the whole output at once. `boundMax`: the largest
   // finite bound seen (for the float64 check of output 0).
-  auto compareOutput = [&](size_t i, const at::Tensor& in, const RowOpArgs& args, const at::Tensor& out,
-                           const std::vector<at::Tensor>& refs, double& err, double& boundMax,
-                           std::string& why) -> bool {
+  bool compareOutput(size_t i, const at::Tensor& in, const RowOpArgs& args, const at::Tensor& out,
+                     const std::vector<at::Tensor>& refs, double& err, double& boundMax, std::string& why) const {
     const RowOpOutput& output = spec.outputs[i];
     const std::string name = spec.outputs.size() > 1 ? output.name + ": " : "";
     const int64_t r = in.size(0), n = in.size(1);
@@ -502,14 +535,13 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
       return false;
     }
     return true;
-  };
+  }
 
-  // Checks one input (and its extra arguments) against the reference; false +
-  // why on any mismatch. Every output is compared under its own bound.
-  auto check = [&](const at::Tensor& in, const RowOpArgs& args, std::string& why) -> bool {
-    pause();
-    std::vector<at::Tensor> outs = runner.run(in, args, why);
-    if (outs.empty()) return false;
+  // Every output of a call on `in` (and `args`) under its own bound, then
+  // output 0 against float64 and the family invariant; false + why on any
+  // mismatch. `maxAbsError0`: the worst error of output 0 seen.
+  bool compareAll(const at::Tensor& in, const RowOpArgs& args, const std::vector<at::Tensor>& outs, std::string& why,
+                  double& maxAbsError0) const {
     pause();
     std::vector<at::Tensor> refs = spec.references(in, args);
     HOTKERNEL_CHECK(refs.size() == outs.size(), "the reference of ", spec.op, " gave ", refs.size(),
@@ -519,7 +551,7 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
       double err = 0, boundMax = 0;
       if (!compareOutput(i, in, args, outs[i], refs, err, boundMax, why)) return false;
       if (i == 0) {
-        report.maxAbsError = std::max(report.maxAbsError, err);
+        maxAbsError0 = std::max(maxAbsError0, err);
         bound0Max = boundMax;
       }
     }
@@ -530,16 +562,167 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
       // do not turn the tolerance into NaN, which would fail every candidate).
       pause();
       const int64_t n = std::min<int64_t>(in.size(0), 256);
-      at::Tensor ref64 = spec.references64(in.narrow(0, 0, n).to(at::kDouble), args);
+      const at::Tensor in64 = in.narrow(0, 0, n).to(at::kDouble);
+      at::Tensor ref64 = spec.references64(in64, argsRowsOf(args, in.size(0), 0, n));
       at::Tensor ref0 = refs[0].reshape(outs[0].sizes()).narrow(0, 0, n);
-      const double mine = maxAbsError(outs[0].narrow(0, 0, n), ref64), aten = maxAbsError(ref0, ref64);
+      const at::Tensor out0 = outs[0].narrow(0, 0, n);
+      const double mine = maxAbsError(out0, ref64), aten = maxAbsError(ref0, ref64);
       const double tol = bound0Max;
       if (std::isfinite(aten) && !(mine <= aten + tol)) {
         std::ostringstream os;
-        os << "float64 error " << mine << " exceeds ATen's " << aten << " + tolerance";
+        os << "float64 error " << mine << " exceeds ATen's " << aten << " + tolerance " << tol;
         why = os.str();
         return false;
       }
+      // Note [Family invariants]
+      if (spec.invariant) {
+        const std::string broken = spec.invariant(in64, out0.to(at::kDouble), ref64, dtype);
+        if (!broken.empty()) {
+          std::ostringstream os;
+          os << "invariant: " << broken << " at [" << in.size(0) << ", " << in.size(1) << "]";
+          why = os.str();
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+const char* toString(HarnessStage s) {
+  switch (s) {
+    case HarnessStage::Smoke:
+      return "smoke";
+    case HarnessStage::Sweep:
+      return "sweep";
+    case HarnessStage::Stability:
+      return "stability";
+    case HarnessStage::Determinism:
+      return "determinism";
+    case HarnessStage::EdgeCases:
+      return "edge-cases";
+  }
+  return "?";
+}
+
+const StageResult* HarnessReport::failure() const {
+  for (const StageResult& s : stages) {
+    if (!s.passed) return &s;
+  }
+  return nullptr;
+}
+
+std::vector<at::Tensor> allocateOutputs(const RowOpSpec& spec, const at::Tensor& in) {
+  const int64_t rows = in.size(0), cols = in.size(1);
+  std::vector<at::Tensor> outs;
+  for (const RowOpOutput& o : spec.outputs) {
+    at::Tensor buf = at::empty({outputElements(o, rows, cols)}, in.options().dtype(outputType(o, in.scalar_type())));
+    outs.push_back(outputView(buf, o, rows, cols));
+  }
+  return outs;
+}
+
+std::string checkOutputs(const RowOpSpec& opSpec, DType dtype, const at::Tensor& in, const RowOpArgs& args,
+                         const std::vector<at::Tensor>& outs, const std::function<bool()>& yieldPoint) {
+  const RowOpSpec spec = generalForm(opSpec);
+  HOTKERNEL_CHECK(outs.size() == spec.outputs.size(), "checkOutputs: ", outs.size(), " outputs, the spec of ",
+                  spec.op, " names ", spec.outputs.size());
+  const int device = in.device().index();
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
+  const at::cuda::CUDAStream stream = at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device));
+  auto pause = [&] {
+    if (!yieldPoint) return;
+    stream.synchronize();
+    if (!yieldPoint()) throw Interrupted{};
+  };
+  const Comparer comparer{spec, dtype, pause};
+  std::string why;
+  double maxError = 0;
+  try {
+    std::vector<at::Tensor> shaped;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      shaped.push_back(outs[i].reshape(outputView(outs[i].reshape({-1}), spec.outputs[i], in.size(0), in.size(1)).sizes()));
+    }
+    if (!comparer.compareAll(in, args, shaped, why, maxError)) return why;
+  } catch (const Interrupted&) {
+    return "interrupted";
+  }
+  return {};
+}
+
+HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DType dtype, int64_t rows,
+                         int64_t cols, int device, const HarnessOptions& options) {
+  const RowOpSpec spec = generalForm(opSpec);
+  HarnessReport report;
+  report.seed = options.seed ? options.seed
+                             : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
+  at::cuda::CUDAStream stream = at::cuda::getStreamFromPool(false, device);
+  c10::cuda::CUDAStreamGuard streamGuard(stream);
+  at::Generator gen = at::cuda::detail::getDefaultCUDAGenerator(device).clone();
+  gen.set_current_seed(report.seed);
+  const auto floatOpts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
+  const at::ScalarType st = scalarTypeOf(dtype);
+  HarnessStage stage = HarnessStage::Smoke;  // the stage running now (an interruption fails it)
+
+  // A yield point between two bounded units of GPU work (Note [Bounded units
+  // of background GPU work]): all of the harness's GPU work is on `stream`,
+  // so after the synchronisation none of it is in flight while the yield
+  // point waits. Throws Interrupted when it says stop.
+  auto pause = [&] {
+    if (!options.yieldPoint) return;
+    stream.synchronize();
+    if (!options.yieldPoint()) throw Interrupted{};
+  };
+  // A [r, n] input in the check's dtype, built in row slices: `rowsAt(b, k)`
+  // gives rows [b, b + k) (float32), converted into place.
+  auto buildSliced = [&](int64_t r, int64_t n, const std::function<at::Tensor(int64_t, int64_t)>& rowsAt) {
+    at::Tensor t = at::empty({r, n}, floatOpts.dtype(st));
+    for (const RowSlice& s : rowSlices(r, n, kBuildTrafficPerElement)) {
+      pause();
+      t.narrow(0, s.begin, s.rows).copy_(rowsAt(s.begin, s.rows));
+    }
+    return t;
+  };
+  // Uniform in [-1, 5): asymmetric on purpose, so that the negated set below
+  // reaches values (down to -5) the smoke input never holds.
+  auto randomInput = [&](int64_t r, int64_t n) {
+    return buildSliced(r, n, [&](int64_t, int64_t k) { return at::rand({k, n}, gen, floatOpts).mul_(6.0).sub_(1.0); });
+  };
+
+  Runner runner{c, spec, dtype, device, options.watchdogSeconds, nullptr, stream, pause, gen,
+                std::mt19937_64(report.seed ^ 0x9e3779b97f4a7c15ull)};
+  runner.prefillStart = static_cast<int>(runner.rng() % 2);
+  auto drawArgs = [&](int64_t r, int64_t n) { return spec.makeArgs(r, n, dtype, gen); };
+  auto fail = [&](HarnessStage s, const std::string& why) {
+    report.stages.push_back(StageResult{s, false, why});
+    report.passed = false;
+    return report;
+  };
+  try {
+    pause();  // loading a module is work on the device too
+    runner.launcher = CudaKernelLauncher::load(device, c.cubin, c.kernelName, c.geometry(rows, cols), c.alignment,
+                                               c.description);
+  } catch (const Interrupted&) {
+    return fail(HarnessStage::Smoke, "interrupted");
+  } catch (const std::exception& e) {
+    return fail(HarnessStage::Smoke, std::string("cannot load: ") + e.what());
+  }
+
+  const Comparer comparer{spec, dtype, pause};
+
+  // Checks one input (and its extra arguments) against the reference; false +
+  // why on any mismatch, naming the launch's pre-fill. Every output is
+  // compared under its own bound.
+  auto check = [&](const at::Tensor& in, const RowOpArgs& args, std::string& why) -> bool {
+    pause();
+    std::vector<at::Tensor> outs = runner.run(in, args, why);
+    if (outs.empty()) return false;
+    if (!comparer.compareAll(in, args, outs, why, report.maxAbsError)) {
+      why += std::string(" (output pre-filled with ") + prefillName(runner.lastPrefill) + ")";
+      return false;
     }
     return true;
   };
@@ -585,14 +768,36 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
     auto fromX = [&](std::function<at::Tensor(at::Tensor)> f) {
       return [&, f] { return buildSliced(rows, cols, [&](int64_t b, int64_t k) { return f(xf(b, k)); }); };
     };
+    // Note [Stress inputs]
+    // Every family gets huge ("near max") and tiny magnitudes (2^-100 of the
+    // smoke input, 2^-12 for float16, whose normal range ends at 2^-14: far
+    // from float32's subnormals, so flush-to-zero arithmetic cannot matter),
+    // all-zero rows and all-equal rows (a random multiple of 1/16 in [-2, 2]
+    // per row: few mantissa bits, so every row sum and mean is exact in
+    // float32 and ATen's result is exact too: layer_norm's output is its
+    // bias), and a NaN. +inf and -inf entries, a row of -inf and a row of
+    // +inf only where the reference defines the result (infinitiesDefined):
+    // softmax, log_softmax and cross_entropy give NaN for a row holding +inf
+    // and propagate -inf entries; the reductions give +-inf or NaN. The norms
+    // do not: ATen's vectorized and generic CUDA paths for the same row
+    // disagree (NaN from inf - inf in one, inf * 0 in the other), so there is
+    // no one answer to match; their NaN propagation, huge, tiny and
+    // all-equal rows are still checked.
+    const double tiny = dtype == DType::Float16 ? std::ldexp(1.0, -12) : std::ldexp(1.0, -100);
     std::vector<std::pair<std::string, std::function<at::Tensor()>>> stress = {
         {"negated", fromX([](at::Tensor v) { return v.neg_(); })},
         {"x3", fromX([](at::Tensor v) { return v.mul_(3); })},
         {"x0.01", fromX([](at::Tensor v) { return v.mul_(0.01); })},
         {"near max", fromX([big](at::Tensor v) { return v.sign().mul_(big).mul_(at::rand_like(v)); })},
+        {"tiny", fromX([tiny](at::Tensor v) { return v.mul_(tiny); })},
         {"zeros", [&] {
            pause();
            return at::zeros_like(x);
+         }},
+        {"all-equal rows", [&] {
+           return buildSliced(rows, cols, [&](int64_t, int64_t k) {
+             return at::rand({k, 1}, gen, floatOpts).mul_(64.0).sub_(32.0).round_().div_(16.0).expand({k, cols}).contiguous();
+           });
          }},
         {"shifted", fromX([dtype](at::Tensor v) { return v.add_(dtype == DType::Float16 ? 1e4 : 1e5); })},
     };
@@ -605,6 +810,13 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
                           if (r2 != r0 && r2 != r1) {
                             special.select(0, r2).select(0, cols - 1).fill_(std::numeric_limits<float>::quiet_NaN());
                           }
+                          return special;
+                        }});
+      stress.push_back({"+inf", [&] {
+                          at::Tensor special = buildSliced(rows, cols, xf);
+                          const int64_t r0 = rows - 1, r1 = rows > 1 ? rows - 2 : rows - 1;
+                          special.select(0, r0).select(0, cols / 2).fill_(std::numeric_limits<float>::infinity());
+                          if (r1 != r0) special.select(0, r1).fill_(std::numeric_limits<float>::infinity());  // a row of +inf
                           return special;
                         }});
     } else {
@@ -623,7 +835,9 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
     }
     report.stages.push_back({HarnessStage::Stability, true, std::to_string(stress.size()) + " input sets"});
 
-    // 4. determinism: 3 runs, fresh NaN-filled outputs, bitwise identical.
+    // 4. determinism: 3 runs, bitwise identical; the pre-fill alternates
+    // (Note [Randomized pre-fill and guards]), so an element some run leaves
+    // unwritten differs between them.
     stage = HarnessStage::Determinism;
     std::vector<at::Tensor> first;
     for (int i = 0; i < 3; ++i) {
@@ -640,11 +854,13 @@ HarnessReport runHarness(const RowOpSpec& opSpec, const HarnessCandidate& c, DTy
         const bool same = isExactInt64(o) ? at::equal(first[k], outs[k]) : bitwiseEqual(first[k], outs[k], bits);
         if (!same) {
           return fail(HarnessStage::Determinism, "run " + std::to_string(i + 1) + " differs bitwise from run 1" +
-                                                     (outs.size() > 1 ? " in '" + spec.outputs[k].name + "'" : ""));
+                                                     (outs.size() > 1 ? " in '" + spec.outputs[k].name + "'" : "") +
+                                                     " (runs pre-filled with NaN and with random bits: an element left "
+                                                     "unwritten, or a nondeterministic result)");
         }
       }
     }
-    report.stages.push_back({HarnessStage::Determinism, true, "3 runs bitwise identical"});
+    report.stages.push_back({HarnessStage::Determinism, true, "3 runs bitwise identical, pre-filled differently"});
 
     // 5. edge cases: the guard refuses what the kernel cannot take.
     // Note [Misaligned pointers the guard must refuse]

@@ -272,15 +272,16 @@ TuneOutcome runNormSearch(const FamilyTuneSpec& spec, int device, const TunerOpt
   return outcome;
 }
 
-// Drawn in row slices, a yield point before each (the first before any GPU
-// work of the tuner); false: Error "tuning interrupted".
-at::Tensor benchInput(DType dtype, int64_t rows, int64_t cols, int device, const std::function<bool()>& yieldPoint) {
+// The timed calls' inputs (Note [Timed outputs are checked] in
+// FamilyTuner.cpp) with the spec's weights, bias and eps, drawn in row
+// slices, a yield point before each (the first before any GPU work of the
+// tuner); Error "tuning interrupted" when it says stop.
+std::vector<TimedInput> benchInputs(const RowOpSpec& spec, DType dtype, int64_t rows, int64_t cols, int device,
+                                    const std::function<bool()>& yieldPoint) {
   const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
-  at::Tensor x = buildInRowSlices(
-      rows, cols, scalarTypeOf(dtype), device,
-      [&](int64_t, int64_t k) { return at::randn({k, cols}, opts).mul_(2.0).add_(0.5); }, yieldPoint);
-  HOTKERNEL_CHECK(x.defined(), "tuning interrupted");
-  return x;
+  return drawTimedInputs(
+      spec, dtype, rows, cols, device, [&](int64_t k) { return at::randn({k, cols}, opts).mul_(2.0).add_(0.5); },
+      yieldPoint);
 }
 
 }  // namespace
@@ -315,25 +316,8 @@ TuneOutcome tuneRmsNorm(const kernels::RmsNormVariant& v, int device, const Tune
     return makeRmsNormPlan(key, toParams(p), cubin, device);
   };
   // The timed calls: the original kernel and a plan, each allocating out and rstd.
-  const at::Tensor x = benchInput(v.dtype, v.rows, v.cols, device, options.yieldPoint);
-  const at::Tensor weight =
-      v.hasWeight ? at::rand({v.cols}, x.options().dtype(at::kFloat)).mul_(2.0).sub_(1.0).to(x.scalar_type())
-                  : at::Tensor();
-  const double eps = 1e-6;
-  spec.atenCall = [x, weight, eps] { (void)at::cuda::_fused_rms_norm(x, {x.size(1)}, optionalOf(weight), eps); };
-  spec.candidateCall = [x, weight, eps](const KernelLauncher& launcher) {
-    at::Tensor out = at::empty_like(x);
-    at::Tensor rstd = at::empty({x.size(0), 1}, x.options().dtype(at::kFloat));
-    return launcher.launchArgs(KernelArgs()
-                                   .pointer(x.const_data_ptr())
-                                   .pointer(pointerOf(weight))
-                                   .pointer(out.mutable_data_ptr())
-                                   .pointer(rstd.mutable_data_ptr())
-                                   .int64(x.size(0))
-                                   .int64(x.size(1))
-                                   .float32(static_cast<float>(eps)),
-                               at::cuda::getCurrentCUDAStream().stream());
-  };
+  spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, v.rows, v.cols, device, options.yieldPoint);
+  spec.atenCall = [ref = spec.harnessSpec.references](const TimedInput& t) { (void)ref(t.in, t.args); };
   return runNormSearch(spec, device, options, 10);
 }
 
@@ -366,32 +350,9 @@ TuneOutcome tuneLayerNorm(const kernels::LayerNormVariant& v, int device, const 
   spec.makePlan = [key, device](const FamilyPoint& p, const std::string& cubin) {
     return makeLayerNormPlan(key, toParams(p), cubin, device);
   };
-  const at::Tensor x = benchInput(v.dtype, v.rows, v.cols, device, options.yieldPoint);
-  const auto colOpts = x.options().dtype(at::kFloat);
-  const at::Tensor weight =
-      v.hasWeight ? at::rand({v.cols}, colOpts).mul_(2.0).sub_(1.0).to(x.scalar_type()) : at::Tensor();
-  const at::Tensor bias = v.hasBias ? at::rand({v.cols}, colOpts).sub_(0.5).to(x.scalar_type()) : at::Tensor();
-  const double eps = 1e-5;
-  spec.atenCall = [x, weight, bias, eps] {
-    (void)at::cuda::native_layer_norm(x, {x.size(1)}, optionalOf(weight), optionalOf(bias), eps);
-  };
-  spec.candidateCall = [x, weight, bias, eps](const KernelLauncher& launcher) {
-    at::Tensor out = at::empty_like(x);
-    const auto statOpts = x.options().dtype(at::kFloat);
-    at::Tensor mean = at::empty({x.size(0), 1}, statOpts);
-    at::Tensor rstd = at::empty({x.size(0), 1}, statOpts);
-    return launcher.launchArgs(KernelArgs()
-                                   .pointer(x.const_data_ptr())
-                                   .pointer(pointerOf(weight))
-                                   .pointer(pointerOf(bias))
-                                   .pointer(out.mutable_data_ptr())
-                                   .pointer(mean.mutable_data_ptr())
-                                   .pointer(rstd.mutable_data_ptr())
-                                   .int64(x.size(0))
-                                   .int64(x.size(1))
-                                   .float32(static_cast<float>(eps)),
-                               at::cuda::getCurrentCUDAStream().stream());
-  };
+  // The timed calls: the original kernel and a plan, each allocating out, mean and rstd.
+  spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, v.rows, v.cols, device, options.yieldPoint);
+  spec.atenCall = [ref = spec.harnessSpec.references](const TimedInput& t) { (void)ref(t.in, t.args); };
   return runNormSearch(spec, device, options, 10);
 }
 

@@ -173,25 +173,16 @@ TuneOutcome tuneReduce(const ReduceVariant& v, int device, const TunerOptions& o
   spec.makePlan = [key, device, op = v.op](const FamilyPoint& p, const std::string& cubin) {
     return makeReducePlan(key, toParams(p), cubin, device, op);
   };
-  // The timed calls: ATen's kernel, and a plan's launcher, each allocating its [rows] output.
-  // Drawn in row slices with a yield point before each (Note [Bounded units of
-  // background GPU work]): [8192, 128256] at once is one ~6 ms unit.
+  // The timed calls: ATen's kernel, and a plan's launcher, each allocating its
+  // [rows] output, rotating over two inputs (Note [Timed outputs are checked]
+  // in FamilyTuner.cpp). Drawn in row slices with a yield point before each
+  // (Note [Bounded units of background GPU work]): [8192, 128256] at once is one ~6 ms unit.
   const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
-  const at::Tensor x = buildInRowSlices(
-      v.rows, v.cols, scalarTypeOf(v.dtype), device,
-      [&](int64_t, int64_t k) { return at::randn({k, v.cols}, opts).mul_(2.0); }, options.yieldPoint);
-  HOTKERNEL_CHECK(x.defined(), "tuning interrupted");
+  spec.timedInputs = drawTimedInputs(
+      spec.harnessSpec, v.dtype, v.rows, v.cols, device,
+      [&](int64_t k) { return at::randn({k, v.cols}, opts).mul_(2.0); }, options.yieldPoint);
   const ReduceOp op = v.op;
-  spec.atenCall = [x, op] { (void)atenReduceLastDim(x, op); };
-  spec.candidateCall = [x, op](const KernelLauncher& launcher) {
-    const at::Tensor out = at::empty({x.size(0)}, op == ReduceOp::Argmax ? x.options().dtype(at::kLong) : x.options());
-    return launcher.launchArgs(KernelArgs()
-                                   .pointer(x.const_data_ptr())
-                                   .pointer(out.mutable_data_ptr())
-                                   .int64(x.size(0))
-                                   .int64(x.size(1)),
-                               at::cuda::getCurrentCUDAStream().stream());
-  };
+  spec.atenCall = [op](const TimedInput& t) { (void)atenReduceLastDim(t.in, op); };
   const std::string arch = info.nvrtcArch();
   double bestSpeedup = 0;
   TuneOutcome outcome = tuneFamily(spec, device, arch, options, bestSpeedup);

@@ -12,9 +12,11 @@
 #include <optional>
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 #include "FamilyCandidate.h"
 #include "hotkernel/optimizer/AgentTask.h"
+#include "hotkernel/optimizer/CubinSections.h"
 #include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/ExternalAgent.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
@@ -65,30 +67,44 @@ Comparison timeAgainstAten(const KernelLauncher& launcher, const at::Tensor& in,
 
 }  // namespace
 
+namespace {
+
+// "" or the first row of `bad` (a [rows] bool tensor) with its value and bound.
+std::string firstBadRow(const at::Tensor& bad, const at::Tensor& value, const at::Tensor& bound, const char* what) {
+  const int64_t count = bad.sum().item<int64_t>();
+  if (count == 0) return {};
+  const int64_t r = bad.to(at::kInt).argmax().item<int64_t>();
+  std::ostringstream os;
+  os.precision(9);
+  os << count << " row(s) where " << what << "; first row " << r << ": " << value[r].item<double>() << ", bound "
+     << bound[r].item<double>();
+  return os.str();
+}
+
+}  // namespace
+
 RowOpSpec softmaxSpec(SoftmaxOp op) {
+  // Both ops through the general form with an elementwise bound, absolute +
+  // relative (Notes [Softmax bound], [Log-softmax tolerance]), and the
+  // family's invariant against float64 (Note [Family invariants]).
+  // Non-finite references (NaN rows, -inf entries) must match exactly: bound 0 there.
   RowOpSpec spec;
-  if (op == SoftmaxOp::Softmax) {
-    spec.op = "aten::_softmax";
-    spec.reference = [](const at::Tensor& in) { return at::cuda::_softmax(in, -1, false); };
-    spec.reference64 = [](const at::Tensor& in64) { return at::cuda::_softmax(in64, -1, false); };
-    spec.tolerance = [](DType d, int64_t cols) { return SoftmaxFamily::tolerance(d, cols); };
-    return spec;
-  }
-  // log_softmax's outputs are unbounded: an elementwise bound, absolute +
-  // relative (Note [Log-softmax tolerance]), through the general form.
-  spec.op = "aten::_log_softmax";
-  spec.outputs = {RowOpOutput{"out", false, [](const at::Tensor&, const std::vector<at::Tensor>& refs, DType d) {
-                                const SoftmaxFamily::Bound b = SoftmaxFamily::logSoftmaxTolerance(d);
-                                // Non-finite references (NaN rows, -inf entries) must match exactly: bound 0.
+  const bool log = op == SoftmaxOp::LogSoftmax;
+  spec.op = log ? "aten::_log_softmax" : "aten::_softmax";
+  spec.outputs = {RowOpOutput{"out", false, [log](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
+                                const SoftmaxFamily::Bound b = log ? SoftmaxFamily::logSoftmaxTolerance(d)
+                                                                   : SoftmaxFamily::softmaxBound(d, in.size(1));
                                 return refs[0].to(at::kFloat).abs().nan_to_num_(0.0, 0.0, 0.0).mul_(b.relative).add_(
                                     b.absolute);
                               }}};
   spec.outputs[0].rowLocalBound = true;
   spec.makeArgs = [](int64_t, int64_t, DType, at::Generator&) { return RowOpArgs{}; };
-  spec.references = [](const at::Tensor& in, const RowOpArgs&) {
-    return std::vector<at::Tensor>{at::cuda::_log_softmax(in, -1, false)};
+  spec.references = [log](const at::Tensor& in, const RowOpArgs&) {
+    return std::vector<at::Tensor>{log ? at::cuda::_log_softmax(in, -1, false) : at::cuda::_softmax(in, -1, false)};
   };
-  spec.references64 = [](const at::Tensor& in64, const RowOpArgs&) { return at::cuda::_log_softmax(in64, -1, false); };
+  spec.references64 = [log](const at::Tensor& in64, const RowOpArgs&) {
+    return log ? at::cuda::_log_softmax(in64, -1, false) : at::cuda::_softmax(in64, -1, false);
+  };
   spec.kernelArgs = [](const at::Tensor& in, const RowOpArgs&, const std::vector<at::Tensor>& outs) {
     return KernelArgs()
         .pointer(in.const_data_ptr())
@@ -96,6 +112,28 @@ RowOpSpec softmaxSpec(SoftmaxOp op) {
         .int64(in.size(0))
         .int64(in.size(1));
   };
+  if (log) {
+    // Note [Log-softmax logsumexp]: per row, |logsumexp(out)| <= absolute + relative * entropy.
+    spec.invariant = [](const at::Tensor&, const at::Tensor& out64, const at::Tensor& ref64, DType d) {
+      const SoftmaxFamily::Bound b = SoftmaxFamily::logSumExpBound(d, ref64.size(1));
+      const at::Tensor rowsDefined = ~ref64.isnan().any(1) & ref64.isfinite().any(1);
+      const at::Tensor p = ref64.exp();
+      const at::Tensor entropy = (p * ref64.abs()).nan_to_num(0.0, 0.0, 0.0).sum(1);
+      const at::Tensor lse = at::logsumexp(out64, {1});
+      const at::Tensor bound = entropy.mul(b.relative).add(b.absolute);
+      return firstBadRow(rowsDefined & ~(lse.abs() <= bound), lse, bound, "logsumexp(out) is not 0");
+    };
+  } else {
+    // Note [Softmax row sums]: per row, |sum(out) - 1| <= relative + (small p) * perSmall.
+    spec.invariant = [](const at::Tensor&, const at::Tensor& out64, const at::Tensor& ref64, DType d) {
+      const SoftmaxFamily::RowSumBound b = SoftmaxFamily::rowSumBound(d, ref64.size(1));
+      const at::Tensor rowsDefined = ~ref64.isnan().any(1);
+      const at::Tensor small = (ref64 < b.smallBelow).sum(1).to(at::kDouble);
+      const at::Tensor bound = small.mul(b.perSmall).add(b.relative);
+      const at::Tensor excess = (out64.sum(1) - ref64.sum(1)).abs();
+      return firstBadRow(rowsDefined & ~(excess <= bound), out64.sum(1), bound, "the row does not sum to 1");
+    };
+  }
   return spec;
 }
 
@@ -114,9 +152,11 @@ namespace {
 // Note [External agent rounds]
 // After the family's points, the agent gets the task (with the best kernel so
 // far and feedback on its last reply) and proposes a source. Every reply goes
-// through: validation (ExternalAgent), compile in the sandbox helper, a first
-// run in the sandbox-run helper (a fault or hang there cannot touch this
-// process's CUDA context), the five-stage harness, then the benchmark; the
+// through: validation (ExternalAgent), compile in the sandbox helper, the
+// refusal of writable global data (Note [Agent kernels hold no state]),
+// first runs in the sandbox-run helper on the variant's rows and on one row
+// (a fault or hang there cannot touch this process's CUDA context), the
+// five-stage harness, then the benchmark; the
 // stage it failed at is the next round's feedback.
 void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, const TunerOptions& options,
               TuneOutcome& outcome, double& bestSpeedup, nlohmann::json& candidatesLog) {
@@ -173,15 +213,43 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
       finish(AgentStage::Compile, compiled.error, compiled.log);
       continue;
     }
-    const kernels::LaunchGeometry g = reply->launch.geometry(v.rows);
-    SandboxRunRequest run{compiled.cubin, reply->kernelName, LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
-                          v.rows, v.cols, static_cast<int>(kernels::elementSize(v.dtype)),
-                          v.dtype == DType::Float16, device};
-    // The sandbox's first run is GPU work too (another process, its own context).
-    if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");
-    SandboxRunResult sandboxed = sandboxRun(run);
-    if (!sandboxed.ok) {
-      finish(AgentStage::Load, "first run in the sandbox process failed: " + sandboxed.error);
+    // Note [Agent kernels hold no state] (CubinSections.h).
+    std::vector<std::string> globals;
+    try {
+      globals = writableGlobalData(compiled.cubin);
+    } catch (const std::exception& e) {
+      finish(AgentStage::Compile, std::string("unreadable cubin: ") + e.what());
+      continue;
+    }
+    if (!globals.empty()) {
+      std::string list;
+      for (const std::string& g : globals) list += (list.empty() ? "" : ", ") + g;
+      finish(AgentStage::Compile,
+             "the cubin holds writable global data (" + list +
+                 "): a __device__ variable keeps state across launches, which agent kernels may not");
+      continue;
+    }
+    // First runs in the sandbox process on the variant's rows and on one row
+    // (the sweep's first shape): a kernel that faults only there would
+    // otherwise fault in this process, in the harness (Note [Harness runs in-process]).
+    std::string sandboxError;
+    for (const int64_t rows : {v.rows, int64_t{1}}) {
+      if (rows == 1 && v.rows == 1) break;
+      const kernels::LaunchGeometry g = reply->launch.geometry(rows);
+      SandboxRunRequest run{compiled.cubin, reply->kernelName, LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
+                            rows, v.cols, static_cast<int>(kernels::elementSize(v.dtype)),
+                            v.dtype == DType::Float16, device};
+      // The sandbox's first run is GPU work too (another process, its own context).
+      if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");
+      SandboxRunResult sandboxed = sandboxRun(run);
+      if (!sandboxed.ok) {
+        sandboxError = "first run in the sandbox process on " + std::to_string(rows) + " row(s) failed: " +
+                       sandboxed.error;
+        break;
+      }
+    }
+    if (!sandboxError.empty()) {
+      finish(AgentStage::Load, sandboxError);
       continue;
     }
     HarnessCandidate hc;
@@ -242,7 +310,9 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
         outcome.cubin = compiled.cubin;
         outcome.metrics = {{"speedup", cmp.speedup.median}, {"speedupCi", {cmp.speedup.low, cmp.speedup.high}},
                            {"atenUs", cmp.baseline.median}, {"kernelUs", cmp.candidate.median},
-                           {"maxAbsError", h.maxAbsError}, {"tolerance", spec.tolerance(v.dtype, v.cols)},
+                           {"maxAbsError", h.maxAbsError},
+                           {"bound", {{"absolute", SoftmaxFamily::softmaxBound(v.dtype, v.cols).absolute},
+                                      {"relative", SoftmaxFamily::softmaxBound(v.dtype, v.cols).relative}}},
                            {"pairs", cmp.speedup.n}, {"origin", "agent"}};
         AgentBest best;
         best.origin = "agent";
@@ -265,8 +335,9 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   HOTKERNEL_CHECK(SoftmaxFamily::guardVariant(v), "softmax family cannot serve this variant");
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
   if (options.memoryCapBytes > 0) {
-    // The harness holds about eight row buffers at once, plus the flush buffer.
-    const int64_t need = 8 * v.rows * v.cols * static_cast<int64_t>(kernels::elementSize(v.dtype)) +
+    // The harness holds about eight row buffers at once, the timed calls two
+    // inputs and two checked outputs besides theirs, plus the flush buffer.
+    const int64_t need = 12 * v.rows * v.cols * static_cast<int64_t>(kernels::elementSize(v.dtype)) +
                          2 * at::cuda::getDeviceProperties(device)->l2CacheSize;
     HOTKERNEL_CHECK(need <= options.memoryCapBytes, "tuning ", v.rows, "x", v.cols, " needs ~", need >> 20,
                     " MiB of GPU memory, over the cap of ", options.memoryCapBytes >> 20, " MiB");
@@ -285,12 +356,12 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   // family's guesses for this variant.
   const RowOpSpec spec = softmaxSpec(op);
   const auto opts = at::TensorOptions().dtype(scalarTypeOf(v.dtype)).device(at::kCUDA, device);
-  // Drawn in row slices, a yield point before each (the first before any GPU work of the tuner).
-  const at::Tensor benchInput = buildInRowSlices(
-      v.rows, v.cols, scalarTypeOf(v.dtype), device,
-      [&](int64_t, int64_t k) { return at::randn({k, v.cols}, opts.dtype(at::kFloat)).mul_(4.0); },
-      options.yieldPoint);
-  HOTKERNEL_CHECK(benchInput.defined(), "tuning interrupted");
+  // The timed calls' inputs (Note [Timed outputs are checked]), drawn in row
+  // slices, a yield point before each (the first before any GPU work of the tuner).
+  const auto floatOpts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
+  std::vector<TimedInput> timedInputs = drawTimedInputs(
+      spec, v.dtype, v.rows, v.cols, device,
+      [&](int64_t k) { return at::randn({k, v.cols}, floatOpts).mul_(4.0); }, options.yieldPoint);
   auto toFamilyPoint = [](const SoftmaxParams& p) {
     return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, p.cluster, p.smem ? 1 : 0};
   };
@@ -330,17 +401,13 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   fs.makePlan = [&](const FamilyPoint& p, const std::string& cubin) {
     return makeSoftmaxPlan(key, toParams(p), cubin, device, op);
   };
-  fs.atenCall = [&] {
+  fs.timedInputs = timedInputs;
+  fs.atenCall = [op](const TimedInput& t) {
     if (op == SoftmaxOp::LogSoftmax) {
-      (void)at::cuda::_log_softmax(benchInput, -1, false);
+      (void)at::cuda::_log_softmax(t.in, -1, false);
     } else {
-      (void)at::cuda::_softmax(benchInput, -1, false);
+      (void)at::cuda::_softmax(t.in, -1, false);
     }
-  };
-  fs.candidateCall = [&](const KernelLauncher& launcher) {
-    at::Tensor out = at::empty_like(benchInput);
-    return launcher.launch({benchInput.const_data_ptr(), out.mutable_data_ptr(), v.rows, v.cols},
-                           at::cuda::getCurrentCUDAStream(device).stream());
   };
   double bestSpeedup = 0, bestUs = 0;
   TuneOutcome outcome = tuneFamily(fs, device, arch, options, bestSpeedup, &bestUs);

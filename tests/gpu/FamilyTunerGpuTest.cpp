@@ -74,14 +74,16 @@ struct SoftmaxSpecFixture {
       if (failing1024 && p.threads == 1024) plan.description = "fails";
       return plan;
     };
-    fs.atenCall = [this] { (void)at::cuda::_softmax(input, -1, false); };
-    fs.planCall = [this](const Plan& plan) {
+    // Two inputs to rotate over (Note [Timed outputs are checked]).
+    fs.timedInputs = {TimedInput{input, {}},
+                      TimedInput{(at::randn({v.rows, v.cols}, at::kCUDA) * 4).to(at::kBFloat16), {}}};
+    fs.atenCall = [](const TimedInput& t) { (void)at::cuda::_softmax(t.in, -1, false); };
+    fs.planCall = [this](const Plan& plan, const TimedInput& t, const std::vector<at::Tensor>& outs) {
       if (plan.description == "fails") {
         ++failedLaunches;
         return false;
       }
-      at::Tensor out = at::empty_like(input);
-      return plan.launcher->launch({input.const_data_ptr(), out.mutable_data_ptr(), v.rows, v.cols},
+      return plan.launcher->launch({t.in.const_data_ptr(), outs.at(0).mutable_data_ptr(), v.rows, v.cols},
                                    at::cuda::getCurrentCUDAStream().stream());
     };
   }

@@ -176,6 +176,32 @@ class SoftmaxFamily {
     double relative = 0;
   };
   static Bound logSoftmaxTolerance(DType dtype);
+
+  // The harness's elementwise bound for softmax against ATen's _softmax
+  // (Note [Softmax bound] in src/SoftmaxFamily.cpp):
+  //   |out - ref| <= absolute + relative * |ref|
+  //   float32   absolute 2^-126, relative 2 s(cols) + 2^-22
+  //   float16   absolute 2^-24,  relative 2^-10 (1 ulp of float16)
+  //   bfloat16  absolute 2^-126, relative 2^-7  (1 ulp of bfloat16)
+  // with s(cols) = 4e-6 max(1, sqrt(cols / 16384)). `tolerance` above stays
+  // the coarse figure (the largest error over outputs in [0, 1]) the agent's
+  // task and the GPU tests quote.
+  static Bound softmaxBound(DType dtype, int64_t cols);
+
+  // Softmax rows sum to 1 (Note [Softmax row sums] in src/SoftmaxFamily.cpp):
+  // against a float64 reference p, a row of the candidate's output may sum to
+  // 1 within relative + (count of p below `smallBelow`) * perSmall.
+  struct RowSumBound {
+    double relative = 0;
+    double smallBelow = 0;
+    double perSmall = 0;
+  };
+  static RowSumBound rowSumBound(DType dtype, int64_t cols);
+
+  // log_softmax's logsumexp is 0 (Note [Log-softmax logsumexp] in
+  // src/SoftmaxFamily.cpp): |logsumexp(out row)| <= absolute + relative * H,
+  // H = sum_c p_c |log p_c| of the float64 reference (the row's entropy).
+  static Bound logSumExpBound(DType dtype, int64_t cols);
 };
 
 }  // namespace hotkernel::kernels

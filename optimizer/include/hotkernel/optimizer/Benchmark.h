@@ -22,6 +22,14 @@ struct BenchmarkOptions {
   // here). Returning false abandons the measurement (Error "benchmark
   // interrupted"; no timing of it is returned).
   std::function<bool()> beforePair;
+  // benchmarkInterleaved only: when set, called before each call of the
+  // candidate (warm-up, estimate and timed) outside its timed region (before
+  // the L2 flush and the start event), with the call's index (0: the first
+  // warm-up) and whether it is the candidate's last call of the measurement.
+  // What the candidate's next call reads and writes is chosen here (the
+  // tuner's rotating inputs and checked outputs: Note [Timed outputs are
+  // checked] in src/FamilyTuner.cpp).
+  std::function<void(int call, bool last)> beforeCandidate;
 };
 
 // Work to time. It runs with the benchmark stream as the current stream and

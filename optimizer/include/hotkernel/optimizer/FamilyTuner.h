@@ -10,13 +10,16 @@
 // in a FamilyTuneSpec and call tuneFamily; nothing family-specific lives here.
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/Search.h"
 #include "hotkernel/optimizer/TunerOptions.h"
+#include "hotkernel/runtime/PlanTable.h"
 
 namespace hotkernel {
 
@@ -30,6 +33,13 @@ struct FamilyPoint {
   int variant = 0;
   SearchPoint toSearchPoint() const;
   static FamilyPoint fromSearchPoint(const SearchPoint& p);
+};
+
+// One input of the timed calls: a [rows, cols] tensor of the variant and the
+// extra arguments of a call on it.
+struct TimedInput {
+  at::Tensor in;
+  RowOpArgs args;
 };
 
 struct FamilyTuneSpec {
@@ -47,15 +57,43 @@ struct FamilyTuneSpec {
   RowOpSpec harnessSpec;
   // The plan the trampoline would run (its launcher is what gets timed).
   std::function<Plan(const FamilyPoint&, const std::string& cubin)> makePlan;
-  // One call of the original kernel, and one of a plan's launcher, each
-  // allocating its outputs like a dispatcher call would; on the current stream.
-  std::function<void()> atenCall;
-  std::function<bool(const KernelLauncher&)> candidateCall;
-  // When set, timed instead of candidateCall: one call of the whole plan, as
-  // its trampoline makes it (cross_entropy zeroes the workspace counter only
-  // when the plan says so).
-  std::function<bool(const Plan&)> planCall;
+  // The inputs the timed calls rotate over (Note [Timed outputs are checked]
+  // in src/FamilyTuner.cpp): at least two draws of the variant with distinct
+  // contents, each with its extra arguments (harnessSpec.makeArgs).
+  std::vector<TimedInput> timedInputs;
+  // One call of the original kernel on an input, allocating its outputs like
+  // a dispatcher call would; on the current stream.
+  std::function<void(const TimedInput&)> atenCall;
+  // When set, timed instead of the plan's launcher with harnessSpec's
+  // kernelArgs: one call of the whole plan on an input, as its trampoline
+  // makes it, writing `outs` (harnessSpec's outputs, allocated by the
+  // caller; cross_entropy zeroes the workspace counter only when the plan
+  // says so). False: the launch failed.
+  std::function<bool(const Plan&, const TimedInput&, const std::vector<at::Tensor>& outs)> planCall;
 };
+
+// A harness-validated candidate timed against the original kernel and its
+// timed outputs checked (Note [Timed outputs are checked] in
+// src/FamilyTuner.cpp): `pairs` interleaved pairs, the candidate's calls
+// rotating over spec.timedInputs, the outputs of its first and last call
+// compared with the reference for their inputs. `failure` is "" with a
+// comparison, else "launch: ..." (a launch failed) or "timed: ..." (an output
+// was wrong); Error "tuning interrupted" when `yieldPoint` said stop.
+struct TimedCandidate {
+  std::optional<Comparison> comparison;
+  std::string failure;
+};
+TimedCandidate timeAndCheckCandidate(const FamilyTuneSpec& spec, const Plan& plan, int device, int pairs,
+                                     const std::function<bool()>& yieldPoint = {});
+
+// The inputs the timed calls rotate over: `count` (at least 2) [rows, cols]
+// tensors of `dtype` on `device`, each drawn by `draw(k)` in row slices (a
+// float32 [k, cols] slice: Note [Bounded units of background GPU work]) with
+// a yield point before each, plus its extra arguments from spec.makeArgs.
+// Error "tuning interrupted" when the yield point said stop.
+std::vector<TimedInput> drawTimedInputs(const RowOpSpec& spec, kernels::DType dtype, int64_t rows, int64_t cols,
+                                        int device, const std::function<at::Tensor(int64_t k)>& draw,
+                                        const std::function<bool()>& yieldPoint, int count = 2);
 
 // Runs the search on `device` (the caller sets the device, stream and
 // capture-mode guards). The outcome's metrics hold "candidates" (one entry per

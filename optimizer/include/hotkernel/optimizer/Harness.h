@@ -1,28 +1,44 @@
 #pragma once
 // The five-stage correctness harness: every candidate passes all five stages
-// before any of its timings counts.
+// before any of its timings counts, and its timed launches are checked too.
 //
 //  1. smoke        launches on the recorded variant, finishes within the
-//                  watchdog, writes every output element (output pre-filled
-//                  with NaN), leaves the input untouched, writes nothing
-//                  past the output (canary), matches the reference;
+//                  watchdog, writes every output element (the output view
+//                  lies at a random offset in a buffer pre-filled per launch
+//                  with NaN or random bit patterns, alternating: Note
+//                  [Randomized pre-fill and guards]), leaves the input
+//                  untouched, writes nothing before or after the output
+//                  (guard regions of random length and random contents),
+//                  matches the reference elementwise (|out - ref| <= atol +
+//                  rtol |ref|, each family's bound) and, against a float64
+//                  reference, the family's invariant (softmax rows sum to 1,
+//                  log_softmax's logsumexp is 0: Note [Family invariants]);
 //  2. sweep        the variant's neighbours the candidate's guard accepts
 //                  (1 row, rows +/- 1, cols +/- one vector, short rows);
-//  3. stability    inputs x3, x0.01, negated, near the dtype's max, all zeros,
-//                  a shifted copy, -inf entries, a row of -inf and a row with a
-//                  NaN (where the reference defines a result: NaN positions must
-//                  match); a float64 reference where cheap;
-//  4. determinism  3 runs, fresh NaN-filled outputs, bitwise identical;
+//  3. stability    inputs x3, x0.01, negated, near the dtype's max, tiny
+//                  magnitudes, all zeros, all-equal rows, a shifted copy,
+//                  +inf / -inf entries and rows and a NaN (infinities only
+//                  where the reference defines a result: Note [Stress inputs]);
+//                  a float64 reference where cheap;
+//  4. determinism  3 runs, each pre-filled differently (NaN, random bits),
+//                  bitwise identical: an element a run leaves unwritten
+//                  differs;
 //  5. edge cases   misaligned pointers refused by the candidate's guard (when it
 //                  needs alignment), non-contiguous inputs never reach it (the
 //                  variant key refuses them), output never aliases the input.
-// Inputs are fresh random data from a seed drawn per run and recorded.
+// Inputs are fresh random data from a seed drawn per run and recorded; the
+// pre-fills, guard lengths and offsets derive from the same seed.
+// After the harness, the tuner checks the candidate's timed launches
+// (checkOutputs: Note [Timed outputs are checked] in src/FamilyTuner.cpp).
 //
 // Note [Harness runs in-process]
 // The harness launches candidates in the calling process, on its own stream.
 // A candidate that never finishes trips the watchdog and is rejected, but the
-// kernel keeps its SMs until the process ends; untrusted sources (external
-// agents) must pass their first run in a sandbox process first.
+// kernel keeps its SMs until the process ends; one that faults (an illegal
+// address) is rejected with the CUDA error, but the sticky error ruins the
+// process's CUDA context. Untrusted sources (external agents) therefore pass
+// their first runs in a sandbox process first, on the variant's rows and on
+// one row (Note [External agent rounds] in src/SoftmaxTuner.cpp).
 
 #include <ATen/core/Tensor.h>
 
@@ -101,10 +117,11 @@ struct RowOpOutput {
 
 // Note [Exact integer outputs]
 // An index output (argmax) has no tolerance: every element must equal the
-// reference's. Its buffer is pre-filled with INT64_MIN instead of NaN (no
-// index is negative, so an element the candidate never writes fails the
-// comparison), its canary holds 1234, and the determinism stage compares it
-// with at::equal. There is no float64 check for it.
+// reference's. Its buffer is pre-filled with INT64_MIN or random negative
+// values instead of NaN or random bits (no index is negative, so an element
+// the candidate never writes fails the comparison), its guards hold random
+// values, and the determinism stage compares it with at::equal. There is no
+// float64 check for it.
 
 
 // What the candidate must compute, for one row op.
@@ -127,9 +144,23 @@ struct RowOpSpec {
   std::function<KernelArgs(const at::Tensor& in, const RowOpArgs& args, const std::vector<at::Tensor>& outs)>
       kernelArgs;
   // Whether the reference's result for inputs holding infinities is defined
-  // (the stability stage feeds -inf only then; NaN always). False for the
-  // norms: ATen's two CUDA paths disagree on a row holding an infinity.
+  // (the stability stage feeds +inf and -inf only then; NaN always). False
+  // for the norms: ATen's two CUDA paths disagree on a row holding an
+  // infinity (Note [Stress inputs] in src/Harness.cpp).
   bool infinitiesDefined = true;
+  // Note [Family invariants]
+  // A property output 0 has against exact arithmetic, checked on the rows of
+  // the float64 check (up to 256): softmax's rows sum to 1, log_softmax's
+  // logsumexp is 0. Given those rows of the input (float64), of the
+  // candidate's output 0 (as float64) and of the float64 reference, returns
+  // "" or what is violated (with the row and the bound). Rows the float64
+  // reference makes NaN carry no invariant. The elementwise bound allows
+  // every element its own rounding in any direction; an invariant catches a
+  // bias that stays within it on every element (a kernel that scales every
+  // probability by 1 + 2^-8 in bfloat16). Empty: none.
+  std::function<std::string(const at::Tensor& in64, const at::Tensor& out64, const at::Tensor& ref64,
+                            kernels::DType dtype)>
+      invariant;
   // The magnitude of the stability stage's "near max" inputs; empty: a
   // quarter of the dtype's max. Sums set it lower (Note [Near-max inputs of
   // sums] in src/Harness.cpp).
@@ -198,6 +229,26 @@ at::Tensor outputView(const at::Tensor& flat, const RowOpOutput& o, int64_t rows
 // reference (compared as int64, same shape): empty when none, else how many
 // and the first one.
 std::string exactOutputMismatch(const at::Tensor& out, const at::Tensor& ref);
+
+// `spec` in its general form (outputs, makeArgs, references, kernelArgs set):
+// a single-output spec turned into it (Note [Row ops with extra inputs and
+// several outputs]). Throws Error when a form is incomplete.
+RowOpSpec generalForm(const RowOpSpec& spec);
+
+// Fresh, uninitialized outputs of one call of `spec` (general form) on the
+// [rows, cols] input `in`, in `spec.outputs` order, shaped as outputView
+// shapes them: what a dispatcher call allocates.
+std::vector<at::Tensor> allocateOutputs(const RowOpSpec& spec, const at::Tensor& in);
+
+// Outputs a candidate wrote elsewhere (the tuner's timed launches: Note
+// [Timed outputs are checked] in src/FamilyTuner.cpp) compared with the
+// reference for `in` and `args`, each under its output's bound, as a check of
+// the harness compares them (NaN positions, infinities, the elementwise
+// bound, the family invariant against float64). "" when they pass, else why;
+// "interrupted" when `yieldPoint` (called between bounded units of work, may
+// be empty) said stop.
+std::string checkOutputs(const RowOpSpec& spec, kernels::DType dtype, const at::Tensor& in, const RowOpArgs& args,
+                         const std::vector<at::Tensor>& outs, const std::function<bool()>& yieldPoint = {});
 
 // Runs the five stages on `device` for the recorded variant (dtype, rows, cols).
 // Never throws for a bad candidate (that is a failed stage); throws Error for
