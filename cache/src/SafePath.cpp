@@ -68,7 +68,7 @@ std::string absolutePath(const std::string& path) {
 // Note [Ancestors of the cache directory]
 // A private directory inside a directory that others can write is not
 // private: they can rename it away and put their own in its place. Like ssh's
-// StrictModes, every ancestor (after resolving symlinks) must be owned by root
+// StrictModes, every ancestor must be owned by root
 // or by us, and writable by others or by a foreign group only with the sticky
 // bit set (as /tmp is), which keeps them from renaming entries they do not own.
 void checkAncestors(const std::string& dir) {
@@ -101,7 +101,29 @@ void checkAncestors(const std::string& dir) {
   }
 }
 
+// Note [No symlinks in the cache path]
+// SQLite opens the database with SQLITE_OPEN_NOFOLLOW, which refuses a path
+// with a symlink in any component ("unable to open database file"). A link in
+// the path is also a way around these checks: whoever owns it can re-point it
+// after they ran. So every component of the path must be a real directory;
+// the refusal names the link and its target, the path to use instead. The
+// check runs before anything is created, so nothing appears behind a link.
+void checkNoSymlinkComponents(const std::string& dir) {
+  for (size_t pos = dir.find('/', 1); pos != std::string::npos; pos = dir.find('/', pos + 1)) {
+    const std::string prefix = dir.substr(0, pos);
+    struct stat st;
+    if (::lstat(prefix.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) continue;
+    char* resolved = ::realpath(prefix.c_str(), nullptr);
+    std::string target = resolved ? resolved : "an unresolvable target";
+    std::free(resolved);
+    HOTKERNEL_THROW("refusing cache directory ", dir, ": path component ", prefix, " is a symlink (owned by uid ",
+                    st.st_uid, ", to ", target,
+                    "); the cache path must not contain links: point HOTKERNEL_CACHE_DIR at the real path");
+  }
+}
+
 bool checkPrivateDirectory(const std::string& dir) {
+  checkNoSymlinkComponents(dir);
   struct stat st;
   if (!lstatChecked(dir, "directory", &st)) return false;
   if (!S_ISDIR(st.st_mode)) {

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "hotkernel/cache/CacheStore.h"
 #include "hotkernel/cache/Entry.h"
@@ -160,6 +161,36 @@ inline void writeFile(const std::string& path, const std::string& bytes) {
   ASSERT_NE(f, nullptr) << path;
   std::fwrite(bytes.data(), 1, bytes.size(), f);
   std::fclose(f);
+}
+
+// Copies the files a store leaves on disk (database, -wal, commit log; not the
+// -shm index, which SQLite rebuilds) from `from` into a new private directory
+// `to`: the state a machine finds after a crash at this moment.
+inline void copyStoreFiles(const std::string& from, const std::string& to) {
+  ASSERT_EQ(::mkdir(to.c_str(), 0700), 0) << to;
+  for (const char* name : {"kernels.sqlite", "kernels.sqlite-wal", "kernels.commits"}) {
+    std::string src = from + "/" + name;
+    if (::access(src.c_str(), F_OK) != 0) continue;
+    std::string dst = to + "/" + name;
+    writeFile(dst, readFile(src));
+    ::chmod(dst.c_str(), 0600);
+  }
+}
+
+// Puts `walOnly` while another connection holds a read snapshot, so the
+// passive checkpoints after each put cannot copy them into the database file,
+// then copies the store's files to `crashDir` (copyStoreFiles): there those
+// commits exist only in the -wal.
+inline void putWithCommitsOnlyInWal(const std::string& dir, const std::vector<Entry>& base,
+                                    const std::vector<Entry>& walOnly, const std::string& crashDir) {
+  auto store = CacheStore::open(dir);
+  for (const Entry& e : base) store->put(e);
+  RawDb reader(dir);
+  reader.exec("BEGIN");
+  EXPECT_EQ(reader.queryInt("SELECT count(*) FROM entries"), static_cast<int64_t>(base.size()));
+  for (const Entry& e : walOnly) store->put(e);
+  copyStoreFiles(dir, crashDir);
+  reader.exec("COMMIT");
 }
 
 }  // namespace hotkernel::cache::test
