@@ -145,6 +145,59 @@ TEST(CacheStoreRobustnessTest, GivenEmptyDatabaseFileWhenOpenThenInitializedButR
   EXPECT_NE(CacheStore::openReadOnly(tmp.path()), nullptr);
 }
 
+// Rewrites a format-2 store in `dir` into exactly what format 1 wrote: no
+// commit_seq column, no store_id / commit_seq meta rows, no commit log.
+void downgradeToFormat1(const std::string& dir) {
+  RawDb raw(dir);
+  raw.exec(
+      "BEGIN;"
+      "CREATE TABLE entries_v1 (fingerprint TEXT NOT NULL, op TEXT NOT NULL, variant TEXT NOT NULL, "
+      "fingerprint_json TEXT NOT NULL, decision TEXT NOT NULL, family TEXT NOT NULL, params TEXT NOT NULL, "
+      "kernel_name TEXT NOT NULL, cubin_sha256 TEXT NOT NULL, metrics TEXT NOT NULL, created_unix INTEGER NOT NULL, "
+      "record_sha256 TEXT NOT NULL, cubin BLOB NOT NULL, PRIMARY KEY (fingerprint, op, variant));"
+      "INSERT INTO entries_v1 SELECT fingerprint, op, variant, fingerprint_json, decision, family, params, "
+      "kernel_name, cubin_sha256, metrics, created_unix, record_sha256, cubin FROM entries;"
+      "DROP TABLE entries; ALTER TABLE entries_v1 RENAME TO entries;"
+      "DELETE FROM meta WHERE key IN ('store_id', 'commit_seq');"
+      "UPDATE meta SET value = '1' WHERE key = 'format_version';"
+      "PRAGMA user_version = 1; COMMIT; PRAGMA wal_checkpoint(TRUNCATE)");
+  ::unlink((CacheStore::absoluteDirectory(dir) + "/kernels.commits").c_str());
+}
+
+TEST(CacheStoreRobustnessTest, GivenFormatOneStoreWhenOpenedReadOnlyThenReadAsIsAndUntouched) {
+  TempDir tmp;
+  fillAndClose(tmp.path(), 3);
+  downgradeToFormat1(tmp.path());
+  std::string before = readFile(CacheStore::databasePathFor(tmp.path()));
+  auto store = CacheStore::openReadOnly(tmp.path());
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(store->get(test::testFingerprint().key(), kOp, "v=2").has_value());
+  auto reports = store->verifyAll();
+  EXPECT_EQ(reports.size(), 3u);
+  for (const auto& r : reports) EXPECT_EQ(r.status, VerifyStatus::Ok) << r.detail;
+  store.reset();
+  EXPECT_EQ(readFile(CacheStore::databasePathFor(tmp.path())), before);
+}
+
+TEST(CacheStoreRobustnessTest, GivenFormatOneStoreWhenOpenedReadWriteThenMigratedToFormatTwoWithEntriesKept) {
+  TempDir tmp;
+  fillAndClose(tmp.path(), 3);
+  downgradeToFormat1(tmp.path());
+  auto store = CacheStore::open(tmp.path());
+  RawDb raw(tmp.path());
+  EXPECT_EQ(raw.queryInt("PRAGMA user_version"), 2);
+  EXPECT_EQ(raw.queryText("SELECT value FROM meta WHERE key = 'format_version'"), "2");
+  EXPECT_EQ(raw.queryInt("SELECT count(*) FROM entries WHERE commit_seq = 0"), 3);
+  // commit_seq sits before cubin, as in a store created with format 2.
+  EXPECT_EQ(raw.queryText("SELECT name FROM pragma_table_info('entries') ORDER BY cid DESC LIMIT 1"), "cubin");
+  EXPECT_EQ(test::modeOf(store->commitLogPath()), 0600u);
+  store->put(kernelEntry(kOp, "after"));
+  EXPECT_EQ(raw.queryInt("SELECT commit_seq FROM entries WHERE variant = 'after'"), 1);
+  auto reports = store->verifyAll();
+  EXPECT_EQ(reports.size(), 4u);
+  for (const auto& r : reports) EXPECT_EQ(r.status, VerifyStatus::Ok) << r.detail;
+}
+
 // Note [Concurrency tests]
 // Each child opens its own store on a directory that does not exist yet, so
 // creation, schema set-up and the WAL switch race as well as the puts.

@@ -172,6 +172,27 @@ TEST(CacheCommandsTest, GivenTamperedCubinWhenVerifyThenExitOneAndFailurePrinted
   EXPECT_TRUE(contains(show.out, "integrity:    hash-mismatch")) << show.out;
 }
 
+TEST(CacheCommandsTest, GivenCommittedEntriesLostWithTheWalWhenVerifyThenEachNamedAndExitOne) {
+  TempDir tmp;
+  const std::string crashed = tmp.sub("crashed");
+  cache::test::putWithCommitsOnlyInWal(tmp.sub("live"), {kernelEntry(kOp, "kept")},
+                                       {kernelEntry(kOp, "late=1"), kernelEntry(kOp, "late=2")}, crashed);
+  // Damage the first frame after the -wal header: SQLite drops that commit and every later one.
+  std::string wal = cache::test::readFile(crashed + "/kernels.sqlite-wal");
+  ASSERT_GT(wal.size(), 100u);
+  wal[60] = static_cast<char>(wal[60] ^ 0x01);
+  cache::test::writeFile(crashed + "/kernels.sqlite-wal", wal);
+  auto r = runCli({"cache", "verify", "--dir", crashed});
+  EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "LOST lost  op=aten::_softmax variant=late=1")) << r.out;
+  EXPECT_TRUE(contains(r.out, "LOST lost  op=aten::_softmax variant=late=2")) << r.out;
+  EXPECT_TRUE(contains(r.out, "missing from the database")) << r.out;
+  EXPECT_TRUE(contains(r.out, "write-ahead log (-wal) was damaged")) << r.out;
+  EXPECT_TRUE(contains(r.out, "verified 1 entry")) << r.out;
+  EXPECT_TRUE(contains(r.out, "2 committed entries lost")) << r.out;
+  EXPECT_FALSE(contains(r.out, "all ok")) << r.out;
+}
+
 TEST(CacheCommandsTest, GivenNoFilterWhenRmThenRefusedWithExitTwoAndNothingRemoved) {
   TempDir tmp;
   fill(tmp.path());
