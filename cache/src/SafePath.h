@@ -11,7 +11,8 @@
 // replace files in it, so checking the files by path and then opening them
 // (SQLite opens with O_NOFOLLOW) leaves no window for another user.
 // Ancestors of the directory are checked too (Note [Ancestors of the cache
-// directory] in SafePath.cpp).
+// directory] in SafePath.cpp), and no component of the path may be a symlink
+// (Note [No symlinks in the cache path] there).
 
 #include <string>
 
@@ -20,7 +21,8 @@ namespace hotkernel::cache::detail {
 // `path` made absolute (relative to the working directory), trailing slashes removed.
 std::string absolutePath(const std::string& path);
 
-// Throws Error unless `dir` is a private directory (see the Note). False when it does not exist.
+// Throws Error unless `dir` is a private directory (see the Note) under a path
+// without symlinks. False when it does not exist.
 bool checkPrivateDirectory(const std::string& dir);
 
 // Creates `dir` and missing parents with mode 0700 (races with other creators

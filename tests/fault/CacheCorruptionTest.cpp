@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "CommitLog.h"
 #include "FaultTestUtil.h"
 
 namespace hotkernel::cache::fault {
@@ -167,6 +168,22 @@ TEST_F(WalDamage, GivenLostCommits_WhenTheEntriesArePutAgain_ThenNoLongerReporte
   EXPECT_EQ(lost.count(walOnly_[5].variant), 1u);
   // The lost commits were 5..10; new ones number above them.
   EXPECT_GT(RawDb(dir).queryInt("SELECT min(commit_seq) FROM entries WHERE variant LIKE 'wal=%'"), 10);
+}
+
+TEST_F(WalDamage, GivenCommitLogPastItsSizeLimit_WhenOpenedReadWrite_ThenSettledLinesDroppedAndLostOnesKept) {
+  std::string dir = crashedCopy("compact", "");
+  ::unlink((dir + "/kernels.sqlite-wal").c_str());
+  // Pad the log with old, settled writes of this store (commit 1: every base entry is newer).
+  const std::string storeId = RawDb(dir).queryText("SELECT value FROM meta WHERE key = 'store_id'");
+  std::string padding;
+  for (int i = 0; padding.size() <= detail::kCompactAtBytes; ++i) {
+    padding += detail::encodeCommitRecord({storeId, 1, "put", testFingerprint().key(), kOp, "base=0"});
+  }
+  writeFile(dir + "/kernels.commits", readFile(dir + "/kernels.commits") + padding);
+  CacheStore::open(dir);
+  EXPECT_LT(readFile(dir + "/kernels.commits").size(), 4096u);
+  auto lost = lostVariants(CacheStore::openReadOnly(dir)->verifyAll());
+  EXPECT_EQ(lost.size(), walOnly_.size()) << "lost writes stay in the log until written again";
 }
 
 TEST(CacheCorruptionTest, GivenDatabaseFileBitFlippedAtRandomOffsets_WhenOpenedAndRead_ThenNoDamagedEntryLoadsAsValid) {
