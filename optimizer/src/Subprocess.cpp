@@ -294,7 +294,9 @@ SubprocessResult runSubprocess(const SubprocessOptions& options) {
     if (!overridden) envStrings.push_back(entry);
   }
   for (size_t i = 0; i < options.env.size(); ++i) {
-    const auto& [name, value] = options.env[i];
+    // Named references, not a structured binding: a lambda may not capture one before C++20 (clang refuses).
+    const std::string& name = options.env[i].first;
+    const std::string& value = options.env[i].second;
     const bool laterWins = std::any_of(options.env.begin() + static_cast<std::ptrdiff_t>(i) + 1, options.env.end(),
                                        [&](const auto& kv) { return kv.first == name; });
     if (!laterWins) envStrings.push_back(name + "=" + value);
