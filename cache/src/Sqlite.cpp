@@ -51,6 +51,10 @@ void Database::fail(int rc, const char* what) const {
     HOTKERNEL_THROW("cache database ", path_, " is damaged or not a hotkernel cache (", what, ": ", message,
                     ", sqlite code ", rc, "); remove it to start an empty cache");
   }
+  if ((rc & 0xff) == SQLITE_READONLY) {
+    HOTKERNEL_THROW("cache database ", path_, ": ", what, " failed: ", message, " (sqlite code ", rc,
+                    "); the cache directory or database file is not writable by this user");
+  }
   HOTKERNEL_THROW("cache database ", path_, ": ", what, " failed: ", message, " (sqlite code ", rc, ")");
 }
 

@@ -63,7 +63,7 @@ int checkAccounted(const std::string& dir, const std::vector<Entry>& expected) {
   return lost;
 }
 
-class WalDamage : public ::testing::Test {
+class CacheWalDamageTest : public ::testing::Test {
  protected:
   void SetUp() override {
     base_ = numbered("base=", 4);
@@ -91,7 +91,7 @@ class WalDamage : public ::testing::Test {
   std::string wal_;
 };
 
-TEST_F(WalDamage, GivenUndamagedWalOfCrashedWriter_WhenOpened_ThenEveryEntryLoadsAndNothingReportedLost) {
+TEST_F(CacheWalDamageTest, GivenUndamagedWalOfCrashedWriter_WhenOpened_ThenEveryEntryLoadsAndNothingReportedLost) {
   std::string dir = crashedCopy("intact", wal_);
   EXPECT_EQ(checkAccounted(dir, all()), 0);
   auto reports = CacheStore::openReadOnly(dir)->verifyAll();
@@ -100,7 +100,7 @@ TEST_F(WalDamage, GivenUndamagedWalOfCrashedWriter_WhenOpened_ThenEveryEntryLoad
 
 // The known bug: SQLite replays the -wal only up to the first frame whose
 // checksum fails, silently dropping the later commits, and quick_check says ok.
-TEST_F(WalDamage, GivenBitFlippedFrameInWal_WhenVerified_ThenEveryDroppedCommitIsReportedLostByName) {
+TEST_F(CacheWalDamageTest, GivenBitFlippedFrameInWal_WhenVerified_ThenEveryDroppedCommitIsReportedLostByName) {
   std::string wal = wal_;
   const size_t middle = wal.size() / 2;
   wal[middle] = static_cast<char>(wal[middle] ^ 0x10);
@@ -119,7 +119,7 @@ TEST_F(WalDamage, GivenBitFlippedFrameInWal_WhenVerified_ThenEveryDroppedCommitI
   EXPECT_TRUE(summary) << "verify must say the database as a whole lost commits";
 }
 
-TEST_F(WalDamage, GivenBitFlipsSweptOverTheWal_WhenEachDamagedCopyOpened_ThenEveryEntryLoadsIntactOrIsReportedLost) {
+TEST_F(CacheWalDamageTest, GivenBitFlipsSweptOverTheWal_WhenEachDamagedCopyOpened_ThenEveryEntryLoadsIntactOrIsReportedLost) {
   int trials = 0;
   int lostTotal = 0;
   for (size_t offset = 0; offset < wal_.size(); offset += wal_.size() / 24 + 1) {
@@ -134,7 +134,7 @@ TEST_F(WalDamage, GivenBitFlipsSweptOverTheWal_WhenEachDamagedCopyOpened_ThenEve
   EXPECT_GT(lostTotal, 0);
 }
 
-TEST_F(WalDamage, GivenWalTruncatedAtManyLengths_WhenOpened_ThenEveryEntryLoadsIntactOrIsReportedLost) {
+TEST_F(CacheWalDamageTest, GivenWalTruncatedAtManyLengths_WhenOpened_ThenEveryEntryLoadsIntactOrIsReportedLost) {
   for (size_t keep : {size_t{0}, size_t{16}, size_t{32}, wal_.size() / 5, wal_.size() / 2, wal_.size() - 1}) {
     SCOPED_TRACE("-wal cut to " + std::to_string(keep) + " bytes");
     int lost = checkAccounted(crashedCopy("cut" + std::to_string(keep), wal_.substr(0, keep)), all());
@@ -142,7 +142,7 @@ TEST_F(WalDamage, GivenWalTruncatedAtManyLengths_WhenOpened_ThenEveryEntryLoadsI
   }
 }
 
-TEST_F(WalDamage, GivenWalRemoved_WhenVerified_ThenExactlyTheUncheckpointedEntriesAreReportedLost) {
+TEST_F(CacheWalDamageTest, GivenWalRemoved_WhenVerified_ThenExactlyTheUncheckpointedEntriesAreReportedLost) {
   std::string dir = crashedCopy("removed", "");
   ::unlink((dir + "/kernels.sqlite-wal").c_str());
   EXPECT_EQ(checkAccounted(dir, all()), 6);
@@ -154,7 +154,7 @@ TEST_F(WalDamage, GivenWalRemoved_WhenVerified_ThenExactlyTheUncheckpointedEntri
   EXPECT_EQ(names, expected);
 }
 
-TEST_F(WalDamage, GivenLostCommits_WhenTheEntriesArePutAgain_ThenNoLongerReportedAndCommitNumbersAreNotReused) {
+TEST_F(CacheWalDamageTest, GivenLostCommits_WhenTheEntriesArePutAgain_ThenNoLongerReportedAndCommitNumbersAreNotReused) {
   std::string dir = crashedCopy("reput", "");
   ::unlink((dir + "/kernels.sqlite-wal").c_str());
   {
@@ -170,7 +170,7 @@ TEST_F(WalDamage, GivenLostCommits_WhenTheEntriesArePutAgain_ThenNoLongerReporte
   EXPECT_GT(RawDb(dir).queryInt("SELECT min(commit_seq) FROM entries WHERE variant LIKE 'wal=%'"), 10);
 }
 
-TEST_F(WalDamage, GivenCommitLogPastItsSizeLimit_WhenOpenedReadWrite_ThenSettledLinesDroppedAndLostOnesKept) {
+TEST_F(CacheWalDamageTest, GivenCommitLogPastItsSizeLimit_WhenOpenedReadWrite_ThenSettledLinesDroppedAndLostOnesKept) {
   std::string dir = crashedCopy("compact", "");
   ::unlink((dir + "/kernels.sqlite-wal").c_str());
   // Pad the log with old, settled writes of this store (commit 1: every base entry is newer).
