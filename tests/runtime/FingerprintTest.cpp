@@ -50,5 +50,22 @@ TEST(FingerprintTest, GivenMalformedJsonWhenParsedThenError) {
   EXPECT_THROW(Fingerprint::fromCanonicalJson("{\"gpu\": 3}"), Error);
 }
 
+// Found by fuzz_fingerprint (tests/fuzz): an integer too long for 64 bits is
+// kept as a float by the JSON reader, and converting it to int was undefined.
+TEST(FingerprintTest, GivenVersionNumberThatIsNoIntWhenParsedThenError) {
+  const std::string good = h200().canonicalJson();
+  const std::string driver = "\"driver\":13000";
+  ASSERT_NE(good.find(driver), std::string::npos);
+  for (const std::string bad : {"13000184467440737095516", "1e30", "-1e30", "1.5", "4294967296", "-2147483649",
+                                "\"13000\""}) {
+    std::string text = good;
+    text.replace(text.find(driver), driver.size(), "\"driver\":" + bad);
+    EXPECT_THROW(Fingerprint::fromCanonicalJson(text), Error) << text;
+  }
+  std::string edge = good;
+  edge.replace(edge.find(driver), driver.size(), "\"driver\":2147483647");
+  EXPECT_EQ(Fingerprint::fromCanonicalJson(edge).driverVersion, 2147483647);
+}
+
 }  // namespace
 }  // namespace hotkernel
