@@ -1,5 +1,6 @@
 #include "hotkernel/optimizer/ProfileTargets.h"
 
+#include <limits>
 #include <set>
 
 #include "hotkernel/kernels/CrossEntropyFamily.h"
@@ -8,10 +9,39 @@
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel {
+namespace {
+
+// Note [A profile is any file]
+// `hotkernel warmup --profile` reads whatever file it is given. Every field is
+// checked for its type before it is read (nlohmann's value() and get() throw
+// their own exception types on a mistyped field), and every count for being an
+// integer in range before it is converted: converting a JSON float out of the
+// range of an integer type is undefined behaviour. A malformed document is an
+// Error, whatever its shape.
+
+// `key` of `j` holds exactly the string `expected`.
+bool holdsString(const nlohmann::json& j, const char* key, const char* expected) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() && it->get_ref<const std::string&>() == expected;
+}
+
+int64_t integerField(const nlohmann::json& v, const char* key) {
+  const nlohmann::json& x = v.at(key);
+  HOTKERNEL_CHECK(x.is_number_integer(), "'", key, "' is not an integer");
+  if (x.is_number_unsigned()) {
+    HOTKERNEL_CHECK(x.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), "'", key,
+                    "' is out of range");
+  }
+  return x.get<int64_t>();
+}
+
+}  // namespace
 
 ProfileTargets targetsFromProfile(const nlohmann::json& profile, int device) {
-  if (!profile.is_object() || profile.value("format", "") != "hotkernel-profile" || profile.value("version", 0) != 1 ||
-      !profile.contains("variants") || !profile["variants"].is_array()) {
+  auto version = profile.is_object() ? profile.find("version") : profile.end();
+  if (!profile.is_object() || !holdsString(profile, "format", "hotkernel-profile") || version == profile.end() ||
+      !version->is_number_integer() || *version != 1 || !profile.contains("variants") ||
+      !profile["variants"].is_array()) {
     HOTKERNEL_THROW("is not a hotkernel profile (format hotkernel-profile, version 1)");
   }
   ProfileTargets out;
@@ -23,8 +53,8 @@ ProfileTargets targetsFromProfile(const nlohmann::json& profile, int device) {
       job.op = v.at("op").get<std::string>();
       job.key.dtype = static_cast<int32_t>(kernels::parseDType(v.at("dtype").get<std::string>()));
       job.key.device = device;
-      job.key.rows = v.at("rows").get<int64_t>();
-      job.key.cols = v.at("cols").get<int64_t>();
+      job.key.rows = integerField(v, "rows");
+      job.key.cols = integerField(v, "cols");
       // Norm variants' flags (absent = false; Note [Profile format] in interpose/src/Recorder.h).
       if (v.value("weight", false)) job.key.flags |= VariantKey::kHasWeight;
       if (v.value("bias", false)) job.key.flags |= VariantKey::kHasBias;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <utility>
+#include <vector>
 
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/ProfileTargets.h"
@@ -98,6 +100,27 @@ TEST(ProfileTargetsTest, GivenNotAProfileOrMalformedVariantWhenReadThenError) {
   bad = variant("aten::_softmax", 8, 8, 1);
   bad["dtype"] = "int7";
   EXPECT_THROW(targetsFromProfile(profileOf({bad}), 0), Error);
+}
+
+// fuzz_profile (tests/fuzz) found that a mistyped "format" or "version" threw
+// nlohmann's type_error instead of Error; reading the same code showed rows or
+// cols given as a float out of int64's range converted with undefined behaviour.
+TEST(ProfileTargetsTest, GivenMistypedHeaderOrNonIntegerCountsWhenReadThenError) {
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"format", 0}, {"format", nullptr}, {"version", "1"}, {"version", 1.5}, {"variants", "none"}}) {
+    nlohmann::json p = profileOf({variant("aten::_softmax", 8, 8, 1)});
+    p[key] = value;
+    EXPECT_THROW(targetsFromProfile(p, 0), Error) << p.dump();
+  }
+  for (const char* key : {"rows", "cols"}) {
+    for (const nlohmann::json& value : {nlohmann::json(1e300), nlohmann::json(-1e300), nlohmann::json(8.5),
+                                        nlohmann::json(18446744073709551615ull), nlohmann::json("8")}) {
+      nlohmann::json v = variant("aten::_softmax", 8, 8, 1);
+      v[key] = value;
+      EXPECT_THROW(targetsFromProfile(profileOf({v}), 0), Error) << v.dump();
+    }
+  }
+  EXPECT_EQ(targetsFromProfile(profileOf({variant("aten::_softmax", 8, 8, 1)}), 0).targets.size(), 1u);
 }
 
 // calls x bytes would put A first (4.2e8 bytes x 20000 calls vs 4.1e7 x 100000: 8.4e12 > 4.1e12).
