@@ -199,6 +199,7 @@ SandboxFrame decodeSandboxFrame(const std::string& bytes) {
   HK_REQUIRE(version == kSandboxFrameVersion, "sandbox frame: version ", version, ", expected ", kSandboxFrameVersion);
   const uint64_t status = getLE(bytes, 8, 4);
   HK_REQUIRE(status <= static_cast<uint32_t>(SandboxStatus::InternalError), "sandbox frame: unknown status ", status);
+  HK_REQUIRE(getLE(bytes, 12, 4) == 0, "sandbox frame: reserved word is ", getLE(bytes, 12, 4), ", expected 0");
   SandboxFrame f;
   f.status = static_cast<SandboxStatus>(status);
   f.compileMicros = getLE(bytes, 16, 8);

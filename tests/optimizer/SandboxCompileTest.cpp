@@ -234,6 +234,20 @@ TEST(SandboxCompileTest, givenDamagedFrames_whenDecoded_thenEachIsRejected) {
   EXPECT_THROW(decodeSandboxFrame(hugeLength), Error);
 }
 
+// Found by fuzz_sandbox_frame (tests/fuzz): a frame whose reserved word is not
+// 0 was accepted, so two different byte strings decoded to the same frame.
+TEST(SandboxCompileTest, givenFrameWithNonZeroReservedWord_whenDecoded_thenItIsRejected) {
+  SandboxFrame f;
+  f.status = SandboxStatus::Compiled;
+  const std::string good = encodeSandboxFrame(f);
+  ASSERT_NO_THROW(decodeSandboxFrame(good));
+  for (size_t at = 12; at < 16; ++at) {
+    std::string reserved = good;
+    reserved[at] = 1;
+    EXPECT_THROW(decodeSandboxFrame(reserved), Error) << "byte " << at;
+  }
+}
+
 TEST(SandboxCompileTest, givenRequest_whenRoundTripped_thenEveryFieldSurvives) {
   SandboxCompileRequest r = request();
   r.options = {"-lineinfo", "-DX=1"};
