@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <vector>
@@ -46,6 +47,98 @@ void encode(float f, int elementSize, unsigned char* out, bool half) {
 
 }  // namespace
 
+// Note [Sandbox run wire format is read strictly]
+// Both ends read JSON written by another process: the helper reads its
+// parent's request, the parent reads whatever the helper (or a kernel that
+// scribbled over it) left on stdout. Every number is checked to be an integer
+// of the field's range before it is converted (a float or an out-of-range value
+// converted to int is undefined behaviour), and every field to have its type
+// before it is read, so a malformed line is an Error (the helper) or a failed
+// run (the parent), never a crash or an exception of another type.
+
+namespace {
+
+int64_t integerIn(const nlohmann::json& j, const char* key, int64_t lo, int64_t hi) {
+  auto it = j.find(key);
+  HOTKERNEL_CHECK(it != j.end() && it->is_number_integer(), "sandbox run request: \"", key,
+                  "\" must be an integer");
+  if (it->is_number_unsigned()) {
+    // The JSON reader keeps every non-negative integer of the text as unsigned.
+    const uint64_t u = it->get<uint64_t>();
+    HOTKERNEL_CHECK(u <= static_cast<uint64_t>(hi) && static_cast<int64_t>(u) >= lo, "sandbox run request: \"", key,
+                    "\" is out of range");
+    return static_cast<int64_t>(u);
+  }
+  const int64_t v = it->get<int64_t>();
+  HOTKERNEL_CHECK(v >= lo && v <= hi, "sandbox run request: \"", key, "\" is out of range");
+  return v;
+}
+
+}  // namespace
+
+std::string sandboxRunHeaderLine(const SandboxRunRequest& r) {
+  const nlohmann::json header = {{"format", "hotkernel-sandbox-run"}, {"version", 1},
+                                 {"kernelName", r.kernelName},         {"block", r.geometry.blockX},
+                                 {"gridX", r.geometry.gridX},          {"sharedBytes", r.geometry.sharedBytes},
+                                 {"rows", r.rows},                     {"cols", r.cols},
+                                 {"elementSize", r.elementSize},       {"half", r.half},
+                                 {"device", r.device},                 {"cubinBytes", r.cubin.size()}};
+  return header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+SandboxRunHeader parseSandboxRunHeader(const std::string& line) {
+  const nlohmann::json h = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  HOTKERNEL_CHECK(h.is_object(), "not a hotkernel-sandbox-run v1 request");
+  auto format = h.find("format");
+  HOTKERNEL_CHECK(format != h.end() && format->is_string() && *format == "hotkernel-sandbox-run",
+                  "not a hotkernel-sandbox-run v1 request");
+  HOTKERNEL_CHECK(integerIn(h, "version", 1, 1) == 1, "not a hotkernel-sandbox-run v1 request");
+  constexpr int64_t kU32 = std::numeric_limits<uint32_t>::max();
+  constexpr int64_t kI64 = std::numeric_limits<int64_t>::max();
+  SandboxRunHeader out;
+  SandboxRunRequest& r = out.request;
+  auto name = h.find("kernelName");
+  HOTKERNEL_CHECK(name != h.end() && name->is_string(), "sandbox run request: \"kernelName\" must be a string");
+  r.kernelName = name->get<std::string>();
+  r.geometry.blockX = static_cast<unsigned>(integerIn(h, "block", 0, kU32));
+  r.geometry.gridX = static_cast<unsigned>(integerIn(h, "gridX", 0, kU32));
+  r.geometry.sharedBytes = static_cast<unsigned>(integerIn(h, "sharedBytes", 0, kU32));
+  r.rows = integerIn(h, "rows", 1, kI64);
+  r.cols = integerIn(h, "cols", 1, kI64);
+  r.elementSize = static_cast<int>(integerIn(h, "elementSize", 2, 4));
+  HOTKERNEL_CHECK(r.elementSize == 2 || r.elementSize == 4, "sandbox run request: \"elementSize\" must be 2 or 4");
+  HOTKERNEL_CHECK(r.rows <= kI64 / r.cols / r.elementSize, "sandbox run request: rows * cols * elementSize ",
+                  "overflows");
+  auto half = h.find("half");
+  HOTKERNEL_CHECK(half == h.end() || half->is_boolean(), "sandbox run request: \"half\" must be true or false");
+  r.half = half != h.end() && half->get<bool>();
+  r.device = h.contains("device") ? static_cast<int>(integerIn(h, "device", 0, std::numeric_limits<int>::max())) : 0;
+  out.cubinBytes = static_cast<size_t>(integerIn(h, "cubinBytes", 0, static_cast<int64_t>(kSandboxRunMaxCubinBytes)));
+  return out;
+}
+
+size_t sandboxRunInputBytes(const SandboxRunRequest& r) {
+  HOTKERNEL_CHECK(r.rows >= 1 && r.cols >= 1 && (r.elementSize == 2 || r.elementSize == 4) &&
+                      r.rows <= std::numeric_limits<int64_t>::max() / r.cols / r.elementSize,
+                  "sandbox run: no buffer of rows=", r.rows, " cols=", r.cols, " elementSize=", r.elementSize);
+  return static_cast<size_t>(r.rows * r.cols * r.elementSize);
+}
+
+SandboxRunResult parseSandboxRunReply(const std::string& out, bool helperSucceeded, const std::string& describe) {
+  SandboxRunResult result;
+  const nlohmann::json reply = nlohmann::json::parse(out.substr(0, out.find('\n')), nullptr, false);
+  auto ok = reply.is_object() ? reply.find("ok") : reply.end();
+  if (helperSucceeded && ok != reply.end() && ok->is_boolean() && ok->get<bool>()) {
+    result.ok = true;
+    return result;
+  }
+  auto error = reply.is_object() ? reply.find("error") : reply.end();
+  result.error = error != reply.end() && error->is_string() && !error->get<std::string>().empty()
+                     ? error->get<std::string>()
+                     : "sandbox run failed: " + describe;
+  return result;
+}
+
 SandboxRunResult sandboxRun(const SandboxRunRequest& r, double timeoutSeconds) {
   SandboxRunResult result;
   std::string why;
@@ -55,15 +148,9 @@ SandboxRunResult sandboxRun(const SandboxRunRequest& r, double timeoutSeconds) {
     HOTKERNEL_LOG_ONCE(Warn, "sandbox-run-missing") << result.error << "; untrusted kernels are refused";
     return result;
   }
-  nlohmann::json header = {{"format", "hotkernel-sandbox-run"}, {"version", 1},
-                           {"kernelName", r.kernelName},         {"block", r.geometry.blockX},
-                           {"gridX", r.geometry.gridX},          {"sharedBytes", r.geometry.sharedBytes},
-                           {"rows", r.rows},                     {"cols", r.cols},
-                           {"elementSize", r.elementSize},       {"half", r.half}, {"device", r.device},
-                           {"cubinBytes", r.cubin.size()}};
   SubprocessOptions o;
   o.argv = {helper};
-  o.stdinData = header.dump() + "\n" + r.cubin;
+  o.stdinData = sandboxRunHeaderLine(r) + "\n" + r.cubin;
   o.timeoutSeconds = timeoutSeconds;
   o.env.push_back({"HOTKERNEL", "0"});
   SubprocessResult s = runSubprocess(o);
@@ -71,14 +158,7 @@ SandboxRunResult sandboxRun(const SandboxRunRequest& r, double timeoutSeconds) {
     result.error = "did not finish within " + std::to_string(timeoutSeconds) + " s in the sandbox (killed)";
     return result;
   }
-  nlohmann::json reply = nlohmann::json::parse(s.out.substr(0, s.out.find('\n')), nullptr, false);
-  if (s.succeeded() && reply.is_object() && reply.value("ok", false)) {
-    result.ok = true;
-    return result;
-  }
-  result.error = reply.is_object() && reply.contains("error") ? reply["error"].get<std::string>()
-                                                               : "sandbox run failed: " + s.describe();
-  return result;
+  return parseSandboxRunReply(s.out, s.succeeded(), s.describe());
 }
 
 int sandboxRunHelperMain() {
@@ -89,17 +169,19 @@ int sandboxRunHelperMain() {
   try {
     std::string line;
     if (!std::getline(std::cin, line)) return fail("no request");
-    nlohmann::json h = nlohmann::json::parse(line, nullptr, false);
-    if (!h.is_object() || h.value("format", "") != "hotkernel-sandbox-run" || h.value("version", 0) != 1) {
-      return fail("not a hotkernel-sandbox-run v1 request");
+    SandboxRunHeader h;
+    try {
+      h = parseSandboxRunHeader(line);
+    } catch (const Error& e) {
+      return fail(e.what());
     }
-    const size_t n = h.at("cubinBytes").get<size_t>();
+    const size_t n = h.cubinBytes;
     std::string cubin(n, '\0');
     if (!std::cin.read(cubin.data(), static_cast<std::streamsize>(n))) return fail("truncated cubin");
-    const int64_t rows = h.at("rows"), cols = h.at("cols");
-    const int elem = h.at("elementSize");
-    const unsigned block = h.at("block"), grid = h.at("gridX"), shared = h.at("sharedBytes");
-    if (rows < 1 || cols < 1 || (elem != 2 && elem != 4)) return fail("bad shape");
+    const int64_t rows = h.request.rows, cols = h.request.cols;
+    const int elem = h.request.elementSize;
+    const unsigned block = h.request.geometry.blockX, grid = h.request.geometry.gridX,
+                   shared = h.request.geometry.sharedBytes;
     const CudaDriverApi* d = cudaDriver();
     if (!d) return fail("no CUDA driver");
     auto ok = [&](CUresult res, const char* what) {
@@ -107,7 +189,7 @@ int sandboxRunHelperMain() {
     };
     CUdevice dev;
     CUcontext ctx;
-    ok(d->cuDeviceGet(&dev, h.value("device", 0)), "cuDeviceGet");
+    ok(d->cuDeviceGet(&dev, h.request.device), "cuDeviceGet");
     ok(d->cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
     ok(d->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
     using MemAlloc = CUresult (*)(CUdeviceptr*, size_t);
@@ -118,11 +200,11 @@ int sandboxRunHelperMain() {
     auto memcpyHtoD = reinterpret_cast<Memcpy>(lib ? ::dlsym(lib, "cuMemcpyHtoD_v2") : nullptr);
     auto ctxSync = reinterpret_cast<Sync>(lib ? ::dlsym(lib, "cuCtxSynchronize") : nullptr);
     if (!memAlloc || !memcpyHtoD || !ctxSync) return fail("libcuda lacks cuMemAlloc_v2/cuMemcpyHtoD_v2/cuCtxSynchronize");
-    const size_t bytes = static_cast<size_t>(rows * cols) * static_cast<size_t>(elem);
+    const size_t bytes = sandboxRunInputBytes(h.request);
     std::vector<unsigned char> host(bytes);
     std::mt19937 rng(std::random_device{}());
     std::uniform_real_distribution<float> u(-1.0f, 5.0f);
-    for (int64_t i = 0; i < rows * cols; ++i) encode(u(rng), elem, host.data() + i * elem, h.value("half", false));
+    for (int64_t i = 0; i < rows * cols; ++i) encode(u(rng), elem, host.data() + i * elem, h.request.half);
     CUdeviceptr in = 0, out = 0;
     ok(memAlloc(&in, bytes), "cuMemAlloc");
     ok(memAlloc(&out, bytes), "cuMemAlloc");
@@ -130,7 +212,7 @@ int sandboxRunHelperMain() {
     CUmodule module;
     CUfunction fn;
     ok(d->cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData");
-    ok(d->cuModuleGetFunction(&fn, module, h.at("kernelName").get<std::string>().c_str()), "cuModuleGetFunction");
+    ok(d->cuModuleGetFunction(&fn, module, h.request.kernelName.c_str()), "cuModuleGetFunction");
     // What the in-process launcher sets too (Note [Function attributes before launch]).
     const char* step = "prepareFunction";
     ok(prepareFunction(*d, fn, shared, &step), step);
