@@ -1,0 +1,34 @@
+// fuzz_sandbox_run: the sandbox run helper's wire format
+// (optimizer/src/SandboxRun.cpp): the request line the helper reads
+// (parseSandboxRunHeader) and the reply line its parent reads
+// (parseSandboxRunReply). The input's first byte picks which.
+#include "FuzzSupport.h"
+#include "hotkernel/optimizer/SandboxRun.h"
+
+using namespace hotkernel;
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) { return fuzz::quiet(); }
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const std::string text = fuzz::text(data + 1, size - 1);
+  if (data[0] & 1) {
+    // The parent: never throws, whatever the helper wrote.
+    const SandboxRunResult r = parseSandboxRunReply(text, /*helperSucceeded=*/(data[0] & 2) != 0, "exit 0");
+    HK_FUZZ_ASSERT(r.ok || !r.error.empty());
+    return 0;
+  }
+  SandboxRunHeader h;
+  if (!fuzz::accepts([&] { h = parseSandboxRunHeader(text); })) return 0;
+  const SandboxRunRequest& r = h.request;
+  HK_FUZZ_ASSERT(r.rows >= 1 && r.cols >= 1 && (r.elementSize == 2 || r.elementSize == 4));
+  HK_FUZZ_ASSERT(h.cubinBytes <= kSandboxRunMaxCubinBytes);
+  HK_FUZZ_ASSERT(sandboxRunInputBytes(r) / static_cast<size_t>(r.elementSize) / static_cast<size_t>(r.cols) ==
+                 static_cast<size_t>(r.rows));
+  // What the parent writes for the request, the helper reads back to the same request.
+  SandboxRunRequest withCubin = r;
+  withCubin.cubin.assign(h.cubinBytes, '\0');
+  const SandboxRunHeader back = parseSandboxRunHeader(sandboxRunHeaderLine(withCubin));
+  HK_FUZZ_ASSERT(sandboxRunHeaderLine(back.request) == sandboxRunHeaderLine(r) && back.cubinBytes == h.cubinBytes);
+  return 0;
+}
