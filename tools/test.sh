@@ -7,3 +7,4 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${HOTKERNEL_BUILD_DIR:-$ROOT/build}"
 cd "$BUILD"
 ctest --output-on-failure -j "${HOTKERNEL_TEST_JOBS:-2}" --timeout 600 "$@"
+"$ROOT/tools/fuzz.sh"  # fuzz: the libFuzzer targets of tests/fuzz, 15 s each (tests/fuzz/README.md)
