@@ -6,6 +6,9 @@
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <torch/headeronly/version.h>
 
+#include <dlfcn.h>
+#include <pthread.h>
+
 #include <cstdlib>
 #include <ctime>
 #include <sstream>
@@ -24,10 +27,12 @@
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/RankingLog.h"
 #include "hotkernel/optimizer/ReduceTuner.h"
+#include "hotkernel/optimizer/ResultEntry.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Hash.h"
 #include "hotkernel/runtime/CudaDriver.h"
+#include "hotkernel/runtime/ExitGate.h"
 #include "hotkernel/runtime/Logging.h"
 #include "hotkernel/runtime/Nvrtc.h"
 
@@ -47,6 +52,17 @@ double samplingFromEnv() {
 }
 
 bool onDeviceUse(int device) { return Runtime::instance().ensureDevice(device); }
+
+// Note [Ordered exit] (runtime/ExitGate.h): how long the exit hook waits for
+// the optimizer's unit of GPU work in flight before it abandons it.
+constexpr double kExitWaitSeconds = 2.0;
+
+void exitHook() { Runtime::instance().shutdown(); }
+
+// Py_AtExit, when the host is a Python interpreter (the executable exports
+// the C API); null in a libtorch C++ binary.
+using PyAtExitFn = int (*)(void (*)());
+PyAtExitFn pythonAtExit() { return reinterpret_cast<PyAtExitFn>(dlsym(RTLD_DEFAULT, "Py_AtExit")); }
 
 // One experiment line per candidate the tuner tried (Note: format in ExperimentLog.h).
 void logExperiments(const std::string& dir, const std::string& fingerprint, const std::string& op,
@@ -158,11 +174,20 @@ int Runtime::start() {
         HOTKERNEL_LOG(Warn) << "HOTKERNEL_OPS: no kernel family serves '" << op << "'; ignored";
       }
     }
+    agent();  // a malformed HOTKERNEL_AGENT_CMD / _TIMEOUT is reported now, at start
     worker_ = std::make_unique<OptimizerWorker>([this](const OptimizerJob& job) { optimize(job); });
     installRanker();  // Note [Ranked queue]
     Recorder::instance().start(samplingFromEnv(), c.hotCalls,
                                [this](const std::string& op, const VariantKey& key) { onHot(op, key); });
-    std::atexit([] { Runtime::instance().shutdown(); });
+    // Note [Ordered exit]: this atexit hook runs after CUDA's teardown (CUDA
+    // initializes later); it only matters when CUDA was never used.
+    // armExitHook() adds the one that runs first, and a Python host runs
+    // Py_AtExit hooks before any atexit handler.
+    std::atexit(&exitHook);
+    if (PyAtExitFn atExit = pythonAtExit(); atExit && atExit(&exitHook) != 0) {
+      HOTKERNEL_LOG(Debug) << "Py_AtExit is full; the exit hook runs from atexit";
+    }
+    pthread_atfork(&Runtime::forkPrepare, &Runtime::forkParent, &Runtime::forkChild);
     startResult_ = 0;
     HOTKERNEL_LOG(Info) << "hotkernel " << HOTKERNEL_VERSION << " active; cache " << c.cacheDir;
   } catch (const std::exception& e) {
@@ -189,6 +214,7 @@ Fingerprint Runtime::fingerprintFor(int device) const {
 }
 
 bool Runtime::ensureDevice(int device) noexcept {
+  armExitHook();  // a CUDA op of this process ran: CUDA is initialized
   try {
     {
       std::lock_guard<std::mutex> guard(mu_);
@@ -221,13 +247,13 @@ void Runtime::loadDevice(int device) {
     }
   } mark{this, device};
   Fingerprint f = fingerprintFor(device);
+  fingerprints_.set(device, f);  // Note [A fingerprint per device]
   std::unique_ptr<cache::CacheStore> store;
   bool openCache = false;
   {
     std::lock_guard<std::mutex> guard(mu_);
-    fingerprint_ = f;
-    fingerprintKey_ = f.key();
-    openCache = !cacheTried_;
+    // Note [Fork]: a forked child opens no cache (and uses no inherited one).
+    openCache = !cacheTried_ && !forkedChild_.load();
     cacheTried_ = true;
   }
   if (openCache) {
@@ -239,7 +265,7 @@ void Runtime::loadDevice(int device) {
     std::lock_guard<std::mutex> guard(mu_);
     cache_ = std::move(store);
   }
-  if (!cache_) return;
+  if (!cache_ || forkedChild_.load()) return;
   std::vector<cache::Entry> entries = cache_->listForFingerprint(f.key());
   int loaded = 0;
   for (const cache::Entry& e : entries) {
@@ -279,7 +305,9 @@ void Runtime::onHot(const std::string& op, const VariantKey& key) {
     HOTKERNEL_LOG_ONCE(Info, "needs-cuda") << op << " is hot on the CPU; optimization needs a CUDA device";
     return;
   }
-  if (!config().optimize || !worker_) return;
+  armExitHook();  // a CUDA variant is hot: CUDA is initialized
+  // Note [Fork]: no optimizer in a forked child; none once the process exits.
+  if (!config().optimize || !worker_ || forkedChild_.load() || ExitGate::process().exiting()) return;
   // Note [Only served ops are tuned]
   // The recorder sees every op it knows, served or not (sum & co run
   // everywhere): a hot variant of an op whose CUDA trampoline is not
@@ -301,6 +329,7 @@ void Runtime::onHot(const std::string& op, const VariantKey& key) {
 }
 
 bool Runtime::waitToStart(int device) {
+  ExitGate::process().parkIfExiting();  // Note [Ordered exit]
   IdleGate& gate = IdleGate::instance();
   const int maxUtil = config().idleMaxUtil;
   if (maxUtil >= 0 && device >= 0) {
@@ -326,22 +355,29 @@ bool Runtime::waitToStart(int device) {
     }
     gate.setUtilizationLimit(it->second, maxUtil);
   }
-  return gate.waitUntilIdle(static_cast<double>(config().idleMs), [this] { return stopping_.load(); }, 24 * 3600.0,
-                            /*starting=*/true);
+  const bool idle = gate.waitUntilIdle(
+      static_cast<double>(config().idleMs),
+      [this] { return stopping_.load() || ExitGate::process().exiting(); }, 24 * 3600.0, /*starting=*/true);
+  ExitGate::process().parkIfExiting();
+  return idle;
+}
+
+bool Runtime::yieldToServing() {
+  ExitGate& exit = ExitGate::process();
+  exit.parkIfExiting();  // Note [Ordered exit]: none of our GPU work is in flight here
+  const bool idle = IdleGate::instance().waitUntilIdle(
+      static_cast<double>(config().idleMs), [this, &exit] { return stopping_.load() || exit.exiting(); },
+      24 * 3600.0);
+  exit.parkIfExiting();
+  return idle;
 }
 
 void Runtime::optimize(const OptimizerJob& job) {
   IdleGate::ScopedOptimizerThread optimizerThread;
-  const double idleMs = static_cast<double>(config().idleMs);
   // No GPU work (device start, cache loads, the tuner) while serving, capturing or over the utilization limit.
   if (!waitToStart(job.key.device)) return;
   try {
-    optimizeVariant(
-        job.op, job.key,
-        [this, idleMs] {
-          return IdleGate::instance().waitUntilIdle(idleMs, [this] { return stopping_.load(); }, 24 * 3600.0);
-        },
-        job.target);
+    optimizeVariant(job.op, job.key, [this] { return yieldToServing(); }, job.target);
   } catch (const std::exception& e) {
     // Shutting down: the tuner stopped at a yield point ("tuning interrupted",
     // Note [Interrupted tuning] in optimizer/src/FamilyTuner.cpp) and stored
@@ -380,9 +416,15 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
       return summary;
     }
   }
+  // The device's fingerprint (Note [A fingerprint per device]): set by
+  // ensureDevice() above unless the device could not be queried.
+  const std::optional<Fingerprint> fingerprint = fingerprints_.of(key.device);
+  HOTKERNEL_CHECK(fingerprint.has_value(), "device ", key.device, " has no fingerprint (it could not be queried)");
+  const std::string fingerprintKey = fingerprint->key();
+  const bool useCache = cache_ && !forkedChild_.load();
   // Another process may have filled the cache since we started.
-  if (cache_) {
-    if (auto e = cache_->get(fingerprintKey_, op, variant)) {
+  if (useCache) {
+    if (auto e = cache_->get(fingerprintKey, op, variant)) {
       publishEntry(*e, key.device);
       summary["decision"] = "cached";
       return summary;
@@ -399,21 +441,10 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
                                ? config().optimizerMemoryMb << 20
                                : static_cast<int64_t>(at::cuda::getDeviceProperties(key.device)->totalGlobalMem / 4);
   // HOTKERNEL_AGENT_CMD: an external agent proposes more candidates (tools/agent/PROTOCOL.md).
-  static const std::optional<ExternalAgent> agent = ExternalAgent::fromEnvironment();
-  if (agent) options.agent = &*agent;
+  options.agent = agent();
   TuneOutcome out = tuneServedOp(*served, key, options);
-  cache::Entry entry;
-  entry.fingerprint = fingerprintKey_;
-  entry.fingerprintJson = fingerprint_.canonicalJson();
-  entry.op = op;
-  entry.variant = variant;
-  entry.family = out.accepted ? out.family : servedOpFamily(*served);
-  entry.metrics = out.metrics.dump();
+  const cache::Entry entry = resultEntry(fingerprints_, key.device, op, variant, servedOpFamily(*served), out);
   if (out.accepted) {
-    entry.decision = "kernel";
-    entry.params = out.paramsJson.dump();
-    entry.kernelName = out.kernelName;
-    entry.cubin = out.cubin;
     Plan plan = makePlan(out.family, key, out.paramsJson, out.kernelName, out.cubin, key.device);
     const std::string description = plan.description;
     plansOf(*served).publish(std::move(plan));
@@ -423,12 +454,10 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
                         << out.metrics.value("maxAbsError", 0.0);
     summary["speedup"] = out.metrics.value("speedup", 0.0);
   } else {
-    entry.decision = "keep_aten";
-    entry.params = "{}";
     HOTKERNEL_LOG(Info) << "keeping the ATen kernel for " << op << " " << variant
                         << ": no candidate was correct and faster";
   }
-  logExperiments(config().cacheDir, fingerprintKey_, op, variant, out);
+  logExperiments(config().cacheDir, fingerprintKey, op, variant, out);
   summary["decision"] = entry.decision;
   summary["metrics"] = out.metrics;
   {
@@ -436,7 +465,7 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
     decisions_.insert(decisionKey(op, variant));
     tuneLog_.push_back({{"op", op}, {"variant", variant}, {"decision", entry.decision}, {"metrics", out.metrics}});
   }
-  if (cache_) {
+  if (useCache) {
     try {
       cache_->put(entry);
     } catch (const std::exception& e) {
@@ -459,10 +488,26 @@ nlohmann::json Runtime::status() const {
     hits += hitsOf(op);
     misses += missesOf(op);
   }
+  nlohmann::json fingerprints = nlohmann::json::object();
+  std::string firstFingerprint;
+  for (const auto& [device, key] : fingerprints_.keys()) {
+    fingerprints[std::to_string(device)] = key;
+    if (firstFingerprint.empty()) firstFingerprint = key;
+  }
+  nlohmann::json optimizer = {{"running", false}, {"queued", 0}, {"done", 0}, {"failed", 0}};
+  if (worker_ && !forkedChild_.load()) {
+    optimizer = {{"running", worker_->jobRunning()},
+                 {"queued", worker_->jobsQueued()},
+                 {"done", worker_->jobsDone()},
+                 {"failed", worker_->jobsFailed()}};
+  }
   std::lock_guard<std::mutex> guard(mu_);
   return {{"started", startResult_ == 0},
           {"enabled", servedOpsEnabled()},
-          {"fingerprint", fingerprintKey_},
+          {"fingerprint", firstFingerprint},  // the lowest device's
+          {"fingerprints", fingerprints},     // by device
+          {"optimizer", optimizer},
+          {"forkedChild", forkedChild_.load()},
           {"cache", cache_ ? cache_->databasePath() : std::string()},
           {"plans", plans},
           {"hits", hits},
@@ -471,16 +516,79 @@ nlohmann::json Runtime::status() const {
           {"profile", Recorder::instance().profile()}};
 }
 
+const ExternalAgent* Runtime::agent() {
+  std::call_once(agentOnce_, [this] {
+    // Note [A malformed agent configuration] (optimizer/ExternalAgent.h): never throws.
+    std::string problem;
+    agent_ = ExternalAgent::fromEnvironment(&problem);
+    if (!problem.empty()) HOTKERNEL_LOG(Warn) << problem;
+  });
+  return agent_ ? &*agent_ : nullptr;
+}
+
+void Runtime::armExitHook() noexcept {
+  if (exitHookArmed_.exchange(true)) return;
+  // Note [Ordered exit]: CUDA registered its teardown when it initialized,
+  // before this call; atexit runs handlers in reverse order, so this one runs
+  // before CUDA's.
+  if (std::atexit(&exitHook) != 0) {
+    HOTKERNEL_LOG_ONCE(Warn, "atexit") << "cannot register the exit hook; a process exiting while the optimizer "
+                                       << "works may not stop it in time";
+  }
+}
+
 void Runtime::shutdown() noexcept {
+  if (shutDown_.exchange(true)) return;
   try {
+    if (forkedChild_.load()) {
+      // Note [Fork]: the optimizer thread is the parent's; the profile file too.
+      HOTKERNEL_LOG(Debug) << "forked child exiting: no optimizer to stop, no profile written";
+      return;
+    }
+    // Served ops go back to ATen: other threads may still run ops while the process tears down.
+    setServedOpsEnabled(false);
+    // Note [Ordered exit]: the optimizer parks at its next yield point; no GPU
+    // work of ours runs past this wait unless a unit outlasts it.
+    const bool settled = ExitGate::process().begin(kExitWaitSeconds, [this] {
+      return !worker_ || !worker_->jobRunning();
+    });
     stopping_.store(true);
-    if (worker_) worker_->stop(5.0);
+    if (!settled) {
+      HOTKERNEL_LOG(Info) << "exit: the optimizer's unit of GPU work in flight did not end within "
+                          << kExitWaitSeconds << " s; abandoned";
+    }
     const std::string& path = config().profilePath;
     if (!path.empty() && Recorder::instance().writeProfile(path)) {
       HOTKERNEL_LOG(Info) << "profile written to " << path;
     }
   } catch (...) {
   }
+}
+
+// Note [Fork]
+// A child forked from a process running hotkernel inherits its memory but
+// only the forking thread: the optimizer thread is gone, and the SQLite
+// connection must not be used across fork. The handlers hold the runtime's
+// and the recorder's locks across fork (so the child does not inherit them
+// held by another thread); the child then marks itself: it serves what the
+// parent had published, records nothing for tuning, opens and writes no
+// cache, and its exit neither waits for an optimizer nor writes the
+// parent's profile file.
+void Runtime::forkPrepare() {
+  Recorder::instance().lockForFork();
+  instance().mu_.lock();
+}
+
+void Runtime::forkParent() {
+  instance().mu_.unlock();
+  Recorder::instance().unlockAfterFork();
+}
+
+void Runtime::forkChild() {
+  Runtime& r = instance();
+  r.forkedChild_.store(true);
+  r.mu_.unlock();
+  Recorder::instance().unlockAfterFork();
 }
 
 }  // namespace hotkernel

@@ -21,11 +21,13 @@
 #include <string>
 
 #include "hotkernel/cache/CacheStore.h"
+#include "hotkernel/optimizer/ExternalAgent.h"
 #include "hotkernel/optimizer/GpuUtilization.h"
 #include "hotkernel/optimizer/OptimizerWorker.h"
 #include "hotkernel/optimizer/QueueRanker.h"
 #include "hotkernel/optimizer/TargetMeasurer.h"
 #include "hotkernel/runtime/Config.h"
+#include "hotkernel/runtime/DeviceFingerprints.h"
 #include "hotkernel/runtime/Fingerprint.h"
 
 namespace hotkernel {
@@ -63,8 +65,13 @@ class Runtime {
   // "aten::_softmax|dtype=bfloat16;rows=4096;cols=32000": ops share variant strings.
   static std::string decisionKey(const std::string& op, const std::string& variant) { return op + "|" + variant; }
   nlohmann::json status() const;
-  // At exit: stop the optimizer, write the profile. Never throws.
+  // At exit (Note [Ordered exit] in runtime/ExitGate.h): served ops go back
+  // to ATen, the optimizer parks or stops within a short bound, the profile
+  // is written. Runs once; never throws.
   void shutdown() noexcept;
+  // Registers the exit hook with atexit, once: called when CUDA is known to be
+  // initialized, so that the hook runs before CUDA's own teardown. Never throws.
+  void armExitHook() noexcept;
 
  private:
   Runtime() = default;
@@ -75,6 +82,14 @@ class Runtime {
   // HOTKERNEL_IDLE_MAX_UTIL, the utilization of `device` (Note [NVML
   // utilization as an idle signal]). False: the runtime is stopping.
   bool waitToStart(int device);
+  // The optimizer's yield point between bounded units of GPU work: waits for
+  // idle GPU time; false when the runtime is stopping. Never returns once the
+  // process exits (Note [Ordered exit]).
+  bool yieldToServing();
+  // pthread_atfork handlers (Note [Fork]).
+  static void forkPrepare();
+  static void forkParent();
+  static void forkChild();
   void loadDevice(int device);
   bool publishEntry(const cache::Entry& entry, int device);
   Fingerprint fingerprintFor(int device) const;
@@ -89,23 +104,36 @@ class Runtime {
   // Serializes loadDevice(); taken before mu_, never while holding it.
   std::mutex loadMu_;
   mutable std::mutex mu_;
-  // Guarded by mu_. cache_, fingerprint_ and fingerprintKey_ are written once,
-  // in loadDevice() before the device is marked loaded; optimize() reads them
-  // only after ensureDevice() returned.
+  // Guarded by mu_. cache_ is written once, in the first loadDevice() before
+  // the device is marked loaded; optimize() reads it only after
+  // ensureDevice() returned.
   int startResult_ = -2;  // -2: not started
   std::unique_ptr<cache::CacheStore> cache_;
   bool cacheTried_ = false;
-  std::string fingerprintKey_;
-  Fingerprint fingerprint_;
   std::set<int> devicesLoaded_;
+  // Each device's fingerprint (Note [A fingerprint per device]), set in
+  // loadDevice() before the device is marked loaded; its own lock.
+  DeviceFingerprints fingerprints_;
   std::set<std::string> decisions_;  // decisionKey(op, variant) of every decision (kernel or keep_aten)
   nlohmann::json tuneLog_ = nlohmann::json::array();
 
   std::unique_ptr<OptimizerWorker> worker_;  // set in start(), then constant
+  // HOTKERNEL_AGENT_CMD's agent, read once (in start(), or by the first tuning
+  // of a process that never started, the warm-up tool): a malformed setting is
+  // reported then, once, and tuning goes on without it. Constant afterwards.
+  const ExternalAgent* agent();
+  std::once_flag agentOnce_;
+  std::optional<ExternalAgent> agent_;
   // Set in start() (installRanker), then constant; used on the worker thread only.
   std::unique_ptr<TargetMeasurer> measurer_;
   std::unique_ptr<QueueRanker> ranker_;
   std::atomic<bool> stopping_{false};        // set at exit; the optimizer stops waiting
+  std::atomic<bool> exitHookArmed_{false};   // armExitHook() registered the hook
+  std::atomic<bool> shutDown_{false};        // shutdown() ran (or is running)
+  // Note [Fork]: set in a child forked from this process; the child never
+  // touches the optimizer (its thread is not there), the inherited cache
+  // connection, nor the parent's profile file.
+  std::atomic<bool> forkedChild_{false};
   // Worker thread only: NVML utilization per device (null: unavailable), opened on first use.
   std::map<int, std::shared_ptr<GpuUtilization>> utilization_;
 };

@@ -26,10 +26,7 @@ RankingOptions Runtime::rankingOptions() {
 void Runtime::installRanker() {
   GpuMeasurerOptions mo;
   mo.memoryCapBytes = config().optimizerMemoryMb > 0 ? config().optimizerMemoryMb << 20 : 0;
-  const double idleMs = static_cast<double>(config().idleMs);
-  mo.yieldPoint = [this, idleMs] {
-    return IdleGate::instance().waitUntilIdle(idleMs, [this] { return stopping_.load(); }, 24 * 3600.0);
-  };
+  mo.yieldPoint = [this] { return yieldToServing(); };
   measurer_ = std::make_unique<GpuTargetMeasurer>(std::move(mo));
   ranker_ = makeRanker(*measurer_, [](const OptimizerJob& job) {
     return Recorder::instance().estimatedCalls(job.op, job.key);
@@ -58,12 +55,10 @@ std::unique_ptr<QueueRanker> Runtime::makeRanker(TargetMeasurer& measurer,
 
 void Runtime::onSkippedTarget(const OptimizerJob& job, const SkippedTarget& skipped) {
   if (skipped.reason == TargetStop::Decided) return;  // its entry and log line exist already
-  std::string fingerprint, fingerprintJson;
-  {
-    std::lock_guard<std::mutex> guard(mu_);
-    fingerprint = fingerprintKey_;
-    fingerprintJson = fingerprint_.canonicalJson();
-  }
+  // The device the target was measured on (Note [A fingerprint per device]).
+  const std::optional<Fingerprint> f = fingerprints_.of(job.key.device);
+  const std::string fingerprint = f ? f->key() : std::string();
+  const std::string fingerprintJson = f ? f->canonicalJson() : std::string();
   const Experiment line = skippedTargetExperiment(skipped, fingerprint);
   ExperimentLog(config().cacheDir).append(line);
   HOTKERNEL_LOG(Info) << "not optimizing " << job.op << " " << skipped.target.variant << ": " << line.reason;
@@ -87,7 +82,7 @@ void Runtime::onSkippedTarget(const OptimizerJob& job, const SkippedTarget& skip
                         {"reason", line.reason}});
   }
   // cache_ is written once before the device is marked loaded (ensureDevice ran for this job).
-  if (cache_ && !fingerprint.empty()) {
+  if (cache_ && !fingerprint.empty() && !forkedChild_.load()) {
     try {
       cache_->put(entry);
     } catch (const std::exception& e) {

@@ -154,6 +154,16 @@ void OptimizerWorker::stop(double timeoutSeconds) {
   shared_->cv.wait_until(lock, deadline, [&] { return !shared_->running; });
 }
 
+bool OptimizerWorker::jobRunning() const {
+  std::lock_guard<std::mutex> guard(shared_->mu);
+  return shared_->running;
+}
+
+size_t OptimizerWorker::jobsQueued() const {
+  std::lock_guard<std::mutex> guard(shared_->mu);
+  return shared_->queue.size();
+}
+
 size_t OptimizerWorker::jobsDone() const {
   std::lock_guard<std::mutex> guard(shared_->mu);
   return shared_->done;

@@ -7,7 +7,7 @@
 # OpenSSL headers) travel as Debian .deb files in .deps/debs (fetch them here
 # with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
 #
-#   tools/gpu/run-h200.sh [all|build|test|ops|bench|overhead|warmup|demo]...
+#   tools/gpu/run-h200.sh [all|build|test|ops|bench|overhead|warmup|demo|exit]...
 # HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu").
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -35,7 +35,7 @@ BUILD="$HOTKERNEL_BUILD_DIR"
 } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-if want build || want test || want ops || want bench || want overhead || want warmup || want demo; then
+if want build || want test || want ops || want bench || want overhead || want warmup || want demo || want exit; then
   log "build"
   HOTKERNEL_JOBS=16 "$ROOT/tools/setup.sh" >"$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
   log "build ok"
@@ -110,6 +110,13 @@ if want warmup; then
     >>"$OUT/warmup.log" 2>&1 || rc=1
   "$BUILD/bin/hotkernel" cache ls --dir "$W/cache" >>"$OUT/warmup.log" 2>&1
   cat "$OUT/warmup.log"
+fi
+if want exit; then
+  log "exit stress: exits under the preload with the optimizer mid-job vs the same exits without it"
+  "$HOTKERNEL_PYTHON" "$ROOT/bench/exit_stress.py" --device cuda --runs "${HOTKERNEL_EXIT_RUNS:-200}" --baseline 2 \
+    --jobs "${HOTKERNEL_EXIT_JOBS:-10}" --preload "$BUILD/lib/libhotkernel_preload.so" \
+    --out "$OUT/exit-stress.json" >"$OUT/exit-stress.log" 2>&1 || rc=1
+  tail -8 "$OUT/exit-stress.log"
 fi
 if want demo; then
   log "demo"

@@ -74,6 +74,10 @@ class OptimizerWorker {
   // Stops taking jobs; waits up to `timeoutSeconds` for the one in flight.
   void stop(double timeoutSeconds);
 
+  // Whether a job (or a ranking) is in flight now.
+  bool jobRunning() const;
+  // Jobs waiting in the queue now.
+  size_t jobsQueued() const;
   size_t jobsDone() const;
   size_t jobsFailed() const;
   size_t jobsDropped() const;  // dropped by the ranker
