@@ -29,6 +29,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "SignalInterpose.h"
+
 typedef void* (*DlopenFn)(const char*, int);
 typedef int (*MainFn)(int, char**, char**);
 typedef int (*LibcStartMainFn)(MainFn, int, char**, void (*)(void), void (*)(void), void (*)(void), void*);
@@ -113,6 +115,7 @@ __attribute__((visibility("default"))) void* dlopen(const char* file, int mode) 
   DlopenFn dl = realDlopen();
   if (!dl) return NULL;
   void* h = dl(file, mode);
+  if (h) hkNoteLoaded(file); /* Note [NVRTC and the host's signals] */
   if (h && !(mode & RTLD_NOLOAD)) maybeLoad();
   return h;
 }
