@@ -25,34 +25,37 @@ std::string lineDigest(const std::string& json) { return sha256Hex(json).substr(
 // An open, flock()ed descriptor of the log as it is named now.
 class LockedLog {
  public:
+  // Note [The commit log's lock file]
+  // Writers and the compactor serialize on a flock() of "<log>.lock", a file
+  // that is never replaced; the log itself is replaced by a compaction
+  // (rename), so a lock on the log's inode would be lost with it, and a
+  // writer would have to retry for as long as compactions follow each other.
   explicit LockedLog(const std::string& path) : path_(path) {
-    // The path may be replaced by a compaction between open and flock: lock,
-    // then check that the name still points to the locked inode.
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      fd_ = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-      if (fd_ < 0) {
-        HOTKERNEL_THROW("cannot open cache commit log ", path, ": ", std::strerror(errno));
-      }
-      while (::flock(fd_, LOCK_EX) != 0) {
-        if (errno != EINTR) {
-          int err = errno;
-          ::close(fd_);
-          HOTKERNEL_THROW("cannot lock cache commit log ", path, ": ", std::strerror(err));
-        }
-      }
-      struct stat byFd, byName;
-      if (::fstat(fd_, &byFd) == 0 && ::lstat(path.c_str(), &byName) == 0 && byFd.st_ino == byName.st_ino &&
-          byFd.st_dev == byName.st_dev) {
-        size_ = byFd.st_size;
-        return;
-      }
-      ::close(fd_);  // releases the lock
-      fd_ = -1;
+    const std::string lockPath = path + ".lock";
+    lockFd_ = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (lockFd_ < 0) {
+      HOTKERNEL_THROW("cannot open cache commit log lock ", lockPath, ": ", std::strerror(errno));
     }
-    HOTKERNEL_THROW("cache commit log ", path, " keeps being replaced; giving up");
+    while (::flock(lockFd_, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        const int err = errno;
+        ::close(lockFd_);
+        HOTKERNEL_THROW("cannot lock cache commit log ", lockPath, ": ", std::strerror(err));
+      }
+    }
+    fd_ = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    struct stat byFd;
+    if (fd_ < 0 || ::fstat(fd_, &byFd) != 0) {
+      const int err = errno;
+      if (fd_ >= 0) ::close(fd_);
+      ::close(lockFd_);  // releases the lock
+      HOTKERNEL_THROW("cannot open cache commit log ", path, ": ", std::strerror(err));
+    }
+    size_ = byFd.st_size;
   }
   ~LockedLog() {
-    if (fd_ >= 0) ::close(fd_);  // releases the lock
+    if (fd_ >= 0) ::close(fd_);
+    if (lockFd_ >= 0) ::close(lockFd_);  // releases the lock
   }
   LockedLog(const LockedLog&) = delete;
   LockedLog& operator=(const LockedLog&) = delete;
@@ -92,6 +95,7 @@ class LockedLog {
 
  private:
   std::string path_;
+  int lockFd_ = -1;  // "<log>.lock", flock()ed for the object's lifetime
   int fd_ = -1;
   off_t size_ = 0;
 };

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <thread>
 
@@ -178,6 +179,12 @@ TEST(CacheConcurrencyTest, GivenAppendersWhileTheCommitLogIsCompacted_WhenAllDon
     appenders.emplace_back([&, t] {
       for (int i = 0; i < 250; ++i) {
         detail::appendCommitRecords(path, {{"store", t * 1000 + i, "put", "fp", kOp, "v"}});
+        if (i % 50 == 49) {
+          // Let a compaction in between batches (bounded wait), so that appends and compactions interleave.
+          const int seen = compactions.load();
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+          while (compactions.load() == seen && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+        }
       }
     });
   }
