@@ -59,6 +59,10 @@ constexpr double kExitWaitSeconds = 2.0;
 
 void exitHook() { Runtime::instance().shutdown(); }
 
+// Whether this thread holds Runtime::unitMu_ (Note [Fork]): the optimizer
+// thread inside a Runtime::UnitHold, between two yield points.
+thread_local bool tHoldsUnit = false;
+
 // Py_AtExit, when the host is a Python interpreter (the executable exports
 // the C API); null in a libtorch C++ binary.
 using PyAtExitFn = int (*)(void (*)());
@@ -363,19 +367,42 @@ bool Runtime::waitToStart(int device) {
 }
 
 bool Runtime::yieldToServing() {
+  // Note [Fork]: none of our GPU work is in flight here; a fork may go on.
+  const bool held = tHoldsUnit;
+  if (held) {
+    tHoldsUnit = false;
+    unitMu_.unlock();
+  }
   ExitGate& exit = ExitGate::process();
-  exit.parkIfExiting();  // Note [Ordered exit]: none of our GPU work is in flight here
+  exit.parkIfExiting();  // Note [Ordered exit]: parks without the unit lock
   const bool idle = IdleGate::instance().waitUntilIdle(
       static_cast<double>(config().idleMs), [this, &exit] { return stopping_.load() || exit.exiting(); },
       24 * 3600.0);
   exit.parkIfExiting();
+  if (held) {
+    unitMu_.lock();
+    tHoldsUnit = true;
+  }
   return idle;
+}
+
+Runtime::UnitHold::UnitHold(Runtime& r) : r_(r) {
+  r_.unitMu_.lock();
+  tHoldsUnit = true;
+}
+
+Runtime::UnitHold::~UnitHold() {
+  if (tHoldsUnit) {
+    tHoldsUnit = false;
+    r_.unitMu_.unlock();
+  }
 }
 
 void Runtime::optimize(const OptimizerJob& job) {
   IdleGate::ScopedOptimizerThread optimizerThread;
   // No GPU work (device start, cache loads, the tuner) while serving, capturing or over the utilization limit.
   if (!waitToStart(job.key.device)) return;
+  UnitHold unit(*this);  // Note [Fork]
   try {
     optimizeVariant(job.op, job.key, [this] { return yieldToServing(); }, job.target);
   } catch (const std::exception& e) {
@@ -567,21 +594,34 @@ void Runtime::shutdown() noexcept {
 
 // Note [Fork]
 // A child forked from a process running hotkernel inherits its memory but
-// only the forking thread: the optimizer thread is gone, and the SQLite
-// connection must not be used across fork. The handlers hold the runtime's
-// and the recorder's locks across fork (so the child does not inherit them
-// held by another thread); the child then marks itself: it serves what the
-// parent had published, records nothing for tuning, opens and writes no
-// cache, and its exit neither waits for an optimizer nor writes the
-// parent's profile file.
+// only the forking thread: the optimizer thread is gone, with whatever locks
+// it held, and the SQLite connection must not be used across fork. So:
+//  - the prepare handler first takes the optimizer's unit lock, which the
+//    optimizer holds while it does GPU work and releases at each yield point:
+//    fork waits for the unit in flight (a compile batch at most), and the
+//    child never inherits a lock of torch's held mid-unit (the caching
+//    allocator's: the child's interpreter frees the parent's CUDA tensors at
+//    exit, and hung there);
+//  - then the recorder's and the runtime's locks, so that the child does not
+//    inherit them held by another thread;
+//  - the child marks itself: it serves what the parent had published,
+//    records nothing for tuning, opens and writes no cache, and its exit
+//    neither waits for an optimizer nor writes the parent's profile file.
+// A fork from the optimizer thread itself does not happen (it spawns its
+// helpers with posix_spawn, which runs no fork handlers). vfork and
+// posix_spawn from the host run none either and need none.
 void Runtime::forkPrepare() {
+  Runtime& r = instance();
+  if (!tHoldsUnit) r.unitMu_.lock();
   Recorder::instance().lockForFork();
-  instance().mu_.lock();
+  r.mu_.lock();
 }
 
 void Runtime::forkParent() {
-  instance().mu_.unlock();
+  Runtime& r = instance();
+  r.mu_.unlock();
   Recorder::instance().unlockAfterFork();
+  if (!tHoldsUnit) r.unitMu_.unlock();
 }
 
 void Runtime::forkChild() {
@@ -589,6 +629,7 @@ void Runtime::forkChild() {
   r.forkedChild_.store(true);
   r.mu_.unlock();
   Recorder::instance().unlockAfterFork();
+  if (!tHoldsUnit) r.unitMu_.unlock();
 }
 
 }  // namespace hotkernel

@@ -86,6 +86,16 @@ class Runtime {
   // idle GPU time; false when the runtime is stopping. Never returns once the
   // process exits (Note [Ordered exit]).
   bool yieldToServing();
+  // Held by the optimizer thread while it does GPU work (a job or a ranking),
+  // released while it waits at a yield point (Note [Fork]). Constructed after
+  // waitToStart() returned true.
+  class UnitHold {
+   public:
+    explicit UnitHold(Runtime& r);
+    ~UnitHold();
+   private:
+    Runtime& r_;
+  };
   // pthread_atfork handlers (Note [Fork]).
   static void forkPrepare();
   static void forkParent();
@@ -101,6 +111,11 @@ class Runtime {
   // Precondition: mu_ held.
   void addDecisionLocked(const std::string& op, const std::string& variant);
 
+  // Note [Fork]: held by the optimizer thread during its GPU work, released
+  // in yieldToServing() while it waits; fork() takes it first, so that the
+  // child never inherits a lock of torch's (the caching allocator's) held by
+  // the optimizer mid-unit. Taken before loadMu_, the recorder's lock and mu_.
+  std::mutex unitMu_;
   // Serializes loadDevice(); taken before mu_, never while holding it.
   std::mutex loadMu_;
   mutable std::mutex mu_;

@@ -36,6 +36,7 @@ void Runtime::installRanker() {
     IdleGate::ScopedOptimizerThread optimizerThread;
     // No GPU work while serving, capturing or over the utilization limit; stopping: rank nothing.
     if (!queued.empty() && !waitToStart(queued.front().key.device)) return JobOrder{queued, {}};
+    UnitHold unit(*this);  // Note [Fork]
     for (const OptimizerJob& job : queued) ensureDevice(job.key.device);  // fingerprint and cached decisions
     return (*ranker_)(queued);
   });
