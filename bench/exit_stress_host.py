@@ -140,6 +140,8 @@ def main():
     if way == "fork":
         pid = os.fork()
         if pid == 0:
+            import faulthandler
+            faulthandler.dump_traceback_later(50, exit=False)  # a hung child says where (stderr)
             # CPU ops in the child, too small for the intra-op thread pool
             # (OpenMP's pool does not survive fork, with or without hotkernel).
             s = torch.randn(4, 8).softmax(-1).sum()
@@ -150,6 +152,14 @@ def main():
             if done:
                 break
             if time.monotonic() > deadline:
+                # Where the child's threads wait, for the record (stderr).
+                for task in sorted(os.listdir("/proc/%d/task" % pid)):
+                    try:
+                        with open("/proc/%d/task/%s/wchan" % (pid, task)) as f:
+                            print("hung child %d thread %s waits in %s" % (pid, task, f.read().strip()),
+                                  file=sys.stderr)
+                    except OSError:
+                        pass
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 sys.exit(8)  # the child hung

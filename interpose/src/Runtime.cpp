@@ -599,9 +599,9 @@ void Runtime::shutdown() noexcept {
 //  - the prepare handler first takes the optimizer's unit lock, which the
 //    optimizer holds while it does GPU work and releases at each yield point:
 //    fork waits for the unit in flight (a compile batch at most), and the
-//    child never inherits a lock of torch's held mid-unit (the caching
-//    allocator's: the child's interpreter frees the parent's CUDA tensors at
-//    exit, and hung there);
+//    child never inherits a lock of torch's held mid-unit (such as the
+//    caching allocator's, which the child's interpreter takes when it frees
+//    the parent's CUDA tensors at exit);
 //  - then the recorder's and the runtime's locks, so that the child does not
 //    inherit them held by another thread;
 //  - the child marks itself: it serves what the parent had published,
