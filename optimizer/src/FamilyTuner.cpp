@@ -259,6 +259,8 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
                 .cubin;
       } catch (const std::exception& e) {
         errors[i] = e.what();
+      } catch (...) {  // nothing may leave a TBB task (Note [Background failures are contained])
+        errors[i] = "unknown error";
       }
       compiledNow[i].compileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     });
