@@ -4,21 +4,10 @@
 
 #include "hotkernel/optimizer/ResultEntry.h"
 #include "hotkernel/runtime/Check.h"
+#include "../runtime/FakeFingerprint.h"
 
 namespace hotkernel {
 namespace {
-
-Fingerprint fakeDevice(const std::string& gpu) {
-  Fingerprint f;
-  f.gpuName = gpu;
-  f.computeCapability = "9.0";
-  f.driverVersion = 13000;
-  f.nvrtcVersion = 13000;
-  f.torchVersion = "2.11.0+cudart13000";
-  f.hotkernelVersion = "0.1.0";
-  f.kernelSources = "abc";
-  return f;
-}
 
 TuneOutcome accepted() {
   TuneOutcome out;
@@ -33,7 +22,7 @@ TuneOutcome accepted() {
 
 TEST(ResultEntryTest, GivenResultsOnTwoDevicesWhenEntriesAreMadeThenEachCarriesItsOwnDevicesFingerprint) {
   DeviceFingerprints fps;
-  const Fingerprint d0 = fakeDevice("NVIDIA H200"), d1 = fakeDevice("NVIDIA H100");
+  const Fingerprint d0 = testing::fakeFingerprint("NVIDIA H200"), d1 = testing::fakeFingerprint("NVIDIA H100");
   fps.set(0, d0);
   fps.set(1, d1);
   const cache::Entry e0 = resultEntry(fps, 0, "aten::_softmax", "dtype=bf16;rows=4;cols=8;dev=0", "softmax_lastdim",
@@ -51,7 +40,7 @@ TEST(ResultEntryTest, GivenResultsOnTwoDevicesWhenEntriesAreMadeThenEachCarriesI
 
 TEST(ResultEntryTest, GivenARejectedResultWhenTheEntryIsMadeThenItKeepsAtenUnderTheServedFamily) {
   DeviceFingerprints fps;
-  fps.set(2, fakeDevice("NVIDIA H200"));
+  fps.set(2, testing::fakeFingerprint("NVIDIA H200"));
   TuneOutcome out;
   out.accepted = false;
   out.family = "agent";
@@ -65,7 +54,7 @@ TEST(ResultEntryTest, GivenARejectedResultWhenTheEntryIsMadeThenItKeepsAtenUnder
 
 TEST(ResultEntryTest, GivenADeviceWithNoFingerprintWhenAnEntryIsMadeThenItThrowsInsteadOfStoringUnderAnother) {
   DeviceFingerprints fps;
-  fps.set(0, fakeDevice("NVIDIA H200"));
+  fps.set(0, testing::fakeFingerprint("NVIDIA H200"));
   EXPECT_THROW(resultEntry(fps, 1, "aten::_softmax", "v", "softmax_lastdim", accepted()), Error);
 }
 

@@ -6,26 +6,15 @@
 #include <vector>
 
 #include "hotkernel/runtime/Check.h"
+#include "FakeFingerprint.h"
 #include "hotkernel/runtime/DeviceFingerprints.h"
 
 namespace hotkernel {
 namespace {
 
-Fingerprint fakeDevice(const std::string& gpu, const std::string& cc) {
-  Fingerprint f;
-  f.gpuName = gpu;
-  f.computeCapability = cc;
-  f.driverVersion = 13000;
-  f.nvrtcVersion = 13000;
-  f.torchVersion = "2.11.0+cudart13000";
-  f.hotkernelVersion = "0.1.0";
-  f.kernelSources = "abc";
-  return f;
-}
-
 TEST(DeviceFingerprintsTest, GivenTwoDifferentDevicesWhenBothAreSetThenEachKeepsItsOwnFingerprint) {
   DeviceFingerprints fps;
-  const Fingerprint h200 = fakeDevice("NVIDIA H200", "9.0"), h100 = fakeDevice("NVIDIA H100", "9.0");
+  const Fingerprint h200 = testing::fakeFingerprint("NVIDIA H200"), h100 = testing::fakeFingerprint("NVIDIA H100");
   fps.set(0, h200);
   fps.set(1, h100);
   ASSERT_NE(h200.key(), h100.key());
@@ -37,7 +26,7 @@ TEST(DeviceFingerprintsTest, GivenTwoDifferentDevicesWhenBothAreSetThenEachKeeps
 
 TEST(DeviceFingerprintsTest, GivenADeviceNeverSetWhenItsKeyIsAskedThenItThrowsAndOfIsEmpty) {
   DeviceFingerprints fps;
-  fps.set(0, fakeDevice("NVIDIA H200", "9.0"));
+  fps.set(0, testing::fakeFingerprint("NVIDIA H200"));
   EXPECT_FALSE(fps.of(3).has_value());
   EXPECT_THROW(fps.keyOf(3), Error);
 }
@@ -45,7 +34,7 @@ TEST(DeviceFingerprintsTest, GivenADeviceNeverSetWhenItsKeyIsAskedThenItThrowsAn
 TEST(DeviceFingerprintsTest, GivenDevicesSetOnManyThreadsWhileReadersReadThenEveryReadIsOneOfTheSetValues) {
   DeviceFingerprints fps;
   std::vector<Fingerprint> devices;
-  for (int d = 0; d < 8; ++d) devices.push_back(fakeDevice("GPU " + std::to_string(d), "9.0"));
+  for (int d = 0; d < 8; ++d) devices.push_back(testing::fakeFingerprint("GPU " + std::to_string(d)));
   std::atomic<bool> bad{false};
   std::vector<std::thread> threads;
   for (int d = 0; d < 8; ++d) {
