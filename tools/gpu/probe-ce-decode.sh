@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Investigation run on the GPU machine (not part of CI): compiles
-# bench/probes/ce_decode_probe.cu with nvcc beside the production
+# bench/experiments/ce-decode/ce_decode_probe.cu with nvcc beside the production
 # cross_entropy template at the configurations below, runs it, and writes
 # ce-decode-probe.json and its log to $OUT. Needs no project build.
 #   CE_PROBE_REPS       repetitions per variant (default 41)
@@ -38,7 +38,7 @@ for spec in cur ${CE_PROBE_CE_TREES:-}; do
     echo "ADD_PROD($R, $C, $T, $U, $REDNAME, \"$tree\", $NAME)" >>"$TMP/ce_prod_add.h"
     "$NVCC" "${INC[@]}" "${FLAGS[@]}" -DHK_DTYPE=2 -DHK_VEC=8 -DHK_ROWS=1 -DHK_THREADS=$T -DHK_UNROLL=$U -DHK_CLUSTER=$C \
       -DHK_REDUCTION=$RED -Dhk_cross_entropy=k_$NAME -Dhk_reduce_losses=r_$NAME -Dhk_finish=f_$NAME -Dhk_finish_row=fr_$NAME \
-      -DPROBE_LAUNCHER=$NAME -c "$ROOT/bench/probes/ce_prod_launcher.cu" -o "$TMP/$NAME.o" &
+      -DPROBE_LAUNCHER=$NAME -c "$ROOT/bench/experiments/ce-decode/ce_prod_launcher.cu" -o "$TMP/$NAME.o" &
     OBJS+=("$TMP/$NAME.o")
   done
 done
@@ -64,11 +64,11 @@ for spec in cur ${CE_PROBE_TREES:-}; do
     echo "SMPROD($NAME)" >>"$TMP/sm_prod_list.h"
     echo "ADD_SMPROD($R, $C, $T, $I, \"$tree\", $NAME)" >>"$TMP/sm_prod_add.h"
     "$NVCC" "${INC[@]}" "${FLAGS[@]}" -DHK_DTYPE=2 -DHK_VEC=8 -DHK_ROWS=1 -DHK_THREADS=$T -DHK_ITEMS=$I -DHK_CLUSTER=$C \
-      -Dhk_softmax_lastdim=k_$NAME -DPROBE_LAUNCHER=$NAME -c "$ROOT/bench/probes/sm_prod_launcher.cu" -o "$TMP/$NAME.o" &
+      -Dhk_softmax_lastdim=k_$NAME -DPROBE_LAUNCHER=$NAME -c "$ROOT/bench/experiments/ce-decode/sm_prod_launcher.cu" -o "$TMP/$NAME.o" &
     OBJS+=("$TMP/$NAME.o")
   done
 done
-"$NVCC" "${FLAGS[@]}" -c "$ROOT/bench/probes/ce_decode_probe.cu" -o "$TMP/probe.o" &
+"$NVCC" "${FLAGS[@]}" -c "$ROOT/bench/experiments/ce-decode/ce_decode_probe.cu" -o "$TMP/probe.o" &
 wait
 "$NVCC" -arch=sm_90a "$TMP/probe.o" "${OBJS[@]}" -o "$TMP/ce_decode_probe"
 echo "built $TMP/ce_decode_probe"

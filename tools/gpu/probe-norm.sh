@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Investigation run on the GPU machine (not part of CI, no build needed):
-# bench/norm_probe.py times rms_norm points as the optimizer compiles them
+# bench/experiments/rms-norm/norm_probe.py times rms_norm points as the optimizer compiles them
 # (`cols`: specialized columns, Note [Specialized columns] in
 # kernels/norm/rms_norm.cu), and with the probe overrides of Note [Norm
 # occupancy probe] (HK_PROBE_MIN_CTAS, HK_STREAM_UNROLL / HK_STREAM_UNROLL2),
@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 SHAPE="${PROBE_SHAPE:-16384x8192}"
 POINTS="${PROBE_POINTS:-512x8x0,256x8x0,512x8x2,256x8x4}"
 C="${SHAPE#*x}"
-timeout 400 python3 bench/norm_probe.py --rows "${SHAPE%x*}" --cols "$C" --points "$POINTS" --reps 41 \
+timeout 400 python3 bench/experiments/rms-norm/norm_probe.py --rows "${SHAPE%x*}" --cols "$C" --points "$POINTS" --reps 41 \
   --experiment cols=-DHK_COLS=${C}LL \
   --experiment occ=-DHK_COLS=${C}LL,-DHK_PROBE_MIN_CTAS=0 \
   --experiment u1=-DHK_COLS=${C}LL,-DHK_STREAM_UNROLL=1,-DHK_STREAM_UNROLL2=1 \

@@ -42,7 +42,7 @@ import os
 import statistics
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 DTYPE_CODE = {"float32": 0, "float16": 1, "bfloat16": 2}
 
 
