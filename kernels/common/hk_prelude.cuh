@@ -95,14 +95,9 @@ __device__ __forceinline__ void hk_store(hk_pack* a, const hk_pack& p, unsigned 
 // HK_STREAM_L1_HINTS the loads also tell L1 to keep the first read
 // (L1::evict_last) and to drop the re-read (L1::evict_first), and the stores
 // go without an L2 hint: torch.compile's accesses for rms_norm, which let the
-// re-read of a CTA's row hit L1 instead of L2. Measured on the H200
-// (bench/norm_probe.py, bf16 [16384, 8192] with weight, side by side with
-// torch.compile; bench/results/h200-rms-norm-probe-2026-11-30-n.json):
-// rms_norm streaming 512 x vec 8 130.8 -> 128.1 us (torch.compile 127.7; its
-// own kernel launched from the probe 129.0, and 132.1 with its L1 hints
-// stripped). Not for split softmax streaming, whose output must stay out of
-// the L2 its rows are re-read from (evict_first stores; softmax_lastdim.cu
-// has the numbers). Without HK_STREAM_L1_HINTS these are hk_load / hk_store
+// re-read of a CTA's row hit L1 instead of L2. Not for split softmax
+// streaming, whose output must stay out of the L2 its rows are re-read from
+// (evict_first stores). Without HK_STREAM_L1_HINTS these are hk_load / hk_store
 // (Note [Streaming L2 hints]); without HK_STREAM_HINTS, plain accesses.
 #ifndef HK_STREAM_L1_HINTS
 #define HK_STREAM_L1_HINTS 0
@@ -323,6 +318,7 @@ __device__ __forceinline__ void hk_pair_fold(float& m, float& s, const hk_pack (
   m = bm;
 }
 
+// Note [Flat pair merge]
 // The merge of the pairs held by each aligned group of `width` lanes, in two
 // flat steps instead of log2(width) dependent pair merges: the group's
 // maximum M by a max butterfly, then sum s * exp(m - M) by a sum butterfly
@@ -332,9 +328,8 @@ __device__ __forceinline__ void hk_pair_fold(float& m, float& s, const hk_pack (
 // hk_pair_merge: (-inf, 0) pairs add 0, and a group of only -inf keeps
 // s = 0. Used by the row reductions (hk_row_pair) and where a cluster's pairs
 // meet (Note [Split rows over a cluster]): there the merge sits between the
-// last load and the first store, and the flat form took the decode softmax
-// bf16 [32, 128256] from 12.03 to 11.94 us on the H200 (ce-decode-probe,
-// tree "v1" against "cur", bench/results/h200-ce-decode-probe-2026-12-01-rescale.json).
+// last load and the first store, on the critical path of a decode row, and
+// the flat form shortens that path.
 __device__ __forceinline__ void hk_warp_pair_flat(float& m, float& s, int width) {
   const float top = hk_warp_max(m, width);
   s = hk_warp_sum(s * hk_exp(m - hk_pair_base(top)), width);
@@ -398,9 +393,9 @@ __device__ __forceinline__ unsigned hk_cluster_rank() {
 __device__ __forceinline__ void hk_cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void hk_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 // Barrier arrive without release semantics: no MEMBAR.ALL.GPU in front of it
-// (the release form cost 0.67 us of a 12.1 us decode softmax on the H200 when
-// it ended the pair reads: bench/results/h200-ce-decode-probe-2026-12-01-
-// relaxed.json). Used to publish the mbarriers' initialization, which
+// (Note [Relaxed cluster arrive] in docs/design/prelude.md: the release form
+// costs a decode softmax time where it ends the pair reads). Used to publish
+// the mbarriers' initialization, which
 // fence.mbarrier_init already releases (Note [Pushed cluster pairs]).
 __device__ __forceinline__ void hk_cluster_arrive_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
@@ -420,10 +415,8 @@ __device__ __forceinline__ void hk_cluster_arrive_relaxed() {
 // slots of row k. A push may land before its mbarrier expects it (the
 // transaction count goes negative; the phase cannot complete before our own
 // arrive). The mbarriers are initialized once, published by a relaxed
-// cluster arrive at the start and waited for before the first push.
-// Measured on the H200 (bench/results/h200-ce-decode-probe-2026-12-01.json):
-// the exchange in a read-barrier-write floor kernel, [32, 128256] cluster
-// 8 x 256, 10.02 -> 9.50 us.
+// cluster arrive at the start and waited for before the first push. The
+// exchange is faster than barriers and peer reads (docs/design/prelude.md).
 struct hk_pushed_pairs {
   unsigned long long bar[2];      // mbarriers, by row parity
   float slot[2][HK_CLUSTER][2];   // the pairs of ranks 0..HK_CLUSTER-1, by row parity

@@ -246,13 +246,10 @@ __device__ void hk_finish(const float* work, const long long* target, void* out,
 // sums work[0, rows) itself (lane i: rows i, i + 32, ... in order, then an
 // xor butterfly) and resets the counter. No CTA barrier, and no ticket from
 // the CTAs that only push a pair (cluster 16 at [32, 128256]: 32 tickets, not
-// 512). H200 probe, against a ticket a CTA after a CTA barrier and a CTA-wide
-// sum (bench/results/h200-ce-decode-probe-2026-12-01-tickets.json): bf16
-// [32, 128256] mean, cluster 16 x 256 x u2 10.50 -> 10.24 us, 8 x 256 x u4
-// 10.40 -> 10.27, 16 x 128 x u4 10.46 -> 10.34. Tried in the same run and not
-// kept: a designated warp (the last row's) polling the other rows' slots
-// instead of tickets, 10.66 us. The counter is used whenever rows > 1, also
-// by a grid of one cluster (CrossEntropyFamily::needsCounter).
+// 512). Row tickets beat a ticket a CTA after a CTA barrier and a warp that
+// polls the other rows' slots (docs/design/cross_entropy.md). The counter is
+// used whenever rows > 1, also by a grid of one cluster
+// (CrossEntropyFamily::needsCounter).
 // Call with the whole warp; `loss` is read from lane 0.
 __device__ __forceinline__ void hk_finish_row(float* work, const long long* target, void* out_, long long rows,
                               long long ignoreIndex, long long row, float loss) {
@@ -363,8 +360,7 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
 // written by peers, and rank 0 exits only after every push has landed. A
 // cluster with a next row (never with the launcher's grid: a cluster a row)
 // first meets at a cluster barrier, so rank 0 has read the previous pairs.
-// H200 probe (bench/results/h200-ce-decode-probe-2026-12-01.json): bf16
-// [32, 128256] cluster 8 x 256 mean 11.23 -> 10.56 us against barriers.
+// Pushes are faster than cluster barriers here (docs/design/cross_entropy.md).
 extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(HK_THREADS)
     hk_cross_entropy(const void* logits_, const long long* target, void* out_, float* work, long long rows,
                      long long cols, long long ignoreIndex) {

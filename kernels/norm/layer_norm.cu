@@ -77,7 +77,9 @@
 // Note [Norm deterministic reductions]
 // As in softmax_lastdim.cu: per-thread sums in index order, then an xor
 // butterfly within each warp and the same butterfly across the warps'
-// partials; results are bitwise reproducible and do not depend on the grid.
+// partials; every lane ends with the same bits (addition is commutative), so
+// results are bitwise reproducible and do not depend on the grid. rms_norm.cu
+// reduces the same way.
 
 #if !defined(HK_DTYPE) || !defined(HK_THREADS) || !defined(HK_ROWS) || !defined(HK_VEC) || !defined(HK_ITEMS) || \
     !defined(HK_HAS_WEIGHT) || !defined(HK_HAS_BIAS)

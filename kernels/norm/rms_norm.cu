@@ -36,11 +36,8 @@
 // CTA b serves rows [b * HK_ROWS, (b + 1) * HK_ROWS): the grid covers the rows
 // (the guards refuse more than 2^31 - 1 CTAs' worth), so there is no
 // grid-stride loop, no barrier between rows, and the row's offset is computed
-// once. Measured on the H200 (bench/norm_probe.py, bf16 [16384, 8192] with
-// weight, bench/results/h200-rms-norm-probe-2026-11-30-k.json) with the
-// columns specialized: streaming 512 x vec 8 143.6 -> 131.2 us (40 -> 29
-// registers), 256 x 8 140.3 -> 132.8; register points 512 x 8 x 2 136.7 ->
-// 133.1. torch.compile's kernel ran 129.1 in the same run.
+// once: fewer registers and a shorter loop on every point measured
+// (docs/design/norms.md).
 //
 // Note [Specialized columns]
 // A plan serves one exact variant (VariantKey), so the optimizer compiles
@@ -48,21 +45,16 @@
 // compileOptions): the streaming loops then have constant trip counts and
 // unroll, the per-row bounds fold. Without HK_COLS the kernel reads `cols` from
 // its argument (any variant the point's guard accepts: what the CPU tests
-// compile for every point). Measured as above: streaming 512 x vec 8 one row a
-// CTA 133.2 us with `cols` read at run time, 131.2 specialized; no change on
-// the register points.
+// compile for every point). Specialization speeds up the streaming points
+// and leaves the register points as they are (docs/design/norms.md).
 //
-// Note [Norm special values]
+// Note [RMS norm special values]
 // No special cases: the arithmetic is ATen's, so a row holding inf or NaN
 // gives what ATen gives (sum of squares inf -> rstd 0 -> 0 * finite = 0 and
 // 0 * inf = NaN; NaN anywhere -> NaN row). Lanes that hold no element
 // contribute exact zeros.
 //
-// Note [Norm deterministic reductions]
-// As in softmax_lastdim.cu: per-thread sums in index order, then an xor
-// butterfly within each warp and the same butterfly across the warps'
-// partials; every lane ends with the same bits (addition is commutative), and
-// results do not depend on the grid.
+// Reductions: Note [Norm deterministic reductions] in layer_norm.cu.
 
 #if !defined(HK_DTYPE) || !defined(HK_THREADS) || !defined(HK_ROWS) || !defined(HK_VEC) || !defined(HK_ITEMS) || \
     !defined(HK_HAS_WEIGHT)
@@ -93,40 +85,13 @@ static_assert(HK_ITEMS >= 0 && HK_ITEMS <= 16, "HK_ITEMS must be in [0, 16]");
 static_assert(HK_ROWS == 1 || HK_ITEMS > 0, "several rows per CTA are register-resident only");
 static_assert(HK_HAS_WEIGHT == 0 || HK_HAS_WEIGHT == 1, "HK_HAS_WEIGHT must be 0 or 1");
 
-// Note [Norm launch bounds]
-// __launch_bounds__(HK_THREADS, 1): at most HK_THREADS threads, at least one
-// CTA an SM. With the first argument alone, ptxas picks its own occupancy
-// target and squeezed points just above a step into it with a few bytes of
-// spills (1024 threads x 12 values into 32 registers, 512 x 48 into 64, some
-// streaming points into 40 or 48). Stating the minimum lifts that target, so
-// no point spills; the price is a few registers more on some points than
-// ptxas' occupancy-driven choice (1024 x 8 values: 40 instead of 32, one CTA
-// an SM instead of two). Whether an occupancy axis pays is for measurements.
+// Launch bounds: Note [Norm launch bounds] in layer_norm.cu, with a knob.
 // Note [Norm occupancy probe]
-// Measured on H200 with bench/norm_probe.py (bf16 [16384, 8192] with weight,
-// side by side with torch.compile; bench/results/h200-rms-norm-probe-*.json).
-// torch.compile's kernel (XBLOCK 1, R0_BLOCK 8192, 16 warps, 32 registers: the
-// row read twice, the second time from L2) ran 128-129 us, 101% of the copy
-// bandwidth; our best points 133-136 us. Two knobs gained, neither enough:
-// full occupancy (__launch_bounds__(T, 2048 / T)) on 512 x vec 8 x 2 items
-// (39 -> 32 registers, no spills) 135.8 -> 131.6-132.7 us, and streaming
-// batches of one vector (HK_STREAM_UNROLL=1) on 256 threads 138.8 -> 130.8-131.1
-// us (40 registers). Forcing 32 registers where the point needs more spills
-// and loses up to 3x; streaming cache operators, a packed row, plain stores
-// and an evict_last weight gained nothing (deleted). torch.compile's PTX
-// (bench/results/h200-rms-norm-probe-2026-11-30-triton.ptx.txt): 512 threads,
-// 8-byte accesses, 4 a thread, the row re-read with L1/L2 evict_first and the
-// weight with evict_last, plain stores, 32-bit indexing on constant shapes.
-// With one row a CTA and specialized columns (the notes above) our streaming
-// 512 x vec 8 point ran 130.8-131.3 us against its 129.1 (probe k); 8-byte
-// accesses with the hints (512 x 4: 133.7), plain stores (130.8) and 32-bit
-// offsets (131.2; 133.2 with 64-bit and `cols` at run time) did not close the
-// last 1-2% (those probe macros were deleted again). What did close it, found
-// by launching torch.compile's own kernel from the probe and removing its
-// features one at a time: its L1 eviction hints (Note [Streaming L1 hints] in
-// hk_prelude.cuh, now this template's streaming accesses): 128.1 us against
-// torch.compile's 127.7 (probe n). The two knobs stay as
-// probe overrides (defaults unchanged) until they become parameter axes:
+// Two probe overrides (defaults unchanged) stay until they become parameter
+// axes: full occupancy and streaming batches of one vector each gain on some
+// points, neither enough on its own (docs/design/norms.md has the
+// measurements, torch.compile's kernel for comparison and what else was
+// tried). Nothing in the optimizer sets them:
 //   HK_PROBE_MIN_CTAS  N: __launch_bounds__(HK_THREADS, N) (0: 2048 / HK_THREADS)
 //   HK_STREAM_UNROLL / HK_STREAM_UNROLL2 (above): the streaming batches
 #ifndef HK_PROBE_MIN_CTAS
@@ -138,7 +103,7 @@ static_assert(HK_HAS_WEIGHT == 0 || HK_HAS_WEIGHT == 1, "HK_HAS_WEIGHT must be 0
 // L2 hints] in hk_prelude.cuh).
 #define HK_STREAM_HINTS (HK_ITEMS == 0 && HK_VEC * (HK_DTYPE == 0 ? 4 : 2) == 16)
 // ... and L1 hints, plain stores, the weight kept in L1 and L2 (Note [Streaming
-// L1 hints] there: torch.compile's accesses, 130.8 -> 128.1 us on bf16 [16384, 8192]).
+// L1 hints] there: torch.compile's accesses).
 #ifndef HK_STREAM_L1_HINTS
 #define HK_STREAM_L1_HINTS 1
 #endif

@@ -118,18 +118,11 @@ int unrollFor(DType dtype, int threads, int vec, int64_t want) {
 // thread's loads in flight at once, without a CTA of mostly single loads),
 // ties to the smaller CTA (a shorter reduction before the cluster barrier);
 // a CTA size larger than the slice (idle threads) is left out, and so is a
-// cluster whose slice leaves most threads of a 256-thread CTA idle. On the H200,
-// bf16 [1, 128256] was served by cluster 8 x 512 threads x unroll 4 (8.1 us;
-// ATen 28.6), which this ranks first among cluster 8; [32, 128256] by cluster
-// 8 x 256 threads x unroll 2 (13.5 us; ATen 31): 4 batches of 2, not a seed,
-// a point the search reached by mutating the unroll. Since 16-CTA clusters
-// (2026-11-30) both shapes were served by 16 x 256 threads x unroll 4 (7.6 and
-// 13.3 us). Tried and deleted: a twin of each decode cluster point in which
-// every thread read the target and the thread whose batch held x[t] took it
-// from the stream, so the target's logit was not a second DRAM round trip
-// after the target: on the H200 7.8 vs 7.7 us at [1, 128256] and never
-// chosen at [32, 128256] (bench/results/h200-ops-ce-decode-2026-11-30*): the
-// gather is not on the decode row's critical path.
+// cluster whose slice leaves most threads of a 256-thread CTA idle. The
+// search reaches the unrolls between the seeds by mutation. Each point reads
+// the target's logit after the target (a second DRAM round trip): that
+// gather is not on the decode row's critical path (docs/design/cross_entropy.md
+// has the points the H200 serves and the variant that folded the gather in).
 // Many rows keep the portable clusters, smallest first, 1024 threads first.
 std::vector<CrossEntropyParams> rowPoints(const CrossEntropyVariant& v, int vec) {
   struct Scored {

@@ -68,7 +68,7 @@ const void* pointerOf(const at::Tensor& t) { return t.defined() ? t.const_data_p
 // the float64 biased variance of the same input and the same eps. ATen's
 // float32 Welford (a running mean near |mean|, then Chan merges of means that
 // differ by a few ulps of |mean|) is off by 2.8e-4 relative on the "shifted"
-// rows (uniform in [-1, 5) + 1e5, H200, 2026-11-30; 1.4e-4 in a float32
+// rows (uniform in [-1, 5) + 1e5, on the H200; 1.4e-4 in a float32
 // emulation), 1.8e-5 for float16 + 1e4, while statRel is 4e-6: without the
 // term, a candidate had to reproduce ATen's rounding, not the result. With it,
 // a candidate passes when it is within statRel of ATen or no further from ATen
