@@ -88,14 +88,9 @@ static_assert(HK_LOG == 0 || HK_LOG == 1, "HK_LOG must be 0 or 1");
 #define HK_STREAM_HINTS (HK_ITEMS == 0 && HK_VEC * (HK_DTYPE == 0 ? 4 : 2) == 16)
 #endif
 // ... and L1 hints with plain stores for one CTA a row (Note [Streaming L1
-// hints]): bf16 [4096, 32000] 512 x vec 8 138.5 -> 133.4 us. Not for split
-// streaming: bf16 [8192, 128256] cluster 4 x 512 1194.9 -> 1326.4 us
-// (bench/results/h200-softmax-l1-hints-2026-11-30.json), all of it from the
-// plain stores (its output then crowds the rows still to be re-read out of
-// L2): with the L1 hints but evict_first stores 1202.8 against 1202.0
-// (h200-softmax-l1-stores-2026-11-30.json), no gain either;
-// walking its second pass backwards, the lines read last first, gained
-// nothing either (1195.8 -> 1192.8 us; h200-softmax-reverse-pass2-2026-11-30.json).
+// hints]). Not for split streaming: there the plain stores crowd the rows
+// still to be re-read out of L2, and the L1 hints with evict_first stores, or
+// a second pass walked backwards, gain nothing (docs/design/prelude.md).
 #ifndef HK_STREAM_L1_HINTS
 #define HK_STREAM_L1_HINTS (HK_CLUSTER == 1)
 #endif
@@ -323,10 +318,10 @@ extern "C" __global__ void HK_BOUNDS
 // CTA, so the whole cluster gets bit-identical (max, sum) and the result does
 // not depend on the grid (Note [Deterministic reductions]). The output is
 // then exp(x - max) / sum (or (x - max) - log(sum)); 16-bit register slices
-// take Note [Rescaled split softmax]. Pushes instead of two cluster barriers
-// and reads of the peers' shared memory, with the rescaled slices: H200 bf16
-// [32, 128256] 13.1 -> 9.9 us, [8192, 128256] 1.82x -> 2.03x eager (bench/results/
-// h200-ops-2026-12-01-run1.json).
+// take Note [Rescaled split softmax]. The pairs are pushed, not exchanged
+// through two cluster barriers and reads of the peers' shared memory: with
+// the rescaled slices, that is what makes decode rows fast
+// (docs/design/softmax.md).
 // Note [Shared-memory slices]
 // With HK_SMEM, a CTA stages its slice in dynamic shared memory (HK_ITEMS
 // 16-byte vectors a thread, HK_THREADS * HK_ITEMS * 16 bytes: the launch's
@@ -334,24 +329,13 @@ extern "C" __global__ void HK_BOUNDS
 // registers costs ~80 registers a thread at 8 items (ptxas keeps the fp32
 // values across the row barriers), which caps an SM at 3 CTAs of 256
 // threads, so at 3 rows in flight; staged, ~40 registers and 33 KB of shared
-// memory allow 6. Measured on the H200 side by side (bf16 [8192, 128256],
-// 256 threads x 8 items, cluster 8): 1472 -> 1322 us. Each thread stages and
-// later reads only its own vectors, so no barrier guards the stage: the
-// thread's own cp.async.wait_all makes its copies visible to it.
-// Tried and measured on the H200 (bf16 [8192, 128256]), no gain: blocks of
-// 2, 4 or 8 rows a cluster with the next row's slice staged into a second
-// buffer during the current row (256 x 8 cluster 8: 1277 -> 1305-1334 us;
-// fewer CTAs fit); and keeping the row's sums in base 2 (one fma a term) as
-// written overflowed for maxima above FLT_MAX / log2(e) (the harness's
-// near-max stage caught it). Also tried (tools/gpu/probe-softmax.sh, every
-// cluster point side by side, bench/results/h200-softmax-tma-fma-probe-
-// 2026-11-30.json) and deleted: the slice loaded by one bulk copy
-// (cp.async.bulk on an mbarrier) instead of a cp.async a vector, median
-// 1.03x slower (and 1.11x with the output stored by a bulk copy too: the
-// stage must be written, fenced and read once more); and the sum's terms as
-// 2^(fma(x, log2 e, -m log2 e)) with the exact remainder applied once per
-// row (one fma a term instead of a subtraction and a multiply): 1.002x, no
-// gain (the sum pass is not what bounds these kernels).
+// memory allow 6, so staged slices are faster on long rows
+// (docs/design/softmax.md). Each thread stages and later reads only its own
+// vectors, so no barrier guards the stage: the thread's own cp.async.wait_all
+// makes its copies visible to it. Sums stay in base e: base-2 sums (one fma a
+// term) overflow for maxima above FLT_MAX / log2(e). Double-buffered row
+// blocks, bulk copies and fma-form terms do not pay here: the sum pass is not
+// what bounds these kernels (docs/design/softmax.md).
 #ifndef HK_SMEM
 #define HK_SMEM 0
 #endif
@@ -379,27 +363,19 @@ extern "C" __global__ void HK_BOUNDS
 // and writes with the lines dropped first), so the second read hits L2 only
 // while the rows in flight fit it. One CTA a row keeps as many rows in
 // flight as CTAs fit the GPU: bf16 [4096, 32000] at 512 threads, 4 CTAs x 132
-// SMs x 64 KB = 34 MB, within the H200's 50 MB L2, ran at 91% of copy
-// bandwidth; [8192, 128256] at 1024 threads, 2 x 132 x 250 KB = 66 MB, does
-// not fit, and the second read goes to DRAM. A cluster of HK_CLUSTER CTAs a
+// SMs x 64 KB = 34 MB, fits the H200's 50 MB L2; [8192, 128256] at 1024
+// threads, 2 x 132 x 250 KB = 66 MB, does not, and the second read goes to
+// DRAM. A cluster of HK_CLUSTER CTAs a
 // row divides the rows in flight by HK_CLUSTER (1024 threads, cluster 4:
 // 66 rows, 16.5 MB) without a stage to bound the CTAs an SM holds (the
 // shared-memory slices: 64 KB a CTA at 512 x 8) and without waiting for the
 // whole slice before the first arithmetic.
-// Measured on the H200 side by side (tools/gpu/probe-softmax.sh; bench/
-// results/h200-softmax-split-streaming-2026-11-30.json): bf16 [8192, 128256]
-// 512 threads x cluster 4 1217 us, the shared-memory point 1220; fp32 2421
-// vs 2506; log_softmax bf16 took it (1184 us, 86% of copy). Clusters of 8 or
-// 16 and 1024-thread CTAs were slower (1024 x 4: 1898 us): at 40-42
-// registers an SM holds one 1024-thread CTA or three of 512, and wide
-// clusters wait for room on one GPC. Asking ptxas for full occupancy (32
-// registers, no spill) gains for the 16-bit types (bf16 512 x 4: 1220 ->
-// 1196 us; 1024 x 2: 1393 -> 1232) and loses for float32 (2420 -> 4406 us:
-// its 4-vector batches need the registers), so it is the 16-bit types' bound.
-// At that bound (bf16 512 x 4: 1194 us) batches of one vector ran 1220 us,
-// of four 2082 us, and without the L2 hints 1454 us (bench/results/h200-
-// softmax-split-streaming-knobs-2026-11-30.json): the defaults stay. In the
-// ops benchmark it serves bf16 [8192, 128256] at 1.82x eager, 85% of copy.
+// Small clusters of 512-thread CTAs suit it: at 40-42 registers an SM holds
+// one 1024-thread CTA or three of 512, and wide clusters wait for room on one
+// GPC. Full occupancy (32 registers, no spill) is the 16-bit types' bound; it
+// would cost float32, whose 4-vector batches need the registers. The batch
+// size and the L2 hints are the fastest measured (docs/design/softmax.md has
+// the measurements).
 #if HK_SMEM
 static_assert(HK_CLUSTER > 1 && HK_PACK_BYTES == 16 && HK_ITEMS > 0,
               "HK_SMEM needs a cluster, 16-byte vectors and items to stage");

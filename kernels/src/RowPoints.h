@@ -116,11 +116,7 @@ std::vector<Params> rankMultiRowPoints(int64_t rows, int64_t nvec, int vec, Fits
 // (within 32..1024, the wider one only while every thread gets a vector).
 // The neighbours are there because the best width sits on either side of that
 // guess, and the search reaches a point outside the seeds only by chance
-// (H200, bf16): softmax [4096, 32000] (4000 vectors) ran 138 us
-// at 512 threads and 190 at 1024 (bench/results/h200-ops-lean-2026-11-30-
-// experiments.txt, where a mutation found 512; run9's search missed it and
-// kept a 160 us register point); rms_norm [16384, 8192] (1024 vectors) 130 us
-// at 512 threads, 133 at 256 (run8).
+// (docs/design/softmax.md has shapes where each neighbour is the best).
 template <typename Params>
 std::vector<Params> streamingWidths(int64_t nvec, int vec) {
   std::vector<Params> out;

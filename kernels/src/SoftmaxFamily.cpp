@@ -118,17 +118,15 @@ std::vector<SoftmaxParams> streamingPoints(const SoftmaxVariant& v, int vec) {
 // byte), portable sizes only. Each point's shared-memory twin (Note
 // [Shared-memory slices] in the template), where there is one: for many rows
 // every twin comes first, the smallest stage first (more CTAs, so more rows,
-// in flight per SM: bf16 [8192, 128256] 256 x 8 cluster 8 measured 1472 ->
-// 1322 us on the H200); for few rows (a row per cluster, nothing to overlap)
+// in flight per SM); for few rows (a row per cluster, nothing to overlap)
 // the best point's twin right after it, then the second point (its twin is
 // one step of the search's smem axis away).
 //
 // Note [Decode clusters]
 // A guess, to be measured like every point. Few rows of a long row (decode:
 // bf16 [1, 128256] and [32, 128256]) are latency-bound: a launch, one DRAM
-// round trip for the row, the CTA reduction and two cluster barriers. Served
-// on the H200 by cluster 8 x 256 threads x 8 items (7.6 and 12.5 us; ATen 36
-// and 38 us). Spreading the row over 16 CTAs (a non-portable cluster: its
+// round trip for the row, the CTA reduction and the cluster's exchange of
+// pairs. Spreading the row over 16 CTAs (a non-portable cluster: its
 // 16 CTAs are co-scheduled on one GPC) halves the bytes each CTA must bring
 // in and each thread's items (16 x 256 threads x 4 items hold 131072
 // elements), at the price of a wider barrier and 16 pairs to merge, and the
@@ -138,14 +136,11 @@ std::vector<SoftmaxParams> streamingPoints(const SoftmaxVariant& v, int vec) {
 // first, and, within a cluster, 8 items a thread as the best count instead
 // of 4: a thread's vectors are all loads issued before the first use, and a
 // smaller CTA (256 rather than 512 threads for the same slice) has a shorter
-// reduction before the cluster barrier; the cluster-8 winner above is such a
-// point. Many rows fill the GPU without wide clusters: no cluster 16 there.
-// Since the pairs are pushed (Note [Pushed cluster pairs] in hk_prelude.cuh)
-// and 16-bit slices rescaled (Note [Rescaled split softmax]), the H200 serves
-// both shapes with 16 x 256 threads x 4 items, the space's first 16-CTA point
-// (bf16 [1, 128256] 5.1 us, 6.98x eager; [32, 128256] 9.2 us, 4.15x:
-// bench/results/h200-ops-2026-12-01-run3a.json). The times above are from
-// before those changes (2026-11-30).
+// reduction before the cluster barrier. Many rows fill the GPU without wide
+// clusters: no cluster 16 there. With the pairs pushed (Note [Pushed cluster
+// pairs] in hk_prelude.cuh) and 16-bit slices rescaled (Note [Rescaled split
+// softmax]), the space's first 16-CTA point (16 x 256 threads x 4 items) is
+// what the H200 serves for both decode shapes (docs/design/softmax.md).
 std::vector<SoftmaxParams> clusterPoints(const SoftmaxVariant& v, int vec) {
   struct Scored {
     SoftmaxParams p;
