@@ -43,7 +43,7 @@ HISTORY_RULES = [
     ("a date", re.compile(r"\b[0-3]?\d " + MONTH + r"(?= 20[0-4]\d\b)")),
     ("a results path", re.compile(r"bench/" + r"results|(?<![\w-])results/(?:h|a|b)\d")),
     ("a results file name", re.compile(r"(?i)\b(?:h100|h200|a100|b200|gh200|l40s?|l4)-[\w.-]*\.(?:json|log|csv|txt|svg)\b")),
-    ("a run name", re.compile(r"(?i)\brun[ _-]?\d+[a-z]?\b")),
+    ("a run name", re.compile(r"(?i)\brun[_-]?\d+[a-z]?\b")),
     ("a run name", re.compile(r"(?i)\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
                               r"thirteenth|fourteenth|fifteenth|\d+(?:st|nd|rd|th)|last|previous|earlier) session\b")),
     ("a run name", re.compile(r"(?i)\bsession of\b")),

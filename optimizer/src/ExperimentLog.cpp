@@ -276,7 +276,8 @@ bool ExperimentLog::append(const Experiment& experiment) const noexcept {
   try {
     Experiment stamped = experiment;
     if (stamped.time == 0) stamped.time = experimentTimeNow();
-    // Invalid UTF-8 in a reason or a variant is replaced, never thrown (Note [The experiment log never breaks...]).
+    // Invalid UTF-8 in a reason or a variant is replaced, never thrown (Note [The
+    // experiment log never breaks the serving process]).
     std::string line = stamped.toJson().dump(-1, ' ', false, json::error_handler_t::replace);
     line += '\n';
     HOTKERNEL_CHECK(line.size() <= kMaxLineBytes, "experiment line of ", line.size(), " bytes exceeds ", kMaxLineBytes);

@@ -82,8 +82,8 @@ Config Config::fromEnvironment() {
                                      "the default (a quarter of the device's memory)");
   c.idleMaxUtil = static_cast<int>(parseInteger("HOTKERNEL_IDLE_MAX_UTIL", 0, 100, -1, "none (not used)"));
   std::string ops = env("HOTKERNEL_OPS");
-  // The norm ops joined after their first end-to-end run on the H200 (bench/ops_bench.py),
-  // cross_entropy_loss after its in-process tuning ran clean there (bench/results/h200-ops-cross-entropy-*).
+  // The default: every op family that runs clean end to end on the H200 (the gpu tests and bench/ops_bench.py;
+  // Note [Default served ops] in docs/design/runtime.md says when each joined).
   if (ops.empty()) ops = "_softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss";
   std::stringstream ss(ops);
   std::string item;

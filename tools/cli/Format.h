@@ -9,7 +9,7 @@ namespace hotkernel::cli {
 // "512 B", "12.3 KiB", "4.0 MiB", "1.2 GiB".
 std::string formatBytes(int64_t bytes);
 
-// "2025-01-31 13:04:05" in UTC; "-" for 0.
+// "YYYY-MM-DD hh:mm:ss" in UTC; "-" for 0.
 std::string formatUtc(int64_t unixSeconds);
 
 // "1.42x" from the number under "speedup" in a metrics JSON object; "-" when absent or not a number.

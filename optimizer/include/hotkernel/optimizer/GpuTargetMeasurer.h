@@ -12,21 +12,23 @@
 // flushed before each, median: bandwidth = 2 x bytes / time (each byte is
 // read once and written once, as in the families' bytes models). Large
 // buffers, because each timed call carries a fixed cost (launch, events,
-// ramp) that a small one does not hide: on the H200 (bench/read_bandwidth_probe.py,
-// bench/results/h200-read-bandwidth-2026-12-01.json) the copy reads 4.00
-// TB/s at 128 MiB, 4.21 at 512 MiB, 4.26 at 1 GiB and 4.27 at 2 GiB. Measured
-// at 128 MiB (until 2026-12-01), the roofline of bf16 [8192, 128256] was
-// 528 us and ATen's amax there (586 us) looked 90% done, so the near-roofline
-// rule (Ranking.h) kept it, 1% slower than torch.compile, where a kernel takes
-// 475 us; at 1 GiB the roofline is 496 us and amax is served at 1.23x
-// (bench/results/h200-ops-2026-12-01-run3e.json). The buffers come from and
+// ramp) that a small one does not hide: the measured bandwidth still grows
+// from 128 MiB to 1 GiB, and a peak measured too low makes a slow ATen kernel
+// look near its roofline, so the near-roofline rule (Ranking.h) keeps ATen
+// where a kernel would be faster (docs/design/optimizer.md has the
+// measurements). The buffers come from and
 // go back to the caching allocator, which frees them for the serving process
-// when it runs short. The same probe shows why no separate read peak is
-// measured: ATen's sums of those bytes read at 99% of the 1 GiB copy (103% at
-// 2 GiB). It is done once per device and process (the timed 1 GiB copies
+// when it runs short. No separate read peak is measured (Note [Reads are
+// faster than copies]). It is done once per device and process (the timed 1 GiB copies
 // take ~0.5 ms each), so it is not persisted. A cap too small for two
 // buffers of 2 x L2 plus the flush buffer is an Error (the ranking then
 // keeps the arrival order).
+//
+// Note [Reads are faster than copies]
+// A reduction only reads its bytes, so it might seem to need a read peak
+// above the copy's. It does not: ATen's sums over the same large buffers read
+// at the copy's bandwidth (docs/design/optimizer.md), so the copy's peak
+// prices every family's bytes, reads and writes alike.
 //
 // Runs on the calling thread with relaxed graph-capture mode and the
 // benchmark's own stream; calls the yield point before each timed run.

@@ -17,8 +17,9 @@ void setLogLevel(LogLevel level);
 LogLevel parseLogLevel(const std::string& text, LogLevel fallback);
 
 // The level HOTKERNEL_LOG_LEVEL's `value` names (nullptr: unset): what the first
-// logLevel() of the process reads. Unset or empty: Warn. Note [An unknown log level]:
-// any other value than error, warn, warning, info, debug (exact, lower case, as the
+// logLevel() of the process reads. Unset or empty: Warn.
+// Note [An unknown log level]
+// Any other value than error, warn, warning, info, debug (exact, lower case, as the
 // preload shim reads it) gives Warn and one warning line that names the accepted
 // values; the first logLevel() calls this once per process, so that line is
 // written once.
