@@ -38,9 +38,9 @@ SKIP_DIRS = {".git", "__pycache__", ".venv", ".deps", ".whl", "out", "node_modul
 
 MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?"
 HISTORY_RULES = [
-    ("a date", re.compile(r"(?<![\w.])20[0-4]\d[-/](?:0[1-9]|1[0-2])(?:[-/](?:0[1-9]|[12]\d|3[01]))?(?![\w.])")),
-    ("a date", re.compile(r"\b" + MONTH + r" (?:[0-3]?\d\b(?!\.\d)|20[0-4]\d\b)")),
-    ("a date", re.compile(r"\b[0-3]?\d " + MONTH + r"(?= 20[0-4]\d\b)")),
+    ("a date", re.compile(r"(?<![\d.])20[1-3]\d[-/](?:0[1-9]|1[0-2])(?:[-/](?:0[1-9]|[12]\d|3[01]))?(?!\d|\.\d)")),
+    ("a date", re.compile(r"\b" + MONTH + r" (?:[0-3]?\d\b(?!\.\d)|20[1-3]\d\b)")),
+    ("a date", re.compile(r"\b[0-3]?\d " + MONTH + r"(?= 20[1-3]\d\b)")),
     ("a results path", re.compile(r"bench/" + r"results|(?<![\w-])results/(?:h|a|b)\d")),
     ("a results file name", re.compile(r"(?i)\b(?:h100|h200|a100|b200|gh200|l40s?|l4)-[\w.-]*\.(?:json|log|csv|txt|svg)\b")),
     ("a run name", re.compile(r"(?i)\brun[_-]?\d+[a-z]?\b")),
