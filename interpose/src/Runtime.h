@@ -96,6 +96,8 @@ class Runtime {
    private:
     Runtime& r_;
   };
+  // src/RuntimeExit.cpp: the exit hooks (atexit, Py_AtExit) and the fork handlers, once, from start().
+  void installExitHandlers();
   // pthread_atfork handlers (Note [Fork]).
   static void forkPrepare();
   static void forkParent();

@@ -59,6 +59,20 @@ int64_t parseInteger(const char* name, int64_t minimum, int64_t maximum, int64_t
   return n;
 }
 
+// A probability in (0, 1]; unset or empty: the default; anything else: the default, with a warning.
+double parseProbability(const char* name, double fallback) {
+  const std::string v = env(name);
+  if (v.empty()) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const double p = std::strtod(v.c_str(), &end);
+  if (end == v.c_str() || *end != '\0' || errno == ERANGE || !(p > 0.0 && p <= 1.0)) {
+    HOTKERNEL_LOG(Warn) << name << "='" << v << "' is not a probability in (0, 1]; using " << fallback;
+    return fallback;
+  }
+  return p;
+}
+
 }  // namespace
 
 std::string defaultCacheDir() {
@@ -81,6 +95,7 @@ Config Config::fromEnvironment() {
   c.optimizerMemoryMb = parseInteger("HOTKERNEL_OPT_MEM_MB", 1, kMaxOptimizerMemoryMb, 0,
                                      "the default (a quarter of the device's memory)");
   c.idleMaxUtil = static_cast<int>(parseInteger("HOTKERNEL_IDLE_MAX_UTIL", 0, 100, -1, "none (not used)"));
+  c.samplingProb = parseProbability("HOTKERNEL_SAMPLE", 0.05);
   std::string ops = env("HOTKERNEL_OPS");
   // The default: every op family that runs clean end to end on the H200 (the gpu tests and bench/ops_bench.py;
   // Note [Default served ops] in docs/design/runtime.md says when each joined).

@@ -184,5 +184,17 @@ TEST(ConfigTest, GivenNoCacheDirWhenReadThenXdgOrHomeDefault) {
   EXPECT_EQ(Config::fromEnvironment().cacheDir, "/tmp/home/.cache/hotkernel");
 }
 
+TEST(ConfigTest, GivenSamplingProbabilitiesWhenReadThenValidOnesAreKeptAndOthersTakeTheDefaultWithOneWarning) {
+  EXPECT_DOUBLE_EQ(readWith("HOTKERNEL_SAMPLE", nullptr).config.samplingProb, 0.05);
+  EXPECT_DOUBLE_EQ(readWith("HOTKERNEL_SAMPLE", "1").config.samplingProb, 1.0);
+  EXPECT_DOUBLE_EQ(readWith("HOTKERNEL_SAMPLE", "0.25").config.samplingProb, 0.25);
+  for (const char* bad : {"0", "-0.5", "1.5", "nan", "abc", "0.5x", "1e999"}) {
+    const Read r = readWith("HOTKERNEL_SAMPLE", bad);
+    EXPECT_DOUBLE_EQ(r.config.samplingProb, 0.05) << bad;
+    EXPECT_EQ(countOf(r.logged, std::string("HOTKERNEL_SAMPLE='") + bad + "'"), 1u) << r.logged;
+    EXPECT_TRUE(r.config.enabled) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace hotkernel

@@ -15,7 +15,7 @@
 //
 // Read elsewhere, with the same rules for malformed values (a warning, then the default):
 // | HOTKERNEL_LOG_LEVEL           | warn                         | error, warn (or warning), info, debug | Logging.h; anything else is warned about once |
-// | HOTKERNEL_SAMPLE              | 0.05                         | a probability in (0, 1] | the recorder's sampling (interpose/src/Runtime.cpp, samplingFromEnv) |
+// | HOTKERNEL_SAMPLE              | 0.05                         | a probability in (0, 1] | the recorder's sampling probability; anything else (not a number, <= 0, > 1, NaN) takes 0.05 with a warning |
 // | HOTKERNEL_AGENT_CMD, HOTKERNEL_AGENT_TIMEOUT | unset, 60       | optimizer/ExternalAgent.h | the external agent; a malformed one is reported and not used |
 //
 // Note [Reading numeric variables]
@@ -54,6 +54,7 @@ struct Config {
   int64_t optimizerMemoryMb = 0;  // 0: a quarter of the device's memory; else in [1, kMaxOptimizerMemoryMb]
   // Note [NVML utilization as an idle signal] (optimizer/GpuUtilization.h): -1: not used; else in [0, 100].
   int idleMaxUtil = -1;
+  double samplingProb = 0.05;  // HOTKERNEL_SAMPLE, in (0, 1]
 
   // Reads the environment; never throws (Note [Reading numeric variables]).
   static Config fromEnvironment();
