@@ -65,7 +65,7 @@
 #define HK_ROW_WARPS (HK_ROW_THREADS / 32)  // warps per row when a row spans warps (HK_ROWS == 1)
 // Streaming: vectors each thread loads before it uses the first (16 elements,
 // at most 8 accesses), as in softmax_lastdim.cu.
-#ifndef HK_STREAM_UNROLL  // (a probe may set it: bench/norm_probe.py)
+#ifndef HK_STREAM_UNROLL  // (a probe may set it: bench/experiments/rms-norm/norm_probe.py)
 #define HK_STREAM_UNROLL (HK_VEC >= 2 ? 16 / HK_VEC : 8)
 #endif
 // Pass 2 re-reads the row mostly from L2 (shorter latency) and loads the
