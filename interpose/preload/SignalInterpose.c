@@ -6,10 +6,10 @@
  * libnvrtc installs its own SIGINT and SIGTERM handlers for the time of a
  * compile (it calls sigaction / signal through the PLT) and restores the old
  * ones afterwards. The background optimizer compiles for seconds at a time,
- * on several threads, so a SIGTERM or Ctrl-C that arrives then reaches
- * NVRTC's handler instead of the host's: the process ended with status 4
- * instead of dying of SIGTERM (or running the host's handler), and it ran
- * exit() from the compiling thread while the rest of the process went on.
+ * on several threads, so a SIGTERM or Ctrl-C that arrives then would reach
+ * NVRTC's handler instead of the host's, which ends the process with its own
+ * status, calling exit() from the compiling thread while the rest of the
+ * process goes on.
  * So a call of these two functions whose caller is libnvrtc changes nothing:
  * it reports the disposition in force as the old one and succeeds. Every
  * other caller (the host, Python's signal module, torch) reaches libc as if

@@ -1,12 +1,15 @@
 #include "hotkernel/optimizer/ResultEntry.h"
 
+#include "hotkernel/runtime/Check.h"
+
 namespace hotkernel {
 
 cache::Entry resultEntry(const DeviceFingerprints& fingerprints, int device, const std::string& op,
                          const std::string& variant, const std::string& servedFamily, const TuneOutcome& out) {
   const std::optional<Fingerprint> f = fingerprints.of(device);
+  HOTKERNEL_CHECK(f.has_value(), "no fingerprint recorded for device ", device);
   cache::Entry entry;
-  entry.fingerprint = fingerprints.keyOf(device);  // throws for a device never set
+  entry.fingerprint = f->key();
   entry.fingerprintJson = f->canonicalJson();
   entry.op = op;
   entry.variant = variant;
