@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "hotkernel/Config.h"
-#include "hotkernel/optimizer/IdleGate.h"
+#include "hotkernel/runtime/IdleGate.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
 #include "hotkernel/optimizer/Statistics.h"
 

@@ -23,7 +23,7 @@
  * dlsym(RTLD_NEXT), or the loaded libcudart itself) and keep the set of
  * streams capturing. libhotkernel.so reads the count through
  * hotkernel_captures_in_progress() (found with dlsym: Note [Capture signal]
- * in optimizer/CaptureSignal.h) and the idle gate treats a non-zero count as
+ * in runtime/CaptureSignal.h) and the idle gate treats a non-zero count as
  * busy. Verified on torch 2.11.0+cu130 (CPU machine): with the shim preloaded
  * and LD_BIND_NOW=1 LD_DEBUG=bindings, `import torch` binds libtorch_cuda.so's
  * two imports to the shim, and the shim's calls reach

@@ -9,7 +9,7 @@
 
 #include "NormOverrideCommon.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
-#include "hotkernel/optimizer/StreamWorkspace.h"
+#include "hotkernel/runtime/StreamWorkspace.h"
 #include "FamilyDType.h"
 
 namespace hotkernel {

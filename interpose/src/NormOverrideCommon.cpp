@@ -1,7 +1,7 @@
 #include "NormOverrideCommon.h"
 
 #include "hotkernel/kernels/DType.h"
-#include "hotkernel/optimizer/IdleGate.h"
+#include "hotkernel/runtime/IdleGate.h"
 #include "FamilyDType.h"
 
 namespace hotkernel {

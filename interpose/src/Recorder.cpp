@@ -15,7 +15,7 @@
 #include "ReduceOverride.h"
 #include "RmsNormOverride.h"
 #include "SoftmaxOverride.h"
-#include "hotkernel/optimizer/IdleGate.h"
+#include "hotkernel/runtime/IdleGate.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/runtime/Logging.h"

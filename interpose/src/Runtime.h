@@ -22,7 +22,7 @@
 
 #include "hotkernel/cache/CacheStore.h"
 #include "hotkernel/optimizer/ExternalAgent.h"
-#include "hotkernel/optimizer/GpuUtilization.h"
+#include "hotkernel/runtime/GpuUtilization.h"
 #include "hotkernel/optimizer/OptimizerWorker.h"
 #include "hotkernel/optimizer/QueueRanker.h"
 #include "hotkernel/optimizer/TargetMeasurer.h"

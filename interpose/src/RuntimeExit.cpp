@@ -10,7 +10,7 @@
 #include "Recorder.h"
 #include "Runtime.h"
 #include "ServedOps.h"
-#include "hotkernel/optimizer/IdleGate.h"
+#include "hotkernel/runtime/IdleGate.h"
 #include "hotkernel/runtime/ExitGate.h"
 #include "hotkernel/runtime/Logging.h"
 

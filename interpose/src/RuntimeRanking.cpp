@@ -9,7 +9,7 @@
 #include "Runtime.h"
 #include "hotkernel/optimizer/ExperimentLog.h"
 #include "hotkernel/optimizer/GpuTargetMeasurer.h"
-#include "hotkernel/optimizer/IdleGate.h"
+#include "hotkernel/runtime/IdleGate.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/RankingLog.h"
 #include "hotkernel/runtime/Logging.h"

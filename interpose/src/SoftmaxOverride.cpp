@@ -13,7 +13,7 @@
 #include <mutex>
 
 #include "hotkernel/kernels/DType.h"
-#include "hotkernel/optimizer/IdleGate.h"
+#include "hotkernel/runtime/IdleGate.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Logging.h"
 #include "FamilyDType.h"

@@ -14,7 +14,7 @@
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/SlicedInput.h"
-#include "hotkernel/optimizer/StreamWorkspace.h"
+#include "hotkernel/runtime/StreamWorkspace.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"

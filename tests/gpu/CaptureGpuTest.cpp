@@ -14,8 +14,8 @@
 #include <chrono>
 #include <thread>
 
-#include "hotkernel/optimizer/CaptureSignal.h"
-#include "hotkernel/optimizer/IdleGate.h"
+#include "hotkernel/runtime/CaptureSignal.h"
+#include "hotkernel/runtime/IdleGate.h"
 #include "hotkernel/optimizer/OptimizerWorker.h"
 
 namespace hotkernel {

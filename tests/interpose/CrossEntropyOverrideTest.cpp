@@ -15,7 +15,7 @@
 #include <cmath>
 
 #include "CrossEntropyOverride.h"
-#include "hotkernel/optimizer/StreamWorkspace.h"
+#include "hotkernel/runtime/StreamWorkspace.h"
 #include "hotkernel/kernels/DType.h"
 
 namespace hotkernel {

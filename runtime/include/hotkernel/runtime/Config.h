@@ -52,7 +52,7 @@ struct Config {
   std::vector<std::string> ops;
   int64_t idleMs = 50;            // in [1, kMaxIdleMs]
   int64_t optimizerMemoryMb = 0;  // 0: a quarter of the device's memory; else in [1, kMaxOptimizerMemoryMb]
-  // Note [NVML utilization as an idle signal] (optimizer/GpuUtilization.h): -1: not used; else in [0, 100].
+  // Note [NVML utilization as an idle signal] (runtime/GpuUtilization.h): -1: not used; else in [0, 100].
   int idleMaxUtil = -1;
   double samplingProb = 0.05;  // HOTKERNEL_SAMPLE, in (0, 1]
 

@@ -1,4 +1,4 @@
-#include "hotkernel/optimizer/GpuUtilization.h"
+#include "hotkernel/runtime/GpuUtilization.h"
 
 #include <dlfcn.h>
 

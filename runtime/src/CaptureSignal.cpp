@@ -1,4 +1,4 @@
-#include "hotkernel/optimizer/CaptureSignal.h"
+#include "hotkernel/runtime/CaptureSignal.h"
 
 #include <dlfcn.h>
 

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "hotkernel/optimizer/StreamWorkspace.h"
+#include "hotkernel/runtime/StreamWorkspace.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel {

@@ -1,4 +1,4 @@
-#include "hotkernel/optimizer/IdleGate.h"
+#include "hotkernel/runtime/IdleGate.h"
 
 #include <thread>
 

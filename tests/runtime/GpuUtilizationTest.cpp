@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "hotkernel/optimizer/GpuUtilization.h"
+#include "hotkernel/runtime/GpuUtilization.h"
 
 namespace hotkernel {
 namespace {

@@ -22,8 +22,8 @@
 #include <memory>
 #include <mutex>
 
-#include "hotkernel/optimizer/CaptureSignal.h"
-#include "hotkernel/optimizer/GpuUtilization.h"
+#include "hotkernel/runtime/CaptureSignal.h"
+#include "hotkernel/runtime/GpuUtilization.h"
 
 namespace hotkernel {
 

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <thread>
 
-#include "hotkernel/optimizer/IdleGate.h"
+#include "hotkernel/runtime/IdleGate.h"
 
 #include <optional>
 

@@ -1,4 +1,4 @@
-#include "hotkernel/optimizer/StreamWorkspace.h"
+#include "hotkernel/runtime/StreamWorkspace.h"
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
