@@ -11,14 +11,14 @@
 // The template defines (or NVRTC's options give) before the include:
 //   HK_DTYPE          0 = float32, 1 = float16, 2 = bfloat16 (hotkernel::kernels::DType)
 //   HK_VEC            elements per vector access
+//   HK_STREAM_HINTS   1: hk_load / hk_store with L2 eviction hints (16-byte vectors only); 0: plain
+//   HK_STREAM_L1_HINTS  1: the streaming accesses with L1 hints too (Note [Streaming L1 hints]); 0: not
 // and optionally:
 //   HK_ROW_THREADS, HK_ROW_WARPS  threads / warps serving one row: the row reductions
-//   HK_STREAM_HINTS   1: hk_load / hk_store with L2 eviction hints (16-byte vectors only)
-//   HK_STREAM_L1_HINTS  1: the streaming accesses with L1 hints too (Note [Streaming L1 hints])
 //   HK_CLUSTER        > 1: the thread-block cluster helpers (sm_90+)
 
-#if !defined(HK_DTYPE) || !defined(HK_VEC)
-#error "hk_prelude.cuh needs HK_DTYPE and HK_VEC"
+#if !defined(HK_DTYPE) || !defined(HK_VEC) || !defined(HK_STREAM_HINTS) || !defined(HK_STREAM_L1_HINTS)
+#error "hk_prelude.cuh needs HK_DTYPE, HK_VEC, HK_STREAM_HINTS and HK_STREAM_L1_HINTS"
 #endif
 
 #if HK_DTYPE == 0
@@ -49,9 +49,6 @@ struct alignas(HK_PACK_BYTES) hk_pack {
 // bf16 [8192, 128256], 512 threads, vec 8): 1644 -> 1511 us; neutral to +12% on
 // the other 16-byte streaming points; but slower with narrower accesses and in
 // the register-resident variant, which therefore use plain accesses.
-#ifndef HK_STREAM_HINTS
-#define HK_STREAM_HINTS 0
-#endif
 #if HK_STREAM_HINTS
 static_assert(HK_PACK_BYTES == 16, "L2 hints take 16-byte vectors");
 __device__ __forceinline__ unsigned long long hk_policy_evict_last() {
@@ -99,9 +96,6 @@ __device__ __forceinline__ void hk_store(hk_pack* a, const hk_pack& p, unsigned 
 // streaming, whose output must stay out of the L2 its rows are re-read from
 // (evict_first stores). Without HK_STREAM_L1_HINTS these are hk_load / hk_store
 // (Note [Streaming L2 hints]); without HK_STREAM_HINTS, plain accesses.
-#ifndef HK_STREAM_L1_HINTS
-#define HK_STREAM_L1_HINTS 0
-#endif
 #if HK_STREAM_HINTS && HK_STREAM_L1_HINTS
 HK_DEFINE_HINTED_LOAD(hk_load_first, ".L1::evict_last")
 HK_DEFINE_HINTED_LOAD(hk_load_again, ".L1::evict_first")

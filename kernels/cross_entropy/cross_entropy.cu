@@ -98,6 +98,10 @@ static_assert(HK_CLUSTER == 1 || ((HK_CLUSTER == 2 || HK_CLUSTER == 4 || HK_CLUS
               "HK_CLUSTER must be 1, or 2, 4, 8 or 16 with HK_ROWS == 1");
 static_assert(HK_REDUCTION == 0 || HK_REDUCTION == 1 || HK_REDUCTION == 2, "HK_REDUCTION must be 0 (none), 1 (mean) or 2 (sum)");
 
+// Plain accesses: no L2 or L1 hints (Note [Streaming L2 hints] in hk_prelude.cuh).
+#define HK_STREAM_HINTS 0
+#define HK_STREAM_L1_HINTS 0
+
 #include "hk_prelude.cuh"
 
 // The online pair of vectors [begin, end) of `src`, vector begin + k * stride + tid

@@ -121,6 +121,8 @@ static_assert(HK_HAS_BIAS == 0 || HK_HAS_BIAS == 1, "HK_HAS_BIAS must be 0 or 1"
 // L2 hints for the streaming variant's 16-byte accesses only (Note [Streaming
 // L2 hints] in hk_prelude.cuh).
 #define HK_STREAM_HINTS (HK_ITEMS == 0 && HK_VEC * (HK_DTYPE == 0 ? 4 : 2) == 16)
+// L2 hints only: no L1 hints (Note [Streaming L1 hints] serves rms_norm and one-CTA softmax).
+#define HK_STREAM_L1_HINTS 0
 
 #include "hk_prelude.cuh"
 

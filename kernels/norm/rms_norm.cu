@@ -65,16 +65,12 @@
 #define HK_ROW_WARPS (HK_ROW_THREADS / 32)  // warps per row when a row spans warps (HK_ROWS == 1)
 // Streaming: vectors each thread loads before it uses the first (16 elements,
 // at most 8 accesses), as in softmax_lastdim.cu.
-#ifndef HK_STREAM_UNROLL  // (a probe may set it: bench/experiments/rms-norm/norm_probe.py)
 #define HK_STREAM_UNROLL (HK_VEC >= 2 ? 16 / HK_VEC : 8)
-#endif
 // Pass 2 re-reads the row mostly from L2 (shorter latency) and loads the
 // column arrays next to it: a batch of HK_STREAM_UNROLL >> (arrays present)
 // vectors (at least 1) keeps x and its arrays within HK_STREAM_UNROLL
 // vectors' worth of registers, as in pass 1.
-#ifndef HK_STREAM_UNROLL2
 #define HK_STREAM_UNROLL2 ((HK_STREAM_UNROLL >> (HK_HAS_WEIGHT)) > 0 ? (HK_STREAM_UNROLL >> (HK_HAS_WEIGHT)) : 1)
-#endif
 
 static_assert(HK_THREADS >= 32 && HK_THREADS <= 1024 && (HK_THREADS & (HK_THREADS - 1)) == 0,
               "HK_THREADS must be a power of two in [32, 1024]");
@@ -85,28 +81,15 @@ static_assert(HK_ITEMS >= 0 && HK_ITEMS <= 16, "HK_ITEMS must be in [0, 16]");
 static_assert(HK_ROWS == 1 || HK_ITEMS > 0, "several rows per CTA are register-resident only");
 static_assert(HK_HAS_WEIGHT == 0 || HK_HAS_WEIGHT == 1, "HK_HAS_WEIGHT must be 0 or 1");
 
-// Launch bounds: Note [Norm launch bounds] in layer_norm.cu, with a knob.
-// Note [Norm occupancy probe]
-// Two probe overrides (defaults unchanged) stay until they become parameter
-// axes: full occupancy and streaming batches of one vector each gain on some
-// points, neither enough on its own (docs/design/norms.md has the
-// measurements, torch.compile's kernel for comparison and what else was
-// tried). Nothing in the optimizer sets them:
-//   HK_PROBE_MIN_CTAS  N: __launch_bounds__(HK_THREADS, N) (0: 2048 / HK_THREADS)
-//   HK_STREAM_UNROLL / HK_STREAM_UNROLL2 (above): the streaming batches
-#ifndef HK_PROBE_MIN_CTAS
-#define HK_PROBE_MIN_CTAS 1
-#endif
-#define HK_LAUNCH_BOUNDS __launch_bounds__(HK_THREADS, HK_PROBE_MIN_CTAS > 0 ? HK_PROBE_MIN_CTAS : 2048 / HK_THREADS)
+// Launch bounds: Note [Norm launch bounds] in layer_norm.cu.
+#define HK_LAUNCH_BOUNDS __launch_bounds__(HK_THREADS, 1)
 
 // L2 hints for the streaming variant's 16-byte accesses only (Note [Streaming
 // L2 hints] in hk_prelude.cuh).
 #define HK_STREAM_HINTS (HK_ITEMS == 0 && HK_VEC * (HK_DTYPE == 0 ? 4 : 2) == 16)
 // ... and L1 hints, plain stores, the weight kept in L1 and L2 (Note [Streaming
 // L1 hints] there: torch.compile's accesses).
-#ifndef HK_STREAM_L1_HINTS
 #define HK_STREAM_L1_HINTS 1
-#endif
 
 #include "hk_prelude.cuh"
 

@@ -111,6 +111,8 @@ static_assert(HK_UNROLL == 1 || HK_UNROLL == 2 || HK_UNROLL == 4 || HK_UNROLL ==
 // (hk_load with evict_first: Note [Streaming L2 hints] in hk_prelude.cuh), so
 // that it does not push out what the model keeps there.
 #define HK_STREAM_HINTS (HK_VEC * (HK_DTYPE == 0 ? 4 : 2) == 16)
+// No L1 hints: those are for rows read twice (Note [Streaming L1 hints]).
+#define HK_STREAM_L1_HINTS 0
 
 #include "hk_prelude.cuh"
 

@@ -61,10 +61,7 @@
 // Streaming: vectors each thread loads before it uses the first (loads in
 // flight): 16 elements, at most 8 accesses. More (4 x 16 bytes of bf16) makes
 // ptxas spill under __launch_bounds__(1024).
-// (Overridable for probe experiments only: tools/gpu/probe-softmax.sh tags.)
-#ifndef HK_STREAM_UNROLL
 #define HK_STREAM_UNROLL (HK_VEC >= 2 ? 16 / HK_VEC : 8)
-#endif
 
 static_assert(HK_THREADS >= 32 && HK_THREADS <= 1024 && (HK_THREADS & (HK_THREADS - 1)) == 0,
               "HK_THREADS must be a power of two in [32, 1024]");
@@ -83,17 +80,12 @@ static_assert(HK_LOG == 0 || HK_LOG == 1, "HK_LOG must be 0 or 1");
 
 // L2 hints for the streaming variant's 16-byte accesses only (Note [Streaming
 // L2 hints] in hk_prelude.cuh).
-// (Overridable, to 0, for probe experiments only.)
-#ifndef HK_STREAM_HINTS
 #define HK_STREAM_HINTS (HK_ITEMS == 0 && HK_VEC * (HK_DTYPE == 0 ? 4 : 2) == 16)
-#endif
 // ... and L1 hints with plain stores for one CTA a row (Note [Streaming L1
 // hints]). Not for split streaming: there the plain stores crowd the rows
 // still to be re-read out of L2, and the L1 hints with evict_first stores, or
 // a second pass walked backwards, gain nothing (docs/design/prelude.md).
-#ifndef HK_STREAM_L1_HINTS
 #define HK_STREAM_L1_HINTS (HK_CLUSTER == 1)
-#endif
 
 #include "hk_prelude.cuh"
 

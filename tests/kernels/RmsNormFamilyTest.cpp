@@ -429,26 +429,6 @@ TEST(RmsNormFamilyCompileTest, GivenASpreadOfPointsWhenCompiledForSm80ThenCubins
   testutil::expectAllCompiledWithoutSpills(jobs, compileRms(jobs));
 }
 
-// Note [Norm occupancy probe]: the two probe overrides compile, without
-// spills, on the points the note measured them on (bf16, sm_90a, with the
-// weight): full occupancy brings 512 x vec 8 x 2 items to at most 32
-// registers; one-vector streaming batches keep 256 x vec 8 streaming within 40.
-TEST(RmsNormFamilyCompileTest, GivenTheProbeOverridesOnTheNotesPointsWhenCompiledThenNoSpillsAndTheRegisterCounts) {
-  SKIP_WITHOUT_NVRTC();
-  const std::vector<testutil::CompileJob> jobs = {
-      {DType::BFloat16, P{512, 8, 2, 1}, {"-DHK_HAS_WEIGHT=1", "-DHK_PROBE_MIN_CTAS=0"}, "sm_90a"},
-      {DType::BFloat16, P{256, 8, 0, 1},
-       {"-DHK_HAS_WEIGHT=1", "-DHK_STREAM_UNROLL=1", "-DHK_STREAM_UNROLL2=1"}, "sm_90a"},
-      {DType::BFloat16, P{512, 8, 2, 1}, {"-DHK_HAS_WEIGHT=1"}, "sm_90a"},  // the defaults, for comparison
-  };
-  const auto results = compileRms(jobs);
-  testutil::expectAllCompiledWithoutSpills(jobs, results);
-  ASSERT_EQ(results.size(), 3u);
-  EXPECT_LE(results[0].registers, 32) << "full occupancy: 2048 threads an SM";
-  EXPECT_GT(results[2].registers, 32) << "without the override the point needs more (else the probe measured nothing)";
-  EXPECT_LE(results[1].registers, 40);
-}
-
 // Note [Specialized columns]: what the optimizer compiles. The benchmarked
 // shapes' and odd column counts' points compile without spills; the streaming
 // 512 x vec 8 point on 8192 columns unrolls into fewer registers than with

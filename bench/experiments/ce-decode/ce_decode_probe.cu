@@ -22,6 +22,8 @@
 #define HK_DTYPE 2
 #define HK_VEC 8
 #define HK_CLUSTER 8  // the prelude's cluster helpers
+#define HK_STREAM_HINTS 0     // the prelude's plain accesses
+#define HK_STREAM_L1_HINTS 0
 #include "hk_prelude.cuh"
 
 #include <cuda_runtime.h>

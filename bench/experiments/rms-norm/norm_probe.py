@@ -18,7 +18,8 @@ repetition (median and 2.5/97.5 percentiles). Points are
 THREADSxVECxITEMS (register-resident when ITEMS > 0).
 
 This is a probe for template experiments behind probe overrides (Note [Norm
-occupancy probe] in kernels/norm/rms_norm.cu), not the issue-4 table (ops_bench.py):
+occupancy probe]; the knobs are this program's, PROBE_KNOBS below, applied to
+the production template's text), not the issue-4 table (ops_bench.py):
 a knob that wins here becomes a parameter or the default and is then measured
 by ops_bench.py through the tuner. --compile-only writes the cubins to DIR
 and needs no GPU (register counts: cuobjdump -res-usage). An experiment's
@@ -61,9 +62,37 @@ def find_nvrtc():
     raise RuntimeError("libnvrtc not found (set HOTKERNEL_NVRTC_PATH)")
 
 
+# The probe's knobs, which the production template does not have: its lines
+# rewritten so that an experiment's -D overrides them (the defaults are
+# production's values, so a candidate without these defines compiles the
+# production kernel).
+#   HK_STREAM_UNROLL, HK_STREAM_UNROLL2  the streaming batches (vectors in flight)
+#   HK_STREAM_L1_HINTS                   0: the streaming accesses without their L1 hints
+#   HK_PROBE_MIN_CTAS                    N: __launch_bounds__(HK_THREADS, N); 0: 2048 / HK_THREADS
+PROBE_KNOBS = [
+    ("#define HK_STREAM_UNROLL (", "#ifndef HK_STREAM_UNROLL\n{line}\n#endif"),
+    ("#define HK_STREAM_UNROLL2 (", "#ifndef HK_STREAM_UNROLL2\n{line}\n#endif"),
+    ("#define HK_STREAM_L1_HINTS 1", "#ifndef HK_STREAM_L1_HINTS\n{line}\n#endif"),
+    ("#define HK_LAUNCH_BOUNDS __launch_bounds__(HK_THREADS, 1)",
+     "#ifndef HK_PROBE_MIN_CTAS\n#define HK_PROBE_MIN_CTAS 1\n#endif\n"
+     "#define HK_LAUNCH_BOUNDS __launch_bounds__(HK_THREADS, "
+     "HK_PROBE_MIN_CTAS > 0 ? HK_PROBE_MIN_CTAS : 2048 / HK_THREADS)"),
+]
+
+
+def with_probe_knobs(text):
+    lines = text.split("\n")
+    for start, replacement in PROBE_KNOBS:
+        at = [i for i, line in enumerate(lines) if line.startswith(start)]
+        if len(at) != 1:
+            raise RuntimeError(f"kernels/norm/rms_norm.cu changed: no single line starting {start!r}")
+        lines[at[0]] = replacement.format(line=lines[at[0]])
+    return "\n".join(lines)
+
+
 def source():
     with open(os.path.join(ROOT, "kernels/norm/rms_norm.cu")) as f:
-        text = f.read()
+        text = with_probe_knobs(f.read())
     with open(os.path.join(ROOT, "kernels/common/hk_prelude.cuh")) as f:
         prelude = f.read()
     include = '#include "hk_prelude.cuh"'
