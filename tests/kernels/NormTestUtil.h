@@ -1,6 +1,6 @@
 #pragma once
-// Helpers of the rms_norm and layer_norm family tests: the named shapes, and
-// compiling many parameter points with NVRTC in parallel while reading
+// Helpers of the rms_norm and layer_norm family tests: the named shapes
+// (FamilyShapes.h), and compiling many parameter points with NVRTC in parallel while reading
 // ptxas' report (registers, spills, stack), as SoftmaxFamilyCompileTest does.
 
 #include <gtest/gtest.h>
@@ -14,17 +14,11 @@
 #include <tuple>
 #include <vector>
 
+#include "FamilyShapes.h"
 #include "hotkernel/kernels/NormCommon.h"
 #include "hotkernel/runtime/Nvrtc.h"
 
 namespace hotkernel::kernels::testutil {
-
-// (rows, cols) the brief and the baselines name, plus edge shapes.
-inline std::vector<std::pair<int64_t, int64_t>> namedNormShapes() {
-  return {{16384, 8192}, {4096, 4096}, {1, 1},     {7, 13},      {1, 1000003}, {33, 4097}, {8192, 4096},
-          {1, 8192},     {4096, 1024}, {32768, 128}, {1000, 50}, {2, 16385},   {64, 24576}, {10, 2},
-          {5, 1 << 20},  {1, 16384},   {3, 1001}};
-}
 
 struct CompileJob {
   DType dtype;

@@ -1,5 +1,8 @@
-// CPU tests of the softmax family's guards, parameter space and launch model.
-// SoftmaxFamilyCompileTest.cpp compiles the template itself.
+// CPU tests of what only the softmax family does: its axes (clusters, staged
+// slices, split streaming, several rows a CTA), the ranking of its space, its
+// geometry, options, bytes, tolerances and JSON text. FamilyConformanceTest.cpp
+// checks the contract every family meets; SoftmaxFamilyCompileTest.cpp
+// compiles the template itself.
 
 #include "hotkernel/kernels/SoftmaxFamily.h"
 
@@ -10,6 +13,7 @@
 #include <set>
 #include <tuple>
 
+#include "FamilyShapes.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel::kernels {
@@ -18,17 +22,10 @@ namespace {
 using V = SoftmaxVariant;
 using P = SoftmaxParams;
 
-// The shapes the brief and the baselines name, plus edge shapes.
-std::vector<V> shapesOf(DType d) {
-  return {{d, 4096, 32000}, {d, 8192, 128256}, {d, 1, 128256}, {d, 7, 13},    {d, 1, 1},
-          {d, 16384, 8192}, {d, 64, 24576},    {d, 1000, 50},   {d, 3, 1001}, {d, 1, 32768},
-          {d, 2, 32769},    {d, 10, 2},        {d, 5, 1 << 20}};
-}
-
 std::vector<V> allShapes() {
   std::vector<V> out;
   for (DType d : kAllDTypes) {
-    for (const V& v : shapesOf(d)) out.push_back(v);
+    for (auto [rows, cols] : testutil::namedSoftmaxShapes()) out.push_back({d, rows, cols});
   }
   return out;
 }
@@ -37,21 +34,9 @@ std::string name(const V& v) {
   return std::string(dtypeName(v.dtype)) + "[" + std::to_string(v.rows) + "," + std::to_string(v.cols) + "]";
 }
 
-TEST(SoftmaxFamilyTest, GivenSaneVariantsWhenGuardedThenAccepted) {
-  for (const V& v : allShapes()) EXPECT_TRUE(SoftmaxFamily::guardVariant(v)) << name(v);
-  EXPECT_TRUE(SoftmaxFamily::guardVariant({DType::BFloat16, 1, SoftmaxFamily::kMaxCols}));
-}
-
-TEST(SoftmaxFamilyTest, GivenDegenerateOrHugeVariantsWhenGuardedThenRefused) {
-  EXPECT_FALSE(SoftmaxFamily::guardVariant({DType::Float32, 0, 10}));
-  EXPECT_FALSE(SoftmaxFamily::guardVariant({DType::Float32, 10, 0}));
-  EXPECT_FALSE(SoftmaxFamily::guardVariant({DType::Float32, -1, 10}));
-  EXPECT_FALSE(SoftmaxFamily::guardVariant({DType::Float32, 1, SoftmaxFamily::kMaxCols + 1}));
-  EXPECT_FALSE(SoftmaxFamily::guardVariant({DType::Float32, INT64_MAX / 2, 1024}));
-  EXPECT_FALSE(SoftmaxFamily::guardVariant({static_cast<DType>(7), 1, 1}));
-}
-
-TEST(SoftmaxFamilyTest, GivenEveryDTypeWhenListingAllPointsThenUniqueAndEachIsAValidPoint) {
+// The contract every point meets (unique, well-formed, serving a row of one
+// vector) is FamilyConformanceTest's; here the softmax axes.
+TEST(SoftmaxFamilyTest, GivenEveryDTypeWhenListingAllPointsThenClustersStagingAndTheRegisterBudgetFollowTheAxes) {
   for (DType d : kAllDTypes) {
     const std::vector<P> all = SoftmaxFamily::allParameterPoints(d);
     ASSERT_FALSE(all.empty());
@@ -60,7 +45,7 @@ TEST(SoftmaxFamilyTest, GivenEveryDTypeWhenListingAllPointsThenUniqueAndEachIsAV
     for (const P& p : all) {
       EXPECT_TRUE(!p.smem || p.cluster != 1) << "staged points are cluster points: " << p.describe();
       if (p.cluster != 1) {
-        EXPECT_TRUE(clusters.insert({p.threads, p.vec, p.items, p.cluster, p.smem}).second) << p.describe();
+        clusters.insert({p.threads, p.vec, p.items, p.cluster, p.smem});
         EXPECT_EQ(p.rowsPerCta, 1) << p.describe();
         if (p.items == 0) {  // split streaming (Note [Split streaming])
           EXPECT_FALSE(p.smem) << p.describe();
@@ -69,29 +54,17 @@ TEST(SoftmaxFamilyTest, GivenEveryDTypeWhenListingAllPointsThenUniqueAndEachIsAV
         }
         EXPECT_EQ(p.minComputeCapability(), 90) << p.describe();
       } else {
-        EXPECT_TRUE(seen.insert({p.threads, p.vec, p.items, p.rowsPerCta}).second) << p.describe();
+        seen.insert({p.threads, p.vec, p.items, p.rowsPerCta});
         EXPECT_EQ(p.minComputeCapability(), 0) << p.describe();
       }
-      EXPECT_GE(p.threads, 32);
-      EXPECT_LE(p.threads, 1024);
-      EXPECT_EQ(p.threads & (p.threads - 1), 0) << p.describe();
-      EXPECT_EQ(p.vec & (p.vec - 1), 0) << p.describe();
-      EXPECT_LE(p.vec * static_cast<int>(elementSize(d)), 16) << p.describe();
       EXPECT_GE(p.items, 0);
       EXPECT_LE(p.items, 16);
-      EXPECT_GE(p.rowsPerCta, 1);
-      EXPECT_EQ(p.threads % p.rowsPerCta, 0) << p.describe();
-      if (p.rowsPerCta > 1) {
-        EXPECT_LE(p.rowThreads(), 32) << p.describe();
-        EXPECT_GE(p.items, 1) << "multi-row points are register-resident: " << p.describe();
-      }
+      if (p.rowsPerCta > 1) EXPECT_GE(p.items, 1) << "multi-row points are register-resident: " << p.describe();
       if (!p.smem) {
         EXPECT_LE(p.items * p.vec, std::min(SoftmaxFamily::kMaxRegisterElements,
                                             SoftmaxFamily::kRegisterFileElements / p.threads))
             << p.describe();
       }
-      // A one-row variant that every point can serve: cols = vec.
-      EXPECT_TRUE(SoftmaxFamily::guardParams({d, 1, p.vec}, p)) << dtypeName(d) << " " << p.describe();
     }
     EXPECT_TRUE(seen.count({1024, 1, 0, 1})) << "no scalar streaming point";
     EXPECT_TRUE(seen.count({128, 1, 1, 32})) << "no four-threads-per-row point";
@@ -296,7 +269,8 @@ TEST(SoftmaxFamilyTest, GivenDecodeShapesOnHopperWhenAskedForTheSpaceThenCluster
   }
 }
 
-TEST(SoftmaxFamilyTest, GivenASweepOfShapesOnHopperWhenAskedForTheSpaceThenWithinTwelveAndEveryPointGuarded) {
+// (Every space's size, guards and scalar point: FamilyConformanceTest.)
+TEST(SoftmaxFamilyTest, GivenASweepOfShapesOnHopperWhenAskedForTheSpaceThenClustersOfSixteenForFewRowsAndAStreamingPoint) {
   std::vector<int64_t> colsList;
   for (int64_t c = 256; c <= (int64_t{1} << 20); c *= 2) {
     for (int64_t d : {-1, 0, 8, 24}) colsList.push_back(c + d);
@@ -306,18 +280,12 @@ TEST(SoftmaxFamilyTest, GivenASweepOfShapesOnHopperWhenAskedForTheSpaceThenWithi
     for (int64_t rows : {int64_t{1}, int64_t{32}, int64_t{263}, int64_t{264}, int64_t{8192}}) {
       for (int64_t cols : colsList) {
         const V v{d, rows, cols};
-        const std::vector<P> space = SoftmaxFamily::parameterSpace(v, 90);
-        ASSERT_FALSE(space.empty()) << name(v);
-        ASSERT_LE(space.size(), 12u) << name(v);
-        bool streaming = false, scalar = false;
-        for (const P& p : space) {
-          ASSERT_TRUE(SoftmaxFamily::guardParams(v, p)) << name(v) << " " << p.describe();
-          ASSERT_EQ(std::count(space.begin(), space.end(), p), 1) << name(v) << " " << p.describe();
+        bool streaming = false;
+        for (const P& p : SoftmaxFamily::parameterSpace(v, 90)) {
           if (p.cluster > 8) ASSERT_LT(rows, 264) << name(v) << " " << p.describe();
           streaming = streaming || !p.registerResident();
-          scalar = scalar || p.vec == 1;
         }
-        ASSERT_TRUE(streaming && scalar) << name(v);
+        ASSERT_TRUE(streaming) << name(v);
       }
     }
   }
@@ -372,39 +340,17 @@ TEST(SoftmaxFamilyTest, GivenVectorWidthWhenColsIsNotAMultipleThenRefusedButScal
 
 TEST(SoftmaxFamilyTest, GivenPointsOutsideTheSpaceWhenGuardedThenRefused) {
   const V v{DType::BFloat16, 4096, 32000};
-  EXPECT_FALSE(SoftmaxFamily::guardParams(v, P{512, 16, 4}));     // 32-byte vectors
-  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::Float32, 4096, 32000}, P{512, 8, 8}));  // 32 bytes of fp32
-  EXPECT_FALSE(SoftmaxFamily::guardParams(v, P{384, 8, 8}));      // not a power of two
-  EXPECT_FALSE(SoftmaxFamily::guardParams(v, P{2048, 8, 0}));     // over the CTA limit
-  EXPECT_FALSE(SoftmaxFamily::guardParams(v, P{16, 1, 0}));       // under a warp
+  // (Threads and vector widths off the axes: FamilyConformanceTest.)
   EXPECT_FALSE(SoftmaxFamily::guardParams(v, P{512, 8, 5}));      // not an item choice
-  EXPECT_FALSE(SoftmaxFamily::guardParams(v, P{512, 3, 0}));      // not a power of two
-  EXPECT_FALSE(SoftmaxFamily::guardParams(v, P{512, 0, 0}));
   EXPECT_FALSE(SoftmaxFamily::guardParams(v, P{1024, 8, 8}));     // 64 registers of data at 1024 threads
   EXPECT_FALSE(SoftmaxFamily::guardParams(v, P{128, 8, 32}));     // over 16 items
   EXPECT_FALSE(SoftmaxFamily::guardParams({DType::BFloat16, 0, 32000}, P{512, 8, 8}));
 }
 
-TEST(SoftmaxFamilyTest, GivenNamedVariantsWhenAskedForTheSpaceThenSmallNonEmptyAndEveryPointGuarded) {
-  for (const V& v : allShapes()) {
-    const std::vector<P> space = SoftmaxFamily::parameterSpace(v);
-    ASSERT_FALSE(space.empty()) << name(v);
-    EXPECT_LE(space.size(), 12u) << name(v);
-    std::set<std::tuple<int, int, int, int>> seen;
-    bool streaming = false, scalar = false;
-    for (const P& p : space) {
-      EXPECT_TRUE(SoftmaxFamily::guardParams(v, p)) << name(v) << " " << p.describe();
-      EXPECT_TRUE(seen.insert({p.threads, p.vec, p.items, p.rowsPerCta}).second)
-          << name(v) << " dup " << p.describe();
-      streaming = streaming || !p.registerResident();
-      scalar = scalar || p.vec == 1;
-    }
-    EXPECT_TRUE(streaming) << name(v) << " has no streaming point";
-    EXPECT_TRUE(scalar) << name(v) << " has no vec=1 point";
-  }
-}
-
-TEST(SoftmaxFamilyTest, GivenASweepOfShapesWhenAskedForTheSpaceThenAlwaysAStreamingAndAScalarPointWithinTwelve) {
+// Every space also holds a streaming point (any row length); the rest of the
+// contract of a space is FamilyConformanceTest's.
+TEST(SoftmaxFamilyTest, GivenNamedShapesAndASweepWhenAskedForTheSpaceThenAlwaysAStreamingPoint) {
+  std::vector<V> variants = allShapes();
   std::vector<int64_t> colsList;
   for (int64_t c = 1; c <= 300; ++c) colsList.push_back(c);
   for (int64_t c = 256; c <= (int64_t{1} << 20); c *= 2) {
@@ -412,20 +358,13 @@ TEST(SoftmaxFamilyTest, GivenASweepOfShapesWhenAskedForTheSpaceThenAlwaysAStream
   }
   for (DType d : kAllDTypes) {
     for (int64_t rows : {int64_t{1}, int64_t{255}, int64_t{256}, int64_t{100000}}) {
-      for (int64_t cols : colsList) {
-        const V v{d, rows, cols};
-        const std::vector<P> space = SoftmaxFamily::parameterSpace(v);
-        ASSERT_FALSE(space.empty()) << name(v);
-        ASSERT_LE(space.size(), 12u) << name(v);
-        bool streaming = false, scalar = false;
-        for (const P& p : space) {
-          ASSERT_TRUE(SoftmaxFamily::guardParams(v, p)) << name(v) << " " << p.describe();
-          streaming = streaming || !p.registerResident();
-          scalar = scalar || p.vec == 1;
-        }
-        ASSERT_TRUE(streaming && scalar) << name(v);
-      }
+      for (int64_t cols : colsList) variants.push_back({d, rows, cols});
     }
+  }
+  for (const V& v : variants) {
+    const std::vector<P> space = SoftmaxFamily::parameterSpace(v);
+    ASSERT_TRUE(std::any_of(space.begin(), space.end(), [](const P& p) { return !p.registerResident(); }))
+        << name(v) << " has no streaming point";
   }
 }
 
@@ -502,11 +441,6 @@ TEST(SoftmaxFamilyTest, GivenMultiRowPointsWhenGuardedThenRowThreadsBoundTheRowL
   EXPECT_FALSE(SoftmaxFamily::guardParams(v, P{128, 8, 1, 64}));  // 2 threads per row
 }
 
-TEST(SoftmaxFamilyTest, GivenInvalidVariantWhenAskedForTheSpaceThenEmpty) {
-  EXPECT_TRUE(SoftmaxFamily::parameterSpace({DType::Float32, 0, 128}).empty());
-  EXPECT_TRUE(SoftmaxFamily::parameterSpace({DType::Float32, 4, SoftmaxFamily::kMaxCols * 2}).empty());
-}
-
 TEST(SoftmaxFamilyTest, GivenPointersWhenAlignedOrNotThenGuardFollowsVectorWidth) {
   alignas(64) static unsigned char buffer[256];
   const P wide{512, 8, 8}, scalar{512, 1, 0};
@@ -560,11 +494,9 @@ TEST(SoftmaxFamilyTest, GivenDTypesWhenAskedForToleranceThenOneUlpOfTheOutputTyp
   EXPECT_DOUBLE_EQ(SoftmaxFamily::tolerance(DType::Float32, 1), 2e-6);
 }
 
-TEST(SoftmaxFamilyTest, GivenParamsWhenJsonRoundTrippedThenEqual) {
-  for (const P& p : SoftmaxFamily::allParameterPoints(DType::BFloat16)) {
-    EXPECT_EQ(P::fromJson(p.toJson()), p);
-    EXPECT_EQ(P::fromJson(nlohmann::json::parse(p.toJson().dump())), p);
-  }
+// (Every point's round trip: FamilyConformanceTest.) The text of the JSON, and
+// entries without the optional keys.
+TEST(SoftmaxFamilyTest, GivenParamsWhenJsonRoundTrippedThenTheirTextAndDefaults) {
   EXPECT_EQ(P::fromJson(P{128, 8, 2, 16}.toJson()), (P{128, 8, 2, 16}));
   EXPECT_EQ((P{512, 8, 8}.toJson().dump()), R"({"items":8,"rowsPerCta":1,"threads":512,"vec":8})");
   EXPECT_EQ((P{1024, 8, 4, 1, 4}.toJson().dump()), R"({"cluster":4,"items":4,"rowsPerCta":1,"threads":1024,"vec":8})");
@@ -579,12 +511,8 @@ TEST(SoftmaxFamilyTest, GivenParamsWhenJsonRoundTrippedThenEqual) {
   EXPECT_EQ(P::fromJson({{"threads", 512}, {"vec", 8}, {"items", 8}}), (P{512, 8, 8, 1}));
 }
 
-TEST(SoftmaxFamilyTest, GivenMalformedJsonWhenParsedThenThrows) {
-  EXPECT_THROW(P::fromJson(nlohmann::json::array()), Error);
-  EXPECT_THROW(P::fromJson({{"threads", 512}, {"vec", 8}}), Error);
-  EXPECT_THROW(P::fromJson({{"threads", "512"}, {"vec", 8}, {"items", 0}}), Error);
-  EXPECT_THROW(P::fromJson({{"threads", 512.5}, {"vec", 8}, {"items", 0}}), Error);
-  EXPECT_THROW(P::fromJson({{"threads", 512}, {"vec", 8}, {"items", 0}, {"rowsPerCta", "2"}}), Error);
+// (Other malformed JSON: FamilyConformanceTest.)
+TEST(SoftmaxFamilyTest, GivenAnIntegerSmemWhenParsedThenThrows) {
   EXPECT_THROW(P::fromJson({{"threads", 256}, {"vec", 8}, {"items", 8}, {"cluster", 8}, {"smem", 1}}), Error);
 }
 
@@ -596,10 +524,9 @@ TEST(SoftmaxFamilyTest, GivenParamsWhenDescribedThenNamesEveryFieldAndTheAlgorit
   EXPECT_EQ(P({256, 8, 4, 1, 16}).describe(), "threads=256 vec=8 items=4 cluster=16 (register-resident)");
 }
 
-TEST(SoftmaxFamilyTest, GivenTheFamilyWhenAskedForSourceThenTheEmbeddedTemplate) {
-  const std::string s = SoftmaxFamily::source();
-  EXPECT_NE(s.find(SoftmaxFamily::kKernelName), std::string::npos);
-  EXPECT_NE(s.find("__launch_bounds__(HK_THREADS)"), std::string::npos);
+// (The template's path, entry point and prelude: FamilyConformanceTest.)
+TEST(SoftmaxFamilyTest, GivenTheFamilyWhenAskedForSourceThenItBoundsLaunchesByTheCtaSize) {
+  EXPECT_NE(SoftmaxFamily::source().find("__launch_bounds__(HK_THREADS)"), std::string::npos);
 }
 
 }  // namespace
