@@ -19,7 +19,7 @@
 //
 // What it does not include: the CUDA trampoline's device index and lazy GPU
 // start check (a few loads and compares; Note [Lazy GPU start] in
-// interpose/src/Runtime.h) and the recorder's sampling (it is the same for
+// interpose/engine/Engine.h) and the recorder's sampling (it is the same for
 // every op, served or not).
 //
 // Output JSON (format "hotkernel-trampoline-overhead", version 1):
@@ -42,13 +42,13 @@
 #include <string>
 #include <vector>
 
-#include "ServedOps.h"
+#include "hotkernel/interpose/ServedOps.h"
 
 namespace {
 
 struct Op {
   const char* name;
-  hotkernel::ServedOp served;
+  const hotkernel::ServedOp& served;
   std::function<at::Tensor(const at::Tensor&)> call;
 };
 
@@ -114,13 +114,13 @@ int main(int argc, char** argv) {
   }
   at::set_num_threads(1);
   const at::Tensor x = at::randn({rows, cols});
-  using hotkernel::ServedOp;
+  using hotkernel::servedOp;
   const std::vector<Op> ops = {
-      {"sum", ServedOp::Sum, [](const at::Tensor& t) { return at::sum(t, {-1}); }},
-      {"mean", ServedOp::Mean, [](const at::Tensor& t) { return at::mean(t, {-1}); }},
-      {"amax", ServedOp::Amax, [](const at::Tensor& t) { return at::amax(t, {-1}); }},
-      {"argmax", ServedOp::Argmax, [](const at::Tensor& t) { return at::argmax(t, -1); }},
-      {"softmax", ServedOp::Softmax, [](const at::Tensor& t) { return at::_softmax(t, -1, false); }},
+      {"sum", servedOp("aten::sum.dim_IntList"), [](const at::Tensor& t) { return at::sum(t, {-1}); }},
+      {"mean", servedOp("aten::mean.dim"), [](const at::Tensor& t) { return at::mean(t, {-1}); }},
+      {"amax", servedOp("aten::amax"), [](const at::Tensor& t) { return at::amax(t, {-1}); }},
+      {"argmax", servedOp("aten::argmax"), [](const at::Tensor& t) { return at::argmax(t, -1); }},
+      {"softmax", servedOp("aten::_softmax"), [](const at::Tensor& t) { return at::_softmax(t, -1, false); }},
   };
   // ns per call of one loop of `calls` calls of op i.
   auto loop = [&](const Op& op) {
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  const uint64_t missesBefore = hotkernel::missesOf(ServedOp::Sum);
+  const uint64_t missesBefore = hotkernel::missesOf(servedOp("aten::sum.dim_IntList"));
   for (const Op& op : ops) (void)loop(op);  // warm-up through the trampolines
   for (int64_t r = 0; r < rounds; ++r) {
     hotkernel::setServedOpsEnabled(true);
@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
   }
   hotkernel::setServedOpsEnabled(true);
   // The enabled loops went through the trampoline and fell back (a miss each).
-  if (hotkernel::missesOf(ServedOp::Sum) <= missesBefore) {
+  if (hotkernel::missesOf(servedOp("aten::sum.dim_IntList")) <= missesBefore) {
     std::cerr << "trampoline_overhead_bench: sum's trampoline counted no fallback: it was not on the path\n";
     return 1;
   }

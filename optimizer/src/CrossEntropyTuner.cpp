@@ -11,8 +11,9 @@
 #include <cmath>
 
 #include "FamilyCandidate.h"
+#include "hotkernel/kernels/FamilyDescriptor.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
-#include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/SlicedInput.h"
 #include "hotkernel/runtime/StreamWorkspace.h"
 #include "hotkernel/runtime/Check.h"
@@ -212,9 +213,9 @@ TuneOutcome tuneCrossEntropy(const CrossEntropyVariant& v, int device, const Tun
   };
   spec.harnessSpec = crossEntropySpec(v.reduction);
   VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
-  key.flags = VariantKey::reductionFlags(static_cast<int32_t>(v.reduction));
+  key.options = kernels::reductionOptions(static_cast<int32_t>(v.reduction));
   spec.makePlan = [key, device](const FamilyPoint& p, const std::string& cubin) {
-    return makeCrossEntropyPlan(key, toParams(p), cubin, device);
+    return kernels::crossEntropyDescriptor().makePlan(key, toParams(p).toJson(), cubin, device);
   };
   // The timed calls: ATen's decomposition, and a plan as the trampoline runs
   // it (output and workspace allocated, the counter zeroed only when needed),

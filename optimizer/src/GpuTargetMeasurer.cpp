@@ -14,6 +14,8 @@
 #include <algorithm>
 
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/FamilyDescriptor.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/ReduceTuner.h"  // atenReduceLastDim
@@ -68,10 +70,10 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
   const bool rmsNorm = op == "aten::_fused_rms_norm", layerNorm = op == "aten::native_layer_norm";
   const bool crossEntropy = op == "aten::cross_entropy_loss";
   const std::optional<kernels::ReduceOp> reduce = kernels::reduceOpOfAtenName(op);
-  HOTKERNEL_CHECK(softmax || logSoftmax || rmsNorm || layerNorm || crossEntropy || reduce, "no timing for ", op);
-  HOTKERNEL_CHECK(crossEntropy ? key.reduction() >= 0 && !key.hasWeight() && !key.hasBias()
-                               : !(rmsNorm && key.hasBias()) && (rmsNorm || layerNorm || key.flags == 0),
-                  "flags that ", op, " does not take");
+  const kernels::FamilyDescriptor* family = kernels::familyForOp(op);
+  HOTKERNEL_CHECK(family != nullptr, "no timing for ", op);
+  HOTKERNEL_CHECK((key.options & ~family->optionFields) == 0 && (!crossEntropy || kernels::reductionOf(key) >= 0),
+                  "options that ", op, " does not take");
   HOTKERNEL_CHECK(key.device >= 0, "timing needs a CUDA device, got device ", key.device);
   HOTKERNEL_CHECK(key.rows >= 1 && key.cols >= 1, "bad variant ", key.rows, "x", key.cols);
   const int device = key.device;
@@ -95,11 +97,11 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
   bo.beforePair = options_.yieldPoint;
   // The norms' columns as the variant has them (weights of both signs; the
   // eps the tuners time with).
-  const at::Tensor weight = key.hasWeight() ? at::rand({key.cols}, opts.dtype(at::kFloat)).mul_(2.0).sub_(1.0).to(
+  const at::Tensor weight = kernels::hasWeight(key) ? at::rand({key.cols}, opts.dtype(at::kFloat)).mul_(2.0).sub_(1.0).to(
                                                   opts.dtype())
                                             : at::Tensor();
   const at::Tensor bias =
-      key.hasBias() ? at::rand({key.cols}, opts.dtype(at::kFloat)).sub_(0.5).to(opts.dtype()) : at::Tensor();
+      kernels::hasBias(key) ? at::rand({key.cols}, opts.dtype(at::kFloat)).sub_(0.5).to(opts.dtype()) : at::Tensor();
   const auto optional = [](const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; };
   // cross_entropy_loss: class targets; timed as ATen's decomposition (_log_softmax, nll_loss_forward).
   const at::Tensor target =
@@ -115,7 +117,7 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
           (void)at::cuda::_log_softmax(in, -1, false);
         } else if (crossEntropy) {
           (void)at::cuda::nll_loss_forward(at::cuda::_log_softmax(in, 1, false), target, std::nullopt,
-                                           key.reduction(), -100);
+                                           kernels::reductionOf(key), -100);
         } else if (rmsNorm) {
           (void)at::cuda::_fused_rms_norm(in, {key.cols}, optional(weight), 1e-6);
         } else {

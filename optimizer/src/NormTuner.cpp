@@ -10,8 +10,9 @@
 #include <cmath>
 
 #include "FamilyCandidate.h"
+#include "hotkernel/kernels/FamilyDescriptor.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
-#include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/SlicedInput.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
@@ -311,9 +312,9 @@ TuneOutcome tuneRmsNorm(const kernels::RmsNormVariant& v, int device, const Tune
   };
   spec.harnessSpec = rmsNormSpec(v.hasWeight);
   VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
-  key.flags = v.hasWeight ? VariantKey::kHasWeight : 0;
+  key.options = kernels::weightBiasOptions(v.hasWeight, false);
   spec.makePlan = [key, device](const FamilyPoint& p, const std::string& cubin) {
-    return makeRmsNormPlan(key, toParams(p), cubin, device);
+    return kernels::rmsNormDescriptor().makePlan(key, toParams(p).toJson(), cubin, device);
   };
   // The timed calls: the original kernel and a plan, each allocating out and rstd.
   spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, v.rows, v.cols, device, options.yieldPoint);
@@ -346,9 +347,9 @@ TuneOutcome tuneLayerNorm(const kernels::LayerNormVariant& v, int device, const 
   };
   spec.harnessSpec = layerNormSpec(v.hasWeight, v.hasBias);
   VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
-  key.flags = (v.hasWeight ? VariantKey::kHasWeight : 0) | (v.hasBias ? VariantKey::kHasBias : 0);
+  key.options = kernels::weightBiasOptions(v.hasWeight, v.hasBias);
   spec.makePlan = [key, device](const FamilyPoint& p, const std::string& cubin) {
-    return makeLayerNormPlan(key, toParams(p), cubin, device);
+    return kernels::layerNormDescriptor().makePlan(key, toParams(p).toJson(), cubin, device);
   };
   // The timed calls: the original kernel and a plan, each allocating out, mean and rstd.
   spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, v.rows, v.cols, device, options.yieldPoint);

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <thread>
 
-#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Logging.h"
 
@@ -30,7 +30,7 @@ struct OptimizerWorker::Shared {
 };
 
 std::string jobId(const OptimizerJob& j) {
-  return j.op + "|" + std::to_string(j.key.device) + "|" + variantString(j.key);
+  return j.op + "|" + std::to_string(j.key.device) + "|" + kernels::variantString(j.key);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/TargetCost.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -56,14 +57,14 @@ ProfileTargets targetsFromProfile(const nlohmann::json& profile, int device) {
       job.key.rows = integerField(v, "rows");
       job.key.cols = integerField(v, "cols");
       // Norm variants' flags (absent = false; Note [Profile format] in interpose/src/Recorder.h).
-      if (v.value("weight", false)) job.key.flags |= VariantKey::kHasWeight;
-      if (v.value("bias", false)) job.key.flags |= VariantKey::kHasBias;
+      if (v.value("weight", false)) job.key.options |= kernels::variant_options::kWeight;
+      if (v.value("bias", false)) job.key.options |= kernels::variant_options::kBias;
       // cross_entropy_loss variants' reduction (a variant without one is dropped by TargetCost).
       if (v.contains("reduction") && v["reduction"].is_string()) {
         const std::string r = v["reduction"].get<std::string>();
         for (int32_t i = 0; i < 3; ++i) {
           if (r == kernels::reductionName(static_cast<kernels::CrossEntropyReduction>(i))) {
-            job.key.flags |= VariantKey::reductionFlags(i);
+            job.key.options |= kernels::reductionOptions(i);
           }
         }
       }

@@ -5,7 +5,7 @@
 #include <tuple>
 #include <utility>
 
-#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/TargetCost.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Logging.h"
@@ -50,7 +50,7 @@ std::optional<double> QueueRanker::secondsPerCall(const OptimizerJob& job) {
     HOTKERNEL_CHECK(std::isfinite(*seconds) && *seconds > 0, "measured time ", *seconds, " s is not > 0");
   } catch (const std::exception& e) {
     seconds.reset();
-    HOTKERNEL_LOG(Info) << "cannot time " << job.op << " " << variantString(job.key)
+    HOTKERNEL_LOG(Info) << "cannot time " << job.op << " " << kernels::variantString(job.key)
                         << "; it is served after the ranked targets: " << e.what();
   }
   seconds_[id] = seconds;
@@ -87,7 +87,7 @@ QueueRanking QueueRanker::rank(const std::vector<OptimizerJob>& queued, std::opt
         // Note [Decided targets]: dropped before anything is measured.
         SkippedTarget s;
         s.target.op = job.op;
-        s.target.variant = variantString(job.key);
+        s.target.variant = kernels::variantString(job.key);
         s.reason = TargetStop::Decided;
         skipped.emplace_back(std::move(s), i);
         continue;
@@ -102,7 +102,7 @@ QueueRanking QueueRanker::rank(const std::vector<OptimizerJob>& queued, std::opt
       if (!seconds) continue;
       TargetProfile p;
       p.op = job.op;
-      p.variant = variantString(job.key);
+      p.variant = kernels::variantString(job.key);
       const double calls = hooks_.estimatedCalls(job);
       p.gpuSeconds = std::isfinite(calls) && calls > 0 ? calls * *seconds : 0.0;
       p.bytesPerCall = cost->bytes;

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "FamilyCandidate.h"
+#include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
-#include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/SlicedInput.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
@@ -171,7 +171,7 @@ TuneOutcome tuneReduce(const ReduceVariant& v, int device, const TunerOptions& o
   spec.harnessSpec = reduceSpec(v.op);
   const VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
   spec.makePlan = [key, device, op = v.op](const FamilyPoint& p, const std::string& cubin) {
-    return makeReducePlan(key, toParams(p), cubin, device, op);
+    return kernels::reduceDescriptor(op).makePlan(key, toParams(p).toJson(), cubin, device);
   };
   // The timed calls: ATen's kernel, and a plan's launcher, each allocating its
   // [rows] output, rotating over two inputs (Note [Timed outputs are checked]

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "FamilyCandidate.h"
+#include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/optimizer/AgentTask.h"
 #include "hotkernel/optimizer/CubinSections.h"
 #include "hotkernel/optimizer/Benchmark.h"
@@ -25,7 +26,6 @@
 #include "hotkernel/optimizer/Search.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/SlicedInput.h"
-#include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Logging.h"
@@ -399,7 +399,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   fs.harnessSpec = spec;
   const VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
   fs.makePlan = [&](const FamilyPoint& p, const std::string& cubin) {
-    return makeSoftmaxPlan(key, toParams(p), cubin, device, op);
+    return kernels::softmaxDescriptor(op).makePlan(key, toParams(p).toJson(), cubin, device);
   };
   fs.timedInputs = timedInputs;
   fs.atenCall = [op](const TimedInput& t) {

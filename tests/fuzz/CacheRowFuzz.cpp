@@ -1,7 +1,7 @@
 // fuzz_cache_row: what a read does with one row of the cache database
 // (cache/src/EntryRecord.cpp: invariants, cubin hash, record digest, the checks
 // before a put) and how the runtime decodes an entry it loads (the variant
-// string, the params JSON of its family: interpose/src/Runtime.cpp publishEntry).
+// string, the params JSON of its family: interpose/engine/Engine.cpp publishEntry).
 //
 // Input: the row's text columns, one a line, in the column order of
 // CacheStore.cpp's readRow (fingerprint, op, variant, fingerprint_json,
@@ -15,7 +15,7 @@
 #include "hotkernel/kernels/NormCommon.h"
 #include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
-#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/runtime/Fingerprint.h"
 
 using namespace hotkernel;
@@ -73,8 +73,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     HK_FUZZ_ASSERT(Fingerprint::fromCanonicalJson(e.fingerprintJson).key() == e.fingerprint);
   }
 
-  // The runtime's decode of a kernel entry (Runtime::publishEntry, up to the cubin load).
-  if (const std::optional<VariantKey> key = parseVariantString(e.variant, 0)) {
+  // The runtime's decode of a kernel entry (Engine::publishEntry, up to the cubin load).
+  if (const std::optional<VariantKey> key = kernels::parseVariantString(e.variant, 0)) {
     HK_FUZZ_ASSERT(key->rows >= 1 && key->cols >= 1);
   }
   const nlohmann::json params = nlohmann::json::parse(e.params, nullptr, /*allow_exceptions=*/false);

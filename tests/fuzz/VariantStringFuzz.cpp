@@ -1,20 +1,20 @@
 // fuzz_variant_string: parseVariantString (optimizer/src/PlanFactory.cpp), the
 // variant column of a cache row ("dtype=bf16;rows=4096;cols=32000;weight=1").
 #include "FuzzSupport.h"
-#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/kernels/VariantOptions.h"
 
 using namespace hotkernel;
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) { return fuzz::quiet(); }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::optional<VariantKey> key = parseVariantString(fuzz::text(data, size), 5);
+  const std::optional<VariantKey> key = kernels::parseVariantString(fuzz::text(data, size), 5);
   if (!key) return 0;
   HK_FUZZ_ASSERT(key->rows >= 1 && key->cols >= 1 && key->device == 5);
-  const std::string canonical = variantString(*key);
-  const std::optional<VariantKey> back = parseVariantString(canonical, 5);
+  const std::string canonical = kernels::variantString(*key);
+  const std::optional<VariantKey> back = kernels::parseVariantString(canonical, 5);
   HK_FUZZ_ASSERT(back.has_value());
-  HK_FUZZ_ASSERT(variantString(*back) == canonical);
+  HK_FUZZ_ASSERT(kernels::variantString(*back) == canonical);
   HK_FUZZ_ASSERT(back->dtype == key->dtype && back->rows == key->rows && back->cols == key->cols &&
                  back->flags == key->flags);
   return 0;

@@ -48,7 +48,7 @@ TEST(CaptureGpuTest, GivenTorchCapturingAGraphOnAnotherThreadWhenTheWorkerWantsT
   at::cuda::CUDAGraph graph;
   at::Tensor x, y;
 
-  // The optimizer's side: the job waits for the gate as Runtime::waitToStart
+  // The optimizer's side: the job waits for the gate as Engine::waitToStart
   // does, then runs GPU work the way the optimizer does (relaxed capture
   // mode, a stream of its own).
   OptimizerWorker worker([&](const OptimizerJob&) {

@@ -1,6 +1,6 @@
 // cross_entropy_loss end to end in one process, as the runtime serves it: a
 // hot variant (bf16 [4096, 32000], reduction mean) goes through
-// Runtime::optimizeVariant (tuner, harness with fresh targets and ignore_index
+// Engine::optimizeVariant (tuner, harness with fresh targets and ignore_index
 // per check, decision in the cache under "cross_entropy" and the variant with
 // its reduction, plan published in the op's table), and at::cross_entropy_loss
 // (what F.cross_entropy calls) then hits the override under inference_mode and
@@ -27,11 +27,13 @@
 #include <string>
 
 #include "CrossEntropyOverride.h"
-#include "Runtime.h"
+#include "hotkernel/interpose/Engine.h"
 #include "RuntimeGpuTestSupport.h"
-#include "ServedOps.h"
+#include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/cache/CacheStore.h"
+#include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/CrossEntropyTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/runtime/StreamWorkspace.h"
@@ -83,19 +85,19 @@ void expectMeanWithin(const at::Tensor& got, const at::Tensor& x, const at::Tens
 TEST(CrossEntropyRuntimeGpuTest, GivenHotBf16MeanWhenOptimizedThenCrossEntropyHitsTheOverrideUnlessGradIsNeeded) {
   REQUIRE_CUDA_AND_NVRTC();
   (void)cacheDir();
-  installServedOp(ServedOp::CrossEntropy, c10::DispatchKey::CUDA, nullptr);
-  ASSERT_TRUE(CrossEntropyOverride::installed(c10::DispatchKey::AutogradCUDA));
+  installServedOp(servedOp("aten::cross_entropy_loss"), c10::DispatchKey::CUDA, nullptr);
+  ASSERT_TRUE(CrossEntropyOverride::state().installedFor(c10::DispatchKey::AutogradCUDA));
   VariantKey key{static_cast<int32_t>(DType::BFloat16), 0, kRows, kCols};
-  key.flags = VariantKey::reductionFlags(at::Reduction::Mean);
-  const std::string op = "aten::cross_entropy_loss", variant = variantString(key);
+  key.options = kernels::reductionOptions(at::Reduction::Mean);
+  const std::string op = "aten::cross_entropy_loss", variant = kernels::variantString(key);
   ASSERT_EQ(variant, "dtype=bfloat16;rows=4096;cols=32000;reduction=mean");
 
   const nlohmann::json summary =
-      Runtime::instance().optimizeVariant(op, key, [] { return true; }, budgetOf(op, key, 60.0));
+      Engine::instance().optimizeVariant(op, key, [] { return true; }, budgetOf(op, key, 60.0));
   std::cout << "cross_entropy: " << summary.value("decision", "?") << " speed-up " << summary.value("speedup", 0.0)
             << std::endl;
   ASSERT_TRUE(summary["decision"] == "kernel" || summary["decision"] == "keep_aten") << summary.dump();
-  const std::string fingerprint = Runtime::instance().status()["fingerprint"];
+  const std::string fingerprint = Engine::instance().status()["fingerprint"];
   std::unique_ptr<cache::CacheStore> store = cache::CacheStore::open(cacheDir());
   const std::optional<cache::Entry> entry = store->get(fingerprint, op, variant);
   ASSERT_TRUE(entry.has_value());
@@ -103,7 +105,7 @@ TEST(CrossEntropyRuntimeGpuTest, GivenHotBf16MeanWhenOptimizedThenCrossEntropyHi
   EXPECT_EQ(entry->decision, summary["decision"].get<std::string>());
 
   if (summary["decision"] == "kernel") {
-    EXPECT_FALSE(planOf(op, variant).is_null()) << Runtime::instance().status()["plans"].dump();
+    EXPECT_FALSE(planOf(op, variant).is_null()) << Engine::instance().status()["plans"].dump();
   } else {
     // No candidate cleared the speed-up threshold on this GPU: publish the
     // family's first point, validated by the harness, so the dispatch path is
@@ -119,15 +121,15 @@ TEST(CrossEntropyRuntimeGpuTest, GivenHotBf16MeanWhenOptimizedThenCrossEntropyHi
     const HarnessReport report = runHarness(crossEntropySpec(CrossEntropyReduction::Mean),
                                             crossEntropyCandidate(v, p, cubin), DType::BFloat16, kRows, kCols, 0);
     ASSERT_TRUE(report.passed) << p.describe() << ": " << (report.failure() ? report.failure()->detail : "");
-    plansOf(ServedOp::CrossEntropy).publish(makeCrossEntropyPlan(key, p, cubin, 0));
+    plansOf(servedOp("aten::cross_entropy_loss")).publish(kernels::crossEntropyDescriptor().makePlan(key, p.toJson(), cubin, 0));
   }
-  ASSERT_NE(CrossEntropyOverride::plans().load()->find(key), nullptr);
+  ASSERT_NE(plansOf(servedOp("aten::cross_entropy_loss")).load()->find(key), nullptr);
 
   const auto opts = at::TensorOptions().device(at::kCUDA, 0);
   const at::Tensor x = at::randn({kRows, kCols}, opts.dtype(at::kFloat)).mul_(3.0).to(at::kBFloat16);
   at::Tensor t = at::randint(0, kCols, {kRows}, opts.dtype(at::kLong));
   t.slice(0, 0, kRows, 7).fill_(-100);
-  const uint64_t hits = CrossEntropyOverride::hits();
+  const uint64_t hits = hitsOf(servedOp("aten::cross_entropy_loss"));
 
   // inference_mode: no autograd keys, the CUDA trampoline directly.
   at::Tensor y, again;
@@ -136,14 +138,14 @@ TEST(CrossEntropyRuntimeGpuTest, GivenHotBf16MeanWhenOptimizedThenCrossEntropyHi
     y = at::cross_entropy_loss(x, t);
     again = at::cross_entropy_loss(x, t);
   }
-  EXPECT_EQ(CrossEntropyOverride::hits(), hits + 2);
+  EXPECT_EQ(hitsOf(servedOp("aten::cross_entropy_loss")), hits + 2);
   expectMeanWithin(y, x, t, -100, "inference_mode");
   EXPECT_TRUE(at::equal(y, again)) << "not bitwise reproducible: " << y.item<double>() << " vs "
                                    << again.item<double>();  // the counter left at 0 between calls
 
   // Autograd on, no gradient needed: the AutogradCUDA trampoline redispatches below autograd.
   const at::Tensor z = at::cross_entropy_loss(x, t);
-  EXPECT_EQ(CrossEntropyOverride::hits(), hits + 3);
+  EXPECT_EQ(hitsOf(servedOp("aten::cross_entropy_loss")), hits + 3);
   EXPECT_FALSE(z.requires_grad());
   expectMeanWithin(z, x, t, -100, "no grad needed");
 
@@ -158,13 +160,13 @@ TEST(CrossEntropyRuntimeGpuTest, GivenHotBf16MeanWhenOptimizedThenCrossEntropyHi
     expectMeanWithin(at::cross_entropy_loss(x, t7, std::nullopt, at::Reduction::Mean, 7, 0.0), x, t7, 7,
                      "ignore_index 7");
   }
-  EXPECT_EQ(CrossEntropyOverride::hits(), hits + 4);
+  EXPECT_EQ(hitsOf(servedOp("aten::cross_entropy_loss")), hits + 4);
 
   // Gradient needed: the original composite (no hit), and ATen's gradient.
-  const uint64_t hitsBefore = CrossEntropyOverride::hits();
+  const uint64_t hitsBefore = hitsOf(servedOp("aten::cross_entropy_loss"));
   at::Tensor xg = x.clone().requires_grad_(true);
   at::Tensor loss = at::cross_entropy_loss(xg, t);
-  EXPECT_EQ(CrossEntropyOverride::hits(), hitsBefore);
+  EXPECT_EQ(hitsOf(servedOp("aten::cross_entropy_loss")), hitsBefore);
   ASSERT_TRUE(loss.requires_grad());
   loss.backward();
   at::Tensor xr = x.clone().requires_grad_(true);
@@ -174,13 +176,13 @@ TEST(CrossEntropyRuntimeGpuTest, GivenHotBf16MeanWhenOptimizedThenCrossEntropyHi
   EXPECT_TRUE(at::allclose(xg.grad().to(at::kFloat), xr.grad().to(at::kFloat), 1e-2, 1e-6));
 
   // Other reductions have no plan: the original, ATen's value.
-  const uint64_t misses = CrossEntropyOverride::misses();
+  const uint64_t misses = missesOf(servedOp("aten::cross_entropy_loss"));
   {
     at::InferenceMode inference;
     const at::Tensor none = at::cross_entropy_loss(x, t, std::nullopt, at::Reduction::None, -100, 0.0);
     EXPECT_TRUE(at::equal(none, atenLoss(x, t, at::Reduction::None, -100)));
   }
-  EXPECT_EQ(CrossEntropyOverride::misses(), misses + 1);
+  EXPECT_EQ(missesOf(servedOp("aten::cross_entropy_loss")), misses + 1);
 }
 
 // Note [A persistent workspace per stream]: a plan whose launches count CTA
@@ -192,7 +194,7 @@ TEST(CrossEntropyRuntimeGpuTest, GivenHotBf16MeanWhenOptimizedThenCrossEntropyHi
 // which is within the family's bound of ATen's.
 TEST(CrossEntropyRuntimeGpuTest, GivenACountingPlanWhenServedOnTwoStreamsAndInAGraphThenEveryCallMatches) {
   REQUIRE_CUDA_AND_NVRTC();
-  installServedOp(ServedOp::CrossEntropy, c10::DispatchKey::CUDA, nullptr);
+  installServedOp(servedOp("aten::cross_entropy_loss"), c10::DispatchKey::CUDA, nullptr);
   constexpr int64_t kDecodeCols = 128256;
   const DeviceInfo info = queryDevice(0);
   const int cc = info.ccMajor * 10 + info.ccMinor;
@@ -212,8 +214,8 @@ TEST(CrossEntropyRuntimeGpuTest, GivenACountingPlanWhenServedOnTwoStreamsAndInAG
           .cubin;
   for (const int64_t rows : {int64_t{32}, int64_t{8}}) {
     VariantKey key{static_cast<int32_t>(DType::BFloat16), 0, rows, kDecodeCols};
-    key.flags = VariantKey::reductionFlags(at::Reduction::Mean);
-    plansOf(ServedOp::CrossEntropy).publish(makeCrossEntropyPlan(key, *counting, cubin, 0));
+    key.options = kernels::reductionOptions(at::Reduction::Mean);
+    plansOf(servedOp("aten::cross_entropy_loss")).publish(kernels::crossEntropyDescriptor().makePlan(key, (*counting).toJson(), cubin, 0));
   }
   std::cout << "counting plan: " << counting->describe() << std::endl;
 
@@ -223,9 +225,9 @@ TEST(CrossEntropyRuntimeGpuTest, GivenACountingPlanWhenServedOnTwoStreamsAndInAG
   t.slice(0, 0, 32, 5).fill_(-100);
   const at::Tensor x8 = x.narrow(0, 3, 8).contiguous(), t8 = t.narrow(0, 3, 8).contiguous();
   c10::InferenceMode inference;
-  const uint64_t hits = CrossEntropyOverride::hits();
+  const uint64_t hits = hitsOf(servedOp("aten::cross_entropy_loss"));
   const at::Tensor first = at::cross_entropy_loss(x, t), first8 = at::cross_entropy_loss(x8, t8);
-  ASSERT_EQ(CrossEntropyOverride::hits(), hits + 2) << "the plans did not serve the calls";
+  ASSERT_EQ(hitsOf(servedOp("aten::cross_entropy_loss")), hits + 2) << "the plans did not serve the calls";
   expectMeanWithin(first, x, t, -100, "32 rows");
   expectMeanWithin(first8, x8, t8, -100, "8 rows");
 
@@ -248,11 +250,11 @@ TEST(CrossEntropyRuntimeGpuTest, GivenACountingPlanWhenServedOnTwoStreamsAndInAG
   const size_t beforeCapture = StreamWorkspaces::global().pooledBuffers();
   {
     c10::cuda::CUDAStreamGuard guard(capture);
-    const uint64_t before = CrossEntropyOverride::hits();
+    const uint64_t before = hitsOf(servedOp("aten::cross_entropy_loss"));
     graph.capture_begin();
     captured = at::cross_entropy_loss(x, t);
     graph.capture_end();
-    EXPECT_EQ(CrossEntropyOverride::hits(), before + 1) << "the capture did not take the plan";
+    EXPECT_EQ(hitsOf(servedOp("aten::cross_entropy_loss")), before + 1) << "the capture did not take the plan";
     EXPECT_EQ(StreamWorkspaces::global().pooledBuffers(), beforeCapture) << "capture used a pooled buffer";
     for (int i = 0; i < 3; ++i) {
       graph.replay();

@@ -10,6 +10,7 @@
 
 #include <atomic>
 
+#include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
@@ -70,7 +71,7 @@ struct SoftmaxSpecFixture {
     fs.harnessSpec = softmaxSpec();
     const VariantKey key{static_cast<int32_t>(v.dtype), 0, v.rows, v.cols};
     fs.makePlan = [key, failing1024](const FamilyPoint& p, const std::string& cubin) {
-      Plan plan = makeSoftmaxPlan(key, toParams(p), cubin, 0);
+      Plan plan = kernels::softmaxDescriptor(kernels::SoftmaxOp::Softmax).makePlan(key, (toParams(p)).toJson(), cubin, 0);
       if (failing1024 && p.threads == 1024) plan.description = "fails";
       return plan;
     };

@@ -8,6 +8,7 @@
 
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/GpuTargetMeasurer.h"
 #include "hotkernel/optimizer/QueueRanker.h"
 #include "hotkernel/runtime/Check.h"
@@ -120,7 +121,7 @@ TEST(GpuTargetMeasurerGpuTest, GivenReductionTargetsWhenTimedThenPositiveAndBelo
     EXPECT_LT(s, 1.0) << op;
   }
   VariantKey weighted{static_cast<int32_t>(kernels::DType::BFloat16), 0, 64, 64};
-  weighted.flags = VariantKey::kHasWeight;
+  weighted.options = kernels::variant_options::kWeight;
   EXPECT_THROW(m.measureSecondsPerCall("aten::amax", weighted), Error);
 }
 

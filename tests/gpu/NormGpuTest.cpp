@@ -15,8 +15,10 @@
 #include <optional>
 #include <sstream>
 
+#include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -105,7 +107,7 @@ struct Case {
   int64_t specializedCols() const { return specialized ? cols : 0; }
   VariantKey key() const {
     VariantKey k{static_cast<int32_t>(dtype), 0, rows, cols};
-    k.flags = (hasWeight ? VariantKey::kHasWeight : 0) | (hasBias ? VariantKey::kHasBias : 0);
+    k.options = (hasWeight ? kernels::variant_options::kWeight : 0) | (hasBias ? kernels::variant_options::kBias : 0);
     return k;
   }
 };
@@ -167,7 +169,7 @@ TEST_F(NormGpuTest, GivenRmsNormPointsWhenRunOnOddSizesThenOutAndRstdMatchAten) 
   for (const Case& c : cases) {
     SCOPED_TRACE(c.describe());
     ASSERT_TRUE(c.error.empty()) << c.error;
-    Plan plan = makeRmsNormPlan(c.key(), c.params, c.cubin, 0);
+    Plan plan = kernels::rmsNormDescriptor().makePlan(c.key(), c.params.toJson(), c.cubin, 0);
     at::Tensor x = input(c);
     std::optional<at::Tensor> weight;
     if (c.hasWeight) weight = column(c, 2.0, -1.0);
@@ -221,7 +223,7 @@ TEST_F(NormGpuTest, GivenLayerNormPointsWhenRunOnOddSizesThenOutMeanAndRstdMatch
   for (const Case& c : cases) {
     SCOPED_TRACE(c.describe());
     ASSERT_TRUE(c.error.empty()) << c.error;
-    Plan plan = makeLayerNormPlan(c.key(), c.params, c.cubin, 0);
+    Plan plan = kernels::layerNormDescriptor().makePlan(c.key(), c.params.toJson(), c.cubin, 0);
     at::Tensor x = input(c);
     std::optional<at::Tensor> weight, bias;
     if (c.hasWeight) weight = column(c, 2.0, -1.0);
@@ -267,7 +269,7 @@ TEST_F(NormGpuTest, GivenThreeDimensionalInputWhenRunAsFoldedRowsThenMatchesAten
   c.cubin = compileToCubin(RmsNormFamily::source(), "rms_norm.cu", queryDevice(0).nvrtcArch(),
                            RmsNormFamily::compileOptions(c.dtype, c.params, true, c.cols))
                 .cubin;
-  Plan plan = makeRmsNormPlan(c.key(), c.params, c.cubin, 0);
+  Plan plan = kernels::rmsNormDescriptor().makePlan(c.key(), c.params.toJson(), c.cubin, 0);
   at::Tensor x = at::randn({a, b, cols}, at::kCUDA).to(at::kBFloat16);
   at::Tensor w = at::randn({cols}, at::kCUDA).to(at::kBFloat16);
   at::Tensor out = at::empty_like(x);

@@ -1,6 +1,6 @@
 // The norm ops end to end in one process, as the runtime serves them: a hot
 // variant (bf16 [4096, 4096], rms_norm with weight, layer_norm with weight and
-// bias) goes through Runtime::optimizeVariant (tuner, harness, decision in
+// bias) goes through Engine::optimizeVariant (tuner, harness, decision in
 // the cache under the family's name, plan published in the op's table by its
 // flagged key), and at::rms_norm / at::layer_norm (what F.rms_norm and
 // F.layer_norm call: their composites dispatch to aten::_fused_rms_norm and
@@ -24,12 +24,14 @@
 
 #include "LayerNormOverride.h"
 #include "RmsNormOverride.h"
-#include "Runtime.h"
+#include "hotkernel/interpose/Engine.h"
 #include "RuntimeGpuTestSupport.h"
-#include "ServedOps.h"
+#include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/cache/CacheStore.h"
+#include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/NormTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/runtime/CudaDriver.h"
@@ -88,20 +90,20 @@ void expectWithin(const at::Tensor& got, const at::Tensor& ref, const at::Tensor
 TEST(NormRuntimeGpuTest, GivenHotBf16RmsNormWithWeightWhenOptimizedThenRmsNormHitsTheSwappedKernelAndMatchesAten) {
   REQUIRE_CUDA_AND_NVRTC();
   (void)cacheDir();
-  installServedOp(ServedOp::RmsNorm, c10::DispatchKey::CUDA, nullptr);
+  installServedOp(servedOp("aten::_fused_rms_norm"), c10::DispatchKey::CUDA, nullptr);
   VariantKey key{static_cast<int32_t>(DType::BFloat16), 0, kRows, kCols};
-  key.flags = VariantKey::kHasWeight;
-  const std::string op = "aten::_fused_rms_norm", variant = variantString(key);
+  key.options = kernels::variant_options::kWeight;
+  const std::string op = "aten::_fused_rms_norm", variant = kernels::variantString(key);
   ASSERT_EQ(variant, "dtype=bfloat16;rows=4096;cols=4096;weight=1");
 
   const nlohmann::json summary =
-      Runtime::instance().optimizeVariant(op, key, [] { return true; }, budgetOf(op, key, 40.0));
+      Engine::instance().optimizeVariant(op, key, [] { return true; }, budgetOf(op, key, 40.0));
   std::cout << "rms_norm: " << summary.value("decision", "?") << " speed-up " << summary.value("speedup", 0.0)
             << std::endl;
   ASSERT_TRUE(summary["decision"] == "kernel" || summary["decision"] == "keep_aten") << summary.dump();
   expectSomeCandidateCorrect(summary);
   // The decision is in the cache under the family's name and the flagged variant.
-  const std::string fingerprint = Runtime::instance().status()["fingerprint"];
+  const std::string fingerprint = Engine::instance().status()["fingerprint"];
   std::unique_ptr<cache::CacheStore> store = cache::CacheStore::open(cacheDir());
   const std::optional<cache::Entry> entry = store->get(fingerprint, op, variant);
   ASSERT_TRUE(entry.has_value());
@@ -109,97 +111,97 @@ TEST(NormRuntimeGpuTest, GivenHotBf16RmsNormWithWeightWhenOptimizedThenRmsNormHi
   EXPECT_EQ(entry->decision, summary["decision"].get<std::string>());
 
   if (summary["decision"] == "kernel") {
-    EXPECT_FALSE(planOf(op, variant).is_null()) << Runtime::instance().status()["plans"].dump();
+    EXPECT_FALSE(planOf(op, variant).is_null()) << Engine::instance().status()["plans"].dump();
   } else {
     std::cout << "rms_norm: the tuner kept ATen; publishing the harness-validated first point" << std::endl;
     const kernels::RmsNormVariant v{DType::BFloat16, kRows, kCols, true};
     const NormParams p = RmsNormFamily::parameterSpace(v).front();
-    plansOf(ServedOp::RmsNorm)
+    plansOf(servedOp("aten::_fused_rms_norm"))
         .publish(validatedFirstPoint(
             rmsNormSpec(true), RmsNormFamily::source(), "rms_norm.cu",
             RmsNormFamily::compileOptions(DType::BFloat16, p, true),
             [&](const std::string& cubin) { return rmsNormCandidate(v, p, cubin, /*colsSpecialized=*/false); },
-            [&](const std::string& cubin) { return makeRmsNormPlan(key, p, cubin, 0); }));
+            [&](const std::string& cubin) { return kernels::rmsNormDescriptor().makePlan(key, p.toJson(), cubin, 0); }));
   }
-  ASSERT_NE(RmsNormOverride::plans().load()->find(key), nullptr);
+  ASSERT_NE(plansOf(servedOp("aten::_fused_rms_norm")).load()->find(key), nullptr);
 
   const auto opts = at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA, 0);
   const at::Tensor x = at::randn({kRows, kCols}, opts.dtype(at::kFloat)).mul_(2.0).add_(0.5).to(at::kBFloat16);
   const at::Tensor w = at::rand({kCols}, opts.dtype(at::kFloat)).mul_(2.0).sub_(1.0).to(at::kBFloat16);
   const double eps = 1e-6;
-  const uint64_t hits = RmsNormOverride::hits();
+  const uint64_t hits = hitsOf(servedOp("aten::_fused_rms_norm"));
   at::Tensor y;
   {
     at::InferenceMode inference;
     y = at::rms_norm(x, {kCols}, w, eps);
   }
-  EXPECT_EQ(RmsNormOverride::hits(), hits + 1);
+  EXPECT_EQ(hitsOf(servedOp("aten::_fused_rms_norm")), hits + 1);
   auto [ref, refRstd] = at::cuda::_fused_rms_norm(x, {kCols}, w, eps);
   const NormTolerance t = RmsNormFamily::tolerance(DType::BFloat16, kCols);
   expectWithin(y, ref, ref.to(at::kDouble).abs() * t.outRel + t.outAbs, "rms_norm out");
 
   // The leaf op itself (autograd on, no grad needed): out and rstd in ATen's shape.
   auto [out, rstd] = at::_fused_rms_norm(x.view({kRows, 1, kCols}), {kCols}, w, eps);
-  EXPECT_EQ(RmsNormOverride::hits(), hits + 2);
+  EXPECT_EQ(hitsOf(servedOp("aten::_fused_rms_norm")), hits + 2);
   ASSERT_EQ(rstd.sizes(), (std::vector<int64_t>{kRows, 1, 1}));
   EXPECT_EQ(rstd.scalar_type(), at::kFloat);
   expectWithin(rstd.view({kRows, 1}), refRstd, refRstd.to(at::kDouble).abs() * t.statRel, "rms_norm rstd");
 
   // Without the weight: another variant, no plan: the original kernel.
-  const uint64_t misses = RmsNormOverride::misses();
+  const uint64_t misses = missesOf(servedOp("aten::_fused_rms_norm"));
   (void)at::rms_norm(x, {kCols}, std::nullopt, eps);
-  EXPECT_EQ(RmsNormOverride::hits(), hits + 2);
-  EXPECT_EQ(RmsNormOverride::misses(), misses + 1);
+  EXPECT_EQ(hitsOf(servedOp("aten::_fused_rms_norm")), hits + 2);
+  EXPECT_EQ(missesOf(servedOp("aten::_fused_rms_norm")), misses + 1);
 }
 
 TEST(NormRuntimeGpuTest, GivenHotBf16LayerNormWithWeightAndBiasWhenOptimizedThenLayerNormHitsTheSwappedKernel) {
   REQUIRE_CUDA_AND_NVRTC();
   (void)cacheDir();
-  installServedOp(ServedOp::LayerNorm, c10::DispatchKey::CUDA, nullptr);
+  installServedOp(servedOp("aten::native_layer_norm"), c10::DispatchKey::CUDA, nullptr);
   VariantKey key{static_cast<int32_t>(DType::BFloat16), 0, kRows, kCols};
-  key.flags = VariantKey::kHasWeight | VariantKey::kHasBias;
-  const std::string op = "aten::native_layer_norm", variant = variantString(key);
+  key.options = kernels::variant_options::kWeight | kernels::variant_options::kBias;
+  const std::string op = "aten::native_layer_norm", variant = kernels::variantString(key);
   ASSERT_EQ(variant, "dtype=bfloat16;rows=4096;cols=4096;weight=1;bias=1");
 
   const nlohmann::json summary =
-      Runtime::instance().optimizeVariant(op, key, [] { return true; }, budgetOf(op, key, 40.0));
+      Engine::instance().optimizeVariant(op, key, [] { return true; }, budgetOf(op, key, 40.0));
   std::cout << "layer_norm: " << summary.value("decision", "?") << " speed-up " << summary.value("speedup", 0.0)
             << std::endl;
   ASSERT_TRUE(summary["decision"] == "kernel" || summary["decision"] == "keep_aten") << summary.dump();
   expectSomeCandidateCorrect(summary);
-  const std::string fingerprint = Runtime::instance().status()["fingerprint"];
+  const std::string fingerprint = Engine::instance().status()["fingerprint"];
   std::unique_ptr<cache::CacheStore> store = cache::CacheStore::open(cacheDir());
   const std::optional<cache::Entry> entry = store->get(fingerprint, op, variant);
   ASSERT_TRUE(entry.has_value());
   EXPECT_EQ(entry->family, "layer_norm");
 
   if (summary["decision"] == "kernel") {
-    EXPECT_FALSE(planOf(op, variant).is_null()) << Runtime::instance().status()["plans"].dump();
+    EXPECT_FALSE(planOf(op, variant).is_null()) << Engine::instance().status()["plans"].dump();
   } else {
     std::cout << "layer_norm: the tuner kept ATen; publishing the harness-validated first point" << std::endl;
     const kernels::LayerNormVariant v{DType::BFloat16, kRows, kCols, true, true};
     const NormParams p = LayerNormFamily::parameterSpace(v).front();
-    plansOf(ServedOp::LayerNorm)
+    plansOf(servedOp("aten::native_layer_norm"))
         .publish(validatedFirstPoint(
             layerNormSpec(true, true), LayerNormFamily::source(), "layer_norm.cu",
             LayerNormFamily::compileOptions(DType::BFloat16, p, true, true),
             [&](const std::string& cubin) { return layerNormCandidate(v, p, cubin, /*colsSpecialized=*/false); },
-            [&](const std::string& cubin) { return makeLayerNormPlan(key, p, cubin, 0); }));
+            [&](const std::string& cubin) { return kernels::layerNormDescriptor().makePlan(key, p.toJson(), cubin, 0); }));
   }
-  ASSERT_NE(LayerNormOverride::plans().load()->find(key), nullptr);
+  ASSERT_NE(plansOf(servedOp("aten::native_layer_norm")).load()->find(key), nullptr);
 
   const auto opts = at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA, 0);
   const at::Tensor x = at::randn({kRows, kCols}, opts.dtype(at::kFloat)).mul_(2.0).add_(0.5).to(at::kBFloat16);
   const at::Tensor w = at::rand({kCols}, opts.dtype(at::kFloat)).mul_(2.0).sub_(1.0).to(at::kBFloat16);
   const at::Tensor b = at::rand({kCols}, opts.dtype(at::kFloat)).sub_(0.5).to(at::kBFloat16);
   const double eps = 1e-5;
-  const uint64_t hits = LayerNormOverride::hits();
+  const uint64_t hits = hitsOf(servedOp("aten::native_layer_norm"));
   at::Tensor y;
   {
     at::InferenceMode inference;
     y = at::layer_norm(x, {kCols}, w, b, eps);
   }
-  EXPECT_EQ(LayerNormOverride::hits(), hits + 1);
+  EXPECT_EQ(hitsOf(servedOp("aten::native_layer_norm")), hits + 1);
   auto [ref, refMean, refRstd] = at::cuda::native_layer_norm(x, {kCols}, w, b, eps);
   const NormTolerance t = LayerNormFamily::tolerance(DType::BFloat16, kCols);
   // out: Note [Norm harness bounds] (the mean's error carried through x - mean, |w| <= 1).
@@ -207,7 +209,7 @@ TEST(NormRuntimeGpuTest, GivenHotBf16LayerNormWithWeightAndBiasWhenOptimizedThen
   expectWithin(y, ref, ref.to(at::kDouble).abs() * t.outRel + t.outAbs + carried, "layer_norm out");
 
   auto [out, mean, rstd] = at::native_layer_norm(x, {kCols}, w, b, eps);
-  EXPECT_EQ(LayerNormOverride::hits(), hits + 2);
+  EXPECT_EQ(hitsOf(servedOp("aten::native_layer_norm")), hits + 2);
   ASSERT_EQ(mean.sizes(), (std::vector<int64_t>{kRows, 1}));
   EXPECT_EQ(mean.scalar_type(), at::kFloat);
   expectWithin(rstd, refRstd, refRstd.to(at::kDouble).abs() * t.statRel, "layer_norm rstd");
@@ -215,10 +217,10 @@ TEST(NormRuntimeGpuTest, GivenHotBf16LayerNormWithWeightAndBiasWhenOptimizedThen
                "layer_norm mean");
 
   // Without bias: another variant, no plan: the original kernel.
-  const uint64_t misses = LayerNormOverride::misses();
+  const uint64_t misses = missesOf(servedOp("aten::native_layer_norm"));
   (void)at::layer_norm(x, {kCols}, w, std::nullopt, eps);
-  EXPECT_EQ(LayerNormOverride::hits(), hits + 2);
-  EXPECT_EQ(LayerNormOverride::misses(), misses + 1);
+  EXPECT_EQ(hitsOf(servedOp("aten::native_layer_norm")), hits + 2);
+  EXPECT_EQ(missesOf(servedOp("aten::native_layer_norm")), misses + 1);
 }
 
 }  // namespace

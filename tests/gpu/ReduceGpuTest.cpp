@@ -23,6 +23,7 @@
 #include <random>
 #include <sstream>
 
+#include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/PlanFactory.h"
@@ -110,7 +111,7 @@ class ReduceGpuTest : public ::testing::Test {
                                                    : DType::BFloat16;
     const ReduceVariant v{d, x.size(0), x.size(1), op};
     const std::string& cubin = cubinOf(d, p, op);
-    const Plan plan = makeReducePlan(VariantKey{static_cast<int32_t>(d), 0, v.rows, v.cols}, p, cubin, 0, op);
+    const Plan plan = kernels::reduceDescriptor(op).makePlan(VariantKey{static_cast<int32_t>(d), 0, v.rows, v.cols}, p.toJson(), cubin, 0);
     at::Tensor out = op == ReduceOp::Argmax ? at::full({v.rows}, -7, x.options().dtype(at::kLong))
                                             : at::full({v.rows}, std::numeric_limits<float>::quiet_NaN(), x.options());
     EXPECT_TRUE(plan.launcher->launch(RowKernelArgs{x.const_data_ptr(), out.mutable_data_ptr(), v.rows, v.cols},

@@ -1,7 +1,7 @@
 // The last-dim reductions end to end in one process, as the runtime serves
 // them: a hot variant (sum over bf16 [4096, 32000]; argmax over bf16
 // [32, 128256], a decode-sized batch of logits) goes through
-// Runtime::optimizeVariant (tuner, harness, decision in the cache under the
+// Engine::optimizeVariant (tuner, harness, decision in the cache under the
 // op's family name, plan published in the op's table), and x.sum(-1) /
 // x.argmax(-1) then hit the trampoline and match ATen's CUDA kernel (sum
 // within the family's tolerance, argmax exactly), with and without keepdim,
@@ -20,11 +20,13 @@
 #include <string>
 
 #include "ReduceOverride.h"
-#include "Runtime.h"
+#include "hotkernel/interpose/Engine.h"
 #include "RuntimeGpuTestSupport.h"
-#include "ServedOps.h"
+#include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/cache/CacheStore.h"
+#include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/ReduceFamily.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/ReduceTuner.h"
 #include "hotkernel/runtime/CudaDriver.h"
@@ -48,20 +50,20 @@ const std::string& cacheDir() { return gputest::runtimeCacheDir("hk-reduce-runti
 // this GPU), publishes the family's first point after the five-stage harness,
 // so that the dispatch path is still checked with a validated kernel.
 void optimizeOrPublish(ReduceOp op, const VariantKey& key) {
-  const std::string name = kernels::reduceAtenOpName(op), variant = variantString(key);
+  const std::string name = kernels::reduceAtenOpName(op), variant = kernels::variantString(key);
   const nlohmann::json summary =
-      Runtime::instance().optimizeVariant(name, key, [] { return true; }, budgetOf(name, key, 40.0));
+      Engine::instance().optimizeVariant(name, key, [] { return true; }, budgetOf(name, key, 40.0));
   std::cout << name << " " << variant << ": " << summary.value("decision", "?") << " speed-up "
             << summary.value("speedup", 0.0) << std::endl;
   ASSERT_TRUE(summary["decision"] == "kernel" || summary["decision"] == "keep_aten") << summary.dump();
-  const std::string fingerprint = Runtime::instance().status()["fingerprint"];
+  const std::string fingerprint = Engine::instance().status()["fingerprint"];
   std::unique_ptr<cache::CacheStore> store = cache::CacheStore::open(cacheDir());
   const std::optional<cache::Entry> entry = store->get(fingerprint, name, variant);
   ASSERT_TRUE(entry.has_value());
   EXPECT_EQ(entry->family, kernels::reduceFamilyName(op));
   EXPECT_EQ(entry->decision, summary["decision"].get<std::string>());
   if (summary["decision"] == "kernel") {
-    EXPECT_TRUE(!planOf(name, variant).is_null()) << Runtime::instance().status()["plans"].dump();
+    EXPECT_TRUE(!planOf(name, variant).is_null()) << Engine::instance().status()["plans"].dump();
   } else {
     std::cout << name << ": the tuner kept ATen; publishing the harness-validated first point" << std::endl;
     const kernels::ReduceVariant v{static_cast<DType>(key.dtype), key.rows, key.cols, op};
@@ -71,30 +73,30 @@ void optimizeOrPublish(ReduceOp op, const VariantKey& key) {
                                   .cubin;
     const HarnessReport report = runHarness(reduceSpec(op), reduceCandidate(v, p, cubin), v.dtype, v.rows, v.cols, 0);
     ASSERT_TRUE(report.passed) << (report.failure() ? report.failure()->detail : std::string());
-    ReduceOverride::plans(op).publish(makeReducePlan(key, p, cubin, 0, op));
+    plansOf(servedOp(kernels::reduceAtenOpName(op))).publish(kernels::reduceDescriptor(op).makePlan(key, p.toJson(), cubin, 0));
   }
-  ASSERT_NE(ReduceOverride::plans(op).load()->find(key), nullptr);
+  ASSERT_NE(plansOf(servedOp(kernels::reduceAtenOpName(op))).load()->find(key), nullptr);
 }
 
 TEST(ReduceRuntimeGpuTest, GivenAHotBf16SumWhenOptimizedThenSumHitsTheSwappedKernelAndMatchesAten) {
   REQUIRE_CUDA_AND_NVRTC();
   (void)cacheDir();
-  installServedOp(ServedOp::Sum, c10::DispatchKey::CUDA, nullptr);
+  installServedOp(servedOp("aten::sum.dim_IntList"), c10::DispatchKey::CUDA, nullptr);
   constexpr int64_t kRows = 4096, kCols = 32000;
   const VariantKey key{static_cast<int32_t>(DType::BFloat16), 0, kRows, kCols};
-  ASSERT_EQ(variantString(key), "dtype=bfloat16;rows=4096;cols=32000");
+  ASSERT_EQ(kernels::variantString(key), "dtype=bfloat16;rows=4096;cols=32000");
   optimizeOrPublish(ReduceOp::Sum, key);
 
   const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, 0);
   // [2, 2048, 32000]: leading dims fold into the 4096 rows of the key.
   const at::Tensor x = at::randn({2, 2048, kCols}, opts).mul_(2.0).add_(0.5).to(at::kBFloat16);
-  const uint64_t hits = ReduceOverride::hits(ReduceOp::Sum);
+  const uint64_t hits = hitsOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Sum)));
   at::Tensor y;
   {
     at::InferenceMode inference;
     y = x.sum(-1);
   }
-  EXPECT_EQ(ReduceOverride::hits(ReduceOp::Sum), hits + 1);
+  EXPECT_EQ(hitsOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Sum))), hits + 1);
   ASSERT_EQ(y.sizes(), (at::IntArrayRef{2, 2048}));
   EXPECT_EQ(y.scalar_type(), at::kBFloat16);
   const at::Tensor x2 = x.view({kRows, kCols});
@@ -109,24 +111,24 @@ TEST(ReduceRuntimeGpuTest, GivenAHotBf16SumWhenOptimizedThenSumHitsTheSwappedKer
   // keepdim and autograd (a leaf requiring grad: the trampoline runs below autograd).
   const at::Tensor leaf = x.detach().clone().requires_grad_(true);
   const at::Tensor kept = leaf.sum(-1, /*keepdim=*/true);
-  EXPECT_EQ(ReduceOverride::hits(ReduceOp::Sum), hits + 2);
+  EXPECT_EQ(hitsOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Sum))), hits + 2);
   ASSERT_EQ(kept.sizes(), (at::IntArrayRef{2, 2048, 1}));
   kept.backward(at::ones_like(kept));
   ASSERT_TRUE(leaf.grad().defined());
   EXPECT_TRUE(at::all(leaf.grad() == 1).item<bool>());
 
   // Another dim, and another shape: the original kernel.
-  const uint64_t misses = ReduceOverride::misses(ReduceOp::Sum);
+  const uint64_t misses = missesOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Sum)));
   (void)x.sum(1);
   (void)x.narrow(1, 0, 1000).sum(-1);
-  EXPECT_EQ(ReduceOverride::hits(ReduceOp::Sum), hits + 2);
-  EXPECT_GE(ReduceOverride::misses(ReduceOp::Sum), misses + 2);
+  EXPECT_EQ(hitsOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Sum))), hits + 2);
+  EXPECT_GE(missesOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Sum))), misses + 2);
 }
 
 TEST(ReduceRuntimeGpuTest, GivenAHotBf16DecodeArgmaxWhenOptimizedThenArgmaxHitsTheSwappedKernelAndEqualsAten) {
   REQUIRE_CUDA_AND_NVRTC();
   (void)cacheDir();
-  installServedOp(ServedOp::Argmax, c10::DispatchKey::CUDA, nullptr);
+  installServedOp(servedOp("aten::argmax"), c10::DispatchKey::CUDA, nullptr);
   constexpr int64_t kRows = 32, kCols = 128256;
   const VariantKey key{static_cast<int32_t>(DType::BFloat16), 0, kRows, kCols};
   optimizeOrPublish(ReduceOp::Argmax, key);
@@ -136,14 +138,14 @@ TEST(ReduceRuntimeGpuTest, GivenAHotBf16DecodeArgmaxWhenOptimizedThenArgmaxHitsT
   // Ties (bf16 rounds many logits to the same value) and a NaN row.
   x.select(0, 5).fill_(1.0);
   x.select(0, 7).select(0, 1234).fill_(std::numeric_limits<float>::quiet_NaN());
-  const uint64_t hits = ReduceOverride::hits(ReduceOp::Argmax);
+  const uint64_t hits = hitsOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Argmax)));
   at::Tensor idx, kept;
   {
     at::InferenceMode inference;
     idx = x.argmax(-1);
     kept = at::argmax(x, 1, /*keepdim=*/true);
   }
-  EXPECT_EQ(ReduceOverride::hits(ReduceOp::Argmax), hits + 2);
+  EXPECT_EQ(hitsOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Argmax))), hits + 2);
   EXPECT_EQ(idx.scalar_type(), at::kLong);
   EXPECT_TRUE(at::equal(idx, atenReduceLastDim(x, ReduceOp::Argmax)));
   ASSERT_EQ(kept.sizes(), (at::IntArrayRef{kRows, 1}));
@@ -151,9 +153,9 @@ TEST(ReduceRuntimeGpuTest, GivenAHotBf16DecodeArgmaxWhenOptimizedThenArgmaxHitsT
   EXPECT_EQ(idx[5].item<int64_t>(), 0);
   EXPECT_EQ(idx[7].item<int64_t>(), 1234);
   // argmax(dim=None) flattens: the original kernel.
-  const uint64_t misses = ReduceOverride::misses(ReduceOp::Argmax);
+  const uint64_t misses = missesOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Argmax)));
   (void)x.argmax();
-  EXPECT_EQ(ReduceOverride::misses(ReduceOp::Argmax), misses + 1);
+  EXPECT_EQ(missesOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Argmax))), misses + 1);
 }
 
 }  // namespace

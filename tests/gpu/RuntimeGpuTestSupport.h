@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "Runtime.h"
-#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/interpose/Engine.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/Ranking.h"
 #include "hotkernel/runtime/Nvrtc.h"
 
@@ -42,7 +42,7 @@ inline const std::string& runtimeCacheDir(const std::string& prefix) {
 inline RankedTarget budgetOf(const std::string& op, const VariantKey& key, double seconds) {
   RankedTarget t;
   t.target.op = op;
-  t.target.variant = variantString(key);
+  t.target.variant = kernels::variantString(key);
   t.budgetSeconds = seconds;
   return t;
 }
@@ -51,7 +51,7 @@ inline RankedTarget budgetOf(const std::string& op, const VariantKey& key, doubl
 inline nlohmann::json planOf(const std::string& op, const std::string& variant) {
   // Keep the status document alive: a range-for over status()["plans"] would
   // iterate a reference into a destroyed temporary.
-  const nlohmann::json status = Runtime::instance().status();
+  const nlohmann::json status = Engine::instance().status();
   for (const auto& p : status["plans"]) {
     if (p["op"] == op && p["variant"] == variant) return p;
   }

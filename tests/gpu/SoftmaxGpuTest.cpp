@@ -9,6 +9,8 @@
 #include <tbb/parallel_for.h>
 
 #include "SoftmaxOverride.h"
+#include "hotkernel/interpose/ServedOps.h"
+#include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/Harness.h"
@@ -108,7 +110,7 @@ void expectEveryPointMatchesAten(kernels::SoftmaxOp op) {
                  std::to_string(c.rows) + "x" + std::to_string(c.cols) + " " + c.params.describe());
     ASSERT_TRUE(c.error.empty()) << c.error;
     VariantKey key{static_cast<int32_t>(c.dtype), 0, c.rows, c.cols};
-    Plan plan = makeSoftmaxPlan(key, c.params, c.cubin, 0, op);
+    Plan plan = kernels::softmaxDescriptor(op).makePlan(key, c.params.toJson(), c.cubin, 0);
     at::Tensor x = (at::randn({c.rows, c.cols}, at::kCUDA) * 5).to(scalar(c.dtype));
     at::Tensor out = at::full_like(x, std::numeric_limits<float>::quiet_NaN());
     ASSERT_TRUE(plan.launcher->launch({x.const_data_ptr(), out.mutable_data_ptr(), c.rows, c.cols},
@@ -279,12 +281,12 @@ TEST_F(SoftmaxCudaOverrideTest, GivenTunedVariantWhenCalledThroughDispatcherThen
   ASSERT_TRUE(t.accepted) << t.metrics.dump(2);
   EXPECT_GT(t.metrics["speedupCi"][0].get<double>(), 1.02);
   VariantKey key{static_cast<int32_t>(v.dtype), 0, v.rows, v.cols};
-  SoftmaxOverride::plans().publish(makeSoftmaxPlan(key, kernels::SoftmaxParams::fromJson(t.paramsJson), t.cubin, 0));
+  plansOf(servedOp("aten::_softmax")).publish(kernels::softmaxDescriptor(kernels::SoftmaxOp::Softmax).makePlan(key, t.paramsJson, t.cubin, 0));
 
   at::Tensor x = at::randn({v.rows, v.cols}, at::kCUDA).to(at::kBFloat16);
-  const uint64_t hits = SoftmaxOverride::hits();
+  const uint64_t hits = hitsOf(servedOp("aten::_softmax"));
   at::Tensor y = at::softmax(x, -1);
-  EXPECT_EQ(SoftmaxOverride::hits(), hits + 1);
+  EXPECT_EQ(hitsOf(servedOp("aten::_softmax")), hits + 1);
   EXPECT_LE(maxErr(y, at::cuda::_softmax(x, -1, false)), SoftmaxFamily::tolerance(v.dtype, v.cols));
 
   // The tuner's claim holds when measured through the dispatcher.
@@ -296,9 +298,9 @@ TEST_F(SoftmaxCudaOverrideTest, GivenTunedVariantWhenCalledThroughDispatcherThen
 
   // A miss (other shape) goes to ATen.
   at::Tensor z = at::randn({17, 300}, at::kCUDA).to(at::kBFloat16);
-  const uint64_t misses = SoftmaxOverride::misses();
+  const uint64_t misses = missesOf(servedOp("aten::_softmax"));
   at::Tensor w = at::softmax(z, -1);
-  EXPECT_EQ(SoftmaxOverride::misses(), misses + 1);
+  EXPECT_EQ(missesOf(servedOp("aten::_softmax")), misses + 1);
   EXPECT_EQ(maxErr(w, at::cuda::_softmax(z, -1, false)), 0.0);
 }
 
@@ -310,12 +312,12 @@ TEST_F(SoftmaxCudaOverrideTest, GivenTunedLogSoftmaxVariantWhenCalledThroughDisp
   ASSERT_TRUE(t.accepted) << t.metrics.dump(2);
   EXPECT_EQ(t.family, "log_softmax_lastdim");
   VariantKey key{static_cast<int32_t>(v.dtype), 0, v.rows, v.cols};
-  SoftmaxOverride::plans(Op::LogSoftmax).publish(makePlan(t.family, key, t.paramsJson, t.kernelName, t.cubin, 0));
+  plansOf(servedOp("aten::_log_softmax")).publish(makePlan(t.family, key, t.paramsJson, t.kernelName, t.cubin, 0));
 
   at::Tensor x = at::randn({v.rows, v.cols}, at::kCUDA).mul_(3).to(at::kBFloat16);
-  const uint64_t hits = SoftmaxOverride::hits(Op::LogSoftmax);
+  const uint64_t hits = hitsOf(servedOp("aten::_log_softmax"));
   at::Tensor y = at::log_softmax(x, -1);
-  EXPECT_EQ(SoftmaxOverride::hits(Op::LogSoftmax), hits + 1);
+  EXPECT_EQ(hitsOf(servedOp("aten::_log_softmax")), hits + 1);
   const at::Tensor ref = at::cuda::_log_softmax(x, -1, false).to(at::kDouble);
   const SoftmaxFamily::Bound b = SoftmaxFamily::logSoftmaxTolerance(v.dtype);
   EXPECT_LE(((y.to(at::kDouble) - ref).abs() - (ref.abs() * b.relative + b.absolute)).max().item<double>(), 0.0);
@@ -331,7 +333,7 @@ TEST_F(SoftmaxCudaOverrideTest, GivenPlanWhenCapturedInCudaGraphThenReplayMatche
                                      SoftmaxFamily::compileOptions(v.dtype, params))
                           .cubin;
   VariantKey key{static_cast<int32_t>(v.dtype), 0, v.rows, v.cols};
-  SoftmaxOverride::plans().publish(makeSoftmaxPlan(key, params, cubin, 0));
+  plansOf(servedOp("aten::_softmax")).publish(kernels::softmaxDescriptor(kernels::SoftmaxOp::Softmax).makePlan(key, params.toJson(), cubin, 0));
 
   at::Tensor x = at::randn({v.rows, v.cols}, at::kCUDA).to(at::kHalf);
   at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
@@ -341,11 +343,11 @@ TEST_F(SoftmaxCudaOverrideTest, GivenPlanWhenCapturedInCudaGraphThenReplayMatche
     c10::cuda::CUDAStreamGuard g(side);
     (void)at::softmax(x, -1);  // warm-up on the capture stream
     side.synchronize();
-    const uint64_t hits = SoftmaxOverride::hits();
+    const uint64_t hits = hitsOf(servedOp("aten::_softmax"));
     graph.capture_begin();
     y = at::softmax(x, -1);
     graph.capture_end();
-    EXPECT_EQ(SoftmaxOverride::hits(), hits + 1);
+    EXPECT_EQ(hitsOf(servedOp("aten::_softmax")), hits + 1);
   }
   x.copy_(at::randn_like(x));
   graph.replay();

@@ -15,8 +15,10 @@
 #include <cmath>
 
 #include "CrossEntropyOverride.h"
+#include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/runtime/StreamWorkspace.h"
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/VariantOptions.h"
 
 namespace hotkernel {
 namespace {
@@ -56,7 +58,7 @@ bool isPattern(const at::Tensor& t) { return at::all(t == 0.25).item<bool>(); }
 
 VariantKey key(int64_t rows, int64_t cols, int32_t reduction) {
   VariantKey k{kF32, -1, rows, cols};
-  k.flags = VariantKey::reductionFlags(reduction);
+  k.options = kernels::reductionOptions(reduction);
   return k;
 }
 
@@ -74,13 +76,13 @@ class CrossEntropyOverrideTest : public ::testing::Test {
     mean_ = std::make_shared<AbiLauncher>();
     none_ = std::make_shared<AbiLauncher>();
     sum_ = std::make_shared<AbiLauncher>();
-    CrossEntropyOverride::plans().publish(Plan{key(kRows, kCols, at::Reduction::Mean), mean_, "abi mean"});
-    CrossEntropyOverride::plans().publish(Plan{key(kRows, kCols, at::Reduction::None), none_, "abi none"});
-    CrossEntropyOverride::plans().publish(Plan{key(kRows, kCols, at::Reduction::Sum), sum_, "abi sum"});
+    plansOf(servedOp("aten::cross_entropy_loss")).publish(Plan{key(kRows, kCols, at::Reduction::Mean), mean_, "abi mean"});
+    plansOf(servedOp("aten::cross_entropy_loss")).publish(Plan{key(kRows, kCols, at::Reduction::None), none_, "abi none"});
+    plansOf(servedOp("aten::cross_entropy_loss")).publish(Plan{key(kRows, kCols, at::Reduction::Sum), sum_, "abi sum"});
   }
   void SetUp() override {
     mean_->fail = false;
-    CrossEntropyOverride::setEnabled(true);
+    setServedOpsEnabled(true);
   }
   static std::shared_ptr<AbiLauncher> mean_, none_, sum_;
 };
@@ -90,16 +92,16 @@ std::shared_ptr<AbiLauncher> CrossEntropyOverrideTest::sum_;
 
 TEST_F(CrossEntropyOverrideTest, GivenInstalledWhenInstallingAgainThenIdempotentAndBothKeysRegistered) {
   EXPECT_NO_THROW(CrossEntropyOverride::install(c10::DispatchKey::CPU));
-  EXPECT_TRUE(CrossEntropyOverride::installed(c10::DispatchKey::CPU));
-  EXPECT_TRUE(CrossEntropyOverride::installed(c10::DispatchKey::AutogradCPU));
+  EXPECT_TRUE(CrossEntropyOverride::state().installedFor(c10::DispatchKey::CPU));
+  EXPECT_TRUE(CrossEntropyOverride::state().installedFor(c10::DispatchKey::AutogradCPU));
 }
 
 TEST_F(CrossEntropyOverrideTest, GivenPlannedMeanUnderInferenceModeWhenCalledThenPlanRunsWith0DimOutAndZeroedCounter) {
   at::Tensor x = at::randn({kRows, kCols}), t = targets(kRows, kCols);
   c10::InferenceMode inference;
-  const uint64_t hits = CrossEntropyOverride::hits();
+  const uint64_t hits = hitsOf(servedOp("aten::cross_entropy_loss"));
   at::Tensor loss = at::cross_entropy_loss(x, t, std::nullopt, at::Reduction::Mean, 3, 0.0);
-  EXPECT_EQ(CrossEntropyOverride::hits(), hits + 1);
+  EXPECT_EQ(hitsOf(servedOp("aten::cross_entropy_loss")), hits + 1);
   EXPECT_EQ(loss.dim(), 0);
   EXPECT_EQ(loss.scalar_type(), at::kFloat);
   EXPECT_TRUE(isPattern(loss));
@@ -180,7 +182,7 @@ TEST_F(CrossEntropyOverrideTest, GivenRefusedOrUnplannedCallsWhenCalledThenOrigi
   at::Tensor x = at::randn({kRows, kCols}), t = targets(kRows, kCols);
   const int before = mean_->calls.load();
   c10::InferenceMode inference;
-  const uint64_t misses = CrossEntropyOverride::misses();
+  const uint64_t misses = missesOf(servedOp("aten::cross_entropy_loss"));
   // Class weights, label smoothing, another shape, probabilities, non-contiguous logits.
   const at::Tensor w = at::rand({kCols});
   EXPECT_FALSE(isPattern(at::cross_entropy_loss(x, t, w, 1, -100, 0.0)));
@@ -194,7 +196,7 @@ TEST_F(CrossEntropyOverrideTest, GivenRefusedOrUnplannedCallsWhenCalledThenOrigi
   at::Tensor xt = at::randn({kCols, kRows}).t();
   EXPECT_TRUE(at::allclose(at::cross_entropy_loss(xt, t), original(xt, t)));
   EXPECT_EQ(mean_->calls.load(), before);
-  EXPECT_GE(CrossEntropyOverride::misses(), misses + 6);
+  EXPECT_GE(missesOf(servedOp("aten::cross_entropy_loss")), misses + 6);
 }
 
 TEST_F(CrossEntropyOverrideTest, GivenLauncherFailureOrDisabledOrMisalignedLogitsWhenCalledThenOriginal) {
@@ -203,9 +205,9 @@ TEST_F(CrossEntropyOverrideTest, GivenLauncherFailureOrDisabledOrMisalignedLogit
   mean_->fail = true;
   EXPECT_TRUE(at::allclose(at::cross_entropy_loss(x, t), original(x, t)));
   mean_->fail = false;
-  CrossEntropyOverride::setEnabled(false);
+  setServedOpsEnabled(false);
   EXPECT_TRUE(at::allclose(at::cross_entropy_loss(x, t), original(x, t)));
-  CrossEntropyOverride::setEnabled(true);
+  setServedOpsEnabled(true);
   at::Tensor flat = at::randn({kRows * kCols + 1});
   at::Tensor misaligned = flat.narrow(0, 1, kRows * kCols).view({kRows, kCols});  // 4 bytes off 16
   ASSERT_TRUE(misaligned.is_contiguous());
@@ -221,8 +223,8 @@ TEST(CrossEntropyKeyTest, GivenServableCallWhenKeyedThenRowsColsDeviceAndReducti
   EXPECT_EQ(k->device, -1);
   EXPECT_EQ(k->rows, 5);
   EXPECT_EQ(k->cols, 11);
-  EXPECT_EQ(k->reduction(), at::Reduction::Sum);
-  EXPECT_FALSE(k->hasWeight());
+  EXPECT_EQ(kernels::reductionOf(*k), at::Reduction::Sum);
+  EXPECT_FALSE(kernels::hasWeight(*k));
 }
 
 TEST(CrossEntropyKeyTest, GivenCallsTheFamilyRefusesWhenKeyedThenNone) {

@@ -10,9 +10,11 @@
 #include <atomic>
 
 #include "LayerNormOverride.h"
-#include "NormOverrideCommon.h"
+#include "NormCall.h"
 #include "RmsNormOverride.h"
+#include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/VariantOptions.h"
 
 namespace hotkernel {
 namespace {
@@ -57,7 +59,7 @@ bool isPattern(const at::Tensor& t) { return at::all(t == 0.25).item<bool>(); }
 
 VariantKey key(int64_t rows, int64_t cols, int32_t flags) {
   VariantKey k{kF32, -1, rows, cols};
-  k.flags = flags;
+  k.options = flags;
   return k;
 }
 
@@ -66,11 +68,11 @@ class RmsNormOverrideTest : public ::testing::Test {
   static void SetUpTestSuite() {
     RmsNormOverride::install(c10::DispatchKey::CPU);
     launcher_ = std::make_shared<AbiLauncher>(false);
-    RmsNormOverride::plans().publish(Plan{key(6, 32, VariantKey::kHasWeight), launcher_, "abi 6x32 weight"});
+    plansOf(servedOp("aten::_fused_rms_norm")).publish(Plan{key(6, 32, kernels::variant_options::kWeight), launcher_, "abi 6x32 weight"});
   }
   void SetUp() override {
     launcher_->fail = false;
-    RmsNormOverride::setEnabled(true);
+    setServedOpsEnabled(true);
   }
   static std::shared_ptr<AbiLauncher> launcher_;
 };
@@ -78,14 +80,14 @@ std::shared_ptr<AbiLauncher> RmsNormOverrideTest::launcher_;
 
 TEST_F(RmsNormOverrideTest, GivenInstalledTwiceWhenInstallingThenIdempotent) {
   EXPECT_NO_THROW(RmsNormOverride::install(c10::DispatchKey::CPU));
-  EXPECT_TRUE(RmsNormOverride::installed(c10::DispatchKey::CPU));
+  EXPECT_TRUE(RmsNormOverride::state().installedFor(c10::DispatchKey::CPU));
 }
 
 TEST_F(RmsNormOverrideTest, GivenPlannedVariantWhenCalledThenPlanGetsWeightAndEpsAndRstdIsFloatKeepdim) {
   at::Tensor x = at::randn({2, 3, 32}), w = at::randn({32});
-  const uint64_t hits = RmsNormOverride::hits();
+  const uint64_t hits = hitsOf(servedOp("aten::_fused_rms_norm"));
   auto [out, rstd] = at::_fused_rms_norm(x, {32}, w, 1e-3);
-  EXPECT_EQ(RmsNormOverride::hits(), hits + 1);
+  EXPECT_EQ(hitsOf(servedOp("aten::_fused_rms_norm")), hits + 1);
   EXPECT_TRUE(isPattern(out));
   EXPECT_EQ(out.sizes(), x.sizes());
   EXPECT_EQ(rstd.scalar_type(), at::kFloat);
@@ -109,9 +111,9 @@ TEST_F(RmsNormOverrideTest, GivenUnplannedOrUnservableCallsWhenCalledThenOrigina
   for (auto [in, weight] : std::vector<std::pair<at::Tensor, std::optional<at::Tensor>>>{
            {x, std::nullopt}, {at::randn({7, 32}), w}, {x, at::randn({32, 2}).select(1, 0)},
            {at::randn({32, 6}).t(), std::nullopt}}) {
-    const uint64_t misses = RmsNormOverride::misses();
+    const uint64_t misses = missesOf(servedOp("aten::_fused_rms_norm"));
     auto [out, rstd] = at::_fused_rms_norm(in, {in.size(-1)}, weight, 1e-5);
-    EXPECT_EQ(RmsNormOverride::misses(), misses + 1);
+    EXPECT_EQ(missesOf(servedOp("aten::_fused_rms_norm")), misses + 1);
     EXPECT_FALSE(isPattern(out));
   }
   EXPECT_EQ(launcher_->calls.load(), before);
@@ -122,9 +124,9 @@ TEST_F(RmsNormOverrideTest, GivenLauncherFailureOrDisabledWhenCalledThenOriginal
   launcher_->fail = true;
   EXPECT_FALSE(isPattern(std::get<0>(at::_fused_rms_norm(x, {32}, w, 1e-5))));
   launcher_->fail = false;
-  RmsNormOverride::setEnabled(false);
+  setServedOpsEnabled(false);
   EXPECT_FALSE(isPattern(std::get<0>(at::_fused_rms_norm(x, {32}, w, 1e-5))));
-  RmsNormOverride::setEnabled(true);
+  setServedOpsEnabled(true);
   EXPECT_TRUE(isPattern(std::get<0>(at::_fused_rms_norm(x, {32}, w, 1e-5))));
 }
 
@@ -140,19 +142,19 @@ class LayerNormOverrideTest : public ::testing::Test {
   static void SetUpTestSuite() {
     LayerNormOverride::install(c10::DispatchKey::CPU);
     launcher_ = std::make_shared<AbiLauncher>(true);
-    LayerNormOverride::plans().publish(
-        Plan{key(6, 32, VariantKey::kHasWeight | VariantKey::kHasBias), launcher_, "abi 6x32 weight bias"});
+    plansOf(servedOp("aten::native_layer_norm")).publish(
+        Plan{key(6, 32, kernels::variant_options::kWeight | kernels::variant_options::kBias), launcher_, "abi 6x32 weight bias"});
   }
-  void SetUp() override { LayerNormOverride::setEnabled(true); }
+  void SetUp() override { setServedOpsEnabled(true); }
   static std::shared_ptr<AbiLauncher> launcher_;
 };
 std::shared_ptr<AbiLauncher> LayerNormOverrideTest::launcher_;
 
 TEST_F(LayerNormOverrideTest, GivenPlannedVariantWhenCalledThenMeanAndRstdAreFloatKeepdimAndArraysPassed) {
   at::Tensor x = at::randn({6, 32}), w = at::randn({32}), b = at::randn({32});
-  const uint64_t hits = LayerNormOverride::hits();
+  const uint64_t hits = hitsOf(servedOp("aten::native_layer_norm"));
   auto [out, mean, rstd] = at::native_layer_norm(x, {32}, w, b, 1e-5);
-  EXPECT_EQ(LayerNormOverride::hits(), hits + 1);
+  EXPECT_EQ(hitsOf(servedOp("aten::native_layer_norm")), hits + 1);
   EXPECT_TRUE(isPattern(out));
   EXPECT_EQ(mean.scalar_type(), at::kFloat);
   EXPECT_EQ(mean.sizes(), (at::IntArrayRef{6, 1}));
@@ -171,9 +173,9 @@ TEST_F(LayerNormOverrideTest, GivenOtherVariantsWhenCalledThenOriginalKernelResu
   for (auto [in, shape, bias] : std::vector<std::tuple<at::Tensor, std::vector<int64_t>, std::optional<at::Tensor>>>{
            {x, {32}, std::nullopt}, {x.view({3, 2, 32}), {2, 32}, at::randn({2, 32})}}) {
     const at::Tensor weight = at::randn(shape);
-    const uint64_t misses = LayerNormOverride::misses();
+    const uint64_t misses = missesOf(servedOp("aten::native_layer_norm"));
     auto [out, mean, rstd] = at::native_layer_norm(in, shape, weight, bias, 1e-5);
-    EXPECT_EQ(LayerNormOverride::misses(), misses + 1);
+    EXPECT_EQ(missesOf(servedOp("aten::native_layer_norm")), misses + 1);
     auto [refOut, refMean, refRstd] = LayerNormOverride::callOriginal(
         c10::DispatchKeySet(c10::DispatchKey::CPU), in, c10::fromIntArrayRefSlow(shape), weight, bias, 1e-5);
     EXPECT_TRUE(at::allclose(out, refOut));
@@ -197,10 +199,10 @@ TEST(NormCallTest, GivenTensorsWhenKeyedThenRowsColsFlagsAndStatShape) {
   EXPECT_EQ(call->key.rows, 6);
   EXPECT_EQ(call->key.cols, 20);
   EXPECT_EQ(call->key.device, -1);
-  EXPECT_EQ(call->key.flags, VariantKey::kHasWeight);
+  EXPECT_EQ(call->key.options, kernels::variant_options::kWeight);
   EXPECT_EQ(call->statShape, (std::vector<int64_t>{2, 3, 1, 1}));
-  EXPECT_EQ(normCallOf(x, {4, 5}, w, w)->key.flags, VariantKey::kHasWeight | VariantKey::kHasBias);
-  EXPECT_EQ(normCallOf(x, {4, 5}, at::Tensor(), std::nullopt)->key.flags, 0);  // undefined weight = none
+  EXPECT_EQ(normCallOf(x, {4, 5}, w, w)->key.options, kernels::variant_options::kWeight | kernels::variant_options::kBias);
+  EXPECT_EQ(normCallOf(x, {4, 5}, at::Tensor(), std::nullopt)->key.options, 0);  // undefined weight = none
   EXPECT_EQ(normCallOf(x, {5}, std::nullopt, std::nullopt)->key.rows, 24);           // fewer normalized dims
   EXPECT_FALSE(normCallOf(x, {4, 4}, std::nullopt, std::nullopt).has_value());        // not the trailing dims
   EXPECT_FALSE(normCallOf(x, {}, std::nullopt, std::nullopt).has_value());            // nothing normalized

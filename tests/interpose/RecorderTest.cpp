@@ -6,8 +6,9 @@
 #include <mutex>
 #include <vector>
 
-#include "Recorder.h"
+#include "hotkernel/interpose/Recorder.h"
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/VariantOptions.h"
 
 namespace hotkernel {
 namespace {
@@ -88,15 +89,15 @@ TEST(RecorderTest, GivenNormOpsWhenRecordedThenVariantsCarryTheirWeightAndBiasFl
   (void)at::native_layer_norm(x, {24}, std::nullopt, b, 1e-5);
 
   VariantKey rms{static_cast<int32_t>(kernels::DType::Float32), -1, 6, 24};
-  rms.flags = VariantKey::kHasWeight;
+  rms.options = kernels::variant_options::kWeight;
   EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::_fused_rms_norm", rms), 2.0);
   VariantKey both{static_cast<int32_t>(kernels::DType::Float32), -1, 3, 48};
-  both.flags = VariantKey::kHasWeight | VariantKey::kHasBias;
+  both.options = kernels::variant_options::kWeight | kernels::variant_options::kBias;
   EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::native_layer_norm", both), 1.0);
   VariantKey bare{static_cast<int32_t>(kernels::DType::Float32), -1, 6, 24};
   EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::native_layer_norm", bare), 1.0);
   VariantKey biasOnly = bare;
-  biasOnly.flags = VariantKey::kHasBias;
+  biasOnly.options = kernels::variant_options::kBias;
   EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::native_layer_norm", biasOnly), 1.0);
 
   int seen = 0;
@@ -129,11 +130,11 @@ TEST(RecorderTest, GivenCrossEntropyCallsWhenRecordedThenVariantsCarryTheirReduc
   (void)at::cross_entropy_loss(x, t, std::nullopt, at::Reduction::None, -100, 0.0);
   (void)at::cross_entropy_loss(x, t, at::rand({19}), at::Reduction::Sum, -100, 0.0);  // weights: not served
   VariantKey mean{static_cast<int32_t>(kernels::DType::Float32), -1, 7, 19};
-  mean.flags = VariantKey::reductionFlags(at::Reduction::Mean);
+  mean.options = kernels::reductionOptions(at::Reduction::Mean);
   VariantKey none = mean;
-  none.flags = VariantKey::reductionFlags(at::Reduction::None);
+  none.options = kernels::reductionOptions(at::Reduction::None);
   VariantKey sum = mean;
-  sum.flags = VariantKey::reductionFlags(at::Reduction::Sum);
+  sum.options = kernels::reductionOptions(at::Reduction::Sum);
   EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::cross_entropy_loss", mean), 1.0);
   EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::cross_entropy_loss", none), 1.0);
   EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::cross_entropy_loss", sum), 0.0);

@@ -13,7 +13,7 @@
 #include <atomic>
 
 #include "ReduceOverride.h"
-#include "ServedOps.h"
+#include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/kernels/DType.h"
 
 namespace hotkernel {
@@ -68,13 +68,13 @@ class ReduceOverrideTest : public ::testing::Test {
     for (ReduceOp op : kernels::kAllReduceOps) {
       ReduceOverride::install(c10::DispatchKey::CPU, op);
       launchers_[static_cast<int>(op)] = std::make_shared<AbiLauncher>(op == ReduceOp::Argmax);
-      ReduceOverride::plans(op).publish(
+      plansOf(servedOp(kernels::reduceAtenOpName(op))).publish(
           Plan{VariantKey{kF32, -1, 6, 48}, launchers_[static_cast<int>(op)], "abi 6x48"});
     }
   }
   void SetUp() override {
     for (auto& l : launchers_) l->fail = false;
-    ReduceOverride::setEnabled(true);
+    setServedOpsEnabled(true);
   }
   static AbiLauncher& launcher(ReduceOp op) { return *launchers_[static_cast<int>(op)]; }
   static std::shared_ptr<AbiLauncher> launchers_[4];
@@ -84,20 +84,20 @@ std::shared_ptr<AbiLauncher> ReduceOverrideTest::launchers_[4];
 TEST_F(ReduceOverrideTest, GivenInstalledTwiceWhenInstallingThenIdempotentForEveryOp) {
   for (ReduceOp op : kernels::kAllReduceOps) {
     EXPECT_NO_THROW(ReduceOverride::install(c10::DispatchKey::CPU, op));
-    EXPECT_TRUE(ReduceOverride::installed(c10::DispatchKey::CPU, op));
+    EXPECT_TRUE(ReduceOverride::state(op).installedFor(c10::DispatchKey::CPU));
   }
   EXPECT_STREQ(ReduceOverride::opName(ReduceOp::Sum), "aten::sum.dim_IntList");
   // What the runtime asks before it tunes a hot variant (Note [Only served ops are tuned]).
-  EXPECT_TRUE(servedOpInstalled(ServedOp::Argmax, c10::DispatchKey::CPU));
-  EXPECT_FALSE(servedOpInstalled(ServedOp::Argmax, c10::DispatchKey::CUDA));
-  EXPECT_FALSE(servedOpInstalled(ServedOp::Softmax, c10::DispatchKey::CPU));
+  EXPECT_TRUE(servedOpInstalled(servedOp("aten::argmax"), c10::DispatchKey::CPU));
+  EXPECT_FALSE(servedOpInstalled(servedOp("aten::argmax"), c10::DispatchKey::CUDA));
+  EXPECT_FALSE(servedOpInstalled(servedOp("aten::_softmax"), c10::DispatchKey::CPU));
 }
 
 TEST_F(ReduceOverrideTest, GivenAPlannedVariantWhenSummedOverTheLastDimThenThePlanServesWithAtensShapes) {
   const at::Tensor x = at::randn({2, 3, 48});
-  const uint64_t hits = ReduceOverride::hits(ReduceOp::Sum);
+  const uint64_t hits = hitsOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Sum)));
   const at::Tensor out = at::sum(x, {-1});
-  EXPECT_EQ(ReduceOverride::hits(ReduceOp::Sum), hits + 1);
+  EXPECT_EQ(hitsOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Sum))), hits + 1);
   EXPECT_EQ(out.sizes(), (at::IntArrayRef{2, 3}));
   EXPECT_EQ(out.scalar_type(), at::kFloat);
   EXPECT_TRUE(at::equal(out.reshape({6}), pattern(6)));
@@ -107,7 +107,7 @@ TEST_F(ReduceOverrideTest, GivenAPlannedVariantWhenSummedOverTheLastDimThenThePl
   // keepdim, and the last dim spelled positively.
   EXPECT_EQ(at::sum(x, {-1}, /*keepdim=*/true).sizes(), (at::IntArrayRef{2, 3, 1}));
   EXPECT_TRUE(at::equal(at::sum(x, {2}).reshape({6}), pattern(6)));
-  EXPECT_EQ(ReduceOverride::hits(ReduceOp::Sum), hits + 3);
+  EXPECT_EQ(hitsOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Sum))), hits + 3);
 }
 
 TEST_F(ReduceOverrideTest, GivenPlannedVariantsWhenMeanAmaxAndArgmaxRunThenEachOpsPlanServes) {
@@ -132,13 +132,13 @@ TEST_F(ReduceOverrideTest, GivenCallsTheFamilyRefusesOrWithoutAPlanWhenCalledThe
   const at::Tensor byCol = x64.sum(0).to(at::kFloat), all = x64.sum().to(at::kFloat), byRow64 = x64.sum(-1);
   const at::Tensor tRows = t.to(at::kDouble).sum(-1).to(at::kFloat), yRows = y.to(at::kDouble).sum(-1).to(at::kFloat);
   const int before = launcher(ReduceOp::Sum).calls.load();
-  const uint64_t misses = ReduceOverride::misses(ReduceOp::Sum);
+  const uint64_t misses = missesOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Sum)));
   // Another dim, several dims, a dtype= argument, a transposed input, an unplanned shape, integers.
   const at::Tensor outByCol = at::sum(x, {0}), outAll = at::sum(x, at::IntArrayRef{0, 1});
   const at::Tensor asDouble = at::sum(x, {-1}, false, at::kDouble);
   const at::Tensor outT = at::sum(t, {-1}), outY = at::sum(y, {-1}), outInts = at::sum(ints, {-1});
   EXPECT_EQ(launcher(ReduceOp::Sum).calls.load(), before);
-  EXPECT_EQ(ReduceOverride::misses(ReduceOp::Sum), misses + 6);
+  EXPECT_EQ(missesOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Sum))), misses + 6);
   EXPECT_TRUE(near(outByCol, byCol));
   EXPECT_TRUE(near(outAll, all));
   EXPECT_EQ(asDouble.scalar_type(), at::kDouble);
@@ -159,17 +159,17 @@ TEST_F(ReduceOverrideTest, GivenAFailingLaunchOrDisabledOverridesWhenCalledThenO
   const at::Tensor x = at::randn({6, 48});
   const at::Tensor expected = x.to(at::kDouble).sum(-1).to(at::kFloat);
   launcher(ReduceOp::Sum).fail = true;
-  const uint64_t misses = ReduceOverride::misses(ReduceOp::Sum);
+  const uint64_t misses = missesOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Sum)));
   EXPECT_TRUE(near(at::sum(x, {-1}), expected));
-  EXPECT_EQ(ReduceOverride::misses(ReduceOp::Sum), misses + 1);
+  EXPECT_EQ(missesOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Sum))), misses + 1);
   launcher(ReduceOp::Sum).fail = false;
-  EXPECT_TRUE(ReduceOverride::setEnabled(false));
-  EXPECT_FALSE(ReduceOverride::enabled());
+  EXPECT_TRUE(setServedOpsEnabled(false));
+  EXPECT_FALSE(servedOpsEnabled());
   const int before = launcher(ReduceOp::Argmax).calls.load();
   EXPECT_TRUE(near(at::sum(x, {-1}), expected));
   EXPECT_TRUE(at::equal(at::argmax(x, -1), std::get<1>(x.max(-1))));
   EXPECT_EQ(launcher(ReduceOp::Argmax).calls.load(), before);
-  ReduceOverride::setEnabled(true);
+  setServedOpsEnabled(true);
 }
 
 TEST_F(ReduceOverrideTest, GivenMisalignedInputWhenCalledThenOriginalResult) {

@@ -10,6 +10,7 @@
 #include <atomic>
 
 #include "SoftmaxOverride.h"
+#include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/kernels/DType.h"
 
 namespace hotkernel {
@@ -38,11 +39,11 @@ class SoftmaxOverrideTest : public ::testing::Test {
     SoftmaxOverride::install(c10::DispatchKey::CPU);
     launcher_ = std::make_shared<PatternLauncher>();
     const int32_t f32 = static_cast<int32_t>(kernels::DType::Float32);
-    SoftmaxOverride::plans().publish(Plan{VariantKey{f32, -1, 6, 32}, launcher_, "pattern 6x32"});
+    plansOf(servedOp("aten::_softmax")).publish(Plan{VariantKey{f32, -1, 6, 32}, launcher_, "pattern 6x32"});
   }
   void SetUp() override {
     launcher_->fail = false;
-    SoftmaxOverride::setEnabled(true);
+    setServedOpsEnabled(true);
   }
   static bool isPattern(const at::Tensor& t) { return at::all(t == 0.25).item<bool>(); }
   static std::shared_ptr<PatternLauncher> launcher_;
@@ -51,17 +52,17 @@ std::shared_ptr<PatternLauncher> SoftmaxOverrideTest::launcher_;
 
 TEST_F(SoftmaxOverrideTest, GivenInstalledTwiceWhenInstallingThenIdempotent) {
   EXPECT_NO_THROW(SoftmaxOverride::install(c10::DispatchKey::CPU));
-  EXPECT_TRUE(SoftmaxOverride::installed(c10::DispatchKey::CPU));
+  EXPECT_TRUE(SoftmaxOverride::state().installedFor(c10::DispatchKey::CPU));
 }
 
 TEST_F(SoftmaxOverrideTest, GivenPlannedVariantWhenCalledThroughDispatcherThenPlanRuns) {
   at::Tensor x = at::randn({6, 32});
   const int before = launcher_->calls.load();
-  const uint64_t hits = SoftmaxOverride::hits();
+  const uint64_t hits = hitsOf(servedOp("aten::_softmax"));
   at::Tensor y = at::_softmax(x, -1, false);
   EXPECT_TRUE(isPattern(y));
   EXPECT_EQ(launcher_->calls.load(), before + 1);
-  EXPECT_EQ(SoftmaxOverride::hits(), hits + 1);
+  EXPECT_EQ(hitsOf(servedOp("aten::_softmax")), hits + 1);
   // The composite op and a 3-D view of the same rows reach the same plan.
   EXPECT_TRUE(isPattern(at::softmax(x, 1)));
   EXPECT_TRUE(isPattern(at::softmax(x.view({2, 3, 32}), -1)));
@@ -97,9 +98,9 @@ TEST_F(SoftmaxOverrideTest, GivenLauncherFailureWhenCalledThenOriginalResult) {
 
 TEST_F(SoftmaxOverrideTest, GivenDisabledWhenCalledThenOriginalUntilReenabled) {
   at::Tensor x = at::randn({6, 32});
-  SoftmaxOverride::setEnabled(false);
+  setServedOpsEnabled(false);
   EXPECT_TRUE(at::allclose(at::_softmax(x, -1, false), at::cpu::_softmax(x, -1, false)));
-  SoftmaxOverride::setEnabled(true);
+  setServedOpsEnabled(true);
   EXPECT_TRUE(isPattern(at::_softmax(x, -1, false)));
 }
 
@@ -111,38 +112,28 @@ TEST_F(SoftmaxOverrideTest, GivenInvalidDimWhenCalledThenOriginalErrorReachesCal
 TEST_F(SoftmaxOverrideTest, GivenLogSoftmaxInstalledWhenCalledThenOnlyItsOwnPlansServeIt) {
   using Op = SoftmaxOverride::Op;
   SoftmaxOverride::install(c10::DispatchKey::CPU, Op::LogSoftmax);
-  EXPECT_TRUE(SoftmaxOverride::installed(c10::DispatchKey::CPU, Op::LogSoftmax));
+  EXPECT_TRUE(SoftmaxOverride::state(Op::LogSoftmax).installedFor(c10::DispatchKey::CPU));
   auto logLauncher = std::make_shared<PatternLauncher>();
   const int32_t f32 = static_cast<int32_t>(kernels::DType::Float32);
-  SoftmaxOverride::plans(Op::LogSoftmax).publish(Plan{VariantKey{f32, -1, 5, 16}, logLauncher, "pattern 5x16"});
+  plansOf(servedOp("aten::_log_softmax")).publish(Plan{VariantKey{f32, -1, 5, 16}, logLauncher, "pattern 5x16"});
   // Its own plan serves log_softmax (also through the composite op)...
-  const uint64_t hits = SoftmaxOverride::hits(Op::LogSoftmax);
+  const uint64_t hits = hitsOf(servedOp("aten::_log_softmax"));
   at::Tensor x = at::randn({5, 16});
   EXPECT_TRUE(isPattern(at::_log_softmax(x, -1, false)));
   EXPECT_TRUE(isPattern(at::log_softmax(x, -1)));
-  EXPECT_EQ(SoftmaxOverride::hits(Op::LogSoftmax), hits + 2);
+  EXPECT_EQ(hitsOf(servedOp("aten::_log_softmax")), hits + 2);
   EXPECT_EQ(logLauncher->calls.load(), 2);
   // ... but not softmax of the same shape, and softmax's plan (6x32) does not serve log_softmax.
   EXPECT_TRUE(at::allclose(at::_softmax(x, -1, false), at::cpu::_softmax(x, -1, false)));
   at::Tensor y = at::randn({6, 32});
-  const uint64_t misses = SoftmaxOverride::misses(Op::LogSoftmax);
+  const uint64_t misses = missesOf(servedOp("aten::_log_softmax"));
   EXPECT_TRUE(at::allclose(at::_log_softmax(y, -1, false), at::cpu::_log_softmax(y, -1, false)));
-  EXPECT_EQ(SoftmaxOverride::misses(Op::LogSoftmax), misses + 1);
+  EXPECT_EQ(missesOf(servedOp("aten::_log_softmax")), misses + 1);
   EXPECT_TRUE(isPattern(at::_softmax(y, -1, false)));
   // Disabling covers both ops.
-  SoftmaxOverride::setEnabled(false);
+  setServedOpsEnabled(false);
   EXPECT_TRUE(at::allclose(at::_log_softmax(x, -1, false), at::cpu::_log_softmax(x, -1, false)));
-  SoftmaxOverride::setEnabled(true);
-}
-
-TEST(SoftmaxOverrideNamesTest, GivenOpNamesWhenMappedThenSoftmaxAndLogSoftmaxOnly) {
-  using Op = SoftmaxOverride::Op;
-  EXPECT_EQ(SoftmaxOverride::opOf("aten::_softmax"), Op::Softmax);
-  EXPECT_EQ(SoftmaxOverride::opOf("_softmax"), Op::Softmax);
-  EXPECT_EQ(SoftmaxOverride::opOf("aten::_log_softmax"), Op::LogSoftmax);
-  EXPECT_EQ(SoftmaxOverride::opOf("_log_softmax"), Op::LogSoftmax);
-  EXPECT_FALSE(SoftmaxOverride::opOf("aten::softmax").has_value());
-  EXPECT_FALSE(SoftmaxOverride::opOf("").has_value());
+  setServedOpsEnabled(true);
 }
 
 TEST(SoftmaxVariantTest, GivenTensorsWhenKeyedThenRowsColsDtypeDevice) {

@@ -5,11 +5,13 @@
 #include <string>
 #include <utility>
 
+#include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
 #include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -20,42 +22,42 @@ using kernels::DType;
 
 TEST(PlanFactoryTest, GivenSoftmaxKeyWhenFormattedThenVariantStringIsUnchanged) {
   const VariantKey k{static_cast<int32_t>(DType::BFloat16), 0, 4096, 32000};
-  EXPECT_EQ(variantString(k), "dtype=bfloat16;rows=4096;cols=32000");
+  EXPECT_EQ(kernels::variantString(k), "dtype=bfloat16;rows=4096;cols=32000");
 }
 
 TEST(PlanFactoryTest, GivenNormKeysWhenFormattedAndParsedThenFlagsRoundTrip) {
-  for (int32_t flags : {0, VariantKey::kHasWeight, VariantKey::kHasBias,
-                        VariantKey::kHasWeight | VariantKey::kHasBias}) {
+  for (int32_t flags : {0, kernels::variant_options::kWeight, kernels::variant_options::kBias,
+                        kernels::variant_options::kWeight | kernels::variant_options::kBias}) {
     VariantKey k{static_cast<int32_t>(DType::Float16), 3, 16384, 8192};
-    k.flags = flags;
-    const std::string s = variantString(k);
-    std::optional<VariantKey> back = parseVariantString(s, 3);
+    k.options = flags;
+    const std::string s = kernels::variantString(k);
+    std::optional<VariantKey> back = kernels::parseVariantString(s, 3);
     ASSERT_TRUE(back.has_value()) << s;
     EXPECT_TRUE(*back == k) << s;
   }
   VariantKey both{static_cast<int32_t>(DType::Float32), 0, 2, 7};
-  both.flags = VariantKey::kHasWeight | VariantKey::kHasBias;
-  EXPECT_EQ(variantString(both), "dtype=float32;rows=2;cols=7;weight=1;bias=1");
+  both.options = kernels::variant_options::kWeight | kernels::variant_options::kBias;
+  EXPECT_EQ(kernels::variantString(both), "dtype=float32;rows=2;cols=7;weight=1;bias=1");
 }
 
 TEST(PlanFactoryTest, GivenMalformedVariantStringsWhenParsedThenRefused) {
   for (const char* s : {"", "dtype=bf16;rows=4", "dtype=bf16;rows=0;cols=4", "dtype=int8;rows=1;cols=4",
                         "dtype=bf16;rows=x;cols=4", "dtype=bf16;rows=1;cols=4;weight=2", "dtype=bf16;rows"}) {
-    EXPECT_FALSE(parseVariantString(s, 0).has_value()) << s;
+    EXPECT_FALSE(kernels::parseVariantString(s, 0).has_value()) << s;
   }
-  EXPECT_TRUE(parseVariantString("dtype=bf16;rows=1;cols=4;weight=0", 0).has_value());
+  EXPECT_TRUE(kernels::parseVariantString("dtype=bf16;rows=1;cols=4;weight=0", 0).has_value());
 }
 
 TEST(PlanFactoryTest, GivenNormParamsThatDoNotFitWhenMakingPlansThenErrorBeforeAnyLoad) {
   VariantKey k{static_cast<int32_t>(DType::BFloat16), 0, 64, 4097};  // 4097: no vector width divides it
-  k.flags = VariantKey::kHasWeight;
+  k.options = kernels::variant_options::kWeight;
   const kernels::NormParams wide{256, 8, 4, 1};
-  EXPECT_THROW(makeRmsNormPlan(k, wide, "not a cubin", 0), Error);
-  EXPECT_THROW(makeLayerNormPlan(k, wide, "not a cubin", 0), Error);
+  EXPECT_THROW(kernels::rmsNormDescriptor().makePlan(k, wide.toJson(), "not a cubin", 0), Error);
+  EXPECT_THROW(kernels::layerNormDescriptor().makePlan(k, wide.toJson(), "not a cubin", 0), Error);
   VariantKey withBias = k;
-  withBias.flags |= VariantKey::kHasBias;
+  withBias.options |= kernels::variant_options::kBias;
   const kernels::NormParams scalarPoint{256, 1, 0, 1};
-  EXPECT_THROW(makeRmsNormPlan(withBias, scalarPoint, "not a cubin", 0), Error);  // rms_norm has no bias
+  EXPECT_THROW(kernels::rmsNormDescriptor().makePlan(withBias, scalarPoint.toJson(), "not a cubin", 0), Error);  // rms_norm has no bias
   EXPECT_THROW(makePlan("rms_norm", k, wide.toJson(), "hk_other", "not a cubin", 0), Error);
   EXPECT_THROW(makePlan("group_norm", k, wide.toJson(), "", "not a cubin", 0), Error);
 }
@@ -78,15 +80,15 @@ TEST(PlanFactoryTest, GivenSoftmaxParamsThatDoNotFitWhenMakingPlansThenTheGuardR
   const kernels::SoftmaxParams wide{256, 8, 4};
   for (auto [op, name] : {std::pair{kernels::SoftmaxOp::Softmax, "softmax_lastdim"},
                           std::pair{kernels::SoftmaxOp::LogSoftmax, "log_softmax_lastdim"}}) {
-    const std::string what = errorOf([&] { makeSoftmaxPlan(k, wide, "not a cubin", 0, op); });
+    const std::string what = errorOf([&] { kernels::softmaxDescriptor(op).makePlan(k, wide.toJson(), "not a cubin", 0); });
     EXPECT_NE(what.find(std::string("do not fit ") + name + " "), std::string::npos) << what;
   }
   const kernels::NormParams normWide{256, 8, 4, 1};
   VariantKey nk = k;
-  nk.flags = VariantKey::kHasWeight;
-  EXPECT_NE(errorOf([&] { makeRmsNormPlan(nk, normWide, "not a cubin", 0); }).find("do not fit rms_norm "),
+  nk.options = kernels::variant_options::kWeight;
+  EXPECT_NE(errorOf([&] { kernels::rmsNormDescriptor().makePlan(nk, normWide.toJson(), "not a cubin", 0); }).find("do not fit rms_norm "),
             std::string::npos);
-  EXPECT_NE(errorOf([&] { makeLayerNormPlan(nk, normWide, "not a cubin", 0); }).find("do not fit layer_norm "),
+  EXPECT_NE(errorOf([&] { kernels::layerNormDescriptor().makePlan(nk, normWide.toJson(), "not a cubin", 0); }).find("do not fit layer_norm "),
             std::string::npos);
 }
 
@@ -94,58 +96,58 @@ TEST(PlanFactoryTest, GivenCrossEntropyKeysWhenFormattedAndParsedThenReductionRo
   const char* names[] = {"none", "mean", "sum"};
   for (int32_t r = 0; r < 3; ++r) {
     VariantKey k{static_cast<int32_t>(DType::BFloat16), 1, 4096, 32000};
-    k.flags = VariantKey::reductionFlags(r);
-    EXPECT_EQ(k.reduction(), r);
-    const std::string s = variantString(k);
+    k.options = kernels::reductionOptions(r);
+    EXPECT_EQ(kernels::reductionOf(k), r);
+    const std::string s = kernels::variantString(k);
     EXPECT_EQ(s, std::string("dtype=bfloat16;rows=4096;cols=32000;reduction=") + names[r]);
-    std::optional<VariantKey> back = parseVariantString(s, 1);
+    std::optional<VariantKey> back = kernels::parseVariantString(s, 1);
     ASSERT_TRUE(back.has_value()) << s;
     EXPECT_TRUE(*back == k) << s;
   }
   // Keys of other ops hold no reduction; a key for "none" differs from a softmax key of the same shape.
   const VariantKey softmax{static_cast<int32_t>(DType::BFloat16), 1, 4096, 32000};
-  EXPECT_EQ(softmax.reduction(), -1);
+  EXPECT_EQ(kernels::reductionOf(softmax), -1);
   VariantKey none = softmax;
-  none.flags = VariantKey::reductionFlags(0);
+  none.options = kernels::reductionOptions(0);
   EXPECT_FALSE(none == softmax);
-  EXPECT_FALSE(parseVariantString("dtype=bf16;rows=1;cols=4;reduction=max", 0).has_value());
-  EXPECT_FALSE(parseVariantString("dtype=bf16;rows=1;cols=4;reduction=", 0).has_value());
+  EXPECT_FALSE(kernels::parseVariantString("dtype=bf16;rows=1;cols=4;reduction=max", 0).has_value());
+  EXPECT_FALSE(kernels::parseVariantString("dtype=bf16;rows=1;cols=4;reduction=", 0).has_value());
 }
 
 TEST(PlanFactoryTest, GivenCrossEntropyParamsThatDoNotFitWhenMakingPlansThenErrorBeforeAnyLoad) {
   VariantKey k{static_cast<int32_t>(DType::BFloat16), 0, 64, 4097};  // 4097: only vec = 1 fits
-  k.flags = VariantKey::reductionFlags(1);
+  k.options = kernels::reductionOptions(1);
   kernels::CrossEntropyParams wide;
   wide.threads = 256;
   wide.vec = 8;
   wide.unroll = 2;
-  EXPECT_THROW(makeCrossEntropyPlan(k, wide, "not a cubin", 0), Error);
+  EXPECT_THROW(kernels::crossEntropyDescriptor().makePlan(k, wide.toJson(), "not a cubin", 0), Error);
   EXPECT_THROW(makePlan("cross_entropy", k, wide.toJson(), "hk_other", "not a cubin", 0), Error);
   VariantKey noReduction = k;
-  noReduction.flags = 0;  // a softmax-style key: not a cross_entropy_loss variant
+  noReduction.options = 0;  // a softmax-style key: not a cross_entropy_loss variant
   kernels::CrossEntropyParams scalarPoint;
   scalarPoint.threads = 256;
-  EXPECT_THROW(makeCrossEntropyPlan(noReduction, scalarPoint, "not a cubin", 0), Error);
+  EXPECT_THROW(kernels::crossEntropyDescriptor().makePlan(noReduction, scalarPoint.toJson(), "not a cubin", 0), Error);
   VariantKey withWeight = k;
-  withWeight.flags |= VariantKey::kHasWeight;
-  EXPECT_THROW(makeCrossEntropyPlan(withWeight, scalarPoint, "not a cubin", 0), Error);
+  withWeight.options |= kernels::variant_options::kWeight;
+  EXPECT_THROW(kernels::crossEntropyDescriptor().makePlan(withWeight, scalarPoint.toJson(), "not a cubin", 0), Error);
 }
 
 TEST(PlanFactoryTest, GivenReductionParamsThatDoNotFitOrFlaggedKeysWhenMakingPlansThenErrorBeforeAnyLoad) {
   const VariantKey k{static_cast<int32_t>(DType::BFloat16), 0, 64, 4097};  // 4097: only vec = 1 fits
   const kernels::ReduceParams wide{256, 8, 2, 1};
   for (kernels::ReduceOp op : kernels::kAllReduceOps) {
-    EXPECT_THROW(makeReducePlan(k, wide, "not a cubin", 0, op), Error);
+    EXPECT_THROW(kernels::reduceDescriptor(op).makePlan(k, wide.toJson(), "not a cubin", 0), Error);
     EXPECT_THROW(makePlan(kernels::reduceFamilyName(op), k, wide.toJson(), "", "not a cubin", 0), Error);
   }
   const kernels::ReduceParams scalarPoint{256, 1, 4, 1};
   EXPECT_THROW(makePlan("sum_lastdim", k, scalarPoint.toJson(), "hk_other", "not a cubin", 0), Error);
   EXPECT_THROW(makePlan("sum_lastdim", k, nlohmann::json{{"threads", 256}}, "", "not a cubin", 0), Error);
   VariantKey flagged = k;
-  flagged.flags = VariantKey::kHasWeight;  // a norm key: not a reduction variant
-  EXPECT_THROW(makeReducePlan(flagged, scalarPoint, "not a cubin", 0, kernels::ReduceOp::Amax), Error);
+  flagged.options = kernels::variant_options::kWeight;  // a norm key: not a reduction variant
+  EXPECT_THROW(kernels::reduceDescriptor(kernels::ReduceOp::Amax).makePlan(flagged, scalarPoint.toJson(), "not a cubin", 0), Error);
   // A reduction key is a plain (dtype, rows, cols) key: its variant string is softmax's.
-  EXPECT_EQ(variantString(k), "dtype=bfloat16;rows=64;cols=4097");
+  EXPECT_EQ(kernels::variantString(k), "dtype=bfloat16;rows=64;cols=4097");
 }
 
 }  // namespace

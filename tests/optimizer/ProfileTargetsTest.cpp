@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/ProfileTargets.h"
 #include "hotkernel/optimizer/QueueRanker.h"
 #include "hotkernel/runtime/Check.h"
@@ -48,7 +48,7 @@ TEST(ProfileTargetsTest, GivenProfileWhenReadThenServedVariantsOnTheWarmupDevice
   EXPECT_EQ(t.targets[0].job.op, "aten::_softmax");
   EXPECT_EQ(t.targets[0].job.key.device, 1);  // the profile's device 3 is the recording machine's
   EXPECT_EQ(t.targets[0].job.key.rows, 4096);
-  EXPECT_EQ(variantString(t.targets[0].job.key), "dtype=bfloat16;rows=4096;cols=32000");
+  EXPECT_EQ(kernels::variantString(t.targets[0].job.key), "dtype=bfloat16;rows=4096;cols=32000");
   EXPECT_DOUBLE_EQ(t.targets[0].estimatedCalls, 2000);
   EXPECT_EQ(t.targets[1].job.op, "aten::_log_softmax");
 }
@@ -65,9 +65,9 @@ TEST(ProfileTargetsTest, GivenNormVariantsWithFlagsWhenReadThenKeysCarryWeightAn
   ProfileTargets t = targetsFromProfile(profileOf({rms, ln, bare, biasedRms}), /*device=*/0);
   ASSERT_EQ(t.targets.size(), 3u);
   EXPECT_EQ(t.ignored, 1);
-  EXPECT_EQ(variantString(t.targets[0].job.key), "dtype=bfloat16;rows=4096;cols=4096;weight=1");
-  EXPECT_EQ(variantString(t.targets[1].job.key), "dtype=bfloat16;rows=32;cols=4096;weight=1;bias=1");
-  EXPECT_EQ(variantString(t.targets[2].job.key), "dtype=bfloat16;rows=32;cols=4096");
+  EXPECT_EQ(kernels::variantString(t.targets[0].job.key), "dtype=bfloat16;rows=4096;cols=4096;weight=1");
+  EXPECT_EQ(kernels::variantString(t.targets[1].job.key), "dtype=bfloat16;rows=32;cols=4096;weight=1;bias=1");
+  EXPECT_EQ(kernels::variantString(t.targets[2].job.key), "dtype=bfloat16;rows=32;cols=4096");
   EXPECT_EQ(t.targets[1].job.op, "aten::native_layer_norm");
 }
 
@@ -80,8 +80,8 @@ TEST(ProfileTargetsTest, GivenCrossEntropyVariantsWhenReadThenKeysCarryTheReduct
   ProfileTargets t = targetsFromProfile(profileOf({sum, none, bare}), /*device=*/0);
   ASSERT_EQ(t.targets.size(), 2u);
   EXPECT_EQ(t.ignored, 1);
-  EXPECT_EQ(variantString(t.targets[0].job.key), "dtype=bfloat16;rows=4096;cols=32000;reduction=sum");
-  EXPECT_EQ(variantString(t.targets[1].job.key), "dtype=bfloat16;rows=8;cols=128256;reduction=none");
+  EXPECT_EQ(kernels::variantString(t.targets[0].job.key), "dtype=bfloat16;rows=4096;cols=32000;reduction=sum");
+  EXPECT_EQ(kernels::variantString(t.targets[1].job.key), "dtype=bfloat16;rows=8;cols=128256;reduction=none");
 }
 
 TEST(ProfileTargetsTest, GivenNotAProfileOrMalformedVariantWhenReadThenError) {

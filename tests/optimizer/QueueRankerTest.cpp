@@ -9,7 +9,7 @@
 #include <string>
 
 #include "hotkernel/kernels/DType.h"
-#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/QueueRanker.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -27,7 +27,7 @@ class FakeMeasurer : public TargetMeasurer {
     return MachinePeaks{device == 1 ? 2e12 : 4e12, 0};
   }
   double measureSecondsPerCall(const std::string& op, const VariantKey& key) override {
-    ++timeCalls[variantString(key)];
+    ++timeCalls[kernels::variantString(key)];
     auto it = seconds.find(key.rows);
     if (it == seconds.end()) HOTKERNEL_THROW("planted: cannot time ", op, " rows=", key.rows);
     return it->second;
@@ -52,7 +52,7 @@ struct Fixture {
     h.estimatedCalls = [this](const OptimizerJob& j) { return calls[j.key.rows]; };
     h.decided = [this](const OptimizerJob& j) { return decided.count(j.key.rows) > 0; };
     h.onSkipped = [this](const OptimizerJob& j, const SkippedTarget& s) {
-      skipped.emplace_back(variantString(j.key), s.reason);
+      skipped.emplace_back(kernels::variantString(j.key), s.reason);
     };
     return h;
   }
@@ -121,10 +121,10 @@ TEST(QueueRankerTest, GivenTargetsNearRooflineDecidedOrIdleWhenRankedThenDropped
   ASSERT_EQ(r.order.dropped.size(), 3u);
   ASSERT_EQ(f.skipped.size(), 3u);
   std::map<std::string, TargetStop> why(f.skipped.begin(), f.skipped.end());
-  EXPECT_EQ(why.at(variantString(job(4000).key)), TargetStop::NearRoofline);  // 100 / 105 = 95%
-  EXPECT_EQ(why.at(variantString(job(2000).key)), TargetStop::Decided);
-  EXPECT_EQ(why.at(variantString(job(400).key)), TargetStop::NoGpuTime);
-  EXPECT_EQ(f.measurer.timeCalls.count(variantString(job(2000).key)), 0u);  // decided: never timed
+  EXPECT_EQ(why.at(kernels::variantString(job(4000).key)), TargetStop::NearRoofline);  // 100 / 105 = 95%
+  EXPECT_EQ(why.at(kernels::variantString(job(2000).key)), TargetStop::Decided);
+  EXPECT_EQ(why.at(kernels::variantString(job(400).key)), TargetStop::NoGpuTime);
+  EXPECT_EQ(f.measurer.timeCalls.count(kernels::variantString(job(2000).key)), 0u);  // decided: never timed
   ASSERT_EQ(r.skipped.size(), 3u);
   for (const SkippedTarget& sk : r.skipped) {
     if (sk.reason == TargetStop::NearRoofline) EXPECT_NEAR(sk.rooflineFraction, 100.0 / 105.0, 1e-12);
@@ -177,7 +177,7 @@ TEST(QueueRankerTest, GivenUntimeableTargetWhenRankedThenKeptAfterRankedOnesWith
   EXPECT_EQ(r.unmeasured.size(), 2u);
   // A failed measurement is not retried.
   ranker.rank({job(2000), job(4000)});
-  EXPECT_EQ(f.measurer.timeCalls[variantString(job(2000).key)], 1);
+  EXPECT_EQ(f.measurer.timeCalls[kernels::variantString(job(2000).key)], 1);
 }
 
 TEST(QueueRankerTest, GivenPeaksThatCannotBeMeasuredWhenRankedThenArrivalOrderUnranked) {

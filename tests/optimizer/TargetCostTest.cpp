@@ -5,6 +5,7 @@
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/kernels/ReduceFamily.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/TargetCost.h"
 
 namespace hotkernel {
@@ -25,14 +26,14 @@ TEST(TargetCostTest, GivenSoftmaxVariantWhenCostedThenInputReadAndOutputWrittenO
 
 TEST(TargetCostTest, GivenNormVariantsWhenCostedThenRowsReadAndWrittenPlusColumnsAndStatistics) {
   VariantKey rms{kBf16, 0, 4096, 4096};
-  rms.flags = VariantKey::kHasWeight;
+  rms.options = kernels::variant_options::kWeight;
   std::optional<CallCost> r = callCost("aten::_fused_rms_norm", rms);
   ASSERT_TRUE(r.has_value());
   // x read, out written, the weight read once, rstd written (4 bytes a row).
   EXPECT_DOUBLE_EQ(r->bytes, 2.0 * 4096 * 4096 * 2 + 4096 * 2 + 4096 * 4);
   EXPECT_DOUBLE_EQ(r->flops, 0);
   VariantKey ln{kF32, 0, 32, 4096};
-  ln.flags = VariantKey::kHasWeight | VariantKey::kHasBias;
+  ln.options = kernels::variant_options::kWeight | kernels::variant_options::kBias;
   std::optional<CallCost> l = callCost("aten::native_layer_norm", ln);
   ASSERT_TRUE(l.has_value());
   // ... weight and bias, mean and rstd (8 bytes a row).
@@ -45,7 +46,7 @@ TEST(TargetCostTest, GivenNormVariantsWhenCostedThenRowsReadAndWrittenPlusColumn
 TEST(TargetCostTest, GivenCrossEntropyVariantsWhenCostedThenTheFamilysBytesAndNoFlops) {
   for (int32_t r = 0; r < 3; ++r) {
     VariantKey k{kBf16, 0, 4096, 32000};
-    k.flags = VariantKey::reductionFlags(r);
+    k.options = kernels::reductionOptions(r);
     const std::optional<CallCost> c = callCost("aten::cross_entropy_loss", k);
     ASSERT_TRUE(c.has_value()) << r;
     const kernels::CrossEntropyVariant v{kernels::DType::BFloat16, 4096, 32000,
@@ -57,7 +58,7 @@ TEST(TargetCostTest, GivenCrossEntropyVariantsWhenCostedThenTheFamilysBytesAndNo
   // No reduction in the key (not a cross_entropy_loss variant), or a weight flag: nothing.
   EXPECT_FALSE(callCost("aten::cross_entropy_loss", VariantKey{kBf16, 0, 64, 64}).has_value());
   VariantKey weighted{kBf16, 0, 64, 64};
-  weighted.flags = VariantKey::reductionFlags(1) | VariantKey::kHasWeight;
+  weighted.options = kernels::reductionOptions(1) | kernels::variant_options::kWeight;
   EXPECT_FALSE(callCost("aten::cross_entropy_loss", weighted).has_value());
 }
 
@@ -72,16 +73,16 @@ TEST(TargetCostTest, GivenReductionVariantsWhenCostedThenTheInputReadOnceAndOneR
   // The RecordFunction name without the overload is not a served op; flags are not a reduction's.
   EXPECT_FALSE(callCost("aten::sum", VariantKey{kBf16, 0, 64, 64}).has_value());
   VariantKey weighted{kBf16, 0, 64, 64};
-  weighted.flags = VariantKey::kHasWeight;
+  weighted.options = kernels::variant_options::kWeight;
   EXPECT_FALSE(callCost("aten::amax", weighted).has_value());
 }
 
 TEST(TargetCostTest, GivenFlagsTheOpDoesNotTakeWhenCostedThenNothing) {
   VariantKey biased{kBf16, 0, 64, 64};
-  biased.flags = VariantKey::kHasBias;
+  biased.options = kernels::variant_options::kBias;
   EXPECT_FALSE(callCost("aten::_fused_rms_norm", biased).has_value());  // rms_norm has no bias
   VariantKey weighted{kBf16, 0, 64, 64};
-  weighted.flags = VariantKey::kHasWeight;
+  weighted.options = kernels::variant_options::kWeight;
   EXPECT_FALSE(callCost("aten::_softmax", weighted).has_value());
 }
 

@@ -102,7 +102,7 @@ TEST(ConfigTest, GivenOverflowingOptimizerMemoryWhenReadThenClampedWithWarningAn
   EXPECT_EQ(r.config.optimizerMemoryMb, Config::kMaxOptimizerMemoryMb);
   EXPECT_EQ(countOf(r.logged, "HOTKERNEL_OPT_MEM_MB='9223372036854775807'"), 1u) << r.logged;
   EXPECT_TRUE(contains(r.logged, "using the maximum, 1073741824")) << r.logged;
-  // What the runtime computes from it (interpose/src/Runtime.cpp) stays in int64_t.
+  // What the runtime computes from it (interpose/engine/Engine.cpp) stays in int64_t.
   static_assert(Config::kMaxOptimizerMemoryMb <= (std::numeric_limits<int64_t>::max() >> 20),
                 "optimizerMemoryMb << 20 must not overflow");
   EXPECT_EQ(r.config.optimizerMemoryMb << 20, int64_t{1} << 50);

@@ -35,14 +35,24 @@ TEST(KernelArgsTest, GivenMoreThanMaxArgumentsWhenAppendingThenListIsInvalid) {
   EXPECT_EQ(a.size(), KernelArgs::kMaxArgs);
 }
 
-TEST(VariantKeyTest, GivenSameShapeWhenFlagsDifferThenKeysDifferAndPlansAreSeparate) {
+TEST(VariantKeyTest, GivenSameShapeWhenOptionsDifferThenKeysDifferAndPlansAreSeparate) {
   const VariantKey plain{2, 0, 64, 4096};
-  VariantKey weighted = plain;
-  weighted.flags = VariantKey::kHasWeight;
-  EXPECT_FALSE(plain == weighted);
-  EXPECT_TRUE(weighted.hasWeight());
-  EXPECT_FALSE(weighted.hasBias());
-  EXPECT_NE(VariantKeyHash{}(plain), VariantKeyHash{}(weighted));
+  VariantKey withOption = plain;
+  withOption.options = 1;
+  EXPECT_FALSE(plain == withOption);
+  EXPECT_NE(VariantKeyHash{}(plain), VariantKeyHash{}(withOption));
+  PlanTable table;
+  Plan a;
+  a.key = plain;
+  a.description = "plain";
+  Plan b;
+  b.key = withOption;
+  b.description = "with option";
+  auto t = table.with(a)->with(b);
+  ASSERT_NE(t->find(plain), nullptr);
+  ASSERT_NE(t->find(withOption), nullptr);
+  EXPECT_EQ(t->find(plain)->description, "plain");
+  EXPECT_EQ(t->find(withOption)->description, "with option");
 }
 
 }  // namespace

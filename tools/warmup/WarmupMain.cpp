@@ -34,11 +34,11 @@
 #include <string>
 #include <vector>
 
-#include "Runtime.h"
+#include "hotkernel/interpose/Engine.h"
 #include "WarmupArgs.h"
 #include "hotkernel/Config.h"
 #include "hotkernel/optimizer/GpuTargetMeasurer.h"
-#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/ProfileTargets.h"
 #include "hotkernel/optimizer/QueueRanker.h"
 #include "hotkernel/optimizer/RankingLog.h"
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     return 3;
   }
 
-  hotkernel::Runtime& rt = hotkernel::Runtime::instance();
+  hotkernel::Engine& rt = hotkernel::Engine::instance();
   rt.ensureDevice(device);
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration<double>(budget);
@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
     const hotkernel::OptimizerJob job = r.order.queue.front();
     removePending(job);
     ++index;
-    const std::string variant = hotkernel::variantString(job.key);
+    const std::string variant = hotkernel::kernels::variantString(job.key);
     if (job.target) {
       std::printf("[%zu/%zu] %s %s (~%.0f calls, expected saving %.3f s, budget %.0f s): tuning...\n", index, total,
                   job.op.c_str(), variant.c_str(), calls.at(hotkernel::jobId(job)), job.target->expectedSavingSeconds,

@@ -23,6 +23,10 @@
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"  // LaunchGeometry
 
+namespace hotkernel {
+struct VariantKey;
+}  // namespace hotkernel
+
 namespace hotkernel::kernels {
 
 // at::Reduction's values (the template's HK_REDUCTION).
@@ -36,6 +40,12 @@ struct CrossEntropyVariant {
   int64_t cols = 0;  // classes
   CrossEntropyReduction reduction = CrossEntropyReduction::Mean;
 };
+
+struct FamilyDescriptor;
+// The variant a plan-table key stands for (its reduction option, Note [Variant options]).
+CrossEntropyVariant crossEntropyVariantOf(const VariantKey& key);
+// The descriptor of cross_entropy (Note [Family descriptors]).
+const FamilyDescriptor& crossEntropyDescriptor();
 
 // One point of the parameter space; becomes the HK_* defines of the template.
 struct CrossEntropyParams {

@@ -25,6 +25,10 @@
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/kernels/NormCommon.h"
 
+namespace hotkernel {
+struct VariantKey;
+}  // namespace hotkernel
+
 namespace hotkernel::kernels {
 
 // One variant of the op.
@@ -35,6 +39,12 @@ struct LayerNormVariant {
   bool hasWeight = true;
   bool hasBias = true;
 };
+
+struct FamilyDescriptor;
+// The variant a plan-table key stands for (its weight and bias options, Note [Variant options]).
+LayerNormVariant layerNormVariantOf(const VariantKey& key);
+// The descriptor of layer_norm (Note [Family descriptors]).
+const FamilyDescriptor& layerNormDescriptor();
 
 using LayerNormParams = NormParams;
 

@@ -23,6 +23,10 @@
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"  // LaunchGeometry
 
+namespace hotkernel {
+struct VariantKey;
+}  // namespace hotkernel
+
 namespace hotkernel::kernels {
 
 // The template's HK_OP.
@@ -47,6 +51,12 @@ struct ReduceVariant {
   int64_t cols = 0;
   ReduceOp op = ReduceOp::Sum;
 };
+
+struct FamilyDescriptor;
+// The variant of `op` a plan-table key stands for (reduction keys carry no options).
+ReduceVariant reduceVariantOf(const VariantKey& key, ReduceOp op);
+// The descriptor of `op`'s cache family (Note [Family descriptors]).
+const FamilyDescriptor& reduceDescriptor(ReduceOp op);
 
 // One point of the parameter space; becomes the HK_* defines of the template.
 struct ReduceParams {

@@ -22,6 +22,10 @@
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/kernels/NormCommon.h"
 
+namespace hotkernel {
+struct VariantKey;
+}  // namespace hotkernel
+
 namespace hotkernel::kernels {
 
 // One variant of the op.
@@ -31,6 +35,12 @@ struct RmsNormVariant {
   int64_t cols = 0;
   bool hasWeight = true;
 };
+
+struct FamilyDescriptor;
+// The variant a plan-table key stands for (its weight option, Note [Variant options]).
+RmsNormVariant rmsNormVariantOf(const VariantKey& key);
+// The descriptor of rms_norm (Note [Family descriptors]).
+const FamilyDescriptor& rmsNormDescriptor();
 
 using RmsNormParams = NormParams;
 

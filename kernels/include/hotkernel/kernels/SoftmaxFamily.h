@@ -25,6 +25,10 @@
 
 #include "hotkernel/kernels/DType.h"
 
+namespace hotkernel {
+struct VariantKey;
+}  // namespace hotkernel
+
 namespace hotkernel::kernels {
 
 // Which op a softmax-family kernel computes (the template's HK_LOG).
@@ -38,6 +42,12 @@ struct SoftmaxVariant {
   int64_t rows = 0;
   int64_t cols = 0;
 };
+
+struct FamilyDescriptor;
+// The variant a plan-table key stands for (Note [Variant options]: softmax keys carry none).
+SoftmaxVariant softmaxVariantOf(const VariantKey& key);
+// The descriptor of `op`'s cache family (Note [Family descriptors]).
+const FamilyDescriptor& softmaxDescriptor(SoftmaxOp op);
 
 // One point of the parameter space; becomes the HK_* defines of the template.
 struct SoftmaxParams {

@@ -24,13 +24,11 @@ struct CallCost {
   double flops = 0;  // 0 for memory-bound ops (Note [Memory-bound families have no FLOP term])
 };
 
-// The family's model for `op` ("aten::_softmax", "aten::_log_softmax",
-// "aten::_fused_rms_norm", "aten::native_layer_norm", "aten::cross_entropy_loss",
-// the reductions' kernels::reduceAtenOpName) at `key` (the norms:
-// x read, out written, weight / bias read once, float32 statistics written,
-// per the key's flags); nullopt for an op no family models or a key its family
-// cannot serve (flags it does not take included). Each op a family serves
-// adds its line here, or its targets are served after the ranked ones, unranked.
+// The model of the family that reproduces `op` (kernels::familyForOp: the
+// dispatcher name with its overload) at `key`: its descriptor's bytesMoved;
+// nullopt for an op no family reproduces or a key its family does not serve
+// (options it does not take included). A target without a cost is served
+// after the ranked ones, unranked.
 std::optional<CallCost> callCost(const std::string& op, const VariantKey& key);
 
 }  // namespace hotkernel

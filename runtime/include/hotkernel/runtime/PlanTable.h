@@ -23,28 +23,19 @@
 
 namespace hotkernel {
 
-// The exact variant of a last-dim row op: dtype code, device, rows, cols, and
-// which optional per-column inputs the call passes (the norm ops' weight and
-// bias; always 0 for softmax), and cross_entropy_loss's reduction.
+// The exact variant of a row op: dtype code, device, rows, cols, and a word of
+// options whose meaning the op's family defines (which optional inputs the call
+// passes, a mode such as cross_entropy_loss's reduction: Note [Variant
+// options] in kernels/VariantOptions.h). This layer stores, compares and
+// hashes the word; it knows no family.
 struct VariantKey {
-  static constexpr int32_t kHasWeight = 1;
-  static constexpr int32_t kHasBias = 2;
-  // cross_entropy_loss: at::Reduction + 1 (none 1, mean 2, sum 3) in bits 2-3; 0 for other ops.
-  static constexpr int32_t kReductionShift = 2;
-  static constexpr int32_t kReductionMask = 3 << kReductionShift;
-  static constexpr int32_t reductionFlags(int32_t reduction) { return (reduction + 1) << kReductionShift; }
-  // The at::Reduction the flags hold (0 none, 1 mean, 2 sum), or -1 (not a cross_entropy key).
-  int32_t reduction() const { return ((flags & kReductionMask) >> kReductionShift) - 1; }
-
-  int32_t dtype = 0;   // hotkernel::kernels::DType as int
-  int32_t device = 0;  // device ordinal (-1 for CPU)
+  int32_t dtype = 0;    // hotkernel::kernels::DType as int
+  int32_t device = 0;   // device ordinal (-1 for CPU)
   int64_t rows = 0;
   int64_t cols = 0;
-  int32_t flags = 0;   // kHasWeight | kHasBias | reductionFlags(r)
-  bool hasWeight() const { return (flags & kHasWeight) != 0; }
-  bool hasBias() const { return (flags & kHasBias) != 0; }
+  int32_t options = 0;  // family-defined; 0: none
   bool operator==(const VariantKey& o) const {
-    return dtype == o.dtype && device == o.device && rows == o.rows && cols == o.cols && flags == o.flags;
+    return dtype == o.dtype && device == o.device && rows == o.rows && cols == o.cols && options == o.options;
   }
 };
 
@@ -53,7 +44,7 @@ struct VariantKeyHash {
     uint64_t h = static_cast<uint64_t>(k.rows) * 0x9E3779B97F4A7C15ull;
     h ^= static_cast<uint64_t>(k.cols) + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
     h ^= (static_cast<uint64_t>(static_cast<uint32_t>(k.dtype)) << 32) | static_cast<uint32_t>(k.device);
-    h ^= static_cast<uint64_t>(static_cast<uint32_t>(k.flags)) << 48;
+    h ^= static_cast<uint64_t>(static_cast<uint32_t>(k.options)) << 48;
     return static_cast<size_t>(h * 0xBF58476D1CE4E5B9ull);
   }
 };

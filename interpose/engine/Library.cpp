@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "Runtime.h"
-#include "ServedOps.h"
+#include "hotkernel/interpose/Engine.h"
+#include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/hotkernel.h"
 #include "hotkernel/optimizer/Statistics.h"
 
@@ -35,7 +35,7 @@ nlohmann::json toJson(const hotkernel::MedianCi& m) {
 
 HOTKERNEL_EXPORT int hotkernel_start(void) {
   try {
-    return hotkernel::Runtime::instance().start();
+    return hotkernel::Engine::instance().start();
   } catch (...) {
     return -1;
   }
@@ -51,7 +51,7 @@ HOTKERNEL_EXPORT int hotkernel_set_enabled(int enabled) {
 
 HOTKERNEL_EXPORT int hotkernel_wait_idle(double timeout_seconds) {
   try {
-    return hotkernel::Runtime::instance().waitIdle(timeout_seconds) ? 0 : 1;
+    return hotkernel::Engine::instance().waitIdle(timeout_seconds) ? 0 : 1;
   } catch (...) {
     return -1;
   }
@@ -67,7 +67,7 @@ HOTKERNEL_EXPORT int hotkernel_plan_count(void) {
 
 HOTKERNEL_EXPORT int hotkernel_status_json(char* buf, int size) {
   try {
-    return copyOut(hotkernel::Runtime::instance().status().dump(), buf, size);
+    return copyOut(hotkernel::Engine::instance().status().dump(), buf, size);
   } catch (...) {
     return -1;
   }

@@ -1,3 +1,4 @@
+#include "RecordedArgs.h"
 #include "CrossEntropyOverride.h"
 
 #include <ATen/core/grad_mode.h>
@@ -7,8 +8,9 @@
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include "NormOverrideCommon.h"
+#include "NormCall.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/runtime/StreamWorkspace.h"
 #include "FamilyDType.h"
 
@@ -19,12 +21,6 @@ using kernels::CrossEntropyCall;
 using kernels::CrossEntropyFamily;
 using kernels::CrossEntropyVariant;
 using kernels::DType;
-
-// The per-op state (plans, switch, counters, device hook, install bookkeeping).
-NormOverrideState& state() {
-  static NormOverrideState* s = new NormOverrideState();  // leaked on purpose (see NormOverrideState)
-  return *s;
-}
 
 bool aligned(const void* p, size_t alignment) {
   return p != nullptr && reinterpret_cast<uintptr_t>(p) % alignment == 0;
@@ -40,8 +36,8 @@ std::optional<at::Tensor> tryPlan(const at::Tensor& self, const at::Tensor& targ
     if (!key) return std::nullopt;
     const std::optional<int64_t> ignore = ignoreIndex.maybe_as_int();
     if (!ignore) return std::nullopt;  // symbolic: not a call to serve
-    state().noteDeviceUse(key->device);
-    const Plan* plan = state().plans.load()->find(*key);
+    CrossEntropyOverride::state().noteDeviceUse(key->device);
+    const Plan* plan = CrossEntropyOverride::state().plans.load()->find(*key);
     if (!plan) return std::nullopt;
     if (!aligned(self.const_data_ptr(), plan->launcher->alignment()) || !aligned(target.const_data_ptr(), 8)) {
       return std::nullopt;
@@ -51,7 +47,7 @@ std::optional<at::Tensor> tryPlan(const at::Tensor& self, const at::Tensor& targ
     // None, and one row, need no workspace (CrossEntropyFamily::workspaceFloats).
     const int64_t workFloats = kernels::CrossEntropyFamily::workspaceFloats(
         CrossEntropyVariant{static_cast<kernels::DType>(key->dtype), key->rows, key->cols,
-                            static_cast<kernels::CrossEntropyReduction>(key->reduction())});
+                            static_cast<kernels::CrossEntropyReduction>(kernels::reductionOf(*key))});
     // The stream of the launch, and of the workspace.
     void* stream = self.is_cuda() ? c10::cuda::getCurrentCUDAStream(self.device().index()).stream() : nullptr;
     // Losses and a counter that is 0 at launch, kept per stream (Note [A
@@ -87,8 +83,8 @@ std::optional<at::Tensor> tryPlan(const at::Tensor& self, const at::Tensor& targ
 at::Tensor crossEntropyTrampoline(c10::DispatchKeySet, const at::Tensor& self, const at::Tensor& target,
                                   const std::optional<at::Tensor>& weight, int64_t reduction, c10::SymInt ignoreIndex,
                                   double labelSmoothing) {
-  NormOverrideState& s = state();
-  if (s.enabled.load(std::memory_order_relaxed)) {
+  OverrideState& s = CrossEntropyOverride::state();
+  if (servingEnabled()) {
     if (std::optional<at::Tensor> r = tryPlan(self, target, weight, reduction, ignoreIndex, labelSmoothing)) {
       s.hits.fetch_add(1, std::memory_order_relaxed);
       return std::move(*r);
@@ -138,7 +134,7 @@ std::optional<VariantKey> crossEntropyKeyOf(const at::Tensor& self, const at::Te
   CrossEntropyVariant v;
   if (!CrossEntropyFamily::guardCall(call, &v)) return std::nullopt;
   VariantKey key{static_cast<int32_t>(v.dtype), self.is_cpu() ? -1 : self.device().index(), v.rows, v.cols};
-  key.flags = VariantKey::reductionFlags(static_cast<int32_t>(v.reduction));
+  key.options = kernels::reductionOptions(static_cast<int32_t>(v.reduction));
   return key;
 }
 
@@ -160,23 +156,31 @@ void CrossEntropyOverride::install(c10::DispatchKey backendKey) {
   const c10::DispatchKey autogradKey = c10::getAutogradKeyFromBackend(c10::toBackendComponent(backendKey));
   HOTKERNEL_CHECK(autogradKey != c10::DispatchKey::AutogradOther, "no autograd key for ",
                   c10::toString(backendKey));
-  state().installOnce(autogradKey, kOpName, [](torch::Library& lib) {
+  CrossEntropyOverride::state().installOnce(autogradKey, kOpName, [](torch::Library& lib) {
     lib.impl("cross_entropy_loss", TORCH_FN(crossEntropyAutogradTrampoline));
   });
-  state().installOnce(backendKey, kOpName, [](torch::Library& lib) {
+  CrossEntropyOverride::state().installOnce(backendKey, kOpName, [](torch::Library& lib) {
     lib.impl("cross_entropy_loss", TORCH_FN(crossEntropyTrampoline));
   });
 }
 
-bool CrossEntropyOverride::installed(c10::DispatchKey key) {
-  return state().installed[static_cast<size_t>(key)].load();
+OverrideState& CrossEntropyOverride::state() {
+  static OverrideState* s = new OverrideState();  // leaked: the dispatcher may call the trampoline during exit
+  return *s;
 }
 
-PlanSlot& CrossEntropyOverride::plans() { return state().plans; }
-void CrossEntropyOverride::setDeviceHook(DeviceHook hook) { state().deviceHook.store(hook); }
-bool CrossEntropyOverride::setEnabled(bool enabled) { return state().enabled.exchange(enabled); }
-bool CrossEntropyOverride::enabled() { return state().enabled.load(); }
-uint64_t CrossEntropyOverride::hits() { return state().hits.load(); }
-uint64_t CrossEntropyOverride::misses() { return state().misses.load(); }
+// aten::cross_entropy_loss(self, target, weight?, reduction, ignore_index,
+// label_smoothing): the key crossEntropyKeyOf gives (its reduction option).
+std::optional<VariantKey> CrossEntropyOverride::recordedKey(const at::RecordFunction& call) {
+  if (call.num_inputs() < 6) return std::nullopt;
+  auto inputs = call.inputs();
+  if (!inputs[0].isTensor() || !inputs[1].isTensor() || !inputs[3].isInt() || !inputs[5].isDouble()) {
+    return std::nullopt;
+  }
+  std::optional<at::Tensor> weight;
+  if (!recordedOptionalTensor(inputs[2], weight)) return std::nullopt;
+  return crossEntropyKeyOf(inputs[0].toTensor(), inputs[1].toTensor(), weight, inputs[3].toInt(),
+                           inputs[5].toDouble());
+}
 
 }  // namespace hotkernel

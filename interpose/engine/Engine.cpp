@@ -1,4 +1,4 @@
-#include "Runtime.h"
+#include "hotkernel/interpose/Engine.h"
 
 #include <ATen/Context.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -10,33 +10,30 @@
 #include <ctime>
 #include <sstream>
 
-#include "Recorder.h"
-#include "ServedOps.h"
+#include "hotkernel/interpose/Recorder.h"
 #include "hotkernel/Config.h"
+#include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/kernels/KernelSource.h"
-#include "hotkernel/kernels/SoftmaxFamily.h"
-#include "hotkernel/optimizer/CrossEntropyTuner.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/ExperimentLog.h"
 #include "hotkernel/optimizer/ExternalAgent.h"
-#include "hotkernel/runtime/GpuUtilization.h"
-#include "hotkernel/runtime/IdleGate.h"
-#include "hotkernel/optimizer/NormTuner.h"
+#include "hotkernel/optimizer/FamilyTuning.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/RankingLog.h"
-#include "hotkernel/optimizer/ReduceTuner.h"
 #include "hotkernel/optimizer/ResultEntry.h"
-#include "hotkernel/optimizer/SoftmaxTuner.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Hash.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/ExitGate.h"
+#include "hotkernel/runtime/GpuUtilization.h"
+#include "hotkernel/runtime/IdleGate.h"
 #include "hotkernel/runtime/Logging.h"
 #include "hotkernel/runtime/Nvrtc.h"
 
 namespace hotkernel {
 namespace {
 
-bool onDeviceUse(int device) { return Runtime::instance().ensureDevice(device); }
+bool onDeviceUse(int device) { return Engine::instance().ensureDevice(device); }
 
 // One experiment line per candidate the tuner tried (Note: format in ExperimentLog.h).
 void logExperiments(const std::string& dir, const std::string& fingerprint, const std::string& op,
@@ -92,46 +89,14 @@ void logExperiments(const std::string& dir, const std::string& fingerprint, cons
   }
 }
 
-// The op's tuner for `key` (its weight / bias flags pick the norm variant, its reduction the cross_entropy one;
-// the reductions' op comes from the served op, their keys carry no flags).
-TuneOutcome tuneServedOp(ServedOp op, const VariantKey& key, const TunerOptions& options) {
-  const auto dtype = static_cast<kernels::DType>(key.dtype);
-  switch (op) {
-    case ServedOp::Softmax:
-    case ServedOp::LogSoftmax:
-      HOTKERNEL_CHECK(key.flags == 0, "a softmax variant has no weight or bias: ", variantString(key));
-      return tuneSoftmax(kernels::SoftmaxVariant{dtype, key.rows, key.cols}, key.device, options,
-                         op == ServedOp::Softmax ? kernels::SoftmaxOp::Softmax : kernels::SoftmaxOp::LogSoftmax);
-    case ServedOp::RmsNorm:
-      HOTKERNEL_CHECK(!key.hasBias(), "rms_norm takes no bias: ", variantString(key));
-      return tuneRmsNorm(kernels::RmsNormVariant{dtype, key.rows, key.cols, key.hasWeight()}, key.device, options);
-    case ServedOp::LayerNorm:
-      return tuneLayerNorm(kernels::LayerNormVariant{dtype, key.rows, key.cols, key.hasWeight(), key.hasBias()},
-                           key.device, options);
-    case ServedOp::CrossEntropy:
-      HOTKERNEL_CHECK(key.reduction() >= 0 && !key.hasWeight() && !key.hasBias(),
-                      "not a cross_entropy_loss variant: ", variantString(key));
-      return tuneCrossEntropy(kernels::CrossEntropyVariant{dtype, key.rows, key.cols,
-                                                           static_cast<kernels::CrossEntropyReduction>(key.reduction())},
-                              key.device, options);
-    case ServedOp::Sum:
-    case ServedOp::Mean:
-    case ServedOp::Amax:
-    case ServedOp::Argmax:
-      HOTKERNEL_CHECK(key.flags == 0, "a reduction variant has no flags: ", variantString(key));
-      return tuneReduce(kernels::ReduceVariant{dtype, key.rows, key.cols, *reduceOpOf(op)}, key.device, options);
-  }
-  HOTKERNEL_THROW("no tuner for this op");
-}
-
 }  // namespace
 
-Runtime& Runtime::instance() {
-  static Runtime* r = new Runtime();  // leaked: used by callbacks during exit
+Engine& Engine::instance() {
+  static Engine* r = new Engine();  // leaked: used by callbacks during exit
   return *r;
 }
 
-int Runtime::start() {
+int Engine::start() {
   std::lock_guard<std::mutex> guard(mu_);
   if (startResult_ != -2) return startResult_;
   const Config& c = config();
@@ -153,7 +118,7 @@ int Runtime::start() {
     installRanker();  // Note [Ranked queue]
     Recorder::instance().start(c.samplingProb, c.hotCalls,
                                [this](const std::string& op, const VariantKey& key) { onHot(op, key); });
-    installExitHandlers();  // Note [Ordered exit], Note [Fork] (RuntimeExit.cpp)
+    installExitHandlers();  // Note [Ordered exit], Note [Fork] (EngineExit.cpp)
     startResult_ = 0;
     HOTKERNEL_LOG(Info) << "hotkernel " << HOTKERNEL_VERSION << " active; cache " << c.cacheDir;
   } catch (const std::exception& e) {
@@ -163,7 +128,7 @@ int Runtime::start() {
   return startResult_;
 }
 
-Fingerprint Runtime::fingerprintFor(int device) const {
+Fingerprint Engine::fingerprintFor(int device) const {
   const DeviceInfo info = queryDevice(device);
   Fingerprint f;
   f.gpuName = info.name;
@@ -179,7 +144,7 @@ Fingerprint Runtime::fingerprintFor(int device) const {
   return f;
 }
 
-bool Runtime::ensureDevice(int device) noexcept {
+bool Engine::ensureDevice(int device) noexcept {
   armExitHook();  // a CUDA op of this process ran: CUDA is initialized
   try {
     {
@@ -197,7 +162,7 @@ bool Runtime::ensureDevice(int device) noexcept {
   return true;
 }
 
-void Runtime::loadDevice(int device) {
+void Engine::loadDevice(int device) {
   std::lock_guard<std::mutex> loading(loadMu_);
   {
     std::lock_guard<std::mutex> guard(mu_);
@@ -205,7 +170,7 @@ void Runtime::loadDevice(int device) {
   }
   // One attempt per device, even if it fails: the hot path must not retry forever.
   struct MarkLoaded {
-    Runtime* r;
+    Engine* r;
     int device;
     ~MarkLoaded() {
       std::lock_guard<std::mutex> guard(r->mu_);
@@ -242,7 +207,7 @@ void Runtime::loadDevice(int device) {
 }
 
 // Precondition: mu_ NOT held.
-bool Runtime::publishEntry(const cache::Entry& e, int device) {
+bool Engine::publishEntry(const cache::Entry& e, int device) {
   const auto served = servedOpOf(e.op);
   if (!served) return false;
   {
@@ -253,7 +218,7 @@ bool Runtime::publishEntry(const cache::Entry& e, int device) {
   try {
     // The variant string carries the norm ops' weight / bias flags: the plan
     // lands under the key their trampolines look up.
-    std::optional<VariantKey> key = parseVariantString(e.variant, device);
+    std::optional<VariantKey> key = kernels::parseVariantString(e.variant, device);
     HOTKERNEL_CHECK(key.has_value(), "malformed variant '", e.variant, "'");
     plansOf(*served).publish(
         makePlan(e.family, *key, nlohmann::json::parse(e.params), e.kernelName, e.cubin, device));
@@ -266,7 +231,7 @@ bool Runtime::publishEntry(const cache::Entry& e, int device) {
   }
 }
 
-void Runtime::onHot(const std::string& op, const VariantKey& key) {
+void Engine::onHot(const std::string& op, const VariantKey& key) {
   if (key.device < 0) {
     HOTKERNEL_LOG_ONCE(Info, "needs-cuda") << op << " is hot on the CPU; optimization needs a CUDA device";
     return;
@@ -278,8 +243,8 @@ void Runtime::onHot(const std::string& op, const VariantKey& key) {
   // The recorder sees every op it knows, served or not (sum & co run
   // everywhere): a hot variant of an op whose CUDA trampoline is not
   // installed (not in HOTKERNEL_OPS) would be tuned for a plan nothing reads.
-  // hotkernel warmup still tunes what a profile names (Runtime::optimizeVariant).
-  const std::optional<ServedOp> served = servedOpOf(op);
+  // hotkernel warmup still tunes what a profile names (Engine::optimizeVariant).
+  const ServedOp* served = servedOpOf(op);
   if (!served || !servedOpInstalled(*served, c10::DispatchKey::CUDA)) {
     HOTKERNEL_LOG_ONCE(Info, "not-served:" + op)
         << op << " is hot but not served (not in HOTKERNEL_OPS); not optimized";
@@ -287,14 +252,14 @@ void Runtime::onHot(const std::string& op, const VariantKey& key) {
   }
   {
     std::lock_guard<std::mutex> guard(mu_);
-    if (decisions_.count(decisionKey(op, variantString(key)))) return;
+    if (decisions_.count(decisionKey(op, kernels::variantString(key)))) return;
   }
   if (worker_->enqueue(OptimizerJob{op, key})) {
-    HOTKERNEL_LOG(Info) << "queued " << op << " " << variantString(key) << " for optimization";
+    HOTKERNEL_LOG(Info) << "queued " << op << " " << kernels::variantString(key) << " for optimization";
   }
 }
 
-bool Runtime::waitToStart(int device) {
+bool Engine::waitToStart(int device) {
   ExitGate::process().parkIfExiting();  // Note [Ordered exit]
   IdleGate& gate = IdleGate::instance();
   const int maxUtil = config().idleMaxUtil;
@@ -328,7 +293,7 @@ bool Runtime::waitToStart(int device) {
   return idle;
 }
 
-void Runtime::optimize(const OptimizerJob& job) {
+void Engine::optimize(const OptimizerJob& job) {
   IdleGate::ScopedOptimizerThread optimizerThread;
   // No GPU work (device start, cache loads, the tuner) while serving, capturing or over the utilization limit.
   if (!waitToStart(job.key.device)) return;
@@ -340,31 +305,31 @@ void Runtime::optimize(const OptimizerJob& job) {
     // Note [Interrupted tuning] in optimizer/src/FamilyTuner.cpp) and stored
     // nothing; a later process tunes the variant again. Not a failure.
     if (!stopping_.load()) throw;
-    HOTKERNEL_LOG(Info) << "optimizing " << job.op << " " << variantString(job.key)
+    HOTKERNEL_LOG(Info) << "optimizing " << job.op << " " << kernels::variantString(job.key)
                         << " stopped: the process is shutting down (" << e.what() << "); nothing stored";
   }
 }
 
 // Precondition: mu_ held.
-bool Runtime::hasDecisionLocked(const std::string& op, const std::string& variant) const {
+bool Engine::hasDecisionLocked(const std::string& op, const std::string& variant) const {
   return decisions_.count(decisionKey(op, variant)) > 0;
 }
 
 // Precondition: mu_ held.
-void Runtime::addDecisionLocked(const std::string& op, const std::string& variant) {
+void Engine::addDecisionLocked(const std::string& op, const std::string& variant) {
   decisions_.insert(decisionKey(op, variant));
 }
 
-std::set<std::string> Runtime::decisions() const {
+std::set<std::string> Engine::decisions() const {
   std::lock_guard<std::mutex> guard(mu_);
   return decisions_;
 }
 
-nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey& key,
+nlohmann::json Engine::optimizeVariant(const std::string& op, const VariantKey& key,
                                         const std::function<bool()>& yieldPoint,
                                         const std::optional<RankedTarget>& target) {
   ensureDevice(key.device);
-  const std::string variant = variantString(key);
+  const std::string variant = kernels::variantString(key);
   nlohmann::json summary = {{"op", op}, {"variant", variant}};
   {
     std::lock_guard<std::mutex> guard(mu_);
@@ -387,8 +352,8 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
       return summary;
     }
   }
-  const auto served = servedOpOf(op);
-  HOTKERNEL_CHECK(served.has_value(), "no kernel family serves ", op);
+  const ServedOp* served = servedOpOf(op);
+  HOTKERNEL_CHECK(served != nullptr, "no kernel family serves ", op);
   TunerOptions options;
   // Note [Stopping a target's search]: the target's budget, waits for idle GPU time not charged.
   TargetClock clock(target ? TargetBudget::from(*target, rankingOptions()) : TargetBudget{});
@@ -399,8 +364,8 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
                                : static_cast<int64_t>(at::cuda::getDeviceProperties(key.device)->totalGlobalMem / 4);
   // HOTKERNEL_AGENT_CMD: an external agent proposes more candidates (tools/agent/PROTOCOL.md).
   options.agent = agent();
-  TuneOutcome out = tuneServedOp(*served, key, options);
-  const cache::Entry entry = resultEntry(fingerprints_, key.device, op, variant, servedOpFamily(*served), out);
+  TuneOutcome out = tuneVariant(served->family, key, options);
+  const cache::Entry entry = resultEntry(fingerprints_, key.device, op, variant, served->family.name, out);
   if (out.accepted) {
     Plan plan = makePlan(out.family, key, out.paramsJson, out.kernelName, out.cubin, key.device);
     const std::string description = plan.description;
@@ -432,14 +397,14 @@ nlohmann::json Runtime::optimizeVariant(const std::string& op, const VariantKey&
   return summary;
 }
 
-bool Runtime::waitIdle(double timeoutSeconds) { return worker_ ? worker_->waitIdle(timeoutSeconds) : true; }
+bool Engine::waitIdle(double timeoutSeconds) { return worker_ ? worker_->waitIdle(timeoutSeconds) : true; }
 
-nlohmann::json Runtime::status() const {
+nlohmann::json Engine::status() const {
   nlohmann::json plans = nlohmann::json::array();
   uint64_t hits = 0, misses = 0;
-  for (ServedOp op : kServedOps) {
+  for (const ServedOp& op : servedOps()) {
     for (const Plan* p : plansOf(op).load()->all()) {
-      plans.push_back({{"op", servedOpName(op)}, {"variant", variantString(p->key)},
+      plans.push_back({{"op", op.name}, {"variant", kernels::variantString(p->key)},
                        {"device", p->key.device}, {"kernel", p->description}});
     }
     hits += hitsOf(op);
@@ -473,7 +438,7 @@ nlohmann::json Runtime::status() const {
           {"profile", Recorder::instance().profile()}};
 }
 
-const ExternalAgent* Runtime::agent() {
+const ExternalAgent* Engine::agent() {
   std::call_once(agentOnce_, [this] {
     // Note [A malformed agent configuration] (optimizer/ExternalAgent.h): never throws.
     std::string problem;

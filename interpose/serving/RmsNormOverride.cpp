@@ -1,21 +1,18 @@
+#include "RecordedArgs.h"
 #include "RmsNormOverride.h"
 
 #include <ATen/ops/_fused_rms_norm_cuda_dispatch.h>
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include "NormOverrideCommon.h"
+#include "NormCall.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
+#include "hotkernel/kernels/VariantOptions.h"
 
 namespace hotkernel {
 namespace {
 
 using Result = std::tuple<at::Tensor, at::Tensor>;
-
-NormOverrideState& state() {
-  static NormOverrideState* s = new NormOverrideState();  // leaked on purpose (see NormOverrideState)
-  return *s;
-}
 
 // Tries the planned kernel; nullopt means "run the original".
 std::optional<Result> tryPlan(const at::Tensor& input, at::IntArrayRef normalizedShape,
@@ -24,15 +21,15 @@ std::optional<Result> tryPlan(const at::Tensor& input, at::IntArrayRef normalize
     std::optional<NormCall> call = normCallOf(input, normalizedShape, weight, std::nullopt);
     if (!call) return std::nullopt;
     const VariantKey& key = call->key;
-    state().noteDeviceUse(key.device);
-    const Plan* plan = state().plans.load()->find(key);
+    RmsNormOverride::state().noteDeviceUse(key.device);
+    const Plan* plan = RmsNormOverride::state().plans.load()->find(key);
     if (!plan) return std::nullopt;
     const size_t align = plan->launcher->alignment();
-    const void* w = key.hasWeight() ? weight->const_data_ptr() : nullptr;
-    if (!normPointerAligned(input.const_data_ptr(), align) || !normPointerAligned(w, align)) return std::nullopt;
+    const void* w = kernels::hasWeight(key) ? weight->const_data_ptr() : nullptr;
+    if (!pointerAligned(input.const_data_ptr(), align) || !pointerAligned(w, align)) return std::nullopt;
     at::Tensor out = at::empty(input.sizes(), input.options());
     at::Tensor rstd = at::empty(call->statShape, input.options().dtype(at::kFloat));
-    if (!normPointerAligned(out.const_data_ptr(), align)) return std::nullopt;
+    if (!pointerAligned(out.const_data_ptr(), align)) return std::nullopt;
     const auto dtype = static_cast<kernels::DType>(key.dtype);
     const float e = eps ? static_cast<float>(*eps) : kernels::RmsNormFamily::defaultEps(dtype);
     void* stream = input.is_cuda() ? c10::cuda::getCurrentCUDAStream(input.device().index()).stream() : nullptr;
@@ -60,8 +57,8 @@ std::optional<Result> tryPlan(const at::Tensor& input, at::IntArrayRef normalize
 
 Result rmsNormTrampoline(c10::DispatchKeySet ks, const at::Tensor& input, at::IntArrayRef normalizedShape,
                          const std::optional<at::Tensor>& weight, std::optional<double> eps) {
-  NormOverrideState& s = state();
-  if (s.enabled.load(std::memory_order_relaxed)) {
+  OverrideState& s = RmsNormOverride::state();
+  if (servingEnabled()) {
     if (std::optional<Result> r = tryPlan(input, normalizedShape, weight, eps)) {
       s.hits.fetch_add(1, std::memory_order_relaxed);
       return std::move(*r);
@@ -77,7 +74,7 @@ Result RmsNormOverride::callOriginal(c10::DispatchKeySet ks, const at::Tensor& i
                                      const std::optional<at::Tensor>& weight, std::optional<double> eps) {
   const c10::DispatchKey key = ks.highestPriorityTypeId();
   if (key == c10::DispatchKey::CUDA) return at::cuda::_fused_rms_norm(input, normalizedShape, weight, eps);
-  NormOverrideState& s = state();
+  OverrideState& s = RmsNormOverride::state();
   const auto& original = s.originals[static_cast<size_t>(key)];
   TORCH_CHECK(original.has_value() && s.op.has_value(), "hotkernel: no original _fused_rms_norm kernel for ",
               c10::toString(key));
@@ -87,18 +84,26 @@ Result RmsNormOverride::callOriginal(c10::DispatchKeySet ks, const at::Tensor& i
 }
 
 void RmsNormOverride::install(c10::DispatchKey key) {
-  state().installOnce(key, kOpName, [](torch::Library& lib) { lib.impl("_fused_rms_norm", TORCH_FN(rmsNormTrampoline)); });
+  RmsNormOverride::state().installOnce(key, kOpName, [](torch::Library& lib) { lib.impl("_fused_rms_norm", TORCH_FN(rmsNormTrampoline)); });
 }
 
-bool RmsNormOverride::installed(c10::DispatchKey key) {
-  return state().installed[static_cast<size_t>(key)].load();
+OverrideState& RmsNormOverride::state() {
+  static OverrideState* s = new OverrideState();  // leaked: the dispatcher may call the trampoline during exit
+  return *s;
 }
 
-PlanSlot& RmsNormOverride::plans() { return state().plans; }
-void RmsNormOverride::setDeviceHook(DeviceHook hook) { state().deviceHook.store(hook); }
-bool RmsNormOverride::setEnabled(bool enabled) { return state().enabled.exchange(enabled); }
-bool RmsNormOverride::enabled() { return state().enabled.load(); }
-uint64_t RmsNormOverride::hits() { return state().hits.load(); }
-uint64_t RmsNormOverride::misses() { return state().misses.load(); }
+// aten::_fused_rms_norm(input, normalized_shape, weight?, eps?): the key normCallOf gives (its weight options).
+std::optional<VariantKey> RmsNormOverride::recordedKey(const at::RecordFunction& call) {
+  if (call.num_inputs() < 4) return std::nullopt;
+  auto inputs = call.inputs();
+  if (!inputs[0].isTensor()) return std::nullopt;
+  const std::optional<std::vector<int64_t>> shape = recordedSizes(inputs[1]);
+  if (!shape) return std::nullopt;
+  std::optional<at::Tensor> weight, bias;
+  if (!recordedOptionalTensor(inputs[2], weight)) return std::nullopt;
+  std::optional<NormCall> normCall = normCallOf(inputs[0].toTensor(), *shape, weight, bias);
+  if (!normCall) return std::nullopt;
+  return normCall->key;
+}
 
 }  // namespace hotkernel

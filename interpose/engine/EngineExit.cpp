@@ -1,15 +1,15 @@
 // The runtime's side of the process's exit and of fork (Note [Ordered exit]
 // in runtime/ExitGate.h, Note [Fork] below): the hooks, the optimizer's yield
-// point and its unit lock. Kept out of Runtime.cpp; no torch headers here.
+// point and its unit lock. Kept out of Engine.cpp; no torch headers here.
 
 #include <dlfcn.h>
 #include <pthread.h>
 
 #include <cstdlib>
 
-#include "Recorder.h"
-#include "Runtime.h"
-#include "ServedOps.h"
+#include "hotkernel/interpose/Recorder.h"
+#include "hotkernel/interpose/Engine.h"
+#include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/runtime/IdleGate.h"
 #include "hotkernel/runtime/ExitGate.h"
 #include "hotkernel/runtime/Logging.h"
@@ -21,10 +21,10 @@ namespace {
 // the optimizer's unit of GPU work in flight before it abandons it.
 constexpr double kExitWaitSeconds = 2.0;
 
-void exitHook() { Runtime::instance().shutdown(); }
+void exitHook() { Engine::instance().shutdown(); }
 
-// Whether this thread holds Runtime::unitMu_ (Note [Fork]): the optimizer
-// thread inside a Runtime::UnitHold, between two yield points.
+// Whether this thread holds Engine::unitMu_ (Note [Fork]): the optimizer
+// thread inside a Engine::UnitHold, between two yield points.
 thread_local bool tHoldsUnit = false;
 
 // Py_AtExit, when the host is a Python interpreter (the executable exports
@@ -34,7 +34,7 @@ PyAtExitFn pythonAtExit() { return reinterpret_cast<PyAtExitFn>(dlsym(RTLD_DEFAU
 
 }  // namespace
 
-void Runtime::installExitHandlers() {
+void Engine::installExitHandlers() {
   // Note [Ordered exit]: this atexit hook runs after CUDA's teardown (CUDA
   // initializes later); it only matters when CUDA was never used.
   // armExitHook() adds the one that runs first, and a Python host runs
@@ -43,10 +43,10 @@ void Runtime::installExitHandlers() {
   if (PyAtExitFn atExit = pythonAtExit(); atExit && atExit(&exitHook) != 0) {
     HOTKERNEL_LOG(Debug) << "Py_AtExit is full; the exit hook runs from atexit";
   }
-  pthread_atfork(&Runtime::forkPrepare, &Runtime::forkParent, &Runtime::forkChild);
+  pthread_atfork(&Engine::forkPrepare, &Engine::forkParent, &Engine::forkChild);
 }
 
-bool Runtime::yieldToServing() {
+bool Engine::yieldToServing() {
   // Note [Fork]: none of our GPU work is in flight here; a fork may go on.
   const bool held = tHoldsUnit;
   if (held) {
@@ -66,19 +66,19 @@ bool Runtime::yieldToServing() {
   return idle;
 }
 
-Runtime::UnitHold::UnitHold(Runtime& r) : r_(r) {
+Engine::UnitHold::UnitHold(Engine& r) : r_(r) {
   r_.unitMu_.lock();
   tHoldsUnit = true;
 }
 
-Runtime::UnitHold::~UnitHold() {
+Engine::UnitHold::~UnitHold() {
   if (tHoldsUnit) {
     tHoldsUnit = false;
     r_.unitMu_.unlock();
   }
 }
 
-void Runtime::armExitHook() noexcept {
+void Engine::armExitHook() noexcept {
   if (exitHookArmed_.exchange(true)) return;
   // Note [Ordered exit]: CUDA registered its teardown when it initialized,
   // before this call; atexit runs handlers in reverse order, so this one runs
@@ -89,7 +89,7 @@ void Runtime::armExitHook() noexcept {
   }
 }
 
-void Runtime::shutdown() noexcept {
+void Engine::shutdown() noexcept {
   if (shutDown_.exchange(true)) return;
   try {
     if (forkedChild_.load()) {
@@ -135,22 +135,22 @@ void Runtime::shutdown() noexcept {
 // A fork from the optimizer thread itself does not happen (it spawns its
 // helpers with posix_spawn, which runs no fork handlers). vfork and
 // posix_spawn from the host run none either and need none.
-void Runtime::forkPrepare() {
-  Runtime& r = instance();
+void Engine::forkPrepare() {
+  Engine& r = instance();
   if (!tHoldsUnit) r.unitMu_.lock();
   Recorder::instance().lockForFork();
   r.mu_.lock();
 }
 
-void Runtime::forkParent() {
-  Runtime& r = instance();
+void Engine::forkParent() {
+  Engine& r = instance();
   r.mu_.unlock();
   Recorder::instance().unlockAfterFork();
   if (!tHoldsUnit) r.unitMu_.unlock();
 }
 
-void Runtime::forkChild() {
-  Runtime& r = instance();
+void Engine::forkChild() {
+  Engine& r = instance();
   r.forkedChild_.store(true);
   r.mu_.unlock();
   Recorder::instance().unlockAfterFork();

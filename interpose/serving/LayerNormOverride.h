@@ -9,12 +9,14 @@
 // other keys).
 
 #include <ATen/core/Tensor.h>
+#include <ATen/record_function.h>
 #include <c10/core/DispatchKey.h>
 #include <c10/core/DispatchKeySet.h>
 
 #include <optional>
 #include <tuple>
 
+#include "OverrideState.h"
 #include "hotkernel/runtime/PlanTable.h"
 
 namespace hotkernel {
@@ -23,22 +25,19 @@ class LayerNormOverride {
  public:
   static constexpr const char* kOpName = "aten::native_layer_norm";
 
-  static void install(c10::DispatchKey key);
-  static bool installed(c10::DispatchKey key);
+  // The state of the trampoline (its row in the served-op table).
+  static OverrideState& state();
+  // The key of a sampled call, as the trampoline keys it (nullopt: one it never serves).
+  static std::optional<VariantKey> recordedKey(const at::RecordFunction& call);
 
-  static PlanSlot& plans();
-  using DeviceHook = bool (*)(int device);
-  static void setDeviceHook(DeviceHook hook);
-  static bool setEnabled(bool enabled);
-  static bool enabled();
+  static void install(c10::DispatchKey key);
+
 
   static std::tuple<at::Tensor, at::Tensor, at::Tensor> callOriginal(c10::DispatchKeySet ks, const at::Tensor& input,
                                                                      c10::SymIntArrayRef normalizedShape,
                                                                      const std::optional<at::Tensor>& weight,
                                                                      const std::optional<at::Tensor>& bias, double eps);
 
-  static uint64_t hits();
-  static uint64_t misses();
 };
 
 }  // namespace hotkernel

@@ -1,20 +1,17 @@
+#include "RecordedArgs.h"
 #include "LayerNormOverride.h"
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/native_layer_norm_cuda_dispatch.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include "NormOverrideCommon.h"
+#include "NormCall.h"
+#include "hotkernel/kernels/VariantOptions.h"
 
 namespace hotkernel {
 namespace {
 
 using Result = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
-
-NormOverrideState& state() {
-  static NormOverrideState* s = new NormOverrideState();  // leaked on purpose (see NormOverrideState)
-  return *s;
-}
 
 // Tries the planned kernel; nullopt means "run the original".
 std::optional<Result> tryPlan(const at::Tensor& input, c10::SymIntArrayRef symShape,
@@ -27,21 +24,21 @@ std::optional<Result> tryPlan(const at::Tensor& input, c10::SymIntArrayRef symSh
     std::optional<NormCall> call = normCallOf(input, *normalizedShape, weight, bias);
     if (!call) return std::nullopt;
     const VariantKey& key = call->key;
-    state().noteDeviceUse(key.device);
-    const Plan* plan = state().plans.load()->find(key);
+    LayerNormOverride::state().noteDeviceUse(key.device);
+    const Plan* plan = LayerNormOverride::state().plans.load()->find(key);
     if (!plan) return std::nullopt;
     const size_t align = plan->launcher->alignment();
-    const void* w = key.hasWeight() ? weight->const_data_ptr() : nullptr;
-    const void* b = key.hasBias() ? bias->const_data_ptr() : nullptr;
-    if (!normPointerAligned(input.const_data_ptr(), align) || !normPointerAligned(w, align) ||
-        !normPointerAligned(b, align)) {
+    const void* w = kernels::hasWeight(key) ? weight->const_data_ptr() : nullptr;
+    const void* b = kernels::hasBias(key) ? bias->const_data_ptr() : nullptr;
+    if (!pointerAligned(input.const_data_ptr(), align) || !pointerAligned(w, align) ||
+        !pointerAligned(b, align)) {
       return std::nullopt;
     }
     at::Tensor out = at::empty(input.sizes(), input.options());
     const auto statOpts = input.options().dtype(at::kFloat);
     at::Tensor mean = at::empty(call->statShape, statOpts);
     at::Tensor rstd = at::empty(call->statShape, statOpts);
-    if (!normPointerAligned(out.const_data_ptr(), align)) return std::nullopt;
+    if (!pointerAligned(out.const_data_ptr(), align)) return std::nullopt;
     void* stream = input.is_cuda() ? c10::cuda::getCurrentCUDAStream(input.device().index()).stream() : nullptr;
     if (!plan->launcher->launchArgs(KernelArgs()
                                         .pointer(input.const_data_ptr())
@@ -70,8 +67,8 @@ std::optional<Result> tryPlan(const at::Tensor& input, c10::SymIntArrayRef symSh
 Result layerNormTrampoline(c10::DispatchKeySet ks, const at::Tensor& input, c10::SymIntArrayRef normalizedShape,
                            const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
                            double eps) {
-  NormOverrideState& s = state();
-  if (s.enabled.load(std::memory_order_relaxed)) {
+  OverrideState& s = LayerNormOverride::state();
+  if (servingEnabled()) {
     if (std::optional<Result> r = tryPlan(input, normalizedShape, weight, bias, eps)) {
       s.hits.fetch_add(1, std::memory_order_relaxed);
       return std::move(*r);
@@ -90,7 +87,7 @@ Result LayerNormOverride::callOriginal(c10::DispatchKeySet ks, const at::Tensor&
   if (key == c10::DispatchKey::CUDA) {
     return at::cuda::native_layer_norm_symint(input, normalizedShape, weight, bias, eps);
   }
-  NormOverrideState& s = state();
+  OverrideState& s = LayerNormOverride::state();
   const auto& original = s.originals[static_cast<size_t>(key)];
   TORCH_CHECK(original.has_value() && s.op.has_value(), "hotkernel: no original native_layer_norm kernel for ",
               c10::toString(key));
@@ -100,19 +97,28 @@ Result LayerNormOverride::callOriginal(c10::DispatchKeySet ks, const at::Tensor&
 }
 
 void LayerNormOverride::install(c10::DispatchKey key) {
-  state().installOnce(key, kOpName,
+  LayerNormOverride::state().installOnce(key, kOpName,
                       [](torch::Library& lib) { lib.impl("native_layer_norm", TORCH_FN(layerNormTrampoline)); });
 }
 
-bool LayerNormOverride::installed(c10::DispatchKey key) {
-  return state().installed[static_cast<size_t>(key)].load();
+OverrideState& LayerNormOverride::state() {
+  static OverrideState* s = new OverrideState();  // leaked: the dispatcher may call the trampoline during exit
+  return *s;
 }
 
-PlanSlot& LayerNormOverride::plans() { return state().plans; }
-void LayerNormOverride::setDeviceHook(DeviceHook hook) { state().deviceHook.store(hook); }
-bool LayerNormOverride::setEnabled(bool enabled) { return state().enabled.exchange(enabled); }
-bool LayerNormOverride::enabled() { return state().enabled.load(); }
-uint64_t LayerNormOverride::hits() { return state().hits.load(); }
-uint64_t LayerNormOverride::misses() { return state().misses.load(); }
+// aten::native_layer_norm(input, normalized_shape, weight?, bias?, eps): the key normCallOf gives (its weight and bias options).
+std::optional<VariantKey> LayerNormOverride::recordedKey(const at::RecordFunction& call) {
+  if (call.num_inputs() < 5) return std::nullopt;
+  auto inputs = call.inputs();
+  if (!inputs[0].isTensor()) return std::nullopt;
+  const std::optional<std::vector<int64_t>> shape = recordedSizes(inputs[1]);
+  if (!shape) return std::nullopt;
+  std::optional<at::Tensor> weight, bias;
+  if (!recordedOptionalTensor(inputs[2], weight)) return std::nullopt;
+  if (!recordedOptionalTensor(inputs[3], bias)) return std::nullopt;
+  std::optional<NormCall> normCall = normCallOf(inputs[0].toTensor(), *shape, weight, bias);
+  if (!normCall) return std::nullopt;
+  return normCall->key;
+}
 
 }  // namespace hotkernel

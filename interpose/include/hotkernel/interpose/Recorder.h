@@ -62,7 +62,7 @@ class Recorder {
   double estimatedCalls(const std::string& op, const VariantKey& key) const;
   // Writes profile() to `path` atomically (temp file + rename). Never throws; logs.
   bool writeProfile(const std::string& path) const;
-  // Note [Fork] (Runtime.cpp): held across fork() so that a child never
+  // Note [Fork] (Engine.cpp): held across fork() so that a child never
   // inherits the lock taken by another thread.
   void lockForFork() { mu_.lock(); }
   void unlockAfterFork() { mu_.unlock(); }

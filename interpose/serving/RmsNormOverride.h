@@ -13,12 +13,14 @@
 // kernel's own errors.
 
 #include <ATen/core/Tensor.h>
+#include <ATen/record_function.h>
 #include <c10/core/DispatchKey.h>
 #include <c10/core/DispatchKeySet.h>
 
 #include <optional>
 #include <tuple>
 
+#include "OverrideState.h"
 #include "hotkernel/runtime/PlanTable.h"
 
 namespace hotkernel {
@@ -29,14 +31,13 @@ class RmsNormOverride {
 
   // Registers the trampoline for `key`. Idempotent per key; throws Error if
   // the op or its kernel for `key` cannot be found.
-  static void install(c10::DispatchKey key);
-  static bool installed(c10::DispatchKey key);
+  // The state of the trampoline (its row in the served-op table).
+  static OverrideState& state();
+  // The key of a sampled call, as the trampoline keys it (nullopt: one it never serves).
+  static std::optional<VariantKey> recordedKey(const at::RecordFunction& call);
 
-  static PlanSlot& plans();
-  using DeviceHook = bool (*)(int device);
-  static void setDeviceHook(DeviceHook hook);
-  static bool setEnabled(bool enabled);
-  static bool enabled();
+  static void install(c10::DispatchKey key);
+
 
   // The original kernel for the backend of `ks`, never a hotkernel kernel.
   static std::tuple<at::Tensor, at::Tensor> callOriginal(c10::DispatchKeySet ks, const at::Tensor& input,
@@ -44,8 +45,6 @@ class RmsNormOverride {
                                                          const std::optional<at::Tensor>& weight,
                                                          std::optional<double> eps);
 
-  static uint64_t hits();
-  static uint64_t misses();
 };
 
 }  // namespace hotkernel

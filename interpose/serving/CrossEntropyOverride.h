@@ -24,12 +24,14 @@
 // own errors.
 
 #include <ATen/core/Tensor.h>
+#include <ATen/record_function.h>
 #include <c10/core/DispatchKey.h>
 #include <c10/core/DispatchKeySet.h>
 #include <c10/core/SymInt.h>
 
 #include <optional>
 
+#include "OverrideState.h"
 #include "hotkernel/runtime/PlanTable.h"
 
 namespace hotkernel {
@@ -55,14 +57,13 @@ class CrossEntropyOverride {
   // Registers the trampolines for a backend key (CUDA; CPU in tests): its
   // autograd key first, then the key itself (Note [Overriding a composite
   // op]). Idempotent; throws Error if the op cannot be found.
-  static void install(c10::DispatchKey backendKey);
-  static bool installed(c10::DispatchKey key);
+  // The state of the trampoline (its row in the served-op table).
+  static OverrideState& state();
+  // The key of a sampled call, as the trampoline keys it (nullopt: one it never serves).
+  static std::optional<VariantKey> recordedKey(const at::RecordFunction& call);
 
-  static PlanSlot& plans();
-  using DeviceHook = bool (*)(int device);
-  static void setDeviceHook(DeviceHook hook);
-  static bool setEnabled(bool enabled);
-  static bool enabled();
+  static void install(c10::DispatchKey backendKey);
+
 
   // The original: at::compositeimplicitautograd::cross_entropy_loss.
   static at::Tensor callOriginal(const at::Tensor& self, const at::Tensor& target,
@@ -70,8 +71,6 @@ class CrossEntropyOverride {
                                  double labelSmoothing);
 
   // Calls served by a plan / by the original (backend trampoline only).
-  static uint64_t hits();
-  static uint64_t misses();
 };
 
 }  // namespace hotkernel

@@ -8,19 +8,14 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "FamilyDType.h"
-#include "NormOverrideCommon.h"
+#include "RecordedArgs.h"
 
 namespace hotkernel {
 namespace {
 
 using kernels::ReduceOp;
 
-NormOverrideState& state(ReduceOp op) {
-  // Leaked on purpose (see NormOverrideState): the dispatcher may call a trampoline during exit.
-  static NormOverrideState* states[4] = {new NormOverrideState(), new NormOverrideState(), new NormOverrideState(),
-                                         new NormOverrideState()};
-  return *states[static_cast<size_t>(op) & 3];
-}
+OverrideState& state(ReduceOp op) { return ReduceOverride::state(op); }
 
 // The refusals that need no allocation (Note [Reductions are everywhere]):
 // anything but the last dim alone, or a dtype= argument. reduceKeyOf checks
@@ -37,15 +32,15 @@ at::Tensor tryPlan(ReduceOp op, const at::Tensor& self, at::IntArrayRef dims, bo
     std::optional<ReduceCallKey> call = reduceKeyOf(op, self, dims, keepdim, dtypeGiven);
     if (!call) return {};
     const VariantKey& key = call->key;
-    NormOverrideState& s = state(op);
+    OverrideState& s = state(op);
     s.noteDeviceUse(key.device);
     const Plan* plan = s.plans.load()->find(key);
     if (!plan) return {};
-    if (!normPointerAligned(self.const_data_ptr(), plan->launcher->alignment())) return {};
+    if (!pointerAligned(self.const_data_ptr(), plan->launcher->alignment())) return {};
     at::Tensor out = at::empty(call->outSizes, op == ReduceOp::Argmax ? self.options().dtype(at::kLong)
                                                                        : self.options());
     const auto dtype = static_cast<kernels::DType>(key.dtype);
-    if (!normPointerAligned(out.const_data_ptr(), kernels::ReduceFamily::outputElementSize(op, dtype))) return {};
+    if (!pointerAligned(out.const_data_ptr(), kernels::ReduceFamily::outputElementSize(op, dtype))) return {};
     void* stream = self.is_cuda() ? c10::cuda::getCurrentCUDAStream(self.device().index()).stream() : nullptr;
     if (!plan->launcher->launch(RowKernelArgs{self.const_data_ptr(), out.mutable_data_ptr(), key.rows, key.cols},
                                 stream)) {
@@ -66,8 +61,8 @@ at::Tensor tryPlan(ReduceOp op, const at::Tensor& self, at::IntArrayRef dims, bo
 // `dims` is the call's dim list when `hasDims` (None otherwise).
 at::Tensor served(ReduceOp op, const at::Tensor& self, bool hasDims, at::IntArrayRef dims, bool keepdim,
                   bool dtypeGiven) {
-  NormOverrideState& s = state(op);
-  if (s.enabled.load(std::memory_order_relaxed) && maybeServed(self, hasDims, dims, dtypeGiven)) {
+  OverrideState& s = state(op);
+  if (servingEnabled() && maybeServed(self, hasDims, dims, dtypeGiven)) {
     at::Tensor out = tryPlan(op, self, dims, keepdim, dtypeGiven);
     if (out.defined()) {
       s.hits.fetch_add(1, std::memory_order_relaxed);
@@ -107,7 +102,7 @@ at::Tensor argmaxTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, std:
 // The captured original for a key other than CUDA, called boxed.
 at::Tensor callBoxed(ReduceOp op, c10::DispatchKeySet ks, torch::jit::Stack stack) {
   const c10::DispatchKey key = ks.highestPriorityTypeId();
-  NormOverrideState& s = state(op);
+  OverrideState& s = state(op);
   const auto& original = s.originals[static_cast<size_t>(key)];
   TORCH_CHECK(original.has_value() && s.op.has_value(), "hotkernel: no original ", ReduceOverride::opName(op),
               " kernel for ", c10::toString(key));
@@ -200,21 +195,43 @@ void ReduceOverride::install(c10::DispatchKey key, ReduceOp op) {
   HOTKERNEL_THROW("unknown reduction op ", static_cast<int>(op));
 }
 
-bool ReduceOverride::installed(c10::DispatchKey key, ReduceOp op) {
-  return state(op).installed[static_cast<size_t>(key)].load();
+OverrideState& ReduceOverride::state(ReduceOp op) {
+  // Leaked on purpose: the dispatcher may call a trampoline during exit.
+  static OverrideState* states[4] = {new OverrideState(), new OverrideState(), new OverrideState(),
+                                     new OverrideState()};
+  return *states[static_cast<size_t>(op) & 3];
 }
 
-PlanSlot& ReduceOverride::plans(ReduceOp op) { return state(op).plans; }
-void ReduceOverride::setDeviceHook(ReduceOp op, DeviceHook hook) { state(op).deviceHook.store(hook); }
-
-bool ReduceOverride::setEnabled(bool enabled) {
-  const bool previous = state(ReduceOp::Sum).enabled.exchange(enabled);
-  for (ReduceOp op : {ReduceOp::Mean, ReduceOp::Amax, ReduceOp::Argmax}) state(op).enabled.store(enabled);
-  return previous;
+// Note [Recording reductions]
+// RecordFunction names an op without its overload ("aten::sum" for every sum);
+// the overload comes from operator_name(). aten::sum.dim_IntList and
+// aten::mean.dim (self, dim?, keepdim, dtype?), aten::amax (self, dim[],
+// keepdim) and aten::argmax (self, dim?, keepdim): the key reduceKeyOf gives,
+// under the overload-qualified name the engine and the cache use. Other
+// overloads (a full sum, named dims) are not served and not recorded.
+std::optional<VariantKey> ReduceOverride::recordedKey(const at::RecordFunction& call, ReduceOp op) {
+  const size_t need = op == ReduceOp::Sum || op == ReduceOp::Mean ? 4 : 3;
+  if (call.num_inputs() < need) return std::nullopt;
+  const std::optional<c10::OperatorName> name = call.operator_name();
+  const char* overload = op == ReduceOp::Sum ? "dim_IntList" : op == ReduceOp::Mean ? "dim" : "";
+  if (!name || name->overload_name != overload) return std::nullopt;
+  auto inputs = call.inputs();
+  if (!inputs[0].isTensor() || !inputs[2].isBool()) return std::nullopt;
+  std::optional<std::vector<int64_t>> dims;
+  if (op == ReduceOp::Argmax) {
+    if (inputs[1].isInt()) {
+      dims = std::vector<int64_t>{inputs[1].toInt()};
+    } else if (!inputs[1].isNone()) {
+      return std::nullopt;
+    }
+  } else if (!inputs[1].isNone()) {
+    dims = recordedSizes(inputs[1]);
+    if (!dims) return std::nullopt;
+  }
+  const bool dtypeGiven = need == 4 && !inputs[3].isNone();
+  std::optional<ReduceCallKey> reduceCall = reduceKeyOf(op, inputs[0].toTensor(), dims, inputs[2].toBool(), dtypeGiven);
+  if (!reduceCall) return std::nullopt;
+  return reduceCall->key;
 }
-
-bool ReduceOverride::enabled() { return state(ReduceOp::Sum).enabled.load(); }
-uint64_t ReduceOverride::hits(ReduceOp op) { return state(op).hits.load(); }
-uint64_t ReduceOverride::misses(ReduceOp op) { return state(op).misses.load(); }
 
 }  // namespace hotkernel

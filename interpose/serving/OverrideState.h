@@ -1,10 +1,16 @@
 #pragma once
-// What the aten::_fused_rms_norm and aten::native_layer_norm trampolines
-// share (RmsNormOverride, LayerNormOverride): the variant key of a call and
-// the per-op state behind one stateless trampoline (Note [One stateless
-// trampoline per op] in SoftmaxOverride.h).
+// The state behind one served op's trampoline, one type for every op, and the
+// one switch that routes all served ops to hotkernel kernels or to ATen.
+//
+// Note [One stateless trampoline per op]
+// A served op's trampoline is registered once per dispatch key (CUDA in
+// production; CPU in the tests) and holds no state of its own: it reads its
+// op's OverrideState (the PlanSlot, Note [Hot swap without re-registration])
+// and either launches the planned kernel or calls the original kernel: the
+// unboxed at::cuda::<op> on CUDA, the SafeKernelFunction captured before the
+// override on any other key. Nothing it does can throw into the caller except
+// the original kernel's own errors.
 
-#include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DispatchKey.h>
 #include <c10/util/Exception.h>
@@ -12,9 +18,9 @@
 
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <optional>
-#include <vector>
 
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Logging.h"
@@ -22,25 +28,15 @@
 
 namespace hotkernel {
 
-// A norm call hotkernel can serve: its plan-table key and the shape ATen
-// gives the statistics (leading dims + [1] * len(normalized_shape)).
-struct NormCall {
-  VariantKey key;
-  std::vector<int64_t> statShape;
-};
+// Whether served ops run hotkernel kernels (true, the default) or always
+// their originals. One switch for every op (the C API's hotkernel_set_enabled).
+bool servingEnabled() noexcept;
+// Sets the switch; returns its previous value.
+bool setServingEnabled(bool enabled) noexcept;
 
-// The key of a norm call, or nullopt when hotkernel never serves it: input
-// empty, not contiguous, of another dtype than float32/float16/bfloat16, or
-// whose trailing dims are not `normalizedShape`; a weight or bias (when
-// defined) not contiguous, of another dtype or device than the input, or not
-// of shape `normalizedShape`. ATen then runs and raises whatever it raises.
-// `bias` is nullopt for rms_norm. Device is -1 for CPU tensors.
-std::optional<NormCall> normCallOf(const at::Tensor& input, at::IntArrayRef normalizedShape,
-                                   const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias);
-
-// The state of one norm op's override. Leaked by its owner: the dispatcher
+// The state of one served op's override. Its owner leaks it: the dispatcher
 // may call the trampoline during exit.
-struct NormOverrideState {
+struct OverrideState {
   using DeviceHook = bool (*)(int device);
   // Every runtime key, the per-backend autograd keys included (AutogradCUDA:
   // cross_entropy_loss registers one, Note [Overriding a composite op]).
@@ -48,22 +44,28 @@ struct NormOverrideState {
   static constexpr int kMaxDevices = 64;
 
   PlanSlot plans;
-  std::atomic<bool> enabled{true};
-  std::atomic<uint64_t> hits{0};
-  std::atomic<uint64_t> misses{0};
+  std::atomic<uint64_t> hits{0};    // calls served by a plan
+  std::atomic<uint64_t> misses{0};  // calls that ran the original
   std::mutex installMu;
   // Written once per key under installMu before the trampoline is registered
   // for that key; read-only afterwards.
   std::array<std::optional<c10::SafeKernelFunction>, kNumKeys> originals;
   std::array<std::atomic<bool>, kNumKeys> installed{};
-  std::optional<c10::OperatorHandle> op;
+  std::optional<c10::OperatorHandle> op;  // Precondition for writing: installMu held
+  // Called on the first CUDA call per device (before the plan lookup) until it
+  // returns true: the engine loads cached kernels there (Note [Lazy GPU start]).
   std::atomic<DeviceHook> deviceHook{nullptr};
   std::array<std::atomic<bool>, kMaxDevices> deviceReady{};
 
   // For a CUDA call: notes serving activity (the idle gate) and runs the
   // device hook until it succeeds once for `device`. No-op for CPU (-1).
   void noteDeviceUse(int device);
-  // Captures the original kernel for `key` and registers `install(lib)`'s
+  // Whether the trampoline is registered for `key`.
+  bool installedFor(c10::DispatchKey key) const {
+    const size_t idx = static_cast<size_t>(key);
+    return idx < kNumKeys && installed[idx].load();
+  }
+  // Captures the original kernel for `key` and registers `registerImpl(lib)`'s
   // trampoline, once per key (idempotent). `overload`: the schema's overload
   // name ("dim_IntList" for aten::sum.dim_IntList; "" for none). Throws Error
   // for an unknown op or key.
@@ -72,11 +74,7 @@ struct NormOverrideState {
 };
 
 // `ptr` is a multiple of `alignment` (nullptr passes: an absent array).
-bool normPointerAligned(const void* ptr, size_t alignment);
-
-}  // namespace hotkernel
-
-namespace hotkernel {
+bool pointerAligned(const void* ptr, size_t alignment);
 
 namespace detail {
 class SilentWarnings : public c10::WarningHandler {
@@ -86,8 +84,8 @@ class SilentWarnings : public c10::WarningHandler {
 }  // namespace detail
 
 template <typename RegisterFn>
-void NormOverrideState::installOnce(c10::DispatchKey key, const char* opName, RegisterFn registerImpl,
-                                    const char* overload) {
+void OverrideState::installOnce(c10::DispatchKey key, const char* opName, RegisterFn registerImpl,
+                                const char* overload) {
   const size_t idx = static_cast<size_t>(key);
   HOTKERNEL_CHECK(idx < kNumKeys, "dispatch key out of range");
   std::lock_guard<std::mutex> guard(installMu);

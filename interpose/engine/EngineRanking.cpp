@@ -1,29 +1,29 @@
 // The runtime's side of the Amdahl ranking (Note [Amdahl ranking] in
 // optimizer/Ranking.h): the background queue's ranker, and what happens to a
 // target the ranking drops (Note [Ranking in the experiment log] in
-// optimizer/RankingLog.h). Kept out of Runtime.cpp; no torch headers here.
+// optimizer/RankingLog.h). Kept out of Engine.cpp; no torch headers here.
 
 #include <utility>
 
-#include "Recorder.h"
-#include "Runtime.h"
+#include "hotkernel/interpose/Recorder.h"
+#include "hotkernel/interpose/Engine.h"
 #include "hotkernel/optimizer/ExperimentLog.h"
 #include "hotkernel/optimizer/GpuTargetMeasurer.h"
 #include "hotkernel/runtime/IdleGate.h"
-#include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/RankingLog.h"
 #include "hotkernel/runtime/Logging.h"
 
 namespace hotkernel {
 
-RankingOptions Runtime::rankingOptions() {
+RankingOptions Engine::rankingOptions() {
   // One pass of the background optimizer splits 10 minutes over what is
   // queued (re-split each time a job is picked), at least 30 s per target;
   // stop at 90% of the roofline or after 8 rounds without improvement.
   return RankingOptions{};
 }
 
-void Runtime::installRanker() {
+void Engine::installRanker() {
   GpuMeasurerOptions mo;
   mo.memoryCapBytes = config().optimizerMemoryMb > 0 ? config().optimizerMemoryMb << 20 : 0;
   mo.yieldPoint = [this] { return yieldToServing(); };
@@ -42,19 +42,19 @@ void Runtime::installRanker() {
   });
 }
 
-std::unique_ptr<QueueRanker> Runtime::makeRanker(TargetMeasurer& measurer,
+std::unique_ptr<QueueRanker> Engine::makeRanker(TargetMeasurer& measurer,
                                                  std::function<double(const OptimizerJob&)> calls) {
   QueueRankerHooks hooks;
   hooks.estimatedCalls = std::move(calls);
   hooks.decided = [this](const OptimizerJob& job) {
     std::lock_guard<std::mutex> guard(mu_);
-    return hasDecisionLocked(job.op, variantString(job.key));
+    return hasDecisionLocked(job.op, kernels::variantString(job.key));
   };
   hooks.onSkipped = [this](const OptimizerJob& job, const SkippedTarget& skipped) { onSkippedTarget(job, skipped); };
   return std::make_unique<QueueRanker>(measurer, rankingOptions(), std::move(hooks));
 }
 
-void Runtime::onSkippedTarget(const OptimizerJob& job, const SkippedTarget& skipped) {
+void Engine::onSkippedTarget(const OptimizerJob& job, const SkippedTarget& skipped) {
   if (skipped.reason == TargetStop::Decided) return;  // its entry and log line exist already
   // The device the target was measured on (Note [A fingerprint per device]).
   const std::optional<Fingerprint> f = fingerprints_.of(job.key.device);

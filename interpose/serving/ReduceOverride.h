@@ -22,6 +22,7 @@
 // call at::cuda::<op> directly, never the trampoline.
 
 #include <ATen/core/Tensor.h>
+#include <ATen/record_function.h>
 #include <c10/core/DispatchKey.h>
 #include <c10/core/DispatchKeySet.h>
 #include <c10/core/ScalarType.h>
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "hotkernel/kernels/ReduceFamily.h"
+#include "OverrideState.h"
 #include "hotkernel/runtime/PlanTable.h"
 
 namespace hotkernel {
@@ -58,14 +60,11 @@ class ReduceOverride {
   // Registers the op's trampoline for `key`. Idempotent per (op, key);
   // throws Error if the op or its kernel for `key` cannot be found.
   static void install(c10::DispatchKey key, kernels::ReduceOp op);
-  static bool installed(c10::DispatchKey key, kernels::ReduceOp op);
+  // The state of `op`'s trampoline (its row in the served-op table).
+  static OverrideState& state(kernels::ReduceOp op);
+  // The key of a sampled call of `op` (Note [Recording reductions]); nullopt: another overload, or not served.
+  static std::optional<VariantKey> recordedKey(const at::RecordFunction& call, kernels::ReduceOp op);
 
-  static PlanSlot& plans(kernels::ReduceOp op);
-  using DeviceHook = bool (*)(int device);
-  static void setDeviceHook(kernels::ReduceOp op, DeviceHook hook);
-  // All four ops move together; returns sum's previous state.
-  static bool setEnabled(bool enabled);
-  static bool enabled();
 
   // The originals for the backend of `ks`, never a hotkernel kernel.
   static at::Tensor callOriginalSum(c10::DispatchKeySet ks, const at::Tensor& self, at::OptionalIntArrayRef dim,
@@ -77,8 +76,6 @@ class ReduceOverride {
   static at::Tensor callOriginalArgmax(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<int64_t> dim,
                                        bool keepdim);
 
-  static uint64_t hits(kernels::ReduceOp op);
-  static uint64_t misses(kernels::ReduceOp op);
 };
 
 }  // namespace hotkernel

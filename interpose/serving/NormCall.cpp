@@ -1,7 +1,7 @@
-#include "NormOverrideCommon.h"
+#include "NormCall.h"
 
 #include "hotkernel/kernels/DType.h"
-#include "hotkernel/runtime/IdleGate.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "FamilyDType.h"
 
 namespace hotkernel {
@@ -32,28 +32,15 @@ std::optional<NormCall> normCallOf(const at::Tensor& input, at::IntArrayRef norm
   call.key.rows = input.numel() / call.key.cols;
   if (weight && weight->defined()) {
     if (!usableColumn(*weight, input, normalizedShape)) return std::nullopt;
-    call.key.flags |= VariantKey::kHasWeight;
+    call.key.options |= kernels::variant_options::kWeight;
   }
   if (bias && bias->defined()) {
     if (!usableColumn(*bias, input, normalizedShape)) return std::nullopt;
-    call.key.flags |= VariantKey::kHasBias;
+    call.key.options |= kernels::variant_options::kBias;
   }
   call.statShape.assign(input.sizes().begin(), input.sizes().begin() + (nd - nn));
   call.statShape.insert(call.statShape.end(), static_cast<size_t>(nn), 1);
   return call;
-}
-
-void NormOverrideState::noteDeviceUse(int device) {
-  if (device < 0) return;
-  IdleGate::instance().noteActivity();
-  if (device < kMaxDevices && !deviceReady[device].load(std::memory_order_acquire)) {
-    DeviceHook hook = deviceHook.load();
-    if (hook && hook(device)) deviceReady[device].store(true, std::memory_order_release);
-  }
-}
-
-bool normPointerAligned(const void* ptr, size_t alignment) {
-  return alignment == 0 || reinterpret_cast<uintptr_t>(ptr) % alignment == 0;
 }
 
 }  // namespace hotkernel

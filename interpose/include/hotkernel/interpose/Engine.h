@@ -1,6 +1,8 @@
 #pragma once
-// The process-wide hotkernel runtime inside libhotkernel.so: wires the
-// dispatcher override, the recorder, the cache and the optimizer together.
+// The process engine inside libhotkernel.so: wires the served ops (the
+// dispatcher overrides), the recorder, the cache and the optimizer together.
+// The top layer: it uses the serving path and the optimizer; neither uses it
+// (the recorder reaches it through the callback start() gives it).
 //
 // Note [Lazy GPU start]
 // hotkernel_start() runs inside `import torch` (or before main) and must not
@@ -22,19 +24,19 @@
 
 #include "hotkernel/cache/CacheStore.h"
 #include "hotkernel/optimizer/ExternalAgent.h"
-#include "hotkernel/runtime/GpuUtilization.h"
 #include "hotkernel/optimizer/OptimizerWorker.h"
 #include "hotkernel/optimizer/QueueRanker.h"
 #include "hotkernel/optimizer/TargetMeasurer.h"
 #include "hotkernel/runtime/Config.h"
+#include "hotkernel/runtime/GpuUtilization.h"
 #include "hotkernel/runtime/DeviceFingerprints.h"
 #include "hotkernel/runtime/Fingerprint.h"
 
 namespace hotkernel {
 
-class Runtime {
+class Engine {
  public:
-  static Runtime& instance();
+  static Engine& instance();
 
   // 0 active, 1 disabled by configuration, <0 failed (logged). Idempotent.
   int start();
@@ -51,7 +53,7 @@ class Runtime {
   nlohmann::json optimizeVariant(const std::string& op, const VariantKey& key,
                                  const std::function<bool()>& yieldPoint,
                                  const std::optional<RankedTarget>& target = std::nullopt);
-  // Ranking of optimizer jobs for this process (src/RuntimeRanking.cpp): jobs
+  // Ranking of optimizer jobs for this process (engine/EngineRanking.cpp): jobs
   // with a decision here are skipped, targets near their roofline are recorded
   // as "keep ATen" (cache and experiment log); `calls` gives each job's
   // recorded calls (the recorder's, or a profile's). Needs ensureDevice() first.
@@ -74,7 +76,7 @@ class Runtime {
   void armExitHook() noexcept;
 
  private:
-  Runtime() = default;
+  Engine() = default;
   void onHot(const std::string& op, const VariantKey& key);
   void optimize(const OptimizerJob& job);
   // On the worker thread, before a job or a ranking starts any GPU work: the
@@ -91,12 +93,12 @@ class Runtime {
   // waitToStart() returned true.
   class UnitHold {
    public:
-    explicit UnitHold(Runtime& r);
+    explicit UnitHold(Engine& r);
     ~UnitHold();
    private:
-    Runtime& r_;
+    Engine& r_;
   };
-  // src/RuntimeExit.cpp: the exit hooks (atexit, Py_AtExit) and the fork handlers, once, from start().
+  // engine/EngineExit.cpp: the exit hooks (atexit, Py_AtExit) and the fork handlers, once, from start().
   void installExitHandlers();
   // pthread_atfork handlers (Note [Fork]).
   static void forkPrepare();
@@ -105,7 +107,7 @@ class Runtime {
   void loadDevice(int device);
   bool publishEntry(const cache::Entry& entry, int device);
   Fingerprint fingerprintFor(int device) const;
-  // src/RuntimeRanking.cpp: the background queue's ranker; a target the ranking dropped.
+  // engine/EngineRanking.cpp: the background queue's ranker; a target the ranking dropped.
   void installRanker();
   void onSkippedTarget(const OptimizerJob& job, const SkippedTarget& skipped);
   // Precondition: mu_ held.

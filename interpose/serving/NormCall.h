@@ -1,0 +1,30 @@
+#pragma once
+// The variant key of an aten::_fused_rms_norm or aten::native_layer_norm call
+// (RmsNormOverride, LayerNormOverride and the recorder).
+
+#include <ATen/core/Tensor.h>
+
+#include <optional>
+#include <vector>
+
+#include "hotkernel/runtime/PlanTable.h"
+
+namespace hotkernel {
+
+// A norm call hotkernel can serve: its plan-table key and the shape ATen
+// gives the statistics (leading dims + [1] * len(normalized_shape)).
+struct NormCall {
+  VariantKey key;
+  std::vector<int64_t> statShape;
+};
+
+// The key of a norm call, or nullopt when hotkernel never serves it: input
+// empty, not contiguous, of another dtype than float32/float16/bfloat16, or
+// whose trailing dims are not `normalizedShape`; a weight or bias (when
+// defined) not contiguous, of another dtype or device than the input, or not
+// of shape `normalizedShape`. ATen then runs and raises whatever it raises.
+// `bias` is nullopt for rms_norm. Device is -1 for CPU tensors.
+std::optional<NormCall> normCallOf(const at::Tensor& input, at::IntArrayRef normalizedShape,
+                                   const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias);
+
+}  // namespace hotkernel

@@ -1,0 +1,33 @@
+#include "RecordedArgs.h"
+
+namespace hotkernel {
+
+std::optional<std::vector<int64_t>> recordedSizes(const c10::IValue& v) {
+  if (v.isIntList()) return v.toIntVector();
+  if (!v.isList()) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const c10::IValue& e : v.toListRef()) {
+    if (e.isInt()) {
+      out.push_back(e.toInt());
+    } else if (e.isSymInt()) {
+      const std::optional<int64_t> i = e.toSymInt().maybe_as_int();
+      if (!i) return std::nullopt;
+      out.push_back(*i);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+bool recordedOptionalTensor(const c10::IValue& v, std::optional<at::Tensor>& out) {
+  if (v.isNone()) {
+    out = std::nullopt;
+    return true;
+  }
+  if (!v.isTensor()) return false;
+  out = v.toTensor();
+  return true;
+}
+
+}  // namespace hotkernel

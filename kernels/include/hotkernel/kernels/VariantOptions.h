@@ -1,0 +1,57 @@
+#pragma once
+// The options word of a VariantKey as the families use it, and the cache's
+// variant string.
+//
+// Note [Variant options]
+// A VariantKey's options word holds what, besides dtype and shape, picks a
+// kernel: whether a norm call passes a weight (bit 0) and a bias (bit 1), and
+// cross_entropy_loss's reduction (at::Reduction + 1 in bits 2-3; 0 there: no
+// reduction field). Each family says which fields its keys may carry
+// (FamilyDescriptor::optionFields). The variant string spells the fields that
+// are set (";weight=1", ";bias=1", ";reduction=mean"), so a key and its string
+// convert both ways without knowing the op, and a cache row written by one
+// version reads the same in the next.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "hotkernel/runtime/PlanTable.h"
+
+namespace hotkernel::kernels {
+
+namespace variant_options {
+constexpr int32_t kWeight = 1;
+constexpr int32_t kBias = 2;
+constexpr int32_t kReductionShift = 2;
+constexpr int32_t kReductionMask = 3 << kReductionShift;
+}  // namespace variant_options
+
+// The option bits of a call's optional per-column inputs.
+constexpr int32_t weightBiasOptions(bool weight, bool bias) {
+  return (weight ? variant_options::kWeight : 0) | (bias ? variant_options::kBias : 0);
+}
+// The option bits of cross_entropy_loss's reduction (0 none, 1 mean, 2 sum: at::Reduction).
+constexpr int32_t reductionOptions(int32_t reduction) {
+  return (reduction + 1) << variant_options::kReductionShift;
+}
+
+inline bool hasWeight(const VariantKey& key) { return (key.options & variant_options::kWeight) != 0; }
+inline bool hasBias(const VariantKey& key) { return (key.options & variant_options::kBias) != 0; }
+// The reduction the key holds (0 none, 1 mean, 2 sum), or -1: no reduction field.
+inline int32_t reductionOf(const VariantKey& key) {
+  return ((key.options & variant_options::kReductionMask) >> variant_options::kReductionShift) - 1;
+}
+
+// The cache's variant string: "dtype=bfloat16;rows=4096;cols=32000" (no
+// device: the fingerprint names the GPU model), then ";weight=1", ";bias=1"
+// and ";reduction=none|mean|sum" for the option fields that are set.
+std::string variantString(const VariantKey& key);
+
+// The inverse of variantString for `device`; nullopt for a malformed string
+// (a part without '=', an unknown dtype, a number with other characters,
+// rows or cols missing or < 1, an option value out of its range). Unknown
+// fields are ignored.
+std::optional<VariantKey> parseVariantString(const std::string& variant, int device);
+
+}  // namespace hotkernel::kernels

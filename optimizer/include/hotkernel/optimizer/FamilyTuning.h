@@ -1,0 +1,17 @@
+#pragma once
+// How the optimizer tunes a variant of a family (the optimizer's half of Note
+// [Family descriptors]): the family's tuner runs its parameter space through
+// the harness against the family's ATen reference and times the survivors.
+
+#include "hotkernel/kernels/FamilyDescriptor.h"
+#include "hotkernel/optimizer/TunerOptions.h"
+#include "hotkernel/runtime/PlanTable.h"
+
+namespace hotkernel {
+
+// Tunes `key` (on key.device) with `family`'s tuner. Throws Error for a key the
+// family does not take (options outside its fields) or a family without a
+// tuner, and whatever the tuner throws (no driver, no NVRTC, interrupted).
+TuneOutcome tuneVariant(const kernels::FamilyDescriptor& family, const VariantKey& key, const TunerOptions& options);
+
+}  // namespace hotkernel
