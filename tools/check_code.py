@@ -13,6 +13,14 @@ benchmark results path or GPU-prefixed results file name, and no run name
 and history belong in docs/design/<area>.md under the Note's title, or in
 commit messages.
 
+Layers: the serving path (interpose/serving/ and the public headers it
+implements, interpose/include/hotkernel/interpose/{ServedOps,Recorder}.h)
+includes no optimizer header; runtime/, cache/ and kernels/ include nothing
+from the modules above them; tools/ and bench/ include only public headers
+(a quoted include without a path names a file of their own
+folder; bench/experiments/ is exempt); no production
+.cpp file is over 500 lines.
+
 Notes, over the whole repository (code, tests, bench, docs, READMEs): a Note's
 title is written in square brackets after the word Note.
   - In code, a definition is a comment line holding the Note and its title
@@ -90,6 +98,43 @@ def read(path):
         return f.read()
 
 
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+# (path prefix, forbidden include prefixes): a module includes nothing from the layers above it.
+LAYER_RULES = [
+    ("interpose/serving/", ("hotkernel/optimizer/", "hotkernel/interpose/Engine.h", "hotkernel/cache/")),
+    ("interpose/include/hotkernel/interpose/ServedOps.h", ("hotkernel/optimizer/",)),
+    ("interpose/include/hotkernel/interpose/Recorder.h", ("hotkernel/optimizer/",)),
+    ("runtime/", ("hotkernel/kernels/", "hotkernel/cache/", "hotkernel/optimizer/", "hotkernel/interpose/")),
+    ("kernels/", ("hotkernel/cache/", "hotkernel/optimizer/", "hotkernel/interpose/")),
+    ("cache/", ("hotkernel/kernels/", "hotkernel/optimizer/", "hotkernel/interpose/")),
+]
+MAX_CPP_LINES = 500
+
+
+def layering_findings(rel, lines):
+    """Includes that point up the layers, private headers used by tools and benchmarks, long files."""
+    found = []
+    if not rel.endswith((".h", ".hpp", ".c", ".cc", ".cpp", ".cu", ".cuh")):
+        return found
+    for number, line in enumerate(lines, 1):
+        m = INCLUDE.match(line)
+        if not m:
+            continue
+        target = m.group(1)
+        for prefix, forbidden in LAYER_RULES:
+            if rel.startswith(prefix) and target.startswith(forbidden):
+                found.append(f"{rel}:{number}: includes '{target}', above its layer")
+        top = rel.split(os.sep)[0]
+        experiment = rel.startswith(os.path.join("bench", "experiments") + os.sep)
+        if top in ("tools", "bench") and not experiment and "/" not in target:
+            own = [d for d, _, names in os.walk(os.path.join(ROOT, top)) if target in names]
+            if not own:
+                found.append(f"{rel}:{number}: includes '{target}', a private header of another module")
+    if is_production(rel) and rel.endswith(".cpp") and len(lines) > MAX_CPP_LINES + 1:
+        found.append(f"{rel}:1: {len(lines) - 1} lines, over {MAX_CPP_LINES}: split it by concept")
+    return found
+
+
 def main():
     findings = []
     definitions = {}  # title -> [(rel, line, kind)]
@@ -101,6 +146,7 @@ def main():
             continue
         text = read(path)
         lines = text.split("\n")
+        findings.extend(layering_findings(rel, lines))
         if is_production(rel):
             for number, line in enumerate(lines, 1):
                 for what, rule in HISTORY_RULES:

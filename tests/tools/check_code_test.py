@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""tools/check_code.py's layering rules on made-up files: each rule finds what it forbids, and only that."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+import check_code  # noqa: E402
+
+
+class LayeringTest(unittest.TestCase):
+    def test_given_serving_code_when_it_includes_an_optimizer_header_then_found(self):
+        found = check_code.layering_findings("interpose/serving/X.cpp", ['#include "hotkernel/optimizer/Search.h"'])
+        self.assertEqual(len(found), 1)
+        self.assertIn("above its layer", found[0])
+
+    def test_given_serving_code_when_it_includes_runtime_and_kernels_then_nothing_found(self):
+        lines = ['#include "hotkernel/runtime/IdleGate.h"', '#include "hotkernel/kernels/FamilyDescriptor.h"',
+                 '#include "OverrideState.h"']
+        self.assertEqual(check_code.layering_findings("interpose/serving/X.cpp", lines), [])
+
+    def test_given_the_engine_when_it_includes_the_optimizer_then_nothing_found(self):
+        lines = ['#include "hotkernel/optimizer/FamilyTuning.h"']
+        self.assertEqual(check_code.layering_findings("interpose/engine/Engine.cpp", lines), [])
+
+    def test_given_runtime_or_kernels_when_they_include_upwards_then_found(self):
+        self.assertEqual(len(check_code.layering_findings("runtime/src/A.cpp", ['#include "hotkernel/kernels/DType.h"'])), 1)
+        self.assertEqual(len(check_code.layering_findings("kernels/src/A.cpp", ['#include "hotkernel/optimizer/A.h"'])), 1)
+
+    def test_given_a_benchmark_when_it_includes_a_private_header_then_found(self):
+        found = check_code.layering_findings("bench/A.cpp", ['#include "SoftmaxOverride.h"'])
+        self.assertEqual(len(found), 1)
+        self.assertIn("private header", found[0])
+        self.assertEqual(check_code.layering_findings("bench/A.cpp", ['#include "hotkernel/interpose/ServedOps.h"']), [])
+
+    def test_given_a_long_production_file_when_checked_then_found_and_a_long_test_is_not(self):
+        lines = ["int x;"] * 502
+        self.assertEqual(len(check_code.layering_findings("optimizer/src/Long.cpp", lines)), 1)
+        self.assertEqual(check_code.layering_findings("tests/optimizer/LongTest.cpp", lines), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
