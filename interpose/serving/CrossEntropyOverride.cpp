@@ -27,19 +27,19 @@ bool aligned(const void* p, size_t alignment) {
 }
 
 // Tries the planned kernel; nullopt means "run the original".
-std::optional<at::Tensor> tryPlan(const at::Tensor& self, const at::Tensor& target,
+std::optional<at::Tensor> tryPlan(const at::Tensor& self, const at::Tensor& labels,
                                   const std::optional<at::Tensor>& weight, int64_t reduction,
                                   const c10::SymInt& ignoreIndex, double labelSmoothing) noexcept {
   try {
     // The guard before anything else: refused calls touch nothing.
-    std::optional<VariantKey> key = crossEntropyKeyOf(self, target, weight, reduction, labelSmoothing);
+    std::optional<VariantKey> key = crossEntropyKeyOf(self, labels, weight, reduction, labelSmoothing);
     if (!key) return std::nullopt;
     const std::optional<int64_t> ignore = ignoreIndex.maybe_as_int();
     if (!ignore) return std::nullopt;  // symbolic: not a call to serve
     CrossEntropyOverride::state().noteDeviceUse(key->device);
     const Plan* plan = CrossEntropyOverride::state().plans.load()->find(*key);
     if (!plan) return std::nullopt;
-    if (!aligned(self.const_data_ptr(), plan->launcher->alignment()) || !aligned(target.const_data_ptr(), 8)) {
+    if (!aligned(self.const_data_ptr(), plan->launcher->alignment()) || !aligned(labels.const_data_ptr(), 8)) {
       return std::nullopt;
     }
     const bool reduced = reduction != at::Reduction::None;
@@ -59,7 +59,7 @@ std::optional<at::Tensor> tryPlan(const at::Tensor& self, const at::Tensor& targ
     }
     if (!plan->launcher->launchArgs(KernelArgs()
                                         .pointer(self.const_data_ptr())
-                                        .pointer(target.const_data_ptr())
+                                        .pointer(labels.const_data_ptr())
                                         .pointer(out.mutable_data_ptr())
                                         .pointer(work.defined() ? work.const_data_ptr() : nullptr)
                                         .int64(key->rows)
@@ -80,41 +80,41 @@ std::optional<at::Tensor> tryPlan(const at::Tensor& self, const at::Tensor& targ
 }
 
 // The backend key's trampoline (Note [Overriding a composite op]).
-at::Tensor crossEntropyTrampoline(c10::DispatchKeySet, const at::Tensor& self, const at::Tensor& target,
+at::Tensor crossEntropyTrampoline(c10::DispatchKeySet, const at::Tensor& self, const at::Tensor& labels,
                                   const std::optional<at::Tensor>& weight, int64_t reduction, c10::SymInt ignoreIndex,
                                   double labelSmoothing) {
   OverrideState& s = CrossEntropyOverride::state();
   if (servingEnabled()) {
-    if (std::optional<at::Tensor> r = tryPlan(self, target, weight, reduction, ignoreIndex, labelSmoothing)) {
+    if (std::optional<at::Tensor> r = tryPlan(self, labels, weight, reduction, ignoreIndex, labelSmoothing)) {
       s.hits.fetch_add(1, std::memory_order_relaxed);
       return std::move(*r);
     }
   }
   s.misses.fetch_add(1, std::memory_order_relaxed);
-  return CrossEntropyOverride::callOriginal(self, target, weight, reduction, std::move(ignoreIndex), labelSmoothing);
+  return CrossEntropyOverride::callOriginal(self, labels, weight, reduction, std::move(ignoreIndex), labelSmoothing);
 }
 
 // The autograd key's trampoline: the composite when a gradient is needed,
 // else below autograd to the backend trampoline.
-at::Tensor crossEntropyAutogradTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& target,
+at::Tensor crossEntropyAutogradTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, const at::Tensor& labels,
                                           const std::optional<at::Tensor>& weight, int64_t reduction,
                                           c10::SymInt ignoreIndex, double labelSmoothing) {
-  if (crossEntropyNeedsGrad(self, target, weight)) {
-    return CrossEntropyOverride::callOriginal(self, target, weight, reduction, std::move(ignoreIndex),
+  if (crossEntropyNeedsGrad(self, labels, weight)) {
+    return CrossEntropyOverride::callOriginal(self, labels, weight, reduction, std::move(ignoreIndex),
                                               labelSmoothing);
   }
   at::AutoDispatchBelowADInplaceOrView below;
-  return at::_ops::cross_entropy_loss::redispatch(ks & c10::after_autograd_keyset, self, target, weight, reduction,
+  return at::_ops::cross_entropy_loss::redispatch(ks & c10::after_autograd_keyset, self, labels, weight, reduction,
                                                   std::move(ignoreIndex), labelSmoothing);
 }
 
 }  // namespace
 
-std::optional<VariantKey> crossEntropyKeyOf(const at::Tensor& self, const at::Tensor& target,
+std::optional<VariantKey> crossEntropyKeyOf(const at::Tensor& self, const at::Tensor& labels,
                                             const std::optional<at::Tensor>& weight, int64_t reduction,
                                             double labelSmoothing) {
-  if (!self.defined() || !target.defined()) return std::nullopt;
-  if (self.dim() != 2 || target.dim() != 1) return std::nullopt;  // the guard's first refusal, without copies
+  if (!self.defined() || !labels.defined()) return std::nullopt;
+  if (self.dim() != 2 || labels.dim() != 1) return std::nullopt;  // the guard's first refusal, without copies
   // Every call of the served op comes here: one description per thread whose
   // vectors keep their capacity, so describing a call allocates nothing after
   // the first. Every field is set below.
@@ -124,10 +124,10 @@ std::optional<VariantKey> crossEntropyKeyOf(const at::Tensor& self, const at::Te
   call.dtype = dtype.value_or(DType::Float32);
   call.logitsSizes.assign(self.sizes().begin(), self.sizes().end());
   call.logitsStrides.assign(self.strides().begin(), self.strides().end());
-  call.targetInt64 = target.scalar_type() == at::kLong;
-  call.targetSizes.assign(target.sizes().begin(), target.sizes().end());
-  call.targetStrides.assign(target.strides().begin(), target.strides().end());
-  call.sameDevice = self.device() == target.device();
+  call.labelsInt64 = labels.scalar_type() == at::kLong;
+  call.labelsSizes.assign(labels.sizes().begin(), labels.sizes().end());
+  call.labelsStrides.assign(labels.strides().begin(), labels.strides().end());
+  call.sameDevice = self.device() == labels.device();
   call.hasWeight = weight.has_value() && weight->defined();
   call.labelSmoothing = labelSmoothing;
   call.reduction = reduction;
@@ -138,17 +138,17 @@ std::optional<VariantKey> crossEntropyKeyOf(const at::Tensor& self, const at::Te
   return key;
 }
 
-bool crossEntropyNeedsGrad(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight) {
+bool crossEntropyNeedsGrad(const at::Tensor& self, const at::Tensor& labels, const std::optional<at::Tensor>& weight) {
   auto needs = [](const at::Tensor& t) {
     return t.defined() && ((at::GradMode::is_enabled() && t.requires_grad()) || t._fw_grad(/*level=*/0).defined());
   };
-  return needs(self) || needs(target) || (weight.has_value() && needs(*weight));
+  return needs(self) || needs(labels) || (weight.has_value() && needs(*weight));
 }
 
-at::Tensor CrossEntropyOverride::callOriginal(const at::Tensor& self, const at::Tensor& target,
+at::Tensor CrossEntropyOverride::callOriginal(const at::Tensor& self, const at::Tensor& labels,
                                               const std::optional<at::Tensor>& weight, int64_t reduction,
                                               c10::SymInt ignoreIndex, double labelSmoothing) {
-  return at::compositeimplicitautograd::cross_entropy_loss_symint(self, target, weight, reduction,
+  return at::compositeimplicitautograd::cross_entropy_loss_symint(self, labels, weight, reduction,
                                                                   std::move(ignoreIndex), labelSmoothing);
 }
 
@@ -169,7 +169,7 @@ OverrideState& CrossEntropyOverride::state() {
   return *s;
 }
 
-// aten::cross_entropy_loss(self, target, weight?, reduction, ignore_index,
+// aten::cross_entropy_loss(self, labels, weight?, reduction, ignore_index,
 // label_smoothing): the key crossEntropyKeyOf gives (its reduction option).
 std::optional<VariantKey> CrossEntropyOverride::recordedKey(const at::RecordFunction& call) {
   if (call.num_inputs() < 6) return std::nullopt;

@@ -1,5 +1,5 @@
 #pragma once
-// The dispatcher trampolines for aten::cross_entropy_loss(self, target,
+// The dispatcher trampolines for aten::cross_entropy_loss(self, labels,
 // weight?, reduction, ignore_index, label_smoothing), a composite op
 // (CompositeImplicitAutograd: log_softmax, then nll_loss).
 //
@@ -38,17 +38,17 @@ namespace hotkernel {
 
 // The plan-table key of a cross_entropy_loss call hotkernel can serve, or
 // nullopt (CrossEntropyFamily::guardCall refuses it: class weights, label
-// smoothing, probability or non-int64 targets, logits that are not 2-D
-// contiguous float32/float16/bfloat16, a target that is not a contiguous
+// smoothing, probability or non-int64 labels, logits that are not 2-D
+// contiguous float32/float16/bfloat16, a label that is not a contiguous
 // [rows] on the logits' device, an unknown reduction, sizes out of range).
 // Device is -1 for CPU tensors; flags hold the reduction (VariantKey::reductionFlags).
-std::optional<VariantKey> crossEntropyKeyOf(const at::Tensor& self, const at::Tensor& target,
+std::optional<VariantKey> crossEntropyKeyOf(const at::Tensor& self, const at::Tensor& labels,
                                             const std::optional<at::Tensor>& weight, int64_t reduction,
                                             double labelSmoothing);
 
-// Whether a call needs autograd: grad mode on and self, target or weight
+// Whether a call needs autograd: grad mode on and self, labels or weight
 // requiring grad, or any of them carrying a forward-mode tangent.
-bool crossEntropyNeedsGrad(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight);
+bool crossEntropyNeedsGrad(const at::Tensor& self, const at::Tensor& labels, const std::optional<at::Tensor>& weight);
 
 class CrossEntropyOverride {
  public:
@@ -66,7 +66,7 @@ class CrossEntropyOverride {
 
 
   // The original: at::compositeimplicitautograd::cross_entropy_loss.
-  static at::Tensor callOriginal(const at::Tensor& self, const at::Tensor& target,
+  static at::Tensor callOriginal(const at::Tensor& self, const at::Tensor& labels,
                                  const std::optional<at::Tensor>& weight, int64_t reduction, c10::SymInt ignoreIndex,
                                  double labelSmoothing);
 

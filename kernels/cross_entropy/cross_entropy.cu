@@ -1,13 +1,13 @@
-// cross entropy of class logits against integer targets, one row per sample,
+// cross entropy of class logits against integer labels, one row per sample,
 // over a contiguous [rows, cols] tensor of logits and a contiguous [rows]
-// int64 target:
-//   loss[r] = logsumexp_c(x[r, c]) - x[r, target[r]]      (0 where target[r] == ignoreIndex)
+// int64 labels:
+//   loss[r] = logsumexp_c(x[r, c]) - x[r, labels[r]]      (0 where labels[r] == ignoreIndex)
 //   reduction none: out[r] = loss[r]                       ([rows], the logits' dtype)
 //             sum:  out    = sum_r loss[r]                 (a scalar, the logits' dtype)
-//             mean: out    = sum_r loss[r] / #{r : target[r] != ignoreIndex}
-// the semantics of aten::cross_entropy_loss(x, target, weight=None, reduction,
+//             mean: out    = sum_r loss[r] / #{r : labels[r] != ignoreIndex}
+// the semantics of aten::cross_entropy_loss(x, labels, weight=None, reduction,
 // ignore_index, label_smoothing=0.0) for 2-D x on CUDA, i.e. of
-// nll_loss(log_softmax(x, 1), target) as ATen computes it (Note [What ATen's
+// nll_loss(log_softmax(x, 1), labels) as ATen computes it (Note [What ATen's
 // cross_entropy_loss computes] in kernels/src/CrossEntropyFamily.cpp).
 //
 // Compiled by NVRTC with the defines below (CrossEntropyFamily::compileOptions).
@@ -26,7 +26,7 @@
 // A row is served by HK_ROW_THREADS = HK_THREADS / HK_ROWS threads.
 //
 // Entry point:
-//   extern "C" __global__ void hk_cross_entropy(const void* logits, const long long* target, void* out,
+//   extern "C" __global__ void hk_cross_entropy(const void* logits, const long long* labels, void* out,
 //                                               float* work, long long rows, long long cols,
 //                                               long long ignoreIndex)
 // `work` (reductions sum and mean only; ignored for none) holds `rows` floats,
@@ -37,7 +37,7 @@
 // pass]; CrossEntropyFamily::workspaceFloats is 0).
 //
 // Preconditions (checked on the host by CrossEntropyFamily's guards, not here):
-//   cols % HK_VEC == 0; `logits` aligned to HK_VEC * sizeof(element); `target`
+//   cols % HK_VEC == 0; `logits` aligned to HK_VEC * sizeof(element); `labels`
 //   aligned to 8, `out` to sizeof(element), `work` to 4; 1 <= cols <= 2^30;
 //   1 <= rows <= 2^24 (counts stay exact in float32, like ATen's total_weight).
 //
@@ -45,7 +45,7 @@
 // A thread streams its vectors of the row once, keeping a running (max, sum)
 // pair (Note [Online pairs]), rescaled once per batch of HK_UNROLL vectors;
 // the pairs merge across the row (then across the cluster) in a fixed order.
-// The target's logit is one extra scalar load issued by the row's first
+// The label's logit is one extra scalar load issued by the row's first
 // thread before the stream, so it overlaps it. Then, in fp32 and in ATen's
 // order of operations (log_softmax's epilogue, then nll_loss's negation):
 //   v = (x[t] - max) - log(sum);  loss = -v, rounded to the logits' dtype.
@@ -54,9 +54,9 @@
 //
 // Note [Cross entropy special values]
 // Like ATen: a row holding NaN or +inf, or of only -inf, has a NaN loss; a
-// target logit of -inf (others finite) a loss of +inf; an ignored row's loss
+// label's logit of -inf (others finite) a loss of +inf; an ignored row's loss
 // is 0 whatever its logits hold, and it is left out of sum and mean. Mean over
-// rows that are all ignored is 0 / 0 = NaN (ATen's 2-D kernel). A target
+// rows that are all ignored is 0 / 0 = NaN (ATen's 2-D kernel). A label
 // outside [0, cols) that is not ignoreIndex makes ATen's kernel trip a device
 // assert (the CUDA context is lost); this kernel writes NaN as that row's loss
 // instead (and so a NaN sum or mean): loud, never a plausible number.
@@ -106,7 +106,7 @@ static_assert(HK_REDUCTION == 0 || HK_REDUCTION == 1 || HK_REDUCTION == 2, "HK_R
 
 // The online pair of vectors [begin, end) of `src`, vector begin + k * stride + tid
 // to this thread (k = 0, 1, ...): each warp's accesses are contiguous.
-// With `gather`, the thread also reads the target logit row[t] (t valid)
+// With `gather`, the thread also reads the label's logit row[t] (t valid)
 // into `xt`: issued after the first batch's loads, so that waiting for t
 // (loaded just before) never delays the stream; `xt` is 0 otherwise.
 __device__ __forceinline__ void hk_stream_pair(const hk_elem* row, int begin, int end, int tid, int stride,
@@ -138,9 +138,9 @@ __device__ __forceinline__ void hk_stream_pair(const hk_elem* row, int begin, in
   xt = hk_to_float(xraw);
 }
 
-// The row's loss from its merged pair and its target logit (Note [Cross
+// The row's loss from its merged pair and its label's logit (Note [Cross
 // entropy in one read], Note [Cross entropy special values]); `xt` is only
-// read for a valid target. Rounded to the logits' dtype, returned as float.
+// read for a valid label. Rounded to the logits' dtype, returned as float.
 __device__ __forceinline__ float hk_row_loss(long long t, float xt, float m, float s, long long cols,
                                              long long ignoreIndex) {
   if (t == ignoreIndex) return 0.0f;
@@ -158,9 +158,9 @@ __device__ __forceinline__ long long hk_warp_count(long long v) {
 }
 
 // Note [Deterministic cross entropy reduction]: the whole CTA sums work[0, rows)
-// and counts the non-ignored targets; thread 0 writes the result. Loads go
+// and counts the non-ignored labels; thread 0 writes the result. Loads go
 // around L1 (ld.global.cg): other CTAs wrote these values.
-__device__ void hk_reduce_losses(const float* work, const long long* target, void* out_, long long rows,
+__device__ void hk_reduce_losses(const float* work, const long long* labels, void* out_, long long rows,
                                  long long ignoreIndex) {
   __shared__ float hk_redSum[HK_THREADS / 32];
   __shared__ long long hk_redCount[HK_THREADS / 32];
@@ -168,7 +168,7 @@ __device__ void hk_reduce_losses(const float* work, const long long* target, voi
   long long count = 0;
   for (long long r = threadIdx.x; r < rows; r += HK_THREADS) {
     acc += __ldcg(work + r);
-    count += __ldcg(target + r) != ignoreIndex ? 1 : 0;
+    count += __ldcg(labels + r) != ignoreIndex ? 1 : 0;
   }
   acc = hk_warp_sum(acc, 32);
   count = hk_warp_count(count);
@@ -213,14 +213,14 @@ __device__ __forceinline__ void hk_write_one_row(void* out_, float loss, long lo
 // After a CTA's last row: the last CTA of the grid to get here reduces (Note
 // [Deterministic cross entropy reduction]). `groups`: CTAs in the grid;
 // `first`: this is CTA 0.
-__device__ void hk_finish(const float* work, const long long* target, void* out, long long rows,
+__device__ void hk_finish(const float* work, const long long* labels, void* out, long long rows,
                           long long ignoreIndex, unsigned groups, bool first) {
   __shared__ bool hk_last;
   if (groups == 1) {
     if (!first) return;
     __threadfence();
     __syncthreads();
-    hk_reduce_losses(work, target, out, rows, ignoreIndex);
+    hk_reduce_losses(work, labels, out, rows, ignoreIndex);
     return;
   }
   unsigned* counter = reinterpret_cast<unsigned*>(const_cast<float*>(work) + rows);
@@ -238,7 +238,7 @@ __device__ void hk_finish(const float* work, const long long* target, void* out,
   }
   __syncthreads();
   if (!hk_last) return;
-  hk_reduce_losses(work, target, out, rows, ignoreIndex);
+  hk_reduce_losses(work, labels, out, rows, ignoreIndex);
   if (threadIdx.x == 0) *counter = 0u;  // ready for the next launch on this workspace
 }
 #else  // HK_CLUSTER > 1
@@ -255,7 +255,7 @@ __device__ void hk_finish(const float* work, const long long* target, void* out,
 // used whenever rows > 1, also by a grid of one cluster
 // (CrossEntropyFamily::needsCounter).
 // Call with the whole warp; `loss` is read from lane 0.
-__device__ __forceinline__ void hk_finish_row(float* work, const long long* target, void* out_, long long rows,
+__device__ __forceinline__ void hk_finish_row(float* work, const long long* labels, void* out_, long long rows,
                               long long ignoreIndex, long long row, float loss) {
   const int lane = threadIdx.x & 31;
   unsigned* counter = reinterpret_cast<unsigned*>(work + rows);
@@ -282,7 +282,7 @@ __device__ __forceinline__ void hk_finish_row(float* work, const long long* targ
 #pragma unroll
     for (int u = 0; u < 8; ++u) {
       w[u] = __ldcg(work + r + 32 * u);
-      kept[u] = __ldcg(target + r + 32 * u) != ignoreIndex;
+      kept[u] = __ldcg(labels + r + 32 * u) != ignoreIndex;
     }
 #pragma unroll
     for (int u = 0; u < 8; ++u) {
@@ -293,7 +293,7 @@ __device__ __forceinline__ void hk_finish_row(float* work, const long long* targ
 #pragma unroll 1  // unrolled, ptxas spills some vec-1 points to fit 32 registers
   for (; r < n; r += 32) {
     acc += __ldcg(work + r);
-    count += __ldcg(target + r) != ignoreIndex ? 1 : 0;
+    count += __ldcg(labels + r) != ignoreIndex ? 1 : 0;
   }
   acc = hk_warp_sum(acc, 32);
 #pragma unroll
@@ -311,7 +311,7 @@ __device__ __forceinline__ void hk_finish_row(float* work, const long long* targ
 
 #if HK_CLUSTER == 1
 extern "C" __global__ void __launch_bounds__(HK_THREADS)
-    hk_cross_entropy(const void* logits_, const long long* target, void* out_, float* work, long long rows,
+    hk_cross_entropy(const void* logits_, const long long* labels, void* out_, float* work, long long rows,
                      long long cols, long long ignoreIndex) {
   __shared__ float hk_buf[2][HK_THREADS / 32];
   const hk_elem* logits = static_cast<const hk_elem*>(logits_);
@@ -324,8 +324,8 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
     const long long row = first + sub;
     const bool live = row < rows;
     const hk_elem* rowPtr = logits + (live ? row : first) * cols;
-    const bool gather = live && tid == 0;  // the row's first thread reads the target and its logit
-    const long long t = gather ? target[row] : ignoreIndex;
+    const bool gather = live && tid == 0;  // the row's first thread reads the row's label and its logit
+    const long long t = gather ? labels[row] : ignoreIndex;
     float m, s, xt;
     hk_stream_pair(rowPtr, 0, live ? nvec : 0, tid, HK_ROW_THREADS, gather, t, cols, m, s, xt);
     hk_row_pair(m, s, hk_buf[0], hk_buf[1]);
@@ -347,7 +347,7 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
 #endif
   }
 #if HK_REDUCTION != 0
-  if (rows > 1) hk_finish(work, target, out_, rows, ignoreIndex, gridDim.x, blockIdx.x == 0);
+  if (rows > 1) hk_finish(work, labels, out_, rows, ignoreIndex, gridDim.x, blockIdx.x == 0);
 #endif
 }
 #endif  // HK_CLUSTER == 1
@@ -359,14 +359,14 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
 // to an online pair and pushes it into rank 0's shared memory (Note [Pushed
 // cluster pairs] in hk_prelude.cuh); rank 0's first warp waits for the
 // HK_CLUSTER pairs, merges them (flat, in a fixed order) and writes the row's
-// loss (its thread 0 read the target logit; sum and mean: then its ticket,
+// loss (its thread 0 read the label's logit; sum and mean: then its ticket,
 // Note [Cluster rows take their own tickets]). Only rank 0's shared memory is
 // written by peers, and rank 0 exits only after every push has landed. A
 // cluster with a next row (never with the launcher's grid: a cluster a row)
 // first meets at a cluster barrier, so rank 0 has read the previous pairs.
 // Pushes are faster than cluster barriers here (docs/design/cross_entropy.md).
 extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(HK_THREADS)
-    hk_cross_entropy(const void* logits_, const long long* target, void* out_, float* work, long long rows,
+    hk_cross_entropy(const void* logits_, const long long* labels, void* out_, float* work, long long rows,
                      long long cols, long long ignoreIndex) {
   __shared__ float hk_buf[2][HK_THREADS / 32];
   __shared__ hk_pushed_pairs hk_pairs;  // rank 0's: the cluster's pairs (Note [Pushed cluster pairs])
@@ -391,8 +391,8 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(
       hk_cluster_wait();
     }
     const hk_elem* rowPtr = logits + row * cols;
-    const bool gather = rank == 0 && tid == 0;  // rank 0's first thread reads the target and its logit
-    const long long t = gather ? target[row] : ignoreIndex;
+    const bool gather = rank == 0 && tid == 0;  // rank 0's first thread reads the row's label and its logit
+    const long long t = gather ? labels[row] : ignoreIndex;
     float m, s, xt;
     hk_stream_pair(rowPtr, begin, end, tid, HK_THREADS, gather, t, cols, m, s, xt);
     hk_row_pair(m, s, hk_buf[0], hk_buf[1]);
@@ -407,7 +407,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(
         ps = hk_pairs.slot[k & 1][lane][1];
       }
       hk_warp_pair_flat(pm, ps, HK_CLUSTER);  // every lane gets the cluster's pair
-      // Lane 0 read the target and its logit: its loss is the row's.
+      // Lane 0 read the labels and its logit: its loss is the row's.
       const float loss = lane == 0 ? hk_row_loss(t, xt, pm, ps, cols, ignoreIndex) : 0.0f;
 #if HK_REDUCTION == 0
       if (lane == 0) static_cast<hk_elem*>(out_)[row] = hk_from_float(loss);
@@ -415,7 +415,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) __launch_bounds__(
       if (rows == 1) {
         if (lane == 0) hk_write_one_row(out_, loss, t, ignoreIndex);  // Note [One row needs no reduction pass]
       } else {
-        hk_finish_row(work, target, out_, rows, ignoreIndex, row, loss);  // Note [Cluster rows take their own tickets]
+        hk_finish_row(work, labels, out_, rows, ignoreIndex, row, loss);  // Note [Cluster rows take their own tickets]
       }
 #endif
     }

@@ -12,15 +12,15 @@
 // Read in torch's aten/src/ATen/native/LossNLL.cpp (cross_entropy_loss_symint)
 // and aten/src/ATen/native/cuda/Loss.cu (nll_loss_forward_out_cuda_template and
 // its kernels), main branch:
-//  - cross_entropy_loss is CompositeImplicitAutograd. With class-index targets,
+//  - cross_entropy_loss is CompositeImplicitAutograd. With class-index labels,
 //    no weight and label_smoothing == 0 it is
-//    nll_loss_nd(log_softmax(self, 1, self.scalar_type()), target, weight, reduction, ignore_index):
+//    nll_loss_nd(log_softmax(self, 1, self.scalar_type()), labels, weight, reduction, ignore_index):
 //    log_softmax in the logits' dtype, i.e. ROUNDED to float16 / bfloat16
-//    before nll_loss reads it. Floating targets are class probabilities
+//    before nll_loss reads it. Floating labels are class probabilities
 //    (another formula); label smoothing and weights change the formula too.
 //  - log_softmax's epilogue is (x - max) - log(sum) in fp32 (std::log), then rounded.
 //  - nll_loss, reduction none, 2-D: output[i] = -w * input[i][t] in scalar_t
-//    (w = 1: exact), 0 for ignore_index; a target outside [0, C) trips
+//    (w = 1: exact), 0 for ignore_index; a label outside [0, C) trips
 //    CUDA_KERNEL_ASSERT.
 //  - nll_loss, sum / mean, 2-D: ONE CTA of 32 threads; thread j accumulates
 //    -input[i][t] for rows i = j, j + 32, ... in acc_type (float for the
@@ -120,7 +120,7 @@ int unrollFor(DType dtype, int threads, int vec, int64_t want) {
 // a CTA size larger than the slice (idle threads) is left out, and so is a
 // cluster whose slice leaves most threads of a 256-thread CTA idle. The
 // search reaches the unrolls between the seeds by mutation. Each point reads
-// the target's logit after the target (a second DRAM round trip): that
+// the label's logit after the label (a second DRAM round trip): that
 // gather is not on the decode row's critical path (docs/design/cross_entropy.md
 // has the points the H200 serves and the variant that folded the gather in).
 // Many rows keep the portable clusters, smallest first, 1024 threads first.
@@ -290,24 +290,24 @@ double CrossEntropyTolerance::reducedBound(CrossEntropyReduction r, int64_t coun
 // The family serves exactly the calls whose ATen result it reproduces; the
 // override runs ATen for everything else, never an approximation:
 //  - class weights (another formula for the loss and the mean's divisor),
-//    label_smoothing != 0, floating targets (class probabilities) or targets
+//    label_smoothing != 0, floating labels (class probabilities) or labels
 //    that are not int64 -> refused;
 //  - logits that are not float32 / float16 / bfloat16, not 2-D [rows, classes]
 //    (1-D logits use nll_loss's 1-D kernel, whose mean over an ignored row is 0;
 //    K-dimensional losses [N, C, d1, ...] put the classes in dim 1, not last),
 //    or not contiguous -> refused;
-//  - a target that is not a contiguous [rows] vector on the logits' device -> refused;
+//  - a label that is not a contiguous [rows] vector on the logits' device -> refused;
 //  - a reduction other than none / mean / sum, and shapes outside guardVariant -> refused.
 bool CrossEntropyFamily::guardCall(const CrossEntropyCall& c, CrossEntropyVariant* variant) {
-  if (!c.logitsFloating || !c.targetInt64 || !c.sameDevice || c.hasWeight || c.labelSmoothing != 0.0) return false;
+  if (!c.logitsFloating || !c.labelsInt64 || !c.sameDevice || c.hasWeight || c.labelSmoothing != 0.0) return false;
   if (c.logitsSizes.size() != 2 || c.logitsStrides.size() != 2) return false;
-  if (c.targetSizes.size() != 1 || c.targetStrides.size() != 1) return false;
+  if (c.labelsSizes.size() != 1 || c.labelsStrides.size() != 1) return false;
   const int64_t rows = c.logitsSizes[0], cols = c.logitsSizes[1];
-  if (c.targetSizes[0] != rows) return false;
+  if (c.labelsSizes[0] != rows) return false;
   // Contiguous; a stride is free where its size is 1 (torch's own rule).
   if (cols != 1 && c.logitsStrides[1] != 1) return false;
   if (rows != 1 && c.logitsStrides[0] != cols) return false;
-  if (rows != 1 && c.targetStrides[0] != 1) return false;
+  if (rows != 1 && c.labelsStrides[0] != 1) return false;
   if (c.reduction < 0 || c.reduction > 2) return false;
   const CrossEntropyVariant v{c.dtype, rows, cols, static_cast<CrossEntropyReduction>(c.reduction)};
   if (!guardVariant(v)) return false;
@@ -333,13 +333,13 @@ size_t CrossEntropyFamily::requiredAlignment(DType dtype, const CrossEntropyPara
   return static_cast<size_t>(std::max(p.vec, 1)) * elementSize(dtype);
 }
 
-bool CrossEntropyFamily::guardPointers(const void* logits, const void* target, const void* out, const void* work,
+bool CrossEntropyFamily::guardPointers(const void* logits, const void* labels, const void* out, const void* work,
                                        const CrossEntropyVariant& v, const CrossEntropyParams& p) {
   auto aligned = [](const void* ptr, size_t a) {
     return ptr != nullptr && reinterpret_cast<uintptr_t>(ptr) % a == 0;
   };
   if (p.vec < 1) return false;
-  if (!aligned(logits, requiredAlignment(v.dtype, p)) || !aligned(target, 8) ||
+  if (!aligned(logits, requiredAlignment(v.dtype, p)) || !aligned(labels, 8) ||
       !aligned(out, elementSize(v.dtype))) {
     return false;
   }

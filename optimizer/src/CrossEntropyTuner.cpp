@@ -39,7 +39,7 @@ using kernels::DType;
 // would reach hotkernel's own trampolines in a serving process (the
 // cross_entropy_loss override, and the _log_softmax one the composite calls),
 // and a candidate must never be checked against itself.
-// Arguments per check: targets uniform over the classes, about one row in 8
+// Arguments per check: labels uniform over the classes, about one row in 8
 // set to ignore_index (every row in about one check in 16: mean is then 0/0 =
 // NaN, as ATen gives); ignore_index -100 or, half of the time, a real class
 // (rows whose drawn class equals it are ignored too). A recorded seed replays
@@ -50,7 +50,7 @@ using kernels::DType;
 // No float64 check: the harness's float64 stage narrows rows, which a 0-dim
 // output cannot follow; the stability stage's special values cover the rest.
 struct CeArgs {
-  at::Tensor target;
+  at::Tensor labels;
   int64_t ignoreIndex;
 };
 
@@ -58,10 +58,10 @@ CeArgs ceArgsOf(const RowOpArgs& a) {
   return CeArgs{a.rowInputs.at(0), static_cast<int64_t>(a.scalars.at(0).value_or(-100.0))};
 }
 
-std::tuple<at::Tensor, at::Tensor> atenCrossEntropy(const at::Tensor& x, const at::Tensor& target, int64_t reduction,
+std::tuple<at::Tensor, at::Tensor> atenCrossEntropy(const at::Tensor& x, const at::Tensor& labels, int64_t reduction,
                                                     int64_t ignoreIndex) {
   const at::Tensor logp = at::cuda::_log_softmax(x, 1, false);
-  return at::cuda::nll_loss_forward(logp, target, std::nullopt, reduction, ignoreIndex);
+  return at::cuda::nll_loss_forward(logp, labels, std::nullopt, reduction, ignoreIndex);
 }
 
 DType dtypeOf(const at::Tensor& t) {
@@ -74,9 +74,9 @@ at::Tensor reducedBound(const at::Tensor& in, const CeArgs& a, const at::Tensor&
   if (!std::isfinite(refValue)) return at::scalar_tensor(0.0, at::kDouble);
   const CrossEntropyTolerance tol = CrossEntropyFamily::tolerance(d, in.size(1));
   const at::Tensor rows =
-      std::get<0>(atenCrossEntropy(in, a.target, static_cast<int64_t>(CrossEntropyReduction::None), a.ignoreIndex))
+      std::get<0>(atenCrossEntropy(in, a.labels, static_cast<int64_t>(CrossEntropyReduction::None), a.ignoreIndex))
           .to(at::kDouble);
-  const at::Tensor kept = a.target != a.ignoreIndex;
+  const at::Tensor kept = a.labels != a.ignoreIndex;
   const int64_t count = kept.sum().item<int64_t>();
   const at::Tensor absKept = at::where(kept, rows.abs(), at::zeros_like(rows));
   const double sumAbs = absKept.sum().item<double>();
@@ -109,21 +109,21 @@ RowOpSpec crossEntropySpec(CrossEntropyReduction reduction) {
     const double realClass = u[0].item<double>(), which = u[1].item<double>(), allIgnored = u[2].item<double>();
     const int64_t ignoreIndex =
         realClass < 0.5 ? std::min<int64_t>(cols - 1, static_cast<int64_t>(which * static_cast<double>(cols))) : -100;
-    at::Tensor target = at::randint(0, cols, {rows}, gen, cuda.dtype(at::kLong));
+    at::Tensor labels = at::randint(0, cols, {rows}, gen, cuda.dtype(at::kLong));
     if (allIgnored < 1.0 / 16.0) {
-      target.fill_(ignoreIndex);
+      labels.fill_(ignoreIndex);
     } else {
-      target.masked_fill_(at::rand({rows}, gen, cuda.dtype(at::kFloat)) < 0.125, ignoreIndex);
+      labels.masked_fill_(at::rand({rows}, gen, cuda.dtype(at::kFloat)) < 0.125, ignoreIndex);
     }
     RowOpArgs a;
-    a.rowInputs = {target};
+    a.rowInputs = {labels};
     a.scalars = {static_cast<double>(ignoreIndex)};
     return a;
   };
   spec.references = [reduction](const at::Tensor& in, const RowOpArgs& args) {
     const CeArgs a = ceArgsOf(args);
     return std::vector<at::Tensor>{
-        std::get<0>(atenCrossEntropy(in, a.target, static_cast<int64_t>(reduction), a.ignoreIndex))};
+        std::get<0>(atenCrossEntropy(in, a.labels, static_cast<int64_t>(reduction), a.ignoreIndex))};
   };
   spec.workspaceFloats = [reduction](int64_t rows, int64_t cols) {
     return CrossEntropyFamily::workspaceFloats(CrossEntropyVariant{DType::Float32, rows, cols, reduction});
@@ -135,7 +135,7 @@ RowOpSpec crossEntropySpec(CrossEntropyReduction reduction) {
     const void* work = reduced && outs.size() > 1 ? outs.at(1).const_data_ptr() : nullptr;
     return KernelArgs()
         .pointer(in.const_data_ptr())
-        .pointer(a.target.const_data_ptr())
+        .pointer(a.labels.const_data_ptr())
         .pointer(outs.at(0).mutable_data_ptr())
         .pointer(work)
         .int64(in.size(0))
@@ -148,7 +148,7 @@ RowOpSpec crossEntropySpec(CrossEntropyReduction reduction) {
 HarnessCandidate crossEntropyCandidate(const CrossEntropyVariant& v, const CrossEntropyParams& p,
                                        const std::string& cubin) {
   HarnessCandidate c = detail::familyCandidate<CrossEntropyFamily>(v, p, cubin, CrossEntropyFamily::kName);
-  // The harness asks about logits and output only: target and workspace are
+  // The harness asks about logits and output only: labels and workspace are
   // given aligned stand-ins (the trampoline checks the real ones).
   c.acceptsPointers = [v, p](const void* in, const void* out) {
     static const void* const kAligned = reinterpret_cast<const void*>(uintptr_t{4096});
@@ -220,16 +220,16 @@ TuneOutcome tuneCrossEntropy(const CrossEntropyVariant& v, int device, const Tun
   // The timed calls: ATen's decomposition, and a plan as the trampoline runs
   // it (output and workspace allocated, the counter zeroed only when needed),
   // rotating over two inputs (Note [Timed outputs are checked] in
-  // FamilyTuner.cpp), each with targets of its own, every eighth row ignored.
+  // FamilyTuner.cpp), each with labels of its own, every eighth row ignored.
   const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
   // Drawn in row slices, a yield point before each (the first before any GPU work of the tuner).
   spec.timedInputs = drawTimedInputs(
       spec.harnessSpec, v.dtype, v.rows, v.cols, device,
       [&](int64_t k) { return at::randn({k, v.cols}, opts).mul_(3.0); }, options.yieldPoint);
   for (TimedInput& t : spec.timedInputs) {
-    at::Tensor target = at::randint(0, v.cols, {v.rows}, opts.dtype(at::kLong));
-    target.slice(0, 0, v.rows, 8).fill_(-100);
-    t.args.rowInputs = {target};
+    at::Tensor labels = at::randint(0, v.cols, {v.rows}, opts.dtype(at::kLong));
+    labels.slice(0, 0, v.rows, 8).fill_(-100);
+    t.args.rowInputs = {labels};
     t.args.scalars = {-100.0};
   }
   const int64_t reduction = static_cast<int64_t>(v.reduction);

@@ -103,8 +103,8 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
   const at::Tensor bias =
       kernels::hasBias(key) ? at::rand({key.cols}, opts.dtype(at::kFloat)).sub_(0.5).to(opts.dtype()) : at::Tensor();
   const auto optional = [](const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; };
-  // cross_entropy_loss: class targets; timed as ATen's decomposition (_log_softmax, nll_loss_forward).
-  const at::Tensor target =
+  // cross_entropy_loss: class labels; timed as ATen's decomposition (_log_softmax, nll_loss_forward).
+  const at::Tensor labels =
       crossEntropy ? at::randint(0, key.cols, {key.rows}, opts.dtype(at::kLong)) : at::Tensor();
   // Each call allocates its outputs, as a dispatcher call would.
   const MedianCi t = benchmarkOne(
@@ -116,7 +116,7 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
         } else if (logSoftmax) {
           (void)at::cuda::_log_softmax(in, -1, false);
         } else if (crossEntropy) {
-          (void)at::cuda::nll_loss_forward(at::cuda::_log_softmax(in, 1, false), target, std::nullopt,
+          (void)at::cuda::nll_loss_forward(at::cuda::_log_softmax(in, 1, false), labels, std::nullopt,
                                            kernels::reductionOf(key), -100);
         } else if (rmsNorm) {
           (void)at::cuda::_fused_rms_norm(in, {key.cols}, optional(weight), 1e-6);

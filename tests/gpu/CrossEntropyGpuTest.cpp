@@ -4,7 +4,7 @@
 // the family's tolerance (Note [Cross entropy tolerance]): every point of the
 // whitelist in every dtype and reduction, odd and extreme sizes, ignore_index
 // rows (all of them ignored too), special values, the documented NaN for an
-// out-of-range target, determinism and the self-resetting counter. Its own
+// out-of-range labels, determinism and the self-resetting counter. Its own
 // binary: no override is installed here, so at:: calls are ATen's kernels.
 // No timing (the tuner and bench/ measure speed).
 #include <gtest/gtest.h>
@@ -90,7 +90,7 @@ void compileAll(std::vector<Compiled>& points) {
 // when the family says so. `work` may be passed in to test its reuse;
 // `gridX` (0: the family's) replaces the grid's CTA count.
 at::Tensor runKernel(const CudaKernelLauncher& launcher, const CrossEntropyVariant& v, const CrossEntropyParams& p,
-                     const at::Tensor& x, const at::Tensor& target, int64_t ignoreIndex,
+                     const at::Tensor& x, const at::Tensor& labels, int64_t ignoreIndex,
                      at::Tensor* work = nullptr, unsigned gridX = 0) {
   at::Tensor out = v.reduction == R::None ? at::full({v.rows}, kNaN, x.options()) : at::full({}, kNaN, x.options());
   at::Tensor ws;
@@ -104,11 +104,11 @@ at::Tensor runKernel(const CudaKernelLauncher& launcher, const CrossEntropyVaria
   const void* wsPtr = ws.defined() ? ws.data_ptr() : nullptr;
   LaunchGeometry grid = geometry(v, p);
   if (gridX > 0) grid.gridX = gridX;
-  EXPECT_TRUE(CrossEntropyFamily::guardPointers(x.const_data_ptr(), target.const_data_ptr(), out.data_ptr(), wsPtr,
+  EXPECT_TRUE(CrossEntropyFamily::guardPointers(x.const_data_ptr(), labels.const_data_ptr(), out.data_ptr(), wsPtr,
                                                 v, p));
   const bool launched = launcher.launchWith(KernelArgs()
                                                 .pointer(x.const_data_ptr())
-                                                .pointer(target.const_data_ptr())
+                                                .pointer(labels.const_data_ptr())
                                                 .pointer(out.mutable_data_ptr())
                                                 .pointer(wsPtr)
                                                 .int64(v.rows)
@@ -119,15 +119,15 @@ at::Tensor runKernel(const CudaKernelLauncher& launcher, const CrossEntropyVaria
   return out;
 }
 
-at::Tensor reference(const at::Tensor& x, const at::Tensor& target, R r, int64_t ignoreIndex) {
-  return at::compositeimplicitautograd::cross_entropy_loss(x, target, std::nullopt, static_cast<int64_t>(r),
+at::Tensor reference(const at::Tensor& x, const at::Tensor& labels, R r, int64_t ignoreIndex) {
+  return at::compositeimplicitautograd::cross_entropy_loss(x, labels, std::nullopt, static_cast<int64_t>(r),
                                                            ignoreIndex, 0.0);
 }
 
 // Whether `got` is within the family's tolerance of `ref` (NaN meets NaN,
 // infinities equal); "" when it is, else what differs.
 std::string check(const at::Tensor& got, const at::Tensor& ref, const CrossEntropyVariant& v, const at::Tensor& x,
-                  const at::Tensor& target, int64_t ignoreIndex) {
+                  const at::Tensor& labels, int64_t ignoreIndex) {
   const CrossEntropyTolerance tol = CrossEntropyFamily::tolerance(v.dtype, v.cols);
   if (got.scalar_type() != ref.scalar_type() || got.sizes() != ref.sizes()) {
     return "shape or dtype differs from ATen's: " + std::string(c10::toString(got.scalar_type())) + " vs " +
@@ -147,8 +147,8 @@ std::string check(const at::Tensor& got, const at::Tensor& ref, const CrossEntro
     return "";
   }
   // The reduced bound needs the reference's per-row losses over the rows not ignored.
-  at::Tensor rows = reference(x, target, R::None, ignoreIndex).to(at::kDouble);
-  at::Tensor kept = target != ignoreIndex;
+  at::Tensor rows = reference(x, labels, R::None, ignoreIndex).to(at::kDouble);
+  at::Tensor kept = labels != ignoreIndex;
   const int64_t count = kept.sum().item<int64_t>();
   at::Tensor absKept = at::where(kept, rows.abs(), at::zeros_like(rows));
   const double sumAbs = absKept.sum().item<double>();
@@ -167,7 +167,7 @@ std::string check(const at::Tensor& got, const at::Tensor& ref, const CrossEntro
   return os.str();
 }
 
-// Logits with a spread of scales; targets uniform over the classes, every
+// Logits with a spread of scales; labels uniform over the classes, every
 // `ignoreEvery`-th row (0: none) set to ignoreIndex.
 at::Tensor makeLogits(int64_t rows, int64_t cols, DType d) {
   return (at::randn({rows, cols}, at::kCUDA) * 3.0).to(scalar(d));
@@ -206,9 +206,9 @@ TEST_F(CrossEntropyGpuTest, GivenEveryPointWhenRunInEveryDTypeAndReductionThenMa
   compileAll(points);
   const int64_t rows = 37, cols = 4104, ignoreIndex = -100;
   std::map<DType, std::pair<at::Tensor, at::Tensor>> inputs;
-  const at::Tensor target = makeTargets(rows, cols, ignoreIndex, 5);
-  const at::Tensor allIgnored = at::full({rows}, ignoreIndex, target.options());
-  for (DType d : kernels::kAllDTypes) inputs[d] = {makeLogits(rows, cols, d), target};
+  const at::Tensor labels = makeTargets(rows, cols, ignoreIndex, 5);
+  const at::Tensor allIgnored = at::full({rows}, ignoreIndex, labels.options());
+  for (DType d : kernels::kAllDTypes) inputs[d] = {makeLogits(rows, cols, d), labels};
   for (const Compiled& c : points) {
     SCOPED_TRACE(c.describe());
     ASSERT_TRUE(c.error.empty()) << c.error;
@@ -216,7 +216,7 @@ TEST_F(CrossEntropyGpuTest, GivenEveryPointWhenRunInEveryDTypeAndReductionThenMa
     ASSERT_TRUE(CrossEntropyFamily::guardParams(v, c.params));
     const auto launcher = load(c, v);
     const at::Tensor& x = inputs[c.dtype].first;
-    for (const at::Tensor& t : {target, allIgnored}) {
+    for (const at::Tensor& t : {labels, allIgnored}) {
       const at::Tensor got = runKernel(*launcher, v, c.params, x, t, ignoreIndex);
       const at::Tensor ref = reference(x, t, c.reduction, ignoreIndex);
       EXPECT_EQ(check(got, ref, v, x, t, ignoreIndex), "") << (t.equal(allIgnored) ? "all rows ignored" : "");
@@ -284,7 +284,7 @@ TEST_F(CrossEntropyGpuTest, GivenTheLargeVocabularyBatchWhenRunThenMatchesAten) 
 }
 
 // Note [Cross entropy special values] against ATen: rows holding NaN, +inf,
-// only -inf, a -inf target logit, a huge logit, an ignored NaN row.
+// only -inf, a -inf label's logit, a huge logit, an ignored NaN row.
 TEST_F(CrossEntropyGpuTest, GivenSpecialValuesWhenRunThenNanAndInfinitiesWhereAtenHasThem) {
   const int cc = computeCapability();
   const int64_t rows = 8, cols = 5000, ignoreIndex = -100;
@@ -322,7 +322,7 @@ TEST_F(CrossEntropyGpuTest, GivenSpecialValuesWhenRunThenNanAndInfinitiesWhereAt
   }
 }
 
-// A target outside [0, cols) that is not ignore_index: ATen asserts on the
+// A label outside [0, cols) that is not ignore_index: ATen asserts on the
 // device (not run here: it would lose the context); the family writes NaN.
 TEST_F(CrossEntropyGpuTest, GivenAnOutOfRangeTargetWhenRunThenThatRowIsNanAndSoIsTheReduction) {
   const int cc = computeCapability();
@@ -467,7 +467,7 @@ TEST_F(CrossEntropyGpuTest, GivenClusterPointsWhenTheGridHoldsFewerClustersThanR
 // loss and mean the loss over a count of 1 (or 0 / 0 = NaN when the row is
 // ignored), bit for bit what the reduction pass computed (0 + loss: a -0
 // loss reads +0), and the workspace is left as it was. Cluster and one-CTA
-// points, every dtype, a kept and an ignored target.
+// points, every dtype, a kept and an ignored labels.
 TEST_F(CrossEntropyGpuTest, GivenOneRowWhenReducedThenTheResultIsItsLossBitForBitAndTheWorkspaceIsUntouched) {
   const int cc = computeCapability();
   constexpr size_t kPointsPerShape = 4;

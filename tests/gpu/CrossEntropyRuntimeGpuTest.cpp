@@ -1,6 +1,6 @@
 // cross_entropy_loss end to end in one process, as the runtime serves it: a
 // hot variant (bf16 [4096, 32000], reduction mean) goes through
-// Engine::optimizeVariant (tuner, harness with fresh targets and ignore_index
+// Engine::optimizeVariant (tuner, harness with fresh labels and ignore_index
 // per check, decision in the cache under "cross_entropy" and the variant with
 // its reduction, plan published in the op's table), and at::cross_entropy_loss
 // (what F.cross_entropy calls) then hits the override under inference_mode and
@@ -150,8 +150,8 @@ TEST(CrossEntropyRuntimeGpuTest, GivenHotBf16MeanWhenOptimizedThenCrossEntropyHi
   expectMeanWithin(z, x, t, -100, "no grad needed");
 
   // ignore_index a real class: the kernel's per-call argument. Every other
-  // target must then be a class: ATen's nll_loss asserts on the device (and
-  // the context is lost) for a target outside [0, cols) that is not the
+  // each label must then be a class: ATen's nll_loss asserts on the device (and
+  // the context is lost) for a label outside [0, cols) that is not the
   // ignore_index, such as -100 here.
   at::Tensor t7 = at::randint(0, kCols, {kRows}, opts.dtype(at::kLong));
   t7.slice(0, 0, kRows, 5).fill_(7);

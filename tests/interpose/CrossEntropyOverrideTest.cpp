@@ -26,7 +26,7 @@ namespace {
 constexpr int32_t kF32 = static_cast<int32_t>(kernels::DType::Float32);
 constexpr int64_t kRows = 6, kCols = 32;
 
-// Plays hk_cross_entropy(logits, target, out, work, rows, cols, ignoreIndex):
+// Plays hk_cross_entropy(logits, labels, out, work, rows, cols, ignoreIndex):
 // writes 0.25 to every output element, records the pointers, ignoreIndex
 // and the counter (work[rows]) it found.
 class AbiLauncher : public KernelLauncher {
@@ -36,7 +36,7 @@ class AbiLauncher : public KernelLauncher {
     ++calls;
     if (fail || stream != nullptr || a.size() != 7u) return false;
     const int64_t rows = a.int64At(4);
-    target = a.pointerAt(1);
+    labels = a.pointerAt(1);
     work = a.pointerAt(3);
     ignoreIndex = a.int64At(6);
     counter = work ? static_cast<const float*>(work)[rows] : NAN;
@@ -47,7 +47,7 @@ class AbiLauncher : public KernelLauncher {
   size_t alignment() const override { return 16; }
   std::string describe() const override { return "abi"; }
   mutable std::atomic<int> calls{0};
-  mutable const void* target = nullptr;
+  mutable const void* labels = nullptr;
   mutable const void* work = nullptr;
   mutable int64_t ignoreIndex = 0;
   mutable float counter = 0;
@@ -62,7 +62,7 @@ VariantKey key(int64_t rows, int64_t cols, int32_t reduction) {
   return k;
 }
 
-at::Tensor targets(int64_t rows, int64_t cols) { return at::randint(0, cols, {rows}, at::kLong); }
+at::Tensor labels(int64_t rows, int64_t cols) { return at::randint(0, cols, {rows}, at::kLong); }
 
 at::Tensor original(const at::Tensor& x, const at::Tensor& t, int64_t reduction = at::Reduction::Mean,
                     int64_t ignoreIndex = -100, const std::optional<at::Tensor>& w = std::nullopt, double smoothing = 0) {
@@ -97,7 +97,7 @@ TEST_F(CrossEntropyOverrideTest, GivenInstalledWhenInstallingAgainThenIdempotent
 }
 
 TEST_F(CrossEntropyOverrideTest, GivenPlannedMeanUnderInferenceModeWhenCalledThenPlanRunsWith0DimOutAndZeroedCounter) {
-  at::Tensor x = at::randn({kRows, kCols}), t = targets(kRows, kCols);
+  at::Tensor x = at::randn({kRows, kCols}), t = labels(kRows, kCols);
   c10::InferenceMode inference;
   const uint64_t hits = hitsOf(servedOp("aten::cross_entropy_loss"));
   at::Tensor loss = at::cross_entropy_loss(x, t, std::nullopt, at::Reduction::Mean, 3, 0.0);
@@ -105,14 +105,14 @@ TEST_F(CrossEntropyOverrideTest, GivenPlannedMeanUnderInferenceModeWhenCalledThe
   EXPECT_EQ(loss.dim(), 0);
   EXPECT_EQ(loss.scalar_type(), at::kFloat);
   EXPECT_TRUE(isPattern(loss));
-  EXPECT_EQ(mean_->target, t.const_data_ptr());
+  EXPECT_EQ(mean_->labels, t.const_data_ptr());
   EXPECT_EQ(mean_->ignoreIndex, 3);
   ASSERT_NE(mean_->work, nullptr);
   EXPECT_EQ(mean_->counter, 0.0f);  // the launch reads it
 }
 
 TEST_F(CrossEntropyOverrideTest, GivenRepeatedCallsWhenServedThenOneWorkspacePerStreamIsReused) {
-  at::Tensor x = at::randn({kRows, kCols}), t = targets(kRows, kCols);
+  at::Tensor x = at::randn({kRows, kCols}), t = labels(kRows, kCols);
   c10::InferenceMode inference;
   (void)at::cross_entropy_loss(x, t, std::nullopt, at::Reduction::Mean, -100, 0.0);
   const void* first = mean_->work;
@@ -125,7 +125,7 @@ TEST_F(CrossEntropyOverrideTest, GivenRepeatedCallsWhenServedThenOneWorkspacePer
 }
 
 TEST_F(CrossEntropyOverrideTest, GivenReductionNoneWhenCalledThenRowsOutputAndNoWorkspace) {
-  at::Tensor x = at::randn({kRows, kCols}), t = targets(kRows, kCols);
+  at::Tensor x = at::randn({kRows, kCols}), t = labels(kRows, kCols);
   c10::InferenceMode inference;
   at::Tensor loss = at::cross_entropy_loss(x, t, std::nullopt, at::Reduction::None, -100, 0.0);
   EXPECT_EQ(loss.sizes(), (at::IntArrayRef{kRows}));
@@ -135,7 +135,7 @@ TEST_F(CrossEntropyOverrideTest, GivenReductionNoneWhenCalledThenRowsOutputAndNo
 }
 
 TEST_F(CrossEntropyOverrideTest, GivenSumPlanWithoutCounterWhenCalledThenWorkspaceGivenAndPlanRuns) {
-  at::Tensor x = at::randn({kRows, kCols}), t = targets(kRows, kCols);
+  at::Tensor x = at::randn({kRows, kCols}), t = labels(kRows, kCols);
   c10::InferenceMode inference;
   at::Tensor loss = at::cross_entropy_loss(x, t, std::nullopt, at::Reduction::Sum, -100, 0.0);
   EXPECT_EQ(loss.dim(), 0);
@@ -144,7 +144,7 @@ TEST_F(CrossEntropyOverrideTest, GivenSumPlanWithoutCounterWhenCalledThenWorkspa
 }
 
 TEST_F(CrossEntropyOverrideTest, GivenNoGradRequiredOutsideInferenceModeWhenCalledThenAutogradKeyRedispatchesToPlan) {
-  at::Tensor x = at::randn({kRows, kCols}), t = targets(kRows, kCols);
+  at::Tensor x = at::randn({kRows, kCols}), t = labels(kRows, kCols);
   const int before = mean_->calls.load();
   at::Tensor loss = at::cross_entropy_loss(x, t);  // grad mode on, nothing requires grad
   EXPECT_EQ(mean_->calls.load(), before + 1);
@@ -153,7 +153,7 @@ TEST_F(CrossEntropyOverrideTest, GivenNoGradRequiredOutsideInferenceModeWhenCall
 }
 
 TEST_F(CrossEntropyOverrideTest, GivenLogitsRequiringGradWhenCalledThenOriginalRunsAndGradientIsAtens) {
-  at::Tensor x0 = at::randn({kRows, kCols}), t = targets(kRows, kCols);
+  at::Tensor x0 = at::randn({kRows, kCols}), t = labels(kRows, kCols);
   t[1] = -100;
   at::Tensor x = x0.clone().requires_grad_(true);
   const int before = mean_->calls.load();
@@ -161,7 +161,7 @@ TEST_F(CrossEntropyOverrideTest, GivenLogitsRequiringGradWhenCalledThenOriginalR
   EXPECT_EQ(mean_->calls.load(), before);
   ASSERT_TRUE(loss.requires_grad());
   loss.backward();
-  // ATen's gradient: softmax - one_hot(target), averaged over the rows kept, 0 for ignored rows.
+  // ATen's gradient: softmax - one_hot(labels), averaged over the rows kept, 0 for ignored rows.
   at::Tensor kept = (t != -100);
   at::Tensor oneHot = at::one_hot(t.clamp_min(0), kCols).to(at::kFloat);
   // In float64: this binary's softmax tests plan float32 [6, 32] softmax calls on the CPU key.
@@ -173,13 +173,13 @@ TEST_F(CrossEntropyOverrideTest, GivenLogitsRequiringGradWhenCalledThenOriginalR
 }
 
 TEST_F(CrossEntropyOverrideTest, GivenGradRequiredButNoGradModeWhenCalledThenPlanRuns) {
-  at::Tensor x = at::randn({kRows, kCols}).requires_grad_(true), t = targets(kRows, kCols);
+  at::Tensor x = at::randn({kRows, kCols}).requires_grad_(true), t = labels(kRows, kCols);
   c10::AutoGradMode noGrad(false);
   EXPECT_TRUE(isPattern(at::cross_entropy_loss(x, t)));
 }
 
 TEST_F(CrossEntropyOverrideTest, GivenRefusedOrUnplannedCallsWhenCalledThenOriginalComposite) {
-  at::Tensor x = at::randn({kRows, kCols}), t = targets(kRows, kCols);
+  at::Tensor x = at::randn({kRows, kCols}), t = labels(kRows, kCols);
   const int before = mean_->calls.load();
   c10::InferenceMode inference;
   const uint64_t misses = missesOf(servedOp("aten::cross_entropy_loss"));
@@ -189,7 +189,7 @@ TEST_F(CrossEntropyOverrideTest, GivenRefusedOrUnplannedCallsWhenCalledThenOrigi
   EXPECT_TRUE(at::allclose(at::cross_entropy_loss(x, t, w, 1, -100, 0.0), original(x, t, 1, -100, w)));
   EXPECT_TRUE(at::allclose(at::cross_entropy_loss(x, t, std::nullopt, 1, -100, 0.1),
                            original(x, t, 1, -100, std::nullopt, 0.1)));
-  at::Tensor x7 = at::randn({7, kCols}), t7 = targets(7, kCols);
+  at::Tensor x7 = at::randn({7, kCols}), t7 = labels(7, kCols);
   EXPECT_TRUE(at::allclose(at::cross_entropy_loss(x7, t7), original(x7, t7)));
   at::Tensor probs = at::softmax(at::randn({kRows, kCols}), 1);
   EXPECT_TRUE(at::allclose(at::cross_entropy_loss(x, probs), original(x, probs)));
@@ -200,7 +200,7 @@ TEST_F(CrossEntropyOverrideTest, GivenRefusedOrUnplannedCallsWhenCalledThenOrigi
 }
 
 TEST_F(CrossEntropyOverrideTest, GivenLauncherFailureOrDisabledOrMisalignedLogitsWhenCalledThenOriginal) {
-  at::Tensor x = at::randn({kRows, kCols}), t = targets(kRows, kCols);
+  at::Tensor x = at::randn({kRows, kCols}), t = labels(kRows, kCols);
   c10::InferenceMode inference;
   mean_->fail = true;
   EXPECT_TRUE(at::allclose(at::cross_entropy_loss(x, t), original(x, t)));
@@ -216,7 +216,7 @@ TEST_F(CrossEntropyOverrideTest, GivenLauncherFailureOrDisabledOrMisalignedLogit
 }
 
 TEST(CrossEntropyKeyTest, GivenServableCallWhenKeyedThenRowsColsDeviceAndReduction) {
-  at::Tensor x = at::randn({5, 11}).to(at::kBFloat16), t = targets(5, 11);
+  at::Tensor x = at::randn({5, 11}).to(at::kBFloat16), t = labels(5, 11);
   std::optional<VariantKey> k = crossEntropyKeyOf(x, t, std::nullopt, at::Reduction::Sum, 0.0);
   ASSERT_TRUE(k.has_value());
   EXPECT_EQ(k->dtype, static_cast<int32_t>(kernels::DType::BFloat16));
@@ -228,24 +228,24 @@ TEST(CrossEntropyKeyTest, GivenServableCallWhenKeyedThenRowsColsDeviceAndReducti
 }
 
 TEST(CrossEntropyKeyTest, GivenCallsTheFamilyRefusesWhenKeyedThenNone) {
-  at::Tensor x = at::randn({5, 11}), t = targets(5, 11);
+  at::Tensor x = at::randn({5, 11}), t = labels(5, 11);
   EXPECT_FALSE(crossEntropyKeyOf(x, t, at::rand({11}), 1, 0.0).has_value());         // class weights
   EXPECT_FALSE(crossEntropyKeyOf(x, t, std::nullopt, 1, 0.1).has_value());           // label smoothing
-  EXPECT_FALSE(crossEntropyKeyOf(x, t.to(at::kInt), std::nullopt, 1, 0.0).has_value());  // int32 targets
+  EXPECT_FALSE(crossEntropyKeyOf(x, t.to(at::kInt), std::nullopt, 1, 0.0).has_value());  // int32 labels
   EXPECT_FALSE(crossEntropyKeyOf(x, at::rand({5, 11}), std::nullopt, 1, 0.0).has_value());  // probabilities
   EXPECT_FALSE(crossEntropyKeyOf(x.view({5, 11, 1}), t.view({5, 1}), std::nullopt, 1, 0.0).has_value());  // 3-D
   EXPECT_FALSE(crossEntropyKeyOf(at::randn({11, 5}).t(), t, std::nullopt, 1, 0.0).has_value());  // transposed
-  EXPECT_FALSE(crossEntropyKeyOf(x, targets(4, 11), std::nullopt, 1, 0.0).has_value());  // rows differ
+  EXPECT_FALSE(crossEntropyKeyOf(x, labels(4, 11), std::nullopt, 1, 0.0).has_value());  // rows differ
   EXPECT_FALSE(crossEntropyKeyOf(x, at::randint(0, 11, {10}, at::kLong).slice(0, 0, 10, 2), std::nullopt, 1, 0.0)
-                   .has_value());  // strided target
+                   .has_value());  // strided labels
   EXPECT_FALSE(crossEntropyKeyOf(x, t, std::nullopt, 3, 0.0).has_value());  // unknown reduction
   EXPECT_FALSE(crossEntropyKeyOf(x.to(at::kDouble), t, std::nullopt, 1, 0.0).has_value());  // float64 logits
-  EXPECT_FALSE(crossEntropyKeyOf(at::randn({0, 11}), targets(0, 11), std::nullopt, 1, 0.0).has_value());  // empty
+  EXPECT_FALSE(crossEntropyKeyOf(at::randn({0, 11}), labels(0, 11), std::nullopt, 1, 0.0).has_value());  // empty
   EXPECT_FALSE(crossEntropyKeyOf(x, at::Tensor(), std::nullopt, 1, 0.0).has_value());
 }
 
 TEST(CrossEntropyKeyTest, GivenGradStatesWhenAskedThenNeedsGradOnlyWithGradModeAndRequiresGrad) {
-  at::Tensor x = at::randn({2, 3}), t = targets(2, 3);
+  at::Tensor x = at::randn({2, 3}), t = labels(2, 3);
   EXPECT_FALSE(crossEntropyNeedsGrad(x, t, std::nullopt));
   at::Tensor xg = x.clone().requires_grad_(true);
   EXPECT_TRUE(crossEntropyNeedsGrad(xg, t, std::nullopt));

@@ -33,14 +33,14 @@ using V = CrossEntropyVariant;
 
 constexpr R kAllReductions[] = {R::None, R::Mean, R::Sum};
 
-// A call the family serves: bf16 logits [4096, 32000], int64 targets, mean.
+// A call the family serves: bf16 logits [4096, 32000], int64 labels, mean.
 CrossEntropyCall servedCall() {
   CrossEntropyCall c;
   c.dtype = DType::BFloat16;
   c.logitsSizes = {4096, 32000};
   c.logitsStrides = {32000, 1};
-  c.targetSizes = {4096};
-  c.targetStrides = {1};
+  c.labelsSizes = {4096};
+  c.labelsStrides = {1};
   c.reduction = 1;
   return c;
 }
@@ -74,12 +74,12 @@ TEST(CrossEntropyFamilyTest, GivenWeightsSmoothingOrProbabilitiesWhenGuardedThen
   c.labelSmoothing = -0.0;  // equal to 0: the plain formula
   EXPECT_TRUE(CrossEntropyFamily::guardCall(c, nullptr));
   c = servedCall();
-  c.targetInt64 = false;  // class probabilities [rows, cols] (or int32 indices)
-  c.targetSizes = {4096, 32000};
-  c.targetStrides = {32000, 1};
-  EXPECT_FALSE(CrossEntropyFamily::guardCall(c, nullptr)) << "probabilities as targets";
+  c.labelsInt64 = false;  // class probabilities [rows, cols] (or int32 indices)
+  c.labelsSizes = {4096, 32000};
+  c.labelsStrides = {32000, 1};
+  EXPECT_FALSE(CrossEntropyFamily::guardCall(c, nullptr)) << "probabilities as labels";
   c = servedCall();
-  c.targetInt64 = false;
+  c.labelsInt64 = false;
   EXPECT_FALSE(CrossEntropyFamily::guardCall(c, nullptr)) << "non-int64 indices";
   c = servedCall();
   c.logitsFloating = false;
@@ -101,33 +101,33 @@ TEST(CrossEntropyFamilyTest, GivenNonContiguousOrNon2DCallsWhenGuardedThenRefuse
   c.logitsStrides = {64000, 1};  // every other row
   EXPECT_FALSE(CrossEntropyFamily::guardCall(c, nullptr)) << "strided rows";
   c = servedCall();
-  c.targetStrides = {2};
-  EXPECT_FALSE(CrossEntropyFamily::guardCall(c, nullptr)) << "strided target";
+  c.labelsStrides = {2};
+  EXPECT_FALSE(CrossEntropyFamily::guardCall(c, nullptr)) << "strided labels";
   c = servedCall();
   c.logitsSizes = {32000};
   c.logitsStrides = {1};
-  c.targetSizes = {};
-  c.targetStrides = {};
+  c.labelsSizes = {};
+  c.labelsStrides = {};
   EXPECT_FALSE(CrossEntropyFamily::guardCall(c, nullptr)) << "1-D logits (nll_loss's 1-D kernel)";
   c = servedCall();
   c.logitsSizes = {8, 32000, 512};  // [N, C, d1]: classes in dim 1, not last
   c.logitsStrides = {32000 * 512, 512, 1};
-  c.targetSizes = {8, 512};
-  c.targetStrides = {512, 1};
+  c.labelsSizes = {8, 512};
+  c.labelsStrides = {512, 1};
   EXPECT_FALSE(CrossEntropyFamily::guardCall(c, nullptr)) << "K-dimensional loss";
   c = servedCall();
-  c.targetSizes = {4095};
-  EXPECT_FALSE(CrossEntropyFamily::guardCall(c, nullptr)) << "target of another length";
+  c.labelsSizes = {4095};
+  EXPECT_FALSE(CrossEntropyFamily::guardCall(c, nullptr)) << "labels of another length";
   // Size-1 dims may carry any stride (torch calls them contiguous).
   c = servedCall();
   c.logitsSizes = {1, 32000};
   c.logitsStrides = {7, 1};
-  c.targetSizes = {1};
-  c.targetStrides = {3};
+  c.labelsSizes = {1};
+  c.labelsStrides = {3};
   EXPECT_TRUE(CrossEntropyFamily::guardCall(c, nullptr));
   c = servedCall();
   c.logitsSizes = {0, 32000};
-  c.targetSizes = {0};
+  c.labelsSizes = {0};
   EXPECT_FALSE(CrossEntropyFamily::guardCall(c, nullptr)) << "empty batch: ATen's own special case";
 }
 
@@ -219,7 +219,7 @@ TEST(CrossEntropyFamilyTest, GivenPointersWhenGuardedThenAlignmentAndWorkspaceDe
   EXPECT_EQ(CrossEntropyFamily::requiredAlignment(DType::BFloat16, p), 16u);
   EXPECT_TRUE(CrossEntropyFamily::guardPointers(buf, buf + 64, buf + 128, buf + 192, mean, p));
   EXPECT_FALSE(CrossEntropyFamily::guardPointers(buf + 2, buf + 64, buf + 128, buf + 192, mean, p)) << "logits";
-  EXPECT_FALSE(CrossEntropyFamily::guardPointers(buf, buf + 68, buf + 128, buf + 192, mean, p)) << "target";
+  EXPECT_FALSE(CrossEntropyFamily::guardPointers(buf, buf + 68, buf + 128, buf + 192, mean, p)) << "labels";
   EXPECT_FALSE(CrossEntropyFamily::guardPointers(buf, buf + 64, buf + 129, buf + 192, mean, p)) << "out";
   EXPECT_FALSE(CrossEntropyFamily::guardPointers(buf, buf + 64, buf + 128, buf + 194, mean, p)) << "work";
   EXPECT_FALSE(CrossEntropyFamily::guardPointers(buf, buf + 64, buf + 128, nullptr, mean, p)) << "no work";
@@ -327,7 +327,7 @@ TEST(CrossEntropyFamilyTest, GivenTheToleranceTableWhenComparingThenRowAndReduce
   const CrossEntropyTolerance f32 = CrossEntropyFamily::tolerance(DType::Float32, 1000);
   EXPECT_EQ(f32.rowAbs, 4e-6);
   EXPECT_FALSE(f32.rowWithin(10.0 + 1e-4, 10.0));
-  // Mean of 8192 losses near 12: a wrong target (loss off by ~1 a row) moves
+  // Mean of 8192 losses near 12: a wrong labels (loss off by ~1 a row) moves
   // the mean by far more than the bound; a one-ulp flip of a few rows does not.
   const double meanBound = bf.reducedBound(R::Mean, 8192, 8192 * 12.0, 15.0, 12.0);
   EXPECT_LT(meanBound, 0.1);

@@ -1,9 +1,9 @@
 #pragma once
-// The cross_entropy kernel family: aten::cross_entropy_loss(logits, target,
+// The cross_entropy kernel family: aten::cross_entropy_loss(logits, labels,
 // weight=None, reduction, ignore_index, label_smoothing=0.0) for 2-D logits
-// [rows, cols] (classes last, contiguous) and int64 class-index targets
+// [rows, cols] (classes last, contiguous) and int64 class-index labels
 // [rows], in one read of the logits: an online log-sum-exp per row, the
-// target logit gathered, loss = lse - x[target] (0 for ignore_index rows),
+// label's logit gathered, loss = lse - x[labels] (0 for ignore_index rows),
 // then reduction none / sum / mean with a deterministic final reduction. The
 // CUDA template is kernels/cross_entropy/cross_entropy.cu (its Notes give the
 // algorithm and the special values); kernels/README.md the parameter space.
@@ -95,9 +95,9 @@ struct CrossEntropyCall {
   bool logitsFloating = true;   // float32 / float16 / bfloat16 (dtype below); false: any other dtype
   DType dtype = DType::Float32;
   std::vector<int64_t> logitsSizes, logitsStrides;
-  bool targetInt64 = true;      // class indices as int64 (false: other integer types, or probabilities)
-  std::vector<int64_t> targetSizes, targetStrides;
-  bool sameDevice = true;       // logits and target on one CUDA device
+  bool labelsInt64 = true;      // class indices as int64 (false: other integer types, or probabilities)
+  std::vector<int64_t> labelsSizes, labelsStrides;
+  bool sameDevice = true;       // logits and labels on one CUDA device
   bool hasWeight = false;       // class weights given
   double labelSmoothing = 0.0;
   int64_t reduction = 1;        // at::Reduction: 0 none, 1 mean, 2 sum (CrossEntropyReduction's values)
@@ -106,7 +106,7 @@ struct CrossEntropyCall {
 class CrossEntropyFamily {
  public:
   static constexpr const char* kName = "cross_entropy";  // also the embedded source's name
-  // extern "C" __global__ void hk_cross_entropy(const void* logits, const long long* target, void* out,
+  // extern "C" __global__ void hk_cross_entropy(const void* logits, const long long* labels, void* out,
   //                                             float* work, long long rows, long long cols, long long ignoreIndex)
   static constexpr const char* kKernelName = "hk_cross_entropy";
   static constexpr int64_t kMaxCols = int64_t{1} << 30;
@@ -124,10 +124,10 @@ class CrossEntropyFamily {
   // (Whether the GPU runs clusters is the caller's check: minComputeCapability.)
   static bool guardParams(const CrossEntropyVariant& v, const CrossEntropyParams& p);
 
-  // Per call: logits aligned to vec * elementSize, target to 8, out to
+  // Per call: logits aligned to vec * elementSize, labels to 8, out to
   // elementSize, all non-null; work non-null and 4-byte aligned unless the
   // reduction is none (then ignored).
-  static bool guardPointers(const void* logits, const void* target, const void* out, const void* work,
+  static bool guardPointers(const void* logits, const void* labels, const void* out, const void* work,
                             const CrossEntropyVariant& v, const CrossEntropyParams& p);
   static size_t requiredAlignment(DType dtype, const CrossEntropyParams& p);
 
@@ -161,7 +161,7 @@ class CrossEntropyFamily {
   // CTAs (the kernel strides over rows). No dynamic shared memory.
   static LaunchGeometry launchGeometry(const CrossEntropyVariant& v, const CrossEntropyParams& p);
 
-  // Ideal DRAM traffic: the logits read once, the targets read (twice for a
+  // Ideal DRAM traffic: the logits read once, the labels read (twice for a
   // reduction), the output (and the workspace) written.
   static double bytesMoved(const CrossEntropyVariant& v);
   // FLOPs: about 4 a logit (compare, subtract, exp, add).
