@@ -17,6 +17,14 @@
 // | HOTKERNEL_LOG_LEVEL           | warn                         | error, warn (or warning), info, debug | Logging.h; anything else is warned about once |
 // | HOTKERNEL_SAMPLE              | 0.05                         | a probability in (0, 1] | the recorder's sampling probability; anything else (not a number, <= 0, > 1, NaN) takes 0.05 with a warning |
 // | HOTKERNEL_AGENT_CMD, HOTKERNEL_AGENT_TIMEOUT | unset, 60       | optimizer/ExternalAgent.h | the external agent; a malformed one is reported and not used |
+// | HOTKERNEL_NVRTC_PATH          | (unset)                      | a library path | Nvrtc.h: the libnvrtc to dlopen instead of the search |
+// | HOTKERNEL_SANDBOX_COMPILE, HOTKERNEL_SANDBOX_RUN | (unset)   | an executable | SandboxCompile.h / SandboxRun.h: the helper programs instead of the ones beside the library |
+// | HOTKERNEL_LIBRARY             | (unset)                      | a library path | the shim (interpose/preload/Preload.c, libc only): the libhotkernel.so to load |
+// | HOTKERNEL_SANDBOX_TEST_*      | (unset)                      | 1 | read only inside the sandbox-compile helper process: faults for its tests |
+// These are read where they are used: the logger's level is needed before a
+// Config exists (Config's own warnings go through it); the shim has no C++;
+// the agent, NVRTC and sandbox variables are read when the optimizer first
+// needs them, so that a process that never optimizes never reads them.
 //
 // Note [Reading numeric variables]
 // An unset or empty variable takes its default, silently. Otherwise the value
