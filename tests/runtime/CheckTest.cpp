@@ -18,6 +18,17 @@ TEST(CheckTest, GivenFalseConditionWhenCheckedThenRecoverableErrorWithMessage) {
   }
 }
 
+TEST(CheckTest, GivenFalseConditionWhenRequiredThenRecoverableErrorWithTheMessageAlone) {
+  try {
+    HOTKERNEL_REQUIRE(1 + 1 == 3, "the rule ", 2, " states this");
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    EXPECT_FALSE(e.internal());
+    EXPECT_EQ(std::string(e.what()).rfind("the rule 2 states this (CheckTest.cpp:", 0), 0u) << e.what();
+  }
+  EXPECT_NO_THROW(HOTKERNEL_REQUIRE(true, "never"));
+}
+
 TEST(CheckTest, GivenBrokenInvariantWhenAssertedThenInternalError) {
   try {
     HOTKERNEL_INTERNAL_ASSERT(1 + 1 == 3);

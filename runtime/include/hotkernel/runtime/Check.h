@@ -4,8 +4,11 @@
 // Note [Errors never cross into user code]
 // HOTKERNEL_CHECK reports a recoverable condition (bad input, missing driver,
 // corrupt cache entry) by throwing hotkernel::Error through HOTKERNEL_THROW,
-// the only throw macro. HOTKERNEL_INTERNAL_ASSERT marks a bug in hotkernel
-// itself and throws through the same path with an "internal" tag. Every entry
+// the only throw macro. HOTKERNEL_REQUIRE does the same without the "Check
+// failed: <expression>." prefix, for messages that state a rule to whoever
+// wrote the input (an agent's reply, a helper's request, a JSON field).
+// HOTKERNEL_INTERNAL_ASSERT marks a bug in hotkernel itself and throws
+// through the same path with an "internal" tag. Every entry
 // point that the host process reaches (dispatcher trampolines, the library
 // constructor, background threads) catches hotkernel::Error and std::exception,
 // logs once, and falls back to the original ATen kernel.
@@ -56,6 +59,14 @@ std::string concat(const Args&... args) {
     if (!(cond)) {                                                            \
       HOTKERNEL_THROW_IMPL(false, "Check failed: " #cond ". ", ##__VA_ARGS__); \
     }                                                                         \
+  } while (0)
+
+// Like HOTKERNEL_CHECK, the message alone: it must read as the rule it states.
+#define HOTKERNEL_REQUIRE(cond, ...) \
+  do {                               \
+    if (!(cond)) {                   \
+      HOTKERNEL_THROW(__VA_ARGS__);  \
+    }                                \
   } while (0)
 
 #define HOTKERNEL_INTERNAL_ASSERT(cond, ...)                                                         \
