@@ -14,6 +14,7 @@
 
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Hash.h"
+#include "hotkernel/runtime/JsonFields.h"
 
 namespace hotkernel::cache::detail {
 namespace {
@@ -104,19 +105,20 @@ bool parseLine(const std::string& line, CommitRecord& out) {
   if (line.size() < kLineDigestChars + 2 || line[kLineDigestChars] != ' ') return false;
   std::string json = line.substr(kLineDigestChars + 1);
   if (line.compare(0, kLineDigestChars, lineDigest(json)) != 0) return false;
-  nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return false;
-  auto text = [&j](const char* key, std::string& field) {
-    auto it = j.find(key);
-    if (it == j.end() || !it->is_string()) return false;
-    field = it->get<std::string>();
-    return true;
-  };
-  auto seq = j.find("seq");
-  if (seq == j.end() || !seq->is_number_integer()) return false;
-  out.seq = seq->get<int64_t>();
-  return text("store", out.store) && text("kind", out.kind) && (out.kind == "put" || out.kind == "remove") &&
-         text("fingerprint", out.fingerprint) && text("op", out.op) && text("variant", out.variant);
+  // A line whose digest matches but whose fields do not (another writer's bug) counts as damaged.
+  const std::string where = "commit record";
+  try {
+    const nlohmann::json j = jsonfield::parse(json, where, jsonfield::kMaxDepth);
+    out.seq = jsonfield::integer(j, "seq", where);
+    out.store = jsonfield::string(j, "store", where);
+    out.kind = jsonfield::string(j, "kind", where);
+    out.fingerprint = jsonfield::string(j, "fingerprint", where);
+    out.op = jsonfield::string(j, "op", where);
+    out.variant = jsonfield::string(j, "variant", where);
+  } catch (const Error&) {
+    return false;
+  }
+  return out.kind == "put" || out.kind == "remove";
 }
 
 CommitLogContents parse(const std::string& bytes) {

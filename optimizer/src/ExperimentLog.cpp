@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/JsonFields.h"
 #include "hotkernel/runtime/Logging.h"
 
 namespace hotkernel {
@@ -20,40 +21,18 @@ namespace {
 
 using nlohmann::json;
 
-json optionalNumber(const std::optional<double>& v) { return v && std::isfinite(*v) ? json(*v) : json(nullptr); }
-json optionalInt(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
+json numberOrNull(const std::optional<double>& v) { return v && std::isfinite(*v) ? json(*v) : json(nullptr); }
+json integerOrNull(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
-// Reads an optional key: absent or null -> nullopt; otherwise it must be a number.
-std::optional<double> readNumber(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  HOTKERNEL_CHECK(it->is_number(), "'", key, "' is not a number");
-  double v = it->get<double>();
-  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+// An optional number (Note [Strict JSON fields]); a value that is not finite reads as absent.
+std::optional<double> readNumber(const json& j, const char* key, const std::string& where) {
+  const std::optional<double> v = jsonfield::optionalNumber(j, key, where);
+  return v && std::isfinite(*v) ? v : std::nullopt;
 }
 
-std::optional<int64_t> readInt(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  HOTKERNEL_CHECK(it->is_number_integer(), "'", key, "' is not an integer");
-  return it->get<int64_t>();
-}
-
-std::string readString(const json& j, const char* key, bool required) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    HOTKERNEL_CHECK(!required, "missing '", key, "'");
-    return "";
-  }
-  HOTKERNEL_CHECK(it->is_string(), "'", key, "' is not a string");
-  return it->get<std::string>();
-}
-
-json readObject(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return json::object();
-  HOTKERNEL_CHECK(it->is_object(), "'", key, "' is not an object");
-  return *it;
+// An optional object; absent or null reads as {}.
+json readObject(const json& j, const char* key, const std::string& where) {
+  return jsonfield::present(j, key) ? jsonfield::objectField(j, key, where) : json::object();
 }
 
 std::string errnoText() { return std::strerror(errno); }
@@ -199,15 +178,15 @@ json Experiment::toJson() const {
           {"fingerprint", fingerprint},
           {"op", op},
           {"variant", variant},
-          {"candidateId", optionalInt(candidateId)},
-          {"parentId", optionalInt(parentId)},
+          {"candidateId", integerOrNull(candidateId)},
+          {"parentId", integerOrNull(parentId)},
           {"params", params.is_object() ? params : json::object()},
-          {"compileSeconds", optionalNumber(compileSeconds)},
+          {"compileSeconds", numberOrNull(compileSeconds)},
           {"stages", std::move(stagesJson)},
           {"timings",
-           {{"atenUs", optionalNumber(timings.atenUs)},
-            {"kernelUs", optionalNumber(timings.kernelUs)},
-            {"speedup", optionalNumber(timings.speedup)},
+           {{"atenUs", numberOrNull(timings.atenUs)},
+            {"kernelUs", numberOrNull(timings.kernelUs)},
+            {"speedup", numberOrNull(timings.speedup)},
             {"speedupCi", std::move(ci)}}},
           {"decision", toString(decision)},
           {"reason", reason},
@@ -215,44 +194,45 @@ json Experiment::toJson() const {
 }
 
 Experiment Experiment::fromJson(const json& j) {
-  HOTKERNEL_CHECK(j.is_object(), "not a JSON object");
-  HOTKERNEL_CHECK(readString(j, "format", true) == kExperimentFormat, "not a ", kExperimentFormat, " line");
-  std::optional<int64_t> version = readInt(j, "version");
-  HOTKERNEL_CHECK(version.has_value(), "missing 'version'");
-  HOTKERNEL_CHECK(*version == kExperimentVersion, "version ", *version, " (this reader knows ", kExperimentVersion,
-                  ")");
+  const std::string where = "experiment line";
+  HOTKERNEL_REQUIRE(jsonfield::string(j, "format", where) == kExperimentFormat, "not a ", kExperimentFormat, " line");
+  const int64_t version = jsonfield::integer(j, "version", where);
+  HOTKERNEL_REQUIRE(version == kExperimentVersion, "version ", version, " (this reader knows ", kExperimentVersion,
+                    ")");
   Experiment e;
-  std::optional<double> time = readNumber(j, "time");
-  HOTKERNEL_CHECK(time.has_value(), "missing 'time'");
+  const std::optional<double> time = readNumber(j, "time", where);
+  HOTKERNEL_REQUIRE(time.has_value(), where, " misses a finite \"time\"");
   e.time = *time;
-  e.fingerprint = readString(j, "fingerprint", false);
-  e.op = readString(j, "op", true);
-  e.variant = readString(j, "variant", true);
-  e.candidateId = readInt(j, "candidateId");
-  e.parentId = readInt(j, "parentId");
-  e.params = readObject(j, "params");
-  e.compileSeconds = readNumber(j, "compileSeconds");
-  const json stages = readObject(j, "stages");  // named: items() of a temporary would dangle
+  e.fingerprint = jsonfield::optionalString(j, "fingerprint", where).value_or("");
+  e.op = jsonfield::string(j, "op", where);
+  e.variant = jsonfield::string(j, "variant", where);
+  e.candidateId = jsonfield::optionalInteger(j, "candidateId", where);
+  e.parentId = jsonfield::optionalInteger(j, "parentId", where);
+  e.params = readObject(j, "params", where);
+  e.compileSeconds = readNumber(j, "compileSeconds", where);
+  const json stages = readObject(j, "stages", where);  // named: items() of a temporary would dangle
   for (const auto& [stage, outcome] : stages.items()) {
-    HOTKERNEL_CHECK(outcome.is_string(), "stage '", stage, "' is not a string");
+    HOTKERNEL_REQUIRE(outcome.is_string(), where, ".stages.", stage, " must be a string, got ",
+                      jsonfield::describe(outcome));
     e.stages[stage] = outcome.get<std::string>();
   }
-  json t = readObject(j, "timings");
-  e.timings.atenUs = readNumber(t, "atenUs");
-  e.timings.kernelUs = readNumber(t, "kernelUs");
-  e.timings.speedup = readNumber(t, "speedup");
-  auto ci = t.find("speedupCi");
-  if (ci != t.end() && !ci->is_null()) {
-    HOTKERNEL_CHECK(ci->is_array() && ci->size() == 2 && (*ci)[0].is_number() && (*ci)[1].is_number(),
-                    "'speedupCi' is not [low, high]");
-    e.timings.speedupCi = std::make_pair((*ci)[0].get<double>(), (*ci)[1].get<double>());
+  const std::string timingsWhere = where + ".timings";
+  const json t = readObject(j, "timings", where);
+  e.timings.atenUs = readNumber(t, "atenUs", timingsWhere);
+  e.timings.kernelUs = readNumber(t, "kernelUs", timingsWhere);
+  e.timings.speedup = readNumber(t, "speedup", timingsWhere);
+  if (jsonfield::present(t, "speedupCi")) {
+    const json& ci = t.at("speedupCi");
+    HOTKERNEL_REQUIRE(ci.is_array() && ci.size() == 2 && ci[0].is_number() && ci[1].is_number(), timingsWhere,
+                      ".speedupCi must be [low, high], got ", ci.dump());
+    e.timings.speedupCi = std::make_pair(ci[0].get<double>(), ci[1].get<double>());
   }
-  std::string decision = readString(j, "decision", true);
+  const std::string decision = jsonfield::string(j, "decision", where);
   std::optional<ExperimentDecision> d = parseExperimentDecision(decision);
-  HOTKERNEL_CHECK(d.has_value(), "unknown decision '", decision, "'");
+  HOTKERNEL_REQUIRE(d.has_value(), where, ".decision is unknown: \"", decision, "\"");
   e.decision = *d;
-  e.reason = readString(j, "reason", false);
-  e.extra = readObject(j, "extra");
+  e.reason = jsonfield::optionalString(j, "reason", where).value_or("");
+  e.extra = readObject(j, "extra", where);
   return e;
 }
 

@@ -17,17 +17,9 @@
 
 #include "hotkernel/optimizer/Subprocess.h"
 #include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/JsonFields.h"
 #include "hotkernel/runtime/Logging.h"
 #include "hotkernel/runtime/Nvrtc.h"
-
-// Like HOTKERNEL_CHECK without its "Check failed: <expression>." prefix: these
-// messages reach the agent (or its author) and must read as the rule they state.
-#define HK_REQUIRE(cond, ...)       \
-  do {                              \
-    if (!(cond)) {                  \
-      HOTKERNEL_THROW(__VA_ARGS__); \
-    }                               \
-  } while (0)
 
 namespace hotkernel {
 namespace {
@@ -148,32 +140,17 @@ std::string SandboxCompileRequest::toJsonText() const {
 }
 
 SandboxCompileRequest SandboxCompileRequest::fromJsonText(const std::string& text) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    HOTKERNEL_THROW("sandbox compile request is not JSON: ", e.what());
-  }
-  HK_REQUIRE(j.is_object(), "sandbox compile request must be a JSON object");
-  HK_REQUIRE(
-      j.contains("format") && j.at("format").is_string() && j.at("format").get<std::string>() == kSandboxRequestFormat,
-      "sandbox compile request: format must be \"", kSandboxRequestFormat, "\"");
-  HK_REQUIRE(j.contains("version") && j.at("version").is_number_integer() &&
-                 j.at("version").get<int64_t>() == kSandboxRequestVersion,
-             "sandbox compile request: version must be ", kSandboxRequestVersion);
+  const std::string where = "sandbox compile request";
+  const json j = jsonfield::object(jsonfield::parse(text, where, jsonfield::kMaxDepth), where);
+  HOTKERNEL_REQUIRE(jsonfield::string(j, "format", where) == kSandboxRequestFormat, where, ".format must be \"",
+                    kSandboxRequestFormat, "\"");
+  HOTKERNEL_REQUIRE(jsonfield::integer(j, "version", where) == kSandboxRequestVersion, where, ".version must be ",
+                    kSandboxRequestVersion);
   SandboxCompileRequest r;
-  for (const char* key : {"source", "programName", "arch"}) {
-    HK_REQUIRE(j.contains(key) && j.at(key).is_string(), "sandbox compile request: \"", key, "\" must be a string");
-  }
-  r.source = j.at("source").get<std::string>();
-  r.programName = j.at("programName").get<std::string>();
-  r.arch = j.at("arch").get<std::string>();
-  HK_REQUIRE(j.contains("options") && j.at("options").is_array(),
-             "sandbox compile request: \"options\" must be an array");
-  for (const json& o : j.at("options")) {
-    HK_REQUIRE(o.is_string(), "sandbox compile request: \"options\" must hold strings");
-    r.options.push_back(o.get<std::string>());
-  }
+  r.source = jsonfield::string(j, "source", where);
+  r.programName = jsonfield::string(j, "programName", where);
+  r.arch = jsonfield::string(j, "arch", where);
+  r.options = jsonfield::strings(j, "options", where);
   return r;
 }
 
@@ -193,26 +170,29 @@ std::string encodeSandboxFrame(const SandboxFrame& frame) {
 }
 
 SandboxFrame decodeSandboxFrame(const std::string& bytes) {
-  HK_REQUIRE(bytes.size() >= kFrameHeaderBytes, "sandbox frame: ", bytes.size(), " bytes, shorter than a header");
-  HK_REQUIRE(std::memcmp(bytes.data(), kFrameMagic, sizeof(kFrameMagic)) == 0, "sandbox frame: bad magic");
+  HOTKERNEL_REQUIRE(bytes.size() >= kFrameHeaderBytes, "sandbox frame: ", bytes.size(),
+                    " bytes, shorter than a header");
+  HOTKERNEL_REQUIRE(std::memcmp(bytes.data(), kFrameMagic, sizeof(kFrameMagic)) == 0, "sandbox frame: bad magic");
   const uint64_t version = getLE(bytes, 4, 4);
-  HK_REQUIRE(version == kSandboxFrameVersion, "sandbox frame: version ", version, ", expected ", kSandboxFrameVersion);
+  HOTKERNEL_REQUIRE(version == kSandboxFrameVersion, "sandbox frame: version ", version, ", expected ",
+                    kSandboxFrameVersion);
   const uint64_t status = getLE(bytes, 8, 4);
-  HK_REQUIRE(status <= static_cast<uint32_t>(SandboxStatus::InternalError), "sandbox frame: unknown status ", status);
-  HK_REQUIRE(getLE(bytes, 12, 4) == 0, "sandbox frame: reserved word is ", getLE(bytes, 12, 4), ", expected 0");
+  HOTKERNEL_REQUIRE(status <= static_cast<uint32_t>(SandboxStatus::InternalError), "sandbox frame: unknown status ",
+                    status);
+  HOTKERNEL_REQUIRE(getLE(bytes, 12, 4) == 0, "sandbox frame: reserved word is ", getLE(bytes, 12, 4), ", expected 0");
   SandboxFrame f;
   f.status = static_cast<SandboxStatus>(status);
   f.compileMicros = getLE(bytes, 16, 8);
   size_t at = kFrameHeaderBytes;
   for (std::string* blob : {&f.message, &f.log, &f.cubin}) {
-    HK_REQUIRE(bytes.size() - at >= 8, "sandbox frame: truncated before a length");
+    HOTKERNEL_REQUIRE(bytes.size() - at >= 8, "sandbox frame: truncated before a length");
     const uint64_t n = getLE(bytes, at, 8);
     at += 8;
-    HK_REQUIRE(n <= bytes.size() - at, "sandbox frame: a length of ", n, " runs past the end");
+    HOTKERNEL_REQUIRE(n <= bytes.size() - at, "sandbox frame: a length of ", n, " runs past the end");
     blob->assign(bytes, at, static_cast<size_t>(n));
     at += static_cast<size_t>(n);
   }
-  HK_REQUIRE(at == bytes.size(), "sandbox frame: ", bytes.size() - at, " trailing bytes");
+  HOTKERNEL_REQUIRE(at == bytes.size(), "sandbox frame: ", bytes.size() - at, " trailing bytes");
   return f;
 }
 
@@ -268,8 +248,8 @@ std::string sandboxCompileHelperPath(std::string* whyNotFound) {
 }
 
 SandboxCompileResult sandboxCompile(const SandboxCompileRequest& request, const SandboxCompileOptions& options) {
-  HK_REQUIRE(options.timeoutSeconds > 0 && std::isfinite(options.timeoutSeconds),
-             "sandboxCompile: timeoutSeconds must be > 0, got ", options.timeoutSeconds);
+  HOTKERNEL_REQUIRE(options.timeoutSeconds > 0 && std::isfinite(options.timeoutSeconds),
+                    "sandboxCompile: timeoutSeconds must be > 0, got ", options.timeoutSeconds);
   SandboxCompileResult result;
   std::string why;
   const std::string helper = options.helperPath.empty() ? sandboxCompileHelperPath(&why) : options.helperPath;
@@ -317,12 +297,12 @@ SandboxCompileResult sandboxCompile(const SandboxCompileRequest& request, const 
       result.compileSeconds = static_cast<double>(f.compileMicros) * 1e-6;
       result.log = std::move(f.log);
       if (f.status == SandboxStatus::Compiled) {
-        HK_REQUIRE(f.cubin.size() >= 4 && f.cubin.compare(0, 4,
-                                                          "\x7f"
-                                                          "ELF") == 0,
-                   "sandbox frame: the cubin is not an ELF image");
-        HK_REQUIRE(f.cubin.size() <= options.maxCubinBytes, "sandbox frame: cubin of ", f.cubin.size(),
-                   " bytes, more than ", options.maxCubinBytes);
+        HOTKERNEL_REQUIRE(f.cubin.size() >= 4 && f.cubin.compare(0, 4,
+                                                                 "\x7f"
+                                                                 "ELF") == 0,
+                          "sandbox frame: the cubin is not an ELF image");
+        HOTKERNEL_REQUIRE(f.cubin.size() <= options.maxCubinBytes, "sandbox frame: cubin of ", f.cubin.size(),
+                          " bytes, more than ", options.maxCubinBytes);
         result.failure = SandboxFailure::None;
         result.cubin = std::move(f.cubin);
       } else if (f.status == SandboxStatus::CompileError) {

@@ -17,6 +17,7 @@
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/CudaKernelLauncher.h"
+#include "hotkernel/runtime/JsonFields.h"
 #include "hotkernel/runtime/Logging.h"
 
 namespace hotkernel {
@@ -50,31 +51,11 @@ void encode(float f, int elementSize, unsigned char* out, bool half) {
 // Note [Sandbox run wire format is read strictly]
 // Both ends read JSON written by another process: the helper reads its
 // parent's request, the parent reads whatever the helper (or a kernel that
-// scribbled over it) left on stdout. Every number is checked to be an integer
-// of the field's range before it is converted (a float or an out-of-range value
-// converted to int is undefined behaviour), and every field to have its type
-// before it is read, so a malformed line is an Error (the helper) or a failed
-// run (the parent), never a crash or an exception of another type.
-
-namespace {
-
-int64_t integerIn(const nlohmann::json& j, const char* key, int64_t lo, int64_t hi) {
-  auto it = j.find(key);
-  HOTKERNEL_CHECK(it != j.end() && it->is_number_integer(), "sandbox run request: \"", key,
-                  "\" must be an integer");
-  if (it->is_number_unsigned()) {
-    // The JSON reader keeps every non-negative integer of the text as unsigned.
-    const uint64_t u = it->get<uint64_t>();
-    HOTKERNEL_CHECK(u <= static_cast<uint64_t>(hi) && static_cast<int64_t>(u) >= lo, "sandbox run request: \"", key,
-                    "\" is out of range");
-    return static_cast<int64_t>(u);
-  }
-  const int64_t v = it->get<int64_t>();
-  HOTKERNEL_CHECK(v >= lo && v <= hi, "sandbox run request: \"", key, "\" is out of range");
-  return v;
-}
-
-}  // namespace
+// scribbled over it) left on stdout. The helper reads the request field by
+// field (Note [Strict JSON fields]: every integer checked to be one of the
+// field's range before it is converted), so a malformed line is an Error the
+// helper reports, never a crash or an exception of another type; the parent
+// takes anything but {"ok":true} on the first line as a failed run.
 
 std::string sandboxRunHeaderLine(const SandboxRunRequest& r) {
   const nlohmann::json header = {{"format", "hotkernel-sandbox-run"}, {"version", 1},
@@ -87,33 +68,30 @@ std::string sandboxRunHeaderLine(const SandboxRunRequest& r) {
 }
 
 SandboxRunHeader parseSandboxRunHeader(const std::string& line) {
-  const nlohmann::json h = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  HOTKERNEL_CHECK(h.is_object(), "not a hotkernel-sandbox-run v1 request");
-  auto format = h.find("format");
-  HOTKERNEL_CHECK(format != h.end() && format->is_string() && *format == "hotkernel-sandbox-run",
-                  "not a hotkernel-sandbox-run v1 request");
-  HOTKERNEL_CHECK(integerIn(h, "version", 1, 1) == 1, "not a hotkernel-sandbox-run v1 request");
+  const std::string where = "sandbox run request";
+  const nlohmann::json h = jsonfield::object(jsonfield::parse(line, where, jsonfield::kMaxDepth), where);
+  HOTKERNEL_REQUIRE(jsonfield::string(h, "format", where) == "hotkernel-sandbox-run", where,
+                    ".format must be \"hotkernel-sandbox-run\"");
+  jsonfield::integer(h, "version", where, 1, 1);
   constexpr int64_t kU32 = std::numeric_limits<uint32_t>::max();
   constexpr int64_t kI64 = std::numeric_limits<int64_t>::max();
   SandboxRunHeader out;
   SandboxRunRequest& r = out.request;
-  auto name = h.find("kernelName");
-  HOTKERNEL_CHECK(name != h.end() && name->is_string(), "sandbox run request: \"kernelName\" must be a string");
-  r.kernelName = name->get<std::string>();
-  r.geometry.blockX = static_cast<unsigned>(integerIn(h, "block", 0, kU32));
-  r.geometry.gridX = static_cast<unsigned>(integerIn(h, "gridX", 0, kU32));
-  r.geometry.sharedBytes = static_cast<unsigned>(integerIn(h, "sharedBytes", 0, kU32));
-  r.rows = integerIn(h, "rows", 1, kI64);
-  r.cols = integerIn(h, "cols", 1, kI64);
-  r.elementSize = static_cast<int>(integerIn(h, "elementSize", 2, 4));
-  HOTKERNEL_CHECK(r.elementSize == 2 || r.elementSize == 4, "sandbox run request: \"elementSize\" must be 2 or 4");
-  HOTKERNEL_CHECK(r.rows <= kI64 / r.cols / r.elementSize, "sandbox run request: rows * cols * elementSize ",
-                  "overflows");
-  auto half = h.find("half");
-  HOTKERNEL_CHECK(half == h.end() || half->is_boolean(), "sandbox run request: \"half\" must be true or false");
-  r.half = half != h.end() && half->get<bool>();
-  r.device = h.contains("device") ? static_cast<int>(integerIn(h, "device", 0, std::numeric_limits<int>::max())) : 0;
-  out.cubinBytes = static_cast<size_t>(integerIn(h, "cubinBytes", 0, static_cast<int64_t>(kSandboxRunMaxCubinBytes)));
+  r.kernelName = jsonfield::string(h, "kernelName", where);
+  r.geometry.blockX = static_cast<unsigned>(jsonfield::integer(h, "block", where, 0, kU32));
+  r.geometry.gridX = static_cast<unsigned>(jsonfield::integer(h, "gridX", where, 0, kU32));
+  r.geometry.sharedBytes = static_cast<unsigned>(jsonfield::integer(h, "sharedBytes", where, 0, kU32));
+  r.rows = jsonfield::integer(h, "rows", where, 1, kI64);
+  r.cols = jsonfield::integer(h, "cols", where, 1, kI64);
+  r.elementSize = static_cast<int>(jsonfield::integer(h, "elementSize", where, 2, 4));
+  HOTKERNEL_REQUIRE(r.elementSize == 2 || r.elementSize == 4, where, ".elementSize must be 2 or 4, got ",
+                    r.elementSize);
+  HOTKERNEL_REQUIRE(r.rows <= kI64 / r.cols / r.elementSize, where, ": rows * cols * elementSize overflows");
+  r.half = jsonfield::optionalBoolean(h, "half", where).value_or(false);
+  r.device = static_cast<int>(
+      jsonfield::optionalInteger(h, "device", where, 0, std::numeric_limits<int>::max()).value_or(0));
+  out.cubinBytes = static_cast<size_t>(
+      jsonfield::integer(h, "cubinBytes", where, 0, static_cast<int64_t>(kSandboxRunMaxCubinBytes)));
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <climits>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "hotkernel/optimizer/SandboxCompile.h"
@@ -180,12 +181,51 @@ TEST(SandboxCompileTest, givenMalformedRequest_whenSentToTheHelper_thenItAnswers
   EXPECT_EQ(r.exitCode, 2);
   const SandboxFrame f = decodeSandboxFrame(r.out);
   EXPECT_EQ(f.status, SandboxStatus::BadRequest);
-  EXPECT_NE(f.message.find("\"source\" must be a string"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("sandbox compile request misses \"source\""), std::string::npos) << f.message;
 
   o.argv = {kHelper, "--frobnicate"};
   const SubprocessResult usage = runSubprocess(o);
   EXPECT_EQ(usage.exitCode, 2);
   EXPECT_EQ(decodeSandboxFrame(usage.out).status, SandboxStatus::BadRequest);
+}
+
+// The message of the Error that reading `text` as a request throws ("" when it does not throw).
+std::string requestError(const std::string& text) {
+  try {
+    SandboxCompileRequest::fromJsonText(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SandboxCompileTest, givenRequestWithAFieldMissingOrOfTheWrongType_whenRead_thenTheErrorNamesTheField) {
+  SandboxCompileRequest request;
+  request.source = "__global__ void k() {}";
+  request.arch = "sm_90a";
+  request.options = {"-std=c++17"};
+  const nlohmann::json good = nlohmann::json::parse(request.toJsonText());
+  EXPECT_EQ(requestError(good.dump()), "");
+  EXPECT_EQ(SandboxCompileRequest::fromJsonText(good.dump()).options, request.options);
+  const struct {
+    const char* key;
+    nlohmann::json value;
+    const char* expected;
+  } cases[] = {
+      {"format", "hotkernel-agent-reply", "request.format must be \"hotkernel-sandbox-compile-request\""},
+      {"version", 2, "sandbox compile request.version must be 1"},
+      {"source", 42, "sandbox compile request.source must be a string, got 42"},
+      {"options", "-O3", "sandbox compile request.options must be an array, got string"},
+      {"options", nlohmann::json::array({"-O3", 3}), "sandbox compile request.options must hold strings only, got 3"},
+  };
+  for (const auto& c : cases) {
+    nlohmann::json bad = good;
+    bad[c.key] = c.value;
+    const std::string message = requestError(bad.dump());
+    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
+  }
+  EXPECT_NE(requestError("[1, 2]").find("sandbox compile request must be a JSON object, got array"), std::string::npos);
+  EXPECT_NE(requestError("{\"format\"").find("sandbox compile request: it is not JSON"), std::string::npos);
 }
 
 TEST(SandboxCompileTest, givenFrame_whenEncodedAndDecoded_thenEveryFieldSurvives) {
