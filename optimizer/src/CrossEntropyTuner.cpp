@@ -256,8 +256,7 @@ TuneOutcome tuneCrossEntropy(const CrossEntropyVariant& v, int device, const Tun
   const std::string arch = info.nvrtcArch();
   double bestSpeedup = 0;
   TuneOutcome outcome = tuneFamily(spec, device, arch, options, bestSpeedup);
-  outcome.metrics["arch"] = arch;
-  outcome.metrics["reduction"] = kernels::reductionName(v.reduction);
+  outcome.metrics.reduction = kernels::reductionName(v.reduction);
   return outcome;
 }
 

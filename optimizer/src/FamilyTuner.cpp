@@ -184,9 +184,8 @@ std::vector<TimedInput> drawTimedInputs(const RowOpSpec& spec, kernels::DType dt
 TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string& arch, const TunerOptions& options,
                        double& bestSpeedup, double* bestUsOut) {
   TuneOutcome outcome;
-  outcome.arch = arch;
+  outcome.metrics.arch = arch;
   bestSpeedup = 0;
-  nlohmann::json candidatesLog = nlohmann::json::array();
 
   auto valuesOf = [&](int FamilyPoint::*field) {
     std::vector<int> vals;
@@ -319,37 +318,37 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
   for (const Candidate& c : search.lineage) {
     const Measured& m = measured[c.point];
     const FamilyPoint point = FamilyPoint::fromSearchPoint(c.point);
-    nlohmann::json log = {{"params", spec.paramsJson(point)},
-                          {"candidateId", c.id},
-                          {"origin", toString(c.origin)},
-                          {"round", c.round},
-                          {"compileSeconds", m.compileSeconds}};
-    if (c.parentId != Candidate::kNoParent) log["parentId"] = c.parentId;
-    if (!c.mutation.empty()) log["mutation"] = c.mutation;
+    CandidateRecord record;
+    record.params = spec.paramsJson(point);
+    record.candidateId = c.id;
+    record.origin = toString(c.origin);
+    record.round = c.round;
+    record.compileSeconds = m.compileSeconds;
+    if (c.parentId != Candidate::kNoParent) record.parentId = c.parentId;
+    record.mutation = c.mutation;
     if (m.harness) {
-      nlohmann::json stages = nlohmann::json::object();
-      for (const StageResult& sr : m.harness->stages) stages[toString(sr.stage)] = sr.passed ? "pass" : "fail: " + sr.detail;
-      log["stages"] = stages;
-      log["harnessSeed"] = std::to_string(m.harness->seed);
-      log["maxAbsError"] = m.harness->maxAbsError;
+      record.stages.emplace();
+      for (const StageResult& sr : m.harness->stages) (*record.stages)[toString(sr.stage)] = {sr.passed, sr.detail};
+      record.harnessSeed = m.harness->seed;
+      record.maxAbsError = m.harness->maxAbsError;
     }
     if (!c.ok()) {
-      log["stage"] = c.failure.rfind("compile", 0) == 0  ? "compile"
+      record.stage = c.failure.rfind("compile", 0) == 0  ? "compile"
                      : c.failure.rfind("launch", 0) == 0 ? "launch"
                      : c.failure.rfind("timed", 0) == 0  ? "timed"
                                                          : "harness";
-      log["error"] = c.failure.substr(0, 2000);
+      record.error = c.failure.substr(0, 2000);
     } else if (m.comparison) {
       const Comparison& cmp = *m.comparison;
-      log["stage"] = "benchmark";
-      log["atenUs"] = cmp.baseline.median;
-      log["kernelUs"] = cmp.candidate.median;
-      log["speedup"] = cmp.speedup.median;
-      log["speedupCi"] = {cmp.speedup.low, cmp.speedup.high};
-      log["pairs"] = cmp.speedup.n;
-      log["budgetLevel"] = m.level;
+      record.stage = "benchmark";
+      record.atenUs = cmp.baseline.median;
+      record.kernelUs = cmp.candidate.median;
+      record.speedup = cmp.speedup.median;
+      record.speedupCi = ConfidenceInterval{cmp.speedup.low, cmp.speedup.high};
+      record.pairs = cmp.speedup.n;
+      record.budgetLevel = m.level;
       const bool accept = best && &c == best && cmp.clears(options.minSpeedup);
-      log["accepted"] = accept;
+      record.accepted = accept;
       if (accept) {
         bestSpeedup = cmp.speedup.median;
         outcome.accepted = true;
@@ -357,28 +356,19 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
         outcome.paramsJson = spec.paramsJson(point);
         outcome.kernelName = spec.kernelName;
         outcome.cubin = m.cubin;
-        outcome.metrics = {{"speedup", cmp.speedup.median},
-                           {"speedupCi", {cmp.speedup.low, cmp.speedup.high}},
-                           {"atenUs", cmp.baseline.median},
-                           {"kernelUs", cmp.candidate.median},
-                           {"maxAbsError", m.harness->maxAbsError},
-                           {"pairs", cmp.speedup.n}};
+        outcome.metrics.kernel = KernelMetrics::of(cmp, m.harness->maxAbsError);
         if (spec.harnessSpec.tolerance) {
-          outcome.metrics["tolerance"] = spec.harnessSpec.tolerance(spec.dtype, spec.cols);
+          outcome.metrics.kernel->tolerance = spec.harnessSpec.tolerance(spec.dtype, spec.cols);
         }
       }
     }
-    candidatesLog.push_back(log);
+    outcome.metrics.candidates.push_back(std::move(record));
   }
-  outcome.metrics["search"] = {{"seed", std::to_string(search.seed)},
-                               {"evaluations", search.evaluations},
-                               {"rounds", search.rounds},
-                               {"stop", toString(search.stop)},
-                               {"validPoints", spec.validPoints.size()}};
-  outcome.metrics["candidates"] = candidatesLog;
+  outcome.metrics.search = SearchSummary{search.seed, search.evaluations, search.rounds, search.stop,
+                                         spec.validPoints.size()};
   const double bestUs = best && best->ok() ? *best->cost : 0.0;
   if (bestUsOut) *bestUsOut = bestUs;
-  if (options.clock) outcome.metrics["target"] = options.clock->summary(bestUs, targetStopOf(search.stop));
+  if (options.clock) outcome.metrics.target = options.clock->summary(bestUs, targetStopOf(search.stop));
   return outcome;
 }
 

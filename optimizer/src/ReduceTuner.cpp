@@ -186,8 +186,7 @@ TuneOutcome tuneReduce(const ReduceVariant& v, int device, const TunerOptions& o
   const std::string arch = info.nvrtcArch();
   double bestSpeedup = 0;
   TuneOutcome outcome = tuneFamily(spec, device, arch, options, bestSpeedup);
-  outcome.metrics["arch"] = arch;
-  outcome.metrics["op"] = kernels::reduceOpName(v.op);
+  outcome.metrics.op = kernels::reduceOpName(v.op);
   return outcome;
 }
 

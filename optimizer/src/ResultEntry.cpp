@@ -14,7 +14,7 @@ cache::Entry resultEntry(const DeviceFingerprints& fingerprints, int device, con
   entry.op = op;
   entry.variant = variant;
   entry.family = out.accepted ? out.family : servedFamily;
-  entry.metrics = out.metrics.dump();
+  entry.metrics = out.metrics.toJson().dump();  // Note [Tune metrics JSON]
   if (out.accepted) {
     entry.decision = cache::kDecisionKernel;
     entry.params = out.paramsJson.dump();

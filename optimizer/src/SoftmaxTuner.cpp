@@ -159,7 +159,7 @@ namespace {
 // five-stage harness, then the benchmark; the
 // stage it failed at is the next round's feedback.
 void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, const TunerOptions& options,
-              TuneOutcome& outcome, double& bestSpeedup, nlohmann::json& candidatesLog) {
+              TuneOutcome& outcome, double& bestSpeedup) {
   AgentTask task = makeSoftmaxAgentTask(v, arch);
   // A cluster point's source needs its cluster launch, which the agent's
   // launch format cannot express: the agent then gets no best source.
@@ -175,7 +175,9 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
     best.kernel.kernelName = SoftmaxFamily::kKernelName;
     best.kernel.launch.block = chosen->threads;
     best.kernel.launch.rowsPerBlock = chosen->rowsPerCta;
-    best.timing = {outcome.metrics.value("atenUs", 0.0), outcome.metrics.value("kernelUs", 0.0), bestSpeedup};
+    const std::optional<KernelMetrics>& familyKernel = outcome.metrics.kernel;
+    best.timing = {familyKernel ? familyKernel->atenUs : 0.0, familyKernel ? familyKernel->kernelUs : 0.0,
+                   bestSpeedup};
     task.best = best;
   }
   const RowOpSpec spec = softmaxSpec();
@@ -183,15 +185,18 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
   for (int round = 1; round <= options.agentRounds; ++round) {
     if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");
     task.attempt = round;
-    nlohmann::json log = {{"origin", "agent"}, {"attempt", round}, {"candidateId", 100000 + round}};
+    CandidateRecord log;
+    log.origin = "agent";
+    log.attempt = round;
+    log.candidateId = 100000 + round;
     AgentFeedback fb;
     auto finish = [&](AgentStage stage, const std::string& error, const std::string& compileLog = "") {
       fb.stage = stage;
       fb.error = error;
       fb.log = compileLog;
-      log["stage"] = agentStageName(stage);
-      if (!error.empty()) log["error"] = error.substr(0, 2000);
-      candidatesLog.push_back(log);
+      log.stage = agentStageName(stage);
+      log.error = error.substr(0, 2000);
+      outcome.metrics.candidates.push_back(log);
       task.lastAttempt = fb;
     };
     std::string why;
@@ -202,13 +207,13 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
       continue;
     }
     fb.reply = *reply;
-    log["params"] = {{"launch", reply->launch.toJson()}};
-    log["kernelName"] = reply->kernelName;
+    log.params = nlohmann::json{{"launch", reply->launch.toJson()}};
+    log.kernelName = reply->kernelName;
     SandboxCompileRequest req;
     req.source = reply->source;
     req.arch = arch;
     SandboxCompileResult compiled = sandboxCompile(req);
-    log["compileSeconds"] = compiled.compileSeconds;
+    log.compileSeconds = compiled.compileSeconds;
     if (!compiled.compiled()) {
       finish(AgentStage::Compile, compiled.error, compiled.log);
       continue;
@@ -273,9 +278,8 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
     HarnessOptions ho;
     ho.yieldPoint = options.yieldPoint;
     HarnessReport h = runHarness(spec, hc, v.dtype, v.rows, v.cols, device, ho);
-    nlohmann::json stages = nlohmann::json::object();
-    for (const StageResult& sr : h.stages) stages[toString(sr.stage)] = sr.passed ? "pass" : "fail: " + sr.detail;
-    log["stages"] = stages;
+    log.stages.emplace();
+    for (const StageResult& sr : h.stages) (*log.stages)[toString(sr.stage)] = {sr.passed, sr.detail};
     if (!h.passed) {
       // Abandoned at a yield point: no verdict on this reply (Note [Bounded units of background GPU work]).
       HOTKERNEL_CHECK(h.failure()->detail != "interrupted", "tuning interrupted");
@@ -295,12 +299,12 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
       Comparison cmp = timeAgainstAten(*launcher, in, device, options.pairs, options.yieldPoint);
       fb.passed = true;
       fb.timing = AgentTiming{cmp.baseline.median, cmp.candidate.median, cmp.speedup.median};
-      log["atenUs"] = cmp.baseline.median;
-      log["kernelUs"] = cmp.candidate.median;
-      log["speedup"] = cmp.speedup.median;
-      log["speedupCi"] = {cmp.speedup.low, cmp.speedup.high};
+      log.atenUs = cmp.baseline.median;
+      log.kernelUs = cmp.candidate.median;
+      log.speedup = cmp.speedup.median;
+      log.speedupCi = ConfidenceInterval{cmp.speedup.low, cmp.speedup.high};
       const bool accept = cmp.clears(options.minSpeedup);
-      log["accepted"] = accept;
+      log.accepted = accept;
       if (accept && cmp.speedup.median > bestSpeedup) {
         bestSpeedup = cmp.speedup.median;
         outcome.accepted = true;
@@ -308,12 +312,12 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
         outcome.paramsJson = {{"launch", reply->launch.toJson()}};
         outcome.kernelName = reply->kernelName;
         outcome.cubin = compiled.cubin;
-        outcome.metrics = {{"speedup", cmp.speedup.median}, {"speedupCi", {cmp.speedup.low, cmp.speedup.high}},
-                           {"atenUs", cmp.baseline.median}, {"kernelUs", cmp.candidate.median},
-                           {"maxAbsError", h.maxAbsError},
-                           {"bound", {{"absolute", SoftmaxFamily::softmaxBound(v.dtype, v.cols).absolute},
-                                      {"relative", SoftmaxFamily::softmaxBound(v.dtype, v.cols).relative}}},
-                           {"pairs", cmp.speedup.n}, {"origin", "agent"}};
+        // The agent's kernel replaces the family's: its measurements, the bound it was held to.
+        KernelMetrics kernel = KernelMetrics::of(cmp, h.maxAbsError);
+        const SoftmaxFamily::Bound bound = SoftmaxFamily::softmaxBound(v.dtype, v.cols);
+        kernel.bound = ErrorBound{bound.absolute, bound.relative};
+        kernel.fromAgent = true;
+        outcome.metrics.kernel = kernel;
         AgentBest best;
         best.origin = "agent";
         best.kernel = *reply;
@@ -411,20 +415,13 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   };
   double bestSpeedup = 0, bestUs = 0;
   TuneOutcome outcome = tuneFamily(fs, device, arch, options, bestSpeedup, &bestUs);
-  nlohmann::json candidatesLog = outcome.metrics["candidates"];
 
   // Note [Stopping a target's search]: agent rounds only for a target not stopped yet.
   const bool agentWorthIt = !options.clock || options.clock->stop(bestUs, 0) == TargetStop::None;
   if (agentWorthIt && options.agent && op == SoftmaxOp::Softmax) {
-    // askAgent may replace the outcome (and its metrics) with the agent's kernel.
-    const nlohmann::json search = outcome.metrics["search"];
-    const nlohmann::json target = outcome.metrics.value("target", nlohmann::json());
-    askAgent(v, device, arch, options, outcome, bestSpeedup, candidatesLog);
-    outcome.metrics["search"] = search;
-    if (!target.is_null()) outcome.metrics["target"] = target;
+    // askAgent adds its rounds to the candidates and may replace the kernel with the agent's.
+    askAgent(v, device, arch, options, outcome, bestSpeedup);
   }
-  outcome.metrics["arch"] = arch;
-  outcome.metrics["candidates"] = candidatesLog;
   return outcome;
 }
 

@@ -16,7 +16,9 @@ TuneOutcome accepted() {
   out.paramsJson = {{"threads", 256}};
   out.kernelName = "hk_softmax";
   out.cubin = "cubin-bytes";
-  out.metrics = {{"speedup", 1.5}};
+  out.metrics.kernel = KernelMetrics{};
+  out.metrics.kernel->speedup = 1.5;
+  out.metrics.arch = "sm_90a";
   return out;
 }
 
@@ -36,6 +38,8 @@ TEST(ResultEntryTest, GivenResultsOnTwoDevicesWhenEntriesAreMadeThenEachCarriesI
   EXPECT_EQ(e1.decision, cache::kDecisionKernel);
   EXPECT_EQ(e1.cubin, "cubin-bytes");
   EXPECT_EQ(e1.kernelName, "hk_softmax");
+  EXPECT_EQ(nlohmann::json::parse(e1.metrics), accepted().metrics.toJson());
+  EXPECT_EQ(nlohmann::json::parse(e1.metrics).at("speedup"), 1.5);
 }
 
 TEST(ResultEntryTest, GivenARejectedResultWhenTheEntryIsMadeThenItKeepsAtenUnderTheServedFamily) {
@@ -44,12 +48,12 @@ TEST(ResultEntryTest, GivenARejectedResultWhenTheEntryIsMadeThenItKeepsAtenUnder
   TuneOutcome out;
   out.accepted = false;
   out.family = "agent";
-  out.metrics = {{"candidates", nlohmann::json::array()}};
   const cache::Entry e = resultEntry(fps, 2, "aten::_log_softmax", "v", "log_softmax_lastdim", out);
   EXPECT_EQ(e.decision, cache::kDecisionKeepAten);
   EXPECT_EQ(e.family, "log_softmax_lastdim");
   EXPECT_EQ(e.params, "{}");
   EXPECT_TRUE(e.cubin.empty());
+  EXPECT_EQ(e.metrics, R"({"candidates":[]})");
 }
 
 TEST(ResultEntryTest, GivenADeviceWithNoFingerprintWhenAnEntryIsMadeThenItThrowsInsteadOfStoringUnderAnother) {

@@ -96,10 +96,10 @@ std::vector<TimedInput> drawTimedInputs(const RowOpSpec& spec, kernels::DType dt
                                         const std::function<bool()>& yieldPoint, int count = 2);
 
 // Runs the search on `device` (the caller sets the device, stream and
-// capture-mode guards). The outcome's metrics hold "candidates" (one entry per
-// evaluated point, with lineage, harness stages and timings), "search", and
-// with options.clock "target" (budget, stop reason: Note [Stopping a target's
-// search]); `bestSpeedup` is the accepted candidate's median speed-up (0 if
+// capture-mode guards). The outcome's metrics hold the candidates (one record
+// per evaluated point, with lineage, harness stages and timings), the
+// search's summary, the arch, and with options.clock the target's summary
+// (budget, stop reason: Note [Stopping a target's search]); `bestSpeedup` is the accepted candidate's median speed-up (0 if
 // none), `*bestUsOut` (when given) the fastest correct candidate's time in us
 // (0 if none). Throws Error "tuning interrupted" when options.yieldPoint says stop.
 TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string& arch, const TunerOptions& options,

@@ -1,15 +1,13 @@
 #pragma once
-// What every family tuner takes (TunerOptions) and returns (TuneOutcome):
-// the softmax, norm and cross_entropy tuners and the family search they share
-// (FamilyTuner.h).
-
-#include <nlohmann/json.hpp>
+// What every family tuner takes (TunerOptions) and returns (TuneOutcome,
+// TuneOutcome.h): the softmax, norm, cross_entropy and reduction tuners and
+// the family search they share (FamilyTuner.h).
 
 #include <cstdint>
 #include <functional>
-#include <string>
 
 #include "hotkernel/optimizer/TargetBudget.h"
+#include "hotkernel/optimizer/TuneOutcome.h"
 
 namespace hotkernel {
 
@@ -34,19 +32,9 @@ struct TunerOptions {
   // The target's budget and stop rules (Note [Stopping a target's search] in
   // TargetBudget.h): the search stops near the roofline, at the budget or after
   // N rounds without improvement; the agent's rounds run only while none of
-  // these holds; metrics["target"] records the stop. The caller wraps
+  // these holds; metrics.target records the stop. The caller wraps
   // yieldPoint with it. Null: the search's own limits only.
   const TargetClock* clock = nullptr;
-};
-
-struct TuneOutcome {
-  bool accepted = false;            // false: keep the ATen kernel
-  std::string family;               // the cache's family ("softmax_lastdim", "rms_norm", ...), or "agent"
-  nlohmann::json paramsJson;        // what the cache stores (see makePlan)
-  std::string kernelName;
-  std::string cubin;                // valid when accepted
-  std::string arch;                 // e.g. "sm_90a"
-  nlohmann::json metrics;           // speed-up, CI, times, max error, per-candidate log
 };
 
 }  // namespace hotkernel
