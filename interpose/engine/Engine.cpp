@@ -21,6 +21,7 @@
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/optimizer/RankingLog.h"
 #include "hotkernel/optimizer/ResultEntry.h"
+#include "hotkernel/optimizer/TuneExperiments.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Hash.h"
 #include "hotkernel/runtime/CudaDriver.h"
@@ -39,54 +40,7 @@ bool onDeviceUse(int device) { return Engine::instance().ensureDevice(device); }
 void logExperiments(const std::string& dir, const std::string& fingerprint, const std::string& op,
                     const std::string& variant, const TuneOutcome& out) {
   ExperimentLog log(dir);
-  const nlohmann::json& candidates = out.metrics.value("candidates", nlohmann::json::array());
-  int64_t id = 0;
-  for (const auto& c : candidates) {
-    Experiment e;
-    e.fingerprint = fingerprint;
-    e.op = op;
-    e.variant = variant;
-    e.candidateId = c.contains("candidateId") ? c["candidateId"].get<int64_t>() : id;
-    ++id;
-    if (c.contains("parentId")) e.parentId = c["parentId"].get<int64_t>();
-    for (const char* k : {"origin", "mutation", "round", "budgetLevel", "attempt", "kernelName"}) {
-      if (c.contains(k)) e.extra[k] = c[k];
-    }
-    e.params = c.value("params", nlohmann::json::object());
-    if (c.contains("compileSeconds")) e.compileSeconds = c["compileSeconds"].get<double>();
-    if (c.contains("stages")) {
-      for (const auto& [stage, result] : c["stages"].items()) {
-        e.stages[stage] = result.get<std::string>().rfind("pass", 0) == 0 ? "pass" : "fail";
-      }
-    }
-    if (c.contains("atenUs")) e.timings.atenUs = c["atenUs"].get<double>();
-    if (c.contains("kernelUs")) e.timings.kernelUs = c["kernelUs"].get<double>();
-    if (c.contains("speedup")) e.timings.speedup = c["speedup"].get<double>();
-    if (c.contains("speedupCi")) e.timings.speedupCi = {c["speedupCi"][0].get<double>(), c["speedupCi"][1].get<double>()};
-    const bool chosen = out.accepted && c.value("params", nlohmann::json()) == out.paramsJson &&
-                        c.value("accepted", false);
-    e.decision = chosen ? ExperimentDecision::Accepted : ExperimentDecision::Rejected;
-    if (c.contains("error")) {
-      e.reason = c.value("stage", "") + ": " + c["error"].get<std::string>().substr(0, 500);
-    } else if (!chosen) {
-      e.reason = c.value("accepted", false) ? "correct and faster, but not the fastest"
-                                            : "correct, but its speed-up CI does not clear the threshold";
-    } else {
-      e.reason = "fastest correct candidate; swapped in";
-      addStopReason(e, out.metrics);
-    }
-    log.append(e);
-  }
-  if (!out.accepted) {
-    Experiment e;
-    e.fingerprint = fingerprint;
-    e.op = op;
-    e.variant = variant;
-    e.decision = ExperimentDecision::KeptAten;
-    e.reason = "no candidate was correct and faster; the ATen kernel stays";
-    addStopReason(e, out.metrics);
-    log.append(e);
-  }
+  for (const Experiment& e : tuneExperiments(fingerprint, op, variant, out)) log.append(e);
 }
 
 }  // namespace
@@ -371,21 +325,21 @@ nlohmann::json Engine::optimizeVariant(const std::string& op, const VariantKey& 
     const std::string description = plan.description;
     plansOf(*served).publish(std::move(plan));
     HOTKERNEL_LOG(Info) << "swapped in " << op << " " << variant << ": " << description
-                        << ", speed-up " << out.metrics.value("speedup", 0.0) << "x (95% CI "
-                        << out.metrics["speedupCi"].dump() << "), max abs error "
-                        << out.metrics.value("maxAbsError", 0.0);
-    summary["speedup"] = out.metrics.value("speedup", 0.0);
+                        << ", speed-up " << out.metrics.kernel->speedup << "x (95% CI "
+                        << out.metrics.kernel->speedupCi.toJson().dump() << "), max abs error "
+                        << out.metrics.kernel->maxAbsError;
+    summary["speedup"] = out.metrics.kernel->speedup;
   } else {
     HOTKERNEL_LOG(Info) << "keeping the ATen kernel for " << op << " " << variant
                         << ": no candidate was correct and faster";
   }
   logExperiments(config().cacheDir, fingerprintKey, op, variant, out);
   summary["decision"] = entry.decision;
-  summary["metrics"] = out.metrics;
+  summary["metrics"] = out.metrics.toJson();
   {
     std::lock_guard<std::mutex> guard(mu_);
     decisions_.insert(decisionKey(op, variant));
-    tuneLog_.push_back({{"op", op}, {"variant", variant}, {"decision", entry.decision}, {"metrics", out.metrics}});
+    tuneLog_.push_back({{"op", op}, {"variant", variant}, {"decision", entry.decision}, {"metrics", summary["metrics"]}});
   }
   if (useCache) {
     try {

@@ -37,13 +37,13 @@ TEST(AgentGpuTest, GivenReferenceAgentWhenTuningThenItsRepliesPassEveryStageAndA
   o.agentRounds = 2;
   TuneOutcome t = tuneSoftmax({kernels::DType::BFloat16, 1024, 4096}, 0, o);
   int agentRounds = 0, timed = 0;
-  for (const auto& c : t.metrics["candidates"]) {
-    if (c.value("origin", "") != "agent") continue;
+  for (const CandidateRecord& c : t.metrics.candidates) {
+    if (c.origin != "agent") continue;
     ++agentRounds;
-    if (c.value("stage", "") == "benchmark" && c.contains("speedup")) ++timed;
+    if (c.stage == "benchmark" && c.speedup) ++timed;
   }
-  EXPECT_EQ(agentRounds, 2) << t.metrics.dump(2);
-  EXPECT_GE(timed, 1) << t.metrics.dump(2);
+  EXPECT_EQ(agentRounds, 2) << t.metrics.toJson().dump(2);
+  EXPECT_GE(timed, 1) << t.metrics.toJson().dump(2);
 }
 
 TEST(AgentGpuTest, GivenMalformedAgentWhenTuningThenRoundsRejectedAndFamilyResultStands) {
@@ -56,8 +56,8 @@ TEST(AgentGpuTest, GivenMalformedAgentWhenTuningThenRoundsRejectedAndFamilyResul
   EXPECT_TRUE(t.accepted);
   EXPECT_EQ(t.family, "softmax_lastdim");
   bool rejected = false;
-  for (const auto& c : t.metrics["candidates"]) rejected |= c.value("origin", "") == "agent" && c.value("stage", "") == "reply";
-  EXPECT_TRUE(rejected) << t.metrics.dump(2);
+  for (const CandidateRecord& c : t.metrics.candidates) rejected |= c.origin == "agent" && c.stage == "reply";
+  EXPECT_TRUE(rejected) << t.metrics.toJson().dump(2);
 }
 
 TEST(AgentGpuTest, GivenKernelThatFaultsWhenRunInSandboxThenRejectedAndThisProcessStillComputes) {

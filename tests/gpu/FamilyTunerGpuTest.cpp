@@ -109,12 +109,12 @@ TEST(FamilyTunerGpuTest, GivenACandidateWhoseLaunchFailsWhileTimedWhenTuningThen
   EXPECT_NE(outcome.paramsJson.at("threads").get<int>(), 1024) << outcome.paramsJson.dump();
   EXPECT_GT(bestSpeedup, 0.0);
   int launchFailures = 0, timed = 0;
-  for (const nlohmann::json& c : outcome.metrics.at("candidates")) {
-    if (c.at("params").at("threads").get<int>() == 1024) {
-      EXPECT_EQ(c.at("stage"), "launch") << c.dump();
-      EXPECT_FALSE(c.contains("kernelUs")) << c.dump();
+  for (const CandidateRecord& c : outcome.metrics.candidates) {
+    if (c.params->at("threads").get<int>() == 1024) {
+      EXPECT_EQ(c.stage, "launch") << c.toJson().dump();
+      EXPECT_FALSE(c.kernelUs.has_value()) << c.toJson().dump();
       ++launchFailures;
-    } else if (c.at("stage") == "benchmark") {
+    } else if (c.stage == "benchmark") {
       ++timed;
     }
   }

@@ -278,8 +278,8 @@ class SoftmaxCudaOverrideTest : public ::testing::Test {
 TEST_F(SoftmaxCudaOverrideTest, GivenTunedVariantWhenCalledThroughDispatcherThenSwappedKernelRunsAndMatches) {
   const kernels::SoftmaxVariant v{DType::BFloat16, 4096, 32000};
   TuneOutcome t = tuneSoftmax(v, 0);
-  ASSERT_TRUE(t.accepted) << t.metrics.dump(2);
-  EXPECT_GT(t.metrics["speedupCi"][0].get<double>(), 1.02);
+  ASSERT_TRUE(t.accepted) << t.metrics.toJson().dump(2);
+  EXPECT_GT(t.metrics.kernel->speedupCi.low, 1.02);
   VariantKey key{static_cast<int32_t>(v.dtype), 0, v.rows, v.cols};
   plansOf(servedOp("aten::_softmax")).publish(kernels::softmaxDescriptor(kernels::SoftmaxOp::Softmax).makePlan(key, t.paramsJson, t.cubin, 0));
 
@@ -292,7 +292,7 @@ TEST_F(SoftmaxCudaOverrideTest, GivenTunedVariantWhenCalledThroughDispatcherThen
   // The tuner's claim holds when measured through the dispatcher.
   Comparison viaDispatcher = benchmarkInterleaved([&] { (void)at::cuda::_softmax(x, -1, false); },
                                                   [&] { (void)at::softmax(x, -1); }, 0);
-  const double claimed = t.metrics["speedup"].get<double>();
+  const double claimed = t.metrics.kernel->speedup;
   EXPECT_NEAR(viaDispatcher.speedup.median, claimed, 0.25 * claimed);
   EXPECT_GT(viaDispatcher.speedup.low, 1.0);
 
@@ -309,7 +309,7 @@ TEST_F(SoftmaxCudaOverrideTest, GivenTunedLogSoftmaxVariantWhenCalledThroughDisp
   SoftmaxOverride::install(c10::DispatchKey::CUDA, Op::LogSoftmax);
   const kernels::SoftmaxVariant v{DType::BFloat16, 4096, 32000};
   TuneOutcome t = tuneSoftmax(v, 0, {}, Op::LogSoftmax);
-  ASSERT_TRUE(t.accepted) << t.metrics.dump(2);
+  ASSERT_TRUE(t.accepted) << t.metrics.toJson().dump(2);
   EXPECT_EQ(t.family, "log_softmax_lastdim");
   VariantKey key{static_cast<int32_t>(v.dtype), 0, v.rows, v.cols};
   plansOf(servedOp("aten::_log_softmax")).publish(makePlan(t.family, key, t.paramsJson, t.kernelName, t.cubin, 0));

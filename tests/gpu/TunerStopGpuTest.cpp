@@ -38,10 +38,10 @@ TEST(TunerStopGpuTest, GivenTinyBudgetWhenTunedThenSearchStopsAfterFirstRoundWit
   const auto t0 = std::chrono::steady_clock::now();
   TuneOutcome out = tuneSoftmax(kVariant, 0, options);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_TRUE(out.metrics.contains("target")) << out.metrics.dump(2);
-  EXPECT_EQ(out.metrics["search"]["stop"], "out_of_time");
-  EXPECT_EQ(out.metrics["search"]["rounds"], 1);
-  const nlohmann::json& target = out.metrics["target"];
+  ASSERT_TRUE(out.metrics.target && out.metrics.search) << out.metrics.toJson().dump(2);
+  EXPECT_EQ(out.metrics.search->stop, SearchStop::OutOfTime);
+  EXPECT_EQ(out.metrics.search->rounds, 1);
+  const nlohmann::json& target = *out.metrics.target;
   EXPECT_EQ(target["stop"], "budget_spent");
   EXPECT_DOUBLE_EQ(target["budgetSeconds"].get<double>(), 0.05);
   EXPECT_GT(target["waitedSeconds"].get<double>(), 0.0);
@@ -57,12 +57,12 @@ TEST(TunerStopGpuTest, GivenEveryCandidateWithinNinetyPercentOfRooflineWhenTuned
   TunerOptions options;
   options.clock = &clock;
   TuneOutcome out = tuneSoftmax(kVariant, 0, options);
-  ASSERT_TRUE(out.metrics.contains("target")) << out.metrics.dump(2);
-  EXPECT_EQ(out.metrics["search"]["stop"], "good_enough");
-  EXPECT_EQ(out.metrics["search"]["rounds"], 1);
-  EXPECT_EQ(out.metrics["target"]["stop"], "near_roofline");
-  EXPECT_GT(out.metrics["target"]["bestUs"].get<double>(), 0.0);
-  EXPECT_GT(out.metrics["target"]["rooflineFraction"].get<double>(), 0.9);
+  ASSERT_TRUE(out.metrics.target && out.metrics.search) << out.metrics.toJson().dump(2);
+  EXPECT_EQ(out.metrics.search->stop, SearchStop::GoodEnough);
+  EXPECT_EQ(out.metrics.search->rounds, 1);
+  EXPECT_EQ(out.metrics.target->at("stop"), "near_roofline");
+  EXPECT_GT(out.metrics.target->at("bestUs").get<double>(), 0.0);
+  EXPECT_GT(out.metrics.target->at("rooflineFraction").get<double>(), 0.9);
 }
 
 TEST(TunerStopGpuTest, GivenNoClockWhenTunedThenNoTargetSummaryAndTheSearchsOwnStop) {
@@ -70,9 +70,10 @@ TEST(TunerStopGpuTest, GivenNoClockWhenTunedThenNoTargetSummaryAndTheSearchsOwnS
   TunerOptions options;
   options.searchEvaluations = 12;
   TuneOutcome out = tuneSoftmax(kernels::SoftmaxVariant{kernels::DType::BFloat16, 256, 4096}, 0, options);
-  EXPECT_FALSE(out.metrics.contains("target"));
-  EXPECT_NE(out.metrics["search"]["stop"], "out_of_time");
-  EXPECT_NE(out.metrics["search"]["stop"], "good_enough");
+  EXPECT_FALSE(out.metrics.target.has_value());
+  ASSERT_TRUE(out.metrics.search.has_value());
+  EXPECT_NE(out.metrics.search->stop, SearchStop::OutOfTime);
+  EXPECT_NE(out.metrics.search->stop, SearchStop::GoodEnough);
 }
 
 }  // namespace
