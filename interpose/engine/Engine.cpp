@@ -256,7 +256,7 @@ void Engine::optimize(const OptimizerJob& job) {
     optimizeVariant(job.op, job.key, [this] { return yieldToServing(); }, job.target);
   } catch (const std::exception& e) {
     // Shutting down: the tuner stopped at a yield point ("tuning interrupted",
-    // Note [Interrupted tuning] in optimizer/src/FamilyTuner.cpp) and stored
+    // Note [Interrupted tuning] in optimizer/search/FamilyTuner.cpp) and stored
     // nothing; a later process tunes the variant again. Not a failure.
     if (!stopping_.load()) throw;
     HOTKERNEL_LOG(Info) << "optimizing " << job.op << " " << kernels::variantString(job.key)

@@ -1,4 +1,4 @@
-// fuzz_agent_reply: AgentReply::parse (optimizer/src/AgentTask.cpp), the
+// fuzz_agent_reply: AgentReply::parse (optimizer/agent/AgentReply.cpp), the
 // validation of an external agent's stdout (rules R1-R8, tools/agent/PROTOCOL.md).
 #include "FuzzSupport.h"
 #include "hotkernel/optimizer/AgentTask.h"

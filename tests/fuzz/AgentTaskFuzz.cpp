@@ -1,4 +1,4 @@
-// fuzz_agent_task: AgentTask::fromJson (optimizer/src/AgentTask.cpp), the task
+// fuzz_agent_task: AgentTask::fromJson (optimizer/agent/AgentTask.cpp), the task
 // document the optimizer sends an agent, with its feedback and best kernel.
 #include <nlohmann/json.hpp>
 

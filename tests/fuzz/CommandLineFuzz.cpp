@@ -1,4 +1,4 @@
-// fuzz_command_line: splitCommandLine (optimizer/src/Subprocess.cpp), how
+// fuzz_command_line: splitCommandLine (optimizer/agent/Subprocess.cpp), how
 // HOTKERNEL_AGENT_CMD becomes the argv of the agent's process.
 #include "FuzzSupport.h"
 #include "hotkernel/optimizer/Subprocess.h"

@@ -1,5 +1,5 @@
 // fuzz_experiment_log: readExperiments and Experiment::fromJson
-// (optimizer/src/ExperimentLog.cpp) on any file content, as `hotkernel log`
+// (optimizer/schedule/ExperimentLog.cpp) on any file content, as `hotkernel log`
 // and `hotkernel report` read <cacheDir>/experiments.jsonl.
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// fuzz_profile: targetsFromProfile (optimizer/src/ProfileTargets.cpp) on any
+// fuzz_profile: targetsFromProfile (optimizer/schedule/ProfileTargets.cpp) on any
 // JSON text, as `hotkernel warmup --profile` reads a HOTKERNEL_PROFILE file.
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-// fuzz_sandbox_frame: decodeSandboxFrame (optimizer/src/SandboxCompile.cpp), the
+// fuzz_sandbox_frame: decodeSandboxFrame (optimizer/agent/SandboxCompile.cpp), the
 // binary frame the sandbox compile helper writes to its parent
 // (Note [Sandbox compile wire format]).
 #include "FuzzSupport.h"

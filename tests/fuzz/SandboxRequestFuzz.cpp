@@ -1,5 +1,5 @@
 // fuzz_sandbox_request: SandboxCompileRequest::fromJsonText
-// (optimizer/src/SandboxCompile.cpp), the request the compile helper reads
+// (optimizer/agent/SandboxCompile.cpp), the request the compile helper reads
 // from its parent (Note [Sandbox compile wire format]).
 #include "FuzzSupport.h"
 #include "hotkernel/optimizer/SandboxCompile.h"

@@ -1,5 +1,5 @@
 // fuzz_sandbox_run: the sandbox run helper's wire format
-// (optimizer/src/SandboxRun.cpp): the request line the helper reads
+// (optimizer/agent/SandboxRun.cpp): the request line the helper reads
 // (parseSandboxRunHeader) and the reply line its parent reads
 // (parseSandboxRunReply). The input's first byte picks which.
 #include "FuzzSupport.h"

@@ -1,4 +1,4 @@
-// fuzz_variant_string: parseVariantString (optimizer/src/PlanFactory.cpp), the
+// fuzz_variant_string: parseVariantString (kernels/src/VariantOptions.cpp), the
 // variant column of a cache row ("dtype=bf16;rows=4096;cols=32000;weight=1").
 #include "FuzzSupport.h"
 #include "hotkernel/kernels/VariantOptions.h"

@@ -1,4 +1,4 @@
-// The family search (optimizer/src/FamilyTuner.cpp) on a real GPU, with the
+// The family search (optimizer/search/FamilyTuner.cpp) on a real GPU, with the
 // softmax family's kernels and a plan factory that makes one CTA size's
 // launches fail while timed (a thin fake over the real plan).
 #include <gtest/gtest.h>

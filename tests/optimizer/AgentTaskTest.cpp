@@ -1,4 +1,4 @@
-// Tests of the agent protocol's documents (optimizer/include/hotkernel/optimizer/AgentTask.h):
+// Tests of the agent protocol's documents (optimizer/agent/include/hotkernel/optimizer/AgentTask.h):
 // the task round trip, the softmax task's content, and every reply rule R1-R8.
 
 #include <gtest/gtest.h>

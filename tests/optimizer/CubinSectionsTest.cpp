@@ -1,4 +1,4 @@
-// The ELF section inspector (optimizer/include/hotkernel/optimizer/CubinSections.h)
+// The ELF section inspector (optimizer/harness/include/hotkernel/optimizer/CubinSections.h)
 // on cubins NVRTC compiles without a GPU, and the planted-kernel suite's
 // sources (tests/gpu/PlantedKernels.h): every one compiles to a cubin, and
 // exactly those with `__device__` variables hold writable global data.

@@ -1,4 +1,4 @@
-// Tests of ExternalAgent (optimizer/include/hotkernel/optimizer/ExternalAgent.h) with the
+// Tests of ExternalAgent (optimizer/agent/include/hotkernel/optimizer/ExternalAgent.h) with the
 // reference agent tools/agent/reference_agent.py (python3): the protocol round trip down to a
 // cubin compiled in the sandbox, the use of feedback, and every misbehaving mode rejected
 // cleanly, in time, with no process left behind.

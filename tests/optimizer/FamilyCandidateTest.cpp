@@ -1,5 +1,5 @@
 // The harness candidates the family tuners build (Note [A family's harness
-// candidate] in optimizer/src/FamilyCandidate.h): for any shape the harness
+// candidate] in optimizer/search/FamilyCandidate.h): for any shape the harness
 // may try, the launch geometry and the shape guard are the family's for the
 // tuned variant with that shape, the rest of the variant kept; name, kernel
 // and alignments are the family's. No GPU: nothing is launched.

@@ -1,4 +1,4 @@
-// Tests of the sandbox compile (optimizer/include/hotkernel/optimizer/SandboxCompile.h): the
+// Tests of the sandbox compile (optimizer/agent/include/hotkernel/optimizer/SandboxCompile.h): the
 // helper binary hotkernel-sandbox-compile compiles in a child process; crashes, hangs and
 // garbage of the helper are simulated through its test hooks and must not touch this process.
 

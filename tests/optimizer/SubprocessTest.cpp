@@ -1,4 +1,4 @@
-// Tests of runSubprocess and splitCommandLine (optimizer/include/hotkernel/optimizer/Subprocess.h).
+// Tests of runSubprocess and splitCommandLine (optimizer/agent/include/hotkernel/optimizer/Subprocess.h).
 // They run ordinary programs (sh, cat, head, yes, sleep) as children of the test process.
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 #pragma once
 // `hotkernel log` and `hotkernel report`: read the experiment log
-// (<cacheDir>/experiments.jsonl, optimizer/include/hotkernel/optimizer/ExperimentLog.h)
+// (<cacheDir>/experiments.jsonl, optimizer/schedule/include/hotkernel/optimizer/ExperimentLog.h)
 // and print it as a table or JSON, or draw it as an SVG chart (SvgReport.h).
 
 #include "ExitStatus.h"

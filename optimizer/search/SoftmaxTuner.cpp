@@ -355,7 +355,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   at::cuda::CUDAStream stream = at::cuda::getStreamFromPool(false, device);
   c10::cuda::CUDAStreamGuard streamGuard(stream);
 
-  // The family search (Note [Family search], optimizer/src/FamilyTuner.cpp)
+  // The family search (Note [Family search], optimizer/search/FamilyTuner.cpp)
   // over the points this GPU runs (clusters need sm_90), seeded with the
   // family's guesses for this variant.
   const RowOpSpec spec = softmaxSpec(op);
