@@ -1,4 +1,3 @@
-#include "RecordedArgs.h"
 #include "LayerNormOverride.h"
 
 #include <ATen/ops/empty.h>
@@ -97,7 +96,7 @@ Result LayerNormOverride::callOriginal(c10::DispatchKeySet ks, const at::Tensor&
 }
 
 void LayerNormOverride::install(c10::DispatchKey key) {
-  LayerNormOverride::state().installOnce(key, kOpName,
+  state().installOnce(key, kOpName,
                       [](torch::Library& lib) { lib.impl("native_layer_norm", TORCH_FN(layerNormTrampoline)); });
 }
 
@@ -106,19 +105,9 @@ OverrideState& LayerNormOverride::state() {
   return *s;
 }
 
-// aten::native_layer_norm(input, normalized_shape, weight?, bias?, eps): the key normCallOf gives (its weight and bias options).
+// aten::native_layer_norm(input, normalized_shape, weight?, bias?, eps): the key normCallOf gives.
 std::optional<VariantKey> LayerNormOverride::recordedKey(const at::RecordFunction& call) {
-  if (call.num_inputs() < 5) return std::nullopt;
-  auto inputs = call.inputs();
-  if (!inputs[0].isTensor()) return std::nullopt;
-  const std::optional<std::vector<int64_t>> shape = recordedSizes(inputs[1]);
-  if (!shape) return std::nullopt;
-  std::optional<at::Tensor> weight, bias;
-  if (!recordedOptionalTensor(inputs[2], weight)) return std::nullopt;
-  if (!recordedOptionalTensor(inputs[3], bias)) return std::nullopt;
-  std::optional<NormCall> normCall = normCallOf(inputs[0].toTensor(), *shape, weight, bias);
-  if (!normCall) return std::nullopt;
-  return normCall->key;
+  return recordedNormKey(call, /*hasBiasArgument=*/true);
 }
 
 }  // namespace hotkernel

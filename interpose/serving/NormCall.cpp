@@ -1,8 +1,9 @@
 #include "NormCall.h"
 
+#include "FamilyDType.h"
+#include "RecordedArgs.h"
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/kernels/VariantOptions.h"
-#include "FamilyDType.h"
 
 namespace hotkernel {
 namespace {
@@ -41,6 +42,20 @@ std::optional<NormCall> normCallOf(const at::Tensor& input, at::IntArrayRef norm
   call.statShape.assign(input.sizes().begin(), input.sizes().begin() + (nd - nn));
   call.statShape.insert(call.statShape.end(), static_cast<size_t>(nn), 1);
   return call;
+}
+
+std::optional<VariantKey> recordedNormKey(const at::RecordFunction& call, bool hasBiasArgument) {
+  if (call.num_inputs() < (hasBiasArgument ? 5u : 4u)) return std::nullopt;
+  auto inputs = call.inputs();
+  if (!inputs[0].isTensor()) return std::nullopt;
+  const std::optional<std::vector<int64_t>> shape = recordedSizes(inputs[1]);
+  if (!shape) return std::nullopt;
+  std::optional<at::Tensor> weight, bias;
+  if (!recordedOptionalTensor(inputs[2], weight)) return std::nullopt;
+  if (hasBiasArgument && !recordedOptionalTensor(inputs[3], bias)) return std::nullopt;
+  std::optional<NormCall> normCall = normCallOf(inputs[0].toTensor(), *shape, weight, bias);
+  if (!normCall) return std::nullopt;
+  return normCall->key;
 }
 
 }  // namespace hotkernel

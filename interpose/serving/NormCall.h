@@ -3,6 +3,7 @@
 // (RmsNormOverride, LayerNormOverride and the recorder).
 
 #include <ATen/core/Tensor.h>
+#include <ATen/record_function.h>
 
 #include <optional>
 #include <vector>
@@ -26,5 +27,10 @@ struct NormCall {
 // `bias` is nullopt for rms_norm. Device is -1 for CPU tensors.
 std::optional<NormCall> normCallOf(const at::Tensor& input, at::IntArrayRef normalizedShape,
                                    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias);
+
+// The key of a sampled norm call (input, normalized_shape, weight?, [bias?,]
+// eps): normCallOf's, or nullopt for arguments the trampoline never serves.
+// `hasBiasArgument`: native_layer_norm's schema (rms_norm has no bias).
+std::optional<VariantKey> recordedNormKey(const at::RecordFunction& call, bool hasBiasArgument);
 
 }  // namespace hotkernel

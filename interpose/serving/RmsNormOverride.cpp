@@ -1,4 +1,3 @@
-#include "RecordedArgs.h"
 #include "RmsNormOverride.h"
 
 #include <ATen/ops/_fused_rms_norm_cuda_dispatch.h>
@@ -84,7 +83,8 @@ Result RmsNormOverride::callOriginal(c10::DispatchKeySet ks, const at::Tensor& i
 }
 
 void RmsNormOverride::install(c10::DispatchKey key) {
-  RmsNormOverride::state().installOnce(key, kOpName, [](torch::Library& lib) { lib.impl("_fused_rms_norm", TORCH_FN(rmsNormTrampoline)); });
+  state().installOnce(key, kOpName,
+                      [](torch::Library& lib) { lib.impl("_fused_rms_norm", TORCH_FN(rmsNormTrampoline)); });
 }
 
 OverrideState& RmsNormOverride::state() {
@@ -92,18 +92,9 @@ OverrideState& RmsNormOverride::state() {
   return *s;
 }
 
-// aten::_fused_rms_norm(input, normalized_shape, weight?, eps?): the key normCallOf gives (its weight options).
+// aten::_fused_rms_norm(input, normalized_shape, weight?, eps?): the key normCallOf gives.
 std::optional<VariantKey> RmsNormOverride::recordedKey(const at::RecordFunction& call) {
-  if (call.num_inputs() < 4) return std::nullopt;
-  auto inputs = call.inputs();
-  if (!inputs[0].isTensor()) return std::nullopt;
-  const std::optional<std::vector<int64_t>> shape = recordedSizes(inputs[1]);
-  if (!shape) return std::nullopt;
-  std::optional<at::Tensor> weight, bias;
-  if (!recordedOptionalTensor(inputs[2], weight)) return std::nullopt;
-  std::optional<NormCall> normCall = normCallOf(inputs[0].toTensor(), *shape, weight, bias);
-  if (!normCall) return std::nullopt;
-  return normCall->key;
+  return recordedNormKey(call, /*hasBiasArgument=*/false);
 }
 
 }  // namespace hotkernel
