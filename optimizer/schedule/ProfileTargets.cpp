@@ -56,7 +56,7 @@ ProfileTargets targetsFromProfile(const nlohmann::json& profile, int device) {
       job.key.device = device;
       job.key.rows = integerField(v, "rows");
       job.key.cols = integerField(v, "cols");
-      // Norm variants' flags (absent = false; Note [Profile format] in interpose/src/Recorder.h).
+      // Norm variants' options (absent = false; Note [Profile format] in interpose/include/hotkernel/interpose/Recorder.h).
       if (v.value("weight", false)) job.key.options |= kernels::variant_options::kWeight;
       if (v.value("bias", false)) job.key.options |= kernels::variant_options::kBias;
       // cross_entropy_loss variants' reduction (a variant without one is dropped by TargetCost).

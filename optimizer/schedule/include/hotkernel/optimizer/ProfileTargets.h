@@ -1,6 +1,6 @@
 #pragma once
 // The optimization targets of a recorded profile ("hotkernel-profile" v1,
-// written by HOTKERNEL_PROFILE; format in interpose/src/Recorder.h): what
+// written by HOTKERNEL_PROFILE; format in interpose/include/hotkernel/interpose/Recorder.h): what
 // `hotkernel warmup` ranks (QueueRanker) and tunes. No torch.
 
 #include <nlohmann/json.hpp>
