@@ -16,6 +16,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   HK_FUZZ_ASSERT(back.has_value());
   HK_FUZZ_ASSERT(kernels::variantString(*back) == canonical);
   HK_FUZZ_ASSERT(back->dtype == key->dtype && back->rows == key->rows && back->cols == key->cols &&
-                 back->flags == key->flags);
+                 back->options == key->options);
   return 0;
 }
