@@ -185,8 +185,9 @@ bool Comparer::compareOutput(size_t i, const at::Tensor& in, const RowOpArgs& ar
       // when the reference is not finite (a sum over an inf: inf - inf in the
       // bound's arithmetic). Such a reference must be met exactly, which
       // maxAbsError has already checked (e is 0 here), so it counts as 0, as
-      // the elementwise path does by skipping non-finite positions. Seen on
-      // the H200: every sum / mean point failed at [1, cols] on the row with an -inf.
+      // the elementwise path does by skipping non-finite positions. Without
+      // this, every correct sum / mean candidate fails at [1, cols] on a row
+      // holding an -inf.
       double tol = bound.item<double>();
       if (std::isnan(tol)) tol = 0.0;
       if (!(e <= tol) && !failedTolerance) failedTolerance = tol;
