@@ -1,0 +1,42 @@
+#pragma once
+// How many rows a row family's tuner validates and times on (Note [Tuning on
+// a row subset] in src/TuningRows.cpp): all of the variant's when they fit
+// the tuner's memory cap, else the most rows that fit, but never fewer than
+// fill the GPU. The row-independent families (softmax, log_softmax, the norms,
+// the last-dim reductions) share it. No torch.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace hotkernel {
+
+// CTAs a tuning's rows give every SM at least, for the searched point with
+// the most rows a CTA (Note [Tuning on a row subset]).
+inline constexpr int64_t kFillCtasPerSm = 8;
+
+// What tuning a variant takes in GPU memory: `bytesPerRow` for each row tuned
+// on (the harness's buffers, the timed calls' inputs and outputs) and
+// `fixedBytes` whatever the rows (the L2 flush buffer).
+struct TuningMemory {
+  int64_t bytesPerRow = 0;
+  int64_t fixedBytes = 0;
+  // The bytes for `rows` rows, saturating at INT64_MAX.
+  int64_t bytes(int64_t rows) const;
+};
+
+// The fewest rows that fill `smCount` SMs: kFillCtasPerSm CTAs on each, for a
+// family point whose CTAs serve `maxRowsPerCta` rows each (at least 1).
+int64_t fillRows(int64_t smCount, int64_t maxRowsPerCta);
+
+// The rows to tune a `variantRows`-row variant on under `capBytes` (<= 0: no
+// cap): variantRows when they fit; else the most rows that fit, when that is
+// at least min(fill, variantRows); nullopt when not even that fits.
+std::optional<int64_t> tuningRowCount(int64_t variantRows, int64_t fill, const TuningMemory& memory, int64_t capBytes);
+
+// tuningRowCount, or Error "tuning <what> <rows>x<cols> needs ~N MiB of GPU
+// memory ..., over the cap of M MiB" when it gives none.
+int64_t tuningRowsWithinCap(const std::string& what, int64_t variantRows, int64_t cols, int64_t fill,
+                            const TuningMemory& memory, int64_t capBytes);
+
+}  // namespace hotkernel

@@ -1,0 +1,134 @@
+// The rows a row family's tuner tunes on (Note [Tuning on a row subset]):
+// all of them when they fit the cap, else the most that fit, never fewer
+// than fill the GPU; refused when not even those fit.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "hotkernel/optimizer/TuningRows.h"
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// fp32 [4096, 400000] as the softmax tuner sees it: 12 row buffers a row, a
+// 50 MiB L2's flush buffer twice over.
+TuningMemory longRows() {
+  TuningMemory m;
+  m.bytesPerRow = 12 * 400000 * 4;
+  m.fixedBytes = 2 * 50 * kMiB;
+  return m;
+}
+
+TEST(TuningRowsTest, GivenOneRowACtaOn132SmsWhenFillRowsThenEightCtasAnSm) {
+  EXPECT_EQ(fillRows(132, 1), 8 * 132);
+  EXPECT_EQ(fillRows(132, 0), 8 * 132);  // no point serves fewer than one row a CTA
+}
+
+TEST(TuningRowsTest, GivenSeveralRowsACtaWhenFillRowsThenScaledByTheMostRowsACta) {
+  EXPECT_EQ(fillRows(132, 32), 8 * 132 * 32);
+  EXPECT_EQ(fillRows(1, 4), 8 * 4);
+}
+
+TEST(TuningRowsTest, GivenNoSmsWhenFillRowsThenError) { EXPECT_THROW(fillRows(0, 1), Error); }
+
+TEST(TuningRowsTest, GivenVariantThatFitsWhenTuningRowCountThenAllRows) {
+  const TuningMemory m = longRows();
+  EXPECT_EQ(tuningRowCount(4096, fillRows(132, 1), m, m.bytes(4096)), 4096);
+  EXPECT_EQ(tuningRowCount(4096, fillRows(132, 1), m, m.bytes(4096) + 1), 4096);
+}
+
+TEST(TuningRowsTest, GivenNoCapWhenTuningRowCountThenAllRows) {
+  EXPECT_EQ(tuningRowCount(4096, fillRows(132, 1), longRows(), 0), 4096);
+  EXPECT_EQ(tuningRowCount(int64_t{1} << 40, fillRows(132, 1), longRows(), -1), int64_t{1} << 40);
+}
+
+TEST(TuningRowsTest, GivenVariantOverTheCapWhenTuningRowCountThenTheMostRowsThatFitAndAtLeastTheFill) {
+  const TuningMemory m = longRows();
+  const int64_t cap = int64_t{35} << 30;
+  ASSERT_GT(m.bytes(4096), cap);
+  const std::optional<int64_t> rows = tuningRowCount(4096, fillRows(132, 1), m, cap);
+  ASSERT_TRUE(rows.has_value());
+  EXPECT_LT(*rows, 4096);
+  EXPECT_GE(*rows, fillRows(132, 1));
+  EXPECT_LE(m.bytes(*rows), cap);
+  EXPECT_GT(m.bytes(*rows + 1), cap);  // the most that fit
+  EXPECT_EQ(*rows, (cap - m.fixedBytes) / m.bytesPerRow);
+}
+
+TEST(TuningRowsTest, GivenCapHoldingExactlyTheFillWhenTuningRowCountThenTheFill) {
+  const TuningMemory m = longRows();
+  const int64_t fill = fillRows(132, 1);
+  EXPECT_EQ(tuningRowCount(4096, fill, m, m.bytes(fill)), fill);
+}
+
+TEST(TuningRowsTest, GivenFillOverTheCapWhenTuningRowCountThenRefused) {
+  const TuningMemory m = longRows();
+  const int64_t fill = fillRows(132, 1);
+  EXPECT_FALSE(tuningRowCount(4096, fill, m, m.bytes(fill) - 1).has_value());
+  EXPECT_FALSE(tuningRowCount(4096, fill, m, m.fixedBytes - 1).has_value());  // not even the flush buffer
+}
+
+TEST(TuningRowsTest, GivenFewerRowsThanTheFillWhenAllDoNotFitThenRefused) {
+  const TuningMemory m = longRows();
+  const int64_t fill = fillRows(132, 32);
+  ASSERT_GT(fill, 4096);
+  EXPECT_EQ(tuningRowCount(4096, fill, m, m.bytes(4096)), 4096);
+  EXPECT_FALSE(tuningRowCount(4096, fill, m, m.bytes(4096) - 1).has_value());
+}
+
+TEST(TuningRowsTest, GivenHugeVariantWhenBytesThenSaturatesInsteadOfOverflowing) {
+  const TuningMemory m = longRows();
+  EXPECT_EQ(m.bytes(std::numeric_limits<int64_t>::max() / 2), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(m.bytes(0), m.fixedBytes);
+  // A variant whose bytes overflow int64 still gets the most rows that fit.
+  const int64_t cap = int64_t{35} << 30;
+  EXPECT_EQ(tuningRowCount(std::numeric_limits<int64_t>::max() / 2, fillRows(132, 1), m, cap),
+            (cap - m.fixedBytes) / m.bytesPerRow);
+}
+
+TEST(TuningRowsTest, GivenFillOverTheCapWhenTuningRowsWithinCapThenErrorNamesTheFewestRowsAndTheCap) {
+  const TuningMemory m = longRows();
+  const int64_t fill = fillRows(132, 1);
+  try {
+    tuningRowsWithinCap("softmax_lastdim", 4096, 400000, fill, m, m.bytes(fill) - 1);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("tuning softmax_lastdim 4096x400000 needs ~" + std::to_string(m.bytes(fill) >> 20) +
+                        " MiB of GPU memory on its fewest rows (" + std::to_string(fill) +
+                        ", enough to fill the GPU), over the cap of " + std::to_string((m.bytes(fill) - 1) >> 20) +
+                        " MiB"),
+              std::string::npos)
+        << what;
+  }
+}
+
+TEST(TuningRowsTest, GivenFewRowsOverTheCapWhenTuningRowsWithinCapThenErrorNamesTheVariantsNeed) {
+  const TuningMemory m = longRows();
+  try {
+    tuningRowsWithinCap("rms_norm", 64, 400000, fillRows(132, 1), m, m.bytes(64) - 1);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("tuning rms_norm 64x400000 needs ~" + std::to_string(m.bytes(64) >> 20) +
+                        " MiB of GPU memory, over the cap of "),
+              std::string::npos)
+        << what;
+  }
+}
+
+TEST(TuningRowsTest, GivenSubsetThatFitsWhenTuningRowsWithinCapThenTheSubset) {
+  const TuningMemory m = longRows();
+  const int64_t cap = int64_t{35} << 30;
+  EXPECT_EQ(tuningRowsWithinCap("softmax_lastdim", 4096, 400000, fillRows(132, 1), m, cap),
+            *tuningRowCount(4096, fillRows(132, 1), m, cap));
+}
+
+}  // namespace
+}  // namespace hotkernel
