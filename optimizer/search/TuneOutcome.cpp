@@ -86,6 +86,7 @@ json TuneMetrics::toJson() const {
   putIf(j, "arch", arch);
   putIf(j, "reduction", reduction);
   putIf(j, "op", op);
+  putIf(j, "tunedRows", tunedRows);
   return j;
 }
 

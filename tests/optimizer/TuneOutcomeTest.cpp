@@ -141,6 +141,16 @@ TEST(TuneOutcomeTest, GivenAnAgentKernelOrNoneWhenWrittenThenOnlyTheirKeysAreThe
   EXPECT_EQ(j.at("search").at("stop"), "evaluation_budget");
 }
 
+TEST(TuneOutcomeTest, GivenATuningOnARowSubsetWhenWrittenThenTunedRowsIsThereAndAbsentOtherwise) {
+  TuneMetrics subset = familyOutcome().metrics;
+  EXPECT_FALSE(subset.toJson().contains("tunedRows"));  // all of the variant's rows
+  subset.tunedRows = 1956;
+  const json j = subset.toJson();
+  EXPECT_EQ(j.at("tunedRows"), 1956);
+  EXPECT_EQ(j.at("speedup"), 1.24);  // the other keys unchanged
+  EXPECT_EQ(j.at("arch"), "sm_90a");
+}
+
 TEST(TuneOutcomeTest, GivenAnAcceptedOutcomeWhenItsExperimentsAreMadeThenOneLinePerCandidateAndTheStopOnTheChosen) {
   const std::vector<Experiment> lines = tuneExperiments("fp", "aten::_softmax", "v", familyOutcome());
   ASSERT_EQ(lines.size(), 3u);  // no kept_aten line

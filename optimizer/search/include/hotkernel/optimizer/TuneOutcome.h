@@ -15,7 +15,10 @@
 //   "candidates": one object per candidate tried (CandidateRecord), in order;
 //   "target": the target's budget and stop (TargetClock::summary, Note
 //            [Stopping a target's search]);
-//   "arch", "reduction" (cross_entropy), "op" (the last-dim reductions).
+//   "arch", "reduction" (cross_entropy), "op" (the last-dim reductions);
+//   "tunedRows": the rows tuned on when fewer than the variant's (Note
+//            [Tuning on a row subset] in TuningRows.cpp; "atenUs", "kernelUs"
+//            and the candidates' times are then for those rows); absent: all.
 // A candidate's keys: "candidateId", "parentId", "origin", "round",
 // "attempt", "mutation", "params", "kernelName", "compileSeconds", "stages"
 // {stage: "pass" | "fail: <detail>"}, "harnessSeed" (decimal text),
@@ -120,6 +123,7 @@ struct TuneMetrics {
   std::string arch;                         // the compile target, "sm_90a"
   std::string reduction;                    // cross_entropy's reduction ("none", "mean", "sum"); "" otherwise
   std::string op;                           // a last-dim reduction's op ("sum", ...); "" otherwise
+  std::optional<int64_t> tunedRows;         // the rows tuned on when fewer than the variant's; none: all
 
   nlohmann::json toJson() const;
 };
