@@ -18,6 +18,7 @@
 #include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/SlicedInput.h"
 #include "hotkernel/optimizer/TargetBudget.h"
+#include "hotkernel/optimizer/TuningRows.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/ExitGate.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -157,6 +158,20 @@ std::vector<TimedInput> drawTimedInputs(const RowOpSpec& spec, kernels::DType dt
     inputs.push_back(std::move(t));
   }
   return inputs;
+}
+
+void chooseTuningRows(FamilyTuneSpec& spec, int device, int rowBuffers, const TunerOptions& options) {
+  int maxRowsPerCta = 1;
+  for (const FamilyPoint& p : spec.validPoints) maxRowsPerCta = std::max(maxRowsPerCta, p.rowsPerCta);
+  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(device);
+  TuningMemory memory;
+  memory.bytesPerRow = rowBuffers * spec.cols * static_cast<int64_t>(kernels::elementSize(spec.dtype));
+  memory.fixedBytes = 2 * static_cast<int64_t>(prop->l2CacheSize);
+  const int64_t rows = tuningRowsWithinCap(spec.family, spec.rows, spec.cols,
+                                           fillRows(prop->multiProcessorCount, maxRowsPerCta), memory,
+                                           options.memoryCapBytes);
+  spec.variantRows = rows < spec.rows ? spec.rows : 0;
+  spec.rows = rows;
 }
 
 // Note [Family search]
@@ -303,13 +318,20 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
     return results;
   };
 
+  // The search's costs are the tuned rows' times; the target's roofline is
+  // for all of the variant's rows (Note [Tuning on a row subset]).
+  const double rowScale =
+      spec.variantRows > spec.rows ? static_cast<double>(spec.variantRows) / static_cast<double>(spec.rows) : 1.0;
   SearchOptions so;
   so.seed = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   for (const FamilyPoint& p : spec.seeds) so.seeds.push_back(p.toSearchPoint());
   so.initialPopulation = std::max<int>(static_cast<int>(so.seeds.size()), 8);
   so.maxEvaluations = options.searchEvaluations;
   so.maxBudgetLevel = 2;
-  if (options.clock) options.clock->applyTo(so);  // Note [Stopping a target's search]
+  if (options.clock) {
+    options.clock->applyTo(so);  // Note [Stopping a target's search]
+    so.goodEnoughCost /= rowScale;
+  }
   so.outOfTime = [&interrupted, budget = so.outOfTime] { return interrupted || (budget && budget()); };
   SearchResult search = runSearchBatched(space, evaluate, so);
   HOTKERNEL_CHECK(!interrupted, "tuning interrupted");  // Note [Interrupted tuning]
@@ -366,7 +388,8 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
   }
   outcome.metrics.search = SearchSummary{search.seed, search.evaluations, search.rounds, search.stop,
                                          spec.validPoints.size()};
-  const double bestUs = best && best->ok() ? *best->cost : 0.0;
+  const double bestUs = best && best->ok() ? *best->cost * rowScale : 0.0;
+  if (spec.variantRows > spec.rows) outcome.metrics.tunedRows = spec.rows;
   if (bestUsOut) *bestUsOut = bestUs;
   if (options.clock) outcome.metrics.target = options.clock->summary(bestUs, targetStopOf(search.stop));
   return outcome;

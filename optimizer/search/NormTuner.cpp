@@ -257,15 +257,16 @@ struct TunerScope {
   c10::cuda::CUDAStreamGuard streamGuard;
 };
 
-// What both norm tuners share: the memory check and the search itself.
-TuneOutcome runNormSearch(const FamilyTuneSpec& spec, int device, const TunerOptions& options, int buffers) {
-  if (options.memoryCapBytes > 0) {
-    const int64_t need = buffers * spec.rows * spec.cols * static_cast<int64_t>(kernels::elementSize(spec.dtype)) +
-                         2 * at::cuda::getDeviceProperties(device)->l2CacheSize;
-    HOTKERNEL_CHECK(need <= options.memoryCapBytes, "tuning ", spec.family, " ", spec.rows, "x", spec.cols,
-                    " needs ~", need >> 20, " MiB of GPU memory, over the cap of ", options.memoryCapBytes >> 20,
-                    " MiB");
-  }
+// The rows a norm spec's variant (spec.rows: all of them) is tuned on: about
+// ten row buffers a row (the harness's and the timed calls' inputs, out,
+// mean, rstd) and the flush buffer must fit the cap, else a row subset
+// (Note [Tuning on a row subset]).
+void chooseNormTuningRows(FamilyTuneSpec& spec, int device, const TunerOptions& options) {
+  chooseTuningRows(spec, device, 10, options);
+}
+
+// The search itself.
+TuneOutcome runNormSearch(const FamilyTuneSpec& spec, int device, const TunerOptions& options) {
   const std::string arch = queryDevice(device).nvrtcArch();
   double bestSpeedup = 0;
   return tuneFamily(spec, device, arch, options, bestSpeedup);
@@ -309,15 +310,17 @@ TuneOutcome tuneRmsNorm(const kernels::RmsNormVariant& v, int device, const Tune
     return rmsNormCandidate(v, toParams(p), cubin, /*colsSpecialized=*/true);  // compileOptions above
   };
   spec.harnessSpec = rmsNormSpec(v.hasWeight);
-  VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
+  chooseNormTuningRows(spec, device, options);
+  // The timed plan is the tuned rows'; the engine makes the full variant's from the outcome.
+  VariantKey key{static_cast<int32_t>(v.dtype), device, spec.rows, v.cols};
   key.options = kernels::weightBiasOptions(v.hasWeight, false);
   spec.makePlan = [key, device](const FamilyPoint& p, const std::string& cubin) {
     return kernels::rmsNormDescriptor().makePlan(key, toParams(p).toJson(), cubin, device);
   };
   // The timed calls: the original kernel and a plan, each allocating out and rstd.
-  spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, v.rows, v.cols, device, options.yieldPoint);
+  spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, spec.rows, v.cols, device, options.yieldPoint);
   spec.atenCall = [ref = spec.harnessSpec.references](const TimedInput& t) { (void)ref(t.in, t.args); };
-  return runNormSearch(spec, device, options, 10);
+  return runNormSearch(spec, device, options);
 }
 
 TuneOutcome tuneLayerNorm(const kernels::LayerNormVariant& v, int device, const TunerOptions& options) {
@@ -344,15 +347,17 @@ TuneOutcome tuneLayerNorm(const kernels::LayerNormVariant& v, int device, const 
     return layerNormCandidate(v, toParams(p), cubin, /*colsSpecialized=*/true);
   };
   spec.harnessSpec = layerNormSpec(v.hasWeight, v.hasBias);
-  VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
+  chooseNormTuningRows(spec, device, options);
+  // The timed plan is the tuned rows'; the engine makes the full variant's from the outcome.
+  VariantKey key{static_cast<int32_t>(v.dtype), device, spec.rows, v.cols};
   key.options = kernels::weightBiasOptions(v.hasWeight, v.hasBias);
   spec.makePlan = [key, device](const FamilyPoint& p, const std::string& cubin) {
     return kernels::layerNormDescriptor().makePlan(key, toParams(p).toJson(), cubin, device);
   };
   // The timed calls: the original kernel and a plan, each allocating out, mean and rstd.
-  spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, v.rows, v.cols, device, options.yieldPoint);
+  spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, spec.rows, v.cols, device, options.yieldPoint);
   spec.atenCall = [ref = spec.harnessSpec.references](const TimedInput& t) { (void)ref(t.in, t.args); };
-  return runNormSearch(spec, device, options, 10);
+  return runNormSearch(spec, device, options);
 }
 
 }  // namespace hotkernel

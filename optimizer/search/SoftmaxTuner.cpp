@@ -338,14 +338,6 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
 TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions& options, SoftmaxOp op) {
   HOTKERNEL_CHECK(SoftmaxFamily::guardVariant(v), "softmax family cannot serve this variant");
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
-  if (options.memoryCapBytes > 0) {
-    // The harness holds about eight row buffers at once, the timed calls two
-    // inputs and two checked outputs besides theirs, plus the flush buffer.
-    const int64_t need = 12 * v.rows * v.cols * static_cast<int64_t>(kernels::elementSize(v.dtype)) +
-                         2 * at::cuda::getDeviceProperties(device)->l2CacheSize;
-    HOTKERNEL_CHECK(need <= options.memoryCapBytes, "tuning ", v.rows, "x", v.cols, " needs ~", need >> 20,
-                    " MiB of GPU memory, over the cap of ", options.memoryCapBytes >> 20, " MiB");
-  }
   const DeviceInfo info = queryDevice(device);
   const std::string arch = info.nvrtcArch();
   const int computeCapability = info.ccMajor * 10 + info.ccMinor;
@@ -359,13 +351,6 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   // over the points this GPU runs (clusters need sm_90), seeded with the
   // family's guesses for this variant.
   const RowOpSpec spec = softmaxSpec(op);
-  const auto opts = at::TensorOptions().dtype(scalarTypeOf(v.dtype)).device(at::kCUDA, device);
-  // The timed calls' inputs (Note [Timed outputs are checked]), drawn in row
-  // slices, a yield point before each (the first before any GPU work of the tuner).
-  const auto floatOpts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
-  std::vector<TimedInput> timedInputs = drawTimedInputs(
-      spec, v.dtype, v.rows, v.cols, device,
-      [&](int64_t k) { return at::randn({k, v.cols}, floatOpts).mul_(4.0); }, options.yieldPoint);
   auto toFamilyPoint = [](const SoftmaxParams& p) {
     return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, p.cluster, p.smem ? 1 : 0};
   };
@@ -395,17 +380,28 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   for (const SoftmaxParams& p : SoftmaxFamily::parameterSpace(v, computeCapability)) {
     fs.seeds.push_back(toFamilyPoint(p));
   }
+  // The harness holds about eight row buffers at once, the timed calls two
+  // inputs and two checked outputs besides theirs: a variant whose rows do not
+  // fit the cap is validated and timed on fs.rows of them, its points and
+  // seeds the full variant's (Note [Tuning on a row subset]).
+  chooseTuningRows(fs, device, 12, options);
   fs.compileOptions = [&](const FamilyPoint& p) { return SoftmaxFamily::compileOptions(v.dtype, toParams(p), op); };
   fs.paramsJson = [&](const FamilyPoint& p) { return toParams(p).toJson(); };
   fs.candidate = [&](const FamilyPoint& p, const std::string& cubin) {
     return softmaxCandidate(v.dtype, toParams(p), cubin);
   };
   fs.harnessSpec = spec;
-  const VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
+  // The timed plan is the tuned rows'; the engine makes the full variant's from the outcome.
+  const VariantKey key{static_cast<int32_t>(v.dtype), device, fs.rows, v.cols};
   fs.makePlan = [&](const FamilyPoint& p, const std::string& cubin) {
     return kernels::softmaxDescriptor(op).makePlan(key, toParams(p).toJson(), cubin, device);
   };
-  fs.timedInputs = timedInputs;
+  // The timed calls' inputs (Note [Timed outputs are checked]), drawn in row
+  // slices, a yield point before each (the first before any GPU work of the tuner).
+  const auto floatOpts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
+  fs.timedInputs = drawTimedInputs(
+      spec, v.dtype, fs.rows, v.cols, device,
+      [&](int64_t k) { return at::randn({k, v.cols}, floatOpts).mul_(4.0); }, options.yieldPoint);
   fs.atenCall = [op](const TimedInput& t) {
     if (op == SoftmaxOp::LogSoftmax) {
       (void)at::cuda::_log_softmax(t.in, -1, false);
@@ -416,9 +412,10 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   double bestSpeedup = 0, bestUs = 0;
   TuneOutcome outcome = tuneFamily(fs, device, arch, options, bestSpeedup, &bestUs);
 
-  // Note [Stopping a target's search]: agent rounds only for a target not stopped yet.
+  // Note [Stopping a target's search]: agent rounds only for a target not
+  // stopped yet, and only on all of the variant's rows (Note [Tuning on a row subset]).
   const bool agentWorthIt = !options.clock || options.clock->stop(bestUs, 0) == TargetStop::None;
-  if (agentWorthIt && options.agent && op == SoftmaxOp::Softmax) {
+  if (agentWorthIt && options.agent && op == SoftmaxOp::Softmax && fs.rows == v.rows) {
     // askAgent adds its rounds to the candidates and may replace the kernel with the agent's.
     askAgent(v, device, arch, options, outcome, bestSpeedup);
   }

@@ -48,7 +48,11 @@ struct FamilyTuneSpec {
   std::string source;      // the template
   std::string program;     // NVRTC's program name: "softmax_lastdim.cu"
   kernels::DType dtype = kernels::DType::Float32;
-  int64_t rows = 0, cols = 0;
+  int64_t rows = 0, cols = 0;  // the variant's shape, or the rows tuned on (chooseTuningRows)
+  // With `rows` a row subset (Note [Tuning on a row subset] in TuningRows.cpp):
+  // the variant's own rows, which the outcome's tunedRows and the target's
+  // roofline refer to; 0: `rows` are all of them.
+  int64_t variantRows = 0;
   std::vector<FamilyPoint> validPoints;  // every point that fits the variant (the guard's whitelist)
   std::vector<FamilyPoint> seeds;        // the family's best guesses, best first
   std::function<std::vector<std::string>(const FamilyPoint&)> compileOptions;
@@ -95,13 +99,25 @@ std::vector<TimedInput> drawTimedInputs(const RowOpSpec& spec, kernels::DType dt
                                         int device, const std::function<at::Tensor(int64_t k)>& draw,
                                         const std::function<bool()>& yieldPoint, int count = 2);
 
+// Sets spec.rows to the rows to tune on within options.memoryCapBytes (Note
+// [Tuning on a row subset] in TuningRows.cpp), spec.variantRows to the
+// variant's when they are fewer. Before: spec.rows all of the variant's rows,
+// spec.validPoints set. Each row takes `rowBuffers` row-sized buffers of
+// spec.dtype, the flush buffer twice the device's L2; the rows that fill the
+// GPU come from its SMs and the most rows a CTA among spec.validPoints.
+// Error when not even those fit.
+void chooseTuningRows(FamilyTuneSpec& spec, int device, int rowBuffers, const TunerOptions& options);
+
 // Runs the search on `device` (the caller sets the device, stream and
 // capture-mode guards). The outcome's metrics hold the candidates (one record
 // per evaluated point, with lineage, harness stages and timings), the
 // search's summary, the arch, and with options.clock the target's summary
 // (budget, stop reason: Note [Stopping a target's search]); `bestSpeedup` is the accepted candidate's median speed-up (0 if
 // none), `*bestUsOut` (when given) the fastest correct candidate's time in us
-// (0 if none). Throws Error "tuning interrupted" when options.yieldPoint says stop.
+// (0 if none) for all of the variant's rows (a row subset's scaled by
+// variantRows / rows, as the target's roofline is the variant's); with
+// spec.variantRows the metrics record tunedRows. Throws Error "tuning
+// interrupted" when options.yieldPoint says stop.
 TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string& arch, const TunerOptions& options,
                        double& bestSpeedup, double* bestUsOut = nullptr);
 
