@@ -241,6 +241,7 @@ TEST(CacheCommandsTest, GivenWorldWritableCacheDirWhenAnyCommandThenExitTwoWithR
     EXPECT_EQ(r.exitCode, 2) << args[1];
     EXPECT_TRUE(contains(r.err, "hotkernel: error: refusing cache directory " + dir)) << r.err;
     EXPECT_TRUE(contains(r.err, "writable by group or others")) << r.err;
+    EXPECT_FALSE(contains(r.err, ".cpp:")) << r.err;  // a user error names no source location
   }
   ::chmod(dir.c_str(), 0700);
   EXPECT_EQ(CacheStore::open(dir)->listMetadata().size(), 2u);

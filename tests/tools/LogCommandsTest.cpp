@@ -123,7 +123,22 @@ TEST(LogCommandsTest, GivenLastWhenListedThenOnlyNewestWithTheirIndices) {
   EXPECT_TRUE(contains(r.out, "\n4 ")) << r.out;  // indices count every matching experiment
   EXPECT_TRUE(contains(r.out, "\n5 ")) << r.out;
   EXPECT_FALSE(contains(r.out, "slower than ATen")) << r.out;
-  EXPECT_EQ(runCli({"log", "--dir", tmp.path(), "--last", "0"}).exitCode, 2);
+}
+
+TEST(LogCommandsTest, GivenLastOutOfRangeWhenListedThenExitTwoAndTheRangeInOneLine) {
+  TempDir tmp;
+  fill(tmp.path());
+  for (const char* bad : {"0", "-1", "1000001", "99999999999999999999", "lots"}) {
+    auto r = runCli({"log", "--dir", tmp.path(), "--last", bad});
+    EXPECT_EQ(r.exitCode, 2) << bad;
+    EXPECT_TRUE(contains(r.err, std::string("--last: must be an integer in [1, 1000000], got '") + bad + "'"))
+        << r.err;
+    EXPECT_LT(r.err.size(), 200u) << r.err;  // no 300-digit bound
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  auto largest = runCli({"log", "--dir", tmp.path(), "--last", "1000000"});
+  EXPECT_EQ(largest.exitCode, 0) << largest.err;
+  EXPECT_FALSE(contains(largest.out, "shown")) << largest.out;  // more than there are: all of them
 }
 
 TEST(LogCommandsTest, GivenJsonWhenListedThenArrayOfLogObjects) {

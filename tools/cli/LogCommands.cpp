@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "Format.h"
+#include "RangeCheck.h"
 #include "SvgReport.h"
 #include "TextTable.h"
 #include "hotkernel/optimizer/ExperimentLog.h"
@@ -17,6 +18,9 @@
 
 namespace hotkernel::cli {
 namespace {
+
+// The largest --last: more experiments than a log holds (at most 2 x 64 MiB of lines of a few hundred bytes).
+constexpr int64_t kMaxLastExperiments = 1000000;
 
 // Options of both commands; owned by the callbacks through a shared_ptr.
 struct LogOptions {
@@ -154,10 +158,10 @@ void runReport(const LogOptions& o, ExitStatus& status) {
   const std::string svg = renderSpeedupSvg(r.experiments, options);
 
   std::ofstream out(o.out, std::ios::binary | std::ios::trunc);
-  HOTKERNEL_CHECK(out.good(), "cannot write ", o.out);
+  HOTKERNEL_REQUIRE(out.good(), "cannot write ", o.out);
   out << svg;
   out.close();
-  HOTKERNEL_CHECK(!out.fail(), "cannot write ", o.out);
+  HOTKERNEL_REQUIRE(!out.fail(), "cannot write ", o.out);
   std::cout << "wrote " << o.out << ": " << r.experiments.size()
             << (r.experiments.size() == 1 ? " experiment" : " experiments") << "\n";
 }
@@ -170,7 +174,8 @@ void addLogCommands(CLI::App& app, ExitStatus& status) {
   CLI::App* log = app.add_subcommand("log", "list the optimizer's experiments (one per candidate evaluation)");
   addCommonOptions(log, *o);
   log->add_flag("--json", o->json, "print a JSON array of the log's objects instead of a table");
-  log->add_option("--last", o->last, "only the last N matching experiments")->check(CLI::PositiveNumber);
+  log->add_option("--last", o->last, "only the last N matching experiments")
+      ->check(integerInRange(1, kMaxLastExperiments));
   log->callback([o] { runLog(*o); });
 
   CLI::App* report = app.add_subcommand("report", "draw speed-up vs ATen per experiment as a standalone SVG chart");

@@ -12,6 +12,7 @@
 #include <exception>
 #include <iostream>
 
+#include "ErrorText.h"
 #include "ExitStatus.h"
 
 namespace hotkernel::cli {
@@ -140,7 +141,7 @@ std::string loadWarmupTargets(const std::string& path, int device, ProfileTarget
     *targets = targetsFromProfile(profile, device);
     return "";
   } catch (const std::exception& e) {  // Error from targetsFromProfile, or anything a strange document provokes
-    return path + " " + e.what();
+    return path + " " + userMessage(e);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "CacheCommands.h"
+#include "ErrorText.h"
 #include "ExitStatus.h"
 #include "LogCommands.h"
 #include "WarmupCommand.h"
@@ -28,10 +29,10 @@ int main(int argc, char** argv) {
     // --help and --version arrive here too, with exit code 0.
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   } catch (const hotkernel::Error& e) {
-    std::cerr << "hotkernel: error: " << e.what() << "\n";
+    std::cerr << "hotkernel: error: " << userMessage(e) << "\n";
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::cerr << "hotkernel: unexpected error: " << e.what() << "\n";
+    std::cerr << "hotkernel: unexpected error: " << userMessage(e) << "\n";
     return kExitUsage;
   }
   if (app.get_subcommands().empty()) {
