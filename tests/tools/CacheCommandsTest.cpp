@@ -193,6 +193,57 @@ TEST(CacheCommandsTest, GivenCommittedEntriesLostWithTheWalWhenVerifyThenEachNam
   EXPECT_FALSE(contains(r.out, "all ok")) << r.out;
 }
 
+TEST(CacheCommandsTest, GivenIntactCacheWhenVerifyJsonThenOneObjectWithFormatAndCounts) {
+  TempDir tmp;
+  fill(tmp.path());
+  auto r = runCli({"cache", "verify", "--json", "--dir", tmp.path()});
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["format"], "hotkernel-cache-verify");
+  EXPECT_EQ(j["version"], 1);
+  EXPECT_EQ(j["database"], CacheStore::databasePathFor(tmp.path()));
+  EXPECT_EQ(j["found"], true);
+  EXPECT_EQ(j["entries"], 2);
+  EXPECT_EQ(j["failed"], 0);
+  EXPECT_EQ(j["lost"], 0);
+  EXPECT_EQ(j["ok"], true);
+  EXPECT_TRUE(j["problems"].is_array() && j["problems"].empty()) << r.out;
+  EXPECT_EQ(r.out.rfind("{\n  \"format\": \"hotkernel-cache-verify\",\n  \"version\": 1,", 0), 0u) << r.out;
+}
+
+TEST(CacheCommandsTest, GivenTamperedCubinWhenVerifyJsonThenTheEntryListedAndExitOne) {
+  TempDir tmp;
+  fill(tmp.path());
+  RawDb(tmp.path()).flipCubinByte(kOp, kVariant);
+  auto r = runCli({"cache", "verify", "--json", "--dir", tmp.path()});
+  EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ok"], false);
+  EXPECT_EQ(j["entries"], 2);
+  EXPECT_EQ(j["failed"], 1);
+  ASSERT_EQ(j["problems"].size(), 1u) << r.out;
+  const nlohmann::json& p = j["problems"][0];
+  EXPECT_EQ(p["kind"], "fail");
+  EXPECT_EQ(p["status"], "hash-mismatch");
+  EXPECT_EQ(p["op"], kOp);
+  EXPECT_EQ(p["variant"], kVariant);
+  EXPECT_EQ(p["fingerprint"], testFingerprint().key());
+  EXPECT_FALSE(p["detail"].get<std::string>().empty());
+}
+
+TEST(CacheCommandsTest, GivenNoCacheWhenVerifyJsonThenNotFoundAndNothingCreated) {
+  TempDir tmp;
+  const std::string dir = tmp.sub("none");
+  auto r = runCli({"cache", "verify", "--json", "--dir", dir});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["format"], "hotkernel-cache-verify");
+  EXPECT_EQ(j["found"], false);
+  EXPECT_EQ(j["entries"], 0);
+  EXPECT_EQ(j["ok"], true);
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
 TEST(CacheCommandsTest, GivenNoFilterWhenRmThenRefusedWithExitTwoAndNothingRemoved) {
   TempDir tmp;
   fill(tmp.path());

@@ -165,18 +165,35 @@ void runShow(const CacheOptions& o, ExitStatus& status) {
 
 // --- verify ------------------------------------------------------------------
 
+// verify --json: {"format":"hotkernel-cache-verify","version":1,"database":..,"found":true,
+//   "entries":N,"failed":F,"lost":L,"ok":true,"problems":[{"kind":"fail"|"lost","status":..,
+//   "op":..,"variant":..,"fingerprint":..,"detail":..}]}; op, variant and fingerprint are null
+// in a report about the database as a whole. Keys in this order (ordered_json).
+constexpr const char* kVerifyFormat = "hotkernel-cache-verify";
+constexpr int kVerifyVersion = 1;
+
 void runVerify(const CacheOptions& o, ExitStatus& status) {
   std::string dir = cacheDir(o);
   std::unique_ptr<CacheStore> store = CacheStore::openReadOnly(dir);
+  nlohmann::ordered_json out = {{"format", kVerifyFormat},
+                        {"version", kVerifyVersion},
+                        {"database", store ? store->databasePath() : CacheStore::databasePathFor(dir)},
+                        {"found", store != nullptr}};
   if (!store) {
     printNoCache(dir);
-    std::cout << "nothing to verify\n";
+    if (o.json) {
+      out.update({{"entries", 0}, {"failed", 0}, {"lost", 0}, {"ok", true}, {"problems", nlohmann::ordered_json::array()}});
+      std::cout << out.dump(2) << "\n";
+    } else {
+      std::cout << "nothing to verify\n";
+    }
     return;
   }
   size_t entries = 0;
   size_t failed = 0;   // entries and database-level problems, lost commits aside
   size_t lost = 0;     // committed entries missing from the database (VerifyStatus::Lost, one per key)
   bool problem = false;
+  nlohmann::ordered_json problems = nlohmann::ordered_json::array();
   for (const VerifyReport& r : store->verifyAll()) {
     bool isEntry = !r.op.empty() || !r.variant.empty() || !r.fingerprint.empty();
     bool isLost = r.status == VerifyStatus::Lost;
@@ -188,9 +205,25 @@ void runVerify(const CacheOptions& o, ExitStatus& status) {
     } else {
       ++failed;
     }
+    auto orNull = [isEntry](const std::string& s) {
+      return isEntry ? nlohmann::ordered_json(s) : nlohmann::ordered_json(nullptr);
+    };
+    problems.push_back({{"kind", isLost ? "lost" : "fail"},
+                        {"status", cache::toString(r.status)},
+                        {"op", orNull(r.op)},
+                        {"variant", orNull(r.variant)},
+                        {"fingerprint", orNull(r.fingerprint)},
+                        {"detail", r.detail}});
+    if (o.json) continue;
     std::cout << (isLost ? "LOST " : "FAIL ") << cache::toString(r.status) << "  ";
     if (isEntry) std::cout << "op=" << r.op << " variant=" << r.variant << " fingerprint=" << r.fingerprint << ": ";
     std::cout << r.detail << "\n";
+  }
+  if (problem) status.code = kExitProblem;
+  if (o.json) {
+    out.update({{"entries", entries}, {"failed", failed}, {"lost", lost}, {"ok", !problem}, {"problems", problems}});
+    std::cout << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    return;
   }
   std::string outcome;
   if (failed > 0) outcome = std::to_string(failed) + " failed";
@@ -201,7 +234,6 @@ void runVerify(const CacheOptions& o, ExitStatus& status) {
   if (outcome.empty()) outcome = problem ? "problems found" : "all ok";
   std::cout << "verified " << entries << (entries == 1 ? " entry" : " entries") << " in " << store->databasePath()
             << ": " << outcome << "\n";
-  if (problem) status.code = kExitProblem;
 }
 
 // --- rm ----------------------------------------------------------------------
@@ -262,6 +294,7 @@ void addCacheCommands(CLI::App& app, ExitStatus& status) {
 
   CLI::App* verify = cache->add_subcommand("verify", "re-hash every entry; exit code 1 if any fails");
   addDirOption(verify, *o);
+  verify->add_flag("--json", o->json, "print one JSON object (format hotkernel-cache-verify, version 1)");
   verify->callback([o, &status] { runVerify(*o, status); });
 
   CLI::App* rm = cache->add_subcommand("rm", "remove entries matching every given filter");
