@@ -7,8 +7,9 @@
 # OpenSSL headers) travel as Debian .deb files in .deps/debs (fetch them here
 # with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
 #
-#   tools/gpu/run-h200.sh [all|build|test|ops|bench|overhead|warmup|demo|exit]...
+#   tools/gpu/run-h200.sh [all|build|test|ops|models|bench|overhead|warmup|demo|exit]...
 # HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu").
+# HOTKERNEL_MODELS: the models step's --models (default all: llama,gpt2-eager,gpt2-sdpa,bert).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${OUT:-$ROOT/out}"
@@ -35,7 +36,7 @@ BUILD="$HOTKERNEL_BUILD_DIR"
 } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-if want build || want test || want ops || want bench || want overhead || want warmup || want demo || want exit; then
+if want build || want test || want ops || want models || want bench || want overhead || want warmup || want demo || want exit; then
   log "build"
   HOTKERNEL_JOBS=16 "$ROOT/tools/setup.sh" >"$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
   log "build ok"
@@ -57,6 +58,16 @@ if want ops; then
     --out "$OUT/bench-ops.json" >"$OUT/bench-ops.log" 2>&1 || rc=1
   "$BUILD/bin/hotkernel" log --dir "$OPSCACHE" >"$OUT/bench-ops-experiments.txt" 2>&1
   grep -v "^\[hotkernel" "$OUT/bench-ops.log" | tail -30
+fi
+if want models; then
+  log "bench: HF transformers models (random weights) under the preload vs eager and torch.compile, side by side"
+  MODELSCACHE="$(mktemp -d)/cache"
+  HOTKERNEL_CACHE_DIR="$MODELSCACHE" HOTKERNEL_SAMPLE=1 HOTKERNEL_LOG_LEVEL=info \
+    LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
+    "$HOTKERNEL_PYTHON" "$ROOT/bench/model_bench.py" ${HOTKERNEL_MODELS:+--models "$HOTKERNEL_MODELS"} \
+    --out "$OUT/bench-models.json" >"$OUT/bench-models.log" 2>&1 || rc=1
+  "$BUILD/bin/hotkernel" log --dir "$MODELSCACHE" >"$OUT/bench-models-experiments.txt" 2>&1
+  grep -v "^\[hotkernel" "$OUT/bench-models.log" | tail -80
 fi
 if want bench; then
   log "bench: softmax under the preload vs eager"
