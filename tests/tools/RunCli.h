@@ -1,6 +1,6 @@
 #pragma once
-// Runs the built `hotkernel` binary as a subprocess and captures its exit
-// code, stdout and stderr (through files, so large outputs cannot deadlock).
+// Runs the built `hotkernel` binary (or another program) as a subprocess and
+// captures its exit code, stdout and stderr (through files, so large outputs cannot deadlock).
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "CacheTestUtil.h"
@@ -25,10 +26,11 @@ struct CliResult {
   std::string err;
 };
 
-// `env`: variables to set (a value) or unset (nullopt) in the child only.
-// HOTKERNEL_CACHE_DIR is unset unless given, so the user's cache is never touched.
-inline CliResult runCli(const std::vector<std::string>& args,
-                        std::map<std::string, std::optional<std::string>> env = {}) {
+// Runs `program` with `args`. `env`: variables to set (a value) or unset
+// (nullopt) in the child only. HOTKERNEL_CACHE_DIR is unset unless given, so
+// the user's cache is never touched.
+inline CliResult runProgram(const std::string& program, const std::vector<std::string>& args,
+                            std::map<std::string, std::optional<std::string>> env = {}) {
   cache::test::TempDir io;
   const std::string outPath = io.sub("out");
   const std::string errPath = io.sub("err");
@@ -48,10 +50,10 @@ inline CliResult runCli(const std::vector<std::string>& args,
       }
     }
     std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(cliPath()));
+    argv.push_back(const_cast<char*>(program.c_str()));
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    ::execv(cliPath(), argv.data());
+    ::execv(program.c_str(), argv.data());
     ::_exit(127);
   }
   CliResult r;
@@ -62,6 +64,12 @@ inline CliResult runCli(const std::vector<std::string>& args,
   r.out = cache::test::readFile(outPath);
   r.err = cache::test::readFile(errPath);
   return r;
+}
+
+// Runs the built `hotkernel` binary (see runProgram).
+inline CliResult runCli(const std::vector<std::string>& args,
+                        std::map<std::string, std::optional<std::string>> env = {}) {
+  return runProgram(cliPath(), args, std::move(env));
 }
 
 }  // namespace hotkernel::cli::test

@@ -8,6 +8,7 @@
 #include "ErrorText.h"
 #include "ExitStatus.h"
 #include "LogCommands.h"
+#include "RunCommand.h"
 #include "WarmupCommand.h"
 #include "hotkernel/Config.h"
 #include "hotkernel/runtime/Check.h"
@@ -17,11 +18,14 @@ int main(int argc, char** argv) {
   if (int rc = maybeRunWarmup(argc, argv); rc >= 0) return rc;
   CLI::App app{"hotkernel: runtime JIT kernel optimizer for PyTorch inference", "hotkernel"};
   app.set_version_flag("--version", "hotkernel " HOTKERNEL_VERSION);
+  // One command per invocation; also what lets `hotkernel run log ...` run a program called log.
+  app.require_subcommand(0, 1);
 
   ExitStatus status;
   addCacheCommands(app, status);
   addLogCommands(app, status);
   addWarmupCommand(app);
+  addRunCommand(app, status);
 
   try {
     app.parse(argc, argv);
