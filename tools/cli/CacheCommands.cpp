@@ -182,7 +182,8 @@ void runVerify(const CacheOptions& o, ExitStatus& status) {
   if (!store) {
     printNoCache(dir);
     if (o.json) {
-      out.update({{"entries", 0}, {"failed", 0}, {"lost", 0}, {"ok", true}, {"problems", nlohmann::ordered_json::array()}});
+      out.update({{"entries", 0}, {"failed", 0}, {"lost", 0}, {"ok", true},
+                  {"problems", nlohmann::ordered_json::array()}});
       std::cout << out.dump(2) << "\n";
     } else {
       std::cout << "nothing to verify\n";
