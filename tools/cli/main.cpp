@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "CacheCommands.h"
+#include "DoctorCommand.h"
 #include "ErrorText.h"
 #include "ExitStatus.h"
 #include "LogCommands.h"
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   addLogCommands(app, status);
   addWarmupCommand(app);
   addRunCommand(app, status);
+  addDoctorCommand(app, status);
 
   try {
     app.parse(argc, argv);
