@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "CacheTestUtil.h"
@@ -54,7 +55,9 @@ TEST(DoctorCommandTest, GivenJsonWhenDoctorThenOneObjectWithEveryField) {
   for (const char* key : {"built_with", "version", "full_version", "cuda_runtime"}) {
     EXPECT_TRUE(j["torch"].contains(key)) << key;
   }
-  EXPECT_EQ(j["preload"]["path"], std::string(HOTKERNEL_TEST_BINARY_DIR "/lib/libhotkernel_preload.so"));
+  // The binary's path as /proc/self/exe gives it: symlinks in the build directory's path resolved.
+  EXPECT_EQ(j["preload"]["path"],
+            std::filesystem::canonical(HOTKERNEL_TEST_BINARY_DIR "/lib/libhotkernel_preload.so").string());
   EXPECT_EQ(j["preload"]["found"], true);
   EXPECT_TRUE(j["library"]["found"].is_boolean());
   EXPECT_TRUE(j["cuda_driver"]["found"].is_boolean());
