@@ -28,10 +28,10 @@ class targets with every 8th row ignored; ideal traffic: the logits read once):
 `--cases cross_entropy` (cross_entropy_loss is in HOTKERNEL_OPS' default too);
 cross_entropy_none: the same with reduction none (one loss a row, no cross-row
 reduction).
-The last-dim reductions x.sum(-1), x.mean(-1), torch.amax(x, -1), x.argmax(-1)
-(ideal traffic: x read once, one result a row): `--cases reductions`, with
-them in HOTKERNEL_OPS (not in its default), e.g.
-HOTKERNEL_OPS=sum.dim_IntList,mean.dim,amax,argmax.
+The last-dim reductions x.sum(-1), x.mean(-1), torch.amax(x, -1), x.argmax(-1),
+torch.amin(x, -1), x.argmin(-1) (ideal traffic: x read once, one result a row):
+`--cases reductions`, with them in HOTKERNEL_OPS (not in its default), e.g.
+HOTKERNEL_OPS=sum.dim_IntList,mean.dim,amax,argmax,amin,argmin.
 
 Output: "hotkernel-bench" v1 JSON, benchmark "ops", one result per case, and a
 Markdown table on stdout (the README's table is pasted from it). The JSON's
@@ -123,6 +123,14 @@ def argmax_lastdim(t):
     return t.argmax(-1)
 
 
+def amin_lastdim(t):
+    return torch.amin(t, -1)
+
+
+def argmin_lastdim(t):
+    return t.argmin(-1)
+
+
 def plain(fn, ref64):
     return lambda cols, dtype, gen: (fn, ref64, [])
 
@@ -136,13 +144,17 @@ OPS = {
     "layer_norm": (layer_norm_setup, "aten::native_layer_norm", ";weight=1;bias=1"),
     "cross_entropy": (cross_entropy_setup, "aten::cross_entropy_loss", ";reduction=mean"),
     "cross_entropy_none": (cross_entropy_none_setup, "aten::cross_entropy_loss", ";reduction=none"),
-    # The last-dim reductions (aten::sum.dim_IntList, aten::mean.dim, aten::amax, aten::argmax over dim -1).
+    # The last-dim reductions (aten::sum.dim_IntList, aten::mean.dim, aten::amax, aten::argmax,
+    # aten::amin, aten::argmin over dim -1).
     "sum": (plain(sum_lastdim, lambda x: x.double().sum(-1)), "aten::sum.dim_IntList", ""),
     "mean": (plain(mean_lastdim, lambda x: x.double().mean(-1)), "aten::mean.dim", ""),
     "amax": (plain(amax_lastdim, lambda x: torch.amax(x.double(), -1)), "aten::amax", ""),
     "argmax": (plain(argmax_lastdim, lambda x: x.double().argmax(-1)), "aten::argmax", ""),
+    "amin": (plain(amin_lastdim, lambda x: torch.amin(x.double(), -1)), "aten::amin", ""),
+    "argmin": (plain(argmin_lastdim, lambda x: x.double().argmin(-1)), "aten::argmin", ""),
 }
-REDUCTIONS = ("sum", "mean", "amax", "argmax")
+REDUCTIONS = ("sum", "mean", "amax", "argmax", "amin", "argmin")
+INDEX_REDUCTIONS = ("argmax", "argmin")
 
 DEFAULT_CASES = (
     "softmax:bfloat16:1x128256,softmax:bfloat16:32x128256,softmax:bfloat16:4096x32000,"
@@ -328,8 +340,8 @@ def run_case(hk, timer, op, dtype_name, rows, cols, args, copy_bps):
         nbytes = x.numel() * x.element_size() + rows * 8
     elif op == "cross_entropy_none":  # the logits and targets read once, one loss a row written
         nbytes = x.numel() * x.element_size() + rows * (8 + x.element_size())
-    elif op in REDUCTIONS:  # x read once, one result a row (int64 for argmax)
-        nbytes = x.numel() * x.element_size() + rows * (8 if op == "argmax" else x.element_size())
+    elif op in REDUCTIONS:  # x read once, one result a row (int64 for the index ops)
+        nbytes = x.numel() * x.element_size() + rows * (8 if op in INDEX_REDUCTIONS else x.element_size())
     else:
         nbytes = 2 * x.numel() * x.element_size() + sum(c.numel() * c.element_size() for c in columns)
     hk_us = vs_eager["candidate"]["median"]
@@ -376,7 +388,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default=DEFAULT_CASES,
                     help="comma list of op:dtype:ROWSxCOLS (ops: softmax, log_softmax, rms_norm, layer_norm, "
-                         "cross_entropy, sum, mean, amax, argmax), or 'norms' / 'cross_entropy' / 'reductions' "
+                         "cross_entropy, sum, mean, amax, argmax, amin, argmin), or 'norms' / 'cross_entropy' / 'reductions' "
                          "for those shapes")
     ap.add_argument("--reps", type=int, default=31, help="timed rounds (each times all three)")
     ap.add_argument("--warmup", type=int, default=3)

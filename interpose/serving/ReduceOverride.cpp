@@ -1,7 +1,9 @@
 #include "ReduceOverride.h"
 
 #include <ATen/ops/amax_cuda_dispatch.h>
+#include <ATen/ops/amin_cuda_dispatch.h>
 #include <ATen/ops/argmax_cuda_dispatch.h>
+#include <ATen/ops/argmin_cuda_dispatch.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mean_cuda_dispatch.h>
 #include <ATen/ops/sum_cuda_dispatch.h>
@@ -18,12 +20,11 @@ using kernels::ReduceOp;
 OverrideState& state(ReduceOp op) { return ReduceOverride::state(op); }
 
 // The refusals that need no allocation (Note [Reductions are everywhere]):
-// anything but the last dim alone, or a dtype= argument. reduceKeyOf checks
+// anything but the last k dims, or a dtype= argument. reduceKeyOf checks
 // the rest (and these again).
 bool maybeServed(const at::Tensor& self, bool hasDims, at::IntArrayRef dims, bool dtypeGiven) {
-  if (!hasDims || dims.size() != 1 || dtypeGiven || !self.defined()) return false;
-  const int64_t ndim = self.dim();
-  return ndim >= 1 && (dims[0] == -1 || dims[0] == ndim - 1);
+  if (!hasDims || dtypeGiven || !self.defined()) return false;
+  return kernels::ReduceFamily::trailingDims(self.dim(), dims.data(), dims.size()) >= 1;
 }
 
 // Tries the planned kernel; an undefined tensor means "run the original".
@@ -37,8 +38,8 @@ at::Tensor tryPlan(ReduceOp op, const at::Tensor& self, at::IntArrayRef dims, bo
     const Plan* plan = s.plans.load()->find(key);
     if (!plan) return {};
     if (!pointerAligned(self.const_data_ptr(), plan->launcher->alignment())) return {};
-    at::Tensor out = at::empty(call->outSizes, op == ReduceOp::Argmax ? self.options().dtype(at::kLong)
-                                                                       : self.options());
+    at::Tensor out = at::empty(call->outSizes, kernels::reduceOpInfo(op).index ? self.options().dtype(at::kLong)
+                                                                               : self.options());
     const auto dtype = static_cast<kernels::DType>(key.dtype);
     if (!pointerAligned(out.const_data_ptr(), kernels::ReduceFamily::outputElementSize(op, dtype))) return {};
     void* stream = self.is_cuda() ? c10::cuda::getCurrentCUDAStream(self.device().index()).stream() : nullptr;
@@ -87,16 +88,19 @@ at::Tensor meanTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, at::Op
   return out.defined() ? out : ReduceOverride::callOriginalMean(ks, self, dim, keepdim, dtype);
 }
 
-at::Tensor amaxTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
-  at::Tensor out = served(ReduceOp::Amax, self, true, dim, keepdim, false);
-  return out.defined() ? out : ReduceOverride::callOriginalAmax(ks, self, dim, keepdim);
+// amax, amin (self, dim[], keepdim).
+template <ReduceOp kOp>
+at::Tensor extremumTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+  at::Tensor out = served(kOp, self, true, dim, keepdim, false);
+  return out.defined() ? out : ReduceOverride::callOriginalExtremum(kOp, ks, self, dim, keepdim);
 }
 
-at::Tensor argmaxTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<int64_t> dim,
-                            bool keepdim) {
+// argmax, argmin (self, dim?, keepdim).
+template <ReduceOp kOp>
+at::Tensor indexTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   const int64_t d = dim.value_or(0);
-  at::Tensor out = served(ReduceOp::Argmax, self, dim.has_value(), at::IntArrayRef(&d, 1), keepdim, false);
-  return out.defined() ? out : ReduceOverride::callOriginalArgmax(ks, self, dim, keepdim);
+  at::Tensor out = served(kOp, self, dim.has_value(), at::IntArrayRef(&d, 1), keepdim, false);
+  return out.defined() ? out : ReduceOverride::callOriginalIndex(kOp, ks, self, dim, keepdim);
 }
 
 // The captured original for a key other than CUDA, called boxed.
@@ -161,16 +165,20 @@ at::Tensor ReduceOverride::callOriginalMean(c10::DispatchKeySet ks, const at::Te
   return callBoxed(ReduceOp::Mean, ks, {self, dimValue(dim), keepdim, dtypeValue(dtype)});
 }
 
-at::Tensor ReduceOverride::callOriginalAmax(c10::DispatchKeySet ks, const at::Tensor& self, at::IntArrayRef dim,
-                                            bool keepdim) {
-  if (ks.highestPriorityTypeId() == c10::DispatchKey::CUDA) return at::cuda::amax(self, dim, keepdim);
-  return callBoxed(ReduceOp::Amax, ks, {self, c10::IValue(dim.vec()), keepdim});
+at::Tensor ReduceOverride::callOriginalExtremum(ReduceOp op, c10::DispatchKeySet ks, const at::Tensor& self,
+                                                at::IntArrayRef dim, bool keepdim) {
+  if (ks.highestPriorityTypeId() == c10::DispatchKey::CUDA) {
+    return op == ReduceOp::Amin ? at::cuda::amin(self, dim, keepdim) : at::cuda::amax(self, dim, keepdim);
+  }
+  return callBoxed(op, ks, {self, c10::IValue(dim.vec()), keepdim});
 }
 
-at::Tensor ReduceOverride::callOriginalArgmax(c10::DispatchKeySet ks, const at::Tensor& self,
-                                              std::optional<int64_t> dim, bool keepdim) {
-  if (ks.highestPriorityTypeId() == c10::DispatchKey::CUDA) return at::cuda::argmax(self, dim, keepdim);
-  return callBoxed(ReduceOp::Argmax, ks, {self, dim ? c10::IValue(*dim) : c10::IValue(), keepdim});
+at::Tensor ReduceOverride::callOriginalIndex(ReduceOp op, c10::DispatchKeySet ks, const at::Tensor& self,
+                                             std::optional<int64_t> dim, bool keepdim) {
+  if (ks.highestPriorityTypeId() == c10::DispatchKey::CUDA) {
+    return op == ReduceOp::Argmin ? at::cuda::argmin(self, dim, keepdim) : at::cuda::argmax(self, dim, keepdim);
+  }
+  return callBoxed(op, ks, {self, dim ? c10::IValue(*dim) : c10::IValue(), keepdim});
 }
 
 void ReduceOverride::install(c10::DispatchKey key, ReduceOp op) {
@@ -185,11 +193,22 @@ void ReduceOverride::install(c10::DispatchKey key, ReduceOp op) {
           key, "aten::mean", [](torch::Library& lib) { lib.impl("mean.dim", TORCH_FN(meanTrampoline)); }, "dim");
       return;
     case ReduceOp::Amax:
-      state(op).installOnce(key, "aten::amax", [](torch::Library& lib) { lib.impl("amax", TORCH_FN(amaxTrampoline)); });
+      state(op).installOnce(
+          key, "aten::amax", [](torch::Library& lib) { lib.impl("amax", TORCH_FN(extremumTrampoline<ReduceOp::Amax>)); });
+      return;
+    case ReduceOp::Amin:
+      state(op).installOnce(
+          key, "aten::amin", [](torch::Library& lib) { lib.impl("amin", TORCH_FN(extremumTrampoline<ReduceOp::Amin>)); });
       return;
     case ReduceOp::Argmax:
-      state(op).installOnce(key, "aten::argmax",
-                            [](torch::Library& lib) { lib.impl("argmax", TORCH_FN(argmaxTrampoline)); });
+      state(op).installOnce(key, "aten::argmax", [](torch::Library& lib) {
+        lib.impl("argmax", TORCH_FN(indexTrampoline<ReduceOp::Argmax>));
+      });
+      return;
+    case ReduceOp::Argmin:
+      state(op).installOnce(key, "aten::argmin", [](torch::Library& lib) {
+        lib.impl("argmin", TORCH_FN(indexTrampoline<ReduceOp::Argmin>));
+      });
       return;
   }
   HOTKERNEL_THROW("unknown reduction op ", static_cast<int>(op));
@@ -197,16 +216,20 @@ void ReduceOverride::install(c10::DispatchKey key, ReduceOp op) {
 
 OverrideState& ReduceOverride::state(ReduceOp op) {
   // Leaked on purpose: the dispatcher may call a trampoline during exit.
-  static OverrideState* states[4] = {new OverrideState(), new OverrideState(), new OverrideState(),
-                                     new OverrideState()};
-  return *states[static_cast<size_t>(op) & 3];
+  static OverrideState* const* states = [] {
+    auto* s = new OverrideState*[kernels::kReduceOpCount];
+    for (size_t i = 0; i < kernels::kReduceOpCount; ++i) s[i] = new OverrideState();
+    return s;
+  }();
+  return *states[static_cast<size_t>(kernels::reduceOpInfo(op).op)];
 }
 
 // Note [Recording reductions]
 // RecordFunction names an op without its overload ("aten::sum" for every sum);
 // the overload comes from operator_name(). aten::sum.dim_IntList and
-// aten::mean.dim (self, dim?, keepdim, dtype?), aten::amax (self, dim[],
-// keepdim) and aten::argmax (self, dim?, keepdim): the key reduceKeyOf gives,
+// aten::mean.dim (self, dim?, keepdim, dtype?), aten::amax / aten::amin
+// (self, dim[], keepdim) and aten::argmax / aten::argmin (self, dim?,
+// keepdim): the key reduceKeyOf gives,
 // under the overload-qualified name the engine and the cache use. Other
 // overloads (a full sum, named dims) are not served and not recorded.
 std::optional<VariantKey> ReduceOverride::recordedKey(const at::RecordFunction& call, ReduceOp op) {
@@ -218,7 +241,7 @@ std::optional<VariantKey> ReduceOverride::recordedKey(const at::RecordFunction& 
   auto inputs = call.inputs();
   if (!inputs[0].isTensor() || !inputs[2].isBool()) return std::nullopt;
   std::optional<std::vector<int64_t>> dims;
-  if (op == ReduceOp::Argmax) {
+  if (kernels::reduceOpInfo(op).index) {
     if (inputs[1].isInt()) {
       dims = std::vector<int64_t>{inputs[1].toInt()};
     } else if (!inputs[1].isNone()) {

@@ -1,17 +1,19 @@
 #pragma once
 // The dispatcher trampolines for the last-dim reductions: aten::sum.dim_IntList,
-// aten::mean.dim, aten::amax and aten::argmax, leaf ops with CUDA kernels
-// (autograd stays above them: the trampoline replaces only the CUDA kernel,
-// as the _softmax one does). One stateless trampoline per op and key (Note
-// [One stateless trampoline per op] in SoftmaxOverride.h), one plan table per
-// op. A call the family serves (ReduceFamily::guardCall: dim [-1] or
-// [ndim - 1], contiguous float32 / float16 / bfloat16, sum / mean without
-// dtype=, argmax with a dim) whose variant has a plan runs the kernel and
-// returns what ATen's kernel returns: the input's dtype (int64 for argmax),
-// shape leading dims (+ [1] with keepdim), contiguous. Anything else, and any
-// doubt (misaligned data, a failed launch, an exception), runs the original:
-// at::cuda::<op> on CUDA, the captured SafeKernelFunction on other keys.
-// Nothing thrown here reaches the caller except the original's own errors.
+// aten::mean.dim, aten::amax, aten::argmax, aten::amin and aten::argmin, leaf
+// ops with CUDA kernels (autograd stays above them: the trampoline replaces
+// only the CUDA kernel, as the _softmax one does). One stateless trampoline
+// per op and key (Note [One stateless trampoline per op] in
+// SoftmaxOverride.h), one plan table per op. A call the family serves
+// (ReduceFamily::guardCall: the last dim, or the last k dims for sum, mean,
+// amax and amin; contiguous float32 / float16 / bfloat16; sum / mean without
+// dtype=; argmax / argmin with a dim) whose variant has a plan runs the
+// kernel and returns what ATen's kernel returns: the input's dtype (int64 for
+// the index ops), shape the leading dims (+ k ones with keepdim), contiguous.
+// Anything else, and any doubt (misaligned data, a failed launch, an
+// exception), runs the original: at::cuda::<op> on CUDA, the captured
+// SafeKernelFunction on other keys. Nothing thrown here reaches the caller
+// except the original's own errors.
 //
 // Note [Reductions are everywhere]
 // aten::sum and friends are called by much of PyTorch (losses, other ops'
@@ -45,7 +47,7 @@ struct ReduceCallKey {
 };
 
 // The key of a call of `op` (`dims`: the dim list, nullopt for None; argmax
-// passes {dim} or nullopt; `dtypeGiven`: sum / mean's dtype= argument), or
+// and argmin pass {dim} or nullopt; `dtypeGiven`: sum / mean's dtype= argument), or
 // nullopt when ReduceFamily::guardCall refuses it. Device is -1 for CPU tensors.
 // Allocates nothing but the result's outSizes after a thread's first call.
 std::optional<ReduceCallKey> reduceKeyOf(kernels::ReduceOp op, const at::Tensor& self,
@@ -71,10 +73,12 @@ class ReduceOverride {
                                     bool keepdim, std::optional<at::ScalarType> dtype);
   static at::Tensor callOriginalMean(c10::DispatchKeySet ks, const at::Tensor& self, at::OptionalIntArrayRef dim,
                                      bool keepdim, std::optional<at::ScalarType> dtype);
-  static at::Tensor callOriginalAmax(c10::DispatchKeySet ks, const at::Tensor& self, at::IntArrayRef dim,
-                                     bool keepdim);
-  static at::Tensor callOriginalArgmax(c10::DispatchKeySet ks, const at::Tensor& self, std::optional<int64_t> dim,
-                                       bool keepdim);
+  // amax or amin.
+  static at::Tensor callOriginalExtremum(kernels::ReduceOp op, c10::DispatchKeySet ks, const at::Tensor& self,
+                                         at::IntArrayRef dim, bool keepdim);
+  // argmax or argmin.
+  static at::Tensor callOriginalIndex(kernels::ReduceOp op, c10::DispatchKeySet ks, const at::Tensor& self,
+                                      std::optional<int64_t> dim, bool keepdim);
 
 };
 

@@ -69,6 +69,11 @@ const std::vector<ServedOp>& servedOps() {
       row(kernels::reduceAtenOpName(ReduceOp::Argmax), kernels::reduceDescriptor(ReduceOp::Argmax),
           ReduceOverride::state(ReduceOp::Argmax), &installReduce<ReduceOp::Argmax>,
           &recordedReduceKey<ReduceOp::Argmax>),
+      row(kernels::reduceAtenOpName(ReduceOp::Amin), kernels::reduceDescriptor(ReduceOp::Amin),
+          ReduceOverride::state(ReduceOp::Amin), &installReduce<ReduceOp::Amin>, &recordedReduceKey<ReduceOp::Amin>),
+      row(kernels::reduceAtenOpName(ReduceOp::Argmin), kernels::reduceDescriptor(ReduceOp::Argmin),
+          ReduceOverride::state(ReduceOp::Argmin), &installReduce<ReduceOp::Argmin>,
+          &recordedReduceKey<ReduceOp::Argmin>),
   };
   return *rows;
 }

@@ -4,17 +4,19 @@
 //   HK_OP 1  mean    out[r] = sum_c in[r, c] * factor              (the input's dtype)
 //   HK_OP 2  amax    out[r] = max_c in[r, c], NaN if any is NaN    (the input's dtype)
 //   HK_OP 3  argmax  out[r] = first c of the row's maximum, or of its first NaN (int64)
-// the semantics of aten::sum.dim_IntList, aten::mean.dim, aten::amax and
-// aten::argmax with dim = -1 on CUDA (Note [What ATen's last-dim reductions
+//   HK_OP 4  amin    out[r] = min_c in[r, c], NaN if any is NaN    (the input's dtype)
+//   HK_OP 5  argmin  out[r] = first c of the row's minimum, or of its first NaN (int64)
+// the semantics of aten::sum.dim_IntList, aten::mean.dim, aten::amax,
+// aten::argmax, aten::amin and aten::argmin with dim = -1 on CUDA (Note [What ATen's last-dim reductions
 // compute]), leading dims folded into rows, keepdim only a view of [rows].
 //
 // Compiled by NVRTC with the defines below (ReduceFamily::compileOptions), for
-// sm_80 or later (amax, argmax: max.NaN; bfloat16: cvt.rn.bf16.f32; the tests
+// sm_80 or later (the extrema: max.NaN / min.NaN; bfloat16: cvt.rn.bf16.f32; the tests
 // compile every point for sm_80 and sm_90a). Its one include, hk_prelude.cuh
 // (element type, conversions, L2 hints: what the family templates share), is
 // expanded in place by ReduceFamily::source().
 //   HK_DTYPE   0 = float32, 1 = float16, 2 = bfloat16 (hotkernel::kernels::DType)
-//   HK_OP      0 = sum, 1 = mean, 2 = amax, 3 = argmax (hotkernel::kernels::ReduceOp)
+//   HK_OP      0 = sum, 1 = mean, 2 = amax, 3 = argmax, 4 = amin, 5 = argmin (hotkernel::kernels::ReduceOp)
 //   HK_THREADS threads per CTA, a power of two in [32, 1024]
 //   HK_ROWS    rows per CTA: 1, or HK_THREADS / HK_ROWS <= 32 (each row within one warp)
 //   HK_VEC     elements per vector access, a power of two, HK_VEC * sizeof(element) <= 16
@@ -22,8 +24,8 @@
 //
 // Entry point (ReduceFamily::kKernelName):
 //   extern "C" __global__ void hk_reduce_lastdim(const void* in, void* out, long long rows, long long cols)
-// `out` holds `rows` elements of the input's dtype (sum, mean, amax) or `rows`
-// int64 (argmax).
+// `out` holds `rows` elements of the input's dtype (sum, mean, amax, amin) or
+// `rows` int64 (argmax, argmin).
 //
 // Preconditions (checked on the host by ReduceFamily's guards, not here):
 //   rows >= 1; 1 <= cols <= 2^30; cols % HK_VEC == 0; in aligned to
@@ -67,8 +69,13 @@
 //    (flattening) is a different reduction; the override refuses it. This
 //    kernel finds the same index in two levels (Note [Two-level argmax]),
 //    with int32 indices inside (cols <= 2^30) and an int64 result.
+//  - amin, argmin: MinNanFunctor and ArgMinOps with LessOrNan, the mirror
+//    images: from +inf, NaN first, the smaller value wins, equal values keep
+//    the lower index; a zero minimum is -0 if any of the zeros is -0 (IEEE
+//    754-2019 minimum), ATen's zero depends on its order. Every statement
+//    above about amax and argmax holds with min for max (0 for a row of +inf).
 //  - empty inputs (cols == 0 or rows == 0) never reach a kernel: the guards
-//    refuse them (ATen: sum 0, mean NaN, amax and argmax raise).
+//    refuse them (ATen: sum 0, mean NaN, the extrema raise).
 //
 // Note [Deterministic reductions without atomics]
 // Each thread folds its vectors in index order (vector i * HK_ROW_THREADS +
@@ -95,16 +102,24 @@
 #define HK_OP_MEAN 1
 #define HK_OP_AMAX 2
 #define HK_OP_ARGMAX 3
+#define HK_OP_AMIN 4
+#define HK_OP_ARGMIN 5
+// The extremum ops share one code path: a value (amax, amin) or an index
+// (argmax, argmin), of the maximum or of the minimum.
+#define HK_IS_VALUE_EXT (HK_OP == HK_OP_AMAX || HK_OP == HK_OP_AMIN)
+#define HK_IS_ARG (HK_OP == HK_OP_ARGMAX || HK_OP == HK_OP_ARGMIN)
+#define HK_IS_MIN (HK_OP == HK_OP_AMIN || HK_OP == HK_OP_ARGMIN)
 
-static_assert(HK_OP >= 0 && HK_OP <= 3, "HK_OP must be 0 (sum), 1 (mean), 2 (amax) or 3 (argmax)");
+static_assert(HK_OP >= 0 && HK_OP <= 5,
+              "HK_OP must be 0 (sum), 1 (mean), 2 (amax), 3 (argmax), 4 (amin) or 5 (argmin)");
 static_assert(HK_THREADS >= 32 && HK_THREADS <= 1024 && (HK_THREADS & (HK_THREADS - 1)) == 0,
               "HK_THREADS must be a power of two in [32, 1024]");
 static_assert(HK_ROWS >= 1 && (HK_ROWS & (HK_ROWS - 1)) == 0 && HK_ROWS <= HK_THREADS &&
                   (HK_ROWS == 1 || HK_ROW_THREADS <= 32),
               "HK_ROWS must be 1 or leave each row at most one warp");
 static_assert(HK_UNROLL == 1 || HK_UNROLL == 2 || HK_UNROLL == 4 || HK_UNROLL == 8, "HK_UNROLL must be 1, 2, 4 or 8");
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800 && (HK_OP == HK_OP_AMAX || HK_OP == HK_OP_ARGMAX)
-#error "amax and argmax need sm_80 or later (max.NaN.f32 / f16x2 / bf16x2)"
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800 && (HK_IS_VALUE_EXT || HK_IS_ARG)
+#error "the extrema need sm_80 or later (max.NaN / min.NaN .f32 / f16x2 / bf16x2)"
 #endif
 
 // The input is read once: 16-byte loads tell L2 to drop it first
@@ -140,56 +155,73 @@ static_assert(HK_UNROLL == 1 || HK_UNROLL == 2 || HK_UNROLL == 4 || HK_UNROLL ==
 // its NaN's bits and which zero a zero maximum is may differ (Note [What
 // ATen's last-dim reductions compute]). The 16-bit elements are converted to
 // float once a thread (amax) or once a vector (argmax), not once an element.
-__device__ __forceinline__ float hk_max_nan(float a, float b) {
+// amin and argmin use the min forms of the same instructions (IEEE 754-2019
+// minimum: -0.0 below +0.0) from +inf; "the extremum" below is the maximum
+// or the minimum as HK_IS_MIN says.
+#if HK_IS_MIN
+#define HK_EXT_NAN "min.NaN"
+#else
+#define HK_EXT_NAN "max.NaN"
+#endif
+__device__ __forceinline__ float hk_ext_nan(float a, float b) {
   float d;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  asm(HK_EXT_NAN ".f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
   return d;
 }
+// Where an extremum fold starts: -inf (maximum), +inf (minimum).
+__device__ __forceinline__ float hk_ext_start() {
+#if HK_IS_MIN
+  return __int_as_float(0x7f800000);
+#else
+  return hk_neg_inf();
+#endif
+}
 
-// hk_unit: what one max instruction folds: a float (float32), two 16-bit
+// hk_unit: what one extremum instruction folds: a float (float32), two 16-bit
 // elements in a 32-bit word (16-bit types, HK_VEC >= 2), or one 16-bit
 // element (HK_VEC == 1). HK_UNITS units make one vector.
 #if HK_DTYPE == 0
 typedef float hk_unit;
 #define HK_UNITS HK_VEC
 #define HK_UNIT_ELEMS 1
-__device__ __forceinline__ hk_unit hk_unit_max(hk_unit a, hk_unit b) { return hk_max_nan(a, b); }
-__device__ __forceinline__ hk_unit hk_unit_neg_inf() { return hk_neg_inf(); }
+__device__ __forceinline__ hk_unit hk_unit_ext(hk_unit a, hk_unit b) { return hk_ext_nan(a, b); }
+__device__ __forceinline__ hk_unit hk_unit_start() { return hk_ext_start(); }
 __device__ __forceinline__ hk_unit hk_unit_at(const hk_pack& p, int k) { return p.v[k]; }
 __device__ __forceinline__ float hk_unit_elem(hk_unit u, int) { return u; }
-__device__ __forceinline__ float hk_unit_float_max(hk_unit u) { return u; }
+__device__ __forceinline__ float hk_unit_float_ext(hk_unit u) { return u; }
 #else
+// -inf / +inf of float16 and bfloat16: the extremum fold's start.
 #if HK_DTYPE == 1
-#define HK_MAX_NAN_16 "max.NaN.f16"
-#define HK_NEG_INF_16 0xfc00u
+#define HK_EXT_NAN_16 HK_EXT_NAN ".f16"
+#define HK_START_16 (HK_IS_MIN ? 0x7c00u : 0xfc00u)
 #else
-#define HK_MAX_NAN_16 "max.NaN.bf16"
-#define HK_NEG_INF_16 0xff80u
+#define HK_EXT_NAN_16 HK_EXT_NAN ".bf16"
+#define HK_START_16 (HK_IS_MIN ? 0x7f80u : 0xff80u)
 #endif
-__device__ __forceinline__ unsigned short hk_max_nan16(unsigned short a, unsigned short b) {
+__device__ __forceinline__ unsigned short hk_ext_nan16(unsigned short a, unsigned short b) {
   unsigned short d;
-  asm(HK_MAX_NAN_16 " %0, %1, %2;" : "=h"(d) : "h"(a), "h"(b));
+  asm(HK_EXT_NAN_16 " %0, %1, %2;" : "=h"(d) : "h"(a), "h"(b));
   return d;
 }
 #if HK_VEC == 1
 typedef unsigned short hk_unit;
 #define HK_UNITS 1
 #define HK_UNIT_ELEMS 1
-__device__ __forceinline__ hk_unit hk_unit_max(hk_unit a, hk_unit b) { return hk_max_nan16(a, b); }
-__device__ __forceinline__ hk_unit hk_unit_neg_inf() { return static_cast<hk_unit>(HK_NEG_INF_16); }
+__device__ __forceinline__ hk_unit hk_unit_ext(hk_unit a, hk_unit b) { return hk_ext_nan16(a, b); }
+__device__ __forceinline__ hk_unit hk_unit_start() { return static_cast<hk_unit>(HK_START_16); }
 __device__ __forceinline__ hk_unit hk_unit_at(const hk_pack& p, int) { return p.v[0]; }
 __device__ __forceinline__ float hk_unit_elem(hk_unit u, int) { return hk_to_float(u); }
-__device__ __forceinline__ float hk_unit_float_max(hk_unit u) { return hk_to_float(u); }
+__device__ __forceinline__ float hk_unit_float_ext(hk_unit u) { return hk_to_float(u); }
 #else
 typedef unsigned int hk_unit;
 #define HK_UNITS (HK_VEC / 2)
 #define HK_UNIT_ELEMS 2
-__device__ __forceinline__ hk_unit hk_unit_max(hk_unit a, hk_unit b) {
+__device__ __forceinline__ hk_unit hk_unit_ext(hk_unit a, hk_unit b) {
   hk_unit d;
-  asm(HK_MAX_NAN_16 "x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  asm(HK_EXT_NAN_16 "x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
   return d;
 }
-__device__ __forceinline__ hk_unit hk_unit_neg_inf() { return HK_NEG_INF_16 | (HK_NEG_INF_16 << 16); }
+__device__ __forceinline__ hk_unit hk_unit_start() { return HK_START_16 | (HK_START_16 << 16); }
 // Element 2k of a vector is the low half of word k (little-endian).
 __device__ __forceinline__ hk_unit hk_unit_at(const hk_pack& p, int k) {
   return reinterpret_cast<const unsigned int*>(p.v)[k];
@@ -197,29 +229,29 @@ __device__ __forceinline__ hk_unit hk_unit_at(const hk_pack& p, int k) {
 __device__ __forceinline__ float hk_unit_elem(hk_unit u, int half) {
   return hk_to_float(static_cast<hk_elem>(half ? u >> 16 : u & 0xffffu));
 }
-__device__ __forceinline__ float hk_unit_float_max(hk_unit u) {
-  return hk_to_float(hk_max_nan16(static_cast<unsigned short>(u & 0xffffu), static_cast<unsigned short>(u >> 16)));
+__device__ __forceinline__ float hk_unit_float_ext(hk_unit u) {
+  return hk_to_float(hk_ext_nan16(static_cast<unsigned short>(u & 0xffffu), static_cast<unsigned short>(u >> 16)));
 }
 #endif
 #endif
 
-// The maximum of HK_UNITS units as one unit, by a tree (independent steps);
+// The extremum of HK_UNITS units as one unit, by a tree (independent steps);
 // `m` is overwritten.
-__device__ __forceinline__ hk_unit hk_units_max(hk_unit (&m)[HK_UNITS]) {
+__device__ __forceinline__ hk_unit hk_units_ext(hk_unit (&m)[HK_UNITS]) {
 #pragma unroll
   for (int w = HK_UNITS / 2; w > 0; w >>= 1) {
 #pragma unroll
-    for (int k = 0; k < w; ++k) m[k] = hk_unit_max(m[k], m[k + w]);
+    for (int k = 0; k < w; ++k) m[k] = hk_unit_ext(m[k], m[k + w]);
   }
   return m[0];
 }
 
-// The maximum of a vector's elements as one unit.
-__device__ __forceinline__ hk_unit hk_vector_max(const hk_pack& p) {
+// The extremum of a vector's elements as one unit.
+__device__ __forceinline__ hk_unit hk_vector_ext(const hk_pack& p) {
   hk_unit m[HK_UNITS];
 #pragma unroll
   for (int k = 0; k < HK_UNITS; ++k) m[k] = hk_unit_at(p, k);
-  return hk_units_max(m);
+  return hk_units_ext(m);
 }
 
 // ---- the accumulator of each op -------------------------------------------
@@ -230,16 +262,20 @@ __device__ __forceinline__ hk_unit hk_vector_max(const hk_pack& p) {
 // vectors in index order (v: the vector's index in the row), then
 // hk_part_result(part, tid, live): its hk_acc.
 
-#if HK_OP == HK_OP_ARGMAX
+#if HK_IS_ARG
 struct hk_acc {
   float value;
   int index;  // < 2^30 (cols <= 2^30, guard); 0x7fffffff: no element
 };
-// ATen's GreaterOrNan: whether (a, ia) is ahead of (b, ib).
+// ATen's GreaterOrNan (argmax) / LessOrNan (argmin): whether (a, ia) is ahead of (b, ib).
 __device__ __forceinline__ bool hk_ahead(float a, int ia, float b, int ib) {
   if (a != a) return b != b ? ia < ib : true;
   if (b != b) return false;
+#if HK_IS_MIN
+  return a == b ? ia < ib : a < b;
+#else
   return a == b ? ia < ib : a > b;
+#endif
 }
 __device__ __forceinline__ hk_acc hk_merge(hk_acc a, hk_acc b) {
   return hk_ahead(a.value, a.index, b.value, b.index) ? a : b;
@@ -270,25 +306,30 @@ __device__ __forceinline__ hk_acc hk_shfl_xor(hk_acc a, int offset) {
 // its maximum. The threads' (value, index) pairs then meet in hk_merge's total
 // order, so the row gets ATen's index: the first NaN, else the first index of
 // the maximum, 0 for a row of -inf (best stays -inf, vector tid = the thread's
-// first, whose element 0 is -inf). The kept vector stays in registers rather
+// first, whose element 0 is -inf). argmin is the same with min for max,
+// "smaller" for "larger" and +inf for -inf. The kept vector stays in registers rather
 // than being read again at the end: the input is loaded with evict_first and
 // the GPU streams more than its L2 while a CTA reads a long row, so a second
 // read of the vector would often go to memory (16-32 bytes a thread, up to
 // 1/8 more traffic); HK_UNITS selects a vector cost less.
 struct hk_part {
-  float best;   // the largest vector maximum so far (NaN once a NaN was seen)
+  float best;   // the most extreme vector extremum so far (NaN once a NaN was seen)
   int vec;      // its vector's index in the row
   hk_unit kept[HK_UNITS];  // that vector
 };
 __device__ __forceinline__ void hk_part_init(hk_part& part, int tid) {
-  part.best = hk_neg_inf();
-  part.vec = tid;  // the thread's first vector: kept as -inf until something beats -inf
+  part.best = hk_ext_start();
+  part.vec = tid;  // the thread's first vector: kept as the start until something beats it
 #pragma unroll
-  for (int k = 0; k < HK_UNITS; ++k) part.kept[k] = hk_unit_neg_inf();
+  for (int k = 0; k < HK_UNITS; ++k) part.kept[k] = hk_unit_start();
 }
 __device__ __forceinline__ void hk_part_add(hk_part& part, const hk_pack& p, int v) {
-  const float m = hk_unit_float_max(hk_vector_max(p));
+  const float m = hk_unit_float_ext(hk_vector_ext(p));
+#if HK_IS_MIN
+  const bool take = !(m >= part.best) && part.best == part.best;
+#else
   const bool take = !(m <= part.best) && part.best == part.best;
+#endif
   part.best = take ? m : part.best;
   part.vec = take ? v : part.vec;
 #pragma unroll
@@ -307,37 +348,44 @@ __device__ __forceinline__ hk_acc hk_part_result(const hk_part& part, int tid, i
   a.index = tid < live ? part.vec * HK_VEC + j : 0x7fffffff;
   return a;
 }
-#elif HK_OP == HK_OP_AMAX
+#elif HK_IS_VALUE_EXT
 typedef float hk_acc;
-// max with NaN first; equal values (only +0 and -0 differ in bits) give the
-// AND of their bits: +0 for a +0 / -0 pair, whichever side it comes from.
+// max (min) with NaN first; equal values (only +0 and -0 differ in bits) give
+// the AND (OR) of their bits: +0 (-0) for a +0 / -0 pair, whichever side it
+// comes from.
 __device__ __forceinline__ hk_acc hk_merge(hk_acc a, hk_acc b) {
   if (a != a) return a;
   if (b != b) return b;
+#if HK_IS_MIN
+  if (a < b) return a;
+  if (b < a) return b;
+  return __int_as_float(__float_as_int(a) | __float_as_int(b));
+#else
   if (a > b) return a;
   if (b > a) return b;
   return __int_as_float(__float_as_int(a) & __float_as_int(b));
+#endif
 }
 __device__ __forceinline__ hk_acc hk_shfl_xor(hk_acc a, int offset) { return __shfl_xor_sync(0xffffffffu, a, offset); }
-// One running maximum per unit position of a vector: one packed max per unit,
+// One running extremum per unit position of a vector: one packed max (min) per unit,
 // HK_UNITS independent chains (Note [Packed maxima]).
 struct hk_part {
   hk_unit m[HK_UNITS];
 };
 __device__ __forceinline__ void hk_part_init(hk_part& part, int) {
 #pragma unroll
-  for (int k = 0; k < HK_UNITS; ++k) part.m[k] = hk_unit_neg_inf();
+  for (int k = 0; k < HK_UNITS; ++k) part.m[k] = hk_unit_start();
 }
 __device__ __forceinline__ void hk_part_add(hk_part& part, const hk_pack& p, int) {
 #pragma unroll
-  for (int k = 0; k < HK_UNITS; ++k) part.m[k] = hk_unit_max(part.m[k], hk_unit_at(p, k));
+  for (int k = 0; k < HK_UNITS; ++k) part.m[k] = hk_unit_ext(part.m[k], hk_unit_at(p, k));
 }
-// Canonical NaN or a number (every element went through a NaN max, from -inf).
+// Canonical NaN or a number (every element went through a NaN max / min, from the start).
 __device__ __forceinline__ hk_acc hk_part_result(const hk_part& part, int, int) {
   hk_unit m[HK_UNITS];
 #pragma unroll
   for (int k = 0; k < HK_UNITS; ++k) m[k] = part.m[k];
-  return hk_unit_float_max(hk_units_max(m));
+  return hk_unit_float_ext(hk_units_ext(m));
 }
 #else
 typedef float hk_acc;
@@ -379,11 +427,11 @@ __device__ __forceinline__ hk_acc hk_row_merge(hk_acc v, hk_acc* buf) {
 #endif
 }
 
-// One batch of HK_UNROLL vectors of a thread (amax, argmax: Note [Two
+// One batch of HK_UNROLL vectors of a thread (the extrema: Note [Two
 // loops]), v0, v0 + HK_ROW_THREADS, ... (src: vector v0): all loaded before
 // the first is used, then folded in index order; kGuarded: only those below
-// `live` (v0 itself is). amax folds vector v0 again in place of those past
-// the end (a maximum is idempotent): with them skipped instead, ptxas (CUDA
+// `live` (v0 itself is). amax and amin fold vector v0 again in place of those
+// past the end (an extremum is idempotent): with them skipped instead, ptxas (CUDA
 // 13.0) squeezed amax at 1024 threads x 64 bytes into 32 registers with 88
 // bytes of spills; this straight-line batch takes 36 and none.
 template <bool kGuarded>
@@ -393,7 +441,7 @@ __device__ __forceinline__ void hk_batch(hk_part& part, const hk_pack* src, int 
 #pragma unroll
   for (int u = 0; u < HK_UNROLL; ++u) {
     const bool in = !kGuarded || u == 0 || v0 + u * HK_ROW_THREADS < live;
-#if HK_OP == HK_OP_AMAX
+#if HK_IS_VALUE_EXT
     p[u] = in ? hk_load(src + u * HK_ROW_THREADS, drop) : p[0];
 #else
     if (in) p[u] = hk_load(src + u * HK_ROW_THREADS, drop);
@@ -401,7 +449,7 @@ __device__ __forceinline__ void hk_batch(hk_part& part, const hk_pack* src, int 
   }
 #pragma unroll
   for (int u = 0; u < HK_UNROLL; ++u) {
-#if HK_OP == HK_OP_AMAX
+#if HK_IS_VALUE_EXT
     hk_part_add(part, p[u], v0 + u * HK_ROW_THREADS);
 #else
     if (!kGuarded || u == 0 || v0 + u * HK_ROW_THREADS < live) hk_part_add(part, p[u], v0 + u * HK_ROW_THREADS);
@@ -473,7 +521,7 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
     hk_acc acc = hk_part_result(part, tid, live);
     acc = hk_row_merge(acc, hk_buf);
     if (tid == 0 && row < rows) {
-#if HK_OP == HK_OP_ARGMAX
+#if HK_IS_ARG
       static_cast<long long*>(out_)[row] = acc.index;  // int64 (ATen's dtype)
 #elif HK_OP == HK_OP_MEAN
       // ATen's factor (Note [What ATen's last-dim reductions compute]).

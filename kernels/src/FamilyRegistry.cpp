@@ -9,13 +9,13 @@
 namespace hotkernel::kernels {
 
 const std::vector<const FamilyDescriptor*>& allFamilies() {
-  static const std::vector<const FamilyDescriptor*> kFamilies = {
-      &softmaxDescriptor(SoftmaxOp::Softmax), &softmaxDescriptor(SoftmaxOp::LogSoftmax),
-      &rmsNormDescriptor(),                   &layerNormDescriptor(),
-      &crossEntropyDescriptor(),              &reduceDescriptor(ReduceOp::Sum),
-      &reduceDescriptor(ReduceOp::Mean),      &reduceDescriptor(ReduceOp::Amax),
-      &reduceDescriptor(ReduceOp::Argmax),
-  };
+  static const std::vector<const FamilyDescriptor*> kFamilies = [] {
+    std::vector<const FamilyDescriptor*> f = {&softmaxDescriptor(SoftmaxOp::Softmax),
+                                              &softmaxDescriptor(SoftmaxOp::LogSoftmax), &rmsNormDescriptor(),
+                                              &layerNormDescriptor(), &crossEntropyDescriptor()};
+    for (ReduceOp op : kAllReduceOps) f.push_back(&reduceDescriptor(op));
+    return f;
+  }();
   return kFamilies;
 }
 

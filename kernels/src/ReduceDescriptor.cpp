@@ -1,4 +1,4 @@
-// The descriptors of sum_lastdim, mean_lastdim, amax_lastdim and argmax_lastdim (Note [Family descriptors]).
+// The descriptors of the last-dim reduction families, one per ReduceOp (Note [Family descriptors]).
 #include "FamilyPlan.h"
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/ReduceFamily.h"
@@ -36,9 +36,12 @@ ReduceVariant reduceVariantOf(const VariantKey& key, ReduceOp op) {
 }
 
 const FamilyDescriptor& reduceDescriptor(ReduceOp op) {
-  static const FamilyDescriptor kDescriptors[] = {descriptorOf<ReduceOp::Sum>(), descriptorOf<ReduceOp::Mean>(),
-                                                  descriptorOf<ReduceOp::Amax>(), descriptorOf<ReduceOp::Argmax>()};
-  return kDescriptors[static_cast<size_t>(op)];
+  // Indexed by HK_OP, as reduceOpInfo's rows.
+  static const FamilyDescriptor kDescriptors[] = {
+      descriptorOf<ReduceOp::Sum>(),    descriptorOf<ReduceOp::Mean>(), descriptorOf<ReduceOp::Amax>(),
+      descriptorOf<ReduceOp::Argmax>(), descriptorOf<ReduceOp::Amin>(), descriptorOf<ReduceOp::Argmin>()};
+  static_assert(sizeof(kDescriptors) / sizeof(kDescriptors[0]) == kReduceOpCount, "one descriptor per ReduceOp");
+  return kDescriptors[static_cast<size_t>(reduceOpInfo(op).op)];
 }
 
 }  // namespace hotkernel::kernels

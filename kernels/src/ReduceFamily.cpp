@@ -14,10 +14,13 @@
 //  - dtypes other than float32, float16, bfloat16 (integers, bool, double,
 //    complex); sum / mean with a dtype= argument (accumulation and output in
 //    another type), even one equal to the input's (kept simple: rare);
-//  - dims other than the last one: the dim list must be exactly [-1] or
-//    [ndim - 1] (sum / mean / amax: None or [] mean "every dim", several dims
-//    are another reduction); argmax with dim=None (a flattened argmax);
-//  - 0-dim inputs and empty ones (ATen: sum 0, mean NaN, amax / argmax raise);
+//  - dims other than the last k: the dim list must name the last k dims,
+//    k >= 1, each once, in any order and spelling ([-1], [ndim - 1],
+//    [-1, -2] for the last two: a contiguous input folds them into one row);
+//    sum / mean / amax / amin with None or [] ("every dim", a reduction to
+//    one value); argmax / argmin with dim=None (a flattened index) — they
+//    take one dim;
+//  - 0-dim inputs and empty ones (ATen: sum 0, mean NaN, the extrema raise);
 //  - inputs that are not contiguous (torch's rule: strides of size-1 dims
 //    do not matter);
 //  - shapes guardVariant refuses (rows past int64 bytes, cols > 2^30).
@@ -86,10 +89,10 @@ bool contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& s
 }
 
 // Note [Reduction tolerance]
-// amax and argmax are exact: a maximum involves no rounding, and argmax's
-// comparison is a total order (the template's Note [What ATen's last-dim
-// reductions compute]), so both must equal ATen's (NaN meets NaN; the sign
-// of a zero maximum may differ, the values are equal).
+// The extrema are exact: a maximum or minimum involves no rounding, and
+// argmax's and argmin's comparisons are total orders (the template's Note
+// [What ATen's last-dim reductions compute]), so all four must equal ATen's
+// (NaN meets NaN; the sign of a zero extremum may differ, the values are equal).
 // sum and mean: both kernels accumulate in float32 in different orders. The
 // bound for a row is ATen's own distance from the float64 result (measured by
 // the caller, which has the input), plus this kernel's: a thread's chain of
@@ -109,53 +112,32 @@ double sumChainRel(int64_t cols) {
 
 }  // namespace
 
-const char* reduceOpName(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return "sum";
-    case ReduceOp::Mean:
-      return "mean";
-    case ReduceOp::Amax:
-      return "amax";
-    case ReduceOp::Argmax:
-      return "argmax";
-  }
-  return "?";
+const ReduceOpInfo& reduceOpInfo(ReduceOp op) {
+  // Note [The reduction ops]: indexed by HK_OP.
+  static const ReduceOpInfo kOps[] = {
+      {ReduceOp::Sum, "sum", "sum_lastdim", "aten::sum.dim_IntList", false, false},
+      {ReduceOp::Mean, "mean", "mean_lastdim", "aten::mean.dim", false, false},
+      {ReduceOp::Amax, "amax", "amax_lastdim", "aten::amax", false, true},
+      {ReduceOp::Argmax, "argmax", "argmax_lastdim", "aten::argmax", true, true},
+      {ReduceOp::Amin, "amin", "amin_lastdim", "aten::amin", false, true},
+      {ReduceOp::Argmin, "argmin", "argmin_lastdim", "aten::argmin", true, true},
+  };
+  static_assert(sizeof(kOps) / sizeof(kOps[0]) == kReduceOpCount, "one row per ReduceOp");
+  const auto i = static_cast<size_t>(op);
+  HOTKERNEL_CHECK(i < kReduceOpCount, "unknown reduction op ", static_cast<int>(op));
+  HOTKERNEL_INTERNAL_ASSERT(kOps[i].op == op, "the reduction op rows are out of HK_OP order");
+  return kOps[i];
 }
 
-const char* reduceFamilyName(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return "sum_lastdim";
-    case ReduceOp::Mean:
-      return "mean_lastdim";
-    case ReduceOp::Amax:
-      return "amax_lastdim";
-    case ReduceOp::Argmax:
-      return "argmax_lastdim";
-  }
-  return "?";
-}
+const char* reduceOpName(ReduceOp op) { return reduceOpInfo(op).name; }
+const char* reduceFamilyName(ReduceOp op) { return reduceOpInfo(op).family; }
+const char* reduceAtenOpName(ReduceOp op) { return reduceOpInfo(op).atenOp; }
 
 std::optional<ReduceOp> reduceOpOfFamily(const std::string& family) {
   for (ReduceOp op : kAllReduceOps) {
     if (family == reduceFamilyName(op)) return op;
   }
   return std::nullopt;
-}
-
-const char* reduceAtenOpName(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return "aten::sum.dim_IntList";
-    case ReduceOp::Mean:
-      return "aten::mean.dim";
-    case ReduceOp::Amax:
-      return "aten::amax";
-    case ReduceOp::Argmax:
-      return "aten::argmax";
-  }
-  return "?";
 }
 
 std::optional<ReduceOp> reduceOpOfAtenName(const std::string& name) {
@@ -197,29 +179,47 @@ double ReduceTolerance::bound(double ref, double absSum, double atenError) const
   return atenError + sumRel * absSum + outRel * std::fabs(ref) + outAbs;
 }
 
+int64_t ReduceFamily::trailingDims(int64_t ndim, const int64_t* dims, size_t count) {
+  if (ndim < 1 || count < 1 || count > static_cast<size_t>(ndim) || count > 64) return 0;
+  const auto k = static_cast<int64_t>(count);
+  uint64_t seen = 0;  // bit j: dim ndim - 1 - j named
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t d = dims[i] < 0 ? dims[i] + ndim : dims[i];
+    if (d < ndim - k || d >= ndim) return 0;  // out of range, or not among the last k
+    const uint64_t bit = uint64_t{1} << (ndim - 1 - d);
+    if (seen & bit) return 0;  // named twice (ATen raises)
+    seen |= bit;
+  }
+  return k;
+}
+
 bool ReduceFamily::guardCall(const ReduceCall& call, ReduceVariant* variant) {
   if (!knownOp(call.op) || !call.floating || !knownDType(call.dtype)) return false;
   if (call.dtypeGiven) return false;
   const int64_t ndim = static_cast<int64_t>(call.sizes.size());
   if (ndim < 1 || !contiguous(call.sizes, call.strides)) return false;
-  if (!call.dims || call.dims->size() != 1) return false;
-  const int64_t dim = call.dims->front();
-  if (dim != -1 && dim != ndim - 1) return false;
-  int64_t rows = 1;
-  for (int64_t i = 0; i + 1 < ndim; ++i) {
-    if (call.sizes[i] < 1) return false;  // empty (or malformed)
-    if (rows > std::numeric_limits<int64_t>::max() / call.sizes[i]) return false;
-    rows *= call.sizes[i];
+  if (!call.dims) return false;
+  const int64_t k = trailingDims(ndim, call.dims->data(), call.dims->size());
+  if (k < 1 || (k > 1 && reduceOpInfo(call.op).index)) return false;
+  int64_t rows = 1, cols = 1;
+  for (int64_t i = 0; i < ndim; ++i) {
+    const int64_t n = call.sizes[static_cast<size_t>(i)];
+    if (n < 1) return false;  // empty (or malformed)
+    int64_t& product = i < ndim - k ? rows : cols;
+    if (product > std::numeric_limits<int64_t>::max() / n) return false;
+    product *= n;
   }
-  const ReduceVariant v{call.dtype, rows, call.sizes.back(), call.op};
+  const ReduceVariant v{call.dtype, rows, cols, call.op};
   if (!guardVariant(v)) return false;
   if (variant) *variant = v;
   return true;
 }
 
 std::vector<int64_t> ReduceFamily::outputSizes(const ReduceCall& call) {
-  std::vector<int64_t> out(call.sizes.begin(), call.sizes.end() - (call.sizes.empty() ? 0 : 1));
-  if (call.keepdim && !call.sizes.empty()) out.push_back(1);
+  const auto ndim = static_cast<int64_t>(call.sizes.size());
+  const int64_t k = call.dims ? std::max<int64_t>(trailingDims(ndim, call.dims->data(), call.dims->size()), 1) : 1;
+  std::vector<int64_t> out(call.sizes.begin(), call.sizes.end() - std::min(k, ndim));
+  if (call.keepdim) out.insert(out.end(), static_cast<size_t>(std::min(k, ndim)), 1);
   return out;
 }
 
@@ -239,7 +239,7 @@ size_t ReduceFamily::requiredAlignment(DType dtype, const ReduceParams& p) {
 }
 
 size_t ReduceFamily::outputElementSize(ReduceOp op, DType dtype) {
-  return op == ReduceOp::Argmax ? sizeof(int64_t) : elementSize(dtype);
+  return knownOp(op) && reduceOpInfo(op).index ? sizeof(int64_t) : elementSize(dtype);
 }
 
 bool ReduceFamily::guardPointers(const void* in, const void* out, const ReduceVariant& v, const ReduceParams& p) {
@@ -352,7 +352,7 @@ double ReduceFamily::bytesMoved(const ReduceVariant& v) {
 
 ReduceTolerance ReduceFamily::tolerance(ReduceOp op, DType dtype, int64_t cols) {
   ReduceTolerance t;
-  if (op == ReduceOp::Amax || op == ReduceOp::Argmax) {
+  if (knownOp(op) && reduceOpInfo(op).exact) {
     t.exact = true;
     return t;
   }

@@ -5,7 +5,6 @@
 #include <ATen/ops/_fused_rms_norm_cuda_dispatch.h>
 #include <ATen/ops/_log_softmax_cuda_dispatch.h>
 #include <ATen/ops/nll_loss_forward_cuda_dispatch.h>
-#include <ATen/ops/_log_softmax_cuda_dispatch.h>
 #include <ATen/ops/_softmax_cuda_dispatch.h>
 #include <ATen/ops/native_layer_norm_cuda_dispatch.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
@@ -72,8 +71,7 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
   const std::optional<kernels::ReduceOp> reduce = kernels::reduceOpOfAtenName(op);
   const kernels::FamilyDescriptor* family = kernels::familyForOp(op);
   HOTKERNEL_CHECK(family != nullptr, "no timing for ", op);
-  HOTKERNEL_CHECK((key.options & ~family->optionFields) == 0 && (!crossEntropy || kernels::reductionOf(key) >= 0),
-                  "options that ", op, " does not take");
+  HOTKERNEL_CHECK(family->servesKey(key), family->name, " does not serve the variant ", kernels::variantString(key));
   HOTKERNEL_CHECK(key.device >= 0, "timing needs a CUDA device, got device ", key.device);
   HOTKERNEL_CHECK(key.rows >= 1 && key.cols >= 1, "bad variant ", key.rows, "x", key.cols);
   const int device = key.device;
@@ -110,7 +108,7 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
   const MedianCi t = benchmarkOne(
       [&] {
         if (reduce) {
-          (void)atenReduceLastDim(in, *reduce);  // at::cuda::sum / mean / amax / argmax over dim -1
+          (void)atenReduceLastDim(in, *reduce);  // at::cuda::<op> over dim -1
         } else if (softmax) {
           (void)at::cuda::_softmax(in, -1, false);
         } else if (logSoftmax) {

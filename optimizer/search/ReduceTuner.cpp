@@ -3,7 +3,9 @@
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/amax_cuda_dispatch.h>
+#include <ATen/ops/amin_cuda_dispatch.h>
 #include <ATen/ops/argmax_cuda_dispatch.h>
+#include <ATen/ops/argmin_cuda_dispatch.h>
 #include <ATen/ops/mean_cuda_dispatch.h>
 #include <ATen/ops/sum_cuda_dispatch.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
@@ -37,12 +39,12 @@ const std::vector<int64_t>& lastDim() {
 
 // Note [Reduction harness]
 // Reference: ATen's CUDA kernel of the op (at::cuda::sum / mean / amax /
-// argmax over dim -1), called below the dispatcher: through it, a serving
+// argmax / amin / argmin over dim -1), called below the dispatcher: through it, a serving
 // process would reach hotkernel's own trampoline, and a candidate must never
 // be checked against itself. No extra arguments: a row op of the plain
 // (in, out, rows, cols) ABI with a [rows] output.
 // Bounds per row (ReduceFamily::tolerance, Note [Reduction tolerance]):
-// amax and argmax exact (argmax through Note [Exact integer outputs]); sum
+// the extrema exact (argmax and argmin through Note [Exact integer outputs]); sum
 // and mean within ATen's own distance from the float64 result of the same
 // input, plus this kernel's summation bound on sum |x| (mean: mean |x|), plus
 // one step of the output dtype. Sums take near-max inputs at max / (4 cols)
@@ -76,26 +78,27 @@ at::Tensor atenReduceLastDim(const at::Tensor& x, ReduceOp op) {
       return at::cuda::amax(x, at::IntArrayRef(lastDim()), false);
     case ReduceOp::Argmax:
       return at::cuda::argmax(x, int64_t{-1}, false);
+    case ReduceOp::Amin:
+      return at::cuda::amin(x, at::IntArrayRef(lastDim()), false);
+    case ReduceOp::Argmin:
+      return at::cuda::argmin(x, int64_t{-1}, false);
   }
   HOTKERNEL_THROW("unknown reduction op ", static_cast<int>(op));
 }
 
 RowOpSpec reduceSpec(ReduceOp op) {
   RowOpSpec spec;
-  spec.op = op == ReduceOp::Sum    ? "aten::sum.dim_IntList"
-            : op == ReduceOp::Mean ? "aten::mean.dim"
-            : op == ReduceOp::Amax ? "aten::amax"
-                                   : "aten::argmax";
+  spec.op = kernels::reduceAtenOpName(op);
   spec.infinitiesDefined = true;
   const bool sum = op == ReduceOp::Sum || op == ReduceOp::Mean;
   RowOpOutput out;
   out.name = "out";
   out.perRow = true;
-  out.perRowInInputDtype = op != ReduceOp::Argmax;
-  out.exactInt64 = op == ReduceOp::Argmax;
+  out.perRowInInputDtype = !kernels::reduceOpInfo(op).index;
+  out.exactInt64 = kernels::reduceOpInfo(op).index;
   out.bound = [op, sum](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
     if (sum) return sumBound(in, refs[0], op, d);
-    return at::zeros({in.size(0)}, in.options().dtype(at::kFloat));  // exact (amax)
+    return at::zeros({in.size(0)}, in.options().dtype(at::kFloat));  // exact (amax, amin)
   };
   spec.outputs = {out};
   spec.makeArgs = [](int64_t, int64_t, DType, at::Generator&) { return RowOpArgs{}; };

@@ -1,10 +1,10 @@
 // The last-dim reduction family on the GPU: parameter points compiled with
 // NVRTC for the device and run through the five-stage harness against ATen's
-// CUDA kernels (at::cuda::sum / mean / amax / argmax) at odd and extreme
+// CUDA kernels (at::cuda::<op>) at odd and extreme
 // sizes in every dtype; every whitelisted point of bfloat16 at one shape; the
 // special values the template's Note [What ATen's last-dim reductions
-// compute] describes, checked against ATen exactly through a plan; amax and
-// argmax on rows built around each point's threads and vectors (the cases
+// compute] describes, checked against ATen exactly through a plan; the
+// extrema (amin and argmin as mirrors of amax and argmax on -x) on rows built around each point's threads and vectors (the cases
 // the two-level folds could get wrong: the maximum twice in one thread, NaNs
 // after it, ties across threads, +0 / -0, rows of -inf, the last partial
 // batch), against a CPU reference and ATen, in every dtype. No timing here:
@@ -112,8 +112,9 @@ class ReduceGpuTest : public ::testing::Test {
     const ReduceVariant v{d, x.size(0), x.size(1), op};
     const std::string& cubin = cubinOf(d, p, op);
     const Plan plan = kernels::reduceDescriptor(op).makePlan(VariantKey{static_cast<int32_t>(d), 0, v.rows, v.cols}, p.toJson(), cubin, 0);
-    at::Tensor out = op == ReduceOp::Argmax ? at::full({v.rows}, -7, x.options().dtype(at::kLong))
-                                            : at::full({v.rows}, std::numeric_limits<float>::quiet_NaN(), x.options());
+    at::Tensor out = kernels::reduceOpInfo(op).index
+                         ? at::full({v.rows}, -7, x.options().dtype(at::kLong))
+                         : at::full({v.rows}, std::numeric_limits<float>::quiet_NaN(), x.options());
     EXPECT_TRUE(plan.launcher->launch(RowKernelArgs{x.const_data_ptr(), out.mutable_data_ptr(), v.rows, v.cols},
                                       stream()));
     return out;
@@ -154,7 +155,7 @@ TEST_F(ReduceGpuTest, GivenEveryBFloat16PointWhenTheHarnessRunsThenEveryStagePas
       if (ReduceFamily::guardParams(v, p)) cases.push_back({v, p, "", ""});
     }
   }
-  ASSERT_EQ(cases.size(), 4u * ReduceFamily::allParameterPoints(DType::BFloat16).size());
+  ASSERT_EQ(cases.size(), kernels::kReduceOpCount * ReduceFamily::allParameterPoints(DType::BFloat16).size());
   compileCases(cases);
   for (const Case& c : cases) {
     SCOPED_TRACE(c.describe());
@@ -165,7 +166,7 @@ TEST_F(ReduceGpuTest, GivenEveryBFloat16PointWhenTheHarnessRunsThenEveryStagePas
   }
 }
 
-TEST_F(ReduceGpuTest, GivenTiesNansAndInfinitiesWhenArgmaxAndAmaxRunThenTheyEqualAtenExactly) {
+TEST_F(ReduceGpuTest, GivenTiesNansAndInfinitiesWhenTheExtremaRunThenTheyEqualAtenExactly) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   // Rows of 8: ties (first index), two NaNs (the first), NaN after the max,
   // all -inf (index 0), +0 / -0 ties, +inf, a lone maximum at the end.
@@ -195,12 +196,22 @@ TEST_F(ReduceGpuTest, GivenTiesNansAndInfinitiesWhenArgmaxAndAmaxRunThenTheyEqua
       EXPECT_TRUE(at::all((mine == atenMax) | (mine.isnan() & atenMax.isnan())).item<bool>()) << mine << atenMax;
       // A zero maximum comes out as +0 (Note [What ATen's last-dim reductions compute]).
       EXPECT_FALSE(std::signbit(mine[4].item<float>()));
+      // argmin and amin of -x: the same indices (LessOrNan mirrors GreaterOrNan),
+      // the negated maxima, a zero minimum as -0.
+      const at::Tensor negated = x.neg();
+      EXPECT_TRUE(at::equal(runPlan(negated, ReduceOp::Argmin, p).cpu(), expected));
+      EXPECT_TRUE(at::equal(atenReduceLastDim(negated, ReduceOp::Argmin).cpu(), expected));
+      const at::Tensor mineMin = runPlan(negated, ReduceOp::Amin, p).cpu().to(at::kFloat);
+      const at::Tensor atenMin = atenReduceLastDim(negated, ReduceOp::Amin).cpu().to(at::kFloat);
+      EXPECT_TRUE(at::all((mineMin == atenMin) | (mineMin.isnan() & atenMin.isnan())).item<bool>())
+          << mineMin << atenMin;
+      EXPECT_TRUE(std::signbit(mineMin[4].item<float>()));
     }
   }
 }
 
 // ---- rows built around the threads' vectors ---------------------------------
-// amax and argmax fold a thread's vectors first (Note [Packed maxima], Note
+// The extrema fold a thread's vectors first (Note [Packed maxima], Note
 // [Two-level argmax] in the template): what could go wrong there is placed
 // at known threads, vectors and lanes of a point's layout (vector
 // k * rowThreads + t to thread t) and checked against the CPU reference of
@@ -384,7 +395,7 @@ std::vector<Scenario> scenarios(const Layout& l, uint32_t seed) {
   return out;
 }
 
-TEST_F(ReduceGpuTest, GivenRowsBuiltAroundTheThreadsVectorsWhenArgmaxAndAmaxRunThenTheyEqualTheReferenceAndAten) {
+TEST_F(ReduceGpuTest, GivenRowsBuiltAroundTheThreadsVectorsWhenTheExtremaRunThenTheyEqualTheReferenceAndAten) {
   // Points: one lane a vector (vec 1), packed pairs (vec 2), unroll 1-8, one
   // warp to 1024 threads a row (the cross-warp merge), 4 and 32 lanes a row.
   // cols: one vector; fewer vectors than threads; 513 vectors of 8; 4129
@@ -408,6 +419,12 @@ TEST_F(ReduceGpuTest, GivenRowsBuiltAroundTheThreadsVectorsWhenArgmaxAndAmaxRunT
         const at::Tensor atenIdx = atenReduceLastDim(x, ReduceOp::Argmax).cpu();
         const at::Tensor max = runPlan(x, ReduceOp::Amax, p).cpu().to(at::kFloat);
         const at::Tensor atenMax = atenReduceLastDim(x, ReduceOp::Amax).cpu().to(at::kFloat);
+        // argmin / amin of -x mirror argmax / amax of x: the same index, the
+        // negated extremum bit for bit (a zero minimum is -0 where the maximum is +0).
+        const at::Tensor negated = x.neg();
+        const at::Tensor minIdx = runPlan(negated, ReduceOp::Argmin, p).cpu();
+        const at::Tensor atenMinIdx = atenReduceLastDim(negated, ReduceOp::Argmin).cpu();
+        const at::Tensor min = runPlan(negated, ReduceOp::Amin, p).cpu().to(at::kFloat);
         for (int64_t r = 0; r < n; ++r) {
           SCOPED_TRACE(std::string(c10::toString(t)) + " " + p.describe() + " cols=" + std::to_string(cols) + ": " +
                        rows[static_cast<size_t>(r)].name);
@@ -415,12 +432,16 @@ TEST_F(ReduceGpuTest, GivenRowsBuiltAroundTheThreadsVectorsWhenArgmaxAndAmaxRunT
           const int64_t want = referenceArgmax(row, cols);
           EXPECT_EQ(atenIdx[r].item<int64_t>(), want);  // the reference is ATen's rule
           EXPECT_EQ(idx[r].item<int64_t>(), want);
+          EXPECT_EQ(minIdx[r].item<int64_t>(), want);
+          EXPECT_EQ(atenMinIdx[r].item<int64_t>(), want);
           const float wantMax = referenceAmax(row, cols), got = max[r].item<float>(), aten = atenMax[r].item<float>();
           if (std::isnan(wantMax)) {
             EXPECT_TRUE(std::isnan(got)) << got;
             EXPECT_TRUE(std::isnan(aten)) << aten;
+            EXPECT_TRUE(std::isnan(min[r].item<float>()));
           } else {
             EXPECT_EQ(bitsOf(got), bitsOf(wantMax)) << got << " vs " << wantMax;  // the zero's sign too
+            EXPECT_EQ(bitsOf(min[r].item<float>()), bitsOf(-wantMax)) << min[r].item<float>() << " vs " << -wantMax;
             EXPECT_EQ(aten, wantMax);                                            // +0 == -0
           }
           ++checked;

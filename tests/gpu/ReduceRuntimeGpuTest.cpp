@@ -2,8 +2,9 @@
 // them: a hot variant (sum over bf16 [4096, 32000]; argmax over bf16
 // [32, 128256], a decode-sized batch of logits) goes through
 // Engine::optimizeVariant (tuner, harness, decision in the cache under the
-// op's family name, plan published in the op's table), and x.sum(-1) /
-// x.argmax(-1) then hit the trampoline and match ATen's CUDA kernel (sum
+// op's family name, plan published in the op's table; amin and argmin over
+// fp32 [2048, 8192] too), and x.sum(-1) / x.argmax(-1) / x.amin(-1) /
+// x.argmin(-1) then hit the trampoline and match ATen's CUDA kernel (sum
 // within the family's tolerance, argmax exactly), with and without keepdim,
 // under autograd too (the trampoline replaces the CUDA kernel only).
 //
@@ -15,7 +16,9 @@
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <iostream>
 #include <string>
 
@@ -156,6 +159,38 @@ TEST(ReduceRuntimeGpuTest, GivenAHotBf16DecodeArgmaxWhenOptimizedThenArgmaxHitsT
   const uint64_t misses = missesOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Argmax)));
   (void)x.argmax();
   EXPECT_EQ(missesOf(servedOp(kernels::reduceAtenOpName(ReduceOp::Argmax))), misses + 1);
+}
+
+TEST(ReduceRuntimeGpuTest, GivenHotFp32AminAndArgminWhenOptimizedThenBothHitTheirSwappedKernelsAndEqualAten) {
+  // amin and argmin, the ops added as rows of the served-op table, through the
+  // whole runtime path: tuned, cached under their own families, served.
+  REQUIRE_CUDA_AND_NVRTC();
+  (void)cacheDir();
+  constexpr int64_t kRows = 2048, kCols = 8192;
+  const VariantKey key{static_cast<int32_t>(DType::Float32), 0, kRows, kCols};
+  for (ReduceOp op : {ReduceOp::Amin, ReduceOp::Argmin}) {
+    installServedOp(servedOp(kernels::reduceAtenOpName(op)), c10::DispatchKey::CUDA, nullptr);
+    optimizeOrPublish(op, key);
+  }
+  const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, 0);
+  at::Tensor x = at::randn({kRows, kCols}, opts);
+  x.select(0, 3).fill_(-2.0);                                                         // ties: index 0
+  x.select(0, 9).select(0, 77).fill_(std::numeric_limits<float>::quiet_NaN());       // NaN first
+  const uint64_t aminHits = hitsOf(servedOp("aten::amin")), argminHits = hitsOf(servedOp("aten::argmin"));
+  at::Tensor m, idx;
+  {
+    at::InferenceMode inference;
+    m = x.amin(-1);
+    idx = x.argmin(-1);
+  }
+  EXPECT_EQ(hitsOf(servedOp("aten::amin")), aminHits + 1);
+  EXPECT_EQ(hitsOf(servedOp("aten::argmin")), argminHits + 1);
+  const at::Tensor atenM = atenReduceLastDim(x, ReduceOp::Amin);
+  EXPECT_TRUE(at::all((m == atenM) | (m.isnan() & atenM.isnan())).item<bool>());
+  EXPECT_TRUE(at::equal(idx, atenReduceLastDim(x, ReduceOp::Argmin)));
+  EXPECT_EQ(idx[3].item<int64_t>(), 0);
+  EXPECT_EQ(idx[9].item<int64_t>(), 77);
+  EXPECT_TRUE(std::isnan(m[9].item<float>()));
 }
 
 }  // namespace

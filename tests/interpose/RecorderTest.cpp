@@ -149,7 +149,7 @@ TEST(RecorderTest, GivenCrossEntropyCallsWhenRecordedThenVariantsCarryTheirReduc
   EXPECT_EQ(seen, 2);
 }
 
-// Note [Recording reductions]: sum / mean / amax / argmax over the last dim
+// Note [Recording reductions]: sum / mean / amax / argmax / amin / argmin over the last dim
 // are recorded under their overload-qualified names; other overloads and
 // dims are not. Shapes are this test's own.
 TEST(RecorderTest, GivenLastDimReductionsWhenRecordedThenOnlyServableCallsUnderTheirOverloadNames) {
@@ -160,8 +160,11 @@ TEST(RecorderTest, GivenLastDimReductionsWhenRecordedThenOnlyServableCallsUnderT
     (void)at::mean(x, {2}, /*keepdim=*/true);
     (void)at::amax(x, {-1});
     (void)at::argmax(x, -1);
+    (void)at::amin(x, {-1});
+    (void)at::argmin(x, 2, /*keepdim=*/true);
   }
-  for (const char* op : {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax", "aten::argmax"}) {
+  for (const char* op :
+       {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax", "aten::argmax", "aten::amin", "aten::argmin"}) {
     EXPECT_EQ(hotCount(sink, op, 33, 37), 1) << op;
   }
   // Not servable, not recorded: a full sum, another dim, sum with dtype=, argmax(dim=None).
@@ -171,11 +174,13 @@ TEST(RecorderTest, GivenLastDimReductionsWhenRecordedThenOnlyServableCallsUnderT
     (void)at::sum(y, {0});
     (void)at::sum(y, {-1}, false, at::kDouble);
     (void)at::argmax(y);
+    (void)at::argmin(y);
+    (void)at::amin(y, {0});
   }
   int recorded = 0;
   for (const auto& v : Recorder::instance().profile()["variants"]) {
     const std::string op = v["op"];
-    if (op.rfind("aten::sum", 0) == 0 || op == "aten::argmax") recorded += v["cols"] == 13 || v["cols"] == 4;
+    if (op.rfind("aten::sum", 0) == 0 || op == "aten::argmax" || op == "aten::argmin" || op == "aten::amin") recorded += v["cols"] == 13 || v["cols"] == 4;
   }
   EXPECT_EQ(recorded, 0);
 }

@@ -24,7 +24,7 @@ using kernels::ReduceOp;
 constexpr int32_t kF32 = static_cast<int32_t>(kernels::DType::Float32);
 
 // Plays hk_reduce_lastdim's ABI: row r's result is r + 0.25 (float32), or r
-// (int64) for argmax; records what it got.
+// (int64) for the index ops; records what it got.
 class AbiLauncher : public KernelLauncher {
  public:
   explicit AbiLauncher(bool argmax) : argmax_(argmax) {}
@@ -67,7 +67,7 @@ class ReduceOverrideTest : public ::testing::Test {
   static void SetUpTestSuite() {
     for (ReduceOp op : kernels::kAllReduceOps) {
       ReduceOverride::install(c10::DispatchKey::CPU, op);
-      launchers_[static_cast<int>(op)] = std::make_shared<AbiLauncher>(op == ReduceOp::Argmax);
+      launchers_[static_cast<int>(op)] = std::make_shared<AbiLauncher>(kernels::reduceOpInfo(op).index);
       plansOf(servedOp(kernels::reduceAtenOpName(op))).publish(
           Plan{VariantKey{kF32, -1, 6, 48}, launchers_[static_cast<int>(op)], "abi 6x48"});
     }
@@ -77,9 +77,9 @@ class ReduceOverrideTest : public ::testing::Test {
     setServedOpsEnabled(true);
   }
   static AbiLauncher& launcher(ReduceOp op) { return *launchers_[static_cast<int>(op)]; }
-  static std::shared_ptr<AbiLauncher> launchers_[4];
+  static std::shared_ptr<AbiLauncher> launchers_[kernels::kReduceOpCount];
 };
-std::shared_ptr<AbiLauncher> ReduceOverrideTest::launchers_[4];
+std::shared_ptr<AbiLauncher> ReduceOverrideTest::launchers_[kernels::kReduceOpCount];
 
 TEST_F(ReduceOverrideTest, GivenInstalledTwiceWhenInstallingThenIdempotentForEveryOp) {
   for (ReduceOp op : kernels::kAllReduceOps) {
@@ -120,6 +120,46 @@ TEST_F(ReduceOverrideTest, GivenPlannedVariantsWhenMeanAmaxAndArgmaxRunThenEachO
   EXPECT_EQ(at::argmax(x, -1, /*keepdim=*/true).sizes(), (at::IntArrayRef{6, 1}));
   EXPECT_GE(launcher(ReduceOp::Mean).calls.load(), 1);
   EXPECT_GE(launcher(ReduceOp::Amax).calls.load(), 1);
+}
+
+TEST_F(ReduceOverrideTest, GivenThePlannedRowsAsTheLastTwoDimsWhenReducedThenThePlanServesWithAtensShapes) {
+  // [6, 4, 12] over dims (-2, -1): the [6, 48] variant (Note [What the reduction overrides refuse]).
+  const at::Tensor x = at::randn({6, 4, 12});
+  const int before = launcher(ReduceOp::Sum).calls.load();
+  const at::Tensor out = at::sum(x, at::IntArrayRef{-2, -1});
+  EXPECT_EQ(launcher(ReduceOp::Sum).calls.load(), before + 1);
+  EXPECT_EQ(launcher(ReduceOp::Sum).cols, 48);
+  EXPECT_TRUE(at::equal(out, pattern(6)));
+  EXPECT_EQ(at::amin(x, at::IntArrayRef{2, 1}, /*keepdim=*/true).sizes(), (at::IntArrayRef{6, 1, 1}));
+  // Not the last k dims: the original.
+  const at::Tensor y = at::randn({6, 48, 1});
+  EXPECT_TRUE(near(at::sum(y, at::IntArrayRef{0, 1}), y.to(at::kDouble).sum(at::IntArrayRef{0, 1})));
+  EXPECT_EQ(launcher(ReduceOp::Sum).calls.load(), before + 1);
+}
+
+TEST_F(ReduceOverrideTest, GivenPlannedVariantsWhenAminAndArgminRunThenTheirOwnRowsServe) {
+  // The two ops added as rows of the served-op table (Note [The served-op table]).
+  const at::Tensor x = at::randn({2, 3, 48});
+  const int aminBefore = launcher(ReduceOp::Amin).calls.load();
+  const int amaxBefore = launcher(ReduceOp::Amax).calls.load();
+  const uint64_t hits = hitsOf(servedOp("aten::amin"));
+  const at::Tensor m = at::amin(x, {-1});
+  EXPECT_EQ(m.sizes(), (at::IntArrayRef{2, 3}));
+  EXPECT_TRUE(at::equal(m.reshape({6}), pattern(6)));
+  EXPECT_EQ(launcher(ReduceOp::Amin).calls.load(), aminBefore + 1);
+  EXPECT_EQ(launcher(ReduceOp::Amax).calls.load(), amaxBefore);
+  EXPECT_EQ(hitsOf(servedOp("aten::amin")), hits + 1);
+  const at::Tensor idx = at::argmin(x, 2, /*keepdim=*/true);
+  EXPECT_EQ(idx.scalar_type(), at::kLong);
+  EXPECT_EQ(idx.sizes(), (at::IntArrayRef{2, 3, 1}));
+  EXPECT_TRUE(at::equal(idx.reshape({6}), at::arange(6, at::kLong)));
+  EXPECT_GE(launcher(ReduceOp::Argmin).calls.load(), 1);
+  // Refused calls run the originals: another dim, argmin(dim=None), a variant without a plan.
+  EXPECT_TRUE(at::equal(at::amin(x, {1}), std::get<0>(x.min(1))));
+  EXPECT_EQ(at::argmin(x).item<int64_t>(), x.reshape({-1}).argmin().item<int64_t>());
+  const at::Tensor y = at::randn({7, 48});
+  EXPECT_TRUE(at::equal(at::argmin(y, -1), std::get<1>(y.min(-1))));
+  EXPECT_TRUE(at::equal(at::amin(y, {-1}), std::get<0>(y.min(-1))));
 }
 
 TEST_F(ReduceOverrideTest, GivenCallsTheFamilyRefusesOrWithoutAPlanWhenCalledThenOriginalResults) {

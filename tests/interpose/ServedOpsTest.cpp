@@ -29,10 +29,13 @@ TEST(ServedOpsTest, GivenOpNamesInEverySpellingWhenLookedUpThenTheirRow) {
   EXPECT_EQ(servedOpOf("aten::mean"), &servedOp("aten::mean.dim"));
   EXPECT_EQ(servedOpOf("amax"), &servedOp("aten::amax"));
   EXPECT_EQ(servedOpOf("aten::argmax"), &servedOp("aten::argmax"));
+  EXPECT_EQ(servedOpOf("amin"), &servedOp("aten::amin"));
+  EXPECT_EQ(servedOpOf("aten::argmin"), &servedOp("aten::argmin"));
+  EXPECT_NE(&servedOp("aten::amin"), &servedOp("aten::amax"));
 }
 
 TEST(ServedOpsTest, GivenNamesNoRowHasWhenLookedUpThenNoneAndServedOpThrows) {
-  for (const char* name : {"layer_norm", "aten::rms_norm", "aten::mm", "aten::max", "aten::sum.dim_DimnameList",
+  for (const char* name : {"layer_norm", "aten::rms_norm", "aten::mm", "aten::max", "aten::min", "aten::sum.dim_DimnameList",
                            "aten::nll_loss_forward", "", "aten::"}) {
     EXPECT_EQ(servedOpOf(name), nullptr) << name;
   }

@@ -152,7 +152,7 @@ struct Traits<ReduceFamily> {
     for (ReduceOp op : kAllReduceOps) out.push_back({d, rows, cols, op});
     return out;
   }
-  static std::vector<Variant> unsupported() { return {{DType::Float32, 4, 4, static_cast<ReduceOp>(4)}}; }
+  static std::vector<Variant> unsupported() { return {{DType::Float32, 4, 4, static_cast<ReduceOp>(kReduceOpCount)}}; }
   static constexpr int kComputeCapabilities[] = {0};
   static std::vector<Params> space(const Variant& v, int) { return ReduceFamily::parameterSpace(v); }
   static std::vector<std::vector<std::string>> optionSets(DType d, const Params& p) {

@@ -100,9 +100,13 @@ TEST(ReduceFamilyTest, GivenCallsAtenMustServeWhenGuardedThenRefused) {
   EXPECT_TRUE(refused(c));
   c.dims = std::vector<int64_t>{1};
   EXPECT_TRUE(refused(c));
-  c.dims = std::vector<int64_t>{1, 2};
+  c.dims = std::vector<int64_t>{0, 2};  // not the last k
   EXPECT_TRUE(refused(c));
-  c.dims = std::vector<int64_t>{-1, -1};
+  c.dims = std::vector<int64_t>{-1, -1};  // a dim twice (ATen raises)
+  EXPECT_TRUE(refused(c));
+  c.dims = std::vector<int64_t>{3};  // out of range (ATen raises)
+  EXPECT_TRUE(refused(c));
+  c.dims = std::vector<int64_t>{-4};
   EXPECT_TRUE(refused(c));
   ReduceCall a = servedCall(ReduceOp::Argmax);
   a.dims = std::nullopt;  // argmax(dim=None): flattened
@@ -133,6 +137,44 @@ TEST(ReduceFamilyTest, GivenCallsAtenMustServeWhenGuardedThenRefused) {
   c = servedCall();
   c.dtype = static_cast<DType>(9);
   EXPECT_TRUE(refused(c));
+}
+
+TEST(ReduceFamilyTest, GivenTheLastKDimsInAnySpellingWhenGuardedThenFoldedIntoColsForTheValueOpsOnly) {
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{1, 2}, std::vector<int64_t>{-1, -2},
+                                           std::vector<int64_t>{2, -2}}) {
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Amax, ReduceOp::Amin}) {
+      ReduceCall c = servedCall(op);
+      c.dims = dims;
+      V v;
+      ASSERT_TRUE(ReduceFamily::guardCall(c, &v)) << reduceOpName(op) << " " << dims[0] << "," << dims[1];
+      EXPECT_EQ(v.rows, 8);
+      EXPECT_EQ(v.cols, 512 * 4096);
+      EXPECT_EQ(ReduceFamily::outputSizes(c), (std::vector<int64_t>{8}));
+      c.keepdim = true;
+      EXPECT_EQ(ReduceFamily::outputSizes(c), (std::vector<int64_t>{8, 1, 1}));
+    }
+  }
+  // Every dim: one row; without keepdim a 0-dim result.
+  ReduceCall all = servedCall(ReduceOp::Amin);
+  all.sizes = {4, 8, 16};
+  all.strides = {128, 16, 1};
+  all.dims = std::vector<int64_t>{0, 1, 2};
+  V v;
+  ASSERT_TRUE(ReduceFamily::guardCall(all, &v));
+  EXPECT_EQ(v.rows, 1);
+  EXPECT_EQ(v.cols, 512);
+  EXPECT_TRUE(ReduceFamily::outputSizes(all).empty());
+  // The index ops take one dim: a list of two is not theirs.
+  ReduceCall index = servedCall(ReduceOp::Argmin);
+  index.dims = std::vector<int64_t>{1, 2};
+  EXPECT_FALSE(ReduceFamily::guardCall(index, nullptr));
+  // trailingDims itself: k, or 0.
+  const int64_t twoLast[] = {-2, 3}, gap[] = {1, 3}, twice[] = {3, -1};
+  EXPECT_EQ(ReduceFamily::trailingDims(4, twoLast, 2), 2);
+  EXPECT_EQ(ReduceFamily::trailingDims(4, gap, 2), 0);
+  EXPECT_EQ(ReduceFamily::trailingDims(4, twice, 2), 0);
+  EXPECT_EQ(ReduceFamily::trailingDims(4, twoLast, 0), 0);
+  EXPECT_EQ(ReduceFamily::trailingDims(0, twoLast, 1), 0);
 }
 
 TEST(ReduceFamilyTest, GivenKeepdimOrNotWhenAskingForOutputSizesThenLeadingDimsAndOptionalOne) {
@@ -218,7 +260,7 @@ TEST(ReduceFamilyTest, GivenPointsWhenAskingForOptionsGeometryAndBytesThenTheTem
   const std::vector<std::string> o = ReduceFamily::compileOptions(DType::Float16, {128, 4, 2, 8}, ReduceOp::Argmax);
   EXPECT_EQ(o, (std::vector<std::string>{"-DHK_DTYPE=1", "-DHK_OP=3", "-DHK_THREADS=128", "-DHK_ROWS=8", "-DHK_VEC=4",
                                          "-DHK_UNROLL=2"}));
-  EXPECT_THROW(ReduceFamily::compileOptions(DType::Float32, {256, 4, 1, 1}, static_cast<ReduceOp>(5)), Error);
+  EXPECT_THROW(ReduceFamily::compileOptions(DType::Float32, {256, 4, 1, 1}, static_cast<ReduceOp>(kReduceOpCount)), Error);
   LaunchGeometry g = ReduceFamily::launchGeometry({DType::BFloat16, 1000, 64, ReduceOp::Sum}, {128, 8, 1, 8});
   EXPECT_EQ(g.gridX, 125u);
   EXPECT_EQ(g.blockX, 128u);
@@ -241,19 +283,32 @@ TEST(ReduceFamilyTest, GivenEveryOpWhenNamingItsFamilyThenTheNameMapsBack) {
     names.insert(reduceFamilyName(op));
     EXPECT_EQ(reduceOpOfFamily(reduceFamilyName(op)), op);
   }
-  EXPECT_EQ(names.size(), 4u);
+  EXPECT_EQ(names.size(), kReduceOpCount);
   EXPECT_STREQ(reduceAtenOpName(ReduceOp::Sum), "aten::sum.dim_IntList");
   EXPECT_STREQ(reduceAtenOpName(ReduceOp::Mean), "aten::mean.dim");
   for (ReduceOp op : kAllReduceOps) EXPECT_EQ(reduceOpOfAtenName(reduceAtenOpName(op)), op);
   EXPECT_FALSE(reduceOpOfAtenName("aten::sum").has_value());
   EXPECT_FALSE(reduceOpOfFamily("softmax_lastdim").has_value());
   EXPECT_STREQ(reduceOpName(ReduceOp::Argmax), "argmax");
+  EXPECT_STREQ(reduceAtenOpName(ReduceOp::Amin), "aten::amin");
+  EXPECT_STREQ(reduceFamilyName(ReduceOp::Argmin), "argmin_lastdim");
+  // Note [The reduction ops]: the index ops give int64, the extrema are exact, sums neither.
+  for (ReduceOp op : kAllReduceOps) {
+    EXPECT_EQ(reduceOpInfo(op).op, op);
+    const bool index = op == ReduceOp::Argmax || op == ReduceOp::Argmin;
+    EXPECT_EQ(reduceOpInfo(op).index, index) << reduceOpName(op);
+    EXPECT_EQ(reduceOpInfo(op).exact, op != ReduceOp::Sum && op != ReduceOp::Mean) << reduceOpName(op);
+    EXPECT_EQ(ReduceFamily::outputElementSize(op, DType::BFloat16), index ? 8u : 2u) << reduceOpName(op);
+  }
+  EXPECT_THROW(reduceOpInfo(static_cast<ReduceOp>(kReduceOpCount)), Error);
 }
 
 TEST(ReduceFamilyTest, GivenTheTolerancesThenMaximaExactAndSumsWidenWithTheRowAndTheOutputType) {
   for (DType d : kAllDTypes) {
     EXPECT_TRUE(ReduceFamily::tolerance(ReduceOp::Amax, d, 4096).exact);
     EXPECT_TRUE(ReduceFamily::tolerance(ReduceOp::Argmax, d, 4096).exact);
+    EXPECT_TRUE(ReduceFamily::tolerance(ReduceOp::Amin, d, 4096).exact);
+    EXPECT_TRUE(ReduceFamily::tolerance(ReduceOp::Argmin, d, 4096).exact);
     EXPECT_EQ(ReduceFamily::tolerance(ReduceOp::Argmax, d, 4096).bound(5.0, 100.0, 1.0), 0.0);
     const ReduceTolerance s = ReduceFamily::tolerance(ReduceOp::Sum, d, 4096);
     EXPECT_FALSE(s.exact);
@@ -401,12 +456,13 @@ TEST(ReduceFamilyCompileTest, GivenEveryOpAndDTypeAtTheLargestUnrollOfEachShapeW
   for (const auto& [key, line] : rows) std::printf("  %s %s\n", key.c_str(), line.c_str());
 }
 
-TEST(ReduceFamilyCompileTest, GivenEveryVectorWidthWhenAmaxAndArgmaxCompileForSm80AndSm90aThenCubinsWithoutSpills) {
-  // amax and argmax fold packed words (Note [Packed maxima] in the template):
+TEST(ReduceFamilyCompileTest, GivenEveryVectorWidthWhenTheExtremaCompileForSm80AndSm90aThenCubinsWithoutSpills) {
+  // The extrema fold packed words (Note [Packed maxima] in the template):
   // one 16-bit element, one pair, two or four pairs a vector for 16-bit types,
   // one to four floats for float32; each layout at the largest unroll of a
-  // 1024-thread CTA (64 registers a thread), of 4 lanes a row and of one warp,
-  // on both architectures (the max.NaN forms need sm_80).
+  // 1024-thread CTA (64 registers a thread), of 4 lanes a row and of one warp:
+  // amax and argmax on both architectures (the max.NaN forms need sm_80),
+  // amin and argmin (the same code with min.NaN) on sm_90a.
   SKIP_WITHOUT_NVRTC();
   std::vector<Job> jobs;
   for (DType d : kAllDTypes) {
@@ -421,6 +477,7 @@ TEST(ReduceFamilyCompileTest, GivenEveryVectorWidthWhenAmaxAndArgmaxCompileForSm
       for (ReduceOp op : {ReduceOp::Amax, ReduceOp::Argmax}) {
         for (const char* arch : {"sm_80", "sm_90a"}) jobs.push_back({d, p, op, arch});
       }
+      for (ReduceOp op : {ReduceOp::Amin, ReduceOp::Argmin}) jobs.push_back({d, p, op, "sm_90a"});
     }
   }
   const std::vector<Result> results = compileAll(jobs);
@@ -434,7 +491,7 @@ TEST(ReduceFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompiledT
       {"-DHK_DTYPE=2", "-DHK_OP=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=16", "-DHK_UNROLL=1"},
       {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_THREADS=384", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_UNROLL=1"},
       {"-DHK_DTYPE=3", "-DHK_OP=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_UNROLL=1"},
-      {"-DHK_DTYPE=0", "-DHK_OP=4", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_UNROLL=1"},
+      {"-DHK_DTYPE=0", "-DHK_OP=6", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_UNROLL=1"},
       {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_UNROLL=3"},
       {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_THREADS=128", "-DHK_ROWS=2", "-DHK_VEC=4", "-DHK_UNROLL=1"},
       {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4"},  // missing define
@@ -442,9 +499,9 @@ TEST(ReduceFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompiledT
   for (const std::vector<std::string>& options : bad) {
     EXPECT_THROW(compileToCubin(source, "reduce_lastdim.cu", "sm_90a", options), Error) << options.back();
   }
-  // amax and argmax below sm_80 (no max.NaN): the template says so, at a point
-  // without L2 hints (vec 1), which would otherwise compile there.
-  for (ReduceOp op : {ReduceOp::Amax, ReduceOp::Argmax}) {
+  // The extrema below sm_80 (no max.NaN / min.NaN): the template says so, at a
+  // point without L2 hints (vec 1), which would otherwise compile there.
+  for (ReduceOp op : {ReduceOp::Amax, ReduceOp::Argmax, ReduceOp::Amin, ReduceOp::Argmin}) {
     try {
       const std::vector<std::string> options = ReduceFamily::compileOptions(DType::Float32, {256, 1, 2, 1}, op);
       compileToCubin(source, "reduce_lastdim.cu", "sm_75", options);

@@ -54,7 +54,7 @@ class Recorder {
   // appears on aten::cross_entropy_loss variants only, under the same rule.
   // The last-dim reductions are recorded under their overload-qualified
   // names ("aten::sum.dim_IntList", "aten::mean.dim", "aten::amax",
-  // "aten::argmax") with plain (dtype, rows, cols) keys: a reader that knows
+  // "aten::argmax", "aten::amin", "aten::argmin") with plain (dtype, rows, cols) keys: a reader that knows
   // no such op drops them.
   nlohmann::json profile() const;
   // Estimated calls of one variant so far (sampled / p); 0 if never sampled.

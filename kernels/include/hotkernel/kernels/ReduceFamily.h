@@ -1,9 +1,10 @@
 #pragma once
 // The last-dim reduction family: aten::sum.dim_IntList, aten::mean.dim,
-// aten::amax and aten::argmax over the last dimension of a contiguous
-// [rows, cols] view (leading dims folded into rows), keepdim true or false,
-// float32 / float16 / bfloat16, one read of the input and one result per row
-// (the input's dtype; int64 for argmax). The CUDA template is
+// aten::amax, aten::argmax, aten::amin and aten::argmin over the last
+// dimension of a contiguous [rows, cols] view (leading dims folded into rows;
+// the sums and the value extrema also over the last k dims, folded into cols),
+// keepdim true or false, float32 / float16 / bfloat16, one read of the input
+// and one result per row (the input's dtype; int64 for the index ops). The CUDA template is
 // kernels/reduce/reduce_lastdim.cu (its Notes give what ATen computes and why
 // the results are reproducible); kernels/README.md the parameter space.
 //
@@ -30,17 +31,32 @@ struct VariantKey;
 namespace hotkernel::kernels {
 
 // The template's HK_OP.
-enum class ReduceOp : int32_t { Sum = 0, Mean = 1, Amax = 2, Argmax = 3 };
-constexpr ReduceOp kAllReduceOps[] = {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Amax, ReduceOp::Argmax};
-const char* reduceOpName(ReduceOp op);  // "sum", "mean", "amax", "argmax"
-// The cache's family name of an op: "sum_lastdim", "mean_lastdim", "amax_lastdim", "argmax_lastdim".
-const char* reduceFamilyName(ReduceOp op);
-// The op of a family name; nullopt for any other name.
+enum class ReduceOp : int32_t { Sum = 0, Mean = 1, Amax = 2, Argmax = 3, Amin = 4, Argmin = 5 };
+constexpr ReduceOp kAllReduceOps[] = {ReduceOp::Sum,    ReduceOp::Mean, ReduceOp::Amax,
+                                      ReduceOp::Argmax, ReduceOp::Amin, ReduceOp::Argmin};
+constexpr size_t kReduceOpCount = sizeof(kAllReduceOps) / sizeof(kAllReduceOps[0]);
+
+// Note [The reduction ops]
+// One row per op (src/ReduceFamily.cpp): its names and the two properties
+// the rest of the family reads from it. Adding an op is a row here, its
+// HK_OP branch in the template and its row in the served-op table.
+struct ReduceOpInfo {
+  ReduceOp op;
+  const char* name;    // "amin"
+  const char* family;  // the cache's family name: "amin_lastdim"
+  const char* atenOp;  // the ATen op it serves, overload included: "aten::amin" (the name the
+                       // recorder, the ranking, the cache and HOTKERNEL_OPS use)
+  bool index;          // its result is int64 indices (argmax, argmin), not values of the input's dtype
+  bool exact;          // no rounding: ATen's result must be met exactly (the extrema)
+};
+// The row of a known op; throws Error for any other value.
+const ReduceOpInfo& reduceOpInfo(ReduceOp op);
+
+const char* reduceOpName(ReduceOp op);      // reduceOpInfo(op).name
+const char* reduceFamilyName(ReduceOp op);  // reduceOpInfo(op).family
+const char* reduceAtenOpName(ReduceOp op);  // reduceOpInfo(op).atenOp
+// The op of a family name / of an ATen name; nullopt for any other name.
 std::optional<ReduceOp> reduceOpOfFamily(const std::string& family);
-// The ATen op an op serves, overload included: "aten::sum.dim_IntList",
-// "aten::mean.dim", "aten::amax", "aten::argmax" (the name the recorder, the
-// ranking, the cache and HOTKERNEL_OPS use), and back (nullopt for any other name).
-const char* reduceAtenOpName(ReduceOp op);
 std::optional<ReduceOp> reduceOpOfAtenName(const std::string& name);
 
 // One variant of an op. keepdim is not part of it: the kernel writes [rows]
@@ -81,7 +97,7 @@ struct ReduceParams {
 
 // How far a row's result may be from ATen's (Note [Reduction tolerance] in
 // src/ReduceFamily.cpp). NaN must meet NaN and infinities must be equal
-// regardless; amax and argmax are exact.
+// regardless; the extrema (amax, amin, argmax, argmin) are exact.
 struct ReduceTolerance {
   bool exact = false;
   double sumRel = 0;  // times sum |x| over the row (mean: times mean |x|)
@@ -99,7 +115,7 @@ struct ReduceCall {
   bool floating = true;  // float32 / float16 / bfloat16 (dtype below); false: any other dtype
   DType dtype = DType::Float32;
   std::vector<int64_t> sizes, strides;
-  // sum / mean / amax: the dim list (nullopt: None); argmax: {dim}, or nullopt for dim=None.
+  // sum / mean / amax / amin: the dim list (nullopt: None); argmax / argmin: {dim}, or nullopt for dim=None.
   std::optional<std::vector<int64_t>> dims;
   bool keepdim = false;
   bool dtypeGiven = false;  // sum / mean: the dtype= argument is not None
@@ -115,8 +131,13 @@ class ReduceFamily {
   // The variant of a call the family serves, or false (anything else runs ATen).
   static bool guardCall(const ReduceCall& call, ReduceVariant* variant);
 
+  // k when `dims` (count of them) names exactly the last k of `ndim` dims,
+  // each once, in any order, negative or not; else 0. No allocation: the
+  // overrides call it on every call's dim list.
+  static int64_t trailingDims(int64_t ndim, const int64_t* dims, size_t count);
+
   // The result's sizes for a call guardCall accepts: the leading dims, then
-  // [1] when keepdim (a 1-D input without keepdim: 0-dim).
+  // k ones when keepdim (reducing every dim without keepdim: 0-dim).
   static std::vector<int64_t> outputSizes(const ReduceCall& call);
 
   // A known dtype and op, rows >= 1, 1 <= cols <= kMaxCols, rows * cols *
@@ -130,7 +151,7 @@ class ReduceFamily {
   // aligned to outputElementSize(v.op, v.dtype), and different from in.
   static bool guardPointers(const void* in, const void* out, const ReduceVariant& v, const ReduceParams& p);
   static size_t requiredAlignment(DType dtype, const ReduceParams& p);  // vec * elementSize
-  static size_t outputElementSize(ReduceOp op, DType dtype);           // 8 for argmax, else elementSize
+  static size_t outputElementSize(ReduceOp op, DType dtype);           // 8 for the index ops, else elementSize
 
   // Up to 12 points worth measuring for v, best guess first (Note [Reduction
   // parameter ranking]); every one passes guardParams; always a vec == 1

@@ -1,11 +1,10 @@
 #pragma once
-// The last-dim reduction tuner: for one recorded variant of aten::sum.dim_IntList,
-// aten::mean.dim, aten::amax or aten::argmax over dim -1 (dtype, rows, cols,
-// op), the family search (FamilyTuner.h) over the reduction family's points,
-// each candidate through the five-stage harness in its general form (one
-// output per row: the input's dtype for sum, mean and amax, int64 compared
-// exactly for argmax: Note [Exact integer outputs] in Harness.h), and timed
-// against ATen's CUDA kernel (at::cuda::sum / mean / amax / argmax).
+// The last-dim reduction tuner: for one recorded variant of a ReduceOp over
+// dim -1 (dtype, rows, cols, op), the family search (FamilyTuner.h) over the
+// reduction family's points, each candidate through the five-stage harness in
+// its general form (one output per row: the input's dtype for sum, mean, amax
+// and amin, int64 compared exactly for argmax and argmin: Note [Exact integer
+// outputs] in Harness.h), and timed against ATen's CUDA kernel (at::cuda::<op>).
 
 #include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/optimizer/Harness.h"
