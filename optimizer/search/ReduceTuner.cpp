@@ -144,15 +144,6 @@ TuneOutcome tuneReduce(const ReduceVariant& v, int device, const TunerOptions& o
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
   c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
   c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
-  if (options.memoryCapBytes > 0) {
-    // The harness's input, its stress sets and float64 copies (about 12
-    // input-sized buffers at 16 bits) and the L2 flush.
-    const int64_t need = 12 * v.rows * v.cols * static_cast<int64_t>(kernels::elementSize(v.dtype)) +
-                         2 * at::cuda::getDeviceProperties(device)->l2CacheSize;
-    HOTKERNEL_CHECK(need <= options.memoryCapBytes, "tuning ", kernels::reduceFamilyName(v.op), " ", v.rows, "x",
-                    v.cols, " needs ~", need >> 20, " MiB of GPU memory, over the cap of ",
-                    options.memoryCapBytes >> 20, " MiB");
-  }
   const DeviceInfo info = queryDevice(device);
   FamilyTuneSpec spec;
   spec.family = kernels::reduceFamilyName(v.op);
@@ -166,13 +157,17 @@ TuneOutcome tuneReduce(const ReduceVariant& v, int device, const TunerOptions& o
     if (ReduceFamily::guardParams(v, p)) spec.validPoints.push_back(toPoint(p));
   }
   for (const ReduceParams& p : ReduceFamily::parameterSpace(v)) spec.seeds.push_back(toPoint(p));
+  // The harness's input, its stress sets and float64 copies (about 12
+  // input-sized buffers at 16 bits) and the L2 flush: a variant whose rows do
+  // not fit the cap is tuned on a row subset (Note [Tuning on a row subset]).
+  chooseTuningRows(spec, device, 12, options);
   spec.compileOptions = [v](const FamilyPoint& p) { return ReduceFamily::compileOptions(v.dtype, toParams(p), v.op); };
   spec.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
   spec.candidate = [v](const FamilyPoint& p, const std::string& cubin) {
     return reduceCandidate(v, toParams(p), cubin);
   };
   spec.harnessSpec = reduceSpec(v.op);
-  const VariantKey key{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
+  const VariantKey key{static_cast<int32_t>(v.dtype), device, spec.rows, v.cols};  // the timed plan's
   spec.makePlan = [key, device, op = v.op](const FamilyPoint& p, const std::string& cubin) {
     return kernels::reduceDescriptor(op).makePlan(key, toParams(p).toJson(), cubin, device);
   };
@@ -182,7 +177,7 @@ TuneOutcome tuneReduce(const ReduceVariant& v, int device, const TunerOptions& o
   // (Note [Bounded units of background GPU work]): [8192, 128256] at once is one ~6 ms unit.
   const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
   spec.timedInputs = drawTimedInputs(
-      spec.harnessSpec, v.dtype, v.rows, v.cols, device,
+      spec.harnessSpec, v.dtype, spec.rows, v.cols, device,
       [&](int64_t k) { return at::randn({k, v.cols}, opts).mul_(2.0); }, options.yieldPoint);
   const ReduceOp op = v.op;
   spec.atenCall = [op](const TimedInput& t) { (void)atenReduceLastDim(t.in, op); };
