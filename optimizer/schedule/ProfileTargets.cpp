@@ -1,5 +1,7 @@
 #include "hotkernel/optimizer/ProfileTargets.h"
 
+#include <unordered_map>
+
 #include <limits>
 #include <set>
 
@@ -79,6 +81,20 @@ ProfileTargets targetsFromProfile(const nlohmann::json& profile, int device) {
     out.targets.push_back({std::move(job), calls});
   }
   return out;
+}
+
+void mergeTargets(ProfileTargets& into, const ProfileTargets& more) {
+  std::unordered_map<std::string, size_t> index;
+  for (size_t i = 0; i < into.targets.size(); ++i) index.emplace(jobId(into.targets[i].job), i);
+  for (const ProfileTarget& t : more.targets) {
+    const auto [it, added] = index.emplace(jobId(t.job), into.targets.size());
+    if (added) {
+      into.targets.push_back(t);
+    } else {
+      into.targets[it->second].estimatedCalls += t.estimatedCalls;
+    }
+  }
+  into.ignored += more.ignored;
 }
 
 }  // namespace hotkernel

@@ -53,6 +53,25 @@ TEST(ProfileTargetsTest, GivenProfileWhenReadThenServedVariantsOnTheWarmupDevice
   EXPECT_EQ(t.targets[1].job.op, "aten::_log_softmax");
 }
 
+TEST(ProfileTargetsTest, GivenTwoWorkersProfilesWhenMergedThenOneTargetPerVariantWithTheCallsSummed) {
+  ProfileTargets a = targetsFromProfile(profileOf({variant("aten::_softmax", 4096, 32000, 2000),
+                                                   variant("aten::mm", 64, 64, 1e6)}),
+                                        0);
+  const ProfileTargets b = targetsFromProfile(profileOf({variant("aten::_log_softmax", 8, 1000, 10),
+                                                         variant("aten::_softmax", 4096, 32000, 500)}),
+                                              0);
+  mergeTargets(a, b);
+  ASSERT_EQ(a.targets.size(), 2u);
+  EXPECT_EQ(a.targets[0].job.op, "aten::_softmax");
+  EXPECT_DOUBLE_EQ(a.targets[0].estimatedCalls, 2500);
+  EXPECT_EQ(a.targets[1].job.op, "aten::_log_softmax");  // new: after the others
+  EXPECT_DOUBLE_EQ(a.targets[1].estimatedCalls, 10);
+  EXPECT_EQ(a.ignored, 1);
+  // The same variant of another op stays its own target.
+  mergeTargets(a, targetsFromProfile(profileOf({variant("aten::_log_softmax", 4096, 32000, 7)}), 0));
+  EXPECT_EQ(a.targets.size(), 3u);
+}
+
 TEST(ProfileTargetsTest, GivenNormVariantsWithFlagsWhenReadThenKeysCarryWeightAndBias) {
   nlohmann::json rms = variant("aten::_fused_rms_norm", 4096, 4096, 500);
   rms["weight"] = true;

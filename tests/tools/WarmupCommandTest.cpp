@@ -209,6 +209,15 @@ TEST(WarmupCommandTest, GivenFileThatIsNotAProfileWhenWarmingUpThenRefusedExitTw
   expectUsageError(runWarmupWithin({"--profile", path}, 20), "is not a hotkernel profile");
 }
 
+TEST(WarmupCommandTest, GivenAValidProfileAndABrokenOneWhenWarmingUpThenRefusedNamingTheBrokenOne) {
+  cache::test::TempDir dir;
+  const std::string good = dir.sub("worker-1.json"), broken = dir.sub("worker-2.json");
+  std::ofstream(good) << validProfileText();
+  std::ofstream(broken) << "{\"format\": \"hotkernel-profile\", \"variants\": [";
+  expectUsageError(runWarmupWithin({"--profile", good, "--profile", broken}, 20),
+                   broken + " is not valid JSON, not a hotkernel profile");
+}
+
 TEST(WarmupCommandTest, GivenBadArgumentsWhenWarmingUpThenRefusedExitTwo) {
   struct Case {
     std::vector<std::string> args;
@@ -264,13 +273,16 @@ TEST(WarmupArgsTest, GivenAllOptionsWhenParsedThenTaken) {
       parseWarmupArgs(
           {"--profile", "p.json", "--budget", "2m", "--cache-dir", "/c", "--device", "3", "--json", "o.json"}, &a),
       "");
-  EXPECT_EQ(a.profilePath, "p.json");
+  EXPECT_EQ(a.profilePaths, (std::vector<std::string>{"p.json"}));
   EXPECT_DOUBLE_EQ(a.budgetSeconds, 120);
   EXPECT_EQ(a.cacheDir, "/c");
   EXPECT_EQ(a.device, 3);
   EXPECT_EQ(a.jsonOut, "o.json");
   EXPECT_EQ(parseWarmupArgs({"--help"}, &a), "");
   EXPECT_TRUE(a.help);
+  // --profile repeats: every file, in order.
+  EXPECT_EQ(parseWarmupArgs({"--profile", "w1.json", "--profile", "w2.json"}, &a), "");
+  EXPECT_EQ(a.profilePaths, (std::vector<std::string>{"w1.json", "w2.json"}));
 }
 
 }  // namespace

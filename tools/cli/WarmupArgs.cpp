@@ -77,7 +77,7 @@ std::string parseWarmupArgs(const std::vector<std::string>& args, WarmupArgs* ou
     const std::string& value = args[++i];
     if (a == "--profile") {
       if (value.empty()) return "--profile needs a file";
-      out->profilePath = value;
+      out->profilePaths.push_back(value);
       profileGiven = true;
     } else if (a == "--budget") {
       out->budgetSeconds = parseWarmupDuration(value);
@@ -134,20 +134,25 @@ std::string readProfileFile(const std::string& path, nlohmann::json* profile) {
   return "";
 }
 
-std::string loadWarmupTargets(const std::string& path, int device, ProfileTargets* targets) {
-  try {
-    nlohmann::json profile;
-    if (std::string problem = readProfileFile(path, &profile); !problem.empty()) return problem;
-    *targets = targetsFromProfile(profile, device);
-    return "";
-  } catch (const std::exception& e) {  // Error from targetsFromProfile, or anything a strange document provokes
-    return path + " " + userMessage(e);
+std::string loadWarmupTargets(const std::vector<std::string>& paths, int device, ProfileTargets* targets) {
+  ProfileTargets merged;
+  for (const std::string& path : paths) {
+    try {
+      nlohmann::json profile;
+      if (std::string problem = readProfileFile(path, &profile); !problem.empty()) return problem;
+      mergeTargets(merged, targetsFromProfile(profile, device));
+    } catch (const std::exception& e) {  // Error from targetsFromProfile, or anything a strange document provokes
+      return path + " " + userMessage(e);
+    }
   }
+  *targets = std::move(merged);
+  return "";
 }
 
 std::string warmupUsageText() {
-  return "usage: hotkernel warmup --profile FILE [--budget DURATION] [--cache-dir DIR] [--device N] [--json OUT]\n"
-         "  FILE: a profile recorded with HOTKERNEL_PROFILE (a regular JSON file)\n"
+  return "usage: hotkernel warmup --profile FILE [--profile FILE]... [--budget DURATION] [--cache-dir DIR] [--device N]"
+         " [--json OUT]\n"
+         "  FILE: a profile recorded with HOTKERNEL_PROFILE (a regular JSON file); several are merged\n"
          "  DURATION: seconds, or a number with s, m or h (e.g. 90s, 10m, 1h), at most a year\n";
 }
 

@@ -4,10 +4,13 @@
 // (so bad input is refused on any machine, and in torch-free builds), and
 // hotkernel-warmup checks them again with the same code (it can be run directly).
 //
-//   hotkernel warmup --profile FILE [--budget DURATION] [--cache-dir DIR] [--device N] [--json OUT]
+//   hotkernel warmup --profile FILE [--profile FILE]... [--budget DURATION] [--cache-dir DIR] [--device N] [--json OUT]
+//
+// Several profiles (e.g. one per worker process, HOTKERNEL_PROFILE=p-%p.json)
+// are merged: one target per (op, variant), its recorded calls summed.
 //
 // Note [Reading a profile safely]
-// --profile names a file written by HOTKERNEL_PROFILE. Anything else is a
+// Each --profile names a file written by HOTKERNEL_PROFILE. Anything else is a
 // usage error (exit kExitUsage, 2) with one line that names the path and what
 // is wrong, never an abort or a hang:
 //   - the path is stat'ed first and only a regular file is opened: a
@@ -30,7 +33,7 @@
 namespace hotkernel::cli {
 
 struct WarmupArgs {
-  std::string profilePath;
+  std::vector<std::string> profilePaths;  // at least one; in the order given
   double budgetSeconds = 3600;
   std::string cacheDir;  // "" keeps HOTKERNEL_CACHE_DIR / the default
   int device = 0;
@@ -56,9 +59,10 @@ std::string parseWarmupArgs(const std::vector<std::string>& args, WarmupArgs* ou
 // *profile, or the problem in one line that starts with the path.
 std::string readProfileFile(const std::string& path, nlohmann::json* profile);
 
-// readProfileFile, then targetsFromProfile on `device`. Returns "" and sets
-// *targets, or the problem in one line. Never throws for anything in the file.
-std::string loadWarmupTargets(const std::string& path, int device, ProfileTargets* targets);
+// readProfileFile, then targetsFromProfile on `device`, for each path, merged
+// (mergeTargets). Returns "" and sets *targets, or the first problem in one
+// line (naming its file). Never throws for anything in the files.
+std::string loadWarmupTargets(const std::vector<std::string>& paths, int device, ProfileTargets* targets);
 
 // Writes "hotkernel warmup: <problem>" and the usage text to stderr; returns kExitUsage.
 int warmupUsageError(const std::string& problem);

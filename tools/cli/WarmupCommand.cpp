@@ -28,7 +28,7 @@ int maybeRunWarmup(int argc, char** argv) {
   if (const std::string problem = parseWarmupArgs(rest, &parsed); !problem.empty()) return warmupUsageError(problem);
   if (!parsed.help) {
     ProfileTargets targets;
-    if (const std::string problem = loadWarmupTargets(parsed.profilePath, parsed.device, &targets);
+    if (const std::string problem = loadWarmupTargets(parsed.profilePaths, parsed.device, &targets);
         !problem.empty()) {
       return warmupUsageError(problem);
     }

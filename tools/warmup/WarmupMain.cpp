@@ -62,7 +62,8 @@ int main(int argc, char** argv) {
               << hotkernel::cli::warmupUsageText();
     return 0;
   }
-  const std::string& profilePath = args.profilePath;
+  std::string profiles;  // "a.json" or "a.json + b.json", for the messages and the summary
+  for (const std::string& p : args.profilePaths) profiles += (profiles.empty() ? "" : " + ") + p;
   const std::string& jsonOut = args.jsonOut;
   const double budget = args.budgetSeconds;
   const int device = args.device;
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
 
   // Note [Reading a profile safely]: a directory, FIFO, device, unreadable or malformed file is a usage error.
   hotkernel::ProfileTargets fromProfile;
-  if (const std::string problem = hotkernel::cli::loadWarmupTargets(profilePath, device, &fromProfile);
+  if (const std::string problem = hotkernel::cli::loadWarmupTargets(args.profilePaths, device, &fromProfile);
       !problem.empty()) {
     return hotkernel::cli::warmupUsageError(problem);
   }
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
       rt.makeRanker(measurer, [&calls](const hotkernel::OptimizerJob& j) { return calls.at(hotkernel::jobId(j)); });
   const size_t total = pending.size();
   std::printf("warm-up of %zu target(s) from %s (%d other variant(s) not served), budget %.0f s\n", total,
-              profilePath.c_str(), fromProfile.ignored, budget);
+              profiles.c_str(), fromProfile.ignored, budget);
   nlohmann::json results = nlohmann::json::array();
   nlohmann::json ranking = nlohmann::json::array();
   double best = 0, copyGBs = 0;
@@ -213,7 +214,7 @@ int main(int argc, char** argv) {
                          {"driver", driver},
                          {"torch", TORCH_VERSION},
                          {"hotkernel", HOTKERNEL_VERSION},
-                         {"profile", profilePath},
+                         {"profile", profiles},
                          {"budgetSeconds", budget},
                          {"budgetReached", budgetReached},
                          {"targets", total},

@@ -26,4 +26,9 @@ struct ProfileTargets {
 // variant of it is malformed (missing or mistyped op, dtype, rows, cols).
 ProfileTargets targetsFromProfile(const nlohmann::json& profile, int device);
 
+// Adds `more` (another profile's targets, e.g. another worker's) to `into`:
+// a target already there takes the sum of both estimates of its calls, a new
+// one goes after the others; the ignored counts add up.
+void mergeTargets(ProfileTargets& into, const ProfileTargets& more);
+
 }  // namespace hotkernel
