@@ -75,6 +75,20 @@ double parseProbability(const char* name, double fallback) {
 
 }  // namespace
 
+std::string profilePathFor(const std::string& pattern, long pid) {
+  std::string out;
+  out.reserve(pattern.size() + 8);
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size() && (pattern[i + 1] == 'p' || pattern[i + 1] == '%')) {
+      out += pattern[i + 1] == 'p' ? std::to_string(pid) : std::string("%");
+      ++i;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+
 std::string defaultCacheDir() {
   std::string xdg = env("XDG_CACHE_HOME");
   if (!xdg.empty()) return xdg + "/hotkernel";

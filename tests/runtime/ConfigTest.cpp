@@ -67,6 +67,15 @@ const std::vector<NumericVariable>& numericVariables() {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+TEST(ConfigTest, GivenProfilePatternsWhenExpandedForAProcessThenPidAndPercentSubstituted) {
+  EXPECT_EQ(profilePathFor("profile-%p.json", 4242), "profile-4242.json");
+  EXPECT_EQ(profilePathFor("/tmp/%p/%p.json", 7), "/tmp/7/7.json");
+  EXPECT_EQ(profilePathFor("100%%-%p", 9), "100%-9");
+  EXPECT_EQ(profilePathFor("plain.json", 9), "plain.json");
+  EXPECT_EQ(profilePathFor("odd%d%", 9), "odd%d%");  // other % sequences stay
+  EXPECT_EQ(profilePathFor("", 9), "");
+}
+
 TEST(ConfigTest, GivenNoEnvironmentWhenReadThenDefaults) {
   unsetenv("HOTKERNEL");
   unsetenv("HOTKERNEL_OPS");

@@ -74,4 +74,10 @@ const Config& config();
 // Default cache dir for this user: $XDG_CACHE_HOME/hotkernel, else $HOME/.cache/hotkernel.
 std::string defaultCacheDir();
 
+// The profile file of process `pid` for a HOTKERNEL_PROFILE value: each "%p"
+// becomes the pid, "%%" a single "%"; any other "%" stays as it is. Several
+// workers started with one environment (HOTKERNEL_PROFILE=profile-%p.json)
+// then write one file each instead of overwriting one another's.
+std::string profilePathFor(const std::string& pattern, long pid);
+
 }  // namespace hotkernel
