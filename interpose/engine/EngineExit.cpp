@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <cstdlib>
 
@@ -109,7 +110,7 @@ void Engine::shutdown() noexcept {
       HOTKERNEL_LOG(Info) << "exit: the optimizer's unit of GPU work in flight did not end within "
                           << kExitWaitSeconds << " s; abandoned";
     }
-    const std::string& path = config().profilePath;
+    const std::string path = profilePathFor(config().profilePath, static_cast<long>(::getpid()));
     if (!path.empty() && Recorder::instance().writeProfile(path)) {
       HOTKERNEL_LOG(Info) << "profile written to " << path;
     }

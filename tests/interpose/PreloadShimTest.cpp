@@ -88,6 +88,31 @@ TEST(PreloadShimTest, GivenMissingRealLibraryWhenPythonImportsTorchThenProcessRu
 
 // bench/ops_bench.py times in Python (torch.compile needs it) and takes its
 // statistics from the library, so every figure uses one implementation.
+TEST(PreloadShimTest, GivenAProfilePatternWithPidWhenTwoProcessesExitThenEachWritesItsOwnProfile) {
+  if (!exists(kLib + "/libhotkernel.so")) GTEST_SKIP() << "built without torch";
+  char tmpl[] = "/tmp/hk-profiles-XXXXXX";
+  const char* dir = ::mkdtemp(tmpl);
+  ASSERT_NE(dir, nullptr);
+  const std::string script =
+      "import os, torch\n"
+      "x = torch.randn(4, 8)\n"
+      "for _ in range(20): torch.softmax(x, -1)\n"
+      "print(os.getpid())\n";
+  for (int i = 0; i < 2; ++i) {
+    int status = 0;
+    const std::string pid = run("HOTKERNEL_PROFILE=" + std::string(dir) + "/profile-%p.json HOTKERNEL_SAMPLE=1 " +
+                                    "LD_PRELOAD=" + kShim + " HOTKERNEL_CACHE_DIR=" + tempCache() + " " +
+                                    HOTKERNEL_PYTHON + " -c \"" + script + "\" 2>/dev/null",
+                                &status);
+    ASSERT_EQ(status, 0) << pid;
+    const std::string file = std::string(dir) + "/profile-" + pid.substr(0, pid.find('\n')) + ".json";
+    ASSERT_TRUE(exists(file)) << file;
+    EXPECT_NE(run("cat " + file).find("aten::_softmax"), std::string::npos) << file;
+  }
+  EXPECT_EQ(run("ls " + std::string(dir) + " | wc -l"), "2\n");
+  EXPECT_FALSE(exists(std::string(dir) + "/profile-%p.json"));
+}
+
 TEST(PreloadShimTest, GivenPairedSamplesWhenComparedThroughTheCApiThenTheBenchmarkStatistics) {
   if (!exists(kLib + "/libhotkernel.so")) GTEST_SKIP() << "built without torch";
   const std::string script =
