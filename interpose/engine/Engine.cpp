@@ -10,6 +10,7 @@
 #include <ctime>
 #include <sstream>
 
+#include "TorchCheck.h"
 #include "hotkernel/interpose/Recorder.h"
 #include "hotkernel/Config.h"
 #include "hotkernel/interpose/ServedOps.h"
@@ -59,6 +60,12 @@ int Engine::start() {
     return startResult_;
   }
   try {
+    // Note [The process's torch]: another torch than the build's, and hotkernel stays off.
+    if (const std::string mismatch = processTorchMismatch(); !mismatch.empty()) {
+      HOTKERNEL_LOG(Warn) << "hotkernel is off: " << mismatch << "; rebuild it against this torch";
+      startResult_ = 1;
+      return startResult_;
+    }
     for (const std::string& op : c.ops) {
       const auto served = servedOpOf(op);
       if (served) {

@@ -7,6 +7,11 @@
 #include <cstdlib>
 #include <string>
 
+// The build's torch libraries (set by tests/interpose/CMakeLists.txt with torch).
+#ifndef HOTKERNEL_TORCH_LIB_DIR
+#define HOTKERNEL_TORCH_LIB_DIR ""
+#endif
+
 namespace {
 
 const std::string kLib = std::string(HOTKERNEL_TEST_BINARY_DIR) + "/lib";
@@ -148,6 +153,39 @@ TEST(PreloadShimTest, GivenCppBinaryLinkedToTorchWhenPreloadedThenRealLibraryIsL
   EXPECT_EQ(out, "hotkernel=absent plans=-1\n");
   out = run("HOTKERNEL=0 LD_PRELOAD=" + kShim + " " + probe);
   EXPECT_EQ(out, "hotkernel=absent plans=-1\n");
+}
+
+// Note [The process's torch]: a libtorch whose version.py names another torch
+// (the process's real libraries behind symlinks, so that it still runs) leaves
+// hotkernel off with one line naming both versions; the real one turns it on.
+TEST(PreloadShimTest, GivenAProcessWhoseTorchIsAnotherVersionWhenPreloadedThenHotkernelStaysOffAndSaysWhy) {
+  const std::string probe = std::string(HOTKERNEL_TEST_BINARY_DIR) + "/bin/torch_linked_probe";
+  if (!exists(probe) || std::string(HOTKERNEL_TORCH_LIB_DIR).empty()) GTEST_SKIP() << "built without torch";
+  char tmpl[] = "/tmp/hk-other-torch-XXXXXX";
+  const char* tmp = ::mkdtemp(tmpl);
+  ASSERT_NE(tmp, nullptr);
+  // <tmp>/site mirrors the real site-packages (the libraries' $ORIGIN/../../nvidia
+  // paths resolve), with a torch/ of its own whose lib/ links the real libraries.
+  const std::string site = std::string(tmp) + "/site", root = site + "/torch", lib = root + "/lib";
+  const std::string realTorch = std::string(HOTKERNEL_TORCH_LIB_DIR) + "/..";
+  int status = 0;
+  run("mkdir -p " + lib + " && for f in " + realTorch + "/../*; do [ \"$(basename $f)\" = torch ] || ln -s $f " +
+          site + "/; done && ln -s " + HOTKERNEL_TORCH_LIB_DIR + "/*.so* " + lib + "/",
+      &status);
+  ASSERT_EQ(status, 0);
+  run("printf \"__version__ = '2.9.1+cu126'\\n\" > " + root + "/version.py");
+  const std::string env = "HOTKERNEL_LOG_LEVEL=info HOTKERNEL_CACHE_DIR=" + tempCache() + " LD_LIBRARY_PATH=" + lib +
+                          " LD_PRELOAD=" + kShim;
+  const std::string out = run(env + " " + probe + " 2>&1");
+  EXPECT_NE(out.find("hotkernel is off: built for torch"), std::string::npos) << out;
+  EXPECT_NE(out.find("this process has torch 2.9.1+cu126"), std::string::npos) << out;
+  EXPECT_NE(out.find("hotkernel=loaded"), std::string::npos) << out;  // the process runs on
+  EXPECT_EQ(out.find("active"), std::string::npos) << out;
+  // The same libraries with the build's own version beside them: on.
+  run("cp " + realTorch + "/version.py " + root + "/version.py");
+  const std::string same = run(env + " " + probe + " 2>&1");
+  EXPECT_EQ(same.find("hotkernel is off"), std::string::npos) << same;
+  EXPECT_NE(same.find("active"), std::string::npos) << same;
 }
 
 }  // namespace
