@@ -15,7 +15,16 @@ BUILD="${HOTKERNEL_BUILD_DIR:-$ROOT/build}"
 TORCH_VERSION=2.11.0
 say() { echo "[setup] $*" >&2; }
 
-# 1. Debian packages (skipped when every header/tool is already there).
+# 1. The CUDA toolkit first (NVRTC and the driver API headers; no GPU is needed
+# to build or to record): nothing is installed when it is missing.
+if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
+  say "ERROR: the CUDA toolkit (13.x) is required at /usr/local/cuda (or nvcc on PATH): hotkernel compiles"
+  say "       kernels with its NVRTC and uses its driver API headers. A machine without a GPU needs it too;"
+  say "       install it from https://developer.nvidia.com/cuda-downloads, then run this again."
+  exit 1
+fi
+
+# 2. Debian packages (skipped when every header/tool is already there).
 need_apt=()
 [ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
 [ -f /usr/include/nlohmann/json.hpp ] || need_apt+=(nlohmann-json3-dev)
@@ -28,17 +37,26 @@ command -v ninja >/dev/null || need_apt+=(ninja-build)
 command -v g++ >/dev/null || need_apt+=(g++)
 command -v ccache >/dev/null || need_apt+=(ccache)
 if [ -z "${HOTKERNEL_PREFIX_PATH:-}" ] && [ ${#need_apt[@]} -gt 0 ]; then
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then
+    # Not root: sudo without a password prompt, or the exact command for someone who can.
+    if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+      SUDO="sudo"
+    else
+      say "ERROR: these Debian packages are missing and this user cannot install them (not root, no"
+      say "       password-less sudo): ${need_apt[*]}"
+      say "       Ask an administrator to run:"
+      say "         apt-get install -y ${need_apt[*]}"
+      say "       or install them elsewhere and point HOTKERNEL_PREFIX_PATH at their prefix; then run this again."
+      exit 1
+    fi
+  fi
   say "installing Debian packages: ${need_apt[*]}"
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
-if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
-  say "ERROR: the CUDA toolkit (13.x, for NVRTC and the driver API headers) is required at /usr/local/cuda"
-  exit 1
-fi
 
-# 2. Python with torch==2.11.0.
+# 3. Python with torch==2.11.0.
 if [ -n "${HOTKERNEL_PYTHON:-}" ]; then
   PY="$HOTKERNEL_PYTHON"
 else
@@ -54,7 +72,7 @@ else
 fi
 TORCH_CMAKE="$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
 
-# 3. Configure (once) and build.
+# 4. Configure (once) and build.
 PREFIX="$TORCH_CMAKE${HOTKERNEL_PREFIX_PATH:+;$HOTKERNEL_PREFIX_PATH}"
 LAUNCHER=()
 command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
