@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 
+#include "TerminationHook.h"
 #include "hotkernel/interpose/Recorder.h"
 #include "hotkernel/interpose/Engine.h"
 #include "hotkernel/interpose/ServedOps.h"
@@ -45,6 +46,10 @@ void Engine::installExitHandlers() {
     HOTKERNEL_LOG(Debug) << "Py_AtExit is full; the exit hook runs from atexit";
   }
   pthread_atfork(&Engine::forkPrepare, &Engine::forkParent, &Engine::forkChild);
+  // Note [The profile on SIGTERM]: only when a profile is asked for.
+  if (!config().profilePath.empty() && !installTerminationHook(&exitHook)) {
+    HOTKERNEL_LOG(Debug) << "SIGTERM has the host's handler; the profile is written when the host exits";
+  }
 }
 
 bool Engine::yieldToServing() {
@@ -153,6 +158,7 @@ void Engine::forkParent() {
 void Engine::forkChild() {
   Engine& r = instance();
   r.forkedChild_.store(true);
+  resetTerminationHookInChild();  // Note [The profile on SIGTERM]: no waiting thread here
   r.mu_.unlock();
   Recorder::instance().unlockAfterFork();
   if (!tHoldsUnit) r.unitMu_.unlock();

@@ -118,6 +118,40 @@ TEST(PreloadShimTest, GivenAProfilePatternWithPidWhenTwoProcessesExitThenEachWri
   EXPECT_FALSE(exists(std::string(dir) + "/profile-%p.json"));
 }
 
+// Note [The profile on SIGTERM]: a process ended by SIGTERM's default action
+// still writes its profile, and still ends by SIGTERM; a host handler is kept.
+TEST(PreloadShimTest, GivenAProfileWhenTheProcessIsEndedBySigtermThenTheProfileIsWrittenAndItDiesBySigterm) {
+  if (!exists(kLib + "/libhotkernel.so")) GTEST_SKIP() << "built without torch";
+  char tmpl[] = "/tmp/hk-sigterm-XXXXXX";
+  const char* dir = ::mkdtemp(tmpl);
+  ASSERT_NE(dir, nullptr);
+  const std::string profile = std::string(dir) + "/profile.json";
+  const std::string env = "HOTKERNEL_PROFILE=" + profile + " HOTKERNEL_SAMPLE=1 LD_PRELOAD=" + kShim +
+                          " HOTKERNEL_CACHE_DIR=" + tempCache() + " ";
+  const std::string script =
+      "import os, signal, time, torch\n"
+      "x = torch.randn(4, 8)\n"
+      "for _ in range(20): torch.softmax(x, -1)\n"
+      "os.kill(os.getpid(), signal.SIGTERM)\n"
+      "time.sleep(30)\n"
+      "print('survived')\n";
+  int status = 0;
+  const std::string out = run("sh -c '" + env + HOTKERNEL_PYTHON + " -c \"" + script + "\"; echo status=$?' 2>&1", &status);
+  EXPECT_NE(out.find("status=143"), std::string::npos) << out;  // 128 + SIGTERM, as without hotkernel
+  EXPECT_EQ(out.find("survived"), std::string::npos) << out;
+  ASSERT_TRUE(exists(profile)) << out;
+  EXPECT_NE(run("cat " + profile).find("aten::_softmax"), std::string::npos);
+  // A host handler installed from Python afterwards is the host's: it runs, the process goes on.
+  const std::string own =
+      "import os, signal, torch\n"
+      "signal.signal(signal.SIGTERM, lambda *a: print('host handler'))\n"
+      "os.kill(os.getpid(), signal.SIGTERM)\n"
+      "print('went on')\n";
+  const std::string hostOut = run(env + HOTKERNEL_PYTHON + " -c \"" + own + "\" 2>&1");
+  EXPECT_NE(hostOut.find("host handler"), std::string::npos) << hostOut;
+  EXPECT_NE(hostOut.find("went on"), std::string::npos) << hostOut;
+}
+
 TEST(PreloadShimTest, GivenPairedSamplesWhenComparedThroughTheCApiThenTheBenchmarkStatistics) {
   if (!exists(kLib + "/libhotkernel.so")) GTEST_SKIP() << "built without torch";
   const std::string script =
