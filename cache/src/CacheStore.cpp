@@ -1,7 +1,8 @@
 // Opens the cache database. Its byte format (tables, columns, pragmas,
-// version rules) is Note [Cache database format, version 2] at the top of
+// version rules) is Note [Cache database format, version 3] at the top of
 // Schema.cpp; the record digest stored with each row is Note [Record digest,
-// format v1] in EntryRecord.h; the commit log beside the database is
+// format v1] in EntryRecord.h, its signature Note [Entry signature, v1] there,
+// the key Note [Cache key file] in EntryKey.h; the commit log beside the database is
 // Note [Commit log format, version 1] in CommitLog.h. The reads are in
 // CacheStoreReads.cpp, the writes in CacheStoreWrites.cpp, the commit log's
 // checks in CacheStoreCommits.cpp.
@@ -48,13 +49,23 @@ std::string CacheStore::databasePathFor(const std::string& dir) {
   return detail::absolutePath(dir) + "/" + kDatabaseFileName;
 }
 
-std::unique_ptr<CacheStore> CacheStore::open(const std::string& dir) { return openImpl(dir, /*readOnly=*/false); }
-
-std::unique_ptr<CacheStore> CacheStore::openReadOnly(const std::string& dir) {
-  return openImpl(dir, /*readOnly=*/true);
+std::unique_ptr<CacheStore> CacheStore::open(const std::string& dir) {
+  return openImpl(dir, /*readOnly=*/false, EntryTrust::fromConfig(dir));
 }
 
-std::unique_ptr<CacheStore> CacheStore::openImpl(const std::string& dir, bool readOnly) {
+std::unique_ptr<CacheStore> CacheStore::open(const std::string& dir, EntryTrust trust) {
+  return openImpl(dir, /*readOnly=*/false, std::move(trust));
+}
+
+std::unique_ptr<CacheStore> CacheStore::openReadOnly(const std::string& dir) {
+  return openImpl(dir, /*readOnly=*/true, EntryTrust::fromConfig(dir));
+}
+
+std::unique_ptr<CacheStore> CacheStore::openReadOnly(const std::string& dir, EntryTrust trust) {
+  return openImpl(dir, /*readOnly=*/true, std::move(trust));
+}
+
+std::unique_ptr<CacheStore> CacheStore::openImpl(const std::string& dir, bool readOnly, EntryTrust trust) {
   std::string absDir = detail::absolutePath(dir);
   std::string dbPath = absDir + "/" + kDatabaseFileName;
   // Note [Opening order]
@@ -76,7 +87,7 @@ std::unique_ptr<CacheStore> CacheStore::openImpl(const std::string& dir, bool re
   const int formatVersion = detail::prepareSchema(*db, readOnly);
   std::string storeId = formatVersion >= 2 ? metaText(*db, "store_id") : std::string();
   std::unique_ptr<CacheStore> store(new CacheStore(std::move(absDir), std::move(dbPath), readOnly, std::move(db),
-                                                   formatVersion, std::move(storeId)));
+                                                   formatVersion, std::move(storeId), std::move(trust)));
   if (!readOnly) {
     try {
       store->reconcileCommitLog();
@@ -89,13 +100,14 @@ std::unique_ptr<CacheStore> CacheStore::openImpl(const std::string& dir, bool re
 }
 
 CacheStore::CacheStore(std::string dir, std::string dbPath, bool readOnly, std::unique_ptr<detail::Database> db,
-                       int formatVersion, std::string storeId)
+                       int formatVersion, std::string storeId, EntryTrust trust)
     : dir_(std::move(dir)),
       dbPath_(std::move(dbPath)),
       commitLogPath_(dir_ + "/" + detail::kCommitLogFileName),
       readOnly_(readOnly),
       formatVersion_(formatVersion),
       storeId_(std::move(storeId)),
+      trust_(std::move(trust)),
       db_(std::move(db)) {}
 
 CacheStore::~CacheStore() = default;

@@ -1,5 +1,8 @@
 // The store's reads: one entry, a fingerprint's entries, metadata, and
-// verify. Every read that returns an entry recomputes its digests first.
+// verify. Every read that returns an entry recomputes its digests first, and
+// in signed mode checks its signature (Note [Entry signature, v1]).
+
+#include <atomic>
 
 #include "hotkernel/cache/CacheStore.h"
 
@@ -24,9 +27,17 @@ constexpr const char* kMetadataColumns =
     "fingerprint, op, variant, fingerprint_json, decision, family, params, kernel_name, cubin_sha256, metrics, "
     "created_unix, record_sha256, length(cubin)";
 
+// "SELECT <metadata>, <signature>[, cubin] FROM entries": stores before format 3
+// (read-only opens) have no signature column and read as unsigned.
+std::string selectEntries(int formatVersion, bool withCubin) {
+  return std::string("SELECT ") + kMetadataColumns + (formatVersion >= 3 ? ", signature" : ", '' AS signature") +
+         (withCubin ? ", cubin" : "") + " FROM entries";
+}
+
 struct StoredRow {
   Entry entry;
   std::string recordSha256;
+  std::string signature;
 };
 
 StoredRow readRow(const Statement& st, bool withCubin) {
@@ -45,7 +56,8 @@ StoredRow readRow(const Statement& st, bool withCubin) {
   e.createdUnix = st.integer(10);
   row.recordSha256 = st.text(11);
   e.cubinBytes = st.integer(12);
-  if (withCubin) e.cubin = st.blob(13);
+  row.signature = st.text(13);
+  if (withCubin) e.cubin = st.blob(14);
   return row;
 }
 
@@ -58,41 +70,39 @@ void logRefusal(const std::string& dbPath, const VerifyReport& r) {
 
 }  // namespace
 
+bool CacheStore::acceptForLoading(const VerifyReport& report) const {
+  if (report.status == VerifyStatus::Ok) return true;
+  if (report.status == VerifyStatus::Unsigned || report.status == VerifyStatus::BadSignature) {
+    signatureRefusals_.fetch_add(1, std::memory_order_relaxed);
+  }
+  logRefusal(dbPath_, report);
+  return false;
+}
+
 std::optional<Entry> CacheStore::get(const std::string& fingerprint, const std::string& op,
                                      const std::string& variant) const {
   std::lock_guard<std::mutex> guard(mu_);
-  Statement st(*db_,
-               std::string("SELECT ") + kMetadataColumns +
-                   ", cubin FROM entries WHERE fingerprint = ?1 AND op = ?2 AND variant = ?3",
+  Statement st(*db_, selectEntries(formatVersion_, true) + " WHERE fingerprint = ?1 AND op = ?2 AND variant = ?3",
                "read entry");
   st.bindText(1, fingerprint);
   st.bindText(2, op);
   st.bindText(3, variant);
   if (!st.step()) return std::nullopt;
   StoredRow row = readRow(st, /*withCubin=*/true);
-  VerifyReport report = detail::verifyStored(row.entry, row.recordSha256);
-  if (report.status != VerifyStatus::Ok) {
-    logRefusal(dbPath_, report);
-    return std::nullopt;
-  }
+  if (!acceptForLoading(detail::verifyStored(row.entry, row.recordSha256, row.signature, trust_))) return std::nullopt;
   return std::move(row.entry);
 }
 
 std::vector<Entry> CacheStore::listForFingerprint(const std::string& fingerprint) const {
   std::lock_guard<std::mutex> guard(mu_);
-  Statement st(
-      *db_,
-      std::string("SELECT ") + kMetadataColumns + ", cubin FROM entries WHERE fingerprint = ?1 ORDER BY op, variant",
-      "list entries");
+  Statement st(*db_, selectEntries(formatVersion_, true) + " WHERE fingerprint = ?1 ORDER BY op, variant",
+               "list entries");
   st.bindText(1, fingerprint);
   std::vector<Entry> out;
   while (st.step()) {
     StoredRow row = readRow(st, /*withCubin=*/true);
-    VerifyReport report = detail::verifyStored(row.entry, row.recordSha256);
-    if (report.status == VerifyStatus::Ok) {
+    if (acceptForLoading(detail::verifyStored(row.entry, row.recordSha256, row.signature, trust_))) {
       out.push_back(std::move(row.entry));
-    } else {
-      logRefusal(dbPath_, report);
     }
   }
   return out;
@@ -101,10 +111,8 @@ std::vector<Entry> CacheStore::listForFingerprint(const std::string& fingerprint
 std::vector<Entry> CacheStore::listMetadata(const EntryFilter& filter) const {
   WhereClause where = whereFor(filter);
   std::lock_guard<std::mutex> guard(mu_);
-  Statement st(
-      *db_,
-      std::string("SELECT ") + kMetadataColumns + " FROM entries" + where.sql + " ORDER BY fingerprint, op, variant",
-      "list entries");
+  Statement st(*db_, selectEntries(formatVersion_, false) + where.sql + " ORDER BY fingerprint, op, variant",
+               "list entries");
   where.bind(st);
   std::vector<Entry> out;
   while (st.step()) out.push_back(readRow(st, /*withCubin=*/false).entry);
@@ -132,14 +140,12 @@ std::vector<VerifyReport> CacheStore::verify(const EntryFilter& filter) const {
       }
       if (!problems.empty()) databaseReport(problems);
     }
-    Statement st(*db_,
-                 std::string("SELECT ") + kMetadataColumns + ", cubin FROM entries" + where.sql +
-                     " ORDER BY fingerprint, op, variant",
+    Statement st(*db_, selectEntries(formatVersion_, true) + where.sql + " ORDER BY fingerprint, op, variant",
                  "verify entries");
     where.bind(st);
     while (st.step()) {
       StoredRow row = readRow(st, /*withCubin=*/true);
-      out.push_back(detail::verifyStored(row.entry, row.recordSha256));
+      out.push_back(detail::verifyStored(row.entry, row.recordSha256, row.signature, trust_));
     }
     std::vector<VerifyReport> lost = lostReports(filter);
     out.insert(out.end(), std::make_move_iterator(lost.begin()), std::make_move_iterator(lost.end()));

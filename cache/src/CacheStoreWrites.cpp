@@ -49,20 +49,24 @@ void CacheStore::put(const Entry& entry) {
   if (readOnly_) {
     HOTKERNEL_THROW("cache ", dbPath_, " was opened read-only; cannot store op=", entry.op);
   }
+  if (!trust_.keyRefused.empty()) {
+    HOTKERNEL_THROW("cache ", dbPath_, ": not storing op=", entry.op, " unsigned: ", trust_.keyRefused);
+  }
   Entry e = entry;
   e.cubinSha256 = sha256Hex(e.cubin);
   e.cubinBytes = static_cast<int64_t>(e.cubin.size());
   if (e.createdUnix == 0) e.createdUnix = static_cast<int64_t>(std::time(nullptr));
   detail::checkPuttable(e);
   const std::string record = detail::recordDigest(e);
+  const std::string signature = trust_.key ? detail::entrySignature(*trust_.key, e, record) : std::string();
 
   std::lock_guard<std::mutex> guard(mu_);
   WriteTransaction tx(*db_);
   const int64_t seq = nextCommitSeq(*db_);
   Statement st(*db_,
                "INSERT OR REPLACE INTO entries (fingerprint, op, variant, fingerprint_json, decision, family, params, "
-               "kernel_name, cubin_sha256, metrics, created_unix, record_sha256, commit_seq, cubin) "
-               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+               "kernel_name, cubin_sha256, metrics, created_unix, record_sha256, commit_seq, signature, cubin) "
+               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                "store entry");
   int i = 1;
   for (const std::string* text : {&e.fingerprint, &e.op, &e.variant, &e.fingerprintJson, &e.decision, &e.family,
@@ -72,6 +76,7 @@ void CacheStore::put(const Entry& entry) {
   st.bindInt(i++, e.createdUnix);
   st.bindText(i++, record);
   st.bindInt(i++, seq);
+  st.bindText(i++, signature);
   st.bindBlob(i++, e.cubin);
   st.step();
   tx.commit();

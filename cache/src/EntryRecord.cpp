@@ -1,5 +1,7 @@
 #include "EntryRecord.h"
 
+#include <openssl/crypto.h>
+
 #include <nlohmann/json.hpp>
 
 #include "hotkernel/runtime/Check.h"
@@ -24,16 +26,53 @@ bool isLowerHex(const std::string& s, size_t length) {
   return true;
 }
 
+// The fields both encodings share, in their documented order.
+void appendRecordFields(std::string& out, const Entry& e) {
+  for (const std::string* field : {&e.fingerprint, &e.op, &e.variant, &e.fingerprintJson, &e.decision, &e.family,
+                                   &e.params, &e.kernelName, &e.cubinSha256, &e.metrics}) {
+    appendField(out, *field);
+  }
+  appendField(out, std::to_string(e.createdUnix));
+}
+
+constexpr const char* kSignaturePrefix = "hmac-sha256-v1:";
+
+// Status and detail of a signature check in signed mode; Ok when it verifies.
+void checkSignature(VerifyReport& r, const Entry& e, const std::string& record, const std::string& stored,
+                    const EntryTrust& trust) {
+  if (!trust.keyRefused.empty()) {
+    r.status = VerifyStatus::BadSignature;
+    r.detail = "cannot check its signature: " + trust.keyRefused;
+  } else if (stored.empty()) {
+    r.status = VerifyStatus::Unsigned;
+    r.detail = "no signature (written without a key), and a key is configured";
+  } else {
+    const std::string expected = entrySignature(*trust.key, e, record);
+    if (stored.size() != expected.size() || CRYPTO_memcmp(stored.data(), expected.data(), stored.size()) != 0) {
+      r.status = VerifyStatus::BadSignature;
+      r.detail = "signature does not verify under key " + trust.key->id() +
+                 " (signed with another key, or the entry was forged or altered)";
+    }
+  }
+}
+
 }  // namespace
 
 std::string recordDigest(const Entry& e) {
   std::string encoded = "hotkernel-cache-record-v1\n";
-  for (const std::string* field : {&e.fingerprint, &e.op, &e.variant, &e.fingerprintJson, &e.decision, &e.family,
-                                   &e.params, &e.kernelName, &e.cubinSha256, &e.metrics}) {
-    appendField(encoded, *field);
-  }
-  appendField(encoded, std::to_string(e.createdUnix));
+  appendRecordFields(encoded, e);
   return sha256Hex(encoded);
+}
+
+std::string signatureMessage(const Entry& e, const std::string& recordSha256) {
+  std::string message = "hotkernel-cache-signature-v1\n";
+  appendRecordFields(message, e);
+  appendField(message, recordSha256);
+  return message;
+}
+
+std::string entrySignature(const EntryKey& key, const Entry& e, const std::string& recordSha256) {
+  return kSignaturePrefix + key.hmacSha256Hex(signatureMessage(e, recordSha256));
 }
 
 std::string invariantViolation(const Entry& e, int64_t cubinBytes) {
@@ -75,7 +114,8 @@ void checkPuttable(const Entry& e) {
   }
 }
 
-VerifyReport verifyStored(const Entry& e, const std::string& storedRecordDigest) {
+VerifyReport verifyStored(const Entry& e, const std::string& storedRecordDigest, const std::string& storedSignature,
+                          const EntryTrust& trust) {
   VerifyReport r;
   r.fingerprint = e.fingerprint;
   r.op = e.op;
@@ -98,6 +138,7 @@ VerifyReport verifyStored(const Entry& e, const std::string& storedRecordDigest)
     return r;
   }
   r.status = VerifyStatus::Ok;
+  if (trust.signedMode()) checkSignature(r, e, storedRecordDigest, storedSignature, trust);
   return r;
 }
 

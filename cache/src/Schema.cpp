@@ -1,16 +1,16 @@
-// Note [Cache database format, version 2]
+// Note [Cache database format, version 3]
 // One SQLite 3 database file, <cache dir>/kernels.sqlite (mode 0600; the
 // directory is 0700), with SQLite's -wal and -shm companions beside it, and
 // the commit log <cache dir>/kernels.commits (Note [Commit log format,
 // version 1] in CommitLog.h).
 //
 //   PRAGMA application_id = 0x484B4341   -- "HKCA": this file is a hotkernel cache
-//   PRAGMA user_version   = 2            -- the format version (CacheStore::kFormatVersion)
+//   PRAGMA user_version   = 3            -- the format version (CacheStore::kFormatVersion)
 //   PRAGMA journal_mode   = WAL          -- persistent; readers never block the one writer
 //   PRAGMA auto_vacuum    = INCREMENTAL  -- removals return freed pages to the file system
 //
 //   CREATE TABLE meta (                  -- bookkeeping, one row per key
-//     key   TEXT PRIMARY KEY NOT NULL,   -- 'format_version' -> '2' (must equal user_version)
+//     key   TEXT PRIMARY KEY NOT NULL,   -- 'format_version' -> '3' (must equal user_version)
 //     value TEXT NOT NULL                -- 'created_by'     -> 'hotkernel <version>' that created the file
 //   );                                   -- 'created_unix'   -> seconds since the epoch
 //                                        -- 'store_id'       -> 32 random hex digits, names this database
@@ -33,6 +33,9 @@
 //     record_sha256    TEXT NOT NULL,    -- digest of the columns above, Note [Record digest, format v1]
 //     commit_seq       INTEGER NOT NULL, -- meta 'commit_seq' of the transaction that wrote the row
 //                                        -- (0: written before format 2)
+//     signature        TEXT NOT NULL,    -- 'hmac-sha256-v1:<hex>' when put() had a key, else ''
+//                                        -- (Note [Entry signature, v1] in EntryRecord.h; '' for rows
+//                                        -- written before format 3)
 //     cubin            BLOB NOT NULL,    -- raw cubin (zero-length for keep_aten); last, so reading
 //                                        -- the other columns never touches its overflow pages
 //     PRIMARY KEY (fingerprint, op, variant)
@@ -44,8 +47,12 @@
 // version. A change that older readers cannot ignore bumps the version; a
 // later hotkernel then migrates older files here, in prepareSchema.
 // Version 1 (no commit_seq column, no 'store_id' / 'commit_seq' meta rows, no
-// commit log) is migrated by the first read-write open (migrateV1ToV2), in one
-// transaction; a read-only open reads it as it is, without the commit checks.
+// commit log) and version 2 (no signature column) are migrated by the first
+// read-write open (migrateToV3), in one transaction, their rows unsigned; a
+// read-only open reads them as they are (version 1 without the commit checks,
+// both with every signature '').
+// Version 3 adds the signature column: a version-2 hotkernel would write rows
+// without it, so the version is bumped rather than the column added silently.
 
 #include "Schema.h"
 
@@ -68,8 +75,8 @@ CREATE TABLE meta (
 );
 )sql";
 
-// The entries table of format 2, under `name` (migrateV1ToV2 builds it beside the old one).
-std::string createEntriesV2(const std::string& name) {
+// The entries table of format 3, under `name` (migrateToV3 builds it beside the old one).
+std::string createEntriesV3(const std::string& name) {
   return "CREATE TABLE " + name + R"sql( (
   fingerprint      TEXT NOT NULL,
   op               TEXT NOT NULL,
@@ -84,6 +91,7 @@ std::string createEntriesV2(const std::string& name) {
   created_unix     INTEGER NOT NULL,
   record_sha256    TEXT NOT NULL,
   commit_seq       INTEGER NOT NULL,
+  signature        TEXT NOT NULL,
   cubin            BLOB NOT NULL,
   PRIMARY KEY (fingerprint, op, variant)
 );
@@ -147,7 +155,9 @@ void checkMeta(Database& db, int64_t userVersion) {
                     userVersion, " in its header; remove it to start afresh");
   }
   // Fails (SQLITE_ERROR "no such table" / "no such column") when the table is missing or too old.
-  db.queryInt(userVersion >= 2 ? "SELECT count(commit_seq) FROM entries WHERE 0" : "SELECT count(*) FROM entries WHERE 0",
+  db.queryInt(userVersion >= 3   ? "SELECT count(signature) FROM entries WHERE 0"
+              : userVersion == 2 ? "SELECT count(commit_seq) FROM entries WHERE 0"
+                                 : "SELECT count(*) FROM entries WHERE 0",
               "check entries table");
   if (userVersion >= 2) {
     Statement ids(db, "SELECT count(*) FROM meta WHERE key IN ('store_id', 'commit_seq')", "read meta");
@@ -171,17 +181,21 @@ void switchToWal(Database& db) {
   }
 }
 
-// The meta rows format 2 adds: a fresh store id, no commit yet.
-void writeV2Meta(Database& db) {
-  db.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('format_version', '2'), "
-          "('store_id', lower(hex(randomblob(16)))), ('commit_seq', '0')",
+// The meta rows format 2 added: a fresh store id, no commit yet.
+void writeCommitMeta(Database& db) {
+  db.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(16)))), "
+          "('commit_seq', '0')",
           "write meta");
-  db.exec("PRAGMA user_version = 2", "write format version");
 }
 
-void createV2(Database& db) {
+void writeFormatVersion(Database& db) {
+  db.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('format_version', '3')", "write meta");
+  db.exec("PRAGMA user_version = 3", "write format version");
+}
+
+void createV3(Database& db) {
   db.exec(kCreateMeta, "create schema");
-  db.exec(createEntriesV2("entries"), "create schema");
+  db.exec(createEntriesV3("entries"), "create schema");
   Statement meta(db, "INSERT INTO meta (key, value) VALUES (?1, ?2)", "write meta");
   const std::pair<const char*, std::string> rows[] = {
       {"created_by", "hotkernel " HOTKERNEL_VERSION},
@@ -193,21 +207,26 @@ void createV2(Database& db) {
     meta.step();
     meta.reset();
   }
-  writeV2Meta(db);
+  writeCommitMeta(db);
+  writeFormatVersion(db);
   db.exec("PRAGMA application_id = " + std::to_string(kApplicationId), "write application_id");
 }
 
-// Rebuilds entries with the commit_seq column before cubin (an added column
-// would land after it), rows stamped 0. Precondition: inside a write transaction.
-void migrateV1ToV2(Database& db) {
-  checkMeta(db, 1);
-  db.exec(createEntriesV2("entries_v2"), "migrate to format 2");
-  db.exec(std::string("INSERT INTO entries_v2 (") + kEntryColumnsV1 + ", commit_seq, cubin) SELECT " +
-              kEntryColumnsV1 + ", 0, cubin FROM entries",
-          "migrate to format 2");
-  db.exec("DROP TABLE entries; ALTER TABLE entries_v2 RENAME TO entries", "migrate to format 2");
-  writeV2Meta(db);
-  HOTKERNEL_LOG(Info) << "cache database " << db.path() << " migrated from format 1 to 2";
+// Rebuilds entries of format `from` (1 or 2) as format 3: the new columns sit
+// before cubin (an added column would land after it), rows from format 1
+// stamped commit 0, every row unsigned. Precondition: inside a write transaction.
+void migrateToV3(Database& db, int64_t from) {
+  checkMeta(db, from);
+  db.exec(createEntriesV3("entries_v3"), "migrate to format 3");
+  const std::string commitSeq = from >= 2 ? "commit_seq" : "0";
+  db.exec(std::string("INSERT INTO entries_v3 (") + kEntryColumnsV1 + ", commit_seq, signature, cubin) SELECT " +
+              kEntryColumnsV1 + ", " + commitSeq + ", '', cubin FROM entries",
+          "migrate to format 3");
+  db.exec("DROP TABLE entries; ALTER TABLE entries_v3 RENAME TO entries", "migrate to format 3");
+  if (from < 2) writeCommitMeta(db);
+  writeFormatVersion(db);
+  HOTKERNEL_LOG(Info) << "cache database " << db.path() << " migrated from format " << from
+                      << " to 3 (its entries are unsigned)";
 }
 
 }  // namespace
@@ -233,8 +252,8 @@ int prepareSchema(Database& db, bool readOnly) {
     // Another process may have created or migrated the schema since readHeader.
     Header again = readHeader(db);
     checkHeader(db, again);
-    if (again.userVersion == 0) createV2(db);
-    if (again.userVersion == 1) migrateV1ToV2(db);
+    if (again.userVersion == 0) createV3(db);
+    if (again.userVersion == 1 || again.userVersion == 2) migrateToV3(db, again.userVersion);
     tx.commit();
   }
   checkMeta(db, CacheStore::kFormatVersion);

@@ -14,7 +14,7 @@ inline constexpr int32_t kApplicationId = 0x484B4341;
 // Makes `db` a usable cache or throws Error, and returns its format version.
 // Read-write: creates the schema in an empty database or migrates an older
 // format to CacheStore::kFormatVersion, switches it to WAL mode. Read-only:
-// accepts formats 1 and 2 as they are. Both modes refuse a newer format
+// accepts formats 1, 2 and 3 as they are. Both modes refuse a newer format
 // version, a database that is not a hotkernel cache, and one whose
 // bookkeeping is inconsistent. Never modifies a database it refuses.
 int prepareSchema(Database& db, bool readOnly);

@@ -12,6 +12,10 @@ const char* toString(VerifyStatus status) {
       return "malformed";
     case VerifyStatus::Lost:
       return "lost";
+    case VerifyStatus::Unsigned:
+      return "unsigned";
+    case VerifyStatus::BadSignature:
+      return "bad-signature";
   }
   return "unknown";
 }

@@ -102,6 +102,7 @@ Config Config::fromEnvironment() {
   c.enabled = parseBool("HOTKERNEL", true);
   c.cacheDir = env("HOTKERNEL_CACHE_DIR");
   if (c.cacheDir.empty()) c.cacheDir = defaultCacheDir();
+  c.cacheKeyFile = env("HOTKERNEL_CACHE_KEY_FILE");
   c.optimize = parseBool("HOTKERNEL_OPTIMIZE", true);
   c.hotCalls = parseInteger("HOTKERNEL_HOT_CALLS", 1, kMaxHotCalls, 50, "50");
   c.profilePath = env("HOTKERNEL_PROFILE");

@@ -98,12 +98,12 @@ TEST(CacheStoreRobustnessTest, GivenDamagedPagesWhenVerifyAllThenFailureReported
 TEST(CacheStoreRobustnessTest, GivenNewerFormatVersionWhenOpenThenRefusedAndFileUntouched) {
   TempDir tmp;
   fillAndClose(tmp.path(), 2);
-  RawDb(tmp.path()).exec("PRAGMA user_version = 3; PRAGMA wal_checkpoint(TRUNCATE)");
+  RawDb(tmp.path()).exec("PRAGMA user_version = 4; PRAGMA wal_checkpoint(TRUNCATE)");
   std::string db = CacheStore::databasePathFor(tmp.path());
   std::string before = readFile(db);
   std::string error = openError(tmp.path());
-  EXPECT_NE(error.find("has format version 3, newer than this hotkernel"), std::string::npos) << error;
-  EXPECT_NE(openError(tmp.path(), /*readOnly=*/true).find("format version 3"), std::string::npos);
+  EXPECT_NE(error.find("has format version 4, newer than this hotkernel"), std::string::npos) << error;
+  EXPECT_NE(openError(tmp.path(), /*readOnly=*/true).find("format version 4"), std::string::npos);
   EXPECT_EQ(readFile(db), before);
   EXPECT_EQ(RawDb(tmp.path()).queryInt("SELECT count(*) FROM entries"), 2);
 }
@@ -145,7 +145,7 @@ TEST(CacheStoreRobustnessTest, GivenEmptyDatabaseFileWhenOpenThenInitializedButR
   EXPECT_NE(CacheStore::openReadOnly(tmp.path()), nullptr);
 }
 
-// Rewrites a format-2 store in `dir` into exactly what format 1 wrote: no
+// Rewrites a format-3 store in `dir` into exactly what format 1 wrote: no
 // commit_seq column, no store_id / commit_seq meta rows, no commit log.
 void downgradeToFormat1(const std::string& dir) {
   RawDb raw(dir);
@@ -179,22 +179,72 @@ TEST(CacheStoreRobustnessTest, GivenFormatOneStoreWhenOpenedReadOnlyThenReadAsIs
   EXPECT_EQ(readFile(CacheStore::databasePathFor(tmp.path())), before);
 }
 
-TEST(CacheStoreRobustnessTest, GivenFormatOneStoreWhenOpenedReadWriteThenMigratedToFormatTwoWithEntriesKept) {
+TEST(CacheStoreRobustnessTest, GivenFormatOneStoreWhenOpenedReadWriteThenMigratedToFormatThreeWithEntriesKept) {
   TempDir tmp;
   fillAndClose(tmp.path(), 3);
   downgradeToFormat1(tmp.path());
   auto store = CacheStore::open(tmp.path());
   RawDb raw(tmp.path());
-  EXPECT_EQ(raw.queryInt("PRAGMA user_version"), 2);
-  EXPECT_EQ(raw.queryText("SELECT value FROM meta WHERE key = 'format_version'"), "2");
-  EXPECT_EQ(raw.queryInt("SELECT count(*) FROM entries WHERE commit_seq = 0"), 3);
-  // commit_seq sits before cubin, as in a store created with format 2.
+  EXPECT_EQ(raw.queryInt("PRAGMA user_version"), 3);
+  EXPECT_EQ(raw.queryText("SELECT value FROM meta WHERE key = 'format_version'"), "3");
+  EXPECT_EQ(raw.queryInt("SELECT count(*) FROM entries WHERE commit_seq = 0 AND signature = ''"), 3);
+  // commit_seq and signature sit before cubin, as in a store created with format 3.
   EXPECT_EQ(raw.queryText("SELECT name FROM pragma_table_info('entries') ORDER BY cid DESC LIMIT 1"), "cubin");
   EXPECT_EQ(test::modeOf(store->commitLogPath()), 0600u);
   store->put(kernelEntry(kOp, "after"));
   EXPECT_EQ(raw.queryInt("SELECT commit_seq FROM entries WHERE variant = 'after'"), 1);
   auto reports = store->verifyAll();
   EXPECT_EQ(reports.size(), 4u);
+  for (const auto& r : reports) EXPECT_EQ(r.status, VerifyStatus::Ok) << r.detail;
+}
+
+// Rewrites a format-3 store in `dir` into exactly what format 2 wrote: no
+// signature column (the commit log and meta rows stay).
+void downgradeToFormat2(const std::string& dir) {
+  RawDb raw(dir);
+  raw.exec(
+      "BEGIN;"
+      "CREATE TABLE entries_v2 (fingerprint TEXT NOT NULL, op TEXT NOT NULL, variant TEXT NOT NULL, "
+      "fingerprint_json TEXT NOT NULL, decision TEXT NOT NULL, family TEXT NOT NULL, params TEXT NOT NULL, "
+      "kernel_name TEXT NOT NULL, cubin_sha256 TEXT NOT NULL, metrics TEXT NOT NULL, created_unix INTEGER NOT NULL, "
+      "record_sha256 TEXT NOT NULL, commit_seq INTEGER NOT NULL, cubin BLOB NOT NULL, "
+      "PRIMARY KEY (fingerprint, op, variant));"
+      "INSERT INTO entries_v2 SELECT fingerprint, op, variant, fingerprint_json, decision, family, params, "
+      "kernel_name, cubin_sha256, metrics, created_unix, record_sha256, commit_seq, cubin FROM entries;"
+      "DROP TABLE entries; ALTER TABLE entries_v2 RENAME TO entries;"
+      "UPDATE meta SET value = '2' WHERE key = 'format_version';"
+      "PRAGMA user_version = 2; COMMIT; PRAGMA wal_checkpoint(TRUNCATE)");
+}
+
+TEST(CacheStoreRobustnessTest, GivenFormatTwoStoreWhenOpenedReadOnlyThenReadAsIsUnsignedAndUntouched) {
+  TempDir tmp;
+  fillAndClose(tmp.path(), 3);
+  downgradeToFormat2(tmp.path());
+  std::string before = readFile(CacheStore::databasePathFor(tmp.path()));
+  auto store = CacheStore::openReadOnly(tmp.path(), EntryTrust::none());
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(store->get(test::testFingerprint().key(), kOp, "v=2").has_value());
+  EXPECT_EQ(store->listForFingerprint(test::testFingerprint().key()).size(), 3u);
+  for (const auto& r : store->verifyAll()) EXPECT_EQ(r.status, VerifyStatus::Ok) << r.detail;
+  store.reset();
+  EXPECT_EQ(readFile(CacheStore::databasePathFor(tmp.path())), before);
+}
+
+TEST(CacheStoreRobustnessTest, GivenFormatTwoStoreWhenOpenedReadWriteWithoutKeyThenMigratedAndRowsStillLoad) {
+  TempDir tmp;
+  fillAndClose(tmp.path(), 3);
+  const int64_t seqBefore = RawDb(tmp.path()).queryInt("SELECT max(commit_seq) FROM entries");
+  downgradeToFormat2(tmp.path());
+  auto store = CacheStore::open(tmp.path(), EntryTrust::none());
+  RawDb raw(tmp.path());
+  EXPECT_EQ(raw.queryInt("PRAGMA user_version"), 3);
+  EXPECT_EQ(raw.queryText("SELECT value FROM meta WHERE key = 'format_version'"), "3");
+  EXPECT_EQ(raw.queryInt("SELECT count(*) FROM entries WHERE signature = ''"), 3);
+  EXPECT_EQ(raw.queryInt("SELECT max(commit_seq) FROM entries"), seqBefore);  // kept, not reset to 0
+  EXPECT_EQ(raw.queryText("SELECT name FROM pragma_table_info('entries') ORDER BY cid DESC LIMIT 1"), "cubin");
+  EXPECT_EQ(store->listForFingerprint(test::testFingerprint().key()).size(), 3u);
+  auto reports = store->verifyAll();
+  EXPECT_EQ(reports.size(), 3u);  // no lost commits: the log still matches
   for (const auto& r : reports) EXPECT_EQ(r.status, VerifyStatus::Ok) << r.detail;
 }
 

@@ -55,7 +55,7 @@ TEST(CacheStoreTest, GivenNewDatabaseWhenInspectedThenFormatVersionAndMetaRecord
   EXPECT_EQ(raw.queryInt("PRAGMA application_id"), 0x484B4341);
   EXPECT_EQ(raw.queryText("PRAGMA journal_mode"), "wal");
   EXPECT_EQ(raw.queryInt("PRAGMA auto_vacuum"), 2);  // incremental
-  EXPECT_EQ(raw.queryText("SELECT value FROM meta WHERE key = 'format_version'"), "2");
+  EXPECT_EQ(raw.queryText("SELECT value FROM meta WHERE key = 'format_version'"), "3");
   EXPECT_EQ(raw.queryText("SELECT value FROM meta WHERE key = 'commit_seq'"), "0");
   EXPECT_EQ(raw.queryText("SELECT value FROM meta WHERE key = 'store_id'").size(), 32u);
   EXPECT_EQ(raw.queryText("SELECT value FROM meta WHERE key = 'created_by'"), "hotkernel " HOTKERNEL_VERSION);

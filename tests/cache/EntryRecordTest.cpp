@@ -81,23 +81,23 @@ TEST(EntryRecordTest, GivenAnyFieldChangedWhenDigestedThenDigestChanges) {
 TEST(EntryRecordTest, GivenStoredEntryWhenVerifiedThenEachFailureClassified) {
   Entry e = fixedEntry();
   const std::string digest = recordDigest(e);
-  EXPECT_EQ(verifyStored(e, digest).status, VerifyStatus::Ok);
-  EXPECT_EQ(verifyStored(e, digest).op, e.op);
+  EXPECT_EQ(verifyStored(e, digest, "", EntryTrust::none()).status, VerifyStatus::Ok);
+  EXPECT_EQ(verifyStored(e, digest, "", EntryTrust::none()).op, e.op);
 
   Entry bitRot = e;
   bitRot.cubin[0] = 'X';
-  EXPECT_EQ(verifyStored(bitRot, digest).status, VerifyStatus::HashMismatch);
-  EXPECT_NE(verifyStored(bitRot, digest).detail.find("cubin"), std::string::npos);
+  EXPECT_EQ(verifyStored(bitRot, digest, "", EntryTrust::none()).status, VerifyStatus::HashMismatch);
+  EXPECT_NE(verifyStored(bitRot, digest, "", EntryTrust::none()).detail.find("cubin"), std::string::npos);
 
-  EXPECT_EQ(verifyStored(e, std::string(64, '0')).status, VerifyStatus::HashMismatch);
+  EXPECT_EQ(verifyStored(e, std::string(64, '0'), "", EntryTrust::none()).status, VerifyStatus::HashMismatch);
 
   Entry badHash = e;
   badHash.cubinSha256 = "XYZ";
-  EXPECT_EQ(verifyStored(badHash, digest).status, VerifyStatus::Malformed);
+  EXPECT_EQ(verifyStored(badHash, digest, "", EntryTrust::none()).status, VerifyStatus::Malformed);
 
   Entry emptyKernel = e;
   emptyKernel.cubin.clear();
-  EXPECT_EQ(verifyStored(emptyKernel, digest).status, VerifyStatus::Malformed);
+  EXPECT_EQ(verifyStored(emptyKernel, digest, "", EntryTrust::none()).status, VerifyStatus::Malformed);
 }
 
 TEST(EntryRecordTest, GivenValidEntryFromFingerprintWhenCheckedForPutThenAccepted) {

@@ -17,7 +17,10 @@
 // matches what put() recorded. The digests detect corruption and accidental
 // edits, not an attacker: anyone who can write the database can rewrite the
 // digests too. The permission checks (private directory and database file,
-// owned by this user, no symlinks) are what keep other users out.
+// owned by this user, no symlinks) are what keep other users out. Against a
+// writer of the database, configure a key (EntryTrust, Note [Cache key file]
+// in EntryKey.h): then put() signs and reads return only entries whose
+// signature verifies (Note [Entry signature, v1] in cache/src/EntryRecord.h).
 //
 // Thread-safety: every method may be called from any thread; calls on one
 // CacheStore are serialized by an internal mutex. Several CacheStore objects
@@ -32,7 +35,11 @@
 #include <string>
 #include <vector>
 
+#include <atomic>
+#include <cstdint>
+
 #include "hotkernel/cache/Entry.h"
+#include "hotkernel/cache/EntryKey.h"
 #include "hotkernel/cache/EntryFilter.h"
 #include "hotkernel/cache/VerifyReport.h"
 
@@ -45,7 +52,7 @@ class Database;
 class CacheStore {
  public:
   // Version of the on-disk format (PRAGMA user_version); see cache/README.md.
-  static constexpr int kFormatVersion = 2;
+  static constexpr int kFormatVersion = 3;
   // The database file inside the cache directory.
   static constexpr const char* kDatabaseFileName = "kernels.sqlite";
 
@@ -55,14 +62,19 @@ class CacheStore {
   // current user, or writable by group/others; the same for the database file
   // and its -wal/-shm companions. Also refuses a corrupt or truncated database,
   // a file that is not a hotkernel cache, and a newer format version (never
-  // overwrites any of them).
+  // overwrites any of them). `trust` says whether entries are signed; the
+  // overload without it takes EntryTrust::fromConfig(dir)
+  // (HOTKERNEL_CACHE_KEY_FILE), so every process configured with a key reads
+  // and writes in signed mode.
   static std::unique_ptr<CacheStore> open(const std::string& dir);
+  static std::unique_ptr<CacheStore> open(const std::string& dir, EntryTrust trust);
 
   // Opens an existing cache for reading only (the CLI's ls/show/verify): never
   // creates the directory or the database and never writes to it (SQLite may
   // create its -wal/-shm lock files). Same checks as open(). Returns nullptr
   // when there is no cache in `dir` (no directory or no database file).
   static std::unique_ptr<CacheStore> openReadOnly(const std::string& dir);
+  static std::unique_ptr<CacheStore> openReadOnly(const std::string& dir, EntryTrust trust);
 
   // `dir` made absolute (relative to the working directory), trailing slashes removed.
   static std::string absoluteDirectory(const std::string& dir);
@@ -79,11 +91,15 @@ class CacheStore {
   // fingerprint not matching fingerprintJson, unknown decision, "kernel"
   // without cubin or kernelName, "keep_aten" with a cubin, params/metrics not
   // JSON; and when the write fails (read-only store, disk full, lock timeout).
+  // In signed mode the row is signed with the key; with a refused key it
+  // throws and stores nothing.
   void put(const Entry& entry);
 
   // The entry with this key, only if it verifies: cubin SHA-256 and record
-  // digest recomputed and compared. A failing entry is not returned (nullopt)
-  // and is logged once per process (Warn) with its key.
+  // digest recomputed and compared, and in signed mode the signature. A
+  // failing entry is not returned (nullopt) and is logged once per process
+  // (Warn) with its key; an unsigned or badly signed one is also counted
+  // (signatureRefusals).
   std::optional<Entry> get(const std::string& fingerprint, const std::string& op, const std::string& variant) const;
 
   // Every entry of one environment, each verified like get() (failing ones are
@@ -96,7 +112,8 @@ class CacheStore {
   std::vector<Entry> listMetadata(const EntryFilter& filter = {}) const;
 
   // Re-checks the entries matching `filter`: one report per entry (Ok ones
-  // included), plus a database-level report (empty key, Malformed) for damage
+  // included; in signed mode Unsigned / BadSignature ones too), plus a
+  // database-level report (empty key, Malformed) for damage
   // that SQLite's quick_check finds (run when the filter selects everything)
   // or that stops the scan. Committed writes that the database lost (a
   // damaged or removed -wal: Note [Commits lost with the WAL] in
@@ -115,11 +132,17 @@ class CacheStore {
   // <dir>/kernels.commits (Note [Commit log format, version 1] in cache/src/CommitLog.h).
   const std::string& commitLogPath() const { return commitLogPath_; }
   bool readOnly() const { return readOnly_; }
+  const EntryTrust& trust() const { return trust_; }
+  // Entries get / listForFingerprint refused in signed mode because they were
+  // unsigned or badly signed, since the store was opened (each read counts).
+  uint64_t signatureRefusals() const { return signatureRefusals_.load(std::memory_order_relaxed); }
 
  private:
   CacheStore(std::string dir, std::string dbPath, bool readOnly, std::unique_ptr<detail::Database> db,
-             int formatVersion, std::string storeId);
-  static std::unique_ptr<CacheStore> openImpl(const std::string& dir, bool readOnly);
+             int formatVersion, std::string storeId, EntryTrust trust);
+  static std::unique_ptr<CacheStore> openImpl(const std::string& dir, bool readOnly, EntryTrust trust);
+  // The result of verifying a row read for loading; logs and counts a refusal. Precondition: mu_ held.
+  bool acceptForLoading(const VerifyReport& report) const;
   // Read-write open of a format-2 store: starts a missing commit log, warns
   // about lost commits, raises commit_seq above the log's numbers, compacts
   // a large log. Precondition: called before the store is shared.
@@ -139,6 +162,8 @@ class CacheStore {
   const bool readOnly_;
   const int formatVersion_;    // of the open database: 1 only for a read-only open of an old store
   const std::string storeId_;  // meta 'store_id'; empty for format 1
+  const EntryTrust trust_;     // fixed at open: whether entries are signed, and with which key
+  mutable std::atomic<uint64_t> signatureRefusals_{0};
   mutable std::mutex mu_;
   std::unique_ptr<detail::Database> db_;  // Guarded by mu_.
 };

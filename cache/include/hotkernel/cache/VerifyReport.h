@@ -11,9 +11,13 @@ enum class VerifyStatus {
   Malformed,     // a field breaks the entry invariants, or the database itself is damaged
   Lost,          // a committed write the commit log records is missing from the database
                  // (Note [Commits lost with the WAL] in cache/src/CommitLog.h)
+  // Signed mode only (a key is configured: Note [Cache key file] in EntryKey.h):
+  Unsigned,      // the entry carries no signature
+  BadSignature,  // its signature does not verify under the key (or the configured key was refused)
 };
 
-const char* toString(VerifyStatus status);  // "ok", "hash-mismatch", "malformed", "lost"
+// "ok", "hash-mismatch", "malformed", "lost", "unsigned", "bad-signature"
+const char* toString(VerifyStatus status);
 
 struct VerifyReport {
   // All three are empty for a report about the database as a whole (PRAGMA quick_check,

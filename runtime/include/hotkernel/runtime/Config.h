@@ -5,6 +5,7 @@
 // |-------------------------------|------------------------------|-----------------------------------------------------|---------|
 // | HOTKERNEL                     | 1                            | 0, 1, false, true, off, on, no, yes | 0 turns hotkernel off entirely (shim loads nothing) |
 // | HOTKERNEL_CACHE_DIR           | $XDG_CACHE_HOME/hotkernel or ~/.cache/hotkernel | a directory | the kernel cache |
+// | HOTKERNEL_CACHE_KEY_FILE      | (unset)                      | a file path | HMAC key of the cache entries: set, only entries signed with it load (Note [Cache key file] in hotkernel/cache/EntryKey.h) |
 // | HOTKERNEL_OPTIMIZE            | 1                            | as HOTKERNEL | 0: only use cached kernels, never optimize in-process |
 // | HOTKERNEL_HOT_CALLS           | 50                           | 1 .. kMaxHotCalls (10^12) | calls of one variant before it is queued for optimization |
 // | HOTKERNEL_PROFILE             | (unset)                      | a file path | file the recorded variants are written to at exit (JSON) |
@@ -54,6 +55,7 @@ struct Config {
 
   bool enabled = true;
   std::string cacheDir;
+  std::string cacheKeyFile;  // HOTKERNEL_CACHE_KEY_FILE; empty: entries are not signed
   bool optimize = true;
   int64_t hotCalls = 50;  // in [1, kMaxHotCalls]
   std::string profilePath;
