@@ -4,16 +4,20 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "CacheTestUtil.h"
 #include "RunCli.h"
 #include "hotkernel/cache/CacheStore.h"
+#include "hotkernel/cache/EntryKey.h"
 
 namespace hotkernel::cli {
 namespace {
 
 using cache::CacheStore;
+using cache::EntryKey;
+using cache::EntryTrust;
 using cache::test::keepAtenEntry;
 using cache::test::kernelEntry;
 using cache::test::RawDb;
@@ -242,6 +246,93 @@ TEST(CacheCommandsTest, GivenNoCacheWhenVerifyJsonThenNotFoundAndNothingCreated)
   EXPECT_EQ(j["entries"], 0);
   EXPECT_EQ(j["ok"], true);
   EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+// A key file (32 bytes, mode 0600) at `path`, and the key it holds.
+EntryKey writeKey(const std::string& path, char fill) {
+  cache::test::writeFile(path, std::string(32, fill));
+  EXPECT_EQ(::chmod(path.c_str(), 0600), 0);
+  return EntryKey::fromBytes(std::string(32, fill));
+}
+
+// A same-user attacker without the key: stores its own cubin for (kOp, variant)
+// through the library (cubin and both digests consistent), then puts the old
+// signature back so that the row still looks signed.
+void forgeWithoutKey(const std::string& dir, const std::string& variant) {
+  const std::string signature =
+      RawDb(dir).queryText("SELECT signature FROM entries WHERE variant = '" + variant + "'");
+  cache::Entry forged = kernelEntry(kOp, variant);
+  forged.cubin = std::string(300, '\x42');
+  CacheStore::open(dir, EntryTrust::none())->put(forged);
+  RawDb(dir).exec("UPDATE entries SET signature = '" + signature + "' WHERE variant = '" + variant + "'");
+}
+
+TEST(CacheCommandsTest, GivenSignedUnsignedAndForgedEntriesWhenVerifyWithKeyThenEachNamedAndExitOne) {
+  TempDir tmp;
+  const std::string dir = tmp.sub("cache");
+  const std::string keyPath = tmp.sub("key");
+  EntryTrust trust = EntryTrust::withKey(writeKey(keyPath, 'a'));
+  {
+    auto store = CacheStore::open(dir, trust);
+    store->put(kernelEntry(kOp, "good"));
+    store->put(kernelEntry(kOp, "forged"));
+  }
+  CacheStore::open(dir, EntryTrust::none())->put(kernelEntry(kOp, "plain"));
+  forgeWithoutKey(dir, "forged");
+  // Without a key, the forgery is invisible: both digests match.
+  EXPECT_EQ(runCli({"cache", "verify", "--dir", dir}).exitCode, 0);
+
+  auto r = runCli({"cache", "verify", "--dir", dir, "--key-file", keyPath});
+  EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "ok (signed)  op=aten::_softmax variant=good")) << r.out;
+  EXPECT_TRUE(contains(r.out, "FAIL unsigned  op=aten::_softmax variant=plain")) << r.out;
+  EXPECT_TRUE(contains(r.out, "FAIL bad signature  op=aten::_softmax variant=forged")) << r.out;
+  EXPECT_TRUE(contains(r.out, "verified 3 entries")) << r.out;
+  EXPECT_TRUE(contains(r.out, "2 failed")) << r.out;
+
+  // The variable works like --key-file; --json lists every entry's signature.
+  auto j = runCli({"cache", "verify", "--json", "--dir", dir}, {{"HOTKERNEL_CACHE_KEY_FILE", keyPath}});
+  EXPECT_EQ(j.exitCode, 1) << j.out << j.err;
+  nlohmann::json out = nlohmann::json::parse(j.out);
+  EXPECT_EQ(out["key_id"], trust.key->id());
+  EXPECT_EQ(out["failed"], 2);
+  std::map<std::string, std::string> verdicts;
+  for (const auto& s : out["signatures"]) verdicts[s["variant"]] = s["signature"];
+  EXPECT_EQ(verdicts["good"], "ok (signed)");
+  EXPECT_EQ(verdicts["plain"], "unsigned");
+  EXPECT_EQ(verdicts["forged"], "bad signature");
+  std::map<std::string, std::string> problems;
+  for (const auto& p : out["problems"]) problems[p["variant"]] = p["status"];
+  EXPECT_EQ(problems["plain"], "unsigned");
+  EXPECT_EQ(problems["forged"], "bad-signature");
+}
+
+TEST(CacheCommandsTest, GivenEntriesSignedWithAnotherKeyWhenVerifyThenBadSignatureAndExitOne) {
+  TempDir tmp;
+  const std::string dir = tmp.sub("cache");
+  CacheStore::open(dir, EntryTrust::withKey(writeKey(tmp.sub("key-a"), 'a')))->put(kernelEntry(kOp, kVariant));
+  writeKey(tmp.sub("key-b"), 'b');
+  auto r = runCli({"cache", "verify", "--dir", dir, "--key-file", tmp.sub("key-b")});
+  EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "FAIL bad signature")) << r.out;
+  auto a = runCli({"cache", "verify", "--dir", dir, "--key-file", tmp.sub("key-a")});
+  EXPECT_EQ(a.exitCode, 0) << a.out << a.err;
+  EXPECT_TRUE(contains(a.out, "all ok")) << a.out;
+}
+
+TEST(CacheCommandsTest, GivenRefusedKeyFileWhenVerifyThenOneLineErrorAndExitTwo) {
+  TempDir tmp;
+  const std::string dir = tmp.sub("cache");
+  fill(dir);
+  const std::string keyPath = tmp.sub("key");
+  writeKey(keyPath, 'a');
+  ASSERT_EQ(::chmod(keyPath.c_str(), 0644), 0);
+  auto r = runCli({"cache", "verify", "--dir", dir, "--key-file", keyPath});
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "mode is 0644")) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  auto missing = runCli({"cache", "verify", "--dir", dir, "--key-file", tmp.sub("absent")});
+  EXPECT_EQ(missing.exitCode, 2) << missing.err;
 }
 
 TEST(CacheCommandsTest, GivenNoFilterWhenRmThenRefusedWithExitTwoAndNothingRemoved) {

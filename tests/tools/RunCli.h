@@ -27,14 +27,15 @@ struct CliResult {
 };
 
 // Runs `program` with `args`. `env`: variables to set (a value) or unset
-// (nullopt) in the child only. HOTKERNEL_CACHE_DIR is unset unless given, so
-// the user's cache is never touched.
+// (nullopt) in the child only. HOTKERNEL_CACHE_DIR and HOTKERNEL_CACHE_KEY_FILE
+// are unset unless given, so the user's cache and key are never touched.
 inline CliResult runProgram(const std::string& program, const std::vector<std::string>& args,
                             std::map<std::string, std::optional<std::string>> env = {}) {
   cache::test::TempDir io;
   const std::string outPath = io.sub("out");
   const std::string errPath = io.sub("err");
   env.emplace("HOTKERNEL_CACHE_DIR", std::nullopt);
+  env.emplace("HOTKERNEL_CACHE_KEY_FILE", std::nullopt);
   pid_t pid = ::fork();
   if (pid == 0) {
     int out = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);

@@ -18,6 +18,8 @@ namespace {
 using cache::CacheStore;
 using cache::Entry;
 using cache::EntryFilter;
+using cache::EntryKey;
+using cache::EntryTrust;
 using cache::VerifyReport;
 using cache::VerifyStatus;
 
@@ -30,6 +32,7 @@ struct CacheOptions {
   std::string op;
   std::string variant;
   std::string fingerprint;
+  std::string keyFile;  // verify --key-file; empty: $HOTKERNEL_CACHE_KEY_FILE
 };
 
 void addDirOption(CLI::App* cmd, CacheOptions& o) {
@@ -75,7 +78,8 @@ void printNoCache(const std::string& dir) { std::cerr << "no hotkernel cache at 
 
 void runLs(const CacheOptions& o) {
   std::string dir = cacheDir(o);
-  std::unique_ptr<CacheStore> store = CacheStore::openReadOnly(dir);
+  // Metadata only: nothing is verified, so no key is needed.
+  std::unique_ptr<CacheStore> store = CacheStore::openReadOnly(dir, EntryTrust::none());
   std::vector<Entry> entries = store ? store->listMetadata() : std::vector<Entry>{};
   if (o.json) {
     nlohmann::json out = nlohmann::json::array();
@@ -168,22 +172,53 @@ void runShow(const CacheOptions& o, ExitStatus& status) {
 // verify --json: {"format":"hotkernel-cache-verify","version":1,"database":..,"found":true,
 //   "entries":N,"failed":F,"lost":L,"ok":true,"problems":[{"kind":"fail"|"lost","status":..,
 //   "op":..,"variant":..,"fingerprint":..,"detail":..}]}; op, variant and fingerprint are null
-// in a report about the database as a whole. Keys in this order (ordered_json).
+// in a report about the database as a whole. Signed mode (a key file given or configured) adds
+// "key_id" after "found", and "signatures":[{"op","variant","fingerprint","signature":"ok (signed)"|
+// "unsigned"|"bad signature"|"not checked"}] (one per entry; "not checked": it failed a digest check
+// first) after "problems"; unsigned and badly signed entries are problems of kind "fail".
+// Keys in this order (ordered_json).
 constexpr const char* kVerifyFormat = "hotkernel-cache-verify";
 constexpr int kVerifyVersion = 1;
 
+// The key verify checks against: --key-file, else HOTKERNEL_CACHE_KEY_FILE; none when both are empty.
+// A refused key file throws (exit 2): verify never falls back to reporting without it.
+EntryTrust verifyTrust(const CacheOptions& o, const std::string& dir) {
+  const std::string path = o.keyFile.empty() ? hotkernel::config().cacheKeyFile : o.keyFile;
+  if (path.empty()) return EntryTrust::none();
+  return EntryTrust::withKey(EntryKey::fromFile(path, dir));
+}
+
+// How one entry's signature fared, for the per-entry lines of signed mode.
+const char* signatureVerdict(VerifyStatus status) {
+  switch (status) {
+    case VerifyStatus::Ok:
+      return "ok (signed)";
+    case VerifyStatus::Unsigned:
+      return "unsigned";
+    case VerifyStatus::BadSignature:
+      return "bad signature";
+    default:
+      return "not checked";
+  }
+}
+
 void runVerify(const CacheOptions& o, ExitStatus& status) {
   std::string dir = cacheDir(o);
-  std::unique_ptr<CacheStore> store = CacheStore::openReadOnly(dir);
+  EntryTrust trust = verifyTrust(o, dir);
+  const bool signedMode = trust.signedMode();
+  const std::string keyId = trust.key ? trust.key->id() : std::string();
+  std::unique_ptr<CacheStore> store = CacheStore::openReadOnly(dir, std::move(trust));
   nlohmann::ordered_json out = {{"format", kVerifyFormat},
                         {"version", kVerifyVersion},
                         {"database", store ? store->databasePath() : CacheStore::databasePathFor(dir)},
                         {"found", store != nullptr}};
+  if (signedMode) out["key_id"] = keyId;
   if (!store) {
     printNoCache(dir);
     if (o.json) {
       out.update({{"entries", 0}, {"failed", 0}, {"lost", 0}, {"ok", true},
                   {"problems", nlohmann::ordered_json::array()}});
+      if (signedMode) out["signatures"] = nlohmann::ordered_json::array();
       std::cout << out.dump(2) << "\n";
     } else {
       std::cout << "nothing to verify\n";
@@ -195,10 +230,21 @@ void runVerify(const CacheOptions& o, ExitStatus& status) {
   size_t lost = 0;     // committed entries missing from the database (VerifyStatus::Lost, one per key)
   bool problem = false;
   nlohmann::ordered_json problems = nlohmann::ordered_json::array();
+  nlohmann::ordered_json signatures = nlohmann::ordered_json::array();
   for (const VerifyReport& r : store->verifyAll()) {
     bool isEntry = !r.op.empty() || !r.variant.empty() || !r.fingerprint.empty();
     bool isLost = r.status == VerifyStatus::Lost;
     entries += isEntry && !isLost ? 1 : 0;
+    if (signedMode && isEntry && !isLost) {
+      signatures.push_back({{"op", r.op},
+                            {"variant", r.variant},
+                            {"fingerprint", r.fingerprint},
+                            {"signature", signatureVerdict(r.status)}});
+      if (!o.json && r.status == VerifyStatus::Ok) {
+        std::cout << "ok (signed)  op=" << r.op << " variant=" << r.variant << " fingerprint=" << r.fingerprint
+                  << "\n";
+      }
+    }
     if (r.status == VerifyStatus::Ok) continue;
     problem = true;
     if (isLost) {
@@ -216,13 +262,16 @@ void runVerify(const CacheOptions& o, ExitStatus& status) {
                         {"fingerprint", orNull(r.fingerprint)},
                         {"detail", r.detail}});
     if (o.json) continue;
-    std::cout << (isLost ? "LOST " : "FAIL ") << cache::toString(r.status) << "  ";
+    const bool signature = r.status == VerifyStatus::Unsigned || r.status == VerifyStatus::BadSignature;
+    std::cout << (isLost ? "LOST " : "FAIL ") << (signature ? signatureVerdict(r.status) : cache::toString(r.status))
+              << "  ";
     if (isEntry) std::cout << "op=" << r.op << " variant=" << r.variant << " fingerprint=" << r.fingerprint << ": ";
     std::cout << r.detail << "\n";
   }
   if (problem) status.code = kExitProblem;
   if (o.json) {
     out.update({{"entries", entries}, {"failed", failed}, {"lost", lost}, {"ok", !problem}, {"problems", problems}});
+    if (signedMode) out["signatures"] = signatures;
     std::cout << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     return;
   }
@@ -234,7 +283,7 @@ void runVerify(const CacheOptions& o, ExitStatus& status) {
   }
   if (outcome.empty()) outcome = problem ? "problems found" : "all ok";
   std::cout << "verified " << entries << (entries == 1 ? " entry" : " entries") << " in " << store->databasePath()
-            << ": " << outcome << "\n";
+            << (signedMode ? " against key " + keyId : std::string()) << ": " << outcome << "\n";
 }
 
 // --- rm ----------------------------------------------------------------------
@@ -249,12 +298,13 @@ void runRm(const CacheOptions& o, ExitStatus& status) {
   }
   std::string dir = cacheDir(o);
   // Checks the directory like open() but never creates a cache only to empty it.
-  if (!CacheStore::openReadOnly(dir)) {
+  if (!CacheStore::openReadOnly(dir, EntryTrust::none())) {
     printNoCache(dir);
     std::cout << "removed 0 entries\n";
     return;
   }
-  std::unique_ptr<CacheStore> store = CacheStore::open(dir);
+  // Removing needs no key: a refused or missing key must not stop a cleanup.
+  std::unique_ptr<CacheStore> store = CacheStore::open(dir, EntryTrust::none());
   size_t removed = o.all ? store->removeAll() : store->remove(filter);
   std::cout << "removed " << removed << (removed == 1 ? " entry" : " entries") << " from " << store->databasePath()
             << "\n";
@@ -293,8 +343,12 @@ void addCacheCommands(CLI::App& app, ExitStatus& status) {
   show->add_flag("--json", o->json, "print JSON");
   show->callback([o, &status] { runShow(*o, status); });
 
-  CLI::App* verify = cache->add_subcommand("verify", "re-hash every entry; exit code 1 if any fails");
+  CLI::App* verify = cache->add_subcommand(
+      "verify", "re-hash every entry and, with a key, check its signature; exit code 1 if any fails");
   addDirOption(verify, *o);
+  verify->add_option("--key-file", o->keyFile,
+                     "HMAC key the entries must be signed with (default: $HOTKERNEL_CACHE_KEY_FILE; none: "
+                     "signatures are not checked)");
   verify->add_flag("--json", o->json, "print one JSON object (format hotkernel-cache-verify, version 1)");
   verify->callback([o, &status] { runVerify(*o, status); });
 
