@@ -12,6 +12,7 @@
 #include "hotkernel/cache/EntryKey.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Hash.h"
+#include "hotkernel/runtime/Logging.h"
 
 namespace hotkernel::cache {
 namespace {
@@ -117,8 +118,15 @@ TEST(CacheStoreSignatureTest, GivenRowWrittenWithoutKeyWhenKeyLaterConfiguredThe
   TempDir tmp;
   CacheStore::open(tmp.path(), EntryTrust::none())->put(kernelEntry(kOp, "v=1"));
   auto store = CacheStore::open(tmp.path(), trustWith('a'));
+  setLogLevel(LogLevel::Warn);
+  ::testing::internal::CaptureStderr();
   EXPECT_FALSE(store->get(fp(), kOp, "v=1").has_value());
-  EXPECT_EQ(store->signatureRefusals(), 1u);
+  EXPECT_TRUE(store->listForFingerprint(fp()).empty());
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(store->signatureRefusals(), 2u);
+  EXPECT_NE(log.find("refusing cache entry op=aten::_softmax variant=v=1"), std::string::npos) << log;
+  EXPECT_NE(log.find("unsigned"), std::string::npos) << log;
+  EXPECT_EQ(log.find("refusing"), log.rfind("refusing")) << "logged more than once: " << log;
   auto reports = store->verifyAll();
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].status, VerifyStatus::Unsigned);

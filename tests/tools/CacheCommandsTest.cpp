@@ -305,6 +305,12 @@ TEST(CacheCommandsTest, GivenSignedUnsignedAndForgedEntriesWhenVerifyWithKeyThen
   for (const auto& p : out["problems"]) problems[p["variant"]] = p["status"];
   EXPECT_EQ(problems["plain"], "unsigned");
   EXPECT_EQ(problems["forged"], "bad-signature");
+
+  // Stores opened without an explicit key (show, like the serving engine) take the variable.
+  auto show = runCli({"cache", "show", kOp, "forged", "--dir", dir}, {{"HOTKERNEL_CACHE_KEY_FILE", keyPath}});
+  EXPECT_TRUE(contains(show.out, "bad-signature")) << show.out << show.err;
+  auto plain = runCli({"cache", "show", kOp, "forged", "--dir", dir});
+  EXPECT_FALSE(contains(plain.out, "bad-signature")) << plain.out;
 }
 
 TEST(CacheCommandsTest, GivenEntriesSignedWithAnotherKeyWhenVerifyThenBadSignatureAndExitOne) {
