@@ -8,7 +8,7 @@
 // | HOTKERNEL_CACHE_KEY_FILE      | (unset)                      | a file path | HMAC key of the cache entries: set, only entries signed with it load (Note [Cache key file] in hotkernel/cache/EntryKey.h) |
 // | HOTKERNEL_OPTIMIZE            | 1                            | as HOTKERNEL | 0: only use cached kernels, never optimize in-process |
 // | HOTKERNEL_HOT_CALLS           | 50                           | 1 .. kMaxHotCalls (10^12) | calls of one variant before it is queued for optimization |
-// | HOTKERNEL_PROFILE             | (unset)                      | a file path | file the recorded variants are written to at exit (JSON) |
+// | HOTKERNEL_PROFILE             | (unset)                      | a file path; %p: the process id, %%: a % | file the recorded variants are written to at exit and on SIGTERM (JSON; profilePathFor) |
 // | HOTKERNEL_OPS                 | _softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss | comma list | ops to override |
 // | HOTKERNEL_IDLE_MS             | 50                           | 1 .. kMaxIdleMs (86400000, a day) | the optimizer works only after this long without serving GPU ops |
 // | HOTKERNEL_OPT_MEM_MB          | 25% of the device's memory   | 1 .. kMaxOptimizerMemoryMb (2^30 MiB = 1 PiB) | GPU memory the background optimizer may use |
