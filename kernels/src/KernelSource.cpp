@@ -19,6 +19,7 @@ HOTKERNEL_DECLARE_EMBEDDED(rms_norm)
 HOTKERNEL_DECLARE_EMBEDDED(layer_norm)
 HOTKERNEL_DECLARE_EMBEDDED(cross_entropy)
 HOTKERNEL_DECLARE_EMBEDDED(reduce_lastdim)
+HOTKERNEL_DECLARE_EMBEDDED(reduce_dim)
 HOTKERNEL_DECLARE_EMBEDDED(hk_prelude)
 
 #define HOTKERNEL_EMBEDDED(name)                                                                       \
@@ -38,6 +39,7 @@ const std::vector<KernelSource>& allKernelSources() {
       HOTKERNEL_EMBEDDED(layer_norm),
       HOTKERNEL_EMBEDDED(cross_entropy),
       HOTKERNEL_EMBEDDED(reduce_lastdim),
+      HOTKERNEL_EMBEDDED(reduce_dim),
       HOTKERNEL_EMBEDDED(hk_prelude),
   };
   return sources;

@@ -1,0 +1,95 @@
+#pragma once
+// The middle-dim reduction family: the ops of the last-dim family
+// (ReduceOp: sum, mean, amax, argmax, amin, argmin) over one dimension d of a
+// contiguous tensor that is not the last, seen as [outer, reduced, inner]
+// (inner: the elements after d, >= 2), float32 / float16 / bfloat16, one
+// read of the input and one result per (outer, inner) position, coalesced
+// along the kept inner dimension (Note [Coalesced middle-dim reductions] in
+// kernels/reduce/reduce_dim.cu). Results and tolerances are the last-dim
+// family's (ReduceFamily::tolerance with the reduced extent as cols).
+//
+// Guards follow Note [Three guards] (SoftmaxFamily.h). Not yet a served
+// family: no descriptor, tuner or served-op row uses it yet.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/ReduceFamily.h"  // ReduceOp, LaunchGeometry
+
+namespace hotkernel::kernels {
+
+struct ReduceDimVariant {
+  DType dtype = DType::Float32;
+  int64_t outer = 0;    // the product of the dims before the reduced one (1 when it is the first)
+  int64_t reduced = 0;  // the reduced dim's size
+  int64_t inner = 0;    // the product of the dims after it
+  ReduceOp op = ReduceOp::Sum;
+};
+
+// One point of the parameter space; becomes the HK_* defines of the template.
+struct ReduceDimParams {
+  int tx = 32;  // threads along inner: 32, 64 or 128
+  int ty = 8;   // threads along the reduced dim: a power of two, tx * ty <= 1024
+  int vec = 1;  // consecutive inner elements a thread reads at once
+
+  int threads() const { return tx * ty; }
+  bool operator==(const ReduceDimParams& o) const { return tx == o.tx && ty == o.ty && vec == o.vec; }
+  bool operator!=(const ReduceDimParams& o) const { return !(*this == o); }
+
+  nlohmann::json toJson() const;  // {"tx":32,"ty":8,"vec":4}
+  // Throws Error unless `j` is an object with integer tx, ty and vec. Does not
+  // check validity: guardParams does.
+  static ReduceDimParams fromJson(const nlohmann::json& j);
+  std::string describe() const;  // "tx=32 ty=8 vec=4"
+};
+
+class ReduceDimFamily {
+ public:
+  static constexpr const char* kName = "reduce_dim";  // the embedded source's name
+  // extern "C" __global__ void hk_reduce_dim(const void* in, void* out, long long outer,
+  //                                          long long reduced, long long inner)
+  static constexpr const char* kKernelName = "hk_reduce_dim";
+  // The template's indices are int32.
+  static constexpr int64_t kMaxReduced = (int64_t{1} << 31) - 1;
+  // Static shared memory a CTA may use: the partials of its tile (floats, and
+  // int32 indices for the index ops) for each of its ty rows.
+  static constexpr size_t kMaxSharedBytes = 48 * 1024;
+
+  // A known dtype and op, outer >= 1, 1 <= reduced <= kMaxReduced, inner >= 2,
+  // outer * reduced * inner * elementSize without int64 overflow.
+  static bool guardVariant(const ReduceDimVariant& v);
+  // `p` is one of allParameterPoints(v.dtype, v.op) and inner % vec == 0.
+  static bool guardParams(const ReduceDimVariant& v, const ReduceDimParams& p);
+  // Per call: in and out non-null, different, aligned to vec elements of their types.
+  static bool guardPointers(const void* in, const void* out, const ReduceDimVariant& v, const ReduceDimParams& p);
+
+  // Every point for `dtype` and `op` (the guard's whitelist): tx, ty and vec
+  // within the template's limits and the shared memory bound (the index ops
+  // keep twice the bytes a position).
+  static std::vector<ReduceDimParams> allParameterPoints(DType dtype, ReduceOp op);
+  // Up to 12 points worth measuring for v, best guess first (Note [Middle-dim
+  // parameter ranking]); always a vec == 1 point. Empty iff !guardVariant(v).
+  static std::vector<ReduceDimParams> parameterSpace(const ReduceDimVariant& v);
+
+  static std::string source();
+  // -DHK_DTYPE=, -DHK_OP=, -DHK_TX=, -DHK_TY=, -DHK_VEC=. Throws Error if `p`
+  // is not a point for (dtype, op).
+  static std::vector<std::string> compileOptions(DType dtype, const ReduceDimParams& p, ReduceOp op);
+  // One CTA per (outer index, tile of tx * vec inner positions), at most
+  // 2^31 - 1 (the kernel strides over the rest). Static shared memory only.
+  static LaunchGeometry launchGeometry(const ReduceDimVariant& v, const ReduceDimParams& p);
+  // Ideal DRAM traffic: the input read once, one result per (outer, inner).
+  static double bytesMoved(const ReduceDimVariant& v);
+  static size_t outputElementSize(ReduceOp op, DType dtype) { return ReduceFamily::outputElementSize(op, dtype); }
+  // The last-dim family's bound with the reduced extent as the row length.
+  static ReduceTolerance tolerance(ReduceOp op, DType dtype, int64_t reduced) {
+    return ReduceFamily::tolerance(op, dtype, reduced);
+  }
+};
+
+}  // namespace hotkernel::kernels

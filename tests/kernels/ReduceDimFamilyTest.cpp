@@ -1,0 +1,187 @@
+// Tests of the middle-dim reduction family on the CPU: the variant, parameter
+// and pointer guards, the whitelist and its shared memory bound, the parameter
+// space, options, geometry and bytes; and the template compiled with NVRTC (no
+// GPU needed): every op and dtype at the points of the largest shared memory,
+// the most threads and the widest tiles, for sm_90a, without spills.
+
+#include "hotkernel/kernels/ReduceDimFamily.h"
+
+#include <gtest/gtest.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/Nvrtc.h"
+
+namespace hotkernel::kernels {
+namespace {
+
+using P = ReduceDimParams;
+using V = ReduceDimVariant;
+
+// x.sum(dim=1) on a contiguous float32 [32, 4096, 4096]: ~2 GB.
+V middle(ReduceOp op = ReduceOp::Sum, DType d = DType::Float32) { return V{d, 32, 4096, 4096, op}; }
+
+TEST(ReduceDimFamilyTest, GivenVariantsWhenGuardedThenOnlyMiddleDimsWithinTheLimits) {
+  for (ReduceOp op : kAllReduceOps) EXPECT_TRUE(ReduceDimFamily::guardVariant(middle(op))) << reduceOpName(op);
+  EXPECT_TRUE(ReduceDimFamily::guardVariant({DType::BFloat16, 1, 7, 2, ReduceOp::Argmin}));  // dim 0 of [7, 2]
+  EXPECT_FALSE(ReduceDimFamily::guardVariant({DType::Float32, 32, 4096, 1, ReduceOp::Sum}));  // the last dim
+  EXPECT_FALSE(ReduceDimFamily::guardVariant({DType::Float32, 0, 4096, 64, ReduceOp::Sum}));
+  EXPECT_FALSE(ReduceDimFamily::guardVariant({DType::Float32, 4, 0, 64, ReduceOp::Sum}));
+  EXPECT_FALSE(ReduceDimFamily::guardVariant({DType::Float32, 1, ReduceDimFamily::kMaxReduced + 1, 2, ReduceOp::Sum}));
+  EXPECT_FALSE(ReduceDimFamily::guardVariant({DType::Float32, int64_t{1} << 40, int64_t{1} << 20, 64, ReduceOp::Sum}));
+  EXPECT_FALSE(ReduceDimFamily::guardVariant({static_cast<DType>(9), 4, 4, 4, ReduceOp::Sum}));
+  EXPECT_FALSE(ReduceDimFamily::guardVariant({DType::Float32, 4, 4, 4, static_cast<ReduceOp>(kReduceOpCount)}));
+}
+
+TEST(ReduceDimFamilyTest, GivenEveryPointThenWithinTheTemplatesLimitsAndTheSharedMemoryBound) {
+  for (DType d : kAllDTypes) {
+    for (ReduceOp op : kAllReduceOps) {
+      const std::vector<P> points = ReduceDimFamily::allParameterPoints(d, op);
+      ASSERT_FALSE(points.empty());
+      for (const P& p : points) {
+        EXPECT_TRUE(p.tx == 32 || p.tx == 64 || p.tx == 128) << p.describe();
+        EXPECT_LE(p.threads(), 1024) << p.describe();
+        EXPECT_LE(p.vec * static_cast<int>(elementSize(d)), 16) << p.describe();
+        const size_t perPosition = reduceOpInfo(op).index ? 8 : 4;
+        EXPECT_LE(static_cast<size_t>(p.ty * p.tx * p.vec) * perPosition, ReduceDimFamily::kMaxSharedBytes)
+            << p.describe();
+        EXPECT_EQ(ReduceDimFamily::compileOptions(d, p, op).size(), 5u);
+      }
+      // The index ops keep twice the bytes a position: never more points than the values.
+      EXPECT_LE(ReduceDimFamily::allParameterPoints(d, ReduceOp::Argmax).size(),
+                ReduceDimFamily::allParameterPoints(d, ReduceOp::Amax).size());
+    }
+  }
+  EXPECT_THROW(ReduceDimFamily::compileOptions(DType::Float32, {48, 1, 1}, ReduceOp::Sum), Error);
+  EXPECT_THROW(ReduceDimFamily::compileOptions(DType::Float32, {32, 3, 1}, ReduceOp::Sum), Error);
+  EXPECT_THROW(ReduceDimFamily::compileOptions(DType::Float32, {32, 1, 8}, ReduceOp::Sum), Error);  // 32 bytes
+}
+
+TEST(ReduceDimFamilyTest, GivenVariantsWhenAskedForTheSpaceThenAtMostTwelveGuardedPointsWithAScalarOne) {
+  const std::vector<V> variants = {middle(),
+                                   middle(ReduceOp::Argmax, DType::BFloat16),
+                                   {DType::Float16, 1, 100000, 2, ReduceOp::Amin},
+                                   {DType::BFloat16, 4096, 3, 6, ReduceOp::Mean},
+                                   {DType::Float32, 8, 77, 12345, ReduceOp::Argmin},
+                                   {DType::BFloat16, 2, 128256, 4096, ReduceOp::Amax}};
+  for (const V& v : variants) {
+    SCOPED_TRACE(std::to_string(v.outer) + "x" + std::to_string(v.reduced) + "x" + std::to_string(v.inner));
+    const std::vector<P> space = ReduceDimFamily::parameterSpace(v);
+    ASSERT_FALSE(space.empty());
+    EXPECT_LE(space.size(), 12u);
+    for (const P& p : space) EXPECT_TRUE(ReduceDimFamily::guardParams(v, p)) << p.describe();
+    EXPECT_TRUE(std::any_of(space.begin(), space.end(), [](const P& p) { return p.vec == 1; }));
+    for (size_t i = 0; i < space.size(); ++i) {
+      for (size_t j = i + 1; j < space.size(); ++j) EXPECT_NE(space[i], space[j]);
+    }
+  }
+  // The guess: the widest vector dividing inner, a tile that covers it.
+  EXPECT_EQ(ReduceDimFamily::parameterSpace(middle()).front().vec, 4);
+  EXPECT_EQ(ReduceDimFamily::parameterSpace(middle()).front().tx, 128);
+  EXPECT_EQ(ReduceDimFamily::parameterSpace({DType::BFloat16, 4096, 3, 6, ReduceOp::Mean}).front().vec, 2);
+  EXPECT_EQ(ReduceDimFamily::parameterSpace({DType::BFloat16, 4096, 3, 6, ReduceOp::Mean}).front().tx, 32);
+  EXPECT_TRUE(ReduceDimFamily::parameterSpace({DType::Float32, 4, 4, 1, ReduceOp::Sum}).empty());
+}
+
+TEST(ReduceDimFamilyTest, GivenPointsWhenAskedForGeometryBytesAndPointersThenOneCtaPerTile) {
+  const LaunchGeometry g = ReduceDimFamily::launchGeometry(middle(), {128, 4, 4});
+  EXPECT_EQ(g.gridX, 32u * 8u);  // 4096 / (128 * 4) tiles per outer index
+  EXPECT_EQ(g.blockX, 512u);
+  EXPECT_EQ(g.sharedBytes, 0u);
+  EXPECT_EQ(ReduceDimFamily::launchGeometry({DType::Float32, 3, 5, 100, ReduceOp::Sum}, {32, 1, 4}).gridX, 3u);
+  const LaunchGeometry huge =
+      ReduceDimFamily::launchGeometry({DType::BFloat16, int64_t{1} << 32, 1, 2, ReduceOp::Sum}, {32, 1, 2});
+  EXPECT_EQ(huge.gridX, static_cast<unsigned>(std::numeric_limits<int32_t>::max()));
+  EXPECT_DOUBLE_EQ(ReduceDimFamily::bytesMoved({DType::BFloat16, 2, 10, 8, ReduceOp::Argmax}), 2 * 10 * 8 * 2 + 2 * 8 * 8);
+  EXPECT_DOUBLE_EQ(ReduceDimFamily::bytesMoved({DType::Float32, 2, 10, 8, ReduceOp::Sum}), 2 * 10 * 8 * 4 + 2 * 8 * 4);
+  alignas(64) static char buf[4096];
+  const V v{DType::BFloat16, 2, 10, 8, ReduceOp::Argmin};
+  EXPECT_TRUE(ReduceDimFamily::guardPointers(buf, buf + 1024, v, {32, 1, 8}));
+  EXPECT_FALSE(ReduceDimFamily::guardPointers(buf + 2, buf + 1024, v, {32, 1, 8}));   // in: 16 bytes
+  EXPECT_FALSE(ReduceDimFamily::guardPointers(buf, buf + 1032, v, {32, 1, 8}));       // out: 8 int64
+  EXPECT_FALSE(ReduceDimFamily::guardPointers(buf, buf, v, {32, 1, 1}));
+  EXPECT_FALSE(ReduceDimFamily::guardParams(v, {32, 1, 16}));                          // 32 bytes
+  EXPECT_FALSE(ReduceDimFamily::guardParams({DType::BFloat16, 2, 10, 12, ReduceOp::Sum}, {32, 1, 8}));  // 12 % 8
+}
+
+TEST(ReduceDimFamilyTest, GivenParamsWhenRoundTrippedThroughJsonThenEqualAndMalformedOnesThrow) {
+  const P p{64, 8, 2};
+  EXPECT_EQ(P::fromJson(nlohmann::json::parse(p.toJson().dump())), p);
+  EXPECT_EQ(p.describe(), "tx=64 ty=8 vec=2");
+  EXPECT_THROW(P::fromJson(nlohmann::json::array()), Error);
+  EXPECT_THROW(P::fromJson({{"tx", 32}, {"ty", 1}}), Error);
+  EXPECT_THROW(P::fromJson({{"tx", 32}, {"ty", "8"}, {"vec", 1}}), Error);
+}
+
+// --- NVRTC (CPU) -------------------------------------------------------------
+
+struct Job {
+  DType dtype;
+  P params;
+  ReduceOp op;
+};
+
+TEST(ReduceDimFamilyCompileTest, GivenEveryOpAndDTypeAtTheLargestPointsWhenCompiledForSm90aThenCubinsWithoutSpills) {
+  if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcUnavailableReason();
+  std::vector<Job> jobs;
+  for (DType d : kAllDTypes) {
+    for (ReduceOp op : kAllReduceOps) {
+      const std::vector<P> points = ReduceDimFamily::allParameterPoints(d, op);
+      // The most shared memory, the most threads, the widest vector at one row a CTA, and the smallest point.
+      auto most = [&](auto key) { return *std::max_element(points.begin(), points.end(), [&](const P& a, const P& b) {
+                                    return key(a) < key(b);
+                                  }); };
+      for (const P& p : {most([](const P& q) { return q.ty * q.tx * q.vec; }), most([](const P& q) { return q.threads(); }),
+                         most([](const P& q) { return q.vec * 1000 - q.ty; }), points.front()}) {
+        jobs.push_back({d, p, op});
+      }
+    }
+  }
+  const std::string source = ReduceDimFamily::source();
+  std::vector<std::string> errors(jobs.size());
+  static const std::regex kSpills(R"(([1-9]\d*) bytes spill)");
+  static const std::regex kStack(R"(([1-9]\d*) bytes stack frame)");
+  tbb::parallel_for(size_t{0}, jobs.size(), [&](size_t i) {
+    try {
+      std::vector<std::string> options = ReduceDimFamily::compileOptions(jobs[i].dtype, jobs[i].params, jobs[i].op);
+      options.push_back("--ptxas-options=-v");
+      const NvrtcOutput out = compileToCubin(source, "reduce_dim.cu", "sm_90a", options);
+      if (out.cubin.compare(0, 4, "\x7f" "ELF") != 0) errors[i] = "not an ELF image";
+      if (out.cubin.find(ReduceDimFamily::kKernelName) == std::string::npos) errors[i] += " no entry point";
+      if (std::regex_search(out.log, kSpills)) errors[i] += " spills: " + out.log;
+      if (std::regex_search(out.log, kStack)) errors[i] += " a stack frame: " + out.log;
+    } catch (const std::exception& e) {
+      errors[i] = e.what();
+    }
+  });
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    EXPECT_TRUE(errors[i].empty()) << dtypeName(jobs[i].dtype) << " " << reduceOpName(jobs[i].op) << " "
+                                   << jobs[i].params.describe() << ": " << errors[i];
+  }
+}
+
+TEST(ReduceDimFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompiledThenTheTemplateRefuses) {
+  if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcUnavailableReason();
+  const std::string source = ReduceDimFamily::source();
+  const std::vector<std::vector<std::string>> bad = {
+      {"-DHK_DTYPE=0", "-DHK_OP=6", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1"},
+      {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=48", "-DHK_TY=1", "-DHK_VEC=1"},
+      {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=128", "-DHK_TY=16", "-DHK_VEC=1"},  // 2048 threads
+      {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=32", "-DHK_TY=3", "-DHK_VEC=1"},
+      {"-DHK_DTYPE=3", "-DHK_OP=0", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1"},
+      {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=32", "-DHK_TY=1"},  // missing define
+  };
+  for (const std::vector<std::string>& options : bad) {
+    EXPECT_THROW(compileToCubin(source, "reduce_dim.cu", "sm_90a", options), Error) << options.back();
+  }
+}
+
+}  // namespace
+}  // namespace hotkernel::kernels
