@@ -6,10 +6,13 @@
 // Input: the row's text columns, one a line, in the column order of
 // CacheStore.cpp's readRow (fingerprint, op, variant, fingerprint_json,
 // decision, family, params, kernel_name, cubin_sha256, metrics, created_unix,
-// record_sha256), then the cubin bytes (the rest of the input).
+// record_sha256, signature), then the cubin bytes (the rest of the input). The
+// row is read as a store without a key reads it and as a signed store under a
+// fixed key does (Note [Entry signature, v1]).
 #include <nlohmann/json.hpp>
 
 #include "EntryRecord.h"
+#include "hotkernel/cache/EntryKey.h"
 #include "FuzzSupport.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/NormCommon.h"
@@ -59,11 +62,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string created = nextLine(in, at);
   e.createdUnix = static_cast<int64_t>(std::strtoull(created.c_str(), nullptr, 10));
   const std::string recordSha256 = nextLine(in, at);
+  const std::string signature = nextLine(in, at);
   e.cubin = in.substr(at);
   e.cubinBytes = static_cast<int64_t>(e.cubin.size());
 
   // The read: a row is served only when every check passes.
-  const cache::VerifyReport report = cache::detail::verifyStored(e, recordSha256);
+  const cache::VerifyReport report = cache::detail::verifyStored(e, recordSha256, signature, cache::EntryTrust::none());
+  // Signed mode: a row passes only with the key's own signature of it, and only if it passes without a key.
+  static const cache::EntryTrust kSigned = cache::EntryTrust::withKey(cache::EntryKey::fromBytes(std::string(32, 'k')));
+  const cache::VerifyReport signedReport = cache::detail::verifyStored(e, recordSha256, signature, kSigned);
+  if (signedReport.status == cache::VerifyStatus::Ok) {
+    HK_FUZZ_ASSERT(report.status == cache::VerifyStatus::Ok);
+    HK_FUZZ_ASSERT(signature == cache::detail::entrySignature(*kSigned.key, e, recordSha256));
+  }
   const bool puttable = fuzz::accepts([&] { cache::detail::checkPuttable(e); });
   if (report.status == cache::VerifyStatus::Ok) {
     HK_FUZZ_ASSERT(cache::detail::invariantViolation(e, e.cubinBytes).empty());

@@ -3,6 +3,7 @@
 small valid inputs of each parser, as the programs that produce them write
 them. Run it again after a format changes; its output is checked in."""
 import hashlib
+import hmac
 import json
 import os
 import struct
@@ -137,15 +138,18 @@ def cache_row():
     fp_json = dump(FINGERPRINT)
     fp = hashlib.sha256(fp_json.encode()).hexdigest()[:16]
 
-    def row(op, variant, decision, family, params, kernel_name, cubin, metrics):
+    def row(op, variant, decision, family, params, kernel_name, cubin, metrics, signed=True):
         fields = [fp, op, variant, fp_json, decision, family, params, kernel_name,
                   hashlib.sha256(cubin).hexdigest(), metrics, "1764547200"]
-        encoded = b"hotkernel-cache-record-v1\n"
+        encoded = b""
         for f in fields:
             b = f.encode()
             encoded += str(len(b)).encode() + b":" + b + b"\n"
-        record = hashlib.sha256(encoded).hexdigest()
-        return "\n".join(fields + [record]).encode() + b"\n" + cubin
+        record = hashlib.sha256(b"hotkernel-cache-record-v1\n" + encoded).hexdigest()
+        # Note [Entry signature, v1], under the fuzz target's fixed key (32 bytes of 'k').
+        message = b"hotkernel-cache-signature-v1\n" + encoded + str(len(record)).encode() + b":" + record.encode() + b"\n"
+        signature = "hmac-sha256-v1:" + hmac.new(b"k" * 32, message, hashlib.sha256).hexdigest() if signed else ""
+        return "\n".join(fields + [record, signature]).encode() + b"\n" + cubin
 
     write("fuzz_cache_row", "softmax-kernel.bin",
           row("aten::_softmax", "dtype=bfloat16;rows=4096;cols=32000", "kernel", "softmax_lastdim",
@@ -156,7 +160,7 @@ def cache_row():
               dump({"threads": 128, "vec": 8, "items": 4}), "hk_layer_norm", b"\x7fELF" + bytes(28), "{}"))
     write("fuzz_cache_row", "keep-aten.bin",
           row("aten::cross_entropy_loss", "dtype=bfloat16;rows=32;cols=128256;reduction=mean", "keep_aten", "",
-              "{}", "", b"", dump({"reason": "no candidate beat ATen"})))
+              "{}", "", b"", dump({"reason": "no candidate beat ATen"}), signed=False))
 
 
 if __name__ == "__main__":
