@@ -216,12 +216,15 @@ void ReduceOverride::install(c10::DispatchKey key, ReduceOp op) {
 
 OverrideState& ReduceOverride::state(ReduceOp op) {
   // Leaked on purpose: the dispatcher may call a trampoline during exit.
+  // Every trampoline call asks for its state: an index, no lookup (op is a ReduceOp constant).
   static OverrideState* const* states = [] {
     auto* s = new OverrideState*[kernels::kReduceOpCount];
     for (size_t i = 0; i < kernels::kReduceOpCount; ++i) s[i] = new OverrideState();
     return s;
   }();
-  return *states[static_cast<size_t>(kernels::reduceOpInfo(op).op)];
+  const auto i = static_cast<size_t>(op);
+  HOTKERNEL_INTERNAL_ASSERT(i < kernels::kReduceOpCount, "unknown reduction op ", static_cast<int>(op));
+  return *states[i];
 }
 
 // Note [Recording reductions]
