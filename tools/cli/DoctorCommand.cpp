@@ -33,7 +33,7 @@ json embedJson(const std::string& text) {
 std::string torchText(const BuildInfo& b) {
   if (!b.withTorch) return "built without torch (HOTKERNEL_ENABLE_TORCH=OFF)";
   std::string text = "built against torch " + b.torchVersion;
-  if (!b.torchFullVersion.empty()) text += " (" + b.torchFullVersion + ")";
+  if (!b.torchFullVersion.empty() && b.torchFullVersion != b.torchVersion) text += " (" + b.torchFullVersion + ")";
   if (b.torchCudaRuntime > 0) text += ", CUDA runtime " + cudaVersionText(b.torchCudaRuntime);
   return text;
 }
