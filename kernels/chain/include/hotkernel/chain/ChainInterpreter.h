@@ -1,0 +1,55 @@
+#pragma once
+// The CPU reference interpreter of a ChainIR over float buffers.
+//
+// Note [Two evaluation modes]
+// AtenOrder is the chain as eager ATen runs it: one op after the other, each
+// op's arithmetic in float32 (Note [Chain op arithmetic]) and its result
+// rounded to its dtype (Note [Round to nearest even]), because ATen writes
+// every op's result to a tensor of that dtype and the next op reads it back.
+// Fused is what a fused kernel computes (ChainCodegen.h): the same
+// arithmetic, every intermediate kept in float32, rounded only where a cast
+// to a 16-bit dtype asks for it (an explicit `.to(bfloat16)` is a value the
+// model asked for; the kernel rounds there too) and where an output is
+// stored. Both modes round a Scalar operand to its op's dtype (that is the
+// op's definition, Note [Chain dtypes]). For a float32 chain the two modes
+// are the same computation. A row reduction sums in double in row order
+// (a reference for any order ATen's tree takes), rounds the sum to float32
+// and, for mean, multiplies it by ATen's factor float(rows) / float(rows *
+// cols); amax is NaN if any element is. The interpreter is deterministic: the
+// same chain and inputs give the same bits, and each row's results depend on
+// that row's inputs only.
+//
+// Note [Interpreter modes tolerance]
+// On chains whose values stay bounded and away from the ops' singularities
+// (what randomChain builds: |values| <= 64, log / sqrt / rsqrt / reciprocal
+// / division on values >= 1/4, exp on values <= 3), the two modes agree
+// within |aten - fused| <= 2^-4 * (1 + |fused|) for 16-bit chains, and
+// exactly for float32 ones. The bound is what one rounding to bfloat16 per
+// op (relative 2^-9) amplified along a chain of a dozen such ops stays under
+// (ChainInterpreterTest checks it on random chains); it is the interpreter
+// modes' agreement, not a harness tolerance for a kernel against ATen.
+
+#include <cstdint>
+#include <vector>
+
+#include "hotkernel/chain/ChainIR.h"
+
+namespace hotkernel::chain {
+
+enum class EvalMode { AtenOrder, Fused };
+
+const char* evalModeName(EvalMode mode);  // "aten_order", "fused"
+
+// Elements of a value of `shape` over [rows, cols]: rows * cols, cols, rows, rows, 1.
+int64_t elementCount(ShapeClass shape, int64_t rows, int64_t cols);
+
+// The chain over [rows, cols]: `inputs[k]` holds the values of ir.inputs()[k]
+// (elementCount of its class, each a value of its dtype; a Scalar input one
+// float32). Returns one buffer per output (ir.outputs() order), each value
+// rounded to the output's dtype. Error (HOTKERNEL_CHECK) for an invalid
+// chain, a wrong count of inputs or elements, or an input value its dtype
+// cannot hold.
+std::vector<std::vector<float>> interpretChain(const ChainIR& ir, int64_t rows, int64_t cols,
+                                               const std::vector<std::vector<float>>& inputs, EvalMode mode);
+
+}  // namespace hotkernel::chain

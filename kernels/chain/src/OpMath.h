@@ -1,0 +1,96 @@
+#pragma once
+// The float32 arithmetic of each chain op on one element, as ATen's CUDA
+// kernels compute it in opmath (Note [Chain dtypes]); the interpreter's
+// arithmetic, and what ChainCodegen emits (internal).
+//
+// Note [Chain op arithmetic]
+// Each op is the expression ATen's CUDA functor evaluates in float32:
+//   sigmoid 1 / (1 + exp(-x)), silu x / (1 + exp(-x)),
+//   gelu_erf x * 0.5 * (1 + erf(x * sqrt(1/2))),
+//   gelu_tanh 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))),
+//   relu x < 0 ? 0 : x (NaN stays NaN), reciprocal 1 / x, rsqrt 1 / sqrt(x);
+//   pow by 2, 3, -2 as products (x * x, x * x * x, 1 / (x * x)), by 0.5,
+//   -0.5, -1 as sqrt, rsqrt, reciprocal, otherwise powf;
+//   add / sub with alpha != 1 as one fma (a + alpha * b), with alpha 1 as
+//   one addition; a division by a Scalar operand as a multiplication by its
+//   float32 reciprocal (ATen's div_true with a CPU scalar), by a tensor as a
+//   division.
+// On the GPU the transcendental functions are CUDA's (expf, logf, tanhf,
+// erff, rsqrtf: the ones ATen's kernels call, without fast math); on the CPU
+// the C library's, which may differ by an ulp or two: the interpreter is a
+// reference within the harness's tolerance, not a bitwise oracle for them.
+
+#include <cmath>
+
+#include "hotkernel/chain/ChainTypes.h"
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel::chain::detail {
+
+inline float powScalar(float x, double exponent) {
+  if (exponent == 2.0) return x * x;
+  if (exponent == 3.0) return x * x * x;
+  if (exponent == -2.0) return 1.0f / (x * x);
+  if (exponent == 0.5) return std::sqrt(x);
+  if (exponent == -0.5) return 1.0f / std::sqrt(x);
+  if (exponent == -1.0) return 1.0f / x;
+  return std::pow(x, static_cast<float>(exponent));
+}
+
+inline float unaryOp(OpKind op, float x, double param) {
+  switch (op) {
+    case OpKind::Neg:
+      return -x;
+    case OpKind::Exp:
+      return std::exp(x);
+    case OpKind::Log:
+      return std::log(x);
+    case OpKind::Rsqrt:
+      return 1.0f / std::sqrt(x);
+    case OpKind::Sqrt:
+      return std::sqrt(x);
+    case OpKind::Tanh:
+      return std::tanh(x);
+    case OpKind::Sigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
+    case OpKind::Silu:
+      return x / (1.0f + std::exp(-x));
+    case OpKind::GeluErf:
+      return x * 0.5f * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2)));
+    case OpKind::GeluTanh: {
+      const auto beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
+      const float kappa = 0.044715f;
+      const float cube = x * x * x;
+      const float inner = beta * (x + kappa * cube);
+      return 0.5f * x * (1.0f + std::tanh(inner));
+    }
+    case OpKind::Relu:
+      return x < 0.0f ? 0.0f : x;
+    case OpKind::Abs:
+      return std::fabs(x);
+    case OpKind::PowScalar:
+      return powScalar(x, param);
+    case OpKind::Reciprocal:
+      return 1.0f / x;
+    default:
+      HOTKERNEL_INTERNAL_ASSERT(false, "not a unary op: ", opInfo(op).name);
+  }
+}
+
+// `b` already rounded to the op's dtype when it is a Scalar operand.
+inline float binaryOp(OpKind op, float a, float b, double alpha, bool bIsScalar) {
+  switch (op) {
+    case OpKind::Add:
+      return alpha == 1.0 ? a + b : std::fma(static_cast<float>(alpha), b, a);
+    case OpKind::Sub:
+      return alpha == 1.0 ? a - b : std::fma(-static_cast<float>(alpha), b, a);
+    case OpKind::Mul:
+      return a * b;
+    case OpKind::Div:
+      return bIsScalar ? a * (1.0f / b) : a / b;
+    default:
+      HOTKERNEL_INTERNAL_ASSERT(false, "not a binary op: ", opInfo(op).name);
+  }
+}
+
+}  // namespace hotkernel::chain::detail

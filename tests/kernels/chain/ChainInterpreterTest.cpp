@@ -1,0 +1,156 @@
+// Tests of the CPU interpreter (ChainInterpreter.h) on chains whose results
+// are computed here by hand: where each mode rounds, the scalar rules, the
+// reductions, determinism and the input checks. Random chains:
+// RandomChainTest.cpp.
+
+#include "hotkernel/chain/ChainInterpreter.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "hotkernel/chain/NamedChains.h"
+#include "hotkernel/chain/Rounding.h"
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel::chain {
+namespace {
+
+float bf(float f) { return roundTo(DType::BFloat16, f); }
+
+// Deterministic bf16 values in about [-2, 2].
+std::vector<float> bfValues(size_t n, int salt) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = bf(std::sin(0.37f * static_cast<float>(i) + static_cast<float>(salt)) * 2.0f);
+  return v;
+}
+
+bool sameBits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+TEST(ChainInterpreterTest, GivenRmsNormWhenInterpretedThenEachModeMatchesTheHandComputation) {
+  const int64_t rows = 3, cols = 40;
+  const double eps = 1e-6;
+  const std::vector<float> x = bfValues(rows * cols, 1), w = bfValues(cols, 7);
+  const ChainIR ir = rmsNormChain(DType::BFloat16, eps);
+  const auto aten = interpretChain(ir, rows, cols, {x, w}, EvalMode::AtenOrder);
+  const auto fused = interpretChain(ir, rows, cols, {x, w}, EvalMode::Fused);
+  ASSERT_EQ(aten.size(), 1u);
+  ASSERT_EQ(aten[0].size(), static_cast<size_t>(rows * cols));
+  const float factor = static_cast<float>(rows) / static_cast<float>(rows * cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    double acc = 0;
+    for (int64_t c = 0; c < cols; ++c) acc += x[r * cols + c] * x[r * cols + c];  // exact: bf16 squares
+    const float var = static_cast<float>(acc) * factor;
+    const float rstd = 1.0f / std::sqrt(var + static_cast<float>(eps));
+    for (int64_t c = 0; c < cols; ++c) {
+      // The fp32 steps round nowhere else; the cast to bf16 rounds in both
+      // modes (an explicit cast), so the modes agree bit for bit here.
+      const float expected = bf(w[c] * bf(x[r * cols + c] * rstd));
+      ASSERT_TRUE(sameBits(aten[0][r * cols + c], expected)) << r << "," << c;
+      ASSERT_TRUE(sameBits(fused[0][r * cols + c], expected)) << r << "," << c;
+    }
+  }
+}
+
+TEST(ChainInterpreterTest, GivenSwigluWhenInterpretedThenAtenOrderRoundsTheSiluAndFusedDoesNot) {
+  const int64_t rows = 4, cols = 64;
+  const std::vector<float> g = bfValues(rows * cols, 2), u = bfValues(rows * cols, 5);
+  const ChainIR ir = swigluChain(DType::BFloat16);
+  const auto aten = interpretChain(ir, rows, cols, {g, u}, EvalMode::AtenOrder)[0];
+  const auto fused = interpretChain(ir, rows, cols, {g, u}, EvalMode::Fused)[0];
+  int differing = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const float s = g[i] / (1.0f + std::exp(-g[i]));
+    ASSERT_TRUE(sameBits(aten[i], bf(bf(s) * u[i]))) << i;
+    ASSERT_TRUE(sameBits(fused[i], bf(s * u[i]))) << i;
+    differing += aten[i] != fused[i];
+  }
+  EXPECT_GT(differing, 0) << "the modes never differ: is the intermediate rounding emulated?";
+}
+
+TEST(ChainInterpreterTest, GivenScalarOperandsWhenInterpretedThenTheyAreRoundedToTheOpsDtype) {
+  // mul(x bf16, 0.044715) is a bf16 op: ATen casts the wrapped number to
+  // bf16 (0.044677734375); the fp32 cast after it exposes the product unrounded in Fused mode.
+  ChainIR ir;
+  const int x = ir.addInput(DType::BFloat16, ShapeClass::Full);
+  ir.markOutput(ir.addCast(ir.addBinary(OpKind::Mul, x, ir.addConstant(0.044715)), DType::Float32));
+  const auto fused = interpretChain(ir, 1, 2, {{1.0f, 3.0f}}, EvalMode::Fused)[0];
+  EXPECT_EQ(fused[0], 0.044677734375f);
+  EXPECT_EQ(fused[1], 3.0f * 0.044677734375f);
+  // A division by a scalar is a multiplication by its float32 reciprocal.
+  ChainIR div;
+  const int y = div.addInput(DType::Float32, ShapeClass::Full);
+  div.markOutput(div.addBinary(OpKind::Div, y, div.addConstant(3.0)));
+  div.markOutput(div.addBinary(OpKind::Div, y, div.addInput(DType::Float32, ShapeClass::Row)));
+  const float v = 7.0f;
+  const auto out = interpretChain(div, 1, 1, {{v}, {3.0f}}, EvalMode::AtenOrder);
+  EXPECT_TRUE(sameBits(out[0][0], v * (1.0f / 3.0f)));
+  EXPECT_TRUE(sameBits(out[1][0], v / 3.0f));
+  EXPECT_FALSE(sameBits(out[0][0], out[1][0]));  // 7 * fl(1/3) != fl(7/3)
+  // alpha: a fused multiply-add in float32.
+  ChainIR alpha;
+  const int a = alpha.addInput(DType::Float32, ShapeClass::Full);
+  alpha.markOutput(alpha.addBinary(OpKind::Sub, a, alpha.addInput(DType::Float32, ShapeClass::Full), 0.5));
+  EXPECT_EQ(interpretChain(alpha, 1, 1, {{1.0f}, {4.0f}}, EvalMode::AtenOrder)[0][0], -1.0f);
+}
+
+TEST(ChainInterpreterTest, GivenReductionsWhenInterpretedThenMeanUsesAtensFactorAndAmaxPropagatesNan) {
+  ChainIR ir;
+  const int x = ir.addInput(DType::Float32, ShapeClass::Full);
+  ir.markOutput(ir.addReduce(OpKind::Sum, x, false));
+  ir.markOutput(ir.addReduce(OpKind::Mean, x, true));
+  ir.markOutput(ir.addReduce(OpKind::Amax, x, true));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> in = {1, 2, 3, -4, 5, 6, nan, 0, 1e8f, 1, -1e8f, 1};
+  const auto out = interpretChain(ir, 3, 4, {in}, EvalMode::AtenOrder);
+  EXPECT_EQ(out[0][0], 2.0f);
+  EXPECT_TRUE(std::isnan(out[0][1]));
+  EXPECT_EQ(out[0][2], 2.0f);  // the double sum is exact: 1e8 + 1 - 1e8 + 1
+  EXPECT_EQ(out[1][0], 2.0f * (3.0f / 12.0f));
+  EXPECT_EQ(out[2][0], 3.0f);
+  EXPECT_TRUE(std::isnan(out[2][1]));
+  EXPECT_EQ(out[2][2], 1e8f);
+  // bf16 reductions round their result in AtenOrder, not in Fused (a cast to f32 shows it).
+  ChainIR b;
+  const int bx = b.addInput(DType::BFloat16, ShapeClass::Full);
+  b.markOutput(b.addCast(b.addReduce(OpKind::Sum, bx, true), DType::Float32));
+  const std::vector<float> vals = {1.0f, 0.00390625f, 0.00390625f, 0.00390625f};  // 1 + 3 * 2^-8
+  EXPECT_EQ(interpretChain(b, 1, 4, {vals}, EvalMode::AtenOrder)[0][0], 1.015625f);  // bf16: 1 + 2^-6
+  EXPECT_EQ(interpretChain(b, 1, 4, {vals}, EvalMode::Fused)[0][0], 1.01171875f);
+}
+
+TEST(ChainInterpreterTest, GivenTheSameChainTwiceWhenInterpretedThenBitsAreEqualAndRowsIndependent) {
+  const ChainIR ir = newGeluChain(DType::Float16);
+  std::vector<float> x(5 * 33);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = roundTo(DType::Float16, std::cos(static_cast<float>(i)) * 4.0f);
+  for (EvalMode mode : {EvalMode::AtenOrder, EvalMode::Fused}) {
+    const auto first = interpretChain(ir, 5, 33, {x}, mode)[0];
+    const auto second = interpretChain(ir, 5, 33, {x}, mode)[0];
+    ASSERT_EQ(std::memcmp(first.data(), second.data(), first.size() * sizeof(float)), 0) << evalModeName(mode);
+    const std::vector<float> row3(x.begin() + 3 * 33, x.begin() + 4 * 33);
+    const auto alone = interpretChain(ir, 1, 33, {row3}, mode)[0];
+    ASSERT_EQ(std::memcmp(alone.data(), first.data() + 3 * 33, alone.size() * sizeof(float)), 0);
+  }
+}
+
+TEST(ChainInterpreterTest, GivenBadInputsWhenInterpretedThenTheErrorNamesTheInput) {
+  const ChainIR ir = swigluChain(DType::BFloat16);
+  const std::vector<float> ok(8, 1.0f);
+  EXPECT_THROW(interpretChain(ir, 2, 4, {ok}, EvalMode::Fused), Error);  // one buffer missing
+  EXPECT_THROW(interpretChain(ir, 2, 4, {ok, std::vector<float>(7, 1.0f)}, EvalMode::Fused), Error);
+  std::vector<float> notBf16 = ok;
+  notBf16[3] = 1.0f + 0x1p-12f;
+  try {
+    interpretChain(ir, 2, 4, {ok, notBf16}, EvalMode::Fused);
+    ADD_FAILURE() << "a value bf16 cannot hold was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("chain input 1"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(interpretChain(ir, 0, 4, {{}, {}}, EvalMode::Fused), Error);
+}
+
+}  // namespace
+}  // namespace hotkernel::chain
