@@ -16,7 +16,8 @@ commit messages.
 Layers: the serving path (interpose/serving/ and the public headers it
 implements, interpose/include/hotkernel/interpose/{ServedOps,Recorder}.h)
 includes no optimizer header; runtime/, cache/ and kernels/ include nothing
-from the modules above them; tools/ and bench/ include only public headers
+from the modules above them; only runtime/src/Config.cpp (and the shim and
+the tools) reads the environment; tools/ and bench/ include only public headers
 (a quoted include without a path names a file of their own
 folder; bench/experiments/ is exempt); no production
 .cpp file is over 500 lines.
@@ -109,6 +110,11 @@ LAYER_RULES = [
     ("cache/", ("hotkernel/kernels/", "hotkernel/optimizer/", "hotkernel/interpose/")),
 ]
 MAX_CPP_LINES = 500
+# Note [Variables read on first need]: the library reads its variables in Config.cpp only; the shim (C, libc only)
+# and the tools (command lines that report or set the environment) read them themselves.
+# The process's own PATH (how a command resolves) is not a setting of hotkernel's.
+GETENV = re.compile(r"\b(?:std::)?(?:getenv|secure_getenv)\s*\((?!\s*\"PATH\")")
+GETENV_ALLOWED = ("runtime/src/Config.cpp", "interpose/preload/", "tools/")
 
 
 def layering_findings(rel, lines):
@@ -130,6 +136,10 @@ def layering_findings(rel, lines):
             own = [d for d, _, names in os.walk(os.path.join(ROOT, top)) if target in names]
             if not own:
                 found.append(f"{rel}:{number}: includes '{target}', a private header of another module")
+    if is_production(rel) and not rel.startswith(GETENV_ALLOWED):
+        for number, line in enumerate(lines, 1):
+            if GETENV.search(line.split("//")[0]):
+                found.append(f"{rel}:{number}: reads the environment outside Config (runtime/src/Config.cpp)")
     if is_production(rel) and rel.endswith(".cpp") and len(lines) > MAX_CPP_LINES + 1:
         found.append(f"{rel}:1: {len(lines) - 1} lines, over {MAX_CPP_LINES}: split it by concept")
     return found

@@ -14,6 +14,7 @@
 
 #include "hotkernel/optimizer/Subprocess.h"
 #include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/Config.h"  // lazyVariable
 #include "hotkernel/runtime/Logging.h"
 
 namespace hotkernel {
@@ -101,8 +102,8 @@ std::string oneLine(const std::string& text) {
 // fromEnvironment without its catch-all: the agent, or nullopt with `*problem` set when malformed.
 std::optional<ExternalAgent> agentFromEnvironment(std::string* problem) {
   problem->clear();
-  const char* cmd = std::getenv("HOTKERNEL_AGENT_CMD");
-  if (cmd == nullptr || *cmd == '\0') return std::nullopt;
+  const std::string cmd = lazyVariable(LazyVariable::AgentCommand);
+  if (cmd.empty()) return std::nullopt;
   const std::string cmdText = "HOTKERNEL_AGENT_CMD='" + oneLine(cmd) + "'";
   ExternalAgentOptions options;
   try {
@@ -126,8 +127,8 @@ std::optional<ExternalAgent> agentFromEnvironment(std::string* problem) {
     *problem = cmdText + ": " + why + kWithoutAgent;
     return std::nullopt;
   }
-  if (const char* timeout = std::getenv("HOTKERNEL_AGENT_TIMEOUT"); timeout != nullptr && *timeout != '\0') {
-    const std::string raw(timeout), text = oneLine(raw);
+  if (const std::string raw = lazyVariable(LazyVariable::AgentTimeout); !raw.empty()) {
+    const std::string text = oneLine(raw);
     const size_t first = raw.find_first_not_of(" \t\n");
     const size_t last = raw.find_last_not_of(" \t\n");
     const std::string number = first == std::string::npos ? "" : raw.substr(first, last - first + 1);

@@ -17,6 +17,7 @@
 
 #include "hotkernel/optimizer/Subprocess.h"
 #include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/Config.h"  // lazyVariable
 #include "hotkernel/runtime/JsonFields.h"
 #include "hotkernel/runtime/Logging.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -112,10 +113,7 @@ int emit(SandboxStatus status, const std::string& message, const std::string& lo
   return status == SandboxStatus::BadRequest ? 2 : 0;
 }
 
-bool hookSet(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && std::strcmp(v, "1") == 0;
-}
+bool hookSet(LazyVariable hook) { return lazyVariable(hook) == "1"; }
 
 bool parseSize(const char* text, unsigned long long& out) {
   if (text == nullptr || *text < '0' || *text > '9') return false;
@@ -214,10 +212,12 @@ const char* sandboxFailureName(SandboxFailure failure) {
   HOTKERNEL_INTERNAL_ASSERT(false, "unknown SandboxFailure ", static_cast<int>(failure));
 }
 
-std::string findHelperExecutable(const std::string& name, const std::string& envVar, std::string* whyNotFound) {
-  if (const char* env = std::getenv(envVar.c_str()); env != nullptr && *env != '\0') {
+std::string findHelperExecutable(const std::string& name, LazyVariable variable, std::string* whyNotFound) {
+  if (const std::string env = lazyVariable(variable); !env.empty()) {
     if (isExecutableFile(env)) return env;
-    if (whyNotFound != nullptr) *whyNotFound = envVar + "=" + env + " is not an executable file";
+    if (whyNotFound != nullptr) {
+      *whyNotFound = std::string(lazyVariableName(variable)) + "=" + env + " is not an executable file";
+    }
     return "";
   }
   std::vector<std::string> dirs;
@@ -238,13 +238,13 @@ std::string findHelperExecutable(const std::string& name, const std::string& env
     }
   }
   if (whyNotFound != nullptr) {
-    *whyNotFound = name + " not found (tried " + tried + "); set " + envVar + " to its path";
+    *whyNotFound = name + " not found (tried " + tried + "); set " + std::string(lazyVariableName(variable)) + " to its path";
   }
   return "";
 }
 
 std::string sandboxCompileHelperPath(std::string* whyNotFound) {
-  return findHelperExecutable(kSandboxHelperName, "HOTKERNEL_SANDBOX_COMPILE", whyNotFound);
+  return findHelperExecutable(kSandboxHelperName, LazyVariable::SandboxCompile, whyNotFound);
 }
 
 SandboxCompileResult sandboxCompile(const SandboxCompileRequest& request, const SandboxCompileOptions& options) {
@@ -371,11 +371,11 @@ int sandboxCompileHelperMain(int argc, char** argv) {
       return emit(SandboxStatus::BadRequest, e.what());
     }
 
-    if (hookSet("HOTKERNEL_SANDBOX_TEST_CRASH")) std::abort();
-    if (hookSet("HOTKERNEL_SANDBOX_TEST_HANG")) {
+    if (hookSet(LazyVariable::SandboxTestCrash)) std::abort();
+    if (hookSet(LazyVariable::SandboxTestHang)) {
       while (true) std::this_thread::sleep_for(std::chrono::hours(1));
     }
-    if (hookSet("HOTKERNEL_SANDBOX_TEST_GARBAGE")) {
+    if (hookSet(LazyVariable::SandboxTestGarbage)) {
       writeAll(STDOUT_FILENO, "HKSC this is not a frame");
       return 0;
     }

@@ -120,7 +120,7 @@ SandboxRunResult parseSandboxRunReply(const std::string& out, bool helperSucceed
 SandboxRunResult sandboxRun(const SandboxRunRequest& r, double timeoutSeconds) {
   SandboxRunResult result;
   std::string why;
-  const std::string helper = findHelperExecutable(kHelperName, "HOTKERNEL_SANDBOX_RUN", &why);
+  const std::string helper = findHelperExecutable(kHelperName, LazyVariable::SandboxRun, &why);
   if (helper.empty()) {
     result.error = why;
     HOTKERNEL_LOG_ONCE(Warn, "sandbox-run-missing") << result.error << "; untrusted kernels are refused";

@@ -123,6 +123,32 @@ Config Config::fromEnvironment() {
   return c;
 }
 
+const char* lazyVariableName(LazyVariable variable) {
+  switch (variable) {
+    case LazyVariable::LogLevel:
+      return "HOTKERNEL_LOG_LEVEL";
+    case LazyVariable::AgentCommand:
+      return "HOTKERNEL_AGENT_CMD";
+    case LazyVariable::AgentTimeout:
+      return "HOTKERNEL_AGENT_TIMEOUT";
+    case LazyVariable::NvrtcPath:
+      return "HOTKERNEL_NVRTC_PATH";
+    case LazyVariable::SandboxCompile:
+      return "HOTKERNEL_SANDBOX_COMPILE";
+    case LazyVariable::SandboxRun:
+      return "HOTKERNEL_SANDBOX_RUN";
+    case LazyVariable::SandboxTestCrash:
+      return "HOTKERNEL_SANDBOX_TEST_CRASH";
+    case LazyVariable::SandboxTestHang:
+      return "HOTKERNEL_SANDBOX_TEST_HANG";
+    case LazyVariable::SandboxTestGarbage:
+      return "HOTKERNEL_SANDBOX_TEST_GARBAGE";
+  }
+  return "HOTKERNEL_UNKNOWN";  // not reached: every enumerator has its name
+}
+
+std::string lazyVariable(LazyVariable variable) { return env(lazyVariableName(variable)); }
+
 const Config& config() {
   static const Config c = Config::fromEnvironment();
   return c;

@@ -8,11 +8,14 @@
 #include <mutex>
 #include <set>
 
+#include "hotkernel/runtime/Config.h"  // lazyVariable
+
 namespace hotkernel {
 namespace {
 
 std::atomic<int>& levelStorage() {
-  static std::atomic<int> level{static_cast<int>(logLevelFromEnvironmentValue(std::getenv("HOTKERNEL_LOG_LEVEL")))};
+  static std::atomic<int> level{
+      static_cast<int>(logLevelFromEnvironmentValue(lazyVariable(LazyVariable::LogLevel).c_str()))};
   return level;
 }
 

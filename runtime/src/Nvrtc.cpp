@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/Config.h"  // lazyVariable
 #include "hotkernel/runtime/Logging.h"
 
 namespace hotkernel {
@@ -78,8 +79,8 @@ const NvrtcApi& api() {
   static std::once_flag once;
   std::call_once(once, [] {
     std::vector<std::string> candidates;
-    const char* overridePath = std::getenv("HOTKERNEL_NVRTC_PATH");
-    if (overridePath != nullptr && *overridePath != '\0') {
+    const std::string overridePath = lazyVariable(LazyVariable::NvrtcPath);
+    if (!overridePath.empty()) {
       candidates.push_back(overridePath);
     } else {
       candidates = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so.13"};

@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "StderrCapture.h"
@@ -202,6 +203,36 @@ TEST(ConfigTest, GivenSamplingProbabilitiesWhenReadThenValidOnesAreKeptAndOthers
     EXPECT_DOUBLE_EQ(r.config.samplingProb, 0.05) << bad;
     EXPECT_EQ(countOf(r.logged, std::string("HOTKERNEL_SAMPLE='") + bad + "'"), 1u) << r.logged;
     EXPECT_TRUE(r.config.enabled) << bad;
+  }
+}
+
+TEST(ConfigTest, GivenLazyVariablesWhenReadThenEachCallSeesTheEnvironmentNowUnderItsOwnName) {
+  const std::pair<LazyVariable, const char*> all[] = {
+      {LazyVariable::LogLevel, "HOTKERNEL_LOG_LEVEL"},
+      {LazyVariable::AgentCommand, "HOTKERNEL_AGENT_CMD"},
+      {LazyVariable::AgentTimeout, "HOTKERNEL_AGENT_TIMEOUT"},
+      {LazyVariable::NvrtcPath, "HOTKERNEL_NVRTC_PATH"},
+      {LazyVariable::SandboxCompile, "HOTKERNEL_SANDBOX_COMPILE"},
+      {LazyVariable::SandboxRun, "HOTKERNEL_SANDBOX_RUN"},
+      {LazyVariable::SandboxTestCrash, "HOTKERNEL_SANDBOX_TEST_CRASH"},
+      {LazyVariable::SandboxTestHang, "HOTKERNEL_SANDBOX_TEST_HANG"},
+      {LazyVariable::SandboxTestGarbage, "HOTKERNEL_SANDBOX_TEST_GARBAGE"},
+  };
+  for (const auto& [variable, name] : all) {
+    EXPECT_STREQ(lazyVariableName(variable), name);
+    const char* before = std::getenv(name);
+    const std::string saved = before ? before : "";
+    unsetenv(name);
+    EXPECT_EQ(lazyVariable(variable), "") << name;
+    setenv(name, "", 1);
+    EXPECT_EQ(lazyVariable(variable), "") << name;
+    setenv(name, "value of it", 1);
+    EXPECT_EQ(lazyVariable(variable), "value of it") << name;  // read at the call, not cached
+    if (before) {
+      setenv(name, saved.c_str(), 1);
+    } else {
+      unsetenv(name);
+    }
   }
 }
 

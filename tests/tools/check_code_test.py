@@ -38,6 +38,16 @@ class LayeringTest(unittest.TestCase):
         self.assertEqual(len(check_code.layering_findings("optimizer/src/Long.cpp", lines)), 1)
         self.assertEqual(check_code.layering_findings("tests/optimizer/LongTest.cpp", lines), [])
 
+    def test_given_library_code_when_it_reads_the_environment_then_found_and_config_is_not(self):
+        line = ['  const char* v = std::getenv("HOTKERNEL_X");']
+        found = check_code.layering_findings("optimizer/agent/A.cpp", line)
+        self.assertEqual(len(found), 1)
+        self.assertIn("outside Config", found[0])
+        self.assertEqual(check_code.layering_findings("runtime/src/Config.cpp", line), [])
+        self.assertEqual(check_code.layering_findings("interpose/preload/Preload.c", ['getenv("HOTKERNEL");']), [])
+        self.assertEqual(check_code.layering_findings("optimizer/agent/A.cpp", ['// std::getenv("X") is not read']), [])
+        self.assertEqual(check_code.layering_findings("optimizer/agent/A.cpp", ['std::getenv("PATH");']), [])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -56,7 +56,7 @@ std::string agentTimeout() {
   return number(agent->options().timeoutSeconds) + " s" + (problem.empty() ? "" : " (" + problem + ")");
 }
 
-std::string helper(const char* name, const char* variable) {
+std::string helper(const char* name, LazyVariable variable) {
   std::string why;
   const std::string path = findHelperExecutable(name, variable, &why);
   return path.empty() ? "not usable: " + why : path;
@@ -97,8 +97,8 @@ const std::map<std::string, std::function<std::string()>>& resolvers() {
       {"HOTKERNEL_AGENT_TIMEOUT", agentTimeout},
       {"HOTKERNEL_NVRTC_PATH",
        [] { return nvrtcAvailable() ? nvrtcLibraryPath() : "not loadable: " + oneLine(nvrtcUnavailableReason()); }},
-      {"HOTKERNEL_SANDBOX_COMPILE", [] { return helper("hotkernel-sandbox-compile", "HOTKERNEL_SANDBOX_COMPILE"); }},
-      {"HOTKERNEL_SANDBOX_RUN", [] { return helper("hotkernel-sandbox-run", "HOTKERNEL_SANDBOX_RUN"); }},
+      {"HOTKERNEL_SANDBOX_COMPILE", [] { return helper("hotkernel-sandbox-compile", LazyVariable::SandboxCompile); }},
+      {"HOTKERNEL_SANDBOX_RUN", [] { return helper("hotkernel-sandbox-run", LazyVariable::SandboxRun); }},
       {"HOTKERNEL_LIBRARY", [] { return library("HOTKERNEL_LIBRARY"); }},
   };
   return table;

@@ -13,19 +13,26 @@
 // | HOTKERNEL_IDLE_MS             | 50                           | 1 .. kMaxIdleMs (86400000, a day) | the optimizer works only after this long without serving GPU ops |
 // | HOTKERNEL_OPT_MEM_MB          | 25% of the device's memory   | 1 .. kMaxOptimizerMemoryMb (2^30 MiB = 1 PiB) | GPU memory the background optimizer may use |
 // | HOTKERNEL_IDLE_MAX_UTIL       | (unset)                      | 0 .. 100 | the device's NVML utilization must also be at most this before the optimizer starts or resumes |
-//
-// Read elsewhere, with the same rules for malformed values (a warning, then the default):
-// | HOTKERNEL_LOG_LEVEL           | warn                         | error, warn (or warning), info, debug | Logging.h; anything else is warned about once |
 // | HOTKERNEL_SAMPLE              | 0.05                         | a probability in (0, 1] | the recorder's sampling probability; anything else (not a number, <= 0, > 1, NaN) takes 0.05 with a warning |
+//
+// Read on first need (lazyVariable), parsed by their users with the same rules for malformed values (a warning, then the default):
+// | HOTKERNEL_LOG_LEVEL           | warn                         | error, warn (or warning), info, debug | Logging.h; anything else is warned about once |
 // | HOTKERNEL_AGENT_CMD, HOTKERNEL_AGENT_TIMEOUT | unset, 60       | optimizer/ExternalAgent.h | the external agent; a malformed one is reported and not used |
 // | HOTKERNEL_NVRTC_PATH          | (unset)                      | a library path | Nvrtc.h: the libnvrtc to dlopen instead of the search |
 // | HOTKERNEL_SANDBOX_COMPILE, HOTKERNEL_SANDBOX_RUN | (unset)   | an executable | SandboxCompile.h / SandboxRun.h: the helper programs instead of the ones beside the library |
 // | HOTKERNEL_LIBRARY             | (unset)                      | a library path | the shim (interpose/preload/Preload.c, libc only): the libhotkernel.so to load |
 // | HOTKERNEL_SANDBOX_TEST_*      | (unset)                      | 1 | read only inside the sandbox-compile helper process: faults for its tests |
-// These are read where they are used: the logger's level is needed before a
-// Config exists (Config's own warnings go through it); the shim has no C++;
-// the agent, NVRTC and sandbox variables are read when the optimizer first
-// needs them, so that a process that never optimizes never reads them.
+//
+// Note [Variables read on first need]
+// The library reads its environment in this file only (runtime/src/Config.cpp):
+// Config::fromEnvironment reads the first table once; lazyVariable reads the
+// others when their user first needs them: the logger's level before a
+// Config exists (Config's own warnings go through the logger); the agent,
+// NVRTC and sandbox variables when the optimizer first needs them, so that a
+// process that never optimizes never reads them. Their users parse the values
+// (ExternalAgent.h, Nvrtc.h, SandboxCompile.h, Logging.h). The shim
+// (interpose/preload/Preload.c) has no C++ and reads HOTKERNEL,
+// HOTKERNEL_LOG_LEVEL and HOTKERNEL_LIBRARY itself.
 //
 // Note [Reading numeric variables]
 // An unset or empty variable takes its default, silently. Otherwise the value
@@ -72,6 +79,26 @@ struct Config {
 
 // The configuration of this process, read on first use.
 const Config& config();
+
+// The variables of the second table (Note [Variables read on first need]).
+enum class LazyVariable {
+  LogLevel,            // HOTKERNEL_LOG_LEVEL
+  AgentCommand,        // HOTKERNEL_AGENT_CMD
+  AgentTimeout,        // HOTKERNEL_AGENT_TIMEOUT
+  NvrtcPath,           // HOTKERNEL_NVRTC_PATH
+  SandboxCompile,      // HOTKERNEL_SANDBOX_COMPILE
+  SandboxRun,          // HOTKERNEL_SANDBOX_RUN
+  SandboxTestCrash,    // HOTKERNEL_SANDBOX_TEST_CRASH
+  SandboxTestHang,     // HOTKERNEL_SANDBOX_TEST_HANG
+  SandboxTestGarbage,  // HOTKERNEL_SANDBOX_TEST_GARBAGE
+};
+
+// The variable's name, e.g. "HOTKERNEL_AGENT_CMD".
+const char* lazyVariableName(LazyVariable variable);
+
+// The variable's value now, read from the environment at each call; "" when
+// unset or empty.
+std::string lazyVariable(LazyVariable variable);
 
 // Default cache dir for this user: $XDG_CACHE_HOME/hotkernel, else $HOME/.cache/hotkernel.
 std::string defaultCacheDir();

@@ -50,6 +50,8 @@
 #include <utility>
 #include <vector>
 
+#include "hotkernel/runtime/Config.h"  // LazyVariable
+
 namespace hotkernel {
 
 inline constexpr const char* kSandboxRequestFormat = "hotkernel-sandbox-compile-request";
@@ -127,11 +129,11 @@ SandboxCompileResult sandboxCompile(const SandboxCompileRequest& request, const 
 // The helper's path by the search order above, or "" with `*whyNotFound` set.
 std::string sandboxCompileHelperPath(std::string* whyNotFound = nullptr);
 
-// A helper executable `name`: $envVar when set (it must be executable), else
-// next to the library or executable holding this code, or in ../bin from
-// there. "" with `*whyNotFound` (when non-null) naming what was tried.
-std::string findHelperExecutable(const std::string& name, const std::string& envVar,
-                                 std::string* whyNotFound = nullptr);
+// A helper executable `name`: `variable`'s value when set (it must be
+// executable), else next to the library or executable holding this code, or
+// in ../bin from there. "" with `*whyNotFound` (when non-null) naming what
+// was tried.
+std::string findHelperExecutable(const std::string& name, LazyVariable variable, std::string* whyNotFound = nullptr);
 
 // The helper's main(): reads the request on stdin, writes one frame on stdout.
 // Arguments: [--memory-limit-bytes N] [--time-limit-seconds N].
