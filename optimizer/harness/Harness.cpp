@@ -38,6 +38,19 @@ at::ScalarType scalarTypeOf(DType d) {
   return at::kFloat;
 }
 
+DType dtypeOfTensor(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kFloat:
+      return DType::Float32;
+    case at::kHalf:
+      return DType::Float16;
+    case at::kBFloat16:
+      return DType::BFloat16;
+    default:
+      HOTKERNEL_THROW("no family dtype for ", t.scalar_type());
+  }
+}
+
 RowOpSpec generalForm(const RowOpSpec& spec) {
   if (!spec.outputs.empty()) {
     HOTKERNEL_CHECK(spec.makeArgs && spec.references && spec.kernelArgs, "row op spec ", spec.op,

@@ -2,11 +2,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
-#include <ATen/ops/_fused_rms_norm_cuda_dispatch.h>
-#include <ATen/ops/_log_softmax_cuda_dispatch.h>
-#include <ATen/ops/nll_loss_forward_cuda_dispatch.h>
-#include <ATen/ops/_softmax_cuda_dispatch.h>
-#include <ATen/ops/native_layer_norm_cuda_dispatch.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 
@@ -17,7 +12,8 @@
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/Harness.h"
-#include "hotkernel/optimizer/ReduceTuner.h"  // atenReduceLastDim
+#include "hotkernel/optimizer/FamilyTuner.h"  // AtenReference
+#include "hotkernel/optimizer/FamilyTuning.h"
 #include "hotkernel/optimizer/SlicedInput.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -65,10 +61,6 @@ MachinePeaks GpuTargetMeasurer::measurePeaks(int device) {
 }
 
 double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const VariantKey& key) {
-  const bool softmax = op == "aten::_softmax", logSoftmax = op == "aten::_log_softmax";
-  const bool rmsNorm = op == "aten::_fused_rms_norm", layerNorm = op == "aten::native_layer_norm";
-  const bool crossEntropy = op == "aten::cross_entropy_loss";
-  const std::optional<kernels::ReduceOp> reduce = kernels::reduceOpOfAtenName(op);
   const kernels::FamilyDescriptor* family = kernels::familyForOp(op);
   HOTKERNEL_CHECK(family != nullptr, "no timing for ", op);
   HOTKERNEL_CHECK(family->servesKey(key), family->name, " does not serve the variant ", kernels::variantString(key));
@@ -81,48 +73,24 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
   const int64_t cap = capFor(device);
   HOTKERNEL_CHECK(need <= cap, "timing ", op, " ", key.rows, "x", key.cols, " needs ~", need >> 20,
                   " MiB of GPU memory, over the optimizer's cap of ", cap >> 20, " MiB");
+  // The call its tuner times candidates against (Note [The ATen reference]).
+  const AtenReference reference = atenReferenceOf(*family, key);
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
   c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
   const auto opts = at::TensorOptions().dtype(scalarTypeOf(dtype)).device(at::kCUDA, device);
   // Drawn in row slices, a yield point before each (the first before any GPU work).
-  const at::Tensor in = buildInRowSlices(
+  TimedInput timed;
+  timed.in = buildInRowSlices(
       key.rows, key.cols, scalarTypeOf(dtype), device,
       [&](int64_t, int64_t k) { return at::randn({k, key.cols}, opts.dtype(at::kFloat)).mul_(4.0); },
       options_.yieldPoint);
-  HOTKERNEL_CHECK(in.defined(), "benchmark interrupted");
+  HOTKERNEL_CHECK(timed.in.defined(), "benchmark interrupted");
+  at::Generator gen = timingGenerator(device);
+  timed.args = reference.timedArgs(timed.in, gen);
   BenchmarkOptions bo;
   bo.pairs = options_.runs;
   bo.beforePair = options_.yieldPoint;
-  // The norms' columns as the variant has them (weights of both signs; the
-  // eps the tuners time with).
-  const at::Tensor weight = kernels::hasWeight(key) ? at::rand({key.cols}, opts.dtype(at::kFloat)).mul_(2.0).sub_(1.0).to(
-                                                  opts.dtype())
-                                            : at::Tensor();
-  const at::Tensor bias =
-      kernels::hasBias(key) ? at::rand({key.cols}, opts.dtype(at::kFloat)).sub_(0.5).to(opts.dtype()) : at::Tensor();
-  const auto optional = [](const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; };
-  // cross_entropy_loss: class labels; timed as ATen's decomposition (_log_softmax, nll_loss_forward).
-  const at::Tensor labels =
-      crossEntropy ? at::randint(0, key.cols, {key.rows}, opts.dtype(at::kLong)) : at::Tensor();
-  // Each call allocates its outputs, as a dispatcher call would.
-  const MedianCi t = benchmarkOne(
-      [&] {
-        if (reduce) {
-          (void)atenReduceLastDim(in, *reduce);  // at::cuda::<op> over dim -1
-        } else if (softmax) {
-          (void)at::cuda::_softmax(in, -1, false);
-        } else if (logSoftmax) {
-          (void)at::cuda::_log_softmax(in, -1, false);
-        } else if (crossEntropy) {
-          (void)at::cuda::nll_loss_forward(at::cuda::_log_softmax(in, 1, false), labels, std::nullopt,
-                                           kernels::reductionOf(key), -100);
-        } else if (rmsNorm) {
-          (void)at::cuda::_fused_rms_norm(in, {key.cols}, optional(weight), 1e-6);
-        } else {
-          (void)at::cuda::native_layer_norm(in, {key.cols}, optional(weight), optional(bias), 1e-5);
-        }
-      },
-      device, bo);
+  const MedianCi t = benchmarkOne([&] { reference.call(timed); }, device, bo);  // allocates like a dispatcher call
   HOTKERNEL_CHECK(t.median > 0, "the timed ", op, " took no time");
   return t.median * 1e-6;
 }

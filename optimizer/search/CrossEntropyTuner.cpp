@@ -64,10 +64,6 @@ std::tuple<at::Tensor, at::Tensor> atenCrossEntropy(const at::Tensor& x, const a
   return at::cuda::nll_loss_forward(logp, labels, std::nullopt, reduction, ignoreIndex);
 }
 
-DType dtypeOf(const at::Tensor& t) {
-  return t.scalar_type() == at::kFloat ? DType::Float32 : t.scalar_type() == at::kHalf ? DType::Float16 : DType::BFloat16;
-}
-
 at::Tensor reducedBound(const at::Tensor& in, const CeArgs& a, const at::Tensor& ref, CrossEntropyReduction r,
                         DType d) {
   const double refValue = ref.item<double>();
@@ -85,6 +81,23 @@ at::Tensor reducedBound(const at::Tensor& in, const CeArgs& a, const at::Tensor&
 }
 
 }  // namespace
+
+AtenReference crossEntropyAtenReference(CrossEntropyReduction reduction) {
+  AtenReference reference;
+  reference.timedArgs = [](const at::Tensor& in, at::Generator& gen) {
+    const int64_t rows = in.size(0), cols = in.size(1);
+    at::Tensor labels = at::randint(0, cols, {rows}, gen, in.options().dtype(at::kLong));
+    labels.slice(0, 0, rows, 8).fill_(-100);
+    RowOpArgs a;
+    a.rowInputs = {labels};
+    a.scalars = {-100.0};
+    return a;
+  };
+  reference.call = [r = static_cast<int64_t>(reduction)](const TimedInput& t) {
+    (void)atenCrossEntropy(t.in, t.args.rowInputs.at(0), r, -100);
+  };
+  return reference;
+}
 
 RowOpSpec crossEntropySpec(CrossEntropyReduction reduction) {
   RowOpSpec spec;
@@ -226,16 +239,10 @@ TuneOutcome tuneCrossEntropy(const CrossEntropyVariant& v, int device, const Tun
   spec.timedInputs = drawTimedInputs(
       spec.harnessSpec, v.dtype, v.rows, v.cols, device,
       [&](int64_t k) { return at::randn({k, v.cols}, opts).mul_(3.0); }, options.yieldPoint);
-  for (TimedInput& t : spec.timedInputs) {
-    at::Tensor labels = at::randint(0, v.cols, {v.rows}, opts.dtype(at::kLong));
-    labels.slice(0, 0, v.rows, 8).fill_(-100);
-    t.args.rowInputs = {labels};
-    t.args.scalars = {-100.0};
-  }
-  const int64_t reduction = static_cast<int64_t>(v.reduction);
-  spec.atenCall = [reduction](const TimedInput& t) {
-    (void)atenCrossEntropy(t.in, t.args.rowInputs.at(0), reduction, -100);
-  };
+  const AtenReference reference = crossEntropyAtenReference(v.reduction);
+  at::Generator gen = timingGenerator(device);
+  for (TimedInput& t : spec.timedInputs) t.args = reference.timedArgs(t.in, gen);
+  spec.atenCall = reference.call;
   spec.planCall = [v](const Plan& plan, const TimedInput& t, const std::vector<at::Tensor>& outs) {
     // As the trampoline runs it: the stream's persistent workspace (Note [A
     // persistent workspace per stream]). Only harness-validated candidates

@@ -140,14 +140,28 @@ TimedCandidate timeAndCheckCandidate(const FamilyTuneSpec& spec, const Plan& pla
   return result;
 }
 
+at::Generator timingGenerator(int device) {
+  at::Generator gen = at::cuda::detail::getDefaultCUDAGenerator(device).clone();
+  gen.set_current_seed((static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}());
+  return gen;
+}
+
+AtenReference atenReferenceOfSpec(const RowOpSpec& spec) {
+  const RowOpSpec general = generalForm(spec);
+  AtenReference reference;
+  reference.timedArgs = [makeArgs = general.makeArgs](const at::Tensor& in, at::Generator& gen) {
+    return makeArgs(in.size(0), in.size(1), dtypeOfTensor(in), gen);
+  };
+  reference.call = [references = general.references](const TimedInput& t) { (void)references(t.in, t.args); };
+  return reference;
+}
+
 std::vector<TimedInput> drawTimedInputs(const RowOpSpec& spec, kernels::DType dtype, int64_t rows, int64_t cols,
                                         int device, const std::function<at::Tensor(int64_t k)>& draw,
                                         const std::function<bool()>& yieldPoint, int count) {
   HOTKERNEL_CHECK(count >= 2, "the timed calls need at least two inputs");
   const RowOpSpec general = generalForm(spec);
-  // The extra arguments from a generator of their own (the serving process's stays untouched).
-  at::Generator gen = at::cuda::detail::getDefaultCUDAGenerator(device).clone();
-  gen.set_current_seed((static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}());
+  at::Generator gen = timingGenerator(device);
   std::vector<TimedInput> inputs;
   for (int i = 0; i < count; ++i) {
     TimedInput t;

@@ -15,11 +15,13 @@ namespace {
 using kernels::ReduceOp;
 using kernels::SoftmaxOp;
 
-// One row per family: its descriptor and its tuner (given the descriptor, so
-// that one tuner serves the families of several ops).
+// One row per family: its descriptor, its tuner and its ATen reference (Note
+// [The ATen reference]), each given the descriptor, so that one function
+// serves the families of several ops.
 struct FamilyTuner {
   const kernels::FamilyDescriptor& family;
   TuneOutcome (*tune)(const kernels::FamilyDescriptor& family, const VariantKey& key, const TunerOptions& options);
+  AtenReference (*reference)(const kernels::FamilyDescriptor& family, const VariantKey& key);
 };
 
 template <SoftmaxOp kOp>
@@ -46,29 +48,65 @@ TuneOutcome crossEntropyTuner(const kernels::FamilyDescriptor&, const VariantKey
   return tuneCrossEntropy(kernels::crossEntropyVariantOf(key), key.device, options);
 }
 
+template <SoftmaxOp kOp>
+AtenReference softmaxReference(const kernels::FamilyDescriptor&, const VariantKey&) {
+  return atenReferenceOfSpec(softmaxSpec(kOp));
+}
+
+AtenReference reduceReference(const kernels::FamilyDescriptor& family, const VariantKey&) {
+  const std::optional<ReduceOp> op = kernels::reduceOpOfFamily(family.name);
+  HOTKERNEL_INTERNAL_ASSERT(op.has_value(), family.name, " is not a reduction family");
+  return atenReferenceOfSpec(reduceSpec(*op));
+}
+
+AtenReference rmsNormReference(const kernels::FamilyDescriptor&, const VariantKey& key) {
+  return atenReferenceOfSpec(rmsNormSpec(kernels::hasWeight(key)));
+}
+
+AtenReference layerNormReference(const kernels::FamilyDescriptor&, const VariantKey& key) {
+  return atenReferenceOfSpec(layerNormSpec(kernels::hasWeight(key), kernels::hasBias(key)));
+}
+
+AtenReference crossEntropyReference(const kernels::FamilyDescriptor&, const VariantKey& key) {
+  return crossEntropyAtenReference(kernels::crossEntropyVariantOf(key).reduction);
+}
+
 const std::vector<FamilyTuner>& tuners() {
   static const std::vector<FamilyTuner> kTuners = [] {
     std::vector<FamilyTuner> t = {
-        {kernels::softmaxDescriptor(SoftmaxOp::Softmax), &softmaxTuner<SoftmaxOp::Softmax>},
-        {kernels::softmaxDescriptor(SoftmaxOp::LogSoftmax), &softmaxTuner<SoftmaxOp::LogSoftmax>},
-        {kernels::rmsNormDescriptor(), &rmsNormTuner},
-        {kernels::layerNormDescriptor(), &layerNormTuner},
-        {kernels::crossEntropyDescriptor(), &crossEntropyTuner},
+        {kernels::softmaxDescriptor(SoftmaxOp::Softmax), &softmaxTuner<SoftmaxOp::Softmax>,
+         &softmaxReference<SoftmaxOp::Softmax>},
+        {kernels::softmaxDescriptor(SoftmaxOp::LogSoftmax), &softmaxTuner<SoftmaxOp::LogSoftmax>,
+         &softmaxReference<SoftmaxOp::LogSoftmax>},
+        {kernels::rmsNormDescriptor(), &rmsNormTuner, &rmsNormReference},
+        {kernels::layerNormDescriptor(), &layerNormTuner, &layerNormReference},
+        {kernels::crossEntropyDescriptor(), &crossEntropyTuner, &crossEntropyReference},
     };
-    for (ReduceOp op : kernels::kAllReduceOps) t.push_back({kernels::reduceDescriptor(op), &reduceTuner});
+    for (ReduceOp op : kernels::kAllReduceOps) {
+      t.push_back({kernels::reduceDescriptor(op), &reduceTuner, &reduceReference});
+    }
     return t;
   }();
   return kTuners;
+}
+
+const FamilyTuner& rowOf(const kernels::FamilyDescriptor& family) {
+  for (const FamilyTuner& t : tuners()) {
+    if (&t.family == &family) return t;
+  }
+  HOTKERNEL_THROW("no tuner for family ", family.name);
 }
 
 }  // namespace
 
 TuneOutcome tuneVariant(const kernels::FamilyDescriptor& family, const VariantKey& key, const TunerOptions& options) {
   HOTKERNEL_CHECK(family.servesKey(key), family.name, " does not serve the variant ", kernels::variantString(key));
-  for (const FamilyTuner& t : tuners()) {
-    if (&t.family == &family) return t.tune(family, key, options);
-  }
-  HOTKERNEL_THROW("no tuner for family ", family.name);
+  return rowOf(family).tune(family, key, options);
+}
+
+AtenReference atenReferenceOf(const kernels::FamilyDescriptor& family, const VariantKey& key) {
+  HOTKERNEL_CHECK(family.servesKey(key), family.name, " does not serve the variant ", kernels::variantString(key));
+  return rowOf(family).reference(family, key);
 }
 
 }  // namespace hotkernel

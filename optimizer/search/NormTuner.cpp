@@ -319,7 +319,7 @@ TuneOutcome tuneRmsNorm(const kernels::RmsNormVariant& v, int device, const Tune
   };
   // The timed calls: the original kernel and a plan, each allocating out and rstd.
   spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, spec.rows, v.cols, device, options.yieldPoint);
-  spec.atenCall = [ref = spec.harnessSpec.references](const TimedInput& t) { (void)ref(t.in, t.args); };
+  spec.atenCall = atenReferenceOfSpec(spec.harnessSpec).call;
   return runNormSearch(spec, device, options);
 }
 
@@ -356,7 +356,7 @@ TuneOutcome tuneLayerNorm(const kernels::LayerNormVariant& v, int device, const 
   };
   // The timed calls: the original kernel and a plan, each allocating out, mean and rstd.
   spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, spec.rows, v.cols, device, options.yieldPoint);
-  spec.atenCall = [ref = spec.harnessSpec.references](const TimedInput& t) { (void)ref(t.in, t.args); };
+  spec.atenCall = atenReferenceOfSpec(spec.harnessSpec).call;
   return runNormSearch(spec, device, options);
 }
 

@@ -179,8 +179,7 @@ TuneOutcome tuneReduce(const ReduceVariant& v, int device, const TunerOptions& o
   spec.timedInputs = drawTimedInputs(
       spec.harnessSpec, v.dtype, spec.rows, v.cols, device,
       [&](int64_t k) { return at::randn({k, v.cols}, opts).mul_(2.0); }, options.yieldPoint);
-  const ReduceOp op = v.op;
-  spec.atenCall = [op](const TimedInput& t) { (void)atenReduceLastDim(t.in, op); };
+  spec.atenCall = atenReferenceOfSpec(spec.harnessSpec).call;
   const std::string arch = info.nvrtcArch();
   double bestSpeedup = 0;
   TuneOutcome outcome = tuneFamily(spec, device, arch, options, bestSpeedup);

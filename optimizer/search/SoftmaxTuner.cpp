@@ -402,13 +402,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   fs.timedInputs = drawTimedInputs(
       spec, v.dtype, fs.rows, v.cols, device,
       [&](int64_t k) { return at::randn({k, v.cols}, floatOpts).mul_(4.0); }, options.yieldPoint);
-  fs.atenCall = [op](const TimedInput& t) {
-    if (op == SoftmaxOp::LogSoftmax) {
-      (void)at::cuda::_log_softmax(t.in, -1, false);
-    } else {
-      (void)at::cuda::_softmax(t.in, -1, false);
-    }
-  };
+  fs.atenCall = atenReferenceOfSpec(spec).call;
   double bestSpeedup = 0, bestUs = 0;
   TuneOutcome outcome = tuneFamily(fs, device, arch, options, bestSpeedup, &bestUs);
 

@@ -7,6 +7,7 @@
 #include <ATen/cuda/CUDAContext.h>
 
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/GpuTargetMeasurer.h"
@@ -123,6 +124,22 @@ TEST(GpuTargetMeasurerGpuTest, GivenReductionTargetsWhenTimedThenPositiveAndBelo
   VariantKey weighted{static_cast<int32_t>(kernels::DType::BFloat16), 0, 64, 64};
   weighted.options = kernels::variant_options::kWeight;
   EXPECT_THROW(m.measureSecondsPerCall("aten::amax", weighted), Error);
+}
+
+// Note [The ATen reference]: one table row per family, so every family's
+// variant is timed (a family without a reference throws "no tuner").
+TEST(GpuTargetMeasurerGpuTest, GivenEveryFamilyWhenItsVariantIsTimedThenItsAtenReferenceRunsAndTakesTime) {
+  REQUIRE_CUDA();
+  GpuTargetMeasurer m;
+  for (const kernels::FamilyDescriptor* f : kernels::allFamilies()) {
+    const kernels::FamilyDescriptor& family = *f;
+    VariantKey key{static_cast<int32_t>(kernels::DType::BFloat16), 0, 2048, 4096};
+    key.options = std::string(family.name) == "cross_entropy" ? kernels::reductionOptions(1) : family.optionFields;
+    ASSERT_TRUE(family.servesKey(key)) << family.name;
+    const double s = m.measureSecondsPerCall(family.atenOp, key);
+    EXPECT_GT(s, 1e-6) << family.name;  // 16 MB read: microseconds at least
+    EXPECT_LT(s, 1.0) << family.name;
+  }
 }
 
 }  // namespace

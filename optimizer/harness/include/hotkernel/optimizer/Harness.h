@@ -220,6 +220,9 @@ struct HarnessOptions {
 // The torch dtype of a family dtype.
 at::ScalarType scalarTypeOf(kernels::DType dtype);
 
+// The family dtype of a float32, float16 or bfloat16 tensor (Error otherwise).
+kernels::DType dtypeOfTensor(const at::Tensor& t);
+
 // Output `o` of a check on a [rows, cols] input, as a view of the first
 // elements of `flat` (the harness's buffer, a canary after them): 0-dim for a
 // scalar output, [rows] per row, else [rows, cols].

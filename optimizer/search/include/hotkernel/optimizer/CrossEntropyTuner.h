@@ -8,6 +8,7 @@
 // decomposition (_log_softmax, then nll_loss_forward).
 
 #include "hotkernel/kernels/CrossEntropyFamily.h"
+#include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/TunerOptions.h"
 
@@ -20,6 +21,11 @@ namespace hotkernel {
 // check in 16) and ignore_index (-100, or a real class half of the time).
 // Kernel ABI: hk_cross_entropy's (the workspace after the outputs).
 RowOpSpec crossEntropySpec(kernels::CrossEntropyReduction reduction);
+
+// Note [The ATen reference] of cross_entropy: ATen's decomposition
+// (_log_softmax, then nll_loss_forward) with `reduction`, on labels drawn
+// for each input, every eighth row ignored (ignore_index -100).
+AtenReference crossEntropyAtenReference(kernels::CrossEntropyReduction reduction);
 
 // A compiled cross_entropy point as a harness candidate (the family's guards).
 HarnessCandidate crossEntropyCandidate(const kernels::CrossEntropyVariant& v, const kernels::CrossEntropyParams& params,

@@ -42,6 +42,26 @@ struct TimedInput {
   RowOpArgs args;
 };
 
+// Note [The ATen reference]
+// A family's original kernel as the optimizer times it, defined once per family (FamilyTuning.cpp's table) and used by
+// the family's tuner for the timed calls and by the target measurer
+// (GpuTargetMeasurer) for the ranking's ATen time, so that both time the same
+// call. `timedArgs` draws the extra arguments of a timed call on an input
+// (labels, weights, eps) from `gen`; `call` is one call of the original
+// kernel on the current stream, allocating its outputs like a dispatcher call.
+struct AtenReference {
+  std::function<RowOpArgs(const at::Tensor& in, at::Generator& gen)> timedArgs;
+  std::function<void(const TimedInput&)> call;
+};
+
+// The reference of a family whose harness reference is also its timed call:
+// `spec`'s makeArgs for the timed arguments, its references for the call.
+AtenReference atenReferenceOfSpec(const RowOpSpec& spec);
+
+// A generator for the optimizer's draws on `device`: a clone of the device's
+// default generator, seeded at random (the serving process's stays untouched).
+at::Generator timingGenerator(int device);
+
 struct FamilyTuneSpec {
   std::string family;      // the cache's family name: "softmax_lastdim", "rms_norm", "layer_norm"
   std::string kernelName;  // the template's entry point

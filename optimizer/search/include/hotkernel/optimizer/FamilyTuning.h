@@ -1,7 +1,8 @@
 #pragma once
 // How the optimizer tunes a variant of a family (the optimizer's half of Note
 // [Family descriptors]): the family's tuner runs its parameter space through
-// the harness against the family's ATen reference and times the survivors.
+// the harness against the family's ATen reference and times the survivors;
+// the reference itself, for whoever times the original kernel.
 
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/optimizer/TunerOptions.h"
@@ -9,9 +10,16 @@
 
 namespace hotkernel {
 
+struct AtenReference;  // FamilyTuner.h
+
 // Tunes `key` (on key.device) with `family`'s tuner. Throws Error for a key the
 // family does not take (options outside its fields) or a family without a
 // tuner, and whatever the tuner throws (no driver, no NVRTC, interrupted).
 TuneOutcome tuneVariant(const kernels::FamilyDescriptor& family, const VariantKey& key, const TunerOptions& options);
+
+// The family's ATen reference for `key` (Note [The ATen reference] in
+// FamilyTuner.h): what its tuner times the candidates against and the target
+// measurer times for the ranking. Throws Error as tuneVariant does.
+AtenReference atenReferenceOf(const kernels::FamilyDescriptor& family, const VariantKey& key);
 
 }  // namespace hotkernel
