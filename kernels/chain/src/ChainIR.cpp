@@ -37,6 +37,7 @@ Inferred infer(const std::vector<Node>& nodes, const Node& n, int index) {
       if (n.op == OpKind::Constant) {
         HOTKERNEL_REQUIRE(n.shape == ShapeClass::Scalar && n.dtype == DType::Float32, where,
                           " must be a float32 scalar");
+        HOTKERNEL_REQUIRE(std::isfinite(n.scalar), where, " is ", n.scalar, ": a chain's constants are finite");
         return {DType::Float32, ShapeClass::Scalar};
       }
       HOTKERNEL_REQUIRE(isKnownDType(n.dtype), where, " has an unknown dtype code ", static_cast<int>(n.dtype));

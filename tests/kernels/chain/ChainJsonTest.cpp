@@ -1,0 +1,74 @@
+// Tests of the chain's JSON form (ChainJson.h): round trips and the strict
+// reader's errors.
+
+#include "hotkernel/chain/ChainJson.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "hotkernel/chain/ChainKey.h"
+#include "hotkernel/chain/NamedChains.h"
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel::chain {
+namespace {
+
+void expectRefused(const nlohmann::json& j, const std::string& needle) {
+  try {
+    chainFromJson(j);
+    ADD_FAILURE() << "accepted: " << j.dump() << "; expected an error holding '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(ChainJsonTest, GivenTheNamedChainsWhenWrittenAndReadThenTheChainAndItsKeyComeBack) {
+  for (const ChainIR& ir : {rmsNormChain(DType::BFloat16, 1e-6), swigluChain(DType::Float16),
+                            newGeluChain(DType::Float32), residualAddCastChain(DType::BFloat16, DType::Float32)}) {
+    const nlohmann::json j = chainToJson(ir);
+    EXPECT_EQ(j.at("format"), "hotkernel-chain");
+    EXPECT_EQ(j.at("version"), 1);
+    const ChainIR back = chainFromJsonText(j.dump());
+    EXPECT_EQ(back, ir) << j.dump();
+    EXPECT_EQ(chainKey(back).sha256, chainKey(ir).sha256);
+  }
+  const nlohmann::json rms = chainToJson(rmsNormChain(DType::BFloat16, 1e-6));
+  EXPECT_EQ(rms.at("nodes").at(4).at("op"), "mean");
+  EXPECT_EQ(rms.at("nodes").at(4).at("keepdim"), true);
+  EXPECT_EQ(rms.at("nodes").at(5).at("value"), 1e-6);
+  EXPECT_EQ(rms.at("outputs"), nlohmann::json::array({10}));
+}
+
+TEST(ChainJsonTest, GivenBrokenDocumentsWhenReadThenEachErrorNamesTheField) {
+  const nlohmann::json good = chainToJson(swigluChain(DType::BFloat16));
+  auto with = [&](auto edit) {
+    nlohmann::json j = good;
+    edit(j);
+    return j;
+  };
+  expectRefused(with([](nlohmann::json& j) { j["format"] = "chain"; }), "chain.format must be");
+  expectRefused(with([](nlohmann::json& j) { j["version"] = 2; }), "chain.version 2 is not supported");
+  expectRefused(with([](nlohmann::json& j) { j["version"] = "1"; }), "chain.version must be");
+  expectRefused(with([](nlohmann::json& j) { j["extra"] = 1; }), "unknown key \"extra\"");
+  expectRefused(with([](nlohmann::json& j) { j.erase("outputs"); }), "misses \"outputs\"");
+  expectRefused(with([](nlohmann::json& j) { j["nodes"][2]["alpha"] = 1.0; }), "chain.nodes[2] has an unknown key");
+  expectRefused(with([](nlohmann::json& j) { j["nodes"][2]["op"] = "gelu"; }), "unknown chain op 'gelu'");
+  expectRefused(with([](nlohmann::json& j) { j["nodes"][0]["dtype"] = "int8"; }), "int8");
+  expectRefused(with([](nlohmann::json& j) { j["nodes"][0]["shape"] = "column_pair"; }), "unknown shape class");
+  expectRefused(with([](nlohmann::json& j) { j["nodes"][3]["inputs"] = {2, 7}; }), "not a node index in [0, 4)");
+  expectRefused(with([](nlohmann::json& j) { j["nodes"][3]["inputs"] = {2, 1.5}; }), "must hold integers");
+  expectRefused(with([](nlohmann::json& j) { j["nodes"][2]["inputs"] = {3}; }), "not an earlier node");
+  expectRefused(with([](nlohmann::json& j) { j["nodes"][3]["dtype"] = "float32"; }), "chain type error");
+  expectRefused(with([](nlohmann::json& j) { j["outputs"] = {2}; }), "reaches no output");
+  expectRefused(with([](nlohmann::json& j) { j["outputs"] = {3, 3}; }), "marked twice");
+  EXPECT_THROW(chainFromJsonText("{\"format\": "), Error);
+  EXPECT_THROW(chainFromJsonText("[" + std::string(200, '[') + std::string(201, ']')), Error);
+  // A reduction over another dim read from JSON.
+  nlohmann::json mean = chainToJson(rmsNormChain(DType::BFloat16, 1e-6));
+  mean["nodes"][4]["dim"] = 0;
+  expectRefused(mean, "reduces dim 0");
+}
+
+}  // namespace
+}  // namespace hotkernel::chain
