@@ -75,6 +75,25 @@ TEST(CacheCommandsTest, GivenFilledCacheWhenLsJsonThenParsableWithAllFields) {
   EXPECT_DOUBLE_EQ(k["metrics"]["speedup"].get<double>(), 1.42);
   EXPECT_EQ(k["environment"]["gpu"], "NVIDIA H200");
   EXPECT_EQ(k["created_unix"], 1735689600);
+  // The test fingerprints are made up: no machine, with or without a GPU, matches them.
+  EXPECT_EQ(k["matches_machine"], false);
+  EXPECT_EQ(j[0]["matches_machine"], false);
+}
+
+TEST(CacheCommandsTest, GivenFilledCacheWhenLsThenItSaysWhichEntriesMatchThisMachine) {
+  TempDir tmp;
+  fill(tmp.path());
+  auto r = runCli({"cache", "ls", "--dir", tmp.path()});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const bool unknown = contains(r.out, "none can be matched to this machine: its fingerprint is unknown (");
+  if (unknown) {
+    EXPECT_FALSE(contains(r.out, "HERE")) << r.out;
+  } else {
+    // A known machine: a HERE column, and none of the made-up fingerprints marked.
+    EXPECT_TRUE(contains(r.out, "HERE  FINGERPRINT")) << r.out;
+    EXPECT_TRUE(contains(r.out, "0 of them (marked *) match this machine")) << r.out;
+    EXPECT_FALSE(contains(r.out, "*  ")) << r.out;
+  }
 }
 
 TEST(CacheCommandsTest, GivenCacheDirInEnvironmentWhenLsWithoutDirThenItIsUsed) {
@@ -420,7 +439,7 @@ TEST(CacheCommandsTest, GivenHelpWhenRunThenUsageAndExitZero) {
   EXPECT_TRUE(contains(top.out, "cache")) << top.out;
   auto cache = runCli({"cache", "--help"});
   EXPECT_EQ(cache.exitCode, 0);
-  for (const char* cmd : {"ls", "show", "verify", "rm", "path"}) {
+  for (const char* cmd : {"ls", "show", "verify", "rm", "path", "stats", "prune", "export", "import"}) {
     EXPECT_TRUE(contains(cache.out, std::string("\n  ") + cmd + " ")) << cmd << "\n" << cache.out;
   }
   auto version = runCli({"--version"});

@@ -7,10 +7,13 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "CacheBundleCommands.h"
+#include "CacheCommon.h"
+#include "CacheStatsCommands.h"
 #include "Format.h"
+#include "MachineFingerprint.h"
 #include "TextTable.h"
 #include "hotkernel/cache/CacheStore.h"
-#include "hotkernel/runtime/Config.h"
 
 namespace hotkernel::cli {
 namespace {
@@ -18,7 +21,6 @@ namespace {
 using cache::CacheStore;
 using cache::Entry;
 using cache::EntryFilter;
-using cache::EntryKey;
 using cache::EntryTrust;
 using cache::VerifyReport;
 using cache::VerifyStatus;
@@ -35,13 +37,9 @@ struct CacheOptions {
   std::string keyFile;  // verify --key-file; empty: $HOTKERNEL_CACHE_KEY_FILE
 };
 
-void addDirOption(CLI::App* cmd, CacheOptions& o) {
-  cmd->add_option(
-      "--dir", o.dir,
-      "cache directory (default: $HOTKERNEL_CACHE_DIR, else $XDG_CACHE_HOME/hotkernel or ~/.cache/hotkernel)");
-}
+void addDirOption(CLI::App* cmd, CacheOptions& o) { addCacheDirOption(cmd, o.dir); }
 
-std::string cacheDir(const CacheOptions& o) { return o.dir.empty() ? hotkernel::config().cacheDir : o.dir; }
+std::string cacheDir(const CacheOptions& o) { return resolveCacheDir(o.dir); }
 
 EntryFilter filterOf(const CacheOptions& o) {
   EntryFilter f;
@@ -72,8 +70,6 @@ nlohmann::json entryJson(const Entry& e) {
           {"created_unix", e.createdUnix}};
 }
 
-void printNoCache(const std::string& dir) { std::cerr << "no hotkernel cache at " << dir << "\n"; }
-
 // --- ls ----------------------------------------------------------------------
 
 void runLs(const CacheOptions& o) {
@@ -81,9 +77,14 @@ void runLs(const CacheOptions& o) {
   // Metadata only: nothing is verified, so no key is needed.
   std::unique_ptr<CacheStore> store = CacheStore::openReadOnly(dir, EntryTrust::none());
   std::vector<Entry> entries = store ? store->listMetadata() : std::vector<Entry>{};
+  const MachineFingerprints machine = entries.empty() ? MachineFingerprints{} : thisMachineFingerprints();
   if (o.json) {
     nlohmann::json out = nlohmann::json::array();
-    for (const Entry& e : entries) out.push_back(entryJson(e));
+    for (const Entry& e : entries) {
+      nlohmann::json j = entryJson(e);
+      j["matches_machine"] = machine.contains(e.fingerprint);
+      out.push_back(std::move(j));
+    }
     std::cout << out.dump(2) << "\n";
     return;
   }
@@ -91,16 +92,33 @@ void runLs(const CacheOptions& o) {
     printNoCache(dir);
     return;
   }
-  TextTable table({"FINGERPRINT", "OP", "VARIANT", "DECISION", "FAMILY", "SPEEDUP", "CUBIN", "CREATED (UTC)"});
+  // HERE marks this machine's entries (prune --stale keeps them: Note [Stale fingerprints]); no column without
+  // a known fingerprint.
+  std::vector<std::string> header = {"FINGERPRINT", "OP", "VARIANT", "DECISION", "FAMILY", "SPEEDUP", "CUBIN",
+                                     "CREATED (UTC)"};
+  if (machine.known()) header.insert(header.begin(), "HERE");
+  TextTable table(header);
   int64_t cubinTotal = 0;
+  size_t here = 0;
   for (const Entry& e : entries) {
-    table.addRow({e.fingerprint, e.op, e.variant, e.decision, e.family.empty() ? "-" : e.family,
-                  formatSpeedup(e.metrics), e.cubinBytes ? formatBytes(e.cubinBytes) : "-", formatUtc(e.createdUnix)});
+    std::vector<std::string> row = {e.fingerprint, e.op, e.variant, e.decision, e.family.empty() ? "-" : e.family,
+                                    formatSpeedup(e.metrics), e.cubinBytes ? formatBytes(e.cubinBytes) : "-",
+                                    formatUtc(e.createdUnix)};
+    const bool matches = machine.contains(e.fingerprint);
+    if (machine.known()) row.insert(row.begin(), matches ? "*" : "");
+    here += matches ? 1 : 0;
+    table.addRow(std::move(row));
     cubinTotal += e.cubinBytes;
   }
   if (table.rows() > 0) std::cout << table.render();
   std::cout << entries.size() << (entries.size() == 1 ? " entry" : " entries") << ", " << formatBytes(cubinTotal)
             << " of cubins, in " << store->databasePath() << "\n";
+  if (entries.empty()) return;
+  if (machine.known()) {
+    std::cout << here << " of them (marked *) match this machine\n";
+  } else {
+    std::cout << "none can be matched to this machine: its fingerprint is unknown (" << machine.unknown << ")\n";
+  }
 }
 
 // --- show --------------------------------------------------------------------
@@ -180,14 +198,6 @@ void runShow(const CacheOptions& o, ExitStatus& status) {
 constexpr const char* kVerifyFormat = "hotkernel-cache-verify";
 constexpr int kVerifyVersion = 1;
 
-// The key verify checks against: --key-file, else HOTKERNEL_CACHE_KEY_FILE; none when both are empty.
-// A refused key file throws (exit 2): verify never falls back to reporting without it.
-EntryTrust verifyTrust(const CacheOptions& o, const std::string& dir) {
-  const std::string path = o.keyFile.empty() ? hotkernel::config().cacheKeyFile : o.keyFile;
-  if (path.empty()) return EntryTrust::none();
-  return EntryTrust::withKey(EntryKey::fromFile(path, dir));
-}
-
 // How one entry's signature fared, for the per-entry lines of signed mode.
 const char* signatureVerdict(VerifyStatus status) {
   switch (status) {
@@ -204,7 +214,7 @@ const char* signatureVerdict(VerifyStatus status) {
 
 void runVerify(const CacheOptions& o, ExitStatus& status) {
   std::string dir = cacheDir(o);
-  EntryTrust trust = verifyTrust(o, dir);
+  EntryTrust trust = trustFromKeyFile(o.keyFile, dir);
   const bool signedMode = trust.signedMode();
   const std::string keyId = trust.key ? trust.key->id() : std::string();
   std::unique_ptr<CacheStore> store = CacheStore::openReadOnly(dir, std::move(trust));
@@ -321,7 +331,7 @@ void runPath(const CacheOptions& o) {
 
 void addCacheCommands(CLI::App& app, ExitStatus& status) {
   auto o = std::make_shared<CacheOptions>();
-  CLI::App* cache = app.add_subcommand("cache", "inspect, verify and prune the kernel cache");
+  CLI::App* cache = app.add_subcommand("cache", "inspect, verify, prune, export and import the kernel cache");
   // Not require_subcommand(): that would answer `cache frob` with "a subcommand is required".
   cache->callback([cache, &status] {
     if (!cache->get_subcommands().empty()) return;
@@ -364,6 +374,9 @@ void addCacheCommands(CLI::App& app, ExitStatus& status) {
   addDirOption(path, *o);
   path->add_flag("--database", o->database, "print the database file instead");
   path->callback([o] { runPath(*o); });
+
+  addCacheStatsCommands(*cache);
+  addCacheBundleCommands(*cache, status);
 }
 
 }  // namespace hotkernel::cli

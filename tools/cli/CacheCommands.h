@@ -1,5 +1,6 @@
 #pragma once
-// `hotkernel cache ls|show|verify|rm|path`: inspect and prune the kernel cache.
+// `hotkernel cache ls|show|verify|rm|path`: inspect and prune the kernel cache;
+// with stats|prune (CacheStatsCommands.h) and export|import (CacheBundleCommands.h).
 
 #include "ExitStatus.h"
 

@@ -2,7 +2,8 @@
 // Exit codes of every `hotkernel` command, and the slot commands report into.
 //
 //   0  success
-//   1  the command ran and found a problem (verify: an entry failed; show: no such entry)
+//   1  the command ran and found a problem (verify: an entry failed; show: no such entry; export: nothing
+//      to export; import: the bundle refused, nothing imported)
 //   2  the command could not run: bad usage, unsafe or unreadable cache, any hotkernel::Error
 //
 // `hotkernel run` exits with its command's status (the command replaces the

@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "CudaProbe.h"
 #include "hotkernel/runtime/Fingerprint.h"
@@ -19,5 +20,19 @@ namespace hotkernel::cli {
 // unknown at configure time).
 std::optional<Fingerprint> machineFingerprint(const CudaDeviceInfo& device, int driverVersion, int nvrtcVersion,
                                               std::string* why);
+
+// The fingerprints of this machine's devices, as the cache commands match
+// entries against them (`cache ls`, `stats`, `prune --stale`, `export`).
+struct MachineFingerprints {
+  std::vector<std::string> keys;  // sorted, each once; empty when none is known
+  std::string unknown;            // why none is known ("no CUDA device", a torch-free build), "" otherwise
+
+  bool known() const { return !keys.empty(); }
+  bool contains(const std::string& fingerprint) const;
+};
+
+// Probes the driver (probeCuda) and NVRTC and composes each device's
+// fingerprint (machineFingerprint). Never throws.
+MachineFingerprints thisMachineFingerprints();
 
 }  // namespace hotkernel::cli
