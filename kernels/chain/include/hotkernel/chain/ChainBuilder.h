@@ -1,0 +1,52 @@
+#pragma once
+// From recorded dispatcher calls to a ChainIR, or the precise reason why not.
+//
+// Note [Building a chain from calls]
+// buildChain reads the calls in order and adds one node per call
+// (ChainIR's adders: they check dtypes and broadcasts), mapping value ids
+// to nodes. The chain's logical [rows, cols] view comes from its widest
+// tensor (the most elements, then the most dims): its last dim is cols, the
+// others fold into rows. Every tensor is then classified against it
+// (Note [Chain shape classes]) and every recorded result is checked against
+// the node: its dtype must be the one ATen's promotion gives, its sizes the
+// class's. A call is refused, and with it the sequence, for:
+//   an op outside the chain's vocabulary (the message says "unsupported op"),
+//   a view op (view, reshape's alias, expand, slice, select, transpose, ...),
+//   an in-place or out= op (aten::add_, *.out) or a result that aliases an
+//   argument, a tensor that is not contiguous, a dtype that is not float32 /
+//   float16 / bfloat16, a broadcast that is no chain class, a reduction that
+//   is not over the last dim alone or has a narrowing dtype=, gelu with an
+//   unknown approximation, a value returned twice or read before it is
+//   returned, a call that returns other than one tensor.
+// The outputs are the values in `liveOutputs` (what the caller knows is
+// read after the chain), or, when it is empty, every returned value that no
+// later call of the sequence reads. Nodes that reach no output are dropped
+// (dead intermediates are never computed), and so are inputs that only they
+// read.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hotkernel/chain/ChainIR.h"
+#include "hotkernel/chain/RecordedCall.h"
+
+namespace hotkernel::chain {
+
+struct ChainBuild {
+  ChainIR chain;
+  // Empty when the chain was built; otherwise "call 3 (aten::add_.Tensor(...)): in-place op ..."
+  std::string reason;
+  std::vector<int64_t> inputValues;   // the value id behind each chain input, in input order
+  std::vector<int64_t> outputValues;  // the value id behind each chain output, in output order
+  int64_t rows = 0;
+  int64_t cols = 0;
+
+  bool ok() const { return reason.empty(); }
+};
+
+// Never throws for a bad recording (the reason says what is wrong).
+ChainBuild buildChain(const std::vector<RecordedCall>& calls, const TensorMetas& tensors,
+                      const std::vector<int64_t>& liveOutputs = {});
+
+}  // namespace hotkernel::chain
