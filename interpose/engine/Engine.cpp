@@ -10,6 +10,7 @@
 #include <ctime>
 #include <sstream>
 
+#include "EntryAdmission.h"
 #include "TorchCheck.h"
 #include "hotkernel/interpose/Recorder.h"
 #include "hotkernel/Config.h"
@@ -171,6 +172,16 @@ void Engine::loadDevice(int device) {
 bool Engine::publishEntry(const cache::Entry& e, int device) {
   const auto served = servedOpOf(e.op);
   if (!served) return false;
+  // Note [Entries a process loads]: a refused entry leaves its variant undecided, so the optimizer may tune it
+  // again and replace the entry.
+  if (e.decision == "kernel") {
+    if (const std::string why = engine::entryRefusal(e.family, served->family, config().trustAgentEntries);
+        !why.empty()) {
+      HOTKERNEL_LOG_ONCE(Warn, "refused-entry:" + e.op + ":" + e.variant)
+          << "cached kernel for " << e.op << " " << e.variant << " refused (" << why << "); using the ATen kernel";
+      return false;
+    }
+  }
   {
     std::lock_guard<std::mutex> guard(mu_);
     decisions_.insert(decisionKey(e.op, e.variant));

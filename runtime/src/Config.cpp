@@ -104,6 +104,7 @@ Config Config::fromEnvironment() {
   if (c.cacheDir.empty()) c.cacheDir = defaultCacheDir();
   c.cacheKeyFile = env("HOTKERNEL_CACHE_KEY_FILE");
   c.optimize = parseBool("HOTKERNEL_OPTIMIZE", true);
+  c.trustAgentEntries = parseBool("HOTKERNEL_TRUST_AGENT_ENTRIES", false);
   c.hotCalls = parseInteger("HOTKERNEL_HOT_CALLS", 1, kMaxHotCalls, 50, "50");
   c.profilePath = env("HOTKERNEL_PROFILE");
   c.idleMs = parseInteger("HOTKERNEL_IDLE_MS", 1, kMaxIdleMs, 50, "50");

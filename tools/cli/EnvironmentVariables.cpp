@@ -76,6 +76,11 @@ const std::map<std::string, std::function<std::string()>>& resolvers() {
       {"HOTKERNEL_CACHE_DIR", [] { return config().cacheDir; }},
       {"HOTKERNEL_OPTIMIZE",
        [] { return config().optimize ? std::string("on") : std::string("off: cached kernels only"); }},
+      {"HOTKERNEL_TRUST_AGENT_ENTRIES",
+       [] {
+         return config().trustAgentEntries ? std::string("on: cached agent kernels load")
+                                           : std::string("off: cached agent kernels are not loaded");
+       }},
       {"HOTKERNEL_HOT_CALLS", [] { return std::to_string(config().hotCalls); }},
       {"HOTKERNEL_PROFILE",
        [] { return config().profilePath.empty() ? std::string("not written") : config().profilePath; }},

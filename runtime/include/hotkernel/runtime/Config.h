@@ -7,6 +7,7 @@
 // | HOTKERNEL_CACHE_DIR           | $XDG_CACHE_HOME/hotkernel or ~/.cache/hotkernel | a directory | the kernel cache |
 // | HOTKERNEL_CACHE_KEY_FILE      | (unset)                      | a file path | HMAC key of the cache entries: set, only entries signed with it load (Note [Cache key file] in hotkernel/cache/EntryKey.h) |
 // | HOTKERNEL_OPTIMIZE            | 1                            | as HOTKERNEL | 0: only use cached kernels, never optimize in-process |
+// | HOTKERNEL_TRUST_AGENT_ENTRIES | 0                            | as HOTKERNEL | 1: cached agent kernels load too (Note [Entries a process loads] in interpose/engine/EntryAdmission.h) |
 // | HOTKERNEL_HOT_CALLS           | 50                           | 1 .. kMaxHotCalls (10^12) | calls of one variant before it is queued for optimization |
 // | HOTKERNEL_PROFILE             | (unset)                      | a file path; %p: the process id, %%: a % | file the recorded variants are written to at exit and on SIGTERM (JSON; profilePathFor) |
 // | HOTKERNEL_OPS                 | _softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss | comma list | ops to override |
@@ -64,6 +65,7 @@ struct Config {
   std::string cacheDir;
   std::string cacheKeyFile;  // HOTKERNEL_CACHE_KEY_FILE; empty: entries are not signed
   bool optimize = true;
+  bool trustAgentEntries = false;  // HOTKERNEL_TRUST_AGENT_ENTRIES
   int64_t hotCalls = 50;  // in [1, kMaxHotCalls]
   std::string profilePath;
   std::vector<std::string> ops;
