@@ -240,6 +240,27 @@ TEST(BundleTest, GivenNoEntriesWhenEncodedThenAnEmptyBundleRoundTrips) {
   EXPECT_TRUE(b.header.fingerprints.empty());
 }
 
+// The fuzz seeds are written by tests/fuzz/make_seeds.py from the Note alone, without this code.
+TEST(BundleTest, GivenBundlesWrittenFromTheDocumentedFormatWhenDecodedThenAccepted) {
+  const std::string dir = HOTKERNEL_TEST_SOURCE_DIR "/tests/fuzz/corpus/fuzz_cache_bundle/";
+  const std::string signedBytes = test::readFile(dir + "signed.bin");
+  ASSERT_FALSE(signedBytes.empty());
+  Bundle b = decodeBundle(signedBytes, trustOf('k'));
+  EXPECT_TRUE(b.signatureChecked);
+  EXPECT_EQ(b.header.hotkernelVersion, "0.1.0");
+  ASSERT_EQ(b.entries.size(), 2u);
+  EXPECT_EQ(b.entries[0].op, "aten::_softmax");
+  EXPECT_EQ(b.entries[0].decision, "kernel");
+  EXPECT_EQ(b.entries[1].decision, "keep_aten");
+  EXPECT_TRUE(startsWith(refusal(signedBytes, trustOf('a')), "bad signature: ")) << refusal(signedBytes, trustOf('a'));
+  // What this code writes for the same entries and header is the same file, byte for byte.
+  EXPECT_EQ(encodeBundle(b.header, b.entries, keyPtr('k')), signedBytes);
+  const std::string unsignedBytes = test::readFile(dir + "unsigned-keep-aten.bin");
+  EXPECT_EQ(decodeBundle(unsignedBytes, EntryTrust::none()).entries.size(), 1u);
+  EXPECT_TRUE(startsWith(refusal(unsignedBytes, trustOf('k')), "unsigned: "));
+  EXPECT_TRUE(decodeBundle(test::readFile(dir + "empty.bin"), EntryTrust::none()).entries.empty());
+}
+
 TEST(BundleTest, GivenEntriesThatCannotBeStoredWhenEncodedThenRefused) {
   std::vector<Entry> twice = {sampleEntries()[0], sampleEntries()[0]};
   EXPECT_THROW(encodeBundle(header(), twice, nullptr), Error);

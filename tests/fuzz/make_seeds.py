@@ -163,6 +163,50 @@ def cache_row():
               "{}", "", b"", dump({"reason": "no candidate beat ATen"}), signed=False))
 
 
+def cache_bundle():
+    """Note [Cache bundle format, version 1], written from its documentation (BundleTest reads these back)."""
+    fp_json = dump(FINGERPRINT)
+    fp = hashlib.sha256(fp_json.encode()).hexdigest()[:16]
+
+    def blob(data):
+        data = data.encode() if isinstance(data, str) else data
+        return struct.pack("<Q", len(data)) + data
+
+    def entry(op, variant, decision, family, params, kernel_name, cubin, metrics, created):
+        fields = [fp, op, variant, fp_json, decision, family, params, kernel_name,
+                  hashlib.sha256(cubin).hexdigest(), metrics, str(created)]
+        encoded = b"".join(str(len(f.encode())).encode() + b":" + f.encode() + b"\n" for f in fields)
+        record = hashlib.sha256(b"hotkernel-cache-record-v1\n" + encoded).hexdigest()
+        return fields, record, cubin
+
+    def bundle(entries, key=None):
+        entries = sorted(entries, key=lambda e: (e[0][0], e[0][1], e[0][2]))
+        # The header's keys in the documented order, as the writer dumps them.
+        header = json.dumps({"format": "hotkernel-cache-bundle", "version": 1, "hotkernel_version": "0.1.0",
+                             "created_unix": 1764547300, "fingerprints": sorted({e[0][0] for e in entries}),
+                             "entries": len(entries)}, separators=(",", ":"))
+        body = blob(header)
+        for fields, record, cubin in entries:
+            body += b"".join(blob(f) for f in fields) + blob(record) + blob(cubin)
+        out = b"HKBUNDLE" + struct.pack("<IQ", 1, len(body)) + body
+        digest = hashlib.sha256(out).digest()
+        signature = b""
+        if key is not None:
+            mac = hmac.new(key, b"hotkernel-cache-bundle-signature-v1\n" + digest.hex().encode(), hashlib.sha256)
+            signature = b"hmac-sha256-bundle-v1:" + mac.hexdigest().encode()
+        return out + digest + blob(signature)
+
+    softmax = entry("aten::_softmax", "dtype=bfloat16;rows=4096;cols=32000", "kernel", "softmax_lastdim",
+                    dump({"threads": 256, "vec": 8, "items": 0, "rowsPerCta": 1, "cluster": 1, "smem": False}),
+                    "hk_softmax_lastdim", b"\x7fELF" + bytes(60), dump({"speedup": 2.3}), 1764547200)
+    keep = entry("aten::cross_entropy_loss", "dtype=bfloat16;rows=32;cols=128256;reduction=mean", "keep_aten", "",
+                 "{}", "", b"", dump({"reason": "no candidate beat ATen"}), 1764547201)
+    # Signed under the fuzz target's fixed key (32 bytes of 'k').
+    write("fuzz_cache_bundle", "signed.bin", bundle([softmax, keep], key=b"k" * 32))
+    write("fuzz_cache_bundle", "unsigned-keep-aten.bin", bundle([keep]))
+    write("fuzz_cache_bundle", "empty.bin", bundle([]))
+
+
 if __name__ == "__main__":
     fingerprint()
     profile()
@@ -173,3 +217,4 @@ if __name__ == "__main__":
     experiment_log()
     variant_string()
     cache_row()
+    cache_bundle()
