@@ -1,10 +1,13 @@
-"""`python -m hotkernel run` and `doctor`: find the preload shim, set up LD_PRELOAD like `hotkernel run`, exec.
+"""`python -m hotkernel run` and `doctor`, and the pip install's `hotkernel` command (cli).
+
+run and doctor find the preload shim, set up LD_PRELOAD like `hotkernel run`, exec;
+cli execs the `hotkernel` binary found the same way.
 
 Where the shim is looked for, first found wins:
   1. $HOTKERNEL_HOME/lib/libhotkernel_preload.so when HOTKERNEL_HOME is set (then
      only there: a prefix named on purpose is never silently replaced by another);
-  2. lib/libhotkernel_preload.so inside this package (an installed layout that
-     ships the libraries as package data);
+  2. lib/libhotkernel_preload.so inside this package (`pip install
+     --no-build-isolation .` puts the libraries there, pyproject.toml);
   3. build/lib/libhotkernel_preload.so of the repository this package sits in
      (<repo>/python/hotkernel, run from a checkout with PYTHONPATH=<repo>/python).
 The `hotkernel` binary is looked for beside it, in the prefix's bin/ (the
@@ -150,6 +153,15 @@ def hotkernel_binary():
     return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
 
 
+def _binary_missing_message():
+    """Why hotkernel_binary() found nothing: no shim, or no binary beside it."""
+    shim = preload_library()
+    if shim is None:
+        return _not_found_message()
+    return ("the hotkernel binary is not beside the preload library: {} is missing"
+            .format(os.path.join(os.path.dirname(os.path.dirname(shim)), "bin", "hotkernel")))
+
+
 def doctor(args):
     """`python -m hotkernel doctor [--json]`: exec the `hotkernel` binary's doctor beside the shim.
 
@@ -159,15 +171,27 @@ def doctor(args):
     binary = hotkernel_binary()
     if binary is not None:
         return _exec([binary, "doctor"] + list(args), dict(os.environ), "python -m hotkernel doctor")
-    shim = preload_library()
-    problem = (_not_found_message() if shim is None else
-               "the hotkernel binary is not beside the preload library: {} is missing"
-               .format(os.path.join(os.path.dirname(os.path.dirname(shim)), "bin", "hotkernel")))
+    problem = _binary_missing_message()
     if "--json" in args:
         print(json.dumps({"format": "hotkernel-doctor", "version": 1, "ready": False, "problems": [problem]}, indent=2))
     else:
         sys.stderr.write("python -m hotkernel doctor: {}\n".format(problem))
     return 1
+
+
+def cli(argv=None):
+    """The `hotkernel` console script of a pip install (pyproject.toml): exec the `hotkernel` binary.
+
+    The binary is the one beside the shim (hotkernel_binary(): the package's bin/ in a
+    pip install), so `hotkernel run` finds the package's lib/libhotkernel_preload.so
+    from its own location. Returns 125 with a message when there is no binary.
+    """
+    argv = sys.argv[1:] if argv is None else argv
+    binary = hotkernel_binary()
+    if binary is None:
+        sys.stderr.write("hotkernel: {}\n".format(_binary_missing_message()))
+        return EXIT_RUN_FAILED
+    return _exec([binary] + list(argv), dict(os.environ), "hotkernel")
 
 
 def main(argv=None):
