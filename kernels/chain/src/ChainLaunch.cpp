@@ -1,0 +1,122 @@
+// The chain kernel's parameters, variant check, launch geometry and argument
+// list (ChainCodegen.h).
+
+#include <string>
+
+#include "hotkernel/chain/ChainCodegen.h"
+#include "hotkernel/kernels/DType.h"
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel::chain {
+namespace {
+
+bool isPowerOfTwo(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+std::string ChainKernelParams::describe() const {
+  return "t" + std::to_string(threads) + " v" + std::to_string(vec) + " r" + std::to_string(rowsPerCta) + " i" +
+         std::to_string(items);
+}
+
+void checkChainKernel(const ChainIR& ir, const ChainKernelParams& p) {
+  ir.validate();
+  HOTKERNEL_REQUIRE(isPowerOfTwo(p.threads) && p.threads >= 32 && p.threads <= 1024, "chain kernel threads ",
+                    p.threads, " is not a power of two in [32, 1024]");
+  HOTKERNEL_REQUIRE(p.vec == 1 || p.vec == 2 || p.vec == 4 || p.vec == 8, "chain kernel vec ", p.vec,
+                    " is not 1, 2, 4 or 8");
+  HOTKERNEL_REQUIRE(isPowerOfTwo(p.rowsPerCta) && p.rowsPerCta <= p.threads &&
+                        (p.rowsPerCta == 1 || p.threads / p.rowsPerCta <= 32),
+                    "chain kernel rowsPerCta ", p.rowsPerCta, " is not 1 or a power of two leaving each row ",
+                    "at most one warp of ", p.threads, " threads");
+  HOTKERNEL_REQUIRE(p.items >= 0 && p.items <= 16, "chain kernel items ", p.items, " is not in [0, 16]");
+  if (!ir.hasReductions()) {
+    HOTKERNEL_REQUIRE(p.rowsPerCta == 1 && p.items == 0, "a chain without reductions is elementwise: rowsPerCta 1 ",
+                      "and items 0, got ", p.describe());
+  }
+  const size_t args = ir.inputs().size() + ir.outputs().size();
+  HOTKERNEL_REQUIRE(args + 2 <= KernelArgs::kMaxArgs, "a chain kernel takes at most ", KernelArgs::kMaxArgs - 2,
+                    " inputs and outputs together, this chain has ", args);
+}
+
+std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols) {
+  checkChainKernel(ir, p);
+  if (rows < 1 || cols < 1) return "empty: [" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+  if (cols % p.vec != 0) return "cols " + std::to_string(cols) + " is not a multiple of vec " + std::to_string(p.vec);
+  if (ir.hasReductions()) {
+    if (cols > kMaxChainCols) return "cols " + std::to_string(cols) + " is over 2^30";
+    const int64_t rowThreads = p.threads / p.rowsPerCta;
+    if (p.items > 0 && cols > rowThreads * p.vec * p.items) {
+      return "cols " + std::to_string(cols) + " is over the registers' " + std::to_string(rowThreads * p.vec * p.items) +
+             " at " + p.describe();
+    }
+    if (ceilDiv(rows, p.rowsPerCta) > int64_t{0x7fffffff}) return "rows " + std::to_string(rows) + " is over the grid";
+  } else if (rows > INT64_MAX / cols) {
+    return "rows * cols overflows";
+  }
+  return "";
+}
+
+LaunchGeometry chainLaunchGeometry(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols) {
+  const std::string problem = chainVariantProblem(ir, p, rows, cols);
+  HOTKERNEL_REQUIRE(problem.empty(), "the chain kernel at ", p.describe(), " does not serve [", rows, ", ", cols,
+                    "]: ", problem);
+  LaunchGeometry g;
+  g.blockX = static_cast<unsigned>(p.threads);
+  if (ir.hasReductions()) {
+    g.gridX = static_cast<unsigned>(ceilDiv(rows, p.rowsPerCta));
+  } else {
+    const int64_t ctas = ceilDiv(rows * (cols / p.vec), p.threads);
+    g.gridX = static_cast<unsigned>(ctas < kMaxPointwiseCtas ? ctas : kMaxPointwiseCtas);
+  }
+  g.sharedBytes = 0;  // the row kernel's reduction buffers are static
+  return g;
+}
+
+std::vector<ChainArg> chainKernelLayout(const ChainIR& ir, const ChainKernelParams& p) {
+  checkChainKernel(ir, p);
+  std::vector<ChainArg> layout;
+  auto alignment = [&](const Node& n) {
+    const size_t element = kernels::elementSize(n.dtype);
+    return n.shape == ShapeClass::Full || n.shape == ShapeClass::Column ? element * static_cast<size_t>(p.vec)
+                                                                         : element;
+  };
+  for (int in : ir.inputs()) {
+    const Node& n = ir.node(in);
+    const bool scalar = n.shape == ShapeClass::Scalar;
+    layout.push_back({scalar ? ChainArg::Kind::ScalarInput : ChainArg::Kind::Input, in, n.dtype, n.shape,
+                      scalar ? 0 : alignment(n)});
+  }
+  for (int out : ir.outputs()) {
+    const Node& n = ir.node(out);
+    layout.push_back({ChainArg::Kind::Output, out, n.dtype, n.shape, alignment(n)});
+  }
+  layout.push_back({ChainArg::Kind::Rows, -1, DType::Float32, ShapeClass::Scalar, 0});
+  layout.push_back({ChainArg::Kind::Cols, -1, DType::Float32, ShapeClass::Scalar, 0});
+  return layout;
+}
+
+KernelArgs chainKernelArgs(const ChainIR& ir, const std::vector<ChainInputValue>& inputs,
+                           const std::vector<void*>& outputs, int64_t rows, int64_t cols) {
+  const std::vector<int> inputNodes = ir.inputs();
+  HOTKERNEL_CHECK(inputs.size() == inputNodes.size(), "the chain kernel takes ", inputNodes.size(), " inputs, got ",
+                  inputs.size());
+  HOTKERNEL_CHECK(outputs.size() == ir.outputs().size(), "the chain kernel takes ", ir.outputs().size(),
+                  " outputs, got ", outputs.size());
+  KernelArgs args;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (ir.node(inputNodes[k]).shape == ShapeClass::Scalar) {
+      args.float32(inputs[k].scalar);
+    } else {
+      args.pointer(inputs[k].pointer);
+    }
+  }
+  for (void* out : outputs) args.pointer(out);
+  args.int64(rows).int64(cols);
+  HOTKERNEL_CHECK(args.valid(), "the chain kernel's arguments overflow KernelArgs");
+  return args;
+}
+
+}  // namespace hotkernel::chain

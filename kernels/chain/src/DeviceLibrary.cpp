@@ -1,0 +1,198 @@
+// The device functions of every chain kernel (ChainCodegen).
+//
+// Note [Self-contained chain sources]
+// A chain kernel mixes element types (a bfloat16 input, float32
+// intermediates, a float16 output), where hk_prelude.cuh serves programs of
+// one element type (HK_DTYPE). So a chain program carries its own small
+// library: conversions of the three types by cvt.rn (sm_80+, the rounding of
+// Note [Round to nearest even]), vector accesses of HK_VEC elements per type
+// in 16-byte pieces, the op helpers of Note [Chain op arithmetic], and row
+// sums and maxima over HK_ROW_THREADS threads. The whole program is generated
+// text: its SHA-256 identifies the kernel, library included, so a change here
+// changes every chain kernel's identity, as the prelude's hash does for the
+// families.
+//
+// Note [Deterministic chain reductions]
+// Each thread folds its elements in index order; the threads of a row then
+// combine by an xor butterfly within the warp and, for rows wider than a
+// warp, every thread folds the warps' partials from shared memory in warp
+// order. Float addition is commutative bit for bit, so every lane of a
+// butterfly ends with the same sum; the NaN-propagating maximum is not (for
+// +0 and -0 it keeps one operand), so a row's maximum is taken from its
+// first lane. Every thread of a row sees the same bits of every reduction,
+// and the result depends only on (cols, threads, rowsPerCta, vec).
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "CodegenDetail.h"
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel::chain::detail {
+namespace {
+
+constexpr const char* kCommon = R"(#define HK_ROW_THREADS (HK_THREADS / HK_ROWS)
+#define HK_ROW_WARPS (HK_ROW_THREADS / 32)
+static_assert(HK_THREADS >= 32 && HK_THREADS <= 1024 && (HK_THREADS & (HK_THREADS - 1)) == 0,
+              "HK_THREADS must be a power of two in [32, 1024]");
+static_assert(HK_VEC == 1 || HK_VEC == 2 || HK_VEC == 4 || HK_VEC == 8, "HK_VEC must be 1, 2, 4 or 8");
+static_assert(HK_ROWS >= 1 && (HK_ROWS & (HK_ROWS - 1)) == 0 && (HK_ROWS == 1 || HK_ROW_THREADS <= 32),
+              "HK_ROWS must be 1 or leave each row at most one warp");
+
+__device__ __forceinline__ float hk_neg_inf() { return __uint_as_float(0xff800000u); }
+__device__ __forceinline__ float hk_id(float f) { return f; }
+__device__ __forceinline__ float hk_f16_to_f32(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ unsigned short hk_f32_to_f16(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ __forceinline__ float hk_bf16_to_f32(unsigned short h) { return __uint_as_float(static_cast<unsigned>(h) << 16); }
+__device__ __forceinline__ unsigned short hk_f32_to_bf16(float f) {
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ __forceinline__ float hk_round_f16(float f) { return hk_f16_to_f32(hk_f32_to_f16(f)); }
+__device__ __forceinline__ float hk_round_bf16(float f) { return hk_bf16_to_f32(hk_f32_to_bf16(f)); }
+
+// N elements of T in one access of N * sizeof(T) <= 16 bytes.
+template <typename T, int N>
+struct alignas(sizeof(T) * N) hk_chunk {
+  T v[N];
+};
+
+// The ops (Note [Chain op arithmetic]).
+__device__ __forceinline__ float hk_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float hk_silu(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float hk_gelu_erf(float x) { return x * 0.5f * (1.0f + erff(x * 0.70710678118654752440f)); }
+__device__ __forceinline__ float hk_gelu_tanh(float x) {
+  const float beta = 0.79788456080286535588f;  // sqrt(2) * 2 / sqrt(pi) * 0.5
+  const float kappa = 0.044715f;
+  const float cube = x * x * x;
+  return 0.5f * x * (1.0f + tanhf(beta * (x + kappa * cube)));
+}
+__device__ __forceinline__ float hk_relu(float x) { return x < 0.0f ? 0.0f : x; }
+__device__ __forceinline__ float hk_sq(float x) { return x * x; }
+__device__ __forceinline__ float hk_cube(float x) { return x * x * x; }
+__device__ __forceinline__ float hk_max_nan(float a, float b) { return (a != a || a > b) ? a : b; }
+
+// Row reductions over the HK_ROW_THREADS threads of a row (Note [Deterministic
+// chain reductions]); `buf` holds HK_ROW_WARPS floats used once.
+__device__ __forceinline__ float hk_row_sum(float v, float* buf) {
+#if HK_ROW_THREADS <= 32
+#pragma unroll
+  for (int o = HK_ROW_THREADS / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+#else
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if ((threadIdx.x & 31) == 0) buf[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float s = 0.0f;
+#pragma unroll
+  for (int w = 0; w < HK_ROW_WARPS; ++w) s += buf[w];
+  return s;
+#endif
+}
+
+__device__ __forceinline__ float hk_row_max(float v, float* buf) {
+#if HK_ROW_THREADS <= 32
+#pragma unroll
+  for (int o = HK_ROW_THREADS / 2; o > 0; o >>= 1) v = hk_max_nan(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return __shfl_sync(0xffffffffu, v, 0, HK_ROW_THREADS);
+#else
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = hk_max_nan(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if ((threadIdx.x & 31) == 0) buf[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float m = hk_neg_inf();
+#pragma unroll
+  for (int w = 0; w < HK_ROW_WARPS; ++w) m = hk_max_nan(m, buf[w]);
+  return m;
+#endif
+}
+)";
+
+// Element accesses of one type: @TAG@ its suffix, @T@ its storage type, @TO@ / @FROM@ its conversions.
+constexpr const char* kAccess = R"(
+__device__ __forceinline__ float hk_ld_@TAG@(const @T@* p) { return @TO@(*p); }
+__device__ __forceinline__ void hk_st_@TAG@(@T@* p, float f) { *p = @FROM@(f); }
+// HK_VEC elements at p (aligned to HK_VEC elements) as floats, in pieces of at most 16 bytes.
+__device__ __forceinline__ void hk_load_@TAG@(const @T@* p, float (&f)[HK_VEC]) {
+  constexpr int kC = 16 / static_cast<int>(sizeof(@T@)) < HK_VEC ? 16 / static_cast<int>(sizeof(@T@)) : HK_VEC;
+  const hk_chunk<@T@, kC>* c = reinterpret_cast<const hk_chunk<@T@, kC>*>(p);
+#pragma unroll
+  for (int k = 0; k < HK_VEC / kC; ++k) {
+    const hk_chunk<@T@, kC> w = c[k];
+#pragma unroll
+    for (int j = 0; j < kC; ++j) f[k * kC + j] = @TO@(w.v[j]);
+  }
+}
+__device__ __forceinline__ void hk_store_@TAG@(@T@* p, const float (&f)[HK_VEC]) {
+  constexpr int kC = 16 / static_cast<int>(sizeof(@T@)) < HK_VEC ? 16 / static_cast<int>(sizeof(@T@)) : HK_VEC;
+  hk_chunk<@T@, kC>* c = reinterpret_cast<hk_chunk<@T@, kC>*>(p);
+#pragma unroll
+  for (int k = 0; k < HK_VEC / kC; ++k) {
+    hk_chunk<@T@, kC> w;
+#pragma unroll
+    for (int j = 0; j < kC; ++j) w.v[j] = @FROM@(f[k * kC + j]);
+    c[k] = w;
+  }
+}
+)";
+
+std::string replaceAll(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+std::string access(DType dtype, const char* to, const char* from) {
+  std::string s = kAccess;
+  s = replaceAll(s, "@TAG@", accessTag(dtype));
+  s = replaceAll(s, "@T@", storageType(dtype));
+  s = replaceAll(s, "@TO@", to);
+  return replaceAll(s, "@FROM@", from);
+}
+
+}  // namespace
+
+const char* storageType(DType dtype) { return dtype == DType::Float32 ? "float" : "unsigned short"; }
+
+const char* accessTag(DType dtype) {
+  switch (dtype) {
+    case DType::Float32:
+      return "f32";
+    case DType::Float16:
+      return "f16";
+    case DType::BFloat16:
+      return "bf16";
+  }
+  HOTKERNEL_THROW("unknown dtype code ", static_cast<int>(dtype));
+}
+
+std::string chainDeviceLibrary() {
+  std::string text = kCommon;
+  text += access(DType::Float32, "hk_id", "hk_id");
+  text += access(DType::Float16, "hk_f16_to_f32", "hk_f32_to_f16");
+  text += access(DType::BFloat16, "hk_bf16_to_f32", "hk_f32_to_bf16");
+  return text;
+}
+
+std::string floatLiteral(float value) {
+  unsigned bits;
+  static_assert(sizeof bits == sizeof value, "float is 32 bits");
+  std::memcpy(&bits, &value, sizeof bits);
+  char buf[80];
+  std::snprintf(buf, sizeof buf, "__uint_as_float(0x%08xu) /* %.9g */", bits, static_cast<double>(value));
+  return buf;
+}
+
+}  // namespace hotkernel::chain::detail
