@@ -156,6 +156,11 @@ TEST(CacheStatsCommandsTest, GivenStaleFingerprintsWhenPruneThenOnlyTheirEntries
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "removing 1 entry of fingerprint " + oldVersion().key())) << r.out;
   EXPECT_TRUE(contains(r.out, "removed 2 entries of 2 stale fingerprints (older than 30 days")) << r.out;
+  // Without a known fingerprint nothing is kept for this machine, and it says so; the made-up
+  // fingerprints never are this machine's.
+  const bool known = parse(runCli({"cache", "stats", "--json", "--dir", tmp.path()}).out)["machine"]["known"];
+  EXPECT_EQ(contains(r.out, "this machine's fingerprint is unknown ("), !known) << r.out;
+  EXPECT_FALSE(contains(r.out, "keeping fingerprint")) << r.out;
   auto left = CacheStore::openReadOnly(tmp.path(), EntryTrust::none())->listMetadata();
   ASSERT_EQ(left.size(), 2u);
   for (const cache::Entry& e : left) EXPECT_EQ(e.fingerprint, current("NVIDIA H200").key());

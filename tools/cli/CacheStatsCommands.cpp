@@ -189,6 +189,9 @@ void runPruneStale(const StatsOptions& o) {
   for (const std::string& fp : sel.keptForMachine) {
     std::cout << "keeping fingerprint " << fp << ": it is this machine's\n";
   }
+  if (!entries.empty() && !machine.known()) {
+    std::cout << "this machine's fingerprint is unknown (" << machine.unknown << "): no fingerprint is kept for it\n";
+  }
   std::cout << (o.dryRun ? "would remove " : "removed ") << plural(removed, "entry", "entries") << " of "
             << plural(sel.stale.size(), "stale fingerprint", "stale fingerprints") << " (older than "
             << plural(static_cast<size_t>(o.days), "day", "days") << ", or not hotkernel " << HOTKERNEL_VERSION
