@@ -50,22 +50,34 @@ std::string CacheStore::databasePathFor(const std::string& dir) {
 }
 
 std::unique_ptr<CacheStore> CacheStore::open(const std::string& dir) {
-  return openImpl(dir, /*readOnly=*/false, EntryTrust::fromConfig(dir));
+  return openImpl(dir, Access::ReadWrite, EntryTrust::fromConfig(dir));
 }
 
 std::unique_ptr<CacheStore> CacheStore::open(const std::string& dir, EntryTrust trust) {
-  return openImpl(dir, /*readOnly=*/false, std::move(trust));
+  return openImpl(dir, Access::ReadWrite, std::move(trust));
 }
 
 std::unique_ptr<CacheStore> CacheStore::openReadOnly(const std::string& dir) {
-  return openImpl(dir, /*readOnly=*/true, EntryTrust::fromConfig(dir));
+  return openReadOnly(dir, EntryTrust::fromConfig(dir));
 }
 
 std::unique_ptr<CacheStore> CacheStore::openReadOnly(const std::string& dir, EntryTrust trust) {
-  return openImpl(dir, /*readOnly=*/true, std::move(trust));
+  const std::string absDir = detail::absolutePath(dir);
+  const bool exists = detail::checkReadableDirectory(absDir);
+  return openImpl(dir, exists && !detail::directoryWritable(absDir) ? Access::Baked : Access::ReadOnly,
+                  std::move(trust));
 }
 
-std::unique_ptr<CacheStore> CacheStore::openImpl(const std::string& dir, bool readOnly, EntryTrust trust) {
+std::unique_ptr<CacheStore> CacheStore::openBaked(const std::string& dir) {
+  return openImpl(dir, Access::Baked, EntryTrust::fromConfig(dir));
+}
+
+std::unique_ptr<CacheStore> CacheStore::openBaked(const std::string& dir, EntryTrust trust) {
+  return openImpl(dir, Access::Baked, std::move(trust));
+}
+
+std::unique_ptr<CacheStore> CacheStore::openImpl(const std::string& dir, Access access, EntryTrust trust) {
+  const bool readOnly = access != Access::ReadWrite;
   std::string absDir = detail::absolutePath(dir);
   std::string dbPath = absDir + "/" + kDatabaseFileName;
   // Note [Opening order]
@@ -73,17 +85,28 @@ std::unique_ptr<CacheStore> CacheStore::openImpl(const std::string& dir, bool re
   // we create ourselves with 0600 so that SQLite never creates it with the
   // umask's mode (it gives -wal/-shm the mode of the database). Only then does
   // SQLite see the file, and it opens it with O_NOFOLLOW.
+  // Note [Read-only cache directories]: a read-only open also accepts root's files.
+  const auto checkFile = readOnly ? &detail::checkReadableFile : &detail::checkPrivateFile;
   if (readOnly) {
-    if (!detail::checkPrivateDirectory(absDir) || !detail::checkPrivateFile(dbPath)) return nullptr;
+    if (!detail::checkReadableDirectory(absDir) || !detail::checkReadableFile(dbPath)) return nullptr;
   } else {
     detail::ensurePrivateDirectory(absDir);
     detail::ensurePrivateFile(dbPath);
   }
-  detail::checkPrivateFile(dbPath + "-wal");
-  detail::checkPrivateFile(dbPath + "-shm");
-  detail::checkPrivateFile(absDir + "/" + detail::kCommitLogFileName);
+  const bool hasLog = checkFile(dbPath + "-wal");
+  checkFile(dbPath + "-shm");
+  checkFile(absDir + "/" + detail::kCommitLogFileName);
+  struct stat logStat;
+  if (access == Access::Baked && hasLog && ::stat((dbPath + "-wal").c_str(), &logStat) == 0 && logStat.st_size > 0) {
+    HOTKERNEL_THROW("cache database ", dbPath, " has a write-ahead log not merged into it (", dbPath,
+                    "-wal, ", logStat.st_size, " bytes), which an immutable open would not see; bake it only ",
+                    "after every process that writes it has closed it (the last one merges the log)");
+  }
   checkNotTruncated(dbPath);
-  std::unique_ptr<Database> db = Database::open(dbPath, readOnly);
+  const Database::Mode mode = access == Access::Baked    ? Database::Mode::Immutable
+                              : access == Access::ReadOnly ? Database::Mode::ReadOnly
+                                                           : Database::Mode::ReadWrite;
+  std::unique_ptr<Database> db = Database::open(dbPath, mode);
   const int formatVersion = detail::prepareSchema(*db, readOnly);
   std::string storeId = formatVersion >= 2 ? metaText(*db, "store_id") : std::string();
   std::unique_ptr<CacheStore> store(new CacheStore(std::move(absDir), std::move(dbPath), readOnly, std::move(db),

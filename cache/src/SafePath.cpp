@@ -22,7 +22,8 @@ std::string octalMode(mode_t mode) {
 }
 
 // Common to directories and files. Returns false when `path` does not exist.
-bool lstatChecked(const std::string& path, const char* kind, struct stat* st) {
+// `rootOwnerAllowed`: Note [Read-only cache directories].
+bool lstatChecked(const std::string& path, const char* kind, struct stat* st, bool rootOwnerAllowed = false) {
   if (::lstat(path.c_str(), st) != 0) {
     if (errno != ENOENT && errno != ENOTDIR) {
       HOTKERNEL_THROW("cannot inspect cache ", kind, " ", path, ": ", std::strerror(errno));
@@ -34,9 +35,9 @@ bool lstatChecked(const std::string& path, const char* kind, struct stat* st) {
                     ": it is a symlink (a link could redirect the cache to a location other users control); "
                     "point HOTKERNEL_CACHE_DIR at the real path");
   }
-  if (st->st_uid != ::geteuid()) {
+  if (st->st_uid != ::geteuid() && !(rootOwnerAllowed && st->st_uid == 0)) {
     HOTKERNEL_THROW("refusing cache ", kind, " ", path, ": it is owned by uid ", st->st_uid,
-                    ", not by the current user (uid ", ::geteuid(), ")");
+                    ", not by the current user (uid ", ::geteuid(), ")", rootOwnerAllowed ? " or root" : "");
   }
   if (st->st_mode & (S_IWGRP | S_IWOTH)) {
     HOTKERNEL_THROW("refusing cache ", kind, " ", path, ": it is writable by group or others (mode ",
@@ -122,16 +123,35 @@ void checkNoSymlinkComponents(const std::string& dir) {
   }
 }
 
-bool checkPrivateDirectory(const std::string& dir) {
+namespace {
+
+bool checkDirectory(const std::string& dir, bool rootOwnerAllowed) {
   checkNoSymlinkComponents(dir);
   struct stat st;
-  if (!lstatChecked(dir, "directory", &st)) return false;
+  if (!lstatChecked(dir, "directory", &st, rootOwnerAllowed)) return false;
   if (!S_ISDIR(st.st_mode)) {
     HOTKERNEL_THROW("refusing cache directory ", dir, ": it exists but is not a directory");
   }
   checkAncestors(dir);
   return true;
 }
+
+bool checkFile(const std::string& file, bool rootOwnerAllowed) {
+  struct stat st;
+  if (!lstatChecked(file, "file", &st, rootOwnerAllowed)) return false;
+  if (!S_ISREG(st.st_mode)) {
+    HOTKERNEL_THROW("refusing cache file ", file, ": it is not a regular file");
+  }
+  return true;
+}
+
+}  // namespace
+
+bool checkPrivateDirectory(const std::string& dir) { return checkDirectory(dir, /*rootOwnerAllowed=*/false); }
+
+bool checkReadableDirectory(const std::string& dir) { return checkDirectory(dir, /*rootOwnerAllowed=*/true); }
+
+bool directoryWritable(const std::string& dir) { return ::access(dir.c_str(), W_OK) == 0; }
 
 void ensurePrivateDirectory(const std::string& dir) {
   if (checkPrivateDirectory(dir)) return;
@@ -154,14 +174,9 @@ void ensurePrivateDirectory(const std::string& dir) {
   }
 }
 
-bool checkPrivateFile(const std::string& file) {
-  struct stat st;
-  if (!lstatChecked(file, "file", &st)) return false;
-  if (!S_ISREG(st.st_mode)) {
-    HOTKERNEL_THROW("refusing cache file ", file, ": it is not a regular file");
-  }
-  return true;
-}
+bool checkPrivateFile(const std::string& file) { return checkFile(file, /*rootOwnerAllowed=*/false); }
+
+bool checkReadableFile(const std::string& file) { return checkFile(file, /*rootOwnerAllowed=*/true); }
 
 void ensurePrivateFile(const std::string& file) {
   // O_EXCL fails with EEXIST on any existing name, a dangling symlink included.

@@ -37,4 +37,21 @@ bool checkPrivateFile(const std::string& file);
 // symlink), then checks it like checkPrivateFile.
 void ensurePrivateFile(const std::string& file);
 
+// Note [Read-only cache directories]
+// A cache that a process only reads may also belong to root: a directory baked
+// into a container image, root-owned and read-only for the serving user. Root
+// can write anything in any case, so accepting its files trusts no one new;
+// any other owner, group or other write bits and symlinks are refused as for
+// a private directory. Such a directory is opened immutable when this process
+// cannot write it (CacheStore::openBaked): nobody but root changes it while
+// it is open.
+
+// checkPrivateDirectory and checkPrivateFile for a read-only open: the owner
+// may also be root.
+bool checkReadableDirectory(const std::string& dir);
+bool checkReadableFile(const std::string& file);
+
+// Whether this process may create files in `dir` (access(2) with W_OK).
+bool directoryWritable(const std::string& dir);
+
 }  // namespace hotkernel::cache::detail

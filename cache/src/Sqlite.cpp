@@ -23,11 +23,34 @@ bool isDamage(int rc) {
 
 }  // namespace
 
-std::unique_ptr<Database> Database::open(const std::string& path, bool readOnly) {
+namespace {
+
+// `path` as an SQLite URI file name: the characters a URI gives a meaning escaped.
+std::string uriOf(const std::string& path) {
+  std::string out = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      static const char kHex[] = "0123456789ABCDEF";
+      out += '%';
+      out += kHex[(static_cast<unsigned char>(c) >> 4) & 0xf];
+      out += kHex[static_cast<unsigned char>(c) & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Database> Database::open(const std::string& path, Mode mode) {
   sqlite3* db = nullptr;
+  const bool readOnly = mode != Mode::ReadWrite;
   int flags = SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX;
   flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;  // never CREATE: see SafePath
-  int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  int rc = mode == Mode::Immutable
+               ? sqlite3_open_v2((uriOf(path) + "?immutable=1").c_str(), &db, flags | SQLITE_OPEN_URI, nullptr)
+               : sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   std::unique_ptr<Database> out(new Database(db, path));  // closes db even when open failed
   if (rc != SQLITE_OK) out->fail(rc, "open");
   sqlite3_extended_result_codes(db, 1);

@@ -18,9 +18,13 @@ class Statement;
 
 class Database {
  public:
-  // Opens `path` (never following a symlink) and sets busy_timeout. With
-  // readOnly the file must exist and the connection is also query_only.
-  static std::unique_ptr<Database> open(const std::string& path, bool readOnly);
+  enum class Mode {
+    ReadWrite,
+    ReadOnly,   // the file must exist; the connection is also query_only
+    Immutable,  // ReadOnly, and SQLite takes no locks and makes no -shm/-wal files: nobody writes the file
+  };
+  // Opens `path` (never following a symlink) and sets busy_timeout.
+  static std::unique_ptr<Database> open(const std::string& path, Mode mode);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;

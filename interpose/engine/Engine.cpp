@@ -15,6 +15,7 @@
 #include "hotkernel/interpose/Recorder.h"
 #include "hotkernel/Config.h"
 #include "hotkernel/interpose/ServedOps.h"
+#include "hotkernel/cache/CacheTiers.h"
 #include "hotkernel/kernels/KernelSource.h"
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/ExperimentLog.h"
@@ -155,11 +156,14 @@ void Engine::loadDevice(int device) {
     } catch (const std::exception& e) {
       HOTKERNEL_LOG(Warn) << "kernel cache refused (" << e.what() << "); running without a persistent cache";
     }
+    std::vector<std::unique_ptr<cache::CacheStore>> tiers = cache::openReadOnlyTiers(config().cachePath);
     std::lock_guard<std::mutex> guard(mu_);
     cache_ = std::move(store);
+    readTiers_ = std::move(tiers);
   }
-  if (!cache_ || forkedChild_.load()) return;
-  std::vector<cache::Entry> entries = cache_->listForFingerprint(f.key());
+  if ((!cache_ && readTiers_.empty()) || forkedChild_.load()) return;
+  // Note [Cache tiers]: the own cache's entry of a variant first, then HOTKERNEL_CACHE_PATH's.
+  std::vector<cache::Entry> entries = cache::entriesOverTiers(cache_.get(), readTiers_, f.key());
   int loaded = 0;
   for (const cache::Entry& e : entries) {
     if (publishEntry(e, device)) ++loaded;

@@ -103,6 +103,13 @@ Config Config::fromEnvironment() {
   c.cacheDir = env("HOTKERNEL_CACHE_DIR");
   if (c.cacheDir.empty()) c.cacheDir = defaultCacheDir();
   c.cacheKeyFile = env("HOTKERNEL_CACHE_KEY_FILE");
+  {
+    std::stringstream dirs(env("HOTKERNEL_CACHE_PATH"));
+    std::string dir;
+    while (std::getline(dirs, dir, ':')) {
+      if (!dir.empty()) c.cachePath.push_back(dir);
+    }
+  }
   c.optimize = parseBool("HOTKERNEL_OPTIMIZE", true);
   c.trustAgentEntries = parseBool("HOTKERNEL_TRUST_AGENT_ENTRIES", false);
   c.hotCalls = parseInteger("HOTKERNEL_HOT_CALLS", 1, kMaxHotCalls, 50, "50");

@@ -206,6 +206,13 @@ TEST(ConfigTest, GivenSamplingProbabilitiesWhenReadThenValidOnesAreKeptAndOthers
   }
 }
 
+TEST(ConfigTest, GivenACachePathWhenReadThenItsDirectoriesInOrderWithoutEmptyItems) {
+  EXPECT_EQ(readWith("HOTKERNEL_CACHE_PATH", nullptr).config.cachePath, std::vector<std::string>{});
+  EXPECT_EQ(readWith("HOTKERNEL_CACHE_PATH", "/a").config.cachePath, std::vector<std::string>{"/a"});
+  EXPECT_EQ(readWith("HOTKERNEL_CACHE_PATH", "::/a::/b/c:").config.cachePath,
+            (std::vector<std::string>{"/a", "/b/c"}));
+}
+
 TEST(ConfigTest, GivenLazyVariablesWhenReadThenEachCallSeesTheEnvironmentNowUnderItsOwnName) {
   const std::pair<LazyVariable, const char*> all[] = {
       {LazyVariable::LogLevel, "HOTKERNEL_LOG_LEVEL"},

@@ -74,6 +74,11 @@ const std::map<std::string, std::function<std::string()>>& resolvers() {
   static const std::map<std::string, std::function<std::string()>> table = {
       {"HOTKERNEL", [] { return config().enabled ? std::string("on") : std::string("off: hotkernel does nothing"); }},
       {"HOTKERNEL_CACHE_DIR", [] { return config().cacheDir; }},
+      {"HOTKERNEL_CACHE_PATH",
+       [] {
+         return config().cachePath.empty() ? std::string("none")
+                                           : joined(config().cachePath, ", ") + " (read after HOTKERNEL_CACHE_DIR)";
+       }},
       {"HOTKERNEL_OPTIMIZE",
        [] { return config().optimize ? std::string("on") : std::string("off: cached kernels only"); }},
       {"HOTKERNEL_TRUST_AGENT_ENTRIES",

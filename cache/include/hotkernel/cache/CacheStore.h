@@ -69,12 +69,22 @@ class CacheStore {
   static std::unique_ptr<CacheStore> open(const std::string& dir);
   static std::unique_ptr<CacheStore> open(const std::string& dir, EntryTrust trust);
 
-  // Opens an existing cache for reading only (the CLI's ls/show/verify): never
-  // creates the directory or the database and never writes to it (SQLite may
-  // create its -wal/-shm lock files). Same checks as open(). Returns nullptr
+  // Opens an existing cache for reading only (the CLI's ls/show/verify, the
+  // engine's HOTKERNEL_CACHE_PATH): never creates the directory or the
+  // database and never writes to it (SQLite may create its -wal/-shm lock
+  // files). Same checks as open(), except that the directory and its files may
+  // also belong to root (Note [Read-only cache directories] in src/SafePath.h);
+  // a directory this process cannot write opens as openBaked. Returns nullptr
   // when there is no cache in `dir` (no directory or no database file).
   static std::unique_ptr<CacheStore> openReadOnly(const std::string& dir);
   static std::unique_ptr<CacheStore> openReadOnly(const std::string& dir, EntryTrust trust);
+
+  // Opens, for reading only, a cache nobody writes while it is open: an
+  // image-baked directory. The database is opened immutable (SQLite takes no
+  // locks and makes no -shm/-wal files), so it must hold no write-ahead log
+  // that is not merged into it (refused, saying so); otherwise as openReadOnly.
+  static std::unique_ptr<CacheStore> openBaked(const std::string& dir);
+  static std::unique_ptr<CacheStore> openBaked(const std::string& dir, EntryTrust trust);
 
   // `dir` made absolute (relative to the working directory), trailing slashes removed.
   static std::string absoluteDirectory(const std::string& dir);
@@ -140,7 +150,8 @@ class CacheStore {
  private:
   CacheStore(std::string dir, std::string dbPath, bool readOnly, std::unique_ptr<detail::Database> db,
              int formatVersion, std::string storeId, EntryTrust trust);
-  static std::unique_ptr<CacheStore> openImpl(const std::string& dir, bool readOnly, EntryTrust trust);
+  enum class Access { ReadWrite, ReadOnly, Baked };
+  static std::unique_ptr<CacheStore> openImpl(const std::string& dir, Access access, EntryTrust trust);
   // The result of verifying a row read for loading; logs and counts a refusal. Precondition: mu_ held.
   bool acceptForLoading(const VerifyReport& report) const;
   // Read-write open of a format-2 store: starts a missing commit log, warns

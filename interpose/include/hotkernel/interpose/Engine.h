@@ -21,6 +21,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "hotkernel/cache/CacheStore.h"
 #include "hotkernel/optimizer/ExternalAgent.h"
@@ -128,6 +129,8 @@ class Engine {
   // ensureDevice() returned.
   int startResult_ = -2;  // -2: not started
   std::unique_ptr<cache::CacheStore> cache_;
+  // HOTKERNEL_CACHE_PATH's caches, read after cache_ (Note [Cache tiers]); written once with cache_.
+  std::vector<std::unique_ptr<cache::CacheStore>> readTiers_;
   bool cacheTried_ = false;
   std::set<int> devicesLoaded_;
   // Each device's fingerprint (Note [A fingerprint per device]), set in

@@ -5,6 +5,7 @@
 // |-------------------------------|------------------------------|-----------------------------------------------------|---------|
 // | HOTKERNEL                     | 1                            | 0, 1, false, true, off, on, no, yes | 0 turns hotkernel off entirely (shim loads nothing) |
 // | HOTKERNEL_CACHE_DIR           | $XDG_CACHE_HOME/hotkernel or ~/.cache/hotkernel | a directory | the kernel cache |
+// | HOTKERNEL_CACHE_PATH          | (unset)                      | directories separated by ':' | read-only caches read after HOTKERNEL_CACHE_DIR, first match wins; may be root's (Note [Cache tiers] in hotkernel/cache/CacheTiers.h) |
 // | HOTKERNEL_CACHE_KEY_FILE      | (unset)                      | a file path | HMAC key of the cache entries: set, only entries signed with it load (Note [Cache key file] in hotkernel/cache/EntryKey.h) |
 // | HOTKERNEL_OPTIMIZE            | 1                            | as HOTKERNEL | 0: only use cached kernels, never optimize in-process |
 // | HOTKERNEL_TRUST_AGENT_ENTRIES | 0                            | as HOTKERNEL | 1: cached agent kernels load too (Note [Entries a process loads] in interpose/engine/EntryAdmission.h) |
@@ -64,6 +65,7 @@ struct Config {
   bool enabled = true;
   std::string cacheDir;
   std::string cacheKeyFile;  // HOTKERNEL_CACHE_KEY_FILE; empty: entries are not signed
+  std::vector<std::string> cachePath;  // HOTKERNEL_CACHE_PATH's directories, in order
   bool optimize = true;
   bool trustAgentEntries = false;  // HOTKERNEL_TRUST_AGENT_ENTRIES
   int64_t hotCalls = 50;  // in [1, kMaxHotCalls]
