@@ -14,7 +14,10 @@
 # (findHelperExecutable), and `hotkernel warmup` runs hotkernel-warmup from
 # beside the CLI. No installed file links one of ours at run time, so only
 # libhotkernel.so and hotkernel-warmup carry a RUNPATH: the lib folder of the
-# torch they are built against (their INSTALL_RPATH); the others carry none.
+# torch they are built against, then the folder of the CUDA runtime they link
+# (libcudart is one of their own needed libraries, searched in their RUNPATH
+# before torch's libraries bring in theirs; a Python process has loaded
+# torch's already); the others carry none.
 include(CMakePackageConfigHelpers)
 set(HOTKERNEL_INSTALL_BINDIR bin)
 set(HOTKERNEL_INSTALL_LIBDIR lib)
@@ -40,6 +43,11 @@ if(TARGET hotkernel)
   target_include_directories(hotkernel INTERFACE $<INSTALL_INTERFACE:${HOTKERNEL_INSTALL_INCLUDEDIR}>)
   list(APPEND hotkernel_exported_targets hotkernel)
   list(APPEND hotkernel_helper_targets hotkernel_warmup)
+  get_target_property(hotkernel_cudart CUDA::cudart IMPORTED_LOCATION)
+  if(hotkernel_cudart)
+    get_filename_component(hotkernel_cudart_dir "${hotkernel_cudart}" DIRECTORY)
+    set_property(TARGET hotkernel hotkernel_warmup APPEND PROPERTY INSTALL_RPATH "${hotkernel_cudart_dir}")
+  endif()
 endif()
 
 install(TARGETS ${hotkernel_exported_targets}
