@@ -26,6 +26,7 @@ std::optional<int64_t> wholeInt64(const std::string& text) {
 std::string variantString(const VariantKey& key) {
   std::string s = "dtype=" + std::string(dtypeName(static_cast<DType>(key.dtype))) +
                   ";rows=" + std::to_string(key.rows) + ";cols=" + std::to_string(key.cols);
+  if (key.inner != 0) s += ";inner=" + std::to_string(key.inner);
   if (hasWeight(key)) s += ";weight=1";
   if (hasBias(key)) s += ";bias=1";
   if (reductionOf(key) >= 0) {
@@ -56,6 +57,11 @@ std::optional<VariantKey> parseVariantString(const std::string& s, int device) {
       if (!n) return std::nullopt;
       (name == "rows" ? k.rows : k.cols) = *n;
       (name == "rows" ? haveRows : haveCols) = true;
+    } else if (name == "inner") {
+      // Absent for a two-extent key; present, a third extent of at least 2.
+      const std::optional<int64_t> n = wholeInt64(value);
+      if (!n || *n < 2) return std::nullopt;
+      k.inner = *n;
     } else if (name == "reduction") {
       int32_t r = -1;
       for (CrossEntropyReduction red : kReductions) {

@@ -130,7 +130,8 @@ def experiment_log():
 def variant_string():
     for name, text in [("softmax.txt", "dtype=bfloat16;rows=4096;cols=32000"),
                        ("norm.txt", "dtype=float16;rows=32;cols=4096;weight=1;bias=1"),
-                       ("cross-entropy.txt", "dtype=bfloat16;rows=32;cols=128256;reduction=mean")]:
+                       ("cross-entropy.txt", "dtype=bfloat16;rows=32;cols=128256;reduction=mean"),
+                       ("reduce-dim.txt", "dtype=float32;rows=64;cols=4096;inner=1024")]:
         write("fuzz_variant_string", name, text)
 
 

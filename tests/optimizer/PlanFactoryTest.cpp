@@ -48,6 +48,25 @@ TEST(PlanFactoryTest, GivenMalformedVariantStringsWhenParsedThenRefused) {
   EXPECT_TRUE(kernels::parseVariantString("dtype=bf16;rows=1;cols=4;weight=0", 0).has_value());
 }
 
+TEST(PlanFactoryTest, GivenMiddleDimKeysWhenFormattedAndParsedThenInnerRoundTripsAndTwoExtentStringsAreUnchanged) {
+  VariantKey k{static_cast<int32_t>(DType::Float32), 2, 64, 4096};
+  EXPECT_EQ(kernels::variantString(k), "dtype=float32;rows=64;cols=4096");
+  k.inner = 1024;
+  const std::string s = kernels::variantString(k);
+  EXPECT_EQ(s, "dtype=float32;rows=64;cols=4096;inner=1024");
+  const std::optional<VariantKey> back = kernels::parseVariantString(s, 2);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(*back == k);
+  const std::optional<VariantKey> plain = kernels::parseVariantString("dtype=float32;rows=64;cols=4096", 2);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->inner, 0);
+  for (const char* bad : {"dtype=float32;rows=64;cols=4096;inner=0", "dtype=float32;rows=64;cols=4096;inner=1",
+                          "dtype=float32;rows=64;cols=4096;inner=-8", "dtype=float32;rows=64;cols=4096;inner=8x",
+                          "dtype=float32;rows=64;cols=4096;inner="}) {
+    EXPECT_FALSE(kernels::parseVariantString(bad, 0).has_value()) << bad;
+  }
+}
+
 TEST(PlanFactoryTest, GivenNormParamsThatDoNotFitWhenMakingPlansThenErrorBeforeAnyLoad) {
   VariantKey k{static_cast<int32_t>(DType::BFloat16), 0, 64, 4097};  // 4097: no vector width divides it
   k.options = kernels::variant_options::kWeight;

@@ -40,6 +40,23 @@ TEST(PlanTableTest, GivenPublishedPlanWhenLookingUpExactVariantThenHitOnlyThere)
   EXPECT_EQ(slot.load()->find(VariantKey{2, 1, 4096, 32000}), nullptr);
 }
 
+TEST(PlanTableTest, GivenKeysDifferingOnlyInInnerWhenLookingUpThenEachFindsOnlyItsOwnPlan) {
+  PlanSlot slot;
+  VariantKey middle{0, 0, 64, 4096};
+  middle.inner = 1024;
+  slot.publish(planFor(VariantKey{0, 0, 64, 4096}, "last-dim"));
+  slot.publish(planFor(middle, "middle-dim"));
+  VariantKey other = middle;
+  other.inner = 512;
+  EXPECT_FALSE(middle == VariantKey({0, 0, 64, 4096}));
+  EXPECT_NE(VariantKeyHash{}(middle), VariantKeyHash{}(other));
+  ASSERT_NE(slot.load()->find(middle), nullptr);
+  EXPECT_EQ(slot.load()->find(middle)->description, "middle-dim");
+  ASSERT_NE(slot.load()->find(VariantKey{0, 0, 64, 4096}), nullptr);
+  EXPECT_EQ(slot.load()->find(VariantKey{0, 0, 64, 4096})->description, "last-dim");
+  EXPECT_EQ(slot.load()->find(other), nullptr);
+}
+
 TEST(PlanTableTest, GivenOldTablePointerWhenPublishingThenOldTableStaysValidAndUnchanged) {
   PlanSlot slot;
   slot.publish(planFor(VariantKey{0, 0, 1, 8}, "first"));

@@ -44,14 +44,17 @@ inline int32_t reductionOf(const VariantKey& key) {
 }
 
 // The cache's variant string: "dtype=bfloat16;rows=4096;cols=32000" (no
-// device: the fingerprint names the GPU model), then ";weight=1", ";bias=1"
-// and ";reduction=none|mean|sum" for the option fields that are set.
+// device: the fingerprint names the GPU model), then ";inner=N" when the key
+// has a third extent (key.inner != 0: a middle-dim reduction), then
+// ";weight=1", ";bias=1" and ";reduction=none|mean|sum" for the option fields
+// that are set. A two-extent key's string is what it was before keys had an
+// inner extent, so cache rows written then read the same.
 std::string variantString(const VariantKey& key);
 
 // The inverse of variantString for `device`; nullopt for a malformed string
 // (a part without '=', an unknown dtype, a number with other characters,
-// rows or cols missing or < 1, an option value out of its range). Unknown
-// fields are ignored.
+// rows or cols missing or < 1, an inner extent < 2, an option value out of
+// its range). Unknown fields are ignored.
 std::optional<VariantKey> parseVariantString(const std::string& variant, int device);
 
 }  // namespace hotkernel::kernels

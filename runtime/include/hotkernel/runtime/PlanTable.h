@@ -23,19 +23,24 @@
 
 namespace hotkernel {
 
-// The exact variant of a row op: dtype code, device, rows, cols, and a word of
+// The exact variant of a row op: dtype code, device, rows, cols, a word of
 // options whose meaning the op's family defines (which optional inputs the call
 // passes, a mode such as cross_entropy_loss's reduction: Note [Variant
-// options] in kernels/VariantOptions.h). This layer stores, compares and
-// hashes the word; it knows no family.
+// options] in kernels/VariantOptions.h), and a third extent, `inner`, for the
+// keys that have one (0 for two-extent keys; a reduction over a middle dim is
+// rows = outer, cols = the reduced extent, inner = the kept extent after it).
+// This layer stores, compares and hashes the word and the extents; it knows
+// no family.
 struct VariantKey {
   int32_t dtype = 0;    // hotkernel::kernels::DType as int
   int32_t device = 0;   // device ordinal (-1 for CPU)
   int64_t rows = 0;
   int64_t cols = 0;
   int32_t options = 0;  // family-defined; 0: none
+  int64_t inner = 0;    // family-defined third extent; 0: none
   bool operator==(const VariantKey& o) const {
-    return dtype == o.dtype && device == o.device && rows == o.rows && cols == o.cols && options == o.options;
+    return dtype == o.dtype && device == o.device && rows == o.rows && cols == o.cols && options == o.options &&
+           inner == o.inner;
   }
 };
 
@@ -45,6 +50,7 @@ struct VariantKeyHash {
     h ^= static_cast<uint64_t>(k.cols) + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
     h ^= (static_cast<uint64_t>(static_cast<uint32_t>(k.dtype)) << 32) | static_cast<uint32_t>(k.device);
     h ^= static_cast<uint64_t>(static_cast<uint32_t>(k.options)) << 48;
+    h ^= static_cast<uint64_t>(k.inner) * 0xD6E8FEB86659FD93ull;
     return static_cast<size_t>(h * 0xBF58476D1CE4E5B9ull);
   }
 };
