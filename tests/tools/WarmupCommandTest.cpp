@@ -267,6 +267,20 @@ TEST(WarmupArgsTest, GivenDurationsWhenParsedThenSecondsOrRefused) {
   }
 }
 
+TEST(WarmupArgsTest, GivenDirLikeTheOtherCommandsWhenParsedThenTakenAndTheHelpShowsTheDefaults) {
+  WarmupArgs a;
+  EXPECT_EQ(parseWarmupArgs({"--profile", "p.json", "--dir", "/cache"}, &a), "");
+  EXPECT_EQ(a.cacheDir, "/cache");
+  EXPECT_DOUBLE_EQ(a.budgetSeconds, 3600);
+  EXPECT_EQ(a.device, 0);
+  const std::string usage = warmupUsageText();
+  for (const char* shown : {"--dir", "--budget", "1h", "--device", "--profile", "--json", "Exit:"}) {
+    EXPECT_NE(usage.find(shown), std::string::npos) << shown << " missing from:\n" << usage;
+  }
+  EXPECT_EQ(parseWarmupArgs({"--profile", "p.json", "--device", "99999999999"}, &a).rfind("bad --device", 0), 0u);
+  EXPECT_EQ(parseWarmupArgs({"--profile", "p.json", "--device"}, &a), "--device needs a value");
+}
+
 TEST(WarmupArgsTest, GivenAllOptionsWhenParsedThenTaken) {
   WarmupArgs a;
   EXPECT_EQ(

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+
+#include <CLI/CLI.hpp>
 
 #include "ErrorText.h"
 #include "ExitStatus.h"
@@ -61,42 +64,89 @@ double parseWarmupDuration(const std::string& text) {
   return seconds > 0 && seconds <= kMaxWarmupBudgetSeconds ? seconds : -1;
 }
 
+namespace {
+
+// The options of `hotkernel warmup` and hotkernel-warmup on `app`, writing into *out. Each value check
+// returns "" or the one-line problem the usage error shows.
+void addWarmupOptions(CLI::App& app, WarmupArgs* out) {
+  app.add_option("--profile", out->profilePaths,
+                 "a profile recorded with HOTKERNEL_PROFILE (a regular JSON file); repeat to merge several")
+      ->required()
+      ->type_name("FILE")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return v.empty() ? std::string("--profile needs a file") : std::string(); },
+          ""));
+  app.add_option_function<std::string>(
+         "--budget", [out](const std::string& v) { out->budgetSeconds = parseWarmupDuration(v); },
+         "time for the whole warm-up: seconds, or a number with s, m or h (90s, 10m, 1h), at most a year")
+      ->type_name("DURATION")
+      ->default_str("1h")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return parseWarmupDuration(v) > 0 ? std::string() : "bad --budget '" + v + "'"; },
+          ""));
+  app.add_option("--dir,--cache-dir", out->cacheDir,
+                 "the cache to fill (default: HOTKERNEL_CACHE_DIR, else ~/.cache/hotkernel)")
+      ->type_name("DIR");
+  app.add_option_function<std::string>(
+         "--device", [out](const std::string& v) { out->device = static_cast<int>(std::strtol(v.c_str(), nullptr, 10)); },
+         "the CUDA device to warm up for (its index; it must exist)")
+      ->type_name("N")
+      ->default_str("0")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            char* end = nullptr;
+            errno = 0;
+            const long n = std::strtol(v.c_str(), &end, 10);
+            const bool ok = !v.empty() && end != v.c_str() && *end == '\0' && errno != ERANGE && n >= 0 && n <= INT_MAX;
+            return ok ? std::string() : "bad --device '" + v + "' (a CUDA device index: 0, 1, ...)";
+          },
+          ""));
+  app.add_option("--json", out->jsonOut, "also write the summary as JSON to this file")->type_name("OUT");
+}
+
+// CLI11's message for `e` as the one line this command has always printed.
+std::string problemOf(const CLI::ParseError& e, const std::vector<std::string>& extras) {
+  const std::string what = e.what();
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && !extras.empty()) {
+    return "unknown argument '" + extras.front() + "'";
+  }
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
+    const size_t colon = what.find(':');
+    return (colon == std::string::npos ? what : what.substr(0, colon)) + " needs a value";
+  }
+  if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr) {
+    const size_t colon = what.find(": ");  // "--budget: bad --budget 'soon'"
+    return colon == std::string::npos ? what : what.substr(colon + 2);
+  }
+  return what;
+}
+
+}  // namespace
+
 std::string parseWarmupArgs(const std::vector<std::string>& args, WarmupArgs* out) {
   *out = WarmupArgs{};
-  bool profileGiven = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-h" || a == "--help") {
-      out->help = true;
-      return "";
-    }
-    const bool takesValue =
-        a == "--profile" || a == "--budget" || a == "--cache-dir" || a == "--device" || a == "--json";
-    if (!takesValue) return "unknown argument '" + a + "'";
-    if (i + 1 >= args.size()) return a + " needs a value";
-    const std::string& value = args[++i];
-    if (a == "--profile") {
-      if (value.empty()) return "--profile needs a file";
-      out->profilePaths.push_back(value);
-      profileGiven = true;
-    } else if (a == "--budget") {
-      out->budgetSeconds = parseWarmupDuration(value);
-      if (out->budgetSeconds <= 0) return "bad --budget '" + value + "'";
-    } else if (a == "--cache-dir") {
-      out->cacheDir = value;
-    } else if (a == "--device") {
-      char* end = nullptr;
-      errno = 0;
-      const long n = std::strtol(value.c_str(), &end, 10);
-      if (value.empty() || end == value.c_str() || *end != '\0' || errno == ERANGE || n < 0 || n > INT_MAX) {
-        return "bad --device '" + value + "' (a CUDA device index: 0, 1, ...)";
-      }
-      out->device = static_cast<int>(n);
-    } else {
-      out->jsonOut = value;
-    }
+  CLI::App app{"hotkernel warmup", "hotkernel warmup"};
+  addWarmupOptions(app, out);
+  app.allow_extras(false);
+  if (std::find(args.begin(), args.end(), "-h") != args.end() ||
+      std::find(args.begin(), args.end(), "--help") != args.end()) {
+    out->help = true;
+    return "";
   }
-  if (!profileGiven) return "--profile is required";
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    std::vector<std::string> extras;
+    for (const std::string& a : args) {
+      if (!a.empty() && a[0] == '-' && app.get_option_no_throw(a) == nullptr) {
+        extras.push_back(a);
+        break;
+      }
+    }
+    *out = WarmupArgs{};
+    return problemOf(e, extras);
+  }
   return "";
 }
 
@@ -150,10 +200,16 @@ std::string loadWarmupTargets(const std::vector<std::string>& paths, int device,
 }
 
 std::string warmupUsageText() {
-  return "usage: hotkernel warmup --profile FILE [--profile FILE]... [--budget DURATION] [--cache-dir DIR] [--device N]"
-         " [--json OUT]\n"
-         "  FILE: a profile recorded with HOTKERNEL_PROFILE (a regular JSON file); several are merged\n"
-         "  DURATION: seconds, or a number with s, m or h (e.g. 90s, 10m, 1h), at most a year\n";
+  WarmupArgs unused;
+  CLI::App app{"", "hotkernel warmup"};
+  addWarmupOptions(app, &unused);
+  // CLI11's option list under this command's usage line.
+  std::string options = app.help();
+  const size_t list = options.find("Options:");
+  options = list == std::string::npos ? options : options.substr(list);
+  return "usage: hotkernel warmup --profile FILE [--profile FILE]... [--budget DURATION] [--dir DIR] [--device N]"
+         " [--json OUT]\n" +
+         options + "Exit: 0 done (or the budget reached), 2 bad input (arguments or a profile), 3 no such CUDA device.\n";
 }
 
 int warmupUsageError(const std::string& problem) {

@@ -4,7 +4,10 @@
 // (so bad input is refused on any machine, and in torch-free builds), and
 // hotkernel-warmup checks them again with the same code (it can be run directly).
 //
-//   hotkernel warmup --profile FILE [--profile FILE]... [--budget DURATION] [--cache-dir DIR] [--device N] [--json OUT]
+//   hotkernel warmup --profile FILE [--profile FILE]... [--budget DURATION] [--dir DIR] [--device N] [--json OUT]
+//
+// Parsed with CLI11 like every other command (--dir as in the cache commands;
+// --cache-dir is its older name); --help shows each option's default.
 //
 // Several profiles (e.g. one per worker process, HOTKERNEL_PROFILE=p-%p.json)
 // are merged: one target per (op, variant), its recorded calls summed.
@@ -52,7 +55,9 @@ double parseWarmupDuration(const std::string& text);
 
 // Parses the arguments after `warmup` (without the program name) into *out.
 // Returns "" or the usage problem in one line ("bad --budget 'soon'",
-// "--profile is required", "unknown argument '--x'"). Does not look at files.
+// "--profile is required", "unknown argument '--x'", "--device needs a
+// value"). Does not look at files or devices (the warm-up refuses a device
+// index this machine lacks, exit 3).
 std::string parseWarmupArgs(const std::vector<std::string>& args, WarmupArgs* out);
 
 // Reads `path` as JSON (Note [Reading a profile safely]). Returns "" and sets

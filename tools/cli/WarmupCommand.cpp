@@ -16,7 +16,7 @@ namespace hotkernel::cli {
 void addWarmupCommand(CLI::App& app) {
   app.add_subcommand("warmup",
                      "fill the cache for this GPU from a recorded profile, offline "
-                     "(hotkernel warmup --profile FILE [--budget 10m] [--cache-dir DIR]; see hotkernel warmup --help)")
+                     "(hotkernel warmup --profile FILE [--budget 10m] [--dir DIR]; see hotkernel warmup --help)")
       ->allow_extras();
 }
 

@@ -115,9 +115,9 @@ if want warmup; then
     LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
     "$HOTKERNEL_PYTHON" "$ROOT/examples/softmax_inference.py" --seconds 5 >"$OUT/warmup.log" 2>&1 || rc=1
   cp "$W/profile.json" "$OUT/warmup-profile.json" 2>/dev/null
-  "$BUILD/bin/hotkernel" warmup --profile "$W/profile.json" --cache-dir "$W/cache" --budget 5m \
+  "$BUILD/bin/hotkernel" warmup --profile "$W/profile.json" --dir "$W/cache" --budget 5m \
     --json "$OUT/bench-warmup.json" >>"$OUT/warmup.log" 2>&1 || rc=1
-  "$BUILD/bin/hotkernel" warmup --profile "$W/profile.json" --cache-dir "$W/cache" --budget 5m \
+  "$BUILD/bin/hotkernel" warmup --profile "$W/profile.json" --dir "$W/cache" --budget 5m \
     >>"$OUT/warmup.log" 2>&1 || rc=1
   "$BUILD/bin/hotkernel" cache ls --dir "$W/cache" >>"$OUT/warmup.log" 2>&1
   cat "$OUT/warmup.log"

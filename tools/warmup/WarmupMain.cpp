@@ -1,7 +1,7 @@
 // hotkernel-warmup: fills the kernel cache for this GPU from a recorded
 // profile, offline, with no model (inputs are synthesized per variant).
 //
-//   hotkernel-warmup --profile FILE [--budget 10m] [--cache-dir DIR] [--device N] [--json OUT]
+//   hotkernel-warmup --profile FILE [--budget 10m] [--dir DIR] [--device N] [--json OUT]
 //
 // Targets are the profile's variants of ops a family models, ranked by
 // expected saving (Note [Amdahl ranking] in optimizer/Ranking.h): each
