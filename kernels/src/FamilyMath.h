@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "hotkernel/kernels/DType.h"
 
@@ -30,6 +31,18 @@ inline bool knownDType(DType dtype) {
     if (d == dtype) return true;
   }
   return false;
+}
+
+// torch's is_contiguous: sizes of 1 place no constraint on their stride.
+inline bool contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  if (sizes.size() != strides.size()) return false;
+  int64_t expected = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= sizes[i];
+  }
+  return true;
 }
 
 }  // namespace hotkernel::kernels::detail

@@ -9,7 +9,8 @@ namespace {
 constexpr int32_t kFields = variant_options::kWeight | variant_options::kBias;
 
 bool servesKey(const VariantKey& key) {
-  return detail::optionsWithin(key, kFields) && LayerNormFamily::guardVariant(layerNormVariantOf(key));
+  return detail::optionsWithin(key, kFields) && key.inner == 0 &&
+         LayerNormFamily::guardVariant(layerNormVariantOf(key));
 }
 double bytesMoved(const VariantKey& key) { return LayerNormFamily::bytesMoved(layerNormVariantOf(key)); }
 

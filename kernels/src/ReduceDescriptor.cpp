@@ -1,24 +1,46 @@
-// The descriptors of the last-dim reduction families, one per ReduceOp (Note [Family descriptors]).
+// The descriptors of the reduction families, one per ReduceOp (Note [Family descriptors]).
 #include "FamilyPlan.h"
 #include "hotkernel/kernels/FamilyDescriptor.h"
+#include "hotkernel/kernels/ReduceDimFamily.h"
 #include "hotkernel/kernels/ReduceFamily.h"
+
+// Note [Two layouts, one family]
+// An op has one family in the served-op table (the engine admits only its
+// op's family's entries: Note [Entries a process loads]), and a reduction op
+// has two templates: over the last dim(s) (reduce_lastdim.cu, ReduceFamily)
+// and over one middle dim (reduce_dim.cu, ReduceDimFamily). So each op's
+// descriptor, and its cache family ("sum_lastdim", a name kept from when it
+// had one layout), serves both, by the key's inner extent: 0 is a last-dim
+// key [rows, cols] with ReduceParams; >= 2 a middle-dim key [outer = rows,
+// reduced = cols, inner] with ReduceDimParams. The layouts' params JSON share
+// no required key (threads / vec / unroll against tx / ty / vec), so a cache
+// entry of one layout never becomes a plan of the other.
 
 namespace hotkernel::kernels {
 namespace {
 
+bool middleDim(const VariantKey& key) { return key.inner != 0; }
+
 template <ReduceOp kOp>
 bool servesKey(const VariantKey& key) {
-  return key.options == 0 && ReduceFamily::guardVariant(reduceVariantOf(key, kOp));
+  if (key.options != 0) return false;
+  return middleDim(key) ? ReduceDimFamily::guardVariant(reduceDimVariantOf(key, kOp))
+                        : ReduceFamily::guardVariant(reduceVariantOf(key, kOp));
 }
 
 template <ReduceOp kOp>
 double bytesMoved(const VariantKey& key) {
-  return ReduceFamily::bytesMoved(reduceVariantOf(key, kOp));
+  return middleDim(key) ? ReduceDimFamily::bytesMoved(reduceDimVariantOf(key, kOp))
+                        : ReduceFamily::bytesMoved(reduceVariantOf(key, kOp));
 }
 
 template <ReduceOp kOp>
 Plan makePlan(const VariantKey& key, const nlohmann::json& params, const std::string& cubin, int device) {
   HOTKERNEL_CHECK(key.options == 0, "a reduction key has no options: ", variantString(key));
+  if (middleDim(key)) {
+    return detail::familyPlan<ReduceDimFamily>(key, reduceDimVariantOf(key, kOp), ReduceDimParams::fromJson(params),
+                                               cubin, device, reduceFamilyName(kOp));
+  }
   return detail::familyPlan<ReduceFamily>(key, reduceVariantOf(key, kOp), ReduceParams::fromJson(params), cubin,
                                           device, reduceFamilyName(kOp));
 }
@@ -26,7 +48,8 @@ Plan makePlan(const VariantKey& key, const nlohmann::json& params, const std::st
 template <ReduceOp kOp>
 FamilyDescriptor descriptorOf() {
   return FamilyDescriptor{reduceFamilyName(kOp), reduceAtenOpName(kOp), ReduceFamily::kKernelName, 0,
-                          &servesKey<kOp>, &bytesMoved<kOp>, &makePlan<kOp>};
+                          &servesKey<kOp>,        &bytesMoved<kOp>,         &makePlan<kOp>,
+                          ReduceDimFamily::kKernelName};
 }
 
 }  // namespace

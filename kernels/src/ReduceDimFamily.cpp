@@ -11,6 +11,7 @@ namespace hotkernel::kernels {
 namespace {
 
 using detail::ceilDiv;
+using detail::contiguous;
 using detail::isPowerOfTwo;
 using detail::knownDType;
 using detail::maxVec;
@@ -70,6 +71,55 @@ std::string ReduceDimParams::describe() const {
   return "tx=" + std::to_string(tx) + " ty=" + std::to_string(ty) + " vec=" + std::to_string(vec);
 }
 
+ReduceDimVariant reduceDimVariantOf(const VariantKey& key, ReduceOp op) {
+  return ReduceDimVariant{static_cast<DType>(key.dtype), key.rows, key.cols, key.inner, op};
+}
+
+VariantKey reduceDimKeyOf(const ReduceDimVariant& v, int32_t device) {
+  VariantKey key{static_cast<int32_t>(v.dtype), device, v.outer, v.reduced};
+  key.inner = v.inner;
+  return key;
+}
+
+int64_t ReduceDimFamily::middleDim(int64_t ndim, const int64_t* dims, size_t count) {
+  if (ndim < 2 || count != 1) return -1;
+  const int64_t d = dims[0] < 0 ? dims[0] + ndim : dims[0];
+  return d >= 0 && d < ndim - 1 ? d : -1;
+}
+
+bool ReduceDimFamily::guardCall(const ReduceCall& call, ReduceDimVariant* variant) {
+  if (!knownOp(call.op) || !call.floating || !knownDType(call.dtype) || call.dtypeGiven || !call.dims) return false;
+  const int64_t ndim = static_cast<int64_t>(call.sizes.size());
+  const int64_t d = middleDim(ndim, call.dims->data(), call.dims->size());
+  if (d < 0 || !contiguous(call.sizes, call.strides)) return false;
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < ndim; ++i) {
+    const int64_t n = call.sizes[static_cast<size_t>(i)];
+    if (n < 1) return false;  // empty (or malformed)
+    if (i == d) continue;
+    int64_t& product = i < d ? outer : inner;
+    if (product > std::numeric_limits<int64_t>::max() / n) return false;
+    product *= n;
+  }
+  const ReduceDimVariant v{call.dtype, outer, call.sizes[static_cast<size_t>(d)], inner, call.op};
+  if (!guardVariant(v)) return false;  // inner < 2 among the rest
+  if (variant) *variant = v;
+  return true;
+}
+
+std::vector<int64_t> ReduceDimFamily::outputSizes(const ReduceCall& call) {
+  const auto ndim = static_cast<int64_t>(call.sizes.size());
+  const int64_t d = call.dims ? middleDim(ndim, call.dims->data(), call.dims->size()) : -1;
+  std::vector<int64_t> out(call.sizes.begin(), call.sizes.end());
+  if (d < 0) return out;
+  if (call.keepdim) {
+    out[static_cast<size_t>(d)] = 1;
+  } else {
+    out.erase(out.begin() + d);
+  }
+  return out;
+}
+
 bool ReduceDimFamily::guardVariant(const ReduceDimVariant& v) {
   if (!knownDType(v.dtype) || !knownOp(v.op)) return false;
   if (v.outer < 1 || v.reduced < 1 || v.reduced > kMaxReduced || v.inner < 2) return false;
@@ -86,8 +136,16 @@ bool ReduceDimFamily::guardPointers(const void* in, const void* out, const Reduc
                                     const ReduceDimParams& p) {
   if (in == nullptr || out == nullptr || in == out || p.vec < 1) return false;
   const auto aligned = [](const void* ptr, size_t a) { return reinterpret_cast<uintptr_t>(ptr) % a == 0; };
-  return aligned(in, static_cast<size_t>(p.vec) * elementSize(v.dtype)) &&
-         aligned(out, static_cast<size_t>(p.vec) * outputElementSize(v.op, v.dtype));
+  return aligned(in, requiredAlignment(v.dtype, p)) &&
+         aligned(out, outputAlignment(v.op, v.dtype, requiredAlignment(v.dtype, p)));
+}
+
+size_t ReduceDimFamily::requiredAlignment(DType dtype, const ReduceDimParams& p) {
+  return static_cast<size_t>(std::max(p.vec, 1)) * elementSize(dtype);
+}
+
+size_t ReduceDimFamily::outputAlignment(ReduceOp op, DType dtype, size_t inputAlignment) {
+  return std::max<size_t>(inputAlignment / elementSize(dtype), 1) * outputElementSize(op, dtype);
 }
 
 std::vector<ReduceDimParams> ReduceDimFamily::allParameterPoints(DType dtype, ReduceOp op) {

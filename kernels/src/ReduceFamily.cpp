@@ -17,6 +17,9 @@
 //  - dims other than the last k: the dim list must name the last k dims,
 //    k >= 1, each once, in any order and spelling ([-1], [ndim - 1],
 //    [-1, -2] for the last two: a contiguous input folds them into one row);
+//    or, for the middle-dim layout (ReduceDimFamily::guardCall), exactly one
+//    dim that is not the last, with at least 2 elements after it (a dim
+//    followed only by dims of size 1 runs ATen);
 //    sum / mean / amax / amin with None or [] ("every dim", a reduction to
 //    one value); argmax / argmin with dim=None (a flattened index) — they
 //    take one dim;
@@ -31,6 +34,7 @@ namespace {
 
 using detail::ceilDiv;
 using detail::contains;
+using detail::contiguous;
 using detail::isPowerOfTwo;
 using detail::knownDType;
 using detail::maxVec;
@@ -74,18 +78,6 @@ bool isPoint(DType dtype, const ReduceParams& p) {
   if (p.rowsPerCta == 1) return contains(std::begin(kThreadChoices), std::end(kThreadChoices), p.threads);
   return p.threads == kMultiRowThreads && p.rowsPerCta > 1 && p.threads % p.rowsPerCta == 0 &&
          contains(std::begin(kRowThreadChoices), std::end(kRowThreadChoices), p.rowThreads());
-}
-
-// torch's is_contiguous: sizes of 1 place no constraint on their stride.
-bool contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
-  if (sizes.size() != strides.size()) return false;
-  int64_t expected = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    if (sizes[i] == 1) continue;
-    if (strides[i] != expected) return false;
-    expected *= sizes[i];
-  }
-  return true;
 }
 
 // Note [Reduction tolerance]

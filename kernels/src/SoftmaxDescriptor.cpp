@@ -13,7 +13,9 @@ Plan softmaxPlan(const VariantKey& key, const nlohmann::json& params, const std:
                                            softmaxFamilyName(kOp));
 }
 
-bool servesKey(const VariantKey& key) { return key.options == 0 && SoftmaxFamily::guardVariant(softmaxVariantOf(key)); }
+bool servesKey(const VariantKey& key) {
+  return key.options == 0 && key.inner == 0 && SoftmaxFamily::guardVariant(softmaxVariantOf(key));
+}
 double bytesMoved(const VariantKey& key) { return SoftmaxFamily::bytesMoved(softmaxVariantOf(key)); }
 
 const FamilyDescriptor kSoftmax{"softmax_lastdim", "aten::_softmax", SoftmaxFamily::kKernelName, 0,

@@ -58,6 +58,8 @@ ProfileTargets targetsFromProfile(const nlohmann::json& profile, int device) {
       job.key.device = device;
       job.key.rows = integerField(v, "rows");
       job.key.cols = integerField(v, "cols");
+      // Middle-dim reductions' third extent (absent = none; Note [Profile format]).
+      if (v.contains("inner")) job.key.inner = integerField(v, "inner");
       // Norm variants' options (absent = false; Note [Profile format] in interpose/include/hotkernel/interpose/Recorder.h).
       if (v.value("weight", false)) job.key.options |= kernels::variant_options::kWeight;
       if (v.value("bias", false)) job.key.options |= kernels::variant_options::kBias;

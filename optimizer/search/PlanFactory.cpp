@@ -11,10 +11,15 @@ namespace hotkernel {
 Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::json& params,
               const std::string& kernelName, const std::string& cubin, int device) {
   if (const kernels::FamilyDescriptor* f = kernels::familyNamed(family)) {
-    HOTKERNEL_CHECK(kernelName.empty() || kernelName == f->kernelName, "unexpected kernel name ", kernelName);
+    HOTKERNEL_CHECK(f->servesKey(key), family, " does not serve the variant ", kernels::variantString(key));
+    const char* expected = kernels::kernelNameFor(*f, key);
+    HOTKERNEL_CHECK(kernelName.empty() || kernelName == expected, "unexpected kernel name ", kernelName, " (",
+                    family, " for ", kernels::variantString(key), " runs ", expected, ")");
     return f->makePlan(key, params, cubin, device);
   }
   HOTKERNEL_CHECK(family == "agent", "unknown kernel family '", family, "'");
+  // Agent kernels take the (in, out, rows, cols) ABI: two extents.
+  HOTKERNEL_CHECK(key.inner == 0, "an agent kernel serves no variant with an inner extent: ", kernels::variantString(key));
   HOTKERNEL_CHECK(params.is_object() && params.contains("launch"), "agent params without a launch");
   const AgentLaunch launch = AgentLaunch::fromJson(params["launch"]);
   const kernels::LaunchGeometry g = launch.geometry(key.rows);

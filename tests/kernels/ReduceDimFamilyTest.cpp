@@ -40,6 +40,137 @@ TEST(ReduceDimFamilyTest, GivenVariantsWhenGuardedThenOnlyMiddleDimsWithinTheLim
   EXPECT_FALSE(ReduceDimFamily::guardVariant({DType::Float32, 4, 4, 4, static_cast<ReduceOp>(kReduceOpCount)}));
 }
 
+// A call the family serves: x.sum(dim=1) on a contiguous bf16 [8, 512, 4096].
+ReduceCall middleCall(ReduceOp op = ReduceOp::Sum) {
+  ReduceCall c;
+  c.op = op;
+  c.dtype = DType::BFloat16;
+  c.sizes = {8, 512, 4096};
+  c.strides = {512 * 4096, 4096, 1};
+  c.dims = std::vector<int64_t>{1};
+  return c;
+}
+
+TEST(ReduceDimFamilyTest, GivenOneDimThatIsNotTheLastWhenAskedForTheMiddleDimThenItNormalizedElseMinusOne) {
+  const int64_t one[] = {1}, minusTwo[] = {-2}, zero[] = {0}, last[] = {2}, minusOne[] = {-1}, two[] = {0, 1},
+                outOfRange[] = {-4};
+  EXPECT_EQ(ReduceDimFamily::middleDim(3, one, 1), 1);
+  EXPECT_EQ(ReduceDimFamily::middleDim(3, minusTwo, 1), 1);
+  EXPECT_EQ(ReduceDimFamily::middleDim(3, zero, 1), 0);
+  EXPECT_EQ(ReduceDimFamily::middleDim(3, last, 1), -1);
+  EXPECT_EQ(ReduceDimFamily::middleDim(3, minusOne, 1), -1);
+  EXPECT_EQ(ReduceDimFamily::middleDim(3, two, 2), -1);
+  EXPECT_EQ(ReduceDimFamily::middleDim(3, outOfRange, 1), -1);
+  EXPECT_EQ(ReduceDimFamily::middleDim(3, one, 0), -1);
+  EXPECT_EQ(ReduceDimFamily::middleDim(1, zero, 1), -1);  // the only dim is the last
+}
+
+TEST(ReduceDimFamilyTest, GivenMiddleDimCallsOfEveryOpWhenGuardedThenServedAsOuterReducedInner) {
+  for (ReduceOp op : kAllReduceOps) {
+    V v;
+    ASSERT_TRUE(ReduceDimFamily::guardCall(middleCall(op), &v)) << reduceOpName(op);
+    EXPECT_EQ(v.dtype, DType::BFloat16);
+    EXPECT_EQ(v.outer, 8);
+    EXPECT_EQ(v.reduced, 512);
+    EXPECT_EQ(v.inner, 4096);
+    EXPECT_EQ(v.op, op);
+  }
+  ReduceCall first = middleCall(ReduceOp::Argmin);
+  first.dims = std::vector<int64_t>{-3};  // dim 0: outer 1
+  V v;
+  ASSERT_TRUE(ReduceDimFamily::guardCall(first, &v));
+  EXPECT_EQ(v.outer, 1);
+  EXPECT_EQ(v.reduced, 8);
+  EXPECT_EQ(v.inner, 512 * 4096);
+  ReduceCall fourD = middleCall(ReduceOp::Mean);
+  fourD.sizes = {2, 3, 5, 7};
+  fourD.strides = {105, 35, 7, 1};
+  fourD.dims = std::vector<int64_t>{-3};
+  ASSERT_TRUE(ReduceDimFamily::guardCall(fourD, &v));
+  EXPECT_EQ(v.outer, 2);
+  EXPECT_EQ(v.reduced, 3);
+  EXPECT_EQ(v.inner, 35);
+  ReduceCall kept = middleCall(ReduceOp::Amax);
+  kept.keepdim = true;
+  kept.sizes = {8, 512, 1, 4096};
+  kept.strides = {512 * 4096, 4096, 17, 1};  // the stride of a size-1 dim does not matter
+  ASSERT_TRUE(ReduceDimFamily::guardCall(kept, &v));
+  EXPECT_EQ(v.inner, 4096);
+}
+
+TEST(ReduceDimFamilyTest, GivenCallsTheMiddleDimLayoutMustNotServeWhenGuardedThenRefused) {
+  auto refused = [](const ReduceCall& c) { return !ReduceDimFamily::guardCall(c, nullptr); };
+  ReduceCall c = middleCall();
+  c.dims = std::vector<int64_t>{-1};  // the last dim: the last-dim layout's
+  EXPECT_TRUE(refused(c));
+  c.dims = std::nullopt;  // every dim
+  EXPECT_TRUE(refused(c));
+  c.dims = std::vector<int64_t>{};
+  EXPECT_TRUE(refused(c));
+  c.dims = std::vector<int64_t>{0, 1};  // two dims
+  EXPECT_TRUE(refused(c));
+  c.dims = std::vector<int64_t>{3};  // out of range (ATen raises)
+  EXPECT_TRUE(refused(c));
+  c = middleCall();
+  c.dtypeGiven = true;  // sum(dim=1, dtype=float32)
+  EXPECT_TRUE(refused(c));
+  c = middleCall();
+  c.floating = false;
+  EXPECT_TRUE(refused(c));
+  c = middleCall();
+  c.strides = {512 * 4096, 1, 512};  // transposed
+  EXPECT_TRUE(refused(c));
+  c = middleCall();
+  c.sizes = {8, 512, 1};  // nothing kept after the dim: inner 1
+  c.strides = {512, 1, 1};
+  EXPECT_TRUE(refused(c));
+  c = middleCall();
+  c.sizes = {8, 0, 4096};  // empty
+  EXPECT_TRUE(refused(c));
+  c = middleCall();
+  c.sizes = {2, int64_t{1} << 31, 2};  // reduced past int32
+  c.strides = {int64_t{1} << 32, 2, 1};
+  EXPECT_TRUE(refused(c));
+  c = middleCall();
+  c.dtype = static_cast<DType>(9);
+  EXPECT_TRUE(refused(c));
+}
+
+TEST(ReduceDimFamilyTest, GivenServedCallsWhenAskedForTheOutputSizesThenTheReducedDimDroppedOrKeptAsOne) {
+  ReduceCall c = middleCall();
+  EXPECT_EQ(ReduceDimFamily::outputSizes(c), (std::vector<int64_t>{8, 4096}));
+  c.keepdim = true;
+  EXPECT_EQ(ReduceDimFamily::outputSizes(c), (std::vector<int64_t>{8, 1, 4096}));
+  c.dims = std::vector<int64_t>{-3};
+  EXPECT_EQ(ReduceDimFamily::outputSizes(c), (std::vector<int64_t>{1, 512, 4096}));
+  c.keepdim = false;
+  EXPECT_EQ(ReduceDimFamily::outputSizes(c), (std::vector<int64_t>{512, 4096}));
+}
+
+TEST(ReduceDimFamilyTest, GivenAVariantWhenTurnedIntoAKeyAndBackThenTheSameWithTheInnerExtent) {
+  const V v{DType::Float16, 32, 4096, 1024, ReduceOp::Argmax};
+  const VariantKey key = reduceDimKeyOf(v, 3);
+  EXPECT_EQ(key.device, 3);
+  EXPECT_EQ(key.rows, 32);
+  EXPECT_EQ(key.cols, 4096);
+  EXPECT_EQ(key.inner, 1024);
+  EXPECT_EQ(key.options, 0);
+  const V back = reduceDimVariantOf(key, ReduceOp::Argmax);
+  EXPECT_EQ(back.dtype, v.dtype);
+  EXPECT_EQ(back.outer, v.outer);
+  EXPECT_EQ(back.reduced, v.reduced);
+  EXPECT_EQ(back.inner, v.inner);
+}
+
+TEST(ReduceDimFamilyTest, GivenPointsWhenAskedForAlignmentsThenVecElementsOfTheInputAndOfTheOutput) {
+  EXPECT_EQ(ReduceDimFamily::requiredAlignment(DType::BFloat16, {32, 1, 8}), 16u);
+  EXPECT_EQ(ReduceDimFamily::requiredAlignment(DType::Float32, {32, 1, 1}), 4u);
+  EXPECT_EQ(ReduceDimFamily::outputAlignment(ReduceOp::Argmax, DType::BFloat16, 16), 64u);  // 8 int64
+  EXPECT_EQ(ReduceDimFamily::outputAlignment(ReduceOp::Sum, DType::BFloat16, 16), 16u);
+  EXPECT_EQ(ReduceDimFamily::outputAlignment(ReduceOp::Amin, DType::Float32, 4), 4u);
+  EXPECT_EQ(ReduceDimFamily::outputAlignment(ReduceOp::Argmin, DType::Float32, 4), 8u);
+}
+
 TEST(ReduceDimFamilyTest, GivenEveryPointThenWithinTheTemplatesLimitsAndTheSharedMemoryBound) {
   for (DType d : kAllDTypes) {
     for (ReduceOp op : kAllReduceOps) {

@@ -8,6 +8,7 @@
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
+#include "hotkernel/kernels/ReduceDimFamily.h"
 #include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
@@ -167,6 +168,31 @@ TEST(PlanFactoryTest, GivenReductionParamsThatDoNotFitOrFlaggedKeysWhenMakingPla
   EXPECT_THROW(kernels::reduceDescriptor(kernels::ReduceOp::Amax).makePlan(flagged, scalarPoint.toJson(), "not a cubin", 0), Error);
   // A reduction key is a plain (dtype, rows, cols) key: its variant string is softmax's.
   EXPECT_EQ(kernels::variantString(k), "dtype=bfloat16;rows=64;cols=4097");
+}
+
+// Note [Two layouts, one family]: a middle-dim key's entry names the op's
+// family and the middle-dim kernel; the other kernel name, another family or
+// an agent entry is refused before any load.
+TEST(PlanFactoryTest, GivenMiddleDimReductionEntriesWhenMakingPlansThenOnlyTheOpsFamilyWithTheMiddleDimKernel) {
+  VariantKey k{static_cast<int32_t>(DType::BFloat16), 0, 64, 4097};
+  k.inner = 1023;  // only vec = 1 fits
+  const kernels::ReduceDimParams wide{32, 8, 4};
+  const kernels::ReduceDimParams scalarPoint{32, 8, 1};
+  for (kernels::ReduceOp op : kernels::kAllReduceOps) {
+    EXPECT_NE(errorOf([&] { makePlan(kernels::reduceFamilyName(op), k, wide.toJson(), "hk_reduce_dim", "not a cubin", 0); })
+                  .find("do not fit"),
+              std::string::npos);
+    EXPECT_NE(errorOf([&] {
+                makePlan(kernels::reduceFamilyName(op), k, scalarPoint.toJson(), "hk_reduce_lastdim", "not a cubin", 0);
+              }).find("unexpected kernel name"),
+              std::string::npos);
+  }
+  EXPECT_NE(errorOf([&] { makePlan("softmax_lastdim", k, kernels::SoftmaxParams{256, 1, 0}.toJson(), "", "not a cubin", 0); })
+                .find("does not serve"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] { makePlan("agent", k, nlohmann::json{{"launch", nlohmann::json::object()}}, "k", "x", 0); })
+                .find("inner extent"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -32,7 +32,8 @@ struct FamilyDescriptor {
   int32_t optionFields;    // the variant_options bits its keys may carry (0: none)
 
   // Whether the family serves `key`: no option outside optionFields (and those
-  // it requires present), and the family's guardVariant.
+  // it requires present), no inner extent unless the family has a layout for
+  // it (innerKernelName), and the family's guardVariant.
   bool (*servesKey)(const VariantKey& key);
   // The bytes one call of `key` moves (the family's bytesMoved). Precondition: servesKey(key).
   double (*bytesMoved)(const VariantKey& key);
@@ -40,7 +41,17 @@ struct FamilyDescriptor {
   // pass the family's guards for `key`, then `cubin` is loaded on `device` with
   // the family's launch geometry and alignment. Throws Error otherwise.
   Plan (*makePlan)(const VariantKey& key, const nlohmann::json& params, const std::string& cubin, int device);
+  // The entry point of its cubins for keys with an inner extent (the
+  // reductions' middle-dim layout: Note [Two layouts, one family] in
+  // src/ReduceDescriptor.cpp); nullptr: the family serves no such key.
+  const char* innerKernelName = nullptr;
 };
+
+// The entry point of `family`'s cubins for `key`: innerKernelName for a key
+// with an inner extent, kernelName otherwise.
+inline const char* kernelNameFor(const FamilyDescriptor& family, const VariantKey& key) {
+  return key.inner != 0 && family.innerKernelName != nullptr ? family.innerKernelName : family.kernelName;
+}
 
 // Every family, one descriptor per cache family name.
 const std::vector<const FamilyDescriptor*>& allFamilies();

@@ -8,8 +8,11 @@
 // kernels/reduce/reduce_dim.cu). Results and tolerances are the last-dim
 // family's (ReduceFamily::tolerance with the reduced extent as cols).
 //
-// Guards follow Note [Three guards] (SoftmaxFamily.h). Not yet a served
-// family: no descriptor, tuner or served-op row uses it yet.
+// Guards follow Note [Three guards] (SoftmaxFamily.h), plus guardCall as
+// the last-dim family's (Note [What the reduction overrides refuse] in
+// src/ReduceFamily.cpp). Served under the reduction ops' own cache families
+// and descriptors: a plan-table key with an inner extent is this family's
+// (Note [Two layouts, one family] in src/ReduceDescriptor.cpp).
 
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +22,8 @@
 #include <nlohmann/json.hpp>
 
 #include "hotkernel/kernels/DType.h"
-#include "hotkernel/kernels/ReduceFamily.h"  // ReduceOp, LaunchGeometry
+#include "hotkernel/kernels/ReduceFamily.h"  // ReduceOp, ReduceCall, LaunchGeometry
+#include "hotkernel/runtime/PlanTable.h"        // VariantKey
 
 namespace hotkernel::kernels {
 
@@ -30,6 +34,12 @@ struct ReduceDimVariant {
   int64_t inner = 0;    // the product of the dims after it
   ReduceOp op = ReduceOp::Sum;
 };
+
+// The middle-dim variant of `op` a plan-table key with an inner extent
+// stands for: outer = key.rows, reduced = key.cols, inner = key.inner.
+ReduceDimVariant reduceDimVariantOf(const VariantKey& key, ReduceOp op);
+// The plan-table key of `v` on `device` (the inverse of reduceDimVariantOf).
+VariantKey reduceDimKeyOf(const ReduceDimVariant& v, int32_t device);
 
 // One point of the parameter space; becomes the HK_* defines of the template.
 struct ReduceDimParams {
@@ -60,6 +70,21 @@ class ReduceDimFamily {
   // int32 indices for the index ops) for each of its ty rows.
   static constexpr size_t kMaxSharedBytes = 48 * 1024;
 
+  // The one dim `dims` (count of them) names when it is exactly one dim of
+  // `ndim` that is not the last, negative or not; else -1. No allocation:
+  // the overrides call it on every call's dim list.
+  static int64_t middleDim(int64_t ndim, const int64_t* dims, size_t count);
+
+  // The variant of a call the family serves, or false (anything else runs
+  // ATen, or the last-dim family: Note [What the reduction overrides refuse]):
+  // a contiguous float32 / float16 / bfloat16 input, exactly one dim that is
+  // not the last (middleDim) with inner >= 2, no dtype=, guardVariant.
+  static bool guardCall(const ReduceCall& call, ReduceDimVariant* variant);
+
+  // The result's sizes for a call guardCall accepts: the input's without the
+  // reduced dim, or with 1 in its place when keepdim.
+  static std::vector<int64_t> outputSizes(const ReduceCall& call);
+
   // A known dtype and op, outer >= 1, 1 <= reduced <= kMaxReduced, inner >= 2,
   // outer * reduced * inner * elementSize without int64 overflow.
   static bool guardVariant(const ReduceDimVariant& v);
@@ -67,6 +92,11 @@ class ReduceDimFamily {
   static bool guardParams(const ReduceDimVariant& v, const ReduceDimParams& p);
   // Per call: in and out non-null, different, aligned to vec elements of their types.
   static bool guardPointers(const void* in, const void* out, const ReduceDimVariant& v, const ReduceDimParams& p);
+  static size_t requiredAlignment(DType dtype, const ReduceDimParams& p);  // the input's: vec * elementSize
+  // The output's alignment for a plan whose input alignment is
+  // `inputAlignment` (requiredAlignment: vec input elements): vec output
+  // elements. What the trampoline checks, knowing the plan's alignment only.
+  static size_t outputAlignment(ReduceOp op, DType dtype, size_t inputAlignment);
 
   // Every point for `dtype` and `op` (the guard's whitelist): tx, ty and vec
   // within the template's limits and the shared memory bound (the index ops

@@ -13,9 +13,11 @@
 namespace hotkernel {
 
 // A plan for a cache entry of any family: a family name of kernels::allFamilies()
-// (params = that family's Params point, kernel name empty or the family's) or
-// "agent" (params = {"launch": AgentLaunch}, kernel `kernelName` from an
-// external agent). Throws Error for an unknown family, a kernel name that is
+// (params = that family's Params point for the key's layout, kernel name
+// empty or the family's for the key: kernels::kernelNameFor) or "agent"
+// (params = {"launch": AgentLaunch}, kernel `kernelName` from an external
+// agent; two-extent keys only). Throws Error for an unknown family, a key the
+// family does not serve (FamilyDescriptor::servesKey), a kernel name that is
 // not the family's, malformed params, or a cubin that does not load.
 Plan makePlan(const std::string& family, const VariantKey& key, const nlohmann::json& params,
               const std::string& kernelName, const std::string& cubin, int device);
