@@ -21,13 +21,13 @@
 //
 // Note [Interpreter modes tolerance]
 // On chains whose values stay bounded and away from the ops' singularities
-// (what randomChain builds: |values| <= 64, log / sqrt / rsqrt / reciprocal
-// / division on values >= 1/4, exp on values <= 3), the two modes agree
-// within |aten - fused| <= 2^-4 * (1 + |fused|) for 16-bit chains, and
-// exactly for float32 ones. The bound is what one rounding to bfloat16 per
-// op (relative 2^-9) amplified along a chain of a dozen such ops stays under
-// (ChainInterpreterTest checks it on random chains); it is the interpreter
-// modes' agreement, not a harness tolerance for a kernel against ATen.
+// (what randomChain builds: Note [Random chains]), the two modes agree within
+// |aten - fused| <= 2^-4 * (1 + |fused|) for chains with 16-bit nodes, and
+// bit for bit for float32 chains. The bound covers one rounding to bfloat16
+// (relative 2^-9) per op, amplified along a chain of up to a dozen ops whose
+// operands stay within |v| <= 8; RandomChainTest checks it on random chains
+// (docs/design/fusion.md has the margin). It is the agreement of the two
+// modes, not a harness tolerance for a kernel against ATen.
 
 #include <cstdint>
 #include <vector>
