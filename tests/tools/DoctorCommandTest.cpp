@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <fstream>
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -131,6 +134,28 @@ TEST(DoctorCommandTest, GivenHotkernelVariablesWhenDoctorThenEachWithWhatItResol
   EXPECT_EQ(byName["HOTKERNEL_CAHCE_DIR"]["known"], false);
   EXPECT_EQ(byName["HOTKERNEL_HOT_CALLS"]["known"], true);
   EXPECT_EQ(j["optimize"], false);
+}
+
+TEST(DoctorCommandTest, GivenKeyFilesWhenDoctorThenTheKeyInUseOrTheRefusalWithoutASourceLocation) {
+  TempDir tmp;
+  const std::string key = tmp.sub("key");
+  std::ofstream(key) << std::string(32, 'k');
+  ASSERT_EQ(::chmod(key.c_str(), 0400), 0);
+  const auto resolvedKey = [&](const json& j) {
+    for (const json& v : j["environment"]) {
+      if (v["name"] == "HOTKERNEL_CACHE_KEY_FILE") return v["resolved"].get<std::string>();
+    }
+    return std::string("(not listed)");
+  };
+  const std::string ok = resolvedKey(doctorJson({{"HOTKERNEL_CACHE_DIR", tmp.sub("c")}, {"HOTKERNEL_CACHE_KEY_FILE", key}}));
+  EXPECT_EQ(ok.rfind("key ", 0), 0u) << ok;
+  EXPECT_NE(ok.find("entries are signed"), std::string::npos) << ok;
+  ASSERT_EQ(::chmod(key.c_str(), 0644), 0);
+  const std::string refused =
+      resolvedKey(doctorJson({{"HOTKERNEL_CACHE_DIR", tmp.sub("c")}, {"HOTKERNEL_CACHE_KEY_FILE", key}}));
+  EXPECT_EQ(refused.rfind("refused", 0), 0u) << refused;
+  EXPECT_NE(refused.find("0644"), std::string::npos) << refused;
+  EXPECT_EQ(refused.find(".cpp:"), std::string::npos) << refused;
 }
 
 TEST(DoctorCommandTest, GivenHotkernelOffWhenDoctorThenNotReady) {

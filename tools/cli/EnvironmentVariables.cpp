@@ -9,6 +9,7 @@
 #include <map>
 
 #include "ErrorText.h"
+#include "hotkernel/cache/EntryKey.h"
 #include "hotkernel/optimizer/ExternalAgent.h"
 #include "hotkernel/optimizer/SandboxCompile.h"
 #include "hotkernel/runtime/Config.h"
@@ -74,6 +75,14 @@ const std::map<std::string, std::function<std::string()>>& resolvers() {
   static const std::map<std::string, std::function<std::string()>> table = {
       {"HOTKERNEL", [] { return config().enabled ? std::string("on") : std::string("off: hotkernel does nothing"); }},
       {"HOTKERNEL_CACHE_DIR", [] { return config().cacheDir; }},
+      {"HOTKERNEL_CACHE_KEY_FILE",
+       [] {
+         // Note [Cache key file]: the verdict a serving process reaches for this cache.
+         const cache::EntryTrust trust = cache::EntryTrust::fromConfig(config().cacheDir);
+         if (!trust.keyRefused.empty()) return "refused, so no entry loads or is stored: " + oneLine(withoutSourceLocation(trust.keyRefused));
+         if (trust.key) return "key " + trust.key->id() + ": entries are signed, unsigned ones do not load";
+         return std::string("no key: entries are not signed");
+       }},
       {"HOTKERNEL_CACHE_PATH",
        [] {
          return config().cachePath.empty() ? std::string("none")
