@@ -118,6 +118,8 @@ nlohmann::json Recorder::profile() const {
                             {"cols", v.key.cols},
                             {"sampledCalls", v.sampled},
                             {"estimatedCalls", static_cast<double>(v.sampled) / samplingProb_}};
+    // Middle-dim reductions only (Note [Profile format] in Recorder.h).
+    if (v.key.inner != 0) entry["inner"] = v.key.inner;
     // Norm variants only, and only when set (Note [Profile format] in Recorder.h).
     if (kernels::hasWeight(v.key)) entry["weight"] = true;
     if (kernels::hasBias(v.key)) entry["bias"] = true;

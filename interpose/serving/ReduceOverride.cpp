@@ -11,6 +11,8 @@
 
 #include "FamilyDType.h"
 #include "RecordedArgs.h"
+#include "hotkernel/kernels/ReduceDimFamily.h"
+#include "hotkernel/runtime/KernelArgs.h"
 
 namespace hotkernel {
 namespace {
@@ -20,11 +22,22 @@ using kernels::ReduceOp;
 OverrideState& state(ReduceOp op) { return ReduceOverride::state(op); }
 
 // The refusals that need no allocation (Note [Reductions are everywhere]):
-// anything but the last k dims, or a dtype= argument. reduceKeyOf checks
-// the rest (and these again).
+// anything but the last k dims or one middle dim of a contiguous tensor, or
+// a dtype= argument. reduceKeyOf checks the rest (and these again).
 bool maybeServed(const at::Tensor& self, bool hasDims, at::IntArrayRef dims, bool dtypeGiven) {
   if (!hasDims || dtypeGiven || !self.defined()) return false;
-  return kernels::ReduceFamily::trailingDims(self.dim(), dims.data(), dims.size()) >= 1;
+  if (kernels::ReduceFamily::trailingDims(self.dim(), dims.data(), dims.size()) >= 1) return true;
+  return kernels::ReduceDimFamily::middleDim(self.dim(), dims.data(), dims.size()) >= 0 && self.is_contiguous();
+}
+
+// Launches `plan` for the call `key` stands for: the last-dim ABI (in, out,
+// rows, cols), or the middle-dim one (in, out, outer, reduced, inner) for a
+// key with an inner extent (Note [Two layouts, one family] in
+// kernels/src/ReduceDescriptor.cpp). False: not launched.
+bool launchPlan(const Plan& plan, const VariantKey& key, const void* in, void* out, void* stream) noexcept {
+  if (key.inner == 0) return plan.launcher->launch(RowKernelArgs{in, out, key.rows, key.cols}, stream);
+  return plan.launcher->launchArgs(KernelArgs().pointer(in).pointer(out).int64(key.rows).int64(key.cols).int64(key.inner),
+                                   stream);
 }
 
 // Tries the planned kernel; an undefined tensor means "run the original".
@@ -37,16 +50,17 @@ at::Tensor tryPlan(ReduceOp op, const at::Tensor& self, at::IntArrayRef dims, bo
     s.noteDeviceUse(key.device);
     const Plan* plan = s.plans.load()->find(key);
     if (!plan) return {};
-    if (!pointerAligned(self.const_data_ptr(), plan->launcher->alignment())) return {};
+    const size_t inAlignment = plan->launcher->alignment();
+    if (!pointerAligned(self.const_data_ptr(), inAlignment)) return {};
     at::Tensor out = at::empty(call->outSizes, kernels::reduceOpInfo(op).index ? self.options().dtype(at::kLong)
                                                                                : self.options());
     const auto dtype = static_cast<kernels::DType>(key.dtype);
-    if (!pointerAligned(out.const_data_ptr(), kernels::ReduceFamily::outputElementSize(op, dtype))) return {};
+    // The last-dim kernel writes one element a row; the middle-dim one vectors of its input's width.
+    const size_t outAlignment = key.inner == 0 ? kernels::ReduceFamily::outputElementSize(op, dtype)
+                                               : kernels::ReduceDimFamily::outputAlignment(op, dtype, inAlignment);
+    if (!pointerAligned(out.const_data_ptr(), outAlignment)) return {};
     void* stream = self.is_cuda() ? c10::cuda::getCurrentCUDAStream(self.device().index()).stream() : nullptr;
-    if (!plan->launcher->launch(RowKernelArgs{self.const_data_ptr(), out.mutable_data_ptr(), key.rows, key.cols},
-                                stream)) {
-      return {};
-    }
+    if (!launchPlan(*plan, key, self.const_data_ptr(), out.mutable_data_ptr(), stream)) return {};
     return out;
   } catch (const std::exception& e) {
     HOTKERNEL_LOG_ONCE(Warn, std::string("reduce-trampoline-error:") + kernels::reduceOpName(op))
@@ -141,12 +155,18 @@ std::optional<ReduceCallKey> reduceKeyOf(ReduceOp op, const at::Tensor& self, st
   }
   call.keepdim = keepdim;
   call.dtypeGiven = dtypeGiven;
-  kernels::ReduceVariant v;
-  if (!kernels::ReduceFamily::guardCall(call, &v)) return std::nullopt;
+  const int32_t device = self.is_cuda() ? static_cast<int32_t>(self.device().index()) : -1;
   ReduceCallKey out;
-  out.key = VariantKey{static_cast<int32_t>(v.dtype), self.is_cuda() ? static_cast<int32_t>(self.device().index()) : -1,
-                       v.rows, v.cols};
-  out.outSizes = kernels::ReduceFamily::outputSizes(call);
+  kernels::ReduceVariant v;
+  if (kernels::ReduceFamily::guardCall(call, &v)) {
+    out.key = VariantKey{static_cast<int32_t>(v.dtype), device, v.rows, v.cols};
+    out.outSizes = kernels::ReduceFamily::outputSizes(call);
+    return out;
+  }
+  kernels::ReduceDimVariant m;
+  if (!kernels::ReduceDimFamily::guardCall(call, &m)) return std::nullopt;
+  out.key = kernels::reduceDimKeyOf(m, device);
+  out.outSizes = kernels::ReduceDimFamily::outputSizes(call);
   return out;
 }
 
@@ -232,9 +252,9 @@ OverrideState& ReduceOverride::state(ReduceOp op) {
 // the overload comes from operator_name(). aten::sum.dim_IntList and
 // aten::mean.dim (self, dim?, keepdim, dtype?), aten::amax / aten::amin
 // (self, dim[], keepdim) and aten::argmax / aten::argmin (self, dim?,
-// keepdim): the key reduceKeyOf gives,
-// under the overload-qualified name the engine and the cache use. Other
-// overloads (a full sum, named dims) are not served and not recorded.
+// keepdim): the key reduceKeyOf gives (a middle-dim call's has its inner
+// extent), under the overload-qualified name the engine and the cache use.
+// Other overloads (a full sum, named dims) are not served and not recorded.
 std::optional<VariantKey> ReduceOverride::recordedKey(const at::RecordFunction& call, ReduceOp op) {
   const size_t need = op == ReduceOp::Sum || op == ReduceOp::Mean ? 4 : 3;
   if (call.num_inputs() < need) return std::nullopt;

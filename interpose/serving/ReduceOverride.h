@@ -1,15 +1,17 @@
 #pragma once
-// The dispatcher trampolines for the last-dim reductions: aten::sum.dim_IntList,
+// The dispatcher trampolines for the reductions: aten::sum.dim_IntList,
 // aten::mean.dim, aten::amax, aten::argmax, aten::amin and aten::argmin, leaf
 // ops with CUDA kernels (autograd stays above them: the trampoline replaces
 // only the CUDA kernel, as the _softmax one does). One stateless trampoline
 // per op and key (Note [One stateless trampoline per op] in
 // SoftmaxOverride.h), one plan table per op. A call the family serves
 // (ReduceFamily::guardCall: the last dim, or the last k dims for sum, mean,
-// amax and amin; contiguous float32 / float16 / bfloat16; sum / mean without
-// dtype=; argmax / argmin with a dim) whose variant has a plan runs the
-// kernel and returns what ATen's kernel returns: the input's dtype (int64 for
-// the index ops), shape the leading dims (+ k ones with keepdim), contiguous.
+// amax and amin; ReduceDimFamily::guardCall: one dim that is not the last;
+// contiguous float32 / float16 / bfloat16; sum / mean without dtype=;
+// argmax / argmin with a dim) whose variant has a plan runs the kernel and
+// returns what ATen's kernel returns: the input's dtype (int64 for the index
+// ops), shape the input's without the reduced dims (ones in their place with
+// keepdim), contiguous.
 // Anything else, and any doubt (misaligned data, a failed launch, an
 // exception), runs the original: at::cuda::<op> on CUDA, the captured
 // SafeKernelFunction on other keys. Nothing thrown here reaches the caller
@@ -19,9 +21,10 @@
 // aten::sum and friends are called by much of PyTorch (losses, other ops'
 // backward, the harness's own checks). The trampoline's refusal path is a
 // few comparisons and one small vector (the call's sizes): calls it refuses
-// (full reductions, other dims, other dtypes) pay that and the original's
-// unboxed call. The references the harness and the tuner compare against
-// call at::cuda::<op> directly, never the trampoline.
+// (full reductions, several dims but the last ones, a middle dim of a
+// non-contiguous tensor, other dtypes) pay that and the original's unboxed
+// call. The references the harness and the tuner compare against call
+// at::cuda::<op> directly, never the trampoline.
 
 #include <ATen/core/Tensor.h>
 #include <ATen/record_function.h>
@@ -39,8 +42,8 @@
 
 namespace hotkernel {
 
-// A reduction call hotkernel can serve: its plan-table key (no flags) and
-// the result's sizes.
+// A reduction call hotkernel can serve: its plan-table key (no flags; an
+// inner extent for a middle dim) and the result's sizes.
 struct ReduceCallKey {
   VariantKey key;
   std::vector<int64_t> outSizes;
@@ -48,7 +51,8 @@ struct ReduceCallKey {
 
 // The key of a call of `op` (`dims`: the dim list, nullopt for None; argmax
 // and argmin pass {dim} or nullopt; `dtypeGiven`: sum / mean's dtype= argument), or
-// nullopt when ReduceFamily::guardCall refuses it. Device is -1 for CPU tensors.
+// nullopt when ReduceFamily::guardCall and ReduceDimFamily::guardCall refuse
+// it. Device is -1 for CPU tensors.
 // Allocates nothing but the result's outSizes after a thread's first call.
 std::optional<ReduceCallKey> reduceKeyOf(kernels::ReduceOp op, const at::Tensor& self,
                                          std::optional<at::IntArrayRef> dims, bool keepdim, bool dtypeGiven);

@@ -167,22 +167,70 @@ TEST(RecorderTest, GivenLastDimReductionsWhenRecordedThenOnlyServableCallsUnderT
        {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax", "aten::argmax", "aten::amin", "aten::argmin"}) {
     EXPECT_EQ(hotCount(sink, op, 33, 37), 1) << op;
   }
-  // Not servable, not recorded: a full sum, another dim, sum with dtype=, argmax(dim=None).
+  // Not servable, not recorded: a full sum, sum with dtype=, argmax(dim=None),
+  // either dim of a transposed (non-contiguous) [4, 13].
   const at::Tensor y = at::randn({4, 13});
+  const at::Tensor yt = at::randn({13, 4}).t();
   for (int i = 0; i < 4; ++i) {
     (void)at::sum(y);
-    (void)at::sum(y, {0});
     (void)at::sum(y, {-1}, false, at::kDouble);
     (void)at::argmax(y);
     (void)at::argmin(y);
-    (void)at::amin(y, {0});
+    (void)at::sum(yt, {0});
+    (void)at::sum(yt, {-1});
+    (void)at::amin(yt, {0});
   }
   int recorded = 0;
-  for (const auto& v : Recorder::instance().profile()["variants"]) {
+  const nlohmann::json profile = Recorder::instance().profile();  // alive through the loop
+  for (const auto& v : profile["variants"]) {
     const std::string op = v["op"];
     if (op.rfind("aten::sum", 0) == 0 || op == "aten::argmax" || op == "aten::argmin" || op == "aten::amin") recorded += v["cols"] == 13 || v["cols"] == 4;
   }
   EXPECT_EQ(recorded, 0);
+}
+
+// A middle-dim call (one dim that is not the last, contiguous) is recorded
+// with its key's inner extent, in the profile too; two dims, dim=None,
+// dtype= and a non-contiguous input are not. Shapes are this test's own.
+TEST(RecorderTest, GivenMiddleDimReductionsWhenRecordedThenKeysAndProfileCarryTheInnerExtent) {
+  HotSink& sink = startRecorderOnce();
+  const at::Tensor x = at::randn({5, 9, 2, 3});
+  for (int i = 0; i < 4; ++i) {
+    (void)at::sum(x, {1});
+    (void)at::mean(x, {-3}, /*keepdim=*/true);
+    (void)at::amax(x, {1});
+    (void)at::argmax(x, 1);
+    (void)at::amin(x, {1}, /*keepdim=*/true);
+    (void)at::argmin(x, -3);
+  }
+  VariantKey want{static_cast<int32_t>(kernels::DType::Float32), -1, 5, 9};
+  want.inner = 6;
+  for (const char* op :
+       {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax", "aten::argmax", "aten::amin", "aten::argmin"}) {
+    std::lock_guard<std::mutex> g(sink.mu);
+    int n = 0;
+    for (const auto& [o, k] : sink.hot) n += o == op && k == want;
+    EXPECT_EQ(n, 1) << op;
+  }
+  // Not recorded: sum with dtype=, a non-contiguous input of the same extents
+  // (either would count under the same key), two dims, argmax(dim=None).
+  const at::Tensor nc = at::randn({9, 5, 6}).transpose(0, 1);  // [5, 9, 6]
+  for (int i = 0; i < 4; ++i) {
+    (void)at::sum(x, {1}, false, at::kDouble);
+    (void)at::amax(nc, {1});
+    (void)at::argmin(nc, 1);
+    (void)at::sum(x, at::IntArrayRef{0, 1});
+    (void)at::argmax(x);
+  }
+  EXPECT_DOUBLE_EQ(Recorder::instance().estimatedCalls("aten::sum.dim_IntList", want), 4.0);
+  EXPECT_DOUBLE_EQ(Recorder::instance().estimatedCalls("aten::amax", want), 4.0);
+  EXPECT_DOUBLE_EQ(Recorder::instance().estimatedCalls("aten::argmin", want), 4.0);
+  int withInner = 0;
+  const nlohmann::json profile = Recorder::instance().profile();  // alive through the loop
+  for (const auto& v : profile["variants"]) {
+    withInner += v.contains("inner") && v["rows"] == 5 && v["cols"] == 9 && v["inner"] == 6;
+  }
+  EXPECT_EQ(withInner, 6);
 }
 
 }  // namespace

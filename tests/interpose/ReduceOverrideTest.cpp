@@ -1,7 +1,9 @@
-// The last-dim reduction trampolines (aten::sum.dim_IntList, aten::mean.dim,
-// aten::amax, aten::argmax) route plan hits to the plan's launcher with the
-// (in, out, rows, cols) ABI and return ATen's shapes and dtypes; everything
-// the family refuses, and any failed launch, runs the original kernel.
+// The reduction trampolines (aten::sum.dim_IntList, aten::mean.dim,
+// aten::amax, aten::argmax, aten::amin, aten::argmin) route plan hits to the
+// plan's launcher with the (in, out, rows, cols) ABI over the last dim(s), or
+// the (in, out, outer, reduced, inner) one over a middle dim, and return
+// ATen's shapes and dtypes; everything the families refuse, and any failed
+// launch, runs the original kernel.
 // Exercised on the CPU dispatch key with a launcher that plays the kernel ABI
 // on the host (the CUDA key runs the same trampolines; see
 // tests/gpu/ReduceRuntimeGpuTest.cpp). Own binary: the overrides of sum & co
@@ -56,6 +58,59 @@ class AbiLauncher : public KernelLauncher {
 
 at::Tensor pattern(int64_t rows) { return at::arange(rows, at::kFloat).add_(0.25); }
 
+// Plays hk_reduce_dim's ABI (in, out, outer, reduced, inner) through
+// launchArgs: position (o, i)'s result is 100 o + i + 0.5 (float32), or
+// 100 o + i (int64) for the index ops; records the arguments. Its row ABI
+// (launch) fails: a middle-dim plan never gets a row launch.
+class DimAbiLauncher : public KernelLauncher {
+ public:
+  explicit DimAbiLauncher(bool index) : index_(index) {}
+  bool launch(const RowKernelArgs&, void*) const noexcept override {
+    ++rowLaunches;
+    return false;
+  }
+  bool launchArgs(const KernelArgs& a, void* stream) const noexcept override {
+    ++calls;
+    if (stream != nullptr || a.size() != 5) return false;
+    in = a.pointerAt(0);
+    outer = a.int64At(2);
+    reduced = a.int64At(3);
+    inner = a.int64At(4);
+    void* out = const_cast<void*>(a.pointerAt(1));
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        if (index_) {
+          static_cast<int64_t*>(out)[o * inner + i] = 100 * o + i;
+        } else {
+          static_cast<float*>(out)[o * inner + i] = static_cast<float>(100 * o + i) + 0.5f;
+        }
+      }
+    }
+    return true;
+  }
+  size_t alignment() const override { return 16; }
+  std::string describe() const override { return "dim abi"; }
+  mutable std::atomic<int> calls{0}, rowLaunches{0};
+  mutable int64_t outer = 0, reduced = 0, inner = 0;
+  mutable const void* in = nullptr;
+
+ private:
+  bool index_;
+};
+
+// What DimAbiLauncher writes for `outer` x `inner` positions, as a float32 or int64 [outer, inner].
+at::Tensor dimPattern(int64_t outer, int64_t inner, bool index) {
+  const at::Tensor p = at::arange(outer, at::kLong).mul_(100).unsqueeze(1) + at::arange(inner, at::kLong).unsqueeze(0);
+  return index ? p : p.to(at::kFloat).add_(0.5);
+}
+
+// The planned middle-dim variant: float32 [2, 5, 12] over dim 1.
+VariantKey middleKey() {
+  VariantKey key{kF32, -1, 2, 5};
+  key.inner = 12;
+  return key;
+}
+
 // A float32 sum of a few dozen normal values against its float64 result: an
 // absolute floor, since a sum near 0 has no relative accuracy.
 bool near(const at::Tensor& got, const at::Tensor& ref) {
@@ -70,6 +125,9 @@ class ReduceOverrideTest : public ::testing::Test {
       launchers_[static_cast<int>(op)] = std::make_shared<AbiLauncher>(kernels::reduceOpInfo(op).index);
       plansOf(servedOp(kernels::reduceAtenOpName(op))).publish(
           Plan{VariantKey{kF32, -1, 6, 48}, launchers_[static_cast<int>(op)], "abi 6x48"});
+      dimLaunchers_[static_cast<int>(op)] = std::make_shared<DimAbiLauncher>(kernels::reduceOpInfo(op).index);
+      plansOf(servedOp(kernels::reduceAtenOpName(op))).publish(
+          Plan{middleKey(), dimLaunchers_[static_cast<int>(op)], "dim abi 2x5x12"});
     }
   }
   void SetUp() override {
@@ -77,9 +135,92 @@ class ReduceOverrideTest : public ::testing::Test {
     setServedOpsEnabled(true);
   }
   static AbiLauncher& launcher(ReduceOp op) { return *launchers_[static_cast<int>(op)]; }
+  static DimAbiLauncher& dimLauncher(ReduceOp op) { return *dimLaunchers_[static_cast<int>(op)]; }
   static std::shared_ptr<AbiLauncher> launchers_[kernels::kReduceOpCount];
+  static std::shared_ptr<DimAbiLauncher> dimLaunchers_[kernels::kReduceOpCount];
 };
 std::shared_ptr<AbiLauncher> ReduceOverrideTest::launchers_[kernels::kReduceOpCount];
+std::shared_ptr<DimAbiLauncher> ReduceOverrideTest::dimLaunchers_[kernels::kReduceOpCount];
+
+// One call of `op` over `dim` (sum, mean, amax, amin: a one-element dim list).
+at::Tensor reduceOver(ReduceOp op, const at::Tensor& x, int64_t dim, bool keepdim) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return at::sum(x, {dim}, keepdim);
+    case ReduceOp::Mean:
+      return at::mean(x, {dim}, keepdim);
+    case ReduceOp::Amax:
+      return at::amax(x, {dim}, keepdim);
+    case ReduceOp::Amin:
+      return at::amin(x, {dim}, keepdim);
+    case ReduceOp::Argmax:
+      return at::argmax(x, dim, keepdim);
+    case ReduceOp::Argmin:
+      return at::argmin(x, dim, keepdim);
+  }
+  return {};
+}
+
+TEST_F(ReduceOverrideTest, GivenAPlannedMiddleDimVariantWhenEveryOpReducesDimOneThenTheFiveArgumentAbiServesWithAtensShapes) {
+  const at::Tensor x = at::randn({2, 5, 12});
+  for (ReduceOp op : kernels::kAllReduceOps) {
+    SCOPED_TRACE(kernels::reduceOpName(op));
+    const bool index = kernels::reduceOpInfo(op).index;
+    DimAbiLauncher& l = dimLauncher(op);
+    const int before = l.calls.load();
+    const uint64_t hits = hitsOf(servedOp(kernels::reduceAtenOpName(op)));
+    const at::Tensor out = reduceOver(op, x, 1, false);
+    EXPECT_EQ(l.calls.load(), before + 1);
+    EXPECT_EQ(hitsOf(servedOp(kernels::reduceAtenOpName(op))), hits + 1);
+    EXPECT_EQ(l.rowLaunches.load(), 0);
+    EXPECT_EQ(l.in, x.const_data_ptr());
+    EXPECT_EQ(l.outer, 2);
+    EXPECT_EQ(l.reduced, 5);
+    EXPECT_EQ(l.inner, 12);
+    EXPECT_EQ(out.sizes(), (at::IntArrayRef{2, 12}));
+    EXPECT_EQ(out.scalar_type(), index ? at::kLong : at::kFloat);
+    EXPECT_TRUE(out.is_contiguous());
+    EXPECT_TRUE(at::equal(out, dimPattern(2, 12, index)));
+    // keepdim, and the dim spelled negatively.
+    const at::Tensor kept = reduceOver(op, x, -2, true);
+    EXPECT_EQ(kept.sizes(), (at::IntArrayRef{2, 1, 12}));
+    EXPECT_TRUE(at::equal(kept.reshape({2, 12}), dimPattern(2, 12, index)));
+    EXPECT_EQ(l.calls.load(), before + 2);
+  }
+}
+
+TEST_F(ReduceOverrideTest, GivenAFourDimensionalTensorWithThePlannedExtentsWhenReducedOverDimOneThenThePlanServes) {
+  // [2, 5, 3, 4] over dim 1: outer 2, reduced 5, inner 3 * 4 = 12.
+  const at::Tensor x = at::randn({2, 5, 3, 4});
+  const int before = dimLauncher(ReduceOp::Amax).calls.load();
+  const at::Tensor out = at::amax(x, {1});
+  EXPECT_EQ(dimLauncher(ReduceOp::Amax).calls.load(), before + 1);
+  EXPECT_EQ(out.sizes(), (at::IntArrayRef{2, 3, 4}));
+  EXPECT_TRUE(at::equal(out.reshape({2, 12}), dimPattern(2, 12, false)));
+}
+
+TEST_F(ReduceOverrideTest, GivenMiddleDimCallsTheFamilyRefusesWhenCalledThenOriginalResultsAndNoLaunch) {
+  const at::Tensor x = at::randn({2, 5, 12});
+  const at::Tensor nc = at::randn({5, 2, 12}).transpose(0, 1);  // [2, 5, 12], not contiguous
+  ASSERT_FALSE(nc.is_contiguous());
+  const at::Tensor other = at::randn({2, 6, 12});  // no plan
+  const at::Tensor x64 = x.to(at::kDouble);
+  const int sumBefore = dimLauncher(ReduceOp::Sum).calls.load();
+  const int argmaxBefore = dimLauncher(ReduceOp::Argmax).calls.load();
+  const int amaxBefore = dimLauncher(ReduceOp::Amax).calls.load();
+  // dim=None, two dims, a dtype= argument, a non-contiguous input, an unplanned shape.
+  EXPECT_TRUE(near(at::sum(x, at::IntArrayRef{0, 1}), x64.sum(at::IntArrayRef{0, 1})));
+  EXPECT_TRUE(near(at::sum(x, {1}, false, at::kFloat), x64.sum(1)));
+  EXPECT_TRUE(near(at::sum(nc, {1}), nc.to(at::kDouble).sum(1)));
+  EXPECT_TRUE(near(at::sum(other, {1}), other.to(at::kDouble).sum(1)));
+  EXPECT_EQ(at::argmax(x).item<int64_t>(), x.reshape({-1}).argmax().item<int64_t>());
+  EXPECT_TRUE(at::equal(at::argmax(nc, 1), std::get<1>(nc.max(1))));
+  EXPECT_TRUE(at::equal(at::amax(nc, {1}), std::get<0>(nc.max(1))));
+  EXPECT_TRUE(at::equal(at::amax(x, at::IntArrayRef{0, 1}), std::get<0>(x.reshape({10, 12}).max(0))));
+  EXPECT_EQ(dimLauncher(ReduceOp::Sum).calls.load(), sumBefore);
+  EXPECT_EQ(dimLauncher(ReduceOp::Argmax).calls.load(), argmaxBefore);
+  EXPECT_EQ(dimLauncher(ReduceOp::Amax).calls.load(), amaxBefore);
+}
 
 TEST_F(ReduceOverrideTest, GivenInstalledTwiceWhenInstallingThenIdempotentForEveryOp) {
   for (ReduceOp op : kernels::kAllReduceOps) {
@@ -237,6 +378,26 @@ TEST(ReduceKeyOfTest, GivenTensorsWhenKeyedThenFlattenedRowsDeviceMinusOneAndAte
   EXPECT_FALSE(reduceKeyOf(ReduceOp::Sum, x.to(at::kDouble), std::vector<int64_t>{-1}, false, false).has_value());
   EXPECT_FALSE(reduceKeyOf(ReduceOp::Amax, at::randn({0, 4}), std::vector<int64_t>{-1}, false, false).has_value());
   EXPECT_FALSE(reduceKeyOf(ReduceOp::Amax, at::Tensor(), std::vector<int64_t>{-1}, false, false).has_value());
+}
+
+TEST(ReduceKeyOfTest, GivenOneMiddleDimWhenKeyedThenOuterReducedInnerAndAtensOutputSizes) {
+  const at::Tensor x = at::randn({2, 3, 5, 7});
+  std::optional<ReduceCallKey> k = reduceKeyOf(ReduceOp::Sum, x, std::vector<int64_t>{1}, false, false);
+  ASSERT_TRUE(k.has_value());
+  VariantKey want{kF32, -1, 2, 3};
+  want.inner = 35;
+  EXPECT_TRUE(k->key == want);
+  EXPECT_EQ(k->outSizes, (std::vector<int64_t>{2, 5, 7}));
+  k = reduceKeyOf(ReduceOp::Argmin, x, std::vector<int64_t>{-4}, true, false);
+  ASSERT_TRUE(k.has_value());
+  EXPECT_EQ(k->key.rows, 1);
+  EXPECT_EQ(k->key.cols, 2);
+  EXPECT_EQ(k->key.inner, 105);
+  EXPECT_EQ(k->outSizes, (std::vector<int64_t>{1, 3, 5, 7}));
+  EXPECT_FALSE(reduceKeyOf(ReduceOp::Sum, x, std::vector<int64_t>{0, 1}, false, false).has_value());
+  EXPECT_FALSE(reduceKeyOf(ReduceOp::Sum, x, std::vector<int64_t>{1}, false, true).has_value());
+  EXPECT_FALSE(reduceKeyOf(ReduceOp::Amax, x.transpose(1, 2), std::vector<int64_t>{1}, false, false).has_value());
+  EXPECT_FALSE(reduceKeyOf(ReduceOp::Amax, at::randn({4, 6, 1}), std::vector<int64_t>{1}, false, false).has_value());
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ class Recorder {
   // The profile document, format "hotkernel-profile" version 1:
   // {"format":"hotkernel-profile","version":1,"samplingProb":p,
   //  "ops":[{"op":name,"sampledCalls":n,"estimatedCalls":n/p}...] (most frequent first),
-  //  "variants":[{"op":..,"dtype":"bf16","device":0,"rows":..,"cols":..,
+  //  "variants":[{"op":..,"dtype":"bf16","device":0,"rows":..,"cols":..,"inner":n?,
   //               "weight":true?,"bias":true?,"sampledCalls":n,"estimatedCalls":n/p}...]}
   //
   // Note [Profile format]
@@ -55,7 +55,11 @@ class Recorder {
   // The last-dim reductions are recorded under their overload-qualified
   // names ("aten::sum.dim_IntList", "aten::mean.dim", "aten::amax",
   // "aten::argmax", "aten::amin", "aten::argmin") with plain (dtype, rows, cols) keys: a reader that knows
-  // no such op drops them.
+  // no such op drops them. Their middle-dim variants add "inner" (the key's
+  // third extent: rows = outer, cols = the reduced extent); a reader that
+  // predates it reads such a variant as the last-dim one of [outer, reduced],
+  // a real variant of the op, tuned needlessly but never served in place of
+  // another (plan keys are exact).
   nlohmann::json profile() const;
   // Estimated calls of one variant so far (sampled / p); 0 if never sampled.
   // What the optimizer's ranking takes as the target's recorded calls.
