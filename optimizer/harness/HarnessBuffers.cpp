@@ -23,6 +23,9 @@ using kernels::DType;
 // Spell the empty shape as an IntArrayRef.
 at::Tensor outputView(const at::Tensor& flat, const RowOpOutput& o, int64_t rows, int64_t cols) {
   if (o.scalar) return flat.narrow(0, 0, 1).view(c10::IntArrayRef{});
+  if (o.perRow && o.perRowElements > 1) {
+    return flat.narrow(0, 0, rows * o.perRowElements).view({rows, o.perRowElements});
+  }
   if (o.perRow) return flat.narrow(0, 0, rows);
   return flat.narrow(0, 0, rows * cols).view({rows, cols});
 }
@@ -59,7 +62,7 @@ at::ScalarType outputType(const RowOpOutput& o, at::ScalarType inType) {
 }
 
 int64_t outputElements(const RowOpOutput& o, int64_t rows, int64_t cols) {
-  return o.scalar ? 1 : o.perRow ? rows : rows * cols;
+  return o.scalar ? 1 : o.perRow ? rows * std::max<int64_t>(o.perRowElements, 1) : rows * cols;
 }
 
 // Note [Randomized pre-fill and guards]

@@ -34,7 +34,7 @@ bool isExactInt64(const RowOpOutput& o);
 // The dtype of output `o`'s buffer for an input of `inType`.
 at::ScalarType outputType(const RowOpOutput& o, at::ScalarType inType);
 
-// Elements of output `o` for a [rows, cols] input.
+// Elements of output `o` for a [rows, cols] input (rows * perRowElements per row).
 int64_t outputElements(const RowOpOutput& o, int64_t rows, int64_t cols);
 
 // What a launch's outputs are pre-filled with (Note [Randomized pre-fill and guards]).

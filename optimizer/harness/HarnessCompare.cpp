@@ -192,7 +192,7 @@ bool Comparer::compareOutput(size_t i, const at::Tensor& in, const RowOpArgs& ar
       if (std::isnan(tol)) tol = 0.0;
       if (!(e <= tol) && !failedTolerance) failedTolerance = tol;
     } else {
-      outside.merge(outsideBound(o, rf, bound, sliced ? s.begin * (out.dim() == 2 ? n : 1) : 0));
+      outside.merge(outsideBound(o, rf, bound, sliced ? s.begin * (out.dim() == 2 ? out.size(1) : 1) : 0));
     }
   }
   if (!finite) {

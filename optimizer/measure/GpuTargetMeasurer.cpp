@@ -68,10 +68,12 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
   HOTKERNEL_CHECK(key.rows >= 1 && key.cols >= 1, "bad variant ", key.rows, "x", key.cols);
   const int device = key.device;
   const auto dtype = static_cast<kernels::DType>(key.dtype);
+  // The timed input: [rows, cols], or [rows, cols * inner] for a key with an inner extent (no overflow: servesKey).
+  const int64_t cols = kernels::rowLength(key);
   const int64_t l2 = at::cuda::getDeviceProperties(device)->l2CacheSize;
-  const int64_t need = 2 * key.rows * key.cols * static_cast<int64_t>(kernels::elementSize(dtype)) + 2 * l2;
+  const int64_t need = 2 * key.rows * cols * static_cast<int64_t>(kernels::elementSize(dtype)) + 2 * l2;
   const int64_t cap = capFor(device);
-  HOTKERNEL_CHECK(need <= cap, "timing ", op, " ", key.rows, "x", key.cols, " needs ~", need >> 20,
+  HOTKERNEL_CHECK(need <= cap, "timing ", op, " ", kernels::variantString(key), " needs ~", need >> 20,
                   " MiB of GPU memory, over the optimizer's cap of ", cap >> 20, " MiB");
   // The call its tuner times candidates against (Note [The ATen reference]).
   const AtenReference reference = atenReferenceOf(*family, key);
@@ -81,8 +83,8 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
   // Drawn in row slices, a yield point before each (the first before any GPU work).
   TimedInput timed;
   timed.in = buildInRowSlices(
-      key.rows, key.cols, scalarTypeOf(dtype), device,
-      [&](int64_t, int64_t k) { return at::randn({k, key.cols}, opts.dtype(at::kFloat)).mul_(4.0); },
+      key.rows, cols, scalarTypeOf(dtype), device,
+      [&](int64_t, int64_t k) { return at::randn({k, cols}, opts.dtype(at::kFloat)).mul_(4.0); },
       options_.yieldPoint);
   HOTKERNEL_CHECK(timed.in.defined(), "benchmark interrupted");
   at::Generator gen = timingGenerator(device);

@@ -5,6 +5,7 @@
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/CrossEntropyTuner.h"
 #include "hotkernel/optimizer/NormTuner.h"
+#include "hotkernel/optimizer/ReduceDimTuner.h"
 #include "hotkernel/optimizer/ReduceTuner.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
 #include "hotkernel/runtime/Check.h"
@@ -29,9 +30,11 @@ TuneOutcome softmaxTuner(const kernels::FamilyDescriptor&, const VariantKey& key
   return tuneSoftmax(kernels::softmaxVariantOf(key), key.device, options, kOp);
 }
 
+// Both layouts of a reduction op (Note [Two layouts, one family] in kernels/src/ReduceDescriptor.cpp).
 TuneOutcome reduceTuner(const kernels::FamilyDescriptor& family, const VariantKey& key, const TunerOptions& options) {
   const std::optional<ReduceOp> op = kernels::reduceOpOfFamily(family.name);
   HOTKERNEL_INTERNAL_ASSERT(op.has_value(), family.name, " is not a reduction family");
+  if (key.inner != 0) return tuneReduceDim(kernels::reduceDimVariantOf(key, *op), key.device, options);
   return tuneReduce(kernels::reduceVariantOf(key, *op), key.device, options);
 }
 
@@ -53,9 +56,11 @@ AtenReference softmaxReference(const kernels::FamilyDescriptor&, const VariantKe
   return atenReferenceOfSpec(softmaxSpec(kOp));
 }
 
-AtenReference reduceReference(const kernels::FamilyDescriptor& family, const VariantKey&) {
+AtenReference reduceReference(const kernels::FamilyDescriptor& family, const VariantKey& key) {
   const std::optional<ReduceOp> op = kernels::reduceOpOfFamily(family.name);
   HOTKERNEL_INTERNAL_ASSERT(op.has_value(), family.name, " is not a reduction family");
+  // A middle-dim key's timed input is [rows, cols * inner] (kernels::rowLength).
+  if (key.inner != 0) return atenReferenceOfSpec(reduceDimSpec(*op, key.inner));
   return atenReferenceOfSpec(reduceSpec(*op));
 }
 

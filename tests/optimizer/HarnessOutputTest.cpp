@@ -37,6 +37,35 @@ TEST(HarnessOutputTest, GivenPerRowOutputWhenViewedThenRowsElements) {
   EXPECT_EQ(v.data_ptr(), flat.data_ptr());
 }
 
+TEST(HarnessOutputTest, GivenPerRowOutputOfSeveralElementsWhenViewedThenRowsByThoseElements) {
+  RowOpOutput o = outputOf(true, false);
+  o.perRowElements = 3;
+  const at::Tensor flat = at::arange(12 + 1024, at::kFloat);
+  const at::Tensor v = outputView(flat, o, 4, 6);  // a [4, 2 * 3] input reduced over its middle extent
+  EXPECT_EQ(v.sizes(), at::IntArrayRef({4, 3}));
+  EXPECT_EQ(v.data_ptr(), flat.data_ptr());
+  EXPECT_EQ(v[3][2].item<double>(), 11.0);  // the canary after element 11 is not in the view
+}
+
+TEST(HarnessOutputTest, GivenASpecWithAnIndexOutputOfSeveralElementsAPerRowWhenAllocatedThenInt64RowsByElements) {
+  RowOpSpec spec;
+  RowOpOutput o = outputOf(true, false);
+  o.perRowElements = 5;
+  o.exactInt64 = true;
+  RowOpOutput values = outputOf(true, false);
+  values.perRowElements = 5;
+  values.perRowInInputDtype = true;
+  spec.outputs = {o, values, outputOf(true, false)};
+  const std::vector<at::Tensor> outs = allocateOutputs(spec, at::zeros({7, 35}, at::kBFloat16));
+  ASSERT_EQ(outs.size(), 3u);
+  EXPECT_EQ(outs[0].sizes(), at::IntArrayRef({7, 5}));
+  EXPECT_EQ(outs[0].scalar_type(), at::kLong);
+  EXPECT_EQ(outs[1].sizes(), at::IntArrayRef({7, 5}));
+  EXPECT_EQ(outs[1].scalar_type(), at::kBFloat16);
+  EXPECT_EQ(outs[2].sizes(), at::IntArrayRef({7}));  // one element a row: [rows], float32
+  EXPECT_EQ(outs[2].scalar_type(), at::kFloat);
+}
+
 TEST(HarnessOutputTest, GivenFullOutputWhenViewedThenRowsByColsOverTheBuffersStart) {
   const at::Tensor flat = at::arange(20 + 1024, at::kFloat);
   const at::Tensor v = outputView(flat, outputOf(false, false), 4, 5);

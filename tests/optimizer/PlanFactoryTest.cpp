@@ -52,7 +52,9 @@ TEST(PlanFactoryTest, GivenMalformedVariantStringsWhenParsedThenRefused) {
 TEST(PlanFactoryTest, GivenMiddleDimKeysWhenFormattedAndParsedThenInnerRoundTripsAndTwoExtentStringsAreUnchanged) {
   VariantKey k{static_cast<int32_t>(DType::Float32), 2, 64, 4096};
   EXPECT_EQ(kernels::variantString(k), "dtype=float32;rows=64;cols=4096");
+  EXPECT_EQ(kernels::rowLength(k), 4096);
   k.inner = 1024;
+  EXPECT_EQ(kernels::rowLength(k), 4096 * 1024);  // the timed input's [64, 4096 * 1024] rows
   const std::string s = kernels::variantString(k);
   EXPECT_EQ(s, "dtype=float32;rows=64;cols=4096;inner=1024");
   const std::optional<VariantKey> back = kernels::parseVariantString(s, 2);

@@ -43,6 +43,12 @@ inline int32_t reductionOf(const VariantKey& key) {
   return ((key.options & variant_options::kReductionMask) >> variant_options::kReductionShift) - 1;
 }
 
+// The elements of one row of the [rows, ...] input a key stands for: cols,
+// times inner for a key with an inner extent (a middle-dim reduction's
+// [outer, reduced * inner] rows). Precondition: the product fits int64 (a
+// family's servesKey holds).
+inline int64_t rowLength(const VariantKey& key) { return key.inner != 0 ? key.cols * key.inner : key.cols; }
+
 // The cache's variant string: "dtype=bfloat16;rows=4096;cols=32000" (no
 // device: the fingerprint names the GPU model), then ";inner=N" when the key
 // has a third extent (key.inner != 0: a middle-dim reduction), then

@@ -113,6 +113,11 @@ struct RowOpOutput {
   // With perRow: [rows] int64 (argmax's indices) instead of float32, compared
   // for equality (`bound` is not called; Note [Exact integer outputs]).
   bool exactInt64 = false;
+  // With perRow: k elements a row, [rows, k] (a middle-dim reduction of an
+  // [outer, reduced * inner] input: its inner results of each outer row:
+  // Note [Middle-dim reduction harness] in src/ReduceDimTuner.cpp) when
+  // k > 1; [rows] when 1. Its bound is then [rows, k] too (or broadcasts).
+  int64_t perRowElements = 1;
 };
 
 // Note [Exact integer outputs]
@@ -225,7 +230,8 @@ kernels::DType dtypeOfTensor(const at::Tensor& t);
 
 // Output `o` of a check on a [rows, cols] input, as a view of the first
 // elements of `flat` (the harness's buffer, a canary after them): 0-dim for a
-// scalar output, [rows] per row, else [rows, cols].
+// scalar output, [rows] per row ([rows, k] with k = perRowElements > 1),
+// else [rows, cols].
 at::Tensor outputView(const at::Tensor& flat, const RowOpOutput& o, int64_t rows, int64_t cols);
 
 // Elements of an exact output (RowOpOutput::exactInt64) that differ from the
