@@ -1,0 +1,170 @@
+#include "hotkernel/optimizer/ChainReference.h"
+
+#include <optional>
+
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel {
+namespace {
+
+using chain::Node;
+using chain::OpKind;
+using chain::ShapeClass;
+
+// A Python number as eager code passes it to a binary op (Note [The chain's ATen reference]).
+at::Tensor wrappedNumber(double value) {
+  at::Tensor t = at::scalar_tensor(value, at::TensorOptions().dtype(at::kDouble));
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+std::vector<int64_t> expectedSizes(ShapeClass shape, int64_t rows, int64_t cols) {
+  switch (shape) {
+    case ShapeClass::Full:
+      return {rows, cols};
+    case ShapeClass::Column:
+      return {cols};
+    case ShapeClass::Row:
+      return {rows, 1};
+    case ShapeClass::RowFlat:
+      return {rows};
+    case ShapeClass::Scalar:
+      return {};
+  }
+  return {};
+}
+
+at::Tensor unary(const Node& n, const at::Tensor& x) {
+  switch (n.op) {
+    case OpKind::Neg:
+      return at::neg(x);
+    case OpKind::Exp:
+      return at::exp(x);
+    case OpKind::Log:
+      return at::log(x);
+    case OpKind::Rsqrt:
+      return at::rsqrt(x);
+    case OpKind::Sqrt:
+      return at::sqrt(x);
+    case OpKind::Tanh:
+      return at::tanh(x);
+    case OpKind::Sigmoid:
+      return at::sigmoid(x);
+    case OpKind::Silu:
+      return at::silu(x);
+    case OpKind::GeluErf:
+      return at::gelu(x, "none");
+    case OpKind::GeluTanh:
+      return at::gelu(x, "tanh");
+    case OpKind::Relu:
+      return at::relu(x);
+    case OpKind::Abs:
+      return at::abs(x);
+    case OpKind::PowScalar:
+      return at::pow(x, n.scalar);
+    case OpKind::Reciprocal:
+      return at::reciprocal(x);
+    default:
+      HOTKERNEL_INTERNAL_ASSERT(false, "not a unary op: ", chain::opInfo(n.op).name);
+  }
+  return {};
+}
+
+at::Tensor binary(const Node& n, const at::Tensor& a, const at::Tensor& b) {
+  switch (n.op) {
+    case OpKind::Add:
+      return at::add(a, b, n.scalar);
+    case OpKind::Sub:
+      return at::sub(a, b, n.scalar);
+    case OpKind::Mul:
+      return at::mul(a, b);
+    case OpKind::Div:
+      return at::div(a, b);
+    default:
+      HOTKERNEL_INTERNAL_ASSERT(false, "not a binary op: ", chain::opInfo(n.op).name);
+  }
+  return {};
+}
+
+at::Tensor reduction(const Node& n, const at::Tensor& x) {
+  const int64_t dim = -1;
+  switch (n.op) {
+    case OpKind::Sum:
+      return at::sum(x, {dim}, n.keepdim);
+    case OpKind::Mean:
+      return at::mean(x, {dim}, n.keepdim);
+    case OpKind::Amax:
+      return at::amax(x, {dim}, n.keepdim);
+    default:
+      HOTKERNEL_INTERNAL_ASSERT(false, "not a reduction: ", chain::opInfo(n.op).name);
+  }
+  return {};
+}
+
+}  // namespace
+
+at::ScalarType chainScalarType(chain::DType dtype) {
+  switch (dtype) {
+    case chain::DType::Float32:
+      return at::kFloat;
+    case chain::DType::Float16:
+      return at::kHalf;
+    case chain::DType::BFloat16:
+      return at::kBFloat16;
+  }
+  HOTKERNEL_INTERNAL_ASSERT(false, "unknown chain dtype");
+  return at::kFloat;
+}
+
+std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::vector<ChainReferenceInput>& inputs,
+                                         int64_t rows, int64_t cols) {
+  const std::vector<int> inputNodes = ir.inputs();
+  HOTKERNEL_CHECK(inputs.size() == inputNodes.size(), "the chain takes ", inputNodes.size(), " inputs, got ",
+                  inputs.size());
+  const std::vector<Node>& nodes = ir.nodes();
+  // A node's value: a tensor, or a Scalar node's number (wrapped when it meets a tensor).
+  std::vector<at::Tensor> tensors(nodes.size());
+  std::vector<std::optional<double>> numbers(nodes.size());
+  for (size_t k = 0; k < inputNodes.size(); ++k) {
+    const Node& n = nodes[static_cast<size_t>(inputNodes[k])];
+    if (n.shape == ShapeClass::Scalar) {
+      numbers[static_cast<size_t>(inputNodes[k])] = inputs[k].scalar;
+      continue;
+    }
+    const at::Tensor& t = inputs[k].tensor;
+    HOTKERNEL_CHECK(t.defined() && t.scalar_type() == chainScalarType(n.dtype) &&
+                        t.sizes().vec() == expectedSizes(n.shape, rows, cols),
+                    "input ", k, " must be a ", chain::shapeClassName(n.shape), " tensor of ",
+                    chainScalarType(n.dtype), " for [", rows, ", ", cols, "]");
+    tensors[static_cast<size_t>(inputNodes[k])] = t;
+  }
+  const auto operand = [&](int i) {
+    const size_t u = static_cast<size_t>(i);
+    return numbers[u] ? wrappedNumber(*numbers[u]) : tensors[u];
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    switch (chain::opInfo(n.op).category) {
+      case chain::OpCategory::Leaf:
+        if (n.op == OpKind::Constant) numbers[i] = n.scalar;
+        break;
+      case chain::OpCategory::Unary:
+        tensors[i] = unary(n, tensors[static_cast<size_t>(n.operands.at(0))]);
+        break;
+      case chain::OpCategory::Binary:
+        tensors[i] = binary(n, operand(n.operands.at(0)), operand(n.operands.at(1)));
+        break;
+      case chain::OpCategory::Cast:
+        tensors[i] = tensors[static_cast<size_t>(n.operands.at(0))].to(chainScalarType(n.dtype));
+        break;
+      case chain::OpCategory::Reduction:
+        tensors[i] = reduction(n, tensors[static_cast<size_t>(n.operands.at(0))]);
+        break;
+    }
+  }
+  std::vector<at::Tensor> outputs;
+  for (int o : ir.outputs()) outputs.push_back(tensors[static_cast<size_t>(o)]);
+  return outputs;
+}
+
+}  // namespace hotkernel

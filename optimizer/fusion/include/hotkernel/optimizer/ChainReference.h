@@ -1,0 +1,43 @@
+#pragma once
+// A chain run by ATen, op by op, as eager PyTorch runs it: the reference a
+// fused chain kernel is checked and timed against (issue 20's harness), and
+// the check that the chain IR's rules (Note [Chain dtypes] in
+// hotkernel/chain/ChainIR.h) are ATen's.
+//
+// Note [The chain's ATen reference]
+// Each node becomes the ATen call the dispatcher saw when the chain was
+// recorded: neg, exp, log, rsqrt, sqrt, tanh, sigmoid, silu, gelu (approximate
+// "none" or "tanh"), relu, abs, pow(x, exponent), reciprocal, add / sub with
+// alpha, mul, div, `to(dtype)`, and sum / mean / amax over the last dim with
+// the node's keepdim. A Scalar operand (a constant, or a Scalar input's float
+// value) is a wrapped number, a 0-dim double CPU tensor marked as Python
+// wraps a number, so TensorIterator casts it to the common dtype exactly as
+// it does in eager code. Every intermediate is materialized in its dtype, as
+// in eager mode. Runs on the inputs' device (CPU or CUDA) and stream.
+
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "hotkernel/chain/ChainIR.h"
+
+namespace hotkernel {
+
+// The values of a chain's inputs for one call: one per ir.inputs() in order;
+// a tensor input's tensor ([rows, cols] for Full, [cols] for Column, [rows, 1]
+// for Row), or a Scalar input's value.
+struct ChainReferenceInput {
+  at::Tensor tensor;
+  double scalar = 0.0;
+};
+
+// The chain's outputs (ir.outputs() order), computed by ATen op by op.
+// Error (HOTKERNEL_CHECK) on a wrong count of inputs or a tensor of the wrong
+// dtype or shape for its input.
+std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::vector<ChainReferenceInput>& inputs,
+                                         int64_t rows, int64_t cols);
+
+// The torch dtype of a chain dtype.
+at::ScalarType chainScalarType(chain::DType dtype);
+
+}  // namespace hotkernel
