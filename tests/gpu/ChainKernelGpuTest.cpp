@@ -1,0 +1,184 @@
+// The fused chain kernels (kernels/chain, Note [Chain kernels]) on the GPU, and
+// the chain IR's rules against CUDA ATen (Note [The chain's ATen reference]):
+// the HF chains run by CUDA ATen op by op against the interpreter's AtenOrder
+// mode, and the generated kernels at several parameter points against the
+// interpreter's Fused mode (the same arithmetic) and against CUDA ATen.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "hotkernel/chain/ChainCodegen.h"
+#include "hotkernel/chain/ChainInterpreter.h"
+#include "hotkernel/chain/NamedChains.h"
+#include "hotkernel/optimizer/ChainReference.h"
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/CudaDriver.h"
+#include "hotkernel/runtime/CudaKernelLauncher.h"
+#include "hotkernel/runtime/Nvrtc.h"
+
+namespace hotkernel {
+namespace {
+
+using chain::ChainIR;
+using chain::DType;
+using chain::ShapeClass;
+
+#define REQUIRE_CUDA()                                              \
+  if (!at::cuda::is_available() || at::cuda::device_count() == 0) { \
+    GTEST_SKIP() << "no CUDA device";                               \
+  }
+
+struct Named {
+  std::string name;
+  ChainIR ir;
+};
+
+std::vector<Named> namedChains() {
+  return {{"rms_norm bf16", chain::rmsNormChain(DType::BFloat16, 1e-6)},
+          {"rms_norm fp16", chain::rmsNormChain(DType::Float16, 1e-5)},
+          {"swiglu bf16", chain::swigluChain(DType::BFloat16)},
+          {"new_gelu bf16", chain::newGeluChain(DType::BFloat16)},
+          {"new_gelu fp16", chain::newGeluChain(DType::Float16)},
+          {"residual add + cast bf16", chain::residualAddCastChain(DType::BFloat16, DType::Float32)}};
+}
+
+std::vector<int64_t> sizesOf(ShapeClass shape, int64_t rows, int64_t cols) {
+  if (shape == ShapeClass::Column) return {cols};
+  if (shape == ShapeClass::Row) return {rows, 1};
+  return {rows, cols};
+}
+
+// Random CUDA inputs in [-2, 2] of each input's dtype, and their values for the interpreter.
+struct Inputs {
+  std::vector<ChainReferenceInput> aten;
+  std::vector<std::vector<float>> values;
+};
+
+Inputs drawInputs(const ChainIR& ir, int64_t rows, int64_t cols) {
+  Inputs in;
+  for (int node : ir.inputs()) {
+    const chain::Node& n = ir.nodes()[static_cast<size_t>(node)];
+    ChainReferenceInput r;
+    if (n.shape == ShapeClass::Scalar) {
+      r.scalar = 1.5;
+      in.values.push_back({1.5f});
+    } else {
+      r.tensor = (at::rand(sizesOf(n.shape, rows, cols), at::TensorOptions().device(at::kCUDA)) * 4 - 2)
+                     .to(chainScalarType(n.dtype));
+      const at::Tensor f = r.tensor.to(at::kFloat).cpu().contiguous().reshape({-1});
+      in.values.emplace_back(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+    }
+    in.aten.push_back(r);
+  }
+  return in;
+}
+
+// Largest |a - b| in units of the output dtype's spacing at b, and how many elements differ.
+struct Difference {
+  int64_t differing = 0, total = 0;
+  double worstUlps = 0;
+};
+
+Difference compare(const at::Tensor& got, const std::vector<float>& want, DType dtype) {
+  const at::Tensor flat = got.to(at::kFloat).cpu().contiguous().reshape({-1});
+  EXPECT_EQ(flat.numel(), static_cast<int64_t>(want.size()));
+  const int mantissa = dtype == DType::Float32 ? 23 : dtype == DType::Float16 ? 10 : 7;
+  Difference d;
+  d.total = flat.numel();
+  const float* a = flat.data_ptr<float>();
+  for (int64_t i = 0; i < d.total && i < static_cast<int64_t>(want.size()); ++i) {
+    const float x = a[i], y = want[static_cast<size_t>(i)];
+    if (x == y || (std::isnan(x) && std::isnan(y))) continue;
+    ++d.differing;
+    const double spacing = std::ldexp(1.0, std::ilogb(std::max(std::fabs(y), 1e-30f)) - mantissa);
+    d.worstUlps = std::max(d.worstUlps, std::fabs(static_cast<double>(x) - y) / spacing);
+  }
+  return d;
+}
+
+TEST(ChainKernelGpuTest, GivenTheHfChainsWhenRunByCudaAtenThenTheInterpretersAtenOrderAgrees) {
+  REQUIRE_CUDA();
+  at::manual_seed(3);
+  const int64_t rows = 256, cols = 4096;
+  for (const Named& c : namedChains()) {
+    const Inputs in = drawInputs(c.ir, rows, cols);
+    const std::vector<at::Tensor> aten = runChainWithAten(c.ir, in.aten, rows, cols);
+    const auto want = chain::interpretChain(c.ir, rows, cols, in.values, chain::EvalMode::AtenOrder);
+    for (size_t o = 0; o < aten.size(); ++o) {
+      const DType dtype = c.ir.nodes()[static_cast<size_t>(c.ir.outputs()[o])].dtype;
+      const Difference d = compare(aten[o], want[o], dtype);
+      std::printf("[chain rules] %s output %zu: %lld of %lld differ, worst %.1f units\n", c.name.c_str(), o,
+                  static_cast<long long>(d.differing), static_cast<long long>(d.total), d.worstUlps);
+      // The row sums' order aside (one unit), the interpreter is CUDA ATen's chain.
+      EXPECT_LE(d.worstUlps, 1.0) << c.name << " output " << o;
+      EXPECT_LE(d.differing * 100, d.total) << c.name << " output " << o;
+    }
+  }
+}
+
+TEST(ChainKernelGpuTest, GivenTheHfChainsWhenRunAsFusedKernelsThenTheyComputeTheInterpretersFusedModeAndStayNearAten) {
+  REQUIRE_CUDA();
+  at::manual_seed(5);
+  const std::string arch = queryDevice(0).nvrtcArch();
+  const std::vector<chain::ChainKernelParams> points = {
+      {256, 8, 1, 0}, {512, 4, 1, 0}, {256, 8, 1, 2}, {32, 8, 4, 0}, {128, 2, 1, 0}};
+  const int64_t rows = 256, cols = 4096;
+  void* stream = c10::cuda::getCurrentCUDAStream(0).stream();
+  for (const Named& c : namedChains()) {
+    const Inputs in = drawInputs(c.ir, rows, cols);
+    const std::vector<at::Tensor> aten = runChainWithAten(c.ir, in.aten, rows, cols);
+    const auto fused = chain::interpretChain(c.ir, rows, cols, in.values, chain::EvalMode::Fused);
+    int served = 0;
+    for (const chain::ChainKernelParams& p : points) {
+      try {
+        chain::checkChainKernel(c.ir, p);
+      } catch (const Error&) {
+        continue;  // a point this chain kind does not take (rowsPerCta / items of a pointwise chain)
+      }
+      if (!chain::chainVariantProblem(c.ir, p, rows, cols).empty()) continue;
+      SCOPED_TRACE(c.name + " at " + p.describe());
+      const std::string cubin =
+          compileToCubin(chain::generateChainSource(c.ir, p), "chain.cu", arch, chain::chainCompileOptions()).cubin;
+      const chain::LaunchGeometry g = chain::chainLaunchGeometry(c.ir, p, rows, cols);
+      auto launcher = CudaKernelLauncher::load(0, cubin, chain::kChainKernelName,
+                                               LaunchGeometry{g.gridX, g.blockX, g.sharedBytes}, 16, c.name);
+      std::vector<chain::ChainInputValue> args;
+      for (const ChainReferenceInput& r : in.aten) {
+        chain::ChainInputValue v;
+        v.pointer = r.tensor.defined() ? r.tensor.const_data_ptr() : nullptr;
+        v.scalar = static_cast<float>(r.scalar);
+        args.push_back(v);
+      }
+      std::vector<at::Tensor> outs;
+      std::vector<void*> outPointers;
+      for (const at::Tensor& a : aten) {
+        outs.push_back(at::full_like(a, std::nan("")));
+        outPointers.push_back(outs.back().mutable_data_ptr());
+      }
+      ASSERT_TRUE(launcher->launchArgs(chain::chainKernelArgs(c.ir, args, outPointers, rows, cols), stream));
+      for (size_t o = 0; o < outs.size(); ++o) {
+        const DType dtype = c.ir.nodes()[static_cast<size_t>(c.ir.outputs()[o])].dtype;
+        const Difference vsFused = compare(outs[o], fused[o], dtype);
+        // The same arithmetic as the interpreter's Fused mode: the device's exp / tanh and the row sum's
+        // order move a result by at most a unit or two of its dtype.
+        EXPECT_LE(vsFused.worstUlps, 2.0) << "output " << o;
+        const at::Tensor ref = aten[o].to(at::kFloat), got = outs[o].to(at::kFloat);
+        // Note [Interpreter modes tolerance]: eager rounds every intermediate, the kernel only its outputs.
+        const double worst = (got - ref).abs().sub(ref.abs().add(1.0).mul(1.0 / 16)).max().item<double>();
+        EXPECT_LE(worst, 0.0) << "output " << o << " strays from CUDA ATen";
+        EXPECT_FALSE(got.isnan().any().item<bool>()) << "output " << o << " not written everywhere";
+      }
+      ++served;
+    }
+    EXPECT_GE(served, 2) << c.name << ": fewer than two parameter points serve [256, 4096]";
+  }
+}
+
+}  // namespace
+}  // namespace hotkernel
