@@ -7,9 +7,10 @@
 # OpenSSL headers) travel as Debian .deb files in .deps/debs (fetch them here
 # with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
 #
-#   tools/gpu/run-h200.sh [all|build|test|ops|models|bench|overhead|warmup|demo|exit]...
+#   tools/gpu/run-h200.sh [all|build|test|ops|models|fusion|bench|overhead|warmup|demo|exit]...
 # HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu").
 # HOTKERNEL_MODELS: the models step's --models (default all: llama,gpt2-eager,gpt2-sdpa,bert).
+# HOTKERNEL_FUSION_CASES: the fusion step's --cases (default fusion_bench.py's: the issue-20 chains).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${OUT:-$ROOT/out}"
@@ -36,7 +37,7 @@ BUILD="$HOTKERNEL_BUILD_DIR"
 } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-if want build || want test || want ops || want models || want bench || want overhead || want warmup || want demo || want exit; then
+if want build || want test || want ops || want models || want fusion || want bench || want overhead || want warmup || want demo || want exit; then
   log "build"
   HOTKERNEL_JOBS=16 "$ROOT/tools/setup.sh" >"$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
   log "build ok"
@@ -68,6 +69,13 @@ if want models; then
     --out "$OUT/bench-models.json" >"$OUT/bench-models.log" 2>&1 || rc=1
   "$BUILD/bin/hotkernel" log --dir "$MODELSCACHE" >"$OUT/bench-models-experiments.txt" 2>&1
   grep -v "^\[hotkernel" "$OUT/bench-models.log" | tail -80
+fi
+if want fusion; then
+  log "bench: fused chain kernels (hotkernel::chain through the driver API) vs eager and torch.compile, side by side"
+  "$HOTKERNEL_PYTHON" "$ROOT/bench/fusion_bench.py" --tool "$BUILD/bin/chain_kernel_tool" \
+    ${HOTKERNEL_FUSION_CASES:+--cases "$HOTKERNEL_FUSION_CASES"} \
+    --out "$OUT/bench-fusion.json" >"$OUT/bench-fusion.log" 2>&1 || rc=1
+  tail -40 "$OUT/bench-fusion.log"
 fi
 if want bench; then
   log "bench: softmax under the preload vs eager"
