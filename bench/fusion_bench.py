@@ -322,6 +322,15 @@ class Kernel:
             raise RuntimeError(f"{path} is not an ELF image")
         self.module = ctypes.c_void_p()
         driver.check(driver.cuModuleLoadData(ctypes.byref(self.module), image), f"cuModuleLoadData({path})")
+        try:
+            self._prepare(name, shared_bytes, block)
+        except RuntimeError:
+            self.unload()
+            raise
+        self.params = None
+
+    def _prepare(self, name, shared_bytes, block):
+        driver = self.driver
         self.fn = ctypes.c_void_p()
         driver.check(driver.cuModuleGetFunction(ctypes.byref(self.fn), self.module, name.encode()),
                      f"cuModuleGetFunction({name})")
@@ -338,7 +347,6 @@ class Kernel:
             driver.check(driver.cuFuncSetAttribute(self.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                    shared_bytes),
                          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
-        self.params = None
 
     def bind(self, values, outputs, grid, block, shared):
         """Keeps the argument values alive and the array of pointers to them that
@@ -526,12 +534,17 @@ def run_case(case, args, driver, timer, hk, copy_bps, work_dir, result):
             torch._dynamo.reset()
             compiled = torch.compile(case.fn, dynamic=False)
             t0 = time.perf_counter()
-            compiled_out = compiled(*inputs)
-            torch.cuda.synchronize()
-            compile_seconds = round(time.perf_counter() - t0, 2)
-            compiled_out = list(compiled_out) if isinstance(compiled_out, tuple) else [compiled_out]
-            errors["compile"] = max(max_error(o, r) for o, r in zip(compiled_out, ref))
-            impls["compile"] = lambda: compiled(*inputs)
+            try:
+                compiled_out = compiled(*inputs)
+                torch.cuda.synchronize()
+            except Exception as e:  # torch.compile's failure: recorded, eager and fused still timed
+                result["compileError"] = f"{type(e).__name__}: {e}"
+                print(f"  {case.label()}: torch.compile failed: {result['compileError'].splitlines()[0]}", flush=True)
+            else:
+                compile_seconds = round(time.perf_counter() - t0, 2)
+                compiled_out = list(compiled_out) if isinstance(compiled_out, tuple) else [compiled_out]
+                errors["compile"] = max(max_error(o, r) for o, r in zip(compiled_out, ref))
+                impls["compile"] = lambda: compiled(*inputs)
         samples = time_interleaved(timer, impls, args.reps, args.warmup)
         vs_eager = compare(hk, samples["eager"], samples["fused"])
         result.update({"eagerUs": vs_eager["baseline"], "fusedUs": vs_eager["candidate"],
@@ -753,7 +766,7 @@ def benchmark(cases, args, work_root):
             print(f"{case.label()}: ERROR {r['error']}", flush=True)
         else:
             bad = [p for p in r["points"] if p["status"] != "ok"]
-            failed += bool(bad)
+            failed += bool(bad) or "compileError" in r
             line = (f"{case.label()}: {r['chosen']} of {len(r['points']) - len(bad)} correct points | "
                     f"eager {r['eagerUs']['median']:.1f} us, fused {r['fusedUs']['median']:.1f} us")
             if "compileUs" in r:
