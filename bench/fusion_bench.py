@@ -158,15 +158,15 @@ class Case:
 
     def reference(self, inputs):
         """The chain in float64 from the same inputs, no value rounded anywhere; a Python
-        number multiplying a 16-bit tensor is first rounded to its dtype, as ATen does
-        (TensorIterator casts a wrapped number to the common dtype; Note [Chain dtypes])."""
+        number is its float32 value, the opmath scalar ATen's CUDA kernels and the fused
+        kernel use (Note [Chain dtypes])."""
         x = [t.double() for t in inputs]
         if self.chain == "rmsnorm":
             return [x[1] * (x[0] * torch.rsqrt(x[0].pow(2).mean(-1, keepdim=True) + self.eps))]
         if self.chain == "swiglu":
             return [F.silu(x[0]) * x[1]]
         if self.chain == "newgelu":
-            c1, c2 = (torch.tensor(c, dtype=self.dtype).item() for c in (0.044715, math.sqrt(2.0 / math.pi)))
+            c1, c2 = (torch.tensor(c, dtype=torch.float32).item() for c in (0.044715, math.sqrt(2.0 / math.pi)))
             return [0.5 * x[0] * (1.0 + torch.tanh(c2 * (x[0] + c1 * x[0].pow(3.0))))]
         s = x[0] + x[1]
         return [s, s]
@@ -381,9 +381,9 @@ class Kernel:
 # correct when, for every output element, NaN where eager has NaN and nowhere else, and
 #     |fused - ref64| <= |eager - ref64| + 2 ulp
 # where ref64 is the chain evaluated in float64 from the same inputs (no value rounded
-# anywhere; a Python number operand rounded to its op's dtype first, as ATen and the
-# kernel both do, so that new-GELU's 0.044715 and sqrt(2 / pi) in bfloat16 are not
-# counted as an error of either) and ulp is the spacing of the output's dtype at
+# anywhere; a Python number operand is its float32 value, as ATen's CUDA kernels and the
+# fused kernel take it, so that the float32 rounding of new-GELU's 0.044715 and sqrt(2 / pi)
+# is not counted as an error of either) and ulp is the spacing of the output's dtype at
 # max(|ref64|, |eager|): the fused kernel may be less accurate than eager by at most
 # two units in the last place, and is never penalized for being more accurate. The outputs start as NaN, so an
 # element the kernel does not write fails.

@@ -117,10 +117,9 @@ TEST(ChainReferenceTest, GivenNormMlpAndResidualChainsWhenRunByCpuAtenThenTheInt
   }
 }
 
-// CPU ATen rounds differently from the IR's rules in two places that GPT-2's new-GELU meets (docs/design/
-// fusion.md): add's Python-number operand is rounded to the 16-bit dtype first while mul's is not, and
-// pow(x, 3) of a 16-bit tensor is (x * x rounded) * x. The rules follow CUDA ATen, which the fused kernels
-// are checked against; on CPU the chain stays within a few units of the output dtype.
+// The IR's rules are CUDA ATen's (Note [Chain dtypes]; the fused kernels are checked against CUDA). CPU ATen
+// differs where GPT-2's new-GELU meets it: fp16 pow(x, 3) is the float32 cube there, and its tanh and
+// vectorized arithmetic are not CUDA's; the chain stays within a few units of the output dtype.
 TEST(ChainReferenceTest, GivenAFloat32NormWhenRunByCpuAtenThenWithinTheSumOrdersFewUnits) {
   // In float32 nothing rounds the row sum's order away: ATen's float tree and the interpreter's double sum
   // give results a few float32 units apart after rsqrt.

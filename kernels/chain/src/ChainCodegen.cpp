@@ -101,14 +101,8 @@ class Emitter {
     return scope == Scope::Row && rowKernel_ ? "r" + id : "v" + id;
   }
 
-  // A binary op's operand: a Scalar one is rounded to the op's dtype (Note [Chain dtypes]).
-  std::string operand(int o, DType opDtype) const {
-    const Node& n = nodes_[static_cast<size_t>(o)];
-    if (n.shape != ShapeClass::Scalar) return ref(o);
-    if (n.op == OpKind::Constant) return floatLiteral(roundTo(opDtype, static_cast<float>(n.scalar)));
-    if (opDtype == DType::Float32) return ref(o);
-    return std::string("hk_round_") + accessTag(opDtype) + "(" + ref(o) + ")";
-  }
+  // An op's operand: a Scalar one is its float32 value, ATen's opmath scalar (Note [Chain dtypes]).
+  std::string operand(int o, DType) const { return ref(o); }
 
   // The expression of a computed (non-leaf, non-reduction) node (Note [Chain op arithmetic]).
   std::string expr(int i) const {
@@ -143,8 +137,17 @@ class Emitter {
         return "(1.0f / " + a + ")";
       case OpKind::PowScalar:
         if (n.scalar == 2.0) return "hk_sq(" + a + ")";
-        if (n.scalar == 3.0) return "hk_cube(" + a + ")";
-        if (n.scalar == -2.0) return "(1.0f / hk_sq(" + a + "))";
+        // Note [Chain op arithmetic]: x * x rounded to a 16-bit dtype before the last step, as ATen does.
+        if (n.scalar == 3.0) {
+          return n.dtype == DType::Float32 ? "hk_cube(" + a + ")"
+                                           : "__fmul_rn(hk_round_" + std::string(accessTag(n.dtype)) + "(hk_sq(" + a +
+                                                 ")), " + a + ")";
+        }
+        if (n.scalar == -2.0) {
+          return n.dtype == DType::Float32 ? "(1.0f / hk_sq(" + a + "))"
+                                           : "(1.0f / hk_round_" + std::string(accessTag(n.dtype)) + "(hk_sq(" + a +
+                                                 ")))";
+        }
         if (n.scalar == 0.5) return "sqrtf(" + a + ")";
         if (n.scalar == -0.5) return "(1.0f / sqrtf(" + a + "))";
         if (n.scalar == -1.0) return "(1.0f / " + a + ")";
@@ -167,7 +170,7 @@ class Emitter {
         return "__fmul_rn(" + a + ", " + b + ")";
       case OpKind::Div:
         if (bn.op == OpKind::Constant) {
-          return "__fmul_rn(" + a + ", " + floatLiteral(1.0f / roundTo(n.dtype, static_cast<float>(bn.scalar))) + ")";
+          return "__fmul_rn(" + a + ", " + floatLiteral(1.0f / static_cast<float>(bn.scalar)) + ")";
         }
         if (bn.shape == ShapeClass::Scalar) return "__fmul_rn(" + a + ", __fdiv_rn(1.0f, " + b + "))";
         return "__fdiv_rn(" + a + ", " + b + ")";

@@ -82,7 +82,7 @@ std::vector<std::vector<float>> interpretChain(const ChainIR& ir, int64_t rows, 
     switch (opInfo(n.op).category) {
       case OpCategory::Leaf:
         if (n.op == OpKind::Constant) {
-          out = {static_cast<float>(n.scalar)};  // rounded to each consumer's dtype where used
+          out = {static_cast<float>(n.scalar)};  // float32, as ATen's opmath scalar
           break;
         }
         out = inputs[nextInput];
@@ -98,7 +98,7 @@ std::vector<std::vector<float>> interpretChain(const ChainIR& ir, int64_t rows, 
       case OpCategory::Unary: {
         const std::vector<float>& x = values[static_cast<size_t>(n.operands[0])];
         out.resize(x.size());
-        for (size_t e = 0; e < x.size(); ++e) out[e] = detail::unaryOp(n.op, x[e], n.scalar);
+        for (size_t e = 0; e < x.size(); ++e) out[e] = detail::unaryOp(n.op, x[e], n.scalar, n.dtype);
         break;
       }
       case OpCategory::Cast:
@@ -116,10 +116,8 @@ std::vector<std::vector<float>> interpretChain(const ChainIR& ir, int64_t rows, 
         out.resize(static_cast<size_t>(rs * cs));
         for (int64_t r = 0; r < rs; ++r) {
           for (int64_t c = 0; c < cs; ++c) {
-            float x = at(av, a.shape, r, c, cols);
-            float y = at(bv, b.shape, r, c, cols);
-            if (aScalar) x = roundTo(n.dtype, x);
-            if (bScalar) y = roundTo(n.dtype, y);
+            const float x = at(av, a.shape, r, c, cols);
+            const float y = at(bv, b.shape, r, c, cols);
             out[static_cast<size_t>(r * cs + c)] = detail::binaryOp(n.op, x, y, n.scalar, bScalar);
           }
         }

@@ -9,12 +9,16 @@
 //   gelu_erf x * 0.5 * (1 + erf(x * sqrt(1/2))),
 //   gelu_tanh 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))),
 //   relu x < 0 ? 0 : x (NaN stays NaN), reciprocal 1 / x, rsqrt 1 / sqrt(x);
-//   pow by 2, 3, -2 as products (x * x, x * x * x, 1 / (x * x)), by 0.5,
-//   -0.5, -1 as sqrt, rsqrt, reciprocal, otherwise powf;
+//   pow by 2, 3, -2 as products in the tensor's own type (x * x, then for 3
+//   that rounded to a 16-bit dtype times x, for -2 one over it rounded), by
+//   0.5, -0.5, -1 as sqrt, rsqrt, reciprocal, otherwise powf: ATen's CUDA
+//   pow_tensor_scalar multiplies c10::Half / c10::BFloat16 values, each
+//   product rounded to the type;
 //   add / sub with alpha != 1 as one fma (a + alpha * b), with alpha 1 as
 //   one addition; a division by a Scalar operand as a multiplication by its
 //   float32 reciprocal (ATen's div_true with a CPU scalar), by a tensor as a
-//   division.
+//   division. A Scalar operand is its float32 value (ATen's opmath scalar),
+//   never rounded to a 16-bit dtype first.
 // On the GPU the transcendental functions are CUDA's (expf, logf, tanhf,
 // erff, rsqrtf: the ones ATen's kernels call, without fast math); on the CPU
 // the C library's, which may differ by an ulp or two: the interpreter is a
@@ -23,21 +27,22 @@
 #include <cmath>
 
 #include "hotkernel/chain/ChainTypes.h"
+#include "hotkernel/chain/Rounding.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel::chain::detail {
 
-inline float powScalar(float x, double exponent) {
+inline float powScalar(float x, double exponent, DType dtype) {
   if (exponent == 2.0) return x * x;
-  if (exponent == 3.0) return x * x * x;
-  if (exponent == -2.0) return 1.0f / (x * x);
+  if (exponent == 3.0) return roundTo(dtype, x * x) * x;
+  if (exponent == -2.0) return 1.0f / roundTo(dtype, x * x);
   if (exponent == 0.5) return std::sqrt(x);
   if (exponent == -0.5) return 1.0f / std::sqrt(x);
   if (exponent == -1.0) return 1.0f / x;
   return std::pow(x, static_cast<float>(exponent));
 }
 
-inline float unaryOp(OpKind op, float x, double param) {
+inline float unaryOp(OpKind op, float x, double param, DType dtype) {
   switch (op) {
     case OpKind::Neg:
       return -x;
@@ -69,7 +74,7 @@ inline float unaryOp(OpKind op, float x, double param) {
     case OpKind::Abs:
       return std::fabs(x);
     case OpKind::PowScalar:
-      return powScalar(x, param);
+      return powScalar(x, param, dtype);
     case OpKind::Reciprocal:
       return 1.0f / x;
     default:
@@ -77,7 +82,6 @@ inline float unaryOp(OpKind op, float x, double param) {
   }
 }
 
-// `b` already rounded to the op's dtype when it is a Scalar operand.
 inline float binaryOp(OpKind op, float a, float b, double alpha, bool bIsScalar) {
   switch (op) {
     case OpKind::Add:

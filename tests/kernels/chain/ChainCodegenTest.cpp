@@ -77,9 +77,9 @@ TEST(ChainCodegenTest, GivenPointwiseChainsWhenGeneratedThenTheyStrideTheGridAnd
   EXPECT_NE(gelu.find("hk_v += static_cast<long long>(gridDim.x) * HK_THREADS"), std::string::npos) << gelu;
   EXPECT_EQ(gelu.find("hk_red"), std::string::npos) << gelu;
   EXPECT_EQ(gelu.find("hk_v / hk_cvec"), std::string::npos) << gelu;  // all Full: no row or column index
-  // 0.044715 rounded to bf16 (0.044677734375 = 0x3d370000), as ATen's wrapped number.
-  EXPECT_NE(gelu.find("__uint_as_float(0x3d370000u)"), std::string::npos) << gelu;
-  EXPECT_NE(gelu.find("hk_cube("), std::string::npos) << gelu;
+  // 0.044715 as a float32 (0x3d372713), ATen's opmath scalar; pow(x, 3) rounds x * x to bf16 first.
+  EXPECT_NE(gelu.find("__uint_as_float(0x3d372713u)"), std::string::npos) << gelu;
+  EXPECT_NE(gelu.find("hk_round_bf16(hk_sq("), std::string::npos) << gelu;
   EXPECT_EQ(count(gelu, "hk_store_bf16"), 1u) << gelu;
   // Two outputs of two dtypes, each stored once.
   const std::string residual =

@@ -71,15 +71,26 @@ TEST(ChainInterpreterTest, GivenSwigluWhenInterpretedThenAtenOrderRoundsTheSiluA
   EXPECT_GT(differing, 0) << "the modes never differ: is the intermediate rounding emulated?";
 }
 
-TEST(ChainInterpreterTest, GivenScalarOperandsWhenInterpretedThenTheyAreRoundedToTheOpsDtype) {
-  // mul(x bf16, 0.044715) is a bf16 op: ATen casts the wrapped number to
-  // bf16 (0.044677734375); the fp32 cast after it exposes the product unrounded in Fused mode.
+TEST(ChainInterpreterTest, GivenScalarOperandsWhenInterpretedThenTheyStayFloat32AndPowRoundsItsSquare) {
+  // mul(x bf16, 0.044715) is a bf16 op whose number ATen's CUDA kernel takes as
+  // an opmath (float32) scalar, not rounded to bf16 (measured: Note [Chain
+  // dtypes]); the fp32 cast after it exposes the product unrounded in Fused mode.
   ChainIR ir;
   const int x = ir.addInput(DType::BFloat16, ShapeClass::Full);
   ir.markOutput(ir.addCast(ir.addBinary(OpKind::Mul, x, ir.addConstant(0.044715)), DType::Float32));
   const auto fused = interpretChain(ir, 1, 2, {{1.0f, 3.0f}}, EvalMode::Fused)[0];
-  EXPECT_EQ(fused[0], 0.044677734375f);
-  EXPECT_EQ(fused[1], 3.0f * 0.044677734375f);
+  EXPECT_EQ(fused[0], 0.044715f);
+  EXPECT_EQ(fused[1], 3.0f * 0.044715f);
+  // pow(x, 3) and pow(x, -2) of a bf16 tensor: x * x rounded to bf16 first, as ATen's CUDA kernel does.
+  ChainIR cube;
+  const int c = cube.addInput(DType::BFloat16, ShapeClass::Full);
+  cube.markOutput(cube.addUnary(OpKind::PowScalar, c, 3.0));
+  cube.markOutput(cube.addUnary(OpKind::PowScalar, c, -2.0));
+  const float v3 = 1.3046875f;  // a bf16 value whose square is not one
+  ASSERT_NE(bf(v3 * v3), v3 * v3);
+  const auto powers = interpretChain(cube, 1, 1, {{v3}}, EvalMode::Fused);
+  EXPECT_TRUE(sameBits(powers[0][0], bf(bf(v3 * v3) * v3)));
+  EXPECT_TRUE(sameBits(powers[1][0], bf(1.0f / bf(v3 * v3))));
   // A division by a scalar is a multiplication by its float32 reciprocal.
   ChainIR div;
   const int y = div.addInput(DType::Float32, ShapeClass::Full);

@@ -26,9 +26,10 @@
 // the dtype; a cast gives its target; sum, mean and amax keep their input's
 // dtype (a reduction's dtype= argument is a widening cast before it). The
 // arithmetic of every op is float32 (ATen's opmath for 16-bit inputs); a
-// Scalar operand is first rounded to the op's dtype, as TensorIterator
-// casts a wrapped number to the common dtype; pow's exponent and add's /
-// sub's alpha stay float32 (ATen passes them as opmath). Where the result is
+// Scalar operand, pow's exponent and add's / sub's alpha are float32 values
+// (ATen's CUDA kernels take a wrapped number as an opmath scalar; it is not
+// rounded to a 16-bit dtype first); pow by 3 and -2 of a 16-bit tensor round
+// x * x to its dtype before the last step (Note [Chain op arithmetic]). Where the result is
 // rounded to its dtype is the evaluation mode's business (Note [Two
 // evaluation modes] in ChainInterpreter.h).
 

@@ -10,8 +10,9 @@
 // arithmetic, every intermediate kept in float32, rounded only where a cast
 // to a 16-bit dtype asks for it (an explicit `.to(bfloat16)` is a value the
 // model asked for; the kernel rounds there too) and where an output is
-// stored. Both modes round a Scalar operand to its op's dtype (that is the
-// op's definition, Note [Chain dtypes]). For a float32 chain the two modes
+// stored. Both modes take a Scalar operand as its float32 value and round
+// pow's inner product as ATen does (the op's definition, Note [Chain dtypes]).
+// For a float32 chain the two modes
 // are the same computation. A row reduction sums in double in row order
 // (a reference for any order ATen's tree takes), rounds the sum to float32
 // and, for mean, multiplies it by ATen's factor float(rows) / float(rows *
