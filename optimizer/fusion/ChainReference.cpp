@@ -18,7 +18,9 @@ at::Tensor wrappedNumber(double value) {
   return t;
 }
 
-std::vector<int64_t> expectedSizes(ShapeClass shape, int64_t rows, int64_t cols) {
+}  // namespace
+
+std::vector<int64_t> chainValueSizes(ShapeClass shape, int64_t rows, int64_t cols) {
   switch (shape) {
     case ShapeClass::Full:
       return {rows, cols};
@@ -33,6 +35,8 @@ std::vector<int64_t> expectedSizes(ShapeClass shape, int64_t rows, int64_t cols)
   }
   return {};
 }
+
+namespace {
 
 at::Tensor unary(const Node& n, const at::Tensor& x) {
   switch (n.op) {
@@ -133,7 +137,7 @@ std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::ve
     }
     const at::Tensor& t = inputs[k].tensor;
     HOTKERNEL_CHECK(t.defined() && t.scalar_type() == chainScalarType(n.dtype) &&
-                        t.sizes().vec() == expectedSizes(n.shape, rows, cols),
+                        t.sizes().vec() == chainValueSizes(n.shape, rows, cols),
                     "input ", k, " must be a ", chain::shapeClassName(n.shape), " tensor of ",
                     chainScalarType(n.dtype), " for [", rows, ", ", cols, "]");
     tensors[static_cast<size_t>(inputNodes[k])] = t;

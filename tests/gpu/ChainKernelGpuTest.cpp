@@ -48,12 +48,6 @@ std::vector<Named> namedChains() {
           {"residual add + cast bf16", chain::residualAddCastChain(DType::BFloat16, DType::Float32)}};
 }
 
-std::vector<int64_t> sizesOf(ShapeClass shape, int64_t rows, int64_t cols) {
-  if (shape == ShapeClass::Column) return {cols};
-  if (shape == ShapeClass::Row) return {rows, 1};
-  return {rows, cols};
-}
-
 // Random CUDA inputs in [-2, 2] of each input's dtype, and their values for the interpreter.
 struct Inputs {
   std::vector<ChainReferenceInput> aten;
@@ -69,7 +63,7 @@ Inputs drawInputs(const ChainIR& ir, int64_t rows, int64_t cols) {
       r.scalar = 1.5;
       in.values.push_back({1.5f});
     } else {
-      r.tensor = (at::rand(sizesOf(n.shape, rows, cols), at::TensorOptions().device(at::kCUDA)) * 4 - 2)
+      r.tensor = (at::rand(chainValueSizes(n.shape, rows, cols), at::TensorOptions().device(at::kCUDA)) * 4 - 2)
                      .to(chainScalarType(n.dtype));
       const at::Tensor f = r.tensor.to(at::kFloat).cpu().contiguous().reshape({-1});
       in.values.emplace_back(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());

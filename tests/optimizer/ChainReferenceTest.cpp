@@ -24,19 +24,6 @@ using chain::ChainIR;
 using chain::DType;
 using chain::ShapeClass;
 
-std::vector<int64_t> sizesOf(ShapeClass shape, int64_t rows, int64_t cols) {
-  switch (shape) {
-    case ShapeClass::Full:
-      return {rows, cols};
-    case ShapeClass::Column:
-      return {cols};
-    case ShapeClass::Row:
-      return {rows, 1};
-    default:
-      return {rows};
-  }
-}
-
 std::vector<ChainReferenceInput> tensorsOf(const ChainIR& ir, int64_t rows, int64_t cols,
                                            const std::vector<std::vector<float>>& values) {
   std::vector<ChainReferenceInput> out;
@@ -47,7 +34,7 @@ std::vector<ChainReferenceInput> tensorsOf(const ChainIR& ir, int64_t rows, int6
     if (n.shape == ShapeClass::Scalar) {
       in.scalar = values[k].at(0);
     } else {
-      in.tensor = at::tensor(values[k], at::kFloat).reshape(sizesOf(n.shape, rows, cols)).to(chainScalarType(n.dtype));
+      in.tensor = at::tensor(values[k], at::kFloat).reshape(chainValueSizes(n.shape, rows, cols)).to(chainScalarType(n.dtype));
     }
     out.push_back(in);
   }

@@ -37,6 +37,10 @@ struct ChainReferenceInput {
 std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::vector<ChainReferenceInput>& inputs,
                                          int64_t rows, int64_t cols);
 
+// The sizes of a chain value of `shape` over [rows, cols]: [rows, cols] Full,
+// [cols] Column, [rows, 1] Row, [rows] RowFlat, [] Scalar.
+std::vector<int64_t> chainValueSizes(chain::ShapeClass shape, int64_t rows, int64_t cols);
+
 // The torch dtype of a chain dtype.
 at::ScalarType chainScalarType(chain::DType dtype);
 
