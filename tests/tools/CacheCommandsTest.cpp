@@ -64,7 +64,14 @@ TEST(CacheCommandsTest, GivenFilledCacheWhenLsJsonThenParsableWithAllFields) {
   fill(tmp.path());
   auto r = runCli({"cache", "ls", "--json", "--dir", tmp.path()});
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json listing = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(listing.is_object()) << r.out;
+  EXPECT_EQ(nlohmann::ordered_json::parse(r.out).begin().key(), "format");  // first, as every --json of the CLI
+  EXPECT_EQ(listing["format"], "hotkernel-cache-ls");
+  EXPECT_EQ(listing["version"], 1);
+  EXPECT_EQ(listing["found"], true);
+  EXPECT_EQ(listing["database"], CacheStore::databasePathFor(tmp.path()));
+  const nlohmann::json& j = listing["entries"];
   ASSERT_TRUE(j.is_array());
   ASSERT_EQ(j.size(), 2u);
   const nlohmann::json& k = j[1]["op"] == kOp ? j[1] : j[0];
@@ -119,7 +126,10 @@ TEST(CacheCommandsTest, GivenNoCacheWhenLsThenEmptyExitZeroAndNothingCreated) {
   EXPECT_EQ(r.exitCode, 0);
   EXPECT_TRUE(contains(r.err, "no hotkernel cache at " + dir)) << r.err;
   auto j = runCli({"cache", "ls", "--json", "--dir", dir});
-  EXPECT_EQ(j.out, "[]\n");
+  const nlohmann::json listing = nlohmann::json::parse(j.out);
+  EXPECT_EQ(listing["format"], "hotkernel-cache-ls");
+  EXPECT_EQ(listing["found"], false);
+  EXPECT_EQ(listing["entries"], nlohmann::json::array());
   EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
@@ -157,10 +167,13 @@ TEST(CacheCommandsTest, GivenTwoEnvironmentsWhenShowWithFingerprintThenOnlyThatO
   store->put(kernelEntry(kOp, kVariant, a100));
   auto both = runCli({"cache", "show", kOp, kVariant, "--json", "--dir", tmp.path()});
   ASSERT_EQ(both.exitCode, 0) << both.err;
-  EXPECT_EQ(nlohmann::json::parse(both.out).size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(both.out)["entries"].size(), 2u);
   auto one = runCli({"cache", "show", kOp, kVariant, "--fingerprint", a100.key(), "--json", "--dir", tmp.path()});
   ASSERT_EQ(one.exitCode, 0) << one.err;
-  nlohmann::json j = nlohmann::json::parse(one.out);
+  const nlohmann::json listing = nlohmann::json::parse(one.out);
+  EXPECT_EQ(listing["format"], "hotkernel-cache-show");
+  EXPECT_EQ(listing["version"], 1);
+  const nlohmann::json& j = listing["entries"];
   ASSERT_EQ(j.size(), 1u);
   EXPECT_EQ(j[0]["fingerprint"], a100.key());
   EXPECT_EQ(j[0]["integrity"], "ok");

@@ -72,6 +72,20 @@ nlohmann::json entryJson(const Entry& e) {
 
 // --- ls ----------------------------------------------------------------------
 
+// ls --json: {"format":"hotkernel-cache-ls","version":1,"database":..,"found":..,"entries":[{entry fields,
+// "matches_machine":..}]}; show --json: the same with format "hotkernel-cache-show" and each entry's
+// "integrity" instead of "matches_machine". Keys in this order (ordered_json); the entries' fields are
+// entryJson's.
+constexpr const char* kLsFormat = "hotkernel-cache-ls";
+constexpr const char* kShowFormat = "hotkernel-cache-show";
+constexpr int kListingVersion = 1;
+
+nlohmann::ordered_json listingJson(const char* format, const std::string& database, bool found,
+                                   const nlohmann::json& entries) {
+  return {{"format", format}, {"version", kListingVersion}, {"database", database}, {"found", found},
+          {"entries", entries}};
+}
+
 void runLs(const CacheOptions& o) {
   std::string dir = cacheDir(o);
   // Metadata only: nothing is verified, so no key is needed.
@@ -85,7 +99,8 @@ void runLs(const CacheOptions& o) {
       j["matches_machine"] = machine.contains(e.fingerprint);
       out.push_back(std::move(j));
     }
-    std::cout << out.dump(2) << "\n";
+    const std::string database = store ? store->databasePath() : CacheStore::databasePathFor(dir);
+    std::cout << listingJson(kLsFormat, database, store != nullptr, out).dump(2) << "\n";
     return;
   }
   if (!store) {
@@ -176,7 +191,7 @@ void runShow(const CacheOptions& o, ExitStatus& status) {
       j["integrity"] = integrityOf(e);
       out.push_back(std::move(j));
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << listingJson(kShowFormat, store->databasePath(), true, out).dump(2) << "\n";
     return;
   }
   for (size_t i = 0; i < entries.size(); ++i) {
