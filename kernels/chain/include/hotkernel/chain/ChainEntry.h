@@ -1,0 +1,56 @@
+#pragma once
+// What a fused chain's cache entry stores in its `params` field, written by
+// the optimizer and read back before a plan is made. No cache or torch
+// headers: the caller moves the text in and out of cache::Entry::params.
+//
+// Note [Chain entry params, v1]
+// A cache entry of op "hotkernel::chain" (Note [Chain variant string]) holds
+// in its `params` JSON:
+// {
+//   "format": "hotkernel-chain-entry", "version": 1,
+//   "chain": { ... },                  // the chain, Note [Chain JSON, v1]
+//   "chainSha256": "<64 hex>",          // chainKey(chain).sha256, as in the variant string
+//   "rows": R, "cols": C,               // the variant's extents
+//   "kernel": {"threads": 256, "vec": 8, "rowsPerCta": 1, "items": 0},
+//   "sourceSha256": "<64 hex>"          // SHA-256 of generateChainSource(chain, kernel)
+// }
+// "kernel" and "sourceSha256" are present exactly in a kernel entry; a
+// keep_aten entry stores the rest, so `hotkernel cache show` names its chain
+// too. readChainEntry refuses, naming the field: another format or version,
+// a missing or extra key, a chain that does not parse (its strict reader),
+// a "chainSha256" that is not the stored chain's key, a chain, rows or cols
+// other than the requested variant's (a key collision or an edited entry),
+// kernel parameters outside the generator's ranges or not serving the
+// variant (chainVariantProblem), and a "sourceSha256" other than the source
+// this build generates from them (a generator that changed since the entry
+// was written). A later version changes "version".
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "hotkernel/chain/ChainCodegen.h"
+#include "hotkernel/chain/ChainVariant.h"
+
+namespace hotkernel::chain {
+
+inline constexpr const char* kChainEntryFormat = "hotkernel-chain-entry";
+inline constexpr int kChainEntryVersion = 1;
+
+// {"threads", "vec", "rowsPerCta", "items"}, and its strict reader (Error
+// naming the field; the ranges are checkChainKernel's).
+nlohmann::json chainParamsToJson(const ChainKernelParams& p);
+ChainKernelParams chainParamsFromJson(const nlohmann::json& j, const std::string& where);
+
+// The entry's params for `v`: with `kernel`, a kernel entry's; without, a
+// keep_aten entry's (Note [Chain entry params, v1]). Error for an invalid
+// chain, or kernel parameters that do not serve the variant.
+nlohmann::json chainEntryParams(const ChainVariant& v, const std::optional<ChainKernelParams>& kernel);
+
+// An entry's params read back for the requested variant `v`: its kernel
+// parameters, or nullopt for a keep_aten entry. Error (the reason) for any
+// refusal listed in Note [Chain entry params, v1].
+std::optional<ChainKernelParams> readChainEntry(const std::string& paramsText, const ChainVariant& v);
+
+}  // namespace hotkernel::chain

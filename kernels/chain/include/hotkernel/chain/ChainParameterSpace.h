@@ -1,0 +1,38 @@
+#pragma once
+// The kernel parameter points a chain variant is tuned over.
+//
+// Note [Chain parameter space]
+// The points are (threads, vec, rowsPerCta, items) as the norm families
+// choose them, every one legal for the variant (checkChainKernel and an
+// empty chainVariantProblem):
+//  - vec: the widest access of the narrowest Full or Column tensor is 16
+//    bytes (8 elements of a 16-bit dtype, 4 of float32); that width and half
+//    of it, each only when it divides cols; 1 when neither does.
+//  - elementwise chains (no reduction): 128, 256, 512 and 1024 threads,
+//    rowsPerCta 1, items 0 (the grid strides over the elements).
+//  - row chains: one row a CTA with 64 to 1024 threads, no more threads than
+//    the row has vectors (at least 64); several rows a CTA (8, 16 or 32
+//    threads a row, 128 or 256 a CTA) only when a row has at most 64
+//    vectors; each with items 0 (streaming) and, when the row fits 16
+//    registers' worth a thread, the fewest items that hold it.
+// The order is the search's seeds' order: the widest vec first, then
+// threads ascending. Empty when no point serves the variant (rows or cols
+// below 1, a chain of more than 10 inputs and outputs, too many rows for the
+// grid): the variant is then run unfused.
+
+#include <cstdint>
+#include <vector>
+
+#include "hotkernel/chain/ChainCodegen.h"
+
+namespace hotkernel::chain {
+
+// The widest vec of `ir` (Note [Chain parameter space]): 16 bytes of its
+// narrowest Full or Column tensor value; 4 when it has none.
+int chainWidestVec(const ChainIR& ir);
+
+// Every point of the space for [rows, cols] (Note [Chain parameter space]),
+// without duplicates. Error for an invalid chain.
+std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t rows, int64_t cols);
+
+}  // namespace hotkernel::chain

@@ -1,0 +1,79 @@
+// The parameter points of a chain variant (ChainParameterSpace.h).
+
+#include "hotkernel/chain/ChainParameterSpace.h"
+
+#include <algorithm>
+
+#include "hotkernel/kernels/DType.h"
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel::chain {
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Whether `p` is a point the generator takes and that serves [rows, cols].
+bool serves(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols) {
+  try {
+    return chainVariantProblem(ir, p, rows, cols).empty();
+  } catch (const Error&) {
+    return false;  // checkChainKernel: outside the generator's ranges, or too many arguments
+  }
+}
+
+void addRowPoints(std::vector<ChainKernelParams>& out, int threads, int vec, int rowsPerCta, int64_t vectors) {
+  const int64_t rowThreads = threads / rowsPerCta;
+  out.push_back({threads, vec, rowsPerCta, 0});
+  const int64_t items = ceilDiv(vectors, rowThreads);
+  if (items <= 16) out.push_back({threads, vec, rowsPerCta, static_cast<int>(items)});
+}
+
+}  // namespace
+
+int chainWidestVec(const ChainIR& ir) {
+  size_t narrowest = 0;
+  std::vector<int> tensors = ir.inputs();
+  tensors.insert(tensors.end(), ir.outputs().begin(), ir.outputs().end());
+  for (int i : tensors) {
+    const Node& n = ir.node(i);
+    if (n.shape != ShapeClass::Full && n.shape != ShapeClass::Column) continue;
+    const size_t e = kernels::elementSize(n.dtype);
+    narrowest = narrowest == 0 ? e : std::min(narrowest, e);
+  }
+  return narrowest == 0 ? 4 : static_cast<int>(16 / narrowest);
+}
+
+std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t rows, int64_t cols) {
+  ir.validate();
+  std::vector<ChainKernelParams> candidates;
+  if (rows < 1 || cols < 1) return candidates;
+  std::vector<int> vecs;
+  const int widest = chainWidestVec(ir);
+  for (int v : {widest, widest / 2}) {
+    if (v >= 1 && cols % v == 0) vecs.push_back(v);
+  }
+  if (vecs.empty()) vecs.push_back(1);
+  for (int vec : vecs) {
+    const int64_t vectors = cols / vec;
+    if (!ir.hasReductions()) {
+      for (int threads : {128, 256, 512, 1024}) candidates.push_back({threads, vec, 1, 0});
+      continue;
+    }
+    for (int threads = 64; threads <= 1024; threads *= 2) {
+      if (threads > 64 && threads > vectors) break;
+      addRowPoints(candidates, threads, vec, 1, vectors);
+    }
+    if (vectors <= 64) {
+      for (int rowThreads : {8, 16, 32}) {
+        for (int threads : {128, 256}) addRowPoints(candidates, threads, vec, threads / rowThreads, vectors);
+      }
+    }
+  }
+  std::vector<ChainKernelParams> space;
+  for (const ChainKernelParams& p : candidates) {
+    if (std::find(space.begin(), space.end(), p) == space.end() && serves(ir, p, rows, cols)) space.push_back(p);
+  }
+  return space;
+}
+
+}  // namespace hotkernel::chain

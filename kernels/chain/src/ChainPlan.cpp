@@ -1,0 +1,121 @@
+// A fused chain kernel made from a cache entry, and its guarded launch (ChainPlan.h).
+
+#include "hotkernel/chain/ChainPlan.h"
+
+#include <cstdint>
+
+#include "hotkernel/chain/ChainEntry.h"
+#include "hotkernel/kernels/DType.h"
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel::chain {
+namespace {
+
+// Bytes of a value of `arg`'s shape class and dtype over [rows, cols].
+uint64_t bytesOf(const ChainArg& arg, int64_t rows, int64_t cols) {
+  uint64_t elements = 1;
+  switch (arg.shape) {
+    case ShapeClass::Full:
+      elements = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols);
+      break;
+    case ShapeClass::Column:
+      elements = static_cast<uint64_t>(cols);
+      break;
+    case ShapeClass::Row:
+    case ShapeClass::RowFlat:
+      elements = static_cast<uint64_t>(rows);
+      break;
+    case ShapeClass::Scalar:
+      break;
+  }
+  return elements * kernels::elementSize(arg.dtype);
+}
+
+bool overlaps(const void* a, uint64_t aBytes, const void* b, uint64_t bBytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return x < y + bBytes && y < x + aBytes;
+}
+
+}  // namespace
+
+ChainPlan makeChainPlan(const ChainVariant& v, const std::string& paramsText, const std::string& cubin) {
+  const std::optional<ChainKernelParams> p = readChainEntry(paramsText, v);
+  HOTKERNEL_CHECK(p.has_value(), "a keep_aten chain entry has no kernel to load");
+  ChainPlan plan;
+  plan.variant = v;
+  plan.params = *p;
+  plan.layout = chainKernelLayout(v.ir, *p);
+  plan.description = std::string(kChainFamily) + "[" + p->describe() + "] for " + chainVariantString(v);
+  const LaunchGeometry g = chainLaunchGeometry(v.ir, *p, v.rows, v.cols);
+  plan.launcher = CudaKernelLauncher::load(v.device, cubin, kChainKernelName,
+                                           ::hotkernel::LaunchGeometry{g.gridX, g.blockX, g.sharedBytes}, 16,
+                                           plan.description);
+  return plan;
+}
+
+std::string chainLaunchRefusal(const ChainPlan& plan, const std::vector<ChainInputValue>& inputs,
+                               const std::vector<void*>& outputs) {
+  const int64_t rows = plan.variant.rows, cols = plan.variant.cols;
+  size_t in = 0, out = 0;
+  for (const ChainArg& a : plan.layout) {
+    if (a.kind == ChainArg::Kind::Input) {
+      if (in >= inputs.size()) return "too few inputs";
+      const void* p = inputs[in++].pointer;
+      if (p == nullptr) return "input " + std::to_string(in - 1) + " is null";
+      if (reinterpret_cast<uintptr_t>(p) % a.alignmentBytes != 0) {
+        return "input " + std::to_string(in - 1) + " is not aligned to " + std::to_string(a.alignmentBytes) +
+               " bytes";
+      }
+    } else if (a.kind == ChainArg::Kind::ScalarInput) {
+      if (in >= inputs.size()) return "too few inputs";
+      ++in;
+    } else if (a.kind == ChainArg::Kind::Output) {
+      if (out >= outputs.size()) return "too few outputs";
+      const void* p = outputs[out++];
+      if (p == nullptr) return "output " + std::to_string(out - 1) + " is null";
+      if (reinterpret_cast<uintptr_t>(p) % a.alignmentBytes != 0) {
+        return "output " + std::to_string(out - 1) + " is not aligned to " + std::to_string(a.alignmentBytes) +
+               " bytes";
+      }
+    }
+  }
+  if (in != inputs.size() || out != outputs.size()) {
+    return "the chain takes " + std::to_string(in) + " inputs and " + std::to_string(out) + " outputs, got " +
+           std::to_string(inputs.size()) + " and " + std::to_string(outputs.size());
+  }
+  // Every output against every input and every other output.
+  size_t o = 0;
+  for (const ChainArg& a : plan.layout) {
+    if (a.kind != ChainArg::Kind::Output) continue;
+    const void* p = outputs[o];
+    const uint64_t bytes = bytesOf(a, rows, cols);
+    size_t i = 0, q = 0;
+    for (const ChainArg& b : plan.layout) {
+      if (b.kind == ChainArg::Kind::Input) {
+        if (overlaps(p, bytes, inputs[i].pointer, bytesOf(b, rows, cols))) {
+          return "output " + std::to_string(o) + " overlaps input " + std::to_string(i);
+        }
+      } else if (b.kind == ChainArg::Kind::Output && q != o &&
+                 overlaps(p, bytes, outputs[q], bytesOf(b, rows, cols))) {
+        return "output " + std::to_string(o) + " overlaps output " + std::to_string(q);
+      }
+      if (b.kind == ChainArg::Kind::Input || b.kind == ChainArg::Kind::ScalarInput) ++i;
+      if (b.kind == ChainArg::Kind::Output) ++q;
+    }
+    ++o;
+  }
+  return "";
+}
+
+bool launchChainPlan(const ChainPlan& plan, const std::vector<ChainInputValue>& inputs,
+                     const std::vector<void*>& outputs, void* stream) noexcept {
+  try {
+    if (!plan.launcher || !chainLaunchRefusal(plan, inputs, outputs).empty()) return false;
+    return plan.launcher->launchArgs(
+        chainKernelArgs(plan.variant.ir, inputs, outputs, plan.variant.rows, plan.variant.cols), stream);
+  } catch (...) {  // nothing leaves a launch (Note [A chain plan from a cache entry])
+    return false;
+  }
+}
+
+}  // namespace hotkernel::chain

@@ -1,0 +1,121 @@
+// Tests of a chain variant's parameter space (ChainParameterSpace.h): every
+// point legal for the variant, the axes Note [Chain parameter space] names,
+// and the variants it refuses.
+
+#include "hotkernel/chain/ChainParameterSpace.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "hotkernel/chain/NamedChains.h"
+
+namespace hotkernel::chain {
+namespace {
+
+struct Case {
+  std::string name;
+  ChainIR ir;
+};
+
+std::vector<Case> namedChains() {
+  std::vector<Case> cases;
+  for (DType d : {DType::BFloat16, DType::Float32}) {
+    const std::string suffix = d == DType::Float32 ? " fp32" : " bf16";
+    cases.push_back({"rms_norm" + suffix, rmsNormChain(d, 1e-6)});
+    cases.push_back({"swiglu" + suffix, swigluChain(d)});
+    cases.push_back({"new_gelu" + suffix, newGeluChain(d)});
+    cases.push_back({"residual add + cast" + suffix, residualAddCastChain(d, DType::Float32)});
+  }
+  return cases;
+}
+
+TEST(ChainParameterSpaceTest, GivenTheNamedChainsAtModelShapesWhenEnumeratedThenEveryPointIsLegalAndDistinct) {
+  const std::vector<std::tuple<int64_t, int64_t>> shapes = {{4096, 4096}, {1, 4096}, {16384, 8192}, {7, 96},
+                                                           {3, 24},     {5, 1}};
+  for (const Case& c : namedChains()) {
+    for (const auto& [rows, cols] : shapes) {
+      SCOPED_TRACE(c.name + " [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
+      const std::vector<ChainKernelParams> space = chainParameterSpace(c.ir, rows, cols);
+      ASSERT_FALSE(space.empty());
+      std::set<std::string> seen;
+      for (const ChainKernelParams& p : space) {
+        EXPECT_NO_THROW(checkChainKernel(c.ir, p)) << p.describe();
+        EXPECT_EQ(chainVariantProblem(c.ir, p, rows, cols), "") << p.describe();
+        EXPECT_TRUE(seen.insert(p.describe()).second) << "twice: " << p.describe();
+        if (!c.ir.hasReductions()) {
+          EXPECT_EQ(p.rowsPerCta, 1);
+          EXPECT_EQ(p.items, 0);
+        }
+      }
+    }
+  }
+}
+
+TEST(ChainParameterSpaceTest, GivenSixteenBitAndFloat32ChainsWhenEnumeratedThenVecIsSixteenBytesOfTheNarrowestTensor) {
+  EXPECT_EQ(chainWidestVec(rmsNormChain(DType::BFloat16, 1e-6)), 8);
+  EXPECT_EQ(chainWidestVec(rmsNormChain(DType::Float32, 1e-6)), 4);
+  // bf16 in, float32 out: the bf16 tensors set the width.
+  EXPECT_EQ(chainWidestVec(residualAddCastChain(DType::BFloat16, DType::Float32)), 8);
+  const auto vecsOf = [](const std::vector<ChainKernelParams>& space) {
+    std::set<int> vecs;
+    for (const ChainKernelParams& p : space) vecs.insert(p.vec);
+    return vecs;
+  };
+  EXPECT_EQ(vecsOf(chainParameterSpace(swigluChain(DType::BFloat16), 64, 4096)), (std::set<int>{4, 8}));
+  EXPECT_EQ(vecsOf(chainParameterSpace(swigluChain(DType::Float32), 64, 4096)), (std::set<int>{2, 4}));
+  // cols 4 * odd: only the widths that divide it; an odd count: vec 1.
+  EXPECT_EQ(vecsOf(chainParameterSpace(swigluChain(DType::BFloat16), 64, 4100)), (std::set<int>{4}));
+  EXPECT_EQ(vecsOf(chainParameterSpace(newGeluChain(DType::BFloat16), 64, 4097)), (std::set<int>{1}));
+}
+
+TEST(ChainParameterSpaceTest, GivenARowChainWhenEnumeratedThenThreadsFollowColsAndRegisterPointsHoldTheRow) {
+  const ChainIR rms = rmsNormChain(DType::BFloat16, 1e-6);
+  // 4096 bf16 columns: 512 vectors at vec 8, so up to 512 threads (1024 at vec 4); items hold the row.
+  bool streaming = false, resident = false;
+  for (const ChainKernelParams& p : chainParameterSpace(rms, 4096, 4096)) {
+    EXPECT_LE(p.threads, 4096 / p.vec) << p.describe();
+    EXPECT_EQ(p.rowsPerCta, 1) << p.describe();
+    if (p.items == 0) streaming = true;
+    if (p.items > 0) {
+      resident = true;
+      EXPECT_GE(static_cast<int64_t>(p.threads) * p.vec * p.items, 4096) << p.describe();
+    }
+  }
+  EXPECT_TRUE(streaming);
+  EXPECT_TRUE(resident);
+  // Short rows: several rows a CTA, each at most a warp.
+  bool multiRow = false;
+  for (const ChainKernelParams& p : chainParameterSpace(rms, 1000, 128)) {
+    if (p.rowsPerCta > 1) {
+      multiRow = true;
+      EXPECT_LE(p.threads / p.rowsPerCta, 32) << p.describe();
+    }
+  }
+  EXPECT_TRUE(multiRow);
+  // Rows far longer than 16 registers a thread can hold: streaming only.
+  for (const ChainKernelParams& p : chainParameterSpace(rms, 2, 1 << 20)) EXPECT_EQ(p.items, 0) << p.describe();
+}
+
+TEST(ChainParameterSpaceTest, GivenAbsurdVariantsWhenEnumeratedThenTheSpaceIsEmpty) {
+  const ChainIR rms = rmsNormChain(DType::BFloat16, 1e-6);
+  EXPECT_TRUE(chainParameterSpace(rms, 0, 4096).empty());
+  EXPECT_TRUE(chainParameterSpace(rms, 4096, 0).empty());
+  EXPECT_TRUE(chainParameterSpace(rms, -3, 4096).empty());
+  // More rows than a grid holds, even at the most rows a CTA.
+  EXPECT_TRUE(chainParameterSpace(rms, int64_t{1} << 40, 8).empty());
+  // Rows over 2^30 columns (row kernels index in int).
+  EXPECT_TRUE(chainParameterSpace(rms, 1, (int64_t{1} << 30) + 8).empty());
+  // A chain of 11 inputs and outputs: over the kernel's argument list.
+  ChainIR wide;
+  int acc = wide.addInput(DType::Float32, ShapeClass::Full);
+  for (int k = 0; k < 10; ++k) acc = wide.addBinary(OpKind::Add, acc, wide.addInput(DType::Float32, ShapeClass::Full));
+  wide.markOutput(acc);
+  EXPECT_TRUE(chainParameterSpace(wide, 64, 64).empty());
+}
+
+}  // namespace
+}  // namespace hotkernel::chain

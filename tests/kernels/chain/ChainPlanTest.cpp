@@ -1,0 +1,107 @@
+// Tests of a chain plan's launch guard and of the entries a plan is refused
+// for before any module loads (ChainPlan.h): no GPU needed, the plan's
+// kernel is never launched.
+
+#include "hotkernel/chain/ChainPlan.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hotkernel/chain/ChainEntry.h"
+#include "hotkernel/chain/ChainJson.h"
+#include "hotkernel/chain/NamedChains.h"
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel::chain {
+namespace {
+
+// A plan of rms_norm bf16 [64, 4096] at vec 8 without a loaded module: enough for its guard.
+ChainPlan rmsPlan() {
+  ChainPlan plan;
+  plan.variant = ChainVariant{rmsNormChain(DType::BFloat16, 1e-6), 64, 4096, 0};
+  plan.params = ChainKernelParams{256, 8, 1, 0};
+  plan.layout = chainKernelLayout(plan.variant.ir, plan.params);
+  return plan;
+}
+
+void* at(std::vector<char>& buffer, size_t offset) { return buffer.data() + offset; }
+
+// 64-byte aligned offsets inside one host buffer: x [64, 4096] bf16, weight [4096] bf16, out [64, 4096] bf16.
+struct Buffers {
+  std::vector<char> bytes = std::vector<char>(3 * 64 * 4096 * 2 + 1024);
+  size_t base = (64 - reinterpret_cast<uintptr_t>(bytes.data()) % 64) % 64;
+  const void* x() { return at(bytes, base); }
+  const void* weight() { return at(bytes, base + 64 * 4096 * 2); }
+  void* out() { return at(bytes, base + 64 * 4096 * 2 + 4096 * 2 + 64); }
+};
+
+TEST(ChainPlanTest, GivenAFittingCallWhenCheckedThenItIsAccepted) {
+  const ChainPlan plan = rmsPlan();
+  Buffers b;
+  EXPECT_EQ(chainLaunchRefusal(plan, {{b.x(), 0}, {b.weight(), 0}}, {b.out()}), "");
+}
+
+TEST(ChainPlanTest, GivenCallsThatDoNotFitWhenCheckedThenEachIsRefusedWithItsReason) {
+  const ChainPlan plan = rmsPlan();
+  Buffers b;
+  const char* x = static_cast<const char*>(b.x());
+  auto refusal = [&](std::vector<ChainInputValue> in, std::vector<void*> out) {
+    return chainLaunchRefusal(plan, in, out);
+  };
+  EXPECT_EQ(refusal({{b.x(), 0}}, {b.out()}), "too few inputs");
+  EXPECT_NE(refusal({{b.x(), 0}, {b.weight(), 0}, {b.x(), 0}}, {b.out()}).find("takes 2 inputs and 1 outputs"),
+            std::string::npos);
+  EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {}), "too few outputs");
+  EXPECT_EQ(refusal({{nullptr, 0}, {b.weight(), 0}}, {b.out()}), "input 0 is null");
+  EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {nullptr}), "output 0 is null");
+  // One bf16 element off: vec 8 loads need 16 bytes.
+  EXPECT_EQ(refusal({{x + 2, 0}, {b.weight(), 0}}, {b.out()}), "input 0 is not aligned to 16 bytes");
+  EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {static_cast<char*>(b.out()) + 2}),
+            "output 0 is not aligned to 16 bytes");
+  // The output over the input (in place), or over its tail.
+  EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {const_cast<char*>(x)}), "output 0 overlaps input 0");
+  EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {const_cast<char*>(x) + 64 * 4096 * 2 - 16}),
+            "output 0 overlaps input 0");
+}
+
+TEST(ChainPlanTest, GivenTwoOutputsWhenTheyOverlapThenRefused) {
+  ChainPlan plan;
+  plan.variant = ChainVariant{residualAddCastChain(DType::BFloat16, DType::Float32), 8, 64, 0};
+  plan.params = ChainKernelParams{128, 8, 1, 0};
+  plan.layout = chainKernelLayout(plan.variant.ir, plan.params);
+  std::vector<char> bytes(8 * 64 * 4 * 6 + 256);
+  char* base = bytes.data() + (256 - reinterpret_cast<uintptr_t>(bytes.data()) % 256) % 256;
+  const void* r = base;
+  const void* h = base + 1024;
+  void* sum = base + 2048;
+  void* cast = base + 4096;
+  EXPECT_EQ(chainLaunchRefusal(plan, {{r, 0}, {h, 0}}, {sum, cast}), "");
+  EXPECT_EQ(chainLaunchRefusal(plan, {{r, 0}, {h, 0}}, {sum, base + 2048 + 512}), "output 0 overlaps output 1");
+  // A plan without a loaded kernel launches nothing.
+  EXPECT_FALSE(launchChainPlan(plan, {{r, 0}, {h, 0}}, {sum, cast}, nullptr));
+}
+
+TEST(ChainPlanTest, GivenARefusedEntryWhenAPlanIsMadeThenItFailsBeforeAnyModuleLoads) {
+  const ChainVariant v{rmsNormChain(DType::BFloat16, 1e-6), 64, 4096, 0};
+  // Another chain's JSON under this variant's key, and a keep_aten entry: refused with their reason.
+  nlohmann::json tampered = chainEntryParams(v, ChainKernelParams{256, 8, 1, 0});
+  tampered["chain"] = chainToJson(swigluChain(DType::BFloat16));
+  try {
+    makeChainPlan(v, tampered.dump(), "not a cubin");
+    ADD_FAILURE() << "a tampered entry made a plan";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("chainSha256 is not the key"), std::string::npos) << e.what();
+  }
+  try {
+    makeChainPlan(v, chainEntryParams(v, std::nullopt).dump(), "");
+    ADD_FAILURE() << "a keep_aten entry made a plan";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("keep_aten"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace hotkernel::chain
