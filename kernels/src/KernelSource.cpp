@@ -15,6 +15,7 @@
   }
 
 HOTKERNEL_DECLARE_EMBEDDED(softmax_lastdim)
+HOTKERNEL_DECLARE_EMBEDDED(softmax_dim)
 HOTKERNEL_DECLARE_EMBEDDED(rms_norm)
 HOTKERNEL_DECLARE_EMBEDDED(layer_norm)
 HOTKERNEL_DECLARE_EMBEDDED(cross_entropy)
@@ -35,6 +36,7 @@ std::string KernelSource::sha256() const { return sha256Hex(text.data(), text.si
 const std::vector<KernelSource>& allKernelSources() {
   static const std::vector<KernelSource> sources = {
       HOTKERNEL_EMBEDDED(softmax_lastdim),
+      HOTKERNEL_EMBEDDED(softmax_dim),
       HOTKERNEL_EMBEDDED(rms_norm),
       HOTKERNEL_EMBEDDED(layer_norm),
       HOTKERNEL_EMBEDDED(cross_entropy),
