@@ -6,6 +6,13 @@ find_package(nlohmann_json 3 REQUIRED)
 find_package(SQLite3 REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(TBB REQUIRED)
+# hiredis (Debian libhiredis-dev): the shared tier on Redis (cache/remote). Required like SQLite: it is one
+# small C library, and a build without it would serve without the tier it was configured for.
+find_path(HIREDIS_INCLUDE_DIR hiredis.h PATH_SUFFIXES hiredis REQUIRED)
+find_library(HIREDIS_LIBRARY hiredis REQUIRED)
+add_library(hiredis::hiredis UNKNOWN IMPORTED)
+set_target_properties(hiredis::hiredis PROPERTIES IMPORTED_LOCATION ${HIREDIS_LIBRARY}
+  INTERFACE_INCLUDE_DIRECTORIES ${HIREDIS_INCLUDE_DIR})
 find_package(CLI11 QUIET CONFIG)
 if(NOT CLI11_FOUND)
   find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)

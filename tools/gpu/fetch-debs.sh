@@ -6,5 +6,6 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 mkdir -p "$ROOT/.deps/debs"
 cd "$ROOT/.deps/debs"
 apt-get download libtbb-dev libtbb12 libtbbmalloc2 libtbbbind-2-5 libhwloc15 libcli11-dev \
-  libsqlite3-dev libsqlite3-0 libssl-dev libssl3 nlohmann-json3-dev libgtest-dev
+  libsqlite3-dev libsqlite3-0 libssl-dev libssl3 nlohmann-json3-dev libgtest-dev \
+  libhiredis-dev libhiredis0.14
 ls -1 "$ROOT/.deps/debs"
