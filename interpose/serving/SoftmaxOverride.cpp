@@ -10,6 +10,8 @@
 
 
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/SoftmaxDimFamily.h"
+#include "hotkernel/runtime/KernelArgs.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Logging.h"
 #include "FamilyDType.h"
@@ -20,6 +22,15 @@ namespace {
 using Op = SoftmaxOverride::Op;
 
 const char* schemaName(Op op) { return op == Op::LogSoftmax ? SoftmaxOverride::kLogOpName : SoftmaxOverride::kOpName; }
+
+// The plan's kernel with the last-dim ABI (in, out, rows, cols), or the
+// middle-dim one (in, out, outer, dim, inner) for a key with an inner extent
+// (Note [Two softmax layouts] in kernels/src/SoftmaxDescriptor.cpp).
+bool launchPlan(const Plan& plan, const VariantKey& key, const void* in, void* out, void* stream) noexcept {
+  if (key.inner == 0) return plan.launcher->launch(RowKernelArgs{in, out, key.rows, key.cols}, stream);
+  return plan.launcher->launchArgs(KernelArgs().pointer(in).pointer(out).int64(key.rows).int64(key.cols).int64(key.inner),
+                                   stream);
+}
 
 // Tries the planned kernel; an undefined tensor means "run the original".
 at::Tensor tryPlan(Op op, const at::Tensor& self, int64_t dim, bool halfToFloat) noexcept {
@@ -36,10 +47,7 @@ at::Tensor tryPlan(Op op, const at::Tensor& self, int64_t dim, bool halfToFloat)
     if (reinterpret_cast<uintptr_t>(out.const_data_ptr()) % align != 0) return {};
     void* stream = nullptr;
     if (self.is_cuda()) stream = c10::cuda::getCurrentCUDAStream(self.device().index()).stream();
-    if (!plan->launcher->launch(RowKernelArgs{self.const_data_ptr(), out.mutable_data_ptr(), key->rows, key->cols},
-                                stream)) {
-      return {};
-    }
+    if (!launchPlan(*plan, *key, self.const_data_ptr(), out.mutable_data_ptr(), stream)) return {};
     return out;
   } catch (const std::exception& e) {
     HOTKERNEL_LOG_ONCE(Warn, "softmax-trampoline-error")
@@ -68,17 +76,19 @@ at::Tensor trampoline(c10::DispatchKeySet ks, const at::Tensor& self, int64_t di
 
 std::optional<VariantKey> softmaxVariantOf(const at::Tensor& self, int64_t dim, bool halfToFloat) {
   if (halfToFloat || !self.defined() || self.dim() < 1) return std::nullopt;
-  const int64_t nd = self.dim();
-  const int64_t wrapped = dim < 0 ? dim + nd : dim;
-  if (wrapped != nd - 1) return std::nullopt;
   if (!self.is_contiguous() || self.numel() == 0) return std::nullopt;
   std::optional<kernels::DType> code = familyDTypeOf(self.scalar_type());
   if (!code) return std::nullopt;
+  kernels::SoftmaxLayout layout;
+  if (!kernels::softmaxLayoutOf(self.sizes().data(), self.dim(), dim, &layout)) return std::nullopt;
   VariantKey k;
   k.dtype = static_cast<int32_t>(*code);
   k.device = self.is_cpu() ? -1 : self.device().index();
-  k.cols = self.size(nd - 1);
-  k.rows = self.numel() / k.cols;
+  // The last dim (or one followed only by sizes of 1) folds the rest into rows;
+  // any other dim is [outer, dim, inner] (Note [Two softmax layouts]).
+  k.rows = layout.outer;
+  k.cols = layout.dim;
+  k.inner = layout.inner == 1 ? 0 : layout.inner;
   return k;
 }
 

@@ -36,8 +36,10 @@ class SoftmaxOverride {
 };
 
 // The plan-table key of a call of either op (same arguments), or nullopt when hotkernel never serves it
-// (not contiguous, reduction not over the last dim, half_to_float, empty,
-// unsupported dtype). Device is -1 for CPU tensors.
+// (not contiguous, half_to_float, empty, unsupported dtype, dim out of range).
+// Over the last dim (or one followed only by sizes of 1): [rows, cols], inner 0;
+// over any other dim: [outer, dim, inner] as rows, cols and inner >= 2
+// (Note [Two softmax layouts] in kernels/src/SoftmaxDescriptor.cpp). Device is -1 for CPU tensors.
 std::optional<VariantKey> softmaxVariantOf(const at::Tensor& self, int64_t dim, bool halfToFloat);
 
 }  // namespace hotkernel

@@ -8,10 +8,14 @@
 #include <ATen/ops/_softmax_cpu_dispatch.h>
 
 #include <atomic>
+#include <cmath>
+#include <utility>
+#include <vector>
 
 #include "SoftmaxOverride.h"
 #include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/runtime/KernelArgs.h"
 
 namespace hotkernel {
 namespace {
@@ -136,6 +140,100 @@ TEST_F(SoftmaxOverrideTest, GivenLogSoftmaxInstalledWhenCalledThenOnlyItsOwnPlan
   setServedOpsEnabled(true);
 }
 
+// Plays hk_softmax_dim's ABI (in, out, outer, dim, inner) through launchArgs:
+// a float32 softmax over the middle extent computed on the host, so that the
+// trampoline's arguments are checked by the result; records them. Its row
+// ABI (launch) fails: a middle-dim plan never gets a row launch.
+class MiddleDimLauncher : public KernelLauncher {
+ public:
+  bool launch(const RowKernelArgs&, void*) const noexcept override {
+    ++rowLaunches;
+    return false;
+  }
+  bool launchArgs(const KernelArgs& a, void* stream) const noexcept override {
+    ++calls;
+    if (stream != nullptr || a.size() != 5) return false;
+    const float* in = static_cast<const float*>(a.pointerAt(0));
+    float* out = static_cast<float*>(const_cast<void*>(a.pointerAt(1)));
+    outer = a.int64At(2);
+    dim = a.int64At(3);
+    inner = a.int64At(4);
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t base = o * dim * inner + i;
+        float m = -INFINITY, sum = 0;
+        for (int64_t r = 0; r < dim; ++r) m = std::max(m, in[base + r * inner]);
+        for (int64_t r = 0; r < dim; ++r) sum += std::exp(in[base + r * inner] - m);
+        for (int64_t r = 0; r < dim; ++r) out[base + r * inner] = std::exp(in[base + r * inner] - m) / sum;
+      }
+    }
+    return true;
+  }
+  size_t alignment() const override { return 4; }
+  std::string describe() const override { return "middle-dim softmax on the host"; }
+  mutable std::atomic<int> calls{0}, rowLaunches{0};
+  mutable int64_t outer = 0, dim = 0, inner = 0;
+};
+
+TEST_F(SoftmaxOverrideTest, GivenAMiddleDimPlanWhenSoftmaxOverThatDimThenItRunsWithOuterDimAndInner) {
+  auto middle = std::make_shared<MiddleDimLauncher>();
+  const int32_t f32 = static_cast<int32_t>(kernels::DType::Float32);
+  VariantKey key{f32, -1, 2, 5};
+  key.inner = 12;
+  plansOf(servedOp("aten::_softmax")).publish(Plan{key, middle, "middle 2x5x12"});
+  const uint64_t hits = hitsOf(servedOp("aten::_softmax"));
+  // dim 1 of [2, 5, 3, 4] and of [2, 5, 12], dim -3 too: [outer 2, dim 5, inner 12].
+  at::Tensor x = at::randn({2, 5, 3, 4});
+  for (const auto& [t, dim] : std::vector<std::pair<at::Tensor, int64_t>>{{x, 1}, {x, -3}, {x.view({2, 5, 12}), 1}}) {
+    at::Tensor y = at::_softmax(t, dim, false);
+    EXPECT_TRUE(at::allclose(y, at::cpu::_softmax(t, dim, false), 1e-5, 1e-6));
+    EXPECT_EQ(middle->outer, 2);
+    EXPECT_EQ(middle->dim, 5);
+    EXPECT_EQ(middle->inner, 12);
+  }
+  EXPECT_EQ(middle->calls.load(), 3);
+  EXPECT_EQ(middle->rowLaunches.load(), 0);
+  EXPECT_EQ(hitsOf(servedOp("aten::_softmax")), hits + 3);
+  // Another dim of the same tensor, a transposed view of the same sizes, or log_softmax: not this plan.
+  const at::Tensor other = x.view({2, 5, 12}).transpose(1, 2).contiguous().transpose(1, 2);
+  ASSERT_FALSE(other.is_contiguous());
+  EXPECT_TRUE(at::allclose(at::_softmax(other, 1, false), at::cpu::_softmax(other, 1, false)));
+  EXPECT_TRUE(at::allclose(at::_softmax(x, 2, false), at::cpu::_softmax(x, 2, false)));
+  EXPECT_EQ(middle->calls.load(), 3);
+}
+
+TEST_F(SoftmaxOverrideTest, GivenTrailingSizesOfOneWhenSoftmaxOverTheDimBeforeThemThenTheLastDimPlanServes) {
+  at::Tensor x = at::randn({6, 32, 1, 1});
+  EXPECT_TRUE(isPattern(at::_softmax(x, 1, false)));  // the [6, 32] plan: rows 6, cols 32
+  EXPECT_TRUE(isPattern(at::_softmax(x.view({2, 3, 32}), 2, false)));
+}
+
+TEST(SoftmaxVariantTest, GivenAnyDimOfAContiguousTensorWhenKeyedThenOuterDimAndInnerExceptForTheLastDim) {
+  const at::Tensor x = at::randn({4, 6, 10});
+  const auto last = softmaxVariantOf(x, 2, false);
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->rows, 24);
+  EXPECT_EQ(last->cols, 10);
+  EXPECT_EQ(last->inner, 0);
+  const auto middle = softmaxVariantOf(x, 1, false);
+  ASSERT_TRUE(middle.has_value());
+  EXPECT_EQ(middle->rows, 4);
+  EXPECT_EQ(middle->cols, 6);
+  EXPECT_EQ(middle->inner, 10);
+  const auto first = softmaxVariantOf(x.to(at::kHalf), -3, false);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->rows, 1);
+  EXPECT_EQ(first->cols, 4);
+  EXPECT_EQ(first->inner, 60);
+  EXPECT_EQ(first->dtype, static_cast<int32_t>(kernels::DType::Float16));
+  // Refused: non-contiguous, half_to_float, a dim out of range, another dtype, empty.
+  EXPECT_FALSE(softmaxVariantOf(x.transpose(0, 1), 1, false).has_value());
+  EXPECT_FALSE(softmaxVariantOf(x.to(at::kHalf), 1, true).has_value());
+  EXPECT_FALSE(softmaxVariantOf(x, 3, false).has_value());
+  EXPECT_FALSE(softmaxVariantOf(x.to(at::kDouble), 1, false).has_value());
+  EXPECT_FALSE(softmaxVariantOf(at::randn({4, 0, 10}), 1, false).has_value());
+}
+
 TEST(SoftmaxVariantTest, GivenTensorsWhenKeyedThenRowsColsDtypeDevice) {
   auto k = softmaxVariantOf(at::randn({2, 3, 10}).to(at::kBFloat16), -1, false);
   ASSERT_TRUE(k.has_value());
@@ -143,7 +241,6 @@ TEST(SoftmaxVariantTest, GivenTensorsWhenKeyedThenRowsColsDtypeDevice) {
   EXPECT_EQ(k->cols, 10);
   EXPECT_EQ(k->device, -1);
   EXPECT_EQ(k->dtype, static_cast<int32_t>(kernels::DType::BFloat16));
-  EXPECT_FALSE(softmaxVariantOf(at::randn({2, 3}), 0, false).has_value());
   EXPECT_FALSE(softmaxVariantOf(at::randn({2, 3}), -1, true).has_value());
   EXPECT_FALSE(softmaxVariantOf(at::randn({0, 3}), -1, false).has_value());
   EXPECT_FALSE(softmaxVariantOf(at::randn({2, 3}).to(at::kDouble), -1, false).has_value());
