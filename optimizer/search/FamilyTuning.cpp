@@ -7,6 +7,7 @@
 #include "hotkernel/optimizer/NormTuner.h"
 #include "hotkernel/optimizer/ReduceDimTuner.h"
 #include "hotkernel/optimizer/ReduceTuner.h"
+#include "hotkernel/optimizer/SoftmaxDimTuner.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -25,8 +26,10 @@ struct FamilyTuner {
   AtenReference (*reference)(const kernels::FamilyDescriptor& family, const VariantKey& key);
 };
 
+// Both layouts of a softmax op (Note [Two softmax layouts] in kernels/src/SoftmaxDescriptor.cpp).
 template <SoftmaxOp kOp>
 TuneOutcome softmaxTuner(const kernels::FamilyDescriptor&, const VariantKey& key, const TunerOptions& options) {
+  if (key.inner != 0) return tuneSoftmaxDim(kernels::softmaxDimVariantOf(key), key.device, options, kOp);
   return tuneSoftmax(kernels::softmaxVariantOf(key), key.device, options, kOp);
 }
 
@@ -52,7 +55,9 @@ TuneOutcome crossEntropyTuner(const kernels::FamilyDescriptor&, const VariantKey
 }
 
 template <SoftmaxOp kOp>
-AtenReference softmaxReference(const kernels::FamilyDescriptor&, const VariantKey&) {
+AtenReference softmaxReference(const kernels::FamilyDescriptor&, const VariantKey& key) {
+  // A middle-dim key's timed input is [rows, cols * inner] (kernels::rowLength).
+  if (key.inner != 0) return atenReferenceOfSpec(softmaxDimSpec(kOp, key.inner));
   return atenReferenceOfSpec(softmaxSpec(kOp));
 }
 

@@ -59,6 +59,12 @@ int64_t fillRows(int64_t smCount, int64_t maxRowsPerCta) {
   return kFillCtasPerSm * smCount * std::max<int64_t>(maxRowsPerCta, 1);
 }
 
+int64_t fillRowsOfCtas(int64_t smCount, int64_t ctasPerRow) {
+  HOTKERNEL_CHECK(smCount >= 1, "a GPU has at least one SM, got ", smCount);
+  const int64_t perRow = std::max<int64_t>(ctasPerRow, 1);
+  return std::max<int64_t>((kFillCtasPerSm * smCount + perRow - 1) / perRow, 1);
+}
+
 std::optional<int64_t> tuningRowCount(int64_t variantRows, int64_t fill, const TuningMemory& memory,
                                       int64_t capBytes) {
   HOTKERNEL_CHECK(variantRows >= 1 && memory.bytesPerRow >= 1 && memory.fixedBytes >= 0,

@@ -37,6 +37,16 @@ TEST(TuningRowsTest, GivenSeveralRowsACtaWhenFillRowsThenScaledByTheMostRowsACta
 
 TEST(TuningRowsTest, GivenNoSmsWhenFillRowsThenError) { EXPECT_THROW(fillRows(0, 1), Error); }
 
+TEST(TuningRowsTest, GivenOuterRowsOfSeveralCtasWhenFillRowsOfCtasThenTheFewestRowsGivingEightCtasAnSm) {
+  EXPECT_EQ(fillRowsOfCtas(132, 1), 8 * 132);
+  EXPECT_EQ(fillRowsOfCtas(132, 0), 8 * 132);  // every row takes at least one CTA
+  EXPECT_EQ(fillRowsOfCtas(132, 8), 132);
+  EXPECT_EQ(fillRowsOfCtas(132, 7), (8 * 132 + 6) / 7);  // rounded up: never fewer CTAs than the fill
+  EXPECT_GE(fillRowsOfCtas(132, 7) * 7, 8 * 132);
+  EXPECT_EQ(fillRowsOfCtas(132, 100000), 1);  // one outer row of many tiles fills the GPU alone
+  EXPECT_THROW(fillRowsOfCtas(0, 1), Error);
+}
+
 TEST(TuningRowsTest, GivenVariantThatFitsWhenTuningRowCountThenAllRows) {
   const TuningMemory m = longRows();
   EXPECT_EQ(tuningRowCount(4096, fillRows(132, 1), m, m.bytes(4096)), 4096);

@@ -29,6 +29,12 @@ struct TuningMemory {
 // family point whose CTAs serve `maxRowsPerCta` rows each (at least 1).
 int64_t fillRows(int64_t smCount, int64_t maxRowsPerCta);
 
+// The fewest rows that fill `smCount` SMs when each row takes `ctasPerRow`
+// CTAs (at least 1): kFillCtasPerSm CTAs on each, at least one row. For the
+// middle-dim layouts, whose outer rows each take a CTA per tile of inner
+// positions.
+int64_t fillRowsOfCtas(int64_t smCount, int64_t ctasPerRow);
+
 // The rows to tune a `variantRows`-row variant on under `capBytes` (<= 0: no
 // cap): variantRows when they fit; else the most rows that fit, when that is
 // at least min(fill, variantRows); nullopt when not even that fits.
