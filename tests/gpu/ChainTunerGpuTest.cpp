@@ -1,0 +1,241 @@
+// A chain variant tuned end to end (Note [Chain tuning]): each named HF chain
+// in bfloat16 and float32 tuned against the chain run by CUDA ATen, its
+// kernel entry written to a temporary cache, read back and made into a
+// ChainPlan from scratch (a fresh variant object, the entry's params and
+// cubin only), launched through the plan's guard, and compared with the
+// interpreter's Fused mode (the kernel's arithmetic) and with CUDA ATen; a
+// tampered entry (another chain's JSON under the variant's key) makes no
+// plan. The harness's stages on a kernel that is wrong on purpose.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hotkernel/cache/CacheStore.h"
+#include "hotkernel/chain/ChainEntry.h"
+#include "hotkernel/chain/ChainInterpreter.h"
+#include "hotkernel/chain/ChainJson.h"
+#include "hotkernel/chain/ChainKey.h"
+#include "hotkernel/chain/ChainParameterSpace.h"
+#include "hotkernel/chain/ChainPlan.h"
+#include "hotkernel/chain/NamedChains.h"
+#include "hotkernel/optimizer/ChainHarness.h"
+#include "hotkernel/optimizer/ChainReference.h"
+#include "hotkernel/optimizer/ChainTuner.h"
+#include "hotkernel/optimizer/TuneExperiments.h"
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/CudaDriver.h"
+#include "hotkernel/runtime/Nvrtc.h"
+
+namespace hotkernel {
+namespace {
+
+using chain::ChainIR;
+using chain::ChainVariant;
+using chain::DType;
+
+#define REQUIRE_CUDA_AND_NVRTC()                                    \
+  if (!at::cuda::is_available() || at::cuda::device_count() == 0) { \
+    GTEST_SKIP() << "no CUDA device";                               \
+  }                                                                 \
+  if (!nvrtcAvailable()) GTEST_SKIP() << "no NVRTC"
+
+// The named chains as one test case each; `make` builds the chain anew (a fresh object every call).
+struct Named {
+  std::string name;
+  ChainIR (*make)();
+};
+
+std::vector<Named> namedChains() {
+  return {{"rms_norm bf16", [] { return chain::rmsNormChain(DType::BFloat16, 1e-6); }},
+          {"rms_norm fp32", [] { return chain::rmsNormChain(DType::Float32, 1e-6); }},
+          {"swiglu bf16", [] { return chain::swigluChain(DType::BFloat16); }},
+          {"swiglu fp32", [] { return chain::swigluChain(DType::Float32); }},
+          {"new_gelu bf16", [] { return chain::newGeluChain(DType::BFloat16); }},
+          {"new_gelu fp32", [] { return chain::newGeluChain(DType::Float32); }},
+          {"residual add + cast bf16", [] { return chain::residualAddCastChain(DType::BFloat16, DType::Float32); }},
+          {"residual add + cast fp32", [] { return chain::residualAddCastChain(DType::Float32, DType::BFloat16); }}};
+}
+
+constexpr int64_t kRows = 2048, kCols = 4096;
+
+Fingerprint testFingerprint() {
+  const DeviceInfo d = queryDevice(0);
+  Fingerprint f;
+  f.gpuName = d.name;
+  f.computeCapability = std::to_string(d.ccMajor) + "." + std::to_string(d.ccMinor);
+  f.driverVersion = d.driverVersion;
+  f.nvrtcVersion = nvrtcVersion();
+  f.torchVersion = "test";
+  f.hotkernelVersion = "test";
+  f.kernelSources = "chain-tuner-gpu-test";
+  return f;
+}
+
+std::string tempCacheDir() {
+  std::string tmpl = ::testing::TempDir() + "/chain-tuner-XXXXXX";
+  const char* made = ::mkdtemp(tmpl.data());
+  return made ? std::string(made) : tmpl;
+}
+
+// Largest |got - want| in units of the output dtype's spacing at want.
+double worstUlps(const at::Tensor& got, const std::vector<float>& want, DType dtype) {
+  const at::Tensor flat = got.to(at::kFloat).cpu().contiguous().reshape({-1});
+  EXPECT_EQ(flat.numel(), static_cast<int64_t>(want.size()));
+  const int mantissa = dtype == DType::Float32 ? 23 : dtype == DType::Float16 ? 10 : 7;
+  double worst = 0;
+  const float* a = flat.data_ptr<float>();
+  for (int64_t i = 0; i < flat.numel() && i < static_cast<int64_t>(want.size()); ++i) {
+    const float x = a[i], y = want[static_cast<size_t>(i)];
+    if (x == y || (std::isnan(x) && std::isnan(y))) continue;
+    const double spacing = std::ldexp(1.0, std::ilogb(std::max(std::fabs(y), 1e-30f)) - mantissa);
+    worst = std::max(worst, std::fabs(static_cast<double>(x) - y) / spacing);
+  }
+  return worst;
+}
+
+TEST(ChainTunerGpuTest, GivenTheNamedChainsWhenTunedThenAKernelEntryIsCachedReloadedAsAPlanAndComputesTheChain) {
+  REQUIRE_CUDA_AND_NVRTC();
+  const Fingerprint fp = testFingerprint();
+  DeviceFingerprints fingerprints;
+  fingerprints.set(0, fp);
+  const std::string dir = tempCacheDir();
+  void* stream = c10::cuda::getCurrentCUDAStream(0).stream();
+  for (const Named& c : namedChains()) {
+    SCOPED_TRACE(c.name);
+    const ChainVariant tuned{c.make(), kRows, kCols, 0};
+    TunerOptions options;
+    options.pairs = 21;
+    const TuneOutcome outcome = tuneChain(tuned, options);
+    for (const CandidateRecord& r : outcome.metrics.candidates) {
+      std::printf("[chain tuner] %s %s: %s %s speedup %.2f\n", c.name.c_str(), r.params->dump().c_str(),
+                  r.stage.c_str(), r.error.c_str(), r.speedup.value_or(0.0));
+    }
+    ASSERT_TRUE(outcome.accepted) << "no candidate beat the unfused chain with a CI above 1.02";
+    ASSERT_TRUE(outcome.metrics.kernel.has_value());
+    EXPECT_GT(outcome.metrics.kernel->speedupCi.low, 1.02);
+    EXPECT_EQ(outcome.metrics.candidates.size(),
+              chain::chainParameterSpace(tuned.ir, kRows, kCols).size());
+    for (const CandidateRecord& r : outcome.metrics.candidates) {
+      // Every candidate of a named chain compiles and passes the five stages.
+      EXPECT_TRUE(r.stage == "benchmark") << r.params->dump() << ": " << r.stage << " " << r.error;
+    }
+    const std::string variant = chain::chainVariantString(tuned);
+    EXPECT_EQ(tuneExperiments(fp.key(), chain::kChainOp, variant, outcome).size(),
+              outcome.metrics.candidates.size());
+    {
+      auto store = cache::CacheStore::open(dir);
+      store->put(chainResultEntry(fingerprints, tuned, outcome));
+    }
+
+    // A fresh process's view: the cache reopened, the variant rebuilt, the plan made from the entry alone.
+    auto store = cache::CacheStore::open(dir);
+    const std::optional<cache::Entry> entry = store->get(fp.key(), chain::kChainOp, variant);
+    ASSERT_TRUE(entry.has_value());
+    EXPECT_EQ(entry->decision, cache::kDecisionKernel);
+    EXPECT_EQ(entry->family, chain::kChainFamily);
+    EXPECT_EQ(chain::chainFromJson(nlohmann::json::parse(entry->params).at("chain")), tuned.ir);
+    const ChainVariant fresh{c.make(), kRows, kCols, 0};
+    const chain::ChainPlan plan = chain::makeChainPlan(fresh, entry->params, entry->cubin);
+
+    at::manual_seed(11);
+    std::vector<ChainReferenceInput> inputs;
+    std::vector<std::vector<float>> values;
+    for (int node : fresh.ir.inputs()) {
+      const chain::Node& n = fresh.ir.node(node);
+      ChainReferenceInput r;
+      r.tensor = (at::rand(chainValueSizes(n.shape, kRows, kCols), at::TensorOptions().device(at::kCUDA)) * 4 - 2)
+                     .to(chainScalarType(n.dtype));
+      const at::Tensor f = r.tensor.to(at::kFloat).cpu().contiguous().reshape({-1});
+      values.emplace_back(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+      inputs.push_back(r);
+    }
+    const std::vector<at::Tensor> aten = runChainWithAten(fresh.ir, inputs, kRows, kCols);
+    std::vector<at::Tensor> outs;
+    std::vector<void*> outPointers;
+    for (const at::Tensor& a : aten) {
+      outs.push_back(at::full_like(a, std::nan("")));
+      outPointers.push_back(outs.back().mutable_data_ptr());
+    }
+    ASSERT_TRUE(chain::launchChainPlan(plan, chainInputValues(inputs), outPointers, stream));
+    const auto fused = chain::interpretChain(fresh.ir, kRows, kCols, values, chain::EvalMode::Fused);
+    for (size_t o = 0; o < outs.size(); ++o) {
+      const DType dtype = fresh.ir.node(fresh.ir.outputs()[o]).dtype;
+      EXPECT_LE(worstUlps(outs[o], fused[o], dtype), 2.0) << "output " << o << " vs the Fused interpreter";
+    }
+    EXPECT_EQ(compareChainOutputs(outs, aten, chainTolerance(fresh.ir)), "");
+    // The guard: an in-place call is refused and launches nothing.
+    std::vector<void*> inPlace = outPointers;
+    inPlace[0] = const_cast<void*>(inputs[0].tensor.const_data_ptr());
+    EXPECT_FALSE(chain::launchChainPlan(plan, chainInputValues(inputs), inPlace, stream));
+  }
+}
+
+TEST(ChainTunerGpuTest, GivenATamperedChainEntryWhenLoadedThenNoPlanIsMade) {
+  REQUIRE_CUDA_AND_NVRTC();
+  const Fingerprint fp = testFingerprint();
+  DeviceFingerprints fingerprints;
+  fingerprints.set(0, fp);
+  const std::string dir = tempCacheDir();
+  const ChainVariant v{chain::swigluChain(DType::BFloat16), 1024, 4096, 0};
+  TunerOptions options;
+  options.pairs = 15;
+  options.minSpeedup = 1.0;
+  const TuneOutcome outcome = tuneChain(v, options);
+  ASSERT_TRUE(outcome.accepted);
+  cache::Entry entry = chainResultEntry(fingerprints, v, outcome);
+  auto store = cache::CacheStore::open(dir);
+  store->put(entry);
+  const std::string variant = chain::chainVariantString(v);
+  ASSERT_NO_THROW(chain::makeChainPlan(v, store->get(fp.key(), chain::kChainOp, variant)->params, entry.cubin));
+
+  // Another chain's JSON (new-GELU, one input) under the SwiGLU variant's key, its sha left or made consistent.
+  const ChainIR other = chain::newGeluChain(DType::BFloat16);
+  nlohmann::json params = nlohmann::json::parse(entry.params);
+  params["chain"] = chain::chainToJson(other);
+  for (bool consistentSha : {false, true}) {
+    if (consistentSha) params["chainSha256"] = chain::chainKey(other).sha256;
+    entry.params = params.dump();
+    store->put(entry);  // the cache stores bytes; the loader judges them
+    const std::optional<cache::Entry> got = store->get(fp.key(), chain::kChainOp, variant);
+    ASSERT_TRUE(got.has_value());
+    EXPECT_THROW(chain::makeChainPlan(v, got->params, got->cubin), Error) << params.dump();
+  }
+}
+
+TEST(ChainTunerGpuTest, GivenAKernelOfAnotherChainWhenHarnessedThenItFailsTheSmokeStage) {
+  REQUIRE_CUDA_AND_NVRTC();
+  // A kernel of g * u loaded as SwiGLU's (silu(g) * u): the same arguments, another computation.
+  const ChainVariant swiglu{chain::swigluChain(DType::BFloat16), 512, 4096, 0};
+  ChainIR mulOnly;
+  const int g = mulOnly.addInput(DType::BFloat16, chain::ShapeClass::Full);
+  const int u = mulOnly.addInput(DType::BFloat16, chain::ShapeClass::Full);
+  mulOnly.markOutput(mulOnly.addBinary(chain::OpKind::Mul, g, u));
+  const chain::ChainKernelParams p{256, 8, 1, 0};
+  const std::string arch = queryDevice(0).nvrtcArch();
+  const std::string wrongCubin =
+      compileToCubin(chain::generateChainSource(mulOnly, p), "hk_chain.cu", arch, chain::chainCompileOptions()).cubin;
+  const chain::ChainPlan wrong =
+      chain::makeChainPlan(swiglu, chain::chainEntryParams(swiglu, p).dump(), wrongCubin);
+  const HarnessReport bad = runChainHarness(wrong);
+  EXPECT_FALSE(bad.passed);
+  ASSERT_NE(bad.failure(), nullptr);
+  EXPECT_EQ(bad.failure()->stage, HarnessStage::Smoke) << bad.failure()->detail;
+  // The right cubin passes all five stages.
+  const std::string rightCubin =
+      compileToCubin(chain::generateChainSource(swiglu.ir, p), "hk_chain.cu", arch, chain::chainCompileOptions()).cubin;
+  const HarnessReport good =
+      runChainHarness(chain::makeChainPlan(swiglu, chain::chainEntryParams(swiglu, p).dump(), rightCubin));
+  EXPECT_TRUE(good.passed) << (good.failure() ? good.failure()->detail : "");
+  EXPECT_EQ(good.stages.size(), 5u);
+}
+
+}  // namespace
+}  // namespace hotkernel
