@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "CaptureTracker.h"
+#include "CommandHook.h"
 
 typedef void* (*HkDlopenFn)(const char*, int);
 
@@ -62,9 +63,11 @@ static const HkCaptureApi* realApi(void) {
 }
 
 __attribute__((visibility("default"))) int cudaStreamBeginCapture(void* stream, int mode) {
+  hkBeforeCommand(HOTKERNEL_COMMAND_CAPTURE); /* Note [Flush before foreign commands] */
   return hk_capture_begin(realApi(), stream, mode);
 }
 
 __attribute__((visibility("default"))) int cudaStreamEndCapture(void* stream, void** graph) {
+  hkBeforeCommand(HOTKERNEL_COMMAND_CAPTURE);
   return hk_capture_end(realApi(), stream, graph);
 }
