@@ -8,15 +8,19 @@
 //   HK_OP 3  argmax  out[o, i] = first r of the maximum, or of the first NaN (int64)
 //   HK_OP 4  amin    out[o, i] = min_r in[o, r, i], NaN if any is NaN        (the input's dtype)
 //   HK_OP 5  argmin  out[o, i] = first r of the minimum, or of the first NaN (int64)
+//   HK_OP 6  max     indices[o, i] = argmax's r (int64), out[o, i] = in[o, indices[o, i], i]
+//   HK_OP 7  min     indices[o, i] = argmin's r (int64), out[o, i] = in[o, indices[o, i], i]
 // with the semantics of the last-dim family's ops over dim d instead of the
 // last (reduce_lastdim.cu, Note [What ATen's last-dim reductions compute]):
 // float32 accumulation, ATen's mean factor fl(float(outer * inner) /
-// float(outer * reduced * inner)), NaN first, ties to the lowest index.
+// float(outer * reduced * inner)), NaN first, ties to the lowest index; max
+// and min's value is the element at the index, bit for bit (Note [Value and
+// index pairs] in src/ReduceFamily.cpp).
 //
 // Compiled by NVRTC with the defines below (ReduceDimFamily::compileOptions),
 // for sm_80 or later; hk_prelude.cuh is expanded in place by ReduceDimFamily::source().
 //   HK_DTYPE   0 = float32, 1 = float16, 2 = bfloat16 (hotkernel::kernels::DType)
-//   HK_OP      0 .. 5 as above (hotkernel::kernels::ReduceOp)
+//   HK_OP      0 .. 7 as above (hotkernel::kernels::ReduceOp)
 //   HK_TX      threads along inner: 32, 64 or 128
 //   HK_TY      threads along the reduced dim: a power of two, HK_TX * HK_TY <= 1024
 //   HK_VEC     consecutive inner elements a thread reads at once, a power of two, <= 16 bytes
@@ -24,11 +28,15 @@
 // Entry point (ReduceDimFamily::kKernelName):
 //   extern "C" __global__ void hk_reduce_dim(const void* in, void* out, long long outer,
 //                                            long long reduced, long long inner)
-// `out` holds outer * inner elements of the input's dtype, or int64 for the index ops.
+// `out` holds outer * inner elements of the input's dtype, or int64 for argmax and argmin.
+// max and min take their int64 indices (outer * inner) after the values:
+//   extern "C" __global__ void hk_reduce_dim(const void* in, void* out, void* indices, long long outer,
+//                                            long long reduced, long long inner)
 //
 // Preconditions (checked on the host by ReduceDimFamily's guards, not here):
 //   outer >= 1; 1 <= reduced < 2^31; inner >= 2 and inner % HK_VEC == 0; in
-//   aligned to HK_VEC elements, out to HK_VEC of its elements; out not overlapping in.
+//   aligned to HK_VEC elements, out to HK_VEC of its elements, indices to 8
+//   bytes; out and indices not overlapping in or each other.
 //
 // Note [Coalesced middle-dim reductions]
 // A CTA of HK_TX x HK_TY threads serves one tile of HK_TX * HK_VEC consecutive
@@ -53,14 +61,17 @@
 #define HK_OP_ARGMAX 3
 #define HK_OP_AMIN 4
 #define HK_OP_ARGMIN 5
-#define HK_IS_ARG (HK_OP == HK_OP_ARGMAX || HK_OP == HK_OP_ARGMIN)
-#define HK_IS_MIN (HK_OP == HK_OP_AMIN || HK_OP == HK_OP_ARGMIN)
+#define HK_OP_MAX 6
+#define HK_OP_MIN 7
+#define HK_IS_PAIR (HK_OP == HK_OP_MAX || HK_OP == HK_OP_MIN)
+#define HK_IS_ARG (HK_OP == HK_OP_ARGMAX || HK_OP == HK_OP_ARGMIN || HK_IS_PAIR)
+#define HK_IS_MIN (HK_OP == HK_OP_AMIN || HK_OP == HK_OP_ARGMIN || HK_OP == HK_OP_MIN)
 #define HK_IS_SUM (HK_OP == HK_OP_SUM || HK_OP == HK_OP_MEAN)
 #define HK_THREADS (HK_TX * HK_TY)
 #define HK_TILE (HK_TX * HK_VEC)
 
-static_assert(HK_OP >= 0 && HK_OP <= 5,
-              "HK_OP must be 0 (sum), 1 (mean), 2 (amax), 3 (argmax), 4 (amin) or 5 (argmin)");
+static_assert(HK_OP >= 0 && HK_OP <= 7,
+              "HK_OP must be 0 (sum), 1 (mean), 2 (amax), 3 (argmax), 4 (amin), 5 (argmin), 6 (max) or 7 (min)");
 static_assert(HK_TX == 32 || HK_TX == 64 || HK_TX == 128, "HK_TX must be 32, 64 or 128");
 static_assert(HK_TY >= 1 && (HK_TY & (HK_TY - 1)) == 0 && HK_THREADS <= 1024,
               "HK_TY must be a power of two with HK_TX * HK_TY <= 1024");
@@ -114,8 +125,13 @@ __device__ __forceinline__ float hk_merge_value(float a, float b) {
 }
 
 // At least one CTA an SM: ptxas may take up to 65536 / HK_THREADS registers a thread.
+#if HK_IS_PAIR
+extern "C" __global__ void __launch_bounds__(HK_THREADS, 1)
+    hk_reduce_dim(const void* in_, void* out_, void* indices_, long long outer, long long reduced, long long inner) {
+#else
 extern "C" __global__ void __launch_bounds__(HK_THREADS, 1)
     hk_reduce_dim(const void* in_, void* out_, long long outer, long long reduced, long long inner) {
+#endif
   __shared__ float hk_values[HK_TY][HK_TILE];
 #if HK_IS_ARG
   __shared__ int hk_indices[HK_TY][HK_TILE];
@@ -200,7 +216,17 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS, 1)
     }
     if (ty == 0 && live) {
       const long long at = o * inner + v * HK_VEC;
-#if HK_IS_ARG
+#if HK_IS_PAIR
+      // The value is the input's element at the index, bit for bit.
+      hk_pack p;
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) {
+        const int r = hk_indices[0][tx * HK_VEC + j];
+        static_cast<long long*>(indices_)[at + j] = r;
+        p.v[j] = in[(o * reduced + r) * inner + v * HK_VEC + j];
+      }
+      *reinterpret_cast<hk_pack*>(static_cast<hk_elem*>(out_) + at) = p;
+#elif HK_IS_ARG
 #pragma unroll
       for (int j = 0; j < HK_VEC; ++j) static_cast<long long*>(out_)[at + j] = hk_indices[0][tx * HK_VEC + j];
 #else

@@ -6,9 +6,13 @@
 //   HK_OP 3  argmax  out[r] = first c of the row's maximum, or of its first NaN (int64)
 //   HK_OP 4  amin    out[r] = min_c in[r, c], NaN if any is NaN    (the input's dtype)
 //   HK_OP 5  argmin  out[r] = first c of the row's minimum, or of its first NaN (int64)
+//   HK_OP 6  max     indices[r] = argmax's index (int64), out[r] = in[r, indices[r]] (the input's dtype)
+//   HK_OP 7  min     indices[r] = argmin's index (int64), out[r] = in[r, indices[r]] (the input's dtype)
 // the semantics of aten::sum.dim_IntList, aten::mean.dim, aten::amax,
-// aten::argmax, aten::amin and aten::argmin with dim = -1 on CUDA (Note [What ATen's last-dim reductions
-// compute]), leading dims folded into rows, keepdim only a view of [rows].
+// aten::argmax, aten::amin, aten::argmin, aten::max.dim and aten::min.dim
+// with dim = -1 on CUDA (Note [What ATen's last-dim reductions compute]; the
+// pairs: Note [Value and index pairs] in src/ReduceFamily.cpp), leading dims
+// folded into rows, keepdim only a view of [rows].
 //
 // Compiled by NVRTC with the defines below (ReduceFamily::compileOptions), for
 // sm_80 or later (the extrema: max.NaN / min.NaN; bfloat16: cvt.rn.bf16.f32; the tests
@@ -16,7 +20,8 @@
 // (element type, conversions, L2 hints: what the family templates share), is
 // expanded in place by ReduceFamily::source().
 //   HK_DTYPE   0 = float32, 1 = float16, 2 = bfloat16 (hotkernel::kernels::DType)
-//   HK_OP      0 = sum, 1 = mean, 2 = amax, 3 = argmax, 4 = amin, 5 = argmin (hotkernel::kernels::ReduceOp)
+//   HK_OP      0 = sum, 1 = mean, 2 = amax, 3 = argmax, 4 = amin, 5 = argmin, 6 = max, 7 = min
+//              (hotkernel::kernels::ReduceOp)
 //   HK_THREADS threads per CTA, a power of two in [32, 1024]
 //   HK_ROWS    rows per CTA: 1, or HK_THREADS / HK_ROWS <= 32 (each row within one warp)
 //   HK_VEC     elements per vector access, a power of two, HK_VEC * sizeof(element) <= 16
@@ -25,11 +30,15 @@
 // Entry point (ReduceFamily::kKernelName):
 //   extern "C" __global__ void hk_reduce_lastdim(const void* in, void* out, long long rows, long long cols)
 // `out` holds `rows` elements of the input's dtype (sum, mean, amax, amin) or
-// `rows` int64 (argmax, argmin).
+// `rows` int64 (argmax, argmin). max and min take their int64 indices after
+// the values:
+//   extern "C" __global__ void hk_reduce_lastdim(const void* in, void* out, void* indices,
+//                                                long long rows, long long cols)
 //
 // Preconditions (checked on the host by ReduceFamily's guards, not here):
 //   rows >= 1; 1 <= cols <= 2^30; cols % HK_VEC == 0; in aligned to
-//   HK_VEC * sizeof(element); out aligned to its element; out not overlapping in.
+//   HK_VEC * sizeof(element); out aligned to its element (indices to 8 bytes);
+//   out and indices not overlapping in or each other.
 //
 // Note [What ATen's last-dim reductions compute]
 // Read in torch 2.11's headers (ATen/native/SharedReduceOps.h: MeanOps,
@@ -104,14 +113,18 @@
 #define HK_OP_ARGMAX 3
 #define HK_OP_AMIN 4
 #define HK_OP_ARGMIN 5
+#define HK_OP_MAX 6
+#define HK_OP_MIN 7
 // The extremum ops share one code path: a value (amax, amin) or an index
-// (argmax, argmin), of the maximum or of the minimum.
+// (argmax, argmin; max and min, which then read the value at it), of the
+// maximum or of the minimum.
 #define HK_IS_VALUE_EXT (HK_OP == HK_OP_AMAX || HK_OP == HK_OP_AMIN)
-#define HK_IS_ARG (HK_OP == HK_OP_ARGMAX || HK_OP == HK_OP_ARGMIN)
-#define HK_IS_MIN (HK_OP == HK_OP_AMIN || HK_OP == HK_OP_ARGMIN)
+#define HK_IS_PAIR (HK_OP == HK_OP_MAX || HK_OP == HK_OP_MIN)
+#define HK_IS_ARG (HK_OP == HK_OP_ARGMAX || HK_OP == HK_OP_ARGMIN || HK_IS_PAIR)
+#define HK_IS_MIN (HK_OP == HK_OP_AMIN || HK_OP == HK_OP_ARGMIN || HK_OP == HK_OP_MIN)
 
-static_assert(HK_OP >= 0 && HK_OP <= 5,
-              "HK_OP must be 0 (sum), 1 (mean), 2 (amax), 3 (argmax), 4 (amin) or 5 (argmin)");
+static_assert(HK_OP >= 0 && HK_OP <= 7,
+              "HK_OP must be 0 (sum), 1 (mean), 2 (amax), 3 (argmax), 4 (amin), 5 (argmin), 6 (max) or 7 (min)");
 static_assert(HK_THREADS >= 32 && HK_THREADS <= 1024 && (HK_THREADS & (HK_THREADS - 1)) == 0,
               "HK_THREADS must be a power of two in [32, 1024]");
 static_assert(HK_ROWS >= 1 && (HK_ROWS & (HK_ROWS - 1)) == 0 && HK_ROWS <= HK_THREADS &&
@@ -457,8 +470,13 @@ __device__ __forceinline__ void hk_batch(hk_part& part, const hk_pack* src, int 
   }
 }
 
+#if HK_IS_PAIR
+extern "C" __global__ void __launch_bounds__(HK_THREADS)
+    hk_reduce_lastdim(const void* in_, void* out_, void* indices_, long long rows, long long cols) {
+#else
 extern "C" __global__ void __launch_bounds__(HK_THREADS)
     hk_reduce_lastdim(const void* in_, void* out_, long long rows, long long cols) {
+#endif
   __shared__ hk_acc hk_buf[HK_THREADS / 32];
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   const int nvec = static_cast<int>(cols / HK_VEC);    // exact: cols % HK_VEC == 0 (guard)
@@ -521,7 +539,12 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
     hk_acc acc = hk_part_result(part, tid, live);
     acc = hk_row_merge(acc, hk_buf);
     if (tid == 0 && row < rows) {
-#if HK_IS_ARG
+#if HK_IS_PAIR
+      // The value is the input's element at the index, bit for bit (Note
+      // [Value and index pairs] in src/ReduceFamily.cpp).
+      static_cast<long long*>(indices_)[row] = acc.index;
+      static_cast<hk_elem*>(out_)[row] = in[row * cols + acc.index];
+#elif HK_IS_ARG
       static_cast<long long*>(out_)[row] = acc.index;  // int64 (ATen's dtype)
 #elif HK_OP == HK_OP_MEAN
       // ATen's factor (Note [What ATen's last-dim reductions compute]).

@@ -62,7 +62,8 @@ const FamilyDescriptor& reduceDescriptor(ReduceOp op) {
   // Indexed by HK_OP, as reduceOpInfo's rows.
   static const FamilyDescriptor kDescriptors[] = {
       descriptorOf<ReduceOp::Sum>(),    descriptorOf<ReduceOp::Mean>(), descriptorOf<ReduceOp::Amax>(),
-      descriptorOf<ReduceOp::Argmax>(), descriptorOf<ReduceOp::Amin>(), descriptorOf<ReduceOp::Argmin>()};
+      descriptorOf<ReduceOp::Argmax>(), descriptorOf<ReduceOp::Amin>(), descriptorOf<ReduceOp::Argmin>(),
+      descriptorOf<ReduceOp::Max>(),    descriptorOf<ReduceOp::Min>()};
   static_assert(sizeof(kDescriptors) / sizeof(kDescriptors[0]) == kReduceOpCount, "one descriptor per ReduceOp");
   return kDescriptors[static_cast<size_t>(reduceOpInfo(op).op)];
 }

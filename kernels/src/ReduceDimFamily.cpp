@@ -31,6 +31,7 @@ bool knownOp(ReduceOp op) {
   return false;
 }
 
+// The index ops (max.dim and min.dim among them) keep an int32 index with each float.
 size_t sharedBytes(const ReduceDimParams& p, ReduceOp op) {
   const size_t perPosition = sizeof(float) + (reduceOpInfo(op).index ? sizeof(int32_t) : 0);
   return static_cast<size_t>(p.ty) * static_cast<size_t>(p.tx) * static_cast<size_t>(p.vec) * perPosition;
@@ -220,8 +221,9 @@ LaunchGeometry ReduceDimFamily::launchGeometry(const ReduceDimVariant& v, const 
 
 double ReduceDimFamily::bytesMoved(const ReduceDimVariant& v) {
   const double outer = static_cast<double>(v.outer), inner = static_cast<double>(v.inner);
+  const double indices = knownOp(v.op) && reduceOpInfo(v.op).pair ? sizeof(int64_t) : 0.0;
   return outer * static_cast<double>(v.reduced) * inner * static_cast<double>(elementSize(v.dtype)) +
-         outer * inner * static_cast<double>(outputElementSize(v.op, v.dtype));
+         outer * inner * (static_cast<double>(outputElementSize(v.op, v.dtype)) + indices);
 }
 
 }  // namespace hotkernel::kernels

@@ -22,7 +22,10 @@
 //    followed only by dims of size 1 runs ATen);
 //    sum / mean / amax / amin with None or [] ("every dim", a reduction to
 //    one value); argmax / argmin with dim=None (a flattened index) — they
-//    take one dim;
+//    take one dim, as max.dim / min.dim do;
+//  - max / min overloads other than .dim: the out= form (max.dim_max), named
+//    dims (max.names_dim), the full reduction max(x) and the binary
+//    max(x, y) have no trampoline (only "max.dim" / "min.dim" is registered);
 //  - 0-dim inputs and empty ones (ATen: sum 0, mean NaN, the extrema raise);
 //  - inputs that are not contiguous (torch's rule: strides of size-1 dims
 //    do not matter);
@@ -102,17 +105,35 @@ double sumChainRel(int64_t cols) {
   return std::ldexp(16.0 + 2.0 * std::sqrt(static_cast<double>(std::max<int64_t>(cols, 1))), -24);
 }
 
+// Note [Value and index pairs]
+// aten::max.dim and aten::min.dim return (values, indices). On CUDA both run
+// one TensorIterator reduction (max_kernel_impl -> max_launch_kernel in
+// ReduceMaxValuesKernel.cu, min likewise) with MaxOps / MinOps of
+// SharedReduceOps.h: (value, int64 index) pairs in the input's own type,
+// compared by GreaterOrNan / LessOrNan (NaN first, equal values keep the
+// lower index) from (lower_bound, 0) / (upper_bound, 0). That order is
+// total, the same as argmax's / argmin's, so the index is argmax's / argmin's
+// (the first NaN, else the first index of the extremum), and the value is
+// the input's element at that index, bit for bit: the first NaN with its
+// payload, the zero of the first tied zero (unlike amax, which returns the
+// canonical NaN and +0 for a +0 / -0 tie). The templates therefore find the
+// index as argmax / argmin do and then read the value at it from the input
+// (one element a result), so both outputs are exact to the bit. Same rules
+// for float16 and bfloat16: ATen compares their float values, exactly.
+
 }  // namespace
 
 const ReduceOpInfo& reduceOpInfo(ReduceOp op) {
   // Note [The reduction ops]: indexed by HK_OP.
   static const ReduceOpInfo kOps[] = {
-      {ReduceOp::Sum, "sum", "sum_lastdim", "aten::sum.dim_IntList", false, false},
-      {ReduceOp::Mean, "mean", "mean_lastdim", "aten::mean.dim", false, false},
-      {ReduceOp::Amax, "amax", "amax_lastdim", "aten::amax", false, true},
-      {ReduceOp::Argmax, "argmax", "argmax_lastdim", "aten::argmax", true, true},
-      {ReduceOp::Amin, "amin", "amin_lastdim", "aten::amin", false, true},
-      {ReduceOp::Argmin, "argmin", "argmin_lastdim", "aten::argmin", true, true},
+      {ReduceOp::Sum, "sum", "sum_lastdim", "aten::sum.dim_IntList", false, false, false},
+      {ReduceOp::Mean, "mean", "mean_lastdim", "aten::mean.dim", false, false, false},
+      {ReduceOp::Amax, "amax", "amax_lastdim", "aten::amax", false, true, false},
+      {ReduceOp::Argmax, "argmax", "argmax_lastdim", "aten::argmax", true, true, false},
+      {ReduceOp::Amin, "amin", "amin_lastdim", "aten::amin", false, true, false},
+      {ReduceOp::Argmin, "argmin", "argmin_lastdim", "aten::argmin", true, true, false},
+      {ReduceOp::Max, "max", "max_lastdim", "aten::max.dim", true, true, true},
+      {ReduceOp::Min, "min", "min_lastdim", "aten::min.dim", true, true, true},
   };
   static_assert(sizeof(kOps) / sizeof(kOps[0]) == kReduceOpCount, "one row per ReduceOp");
   const auto i = static_cast<size_t>(op);
@@ -231,7 +252,14 @@ size_t ReduceFamily::requiredAlignment(DType dtype, const ReduceParams& p) {
 }
 
 size_t ReduceFamily::outputElementSize(ReduceOp op, DType dtype) {
-  return knownOp(op) && reduceOpInfo(op).index ? sizeof(int64_t) : elementSize(dtype);
+  if (!knownOp(op)) return elementSize(dtype);
+  const ReduceOpInfo& info = reduceOpInfo(op);
+  return info.index && !info.pair ? sizeof(int64_t) : elementSize(dtype);
+}
+
+bool ReduceFamily::guardIndices(const void* in, const void* values, const void* indices) {
+  return indices != nullptr && indices != in && indices != values &&
+         reinterpret_cast<uintptr_t>(indices) % kIndexAlignment == 0;
 }
 
 bool ReduceFamily::guardPointers(const void* in, const void* out, const ReduceVariant& v, const ReduceParams& p) {
@@ -338,8 +366,9 @@ LaunchGeometry ReduceFamily::launchGeometry(const ReduceVariant& v, const Reduce
 
 double ReduceFamily::bytesMoved(const ReduceVariant& v) {
   const double rows = static_cast<double>(v.rows), cols = static_cast<double>(v.cols);
+  const double indices = knownOp(v.op) && reduceOpInfo(v.op).pair ? sizeof(int64_t) : 0.0;
   return rows * cols * static_cast<double>(elementSize(v.dtype)) +
-         rows * static_cast<double>(outputElementSize(v.op, v.dtype));
+         rows * (static_cast<double>(outputElementSize(v.op, v.dtype)) + indices);
 }
 
 ReduceTolerance ReduceFamily::tolerance(ReduceOp op, DType dtype, int64_t cols) {

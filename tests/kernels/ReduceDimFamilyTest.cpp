@@ -169,6 +169,19 @@ TEST(ReduceDimFamilyTest, GivenPointsWhenAskedForAlignmentsThenVecElementsOfTheI
   EXPECT_EQ(ReduceDimFamily::outputAlignment(ReduceOp::Sum, DType::BFloat16, 16), 16u);
   EXPECT_EQ(ReduceDimFamily::outputAlignment(ReduceOp::Amin, DType::Float32, 4), 4u);
   EXPECT_EQ(ReduceDimFamily::outputAlignment(ReduceOp::Argmin, DType::Float32, 4), 8u);
+  // A pair's output is its values (vec of them); its indices go one int64 at a time.
+  EXPECT_EQ(ReduceDimFamily::outputAlignment(ReduceOp::Max, DType::BFloat16, 16), 16u);
+  EXPECT_EQ(ReduceDimFamily::outputAlignment(ReduceOp::Min, DType::Float32, 4), 4u);
+}
+
+TEST(ReduceDimFamilyTest, GivenAPairOpThenItsBytesCountAValueAndAnIndexAPositionAndItsPointsKeepIndices) {
+  const V mx{DType::Float32, 4, 10, 8, ReduceOp::Max};
+  EXPECT_DOUBLE_EQ(ReduceDimFamily::bytesMoved(mx), 4.0 * 10 * 8 * 4 + 4.0 * 8 * (4 + 8));
+  for (DType d : kAllDTypes) {
+    // The same shared-memory bound as argmax's: a float and an int32 index a position.
+    EXPECT_EQ(ReduceDimFamily::allParameterPoints(d, ReduceOp::Max), ReduceDimFamily::allParameterPoints(d, ReduceOp::Argmax));
+    EXPECT_EQ(ReduceDimFamily::allParameterPoints(d, ReduceOp::Min), ReduceDimFamily::allParameterPoints(d, ReduceOp::Argmin));
+  }
 }
 
 TEST(ReduceDimFamilyTest, GivenEveryPointThenWithinTheTemplatesLimitsAndTheSharedMemoryBound) {
@@ -302,7 +315,7 @@ TEST(ReduceDimFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompil
   if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcUnavailableReason();
   const std::string source = ReduceDimFamily::source();
   const std::vector<std::vector<std::string>> bad = {
-      {"-DHK_DTYPE=0", "-DHK_OP=6", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1"},
+      {"-DHK_DTYPE=0", "-DHK_OP=8", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1"},
       {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=48", "-DHK_TY=1", "-DHK_VEC=1"},
       {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=128", "-DHK_TY=16", "-DHK_VEC=1"},  // 2048 threads
       {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=32", "-DHK_TY=3", "-DHK_VEC=1"},

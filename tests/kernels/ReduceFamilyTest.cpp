@@ -164,10 +164,12 @@ TEST(ReduceFamilyTest, GivenTheLastKDimsInAnySpellingWhenGuardedThenFoldedIntoCo
   EXPECT_EQ(v.rows, 1);
   EXPECT_EQ(v.cols, 512);
   EXPECT_TRUE(ReduceFamily::outputSizes(all).empty());
-  // The index ops take one dim: a list of two is not theirs.
-  ReduceCall index = servedCall(ReduceOp::Argmin);
-  index.dims = std::vector<int64_t>{1, 2};
-  EXPECT_FALSE(ReduceFamily::guardCall(index, nullptr));
+  // The index ops (max.dim and min.dim among them) take one dim: a list of two is not theirs.
+  for (ReduceOp op : {ReduceOp::Argmin, ReduceOp::Argmax, ReduceOp::Max, ReduceOp::Min}) {
+    ReduceCall index = servedCall(op);
+    index.dims = std::vector<int64_t>{1, 2};
+    EXPECT_FALSE(ReduceFamily::guardCall(index, nullptr)) << reduceOpName(op);
+  }
   // trailingDims itself: k, or 0.
   const int64_t twoLast[] = {-2, 3}, gap[] = {1, 3}, twice[] = {3, -1};
   EXPECT_EQ(ReduceFamily::trailingDims(4, twoLast, 2), 2);
@@ -256,6 +258,19 @@ TEST(ReduceFamilyTest, GivenPointersWhenGuardedThenInputAlignedToTheVectorOutput
   EXPECT_TRUE(ReduceFamily::guardPointers(buf + 4, buf + 128, {DType::Float32, 4, 63, ReduceOp::Amax}, {32, 1, 1, 1}));
 }
 
+TEST(ReduceFamilyTest, GivenAPairOpWhenItsPointersAreGuardedThenValuesAlignedToTheirElementAndIndicesTo8Bytes) {
+  alignas(64) static unsigned char buf[256];
+  const V mx{DType::BFloat16, 4, 64, ReduceOp::Max};
+  const P p{256, 8, 1, 1};
+  EXPECT_TRUE(ReduceFamily::guardPointers(buf, buf + 130, mx, p));  // the values: 2-byte elements
+  EXPECT_FALSE(ReduceFamily::guardPointers(buf, buf + 129, mx, p));
+  EXPECT_TRUE(ReduceFamily::guardIndices(buf, buf + 130, buf + 192));
+  EXPECT_FALSE(ReduceFamily::guardIndices(buf, buf + 130, buf + 196));  // int64 indices
+  EXPECT_FALSE(ReduceFamily::guardIndices(buf, buf + 128, buf + 128));  // the values' buffer
+  EXPECT_FALSE(ReduceFamily::guardIndices(buf, buf + 128, buf));        // the input
+  EXPECT_FALSE(ReduceFamily::guardIndices(buf, buf + 128, nullptr));
+}
+
 TEST(ReduceFamilyTest, GivenPointsWhenAskingForOptionsGeometryAndBytesThenTheTemplatesDefinesAndOneCtaPerRowGroup) {
   const std::vector<std::string> o = ReduceFamily::compileOptions(DType::Float16, {128, 4, 2, 8}, ReduceOp::Argmax);
   EXPECT_EQ(o, (std::vector<std::string>{"-DHK_DTYPE=1", "-DHK_OP=3", "-DHK_THREADS=128", "-DHK_ROWS=8", "-DHK_VEC=4",
@@ -269,6 +284,9 @@ TEST(ReduceFamilyTest, GivenPointsWhenAskingForOptionsGeometryAndBytesThenTheTem
   EXPECT_EQ(g.gridX, static_cast<unsigned>(std::numeric_limits<int32_t>::max()));
   EXPECT_DOUBLE_EQ(ReduceFamily::bytesMoved({DType::BFloat16, 10, 100, ReduceOp::Sum}), 10 * 100 * 2 + 10 * 2);
   EXPECT_DOUBLE_EQ(ReduceFamily::bytesMoved({DType::BFloat16, 10, 100, ReduceOp::Argmax}), 10 * 100 * 2 + 10 * 8);
+  // A pair writes a value and an index a row.
+  EXPECT_DOUBLE_EQ(ReduceFamily::bytesMoved({DType::BFloat16, 10, 100, ReduceOp::Max}), 10 * 100 * 2 + 10 * (2 + 8));
+  EXPECT_DOUBLE_EQ(ReduceFamily::bytesMoved({DType::Float32, 10, 100, ReduceOp::Min}), 10 * 100 * 4 + 10 * (4 + 8));
 }
 
 // (Every point's round trip and malformed JSON: FamilyConformanceTest.)
@@ -292,13 +310,21 @@ TEST(ReduceFamilyTest, GivenEveryOpWhenNamingItsFamilyThenTheNameMapsBack) {
   EXPECT_STREQ(reduceOpName(ReduceOp::Argmax), "argmax");
   EXPECT_STREQ(reduceAtenOpName(ReduceOp::Amin), "aten::amin");
   EXPECT_STREQ(reduceFamilyName(ReduceOp::Argmin), "argmin_lastdim");
-  // Note [The reduction ops]: the index ops give int64, the extrema are exact, sums neither.
+  EXPECT_STREQ(reduceAtenOpName(ReduceOp::Max), "aten::max.dim");
+  EXPECT_STREQ(reduceAtenOpName(ReduceOp::Min), "aten::min.dim");
+  EXPECT_STREQ(reduceFamilyName(ReduceOp::Max), "max_lastdim");
+  EXPECT_FALSE(reduceOpOfAtenName("aten::max").has_value());  // the full reduction is another overload
+  // Note [The reduction ops]: the index ops give int64, the pairs values too,
+  // the extrema are exact, sums neither.
   for (ReduceOp op : kAllReduceOps) {
     EXPECT_EQ(reduceOpInfo(op).op, op);
-    const bool index = op == ReduceOp::Argmax || op == ReduceOp::Argmin;
+    const bool pair = op == ReduceOp::Max || op == ReduceOp::Min;
+    const bool index = op == ReduceOp::Argmax || op == ReduceOp::Argmin || pair;
     EXPECT_EQ(reduceOpInfo(op).index, index) << reduceOpName(op);
+    EXPECT_EQ(reduceOpInfo(op).pair, pair) << reduceOpName(op);
     EXPECT_EQ(reduceOpInfo(op).exact, op != ReduceOp::Sum && op != ReduceOp::Mean) << reduceOpName(op);
-    EXPECT_EQ(ReduceFamily::outputElementSize(op, DType::BFloat16), index ? 8u : 2u) << reduceOpName(op);
+    // The first output: the values of a pair, the indices of argmax / argmin.
+    EXPECT_EQ(ReduceFamily::outputElementSize(op, DType::BFloat16), index && !pair ? 8u : 2u) << reduceOpName(op);
   }
   EXPECT_THROW(reduceOpInfo(static_cast<ReduceOp>(kReduceOpCount)), Error);
 }
@@ -491,7 +517,7 @@ TEST(ReduceFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompiledT
       {"-DHK_DTYPE=2", "-DHK_OP=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=16", "-DHK_UNROLL=1"},
       {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_THREADS=384", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_UNROLL=1"},
       {"-DHK_DTYPE=3", "-DHK_OP=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_UNROLL=1"},
-      {"-DHK_DTYPE=0", "-DHK_OP=6", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_UNROLL=1"},
+      {"-DHK_DTYPE=0", "-DHK_OP=8", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_UNROLL=1"},
       {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_UNROLL=3"},
       {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_THREADS=128", "-DHK_ROWS=2", "-DHK_VEC=4", "-DHK_UNROLL=1"},
       {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4"},  // missing define
@@ -501,7 +527,7 @@ TEST(ReduceFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompiledT
   }
   // The extrema below sm_80 (no max.NaN / min.NaN): the template says so, at a
   // point without L2 hints (vec 1), which would otherwise compile there.
-  for (ReduceOp op : {ReduceOp::Amax, ReduceOp::Argmax, ReduceOp::Amin, ReduceOp::Argmin}) {
+  for (ReduceOp op : {ReduceOp::Amax, ReduceOp::Argmax, ReduceOp::Amin, ReduceOp::Argmin, ReduceOp::Max, ReduceOp::Min}) {
     try {
       const std::vector<std::string> options = ReduceFamily::compileOptions(DType::Float32, {256, 1, 2, 1}, op);
       compileToCubin(source, "reduce_lastdim.cu", "sm_75", options);

@@ -1,6 +1,6 @@
 #pragma once
 // The middle-dim reduction family: the ops of the last-dim family
-// (ReduceOp: sum, mean, amax, argmax, amin, argmin) over one dimension d of a
+// (ReduceOp: sum, mean, amax, argmax, amin, argmin, max.dim, min.dim) over one dimension d of a
 // contiguous tensor that is not the last, seen as [outer, reduced, inner]
 // (inner: the elements after d, >= 2), float32 / float16 / bfloat16, one
 // read of the input and one result per (outer, inner) position, coalesced
@@ -62,7 +62,9 @@ class ReduceDimFamily {
  public:
   static constexpr const char* kName = "reduce_dim";  // the embedded source's name
   // extern "C" __global__ void hk_reduce_dim(const void* in, void* out, long long outer,
-  //                                          long long reduced, long long inner)
+  //                                          long long reduced, long long inner);
+  // the pair ops (max.dim, min.dim) take the indices after the values:
+  // hk_reduce_dim(const void* in, void* values, void* indices, long long outer, long long reduced, long long inner).
   static constexpr const char* kKernelName = "hk_reduce_dim";
   // The template's indices are int32.
   static constexpr int64_t kMaxReduced = (int64_t{1} << 31) - 1;
@@ -96,6 +98,8 @@ class ReduceDimFamily {
   // The output's alignment for a plan whose input alignment is
   // `inputAlignment` (requiredAlignment: vec input elements): vec output
   // elements. What the trampoline checks, knowing the plan's alignment only.
+  // A pair op's output is its values; its indices are written one at a time
+  // (ReduceFamily::guardIndices).
   static size_t outputAlignment(ReduceOp op, DType dtype, size_t inputAlignment);
 
   // Every point for `dtype` and `op` (the guard's whitelist): tx, ty and vec

@@ -1,10 +1,12 @@
 #pragma once
 // The last-dim reduction family: aten::sum.dim_IntList, aten::mean.dim,
-// aten::amax, aten::argmax, aten::amin and aten::argmin over the last
-// dimension of a contiguous [rows, cols] view (leading dims folded into rows;
-// the sums and the value extrema also over the last k dims, folded into cols),
-// keepdim true or false, float32 / float16 / bfloat16, one read of the input
-// and one result per row (the input's dtype; int64 for the index ops). The CUDA template is
+// aten::amax, aten::argmax, aten::amin, aten::argmin, aten::max.dim and
+// aten::min.dim over the last dimension of a contiguous [rows, cols] view
+// (leading dims folded into rows; the sums and the value extrema also over the
+// last k dims, folded into cols), keepdim true or false, float32 / float16 /
+// bfloat16, one read of the input and one result per row (the input's dtype;
+// int64 for the index ops; a value and an int64 index for the pair ops
+// max.dim and min.dim). The CUDA template is
 // kernels/reduce/reduce_lastdim.cu (its Notes give what ATen computes and why
 // the results are reproducible); kernels/README.md the parameter space.
 //
@@ -30,10 +32,10 @@ struct VariantKey;
 
 namespace hotkernel::kernels {
 
-// The template's HK_OP.
-enum class ReduceOp : int32_t { Sum = 0, Mean = 1, Amax = 2, Argmax = 3, Amin = 4, Argmin = 5 };
-constexpr ReduceOp kAllReduceOps[] = {ReduceOp::Sum,    ReduceOp::Mean, ReduceOp::Amax,
-                                      ReduceOp::Argmax, ReduceOp::Amin, ReduceOp::Argmin};
+// The template's HK_OP. Max and Min are aten::max.dim and aten::min.dim (values and indices).
+enum class ReduceOp : int32_t { Sum = 0, Mean = 1, Amax = 2, Argmax = 3, Amin = 4, Argmin = 5, Max = 6, Min = 7 };
+constexpr ReduceOp kAllReduceOps[] = {ReduceOp::Sum,  ReduceOp::Mean,   ReduceOp::Amax, ReduceOp::Argmax,
+                                      ReduceOp::Amin, ReduceOp::Argmin, ReduceOp::Max,  ReduceOp::Min};
 constexpr size_t kReduceOpCount = sizeof(kAllReduceOps) / sizeof(kAllReduceOps[0]);
 
 // Note [The reduction ops]
@@ -46,8 +48,10 @@ struct ReduceOpInfo {
   const char* family;  // the cache's family name: "amin_lastdim"
   const char* atenOp;  // the ATen op it serves, overload included: "aten::amin" (the name the
                        // recorder, the ranking, the cache and HOTKERNEL_OPS use)
-  bool index;          // its result is int64 indices (argmax, argmin), not values of the input's dtype
+  bool index;          // it writes int64 indices (argmax, argmin, max.dim, min.dim)
   bool exact;          // no rounding: ATen's result must be met exactly (the extrema)
+  bool pair;           // it writes the values at those indices too, a second output (max.dim,
+                       // min.dim: Note [Value and index pairs] in src/ReduceFamily.cpp)
 };
 // The row of a known op; throws Error for any other value.
 const ReduceOpInfo& reduceOpInfo(ReduceOp op);
@@ -115,7 +119,8 @@ struct ReduceCall {
   bool floating = true;  // float32 / float16 / bfloat16 (dtype below); false: any other dtype
   DType dtype = DType::Float32;
   std::vector<int64_t> sizes, strides;
-  // sum / mean / amax / amin: the dim list (nullopt: None); argmax / argmin: {dim}, or nullopt for dim=None.
+  // sum / mean / amax / amin: the dim list (nullopt: None); argmax / argmin: {dim}, or nullopt for
+  // dim=None; max.dim / min.dim: {dim}.
   std::optional<std::vector<int64_t>> dims;
   bool keepdim = false;
   bool dtypeGiven = false;  // sum / mean: the dtype= argument is not None
@@ -124,7 +129,9 @@ struct ReduceCall {
 class ReduceFamily {
  public:
   static constexpr const char* kName = "reduce_lastdim";  // the embedded source's name
-  // extern "C" __global__ void hk_reduce_lastdim(const void* in, void* out, long long rows, long long cols)
+  // extern "C" __global__ void hk_reduce_lastdim(const void* in, void* out, long long rows, long long cols);
+  // the pair ops (ReduceOpInfo::pair) take the indices after the values:
+  // hk_reduce_lastdim(const void* in, void* values, void* indices, long long rows, long long cols).
   static constexpr const char* kKernelName = "hk_reduce_lastdim";
   static constexpr int64_t kMaxCols = int64_t{1} << 30;
 
@@ -148,10 +155,18 @@ class ReduceFamily {
   static bool guardParams(const ReduceVariant& v, const ReduceParams& p);
 
   // Per call: in non-null and aligned to requiredAlignment, out non-null,
-  // aligned to outputElementSize(v.op, v.dtype), and different from in.
+  // aligned to outputElementSize(v.op, v.dtype), and different from in. A
+  // pair op's `out` is its values; its indices need kIndexAlignment
+  // (guardIndices).
   static bool guardPointers(const void* in, const void* out, const ReduceVariant& v, const ReduceParams& p);
   static size_t requiredAlignment(DType dtype, const ReduceParams& p);  // vec * elementSize
-  static size_t outputElementSize(ReduceOp op, DType dtype);           // 8 for the index ops, else elementSize
+  // The first output's element: 8 for argmax / argmin (int64 indices), else
+  // elementSize (the values; of max.dim / min.dim too).
+  static size_t outputElementSize(ReduceOp op, DType dtype);
+  // A pair op's indices (int64, written one at a time by both layouts):
+  // non-null, 8-byte aligned, different from the input and the values.
+  static constexpr size_t kIndexAlignment = sizeof(int64_t);
+  static bool guardIndices(const void* in, const void* values, const void* indices);
 
   // Up to 12 points worth measuring for v, best guess first (Note [Reduction
   // parameter ranking]); every one passes guardParams; always a vec == 1
@@ -171,7 +186,8 @@ class ReduceFamily {
   // over rows). No dynamic shared memory.
   static LaunchGeometry launchGeometry(const ReduceVariant& v, const ReduceParams& p);
 
-  // Ideal DRAM traffic: the input read once, one result per row written.
+  // Ideal DRAM traffic: the input read once, one result per row written (a
+  // pair op's: a value and an int64 index).
   static double bytesMoved(const ReduceVariant& v);
 
   static ReduceTolerance tolerance(ReduceOp op, DType dtype, int64_t cols);
