@@ -5,7 +5,9 @@
 #include <ATen/ops/argmax_cuda_dispatch.h>
 #include <ATen/ops/argmin_cuda_dispatch.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/max_cuda_dispatch.h>
 #include <ATen/ops/mean_cuda_dispatch.h>
+#include <ATen/ops/min_cuda_dispatch.h>
 #include <ATen/ops/sum_cuda_dispatch.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -33,15 +35,29 @@ bool maybeServed(const at::Tensor& self, bool hasDims, at::IntArrayRef dims, boo
 // Launches `plan` for the call `key` stands for: the last-dim ABI (in, out,
 // rows, cols), or the middle-dim one (in, out, outer, reduced, inner) for a
 // key with an inner extent (Note [Two layouts, one family] in
-// kernels/src/ReduceDescriptor.cpp). False: not launched.
-bool launchPlan(const Plan& plan, const VariantKey& key, const void* in, void* out, void* stream) noexcept {
-  if (key.inner == 0) return plan.launcher->launch(RowKernelArgs{in, out, key.rows, key.cols}, stream);
-  return plan.launcher->launchArgs(KernelArgs().pointer(in).pointer(out).int64(key.rows).int64(key.cols).int64(key.inner),
-                                   stream);
+// kernels/src/ReduceDescriptor.cpp); a pair op's indices follow its values
+// (`indices` non-null). False: not launched.
+bool launchPlan(const Plan& plan, const VariantKey& key, const void* in, void* out, void* indices,
+                void* stream) noexcept {
+  if (key.inner == 0 && indices == nullptr) {
+    return plan.launcher->launch(RowKernelArgs{in, out, key.rows, key.cols}, stream);
+  }
+  KernelArgs args;
+  args.pointer(in).pointer(out);
+  if (indices != nullptr) args.pointer(indices);
+  args.int64(key.rows).int64(key.cols);
+  if (key.inner != 0) args.int64(key.inner);
+  return plan.launcher->launchArgs(args, stream);
 }
 
-// Tries the planned kernel; an undefined tensor means "run the original".
-at::Tensor tryPlan(ReduceOp op, const at::Tensor& self, at::IntArrayRef dims, bool keepdim, bool dtypeGiven) noexcept {
+// A served call's results: one tensor, or a pair op's values and indices.
+struct Served {
+  at::Tensor out;
+  at::Tensor indices;  // defined for the pair ops only
+};
+
+// Tries the planned kernel; an undefined `out` means "run the original".
+Served tryPlan(ReduceOp op, const at::Tensor& self, at::IntArrayRef dims, bool keepdim, bool dtypeGiven) noexcept {
   try {
     std::optional<ReduceCallKey> call = reduceKeyOf(op, self, dims, keepdim, dtypeGiven);
     if (!call) return {};
@@ -52,16 +68,23 @@ at::Tensor tryPlan(ReduceOp op, const at::Tensor& self, at::IntArrayRef dims, bo
     if (!plan) return {};
     const size_t inAlignment = plan->launcher->alignment();
     if (!pointerAligned(self.const_data_ptr(), inAlignment)) return {};
-    at::Tensor out = at::empty(call->outSizes, kernels::reduceOpInfo(op).index ? self.options().dtype(at::kLong)
-                                                                               : self.options());
+    const kernels::ReduceOpInfo& info = kernels::reduceOpInfo(op);
+    Served r;
+    r.out = at::empty(call->outSizes, info.index && !info.pair ? self.options().dtype(at::kLong) : self.options());
     const auto dtype = static_cast<kernels::DType>(key.dtype);
     // The last-dim kernel writes one element a row; the middle-dim one vectors of its input's width.
     const size_t outAlignment = key.inner == 0 ? kernels::ReduceFamily::outputElementSize(op, dtype)
                                                : kernels::ReduceDimFamily::outputAlignment(op, dtype, inAlignment);
-    if (!pointerAligned(out.const_data_ptr(), outAlignment)) return {};
+    if (!pointerAligned(r.out.const_data_ptr(), outAlignment)) return {};
+    void* indices = nullptr;
+    if (info.pair) {
+      r.indices = at::empty(call->outSizes, self.options().dtype(at::kLong));
+      indices = r.indices.mutable_data_ptr();
+      if (!kernels::ReduceFamily::guardIndices(self.const_data_ptr(), r.out.const_data_ptr(), indices)) return {};
+    }
     void* stream = self.is_cuda() ? c10::cuda::getCurrentCUDAStream(self.device().index()).stream() : nullptr;
-    if (!launchPlan(*plan, key, self.const_data_ptr(), out.mutable_data_ptr(), stream)) return {};
-    return out;
+    if (!launchPlan(*plan, key, self.const_data_ptr(), r.out.mutable_data_ptr(), indices, stream)) return {};
+    return r;
   } catch (const std::exception& e) {
     HOTKERNEL_LOG_ONCE(Warn, std::string("reduce-trampoline-error:") + kernels::reduceOpName(op))
         << "error in the " << ReduceOverride::opName(op) << " trampoline, using the ATen kernel: " << e.what();
@@ -72,20 +95,25 @@ at::Tensor tryPlan(ReduceOp op, const at::Tensor& self, at::IntArrayRef dims, bo
   return {};
 }
 
-// The served path of a trampoline: the plan's result, counted; or undefined.
-// `dims` is the call's dim list when `hasDims` (None otherwise).
-at::Tensor served(ReduceOp op, const at::Tensor& self, bool hasDims, at::IntArrayRef dims, bool keepdim,
-                  bool dtypeGiven) {
+// The served path of a trampoline: the plan's results, counted; or an
+// undefined `out`. `dims` is the call's dim list when `hasDims` (None otherwise).
+Served servedResults(ReduceOp op, const at::Tensor& self, bool hasDims, at::IntArrayRef dims, bool keepdim,
+                     bool dtypeGiven) {
   OverrideState& s = state(op);
   if (servingEnabled() && maybeServed(self, hasDims, dims, dtypeGiven)) {
-    at::Tensor out = tryPlan(op, self, dims, keepdim, dtypeGiven);
-    if (out.defined()) {
+    Served r = tryPlan(op, self, dims, keepdim, dtypeGiven);
+    if (r.out.defined()) {
       s.hits.fetch_add(1, std::memory_order_relaxed);
-      return out;
+      return r;
     }
   }
   s.misses.fetch_add(1, std::memory_order_relaxed);
   return {};
+}
+
+at::Tensor served(ReduceOp op, const at::Tensor& self, bool hasDims, at::IntArrayRef dims, bool keepdim,
+                  bool dtypeGiven) {
+  return servedResults(op, self, hasDims, dims, keepdim, dtypeGiven).out;
 }
 
 at::Tensor sumTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
@@ -117,15 +145,30 @@ at::Tensor indexTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, std::
   return out.defined() ? out : ReduceOverride::callOriginalIndex(kOp, ks, self, dim, keepdim);
 }
 
-// The captured original for a key other than CUDA, called boxed.
-at::Tensor callBoxed(ReduceOp op, c10::DispatchKeySet ks, torch::jit::Stack stack) {
+// max.dim, min.dim (self, dim, keepdim) -> (values, indices).
+template <ReduceOp kOp>
+std::tuple<at::Tensor, at::Tensor> pairTrampoline(c10::DispatchKeySet ks, const at::Tensor& self, int64_t dim,
+                                                  bool keepdim) {
+  Served r = servedResults(kOp, self, true, at::IntArrayRef(&dim, 1), keepdim, false);
+  if (r.out.defined()) return {std::move(r.out), std::move(r.indices)};
+  return ReduceOverride::callOriginalPair(kOp, ks, self, dim, keepdim);
+}
+
+// The captured original for a key other than CUDA, called boxed; the stack
+// holds its results after the call.
+torch::jit::Stack callBoxedStack(ReduceOp op, c10::DispatchKeySet ks, torch::jit::Stack stack) {
   const c10::DispatchKey key = ks.highestPriorityTypeId();
   OverrideState& s = state(op);
   const auto& original = s.originals[static_cast<size_t>(key)];
   TORCH_CHECK(original.has_value() && s.op.has_value(), "hotkernel: no original ", ReduceOverride::opName(op),
               " kernel for ", c10::toString(key));
   original->callBoxed(*s.op, ks, &stack);
-  return std::move(stack[0]).toTensor();
+  return stack;
+}
+
+at::Tensor callBoxed(ReduceOp op, c10::DispatchKeySet ks, torch::jit::Stack stack) {
+  torch::jit::Stack results = callBoxedStack(op, ks, std::move(stack));
+  return std::move(results[0]).toTensor();
 }
 
 c10::IValue dimValue(at::OptionalIntArrayRef dim) { return dim ? c10::IValue(dim->vec()) : c10::IValue(); }
@@ -201,6 +244,16 @@ at::Tensor ReduceOverride::callOriginalIndex(ReduceOp op, c10::DispatchKeySet ks
   return callBoxed(op, ks, {self, dim ? c10::IValue(*dim) : c10::IValue(), keepdim});
 }
 
+std::tuple<at::Tensor, at::Tensor> ReduceOverride::callOriginalPair(ReduceOp op, c10::DispatchKeySet ks,
+                                                                   const at::Tensor& self, int64_t dim,
+                                                                   bool keepdim) {
+  if (ks.highestPriorityTypeId() == c10::DispatchKey::CUDA) {
+    return op == ReduceOp::Min ? at::cuda::min(self, dim, keepdim) : at::cuda::max(self, dim, keepdim);
+  }
+  torch::jit::Stack results = callBoxedStack(op, ks, {self, dim, keepdim});
+  return {std::move(results[0]).toTensor(), std::move(results[1]).toTensor()};
+}
+
 void ReduceOverride::install(c10::DispatchKey key, ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
@@ -230,6 +283,16 @@ void ReduceOverride::install(c10::DispatchKey key, ReduceOp op) {
         lib.impl("argmin", TORCH_FN(indexTrampoline<ReduceOp::Argmin>));
       });
       return;
+    case ReduceOp::Max:
+      state(op).installOnce(
+          key, "aten::max", [](torch::Library& lib) { lib.impl("max.dim", TORCH_FN(pairTrampoline<ReduceOp::Max>)); },
+          "dim");
+      return;
+    case ReduceOp::Min:
+      state(op).installOnce(
+          key, "aten::min", [](torch::Library& lib) { lib.impl("min.dim", TORCH_FN(pairTrampoline<ReduceOp::Min>)); },
+          "dim");
+      return;
   }
   HOTKERNEL_THROW("unknown reduction op ", static_cast<int>(op));
 }
@@ -251,15 +314,17 @@ OverrideState& ReduceOverride::state(ReduceOp op) {
 // RecordFunction names an op without its overload ("aten::sum" for every sum);
 // the overload comes from operator_name(). aten::sum.dim_IntList and
 // aten::mean.dim (self, dim?, keepdim, dtype?), aten::amax / aten::amin
-// (self, dim[], keepdim) and aten::argmax / aten::argmin (self, dim?,
-// keepdim): the key reduceKeyOf gives (a middle-dim call's has its inner
-// extent), under the overload-qualified name the engine and the cache use.
-// Other overloads (a full sum, named dims) are not served and not recorded.
+// (self, dim[], keepdim), aten::argmax / aten::argmin (self, dim?,
+// keepdim) and aten::max.dim / aten::min.dim (self, dim, keepdim): the key
+// reduceKeyOf gives (a middle-dim call's has its inner extent), under the
+// overload-qualified name the engine and the cache use. Other overloads (a
+// full sum or max, named dims, out=) are not served and not recorded.
 std::optional<VariantKey> ReduceOverride::recordedKey(const at::RecordFunction& call, ReduceOp op) {
   const size_t need = op == ReduceOp::Sum || op == ReduceOp::Mean ? 4 : 3;
   if (call.num_inputs() < need) return std::nullopt;
   const std::optional<c10::OperatorName> name = call.operator_name();
-  const char* overload = op == ReduceOp::Sum ? "dim_IntList" : op == ReduceOp::Mean ? "dim" : "";
+  const bool pair = kernels::reduceOpInfo(op).pair;
+  const char* overload = op == ReduceOp::Sum ? "dim_IntList" : op == ReduceOp::Mean || pair ? "dim" : "";
   if (!name || name->overload_name != overload) return std::nullopt;
   auto inputs = call.inputs();
   if (!inputs[0].isTensor() || !inputs[2].isBool()) return std::nullopt;

@@ -1,17 +1,19 @@
 #pragma once
 // The dispatcher trampolines for the reductions: aten::sum.dim_IntList,
-// aten::mean.dim, aten::amax, aten::argmax, aten::amin and aten::argmin, leaf
-// ops with CUDA kernels (autograd stays above them: the trampoline replaces
+// aten::mean.dim, aten::amax, aten::argmax, aten::amin, aten::argmin,
+// aten::max.dim and aten::min.dim, leaf ops with CUDA kernels (autograd stays above them: the trampoline replaces
 // only the CUDA kernel, as the _softmax one does). One stateless trampoline
 // per op and key (Note [One stateless trampoline per op] in
 // SoftmaxOverride.h), one plan table per op. A call the family serves
 // (ReduceFamily::guardCall: the last dim, or the last k dims for sum, mean,
 // amax and amin; ReduceDimFamily::guardCall: one dim that is not the last;
 // contiguous float32 / float16 / bfloat16; sum / mean without dtype=;
-// argmax / argmin with a dim) whose variant has a plan runs the kernel and
-// returns what ATen's kernel returns: the input's dtype (int64 for the index
-// ops), shape the input's without the reduced dims (ones in their place with
-// keepdim), contiguous.
+// argmax / argmin / max.dim / min.dim with a dim) whose variant has a plan
+// runs the kernel and returns what ATen's kernel returns: the input's dtype
+// (int64 for argmax / argmin; max.dim / min.dim: values in the input's dtype
+// and int64 indices), shape the input's without the reduced dims (ones in
+// their place with keepdim), contiguous. The out= and named-dim overloads of
+// max / min have no trampoline: ATen runs them.
 // Anything else, and any doubt (misaligned data, a failed launch, an
 // exception), runs the original: at::cuda::<op> on CUDA, the captured
 // SafeKernelFunction on other keys. Nothing thrown here reaches the caller
@@ -34,6 +36,7 @@
 #include <c10/util/OptionalArrayRef.h>
 
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "hotkernel/kernels/ReduceFamily.h"
@@ -83,6 +86,9 @@ class ReduceOverride {
   // argmax or argmin.
   static at::Tensor callOriginalIndex(kernels::ReduceOp op, c10::DispatchKeySet ks, const at::Tensor& self,
                                       std::optional<int64_t> dim, bool keepdim);
+  // max.dim or min.dim: (values, indices).
+  static std::tuple<at::Tensor, at::Tensor> callOriginalPair(kernels::ReduceOp op, c10::DispatchKeySet ks,
+                                                             const at::Tensor& self, int64_t dim, bool keepdim);
 
 };
 

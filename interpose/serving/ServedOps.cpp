@@ -74,6 +74,10 @@ const std::vector<ServedOp>& servedOps() {
       row(kernels::reduceAtenOpName(ReduceOp::Argmin), kernels::reduceDescriptor(ReduceOp::Argmin),
           ReduceOverride::state(ReduceOp::Argmin), &installReduce<ReduceOp::Argmin>,
           &recordedReduceKey<ReduceOp::Argmin>),
+      row(kernels::reduceAtenOpName(ReduceOp::Max), kernels::reduceDescriptor(ReduceOp::Max),
+          ReduceOverride::state(ReduceOp::Max), &installReduce<ReduceOp::Max>, &recordedReduceKey<ReduceOp::Max>),
+      row(kernels::reduceAtenOpName(ReduceOp::Min), kernels::reduceDescriptor(ReduceOp::Min),
+          ReduceOverride::state(ReduceOp::Min), &installReduce<ReduceOp::Min>, &recordedReduceKey<ReduceOp::Min>),
   };
   return *rows;
 }

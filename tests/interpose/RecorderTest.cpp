@@ -162,9 +162,11 @@ TEST(RecorderTest, GivenLastDimReductionsWhenRecordedThenOnlyServableCallsUnderT
     (void)at::argmax(x, -1);
     (void)at::amin(x, {-1});
     (void)at::argmin(x, 2, /*keepdim=*/true);
+    (void)at::max(x, -1);
+    (void)at::min(x, 2, /*keepdim=*/true);
   }
-  for (const char* op :
-       {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax", "aten::argmax", "aten::amin", "aten::argmin"}) {
+  for (const char* op : {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax", "aten::argmax", "aten::amin",
+                         "aten::argmin", "aten::max.dim", "aten::min.dim"}) {
     EXPECT_EQ(hotCount(sink, op, 33, 37), 1) << op;
   }
   // Not servable, not recorded: a full sum, sum with dtype=, argmax(dim=None),
@@ -179,12 +181,18 @@ TEST(RecorderTest, GivenLastDimReductionsWhenRecordedThenOnlyServableCallsUnderT
     (void)at::sum(yt, {0});
     (void)at::sum(yt, {-1});
     (void)at::amin(yt, {0});
+    (void)at::max(y);       // the full reduction: another overload
+    (void)at::max(yt, -1);  // not contiguous
+    (void)at::min(yt, 0);
   }
   int recorded = 0;
   const nlohmann::json profile = Recorder::instance().profile();  // alive through the loop
   for (const auto& v : profile["variants"]) {
     const std::string op = v["op"];
-    if (op.rfind("aten::sum", 0) == 0 || op == "aten::argmax" || op == "aten::argmin" || op == "aten::amin") recorded += v["cols"] == 13 || v["cols"] == 4;
+    if (op.rfind("aten::sum", 0) == 0 || op == "aten::argmax" || op == "aten::argmin" || op == "aten::amin" ||
+        op == "aten::max.dim" || op == "aten::min.dim") {
+      recorded += v["cols"] == 13 || v["cols"] == 4;
+    }
   }
   EXPECT_EQ(recorded, 0);
 }
@@ -202,11 +210,13 @@ TEST(RecorderTest, GivenMiddleDimReductionsWhenRecordedThenKeysAndProfileCarryTh
     (void)at::argmax(x, 1);
     (void)at::amin(x, {1}, /*keepdim=*/true);
     (void)at::argmin(x, -3);
+    (void)at::max(x, 1);
+    (void)at::min(x, -3, /*keepdim=*/true);
   }
   VariantKey want{static_cast<int32_t>(kernels::DType::Float32), -1, 5, 9};
   want.inner = 6;
-  for (const char* op :
-       {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax", "aten::argmax", "aten::amin", "aten::argmin"}) {
+  for (const char* op : {"aten::sum.dim_IntList", "aten::mean.dim", "aten::amax", "aten::argmax", "aten::amin",
+                         "aten::argmin", "aten::max.dim", "aten::min.dim"}) {
     std::lock_guard<std::mutex> g(sink.mu);
     int n = 0;
     for (const auto& [o, k] : sink.hot) n += o == op && k == want;
@@ -230,7 +240,7 @@ TEST(RecorderTest, GivenMiddleDimReductionsWhenRecordedThenKeysAndProfileCarryTh
   for (const auto& v : profile["variants"]) {
     withInner += v.contains("inner") && v["rows"] == 5 && v["cols"] == 9 && v["inner"] == 6;
   }
-  EXPECT_EQ(withInner, 6);
+  EXPECT_EQ(withInner, 8);
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 // The reduction trampolines (aten::sum.dim_IntList, aten::mean.dim,
-// aten::amax, aten::argmax, aten::amin, aten::argmin) route plan hits to the
-// plan's launcher with the (in, out, rows, cols) ABI over the last dim(s), or
-// the (in, out, outer, reduced, inner) one over a middle dim, and return
-// ATen's shapes and dtypes; everything the families refuse, and any failed
-// launch, runs the original kernel.
+// aten::amax, aten::argmax, aten::amin, aten::argmin, aten::max.dim,
+// aten::min.dim) route plan hits to the plan's launcher with the (in, out,
+// rows, cols) ABI over the last dim(s), or the (in, out, outer, reduced,
+// inner) one over a middle dim (max.dim / min.dim: the indices after the
+// values), and return ATen's shapes and dtypes; everything the families
+// refuse, and any failed launch, runs the original kernel.
 // Exercised on the CPU dispatch key with a launcher that plays the kernel ABI
 // on the host (the CUDA key runs the same trampolines; see
 // tests/gpu/ReduceRuntimeGpuTest.cpp). Own binary: the overrides of sum & co
@@ -57,6 +58,44 @@ class AbiLauncher : public KernelLauncher {
 };
 
 at::Tensor pattern(int64_t rows) { return at::arange(rows, at::kFloat).add_(0.25); }
+
+// Plays the pair ops' ABIs through launchArgs: (in, values, indices, rows,
+// cols) writes row r's value r + 0.25 and index r; (in, values, indices,
+// outer, reduced, inner) position (o, i)'s value 100 o + i + 0.5 and index
+// 100 o + i. Records the pointers; its row ABI fails.
+class PairAbiLauncher : public KernelLauncher {
+ public:
+  bool launch(const RowKernelArgs&, void*) const noexcept override { return false; }
+  bool launchArgs(const KernelArgs& a, void* stream) const noexcept override {
+    ++calls;
+    if (fail || stream != nullptr || (a.size() != 5 && a.size() != 6)) return false;
+    in = a.pointerAt(0);
+    values = a.pointerAt(1);
+    indices = a.pointerAt(2);
+    const int64_t outer = a.int64At(3), inner = a.size() == 6 ? a.int64At(5) : 1;
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t at = o * inner + i, index = a.size() == 6 ? 100 * o + i : o;
+        static_cast<int64_t*>(const_cast<void*>(indices))[at] = index;
+        static_cast<float*>(const_cast<void*>(values))[at] = static_cast<float>(index) + (a.size() == 6 ? 0.5f : 0.25f);
+      }
+    }
+    return true;
+  }
+  size_t alignment() const override { return 16; }
+  std::string describe() const override { return "pair abi"; }
+  mutable std::atomic<int> calls{0};
+  mutable const void *in = nullptr, *values = nullptr, *indices = nullptr;
+  std::atomic<bool> fail{false};
+};
+
+// The pairs' planned variants: float32 [5, 40] over the last dim, [3, 4, 10] over dim 1.
+VariantKey pairLastKey() { return VariantKey{kF32, -1, 5, 40}; }
+VariantKey pairMiddleKey() {
+  VariantKey key{kF32, -1, 3, 4};
+  key.inner = 10;
+  return key;
+}
 
 // Plays hk_reduce_dim's ABI (in, out, outer, reduced, inner) through
 // launchArgs: position (o, i)'s result is 100 o + i + 0.5 (float32), or
@@ -122,6 +161,14 @@ class ReduceOverrideTest : public ::testing::Test {
   static void SetUpTestSuite() {
     for (ReduceOp op : kernels::kAllReduceOps) {
       ReduceOverride::install(c10::DispatchKey::CPU, op);
+      if (kernels::reduceOpInfo(op).pair) {
+        pairLaunchers_[op == ReduceOp::Min] = std::make_shared<PairAbiLauncher>();
+        plansOf(servedOp(kernels::reduceAtenOpName(op)))
+            .publish(Plan{pairLastKey(), pairLaunchers_[op == ReduceOp::Min], "pair abi 5x40"});
+        plansOf(servedOp(kernels::reduceAtenOpName(op)))
+            .publish(Plan{pairMiddleKey(), pairLaunchers_[op == ReduceOp::Min], "pair abi 3x4x10"});
+        continue;
+      }
       launchers_[static_cast<int>(op)] = std::make_shared<AbiLauncher>(kernels::reduceOpInfo(op).index);
       plansOf(servedOp(kernels::reduceAtenOpName(op))).publish(
           Plan{VariantKey{kF32, -1, 6, 48}, launchers_[static_cast<int>(op)], "abi 6x48"});
@@ -131,9 +178,14 @@ class ReduceOverrideTest : public ::testing::Test {
     }
   }
   void SetUp() override {
-    for (auto& l : launchers_) l->fail = false;
+    for (auto& l : launchers_) {
+      if (l) l->fail = false;
+    }
+    for (auto& l : pairLaunchers_) l->fail = false;
     setServedOpsEnabled(true);
   }
+  static PairAbiLauncher& pairLauncher(ReduceOp op) { return *pairLaunchers_[op == ReduceOp::Min]; }
+  static std::shared_ptr<PairAbiLauncher> pairLaunchers_[2];  // max, min
   static AbiLauncher& launcher(ReduceOp op) { return *launchers_[static_cast<int>(op)]; }
   static DimAbiLauncher& dimLauncher(ReduceOp op) { return *dimLaunchers_[static_cast<int>(op)]; }
   static std::shared_ptr<AbiLauncher> launchers_[kernels::kReduceOpCount];
@@ -141,6 +193,7 @@ class ReduceOverrideTest : public ::testing::Test {
 };
 std::shared_ptr<AbiLauncher> ReduceOverrideTest::launchers_[kernels::kReduceOpCount];
 std::shared_ptr<DimAbiLauncher> ReduceOverrideTest::dimLaunchers_[kernels::kReduceOpCount];
+std::shared_ptr<PairAbiLauncher> ReduceOverrideTest::pairLaunchers_[2];
 
 // One call of `op` over `dim` (sum, mean, amax, amin: a one-element dim list).
 at::Tensor reduceOver(ReduceOp op, const at::Tensor& x, int64_t dim, bool keepdim) {
@@ -157,6 +210,9 @@ at::Tensor reduceOver(ReduceOp op, const at::Tensor& x, int64_t dim, bool keepdi
       return at::argmax(x, dim, keepdim);
     case ReduceOp::Argmin:
       return at::argmin(x, dim, keepdim);
+    case ReduceOp::Max:
+    case ReduceOp::Min:
+      break;  // pairs: their own tests
   }
   return {};
 }
@@ -164,6 +220,7 @@ at::Tensor reduceOver(ReduceOp op, const at::Tensor& x, int64_t dim, bool keepdi
 TEST_F(ReduceOverrideTest, GivenAPlannedMiddleDimVariantWhenEveryOpReducesDimOneThenTheFiveArgumentAbiServesWithAtensShapes) {
   const at::Tensor x = at::randn({2, 5, 12});
   for (ReduceOp op : kernels::kAllReduceOps) {
+    if (kernels::reduceOpInfo(op).pair) continue;
     SCOPED_TRACE(kernels::reduceOpName(op));
     const bool index = kernels::reduceOpInfo(op).index;
     DimAbiLauncher& l = dimLauncher(op);
@@ -361,6 +418,94 @@ TEST_F(ReduceOverrideTest, GivenMisalignedInputWhenCalledThenOriginalResult) {
   const int before = launcher(ReduceOp::Sum).calls.load();
   EXPECT_TRUE(near(at::sum(x, {-1}), x.to(at::kDouble).sum(-1).to(at::kFloat)));
   EXPECT_EQ(launcher(ReduceOp::Sum).calls.load(), before);
+}
+
+TEST_F(ReduceOverrideTest, GivenPlannedPairVariantsWhenMaxAndMinRunOverTheLastDimThenValuesAndIndicesFromOneLaunch) {
+  const at::Tensor x = at::randn({5, 40});
+  for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min}) {
+    SCOPED_TRACE(kernels::reduceOpName(op));
+    PairAbiLauncher& l = pairLauncher(op);
+    const int before = l.calls.load();
+    const uint64_t hits = hitsOf(servedOp(kernels::reduceAtenOpName(op)));
+    auto [values, indices] = op == ReduceOp::Max ? at::max(x, -1) : at::min(x, 1);
+    EXPECT_EQ(l.calls.load(), before + 1);
+    EXPECT_EQ(hitsOf(servedOp(kernels::reduceAtenOpName(op))), hits + 1);
+    EXPECT_EQ(l.in, x.const_data_ptr());
+    EXPECT_EQ(l.values, values.const_data_ptr());
+    EXPECT_EQ(l.indices, indices.const_data_ptr());
+    EXPECT_EQ(values.scalar_type(), at::kFloat);
+    EXPECT_EQ(indices.scalar_type(), at::kLong);
+    EXPECT_EQ(values.sizes(), (at::IntArrayRef{5}));
+    EXPECT_TRUE(at::equal(values, pattern(5)));
+    EXPECT_TRUE(at::equal(indices, at::arange(5, at::kLong)));
+    auto [keptValues, keptIndices] = op == ReduceOp::Max ? at::max(x, 1, true) : at::min(x, -1, true);
+    EXPECT_EQ(keptValues.sizes(), (at::IntArrayRef{5, 1}));
+    EXPECT_EQ(keptIndices.sizes(), (at::IntArrayRef{5, 1}));
+    EXPECT_TRUE(at::equal(keptIndices.reshape({5}), at::arange(5, at::kLong)));
+    EXPECT_EQ(l.calls.load(), before + 2);
+  }
+}
+
+TEST_F(ReduceOverrideTest, GivenPlannedPairVariantsWhenMaxAndMinRunOverAMiddleDimThenTheSixArgumentAbiServes) {
+  const at::Tensor x = at::randn({3, 4, 10});
+  for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min}) {
+    SCOPED_TRACE(kernels::reduceOpName(op));
+    PairAbiLauncher& l = pairLauncher(op);
+    const int before = l.calls.load();
+    auto [values, indices] = op == ReduceOp::Max ? at::max(x, 1) : at::min(x, -2);
+    EXPECT_EQ(l.calls.load(), before + 1);
+    EXPECT_EQ(values.sizes(), (at::IntArrayRef{3, 10}));
+    EXPECT_TRUE(values.is_contiguous() && indices.is_contiguous());
+    EXPECT_TRUE(at::equal(values, dimPattern(3, 10, false)));
+    EXPECT_TRUE(at::equal(indices, dimPattern(3, 10, true)));
+    auto [keptValues, keptIndices] = op == ReduceOp::Max ? at::max(x, 1, true) : at::min(x, 1, true);
+    EXPECT_EQ(keptValues.sizes(), (at::IntArrayRef{3, 1, 10}));
+    EXPECT_TRUE(at::equal(keptIndices.reshape({3, 10}), dimPattern(3, 10, true)));
+  }
+}
+
+TEST_F(ReduceOverrideTest, GivenAServedMaxUnderAutogradWhenBackwardRunsThenTheGradientFollowsTheTrampolinesIndices) {
+  // The trampoline replaces only the kernel below autograd: max.dim's
+  // backward scatters into the indices the trampoline returned (here the
+  // launcher's: row r's index r).
+  const at::Tensor x = at::randn({5, 40}).requires_grad_(true);
+  auto [values, indices] = at::max(x, -1);
+  ASSERT_TRUE(values.requires_grad());
+  values.sum().backward();
+  const at::Tensor want = at::zeros({5, 40}).index_put_({at::arange(5, at::kLong), at::arange(5, at::kLong)},
+                                                        at::ones({5}));
+  EXPECT_TRUE(at::equal(x.grad(), want));
+}
+
+TEST_F(ReduceOverrideTest, GivenPairCallsTheFamilyRefusesOrAFailingLaunchWhenCalledThenAtensResults) {
+  const at::Tensor x = at::randn({5, 40});
+  const at::Tensor t = at::randn({40, 5}).t();  // [5, 40], not contiguous
+  const at::Tensor x64 = x.to(at::kDouble), t64 = t.to(at::kDouble);
+  // float64 references: computed before counting (float64 is refused, but it is a call).
+  const auto [xMax, xArg] = x64.max(-1);
+  const auto [tMin, tArg] = t64.min(-1);
+  const auto [colMax, colArg] = x64.max(0);
+  const int before = pairLauncher(ReduceOp::Max).calls.load() + pairLauncher(ReduceOp::Min).calls.load();
+  // The out= overload (max.dim_max) has no trampoline.
+  at::Tensor values = at::empty({5}), indices = at::empty({5}, at::kLong);
+  at::max_out(values, indices, x, -1);
+  EXPECT_TRUE(at::equal(values, xMax.to(at::kFloat)));
+  EXPECT_TRUE(at::equal(indices, xArg));
+  // A non-contiguous input, an unplanned dim (dim 0: a middle-dim key without a plan).
+  auto [nv, ni] = at::min(t, -1);
+  EXPECT_TRUE(at::equal(nv, tMin.to(at::kFloat)));
+  EXPECT_TRUE(at::equal(ni, tArg));
+  auto [cv, ci] = at::max(x, 0);
+  EXPECT_TRUE(at::equal(cv, colMax.to(at::kFloat)));
+  EXPECT_TRUE(at::equal(ci, colArg));
+  EXPECT_EQ(pairLauncher(ReduceOp::Max).calls.load() + pairLauncher(ReduceOp::Min).calls.load(), before);
+  // A failing launch: ATen's pair.
+  pairLauncher(ReduceOp::Max).fail = true;
+  const uint64_t misses = missesOf(servedOp("aten::max.dim"));
+  auto [fv, fi] = at::max(x, -1);
+  EXPECT_TRUE(at::equal(fv, xMax.to(at::kFloat)));
+  EXPECT_TRUE(at::equal(fi, xArg));
+  EXPECT_EQ(missesOf(servedOp("aten::max.dim")), misses + 1);
 }
 
 TEST(ReduceKeyOfTest, GivenTensorsWhenKeyedThenFlattenedRowsDeviceMinusOneAndAtensOutputSizes) {

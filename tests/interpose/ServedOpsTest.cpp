@@ -32,10 +32,16 @@ TEST(ServedOpsTest, GivenOpNamesInEverySpellingWhenLookedUpThenTheirRow) {
   EXPECT_EQ(servedOpOf("amin"), &servedOp("aten::amin"));
   EXPECT_EQ(servedOpOf("aten::argmin"), &servedOp("aten::argmin"));
   EXPECT_NE(&servedOp("aten::amin"), &servedOp("aten::amax"));
+  // max.dim / min.dim as the sums: "max" names the .dim overload, the one served.
+  EXPECT_EQ(servedOpOf("aten::max.dim"), &servedOp("aten::max.dim"));
+  EXPECT_EQ(servedOpOf("max"), &servedOp("aten::max.dim"));
+  EXPECT_EQ(servedOpOf("aten::min"), &servedOp("aten::min.dim"));
+  EXPECT_NE(&servedOp("aten::max.dim"), &servedOp("aten::min.dim"));
 }
 
 TEST(ServedOpsTest, GivenNamesNoRowHasWhenLookedUpThenNoneAndServedOpThrows) {
-  for (const char* name : {"layer_norm", "aten::rms_norm", "aten::mm", "aten::max", "aten::min", "aten::sum.dim_DimnameList",
+  for (const char* name : {"layer_norm", "aten::rms_norm", "aten::mm", "aten::max.other", "aten::max.dim_max", "aten::min.names_dim",
+                           "aten::sum.dim_DimnameList",
                            "aten::nll_loss_forward", "", "aten::"}) {
     EXPECT_EQ(servedOpOf(name), nullptr) << name;
   }
