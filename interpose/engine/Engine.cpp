@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "EntryAdmission.h"
+#include "RemoteCache.h"
 #include "TorchCheck.h"
 #include "hotkernel/interpose/Recorder.h"
 #include "hotkernel/Config.h"
@@ -157,10 +158,14 @@ void Engine::loadDevice(int device) {
       HOTKERNEL_LOG(Warn) << "kernel cache refused (" << e.what() << "); running without a persistent cache";
     }
     std::vector<std::unique_ptr<cache::CacheStore>> tiers = cache::openReadOnlyTiers(config().cachePath);
+    std::unique_ptr<engine::RemoteCache> remote = engine::RemoteCache::fromConfig(config().cacheDir);
     std::lock_guard<std::mutex> guard(mu_);
     cache_ = std::move(store);
     readTiers_ = std::move(tiers);
+    remote_ = std::move(remote);
   }
+  // Note [The shared tier in a serving process]: the poller learns of this fingerprint's remote entries.
+  if (remote_ && !forkedChild_.load()) watchRemote(f.key());
   if ((!cache_ && readTiers_.empty()) || forkedChild_.load()) return;
   // Note [Cache tiers]: the own cache's entry of a variant first, then HOTKERNEL_CACHE_PATH's.
   std::vector<cache::Entry> entries = cache::entriesOverTiers(cache_.get(), readTiers_, f.key());
@@ -273,17 +278,20 @@ void Engine::optimize(const OptimizerJob& job) {
   IdleGate::ScopedOptimizerThread optimizerThread;
   // No GPU work (device start, cache loads, the tuner) while serving, capturing or over the utilization limit.
   if (!waitToStart(job.key.device)) return;
-  UnitHold unit(*this);  // Note [Fork]
-  try {
-    optimizeVariant(job.op, job.key, [this] { return yieldToServing(); }, job.target);
-  } catch (const std::exception& e) {
-    // Shutting down: the tuner stopped at a yield point ("tuning interrupted",
-    // Note [Interrupted tuning] in optimizer/search/FamilyTuner.cpp) and stored
-    // nothing; a later process tunes the variant again. Not a failure.
-    if (!stopping_.load()) throw;
-    HOTKERNEL_LOG(Info) << "optimizing " << job.op << " " << kernels::variantString(job.key)
-                        << " stopped: the process is shutting down (" << e.what() << "); nothing stored";
+  {
+    UnitHold unit(*this);  // Note [Fork]
+    try {
+      optimizeVariant(job.op, job.key, [this] { return yieldToServing(); }, job.target);
+    } catch (const std::exception& e) {
+      // Shutting down: the tuner stopped at a yield point ("tuning interrupted",
+      // Note [Interrupted tuning] in optimizer/search/FamilyTuner.cpp) and stored
+      // nothing; a later process tunes the variant again. Not a failure.
+      if (!stopping_.load()) throw;
+      HOTKERNEL_LOG(Info) << "optimizing " << job.op << " " << kernels::variantString(job.key)
+                          << " stopped: the process is shutting down (" << e.what() << "); nothing stored";
+    }
   }
+  if (remote_ && !forkedChild_.load()) runDeferredRemoteJobs();  // Note [Variants leased elsewhere]
 }
 
 // Precondition: mu_ held.
@@ -328,6 +336,34 @@ nlohmann::json Engine::optimizeVariant(const std::string& op, const VariantKey& 
       return summary;
     }
   }
+  // Note [The shared tier in a serving process]: then the shared tier, and its lease before tuning.
+  engine::RemoteCache* remote = forkedChild_.load() ? nullptr : remote_.get();
+  std::optional<cache::RemoteLease> lease;
+  if (remote) {
+    engine::RemoteCache::Step step = remote->beforeTuning(fingerprintKey, OptimizerJob{op, key});
+    if (step.entry && admitRemoteEntry(*step.entry, key.device)) {
+      summary["decision"] = "remote";
+      return summary;
+    }
+    if (step.leasedElsewhere) {
+      summary["decision"] = "leased";  // Note [Variants leased elsewhere]: ATen until it is published
+      return summary;
+    }
+    if (!config().optimize) {
+      if (step.lease) remote->finishTuning(step.lease, nullptr);
+      summary["decision"] = "aten";  // HOTKERNEL_OPTIMIZE=0: the shared tier's entries only, no tuning here
+      return summary;
+    }
+    lease = step.lease;
+  }
+  // Releases the lease however tuning ends (a decision below publishes first).
+  struct LeaseRelease {
+    engine::RemoteCache* remote;
+    std::optional<cache::RemoteLease>& lease;
+    ~LeaseRelease() {
+      if (remote && lease) remote->finishTuning(lease, nullptr);
+    }
+  } leaseRelease{remote, lease};
   const ServedOp* served = servedOpOf(op);
   HOTKERNEL_CHECK(served != nullptr, "no kernel family serves ", op);
   TunerOptions options;
@@ -369,6 +405,10 @@ nlohmann::json Engine::optimizeVariant(const std::string& op, const VariantKey& 
     } catch (const std::exception& e) {
       HOTKERNEL_LOG(Warn) << "cannot store the result for " << variant << " in the cache: " << e.what();
     }
+  }
+  if (remote) {
+    remote->finishTuning(lease, &entry);  // publish the decision for the fleet, then release the lease
+    lease.reset();
   }
   return summary;
 }

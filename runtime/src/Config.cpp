@@ -119,6 +119,10 @@ Config Config::fromEnvironment() {
                                      "the default (a quarter of the device's memory)");
   c.idleMaxUtil = static_cast<int>(parseInteger("HOTKERNEL_IDLE_MAX_UTIL", 0, 100, -1, "none (not used)"));
   c.samplingProb = parseProbability("HOTKERNEL_SAMPLE", 0.05);
+  c.remoteCache = env("HOTKERNEL_REMOTE_CACHE");
+  c.remoteTimeoutMs = parseInteger("HOTKERNEL_REMOTE_TIMEOUT_MS", 1, kMaxRemoteTimeoutMs, 100, "100");
+  c.remoteLeaseMs = parseInteger("HOTKERNEL_REMOTE_LEASE_MS", 1000, kMaxIdleMs, 30000, "30000");
+  c.remotePollMs = parseInteger("HOTKERNEL_REMOTE_POLL_MS", 100, kMaxIdleMs, 5000, "5000");
   std::string ops = env("HOTKERNEL_OPS");
   // The default: every op family that runs clean end to end on the H200 (the gpu tests and bench/ops_bench.py;
   // Note [Default served ops] in docs/design/runtime.md says when each joined).

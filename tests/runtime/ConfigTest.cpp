@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -62,6 +64,10 @@ const std::vector<NumericVariable>& numericVariables() {
       {"HOTKERNEL_OPT_MEM_MB", 1, Config::kMaxOptimizerMemoryMb, 0,
        [](const Config& c) { return c.optimizerMemoryMb; }},
       {"HOTKERNEL_IDLE_MAX_UTIL", 0, 100, -1, [](const Config& c) { return int64_t{c.idleMaxUtil}; }},
+      {"HOTKERNEL_REMOTE_TIMEOUT_MS", 1, Config::kMaxRemoteTimeoutMs, 100,
+       [](const Config& c) { return c.remoteTimeoutMs; }},
+      {"HOTKERNEL_REMOTE_LEASE_MS", 1000, Config::kMaxIdleMs, 30000, [](const Config& c) { return c.remoteLeaseMs; }},
+      {"HOTKERNEL_REMOTE_POLL_MS", 100, Config::kMaxIdleMs, 5000, [](const Config& c) { return c.remotePollMs; }},
   };
   return all;
 }
@@ -159,7 +165,7 @@ TEST(ConfigTest, GivenEmptyOrUnsetWhenReadThenDefaultWithoutWarning) {
 
 TEST(ConfigTest, GivenValuesInRangeWhenReadThenTakenWithoutWarning) {
   for (const NumericVariable& v : numericVariables()) {
-    for (const int64_t n : {v.minimum, int64_t{7}, v.maximum}) {
+    for (const int64_t n : {v.minimum, std::clamp(int64_t{7}, v.minimum, v.maximum), v.maximum}) {
       for (const std::string& value : {std::to_string(n), " " + std::to_string(n) + "\n"}) {
         const Read r = readWith(v.name, value.c_str());
         EXPECT_EQ(v.field(r.config), n) << v.name << "=" << value;

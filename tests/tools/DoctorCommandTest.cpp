@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "CacheTestUtil.h"
+#include "remote/RedisServer.h"
 #include "RunCli.h"
 #include "hotkernel/cache/CacheStore.h"
 
@@ -156,6 +157,30 @@ TEST(DoctorCommandTest, GivenKeyFilesWhenDoctorThenTheKeyInUseOrTheRefusalWithou
   EXPECT_EQ(refused.rfind("refused", 0), 0u) << refused;
   EXPECT_NE(refused.find("0644"), std::string::npos) << refused;
   EXPECT_EQ(refused.find(".cpp:"), std::string::npos) << refused;
+}
+
+TEST(DoctorCommandTest, GivenRemoteCacheWhenDoctorThenItsStateIsShownAndServingStaysReady) {
+  HOTKERNEL_SKIP_WITHOUT_REDIS();
+  TempDir tmp;
+  cache::test::RedisServer redis;
+  const auto resolvedRemote = [&](const std::string& url) {
+    const json j = doctorJson({{"HOTKERNEL_CACHE_DIR", tmp.sub("c")}, {"HOTKERNEL_REMOTE_CACHE", url}});
+    for (const json& v : j["environment"]) {
+      if (v["name"] == "HOTKERNEL_REMOTE_CACHE") return v["resolved"].get<std::string>();
+    }
+    return std::string("(not listed)");
+  };
+
+  const std::string up = resolvedRemote(redis.unixUrl(1));
+  redis.kill();
+  const std::string down = resolvedRemote(redis.unixUrl(1));
+  const std::string malformed = resolvedRemote("redis://user:pw@host");
+
+  EXPECT_EQ(up, redis.unixUrl(1) + ": reachable; no HOTKERNEL_CACHE_KEY_FILE: its entries are not authenticated");
+  EXPECT_EQ(down.rfind(redis.unixUrl(1) + ": unreachable, serving uses the local cache only", 0), 0u) << down;
+  EXPECT_EQ(malformed.rfind("not used: ", 0), 0u) << malformed;
+  EXPECT_NE(malformed.find("credentials"), std::string::npos) << malformed;
+  EXPECT_EQ(malformed.find(".cpp:"), std::string::npos) << malformed;
 }
 
 TEST(DoctorCommandTest, GivenHotkernelOffWhenDoctorThenNotReady) {

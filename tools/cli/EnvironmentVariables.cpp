@@ -4,12 +4,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <map>
 
 #include "ErrorText.h"
 #include "hotkernel/cache/EntryKey.h"
+#include "hotkernel/cache/RemoteTier.h"
 #include "hotkernel/optimizer/ExternalAgent.h"
 #include "hotkernel/optimizer/SandboxCompile.h"
 #include "hotkernel/runtime/Config.h"
@@ -55,6 +57,29 @@ std::string agentTimeout() {
   std::optional<ExternalAgent> agent = ExternalAgent::fromEnvironment(&problem);
   if (!agent) return problem.empty() ? "unused (HOTKERNEL_AGENT_CMD is not set)" : "not used: " + problem;
   return number(agent->options().timeoutSeconds) + " s" + (problem.empty() ? "" : " (" + problem + ")");
+}
+
+// The shared tier as a serving process would find it: the URL, then one PING under the configured timeout.
+std::string remoteCache() {
+  try {
+    cache::RemoteTierOptions options;
+    options.url = cache::parseRemoteUrl(config().remoteCache);
+    options.timeout = std::chrono::milliseconds(config().remoteTimeoutMs);
+    const cache::EntryTrust trust = cache::EntryTrust::fromConfig(config().cacheDir);
+    cache::RemoteTier tier(options, trust);
+    const LogLevel level = logLevel();
+    setLogLevel(LogLevel::Error);  // the probe's outage warning: the verdict below says it
+    const std::string why = tier.probe();
+    setLogLevel(level);
+    const std::string keyNote = trust.signedMode() ? "" : "; no HOTKERNEL_CACHE_KEY_FILE: its entries are not authenticated";
+    if (!why.empty()) {
+      return options.url.toString() + ": unreachable, serving uses the local cache only (" +
+             oneLine(withoutSourceLocation(why)) + ")" + keyNote;
+    }
+    return options.url.toString() + ": reachable" + keyNote;
+  } catch (const std::exception& e) {
+    return "not used: " + oneLine(withoutSourceLocation(e.what()));
+  }
 }
 
 std::string helper(const char* name, LazyVariable variable) {
@@ -111,6 +136,10 @@ const std::map<std::string, std::function<std::string()>>& resolvers() {
          return util < 0 ? std::string("not used") : std::to_string(util) + "%";
        }},
       {"HOTKERNEL_SAMPLE", [] { return number(config().samplingProb); }},
+      {"HOTKERNEL_REMOTE_CACHE", remoteCache},
+      {"HOTKERNEL_REMOTE_TIMEOUT_MS", [] { return std::to_string(config().remoteTimeoutMs) + " ms"; }},
+      {"HOTKERNEL_REMOTE_LEASE_MS", [] { return std::to_string(config().remoteLeaseMs) + " ms"; }},
+      {"HOTKERNEL_REMOTE_POLL_MS", [] { return std::to_string(config().remotePollMs) + " ms"; }},
       {"HOTKERNEL_LOG_LEVEL", [] { return levelName(logLevel()); }},
       {"HOTKERNEL_AGENT_CMD", agentCommand},
       {"HOTKERNEL_AGENT_TIMEOUT", agentTimeout},

@@ -245,6 +245,23 @@ void RemoteTier::releaseLease(const RemoteLease& lease) {
   }
 }
 
+std::optional<int64_t> RemoteTier::leaseRemainingMs(const std::string& fingerprint, const std::string& op,
+                                                    const std::string& variant) {
+  int64_t remaining = 0;
+  try {
+    const bool reached = withConnection("reading a lease", [&](detail::RedisConnection& c) {
+      detail::RedisReply r = c.command({"PTTL", redisKey("lease", fingerprint, op, variant)});
+      remaining = std::max<int64_t>(0, integerOf(*r));  // -2: no lease; -1 (no TTL) is never written
+    });
+    if (!reached) return std::nullopt;
+  } catch (const std::exception& ex) {
+    HOTKERNEL_LOG_ONCE(Warn, "remote-pttl-error:" + std::string(ex.what())) << "reading a remote lease failed: "
+                                                                            << ex.what();
+    return std::nullopt;
+  }
+  return remaining;
+}
+
 std::optional<int64_t> RemoteTier::generation(const std::string& fingerprint) {
   int64_t value = 0;
   try {

@@ -58,7 +58,9 @@ TEST(RemoteLeaseTest, GivenReleasedLeaseWhenAskedAgainThenAnotherClientGetsIt) {
 
   a.releaseLease(held.lease);
 
+  EXPECT_EQ(b.leaseRemainingMs(kFp, kOp, kVariant), 0);
   EXPECT_EQ(b.acquireLease(kFp, kOp, kVariant, 60000ms).kind, LeaseAttempt::Kind::Acquired);
+  EXPECT_GT(*a.leaseRemainingMs(kFp, kOp, kVariant), 59000);
 }
 
 TEST(RemoteLeaseTest, GivenHolderRenewingWhenTtlPassesThenLeaseStaysHeld) {

@@ -35,6 +35,10 @@
 
 namespace hotkernel {
 
+namespace engine {
+class RemoteCache;  // interpose/engine/RemoteCache.h
+}
+
 class Engine {
  public:
   static Engine& instance();
@@ -115,6 +119,16 @@ class Engine {
   bool hasDecisionLocked(const std::string& op, const std::string& variant) const;
   // Precondition: mu_ held.
   void addDecisionLocked(const std::string& op, const std::string& variant);
+  // engine/EngineRemote.cpp: the shared tier (Note [The shared tier in a serving process] in
+  // engine/RemoteCache.h). The poller learns of `fingerprint`'s entries; one it published for a variant
+  // without a decision here becomes an optimizer job.
+  void watchRemote(const std::string& fingerprint);
+  void onRemotePublished(const std::string& fingerprint, const std::string& op, const std::string& variant);
+  // Admits an entry of the shared tier like a cached one, then stores a copy in the own cache. True when
+  // the variant is decided by it.
+  bool admitRemoteEntry(const cache::Entry& entry, int device);
+  // On the optimizer thread after a job, without the unit lock: Note [Variants leased elsewhere].
+  void runDeferredRemoteJobs();
 
   // Note [Fork]: held by the optimizer thread during its GPU work, released
   // in yieldToServing() while it waits; fork() takes it first, so that the
@@ -132,6 +146,8 @@ class Engine {
   // HOTKERNEL_CACHE_PATH's caches, read after cache_ (Note [Cache tiers]); written once with cache_.
   std::vector<std::unique_ptr<cache::CacheStore>> readTiers_;
   bool cacheTried_ = false;
+  // HOTKERNEL_REMOTE_CACHE's tier; written once with cache_ (null: none, or a forked child's: unused).
+  std::unique_ptr<engine::RemoteCache> remote_;
   std::set<int> devicesLoaded_;
   // Each device's fingerprint (Note [A fingerprint per device]), set in
   // loadDevice() before the device is marked loaded; its own lock.

@@ -16,6 +16,10 @@
 // | HOTKERNEL_OPT_MEM_MB          | 25% of the device's memory   | 1 .. kMaxOptimizerMemoryMb (2^30 MiB = 1 PiB) | GPU memory the background optimizer may use |
 // | HOTKERNEL_IDLE_MAX_UTIL       | (unset)                      | 0 .. 100 | the device's NVML utilization must also be at most this before the optimizer starts or resumes |
 // | HOTKERNEL_SAMPLE              | 0.05                         | a probability in (0, 1] | the recorder's sampling probability; anything else (not a number, <= 0, > 1, NaN) takes 0.05 with a warning |
+// | HOTKERNEL_REMOTE_CACHE        | (unset)                      | redis://HOST[:PORT][/DB], unix:///PATH[?db=N] | the shared tier on Redis (Note [Remote cache URL] in hotkernel/cache/RemoteUrl.h); a malformed value is reported once and the tier is not used |
+// | HOTKERNEL_REMOTE_TIMEOUT_MS   | 100                          | 1 .. kMaxRemoteTimeoutMs (60000) | the shared tier's connect and per-command deadline |
+// | HOTKERNEL_REMOTE_LEASE_MS     | 30000                        | 1000 .. kMaxIdleMs | a tuning lease's TTL; the holder renews it every third of it |
+// | HOTKERNEL_REMOTE_POLL_MS      | 5000                         | 100 .. kMaxIdleMs | how often a process polls the shared tier for entries others published |
 //
 // Read on first need (lazyVariable), parsed by their users with the same rules for malformed values (a warning, then the default):
 // | HOTKERNEL_LOG_LEVEL           | warn                         | error, warn (or warning), info, debug | Logging.h; anything else is warned about once |
@@ -61,6 +65,7 @@ struct Config {
   static constexpr int64_t kMaxHotCalls = 1000000000000;             // 10^12
   static constexpr int64_t kMaxIdleMs = 24 * 3600 * 1000;            // a day
   static constexpr int64_t kMaxOptimizerMemoryMb = int64_t{1} << 30;  // 1 PiB; `<< 20` stays in int64_t
+  static constexpr int64_t kMaxRemoteTimeoutMs = 60000;              // a minute
 
   bool enabled = true;
   std::string cacheDir;
@@ -76,6 +81,10 @@ struct Config {
   // Note [NVML utilization as an idle signal] (runtime/GpuUtilization.h): -1: not used; else in [0, 100].
   int idleMaxUtil = -1;
   double samplingProb = 0.05;  // HOTKERNEL_SAMPLE, in (0, 1]
+  std::string remoteCache;        // HOTKERNEL_REMOTE_CACHE, as written; empty: no shared tier
+  int64_t remoteTimeoutMs = 100;  // in [1, kMaxRemoteTimeoutMs]
+  int64_t remoteLeaseMs = 30000;  // in [1000, kMaxIdleMs]
+  int64_t remotePollMs = 5000;    // in [100, kMaxIdleMs]
 
   // Reads the environment; never throws (Note [Reading numeric variables]).
   static Config fromEnvironment();

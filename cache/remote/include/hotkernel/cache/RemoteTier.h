@@ -134,6 +134,10 @@ class RemoteTier {
   bool renewLease(const RemoteLease& lease, std::chrono::milliseconds ttl);
   // Deletes the lease if it is still ours. Never throws.
   void releaseLease(const RemoteLease& lease);
+  // The remaining TTL of the variant's lease, whoever holds it: 0 when none
+  // is held; nullopt: unavailable.
+  std::optional<int64_t> leaseRemainingMs(const std::string& fingerprint, const std::string& op,
+                                          const std::string& variant);
 
   // The fingerprint's publish counter (0 when nothing was published); nullopt: unavailable.
   std::optional<int64_t> generation(const std::string& fingerprint);

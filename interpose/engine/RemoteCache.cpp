@@ -1,0 +1,175 @@
+#include "RemoteCache.h"
+
+#include <algorithm>
+
+#include "hotkernel/Config.h"
+#include "hotkernel/kernels/VariantOptions.h"
+#include "hotkernel/runtime/Config.h"
+#include "hotkernel/runtime/ExitGate.h"
+#include "hotkernel/runtime/Logging.h"
+
+namespace hotkernel::engine {
+
+std::unique_ptr<RemoteCache> RemoteCache::fromConfig(const std::string& cacheDir) {
+  const Config& c = config();
+  if (c.remoteCache.empty()) return nullptr;
+  try {
+    cache::RemoteTierOptions options;
+    options.url = cache::parseRemoteUrl(c.remoteCache);
+    options.timeout = std::chrono::milliseconds(c.remoteTimeoutMs);
+    options.hotkernelVersion = HOTKERNEL_VERSION;
+    cache::EntryTrust trust = cache::EntryTrust::fromConfig(cacheDir);
+    if (!trust.signedMode()) {
+      HOTKERNEL_LOG(Warn) << "HOTKERNEL_REMOTE_CACHE without HOTKERNEL_CACHE_KEY_FILE: entries from "
+                          << options.url.toString() << " are checked for damage only, so whoever can write to "
+                          << "that Redis can make this process run its code (README: Threat model)";
+    }
+    HOTKERNEL_LOG(Info) << "shared tier " << options.url.toString() << " (timeout " << c.remoteTimeoutMs
+                        << " ms, lease " << c.remoteLeaseMs << " ms, poll " << c.remotePollMs << " ms)";
+    return std::make_unique<RemoteCache>(std::move(options), std::move(trust),
+                                         std::chrono::milliseconds(c.remoteLeaseMs),
+                                         std::chrono::milliseconds(c.remotePollMs));
+  } catch (const std::exception& e) {
+    HOTKERNEL_LOG(Warn) << "the shared tier is not used: " << e.what();
+    return nullptr;
+  }
+}
+
+RemoteCache::RemoteCache(cache::RemoteTierOptions options, cache::EntryTrust trust,
+                         std::chrono::milliseconds leaseTtl, std::chrono::milliseconds pollInterval)
+    : tier_(std::move(options), std::move(trust)), leaseTtl_(leaseTtl), pollInterval_(pollInterval) {}
+
+RemoteCache::~RemoteCache() { stop(); }
+
+void RemoteCache::stop() {
+  std::lock_guard<std::mutex> guard(mu_);
+  stopping_ = true;
+  cv_.notify_all();
+}
+
+void RemoteCache::watch(const std::string& fingerprint, OnPublished onPublished) {
+  std::lock_guard<std::mutex> guard(mu_);
+  fingerprints_.insert(fingerprint);
+  if (started_ || stopping_) return;
+  started_ = true;
+  onPublished_ = std::move(onPublished);
+  // Detached: the engine (and this object) live until the process ends; stop() ends the loop.
+  std::thread([this] { pollLoop(); }).detach();
+}
+
+RemoteCache::Step RemoteCache::beforeTuning(const std::string& fingerprint, const OptimizerJob& job) {
+  Step step;
+  const std::string variant = kernels::variantString(job.key);
+  cache::RemoteLookup found = tier_.lookup(fingerprint, job.op, variant);
+  if (found.status == cache::RemoteStatus::Found) {
+    step.entry = std::move(found.entry);
+    return step;
+  }
+  const cache::LeaseAttempt attempt = tier_.acquireLease(fingerprint, job.op, variant, leaseTtl_);
+  std::lock_guard<std::mutex> guard(mu_);
+  deferred_.erase(jobId(job));
+  if (attempt.kind == cache::LeaseAttempt::Kind::Held) {
+    step.leasedElsewhere = true;
+    Deferred d;
+    d.job = job;
+    d.job.target.reset();
+    d.fingerprint = fingerprint;
+    deferred_[jobId(job)] = std::move(d);
+    HOTKERNEL_LOG(Info) << "another process tunes " << job.op << " " << variant << " (lease "
+                        << attempt.remainingMs << " ms left); keeping the ATen kernel until it publishes";
+  } else if (attempt.kind == cache::LeaseAttempt::Kind::Acquired) {
+    step.lease = attempt.lease;
+    held_[attempt.lease.token] = attempt.lease;
+  }
+  return step;
+}
+
+void RemoteCache::finishTuning(const std::optional<cache::RemoteLease>& lease, const cache::Entry* decision) {
+  if (decision != nullptr) tier_.publish(*decision);
+  if (!lease) return;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    held_.erase(lease->token);
+  }
+  tier_.releaseLease(*lease);
+}
+
+bool RemoteCache::hasDeferred() const {
+  std::lock_guard<std::mutex> guard(mu_);
+  return !deferred_.empty();
+}
+
+std::optional<OptimizerJob> RemoteCache::nextReadyDeferred(std::chrono::milliseconds wait) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto ready = [this]() -> std::map<std::string, Deferred>::iterator {
+    return std::find_if(deferred_.begin(), deferred_.end(), [](const auto& d) { return d.second.ready; });
+  };
+  cv_.wait_for(lock, wait, [&] { return stopping_ || deferred_.empty() || ready() != deferred_.end(); });
+  auto it = ready();
+  if (stopping_ || it == deferred_.end()) return std::nullopt;
+  OptimizerJob job = it->second.job;
+  deferred_.erase(it);
+  return job;
+}
+
+void RemoteCache::pollLoop() {
+  // Renewals every third of the TTL; polls every pollInterval_ (Note [The shared tier in a serving process]).
+  const auto tick = std::min(pollInterval_, std::max(leaseTtl_ / 3, std::chrono::milliseconds(1)));
+  auto nextPoll = std::chrono::steady_clock::now();
+  while (true) {
+    std::vector<cache::RemoteLease> held;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stopping_ || ExitGate::process().exiting()) return;
+      for (const auto& [token, lease] : held_) held.push_back(lease);
+    }
+    for (const cache::RemoteLease& lease : held) {
+      if (!tier_.renewLease(lease, leaseTtl_) && tier_.reachable()) {
+        HOTKERNEL_LOG_ONCE(Warn, "lease-lost:" + lease.token)
+            << "the lease on " << lease.op << " " << lease.variant << " was lost (expired); another process may "
+            << "tune it too";
+      }
+    }
+    if (std::chrono::steady_clock::now() >= nextPoll) {
+      pollOnce();
+      nextPoll = std::chrono::steady_clock::now() + pollInterval_;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, tick, [this] { return stopping_; });
+  }
+}
+
+void RemoteCache::pollOnce() {
+  std::set<std::string> fingerprints;
+  OnPublished onPublished;
+  std::vector<std::pair<std::string, Deferred>> deferred;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    fingerprints = fingerprints_;
+    onPublished = onPublished_;
+    for (const auto& [id, d] : deferred_) {
+      if (!d.ready) deferred.emplace_back(id, d);
+    }
+  }
+  for (const std::string& fp : fingerprints) {
+    const std::optional<std::vector<cache::RemoteIndexItem>> items = watch_.changes(tier_, fp);
+    if (!items) return;  // unavailable: the back-off answers the rest at once; try again next poll
+    for (const cache::RemoteIndexItem& item : *items) {
+      if (onPublished) onPublished(fp, item);
+    }
+  }
+  // Note [Variants leased elsewhere]: ready once the lease is gone (published and released, or expired).
+  std::vector<std::string> ready;
+  for (const auto& [id, d] : deferred) {
+    const std::optional<int64_t> left = tier_.leaseRemainingMs(d.fingerprint, d.job.op, kernels::variantString(d.job.key));
+    if (left && *left == 0) ready.push_back(id);
+  }
+  if (ready.empty()) return;
+  std::lock_guard<std::mutex> guard(mu_);
+  for (const std::string& id : ready) {
+    if (auto it = deferred_.find(id); it != deferred_.end()) it->second.ready = true;
+  }
+  cv_.notify_all();
+}
+
+}  // namespace hotkernel::engine

@@ -1,0 +1,122 @@
+#pragma once
+// The shared tier (HOTKERNEL_REMOTE_CACHE) as a serving process uses it.
+//
+// Note [The shared tier in a serving process]
+// Lookups go local first, then remote: Engine::optimizeVariant asks the own
+// store and then RemoteTier::lookup; a remote entry passes the same admission
+// as a local one (entryRefusal and the family's makePlan, in
+// Engine::publishEntry) and only then is put into the own store (re-signed
+// with the local key), so later processes of the host load it locally. The
+// engine calls the tier only from the optimizer thread and from this file's
+// poller thread, never from a served call: a Redis that is down or slow costs
+// the optimizer at most the timeout per call, then answers Unavailable during
+// the back-off (Note [A Redis that is down is an absent tier]).
+//
+// Before tuning a variant the optimizer takes its lease (Note [Leases: one
+// tuner per variant]). Unavailable: it tunes anyway, as without the tier.
+// Held by another process: it keeps ATen for the variant and defers it
+// (Note [Variants leased elsewhere]). Acquired: it tunes, publishes the
+// decision (kernel or keep_aten), then releases the lease; the poller thread
+// renews every held lease each third of its TTL, so a long tuning (or a wait
+// for idle GPU time at a yield point) keeps it, and a process that dies loses
+// it after the TTL.
+//
+// Note [Variants leased elsewhere]
+// A deferred variant waits in this object until the poller sees its entry
+// published or its lease gone (expired: the holder died); it is then ready,
+// and the optimizer thread runs it again after its current job whenever no
+// other job is queued (Engine::runDeferredRemoteJobs): the entry is found and
+// admitted, or the lease is taken and the variant tuned here. The optimizer
+// thread waits for a ready variant only while nothing else is queued, in
+// slices, without its unit lock, parking at exit.
+//
+// The poller thread (Note [Learning of new remote entries: polling]) does no
+// GPU work and never touches the own store: every poll interval it asks
+// RemoteWatch what other processes published for this process's fingerprints
+// and hands each (fingerprint, op, variant) to the engine, which queues an
+// optimizer job for a variant it has no decision for (the job finds the
+// entry). It stops at exit; a forked child has no poller and never uses the
+// tier (the connection belongs to the parent).
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hotkernel/cache/Entry.h"
+#include "hotkernel/cache/RemoteTier.h"
+#include "hotkernel/cache/RemoteWatch.h"
+#include "hotkernel/optimizer/OptimizerWorker.h"
+
+namespace hotkernel::engine {
+
+class RemoteCache {
+ public:
+  // Called on the poller thread for each (fingerprint, op, variant) another process published.
+  using OnPublished = std::function<void(const std::string& fingerprint, const cache::RemoteIndexItem& item)>;
+
+  // The tier of HOTKERNEL_REMOTE_CACHE (config()), or null when it is unset or
+  // malformed (reported once). Never throws.
+  static std::unique_ptr<RemoteCache> fromConfig(const std::string& cacheDir);
+  RemoteCache(cache::RemoteTierOptions options, cache::EntryTrust trust, std::chrono::milliseconds leaseTtl,
+              std::chrono::milliseconds pollInterval);
+  ~RemoteCache();
+  RemoteCache(const RemoteCache&) = delete;
+  RemoteCache& operator=(const RemoteCache&) = delete;
+
+  cache::RemoteTier& tier() { return tier_; }
+
+  // Starts the poller (once) and adds `fingerprint` to what it polls; `onPublished` is the first call's.
+  void watch(const std::string& fingerprint, OnPublished onPublished);
+
+  // What the optimizer does with a variant it has no local decision for.
+  struct Step {
+    std::optional<cache::Entry> entry;  // found remotely: admit it
+    bool leasedElsewhere = false;       // another process tunes it: deferred, keep ATen
+    std::optional<cache::RemoteLease> lease;  // held by us: tune, publish, finishTuning
+  };
+  Step beforeTuning(const std::string& fingerprint, const OptimizerJob& job);
+  // Publishes `decision` (when given) and releases the lease. Never throws.
+  void finishTuning(const std::optional<cache::RemoteLease>& lease, const cache::Entry* decision);
+
+  // Note [Variants leased elsewhere]: the next ready deferred job; waits up to
+  // `wait` for one; nullopt when none is ready (or none is deferred).
+  std::optional<OptimizerJob> nextReadyDeferred(std::chrono::milliseconds wait);
+  bool hasDeferred() const;
+
+  // Stops the poller (at exit); it never touches the tier again.
+  void stop();
+
+ private:
+  struct Deferred {
+    OptimizerJob job;
+    std::string fingerprint;
+    bool ready = false;
+  };
+  void pollLoop();
+  void pollOnce();
+
+  cache::RemoteTier tier_;
+  const std::chrono::milliseconds leaseTtl_;
+  const std::chrono::milliseconds pollInterval_;
+  cache::RemoteWatch watch_;  // poller thread only
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // notified when a deferred job turns ready, and at stop
+  // Guarded by mu_.
+  std::set<std::string> fingerprints_;
+  OnPublished onPublished_;
+  std::map<std::string, cache::RemoteLease> held_;  // by lease token: renewed by the poller
+  std::map<std::string, Deferred> deferred_;        // by jobId
+  bool stopping_ = false;
+  bool started_ = false;
+};
+
+}  // namespace hotkernel::engine
