@@ -123,6 +123,23 @@ bool Comparer::compareOutput(size_t i, const at::Tensor& in, const RowOpArgs& ar
   const std::string name = spec.outputs.size() > 1 ? output.name + ": " : "";
   const int64_t r = in.size(0), n = in.size(1);
   const at::Tensor ref = refs[i].reshape(out.sizes());
+  if (output.exactBits) {  // Note [Bit-exact outputs]: the element's bits as integers, no bound
+    pause();
+    err = 0;
+    boundMax = 0;
+    const at::ScalarType bits = out.element_size() == 4 ? at::kInt : at::kShort;
+    HOTKERNEL_CHECK(out.element_size() == ref.element_size() && (out.element_size() == 4 || out.element_size() == 2),
+                    name, "a bit-exact output needs 2- or 4-byte elements like its reference's");
+    const std::string mismatch =
+        exactOutputMismatch(out.contiguous().view(bits).to(at::kLong), ref.contiguous().view(bits));
+    if (!mismatch.empty()) {
+      std::ostringstream os;
+      os << name << "bits: " << mismatch << " at [" << r << ", " << n << "]";
+      why = os.str();
+      return false;
+    }
+    return true;
+  }
   if (isExactInt64(output)) {  // [rows] int64 (argmax's indices): one comparison, no bound
     pause();
     err = 0;

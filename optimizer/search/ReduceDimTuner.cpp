@@ -6,7 +6,9 @@
 #include <ATen/ops/amin_cuda_dispatch.h>
 #include <ATen/ops/argmax_cuda_dispatch.h>
 #include <ATen/ops/argmin_cuda_dispatch.h>
+#include <ATen/ops/max_cuda_dispatch.h>
 #include <ATen/ops/mean_cuda_dispatch.h>
+#include <ATen/ops/min_cuda_dispatch.h>
 #include <ATen/ops/sum_cuda_dispatch.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -16,6 +18,7 @@
 
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
+#include "hotkernel/optimizer/ReduceTuner.h"
 #include "hotkernel/optimizer/TuningRows.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
@@ -56,7 +59,7 @@ at::Tensor threeExtents(const at::Tensor& x, int64_t inner) {
 // below the dispatcher (Note [Reduction harness] in ReduceTuner.cpp says
 // why). Bounds per result (ReduceDimFamily::tolerance: the last-dim family's
 // with the reduced extent as its row length): the extrema and the indices
-// exact; sum and mean within ATen's own distance from the float64 result
+// exact (max.dim's and min.dim's values bit for bit); sum and mean within ATen's own distance from the float64 result
 // over the same reduced elements, plus the family's summation bound on their
 // sum |x| (mean: mean |x|), plus one step of the output dtype. Sums take
 // near-max inputs at max / (4 reduced), where no order of the additions
@@ -100,6 +103,15 @@ int64_t fillOuterRows(const ReduceDimVariant& v, const std::vector<FamilyPoint>&
 
 }  // namespace
 
+std::vector<at::Tensor> atenReduceMiddleDimOutputs(const at::Tensor& x, ReduceOp op, int64_t inner) {
+  if (op == ReduceOp::Max || op == ReduceOp::Min) {
+    const at::Tensor v = threeExtents(x, inner);
+    auto [values, indices] = op == ReduceOp::Max ? at::cuda::max(v, 1, false) : at::cuda::min(v, 1, false);
+    return {values, indices};
+  }
+  return {atenReduceMiddleDim(x, op, inner)};
+}
+
 at::Tensor atenReduceMiddleDim(const at::Tensor& x, ReduceOp op, int64_t inner) {
   const at::Tensor v = threeExtents(x, inner);
   switch (op) {
@@ -115,6 +127,10 @@ at::Tensor atenReduceMiddleDim(const at::Tensor& x, ReduceOp op, int64_t inner) 
       return at::cuda::amin(v, at::IntArrayRef(middleDim()), false);
     case ReduceOp::Argmin:
       return at::cuda::argmin(v, int64_t{1}, false);
+    case ReduceOp::Max:
+      return std::get<0>(at::cuda::max(v, 1, false));
+    case ReduceOp::Min:
+      return std::get<0>(at::cuda::min(v, 1, false));
   }
   HOTKERNEL_THROW("unknown reduction op ", static_cast<int>(op));
 }
@@ -125,20 +141,12 @@ RowOpSpec reduceDimSpec(ReduceOp op, int64_t inner) {
   spec.op = kernels::reduceAtenOpName(op);
   spec.infinitiesDefined = true;
   const bool sum = op == ReduceOp::Sum || op == ReduceOp::Mean;
-  RowOpOutput out;
-  out.name = "out";
-  out.perRow = true;
-  out.perRowElements = inner;
-  out.perRowInInputDtype = !kernels::reduceOpInfo(op).index;
-  out.exactInt64 = kernels::reduceOpInfo(op).index;
-  out.bound = [op, sum, inner](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
-    if (sum) return middleSumBound(in, refs[0], op, d, inner);
-    return at::zeros({in.size(0), inner}, in.options().dtype(at::kFloat));  // exact (amax, amin)
-  };
-  spec.outputs = {out};
+  spec.outputs = reduceOutputs(op, inner, [op, inner](const at::Tensor& in, const at::Tensor& ref, DType d) {
+    return middleSumBound(in, ref, op, d, inner);
+  });
   spec.makeArgs = [](int64_t, int64_t, DType, at::Generator&) { return RowOpArgs{}; };
   spec.references = [op, inner](const at::Tensor& in, const RowOpArgs&) {
-    return std::vector<at::Tensor>{atenReduceMiddleDim(in, op, inner)};
+    return atenReduceMiddleDimOutputs(in, op, inner);
   };
   if (sum) {
     spec.references64 = [op, inner](const at::Tensor& in64, const RowOpArgs&) {
@@ -150,12 +158,10 @@ RowOpSpec reduceDimSpec(ReduceOp op, int64_t inner) {
     };
   }
   spec.kernelArgs = [inner](const at::Tensor& in, const RowOpArgs&, const std::vector<at::Tensor>& outs) {
-    return KernelArgs()
-        .pointer(in.const_data_ptr())
-        .pointer(outs.at(0).mutable_data_ptr())
-        .int64(in.size(0))
-        .int64(in.size(1) / inner)
-        .int64(inner);
+    KernelArgs args;
+    args.pointer(in.const_data_ptr()).pointer(outs.at(0).mutable_data_ptr());
+    if (outs.size() > 1) args.pointer(outs.at(1).mutable_data_ptr());  // a pair's indices
+    return args.int64(in.size(0)).int64(in.size(1) / inner).int64(inner);
   };
   return spec;
 }

@@ -6,7 +6,9 @@
 #include <ATen/ops/amin_cuda_dispatch.h>
 #include <ATen/ops/argmax_cuda_dispatch.h>
 #include <ATen/ops/argmin_cuda_dispatch.h>
+#include <ATen/ops/max_cuda_dispatch.h>
 #include <ATen/ops/mean_cuda_dispatch.h>
+#include <ATen/ops/min_cuda_dispatch.h>
 #include <ATen/ops/sum_cuda_dispatch.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -39,10 +41,12 @@ const std::vector<int64_t>& lastDim() {
 
 // Note [Reduction harness]
 // Reference: ATen's CUDA kernel of the op (at::cuda::sum / mean / amax /
-// argmax / amin / argmin over dim -1), called below the dispatcher: through it, a serving
+// argmax / amin / argmin / max / min over dim -1), called below the dispatcher: through it, a serving
 // process would reach hotkernel's own trampoline, and a candidate must never
 // be checked against itself. No extra arguments: a row op of the plain
-// (in, out, rows, cols) ABI with a [rows] output.
+// (in, out, rows, cols) ABI with a [rows] output; max.dim and min.dim write
+// two, "values" (bit for bit: Note [Bit-exact outputs] in Harness.h) and
+// "indices" (int64, exact), through (in, values, indices, rows, cols).
 // Bounds per row (ReduceFamily::tolerance, Note [Reduction tolerance]):
 // the extrema exact (argmax and argmin through Note [Exact integer outputs]); sum
 // and mean within ATen's own distance from the float64 result of the same
@@ -68,6 +72,41 @@ at::Tensor sumBound(const at::Tensor& in, const at::Tensor& ref, ReduceOp op, DT
 
 }  // namespace
 
+std::vector<at::Tensor> atenReduceLastDimOutputs(const at::Tensor& x, ReduceOp op) {
+  if (op == ReduceOp::Max || op == ReduceOp::Min) {
+    auto [values, indices] = op == ReduceOp::Max ? at::cuda::max(x, -1, false) : at::cuda::min(x, -1, false);
+    return {values, indices};
+  }
+  return {atenReduceLastDim(x, op)};
+}
+
+std::vector<RowOpOutput> reduceOutputs(ReduceOp op, int64_t perRowElements,
+                                       std::function<at::Tensor(const at::Tensor&, const at::Tensor&, DType)> sumBound) {
+  const kernels::ReduceOpInfo& info = kernels::reduceOpInfo(op);
+  RowOpOutput out;
+  out.name = info.pair ? "values" : "out";
+  out.perRow = true;
+  out.perRowElements = perRowElements;
+  out.perRowInInputDtype = !info.index || info.pair;
+  out.exactInt64 = info.index && !info.pair;
+  out.exactBits = info.pair;
+  const bool sum = op == ReduceOp::Sum || op == ReduceOp::Mean;
+  out.bound = [sum, sumBound, perRowElements](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
+    if (sum) return sumBound(in, refs[0], d);
+    const std::vector<int64_t> shape = perRowElements > 1 ? std::vector<int64_t>{in.size(0), perRowElements}
+                                                          : std::vector<int64_t>{in.size(0)};
+    return at::zeros(shape, in.options().dtype(at::kFloat));  // exact (amax, amin)
+  };
+  if (!info.pair) return {out};
+  RowOpOutput indices;
+  indices.name = "indices";
+  indices.perRow = true;
+  indices.perRowElements = perRowElements;
+  indices.exactInt64 = true;
+  indices.bound = out.bound;  // not called: exact
+  return {out, indices};
+}
+
 at::Tensor atenReduceLastDim(const at::Tensor& x, ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum:
@@ -82,6 +121,10 @@ at::Tensor atenReduceLastDim(const at::Tensor& x, ReduceOp op) {
       return at::cuda::amin(x, at::IntArrayRef(lastDim()), false);
     case ReduceOp::Argmin:
       return at::cuda::argmin(x, int64_t{-1}, false);
+    case ReduceOp::Max:
+      return std::get<0>(at::cuda::max(x, -1, false));
+    case ReduceOp::Min:
+      return std::get<0>(at::cuda::min(x, -1, false));
   }
   HOTKERNEL_THROW("unknown reduction op ", static_cast<int>(op));
 }
@@ -91,20 +134,11 @@ RowOpSpec reduceSpec(ReduceOp op) {
   spec.op = kernels::reduceAtenOpName(op);
   spec.infinitiesDefined = true;
   const bool sum = op == ReduceOp::Sum || op == ReduceOp::Mean;
-  RowOpOutput out;
-  out.name = "out";
-  out.perRow = true;
-  out.perRowInInputDtype = !kernels::reduceOpInfo(op).index;
-  out.exactInt64 = kernels::reduceOpInfo(op).index;
-  out.bound = [op, sum](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
-    if (sum) return sumBound(in, refs[0], op, d);
-    return at::zeros({in.size(0)}, in.options().dtype(at::kFloat));  // exact (amax, amin)
-  };
-  spec.outputs = {out};
+  spec.outputs = reduceOutputs(op, 1, [op](const at::Tensor& in, const at::Tensor& ref, DType d) {
+    return sumBound(in, ref, op, d);
+  });
   spec.makeArgs = [](int64_t, int64_t, DType, at::Generator&) { return RowOpArgs{}; };
-  spec.references = [op](const at::Tensor& in, const RowOpArgs&) {
-    return std::vector<at::Tensor>{atenReduceLastDim(in, op)};
-  };
+  spec.references = [op](const at::Tensor& in, const RowOpArgs&) { return atenReduceLastDimOutputs(in, op); };
   if (sum) {
     spec.references64 = [op](const at::Tensor& in64, const RowOpArgs&) { return atenReduceLastDim(in64, op); };
     spec.nearMaxMagnitude = [](DType d, int64_t cols) {
@@ -113,11 +147,10 @@ RowOpSpec reduceSpec(ReduceOp op) {
     };
   }
   spec.kernelArgs = [](const at::Tensor& in, const RowOpArgs&, const std::vector<at::Tensor>& outs) {
-    return KernelArgs()
-        .pointer(in.const_data_ptr())
-        .pointer(outs.at(0).mutable_data_ptr())
-        .int64(in.size(0))
-        .int64(in.size(1));
+    KernelArgs args;
+    args.pointer(in.const_data_ptr()).pointer(outs.at(0).mutable_data_ptr());
+    if (outs.size() > 1) args.pointer(outs.at(1).mutable_data_ptr());  // a pair's indices
+    return args.int64(in.size(0)).int64(in.size(1));
   };
   return spec;
 }

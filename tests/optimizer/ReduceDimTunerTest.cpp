@@ -2,8 +2,10 @@
 // harness] in optimizer/search/ReduceDimTuner.cpp): its harness candidate
 // reads any (rows, cols) shape as [rows, cols / inner, inner] and answers with
 // ReduceDimFamily's geometry and guards; its spec gives [rows, inner] outputs
-// and the (in, out, outer, reduced, inner) argument list. No GPU: nothing is
-// launched, no reference runs.
+// and the (in, out, outer, reduced, inner) argument list; max.dim's and
+// min.dim's specs, in both layouts, two outputs (values bit for bit, int64
+// indices) and the indices after the values. No GPU: nothing is launched, no
+// reference runs.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -12,6 +14,7 @@
 
 #include "hotkernel/kernels/ReduceDimFamily.h"
 #include "hotkernel/optimizer/ReduceDimTuner.h"
+#include "hotkernel/optimizer/ReduceTuner.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel {
@@ -58,6 +61,7 @@ TEST(ReduceDimTunerTest, GivenACandidateWhenTheHarnessAsksAboutOtherShapesThenTh
 
 TEST(ReduceDimTunerTest, GivenTheSpecWhenOutputsAndArgumentsAreMadeThenRowsByInnerAndTheFiveArgumentAbi) {
   for (ReduceOp op : kernels::kAllReduceOps) {
+    if (kernels::reduceOpInfo(op).pair) continue;  // below
     SCOPED_TRACE(kernels::reduceOpName(op));
     const RowOpSpec spec = reduceDimSpec(op, 8);
     ASSERT_EQ(spec.outputs.size(), 1u);
@@ -82,6 +86,53 @@ TEST(ReduceDimTunerTest, GivenTheSpecWhenOutputsAndArgumentsAreMadeThenRowsByInn
   const RowOpSpec sum = reduceDimSpec(ReduceOp::Sum, 8);
   EXPECT_DOUBLE_EQ(sum.nearMaxMagnitude(DType::Float16, 3 * 8), 65504.0 / 12.0);
   EXPECT_THROW(reduceDimSpec(ReduceOp::Sum, 1), Error);
+}
+
+TEST(ReduceDimTunerTest, GivenAPairOpInEitherLayoutWhenItsSpecIsMadeThenValuesBitForBitThenIndicesThenTheSizes) {
+  for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min}) {
+    for (int64_t inner : {int64_t{0}, int64_t{8}}) {  // 0: the last-dim layout
+      SCOPED_TRACE(std::string(kernels::reduceOpName(op)) + " inner " + std::to_string(inner));
+      const RowOpSpec spec = inner == 0 ? reduceSpec(op) : reduceDimSpec(op, inner);
+      EXPECT_EQ(spec.op, kernels::reduceAtenOpName(op));
+      ASSERT_EQ(spec.outputs.size(), 2u);
+      EXPECT_EQ(spec.outputs[0].name, "values");
+      EXPECT_TRUE(spec.outputs[0].exactBits);
+      EXPECT_TRUE(spec.outputs[0].perRowInInputDtype);
+      EXPECT_FALSE(spec.outputs[0].exactInt64);
+      EXPECT_EQ(spec.outputs[1].name, "indices");
+      EXPECT_TRUE(spec.outputs[1].exactInt64);
+      EXPECT_FALSE(static_cast<bool>(spec.references64));  // exact: no float64 check
+      const at::Tensor in = at::zeros({4, 3 * std::max<int64_t>(inner, 1)}, at::kBFloat16);
+      const std::vector<at::Tensor> outs = allocateOutputs(spec, in);
+      ASSERT_EQ(outs.size(), 2u);
+      const std::vector<int64_t> sizes = inner == 0 ? std::vector<int64_t>{4} : std::vector<int64_t>{4, 8};
+      EXPECT_EQ(outs[0].sizes(), at::IntArrayRef(sizes));
+      EXPECT_EQ(outs[1].sizes(), at::IntArrayRef(sizes));
+      EXPECT_EQ(outs[0].scalar_type(), at::kBFloat16);
+      EXPECT_EQ(outs[1].scalar_type(), at::kLong);
+      const KernelArgs a = spec.kernelArgs(in, RowOpArgs{}, outs);
+      ASSERT_EQ(a.size(), inner == 0 ? 5u : 6u);
+      EXPECT_EQ(a.pointerAt(0), in.const_data_ptr());
+      EXPECT_EQ(a.pointerAt(1), outs[0].const_data_ptr());
+      EXPECT_EQ(a.pointerAt(2), outs[1].const_data_ptr());
+      EXPECT_EQ(a.int64At(3), 4);
+      EXPECT_EQ(a.int64At(4), 3);
+      if (inner != 0) EXPECT_EQ(a.int64At(5), inner);
+    }
+  }
+  // The other ops keep one output, compared as before.
+  EXPECT_EQ(reduceSpec(ReduceOp::Argmax).outputs.size(), 1u);
+  EXPECT_FALSE(reduceSpec(ReduceOp::Amax).outputs[0].exactBits);
+}
+
+TEST(ReduceDimTunerTest, GivenAPairCandidateWhenItsPointersAreGuardedThenTheValuesAlignToTheirVector) {
+  const ReduceDimVariant v{DType::Float32, 32, 64, 1024, ReduceOp::Min};
+  const HarnessCandidate c = reduceDimCandidate(v, {32, 8, 4}, "x");
+  EXPECT_EQ(c.description, "min_lastdim[tx=32 ty=8 vec=4]");
+  EXPECT_EQ(c.outputAlignment, 16u);  // 4 float values (the indices: one int64 at a time)
+  alignas(128) static char buf[8192];
+  EXPECT_TRUE(c.acceptsPointers(buf, buf + 4096));
+  EXPECT_FALSE(c.acceptsPointers(buf, buf + 4096 + 4));
 }
 
 }  // namespace

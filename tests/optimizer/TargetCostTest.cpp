@@ -66,7 +66,8 @@ TEST(TargetCostTest, GivenReductionVariantsWhenCostedThenTheInputReadOnceAndOneR
   for (kernels::ReduceOp op : kernels::kAllReduceOps) {
     const std::optional<CallCost> c = callCost(kernels::reduceAtenOpName(op), VariantKey{kBf16, 0, 4096, 32000});
     ASSERT_TRUE(c.has_value()) << kernels::reduceAtenOpName(op);
-    const double out = kernels::reduceOpInfo(op).index ? 8.0 : 2.0;
+    const kernels::ReduceOpInfo& info = kernels::reduceOpInfo(op);
+    const double out = info.pair ? 2.0 + 8.0 : info.index ? 8.0 : 2.0;  // a pair: a value and an index
     EXPECT_DOUBLE_EQ(c->bytes, 4096.0 * 32000 * 2 + 4096 * out);
     EXPECT_DOUBLE_EQ(c->flops, 0.0);
   }

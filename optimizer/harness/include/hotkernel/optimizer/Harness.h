@@ -113,6 +113,9 @@ struct RowOpOutput {
   // With perRow: [rows] int64 (argmax's indices) instead of float32, compared
   // for equality (`bound` is not called; Note [Exact integer outputs]).
   bool exactInt64 = false;
+  // With perRow and perRowInInputDtype: compared bit for bit with the
+  // reference (`bound` is not called; Note [Bit-exact outputs]).
+  bool exactBits = false;
   // With perRow: k elements a row, [rows, k] (a middle-dim reduction of an
   // [outer, reduced * inner] input: its inner results of each outer row:
   // Note [Middle-dim reduction harness] in src/ReduceDimTuner.cpp) when
@@ -127,6 +130,13 @@ struct RowOpOutput {
 // the candidate never writes fails the comparison), its guards hold random
 // values, and the determinism stage compares it with at::equal. There is no
 // float64 check for it.
+
+// Note [Bit-exact outputs]
+// An output that copies input elements (max.dim's values: the element at the
+// index, Note [Value and index pairs] in kernels/src/ReduceFamily.cpp) must
+// equal the reference bit for bit: a NaN with its payload, a zero with its
+// sign. Compared as integers of the element's width, like an exact int64
+// output; pre-filled as any output in the input's dtype (NaN or random bits).
 
 
 // What the candidate must compute, for one row op.

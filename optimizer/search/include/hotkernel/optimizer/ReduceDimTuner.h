@@ -4,13 +4,15 @@
 // search (FamilyTuner.h) over ReduceDimFamily's points, each candidate
 // through the five-stage harness as a row op of [outer, reduced * inner] rows
 // with an output of `inner` elements a row (the input's dtype for sum, mean,
-// amax and amin, int64 compared exactly for argmax and argmin), and timed
+// amax and amin, int64 compared exactly for argmax and argmin; max.dim and
+// min.dim: values bit for bit and int64 indices), and timed
 // against ATen's CUDA kernel over dim 1 of the [outer, reduced, inner] view.
 // Its outcomes and cache entries are the op's family's (Note [Two layouts,
 // one family] in kernels/src/ReduceDescriptor.cpp).
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "hotkernel/kernels/ReduceDimFamily.h"
 #include "hotkernel/optimizer/Harness.h"
@@ -20,9 +22,10 @@ namespace hotkernel {
 
 // What the op must compute over the middle extent of rows of `inner`
 // positions (Note [Middle-dim reduction harness] in src/ReduceDimTuner.cpp):
-// output "out", [rows, inner]. Reference: ATen's CUDA kernel over dim 1 of
-// the [rows, cols / inner, inner] view, called below the dispatcher. Kernel
-// ABI: hk_reduce_dim's (in, out, outer, reduced, inner).
+// output "out", [rows, inner] (max.dim / min.dim: "values" and "indices").
+// Reference: ATen's CUDA kernel over dim 1 of the [rows, cols / inner, inner]
+// view, called below the dispatcher. Kernel ABI: hk_reduce_dim's (in, out,
+// outer, reduced, inner) (the pairs: (in, values, indices, outer, reduced, inner)).
 RowOpSpec reduceDimSpec(kernels::ReduceOp op, int64_t inner);
 
 // A compiled middle-dim point as a harness candidate (the family's guards;
@@ -35,6 +38,8 @@ HarnessCandidate reduceDimCandidate(const kernels::ReduceDimVariant& v, const ke
 // [rows, reduced * inner] tensor read as [rows, reduced, inner]: [rows, inner]
 // (at::cuda::<op> over dim 1: never a hotkernel trampoline).
 at::Tensor atenReduceMiddleDim(const at::Tensor& x, kernels::ReduceOp op, int64_t inner);
+// Every output of `op` in reduceDimSpec's order: {result}, or {values, indices}.
+std::vector<at::Tensor> atenReduceMiddleDimOutputs(const at::Tensor& x, kernels::ReduceOp op, int64_t inner);
 
 // Run on the calling thread on `device` (own stream, relaxed capture mode).
 // Throws Error when the variant cannot be tuned at all (not the family's,
