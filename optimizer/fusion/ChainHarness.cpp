@@ -299,9 +299,11 @@ bool runEdgeCases(Run& run) {
   auto shifted = outPointers;
   shifted[0] = static_cast<char*>(outPointers[0]) + offBy(*output);
   refusals.emplace_back("a misaligned output", chain::chainLaunchRefusal(run.plan, values, shifted));
-  auto fewer = values;
-  fewer.pop_back();
-  refusals.emplace_back("a missing input", chain::chainLaunchRefusal(run.plan, fewer, outPointers));
+  if (!values.empty()) {
+    auto fewer = values;
+    fewer.pop_back();
+    refusals.emplace_back("a missing input", chain::chainLaunchRefusal(run.plan, fewer, outPointers));
+  }
   for (const auto& [what, refusal] : refusals) {
     if (refusal.empty()) return run.fail("the plan's guard accepted " + what);
   }
