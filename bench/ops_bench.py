@@ -29,9 +29,14 @@ class targets with every 8th row ignored; ideal traffic: the logits read once):
 cross_entropy_none: the same with reduction none (one loss a row, no cross-row
 reduction).
 The last-dim reductions x.sum(-1), x.mean(-1), torch.amax(x, -1), x.argmax(-1),
-torch.amin(x, -1), x.argmin(-1) (ideal traffic: x read once, one result a row):
+torch.amin(x, -1), x.argmin(-1), torch.max(x, -1), torch.min(x, -1) (ideal
+traffic: x read once, one result a row; max / min: a value and an int64 index):
 `--cases reductions`, with them in HOTKERNEL_OPS (not in its default), e.g.
-HOTKERNEL_OPS=sum.dim_IntList,mean.dim,amax,argmax,amin,argmin.
+HOTKERNEL_OPS=sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim.
+The middle-dim reductions sum_dim1 ... min_dim1 (x.sum(1), x.mean(1),
+torch.amax(x, 1), x.argmax(1), torch.max(x, 1), torch.min(x, 1) of a contiguous
+N-d x, shapes AxBxC...; traffic: x read once, one result per kept position):
+`--cases reductions_dim`, with the same HOTKERNEL_OPS.
 
 Output: "hotkernel-bench" v1 JSON, benchmark "ops", one result per case, and a
 Markdown table on stdout (the README's table is pasted from it). The JSON's
@@ -131,6 +136,38 @@ def argmin_lastdim(t):
     return t.argmin(-1)
 
 
+def max_lastdim(t):
+    return torch.max(t, -1)
+
+
+def min_lastdim(t):
+    return torch.min(t, -1)
+
+
+def sum_dim1(t):
+    return t.sum(1)
+
+
+def mean_dim1(t):
+    return t.mean(1)
+
+
+def amax_dim1(t):
+    return torch.amax(t, 1)
+
+
+def argmax_dim1(t):
+    return t.argmax(1)
+
+
+def max_dim1(t):
+    return torch.max(t, 1)
+
+
+def min_dim1(t):
+    return torch.min(t, 1)
+
+
 def plain(fn, ref64):
     return lambda cols, dtype, gen: (fn, ref64, [])
 
@@ -152,9 +189,21 @@ OPS = {
     "argmax": (plain(argmax_lastdim, lambda x: x.double().argmax(-1)), "aten::argmax", ""),
     "amin": (plain(amin_lastdim, lambda x: torch.amin(x.double(), -1)), "aten::amin", ""),
     "argmin": (plain(argmin_lastdim, lambda x: x.double().argmin(-1)), "aten::argmin", ""),
+    # aten::max.dim / aten::min.dim over dim -1: (values, indices).
+    "max": (plain(max_lastdim, lambda x: torch.max(x.double(), -1)), "aten::max.dim", ""),
+    "min": (plain(min_lastdim, lambda x: torch.min(x.double(), -1)), "aten::min.dim", ""),
+    # The same ops over dim 1 of an N-d tensor (the middle-dim layout: the variant's inner extent).
+    "sum_dim1": (plain(sum_dim1, lambda x: x.double().sum(1)), "aten::sum.dim_IntList", ""),
+    "mean_dim1": (plain(mean_dim1, lambda x: x.double().mean(1)), "aten::mean.dim", ""),
+    "amax_dim1": (plain(amax_dim1, lambda x: torch.amax(x.double(), 1)), "aten::amax", ""),
+    "argmax_dim1": (plain(argmax_dim1, lambda x: x.double().argmax(1)), "aten::argmax", ""),
+    "max_dim1": (plain(max_dim1, lambda x: torch.max(x.double(), 1)), "aten::max.dim", ""),
+    "min_dim1": (plain(min_dim1, lambda x: torch.min(x.double(), 1)), "aten::min.dim", ""),
 }
-REDUCTIONS = ("sum", "mean", "amax", "argmax", "amin", "argmin")
-INDEX_REDUCTIONS = ("argmax", "argmin")
+REDUCTIONS = ("sum", "mean", "amax", "argmax", "amin", "argmin", "max", "min")
+DIM1_REDUCTIONS = ("sum_dim1", "mean_dim1", "amax_dim1", "argmax_dim1", "max_dim1", "min_dim1")
+INDEX_REDUCTIONS = ("argmax", "argmin", "argmax_dim1")
+PAIR_REDUCTIONS = ("max", "min", "max_dim1", "min_dim1")  # a value and an int64 index a result
 
 DEFAULT_CASES = (
     "softmax:bfloat16:1x128256,softmax:bfloat16:32x128256,softmax:bfloat16:4096x32000,"
@@ -177,6 +226,17 @@ CROSS_ENTROPY_CASES = (
 # LM head's logits, a large activation, and a decode-sized batch of 128k logits.
 REDUCTION_CASES = ",".join(
     f"{op}:bfloat16:{shape}" for op in REDUCTIONS for shape in ("4096x32000", "8192x128256", "32768x4096", "32x128256"))
+# `--cases reductions_dim`: over dim 1 of contiguous 3-d tensors: float32 of 2 GiB
+# (issue 19's target: >= 90% of the copy bandwidth, >= 1.1x eager), the same in
+# bfloat16, and a small float32 one.
+REDUCTION_DIM_CASES = ",".join(
+    f"{op}:{shape}" for op in ("sum_dim1", "mean_dim1", "amax_dim1", "argmax_dim1", "max_dim1")
+    for shape in ("float32:64x2048x4096", "bfloat16:64x2048x4096", "float32:16x1024x512"))
+
+
+def first_output(out):
+    """The values of a (values, indices) result; any other result itself."""
+    return out[0] if isinstance(out, tuple) else out
 
 
 class Hotkernel:
@@ -273,8 +333,8 @@ def make_hot(hk, fn, x, calls, timeout):
     return idle, time.perf_counter() - t0
 
 
-def variant_string(dtype, rows, cols, flags=""):
-    return f"dtype={dtype};rows={rows};cols={cols}{flags}"
+def variant_string(dtype, rows, cols, flags="", inner=0):
+    return f"dtype={dtype};rows={rows};cols={cols}{flags}" + (f";inner={inner}" if inner else "")
 
 
 def decision_of(status, aten_op, variant):
@@ -287,14 +347,18 @@ def decision_of(status, aten_op, variant):
     return "undecided", ""
 
 
-def run_case(hk, timer, op, dtype_name, rows, cols, args, copy_bps):
+def run_case(hk, timer, op, dtype_name, shape, args, copy_bps):
     setup, aten_op, flags = OPS[op]
     dtype = DTYPES[dtype_name]
+    rows, cols = prod(shape[:-1]), shape[-1]
     gen = torch.Generator(device="cuda").manual_seed(1234 + rows + cols)
-    x = (torch.randn(rows, cols, device="cuda", generator=gen) * 3).to(dtype)
+    x = (torch.randn(*shape, device="cuda", generator=gen) * 3).to(dtype)
     fn, ref64, columns = setup(cols, dtype, gen)
     idle, waited = make_hot(hk, fn, x, args.hot_calls, args.tune_timeout)
-    variant = variant_string(dtype_name, rows, cols, flags)
+    if op in DIM1_REDUCTIONS:  # the middle-dim key: [outer, reduced, inner]
+        variant = variant_string(dtype_name, shape[0], shape[1], flags, inner=prod(shape[2:]))
+    else:
+        variant = variant_string(dtype_name, rows, cols, flags)
     decision, kernel = decision_of(hk.status(), aten_op, variant)
 
     torch._dynamo.reset()
@@ -314,10 +378,10 @@ def run_case(hk, timer, op, dtype_name, rows, cols, args, copy_bps):
     impls = {"eager": eager, "hotkernel": lambda: fn(x), "compile": lambda: compiled(x)}
     names = list(impls)
     # Max error against float64, each implementation once.
-    ref = ref64(x)
+    ref = first_output(ref64(x))
     errors = {}
     for name in names:
-        out = impls[name]().double()
+        out = first_output(impls[name]()).double()
         finite = torch.isfinite(ref)
         errors[name] = float((out[finite] - ref[finite]).abs().max().item()) if finite.any() else 0.0
     for _ in range(args.warmup):
@@ -340,14 +404,16 @@ def run_case(hk, timer, op, dtype_name, rows, cols, args, copy_bps):
         nbytes = x.numel() * x.element_size() + rows * 8
     elif op == "cross_entropy_none":  # the logits and targets read once, one loss a row written
         nbytes = x.numel() * x.element_size() + rows * (8 + x.element_size())
-    elif op in REDUCTIONS:  # x read once, one result a row (int64 for the index ops)
-        nbytes = x.numel() * x.element_size() + rows * (8 if op in INDEX_REDUCTIONS else x.element_size())
+    elif op in REDUCTIONS or op in DIM1_REDUCTIONS:  # x read once, one result a kept position
+        results = rows if op in REDUCTIONS else x.numel() // shape[1]
+        per_result = 8 if op in INDEX_REDUCTIONS else x.element_size() + (8 if op in PAIR_REDUCTIONS else 0)
+        nbytes = x.numel() * x.element_size() + results * per_result
     else:
         nbytes = 2 * x.numel() * x.element_size() + sum(c.numel() * c.element_size() for c in columns)
     hk_us = vs_eager["candidate"]["median"]
     gbps = nbytes / (hk_us * 1e-6) / 1e9
     return {
-        "op": op, "atenOp": aten_op, "dtype": dtype_name, "shape": [rows, cols],
+        "op": op, "atenOp": aten_op, "dtype": dtype_name, "shape": list(shape),
         "decision": decision, "kernel": kernel, "optimizerIdle": idle, "waitedSeconds": round(waited, 2),
         "eagerUs": vs_eager["baseline"], "hotkernelUs": vs_eager["candidate"], "compileUs": vs_compile["baseline"],
         "speedupVsEager": vs_eager["speedup"], "speedupVsCompile": vs_compile["speedup"],
@@ -367,17 +433,32 @@ def parse_cases(text):
         text = CROSS_ENTROPY_CASES
     elif text == "reductions":
         text = REDUCTION_CASES
+    elif text == "reductions_dim":
+        text = REDUCTION_DIM_CASES
     cases = []
     for item in text.split(","):
         try:
-            op, dtype, shape = item.strip().split(":")
-            rows, cols = (int(v) for v in shape.lower().split("x"))
+            op, dtype, shape_text = item.strip().split(":")
+            shape = [int(v) for v in shape_text.lower().split("x")]
         except ValueError:
-            sys.exit(f"ops_bench: malformed case '{item}' (want op:dtype:ROWSxCOLS)")
-        if op not in OPS or dtype not in DTYPES or rows < 1 or cols < 1:
+            sys.exit(f"ops_bench: malformed case '{item}' (want op:dtype:ROWSxCOLS, or AxBxC... for the _dim1 ops)")
+        want_dims = 3 if op in DIM1_REDUCTIONS else 2  # the _dim1 ops: at least 3 (dim 1 is not the last)
+        if op not in OPS or dtype not in DTYPES or min(shape) < 1 or len(shape) < want_dims or \
+                (op not in DIM1_REDUCTIONS and len(shape) != 2):
             sys.exit(f"ops_bench: unknown op/dtype or bad shape in '{item}' (ops: {', '.join(OPS)})")
-        cases.append((op, dtype, rows, cols))
+        cases.append((op, dtype, shape))
     return cases
+
+
+def prod(values):
+    n = 1
+    for v in values:
+        n *= v
+    return n
+
+
+def shape_text(shape):
+    return "x".join(str(v) for v in shape)
 
 
 def fmt_ci(m, unit=""):
@@ -388,8 +469,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default=DEFAULT_CASES,
                     help="comma list of op:dtype:ROWSxCOLS (ops: softmax, log_softmax, rms_norm, layer_norm, "
-                         "cross_entropy, sum, mean, amax, argmax, amin, argmin), or 'norms' / 'cross_entropy' / 'reductions' "
-                         "for those shapes")
+                         "cross_entropy, sum, mean, amax, argmax, amin, argmin, max, min; over dim 1 of AxBxC...: "
+                         "sum_dim1, mean_dim1, amax_dim1, argmax_dim1, max_dim1, min_dim1), or 'norms' / "
+                         "'cross_entropy' / 'reductions' / 'reductions_dim' for those shapes")
     ap.add_argument("--reps", type=int, default=31, help="timed rounds (each times all three)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--hot-calls", type=int, default=80, help="calls that make a variant hot")
@@ -423,16 +505,16 @@ def main():
                 json.dump(document(), f, indent=1)
             os.replace(args.out + ".tmp", args.out)
 
-    for op, dtype, rows, cols in cases:
+    for op, dtype, shape in cases:
         try:
-            r = run_case(hk, timer, op, dtype, rows, cols, args, copy_bps)
+            r = run_case(hk, timer, op, dtype, shape, args, copy_bps)
         except Exception as e:  # one broken case must not lose the others
-            r = {"op": op, "dtype": dtype, "shape": [rows, cols], "error": f"{type(e).__name__}: {e}"}
+            r = {"op": op, "dtype": dtype, "shape": list(shape), "error": f"{type(e).__name__}: {e}"}
         results.append(r)
         if "error" in r:
-            print(f"{op} {dtype} {rows}x{cols}: ERROR {r['error']}", flush=True)
+            print(f"{op} {dtype} {shape_text(shape)}: ERROR {r['error']}", flush=True)
         else:
-            print(f"{op} {dtype} {rows}x{cols}: {r['decision']} {r['kernel']} | eager {r['eagerUs']['median']:.1f} us, "
+            print(f"{op} {dtype} {shape_text(shape)}: {r['decision']} {r['kernel']} | eager {r['eagerUs']['median']:.1f} us, "
                   f"hotkernel {r['hotkernelUs']['median']:.1f} us, compile {r['compileUs']['median']:.1f} us | "
                   f"x{fmt_ci(r['speedupVsEager'])} vs eager, x{fmt_ci(r['speedupVsCompile'])} vs compile | "
                   f"{r['hotkernelGBps']:.0f} GB/s = {100 * r['copyFraction']:.0f}% of copy", flush=True)
@@ -442,10 +524,10 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         if "error" in r:
-            print(f"| {r['op']} | {r['dtype']} | {r['shape'][0]}x{r['shape'][1]} | error: {r['error']} |")
+            print(f"| {r['op']} | {r['dtype']} | {shape_text(r['shape'])} | error: {r['error']} |")
             continue
         err = r["maxErrorVsFloat64"]
-        print(f"| {r['op']} | {r['dtype']} | {r['shape'][0]}x{r['shape'][1]} | {r['eagerUs']['median']:.1f} | "
+        print(f"| {r['op']} | {r['dtype']} | {shape_text(r['shape'])} | {r['eagerUs']['median']:.1f} | "
               f"{r['compileUs']['median']:.1f} | {r['hotkernelUs']['median']:.1f} | "
               f"{fmt_ci(r['speedupVsEager'], 'x')} | {fmt_ci(r['speedupVsCompile'], 'x')} | "
               f"{r['hotkernelGBps']:.0f} | {100 * r['copyFraction']:.0f}% | {err['hotkernel']:.2g} / {err['eager']:.2g} | "
