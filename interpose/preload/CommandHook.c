@@ -20,10 +20,6 @@ void hkRunFlushHook(int kind) {
 
 void hkNoteUnwrappedEntryPoint(void) { __atomic_add_fetch(&g_unwrapped, 1, __ATOMIC_RELAXED); }
 
-__attribute__((visibility("default"))) int hotkernel_shim_command_hook_version(void) {
-  return HOTKERNEL_SHIM_COMMAND_HOOK_VERSION;
-}
-
 __attribute__((visibility("default"))) void hotkernel_shim_set_flush_hook(HotkernelFlushHook hook) {
   __atomic_store_n(&g_hook, hook, __ATOMIC_RELEASE);
 }

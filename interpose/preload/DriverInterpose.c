@@ -17,6 +17,13 @@
 #define HK_LIBCUDA "libcuda.so"
 #define HK_CUDA_SUCCESS 0
 
+/* Defined here, not in CommandHook.c: a program that links the hook without the
+ * command wrappers (yield_gpu_tests carries only the capture wrappers) reports
+ * no protocol, so nothing is deferred there (Note [The command hook protocol]). */
+__attribute__((visibility("default"))) int hotkernel_shim_command_hook_version(void) {
+  return HOTKERNEL_SHIM_COMMAND_HOOK_VERSION;
+}
+
 /* ---- Exported names: bound by symbol (libraries linked to libcuda, Triton's utilities). */
 
 #define HK_EXPORT(name, family) HK_CALL(HK_EXPORT_, name, HK_SIG_##family)

@@ -8,8 +8,9 @@
  * The shim exports the functions below with C linkage. libhotkernel.so finds
  * them with dlsym(RTLD_DEFAULT, name) at start; a process without the shim
  * (a binary linked to libhotkernel.so, no preload) has none of them, and then
- * nothing may be deferred (no preload, no fusion). A version other than 1
- * means the same.
+ * nothing may be deferred (no preload, no fusion). A version other than 1,
+ * or no hotkernel_shim_command_hook_version (a program that carries only
+ * the shim's capture wrappers), means the same.
  *
  *   - hotkernel_shim_set_flush_hook(hook): the function the shim calls before
  *     a foreign command while something is pending (NULL: none). It is called
