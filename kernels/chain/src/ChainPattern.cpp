@@ -1,0 +1,173 @@
+#include "hotkernel/chain/ChainPattern.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/Hash.h"
+
+namespace hotkernel::chain {
+namespace {
+
+uint64_t bitsOf(double v) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+
+bool sameArg(const RecordedArg& a, const RecordedArg& b) {
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case RecordedArg::Kind::Tensor:
+      return a.value == b.value;
+    case RecordedArg::Kind::Scalar:
+      return bitsOf(a.scalar) == bitsOf(b.scalar);
+    case RecordedArg::Kind::IntList:
+      return a.ints == b.ints;
+    case RecordedArg::Kind::Bool:
+      return a.flag == b.flag;
+    case RecordedArg::Kind::String:
+      return a.text == b.text;
+    case RecordedArg::Kind::None:
+      return true;
+  }
+  return false;
+}
+
+bool sameMeta(int64_t id, const TensorMetas& ma, const TensorMetas& mb) {
+  auto a = ma.find(id);
+  auto b = mb.find(id);
+  if (a == ma.end() || b == mb.end()) return false;
+  return a->second.scalarType == b->second.scalarType && a->second.sizes == b->second.sizes &&
+         a->second.strides == b->second.strides;
+}
+
+void writeList(std::ostringstream& os, const std::vector<int64_t>& v) {
+  os << "[";
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
+  os << "]";
+}
+
+void writeArg(std::ostringstream& os, const RecordedArg& a) {
+  switch (a.kind) {
+    case RecordedArg::Kind::Tensor:
+      os << "%" << a.value;
+      break;
+    case RecordedArg::Kind::Scalar:
+      os << "#" << std::hex << bitsOf(a.scalar) << std::dec;
+      break;
+    case RecordedArg::Kind::IntList:
+      writeList(os, a.ints);
+      break;
+    case RecordedArg::Kind::Bool:
+      os << (a.flag ? "true" : "false");
+      break;
+    case RecordedArg::Kind::String:
+      os << "'" << a.text.size() << ":" << a.text << "'";
+      break;
+    case RecordedArg::Kind::None:
+      os << "None";
+      break;
+  }
+}
+
+void writeCall(std::ostringstream& os, const RecordedCall& call) {
+  os << call.op << "(";
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    if (i) os << ",";
+    writeArg(os, call.args[i]);
+  }
+  os << ")->";
+  writeList(os, call.outputs);
+}
+
+void writeMeta(std::ostringstream& os, int64_t id, const TensorMeta& m) {
+  os << "%" << id << ":" << m.scalarType;
+  writeList(os, m.sizes);
+  writeList(os, m.strides);
+}
+
+}  // namespace
+
+bool sameStep(const RecordedCall& a, const TensorMetas& ma, const RecordedCall& b, const TensorMetas& mb) {
+  if (a.op != b.op || a.args.size() != b.args.size() || a.outputs != b.outputs) return false;
+  for (size_t i = 0; i < a.args.size(); ++i) {
+    if (!sameArg(a.args[i], b.args[i])) return false;
+    if (a.args[i].kind == RecordedArg::Kind::Tensor && !sameMeta(a.args[i].value, ma, mb)) return false;
+  }
+  for (int64_t out : a.outputs) {
+    if (!sameMeta(out, ma, mb)) return false;
+  }
+  return true;
+}
+
+std::string stepText(const RecordedCall& call, const TensorMetas& metas) {
+  std::ostringstream os;
+  writeCall(os, call);
+  auto meta = [&](int64_t id) {
+    auto it = metas.find(id);
+    HOTKERNEL_REQUIRE(it != metas.end(), "value %", id, " has no tensor metadata");
+    os << " ";
+    writeMeta(os, id, it->second);
+  };
+  for (const RecordedArg& a : call.args) {
+    if (a.kind == RecordedArg::Kind::Tensor) meta(a.value);
+  }
+  for (int64_t out : call.outputs) meta(out);
+  return os.str();
+}
+
+std::string ChainPattern::text() const {
+  std::ostringstream os;
+  os << "hotkernel-chain-pattern v1\n";
+  for (const RecordedCall& c : calls) {
+    writeCall(os, c);
+    os << "\n";
+  }
+  for (const auto& [id, m] : metas) {
+    writeMeta(os, id, m);
+    os << "\n";
+  }
+  os << "live";
+  writeList(os, live);
+  os << "\n";
+  return os.str();
+}
+
+std::string ChainPattern::key() const { return sha256Hex(text()); }
+
+ChainPattern canonicalPattern(const std::vector<RecordedCall>& calls, const TensorMetas& metas,
+                              const std::vector<int64_t>& live) {
+  std::map<int64_t, int64_t> renumber;
+  ChainPattern p;
+  auto idOf = [&](int64_t v) {
+    auto it = renumber.find(v);
+    if (it != renumber.end()) return it->second;
+    auto m = metas.find(v);
+    HOTKERNEL_REQUIRE(m != metas.end(), "value %", v, " has no tensor metadata");
+    const int64_t id = static_cast<int64_t>(renumber.size());
+    renumber[v] = id;
+    p.metas[id] = m->second;
+    return id;
+  };
+  for (const RecordedCall& call : calls) {
+    RecordedCall c = call;
+    for (RecordedArg& a : c.args) {
+      if (a.kind == RecordedArg::Kind::Tensor) a.value = idOf(a.value);
+    }
+    for (int64_t& out : c.outputs) out = idOf(out);
+    p.calls.push_back(std::move(c));
+  }
+  for (int64_t v : live) {
+    auto it = renumber.find(v);
+    HOTKERNEL_REQUIRE(it != renumber.end(), "live value %", v, " is not a value of the calls");
+    p.live.push_back(it->second);
+  }
+  std::sort(p.live.begin(), p.live.end());
+  p.live.erase(std::unique(p.live.begin(), p.live.end()), p.live.end());
+  return p;
+}
+
+}  // namespace hotkernel::chain
