@@ -1,0 +1,174 @@
+#include "CallCapture.h"
+
+#include <ATen/core/grad_mode.h>
+#include <c10/core/ScalarType.h>
+
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel::fusion {
+namespace {
+
+bool isWrappedNumber(const at::Tensor& t) { return t.unsafeGetTensorImpl()->is_wrapped_number(); }
+
+std::string tensorProblem(const at::Tensor& t, c10::Device device) {
+  if (t.layout() != c10::kStrided) return "a tensor that is not strided";
+  if (t.device() != device) return "tensors on more than one device";
+  if (t.is_conj() || t.is_neg()) return "a tensor with the conjugate or negative bit";
+  if (t.requires_grad() && at::GradMode::is_enabled()) return "a tensor that requires grad under grad mode";
+  if (!t.has_storage()) return "a tensor without storage";
+  return "";
+}
+
+}  // namespace
+
+chain::TensorMeta metaOf(const at::Tensor& t) {
+  chain::TensorMeta m;
+  m.scalarType = c10::toString(t.scalar_type());
+  // torch's names: "Float" -> "float32" and so on, as chain::dtypeName spells them.
+  switch (t.scalar_type()) {
+    case c10::ScalarType::Float: m.scalarType = "float32"; break;
+    case c10::ScalarType::Half: m.scalarType = "float16"; break;
+    case c10::ScalarType::BFloat16: m.scalarType = "bfloat16"; break;
+    case c10::ScalarType::Double: m.scalarType = "float64"; break;
+    case c10::ScalarType::Long: m.scalarType = "int64"; break;
+    case c10::ScalarType::Int: m.scalarType = "int32"; break;
+    case c10::ScalarType::Bool: m.scalarType = "bool"; break;
+    default: break;
+  }
+  m.sizes = t.sizes().vec();
+  m.strides = t.strides().vec();
+  return m;
+}
+
+std::optional<c10::ScalarType> scalarTypeOf(const std::string& name) {
+  if (name == "float32") return c10::ScalarType::Float;
+  if (name == "float16") return c10::ScalarType::Half;
+  if (name == "bfloat16") return c10::ScalarType::BFloat16;
+  return std::nullopt;
+}
+
+int64_t ValueTable::find(const at::Tensor& t) const {
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].impl != impl) continue;
+    // A weak entry's address may have been reused by a new tensor once the old one died.
+    if (!strong_ && entries_[i].weakImpl->expired()) continue;
+    return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+int64_t ValueTable::add(const at::Tensor& t) {
+  Entry e;
+  e.impl = t.unsafeGetTensorImpl();
+  e.storage = t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
+  if (strong_) {
+    e.strong = t;
+  } else {
+    e.weakImpl.emplace(t.getIntrusivePtr());
+    if (t.has_storage()) e.weakStorage.emplace(t.storage().getWeakStorageImpl());
+  }
+  const int64_t id = static_cast<int64_t>(entries_.size());
+  entries_.push_back(std::move(e));
+  metas_[id] = metaOf(t);
+  return id;
+}
+
+const at::Tensor& ValueTable::tensor(int64_t id) const {
+  HOTKERNEL_INTERNAL_ASSERT(strong_ && id >= 0 && static_cast<size_t>(id) < entries_.size(), "no tensor ", id);
+  return entries_[static_cast<size_t>(id)].strong;
+}
+
+bool ValueTable::referencedElsewhere(int64_t id, int64_t ownRefs) const {
+  HOTKERNEL_INTERNAL_ASSERT(id >= 0 && static_cast<size_t>(id) < entries_.size(), "no value ", id);
+  const Entry& e = entries_[static_cast<size_t>(id)];
+  if (strong_) {
+    const at::Tensor& t = e.strong;
+    if (static_cast<int64_t>(t.use_count()) > 1 + ownRefs) return true;
+    return t.has_storage() && t.storage().use_count() > 1;
+  }
+  if (!e.weakImpl->expired()) return true;
+  return e.weakStorage && !e.weakStorage->expired();
+}
+
+bool ValueTable::aliasesAValue(const at::Tensor& t) const {
+  if (!t.has_storage()) return false;
+  const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  for (const Entry& e : entries_) {
+    if (e.storage == storage && e.impl != impl) {
+      if (!strong_ && e.weakStorage && e.weakStorage->expired()) continue;
+      return true;
+    }
+  }
+  return false;
+}
+
+void ValueTable::truncate(size_t size) {
+  while (entries_.size() > size) {
+    entries_.pop_back();
+    metas_.erase(static_cast<int64_t>(entries_.size()));
+  }
+}
+
+void ValueTable::clear() {
+  entries_.clear();
+  metas_.clear();
+}
+
+std::optional<c10::Device> callDevice(const std::vector<c10::IValue>& args) {
+  for (const c10::IValue& v : args) {
+    if (!v.isTensor()) continue;
+    const at::Tensor& t = v.toTensor();
+    if (t.defined() && !isWrappedNumber(t)) return t.device();
+  }
+  return std::nullopt;
+}
+
+std::string captureArgs(const std::vector<c10::IValue>& args, c10::Device device, ValueTable& values,
+                        chain::RecordedCall& call) {
+  call.args.clear();
+  for (const c10::IValue& v : args) {
+    if (v.isNone()) {
+      call.args.push_back(chain::RecordedArg::none());
+    } else if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      if (!t.defined()) {
+        call.args.push_back(chain::RecordedArg::none());
+        continue;
+      }
+      if (isWrappedNumber(t)) {
+        if (!c10::isFloatingType(t.scalar_type()) && !c10::isIntegralType(t.scalar_type(), /*includeBool=*/true)) {
+          return "a wrapped number that is not real";
+        }
+        call.args.push_back(chain::RecordedArg::number(t.item().toDouble()));
+        continue;
+      }
+      std::string problem = tensorProblem(t, device);
+      if (!problem.empty()) return problem;
+      int64_t id = values.find(t);
+      if (id < 0) {
+        if (values.aliasesAValue(t)) return "a view of a value of the chain";
+        id = values.add(t);
+      }
+      call.args.push_back(chain::RecordedArg::tensor(id));
+    } else if (v.isDouble()) {
+      call.args.push_back(chain::RecordedArg::number(v.toDouble()));
+    } else if (v.isBool()) {
+      call.args.push_back(chain::RecordedArg::boolean(v.toBool()));
+    } else if (v.isInt()) {
+      call.args.push_back(chain::RecordedArg::number(static_cast<double>(v.toInt())));
+    } else if (v.isIntList()) {
+      call.args.push_back(chain::RecordedArg::intList(v.toIntVector()));
+    } else if (v.isString()) {
+      call.args.push_back(chain::RecordedArg::string(v.toStringRef()));
+    } else if (v.isDevice()) {
+      call.args.push_back(chain::RecordedArg::string(v.toDevice().str()));
+    } else {
+      return std::string("an argument of kind ") + v.tagKind();
+    }
+  }
+  return "";
+}
+
+}  // namespace hotkernel::fusion

@@ -1,0 +1,83 @@
+#pragma once
+// A boxed dispatcher call read as a chain::RecordedCall, with the tensors
+// numbered canonically (Note [Chain patterns]) in a ValueTable.
+//
+// Note [What a chain may hold]
+// A call takes part in a chain only when everything it touches is plain:
+// its tensors are strided, on the chain's device, without the conjugate or
+// negative bit, and none requires grad while grad mode is on (autograd
+// would save them for a backward that reads their data); a 0-dim CPU
+// tensor is taken only when it is a wrapped number (a Python scalar), and
+// then as a number; every other argument is a number, a bool, an int list,
+// a string, a ScalarType / MemoryFormat (numbers) or None. A device
+// argument is recorded as its text. Anything else (a generator, a tensor
+// list, a complex number, a symbolic size) ends the chain.
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/stack.h>
+#include <c10/core/Device.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hotkernel/chain/RecordedCall.h"
+
+namespace hotkernel::fusion {
+
+// The tensors of a chain or a learning window, by canonical value id.
+class ValueTable {
+ public:
+  // `strong`: the table keeps every tensor alive (a pending chain: the
+  // caching allocator cannot hand out their storage); else it keeps weak
+  // references (a learning window).
+  explicit ValueTable(bool strong) : strong_(strong) {}
+
+  // The id of `t`'s TensorImpl, or -1 when the table does not hold it.
+  int64_t find(const at::Tensor& t) const;
+  // Adds `t` under the next id and returns it.
+  int64_t add(const at::Tensor& t);
+  size_t size() const { return entries_.size(); }
+  const chain::TensorMetas& metas() const { return metas_; }
+  // The tensor of `id` (strong tables only).
+  const at::Tensor& tensor(int64_t id) const;
+  // Whether anything but this table (and `ownRefs` further references its
+  // owner holds) refers to the value: its TensorImpl is referenced
+  // elsewhere, or its storage by another TensorImpl (a view).
+  bool referencedElsewhere(int64_t id, int64_t ownRefs = 0) const;
+  // Whether `t` shares storage with a value of the table without being it.
+  bool aliasesAValue(const at::Tensor& t) const;
+  // Forgets the values numbered from `size` on.
+  void truncate(size_t size);
+  void clear();
+
+ private:
+  struct Entry {
+    const c10::TensorImpl* impl = nullptr;
+    const c10::StorageImpl* storage = nullptr;
+    at::Tensor strong;
+    std::optional<c10::weak_intrusive_ptr<c10::TensorImpl>> weakImpl;
+    std::optional<c10::weak_intrusive_ptr<c10::StorageImpl>> weakStorage;
+  };
+  bool strong_;
+  std::vector<Entry> entries_;
+  chain::TensorMetas metas_;
+};
+
+chain::TensorMeta metaOf(const at::Tensor& t);
+// The ScalarType of a TensorMeta's name (metaOf's spelling); nullopt for another.
+std::optional<c10::ScalarType> scalarTypeOf(const std::string& name);
+
+// The tensor arguments' device (the first tensor that is not a wrapped
+// number), or nullopt when there is none.
+std::optional<c10::Device> callDevice(const std::vector<c10::IValue>& args);
+
+// Reads a call's arguments (the schema's, in order) into `call.args`,
+// numbering new tensors in `values`. Returns "" or why the call cannot take
+// part in a chain (Note [What a chain may hold]); on a refusal `values` may
+// hold tensors added for this call (the caller drops the table).
+std::string captureArgs(const std::vector<c10::IValue>& args, c10::Device device, ValueTable& values,
+                        chain::RecordedCall& call);
+
+}  // namespace hotkernel::fusion

@@ -1,0 +1,79 @@
+#include "ChainLearner.h"
+
+#include "hotkernel/runtime/Logging.h"
+
+namespace hotkernel::fusion {
+
+bool ChainLearner::append(chain::RecordedCall call, const std::vector<at::Tensor>& outputs) {
+  call.outputs.clear();
+  for (const at::Tensor& out : outputs) {
+    if (!out.defined() || values_.find(out) >= 0 || values_.aliasesAValue(out)) {
+      close();
+      return false;
+    }
+    call.outputs.push_back(values_.add(out));
+  }
+  calls_.push_back(std::move(call));
+  if (calls_.size() >= kMaxWindowCalls) close();
+  return true;
+}
+
+void ChainLearner::drop() {
+  calls_.clear();
+  values_.clear();
+}
+
+void ChainLearner::close() {
+  if (calls_.empty()) {
+    values_.clear();
+    return;
+  }
+  std::vector<int64_t> live;
+  for (const chain::RecordedCall& c : calls_) {
+    for (int64_t out : c.outputs) {
+      if (values_.referencedElsewhere(out)) live.push_back(out);
+    }
+  }
+  chain::ChainPattern pattern;
+  try {
+    pattern = chain::canonicalPattern(calls_, values_.metas(), live);
+  } catch (const std::exception& e) {
+    HOTKERNEL_LOG_ONCE(Debug, "fusion-pattern") << "fusion: a window was not counted: " << e.what();
+    drop();
+    return;
+  }
+  drop();
+  const std::string key = pattern.key();
+  auto it = patterns_.find(key);
+  if (it == patterns_.end()) {
+    if (patterns_.size() >= kMaxPatterns) return;
+    it = patterns_.emplace(key, PatternStats{}).first;
+    it->second.calls = static_cast<int64_t>(pattern.calls.size());
+    HOTKERNEL_LOG(Debug) << "fusion: new window pattern " << key.substr(0, 12) << ":\n" << pattern.text();
+  }
+  PatternStats& stats = it->second;
+  ++stats.seen;
+  if (stats.reported || !stats.refusal.empty() || stats.seen < hotCalls_) return;
+  if (pattern.calls.size() < 2) {
+    stats.refusal = "a single call: nothing to fuse";
+    return;
+  }
+  if (pattern.live.empty()) {
+    stats.refusal = "no value of the window is read after it";
+    return;
+  }
+  HotChain hot;
+  hot.build = chain::buildChain(pattern.calls, pattern.metas, pattern.live);
+  if (!hot.build.ok()) {
+    stats.refusal = hot.build.reason;
+    HOTKERNEL_LOG(Debug) << "fusion: a hot window of " << pattern.calls.size()
+                         << " calls is no chain: " << hot.build.reason;
+    return;
+  }
+  stats.reported = true;
+  hot.pattern = std::move(pattern);
+  hot.key = key;
+  if (onHot_) onHot_(hot);
+}
+
+}  // namespace hotkernel::fusion

@@ -1,0 +1,69 @@
+#pragma once
+// Learns hot chains: windows of consecutive deferrable calls on one thread
+// and stream, counted by their pattern.
+//
+// Note [Learning chains]
+// A window opens at a deferrable call that runs its original kernel and
+// grows with each following one; it ends at the first command hotkernel
+// does not issue (the shim's hook: a kernel of another op, a copy, a
+// synchronize...), at a call on another thread, stream or device, at a call
+// that cannot take part in a chain (Note [What a chain may hold]), or at
+// kMaxWindowCalls calls. A window ends once its last call has returned to
+// the caller and the caller went on, so the values the caller still holds
+// are exactly those it reads later: they are the pattern's live values
+// (weak references tell, Note [Chain patterns]). A pattern seen `hotCalls`
+// times is built into a chain (buildChain with the live values); a built
+// chain is reported once to the hot callback, a refused one is remembered
+// with its reason and never built again. At most kMaxPatterns patterns are
+// counted; past that, new ones are not.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "CallCapture.h"
+#include "hotkernel/interpose/ChainCatalog.h"
+#include "hotkernel/chain/ChainBuilder.h"
+#include "hotkernel/chain/ChainPattern.h"
+
+namespace hotkernel::fusion {
+
+class ChainLearner {
+ public:
+  static constexpr size_t kMaxWindowCalls = 32;
+  static constexpr size_t kMaxPatterns = 4096;
+
+  using HotCallback = std::function<void(const HotChain&)>;
+  ChainLearner(int64_t hotCalls, HotCallback onHot) : hotCalls_(hotCalls), onHot_(std::move(onHot)) {}
+
+  // The open window's values (new tensors of a call are numbered here).
+  ValueTable& values() { return values_; }
+  bool open() const { return !calls_.empty(); }
+  // Appends a call whose arguments were captured in values() and whose
+  // outputs ran; numbers the outputs. Returns false (and drops the call) for
+  // an output that is not a plain tensor; the window then ends.
+  bool append(chain::RecordedCall call, const std::vector<at::Tensor>& outputs);
+  // Ends the window: counts its pattern, reports it when it turns hot.
+  void close();
+  // Drops the window without counting it.
+  void drop();
+
+  struct PatternStats {
+    int64_t seen = 0;
+    int64_t calls = 0;
+    bool reported = false;
+    std::string refusal;  // why buildChain refused it, once tried
+  };
+  const std::map<std::string, PatternStats>& patterns() const { return patterns_; }
+
+ private:
+  int64_t hotCalls_;
+  HotCallback onHot_;
+  ValueTable values_{false};
+  std::vector<chain::RecordedCall> calls_;
+  std::map<std::string, PatternStats> patterns_;
+};
+
+}  // namespace hotkernel::fusion

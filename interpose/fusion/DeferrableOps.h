@@ -1,0 +1,52 @@
+#pragma once
+// The ops the fusion engine takes over: the chain builder's vocabulary
+// (Note [Building a chain from calls]) with, for each, the overload that
+// replays it into a given output.
+//
+// Note [Replaying a deferred call]
+// A deferred call has already returned its output tensors, so running it
+// unfused later must write into them: each op's out= overload (its
+// functional arguments, then `out`), called below autograd on the chain's
+// backend key, computes what the functional op computes (the same
+// TensorIterator kernel into an output of the same sizes, strides and
+// dtype). `_to_copy` has no such overload (its out= form drops dtype,
+// layout and device), and it is `empty` + `copy_` in ATen: it replays as
+// `out.copy_(self)`.
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/DispatchKey.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hotkernel::fusion {
+
+struct DeferrableOp {
+  const char* name;         // "aten::mul"
+  const char* overload;     // "Tensor"; "" for none
+  const char* outOverload;  // "out"; nullptr: replayed as copy_ (Note [Replaying a deferred call])
+};
+
+// Every op the engine may defer, in a fixed order (an op's index is its id).
+const std::vector<DeferrableOp>& deferrableOps();
+
+// "aten::mul.Tensor".
+std::string qualifiedName(const DeferrableOp& op);
+
+// The resolved handles of one deferrable op (empty when the op or its replay
+// overload is not in this torch).
+struct ResolvedOp {
+  size_t index = 0;
+  std::string qualified;
+  std::optional<c10::OperatorHandle> op;
+  std::optional<c10::OperatorHandle> out;  // nullopt for copy_ replays
+  size_t functionalArgs = 0;               // arguments of the functional schema
+};
+
+// Resolves every op of the table; an op whose out= overload is missing or
+// takes other arguments than the functional ones plus `out` is left out
+// (and said once at debug level).
+std::vector<ResolvedOp> resolveDeferrableOps();
+
+}  // namespace hotkernel::fusion

@@ -1,0 +1,175 @@
+#include "PendingChain.h"
+
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/StreamGuard.h>
+
+#include <algorithm>
+#include <map>
+
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/Logging.h"
+
+namespace hotkernel::fusion {
+
+std::optional<std::vector<at::Tensor>> PendingChain::take(const ResolvedOp& op,
+                                                          const std::vector<c10::IValue>& args) {
+  const size_t mark = values_.size();
+  chain::RecordedCall call;
+  call.op = op.qualified;
+  if (!captureArgs(args, device_, values_, call).empty()) {
+    values_.truncate(mark);
+    return std::nullopt;
+  }
+  const size_t step = calls_.size();
+  std::vector<size_t> from;
+  if (step == 0) {
+    const std::vector<size_t>* starting = catalog_->startingWith(headText(call, values_.metas()));
+    if (starting != nullptr) from = *starting;
+  } else {
+    from = candidates_;
+  }
+  // The outputs' ids are the next ones (Note [Chain patterns]); their
+  // metadata is the first candidate's whose step has this op and arguments.
+  chain::TensorMetas metas = values_.metas();
+  std::vector<size_t> next;
+  const chain::RecordedCall* model = nullptr;
+  const chain::TensorMetas* modelMetas = nullptr;
+  for (size_t index : from) {
+    const ReadyChain& c = catalog_->chains()[index];
+    if (c.pattern.calls.size() <= step) continue;
+    const chain::RecordedCall& want = c.pattern.calls[step];
+    if (model == nullptr) {
+      if (want.op != call.op || want.outputs.empty()) continue;
+      call.outputs.clear();
+      bool numbered = true;
+      for (size_t k = 0; k < want.outputs.size(); ++k) {
+        const int64_t id = static_cast<int64_t>(values_.size() + k);
+        numbered = numbered && want.outputs[k] == id && c.pattern.metas.count(id) != 0;
+        call.outputs.push_back(id);
+      }
+      if (!numbered) continue;
+      for (int64_t id : call.outputs) metas[id] = c.pattern.metas.at(id);
+      if (!chain::sameStep(call, metas, want, c.pattern.metas)) continue;
+      model = &want;
+      modelMetas = &c.pattern.metas;
+    } else if (!chain::sameStep(call, metas, want, c.pattern.metas)) {
+      continue;
+    }
+    next.push_back(index);
+  }
+  if (next.empty()) {
+    values_.truncate(mark);
+    return std::nullopt;
+  }
+  std::vector<at::Tensor> outputs;
+  for (int64_t id : call.outputs) {
+    const chain::TensorMeta& m = modelMetas->at(id);
+    std::optional<c10::ScalarType> type = scalarTypeOf(m.scalarType);
+    if (!type) {
+      values_.truncate(mark);
+      return std::nullopt;
+    }
+    at::Tensor out = at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(*type).device(device_));
+    const int64_t added = values_.add(out);
+    HOTKERNEL_INTERNAL_ASSERT(added == id, "output numbered ", added, " where the pattern has ", id);
+    outputs.push_back(std::move(out));
+  }
+  candidates_ = std::move(next);
+  calls_.push_back(std::move(call));
+  deferred_.push_back(Deferred{&op, args, outputs});
+  return outputs;
+}
+
+const ReadyChain* PendingChain::fusedCandidate() const {
+  // The chain's own references besides the table: each deferred call's
+  // arguments and outputs.
+  std::map<const c10::TensorImpl*, int64_t> own;
+  for (const Deferred& d : deferred_) {
+    for (const c10::IValue& a : d.args) {
+      if (a.isTensor() && a.toTensor().defined()) ++own[a.toTensor().unsafeGetTensorImpl()];
+    }
+    for (const at::Tensor& o : d.outputs) ++own[o.unsafeGetTensorImpl()];
+  }
+  std::vector<int64_t> live;
+  for (const chain::RecordedCall& c : calls_) {
+    for (int64_t out : c.outputs) {
+      auto it = own.find(values_.tensor(out).unsafeGetTensorImpl());
+      if (values_.referencedElsewhere(out, it == own.end() ? 0 : it->second)) live.push_back(out);
+    }
+  }
+  const ReadyChain* best = nullptr;
+  for (size_t index : candidates_) {
+    const ReadyChain& c = catalog_->chains()[index];
+    if (c.pattern.calls.size() != calls_.size() || !c.kernel) continue;
+    const std::vector<int64_t>& writes = c.build.outputValues;
+    const bool covers = std::all_of(live.begin(), live.end(), [&](int64_t v) {
+      return std::find(writes.begin(), writes.end(), v) != writes.end();
+    });
+    if (!covers) continue;
+    if (best == nullptr || writes.size() < best->build.outputValues.size()) best = &c;
+  }
+  return best;
+}
+
+bool PendingChain::replay() noexcept {
+  size_t i = 0;
+  try {
+    for (; i < deferred_.size(); ++i) {
+      Deferred& d = deferred_[i];
+      if (d.op->out) {
+        torch::jit::Stack stack = d.args;
+        stack.emplace_back(d.outputs.at(0));
+        d.op->out->redispatchBoxed(c10::DispatchKeySet(backend_), &stack);
+      } else {
+        d.outputs.at(0).copy_(d.args.at(0).toTensor());
+      }
+    }
+    return true;
+  } catch (const std::exception& e) {
+    HOTKERNEL_LOG(Error) << "fusion: replaying " << deferred_[i].op->qualified
+                         << " of a deferred chain failed; its outputs and the later ones are not computed: "
+                         << e.what();
+  } catch (...) {
+    HOTKERNEL_LOG(Error) << "fusion: replaying a deferred chain failed with an unknown error";
+  }
+  return false;
+}
+
+PendingChain::Flush PendingChain::flush() noexcept {
+  if (calls_.empty()) return Flush::Unfused;
+  Flush result = Flush::Unfused;
+  try {
+    c10::StreamGuard guard(stream_);
+    const ReadyChain* fused = fusedCandidate();
+    bool launched = false;
+    if (fused != nullptr) {
+      std::vector<at::Tensor> inputs;
+      std::vector<at::Tensor> outputs;
+      for (int64_t v : fused->build.inputValues) inputs.push_back(values_.tensor(v));
+      for (int64_t v : fused->build.outputValues) outputs.push_back(values_.tensor(v));
+      launched = fused->kernel->launch(inputs, outputs, stream_);
+      if (launched) lastFusedKey_ = fused->key;
+    }
+    if (launched) {
+      result = Flush::Fused;
+    } else {
+      result = replay() ? Flush::Unfused : Flush::Failed;
+    }
+  } catch (const std::exception& e) {
+    HOTKERNEL_LOG(Error) << "fusion: flushing a deferred chain failed: " << e.what();
+    result = Flush::Failed;
+  } catch (...) {
+    result = Flush::Failed;
+  }
+  reset();
+  return result;
+}
+
+void PendingChain::reset() {
+  deferred_.clear();
+  calls_.clear();
+  candidates_.clear();
+  values_.clear();
+}
+
+}  // namespace hotkernel::fusion

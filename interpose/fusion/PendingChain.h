@@ -1,0 +1,78 @@
+#pragma once
+// A chain being deferred: the calls taken so far, their arguments and the
+// outputs already returned to the caller, not yet computed.
+//
+// Note [Deferring a chain]
+// A chain starts at a call whose first step some catalog chain has and
+// grows while each next call is the next step of at least one of them
+// (Note [Chain patterns]); each taken call gets its outputs allocated with
+// the pattern's metadata (the caching allocator, on the call's stream) and
+// returns them at once. The chain holds every input and output (strong
+// references), so no storage of it is reused before it runs. It runs at its
+// flush: a complete candidate whose fused kernel writes every value still
+// referenced elsewhere (ValueTable::referencedElsewhere) launches once on
+// the chain's stream; otherwise every call is replayed in order into its
+// outputs (Note [Replaying a deferred call]), which is what eager computes.
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/DispatchKey.h>
+#include <c10/core/Stream.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "CallCapture.h"
+#include "hotkernel/interpose/ChainCatalog.h"
+#include "DeferrableOps.h"
+
+namespace hotkernel::fusion {
+
+class PendingChain {
+ public:
+  PendingChain(std::shared_ptr<const ChainCatalog> catalog, c10::Device device, c10::Stream stream,
+               c10::DispatchKey backend)
+      : catalog_(std::move(catalog)), device_(device), stream_(stream), backend_(backend) {}
+
+  // Takes `args` of `op` as the chain's next step (the first one when the
+  // chain is empty) if a candidate has it; returns its outputs, or nullopt
+  // (nothing changed) when no candidate continues with it.
+  std::optional<std::vector<at::Tensor>> take(const ResolvedOp& op, const std::vector<c10::IValue>& args);
+
+  enum class Flush { Fused, Unfused, Failed };
+  // Computes the chain (fused or unfused); the chain is empty afterwards.
+  // Never throws; Failed: a replayed call threw (logged), its outputs and
+  // the later ones hold garbage.
+  Flush flush() noexcept;
+
+  bool empty() const { return calls_.empty(); }
+  size_t size() const { return calls_.size(); }
+  c10::Device device() const { return device_; }
+  c10::Stream stream() const { return stream_; }
+  // The candidate chosen by the last Fused flush (for status).
+  const std::string& lastFusedKey() const { return lastFusedKey_; }
+
+ private:
+  struct Deferred {
+    const ResolvedOp* op = nullptr;
+    std::vector<c10::IValue> args;
+    std::vector<at::Tensor> outputs;
+  };
+  // The complete candidate whose outputs cover the live values, or nullptr.
+  const ReadyChain* fusedCandidate() const;
+  bool replay() noexcept;
+  void reset();
+
+  std::shared_ptr<const ChainCatalog> catalog_;
+  c10::Device device_;
+  c10::Stream stream_;
+  c10::DispatchKey backend_;
+  ValueTable values_{true};
+  std::vector<chain::RecordedCall> calls_;
+  std::vector<Deferred> deferred_;
+  std::vector<size_t> candidates_;  // catalog indices still matching every call taken
+  std::string lastFusedKey_;
+};
+
+}  // namespace hotkernel::fusion

@@ -1,0 +1,70 @@
+#pragma once
+// The chains the engine may defer: each learned pattern with its built
+// chain and a validated fused kernel, published as an immutable snapshot.
+//
+// Note [The chain catalog]
+// A snapshot is never changed once published: publishing copies the
+// current one, adds the chain and swaps the pointer (atomically; readers
+// hold their snapshot through a shared_ptr while they use it), so a chain
+// pending on an old snapshot stays valid while a new one is published.
+// Chains are found by their first step's text without its outputs (the
+// op, its arguments and its tensors' metadata), then matched step by step
+// (Note [Chain patterns]).
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Stream.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "hotkernel/chain/ChainBuilder.h"
+#include "hotkernel/chain/ChainPattern.h"
+
+namespace hotkernel::fusion {
+
+// One chain's fused kernel, launched on `stream` with the chain's inputs
+// and outputs in ChainBuild order. Returns false when it did not launch
+// (the engine then replays the calls unfused); never throws.
+class FusedChainKernel {
+ public:
+  virtual ~FusedChainKernel() = default;
+  virtual bool launch(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+                      c10::Stream stream) noexcept = 0;
+  // For logs and status: "t256v4r1i4".
+  virtual std::string describe() const = 0;
+};
+
+// A chain the learner found hot (Note [Learning chains]): its pattern and
+// the chain built from it, for the optimizer to tune.
+struct HotChain {
+  chain::ChainPattern pattern;
+  chain::ChainBuild build;
+  std::string key;  // pattern.key()
+};
+
+struct ReadyChain {
+  chain::ChainPattern pattern;
+  chain::ChainBuild build;  // built with pattern.live: inputValues / outputValues are pattern ids
+  std::shared_ptr<FusedChainKernel> kernel;
+  std::string key;  // pattern.key()
+};
+
+class ChainCatalog {
+ public:
+  const std::vector<ReadyChain>& chains() const { return chains_; }
+  // Indices of the chains whose first step is `head` (a call without outputs, with its inputs' metadata).
+  const std::vector<size_t>* startingWith(const std::string& headText) const;
+  // A copy with `chain` added (replacing one of the same key).
+  std::shared_ptr<const ChainCatalog> with(ReadyChain chain) const;
+
+ private:
+  std::vector<ReadyChain> chains_;
+  std::unordered_map<std::string, std::vector<size_t>> byHead_;
+};
+
+// The text a chain's first call is indexed by: the step without its outputs.
+std::string headText(const chain::RecordedCall& call, const chain::TensorMetas& metas);
+
+}  // namespace hotkernel::fusion

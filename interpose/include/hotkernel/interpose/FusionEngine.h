@@ -1,0 +1,115 @@
+#pragma once
+// The chain-fusion engine of a process (issue 20): trampolines on the
+// deferrable ops that learn hot chains and defer the calls of chains that
+// have a validated fused kernel, flushed by the next call that does not
+// continue them or by any command hotkernel does not issue (the shim's
+// hook). Off unless HOTKERNEL_FUSION=1.
+//
+// Note [The fusion engine's lock]
+// One mutex guards the learner, the pending chain and the catalog pointer.
+// The thread that serves the deferrable ops (the first one to call one, the
+// owner) takes it for the length of a call; a call on another thread flushes
+// what is pending and runs its original kernel, neither learned nor deferred.
+// The shim's hook takes the lock by trying for a bounded time and never
+// waits longer: a command can be issued while its thread holds a lock the
+// owner needs inside the engine (the caching allocator records and queries
+// events under its own mutex), and a wait could deadlock. Such commands
+// never read a pending chain's data (the owner runs originals and takes
+// calls only with nothing pending on another stream, and the allocator's
+// events do not read tensor data), so giving up is safe; it is counted and
+// said once in the log. Everything done under the lock is inside the
+// shim's own-command guard, so it never calls the hook itself.
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/DispatchKey.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "hotkernel/interpose/ChainCatalog.h"
+
+namespace hotkernel::fusion {
+
+class CommandGate;
+
+struct FusionStats {
+  uint64_t deferredCalls = 0;   // calls taken into a chain
+  uint64_t fusedFlushes = 0;    // chains run as one fused kernel
+  uint64_t unfusedFlushes = 0;  // chains replayed call by call
+  uint64_t failedFlushes = 0;   // replays that threw (fusion is then off)
+  uint64_t windows = 0;         // learning windows counted
+  uint64_t hotChains = 0;       // chains reported hot
+  uint64_t readyChains = 0;     // chains in the catalog
+  uint64_t hookGaveUp = 0;      // hook calls that could not take the lock in time
+  bool covered = false;         // the shim's hook covers every command (deferral possible)
+};
+
+struct FusionOptions {
+  int64_t hotCalls = 50;  // windows of one pattern before it is hot
+  bool defer = true;      // false: learn only
+};
+
+// In its scope, this thread's calls of deferrable ops run their originals,
+// neither learned nor deferred: the optimizer's own ATen work (a chain's
+// reference run) and the engine's flushes.
+class FusionBypass {
+ public:
+  FusionBypass();
+  ~FusionBypass();
+  FusionBypass(const FusionBypass&) = delete;
+  FusionBypass& operator=(const FusionBypass&) = delete;
+
+ private:
+  bool previous_;
+};
+
+class FusionEngine {
+ public:
+  using HotCallback = std::function<void(const HotChain&)>;
+
+  // The process's engine, created by the first installProcessEngine (later
+  // calls return it unchanged); nullptr before. Leaked: the dispatcher may
+  // call the trampolines during exit.
+  static FusionEngine* installProcessEngine(std::unique_ptr<CommandGate> gate, FusionOptions options);
+  static FusionEngine* process();
+
+  // Registers the trampoline of every deferrable op for `key` (CUDA in a
+  // process; CPU in the tests), once per key; call it after the served ops'
+  // trampolines, whose kernels it then calls as the originals. Throws Error
+  // for an unknown key.
+  void install(c10::DispatchKey key);
+  // Called (on the thread that closes the window, under the engine's lock:
+  // it must only queue) for each chain that turns hot.
+  void setHotCallback(HotCallback callback);
+  // Adds a chain with a validated kernel to the catalog (any thread).
+  void publish(ReadyChain chain);
+  // Runs whatever is pending and ends the learning window (the shim's hook,
+  // a fork, the exit); never throws.
+  void flushAll() noexcept;
+  // Switched off: everything pending runs, no call is learned or deferred.
+  void setEnabled(bool enabled) noexcept;
+  bool enabled() const noexcept { return enabled_.load(std::memory_order_relaxed); }
+  FusionStats stats() const;
+  // The learner's patterns: key -> (windows seen, reported, refusal), as JSON text.
+  std::string patternsJson() const;
+  // Tests: forgets the catalog, the learner's counts and the owner thread.
+  void resetForTest();
+
+  // The trampoline's body.
+  void call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack);
+  // The shim's hook's body.
+  void onForeignCommand(int kind) noexcept;
+
+  ~FusionEngine();
+
+ private:
+  FusionEngine(std::unique_ptr<CommandGate> gate, FusionOptions options);
+  struct State;
+  std::unique_ptr<State> state_;
+  std::atomic<bool> enabled_{true};
+};
+
+}  // namespace hotkernel::fusion

@@ -1,0 +1,332 @@
+// The chain-fusion engine on the CPU key: learning, deferral, flushes and
+// liveness, with a fake command gate (the test fires the "foreign commands"
+// a GPU process's shim would see) and fused kernels run by the chain
+// interpreter (Note [Two evaluation modes]).
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "CommandGate.h"
+#include "hotkernel/chain/ChainInterpreter.h"
+#include "hotkernel/interpose/FusionEngine.h"
+
+using namespace hotkernel;
+using namespace hotkernel::fusion;
+
+namespace {
+
+class FakeGate final : public CommandGate {
+ public:
+  bool covers() override { return covered; }
+  void setFlushHook(FlushHook h) override { hook = h; }
+  void setPending(int count) override { pending = count; }
+  void enterOwn() override { ++ownDepth; }
+  void leaveOwn() override { --ownDepth; }
+
+  bool covered = true;
+  FlushHook hook = nullptr;
+  int pending = 0;
+  int ownDepth = 0;
+};
+
+FakeGate* gGate = nullptr;
+
+// A command the engine did not issue: what the shim does before forwarding it.
+void foreignCommand() {
+  if (gGate->pending > 0 && gGate->ownDepth == 0 && gGate->hook) gGate->hook(1);
+}
+
+// The fused kernel of a chain, run by the interpreter in Fused mode on CPU tensors.
+class InterpreterKernel final : public FusedChainKernel {
+ public:
+  explicit InterpreterKernel(chain::ChainBuild build) : build_(std::move(build)) {}
+  bool launch(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+              c10::Stream) noexcept override {
+    try {
+      std::vector<std::vector<float>> in;
+      for (const at::Tensor& t : inputs) {
+        at::Tensor f = t.to(at::kFloat).contiguous();
+        in.emplace_back(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+      }
+      auto out = chain::interpretChain(build_.chain, build_.rows, build_.cols, in, chain::EvalMode::Fused);
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        at::Tensor f = at::from_blob(out[i].data(), {static_cast<int64_t>(out[i].size())}, at::kFloat);
+        outputs[i].copy_(f.view(outputs[i].sizes()));
+      }
+      ++launches;
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+  std::string describe() const override { return "interpreter"; }
+  int launches = 0;
+
+ private:
+  chain::ChainBuild build_;
+};
+
+FusionEngine& engine() {
+  static FusionEngine* e = [] {
+    auto gate = std::make_unique<FakeGate>();
+    gGate = gate.get();
+    FusionEngine* made = FusionEngine::installProcessEngine(std::move(gate), FusionOptions{3, true});
+    made->install(c10::DispatchKey::CPU);
+    return made;
+  }();
+  return *e;
+}
+
+// LlamaRMSNorm as HF writes it; only the result outlives the call.
+at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& w) {
+  at::Tensor h = x.to(at::kFloat);
+  at::Tensor variance = h.pow(2).mean({-1}, /*keepdim=*/true);
+  h = h * at::rsqrt(variance + 1e-6);
+  return w * h.to(x.scalar_type());
+}
+
+at::Tensor swiglu(const at::Tensor& g, const at::Tensor& u) { return at::silu(g) * u; }
+
+bool same(const at::Tensor& a, const at::Tensor& b) {
+  FusionBypass bypass;
+  return at::equal(a, b);
+}
+
+at::Tensor eager(const std::function<at::Tensor()>& fn) {
+  engine().setEnabled(false);
+  at::Tensor out = fn();
+  engine().setEnabled(true);
+  return out;
+}
+
+double worstRelative(const at::Tensor& got, const at::Tensor& want) {
+  FusionBypass bypass;  // the comparison's own ops are not the program's
+  at::Tensor a = got.to(at::kDouble), b = want.to(at::kDouble);
+  return ((a - b).abs() / (b.abs() + 1)).max().item<double>();
+}
+
+// Learns `fn` (hotCalls windows, each ended by a foreign command) and
+// publishes every chain reported hot with an interpreter kernel.
+std::vector<std::shared_ptr<InterpreterKernel>> learnAndPublish(const std::function<at::Tensor()>& fn) {
+  std::vector<HotChain> hot;
+  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+  foreignCommand();  // the caller's set-up ends here
+  for (int i = 0; i < 3; ++i) {
+    at::Tensor result = fn();  // held across the command, as a model holds its activations
+    foreignCommand();
+  }
+  engine().setHotCallback(nullptr);
+  std::vector<std::shared_ptr<InterpreterKernel>> kernels;
+  for (const HotChain& h : hot) {
+    auto k = std::make_shared<InterpreterKernel>(h.build);
+    kernels.push_back(k);
+    engine().publish(ReadyChain{h.pattern, h.build, k, h.key});
+  }
+  return kernels;
+}
+
+class FusionEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    engine().resetForTest();
+    gGate->covered = true;
+    at::manual_seed(7);
+  }
+};
+
+}  // namespace
+
+TEST_F(FusionEngineTest, GivenAnRmsNormCalledThriceWhenEachEndsAtACommandThenItIsReportedHotAsOneEightCallChain) {
+  at::Tensor x = at::randn({64, 256}).to(at::kBFloat16), w = at::randn({256}).to(at::kBFloat16);
+  std::vector<HotChain> hot;
+  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+  foreignCommand();
+  for (int i = 0; i < 3; ++i) {
+    at::Tensor out = rmsNorm(x, w);
+    foreignCommand();
+  }
+  engine().setHotCallback(nullptr);
+  ASSERT_EQ(hot.size(), 1u) << engine().patternsJson();
+  EXPECT_TRUE(hot[0].build.ok()) << hot[0].build.reason;
+  EXPECT_GE(hot[0].pattern.calls.size(), 8u);
+  EXPECT_EQ(hot[0].pattern.live.size(), 1u);  // only the result was still referenced
+  EXPECT_EQ(hot[0].build.outputValues.size(), 1u);
+  EXPECT_EQ(engine().stats().windows, 4u);  // the set-up's window, then the three calls'
+  EXPECT_EQ(gGate->pending, 0);
+}
+
+TEST_F(FusionEngineTest, GivenAPublishedChainWhenItRunsAgainThenItIsDeferredAndRunsFusedAtTheNextCommand) {
+  at::Tensor x = at::randn({64, 256}).to(at::kBFloat16), w = at::randn({256}).to(at::kBFloat16);
+  auto kernels = learnAndPublish([&] { return rmsNorm(x, w); });
+  ASSERT_EQ(kernels.size(), 1u);
+  const at::Tensor want = eager([&] { return rmsNorm(x, w); });
+  at::Tensor got = rmsNorm(x, w);
+  EXPECT_GE(engine().stats().deferredCalls, 8u);
+  EXPECT_EQ(kernels[0]->launches, 0);  // not computed yet
+  EXPECT_EQ(gGate->pending, 1);
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, 1);
+  EXPECT_EQ(engine().stats().fusedFlushes, 1u);
+  EXPECT_EQ(gGate->pending, 0);
+  EXPECT_LE(worstRelative(got, want), 1.0 / 64);  // the fused rounding: within a bf16 unit or so
+}
+
+TEST_F(FusionEngineTest, GivenADeferredChainWhenAnIntermediateIsStillHeldThenItReplaysUnfusedExactlyAsEager) {
+  at::Tensor g = at::randn({32, 128}).to(at::kBFloat16), u = at::randn({32, 128}).to(at::kBFloat16);
+  auto kernels = learnAndPublish([&] { return swiglu(g, u); });
+  ASSERT_EQ(kernels.size(), 1u);
+  at::Tensor act = at::silu(g);  // held: the fused kernel does not write it
+  at::Tensor out = act * u;
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, 0);
+  EXPECT_EQ(engine().stats().unfusedFlushes, 1u);
+  EXPECT_TRUE(same(act, eager([&] { return at::silu(g); })));
+  EXPECT_TRUE(same(out, eager([&] { return at::silu(g) * u; })));
+}
+
+TEST_F(FusionEngineTest, GivenADeferredPrefixWhenADifferentOpFollowsThenThePrefixReplaysAndTheResultIsEagers) {
+  at::Tensor x = at::randn({64, 256}).to(at::kBFloat16), w = at::randn({256}).to(at::kBFloat16);
+  auto kernels = learnAndPublish([&] { return rmsNorm(x, w); });
+  ASSERT_EQ(kernels.size(), 1u);
+  auto diverging = [&] {
+    at::Tensor h = x.to(at::kFloat);
+    return h.pow(3).mean({-1}, true);  // pow(3), not pow(2): not the chain
+  };
+  at::Tensor got = diverging();
+  foreignCommand();
+  EXPECT_TRUE(same(got, eager(diverging)));
+  EXPECT_EQ(kernels[0]->launches, 0);
+  EXPECT_GE(engine().stats().unfusedFlushes, 1u);
+}
+
+TEST_F(FusionEngineTest, GivenAPendingChainWhenAViewOfAnIntermediateIsHeldThenItIsWrittenByTheReplay) {
+  at::Tensor g = at::randn({32, 128}), u = at::randn({32, 128});
+  auto kernels = learnAndPublish([&] { return swiglu(g, u); });
+  ASSERT_EQ(kernels.size(), 1u);
+  at::Tensor view;
+  at::Tensor out;
+  {
+    at::Tensor act = at::silu(g);
+    view = act.view({-1});  // the intermediate dies, its storage lives on in the view
+    out = act * u;
+  }
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, 0);
+  EXPECT_TRUE(same(view, eager([&] { return at::silu(g).view({-1}); })));
+  EXPECT_TRUE(same(out, eager([&] { return at::silu(g) * u; })));
+}
+
+TEST_F(FusionEngineTest, GivenNoCommandHookWhenChainsRunThenNothingIsLearnedOrDeferred) {
+  gGate->covered = false;
+  at::Tensor g = at::randn({32, 128}), u = at::randn({32, 128});
+  std::vector<HotChain> hot;
+  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+  for (int i = 0; i < 5; ++i) {
+    at::Tensor out = swiglu(g, u);
+    foreignCommand();
+  }
+  engine().setHotCallback(nullptr);
+  EXPECT_TRUE(hot.empty());
+  EXPECT_EQ(engine().stats().windows, 0u);
+  EXPECT_EQ(gGate->pending, 0);
+}
+
+TEST_F(FusionEngineTest, GivenInputsThatRequireGradUnderGradModeWhenTheChainRunsThenItIsNotDeferred) {
+  at::Tensor g = at::randn({32, 128}), u = at::randn({32, 128});
+  auto kernels = learnAndPublish([&] { return swiglu(g, u); });
+  ASSERT_EQ(kernels.size(), 1u);
+  at::Tensor gg = g.clone().requires_grad_(true);
+  at::AutoGradMode grad(true);
+  at::Tensor out = swiglu(gg, u);
+  EXPECT_EQ(engine().stats().deferredCalls, 0u);
+  EXPECT_TRUE(same(out.detach(), eager([&] { return swiglu(g, u); })));
+}
+
+TEST_F(FusionEngineTest, GivenAChainPendingWhenSwitchedOffThenItRunsAndLaterCallsRunTheirOriginals) {
+  at::Tensor g = at::randn({32, 128}), u = at::randn({32, 128});
+  auto kernels = learnAndPublish([&] { return swiglu(g, u); });
+  ASSERT_EQ(kernels.size(), 1u);
+  at::Tensor out = swiglu(g, u);
+  engine().setEnabled(false);
+  EXPECT_EQ(kernels[0]->launches, 1);
+  EXPECT_EQ(gGate->pending, 0);
+  at::Tensor again = swiglu(g, u);
+  EXPECT_EQ(kernels[0]->launches, 1);
+  engine().setEnabled(true);
+  FusionBypass bypass;
+  EXPECT_TRUE(at::allclose(out, again, 1e-6, 1e-6));
+}
+
+// Random programs over the chain vocabulary with random boundaries and
+// random intermediates held, compared with eager: every value a program
+// returns equals eager's exactly when its chain ran unfused, and within the
+// fused rounding when it ran fused.
+TEST_F(FusionEngineTest, GivenRandomProgramsWhenRunRepeatedlyThenEveryResultMatchesEager) {
+  std::mt19937 rng(11);
+  int fusedRuns = 0, unfusedRuns = 0;
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  for (int program = 0; program < 12; ++program) {
+    engine().resetForTest();
+    const at::ScalarType dtype = program % 3 == 0 ? at::kFloat : (program % 3 == 1 ? at::kBFloat16 : at::kHalf);
+    const int64_t rows = 8 + pick(24), cols = 16 * (1 + pick(8));
+    at::Tensor a = at::randn({rows, cols}).to(dtype), b = at::randn({rows, cols}).to(dtype);
+    at::Tensor col = at::randn({cols}).to(dtype);
+    const int length = 2 + pick(5);
+    std::vector<int> ops;
+    for (int i = 0; i < length; ++i) ops.push_back(pick(7));
+    const int held = pick(length + 1);  // the step whose value is also returned (length: none)
+    auto run = [&]() -> std::vector<at::Tensor> {
+      std::vector<at::Tensor> kept;
+      at::Tensor v = a;
+      for (int i = 0; i < length; ++i) {
+        switch (ops[static_cast<size_t>(i)]) {
+          case 0: v = v * b; break;
+          case 1: v = v + col; break;
+          case 2: v = at::silu(v); break;
+          case 3: v = v * 0.5; break;
+          case 4: v = at::tanh(v); break;
+          case 5: v = v.to(at::kFloat).to(dtype); break;
+          default: v = at::sigmoid(v) - b; break;
+        }
+        if (i == held) kept.push_back(v);
+      }
+      kept.push_back(v);
+      return kept;
+    };
+    std::vector<at::Tensor> want;
+    {
+      engine().setEnabled(false);
+      want = run();
+      engine().setEnabled(true);
+    }
+    auto kernels = learnAndPublish([&] { return run().back(); });
+    for (int rep = 0; rep < 3; ++rep) {
+      const uint64_t fusedBefore = engine().stats().fusedFlushes;
+      std::vector<at::Tensor> got = run();
+      foreignCommand();
+      const bool fused = engine().stats().fusedFlushes > fusedBefore;
+      (fused ? fusedRuns : unfusedRuns) += 1;
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        SCOPED_TRACE("program " + std::to_string(program) + " rep " + std::to_string(rep) + " value " +
+                     std::to_string(i) + (fused ? " fused" : " unfused"));
+        if (fused) {
+          EXPECT_LE(worstRelative(got[i], want[i]), dtype == at::kFloat ? 1e-5 : 1.0 / 32);
+        } else {
+          EXPECT_TRUE(same(got[i], want[i]));
+        }
+      }
+    }
+    EXPECT_EQ(engine().stats().failedFlushes, 0u);
+    foreignCommand();
+    EXPECT_EQ(gGate->pending, 0);
+  }
+  // Both paths ran: chains whose values die fuse, chains with a held intermediate replay.
+  EXPECT_GT(fusedRuns, 6);
+  EXPECT_GT(unfusedRuns, 0);
+}
