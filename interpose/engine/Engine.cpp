@@ -15,6 +15,7 @@
 #include "TorchCheck.h"
 #include "hotkernel/interpose/Recorder.h"
 #include "hotkernel/Config.h"
+#include "hotkernel/interpose/FusionEngine.h"
 #include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/cache/CacheTiers.h"
 #include "hotkernel/kernels/KernelSource.h"
@@ -80,6 +81,7 @@ int Engine::start() {
     agent();  // a malformed HOTKERNEL_AGENT_CMD / _TIMEOUT is reported now, at start
     worker_ = std::make_unique<OptimizerWorker>([this](const OptimizerJob& job) { optimize(job); });
     installRanker();  // Note [Ranked queue]
+    if (c.fusion) startFusion();  // after the served ops: their trampolines are the fused ops' originals
     Recorder::instance().start(c.samplingProb, c.hotCalls,
                                [this](const std::string& op, const VariantKey& key) { onHot(op, key); });
     installExitHandlers();  // Note [Ordered exit], Note [Fork] (EngineExit.cpp)
@@ -276,11 +278,16 @@ bool Engine::waitToStart(int device) {
 
 void Engine::optimize(const OptimizerJob& job) {
   IdleGate::ScopedOptimizerThread optimizerThread;
+  fusion::FusionBypass own;  // the optimizer's ATen work and CUDA commands flush and learn nothing
   // No GPU work (device start, cache loads, the tuner) while serving, capturing or over the utilization limit.
   if (!waitToStart(job.key.device)) return;
   {
     UnitHold unit(*this);  // Note [Fork]
     try {
+      if (!job.chain.empty()) {
+        optimizeChain(job);
+        return;
+      }
       optimizeVariant(job.op, job.key, [this] { return yieldToServing(); }, job.target);
     } catch (const std::exception& e) {
       // Shutting down: the tuner stopped at a yield point ("tuning interrupted",
@@ -451,7 +458,8 @@ nlohmann::json Engine::status() const {
           {"hits", hits},
           {"misses", misses},
           {"tuned", tuneLog_},
-          {"profile", Recorder::instance().profile()}};
+          {"profile", Recorder::instance().profile()},
+          {"fusion", fusionStatus()}};
 }
 
 const ExternalAgent* Engine::agent() {

@@ -11,6 +11,7 @@
 #include "TerminationHook.h"
 #include "hotkernel/interpose/Recorder.h"
 #include "hotkernel/interpose/Engine.h"
+#include "hotkernel/interpose/FusionEngine.h"
 #include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/runtime/IdleGate.h"
 #include "hotkernel/runtime/ExitGate.h"
@@ -104,6 +105,8 @@ void Engine::shutdown() noexcept {
       return;
     }
     // Served ops go back to ATen: other threads may still run ops while the process tears down.
+    // Pending chains run first, before CUDA's teardown.
+    if (fusion::FusionEngine* f = fusion::FusionEngine::process()) f->setEnabled(false);
     setServedOpsEnabled(false);
     // Note [Ordered exit]: the optimizer parks at its next yield point; no GPU
     // work of ours runs past this wait unless a unit outlasts it.
@@ -143,6 +146,7 @@ void Engine::shutdown() noexcept {
 // posix_spawn from the host run none either and need none.
 void Engine::forkPrepare() {
   Engine& r = instance();
+  if (fusion::FusionEngine* f = fusion::FusionEngine::process()) f->prepareFork();
   if (!tHoldsUnit) r.unitMu_.lock();
   Recorder::instance().lockForFork();
   r.mu_.lock();
@@ -153,6 +157,7 @@ void Engine::forkParent() {
   r.mu_.unlock();
   Recorder::instance().unlockAfterFork();
   if (!tHoldsUnit) r.unitMu_.unlock();
+  if (fusion::FusionEngine* f = fusion::FusionEngine::process()) f->afterForkParent();
 }
 
 void Engine::forkChild() {
@@ -162,6 +167,7 @@ void Engine::forkChild() {
   r.mu_.unlock();
   Recorder::instance().unlockAfterFork();
   if (!tHoldsUnit) r.unitMu_.unlock();
+  if (fusion::FusionEngine* f = fusion::FusionEngine::process()) f->afterForkChild();
 }
 
 }  // namespace hotkernel

@@ -38,7 +38,13 @@ void Engine::installRanker() {
     if (!queued.empty() && !waitToStart(queued.front().key.device)) return JobOrder{queued, {}};
     UnitHold unit(*this);  // Note [Fork]
     for (const OptimizerJob& job : queued) ensureDevice(job.key.device);  // fingerprint and cached decisions
-    return (*ranker_)(queued);
+    // Chain jobs (Note [Fused chains in a serving process]) have no ATen target to measure: they run
+    // first, in arrival order; the ranker orders the ops' variants.
+    std::vector<OptimizerJob> chains, variants;
+    for (const OptimizerJob& job : queued) (job.chain.empty() ? variants : chains).push_back(job);
+    JobOrder order = variants.empty() ? JobOrder{} : (*ranker_)(variants);
+    order.queue.insert(order.queue.begin(), chains.begin(), chains.end());
+    return order;
   });
 }
 

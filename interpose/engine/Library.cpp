@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hotkernel/interpose/Engine.h"
+#include "hotkernel/interpose/FusionEngine.h"
 #include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/hotkernel.h"
 #include "hotkernel/optimizer/Statistics.h"
@@ -43,6 +44,9 @@ HOTKERNEL_EXPORT int hotkernel_start(void) {
 
 HOTKERNEL_EXPORT int hotkernel_set_enabled(int enabled) {
   try {
+    if (hotkernel::fusion::FusionEngine* fusion = hotkernel::fusion::FusionEngine::process()) {
+      fusion->setEnabled(enabled != 0);
+    }
     return hotkernel::setServedOpsEnabled(enabled != 0) ? 1 : 0;
   } catch (...) {
     return -1;

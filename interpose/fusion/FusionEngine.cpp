@@ -38,6 +38,8 @@ thread_local bool tInsideOriginal = false;
 using InsideOriginal = FusionBypass;
 
 std::atomic<FusionEngine*> gProcessEngine{nullptr};
+// The process engine's gate; set once with it, never freed.
+std::atomic<CommandGate*> gProcessGate{nullptr};
 
 void boxedTrampoline(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
   FusionEngine* engine = gProcessEngine.load(std::memory_order_acquire);
@@ -52,8 +54,15 @@ void shimHook(int kind) {
 
 }  // namespace
 
-FusionBypass::FusionBypass() : previous_(tInsideOriginal) { tInsideOriginal = true; }
-FusionBypass::~FusionBypass() { tInsideOriginal = previous_; }
+FusionBypass::FusionBypass() : previous_(tInsideOriginal) {
+  tInsideOriginal = true;
+  if (CommandGate* gate = gProcessGate.load(std::memory_order_acquire)) gate->enterOwn();
+}
+
+FusionBypass::~FusionBypass() {
+  if (CommandGate* gate = gProcessGate.load(std::memory_order_acquire)) gate->leaveOwn();
+  tInsideOriginal = previous_;
+}
 
 struct FusionEngine::State {
   std::unique_ptr<CommandGate> gate;
@@ -82,7 +91,10 @@ struct FusionEngine::State {
   State(std::unique_ptr<CommandGate> g, FusionOptions o)
       : gate(std::move(g)), options(o), learner(o.hotCalls, [this](const HotChain& hot) {
           hotChains.fetch_add(1, std::memory_order_relaxed);
-          if (onHot) onHot(hot);
+          if (!onHot) return;
+          HotChain located = hot;
+          located.device = windowDevice && windowDevice->is_cuda() ? windowDevice->index() : -1;
+          onHot(located);
         }) {}
 
   // Precondition: mu held.
@@ -136,9 +148,14 @@ FusionEngine* FusionEngine::installProcessEngine(std::unique_ptr<CommandGate> ga
   std::lock_guard<std::mutex> guard(mu);
   if (FusionEngine* existing = gProcessEngine.load()) return existing;
   auto* engine = new FusionEngine(std::move(gate), options);  // leaked: see the header
+  gProcessGate.store(engine->state_->gate.get(), std::memory_order_release);
   gProcessEngine.store(engine, std::memory_order_release);
   engine->state_->gate->setFlushHook(&shimHook);
   return engine;
+}
+
+FusionEngine* FusionEngine::installWithShim(FusionOptions options) {
+  return installProcessEngine(shimCommandGate(), options);
 }
 
 FusionEngine* FusionEngine::process() { return gProcessEngine.load(std::memory_order_acquire); }
@@ -300,9 +317,22 @@ void FusionEngine::setEnabled(bool enabled) noexcept {
   if (!enabled) {
     enabled_.store(false);
     flushAll();
-  } else {
-    enabled_.store(true);
+  } else if (state_->failedFlushes.load() == 0) {
+    enabled_.store(true);  // a process where a replay failed stays off (logged then)
   }
+}
+
+void FusionEngine::prepareFork() noexcept {
+  flushAll();
+  state_->mu.lock();
+}
+
+void FusionEngine::afterForkParent() noexcept { state_->mu.unlock(); }
+
+void FusionEngine::afterForkChild() noexcept {
+  state_->mu.unlock();
+  enabled_.store(false);
+  state_->gate->setPending(0);
 }
 
 FusionStats FusionEngine::stats() const {
@@ -339,8 +369,12 @@ void FusionEngine::resetForTest() {
   std::lock_guard<std::timed_mutex> guard(s.mu);
   s.catalog = std::make_shared<ChainCatalog>();
   s.learner = ChainLearner(s.options.hotCalls, [this](const HotChain& hot) {
-    state_->hotChains.fetch_add(1, std::memory_order_relaxed);
-    if (state_->onHot) state_->onHot(hot);
+    State& st = *state_;
+    st.hotChains.fetch_add(1, std::memory_order_relaxed);
+    if (!st.onHot) return;
+    HotChain located = hot;
+    located.device = st.windowDevice && st.windowDevice->is_cuda() ? st.windowDevice->index() : -1;
+    st.onHot(located);
   });
   s.owner.reset();
   s.deferredCalls = 0;

@@ -30,6 +30,7 @@ struct OptimizerWorker::Shared {
 };
 
 std::string jobId(const OptimizerJob& j) {
+  if (!j.chain.empty()) return j.op + "|" + std::to_string(j.key.device) + "|" + j.chain;
   return j.op + "|" + std::to_string(j.key.device) + "|" + kernels::variantString(j.key);
 }
 

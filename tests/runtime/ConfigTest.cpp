@@ -185,6 +185,16 @@ TEST(ConfigTest, GivenIdleMaxUtilWhenReadThenPercentClampedOrUnusedForBadValues)
   }
 }
 
+TEST(ConfigTest, GivenHotkernelFusionWhenReadThenOffByDefaultAndOnlyABooleanTurnsItOn) {
+  unsetenv("HOTKERNEL_FUSION");
+  EXPECT_FALSE(Config::fromEnvironment().fusion);
+  EXPECT_TRUE(readWith("HOTKERNEL_FUSION", "1").config.fusion);
+  EXPECT_FALSE(readWith("HOTKERNEL_FUSION", "0").config.fusion);
+  const Read r = readWith("HOTKERNEL_FUSION", "fast");
+  EXPECT_FALSE(r.config.fusion);
+  EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION='fast'"), 1u) << r.logged;
+}
+
 TEST(ConfigTest, GivenMalformedBooleanWhenReadThenDefaultWithWarning) {
   const Read r = readWith("HOTKERNEL_OPTIMIZE", "maybe");
   EXPECT_TRUE(r.config.optimize);

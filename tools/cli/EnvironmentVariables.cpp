@@ -115,6 +115,11 @@ const std::map<std::string, std::function<std::string()>>& resolvers() {
        }},
       {"HOTKERNEL_OPTIMIZE",
        [] { return config().optimize ? std::string("on") : std::string("off: cached kernels only"); }},
+      {"HOTKERNEL_FUSION",
+       [] {
+         return config().fusion ? std::string("on: hot chains of small ops run as fused kernels")
+                                : std::string("off");
+       }},
       {"HOTKERNEL_TRUST_AGENT_ENTRIES",
        [] {
          return config().trustAgentEntries ? std::string("on: cached agent kernels load")

@@ -14,8 +14,10 @@ extern "C" {
  * Returns 0 when hotkernel is active, 1 when disabled by HOTKERNEL=0, <0 on error. */
 int hotkernel_start(void);
 
-/* Routes overridden ops to hotkernel kernels (1) or always to ATen (0).
- * Returns the previous setting. Used by benchmarks to compare in one process. */
+/* Routes overridden ops to hotkernel kernels (1) or always to ATen (0); with
+ * HOTKERNEL_FUSION=1, switches chain fusion too (0: pending chains run, then
+ * every op runs on its own). Returns the previous setting. Used by benchmarks
+ * to compare in one process. */
 int hotkernel_set_enabled(int enabled);
 
 /* Blocks until the background optimizer has no queued or running work, or the

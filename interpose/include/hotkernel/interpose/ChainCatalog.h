@@ -42,6 +42,7 @@ struct HotChain {
   chain::ChainPattern pattern;
   chain::ChainBuild build;
   std::string key;  // pattern.key()
+  int device = -1;  // the device its calls ran on (-1: the CPU)
 };
 
 struct ReadyChain {

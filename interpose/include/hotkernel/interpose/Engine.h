@@ -38,6 +38,9 @@ namespace hotkernel {
 namespace engine {
 class RemoteCache;  // interpose/engine/RemoteCache.h
 }
+namespace fusion {
+struct HotChain;  // hotkernel/interpose/ChainCatalog.h
+}
 
 class Engine {
  public:
@@ -129,6 +132,14 @@ class Engine {
   bool admitRemoteEntry(const cache::Entry& entry, int device);
   // On the optimizer thread after a job, without the unit lock: Note [Variants leased elsewhere].
   void runDeferredRemoteJobs();
+  // engine/EngineFusion.cpp: chain fusion (HOTKERNEL_FUSION, Note [Fused chains in a serving process]).
+  // Installs the fusion engine's trampolines after the served ops'; hot chains become optimizer jobs.
+  void startFusion();
+  void onHotChain(const fusion::HotChain& hot);
+  // A chain job: the cached decision of its variant, or tuneChain; a kernel is published to the fusion engine.
+  void optimizeChain(const OptimizerJob& job);
+  // The fusion engine's counters for status() ({"on": false} without it).
+  static nlohmann::json fusionStatus();
 
   // Note [Fork]: held by the optimizer thread during its GPU work, released
   // in yieldToServing() while it waits; fork() takes it first, so that the
@@ -153,6 +164,8 @@ class Engine {
   // loadDevice() before the device is marked loaded; its own lock.
   DeviceFingerprints fingerprints_;
   std::set<std::string> decisions_;  // decisionKey(op, variant) of every decision (kernel or keep_aten)
+  // Hot chains by pattern key, queued or decided (Precondition: mu_ held).
+  std::map<std::string, std::shared_ptr<const fusion::HotChain>> hotChains_;
   nlohmann::json tuneLog_ = nlohmann::json::array();
 
   std::unique_ptr<OptimizerWorker> worker_;  // set in start(), then constant

@@ -52,9 +52,11 @@ struct FusionOptions {
   bool defer = true;      // false: learn only
 };
 
-// In its scope, this thread's calls of deferrable ops run their originals,
-// neither learned nor deferred: the optimizer's own ATen work (a chain's
-// reference run) and the engine's flushes.
+// In its scope, this thread's work is hotkernel's own: its calls of
+// deferrable ops run their originals, neither learned nor deferred, and its
+// CUDA commands are inside the shim's own-command guard, so they flush
+// nothing. For the optimizer's jobs (their ATen references, harness and
+// timing) and the engine's flushes; nestable.
 class FusionBypass {
  public:
   FusionBypass();
@@ -75,6 +77,8 @@ class FusionEngine {
   // call the trampolines during exit.
   static FusionEngine* installProcessEngine(std::unique_ptr<CommandGate> gate, FusionOptions options);
   static FusionEngine* process();
+  // installProcessEngine with the shim's command gate (a process under the preload).
+  static FusionEngine* installWithShim(FusionOptions options);
 
   // Registers the trampoline of every deferrable op for `key` (CUDA in a
   // process; CPU in the tests), once per key; call it after the served ops'
@@ -95,6 +99,12 @@ class FusionEngine {
   FusionStats stats() const;
   // The learner's patterns: key -> (windows seen, reported, refusal), as JSON text.
   std::string patternsJson() const;
+  // Note [Fork] (interpose/engine/EngineExit.cpp): prepare flushes and holds
+  // the lock through fork(); parent and child release it; the child is then
+  // switched off (its CUDA is the parent's).
+  void prepareFork() noexcept;
+  void afterForkParent() noexcept;
+  void afterForkChild() noexcept;
   // Tests: forgets the catalog, the learner's counts and the owner thread.
   void resetForTest();
 

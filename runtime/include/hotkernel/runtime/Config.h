@@ -8,6 +8,7 @@
 // | HOTKERNEL_CACHE_PATH          | (unset)                      | directories separated by ':' | read-only caches read after HOTKERNEL_CACHE_DIR, first match wins; may be root's (Note [Cache tiers] in hotkernel/cache/CacheTiers.h) |
 // | HOTKERNEL_CACHE_KEY_FILE      | (unset)                      | a file path | HMAC key of the cache entries: set, only entries signed with it load (Note [Cache key file] in hotkernel/cache/EntryKey.h) |
 // | HOTKERNEL_OPTIMIZE            | 1                            | as HOTKERNEL | 0: only use cached kernels, never optimize in-process |
+// | HOTKERNEL_FUSION              | 0                            | as HOTKERNEL | 1: learn hot chains of small ops and run them as fused kernels (issue 20; hotkernel/interpose/FusionEngine.h) |
 // | HOTKERNEL_TRUST_AGENT_ENTRIES | 0                            | as HOTKERNEL | 1: cached agent kernels load too (Note [Entries a process loads] in interpose/engine/EntryAdmission.h) |
 // | HOTKERNEL_HOT_CALLS           | 50                           | 1 .. kMaxHotCalls (10^12) | calls of one variant before it is queued for optimization |
 // | HOTKERNEL_PROFILE             | (unset)                      | a file path; %p: the process id, %%: a % | file the recorded variants are written to at exit and on SIGTERM (JSON; profilePathFor) |
@@ -72,6 +73,7 @@ struct Config {
   std::string cacheKeyFile;  // HOTKERNEL_CACHE_KEY_FILE; empty: entries are not signed
   std::vector<std::string> cachePath;  // HOTKERNEL_CACHE_PATH's directories, in order
   bool optimize = true;
+  bool fusion = false;  // HOTKERNEL_FUSION
   bool trustAgentEntries = false;  // HOTKERNEL_TRUST_AGENT_ENTRIES
   int64_t hotCalls = 50;  // in [1, kMaxHotCalls]
   std::string profilePath;

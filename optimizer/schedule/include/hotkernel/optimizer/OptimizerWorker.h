@@ -44,9 +44,14 @@ struct OptimizerJob {
   // Set by the ranker (Note [Ranked queue]): budget share, roofline, expected
   // saving. Unset: not ranked (no ranker, or it could not measure the target).
   std::optional<RankedTarget> target;
+  // A fused chain's job (op "hotkernel::chain"): the key of the chain's
+  // pattern (Note [Chain patterns]); `key` then names only its device.
+  // Empty for an op's variant.
+  std::string chain;
 };
 
-// "op|device|variant string" (variantString in PlanFactory.h): one job per (op, key).
+// "op|device|variant string" (variantString in PlanFactory.h), "op|device|pattern key" for a
+// chain: one job per (op, key) or chain.
 std::string jobId(const OptimizerJob& job);
 
 // What one ranking of the queue decided (Note [Ranked queue]).
