@@ -540,10 +540,14 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
     acc = hk_row_merge(acc, hk_buf);
     if (tid == 0 && row < rows) {
 #if HK_IS_PAIR
-      // The value is the input's element at the index, bit for bit (Note
-      // [Value and index pairs] in src/ReduceFamily.cpp).
+      // The value is the input's element at the index, through float for a
+      // 16-bit dtype (Note [Value and index pairs] in src/ReduceFamily.cpp).
       static_cast<long long*>(indices_)[row] = acc.index;
+#if HK_DTYPE == 0
       static_cast<hk_elem*>(out_)[row] = in[row * cols + acc.index];
+#else
+      static_cast<hk_elem*>(out_)[row] = hk_from_float(hk_to_float(in[row * cols + acc.index]));
+#endif
 #elif HK_IS_ARG
       static_cast<long long*>(out_)[row] = acc.index;  // int64 (ATen's dtype)
 #elif HK_OP == HK_OP_MEAN

@@ -109,17 +109,20 @@ double sumChainRel(int64_t cols) {
 // aten::max.dim and aten::min.dim return (values, indices). On CUDA both run
 // one TensorIterator reduction (max_kernel_impl -> max_launch_kernel in
 // ReduceMaxValuesKernel.cu, min likewise) with MaxOps / MinOps of
-// SharedReduceOps.h: (value, int64 index) pairs in the input's own type,
+// SharedReduceOps.h: (value, int64 index) pairs in the accumulate type
+// (float for float16 and bfloat16, the input's own type for float32),
 // compared by GreaterOrNan / LessOrNan (NaN first, equal values keep the
 // lower index) from (lower_bound, 0) / (upper_bound, 0). That order is
 // total, the same as argmax's / argmin's, so the index is argmax's / argmin's
 // (the first NaN, else the first index of the extremum), and the value is
-// the input's element at that index, bit for bit: the first NaN with its
-// payload, the zero of the first tied zero (unlike amax, which returns the
-// canonical NaN and +0 for a +0 / -0 tie). The templates therefore find the
-// index as argmax / argmin do and then read the value at it from the input
-// (one element a result), so both outputs are exact to the bit. Same rules
-// for float16 and bfloat16: ATen compares their float values, exactly.
+// the input's element at that index: bit for bit in float32 (the first NaN
+// with its payload, the zero of the first tied zero, unlike amax, which
+// returns the canonical NaN and +0 for a +0 / -0 tie); for float16 and
+// bfloat16 converted to float and back, which keeps every value and the
+// zero's sign and turns a NaN into the canonical NaN of the conversion. The
+// templates therefore find the index as argmax / argmin do and then read the
+// value at it from the input (one element a result), converted alike, so
+// both outputs are exact to the bit.
 
 }  // namespace
 

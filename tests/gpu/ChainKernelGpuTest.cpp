@@ -109,8 +109,9 @@ TEST(ChainKernelGpuTest, GivenTheHfChainsWhenRunByCudaAtenThenTheInterpretersAte
       const Difference d = compare(aten[o], want[o], dtype);
       std::printf("[chain rules] %s output %zu: %lld of %lld differ, worst %.1f units\n", c.name.c_str(), o,
                   static_cast<long long>(d.differing), static_cast<long long>(d.total), d.worstUlps);
-      // The row sums' order aside (one unit), the interpreter is CUDA ATen's chain.
-      EXPECT_LE(d.worstUlps, 1.0) << c.name << " output " << o;
+      // The row sums' order aside, the interpreter is CUDA ATen's chain: a last bit of the float32
+      // mean can move a 16-bit rounding by one unit, which the weight's product can make two.
+      EXPECT_LE(d.worstUlps, 2.0) << c.name << " output " << o;
       EXPECT_LE(d.differing * 100, d.total) << c.name << " output " << o;
     }
   }

@@ -168,7 +168,10 @@ TEST(ChainTunerGpuTest, GivenTheNamedChainsWhenTunedThenAKernelEntryIsCachedRelo
     const auto fused = chain::interpretChain(fresh.ir, kRows, kCols, values, chain::EvalMode::Fused);
     for (size_t o = 0; o < outs.size(); ++o) {
       const DType dtype = fresh.ir.node(fresh.ir.outputs()[o]).dtype;
-      EXPECT_LE(worstUlps(outs[o], fused[o], dtype), 2.0) << "output " << o << " vs the Fused interpreter";
+      // 16-bit: two units; float32: the CPU's libm (expf, tanhf) against CUDA's and the row sums'
+      // order differ by a few float32 units (ATen's bound, checked next, is the correctness one).
+      EXPECT_LE(worstUlps(outs[o], fused[o], dtype), dtype == DType::Float32 ? 64.0 : 2.0)
+          << "output " << o << " vs the Fused interpreter";
     }
     EXPECT_EQ(compareChainOutputs(outs, aten, chainTolerance(fresh.ir)), "");
     // The guard: an in-place call is refused and launches nothing.

@@ -40,7 +40,7 @@ if not torch.cuda.is_available():
     print("no CUDA device")
     sys.exit(77)
 
-lib = ctypes.CDLL(os.environ["HOTKERNEL_TEST_LIBRARY"], mode=ctypes.RTLD_NOLOAD | ctypes.RTLD_GLOBAL)
+lib = ctypes.CDLL(os.environ["HOTKERNEL_TEST_LIBRARY"], mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
 lib.hotkernel_set_enabled.argtypes = [ctypes.c_int]
 lib.hotkernel_wait_idle.argtypes = [ctypes.c_double]
 lib.hotkernel_status_json.argtypes = [ctypes.c_char_p, ctypes.c_int]
