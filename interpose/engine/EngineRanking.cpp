@@ -7,6 +7,7 @@
 
 #include "hotkernel/interpose/Recorder.h"
 #include "hotkernel/interpose/Engine.h"
+#include "hotkernel/interpose/FusionBypass.h"
 #include "hotkernel/optimizer/ExperimentLog.h"
 #include "hotkernel/optimizer/GpuTargetMeasurer.h"
 #include "hotkernel/runtime/IdleGate.h"
@@ -32,8 +33,9 @@ void Engine::installRanker() {
     return Recorder::instance().estimatedCalls(job.op, job.key);
   });
   worker_->setRanker([this](const std::vector<OptimizerJob>& queued) {
-    // On the worker thread: its GPU work never counts as serving activity.
+    // On the worker thread: its GPU work never counts as serving activity, and flushes or learns no chain.
     IdleGate::ScopedOptimizerThread optimizerThread;
+    fusion::FusionBypass own;
     // No GPU work while serving, capturing or over the utilization limit; stopping: rank nothing.
     if (!queued.empty() && !waitToStart(queued.front().key.device)) return JobOrder{queued, {}};
     UnitHold unit(*this);  // Note [Fork]

@@ -30,6 +30,7 @@
 #include <string>
 
 #include "hotkernel/interpose/ChainCatalog.h"
+#include "hotkernel/interpose/FusionBypass.h"
 
 namespace hotkernel::fusion {
 
@@ -50,22 +51,6 @@ struct FusionStats {
 struct FusionOptions {
   int64_t hotCalls = 50;  // windows of one pattern before it is hot
   bool defer = true;      // false: learn only
-};
-
-// In its scope, this thread's work is hotkernel's own: its calls of
-// deferrable ops run their originals, neither learned nor deferred, and its
-// CUDA commands are inside the shim's own-command guard, so they flush
-// nothing. For the optimizer's jobs (their ATen references, harness and
-// timing) and the engine's flushes; nestable.
-class FusionBypass {
- public:
-  FusionBypass();
-  ~FusionBypass();
-  FusionBypass(const FusionBypass&) = delete;
-  FusionBypass& operator=(const FusionBypass&) = delete;
-
- private:
-  bool previous_;
 };
 
 class FusionEngine {
