@@ -11,6 +11,7 @@
 #include "hotkernel/kernels/ReduceDimFamily.h"
 #include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
+#include "hotkernel/kernels/SoftmaxDimFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/PlanFactory.h"
@@ -172,29 +173,78 @@ TEST(PlanFactoryTest, GivenReductionParamsThatDoNotFitOrFlaggedKeysWhenMakingPla
   EXPECT_EQ(kernels::variantString(k), "dtype=bfloat16;rows=64;cols=4097");
 }
 
-// Note [Two layouts, one family]: a middle-dim key's entry names the op's
-// family and the middle-dim kernel; the other kernel name, another family or
-// an agent entry is refused before any load.
-TEST(PlanFactoryTest, GivenMiddleDimReductionEntriesWhenMakingPlansThenOnlyTheOpsFamilyWithTheMiddleDimKernel) {
+// Notes [Two layouts, one family] and [Two softmax layouts]: a middle-dim
+// key's entry is made into a plan only by the families with a middle-dim
+// kernel (the reductions and the softmax ops), with that kernel's name and
+// params; the families without one (the norms, cross_entropy) and agent
+// entries refuse it before any load.
+TEST(PlanFactoryTest, GivenMiddleDimEntriesWhenMakingPlansThenOnlyTheFamiliesWithAMiddleDimKernelTakeThemWithThatKernel) {
   VariantKey k{static_cast<int32_t>(DType::BFloat16), 0, 64, 4097};
   k.inner = 1023;  // only vec = 1 fits
+  // The reductions: the middle-dim params are guarded (the load of "not a
+  // cubin" would fail with another message), the last-dim kernel is refused.
   const kernels::ReduceDimParams wide{32, 8, 4};
   const kernels::ReduceDimParams scalarPoint{32, 8, 1};
   for (kernels::ReduceOp op : kernels::kAllReduceOps) {
-    EXPECT_NE(errorOf([&] { makePlan(kernels::reduceFamilyName(op), k, wide.toJson(), "hk_reduce_dim", "not a cubin", 0); })
-                  .find("do not fit"),
-              std::string::npos);
-    EXPECT_NE(errorOf([&] {
-                makePlan(kernels::reduceFamilyName(op), k, scalarPoint.toJson(), "hk_reduce_lastdim", "not a cubin", 0);
-              }).find("unexpected kernel name"),
-              std::string::npos);
+    const std::string family = kernels::reduceFamilyName(op);
+    EXPECT_TRUE(kernels::familyNamed(family)->servesKey(k)) << family;
+    EXPECT_NE(errorOf([&] { makePlan(family, k, wide.toJson(), "hk_reduce_dim", "not a cubin", 0); }).find("do not fit"),
+              std::string::npos)
+        << family;
+    EXPECT_NE(errorOf([&] { makePlan(family, k, scalarPoint.toJson(), "hk_reduce_lastdim", "not a cubin", 0); })
+                  .find("unexpected kernel name"),
+              std::string::npos)
+        << family;
   }
-  EXPECT_NE(errorOf([&] { makePlan("softmax_lastdim", k, kernels::SoftmaxParams{256, 1, 0}.toJson(), "", "not a cubin", 0); })
+  // softmax and log_softmax: the same through their middle-dim layout; a
+  // last-dim entry's params are not middle-dim params.
+  const kernels::SoftmaxDimParams softmaxWide{32, 8, 4};
+  const kernels::SoftmaxDimParams softmaxScalar{32, 8, 1};
+  for (const char* family : {"softmax_lastdim", "log_softmax_lastdim"}) {
+    EXPECT_TRUE(kernels::familyNamed(family)->servesKey(k)) << family;
+    EXPECT_STREQ(kernels::kernelNameFor(*kernels::familyNamed(family), k), kernels::SoftmaxDimFamily::kKernelName);
+    const std::string tooWide =
+        errorOf([&] { makePlan(family, k, softmaxWide.toJson(), "hk_softmax_dim", "not a cubin", 0); });
+    EXPECT_NE(tooWide.find(std::string("do not fit ") + family + " "), std::string::npos) << tooWide;
+    EXPECT_NE(tooWide.find(";inner=1023"), std::string::npos) << tooWide;
+    EXPECT_NE(errorOf([&] { makePlan(family, k, softmaxScalar.toJson(), "hk_softmax_lastdim", "not a cubin", 0); })
+                  .find("unexpected kernel name"),
+              std::string::npos)
+        << family;
+    EXPECT_NE(errorOf([&] { makePlan(family, k, kernels::SoftmaxParams{256, 1, 0}.toJson(), "", "not a cubin", 0); })
+                  .find("middle-dim softmax params need"),
+              std::string::npos)
+        << family;
+  }
+  // The families without a middle-dim kernel.
+  VariantKey normKey = k;
+  normKey.options = kernels::variant_options::kWeight;
+  const kernels::NormParams normScalar{256, 1, 0, 1};
+  for (const char* family : {"rms_norm", "layer_norm"}) {
+    EXPECT_FALSE(kernels::familyNamed(family)->servesKey(normKey)) << family;
+    EXPECT_NE(errorOf([&] { makePlan(family, normKey, normScalar.toJson(), "", "not a cubin", 0); }).find("does not serve"),
+              std::string::npos)
+        << family;
+  }
+  VariantKey lossKey = k;
+  lossKey.options = kernels::reductionOptions(1);
+  kernels::CrossEntropyParams lossScalar;
+  lossScalar.threads = 256;
+  EXPECT_FALSE(kernels::crossEntropyDescriptor().servesKey(lossKey));
+  EXPECT_NE(errorOf([&] { makePlan("cross_entropy", lossKey, lossScalar.toJson(), "", "not a cubin", 0); })
                 .find("does not serve"),
             std::string::npos);
   EXPECT_NE(errorOf([&] { makePlan("agent", k, nlohmann::json{{"launch", nlohmann::json::object()}}, "k", "x", 0); })
                 .find("inner extent"),
             std::string::npos);
+  // The same keys without an inner extent are served by all of them: the refusals above are the inner extent's.
+  VariantKey lastDim = normKey;
+  lastDim.inner = 0;
+  lastDim.cols = 4096;
+  EXPECT_TRUE(kernels::rmsNormDescriptor().servesKey(lastDim));
+  EXPECT_TRUE(kernels::layerNormDescriptor().servesKey(lastDim));
+  lastDim.options = kernels::reductionOptions(1);
+  EXPECT_TRUE(kernels::crossEntropyDescriptor().servesKey(lastDim));
 }
 
 }  // namespace
