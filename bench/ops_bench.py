@@ -37,6 +37,14 @@ The middle-dim reductions sum_dim1 ... min_dim1 (x.sum(1), x.mean(1),
 torch.amax(x, 1), x.argmax(1), torch.max(x, 1), torch.min(x, 1) of a contiguous
 N-d x, shapes AxBxC...; traffic: x read once, one result per kept position):
 `--cases reductions_dim`, with the same HOTKERNEL_OPS.
+softmax and log_softmax over a dim that is not the last: softmax_dim1 and
+log_softmax_dim1 (torch.softmax(x, 1), torch.log_softmax(x, 1) of a contiguous
+N-d x, shapes AxBxC...), softmax_dim0 and log_softmax_dim0 (dim 0, shapes AxB...;
+traffic: x read once, the output written once): `--cases softmax_dim` (the
+softmax ops are in HOTKERNEL_OPS' default). `--cases softmax_400k`: softmax and
+log_softmax over the last dim of float32 [4096, 400000] (6.1 GiB, tuned on a row
+subset). `--list` prints the cases with their variant and ideal traffic and
+exits, without a GPU.
 
 Output: "hotkernel-bench" v1 JSON, benchmark "ops", one result per case, and a
 Markdown table on stdout (the README's table is pasted from it). The JSON's
@@ -168,6 +176,22 @@ def min_dim1(t):
     return torch.min(t, 1)
 
 
+def softmax_dim1(t):
+    return torch.softmax(t, 1)
+
+
+def log_softmax_dim1(t):
+    return torch.log_softmax(t, 1)
+
+
+def softmax_dim0(t):
+    return torch.softmax(t, 0)
+
+
+def log_softmax_dim0(t):
+    return torch.log_softmax(t, 0)
+
+
 def plain(fn, ref64):
     return lambda cols, dtype, gen: (fn, ref64, [])
 
@@ -199,11 +223,22 @@ OPS = {
     "argmax_dim1": (plain(argmax_dim1, lambda x: x.double().argmax(1)), "aten::argmax", ""),
     "max_dim1": (plain(max_dim1, lambda x: torch.max(x.double(), 1)), "aten::max.dim", ""),
     "min_dim1": (plain(min_dim1, lambda x: torch.min(x.double(), 1)), "aten::min.dim", ""),
+    # softmax / log_softmax over dim 1 of an N-d tensor and over dim 0 (the middle-dim layout too).
+    "softmax_dim1": (plain(softmax_dim1, lambda x: torch.softmax(x.double(), 1)), "aten::_softmax", ""),
+    "log_softmax_dim1": (plain(log_softmax_dim1, lambda x: torch.log_softmax(x.double(), 1)), "aten::_log_softmax", ""),
+    "softmax_dim0": (plain(softmax_dim0, lambda x: torch.softmax(x.double(), 0)), "aten::_softmax", ""),
+    "log_softmax_dim0": (plain(log_softmax_dim0, lambda x: torch.log_softmax(x.double(), 0)), "aten::_log_softmax", ""),
 }
 REDUCTIONS = ("sum", "mean", "amax", "argmax", "amin", "argmin", "max", "min")
 DIM1_REDUCTIONS = ("sum_dim1", "mean_dim1", "amax_dim1", "argmax_dim1", "max_dim1", "min_dim1")
 INDEX_REDUCTIONS = ("argmax", "argmin", "argmax_dim1")
 PAIR_REDUCTIONS = ("max", "min", "max_dim1", "min_dim1")  # a value and an int64 index a result
+# The ops over a dim that is not the last, and that dim. Their variant is the
+# middle-dim key [outer, dim, inner]: the product of the sizes before the dim,
+# its size, the product of the sizes after it (> 1, else the call is the
+# last-dim layout).
+MIDDLE_DIM_OPS = dict([(op, 1) for op in DIM1_REDUCTIONS] + [
+    ("softmax_dim1", 1), ("log_softmax_dim1", 1), ("softmax_dim0", 0), ("log_softmax_dim0", 0)])
 
 DEFAULT_CASES = (
     "softmax:bfloat16:1x128256,softmax:bfloat16:32x128256,softmax:bfloat16:4096x32000,"
@@ -232,6 +267,19 @@ REDUCTION_CASES = ",".join(
 REDUCTION_DIM_CASES = ",".join(
     f"{op}:{shape}" for op in ("sum_dim1", "mean_dim1", "amax_dim1", "argmax_dim1", "max_dim1")
     for shape in ("float32:64x2048x4096", "bfloat16:64x2048x4096", "float32:16x1024x512"))
+# `--cases softmax_dim`: softmax and log_softmax over dim 1 of contiguous 3-d
+# tensors (float32 of 1 GiB, bfloat16 of 256 MiB, a small float32 one) and over
+# dim 0 of 2-d ones.
+SOFTMAX_DIM_CASES = ",".join(
+    [f"{op}:{shape}" for op in ("softmax_dim1", "log_softmax_dim1")
+     for shape in ("float32:32x4096x2048", "bfloat16:64x2048x1024", "float32:16x1024x512")] +
+    [f"{op}:{shape}" for op in ("softmax_dim0", "log_softmax_dim0")
+     for shape in ("float32:8192x4096", "bfloat16:4096x8192")])
+# `--cases softmax_400k`: issue 19's rows of 400k float32 columns (6.1 GiB, more
+# than the optimizer's memory cap holds whole: tuned on a row subset).
+SOFTMAX_400K_CASES = "softmax:float32:4096x400000,log_softmax:float32:4096x400000"
+PRESETS = {"norms": NORM_CASES, "cross_entropy": CROSS_ENTROPY_CASES, "reductions": REDUCTION_CASES,
+           "reductions_dim": REDUCTION_DIM_CASES, "softmax_dim": SOFTMAX_DIM_CASES, "softmax_400k": SOFTMAX_400K_CASES}
 
 
 def first_output(out):
@@ -337,6 +385,36 @@ def variant_string(dtype, rows, cols, flags="", inner=0):
     return f"dtype={dtype};rows={rows};cols={cols}{flags}" + (f";inner={inner}" if inner else "")
 
 
+def middle_dim_extents(shape, d):
+    """[outer, dim, inner] of the op over dim d of a contiguous tensor of `shape`."""
+    return prod(shape[:d]), shape[d], prod(shape[d + 1:])
+
+
+def variant_of(op, dtype_name, shape):
+    """The variant string hotkernel's status names the case's variant by."""
+    flags = OPS[op][2]
+    if op in MIDDLE_DIM_OPS:
+        outer, dim, inner = middle_dim_extents(shape, MIDDLE_DIM_OPS[op])
+        return variant_string(dtype_name, outer, dim, flags, inner=inner)
+    return variant_string(dtype_name, prod(shape[:-1]), shape[-1], flags)
+
+
+def ideal_bytes(op, shape, element_size, column_bytes):
+    """Ideal traffic: x read, out written, the per-column tensors read once
+    (the norms' float32 statistics, 4-8 bytes a row, are left out);
+    cross_entropy: the logits read once and the int64 targets (its output is one scalar)."""
+    numel, rows = prod(shape), prod(shape[:-1])
+    if op == "cross_entropy":
+        return numel * element_size + rows * 8
+    if op == "cross_entropy_none":  # the logits and targets read once, one loss a row written
+        return numel * element_size + rows * (8 + element_size)
+    if op in REDUCTIONS or op in DIM1_REDUCTIONS:  # x read once, one result a kept position
+        results = rows if op in REDUCTIONS else numel // shape[MIDDLE_DIM_OPS[op]]
+        per_result = 8 if op in INDEX_REDUCTIONS else element_size + (8 if op in PAIR_REDUCTIONS else 0)
+        return numel * element_size + results * per_result
+    return 2 * numel * element_size + column_bytes
+
+
 def decision_of(status, aten_op, variant):
     for p in status.get("plans", []):
         if p.get("op") == aten_op and p.get("variant") == variant:
@@ -348,17 +426,14 @@ def decision_of(status, aten_op, variant):
 
 
 def run_case(hk, timer, op, dtype_name, shape, args, copy_bps):
-    setup, aten_op, flags = OPS[op]
+    setup, aten_op, _ = OPS[op]
     dtype = DTYPES[dtype_name]
     rows, cols = prod(shape[:-1]), shape[-1]
     gen = torch.Generator(device="cuda").manual_seed(1234 + rows + cols)
     x = (torch.randn(*shape, device="cuda", generator=gen) * 3).to(dtype)
     fn, ref64, columns = setup(cols, dtype, gen)
     idle, waited = make_hot(hk, fn, x, args.hot_calls, args.tune_timeout)
-    if op in DIM1_REDUCTIONS:  # the middle-dim key: [outer, reduced, inner]
-        variant = variant_string(dtype_name, shape[0], shape[1], flags, inner=prod(shape[2:]))
-    else:
-        variant = variant_string(dtype_name, rows, cols, flags)
+    variant = variant_of(op, dtype_name, shape)
     decision, kernel = decision_of(hk.status(), aten_op, variant)
 
     torch._dynamo.reset()
@@ -397,23 +472,11 @@ def run_case(hk, timer, op, dtype_name, shape, args, copy_bps):
     vs_eager = hk.compare(samples["eager"], samples["hotkernel"])
     vs_compile = hk.compare(samples["compile"], samples["hotkernel"])
     compile_vs_eager = hk.compare(samples["eager"], samples["compile"])
-    # Ideal traffic: x read, out written, the per-column tensors read once
-    # (the norms' float32 statistics, 4-8 bytes a row, are left out);
-    # cross_entropy: the logits read once and the int64 targets (its output is one scalar).
-    if op == "cross_entropy":
-        nbytes = x.numel() * x.element_size() + rows * 8
-    elif op == "cross_entropy_none":  # the logits and targets read once, one loss a row written
-        nbytes = x.numel() * x.element_size() + rows * (8 + x.element_size())
-    elif op in REDUCTIONS or op in DIM1_REDUCTIONS:  # x read once, one result a kept position
-        results = rows if op in REDUCTIONS else x.numel() // shape[1]
-        per_result = 8 if op in INDEX_REDUCTIONS else x.element_size() + (8 if op in PAIR_REDUCTIONS else 0)
-        nbytes = x.numel() * x.element_size() + results * per_result
-    else:
-        nbytes = 2 * x.numel() * x.element_size() + sum(c.numel() * c.element_size() for c in columns)
+    nbytes = ideal_bytes(op, shape, x.element_size(), sum(c.numel() * c.element_size() for c in columns))
     hk_us = vs_eager["candidate"]["median"]
     gbps = nbytes / (hk_us * 1e-6) / 1e9
     return {
-        "op": op, "atenOp": aten_op, "dtype": dtype_name, "shape": list(shape),
+        "op": op, "atenOp": aten_op, "dtype": dtype_name, "shape": list(shape), "variant": variant,
         "decision": decision, "kernel": kernel, "optimizerIdle": idle, "waitedSeconds": round(waited, 2),
         "eagerUs": vs_eager["baseline"], "hotkernelUs": vs_eager["candidate"], "compileUs": vs_compile["baseline"],
         "speedupVsEager": vs_eager["speedup"], "speedupVsCompile": vs_compile["speedup"],
@@ -427,27 +490,36 @@ def run_case(hk, timer, op, dtype_name, shape, args, copy_bps):
 
 
 def parse_cases(text):
-    if text == "norms":
-        text = NORM_CASES
-    elif text == "cross_entropy":
-        text = CROSS_ENTROPY_CASES
-    elif text == "reductions":
-        text = REDUCTION_CASES
-    elif text == "reductions_dim":
-        text = REDUCTION_DIM_CASES
+    text = PRESETS.get(text, text)
     cases = []
     for item in text.split(","):
         try:
             op, dtype, shape_text = item.strip().split(":")
             shape = [int(v) for v in shape_text.lower().split("x")]
         except ValueError:
-            sys.exit(f"ops_bench: malformed case '{item}' (want op:dtype:ROWSxCOLS, or AxBxC... for the _dim1 ops)")
-        want_dims = 3 if op in DIM1_REDUCTIONS else 2  # the _dim1 ops: at least 3 (dim 1 is not the last)
-        if op not in OPS or dtype not in DTYPES or min(shape) < 1 or len(shape) < want_dims or \
-                (op not in DIM1_REDUCTIONS and len(shape) != 2):
+            sys.exit(f"ops_bench: malformed case '{item}' (want op:dtype:ROWSxCOLS, or AxBxC... for the _dim ops)")
+        if op not in OPS or dtype not in DTYPES or min(shape) < 1:
             sys.exit(f"ops_bench: unknown op/dtype or bad shape in '{item}' (ops: {', '.join(OPS)})")
+        if op in MIDDLE_DIM_OPS:  # a size after the op's dim, and more than one element after it
+            d = MIDDLE_DIM_OPS[op]
+            if len(shape) < d + 2 or middle_dim_extents(shape, d)[2] < 2:
+                sys.exit(f"ops_bench: '{item}': {op} needs sizes after dim {d} of more than one element "
+                         "(else it is the last-dim layout)")
+        elif len(shape) != 2:
+            sys.exit(f"ops_bench: '{item}': {op} takes ROWSxCOLS")
         cases.append((op, dtype, shape))
     return cases
+
+
+def list_cases(cases):
+    """The cases, their variant and ideal traffic (the norms' weight and bias included): no GPU needed."""
+    print("| op | ATen op | dtype | shape | variant | input GiB | ideal traffic GiB |")
+    print("|---|---|---|---|---|---|---|")
+    for op, dtype, shape in cases:
+        size = torch.empty((), dtype=DTYPES[dtype]).element_size()
+        columns = sum(flag in OPS[op][2] for flag in (";weight=1", ";bias=1")) * shape[-1] * size
+        print(f"| {op} | {OPS[op][1]} | {dtype} | {shape_text(shape)} | {variant_of(op, dtype, shape)} | "
+              f"{prod(shape) * size / 2**30:.3f} | {ideal_bytes(op, shape, size, columns) / 2**30:.3f} |")
 
 
 def prod(values):
@@ -470,19 +542,24 @@ def main():
     ap.add_argument("--cases", default=DEFAULT_CASES,
                     help="comma list of op:dtype:ROWSxCOLS (ops: softmax, log_softmax, rms_norm, layer_norm, "
                          "cross_entropy, sum, mean, amax, argmax, amin, argmin, max, min; over dim 1 of AxBxC...: "
-                         "sum_dim1, mean_dim1, amax_dim1, argmax_dim1, max_dim1, min_dim1), or 'norms' / "
-                         "'cross_entropy' / 'reductions' / 'reductions_dim' for those shapes")
+                         "sum_dim1, mean_dim1, amax_dim1, argmax_dim1, max_dim1, min_dim1, softmax_dim1, "
+                         "log_softmax_dim1; over dim 0 of AxB...: softmax_dim0, log_softmax_dim0), or a preset: "
+                         f"{', '.join(PRESETS)}")
     ap.add_argument("--reps", type=int, default=31, help="timed rounds (each times all three)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--hot-calls", type=int, default=80, help="calls that make a variant hot")
     ap.add_argument("--tune-timeout", type=float, default=240.0, help="seconds to wait for the optimizer per case")
     ap.add_argument("--out", default="")
+    ap.add_argument("--list", action="store_true", help="print the cases, their variants and ideal traffic; exit")
     args = ap.parse_args()
+    cases = parse_cases(args.cases)
+    if args.list:
+        list_cases(cases)
+        return 0
     if not torch.cuda.is_available():
         sys.exit("ops_bench: no CUDA device")
     if args.reps < 7:
         sys.exit("ops_bench: --reps must be >= 7 (the confidence interval needs them)")
-    cases = parse_cases(args.cases)
     hk = Hotkernel()
     timer = Timer()
     copy_bps = copy_bandwidth(timer)

@@ -11,6 +11,8 @@
 # HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu").
 # HOTKERNEL_MODELS: the models step's --models (default all: llama,gpt2-eager,gpt2-sdpa,bert).
 # HOTKERNEL_FUSION_CASES: the fusion step's --cases (default fusion_bench.py's: the issue-20 chains).
+# HOTKERNEL_OPS_CASES: the ops step's --cases: a preset of bench/ops_bench.py (norms, cross_entropy, reductions,
+#   reductions_dim, softmax_dim, softmax_400k) or op:dtype:shape,... (default: ops_bench.py's default cases).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${OUT:-$ROOT/out}"
@@ -53,7 +55,8 @@ fi
 if want ops; then
   log "bench: ops (softmax, log_softmax) vs eager and torch.compile, side by side"
   OPSCACHE="$(mktemp -d)/cache"
-  # The reductions are not in HOTKERNEL_OPS' default: their presets name them (unless the caller set HOTKERNEL_OPS).
+  # The reductions are not in HOTKERNEL_OPS' default: their presets name them (unless the caller set HOTKERNEL_OPS);
+  # softmax_dim and softmax_400k need only the default's _softmax and _log_softmax.
   OPS_LIST="${HOTKERNEL_OPS:-}"
   case "${HOTKERNEL_OPS_CASES:-}" in
     reductions|reductions_dim) OPS_LIST="${OPS_LIST:-sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim}" ;;
