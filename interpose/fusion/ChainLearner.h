@@ -3,7 +3,8 @@
 // and stream, counted by their pattern.
 //
 // Note [Learning chains]
-// A window opens at a deferrable call that runs its original kernel and
+// A window opens at a deferrable call (run by its original kernel or
+// deferred: so a longer chain around a published one is learned too) and
 // grows with each following one; it ends at the first command hotkernel
 // does not issue (the shim's hook: a kernel of another op, a copy, a
 // synchronize...), at a call on another thread, stream or device, at a call

@@ -125,6 +125,26 @@ struct FusionEngine::State {
     return false;
   }
 
+  // Appends a call that ran (or was deferred) with `outputs` to the learning
+  // window; anything that cannot take part ends the window.
+  // Precondition: mu held.
+  void learnCall(const ResolvedOp& r, const std::vector<c10::IValue>& args, c10::Device device, c10::Stream stream,
+                 const std::vector<at::Tensor>& outputs) {
+    if (learner.open() && (windowDevice != device || windowStream != stream)) closeWindow();
+    const bool plain = std::all_of(outputs.begin(), outputs.end(), [&](const at::Tensor& t) {
+      return t.defined() && t.device() == device && t.layout() == c10::kStrided;
+    });
+    chain::RecordedCall call;
+    call.op = r.qualified;
+    if (!plain || !captureArgs(args, device, learner.values(), call).empty()) {
+      closeWindow();
+      return;
+    }
+    windowDevice = device;
+    windowStream = stream;
+    if (!learner.append(std::move(call), outputs)) windows.fetch_add(1, std::memory_order_relaxed);
+  }
+
   // Precondition: mu held.
   void closeWindow() {
     if (learner.open()) windows.fetch_add(1, std::memory_order_relaxed);
@@ -235,7 +255,9 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
       s.flushPending(*this);  // the call does not continue the chain: it may start the next one
     }
     if (outputs) {
-      s.closeWindow();
+      // The learner sees deferred calls too: a longer chain around a published one is learned
+      // (Note [Learning chains]).
+      s.learnCall(r, args, *device, stream, *outputs);
       s.deferredCalls.fetch_add(1, std::memory_order_relaxed);
       s.publishPending();
       torch::jit::drop(*stack, r.functionalArgs);
@@ -248,16 +270,6 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
   }
 
   // Learning (Note [Learning chains]).
-  if (s.learner.open() && (s.windowDevice != device || s.windowStream != stream)) s.closeWindow();
-  chain::RecordedCall call;
-  call.op = r.qualified;
-  const std::string refused = captureArgs(args, *device, s.learner.values(), call);
-  if (!refused.empty()) {
-    s.closeWindow();
-    s.publishPending();
-    runOriginal();
-    return;
-  }
   runOriginal();
   std::vector<at::Tensor> outs;
   const size_t returns = op.schema().returns().size();
@@ -267,15 +279,10 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
     tensors = v.isTensor();
     if (tensors) outs.push_back(v.toTensor());
   }
-  const bool plain = tensors && std::all_of(outs.begin(), outs.end(), [&](const at::Tensor& t) {
-    return t.defined() && t.device() == *device && t.layout() == c10::kStrided;
-  });
-  if (!plain) {
-    s.closeWindow();
+  if (tensors) {
+    s.learnCall(r, args, *device, stream, outs);
   } else {
-    s.windowDevice = device;
-    s.windowStream = stream;
-    if (!s.learner.append(std::move(call), outs)) s.windows.fetch_add(1, std::memory_order_relaxed);
+    s.closeWindow();
   }
   s.publishPending();
 }

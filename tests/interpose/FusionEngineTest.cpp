@@ -262,6 +262,40 @@ TEST_F(FusionEngineTest, GivenAChainPendingWhenSwitchedOffThenItRunsAndLaterCall
   EXPECT_TRUE(at::allclose(out, again, 1e-6, 1e-6));
 }
 
+TEST_F(FusionEngineTest, GivenTwoChainsSharingAPrefixWhenEitherRunsThenTheCompleteOneFusesIt) {
+  at::Tensor g = at::randn({32, 128}), u = at::randn({32, 128}), b = at::randn({32, 128});
+  auto shortKernels = learnAndPublish([&] { return swiglu(g, u); });
+  auto longKernels = learnAndPublish([&] { return swiglu(g, u) + b; });
+  ASSERT_EQ(shortKernels.size(), 1u);
+  ASSERT_EQ(longKernels.size(), 1u);
+  EXPECT_EQ(engine().stats().readyChains, 2u);
+  // The long chain was learned around the short one, which fused its prefix meanwhile.
+  const int shortBefore = shortKernels[0]->launches;
+  EXPECT_GT(shortBefore, 0);
+  at::Tensor longOut = swiglu(g, u) + b;  // both candidates match two calls; the third picks the long one
+  foreignCommand();
+  EXPECT_EQ(longKernels[0]->launches, 1);
+  EXPECT_EQ(shortKernels[0]->launches, shortBefore);
+  at::Tensor shortOut = swiglu(g, u);  // ends after two calls: the short chain is the complete candidate
+  foreignCommand();
+  EXPECT_EQ(shortKernels[0]->launches, shortBefore + 1);
+  EXPECT_EQ(longKernels[0]->launches, 1);
+  EXPECT_LE(worstRelative(longOut, eager([&] { return swiglu(g, u) + b; })), 1e-5);
+  EXPECT_LE(worstRelative(shortOut, eager([&] { return swiglu(g, u); })), 1e-5);
+}
+
+TEST_F(FusionEngineTest, GivenAPendingChainWhenTheSameCallsRunOnAnotherShapeThenTheyAreNotDeferred) {
+  at::Tensor g = at::randn({32, 128}), u = at::randn({32, 128});
+  auto kernels = learnAndPublish([&] { return swiglu(g, u); });
+  ASSERT_EQ(kernels.size(), 1u);
+  at::Tensor g2 = at::randn({16, 128}), u2 = at::randn({16, 128});
+  const uint64_t before = engine().stats().deferredCalls;
+  at::Tensor out = swiglu(g2, u2);
+  EXPECT_EQ(engine().stats().deferredCalls, before);  // the pattern holds the sizes: another variant
+  foreignCommand();
+  EXPECT_TRUE(same(out, eager([&] { return swiglu(g2, u2); })));
+}
+
 // Random programs over the chain vocabulary with random boundaries and
 // random intermediates held, compared with eager: every value a program
 // returns equals eager's exactly when its chain ran unfused, and within the
