@@ -103,20 +103,24 @@ TEST(ProfileTargetsTest, GivenCrossEntropyVariantsWhenReadThenKeysCarryTheReduct
   EXPECT_EQ(kernels::variantString(t.targets[1].job.key), "dtype=bfloat16;rows=8;cols=128256;reduction=none");
 }
 
-TEST(ProfileTargetsTest, GivenMiddleDimReductionVariantsWhenReadThenKeysCarryTheInnerExtent) {
+TEST(ProfileTargetsTest, GivenMiddleDimVariantsWhenReadThenKeysCarryTheInnerExtent) {
   nlohmann::json middle = variant("aten::amax", 32, 4096, 500);
   middle["inner"] = 1024;
   nlohmann::json last = variant("aten::amax", 32, 4096, 50);  // no inner: the last-dim variant, its own target
   nlohmann::json one = variant("aten::amax", 32, 4096, 5);
   one["inner"] = 1;  // no middle dim: not a served key
   nlohmann::json softmax = variant("aten::_softmax", 32, 4096, 5);
-  softmax["inner"] = 1024;  // softmax has no inner extent
-  ProfileTargets t = targetsFromProfile(profileOf({middle, last, one, softmax}), /*device=*/0);
-  ASSERT_EQ(t.targets.size(), 2u);
+  softmax["inner"] = 1024;  // softmax over a middle dim (Note [Two softmax layouts]): a served key
+  nlohmann::json norm = variant("aten::native_layer_norm", 32, 4096, 5);
+  norm["inner"] = 1024;  // the norms have no middle-dim layout: not a served key
+  ProfileTargets t = targetsFromProfile(profileOf({middle, last, one, softmax, norm}), /*device=*/0);
+  ASSERT_EQ(t.targets.size(), 3u);
   EXPECT_EQ(t.ignored, 2);
   EXPECT_EQ(t.targets[0].job.key.inner, 1024);
   EXPECT_EQ(kernels::variantString(t.targets[0].job.key), "dtype=bfloat16;rows=32;cols=4096;inner=1024");
   EXPECT_EQ(kernels::variantString(t.targets[1].job.key), "dtype=bfloat16;rows=32;cols=4096");
+  EXPECT_EQ(t.targets[2].job.op, "aten::_softmax");
+  EXPECT_EQ(t.targets[2].job.key.inner, 1024);
   nlohmann::json bad = middle;
   bad["inner"] = "1024";
   EXPECT_THROW(targetsFromProfile(profileOf({bad}), 0), Error);
