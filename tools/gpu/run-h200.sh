@@ -7,10 +7,12 @@
 # OpenSSL headers) travel as Debian .deb files in .deps/debs (fetch them here
 # with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
 #
-#   tools/gpu/run-h200.sh [all|build|test|ops|models|fusion|bench|overhead|warmup|demo|exit]...
+#   tools/gpu/run-h200.sh [all|build|test|ops|models|fusion|fusion_engine|bench|overhead|warmup|demo|exit]...
 # HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu").
 # HOTKERNEL_MODELS: the models step's --models (default all: llama,gpt2-eager,gpt2-sdpa,bert).
 # HOTKERNEL_FUSION_CASES: the fusion step's --cases (default fusion_bench.py's: the issue-20 chains).
+# HOTKERNEL_FUSION_ENGINE_ARGS: extra fusion_engine_bench.py arguments for the fusion_engine step
+#   (e.g. "--cases rmsnorm:bfloat16:4096 --no-overhead").
 # HOTKERNEL_OPS_CASES: the ops step's --cases: a preset of bench/ops_bench.py (norms, cross_entropy, reductions,
 #   reductions_dim, softmax_dim, softmax_400k) or op:dtype:shape,... (default: ops_bench.py's default cases).
 set -uo pipefail
@@ -39,7 +41,7 @@ BUILD="$HOTKERNEL_BUILD_DIR"
 } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-if want build || want test || want ops || want models || want fusion || want bench || want overhead || want warmup || want demo || want exit; then
+if want build || want test || want ops || want models || want fusion || want fusion_engine || want bench || want overhead || want warmup || want demo || want exit; then
   log "build"
   HOTKERNEL_JOBS=16 "$ROOT/tools/setup.sh" >"$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
   log "build ok"
@@ -84,6 +86,14 @@ if want fusion; then
     ${HOTKERNEL_FUSION_CASES:+--cases "$HOTKERNEL_FUSION_CASES"} \
     --out "$OUT/bench-fusion.json" >"$OUT/bench-fusion.log" 2>&1 || rc=1
   tail -40 "$OUT/bench-fusion.log"
+fi
+if want fusion_engine; then
+  log "bench: the fusion engine (HOTKERNEL_FUSION=1) on HF-style blocks vs eager and torch.compile; its host cost per op"
+  # The script starts its own children under the preload (fresh caches); one JSON and one log come back.
+  HOTKERNEL_LOG_LEVEL=info "$HOTKERNEL_PYTHON" "$ROOT/bench/fusion_engine_bench.py" \
+    --preload "$BUILD/lib/libhotkernel_preload.so" ${HOTKERNEL_FUSION_ENGINE_ARGS:-} \
+    --out "$OUT/bench-fusion-engine.json" >"$OUT/bench-fusion-engine.log" 2>&1 || rc=1
+  grep -v "^\[hotkernel" "$OUT/bench-fusion-engine.log" | tail -60
 fi
 if want bench; then
   log "bench: softmax under the preload vs eager"
