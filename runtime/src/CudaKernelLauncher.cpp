@@ -59,14 +59,17 @@ std::shared_ptr<CudaKernelLauncher> CudaKernelLauncher::load(int ordinal, const 
   l->geometry_ = geometry;
   l->alignment_ = alignment;
   l->description_ = std::move(description);
+  l->rangeName_ = NvtxRangeName::registered(l->description_);
   return l;
 }
 
 bool CudaKernelLauncher::launch(const RowKernelArgs& args, void* stream) const noexcept {
+  const NvtxScope range(rangeName_);
   return launchWith(args, stream, geometry_);
 }
 
 bool CudaKernelLauncher::launchArgs(const KernelArgs& args, void* stream) const noexcept {
+  const NvtxScope range(rangeName_);
   return launchWith(args, stream, geometry_);
 }
 

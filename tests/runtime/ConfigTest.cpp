@@ -195,6 +195,17 @@ TEST(ConfigTest, GivenHotkernelFusionWhenReadThenOffByDefaultAndOnlyABooleanTurn
   EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION='fast'"), 1u) << r.logged;
 }
 
+TEST(ConfigTest, GivenHotkernelNvtxWhenReadThenOnByDefaultAndOnlyABooleanTurnsItOff) {
+  unsetenv("HOTKERNEL_NVTX");
+  EXPECT_TRUE(Config::fromEnvironment().nvtx);
+  EXPECT_FALSE(readWith("HOTKERNEL_NVTX", "0").config.nvtx);
+  EXPECT_FALSE(readWith("HOTKERNEL_NVTX", "off").config.nvtx);
+  EXPECT_TRUE(readWith("HOTKERNEL_NVTX", "1").config.nvtx);
+  const Read r = readWith("HOTKERNEL_NVTX", "quiet");
+  EXPECT_TRUE(r.config.nvtx);
+  EXPECT_EQ(countOf(r.logged, "HOTKERNEL_NVTX='quiet'"), 1u) << r.logged;
+}
+
 TEST(ConfigTest, GivenMalformedBooleanWhenReadThenDefaultWithWarning) {
   const Read r = readWith("HOTKERNEL_OPTIMIZE", "maybe");
   EXPECT_TRUE(r.config.optimize);

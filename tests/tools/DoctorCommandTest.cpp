@@ -137,6 +137,19 @@ TEST(DoctorCommandTest, GivenHotkernelVariablesWhenDoctorThenEachWithWhatItResol
   EXPECT_EQ(j["optimize"], false);
 }
 
+TEST(DoctorCommandTest, GivenHotkernelNvtxWhenDoctorThenKnownAndResolvedToOnOrOff) {
+  TempDir tmp;
+  for (const auto& [value, resolved] : {std::pair<std::string, std::string>{"0", "off"}, {"1", "on"}, {"loud", "on"}}) {
+    json j = doctorJson({{"HOTKERNEL_CACHE_DIR", tmp.path()}, {"HOTKERNEL_NVTX", value}});
+    std::map<std::string, json> byName;
+    for (const json& v : j["environment"]) byName[v["name"]] = v;
+    ASSERT_EQ(byName.count("HOTKERNEL_NVTX"), 1u) << j.dump(2);
+    EXPECT_EQ(byName["HOTKERNEL_NVTX"]["known"], true);
+    EXPECT_EQ(byName["HOTKERNEL_NVTX"]["resolved"].get<std::string>().rfind(resolved + ":", 0), 0u)
+        << value << ": " << byName["HOTKERNEL_NVTX"].dump();
+  }
+}
+
 TEST(DoctorCommandTest, GivenKeyFilesWhenDoctorThenTheKeyInUseOrTheRefusalWithoutASourceLocation) {
   TempDir tmp;
   const std::string key = tmp.sub("key");

@@ -120,6 +120,11 @@ const std::map<std::string, std::function<std::string()>>& resolvers() {
          return config().fusion ? std::string("on: hot chains of small ops run as fused kernels")
                                 : std::string("off");
        }},
+      {"HOTKERNEL_NVTX",
+       [] {
+         return config().nvtx ? std::string("on: an NVTX range names each plan launch (seen under a profiler)")
+                              : std::string("off: no NVTX ranges");
+       }},
       {"HOTKERNEL_TRUST_AGENT_ENTRIES",
        [] {
          return config().trustAgentEntries ? std::string("on: cached agent kernels load")

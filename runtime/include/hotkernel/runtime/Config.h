@@ -9,6 +9,7 @@
 // | HOTKERNEL_CACHE_KEY_FILE      | (unset)                      | a file path | HMAC key of the cache entries: set, only entries signed with it load (Note [Cache key file] in hotkernel/cache/EntryKey.h) |
 // | HOTKERNEL_OPTIMIZE            | 1                            | as HOTKERNEL | 0: only use cached kernels, never optimize in-process |
 // | HOTKERNEL_FUSION              | 0                            | as HOTKERNEL | 1: learn hot chains of small ops and run them as fused kernels (issue 20; hotkernel/interpose/FusionEngine.h) |
+// | HOTKERNEL_NVTX                | 1                            | as HOTKERNEL | 0: no NVTX range around plan launches (Note [NVTX ranges around plan launches] in hotkernel/runtime/NvtxRange.h) |
 // | HOTKERNEL_TRUST_AGENT_ENTRIES | 0                            | as HOTKERNEL | 1: cached agent kernels load too (Note [Entries a process loads] in interpose/engine/EntryAdmission.h) |
 // | HOTKERNEL_HOT_CALLS           | 50                           | 1 .. kMaxHotCalls (10^12) | calls of one variant before it is queued for optimization |
 // | HOTKERNEL_PROFILE             | (unset)                      | a file path; %p: the process id, %%: a % | file the recorded variants are written to at exit and on SIGTERM (JSON; profilePathFor) |
@@ -21,6 +22,8 @@
 // | HOTKERNEL_REMOTE_TIMEOUT_MS   | 100                          | 1 .. kMaxRemoteTimeoutMs (60000) | the shared tier's connect and per-command deadline |
 // | HOTKERNEL_REMOTE_LEASE_MS     | 30000                        | 1000 .. kMaxIdleMs | a tuning lease's TTL; the holder renews it every third of it |
 // | HOTKERNEL_REMOTE_POLL_MS      | 5000                         | 100 .. kMaxIdleMs | how often a process polls the shared tier for entries others published |
+//
+// Read by NVTX itself at its first call, not by Config: NVTX_INJECTION64_PATH (the profiler's tool, which nsys sets).
 //
 // Read on first need (lazyVariable), parsed by their users with the same rules for malformed values (a warning, then the default):
 // | HOTKERNEL_LOG_LEVEL           | warn                         | error, warn (or warning), info, debug | Logging.h; anything else is warned about once |
@@ -74,6 +77,7 @@ struct Config {
   std::vector<std::string> cachePath;  // HOTKERNEL_CACHE_PATH's directories, in order
   bool optimize = true;
   bool fusion = false;  // HOTKERNEL_FUSION
+  bool nvtx = true;     // HOTKERNEL_NVTX
   bool trustAgentEntries = false;  // HOTKERNEL_TRUST_AGENT_ENTRIES
   int64_t hotCalls = 50;  // in [1, kMaxHotCalls]
   std::string profilePath;

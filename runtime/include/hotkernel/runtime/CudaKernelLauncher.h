@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "hotkernel/runtime/NvtxRange.h"
 #include "hotkernel/runtime/PlanTable.h"
 
 namespace hotkernel {
@@ -54,13 +55,17 @@ CUresult prepareFunction(const CudaDriverApi& driver, CUfunction function, unsig
 class CudaKernelLauncher final : public KernelLauncher {
  public:
   // Loads `cubin` into device `ordinal`'s primary context, looks up
-  // `kernelName` and sets what it needs before a launch (prepareFunction).
+  // `kernelName` and sets what it needs before a launch (prepareFunction);
+  // registers `description` as the NVTX range name of its launches (Note
+  // [NVTX ranges around plan launches]).
   // Throws Error on any driver failure. Must not be called while a graph is
   // being captured on this thread.
   static std::shared_ptr<CudaKernelLauncher> load(int ordinal, const std::string& cubin,
                                                   const std::string& kernelName, LaunchGeometry geometry,
                                                   size_t alignment, std::string description);
 
+  // A plan's launches, at the loaded geometry, each inside an NVTX range named
+  // by the description (when ranges are on).
   bool launch(const RowKernelArgs& args, void* stream) const noexcept override;
   bool launchArgs(const KernelArgs& args, void* stream) const noexcept override;
   // The same kernel with another geometry (the harness runs one cubin on many shapes).
@@ -84,6 +89,7 @@ class CudaKernelLauncher final : public KernelLauncher {
   LaunchGeometry geometry_;
   size_t alignment_ = 16;
   std::string description_;
+  NvtxRangeName rangeName_;  // set once at load; read without a lock by launching threads
 };
 
 }  // namespace hotkernel
