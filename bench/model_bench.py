@@ -45,6 +45,15 @@ Per model the script
      the ATen ops ranked by self GPU time under hotkernel, each with its eager
      time and whether hotkernel serves it (the Amdahl view of what is left).
 
+With --fusion the hotkernel arm also fuses chains of small ops (the deferral engine,
+HOTKERNEL_FUSION=1; the script runs itself again with the variable set, since the library
+reads it when it starts; eager is hotkernel_set_enabled(0), which switches fusion off too,
+and torch.compile runs with hotkernel off as before). The warm-up then repeats (at most
+twice more, within --tune-timeout) while the status's hot or ready chains still change:
+a deferred chain can leave the rest of its window to be learned as a new one. Reported
+besides: the fusion counters per step of the hotkernel arm (fused and unfused flushes,
+deferred calls) and the share of GPU time in the fused kernels (hk_chain).
+
 Nothing about hotkernel is required: without the preload (or when it declines
 to serve), the hotkernel parts are skipped or reported as such and eager is
 still timed against torch.compile. `--smoke` runs tiny configs (on the GPU when
@@ -413,6 +422,7 @@ def ranked_view(hk_prof, eager_prof, served, variants, hk_loaded, use_cuda, top)
             running += r["usPerStep"]
             r["cumulativeShare"] = running / total
     hk_us = sum(us for name, us in kernels.items() if name.startswith("hk_"))
+    chain_us = sum(us for name, us in kernels.items() if name.startswith("hk_chain"))
     by_cat = {}
     for r in rows:
         by_cat[r["category"]] = by_cat.get(r["category"], 0.0) + r["share"]
@@ -420,6 +430,7 @@ def ranked_view(hk_prof, eager_prof, served, variants, hk_loaded, use_cuda, top)
     return {
         "timeBase": "self CUDA time (torch.profiler)" if use_cuda else "self CPU time (no GPU: smoke run)",
         "hkKernelShare": hk_us / total if total and use_cuda else None,
+        "fusedChainKernelShare": chain_us / total if total and use_cuda else None,
         "hkKernels": [{"name": n, "usPerStep": round(us, 2)} for n, us in
                       sorted(kernels.items(), key=lambda kv: -kv[1]) if n.startswith("hk_")],
         "servedOpShare": served_share,
@@ -617,12 +628,16 @@ def run_model(name, spec, hk, timer, device, args):
     hot_steps = math.ceil(hot_calls * (1.5 if sample >= 1 else 3)) if hk else 0
     if args.smoke:
         hot_steps = min(hot_steps, 3)
-    for _ in range(hot_steps):
-        loss()
-    if decoder:
-        for _ in range(math.ceil(hot_steps / decoder.tokens)):
-            decoder.run(decoder.token)
-    timer.sync()
+
+    def make_hot():
+        for _ in range(hot_steps):
+            loss()
+        if decoder:
+            for _ in range(math.ceil(hot_steps / decoder.tokens)):
+                decoder.run(decoder.token)
+        timer.sync()
+
+    make_hot()
     hot_seconds = time.perf_counter() - tune_start
     if hk:
         progress(f"{name}: {hot_steps} hot steps in {hot_seconds:.1f} s; compiling while the optimizer tunes")
@@ -667,8 +682,31 @@ def run_model(name, spec, hk, timer, device, args):
         t = time.perf_counter()
         hk_info["optimizerIdle"] = hk.wait_idle(left) == 0
         hk_info["waitedSeconds"] = round(time.perf_counter() - t, 2)
+        fusion = hk.status().get("fusion", {})
+        if fusion.get("on"):
+            # Chains: learn again while the hot or ready chains change (a deferred chain can
+            # leave the rest of its window to be learned), within the same time bound.
+            hk_info["fusionRounds"] = [{"hotChains": fusion.get("hotChains"), "readyChains": fusion.get("readyChains"),
+                                        "optimizerIdle": hk_info["optimizerIdle"]}]
+            for _ in range(2):
+                left = max(args.tune_timeout - (time.perf_counter() - tune_start), 0.0)
+                if not hk_info["optimizerIdle"] or left <= 0:
+                    break
+                make_hot()
+                time.sleep(0.2)
+                hk_info["optimizerIdle"] = hk.wait_idle(left) == 0
+                now = hk.status().get("fusion", {})
+                hk_info["fusionRounds"].append({"hotChains": now.get("hotChains"),
+                                                "readyChains": now.get("readyChains"),
+                                                "optimizerIdle": hk_info["optimizerIdle"]})
+                if all(now.get(k) == fusion.get(k) for k in ("hotChains", "readyChains")):
+                    break
+                fusion = now
+            progress(f"{name}: fusion: {fusion.get('readyChains')} of {fusion.get('hotChains')} hot chains ready "
+                     f"after {len(hk_info['fusionRounds'])} learning rounds")
         hk_info["tuneSeconds"] = round(time.perf_counter() - tune_start, 2)
         status = hk.status()
+        hk_info["fusion"] = status.get("fusion")
         hk_info["started"] = status.get("started")
         hk_info["variants"] = model_variants(status_before, status)
         hk_info["optimizer"] = status.get("optimizer")
@@ -729,6 +767,15 @@ def run_model(name, spec, hk, timer, device, args):
         timer.sync()
         entry = {"phase": phase, "unit": "token" if phase == "decode" else "step",
                  "tokensPerStep": spec["batch"] * (1 if phase == "decode" else spec["seq"])}
+        if hk and (hk_info.get("fusion") or {}).get("on"):
+            # The hotkernel arm's fusion counters per step (per token for the decode).
+            before = hk.status().get("fusion", {})
+            for _ in range(3):
+                fn()
+            timer.sync()
+            after = hk.status().get("fusion", {})
+            entry["fusion"] = {f"{k}Per{entry['unit'].capitalize()}": (after.get(k, 0) - before.get(k, 0)) / (3 * per)
+                               for k in ("fusedFlushes", "unfusedFlushes", "deferredCalls", "failedFlushes")}
         entry["timing"] = time_impls(hk, timer, impls, args.reps, per)
         steps = 1 if phase == "decode" else 3
         try:
@@ -797,6 +844,13 @@ def summary_line(entry):
         s += f" | {label} " + ", ".join(f"{n} {fmt_us({'median': v})}" for n, v in prof["totalUsPerStep"].items())
     if prof.get("hkKernelShare") is not None:
         s += f" | hk kernels {100 * prof['hkKernelShare']:.1f}% of it"
+        if prof.get("fusedChainKernelShare"):
+            s += f" (fused chains {100 * prof['fusedChainKernelShare']:.1f}%)"
+    if "fusion" in entry:
+        f = entry["fusion"]
+        unit = entry["unit"].capitalize()
+        s += (f" | fusion per {entry['unit']}: {f[f'fusedFlushesPer{unit}']:.1f} fused, "
+              f"{f[f'unfusedFlushesPer{unit}']:.1f} unfused flushes, {f[f'deferredCallsPer{unit}']:.1f} deferred calls")
     if "error" in prof:
         s += f" | profile error: {prof['error'][:200]}"
     return s
@@ -873,8 +927,18 @@ def main():
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--smoke", action="store_true",
                     help="tiny configs, on the GPU if there is one else the CPU; the preload is optional")
+    ap.add_argument("--fusion", action="store_true",
+                    help="the hotkernel arm fuses chains too (HOTKERNEL_FUSION=1; needs the preload)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
+    if args.fusion and os.environ.get("HOTKERNEL_FUSION") != "1":
+        # The library reads HOTKERNEL_FUSION when it starts (with torch): run again with it set.
+        if "libhotkernel_preload" not in os.environ.get("LD_PRELOAD", ""):
+            sys.exit("model_bench: --fusion needs the preload (LD_PRELOAD=.../libhotkernel_preload.so)")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:],
+                  dict(os.environ, HOTKERNEL_FUSION="1"))
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in models if m not in ALL_MODELS]
     if unknown:
@@ -896,7 +960,8 @@ def main():
     hk_top = {"loaded": hk is not None, "ops": sorted(served_op_names())}
     if hk:
         st = hk.status()
-        hk_top.update(started=st.get("started"), enabled=st.get("enabled"), cache=st.get("cache"))
+        hk_top.update(started=st.get("started"), enabled=st.get("enabled"), cache=st.get("cache"),
+                      fusion=st.get("fusion"))
         progress(f"hotkernel loaded (started: {st.get('started')}), overriding {', '.join(hk_top['ops'])}")
     else:
         hk_top["note"] = "not loaded (run under LD_PRELOAD=.../libhotkernel_preload.so): eager vs torch.compile only"
@@ -910,7 +975,7 @@ def main():
     def document():
         doc = {"format": "hotkernel-bench", "version": 1, "benchmark": "models",
                "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-               "machine": machine_info, "smoke": args.smoke,
+               "machine": machine_info, "smoke": args.smoke, "fusion": args.fusion,
                "method": "per model and phase: eager (hotkernel_set_enabled(0)), hotkernel and torch.compile "
                          "(dynamic=False, default mode) of the same step interleaved in rotating order, CUDA events "
                          "around the step, L2 flushed and the GPU idle before it; medians and 95% CIs of paired "

@@ -10,6 +10,7 @@
 #   tools/gpu/run-h200.sh [all|build|test|ops|models|fusion|fusion_engine|bench|overhead|warmup|demo|exit]...
 # HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu").
 # HOTKERNEL_MODELS: the models step's --models (default all: llama,gpt2-eager,gpt2-sdpa,bert).
+# HOTKERNEL_MODELS_ARGS: extra model_bench.py arguments (e.g. "--fusion": the hotkernel arm fuses chains).
 # HOTKERNEL_FUSION_CASES: the fusion step's --cases (default fusion_bench.py's: the issue-20 chains).
 # HOTKERNEL_FUSION_ENGINE_ARGS: extra fusion_engine_bench.py arguments for the fusion_engine step
 #   (e.g. "--cases rmsnorm:bfloat16:4096 --no-overhead").
@@ -75,7 +76,7 @@ if want models; then
   MODELSCACHE="$(mktemp -d)/cache"
   HOTKERNEL_CACHE_DIR="$MODELSCACHE" HOTKERNEL_SAMPLE=1 HOTKERNEL_LOG_LEVEL=info \
     LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
-    "$HOTKERNEL_PYTHON" "$ROOT/bench/model_bench.py" ${HOTKERNEL_MODELS:+--models "$HOTKERNEL_MODELS"} \
+    "$HOTKERNEL_PYTHON" "$ROOT/bench/model_bench.py" ${HOTKERNEL_MODELS:+--models "$HOTKERNEL_MODELS"} ${HOTKERNEL_MODELS_ARGS:-} \
     --out "$OUT/bench-models.json" >"$OUT/bench-models.log" 2>&1 || rc=1
   "$BUILD/bin/hotkernel" log --dir "$MODELSCACHE" >"$OUT/bench-models-experiments.txt" 2>&1
   grep -v "^\[hotkernel" "$OUT/bench-models.log" | tail -80
