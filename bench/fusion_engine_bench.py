@@ -87,7 +87,7 @@ Output: "hotkernel-bench" v1 JSON, benchmark "fusion-engine":
               high, n}}], fusion?, switchedOff?: {name: {usPerCall, ratio}}}],
               summary: [{name, kind, label, usPerCall, overheadUsVsHotkernelOff,
               usPerChainOp?}]},
-   errors: [text...]}
+   neverFused: ["block dtype tokens"...] (no fused flush in the probe), errors: [text...]}
 Exit status: 1 when a child or a block failed, an output is beyond the accuracy bound
 (16 units of the dtype's epsilon, relative as above), or with --require-fused a block
 never fused on a GPU; else 0.
@@ -786,15 +786,18 @@ def parent(args, device):
     finally:
         shutil.rmtree(work, ignore_errors=True)
     failed |= bool(doc["errors"])
+    never = [f"{r['block']} {r['dtype']} {r['tokens']}" for r in doc.get("engine", {}).get("results", [])
+             if not r.get("fused")]
+    doc["neverFused"] = never
     if args.require_fused and device.type == "cuda":
-        never = [f"{r['block']} {r['dtype']} {r['tokens']}" for r in doc.get("engine", {}).get("results", [])
-                 if not r.get("fused")]
         if never:
             doc["errors"].append(f"--require-fused: never fused: {', '.join(never)}")
             failed = True
     doc["seconds"] = round(time.perf_counter() - T0, 1)
     print()
     print(markdown(doc))
+    if never:
+        print(f"\nblocks that never fused: {', '.join(never)}")
     for e in doc["errors"]:
         print(f"ERROR {e}")
     if device.type != "cuda":
