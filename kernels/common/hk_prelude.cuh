@@ -173,6 +173,26 @@ __device__ __forceinline__ hk_elem hk_from_float(float f) {
 #endif
 }
 
+// An element as ATen's float accumulators return it: converted to float and
+// back (every value and a zero's sign kept); a NaN becomes the canonical NaN
+// of ATen's conversion: 0x7FFF for bfloat16, 0x7E00 for float16 (max.dim /
+// min.dim of 16-bit values: Note [Value and index pairs] in ReduceFamily.cpp).
+__device__ __forceinline__ hk_elem hk_through_float(hk_elem x) {
+#if HK_DTYPE == 0
+  return x;
+#else
+  const float f = hk_to_float(x);
+#if HK_DTYPE == 1
+  if (f != f) {
+    hk_elem h;
+    asm("mov.b16 %0, 0x7E00;" : "=h"(h));
+    return h;
+  }
+#endif
+  return hk_from_float(f);
+#endif
+}
+
 #if HK_DTYPE != 0
 // Two floats to two 16-bit elements, packed in one 32-bit word (`lo` the
 // lower half, the element at the lower address), by one cvt.rn.{bf16x2,

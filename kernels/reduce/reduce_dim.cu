@@ -224,11 +224,7 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS, 1)
       for (int j = 0; j < HK_VEC; ++j) {
         const int r = hk_indices[0][tx * HK_VEC + j];
         static_cast<long long*>(indices_)[at + j] = r;
-#if HK_DTYPE == 0
-        p.v[j] = in[(o * reduced + r) * inner + v * HK_VEC + j];
-#else
-        p.v[j] = hk_from_float(hk_to_float(in[(o * reduced + r) * inner + v * HK_VEC + j]));
-#endif
+        p.v[j] = hk_through_float(in[(o * reduced + r) * inner + v * HK_VEC + j]);
       }
       *reinterpret_cast<hk_pack*>(static_cast<hk_elem*>(out_) + at) = p;
 #elif HK_IS_ARG

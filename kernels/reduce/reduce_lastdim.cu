@@ -543,11 +543,7 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
       // The value is the input's element at the index, through float for a
       // 16-bit dtype (Note [Value and index pairs] in src/ReduceFamily.cpp).
       static_cast<long long*>(indices_)[row] = acc.index;
-#if HK_DTYPE == 0
-      static_cast<hk_elem*>(out_)[row] = in[row * cols + acc.index];
-#else
-      static_cast<hk_elem*>(out_)[row] = hk_from_float(hk_to_float(in[row * cols + acc.index]));
-#endif
+      static_cast<hk_elem*>(out_)[row] = hk_through_float(in[row * cols + acc.index]);
 #elif HK_IS_ARG
       static_cast<long long*>(out_)[row] = acc.index;  // int64 (ATen's dtype)
 #elif HK_OP == HK_OP_MEAN

@@ -119,7 +119,8 @@ double sumChainRel(int64_t cols) {
 // with its payload, the zero of the first tied zero, unlike amax, which
 // returns the canonical NaN and +0 for a +0 / -0 tie); for float16 and
 // bfloat16 converted to float and back, which keeps every value and the
-// zero's sign and turns a NaN into the canonical NaN of the conversion. The
+// zero's sign and turns a NaN into the canonical NaN of ATen's conversion
+// (0x7FFF for bfloat16, 0x7E00 for float16: hk_through_float). The
 // templates therefore find the index as argmax / argmin do and then read the
 // value at it from the input (one element a result), converted alike, so
 // both outputs are exact to the bit.
