@@ -9,6 +9,7 @@
 #   HOTKERNEL_PYTHON      use this python's torch instead of the venv (the GPU machine: python3)
 #   HOTKERNEL_PREFIX_PATH extra CMAKE_PREFIX_PATH entries (the GPU machine: extracted .deb files)
 #   HOTKERNEL_JOBS        parallel build jobs (default: nproc)
+#   HOTKERNEL_BUILD_TARGETS  build only these targets (space-separated; default: all)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${HOTKERNEL_BUILD_DIR:-$ROOT/build}"
@@ -88,5 +89,6 @@ if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$BUILD/.hotkernel-configured" 2>/d
   echo "$stamp" >"$BUILD/.hotkernel-configured"
 fi
 say "building ($BUILD)"
-cmake --build "$BUILD" -j "${HOTKERNEL_JOBS:-$(nproc)}"
+# shellcheck disable=SC2086
+cmake --build "$BUILD" -j "${HOTKERNEL_JOBS:-$(nproc)}" ${HOTKERNEL_BUILD_TARGETS:+--target $HOTKERNEL_BUILD_TARGETS}
 echo "$PY" >"$BUILD/.hotkernel-python"
