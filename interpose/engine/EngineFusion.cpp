@@ -213,7 +213,9 @@ nlohmann::json Engine::fusionStatus() {
           {"windows", s.windows},
           {"hotChains", s.hotChains},
           {"readyChains", s.readyChains},
-          {"hookGaveUp", s.hookGaveUp}};
+          {"hookGaveUp", s.hookGaveUp},
+          // Why a chain never fuses: each pattern's windows, calls and the builder's refusal.
+          {"patterns", nlohmann::json::parse(fusion->patternsJson())}};
 }
 
 }  // namespace hotkernel

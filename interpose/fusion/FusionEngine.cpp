@@ -4,6 +4,7 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <map>
@@ -362,9 +363,16 @@ FusionStats FusionEngine::stats() const {
 
 std::string FusionEngine::patternsJson() const {
   State& s = *state_;
+  constexpr size_t kMaxPatternsShown = 32;
+  std::vector<std::pair<std::string, ChainLearner::PatternStats>> all;
+  {
+    std::lock_guard<std::timed_mutex> guard(s.mu);
+    all.assign(s.learner.patterns().begin(), s.learner.patterns().end());
+  }
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second.seen > b.second.seen; });
+  if (all.size() > kMaxPatternsShown) all.resize(kMaxPatternsShown);
   nlohmann::json j = nlohmann::json::object();
-  std::lock_guard<std::timed_mutex> guard(s.mu);
-  for (const auto& [key, st] : s.learner.patterns()) {
+  for (const auto& [key, st] : all) {
     j[key] = {{"seen", st.seen}, {"calls", st.calls}, {"reported", st.reported}, {"refusal", st.refusal}};
   }
   return j.dump();

@@ -296,6 +296,21 @@ TEST_F(FusionEngineTest, GivenAPendingChainWhenTheSameCallsRunOnAnotherShapeThen
   EXPECT_TRUE(same(out, eager([&] { return swiglu(g2, u2); })));
 }
 
+TEST_F(FusionEngineTest, GivenAHotWindowTheBuilderRefusesWhenThePatternsAreReadThenTheyNameTheReason) {
+  at::Tensor g = at::randn({32, 128}), idx = at::arange(32 * 128).view({32, 128});
+  foreignCommand();
+  for (int i = 0; i < 3; ++i) {
+    at::Tensor one = at::silu(g);  // a single call: nothing to fuse
+    foreignCommand();
+    at::Tensor ints = idx * 2 + 1;  // int64: not a chain dtype
+    foreignCommand();
+  }
+  const std::string patterns = engine().patternsJson();
+  EXPECT_NE(patterns.find("a single call: nothing to fuse"), std::string::npos) << patterns;
+  EXPECT_NE(patterns.find("int64"), std::string::npos) << patterns;
+  EXPECT_EQ(engine().stats().hotChains, 0u);
+}
+
 // Random programs over the chain vocabulary with random boundaries and
 // random intermediates held, compared with eager: every value a program
 // returns equals eager's exactly when its chain ran unfused, and within the

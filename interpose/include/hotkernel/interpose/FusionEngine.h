@@ -82,7 +82,8 @@ class FusionEngine {
   void setEnabled(bool enabled) noexcept;
   bool enabled() const noexcept { return enabled_.load(std::memory_order_relaxed); }
   FusionStats stats() const;
-  // The learner's patterns: key -> (windows seen, reported, refusal), as JSON text.
+  // The learner's patterns: key -> {seen (windows), calls, reported, refusal}, as JSON text; at most
+  // kMaxPatternsShown, the most seen first.
   std::string patternsJson() const;
   // Note [Fork] (interpose/engine/EngineExit.cpp): prepare flushes and holds
   // the lock through fork(); parent and child release it; the child is then
