@@ -12,6 +12,7 @@ namespace {
 constexpr size_t kEhdrSize = 64;
 constexpr size_t kShdrSize = 64;
 constexpr uint64_t kShfWrite = 0x1;
+constexpr uint64_t kShfAlloc = 0x2;
 constexpr uint32_t kShtNobits = 8;
 
 template <typename T>
@@ -65,18 +66,27 @@ std::vector<CubinSection> cubinSections(const std::string& image) {
     }
     s.size = size;
     s.writable = (flags & kShfWrite) != 0;
+    s.allocated = (flags & kShfAlloc) != 0;
+    s.nobits = type == kShtNobits;
     sections.push_back(std::move(s));
   }
   return sections;
 }
 
+bool holdsWritableGlobalData(const CubinSection& s) {
+  if (s.size == 0) return false;
+  // Per CTA or per thread, never initialized: NOBITS only (Note [Agent kernels hold no state]).
+  const bool perCtaOrThread = s.nobits && (startsWith(s.name, ".nv.shared.") || startsWith(s.name, ".nv.local."));
+  if (s.writable && s.allocated) return !perCtaOrThread;
+  // The names the loader gives module-lifetime storage, whatever flags a crafted image claims.
+  return s.name == ".nv.global" || startsWith(s.name, ".nv.global.") || s.name == ".data" ||
+         startsWith(s.name, ".data.") || s.name == ".bss" || startsWith(s.name, ".bss.");
+}
+
 std::vector<std::string> writableGlobalData(const std::string& image) {
   std::vector<std::string> found;
   for (const CubinSection& s : cubinSections(image)) {
-    if (s.size == 0) continue;
-    const bool global = s.name == ".nv.global" || startsWith(s.name, ".nv.global.") || s.name == ".data" ||
-                        startsWith(s.name, ".data.") || s.name == ".bss" || startsWith(s.name, ".bss.");
-    if (global) found.push_back(s.name + " (" + std::to_string(s.size) + " bytes)");
+    if (holdsWritableGlobalData(s)) found.push_back(s.name + " (" + std::to_string(s.size) + " bytes)");
   }
   return found;
 }
