@@ -180,7 +180,7 @@ void Engine::loadDevice(int device) {
 }
 
 // Precondition: mu_ NOT held.
-bool Engine::publishEntry(const cache::Entry& e, int device) {
+bool Engine::publishEntry(const cache::Entry& e, int device, bool agentChecked) {
   const auto served = servedOpOf(e.op);
   if (!served) return false;
   // Note [Entries a process loads]: a refused entry leaves its variant undecided, so the optimizer may tune it
@@ -190,6 +190,11 @@ bool Engine::publishEntry(const cache::Entry& e, int device) {
         !why.empty()) {
       HOTKERNEL_LOG_ONCE(Warn, "refused-entry:" + e.op + ":" + e.variant)
           << "cached kernel for " << e.op << " " << e.variant << " refused (" << why << "); using the ATen kernel";
+      return false;
+    }
+    // Note [Agent entries are checked again at load]: the optimizer thread checks it first; ATen until then.
+    if (engine::checkedBeforePublishing(e.family) && !agentChecked) {
+      holdAgentEntry(e, device);
       return false;
     }
   }
@@ -335,13 +340,26 @@ nlohmann::json Engine::optimizeVariant(const std::string& op, const VariantKey& 
   HOTKERNEL_CHECK(fingerprint.has_value(), "device ", key.device, " has no fingerprint (it could not be queried)");
   const std::string fingerprintKey = fingerprint->key();
   const bool useCache = cache_ && !forkedChild_.load();
+  // Note [Agent entries are checked again at load]: a held agent entry is checked here; a refused one tuned over.
+  bool agentEntryRefused = agentEntryRefusedHere(op, variant);
   // Another process may have filled the cache since we started.
-  if (useCache) {
+  if (useCache && !agentEntryRefused) {
     if (auto e = cache_->get(fingerprintKey, op, variant)) {
-      publishEntry(*e, key.device);
-      summary["decision"] = "cached";
-      return summary;
+      if (publishEntry(*e, key.device) || !agentEntryHeld(op, variant)) {
+        summary["decision"] = "cached";
+        return summary;
+      }
     }
+  }
+  if (const AgentEntryStep step = checkHeldAgentEntry(op, key, yieldPoint); step == AgentEntryStep::Published) {
+    summary["decision"] = "cached";
+    return summary;
+  } else if (step == AgentEntryStep::Refused) {
+    agentEntryRefused = true;
+  }
+  if (agentEntryRefused && !config().optimize) {
+    summary["decision"] = "aten";  // HOTKERNEL_OPTIMIZE=0: nothing is tuned to replace the refused entry
+    return summary;
   }
   // Note [The shared tier in a serving process]: then the shared tier, and its lease before tuning.
   engine::RemoteCache* remote = forkedChild_.load() ? nullptr : remote_.get();

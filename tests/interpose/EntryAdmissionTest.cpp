@@ -35,5 +35,22 @@ TEST(EntryAdmissionTest, GivenAnAgentEntryWhenAgentEntriesAreNotTrustedThenRefus
   EXPECT_EQ(entryRefusal(kAgentFamily, softmax, /*trustAgentEntries=*/true), "");
 }
 
+TEST(EntryAdmissionTest, GivenTrustedAgentEntriesWhenLoadedForAnOpTheAgentDoesNotTuneThenRefusedNamingTheOp) {
+  int refused = 0;
+  for (const kernels::FamilyDescriptor* f : kernels::allFamilies()) {
+    if (std::string(f->name) == "softmax_lastdim") continue;
+    const std::string why = entryRefusal(kAgentFamily, *f, /*trustAgentEntries=*/true);
+    EXPECT_NE(why.find(f->atenOp), std::string::npos) << f->name << ": " << why;
+    EXPECT_NE(why.find("aten::_softmax"), std::string::npos) << f->name << ": " << why;
+    ++refused;
+  }
+  EXPECT_GE(refused, 5);  // log_softmax, the norms, the reductions, cross_entropy
+}
+
+TEST(EntryAdmissionTest, GivenAdmittedEntriesWhenPublishedThenOnlyAgentKernelsWaitForTheOptimizersCheck) {
+  EXPECT_TRUE(checkedBeforePublishing(kAgentFamily));
+  for (const kernels::FamilyDescriptor* f : kernels::allFamilies()) EXPECT_FALSE(checkedBeforePublishing(f->name));
+}
+
 }  // namespace
 }  // namespace hotkernel::engine

@@ -113,8 +113,19 @@ class Engine {
   static void forkParent();
   static void forkChild();
   void loadDevice(int device);
-  bool publishEntry(const cache::Entry& entry, int device);
+  // `agentChecked`: an agent entry that passed its check on the optimizer thread (Note [Agent entries are
+  // checked again at load]); without it an admitted agent entry waits in agentEntriesToCheck_ for that check.
+  bool publishEntry(const cache::Entry& entry, int device, bool agentChecked = false);
   Fingerprint fingerprintFor(int device) const;
+  // engine/EngineAgentEntries.cpp (Note [Agent entries are checked again at load]): an admitted agent entry
+  // held until the optimizer thread checked it, its job queued once; whether one is held for, or was refused
+  // in, this process; the held one checked and published on the optimizer thread.
+  enum class AgentEntryStep { None, Published, Refused };
+  void holdAgentEntry(const cache::Entry& entry, int device);
+  bool agentEntryHeld(const std::string& op, const std::string& variant) const;
+  bool agentEntryRefusedHere(const std::string& op, const std::string& variant) const;
+  AgentEntryStep checkHeldAgentEntry(const std::string& op, const VariantKey& key,
+                                     const std::function<bool()>& yieldPoint);
   // engine/EngineRanking.cpp: the background queue's ranker; a target the ranking dropped.
   void installRanker();
   void onSkippedTarget(const OptimizerJob& job, const SkippedTarget& skipped);
@@ -164,6 +175,10 @@ class Engine {
   // loadDevice() before the device is marked loaded; its own lock.
   DeviceFingerprints fingerprints_;
   std::set<std::string> decisions_;  // decisionKey(op, variant) of every decision (kernel or keep_aten)
+  // Admitted agent entries held for their check on the optimizer thread, by decisionKey(op, variant)
+  // (Note [Agent entries are checked again at load]); guarded by mu_. A checked one leaves its key here with
+  // no entry (std::nullopt): published, or refused and not admitted again in this process.
+  std::map<std::string, std::optional<cache::Entry>> agentEntriesToCheck_;
   // Hot chains by pattern key, queued or decided (Precondition: mu_ held).
   std::map<std::string, std::shared_ptr<const fusion::HotChain>> hotChains_;
   nlohmann::json tuneLog_ = nlohmann::json::array();
