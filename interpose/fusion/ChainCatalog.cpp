@@ -2,14 +2,12 @@
 
 namespace hotkernel::fusion {
 
-std::string headText(const chain::RecordedCall& call, const chain::TensorMetas& metas) {
-  chain::RecordedCall head = call;
-  head.outputs.clear();
-  return chain::stepText(head, metas);
+uint64_t headDigest(const chain::RecordedCall& call, const chain::TensorMetas& metas) {
+  return chain::stepDigest(call, metas, /*withOutputs=*/false);
 }
 
-const std::vector<size_t>* ChainCatalog::startingWith(const std::string& text) const {
-  auto it = byHead_.find(text);
+const std::vector<size_t>* ChainCatalog::startingWith(uint64_t digest) const {
+  auto it = byHead_.find(digest);
   return it == byHead_.end() ? nullptr : &it->second;
 }
 
@@ -21,7 +19,7 @@ std::shared_ptr<const ChainCatalog> ChainCatalog::with(ReadyChain chain) const {
   next->chains_.push_back(std::move(chain));
   for (size_t i = 0; i < next->chains_.size(); ++i) {
     const chain::ChainPattern& p = next->chains_[i].pattern;
-    if (!p.calls.empty()) next->byHead_[headText(p.calls.front(), p.metas)].push_back(i);
+    if (!p.calls.empty()) next->byHead_[headDigest(p.calls.front(), p.metas)].push_back(i);
   }
   return next;
 }

@@ -34,26 +34,32 @@ void ChainLearner::close() {
       if (values_.referencedElsewhere(out)) live.push_back(out);
     }
   }
+  // The table numbers values in order of first appearance: the ids are canonical already.
+  const uint64_t digest = chain::windowDigest(calls_, values_.metas(), live);
+  auto it = patterns_.find(digest);
+  if (it == patterns_.end()) {
+    if (patterns_.size() >= kMaxPatterns) {
+      drop();
+      return;
+    }
+    it = patterns_.emplace(digest, PatternStats{}).first;
+    it->second.calls = static_cast<int64_t>(calls_.size());
+  }
+  PatternStats& stats = it->second;
+  ++stats.seen;
+  if (stats.reported || !stats.refusal.empty() || stats.seen < hotCalls_) {
+    drop();
+    return;
+  }
   chain::ChainPattern pattern;
   try {
     pattern = chain::canonicalPattern(calls_, values_.metas(), live);
   } catch (const std::exception& e) {
-    HOTKERNEL_LOG_ONCE(Debug, "fusion-pattern") << "fusion: a window was not counted: " << e.what();
+    stats.refusal = e.what();
     drop();
     return;
   }
   drop();
-  const std::string key = pattern.key();
-  auto it = patterns_.find(key);
-  if (it == patterns_.end()) {
-    if (patterns_.size() >= kMaxPatterns) return;
-    it = patterns_.emplace(key, PatternStats{}).first;
-    it->second.calls = static_cast<int64_t>(pattern.calls.size());
-    HOTKERNEL_LOG(Debug) << "fusion: new window pattern " << key.substr(0, 12) << ":\n" << pattern.text();
-  }
-  PatternStats& stats = it->second;
-  ++stats.seen;
-  if (stats.reported || !stats.refusal.empty() || stats.seen < hotCalls_) return;
   if (pattern.calls.size() < 2) {
     stats.refusal = "a single call: nothing to fuse";
     return;
@@ -63,16 +69,17 @@ void ChainLearner::close() {
     return;
   }
   HotChain hot;
+  hot.key = pattern.key();
+  stats.key = hot.key;
   hot.build = chain::buildChain(pattern.calls, pattern.metas, pattern.live);
   if (!hot.build.ok()) {
     stats.refusal = hot.build.reason;
     HOTKERNEL_LOG(Debug) << "fusion: a hot window of " << pattern.calls.size()
-                         << " calls is no chain: " << hot.build.reason;
+                         << " calls is no chain: " << hot.build.reason << "\n" << pattern.text();
     return;
   }
   stats.reported = true;
   hot.pattern = std::move(pattern);
-  hot.key = key;
   if (onHot_) onHot_(hot);
 }
 

@@ -56,15 +56,17 @@ class ChainLearner {
     int64_t calls = 0;
     bool reported = false;
     std::string refusal;  // why buildChain refused it, once tried
+    std::string key;      // the pattern's key (SHA-256), once it turned hot
   };
-  const std::map<std::string, PatternStats>& patterns() const { return patterns_; }
+  // By windowDigest: windows are counted without building their text.
+  const std::map<uint64_t, PatternStats>& patterns() const { return patterns_; }
 
  private:
   int64_t hotCalls_;
   HotCallback onHot_;
   ValueTable values_{false};
   std::vector<chain::RecordedCall> calls_;
-  std::map<std::string, PatternStats> patterns_;
+  std::map<uint64_t, PatternStats> patterns_;
 };
 
 }  // namespace hotkernel::fusion

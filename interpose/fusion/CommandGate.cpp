@@ -1,4 +1,4 @@
-#include "CommandGate.h"
+#include "hotkernel/interpose/CommandGate.h"
 
 #include <dlfcn.h>
 

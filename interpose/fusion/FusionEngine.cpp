@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -19,7 +20,7 @@
 
 #include "CallCapture.h"
 #include "ChainLearner.h"
-#include "CommandGate.h"
+#include "hotkernel/interpose/CommandGate.h"
 #include "DeferrableOps.h"
 #include "PendingChain.h"
 #include "hotkernel/runtime/CaptureSignal.h"
@@ -364,7 +365,7 @@ FusionStats FusionEngine::stats() const {
 std::string FusionEngine::patternsJson() const {
   State& s = *state_;
   constexpr size_t kMaxPatternsShown = 32;
-  std::vector<std::pair<std::string, ChainLearner::PatternStats>> all;
+  std::vector<std::pair<uint64_t, ChainLearner::PatternStats>> all;
   {
     std::lock_guard<std::timed_mutex> guard(s.mu);
     all.assign(s.learner.patterns().begin(), s.learner.patterns().end());
@@ -372,8 +373,11 @@ std::string FusionEngine::patternsJson() const {
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second.seen > b.second.seen; });
   if (all.size() > kMaxPatternsShown) all.resize(kMaxPatternsShown);
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [key, st] : all) {
-    j[key] = {{"seen", st.seen}, {"calls", st.calls}, {"reported", st.reported}, {"refusal", st.refusal}};
+  for (const auto& [digest, st] : all) {
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(digest));
+    j[st.key.empty() ? std::string(hex) : st.key] = {
+        {"seen", st.seen}, {"calls", st.calls}, {"reported", st.reported}, {"refusal", st.refusal}};
   }
   return j.dump();
 }

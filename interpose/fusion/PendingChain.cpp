@@ -23,14 +23,18 @@ std::optional<std::vector<at::Tensor>> PendingChain::take(const ResolvedOp& op,
   const size_t step = calls_.size();
   std::vector<size_t> from;
   if (step == 0) {
-    const std::vector<size_t>* starting = catalog_->startingWith(headText(call, values_.metas()));
+    const std::vector<size_t>* starting = catalog_->startingWith(headDigest(call, values_.metas()));
     if (starting != nullptr) from = *starting;
   } else {
     from = candidates_;
   }
   // The outputs' ids are the next ones (Note [Chain patterns]); their
   // metadata is the first candidate's whose step has this op and arguments.
-  chain::TensorMetas metas = values_.metas();
+  // `metas` holds only the values this call names.
+  chain::TensorMetas metas;
+  for (const chain::RecordedArg& a : call.args) {
+    if (a.kind == chain::RecordedArg::Kind::Tensor) metas[a.value] = values_.metas().at(a.value);
+  }
   std::vector<size_t> next;
   const chain::RecordedCall* model = nullptr;
   const chain::TensorMetas* modelMetas = nullptr;

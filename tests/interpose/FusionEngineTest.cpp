@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "CommandGate.h"
+#include "hotkernel/interpose/CommandGate.h"
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/interpose/FusionEngine.h"
 

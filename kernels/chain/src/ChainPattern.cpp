@@ -89,7 +89,78 @@ void writeMeta(std::ostringstream& os, int64_t id, const TensorMeta& m) {
   writeList(os, m.strides);
 }
 
+struct Fnv {
+  uint64_t h = 1469598103934665603ull;
+  void bytes(const void* p, size_t n) {
+    const unsigned char* c = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ c[i]) * 1099511628211ull;
+  }
+  void i64(int64_t v) { bytes(&v, sizeof v); }
+  void str(const std::string& s) {
+    i64(static_cast<int64_t>(s.size()));
+    bytes(s.data(), s.size());
+  }
+  void list(const std::vector<int64_t>& v) {
+    i64(static_cast<int64_t>(v.size()));
+    if (!v.empty()) bytes(v.data(), v.size() * sizeof(int64_t));
+  }
+  void meta(int64_t id, const TensorMetas& metas) {
+    auto it = metas.find(id);
+    if (it == metas.end()) {
+      i64(-1);
+      return;
+    }
+    str(it->second.scalarType);
+    list(it->second.sizes);
+    list(it->second.strides);
+  }
+  void call(const RecordedCall& c, const TensorMetas& metas, bool withOutputs) {
+    str(c.op);
+    i64(static_cast<int64_t>(c.args.size()));
+    for (const RecordedArg& a : c.args) {
+      i64(static_cast<int64_t>(a.kind));
+      switch (a.kind) {
+        case RecordedArg::Kind::Tensor:
+          i64(a.value);
+          meta(a.value, metas);
+          break;
+        case RecordedArg::Kind::Scalar:
+          i64(static_cast<int64_t>(bitsOf(a.scalar)));
+          break;
+        case RecordedArg::Kind::IntList:
+          list(a.ints);
+          break;
+        case RecordedArg::Kind::Bool:
+          i64(a.flag ? 1 : 0);
+          break;
+        case RecordedArg::Kind::String:
+          str(a.text);
+          break;
+        case RecordedArg::Kind::None:
+          break;
+      }
+    }
+    if (!withOutputs) return;
+    list(c.outputs);
+    for (int64_t out : c.outputs) meta(out, metas);
+  }
+};
+
 }  // namespace
+
+uint64_t stepDigest(const RecordedCall& call, const TensorMetas& metas, bool withOutputs) {
+  Fnv f;
+  f.call(call, metas, withOutputs);
+  return f.h;
+}
+
+uint64_t windowDigest(const std::vector<RecordedCall>& calls, const TensorMetas& metas,
+                      const std::vector<int64_t>& live) {
+  Fnv f;
+  for (const RecordedCall& c : calls) f.call(c, metas, true);
+  f.list(live);
+  return f.h;
+}
 
 bool sameStep(const RecordedCall& a, const TensorMetas& ma, const RecordedCall& b, const TensorMetas& mb) {
   if (a.op != b.op || a.args.size() != b.args.size() || a.outputs != b.outputs) return false;

@@ -7,13 +7,14 @@
 // current one, adds the chain and swaps the pointer (atomically; readers
 // hold their snapshot through a shared_ptr while they use it), so a chain
 // pending on an old snapshot stays valid while a new one is published.
-// Chains are found by their first step's text without its outputs (the
+// Chains are found by their first step's digest without its outputs (the
 // op, its arguments and its tensors' metadata), then matched step by step
 // (Note [Chain patterns]).
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Stream.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -55,17 +56,19 @@ struct ReadyChain {
 class ChainCatalog {
  public:
   const std::vector<ReadyChain>& chains() const { return chains_; }
-  // Indices of the chains whose first step is `head` (a call without outputs, with its inputs' metadata).
-  const std::vector<size_t>* startingWith(const std::string& headText) const;
+  // Indices of the chains whose first step may be `head` (a call without
+  // outputs, with its inputs' metadata), by headDigest; the caller compares
+  // the steps.
+  const std::vector<size_t>* startingWith(uint64_t headDigest) const;
   // A copy with `chain` added (replacing one of the same key).
   std::shared_ptr<const ChainCatalog> with(ReadyChain chain) const;
 
  private:
   std::vector<ReadyChain> chains_;
-  std::unordered_map<std::string, std::vector<size_t>> byHead_;
+  std::unordered_map<uint64_t, std::vector<size_t>> byHead_;
 };
 
-// The text a chain's first call is indexed by: the step without its outputs.
-std::string headText(const chain::RecordedCall& call, const chain::TensorMetas& metas);
+// The digest a chain's first call is indexed by: the step without its outputs.
+uint64_t headDigest(const chain::RecordedCall& call, const chain::TensorMetas& metas);
 
 }  // namespace hotkernel::fusion

@@ -39,8 +39,18 @@ struct ChainPattern {
 // Whether `a` (with its values' metadata `ma`) is the same step as `b` (with `mb`).
 bool sameStep(const RecordedCall& a, const TensorMetas& ma, const RecordedCall& b, const TensorMetas& mb);
 
-// The text of one step with its tensors' metadata (for an index by first step).
+// The text of one step with its tensors' metadata.
 std::string stepText(const RecordedCall& call, const TensorMetas& metas);
+
+// 64-bit FNV-1a digests of what text() and stepText() name, without
+// building the text: the learner counts windows and the catalog indexes
+// first steps by them on every call (Note [Chain patterns]: equal steps have
+// equal digests; a collision only merges two counts or adds a candidate that
+// the step comparison then drops). `withOutputs` false: the step without its
+// outputs. The calls' ids must be canonical (numbered by first appearance).
+uint64_t stepDigest(const RecordedCall& call, const TensorMetas& metas, bool withOutputs);
+uint64_t windowDigest(const std::vector<RecordedCall>& calls, const TensorMetas& metas,
+                      const std::vector<int64_t>& live);
 
 // Renumbers a window's value ids canonically (Note [Chain patterns]); `live`
 // holds ids of the window's own numbering. Throws Error for a call that names
