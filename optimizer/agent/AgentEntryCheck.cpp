@@ -4,6 +4,7 @@
 
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
+#include "hotkernel/optimizer/AgentHarness.h"
 #include "hotkernel/optimizer/AgentTask.h"
 #include "hotkernel/optimizer/CubinSections.h"
 #include "hotkernel/optimizer/Harness.h"
@@ -34,35 +35,17 @@ std::string checkAgentEntry(const AgentEntryKernel& kernel, const VariantKey& ke
   } catch (const std::exception& e) {
     return std::string("unreadable cubin: ") + e.what();
   }
-  for (const int64_t rows : {v.rows, int64_t{1}}) {
-    if (rows == 1 && v.rows == 1) break;
-    if (yieldPoint) HOTKERNEL_CHECK(yieldPoint(), "tuning interrupted");
-    const kernels::LaunchGeometry g = launch.geometry(rows);
-    const SandboxRunRequest run{kernel.cubin, kernel.kernelName, LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
-                                rows, v.cols, static_cast<int>(kernels::elementSize(v.dtype)),
-                                v.dtype == kernels::DType::Float16, key.device};
-    const SandboxRunResult sandboxed = sandboxRun(run);
-    if (!sandboxed.ok) {
-      return "first run in the sandbox process on " + std::to_string(rows) + " row(s) failed: " + sandboxed.error;
-    }
-  }
-  HarnessCandidate hc;
-  hc.cubin = kernel.cubin;
-  hc.kernelName = kernel.kernelName;
-  hc.description = "cached agent[" + kernel.kernelName + "]";
-  hc.geometry = [launch](int64_t rows, int64_t) {
-    const kernels::LaunchGeometry lg = launch.geometry(rows);
-    return LaunchGeometry{lg.gridX, lg.blockX, lg.sharedBytes};
-  };
-  // The agent ABI's promises (tools/agent/PROTOCOL.md), as in an agent round.
-  const int64_t maxRows = v.rows, onlyCols = v.cols;
-  hc.acceptsShape = [maxRows, onlyCols](int64_t rows, int64_t cols) {
-    return cols == onlyCols && rows >= 1 && rows <= maxRows;
-  };
-  hc.acceptsPointers = [](const void* in, const void* out) {
-    return in != out && reinterpret_cast<uintptr_t>(in) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
-  };
-  hc.alignment = 16;
+  // The first run and the five stages in the sandbox process (Note [The harness stages in the sandbox process]).
+  if (yieldPoint) HOTKERNEL_CHECK(yieldPoint(), "tuning interrupted");
+  const kernels::LaunchGeometry g = launch.geometry(v.rows);
+  SandboxRunRequest run{kernel.cubin, kernel.kernelName, LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
+                        v.rows, v.cols, static_cast<int>(kernels::elementSize(v.dtype)),
+                        v.dtype == kernels::DType::Float16, key.device};
+  run.harness = SandboxHarnessRequest{launch, 0};
+  const SandboxRunResult sandboxed = sandboxRun(run);
+  if (!sandboxed.ok) return "in the sandbox process: " + sandboxed.error;
+  const HarnessCandidate hc = agentHarnessCandidate(kernel.cubin, kernel.kernelName, launch, v.rows, v.cols,
+                                                    "cached agent[" + kernel.kernelName + "]");
   HarnessOptions ho;
   ho.yieldPoint = yieldPoint;
   const HarnessReport h = runHarness(softmaxSpec(), hc, v.dtype, v.rows, v.cols, key.device, ho);

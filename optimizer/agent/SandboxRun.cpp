@@ -57,13 +57,23 @@ void encode(float f, int elementSize, unsigned char* out, bool half) {
 // helper reports, never a crash or an exception of another type; the parent
 // takes anything but {"ok":true} on the first line as a failed run.
 
+const std::vector<std::string>& sandboxStageNames() {
+  static const std::vector<std::string> names = {"smoke", "sweep", "stability", "determinism", "edge-cases"};
+  return names;
+}
+
+bool SandboxRunResult::failedInStage() const {
+  return !ok && !stages.empty() && !stages.back().passed;
+}
+
 std::string sandboxRunHeaderLine(const SandboxRunRequest& r) {
-  const nlohmann::json header = {{"format", "hotkernel-sandbox-run"}, {"version", 1},
+  nlohmann::json header = {{"format", "hotkernel-sandbox-run"}, {"version", 2},
                                  {"kernelName", r.kernelName},         {"block", r.geometry.blockX},
                                  {"gridX", r.geometry.gridX},          {"sharedBytes", r.geometry.sharedBytes},
                                  {"rows", r.rows},                     {"cols", r.cols},
                                  {"elementSize", r.elementSize},       {"half", r.half},
                                  {"device", r.device},                 {"cubinBytes", r.cubin.size()}};
+  if (r.harness) header["harness"] = {{"launch", r.harness->launch.toJson()}, {"seed", r.harness->seed}};
   return header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -72,7 +82,7 @@ SandboxRunHeader parseSandboxRunHeader(const std::string& line) {
   const nlohmann::json h = jsonfield::object(jsonfield::parse(line, where, jsonfield::kMaxDepth), where);
   HOTKERNEL_REQUIRE(jsonfield::string(h, "format", where) == "hotkernel-sandbox-run", where,
                     ".format must be \"hotkernel-sandbox-run\"");
-  jsonfield::integer(h, "version", where, 1, 1);
+  const int64_t version = jsonfield::integer(h, "version", where, 1, 2);
   constexpr int64_t kU32 = std::numeric_limits<uint32_t>::max();
   constexpr int64_t kI64 = std::numeric_limits<int64_t>::max();
   SandboxRunHeader out;
@@ -92,6 +102,24 @@ SandboxRunHeader parseSandboxRunHeader(const std::string& line) {
       jsonfield::optionalInteger(h, "device", where, 0, std::numeric_limits<int>::max()).value_or(0));
   out.cubinBytes = static_cast<size_t>(
       jsonfield::integer(h, "cubinBytes", where, 0, static_cast<int64_t>(kSandboxRunMaxCubinBytes)));
+  if (jsonfield::present(h, "harness")) {
+    const std::string at = where + ".harness";
+    HOTKERNEL_REQUIRE(version >= 2, at, " needs version 2");
+    const nlohmann::json& harness = jsonfield::objectField(h, "harness", where);
+    for (const auto& item : harness.items()) {
+      HOTKERNEL_REQUIRE(item.key() == "launch" || item.key() == "seed", at, " has an unknown key \"", item.key(),
+                        "\"");
+    }
+    SandboxHarnessRequest stages;
+    try {
+      stages.launch = AgentLaunch::fromJson(jsonfield::get(harness, "launch", at));
+    } catch (const Error& e) {
+      HOTKERNEL_THROW(at, ".launch: ", e.what());
+    }
+    stages.seed = static_cast<uint64_t>(
+        jsonfield::integer(harness, "seed", at, 0, std::numeric_limits<int64_t>::max()));
+    r.harness = stages;
+  }
   return out;
 }
 
@@ -102,12 +130,32 @@ size_t sandboxRunInputBytes(const SandboxRunRequest& r) {
   return static_cast<size_t>(r.rows * r.cols * r.elementSize);
 }
 
-SandboxRunResult parseSandboxRunReply(const std::string& out, bool helperSucceeded, const std::string& describe) {
+SandboxRunResult parseSandboxRunReply(const std::string& out, bool helperSucceeded, const std::string& describe,
+                                      bool expectStages) {
   SandboxRunResult result;
   const nlohmann::json reply = nlohmann::json::parse(out.substr(0, out.find('\n')), nullptr, false);
+  auto stages = reply.is_object() ? reply.find("stages") : reply.end();
+  if (stages != reply.end() && stages->is_array()) {
+    for (const nlohmann::json& s : *stages) {
+      if (!s.is_object()) continue;
+      auto name = s.find("stage"), passed = s.find("passed"), detail = s.find("detail");
+      if (name == s.end() || !name->is_string() || passed == s.end() || !passed->is_boolean()) continue;
+      result.stages.push_back({name->get<std::string>(), passed->get<bool>(),
+                               detail != s.end() && detail->is_string() ? detail->get<std::string>() : ""});
+    }
+  }
+  // With stages asked for: exactly the five, in order, each passed (a helper that skipped one did not check it).
+  bool allStages = result.stages.size() == sandboxStageNames().size();
+  for (size_t i = 0; allStages && i < result.stages.size(); ++i) {
+    allStages = result.stages[i].stage == sandboxStageNames()[i] && result.stages[i].passed;
+  }
   auto ok = reply.is_object() ? reply.find("ok") : reply.end();
-  if (helperSucceeded && ok != reply.end() && ok->is_boolean() && ok->get<bool>()) {
+  if (helperSucceeded && ok != reply.end() && ok->is_boolean() && ok->get<bool>() && (!expectStages || allStages)) {
     result.ok = true;
+    return result;
+  }
+  if (helperSucceeded && ok != reply.end() && ok->is_boolean() && ok->get<bool>()) {
+    result.error = "sandbox run reported ok without the five harness stages passed";
     return result;
   }
   auto error = reply.is_object() ? reply.find("error") : reply.end();
@@ -129,6 +177,7 @@ SandboxRunResult sandboxRun(const SandboxRunRequest& r, double timeoutSeconds) {
   SubprocessOptions o;
   o.argv = {helper};
   o.stdinData = sandboxRunHeaderLine(r) + "\n" + r.cubin;
+  if (timeoutSeconds <= 0) timeoutSeconds = r.harness ? 120.0 : 20.0;
   o.timeoutSeconds = timeoutSeconds;
   o.env.push_back({"HOTKERNEL", "0"});
   SubprocessResult s = runSubprocess(o);
@@ -136,12 +185,26 @@ SandboxRunResult sandboxRun(const SandboxRunRequest& r, double timeoutSeconds) {
     result.error = "did not finish within " + std::to_string(timeoutSeconds) + " s in the sandbox (killed)";
     return result;
   }
-  return parseSandboxRunReply(s.out, s.succeeded(), s.describe());
+  return parseSandboxRunReply(s.out, s.succeeded(), s.describe(), r.harness.has_value());
 }
 
-int sandboxRunHelperMain() {
+namespace {
+
+nlohmann::json stagesJson(const std::vector<SandboxStage>& stages) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const SandboxStage& s : stages) {
+    out.push_back({{"stage", s.stage}, {"passed", s.passed}, {"detail", s.detail.substr(0, 2000)}});
+  }
+  return out;
+}
+
+}  // namespace
+
+int sandboxRunHelperMain(const SandboxStagesRunner& runStages) {
   auto fail = [](const std::string& why) {
-    std::cout << nlohmann::json({{"ok", false}, {"error", why}}).dump() << std::endl;
+    std::cout << nlohmann::json({{"ok", false}, {"error", why}})
+                     .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+              << std::endl;
     return 1;
   };
   try {
@@ -200,8 +263,22 @@ int sandboxRunHelperMain() {
     ok(d->cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, shared, nullptr, args, nullptr), "cuLaunchKernel");
     ok(ctxSync(), "kernel execution");
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::cout << nlohmann::json({{"ok", true}, {"seconds", secs}}).dump() << std::endl;
-    return 0;
+    nlohmann::json reply = {{"ok", true}, {"seconds", secs}};
+    if (h.request.harness) {
+      // Note [The harness stages in the sandbox process]
+      if (!runStages) return fail("this hotkernel-sandbox-run was built without torch: no harness stages");
+      h.request.cubin = std::move(cubin);
+      const std::vector<SandboxStage> stages = runStages(h.request);
+      reply["stages"] = stagesJson(stages);
+      const bool allPassed = stages.size() == sandboxStageNames().size() && stages.back().passed;
+      if (!allPassed) {
+        reply["ok"] = false;
+        reply["error"] = stages.empty() ? std::string("no harness stage ran")
+                                        : stages.back().stage + " stage: " + stages.back().detail;
+      }
+    }
+    std::cout << reply.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    return reply["ok"].get<bool>() ? 0 : 1;
   } catch (const std::exception& e) {
     return fail(e.what());
   }

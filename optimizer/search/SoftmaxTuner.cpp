@@ -154,9 +154,10 @@ namespace {
 // far and feedback on its last reply) and proposes a source. Every reply goes
 // through: validation (ExternalAgent), compile in the sandbox helper, the
 // refusal of writable global data (Note [Agent kernels hold no state]),
-// first runs in the sandbox-run helper on the variant's rows and on one row
-// (a fault or hang there cannot touch this process's CUDA context), the
-// five-stage harness, then the benchmark; the
+// the first run and the five harness stages in the sandbox-run helper (a
+// fault or hang there cannot touch this process's CUDA context: Note [The
+// harness stages in the sandbox process]), the five-stage harness here, then
+// the benchmark; the
 // stage it failed at is the next round's feedback.
 void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, const TunerOptions& options,
               TuneOutcome& outcome, double& bestSpeedup) {
@@ -234,28 +235,22 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
                  "): a __device__ variable keeps state across launches, which agent kernels may not");
       continue;
     }
-    // First runs in the sandbox process on the variant's rows and on one row
-    // (the sweep's first shape): a kernel that faults only there would
-    // otherwise fault in this process, in the harness (Note [Harness runs in-process]).
-    std::string sandboxError;
-    for (const int64_t rows : {v.rows, int64_t{1}}) {
-      if (rows == 1 && v.rows == 1) break;
-      const kernels::LaunchGeometry g = reply->launch.geometry(rows);
+    // The first run and the five stages in the sandbox process (Note [The harness stages in the sandbox
+    // process]): a kernel that faults only on some stage's inputs would otherwise fault in this process.
+    {
+      const kernels::LaunchGeometry g = reply->launch.geometry(v.rows);
       SandboxRunRequest run{compiled.cubin, reply->kernelName, LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
-                            rows, v.cols, static_cast<int>(kernels::elementSize(v.dtype)),
+                            v.rows, v.cols, static_cast<int>(kernels::elementSize(v.dtype)),
                             v.dtype == DType::Float16, device};
-      // The sandbox's first run is GPU work too (another process, its own context).
+      run.harness = SandboxHarnessRequest{reply->launch, 0};
+      // The sandbox's runs are GPU work too (another process, its own context).
       if (options.yieldPoint) HOTKERNEL_CHECK(options.yieldPoint(), "tuning interrupted");
-      SandboxRunResult sandboxed = sandboxRun(run);
+      const SandboxRunResult sandboxed = sandboxRun(run);
       if (!sandboxed.ok) {
-        sandboxError = "first run in the sandbox process on " + std::to_string(rows) + " row(s) failed: " +
-                       sandboxed.error;
-        break;
+        finish(sandboxed.failedInStage() ? AgentStage::Correctness : AgentStage::Load,
+               "in the sandbox process: " + sandboxed.error);
+        continue;
       }
-    }
-    if (!sandboxError.empty()) {
-      finish(AgentStage::Load, sandboxError);
-      continue;
     }
     HarnessCandidate hc;
     hc.cubin = compiled.cubin;

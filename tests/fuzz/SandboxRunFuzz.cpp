@@ -1,7 +1,9 @@
 // fuzz_sandbox_run: the sandbox run helper's wire format
 // (optimizer/agent/SandboxRun.cpp): the request line the helper reads
 // (parseSandboxRunHeader) and the reply line its parent reads
-// (parseSandboxRunReply). The input's first byte picks which.
+// (parseSandboxRunReply). The input's first byte picks which: odd, the reply
+// (2: the helper exited 0; 4: the five harness stages were asked for); even,
+// the request (version 1 or 2, Note [Sandbox run wire format]).
 #include "FuzzSupport.h"
 #include "hotkernel/optimizer/SandboxRun.h"
 
@@ -14,8 +16,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = fuzz::text(data + 1, size - 1);
   if (data[0] & 1) {
     // The parent: never throws, whatever the helper wrote.
-    const SandboxRunResult r = parseSandboxRunReply(text, /*helperSucceeded=*/(data[0] & 2) != 0, "exit 0");
+    const bool expectStages = (data[0] & 4) != 0;
+    const SandboxRunResult r =
+        parseSandboxRunReply(text, /*helperSucceeded=*/(data[0] & 2) != 0, "exit 0", expectStages);
     HK_FUZZ_ASSERT(r.ok || !r.error.empty());
+    // Stages asked for: ok only with the five, in order, each passed.
+    if (expectStages && r.ok) {
+      HK_FUZZ_ASSERT(r.stages.size() == sandboxStageNames().size());
+      for (size_t i = 0; i < r.stages.size(); ++i) {
+        HK_FUZZ_ASSERT(r.stages[i].passed && r.stages[i].stage == sandboxStageNames()[i]);
+      }
+    }
+    HK_FUZZ_ASSERT(!r.failedInStage() || (!r.ok && !r.stages.back().passed));
     return 0;
   }
   SandboxRunHeader h;
@@ -30,5 +42,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   withCubin.cubin.assign(h.cubinBytes, '\0');
   const SandboxRunHeader back = parseSandboxRunHeader(sandboxRunHeaderLine(withCubin));
   HK_FUZZ_ASSERT(sandboxRunHeaderLine(back.request) == sandboxRunHeaderLine(r) && back.cubinBytes == h.cubinBytes);
+  HK_FUZZ_ASSERT(back.request.harness.has_value() == r.harness.has_value());
+  if (r.harness) {
+    HK_FUZZ_ASSERT(back.request.harness->launch == r.harness->launch && back.request.harness->seed == r.harness->seed);
+  }
   return 0;
 }

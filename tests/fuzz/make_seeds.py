@@ -95,7 +95,7 @@ def sandbox():
                "programName": "agent.cu", "arch": "sm_90a", "options": ["-lineinfo"]}
     write("fuzz_sandbox_request", "request.json", dump(request))
     write("fuzz_sandbox_request", "no-options.json", dump(dict(request, options=[])))
-    header = {"format": "hotkernel-sandbox-run", "version": 1, "kernelName": "my_softmax", "block": 256,
+    header = {"format": "hotkernel-sandbox-run", "version": 2, "kernelName": "my_softmax", "block": 256,
               "gridX": 4096, "sharedBytes": 0, "rows": 4096, "cols": 32000, "elementSize": 2, "half": False,
               "device": 0, "cubinBytes": 64}
     # First byte: even = the helper's request line, odd = the parent's reading of the reply (2: it exited 0).
@@ -103,6 +103,16 @@ def sandbox():
     write("fuzz_sandbox_run", "request-fp32.bin", "\x00" + dump(dict(header, elementSize=4, rows=1, cols=7)))
     write("fuzz_sandbox_run", "reply-ok.bin", "\x03" + dump({"ok": True, "seconds": 0.0012}) + "\n")
     write("fuzz_sandbox_run", "reply-error.bin", "\x01" + dump({"ok": False, "error": "no CUDA driver"}) + "\n")
+    # Version 2: the harness's five stages after the first run (Note [Sandbox run wire format]); 4: stages expected.
+    write("fuzz_sandbox_run", "request-v1.bin", "\x00" + dump(dict(header, version=1)))
+    write("fuzz_sandbox_run", "request-harness.bin", "\x00" + dump(dict(header, harness={"launch": LAUNCH, "seed": 42})))
+    stages = [{"stage": s, "passed": True, "detail": ""} for s in
+              ("smoke", "sweep", "stability", "determinism", "edge-cases")]
+    write("fuzz_sandbox_run", "reply-stages-ok.bin",
+          "\x07" + dump({"ok": True, "seconds": 1.5, "stages": stages}) + "\n")
+    failed = stages[:2] + [{"stage": "stability", "passed": False, "detail": "row 3: NaN where ATen has 0.25"}]
+    write("fuzz_sandbox_run", "reply-stages-failed.bin",
+          "\x05" + dump({"ok": False, "error": "stability stage: row 3", "stages": failed}) + "\n")
 
 
 def command_line():

@@ -1,7 +1,9 @@
 // Note [Agent entries are checked again at load] on a GPU: a cached agent
-// kernel is served only after its sections, first runs in the sandbox process
-// and the harness against ATen passed; a wrong, faulting or stateful one is
-// refused, and this process's CUDA context stays usable.
+// kernel is served only after its sections, its first run and the five
+// stages in the sandbox process and the harness against ATen here passed; a
+// wrong or faulting one is refused, and this process's CUDA context stays
+// usable. And the sandbox's stages themselves (Note [The harness stages in
+// the sandbox process]).
 #include "hotkernel/optimizer/AgentEntryCheck.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +16,7 @@
 #include "hotkernel/optimizer/AgentTask.h"
 #include "hotkernel/optimizer/ExternalAgent.h"
 #include "hotkernel/optimizer/SandboxCompile.h"
+#include "hotkernel/optimizer/SandboxRun.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -68,7 +71,7 @@ TEST(AgentEntryCheckGpuTest, GivenTheReferenceAgentsKernelWhenCheckedAtLoadThenI
   EXPECT_EQ(why, "");
 }
 
-TEST(AgentEntryCheckGpuTest, GivenAKernelThatCopiesItsInputWhenCheckedAtLoadThenTheHarnessRefusesIt) {
+TEST(AgentEntryCheckGpuTest, GivenAKernelThatCopiesItsInputWhenCheckedAtLoadThenTheSandboxsSmokeStageRefusesIt) {
   REQUIRE_CUDA();
   const char* src = R"(extern "C" __global__ void copy(const float* in, float* out, long long rows, long long cols) {
     for (long long r = blockIdx.x; r < rows; r += gridDim.x)
@@ -76,8 +79,8 @@ TEST(AgentEntryCheckGpuTest, GivenAKernelThatCopiesItsInputWhenCheckedAtLoadThen
   })";
   const std::string why = checkAgentEntry(
       {cubinOf(src), "copy", R"({"launch":{"block":256,"rowsPerBlock":1,"sharedBytes":0}})"}, keyOf(kVariant), {});
-  EXPECT_NE(why.find("stage"), std::string::npos) << why;
-  EXPECT_EQ(why.find("sandbox"), std::string::npos) << why;
+  // Refused in the sandbox process, before this process launched it.
+  EXPECT_EQ(why.rfind("in the sandbox process: smoke stage", 0), 0u) << why;
   expectThisProcessComputes();
 }
 
@@ -90,6 +93,67 @@ TEST(AgentEntryCheckGpuTest, GivenAKernelThatFaultsWhenCheckedAtLoadThenTheSandb
   const std::string why = checkAgentEntry(
       {cubinOf(src), "bad", R"({"launch":{"block":32,"rowsPerBlock":1,"sharedBytes":0}})"}, keyOf(kVariant), {});
   EXPECT_NE(why.find("sandbox"), std::string::npos) << why;
+  expectThisProcessComputes();
+}
+
+SandboxRunRequest harnessRequest(const AgentEntryKernel& kernel, const kernels::SoftmaxVariant& v) {
+  const AgentLaunch launch = AgentLaunch::fromJson(nlohmann::json::parse(kernel.paramsJson)["launch"]);
+  const kernels::LaunchGeometry g = launch.geometry(v.rows);
+  SandboxRunRequest r{kernel.cubin, kernel.kernelName, LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
+                      v.rows, v.cols, static_cast<int>(kernels::elementSize(v.dtype)),
+                      v.dtype == kernels::DType::Float16, 0};
+  r.harness = SandboxHarnessRequest{launch, 0};
+  return r;
+}
+
+TEST(SandboxStagesGpuTest, GivenTheReferenceAgentsKernelWhenRunInTheSandboxThenItReportsTheFiveStagesPassed) {
+  REQUIRE_CUDA();
+  const AgentEntryKernel kernel = referenceAgentKernel();
+  ASSERT_FALSE(kernel.cubin.empty());
+  for (const kernels::DType dtype : {kernels::DType::Float32, kernels::DType::BFloat16, kernels::DType::Float16}) {
+    const SandboxRunResult r = sandboxRun(harnessRequest(kernel, {dtype, 300, 1024}));
+    EXPECT_TRUE(r.ok) << kernels::dtypeName(dtype) << ": " << r.error;
+    ASSERT_EQ(r.stages.size(), sandboxStageNames().size()) << r.error;
+    for (size_t i = 0; i < r.stages.size(); ++i) {
+      EXPECT_EQ(r.stages[i].stage, sandboxStageNames()[i]);
+      EXPECT_TRUE(r.stages[i].passed) << r.stages[i].detail;
+    }
+  }
+}
+
+TEST(SandboxStagesGpuTest, GivenAKernelThatWritesPastItsRowsOnlyForOneRowWhenRunInTheSandboxThenAStageFailsThere) {
+  REQUIRE_CUDA();
+  // Correct softmax (one row a block), but with a single row it also writes past the output: only the
+  // sweep's one-row shape provokes it, which the first run (on all rows) never sees.
+  const char* src = R"(extern "C" __global__ void sm(const float* in, float* out, long long rows, long long cols) {
+    const long long r = blockIdx.x;
+    if (r >= rows) return;
+    __shared__ float red[256];
+    float m = -3.0e38f;
+    for (long long c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, in[r * cols + c]);
+    red[threadIdx.x] = m; __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if (threadIdx.x < s) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + s]);
+      __syncthreads();
+    }
+    m = red[0]; __syncthreads();
+    float sum = 0.f;
+    for (long long c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(in[r * cols + c] - m);
+    red[threadIdx.x] = sum; __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if (threadIdx.x < s) red[threadIdx.x] += red[threadIdx.x + s];
+      __syncthreads();
+    }
+    sum = red[0];
+    for (long long c = threadIdx.x; c < cols; c += blockDim.x) out[r * cols + c] = expf(in[r * cols + c] - m) / sum;
+    if (rows == 1 && threadIdx.x == 0) out[cols] = 1.0f;  // just past the one-row output: its guard region
+  })";
+  const AgentEntryKernel kernel{cubinOf(src), "sm", R"({"launch":{"block":256,"rowsPerBlock":1,"sharedBytes":0}})"};
+  const SandboxRunResult r = sandboxRun(harnessRequest(kernel, kVariant));
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.failedInStage()) << r.error;
+  ASSERT_GE(r.stages.size(), 2u) << r.error;
+  EXPECT_TRUE(r.stages.front().passed) << r.stages.front().detail;  // the smoke stage runs all rows
   expectThisProcessComputes();
 }
 

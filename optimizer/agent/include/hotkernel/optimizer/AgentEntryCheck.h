@@ -9,14 +9,14 @@
 // driver's loader. So the loading process checks it once, on the optimizer
 // thread (an idle GPU, yield points, never the serving path; the variant runs
 // ATen until then): the cubin's sections (Note [Agent kernels hold no state]),
-// then first runs in hotkernel-sandbox-run on the variant's rows and on one
-// row (a fault or hang there cannot touch this process's CUDA context: Note
-// [Untrusted kernels run first in a sandbox process]), then the harness
-// against ATen in this process. The harness runs its five stages as one run
-// (they share their inputs, HarnessRun), so the check is all five with the
-// smoke stage first, not the smoke stage alone: once per entry and process,
-// bounded and interruptible like a tuning's. A kernel that fails is not
-// served; the variant is tuned again (its result replaces the entry).
+// then its first run and the five harness stages in hotkernel-sandbox-run (a
+// fault or hang there cannot touch this process's CUDA context: Note [The
+// harness stages in the sandbox process]), then the harness against ATen in
+// this process. The harness runs its five stages as one run (they share their
+// inputs, HarnessRun), so the check is all five with the smoke stage first,
+// not the smoke stage alone: once per entry and process, bounded and
+// interruptible like a tuning's. A kernel that fails is not served; the
+// variant is tuned again (its result replaces the entry).
 
 #include <functional>
 #include <string>
