@@ -14,7 +14,6 @@ bool ChainLearner::append(chain::RecordedCall call, const std::vector<at::Tensor
     call.outputs.push_back(values_.add(out));
   }
   calls_.push_back(std::move(call));
-  if (calls_.size() >= kMaxWindowCalls) close();
   return true;
 }
 

@@ -42,6 +42,9 @@ class ChainLearner {
   // The open window's values (new tensors of a call are numbered here).
   ValueTable& values() { return values_; }
   bool open() const { return !calls_.empty(); }
+  // The window holds kMaxWindowCalls calls: the caller ends it (close, or
+  // drop when references it holds itself would make values look live).
+  bool full() const { return calls_.size() >= kMaxWindowCalls; }
   // Appends a call whose arguments were captured in values() and whose
   // outputs ran; numbers the outputs. Returns false (and drops the call) for
   // an output that is not a plain tensor; the window then ends.

@@ -144,7 +144,18 @@ struct FusionEngine::State {
     }
     windowDevice = device;
     windowStream = stream;
-    if (!learner.append(std::move(call), outputs)) windows.fetch_add(1, std::memory_order_relaxed);
+    if (!learner.append(std::move(call), outputs)) {
+      windows.fetch_add(1, std::memory_order_relaxed);
+    } else if (learner.full()) {
+      // A pending chain's references would make its values look live: such a window is not counted.
+      if (pending && !pending->empty()) {
+        learner.drop();
+        windowDevice.reset();
+        windowStream.reset();
+      } else {
+        closeWindow();
+      }
+    }
   }
 
   // Precondition: mu held.

@@ -311,6 +311,18 @@ TEST_F(FusionEngineTest, GivenAHotWindowTheBuilderRefusesWhenThePatternsAreReadT
   EXPECT_EQ(engine().stats().hotChains, 0u);
 }
 
+TEST_F(FusionEngineTest, GivenALongRunOfCallsWhenItPassesTheWindowLimitThenWindowsEndThereAndNothingIsPending) {
+  at::Tensor x = at::randn({8, 32});
+  foreignCommand();
+  const uint64_t before = engine().stats().windows;
+  at::Tensor v = x;
+  for (int i = 0; i < 70; ++i) v = v * 1.0001;  // 70 calls, no command between them
+  EXPECT_EQ(engine().stats().windows, before + 2);  // two full windows of 32 ended without a command
+  foreignCommand();
+  EXPECT_EQ(engine().stats().windows, before + 3);
+  EXPECT_EQ(gGate->pending, 0);
+}
+
 // Random programs over the chain vocabulary with random boundaries and
 // random intermediates held, compared with eager: every value a program
 // returns equals eager's exactly when its chain ran unfused, and within the
