@@ -88,7 +88,7 @@ struct FusionEngine::State {
   std::optional<std::thread::id> owner;
 
   std::atomic<uint64_t> deferredCalls{0}, fusedFlushes{0}, unfusedFlushes{0}, failedFlushes{0}, windows{0},
-      hotChains{0}, hookGaveUp{0};
+      hotChains{0}, hookGaveUp{0}, engineErrors{0};
 
   State(std::unique_ptr<CommandGate> g, FusionOptions o)
       : gate(std::move(g)), options(o), learner(o.hotCalls, [this](const HotChain& hot) {
@@ -131,7 +131,24 @@ struct FusionEngine::State {
   // window; anything that cannot take part ends the window.
   // Precondition: mu held.
   void learnCall(const ResolvedOp& r, const std::vector<c10::IValue>& args, c10::Device device, c10::Stream stream,
-                 const std::vector<at::Tensor>& outputs) {
+                 const std::vector<at::Tensor>& outputs) noexcept {
+    try {
+      learnCallOrThrow(r, args, device, stream, outputs);
+    } catch (const std::exception& e) {
+      learner.drop();
+      windowDevice.reset();
+      windowStream.reset();
+      HOTKERNEL_LOG_ONCE(Warn, "fusion-learn-error") << "fusion: a learning window was dropped: " << e.what();
+    } catch (...) {
+      learner.drop();
+      windowDevice.reset();
+      windowStream.reset();
+    }
+  }
+
+  // Precondition: mu held.
+  void learnCallOrThrow(const ResolvedOp& r, const std::vector<c10::IValue>& args, c10::Device device,
+                        c10::Stream stream, const std::vector<at::Tensor>& outputs) {
     if (learner.open() && (windowDevice != device || windowStream != stream)) closeWindow();
     const bool plain = std::all_of(outputs.begin(), outputs.end(), [&](const at::Tensor& t) {
       return t.defined() && t.device() == device && t.layout() == c10::kStrided;
@@ -159,9 +176,16 @@ struct FusionEngine::State {
   }
 
   // Precondition: mu held.
-  void closeWindow() {
+  void closeWindow() noexcept {
     if (learner.open()) windows.fetch_add(1, std::memory_order_relaxed);
-    learner.close();
+    try {
+      learner.close();
+    } catch (const std::exception& e) {
+      learner.drop();
+      HOTKERNEL_LOG_ONCE(Warn, "fusion-learn-error") << "fusion: a learning window was dropped: " << e.what();
+    } catch (...) {
+      learner.drop();
+    }
     windowDevice.reset();
     windowStream.reset();
   }
@@ -254,18 +278,44 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
     lock.unlock();
     return runOriginal();
   }
-  const c10::Stream stream = c10::impl::VirtualGuardImpl(device->type()).getStream(*device);
+  // An error of the engine itself (never of the original kernel, which runs
+  // outside these blocks) switches fusion off for the process: what is
+  // pending runs, the call runs its original, and the log says so once.
+  auto engineFailed = [&](const char* what) {
+    HOTKERNEL_LOG_ONCE(Warn, "fusion-engine-error")
+        << "fusion: switched off for this process after an error in the engine (" << what
+        << "); every op runs its ATen kernel";
+    s.engineErrors.fetch_add(1);
+    enabled_.store(false);
+    s.flushPending(*this);
+    s.closeWindow();
+    s.publishPending();
+    lock.unlock();
+    runOriginal();
+  };
+  std::optional<c10::Stream> streamOf;
+  try {
+    streamOf = c10::impl::VirtualGuardImpl(device->type()).getStream(*device);
+  } catch (const std::exception& e) {
+    return engineFailed(e.what());
+  }
+  const c10::Stream stream = *streamOf;
 
   // Deferral (Note [Deferring a chain]).
   if (s.options.defer && !s.catalog->chains().empty()) {
     if (s.pending && (s.pending->device() != *device || s.pending->stream() != stream)) s.flushPending(*this);
     std::optional<std::vector<at::Tensor>> outputs;
-    for (int attempt = 0; attempt < 2 && !outputs && enabled_.load(); ++attempt) {
-      if (!s.pending) s.pending = std::make_unique<PendingChain>(s.catalog, *device, stream, key);
-      const bool wasEmpty = s.pending->empty();
-      outputs = s.pending->take(r, args);
-      if (outputs || wasEmpty) break;
-      s.flushPending(*this);  // the call does not continue the chain: it may start the next one
+    try {
+      for (int attempt = 0; attempt < 2 && !outputs && enabled_.load(); ++attempt) {
+        if (!s.pending) s.pending = std::make_unique<PendingChain>(s.catalog, *device, stream, key);
+        const bool wasEmpty = s.pending->empty();
+        outputs = s.pending->take(r, args);
+        if (outputs || wasEmpty) break;
+        s.flushPending(*this);  // the call does not continue the chain: it may start the next one
+      }
+    } catch (const std::exception& e) {
+      // A call whose take threw is not in the chain (its outputs were never returned).
+      return engineFailed(e.what());
     }
     if (outputs) {
       // The learner sees deferred calls too: a longer chain around a published one is learned
@@ -337,8 +387,8 @@ void FusionEngine::setEnabled(bool enabled) noexcept {
   if (!enabled) {
     enabled_.store(false);
     flushAll();
-  } else if (state_->failedFlushes.load() == 0) {
-    enabled_.store(true);  // a process where a replay failed stays off (logged then)
+  } else if (state_->failedFlushes.load() == 0 && state_->engineErrors.load() == 0) {
+    enabled_.store(true);  // a process where a replay or the engine failed stays off (logged then)
   }
 }
 
@@ -414,6 +464,7 @@ void FusionEngine::resetForTest() {
   s.windows = 0;
   s.hotChains = 0;
   s.hookGaveUp = 0;
+  s.engineErrors = 0;
   enabled_.store(true);
 }
 

@@ -323,6 +323,30 @@ TEST_F(FusionEngineTest, GivenALongRunOfCallsWhenItPassesTheWindowLimitThenWindo
   EXPECT_EQ(gGate->pending, 0);
 }
 
+TEST_F(FusionEngineTest, GivenAnErrorInsideTheEngineWhenACallIsTakenThenFusionSwitchesOffAndTheCallRunsItsOriginal) {
+  at::Tensor g = at::randn({32, 128}), u = at::randn({32, 128});
+  std::vector<HotChain> hot;
+  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+  foreignCommand();
+  for (int i = 0; i < 3; ++i) {
+    at::Tensor keep = swiglu(g, u);
+    foreignCommand();
+  }
+  engine().setHotCallback(nullptr);
+  ASSERT_EQ(hot.size(), 1u);
+  // A pattern whose first output cannot be allocated: the engine's allocation throws.
+  chain::ChainPattern broken = hot[0].pattern;
+  broken.metas.at(broken.calls[0].outputs[0]).sizes[0] = -1;
+  engine().publish(ReadyChain{broken, hot[0].build, std::make_shared<InterpreterKernel>(hot[0].build), hot[0].key});
+  at::Tensor out = swiglu(g, u);
+  EXPECT_FALSE(engine().enabled());
+  foreignCommand();
+  EXPECT_TRUE(same(out, eager([&] { return swiglu(g, u); })));
+  EXPECT_FALSE(engine().enabled());  // switching it on again does not bring it back
+  EXPECT_EQ(engine().stats().deferredCalls, 0u);
+  EXPECT_EQ(gGate->pending, 0);
+}
+
 // Random programs over the chain vocabulary with random boundaries and
 // random intermediates held, compared with eager: every value a program
 // returns equals eager's exactly when its chain ran unfused, and within the

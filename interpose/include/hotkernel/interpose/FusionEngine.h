@@ -79,6 +79,8 @@ class FusionEngine {
   // a fork, the exit); never throws.
   void flushAll() noexcept;
   // Switched off: everything pending runs, no call is learned or deferred.
+  // After a failed replay or an error of the engine itself (logged once; the
+  // call runs its original) it stays off: switching it on does nothing.
   void setEnabled(bool enabled) noexcept;
   bool enabled() const noexcept { return enabled_.load(std::memory_order_relaxed); }
   FusionStats stats() const;
