@@ -4,25 +4,23 @@
 #include <limits>
 
 #include "FamilyMath.h"
+#include "MiddleDimTiles.h"
 #include "hotkernel/kernels/KernelSource.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel::kernels {
 namespace {
 
-using detail::ceilDiv;
 using detail::contiguous;
-using detail::isPowerOfTwo;
+using detail::isMiddleDimTile;
 using detail::knownDType;
-using detail::maxVec;
-using detail::widestVec;
+using detail::middleDimGeometry;
+using detail::middleDimGuesses;
+using detail::middleDimSharedBytes;
+using detail::middleDimTiles;
+using detail::MiddleDimTile;
 
-constexpr int kTxChoices[] = {32, 64, 128};
-constexpr int kMaxTy = 32;
 constexpr size_t kMaxSpaceSize = 12;
-// Threads a parameter guess aims to keep busy: about 2048 resident threads on
-// each of ~130 SMs (Note [Middle-dim parameter ranking]).
-constexpr int64_t kFillThreads = 256 * 1024;
 
 bool knownOp(ReduceOp op) {
   for (ReduceOp o : kAllReduceOps) {
@@ -31,24 +29,13 @@ bool knownOp(ReduceOp op) {
   return false;
 }
 
+MiddleDimTile tileOf(const ReduceDimParams& p) { return {p.tx, p.ty, p.vec}; }
+
 // The index ops (max.dim and min.dim among them) keep an int32 index with each float.
-size_t sharedBytes(const ReduceDimParams& p, ReduceOp op) {
-  const size_t perPosition = sizeof(float) + (reduceOpInfo(op).index ? sizeof(int32_t) : 0);
-  return static_cast<size_t>(p.ty) * static_cast<size_t>(p.tx) * static_cast<size_t>(p.vec) * perPosition;
-}
-
 bool isPoint(DType dtype, ReduceOp op, const ReduceDimParams& p) {
-  if (!knownDType(dtype) || !knownOp(op)) return false;
-  if (!isPowerOfTwo(p.vec) || p.vec > maxVec(dtype)) return false;
-  if (std::find(std::begin(kTxChoices), std::end(kTxChoices), p.tx) == std::end(kTxChoices)) return false;
-  if (!isPowerOfTwo(p.ty) || p.ty > kMaxTy || p.threads() > 1024) return false;
-  return sharedBytes(p, op) <= ReduceDimFamily::kMaxSharedBytes;
-}
-
-int64_t nextPowerOfTwo(int64_t x) {
-  int64_t p = 1;
-  while (p < x) p <<= 1;
-  return p;
+  if (!knownOp(op) || !isMiddleDimTile(dtype, tileOf(p))) return false;
+  const size_t perPosition = sizeof(float) + (reduceOpInfo(op).index ? sizeof(int32_t) : 0);
+  return middleDimSharedBytes(tileOf(p), perPosition) <= ReduceDimFamily::kMaxSharedBytes;
 }
 
 }  // namespace
@@ -151,50 +138,25 @@ size_t ReduceDimFamily::outputAlignment(ReduceOp op, DType dtype, size_t inputAl
 
 std::vector<ReduceDimParams> ReduceDimFamily::allParameterPoints(DType dtype, ReduceOp op) {
   std::vector<ReduceDimParams> out;
-  if (!knownDType(dtype) || !knownOp(op)) return out;
-  for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
-    for (int tx : kTxChoices) {
-      for (int ty = 1; ty <= kMaxTy; ty *= 2) {
-        const ReduceDimParams p{tx, ty, vec};
-        if (isPoint(dtype, op, p)) out.push_back(p);
-      }
-    }
+  for (const MiddleDimTile& t : middleDimTiles(dtype)) {
+    const ReduceDimParams p{t.tx, t.ty, t.vec};
+    if (isPoint(dtype, op, p)) out.push_back(p);
   }
   return out;
 }
 
-// Note [Middle-dim parameter ranking]
-// The widest vector that divides inner; the narrowest tile (tx of 32, 64 or
-// 128 vectors) that covers inner, so that few lanes idle when inner is small;
-// then enough threads along the reduced dim that the CTAs (one per outer
-// index and tile) keep about kFillThreads threads busy, never more rows per
-// CTA than the reduced dim has. Around that guess: half and twice the rows,
-// the other tile widths, narrower vectors, and a vec == 1 point.
+// The guesses of Note [Middle-dim parameter ranking] (MiddleDimTiles.cpp),
+// each with its rows halved until it fits the shared memory bound.
 std::vector<ReduceDimParams> ReduceDimFamily::parameterSpace(const ReduceDimVariant& v) {
   std::vector<ReduceDimParams> out;
   if (!guardVariant(v)) return out;
-  auto add = [&](ReduceDimParams p) {
-    while (p.ty > 1 && !isPoint(v.dtype, v.op, p)) p.ty /= 2;  // within the shared memory bound
+  for (const MiddleDimTile& t : middleDimGuesses(v.dtype, v.outer, v.reduced, v.inner)) {
+    ReduceDimParams p{t.tx, t.ty, t.vec};
+    while (p.ty > 1 && !isPoint(v.dtype, v.op, p)) p.ty /= 2;
     if (out.size() < kMaxSpaceSize && guardParams(v, p) && std::find(out.begin(), out.end(), p) == out.end()) {
       out.push_back(p);
     }
-  };
-  const int vec = widestVec(v.dtype, v.inner);
-  const int64_t vectors = v.inner / vec;
-  const int tx = static_cast<int>(std::clamp<int64_t>(nextPowerOfTwo(vectors), 32, 128));
-  const int64_t ctas = v.outer * ceilDiv(v.inner, static_cast<int64_t>(tx) * vec);
-  const int64_t wanted = ceilDiv(kFillThreads, std::max<int64_t>(ctas * tx, 1));
-  const int ty = static_cast<int>(
-      std::clamp<int64_t>(nextPowerOfTwo(std::min(wanted, nextPowerOfTwo(v.reduced))), 1, std::min(kMaxTy, 1024 / tx)));
-  add({tx, ty, vec});
-  add({tx, std::max(ty / 2, 1), vec});
-  add({tx, std::min(ty * 2, kMaxTy), vec});
-  for (int otherTx : kTxChoices) add({otherTx, ty, vec});
-  if (vec > 1) add({tx, ty, vec / 2});
-  add({tx, std::max(ty, 4), vec});
-  add({32, std::min(ty * 2, kMaxTy), 1});
-  add({32, 8, 1});
-  add({32, 1, 1});
+  }
   HOTKERNEL_INTERNAL_ASSERT(!out.empty(), "empty middle-dim parameter space for inner=", v.inner);
   return out;
 }
@@ -209,14 +171,7 @@ std::vector<std::string> ReduceDimFamily::compileOptions(DType dtype, const Redu
 }
 
 LaunchGeometry ReduceDimFamily::launchGeometry(const ReduceDimVariant& v, const ReduceDimParams& p) {
-  constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();
-  const int64_t tiles = ceilDiv(std::max<int64_t>(v.inner, 1), static_cast<int64_t>(p.tx) * std::max(p.vec, 1));
-  const int64_t outer = std::max<int64_t>(v.outer, 1);
-  LaunchGeometry g;
-  g.gridX = static_cast<unsigned>(outer > kMaxGridX / tiles ? kMaxGridX : outer * tiles);
-  g.blockX = static_cast<unsigned>(p.threads());
-  g.sharedBytes = 0;
-  return g;
+  return middleDimGeometry(v.outer, v.inner, tileOf(p));
 }
 
 double ReduceDimFamily::bytesMoved(const ReduceDimVariant& v) {
