@@ -25,9 +25,11 @@ std::unique_ptr<RemoteCache> RemoteCache::fromConfig(const std::string& cacheDir
                           << "that Redis can make this process run its code (README: Threat model)";
     }
     HOTKERNEL_LOG(Info) << "shared tier " << options.url.toString() << " (timeout " << c.remoteTimeoutMs
-                        << " ms, lease " << c.remoteLeaseMs << " ms, poll " << c.remotePollMs << " ms)";
+                        << " ms, lease " << c.remoteLeaseMs << " ms (at most " << c.remoteLeaseMaxMs
+                        << " ms), poll " << c.remotePollMs << " ms)";
     return std::make_unique<RemoteCache>(std::move(options), std::move(trust),
                                          std::chrono::milliseconds(c.remoteLeaseMs),
+                                         std::chrono::milliseconds(c.remoteLeaseMaxMs),
                                          std::chrono::milliseconds(c.remotePollMs));
   } catch (const std::exception& e) {
     HOTKERNEL_LOG(Warn) << "the shared tier is not used: " << e.what();
@@ -36,8 +38,12 @@ std::unique_ptr<RemoteCache> RemoteCache::fromConfig(const std::string& cacheDir
 }
 
 RemoteCache::RemoteCache(cache::RemoteTierOptions options, cache::EntryTrust trust,
-                         std::chrono::milliseconds leaseTtl, std::chrono::milliseconds pollInterval)
-    : tier_(std::move(options), std::move(trust)), leaseTtl_(leaseTtl), pollInterval_(pollInterval) {}
+                         std::chrono::milliseconds leaseTtl, std::chrono::milliseconds leaseMaxLifetime,
+                         std::chrono::milliseconds pollInterval)
+    : tier_(std::move(options), std::move(trust)),
+      leases_(tier_, leaseTtl, leaseMaxLifetime),
+      leaseTtl_(leaseTtl),
+      pollInterval_(pollInterval) {}
 
 RemoteCache::~RemoteCache() { stop(); }
 
@@ -79,19 +85,27 @@ RemoteCache::Step RemoteCache::beforeTuning(const std::string& fingerprint, cons
                         << attempt.remainingMs << " ms left); keeping the ATen kernel until it publishes";
   } else if (attempt.kind == cache::LeaseAttempt::Kind::Acquired) {
     step.lease = attempt.lease;
-    held_[attempt.lease.token] = attempt.lease;
+    leases_.keep(attempt.lease);
   }
   return step;
 }
 
 void RemoteCache::finishTuning(const std::optional<cache::RemoteLease>& lease, const cache::Entry* decision) {
-  if (decision != nullptr) tier_.publish(*decision);
-  if (!lease) return;
-  {
-    std::lock_guard<std::mutex> guard(mu_);
-    held_.erase(lease->token);
+  // Note [A lease's lifetime is bounded]: publish while the lease is ours (or none was granted), then release it.
+  if (!lease) {
+    if (decision != nullptr) tier_.publish(*decision);
+    return;
   }
-  tier_.releaseLease(*lease);
+  if (!leases_.ours(*lease)) {
+    leases_.finish(*lease);
+    if (decision != nullptr) {
+      HOTKERNEL_LOG(Info) << "not publishing " << decision->op << " " << decision->variant
+                          << ": its lease was given up or lost, another process tunes it for the fleet";
+    }
+    return;
+  }
+  if (decision != nullptr) tier_.publish(*decision);
+  leases_.finish(*lease);
 }
 
 bool RemoteCache::hasDeferred() const {
@@ -114,22 +128,14 @@ std::optional<OptimizerJob> RemoteCache::nextReadyDeferred(std::chrono::millisec
 
 void RemoteCache::pollLoop() {
   // Renewals every third of the TTL; polls every pollInterval_ (Note [The shared tier in a serving process]).
-  const auto tick = std::min(pollInterval_, std::max(leaseTtl_ / 3, std::chrono::milliseconds(1)));
+  const auto tick = std::min(pollInterval_, leases_.tick());
   auto nextPoll = std::chrono::steady_clock::now();
   while (true) {
-    std::vector<cache::RemoteLease> held;
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (stopping_ || ExitGate::process().exiting()) return;
-      for (const auto& [token, lease] : held_) held.push_back(lease);
     }
-    for (const cache::RemoteLease& lease : held) {
-      if (!tier_.renewLease(lease, leaseTtl_) && tier_.reachable()) {
-        HOTKERNEL_LOG_ONCE(Warn, "lease-lost:" + lease.token)
-            << "the lease on " << lease.op << " " << lease.variant << " was lost (expired); another process may "
-            << "tune it too";
-      }
-    }
+    leases_.renewDue();  // Note [A lease's lifetime is bounded]
     if (std::chrono::steady_clock::now() >= nextPoll) {
       pollOnce();
       nextPoll = std::chrono::steady_clock::now() + pollInterval_;

@@ -17,9 +17,11 @@
 // Held by another process: it keeps ATen for the variant and defers it
 // (Note [Variants leased elsewhere]). Acquired: it tunes, publishes the
 // decision (kernel or keep_aten), then releases the lease; the poller thread
-// renews every held lease each third of its TTL, so a long tuning (or a wait
-// for idle GPU time at a yield point) keeps it, and a process that dies loses
-// it after the TTL.
+// renews every held lease each third of its TTL (cache::LeaseKeeper), so a
+// long tuning (or a wait for idle GPU time at a yield point) keeps it, and a
+// process that dies loses it after the TTL. A tuning that outlives
+// HOTKERNEL_REMOTE_LEASE_MAX_MS gives the lease up, and its result is not
+// published (Note [A lease's lifetime is bounded] in LeaseKeeper.h).
 //
 // Note [Variants leased elsewhere]
 // A deferred variant waits in this object until the poller sees its entry
@@ -51,6 +53,7 @@
 #include <vector>
 
 #include "hotkernel/cache/Entry.h"
+#include "hotkernel/cache/LeaseKeeper.h"
 #include "hotkernel/cache/RemoteTier.h"
 #include "hotkernel/cache/RemoteWatch.h"
 #include "hotkernel/optimizer/OptimizerWorker.h"
@@ -66,7 +69,7 @@ class RemoteCache {
   // malformed (reported once). Never throws.
   static std::unique_ptr<RemoteCache> fromConfig(const std::string& cacheDir);
   RemoteCache(cache::RemoteTierOptions options, cache::EntryTrust trust, std::chrono::milliseconds leaseTtl,
-              std::chrono::milliseconds pollInterval);
+              std::chrono::milliseconds leaseMaxLifetime, std::chrono::milliseconds pollInterval);
   ~RemoteCache();
   RemoteCache(const RemoteCache&) = delete;
   RemoteCache& operator=(const RemoteCache&) = delete;
@@ -83,7 +86,9 @@ class RemoteCache {
     std::optional<cache::RemoteLease> lease;  // held by us: tune, publish, finishTuning
   };
   Step beforeTuning(const std::string& fingerprint, const OptimizerJob& job);
-  // Publishes `decision` (when given) and releases the lease. Never throws.
+  // Publishes `decision` (when given) and releases the lease; a decision
+  // made under a lease given up or lost is not published (Note [A lease's
+  // lifetime is bounded]). Never throws.
   void finishTuning(const std::optional<cache::RemoteLease>& lease, const cache::Entry* decision);
 
   // Note [Variants leased elsewhere]: the next ready deferred job; waits up to
@@ -104,6 +109,7 @@ class RemoteCache {
   void pollOnce();
 
   cache::RemoteTier tier_;
+  cache::LeaseKeeper leases_;  // the leases this process holds: renewed by the poller
   const std::chrono::milliseconds leaseTtl_;
   const std::chrono::milliseconds pollInterval_;
   cache::RemoteWatch watch_;  // poller thread only
@@ -113,7 +119,6 @@ class RemoteCache {
   // Guarded by mu_.
   std::set<std::string> fingerprints_;
   OnPublished onPublished_;
-  std::map<std::string, cache::RemoteLease> held_;  // by lease token: renewed by the poller
   std::map<std::string, Deferred> deferred_;        // by jobId
   bool stopping_ = false;
   bool started_ = false;

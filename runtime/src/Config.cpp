@@ -124,6 +124,7 @@ Config Config::fromEnvironment() {
   c.remoteCache = env("HOTKERNEL_REMOTE_CACHE");
   c.remoteTimeoutMs = parseInteger("HOTKERNEL_REMOTE_TIMEOUT_MS", 1, kMaxRemoteTimeoutMs, 100, "100");
   c.remoteLeaseMs = parseInteger("HOTKERNEL_REMOTE_LEASE_MS", 1000, kMaxIdleMs, 30000, "30000");
+  c.remoteLeaseMaxMs = parseInteger("HOTKERNEL_REMOTE_LEASE_MAX_MS", 1000, kMaxIdleMs, 600000, "600000");
   c.remotePollMs = parseInteger("HOTKERNEL_REMOTE_POLL_MS", 100, kMaxIdleMs, 5000, "5000");
   std::string ops = env("HOTKERNEL_OPS");
   // The default: every op family that runs clean end to end on the H200 (the gpu tests and bench/ops_bench.py;

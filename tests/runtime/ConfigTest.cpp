@@ -67,6 +67,8 @@ const std::vector<NumericVariable>& numericVariables() {
       {"HOTKERNEL_REMOTE_TIMEOUT_MS", 1, Config::kMaxRemoteTimeoutMs, 100,
        [](const Config& c) { return c.remoteTimeoutMs; }},
       {"HOTKERNEL_REMOTE_LEASE_MS", 1000, Config::kMaxIdleMs, 30000, [](const Config& c) { return c.remoteLeaseMs; }},
+      {"HOTKERNEL_REMOTE_LEASE_MAX_MS", 1000, Config::kMaxIdleMs, 600000,
+       [](const Config& c) { return c.remoteLeaseMaxMs; }},
       {"HOTKERNEL_REMOTE_POLL_MS", 100, Config::kMaxIdleMs, 5000, [](const Config& c) { return c.remotePollMs; }},
   };
   return all;

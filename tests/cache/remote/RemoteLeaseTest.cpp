@@ -1,5 +1,7 @@
 // Leases of the shared tier (Note [Leases: one tuner per variant]): one
-// holder at a time, renewal, release, and a holder that dies.
+// holder at a time, renewal, release, a holder that dies; the LeaseKeeper's
+// renewals and the bound on a lease's lifetime (Note [A lease's lifetime is
+// bounded]).
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -10,6 +12,7 @@
 #include <thread>
 
 #include "RedisServer.h"
+#include "hotkernel/cache/LeaseKeeper.h"
 #include "hotkernel/cache/RemoteTier.h"
 
 namespace hotkernel::cache {
@@ -149,6 +152,104 @@ TEST(RemoteLeaseTest, GivenRedisDownWhenAskedForLeaseThenUnavailableNotHeld) {
   const LeaseAttempt attempt = a.acquireLease(kFp, kOp, kVariant, 1000ms);
 
   EXPECT_EQ(attempt.kind, LeaseAttempt::Kind::Unavailable);
+}
+
+// Renews `keeper` every tick until `until` passes.
+void renewFor(LeaseKeeper& keeper, std::chrono::milliseconds until) {
+  const auto end = std::chrono::steady_clock::now() + until;
+  while (std::chrono::steady_clock::now() < end) {
+    keeper.renewDue();
+    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(keeper.tick(), 50ms));
+  }
+}
+
+size_t occurrences(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t p = text.find(part); p != std::string::npos; p = text.find(part, p + 1)) ++n;
+  return n;
+}
+
+TEST(RemoteLeaseTest, GivenKeeperRenewingWithinMaxLifetimeWhenTtlPassesThenLeaseStaysOursAndFinishReleasesIt) {
+  HOTKERNEL_SKIP_WITHOUT_REDIS();
+  RedisServer redis;
+  RemoteTier a(optionsFor(redis), EntryTrust::none());
+  RemoteTier b(optionsFor(redis), EntryTrust::none());
+  LeaseKeeper keeper(a, 300ms, 60000ms);
+  const LeaseAttempt held = a.acquireLease(kFp, kOp, kVariant, 300ms);
+  ASSERT_EQ(held.kind, LeaseAttempt::Kind::Acquired);
+  keeper.keep(held.lease);
+
+  renewFor(keeper, 900ms);  // three TTLs
+
+  EXPECT_TRUE(keeper.ours(held.lease));
+  EXPECT_EQ(b.acquireLease(kFp, kOp, kVariant, 300ms).kind, LeaseAttempt::Kind::Held);
+  EXPECT_TRUE(keeper.finish(held.lease));
+  EXPECT_EQ(keeper.kept(), 0u);
+  EXPECT_EQ(keeper.givenUp(), 0u);
+  EXPECT_EQ(b.acquireLease(kFp, kOp, kVariant, 300ms).kind, LeaseAttempt::Kind::Acquired);
+}
+
+TEST(RemoteLeaseTest, GivenHolderRenewingPastMaxLifetimeWhenRenewedThenLeaseIsGivenUpOnceAndAnotherTakesItAtOnce) {
+  HOTKERNEL_SKIP_WITHOUT_REDIS();
+  RedisServer redis;
+  RemoteTier a(optionsFor(redis), EntryTrust::none());
+  RemoteTier b(optionsFor(redis), EntryTrust::none());
+  // A long TTL: without the bound, nobody else could take the variant for a minute after the last renewal.
+  LeaseKeeper keeper(a, 60000ms, 1000ms);
+  const LeaseAttempt held = a.acquireLease(kFp, kOp, kVariant, 60000ms);
+  ASSERT_EQ(held.kind, LeaseAttempt::Kind::Acquired);
+  keeper.keep(held.lease);
+  renewFor(keeper, 500ms);
+  ASSERT_EQ(b.acquireLease(kFp, kOp, kVariant, 60000ms).kind, LeaseAttempt::Kind::Held);
+
+  ::testing::internal::CaptureStderr();
+  const auto start = std::chrono::steady_clock::now();
+  size_t gaveUp = 0;
+  while (gaveUp == 0 && std::chrono::steady_clock::now() - start < 3s) {
+    gaveUp += keeper.renewDue();
+    std::this_thread::sleep_for(20ms);
+  }
+  for (int i = 0; i < 5; ++i) gaveUp += keeper.renewDue();  // a stuck tuner keeps calling: nothing more
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  const LeaseAttempt taken = b.acquireLease(kFp, kOp, kVariant, 60000ms);
+
+  EXPECT_EQ(gaveUp, 1u);
+  EXPECT_EQ(keeper.givenUp(), 1u);
+  EXPECT_FALSE(keeper.ours(held.lease));
+  EXPECT_EQ(taken.kind, LeaseAttempt::Kind::Acquired);  // released, not left to expire
+  EXPECT_EQ(occurrences(log, "HOTKERNEL_REMOTE_LEASE_MAX_MS"), 1u) << log;
+  // The stuck holder finishing late: not ours (it must not publish), and the new holder's lease stays.
+  EXPECT_FALSE(keeper.finish(held.lease));
+  EXPECT_GT(*a.leaseRemainingMs(kFp, kOp, kVariant), 59000);
+  EXPECT_FALSE(a.renewLease(held.lease, 60000ms));
+}
+
+TEST(RemoteLeaseTest, GivenRedisRestartedEmptyWhenKeeperRenewsThenLeaseIsLostAndTheNewHoldersLeaseIsLeftAlone) {
+  HOTKERNEL_SKIP_WITHOUT_REDIS();
+  RedisServer redis;
+  RemoteTierOptions fast = optionsFor(redis);
+  fast.backoff = 100ms;
+  RemoteTier a(fast, EntryTrust::none());
+  RemoteTier b(fast, EntryTrust::none());
+  LeaseKeeper keeper(a, 60000ms, 600000ms);
+  const LeaseAttempt held = a.acquireLease(kFp, kOp, kVariant, 60000ms);
+  ASSERT_EQ(held.kind, LeaseAttempt::Kind::Acquired);
+  keeper.keep(held.lease);
+
+  redis.kill();
+  redis.start();  // empty: the lease is gone
+  const LeaseAttempt taken = b.acquireLease(kFp, kOp, kVariant, 60000ms);
+  ASSERT_EQ(taken.kind, LeaseAttempt::Kind::Acquired);
+  const auto start = std::chrono::steady_clock::now();
+  while (keeper.lost() == 0 && std::chrono::steady_clock::now() - start < 3s) {
+    keeper.renewDue();
+    std::this_thread::sleep_for(50ms);
+  }
+
+  EXPECT_EQ(keeper.lost(), 1u);
+  EXPECT_FALSE(keeper.ours(held.lease));
+  EXPECT_FALSE(keeper.finish(held.lease));
+  EXPECT_TRUE(b.renewLease(taken.lease, 60000ms));  // b still holds it
 }
 
 }  // namespace

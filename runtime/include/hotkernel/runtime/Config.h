@@ -21,6 +21,7 @@
 // | HOTKERNEL_REMOTE_CACHE        | (unset)                      | redis://HOST[:PORT][/DB], unix:///PATH[?db=N] | the shared tier on Redis (Note [Remote cache URL] in hotkernel/cache/RemoteUrl.h); a malformed value is reported once and the tier is not used |
 // | HOTKERNEL_REMOTE_TIMEOUT_MS   | 100                          | 1 .. kMaxRemoteTimeoutMs (60000) | the shared tier's connect and per-command deadline |
 // | HOTKERNEL_REMOTE_LEASE_MS     | 30000                        | 1000 .. kMaxIdleMs | a tuning lease's TTL; the holder renews it every third of it |
+// | HOTKERNEL_REMOTE_LEASE_MAX_MS | 600000                       | 1000 .. kMaxIdleMs | the longest a holder keeps a tuning lease; past it the lease is released and the variant given up (Note [A lease's lifetime is bounded] in hotkernel/cache/LeaseKeeper.h) |
 // | HOTKERNEL_REMOTE_POLL_MS      | 5000                         | 100 .. kMaxIdleMs | how often a process polls the shared tier for entries others published |
 //
 // Read by NVTX itself at its first call, not by Config: NVTX_INJECTION64_PATH (the profiler's tool, which nsys sets).
@@ -90,6 +91,7 @@ struct Config {
   std::string remoteCache;        // HOTKERNEL_REMOTE_CACHE, as written; empty: no shared tier
   int64_t remoteTimeoutMs = 100;  // in [1, kMaxRemoteTimeoutMs]
   int64_t remoteLeaseMs = 30000;  // in [1000, kMaxIdleMs]
+  int64_t remoteLeaseMaxMs = 600000;  // in [1000, kMaxIdleMs]
   int64_t remotePollMs = 5000;    // in [100, kMaxIdleMs]
 
   // Reads the environment; never throws (Note [Reading numeric variables]).
