@@ -1,6 +1,6 @@
 #pragma once
-// The optimization targets of a recorded profile ("hotkernel-profile" v1,
-// written by HOTKERNEL_PROFILE; format in interpose/include/hotkernel/interpose/Recorder.h): what
+// The optimization targets of a recorded profile ("hotkernel-profile" v1 or v2,
+// read by ProfileDocument.h; format in interpose/include/hotkernel/interpose/Recorder.h): what
 // `hotkernel warmup` ranks (QueueRanker) and tunes. No torch.
 
 #include <nlohmann/json.hpp>
@@ -22,8 +22,8 @@ struct ProfileTargets {
   int ignored = 0;                     // variants of ops no family models (TargetCost.h), or it cannot serve
 };
 
-// Throws Error when `profile` is not a hotkernel-profile v1 document or a
-// variant of it is malformed (missing or mistyped op, dtype, rows, cols).
+// Throws Error when `profile` is not a hotkernel-profile v1 or v2 document or
+// an entry of it is malformed (missing or mistyped op, dtype, rows, cols).
 ProfileTargets targetsFromProfile(const nlohmann::json& profile, int device);
 
 // Adds `more` (another profile's targets, e.g. another worker's) to `into`:

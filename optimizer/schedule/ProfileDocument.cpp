@@ -1,0 +1,139 @@
+#include "hotkernel/optimizer/ProfileDocument.h"
+
+#include <limits>
+
+#include "hotkernel/kernels/CrossEntropyFamily.h"
+#include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/VariantOptions.h"
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/JsonFields.h"
+
+namespace hotkernel {
+namespace {
+
+namespace jf = jsonfield;
+
+// Note [A profile is any file]
+// `hotkernel warmup --profile` and `hotkernel profile` read whatever file they
+// are given. Every field is checked for its type before it is read
+// (nlohmann's value() and get() throw their own exception types on a
+// mistyped field), and every count for being an integer in range before it is
+// converted: converting a JSON float out of the range of an integer type is
+// undefined behaviour. A malformed document is an Error, whatever its shape
+// (parseRecordedProfile, ProfileDocument.cpp).
+
+constexpr int64_t kMaxCount = std::numeric_limits<int64_t>::max();
+
+// `key` of `j` holds exactly the string `expected`.
+bool holdsString(const nlohmann::json& j, const char* key, const char* expected) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() && it->get_ref<const std::string&>() == expected;
+}
+
+// The entry's GPU time when the profile carries it (Note [GPU time in the profile]).
+std::optional<RecordedGpuTime> gpuOf(const nlohmann::json& entry, bool withGpu, const std::string& where) {
+  if (!withGpu) return std::nullopt;
+  RecordedGpuTime g;
+  g.ns = jf::integer(entry, "gpuNs", where, 0, kMaxCount);
+  g.sampledCalls = jf::integer(entry, "gpuSampledCalls", where, 0, kMaxCount);
+  g.estimatedNs = jf::number(entry, "estimatedGpuNs", where);
+  return g;
+}
+
+RecordedGpuSummary gpuSummaryOf(const nlohmann::json& j) {
+  const std::string where = "gpuTime";
+  jf::object(j, where);
+  RecordedGpuSummary s;
+  s.source = jf::string(j, "source", where);
+  s.state = jf::string(j, "state", where);
+  s.detail = jf::optionalString(j, "detail", where).value_or("");
+  if (s.state == "started") {
+    s.kernelNs = jf::integer(j, "kernelNs", where, 0, kMaxCount);
+    s.kernels = jf::integer(j, "kernels", where, 0, kMaxCount);
+    s.attributedNs = jf::integer(j, "attributedNs", where, 0, kMaxCount);
+    s.droppedRecords = jf::optionalInteger(j, "droppedRecords", where, 0, kMaxCount).value_or(0);
+    s.evicted = jf::optionalInteger(j, "evicted", where, 0, kMaxCount).value_or(0);
+    s.takenOver = jf::optionalString(j, "takenOver", where).value_or("");
+  }
+  return s;
+}
+
+RecordedVariant variantOf(const nlohmann::json& v, int device, bool withGpu) {
+  const std::string where = "variant";
+  jf::object(v, where);
+  RecordedVariant r;
+  r.op = jf::string(v, "op", where);
+  r.key.dtype = static_cast<int32_t>(kernels::parseDType(jf::string(v, "dtype", where)));
+  r.key.device = device;
+  r.key.rows = jf::integer(v, "rows", where);
+  r.key.cols = jf::integer(v, "cols", where);
+  // Middle-dim reductions' third extent (absent = none; Note [Profile format] in Recorder.h).
+  if (std::optional<int64_t> inner = jf::optionalInteger(v, "inner", where)) r.key.inner = *inner;
+  // Norm variants' options (absent = false; Note [Profile format]).
+  if (jf::optionalBoolean(v, "weight", where).value_or(false)) r.key.options |= kernels::variant_options::kWeight;
+  if (jf::optionalBoolean(v, "bias", where).value_or(false)) r.key.options |= kernels::variant_options::kBias;
+  // cross_entropy_loss variants' reduction (an unknown one leaves none: no family serves the key).
+  if (v.contains("reduction") && v["reduction"].is_string()) {
+    const std::string reduction = v["reduction"].get<std::string>();
+    for (int32_t i = 0; i < 3; ++i) {
+      if (reduction == kernels::reductionName(static_cast<kernels::CrossEntropyReduction>(i))) {
+        r.key.options |= kernels::reductionOptions(i);
+      }
+    }
+  }
+  r.sampledCalls = jf::optionalInteger(v, "sampledCalls", where, 0, kMaxCount).value_or(0);
+  r.estimatedCalls = jf::optionalNumber(v, "estimatedCalls", where).value_or(0.0);
+  r.gpu = gpuOf(v, withGpu, where);
+  return r;
+}
+
+RecordedOp opOf(const nlohmann::json& o, bool withGpu) {
+  const std::string where = "op";
+  jf::object(o, where);
+  RecordedOp r;
+  r.op = jf::string(o, "op", where);
+  r.sampledCalls = jf::optionalInteger(o, "sampledCalls", where, 0, kMaxCount).value_or(0);
+  r.estimatedCalls = jf::optionalNumber(o, "estimatedCalls", where).value_or(0.0);
+  r.gpu = gpuOf(o, withGpu, where);
+  return r;
+}
+
+}  // namespace
+
+RecordedProfile parseRecordedProfile(const nlohmann::json& profile, int device) {
+  auto version = profile.is_object() ? profile.find("version") : profile.end();
+  if (!profile.is_object() || !holdsString(profile, "format", kProfileFormat) || version == profile.end() ||
+      !version->is_number_integer() || *version < kProfileOldestVersion || *version > kProfileNewestVersion ||
+      !profile.contains("variants") || !profile["variants"].is_array()) {
+    HOTKERNEL_THROW("is not a hotkernel profile (format hotkernel-profile, version 1 or 2)");
+  }
+  RecordedProfile out;
+  out.version = version->get<int>();
+  try {
+    out.samplingProb = jf::optionalNumber(profile, "samplingProb", "profile").value_or(0.0);
+    if (out.version >= 2 && jf::present(profile, "gpuTime")) out.gpuTime = gpuSummaryOf(profile["gpuTime"]);
+  } catch (const std::exception& e) {
+    HOTKERNEL_THROW("malformed profile header (", e.what(), ")");
+  }
+  const bool withGpu = out.hasGpuTime();
+  for (const nlohmann::json& v : profile["variants"]) {
+    try {
+      out.variants.push_back(variantOf(v, device, withGpu));
+    } catch (const std::exception& e) {
+      HOTKERNEL_THROW("malformed variant in the profile: ", v.dump(), " (", e.what(), ")");
+    }
+  }
+  if (jf::present(profile, "ops")) {
+    if (!profile["ops"].is_array()) HOTKERNEL_THROW("malformed profile: \"ops\" is not an array");
+    for (const nlohmann::json& o : profile["ops"]) {
+      try {
+        out.ops.push_back(opOf(o, withGpu));
+      } catch (const std::exception& e) {
+        HOTKERNEL_THROW("malformed op in the profile: ", o.dump(), " (", e.what(), ")");
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace hotkernel

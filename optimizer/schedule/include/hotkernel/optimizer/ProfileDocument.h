@@ -1,0 +1,74 @@
+#pragma once
+// A recorded profile read back ("hotkernel-profile" versions 1 and 2, written
+// by HOTKERNEL_PROFILE; the format and Note [GPU time in the profile] are in
+// interpose/include/hotkernel/interpose/Recorder.h, where it is written).
+// What `hotkernel warmup` (ProfileTargets.h) and `hotkernel profile` read. No torch.
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hotkernel/runtime/PlanTable.h"
+
+namespace hotkernel {
+
+inline constexpr const char* kProfileFormat = "hotkernel-profile";
+inline constexpr int kProfileOldestVersion = 1;
+inline constexpr int kProfileNewestVersion = 2;
+
+// One entry's GPU time (version 2, when attributed).
+struct RecordedGpuTime {
+  int64_t ns = 0;            // the sampled calls' kernels, summed
+  int64_t sampledCalls = 0;  // the sampled calls counted while attributing
+  double estimatedNs = 0;    // over every call: ns / samplingProb
+};
+
+struct RecordedOp {
+  std::string op;  // as RecordFunction names it: "aten::mm"
+  int64_t sampledCalls = 0;
+  double estimatedCalls = 0;
+  std::optional<RecordedGpuTime> gpu;
+};
+
+struct RecordedVariant {
+  std::string op;  // the served op, overload included: "aten::sum.dim_IntList"
+  VariantKey key;  // on the profile's device
+  int64_t sampledCalls = 0;
+  double estimatedCalls = 0;
+  std::optional<RecordedGpuTime> gpu;
+};
+
+// The profile's "gpuTime" (present when attribution was configured).
+struct RecordedGpuSummary {
+  std::string source;  // "cupti"
+  std::string state;   // "started", "pending", "unavailable", "held-elsewhere", "failed"
+  std::string detail;  // why not started; "" when started
+  int64_t kernelNs = 0;
+  int64_t kernels = 0;
+  int64_t attributedNs = 0;
+  int64_t droppedRecords = 0;
+  int64_t evicted = 0;
+  std::string takenOver;  // "" unless another client took the records over
+};
+
+struct RecordedProfile {
+  int version = 0;
+  double samplingProb = 0;
+  std::vector<RecordedOp> ops;  // absent "ops": none
+  std::vector<RecordedVariant> variants;
+  std::optional<RecordedGpuSummary> gpuTime;
+
+  // Whether the entries carry GPU time ("gpuTime" started).
+  bool hasGpuTime() const { return gpuTime && gpuTime->state == "started"; }
+};
+
+// Throws Error "is not a hotkernel profile (format hotkernel-profile, version
+// 1 or 2)" for another document, and an Error naming the entry for a
+// malformed one (Note [A profile is any file] in ProfileDocument.cpp).
+// Variants' keys carry `device`.
+RecordedProfile parseRecordedProfile(const nlohmann::json& profile, int device);
+
+}  // namespace hotkernel

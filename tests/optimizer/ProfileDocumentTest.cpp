@@ -1,0 +1,107 @@
+// A recorded profile read back: versions 1 and 2, GPU time when the profile
+// carries it (Note [GPU time in the profile]), malformed entries refused.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "hotkernel/kernels/DType.h"
+#include "hotkernel/optimizer/ProfileDocument.h"
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel {
+namespace {
+
+using nlohmann::json;
+
+json v1() {
+  return {{"format", "hotkernel-profile"},
+          {"version", 1},
+          {"samplingProb", 0.5},
+          {"ops", {{{"op", "aten::_softmax"}, {"sampledCalls", 4}, {"estimatedCalls", 8.0}}}},
+          {"variants",
+           {{{"op", "aten::_softmax"}, {"dtype", "bf16"}, {"device", 0}, {"rows", 64}, {"cols", 1000},
+             {"sampledCalls", 4}, {"estimatedCalls", 8.0}}}}};
+}
+
+json v2WithGpu() {
+  json p = v1();
+  p["version"] = 2;
+  for (json* e : {&p["ops"][0], &p["variants"][0]}) {
+    (*e)["gpuNs"] = 3000;
+    (*e)["gpuSampledCalls"] = 4;
+    (*e)["estimatedGpuNs"] = 6000.0;
+  }
+  p["gpuTime"] = {{"source", "cupti"}, {"state", "started"}, {"kernelNs", 50000}, {"kernels", 12},
+                  {"attributedNs", 3000}, {"droppedRecords", 2}, {"evicted", 0}};
+  return p;
+}
+
+TEST(ProfileDocumentTest, GivenAVersion1ProfileWhenReadThenEntriesWithoutGpuTime) {
+  const RecordedProfile p = parseRecordedProfile(v1(), 3);
+  EXPECT_EQ(p.version, 1);
+  EXPECT_DOUBLE_EQ(p.samplingProb, 0.5);
+  EXPECT_FALSE(p.hasGpuTime());
+  ASSERT_EQ(p.ops.size(), 1u);
+  EXPECT_EQ(p.ops[0].op, "aten::_softmax");
+  EXPECT_EQ(p.ops[0].sampledCalls, 4);
+  EXPECT_FALSE(p.ops[0].gpu.has_value());
+  ASSERT_EQ(p.variants.size(), 1u);
+  EXPECT_EQ(p.variants[0].key.device, 3);
+  EXPECT_EQ(p.variants[0].key.rows, 64);
+  EXPECT_EQ(p.variants[0].key.dtype, static_cast<int32_t>(kernels::DType::BFloat16));
+  EXPECT_DOUBLE_EQ(p.variants[0].estimatedCalls, 8.0);
+}
+
+TEST(ProfileDocumentTest, GivenAVersion2ProfileWithGpuTimeWhenReadThenEveryEntryCarriesIt) {
+  const RecordedProfile p = parseRecordedProfile(v2WithGpu(), 0);
+  EXPECT_EQ(p.version, 2);
+  ASSERT_TRUE(p.hasGpuTime());
+  EXPECT_EQ(p.gpuTime->kernelNs, 50000);
+  EXPECT_EQ(p.gpuTime->droppedRecords, 2);
+  ASSERT_TRUE(p.ops[0].gpu.has_value());
+  EXPECT_EQ(p.ops[0].gpu->ns, 3000);
+  EXPECT_DOUBLE_EQ(p.variants[0].gpu->estimatedNs, 6000.0);
+  EXPECT_EQ(p.variants[0].gpu->sampledCalls, 4);
+}
+
+TEST(ProfileDocumentTest, GivenGpuTimeThatBackedOffWhenReadThenItsStateAndNoEntryTimes) {
+  json p = v1();
+  p["version"] = 2;
+  p["gpuTime"] = {{"source", "cupti"}, {"state", "held-elsewhere"}, {"detail", "CUPTI is held by another tool"}};
+  const RecordedProfile r = parseRecordedProfile(p, 0);
+  ASSERT_TRUE(r.gpuTime.has_value());
+  EXPECT_FALSE(r.hasGpuTime());
+  EXPECT_EQ(r.gpuTime->state, "held-elsewhere");
+  EXPECT_EQ(r.gpuTime->detail, "CUPTI is held by another tool");
+  EXPECT_FALSE(r.variants[0].gpu.has_value());
+}
+
+TEST(ProfileDocumentTest, GivenAnotherVersionOrMissingOrMistypedGpuFieldsWhenReadThenError) {
+  json p = v2WithGpu();
+  p["version"] = 3;
+  EXPECT_THROW(parseRecordedProfile(p, 0), Error);
+  p = v2WithGpu();
+  p["variants"][0].erase("gpuNs");  // started: every entry carries its time
+  EXPECT_THROW(parseRecordedProfile(p, 0), Error);
+  p = v2WithGpu();
+  p["ops"][0]["gpuNs"] = -1;
+  EXPECT_THROW(parseRecordedProfile(p, 0), Error);
+  p = v2WithGpu();
+  p["gpuTime"]["kernelNs"] = "lots";
+  EXPECT_THROW(parseRecordedProfile(p, 0), Error);
+  p = v2WithGpu();
+  p["ops"] = "none";
+  EXPECT_THROW(parseRecordedProfile(p, 0), Error);
+  p = v2WithGpu();
+  p["variants"][0]["rows"] = 1e300;
+  try {
+    parseRecordedProfile(p, 0);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("malformed variant"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace hotkernel
