@@ -113,6 +113,7 @@ Config Config::fromEnvironment() {
   c.optimize = parseBool("HOTKERNEL_OPTIMIZE", true);
   c.fusion = parseBool("HOTKERNEL_FUSION", false);
   c.nvtx = parseBool("HOTKERNEL_NVTX", true);
+  c.cupti = parseBool("HOTKERNEL_CUPTI", false);
   c.trustAgentEntries = parseBool("HOTKERNEL_TRUST_AGENT_ENTRIES", false);
   c.hotCalls = parseInteger("HOTKERNEL_HOT_CALLS", 1, kMaxHotCalls, 50, "50");
   c.profilePath = env("HOTKERNEL_PROFILE");

@@ -208,6 +208,16 @@ TEST(ConfigTest, GivenHotkernelNvtxWhenReadThenOnByDefaultAndOnlyABooleanTurnsIt
   EXPECT_EQ(countOf(r.logged, "HOTKERNEL_NVTX='quiet'"), 1u) << r.logged;
 }
 
+TEST(ConfigTest, GivenHotkernelCuptiWhenReadThenOffByDefaultAndOnlyABooleanTurnsItOn) {
+  unsetenv("HOTKERNEL_CUPTI");
+  EXPECT_FALSE(Config::fromEnvironment().cupti);
+  EXPECT_TRUE(readWith("HOTKERNEL_CUPTI", "1").config.cupti);
+  EXPECT_FALSE(readWith("HOTKERNEL_CUPTI", "0").config.cupti);
+  const Read r = readWith("HOTKERNEL_CUPTI", "sometimes");
+  EXPECT_FALSE(r.config.cupti);
+  EXPECT_EQ(countOf(r.logged, "HOTKERNEL_CUPTI='sometimes'"), 1u) << r.logged;
+}
+
 TEST(ConfigTest, GivenMalformedBooleanWhenReadThenDefaultWithWarning) {
   const Read r = readWith("HOTKERNEL_OPTIMIZE", "maybe");
   EXPECT_TRUE(r.config.optimize);

@@ -125,6 +125,11 @@ const std::map<std::string, std::function<std::string()>>& resolvers() {
          return config().nvtx ? std::string("on: an NVTX range names each plan launch (seen under a profiler)")
                               : std::string("off: no NVTX ranges");
        }},
+      {"HOTKERNEL_CUPTI",
+       [] {
+         return config().cupti ? std::string("on: GPU time attributed to the sampled ops with CUPTI (in the profile)")
+                               : std::string("off");
+       }},
       {"HOTKERNEL_TRUST_AGENT_ENTRIES",
        [] {
          return config().trustAgentEntries ? std::string("on: cached agent kernels load")

@@ -10,6 +10,7 @@
 // | HOTKERNEL_OPTIMIZE            | 1                            | as HOTKERNEL | 0: only use cached kernels, never optimize in-process |
 // | HOTKERNEL_FUSION              | 0                            | as HOTKERNEL | 1: learn hot chains of small ops and run them as fused kernels (issue 20; hotkernel/interpose/FusionEngine.h) |
 // | HOTKERNEL_NVTX                | 1                            | as HOTKERNEL | 0: no NVTX range around plan launches (Note [NVTX ranges around plan launches] in hotkernel/runtime/NvtxRange.h) |
+// | HOTKERNEL_CUPTI               | 0                            | as HOTKERNEL | 1: the recorder attributes GPU time to the sampled ops with CUPTI's activity API (Note [GPU time from CUPTI] in hotkernel/runtime/CuptiActivitySource.h) |
 // | HOTKERNEL_TRUST_AGENT_ENTRIES | 0                            | as HOTKERNEL | 1: cached agent kernels load too (Note [Entries a process loads] in interpose/engine/EntryAdmission.h) |
 // | HOTKERNEL_HOT_CALLS           | 50                           | 1 .. kMaxHotCalls (10^12) | calls of one variant before it is queued for optimization |
 // | HOTKERNEL_PROFILE             | (unset)                      | a file path; %p: the process id, %%: a % | file the recorded variants are written to at exit and on SIGTERM (JSON; profilePathFor) |
@@ -79,6 +80,7 @@ struct Config {
   bool optimize = true;
   bool fusion = false;  // HOTKERNEL_FUSION
   bool nvtx = true;     // HOTKERNEL_NVTX
+  bool cupti = false;   // HOTKERNEL_CUPTI
   bool trustAgentEntries = false;  // HOTKERNEL_TRUST_AGENT_ENTRIES
   int64_t hotCalls = 50;  // in [1, kMaxHotCalls]
   std::string profilePath;
