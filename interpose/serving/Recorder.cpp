@@ -2,12 +2,15 @@
 
 #include <ATen/record_function.h>
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 
+#include "hotkernel/runtime/Config.h"
+#include "hotkernel/runtime/CuptiActivitySource.h"
 #include "hotkernel/runtime/IdleGate.h"
 #include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
@@ -18,21 +21,48 @@
 namespace hotkernel {
 namespace {
 
-std::unique_ptr<at::ObserverContext> onOpStart(const at::RecordFunction& fn) {
+// The external id of a sampled call (Note [GPU time in the profile]): its op's slot + 1 in the low half, its
+// variant's slot + 1 (0: none) in the high half; never 0.
+constexpr uint64_t kNoVariant = 0;
+uint64_t externalIdOf(uint32_t opSlot, uint64_t variantSlotPlusOne) {
+  return (variantSlotPlusOne << 32) | (static_cast<uint64_t>(opSlot) + 1);
+}
+
+// What a sampled call that pushed an external id hands its end callback.
+struct PushedScope final : at::ObserverContext {};
+
+void childAfterFork() { Recorder::instance().stopGpuTimeInChild(); }
+
+}  // namespace
+
+std::unique_ptr<at::ObserverContext> recorderOnOpStart(const at::RecordFunction& fn) {
   try {
     Recorder& r = Recorder::instance();
     const char* name = fn.name();
-    r.noteOp(name);
-    // Serving GPU work: the background optimizer waits for it to pause.
+    bool cudaInput = false;
     if (fn.num_inputs() > 0) {
       const c10::IValue& first = fn.inputs()[0];
-      if (first.isTensor() && first.toTensor().is_cuda()) IdleGate::instance().noteActivity();
+      cudaInput = first.isTensor() && first.toTensor().is_cuda();
     }
+    // Serving GPU work: the background optimizer waits for it to pause.
+    if (cudaInput) IdleGate::instance().noteActivity();
+    int gpu = r.gpuState_.load(std::memory_order_acquire);
+    if (gpu == Recorder::kGpuPending && cudaInput) gpu = r.startGpuTimeIfPending();
+    const bool attributing = gpu == Recorder::kGpuActive;
+    const uint32_t opSlot = r.noteOp(name, attributing);
+    uint64_t variant = kNoVariant;
     // The served op RecordFunction names so (every overload of "aten::sum"
     // comes here: its row's recordedKey takes only the one it serves).
     for (const ServedOp& op : servedOps()) {
       if (op.recordName != name) continue;
-      if (std::optional<VariantKey> key = op.recordedKey(fn)) r.noteVariant(op.name, *key);
+      if (std::optional<VariantKey> key = op.recordedKey(fn)) {
+        const uint32_t slot = r.noteVariant(op.name, *key, attributing);
+        if (variant == kNoVariant) variant = static_cast<uint64_t>(slot) + 1;
+      }
+    }
+    if (attributing) {
+      r.gpuSource_->pushExternalId(externalIdOf(opSlot, variant));
+      return std::make_unique<PushedScope>();
     }
   } catch (...) {
     // Recording is best effort; it must never disturb the op.
@@ -40,7 +70,13 @@ std::unique_ptr<at::ObserverContext> onOpStart(const at::RecordFunction& fn) {
   return nullptr;
 }
 
-}  // namespace
+void recorderOnOpEnd(const at::RecordFunction& /*fn*/, at::ObserverContext* ctx) {
+  // Only a call that pushed has a context; a forked child pushes nothing and pops nothing.
+  Recorder& r = Recorder::instance();
+  if (ctx != nullptr && r.gpuState_.load(std::memory_order_acquire) == Recorder::kGpuActive) {
+    r.gpuSource_->popExternalId();
+  }
+}
 
 Recorder& Recorder::instance() {
   static Recorder* r = new Recorder();  // leaked: callbacks may run during exit
@@ -56,7 +92,9 @@ void Recorder::start(double samplingProb, int64_t hotCalls, HotFn onHot) {
     hotCalls_ = hotCalls;
     onHot_ = std::move(onHot);
   }
-  at::addGlobalCallback(at::RecordFunctionCallback(&onOpStart)
+  // Note [GPU time from CUPTI]: opt-in; started at the first sampled CUDA op.
+  if (config().cupti) attributeGpuTime(makeCuptiActivitySource(), GpuTimeStart::AtFirstCudaOp);
+  at::addGlobalCallback(at::RecordFunctionCallback(&recorderOnOpStart, &recorderOnOpEnd)
                             .needsInputs(true)
                             .samplingProb(samplingProb)
                             .scopes({at::RecordScope::FUNCTION}));
@@ -72,45 +110,153 @@ double Recorder::samplingProb() const {
   return samplingProb_;
 }
 
-void Recorder::noteOp(const char* name) {
+uint32_t Recorder::noteOp(const char* name, bool attributed) {
   std::lock_guard<std::mutex> guard(mu_);
-  ++opCounts_[name];
+  auto [it, added] = opSlots_.try_emplace(name, static_cast<uint32_t>(ops_.size()));
+  if (added) ops_.push_back(OpCount{name, 0, 0});
+  OpCount& op = ops_[it->second];
+  ++op.sampled;
+  op.attributed += attributed ? 1 : 0;
+  return it->second;
 }
 
-void Recorder::noteVariant(const std::string& op, const VariantKey& key) {
+uint32_t Recorder::noteVariant(const std::string& op, const VariantKey& key, bool attributed) {
   HotFn fire;
+  uint32_t slot = 0;
   {
     std::lock_guard<std::mutex> guard(mu_);
     VariantCount* found = nullptr;
-    for (VariantCount& v : variants_) {
-      if (v.key == key && v.op == op) {
-        found = &v;
+    for (size_t i = 0; i < variants_.size(); ++i) {
+      if (variants_[i].key == key && variants_[i].op == op) {
+        found = &variants_[i];
+        slot = static_cast<uint32_t>(i);
         break;
       }
     }
     if (!found) {
-      variants_.push_back(VariantCount{op, key, 0, false});
+      slot = static_cast<uint32_t>(variants_.size());
+      variants_.push_back(VariantCount{op, key, 0, false, 0});
       found = &variants_.back();
     }
     ++found->sampled;
+    found->attributed += attributed ? 1 : 0;
     if (!found->hot && static_cast<double>(found->sampled) / samplingProb_ >= static_cast<double>(hotCalls_)) {
       found->hot = true;
       fire = onHot_;
     }
   }
   if (fire) fire(op, key);
+  return slot;
+}
+
+bool Recorder::attributeGpuTime(std::unique_ptr<ActivitySource> source, GpuTimeStart when) {
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (gpuSource_ != nullptr || source == nullptr) return false;
+    gpuSource_ = source.release();       // leaked: callbacks may run during exit
+    gpuLedger_ = new GpuTimeLedger();    // leaked: the source delivers into it until the process ends
+    gpuStart_ = ActivityStart{ActivityStartState::Failed, "not started: no sampled op had a CUDA input"};
+  }
+  // A forked child has no CUPTI threads: it pushes nothing (Note [Fork]).
+  ::pthread_atfork(nullptr, nullptr, &childAfterFork);
+  gpuState_.store(kGpuPending, std::memory_order_release);
+  if (when == GpuTimeStart::Now) startGpuTimeIfPending();
+  return true;
+}
+
+bool Recorder::gpuAttributing() const { return gpuState_.load(std::memory_order_acquire) == kGpuActive; }
+
+void Recorder::stopGpuTimeInChild() {
+  if (gpuState_.load(std::memory_order_relaxed) != kGpuOff) gpuState_.store(kGpuBackedOff, std::memory_order_relaxed);
+}
+
+int Recorder::startGpuTimeIfPending() {
+  int expected = kGpuPending;
+  if (!gpuState_.compare_exchange_strong(expected, kGpuStarting, std::memory_order_acq_rel)) return expected;
+  const ActivityStart started = gpuSource_->start(gpuLedger_);
+  if (started.state == ActivityStartState::Started) {
+    HOTKERNEL_LOG(Info) << "HOTKERNEL_CUPTI=1: GPU time is attributed to the sampled ops (CUPTI activity records)";
+  } else {
+    HOTKERNEL_LOG_ONCE(Warn, "cupti-backed-off") << "HOTKERNEL_CUPTI=1: " << started.detail
+                                                 << "; the profile ranks ops by calls";
+  }
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    gpuStart_ = started;
+  }
+  const int state = started.state == ActivityStartState::Started ? kGpuActive : kGpuBackedOff;
+  gpuState_.store(state, std::memory_order_release);
+  return state;
+}
+
+void Recorder::flushGpuTime() const {
+  if (gpuState_.load(std::memory_order_acquire) != kGpuActive) return;
+  gpuSource_->flush();
+  std::string takenOver = gpuSource_->takenOver();
+  if (!takenOver.empty()) HOTKERNEL_LOG_ONCE(Warn, "cupti-taken-over") << "HOTKERNEL_CUPTI=1: " << takenOver;
+  std::lock_guard<std::mutex> guard(mu_);
+  gpuTakenOver_ = std::move(takenOver);
+}
+
+nlohmann::json Recorder::gpuTimeJsonLocked() const {
+  const int state = gpuState_.load(std::memory_order_acquire);
+  nlohmann::json j = {{"source", "cupti"}};
+  if (state == kGpuPending || state == kGpuStarting) {
+    j["state"] = "pending";
+    j["detail"] = gpuStart_.detail;
+    return j;
+  }
+  j["state"] = activityStartStateName(gpuStart_.state);
+  if (!gpuStart_.detail.empty()) j["detail"] = gpuStart_.detail;
+  if (gpuStart_.state != ActivityStartState::Started) return j;
+  const GpuTimeLedger::Totals t = gpuLedger_->totals();
+  j["kernelNs"] = t.kernelNs;
+  j["kernels"] = t.kernels;
+  j["attributedNs"] = t.attributedNs;
+  j["droppedRecords"] = t.droppedRecords;
+  j["evicted"] = t.evicted;
+  if (!gpuTakenOver_.empty()) j["takenOver"] = gpuTakenOver_;
+  return j;
 }
 
 nlohmann::json Recorder::profile() const {
   std::lock_guard<std::mutex> guard(mu_);
+  // Note [GPU time in the profile]: the ledger's time per external id, summed per op and per variant.
+  const bool withGpu = gpuSource_ != nullptr && gpuState_.load(std::memory_order_acquire) != kGpuPending &&
+                       gpuStart_.state == ActivityStartState::Started;
+  std::vector<uint64_t> opNs(withGpu ? ops_.size() : 0, 0);
+  std::vector<uint64_t> variantNs(withGpu ? variants_.size() : 0, 0);
+  if (withGpu) {
+    for (const auto& [id, attributed] : gpuLedger_->byExternalId()) {
+      const uint64_t op = (id & 0xffffffffu) - 1;
+      const uint64_t variant = id >> 32;
+      if (op < opNs.size()) opNs[op] += attributed.ns;
+      if (variant != kNoVariant && variant - 1 < variantNs.size()) variantNs[variant - 1] += attributed.ns;
+    }
+  }
+  auto addGpu = [this, withGpu](nlohmann::json& entry, uint64_t ns, uint64_t attributedCalls) {
+    if (!withGpu) return;
+    entry["gpuNs"] = ns;
+    entry["gpuSampledCalls"] = attributedCalls;
+    entry["estimatedGpuNs"] = static_cast<double>(ns) / samplingProb_;
+  };
+  std::vector<size_t> order(ops_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [this](size_t a, size_t b) {
+    return ops_[a].sampled != ops_[b].sampled ? ops_[a].sampled > ops_[b].sampled : ops_[a].name < ops_[b].name;
+  });
   nlohmann::json ops = nlohmann::json::array();
-  std::vector<std::pair<std::string, uint64_t>> sorted(opCounts_.begin(), opCounts_.end());
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  for (const auto& [name, n] : sorted) {
-    ops.push_back({{"op", name}, {"sampledCalls", n}, {"estimatedCalls", static_cast<double>(n) / samplingProb_}});
+  for (size_t i : order) {
+    const OpCount& op = ops_[i];
+    nlohmann::json entry = {{"op", op.name},
+                            {"sampledCalls", op.sampled},
+                            {"estimatedCalls", static_cast<double>(op.sampled) / samplingProb_}};
+    addGpu(entry, withGpu ? opNs[i] : 0, op.attributed);
+    ops.push_back(std::move(entry));
   }
   nlohmann::json variants = nlohmann::json::array();
-  for (const VariantCount& v : variants_) {
+  for (size_t i = 0; i < variants_.size(); ++i) {
+    const VariantCount& v = variants_[i];
     nlohmann::json entry = {{"op", v.op},
                             {"dtype", kernels::dtypeName(static_cast<kernels::DType>(v.key.dtype))},
                             {"device", v.key.device},
@@ -126,10 +272,13 @@ nlohmann::json Recorder::profile() const {
     if (kernels::reductionOf(v.key) >= 0) {
       entry["reduction"] = kernels::reductionName(static_cast<kernels::CrossEntropyReduction>(kernels::reductionOf(v.key)));
     }
+    addGpu(entry, withGpu ? variantNs[i] : 0, v.attributed);
     variants.push_back(std::move(entry));
   }
-  return {{"format", "hotkernel-profile"}, {"version", 1}, {"samplingProb", samplingProb_},
-          {"ops", ops}, {"variants", variants}};
+  nlohmann::json doc = {{"format", "hotkernel-profile"}, {"version", 2}, {"samplingProb", samplingProb_},
+                        {"ops", ops}, {"variants", variants}};
+  if (gpuSource_ != nullptr) doc["gpuTime"] = gpuTimeJsonLocked();
+  return doc;
 }
 
 double Recorder::estimatedCalls(const std::string& op, const VariantKey& key) const {
@@ -142,6 +291,7 @@ double Recorder::estimatedCalls(const std::string& op, const VariantKey& key) co
 
 bool Recorder::writeProfile(const std::string& path) const {
   try {
+    flushGpuTime();
     const std::string text = profile().dump(2) + "\n";
     const std::string tmp = path + ".tmp." + std::to_string(::getpid());
     {

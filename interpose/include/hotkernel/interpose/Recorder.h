@@ -6,18 +6,29 @@
 // A global RecordFunction callback costs ~65 ns per op (+~30 ns with inputs,
 // measured on torch 2.11). The callback is sampled (HOTKERNEL_SAMPLE,
 // default 0.05); counts are scaled by 1/p to estimate calls. Sampled calls take
-// one mutex; with p = 0.05 that is one lock per 20 ops.
+// one mutex; with p = 0.05 that is one lock per 20 ops. With GPU time
+// attributed (HOTKERNEL_CUPTI=1) a sampled call also pushes and pops one
+// external correlation id (its end callback), taking no other lock.
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "hotkernel/runtime/ActivitySource.h"
+#include "hotkernel/runtime/GpuTimeLedger.h"
 #include "hotkernel/runtime/PlanTable.h"
+
+namespace at {
+struct RecordFunction;
+struct ObserverContext;
+}  // namespace at
 
 namespace hotkernel {
 
@@ -34,15 +45,47 @@ class Recorder {
   bool started() const;
   double samplingProb() const;
 
-  // What one sampled call contributes (public for tests).
-  void noteOp(const char* name);
-  void noteVariant(const std::string& op, const VariantKey& key);
+  // What one sampled call contributes (public for tests): its slot among the
+  // ops (the variants), counted as attributed when GPU time is being
+  // attributed (gpuAttributing()).
+  uint32_t noteOp(const char* name, bool attributed = false);
+  uint32_t noteVariant(const std::string& op, const VariantKey& key, bool attributed = false);
 
-  // The profile document, format "hotkernel-profile" version 1:
-  // {"format":"hotkernel-profile","version":1,"samplingProb":p,
-  //  "ops":[{"op":name,"sampledCalls":n,"estimatedCalls":n/p}...] (most frequent first),
+  // GPU time per op (Note [GPU time in the profile]): `source` (CUPTI's with
+  // HOTKERNEL_CUPTI=1, which start() configures; a fake in tests) is started
+  // at the first sampled op with a CUDA input (AtFirstCudaOp: no CUDA work at
+  // load), or at once (Now). Once per process; false if one is configured.
+  enum class GpuTimeStart { AtFirstCudaOp, Now };
+  bool attributeGpuTime(std::unique_ptr<ActivitySource> source, GpuTimeStart when);
+  // Whether sampled ops are pushed to the source now (started, not backed off, not a forked child).
+  bool gpuAttributing() const;
+  // In a forked child (pthread_atfork): nothing is pushed from then on.
+  void stopGpuTimeInChild();
+
+  // The profile document, format "hotkernel-profile" version 2:
+  // {"format":"hotkernel-profile","version":2,"samplingProb":p,
+  //  "ops":[{"op":name,"sampledCalls":n,"estimatedCalls":n/p,
+  //          "gpuNs":t?,"gpuSampledCalls":m?,"estimatedGpuNs":t/p?}...] (most frequent first),
   //  "variants":[{"op":..,"dtype":"bf16","device":0,"rows":..,"cols":..,"inner":n?,
-  //               "weight":true?,"bias":true?,"sampledCalls":n,"estimatedCalls":n/p}...]}
+  //               "weight":true?,"bias":true?,"reduction":"mean"?,"sampledCalls":n,"estimatedCalls":n/p,
+  //               "gpuNs":t?,"gpuSampledCalls":m?,"estimatedGpuNs":t/p?}...],
+  //  "gpuTime":{"source":"cupti","state":"started"|"unavailable"|"held-elsewhere"|"failed"|"pending",
+  //             "detail":why?,"kernelNs":..,"kernels":..,"attributedNs":..,"droppedRecords":..,
+  //             "evicted":..,"takenOver":why?}?}
+  //
+  // Note [GPU time in the profile]
+  // Version 2 adds GPU time; a version 1 document is a version 2 one without
+  // it, and readers take both (ProfileDocument.h). "gpuTime" is present when
+  // attribution was configured (HOTKERNEL_CUPTI=1); the per-entry fields only
+  // when its state is "started". gpuNs is the summed device time of the
+  // kernels launched while a sampled call of the op (variant) was the
+  // innermost sampled op on its thread, gpuSampledCalls the sampled calls
+  // counted while attributing, estimatedGpuNs = gpuNs / p the estimate over
+  // every call. kernelNs is the device time of every kernel of the process
+  // while attributing (sampled or not, the optimizer's included): the
+  // denominator of an op's share. A kernel launched by an unsampled op
+  // inside a sampled one counts for the sampled one, so an op that only calls
+  // others (aten::softmax calling aten::_softmax) shows part of their time.
   //
   // Note [Profile format]
   // "weight" and "bias" appear on norm variants (aten::_fused_rms_norm,
@@ -64,7 +107,8 @@ class Recorder {
   // Estimated calls of one variant so far (sampled / p); 0 if never sampled.
   // What the optimizer's ranking takes as the target's recorded calls.
   double estimatedCalls(const std::string& op, const VariantKey& key) const;
-  // Writes profile() to `path` atomically (temp file + rename). Never throws; logs.
+  // Writes profile() to `path` atomically (temp file + rename), after the
+  // activity source delivered what it holds. Never throws; logs.
   bool writeProfile(const std::string& path) const;
   // Note [Fork] (Engine.cpp): held across fork() so that a child never
   // inherits the lock taken by another thread.
@@ -72,16 +116,42 @@ class Recorder {
   void unlockAfterFork() { mu_.unlock(); }
 
  private:
+  struct OpCount {
+    std::string name;
+    uint64_t sampled = 0;
+    uint64_t attributed = 0;  // sampled while attributing GPU time
+  };
   struct VariantCount {
     std::string op;
     VariantKey key;
     uint64_t sampled = 0;
     bool hot = false;
+    uint64_t attributed = 0;  // sampled while attributing GPU time
   };
+  // The GPU-time attribution's states (gpuState_).
+  enum GpuState : int { kGpuOff = 0, kGpuPending, kGpuStarting, kGpuActive, kGpuBackedOff };
+
+  friend std::unique_ptr<at::ObserverContext> recorderOnOpStart(const at::RecordFunction& fn);
+  friend void recorderOnOpEnd(const at::RecordFunction& fn, at::ObserverContext* ctx);
+  // The state after starting the source if it is pending (the first sampled CUDA op; one thread starts it).
+  int startGpuTimeIfPending();
+  // The source's records delivered to the ledger, and whether it was taken over. Not under mu_.
+  void flushGpuTime() const;
+  nlohmann::json gpuTimeJsonLocked() const;
+
   mutable std::mutex mu_;
-  // Guarded by mu_.
-  std::map<std::string, uint64_t> opCounts_;
+  // Guarded by mu_. Slots are indices into ops_ / variants_ (stable: entries are only appended);
+  // an op's and a variant's slot make the external id its sampled calls push (Note [GPU time in the profile]).
+  std::vector<OpCount> ops_;
+  std::unordered_map<std::string, uint32_t> opSlots_;
   std::vector<VariantCount> variants_;
+  ActivityStart gpuStart_;        // how the source started (while kGpuPending/kGpuStarting: not yet)
+  mutable std::string gpuTakenOver_;  // ActivitySource::takenOver at the last flush
+  // Set once before gpuState_ leaves kGpuOff, never freed (callbacks may run during exit); the source
+  // delivers into the ledger on its own thread, which takes only the ledger's lock, never mu_.
+  ActivitySource* gpuSource_ = nullptr;
+  GpuTimeLedger* gpuLedger_ = nullptr;
+  std::atomic<int> gpuState_{kGpuOff};
   HotFn onHot_;
   double samplingProb_ = 1.0;
   int64_t hotCalls_ = 50;

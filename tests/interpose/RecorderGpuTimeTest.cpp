@@ -1,0 +1,189 @@
+// The recorder's GPU-time attribution (Note [GPU time in the profile]) on the
+// CPU, with a fake ActivitySource: a test RecordFunction callback, registered
+// after the recorder's, "launches" a kernel inside chosen ops, so each kernel
+// correlates to the innermost op the recorder pushed.
+//
+// The recorder is process-wide and takes one source per process: ctest runs
+// each test in its own process; run alone, a test after the first skips.
+
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "hotkernel/interpose/Recorder.h"
+
+namespace hotkernel {
+namespace {
+
+class FakeActivitySource final : public ActivitySource {
+ public:
+  FakeActivitySource(ActivityStart result, std::string takenOver)
+      : result_(std::move(result)), takenOver_(std::move(takenOver)) {}
+
+  ActivityStart start(ActivitySink* sink) override {
+    std::lock_guard<std::mutex> g(mu_);
+    sink_ = sink;
+    ++starts_;
+    return result_;
+  }
+  void pushExternalId(uint64_t id) override {
+    std::lock_guard<std::mutex> g(mu_);
+    stacks_[std::this_thread::get_id()].push_back(id);
+    ++pushes_;
+  }
+  void popExternalId() override {
+    std::lock_guard<std::mutex> g(mu_);
+    auto& stack = stacks_[std::this_thread::get_id()];
+    if (!stack.empty()) stack.pop_back();
+    ++pops_;
+  }
+  // A kernel of `ns` launched now on this thread: correlated to the innermost pushed id, if any.
+  void launch(uint64_t ns) {
+    std::lock_guard<std::mutex> g(mu_);
+    const uint32_t correlation = ++nextCorrelation_;
+    const auto& stack = stacks_[std::this_thread::get_id()];
+    if (!stack.empty()) pending_.correlations.push_back({correlation, stack.back()});
+    pending_.kernels.push_back({correlation, 100, 100 + ns});
+  }
+  void flush() override {
+    std::lock_guard<std::mutex> g(mu_);
+    if (sink_ != nullptr) sink_->onBatch(pending_);
+    pending_ = ActivityBatch{};
+  }
+  std::string takenOver() override { return takenOver_; }
+
+  int starts() {
+    std::lock_guard<std::mutex> g(mu_);
+    return starts_;
+  }
+  int pushes() {
+    std::lock_guard<std::mutex> g(mu_);
+    return pushes_;
+  }
+  int pops() {
+    std::lock_guard<std::mutex> g(mu_);
+    return pops_;
+  }
+
+ private:
+  const ActivityStart result_;
+  const std::string takenOver_;
+  std::mutex mu_;
+  ActivitySink* sink_ = nullptr;
+  std::map<std::thread::id, std::vector<uint64_t>> stacks_;
+  ActivityBatch pending_;
+  uint32_t nextCorrelation_ = 0;
+  int starts_ = 0, pushes_ = 0, pops_ = 0;
+};
+
+FakeActivitySource* gFake = nullptr;  // the launching callback's source
+
+// Runs after the recorder's start callback: aten::_softmax launches 1000 ns, aten::add 10 ns.
+std::unique_ptr<at::ObserverContext> launchInside(const at::RecordFunction& fn) {
+  const std::string name = fn.name();
+  if (name == "aten::_softmax") gFake->launch(1000);
+  if (name == "aten::add") gFake->launch(10);
+  return nullptr;
+}
+
+// The recorder started (p = 1) with `fake` as its source, or nullptr when this process configured one already.
+FakeActivitySource* startWith(ActivityStart result, Recorder::GpuTimeStart when, std::string takenOver = "") {
+  Recorder& r = Recorder::instance();
+  r.start(1.0, /*hotCalls=*/1000000, [](const std::string&, const VariantKey&) {});
+  auto fake = std::make_unique<FakeActivitySource>(std::move(result), std::move(takenOver));
+  FakeActivitySource* raw = fake.get();
+  if (!r.attributeGpuTime(std::move(fake), when)) return nullptr;
+  gFake = raw;
+  return raw;
+}
+
+const nlohmann::json* findOp(const nlohmann::json& profile, const std::string& op) {
+  for (const auto& e : profile["ops"]) {
+    if (e["op"] == op) return &e;
+  }
+  return nullptr;
+}
+
+TEST(RecorderGpuTimeTest, GivenAStartedSourceWhenOpsLaunchKernelsThenTheirGpuTimeLandsOnThoseOpsAndVariants) {
+  FakeActivitySource* fake = startWith({ActivityStartState::Started, ""}, Recorder::GpuTimeStart::Now,
+                                       "another CUPTI client took the records over");
+  if (fake == nullptr) GTEST_SKIP() << "a source is configured in this process already: run this test alone";
+  at::CallbackHandle handle = at::addGlobalCallback(at::RecordFunctionCallback(&launchInside));
+  const at::Tensor x = at::randn({5, 7});
+  for (int i = 0; i < 3; ++i) (void)at::_softmax(x, -1, false);
+  for (int i = 0; i < 2; ++i) (void)at::add(x, x);
+  fake->launch(500);  // outside any op: in the total only
+  at::removeCallback(handle);
+  EXPECT_TRUE(Recorder::instance().gpuAttributing());
+  EXPECT_EQ(fake->starts(), 1);
+  EXPECT_EQ(fake->pushes(), fake->pops());
+
+  // writeProfile flushes the source first.
+  const std::string path = ::testing::TempDir() + "/hk-gpu-profile.json";
+  ASSERT_TRUE(Recorder::instance().writeProfile(path));
+  std::ifstream f(path);
+  const nlohmann::json p = nlohmann::json::parse(f);
+  EXPECT_EQ(p["version"], 2);
+  ASSERT_TRUE(p.contains("gpuTime")) << p.dump();
+  EXPECT_EQ(p["gpuTime"]["state"], "started");
+  EXPECT_EQ(p["gpuTime"]["kernelNs"], 3 * 1000 + 2 * 10 + 500);
+  EXPECT_EQ(p["gpuTime"]["attributedNs"], 3 * 1000 + 2 * 10);
+  EXPECT_EQ(p["gpuTime"]["takenOver"], "another CUPTI client took the records over");
+  const nlohmann::json* softmax = findOp(p, "aten::_softmax");
+  ASSERT_NE(softmax, nullptr) << p.dump();
+  EXPECT_EQ((*softmax)["gpuNs"], 3000);
+  EXPECT_EQ((*softmax)["gpuSampledCalls"], 3);
+  EXPECT_DOUBLE_EQ((*softmax)["estimatedGpuNs"].get<double>(), 3000.0);
+  const nlohmann::json* add = findOp(p, "aten::add");
+  ASSERT_NE(add, nullptr) << p.dump();
+  EXPECT_EQ((*add)["gpuNs"], 20);
+  const nlohmann::json* randn = findOp(p, "aten::randn");
+  ASSERT_NE(randn, nullptr) << p.dump();
+  EXPECT_EQ((*randn)["gpuNs"], 0);  // sampled, no kernel of its own
+  int variants = 0;
+  for (const auto& v : p["variants"]) {
+    if (v["op"] == "aten::_softmax" && v["rows"] == 5 && v["cols"] == 7) {
+      EXPECT_EQ(v["gpuNs"], 3000) << v.dump();
+      EXPECT_EQ(v["gpuSampledCalls"], 3) << v.dump();
+      ++variants;
+    }
+  }
+  EXPECT_EQ(variants, 1);
+}
+
+TEST(RecorderGpuTimeTest, GivenASourceHeldElsewhereWhenOpsRunThenNothingIsPushedAndTheProfileSaysWhy) {
+  FakeActivitySource* fake = startWith({ActivityStartState::HeldElsewhere, "CUPTI is held by another tool"},
+                                       Recorder::GpuTimeStart::Now);
+  if (fake == nullptr) GTEST_SKIP() << "a source is configured in this process already: run this test alone";
+  const at::Tensor x = at::randn({5, 7});
+  for (int i = 0; i < 3; ++i) (void)at::_softmax(x, -1, false);
+  EXPECT_FALSE(Recorder::instance().gpuAttributing());
+  EXPECT_EQ(fake->pushes(), 0);
+  const nlohmann::json p = Recorder::instance().profile();
+  EXPECT_EQ(p["gpuTime"]["state"], "held-elsewhere");
+  EXPECT_EQ(p["gpuTime"]["detail"], "CUPTI is held by another tool");
+  EXPECT_FALSE(p["gpuTime"].contains("kernelNs"));
+  const nlohmann::json* softmax = findOp(p, "aten::_softmax");
+  ASSERT_NE(softmax, nullptr);
+  EXPECT_FALSE(softmax->contains("gpuNs"));
+}
+
+TEST(RecorderGpuTimeTest, GivenStartAtTheFirstCudaOpWhenOnlyCpuOpsRunThenTheSourceIsNeverStarted) {
+  FakeActivitySource* fake = startWith({ActivityStartState::Started, ""}, Recorder::GpuTimeStart::AtFirstCudaOp);
+  if (fake == nullptr) GTEST_SKIP() << "a source is configured in this process already: run this test alone";
+  const at::Tensor x = at::randn({5, 7});
+  for (int i = 0; i < 3; ++i) (void)at::_softmax(x, -1, false);
+  EXPECT_EQ(fake->starts(), 0);
+  EXPECT_EQ(fake->pushes(), 0);
+  EXPECT_EQ(Recorder::instance().profile()["gpuTime"]["state"], "pending");
+}
+
+}  // namespace
+}  // namespace hotkernel
