@@ -7,7 +7,7 @@
 # OpenSSL headers) travel as Debian .deb files in .deps/debs (fetch them here
 # with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
 #
-#   tools/gpu/run-h200.sh [all|build|test|ops|models|fusion|fusion_engine|bench|overhead|warmup|demo|exit]...
+#   tools/gpu/run-h200.sh [all|build|test|ops|models|fusion|fusion_engine|bench|overhead|warmup|demo|exit|fleet]...
 # HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu").
 # HOTKERNEL_MODELS: the models step's --models (default all: llama,gpt2-eager,gpt2-sdpa,bert).
 # HOTKERNEL_MODELS_ARGS: extra model_bench.py arguments (e.g. "--fusion": the hotkernel arm fuses chains).
@@ -42,7 +42,7 @@ BUILD="$HOTKERNEL_BUILD_DIR"
 } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-if want build || want test || want ops || want models || want fusion || want fusion_engine || want bench || want overhead || want warmup || want demo || want exit; then
+if want build || want test || want ops || want models || want fusion || want fusion_engine || want bench || want overhead || want warmup || want demo || want exit || want fleet; then
   log "build"
   HOTKERNEL_JOBS=16 "$ROOT/tools/setup.sh" >"$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
   log "build ok"
@@ -155,6 +155,12 @@ if want exit; then
     --jobs "${HOTKERNEL_EXIT_JOBS:-10}" --preload "$BUILD/lib/libhotkernel_preload.so" \
     --out "$OUT/exit-stress.json" >"$OUT/exit-stress.log" 2>&1 || rc=1
   tail -8 "$OUT/exit-stress.log"
+fi
+if want fleet; then
+  log "fleet: 4 processes under the preload share one redis-server; each variant tuned once, served by all"
+  "$HOTKERNEL_PYTHON" "$ROOT/bench/fleet_bench.py" --procs 4 --preload "$BUILD/lib/libhotkernel_preload.so" \
+    --out "$OUT/h200-fleet-latest.json" >"$OUT/fleet.log" 2>&1 || rc=1
+  tail -12 "$OUT/fleet.log"
 fi
 if want demo; then
   log "demo"
