@@ -178,14 +178,28 @@ void chooseTuningRows(FamilyTuneSpec& spec, int device, int rowBuffers, const Tu
   int maxRowsPerCta = 1;
   for (const FamilyPoint& p : spec.validPoints) maxRowsPerCta = std::max(maxRowsPerCta, p.rowsPerCta);
   const cudaDeviceProp* prop = at::cuda::getDeviceProperties(device);
+  chooseTuningRows(spec, device, rowBuffers, fillRows(prop->multiProcessorCount, maxRowsPerCta), options);
+}
+
+void chooseTuningRows(FamilyTuneSpec& spec, int device, int rowBuffers, int64_t fillRows,
+                      const TunerOptions& options) {
+  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(device);
   TuningMemory memory;
   memory.bytesPerRow = rowBuffers * spec.cols * static_cast<int64_t>(kernels::elementSize(spec.dtype));
   memory.fixedBytes = 2 * static_cast<int64_t>(prop->l2CacheSize);
-  const int64_t rows = tuningRowsWithinCap(spec.family, spec.rows, spec.cols,
-                                           fillRows(prop->multiProcessorCount, maxRowsPerCta), memory,
+  const int64_t rows = tuningRowsWithinCap(spec.family, spec.rows, spec.cols, fillRows, memory,
                                            options.memoryCapBytes);
   spec.variantRows = rows < spec.rows ? spec.rows : 0;
   spec.rows = rows;
+}
+
+int64_t middleDimFillRows(int64_t inner, const std::vector<FamilyPoint>& valid, int smCount) {
+  int64_t widestTile = 1;
+  for (const FamilyPoint& p : valid) {
+    const int64_t tx = p.threads / std::max(p.rowsPerCta, 1);
+    widestTile = std::max<int64_t>(widestTile, tx * p.vec);
+  }
+  return fillRowsOfCtas(smCount, (inner + widestTile - 1) / widestTile);
 }
 
 // Note [Family search]

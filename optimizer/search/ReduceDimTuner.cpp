@@ -80,25 +80,10 @@ at::Tensor middleSumBound(const at::Tensor& in, const at::Tensor& ref, ReduceOp 
   return atenError.add_(absSum.mul_(t.sumRel)).add_(r.abs().mul_(t.outRel)).add_(t.outAbs).to(at::kFloat);
 }
 
-// The middle-dim axes on the search's: threads = tx * ty (the CTA), rows
-// per CTA = ty (the reduced dim's rows a CTA reads at once), vec; no items.
+// The middle-dim axes on the search's (middleDimFillRows in FamilyTuner.h).
 FamilyPoint toPoint(const ReduceDimParams& p) { return FamilyPoint{p.threads(), p.ty, p.vec, 0, 1}; }
 ReduceDimParams toParams(const FamilyPoint& p) {
   return ReduceDimParams{p.threads / std::max(p.rowsPerCta, 1), p.rowsPerCta, p.vec};
-}
-
-// The fewest outer rows that fill the GPU (Note [Tuning on a row subset] in
-// TuningRows.cpp): kFillCtasPerSm CTAs an SM for the valid point with the
-// widest tile, which gives an outer row the fewest CTAs.
-int64_t fillOuterRows(const ReduceDimVariant& v, const std::vector<FamilyPoint>& valid, int smCount) {
-  int64_t widestTile = 1;
-  for (const FamilyPoint& p : valid) {
-    const ReduceDimParams q = toParams(p);
-    widestTile = std::max<int64_t>(widestTile, static_cast<int64_t>(q.tx) * q.vec);
-  }
-  const int64_t ctasPerRow = (v.inner + widestTile - 1) / widestTile;
-  const int64_t ctas = kFillCtasPerSm * std::max(smCount, 1);
-  return (ctas + ctasPerRow - 1) / ctasPerRow;
 }
 
 }  // namespace
@@ -216,15 +201,10 @@ TuneOutcome tuneReduceDim(const ReduceDimVariant& v, int device, const TunerOpti
   // input-sized buffers at 16 bits) and the L2 flush: a variant whose outer
   // rows do not fit the cap is tuned on a subset of them, never fewer than
   // fill the GPU (Note [Tuning on a row subset]).
-  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(device);
-  TuningMemory memory;
-  memory.bytesPerRow = 12 * spec.cols * static_cast<int64_t>(kernels::elementSize(v.dtype));
-  memory.fixedBytes = 2 * static_cast<int64_t>(prop->l2CacheSize);
-  const int64_t rows = tuningRowsWithinCap(spec.family, v.outer, spec.cols,
-                                           fillOuterRows(v, spec.validPoints, prop->multiProcessorCount), memory,
-                                           options.memoryCapBytes);
-  spec.variantRows = rows < v.outer ? v.outer : 0;
-  spec.rows = rows;
+  chooseTuningRows(spec, device, /*rowBuffers=*/12,
+                   middleDimFillRows(v.inner, spec.validPoints,
+                                     at::cuda::getDeviceProperties(device)->multiProcessorCount),
+                   options);
   spec.compileOptions = [v](const FamilyPoint& p) {
     return ReduceDimFamily::compileOptions(v.dtype, toParams(p), v.op);
   };

@@ -49,23 +49,10 @@ std::string firstBadPosition(const at::Tensor& bad, const at::Tensor& value, con
   return os.str();
 }
 
-// The middle-dim axes on the search's: threads = tx * ty (the CTA), rows
-// per CTA = ty (the dim's rows a CTA reads at once), vec; no items.
+// The middle-dim axes on the search's (middleDimFillRows in FamilyTuner.h).
 FamilyPoint toPoint(const SoftmaxDimParams& p) { return FamilyPoint{p.threads(), p.ty, p.vec, 0, 1}; }
 SoftmaxDimParams toParams(const FamilyPoint& p) {
   return SoftmaxDimParams{p.threads / std::max(p.rowsPerCta, 1), p.rowsPerCta, p.vec};
-}
-
-// The fewest outer rows that fill the GPU (Note [Tuning on a row subset] in
-// TuningRows.cpp): for the valid point with the widest tile, which gives an
-// outer row the fewest CTAs.
-int64_t fillOuterRows(const SoftmaxDimVariant& v, const std::vector<FamilyPoint>& valid, int smCount) {
-  int64_t widestTile = 1;
-  for (const FamilyPoint& p : valid) {
-    const SoftmaxDimParams q = toParams(p);
-    widestTile = std::max<int64_t>(widestTile, static_cast<int64_t>(q.tx) * q.vec);
-  }
-  return fillRowsOfCtas(smCount, (v.inner + widestTile - 1) / widestTile);
 }
 
 }  // namespace
@@ -198,15 +185,10 @@ TuneOutcome tuneSoftmaxDim(const SoftmaxDimVariant& v, int device, const TunerOp
   // calls' inputs and checked outputs) and the L2 flush: a variant whose
   // outer rows do not fit the cap is tuned on a subset of them, never fewer
   // than fill the GPU (Note [Tuning on a row subset]).
-  const cudaDeviceProp* prop = at::cuda::getDeviceProperties(device);
-  TuningMemory memory;
-  memory.bytesPerRow = 12 * spec.cols * static_cast<int64_t>(kernels::elementSize(v.dtype));
-  memory.fixedBytes = 2 * static_cast<int64_t>(prop->l2CacheSize);
-  const int64_t rows = tuningRowsWithinCap(spec.family, v.outer, spec.cols,
-                                           fillOuterRows(v, spec.validPoints, prop->multiProcessorCount), memory,
-                                           options.memoryCapBytes);
-  spec.variantRows = rows < v.outer ? v.outer : 0;
-  spec.rows = rows;
+  chooseTuningRows(spec, device, /*rowBuffers=*/12,
+                   middleDimFillRows(v.inner, spec.validPoints,
+                                     at::cuda::getDeviceProperties(device)->multiProcessorCount),
+                   options);
   spec.compileOptions = [v, op](const FamilyPoint& p) {
     return SoftmaxDimFamily::compileOptions(v.dtype, toParams(p), op);
   };

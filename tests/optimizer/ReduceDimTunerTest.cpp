@@ -15,6 +15,8 @@
 #include "hotkernel/kernels/ReduceDimFamily.h"
 #include "hotkernel/optimizer/ReduceDimTuner.h"
 #include "hotkernel/optimizer/ReduceTuner.h"
+#include "hotkernel/optimizer/FamilyTuner.h"
+#include "hotkernel/optimizer/TuningRows.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel {
@@ -133,6 +135,19 @@ TEST(ReduceDimTunerTest, GivenAPairCandidateWhenItsPointersAreGuardedThenTheValu
   alignas(128) static char buf[8192];
   EXPECT_TRUE(c.acceptsPointers(buf, buf + 4096));
   EXPECT_FALSE(c.acceptsPointers(buf, buf + 4096 + 4));
+}
+
+TEST(ReduceDimTunerTest, GivenTheValidPointsWhenTheFillRowsAreChosenThenTheWidestTileSetsHowManyCtasAnOuterRowTakes) {
+  // Points on the search's axes: threads = tx * ty, rowsPerCta = ty, vec.
+  const std::vector<FamilyPoint> valid{{32 * 4, 4, 1}, {128 * 2, 2, 8}, {64 * 8, 8, 4}};  // tiles of 32, 1024, 256
+  // inner 4096 in tiles of 1024 elements: 4 CTAs an outer row.
+  EXPECT_EQ(middleDimFillRows(4096, valid, 132), fillRowsOfCtas(132, 4));
+  EXPECT_EQ(middleDimFillRows(4097, valid, 132), fillRowsOfCtas(132, 5));  // a partial tile is a CTA too
+  EXPECT_EQ(middleDimFillRows(8, valid, 132), fillRowsOfCtas(132, 1));
+  // Without the widest point, tiles of 256: 16 CTAs an outer row, so fewer rows fill the GPU.
+  EXPECT_EQ(middleDimFillRows(4096, {valid[0], valid[2]}, 132), fillRowsOfCtas(132, 16));
+  EXPECT_LT(middleDimFillRows(4096, {valid[0], valid[2]}, 132), middleDimFillRows(4096, valid, 132));
+  EXPECT_EQ(middleDimFillRows(4096, {}, 132), fillRowsOfCtas(132, 4096));  // no point: one element a tile
 }
 
 }  // namespace

@@ -127,6 +127,17 @@ std::vector<TimedInput> drawTimedInputs(const RowOpSpec& spec, kernels::DType dt
 // GPU come from its SMs and the most rows a CTA among spec.validPoints.
 // Error when not even those fit.
 void chooseTuningRows(FamilyTuneSpec& spec, int device, int rowBuffers, const TunerOptions& options);
+// The same with the rows that fill the GPU given (the middle-dim families, whose CTAs tile an outer row).
+void chooseTuningRows(FamilyTuneSpec& spec, int device, int rowBuffers, int64_t fillRows,
+                      const TunerOptions& options);
+
+// The middle-dim families' points on the search's axes: threads = tx * ty
+// (the CTA), rows per CTA = ty (the dim's rows a CTA reads at once), vec; no
+// items. The fewest outer rows of an [outer, dim, inner] variant that fill
+// the GPU (Note [Tuning on a row subset] in TuningRows.cpp): for the valid
+// point with the widest tile (tx * vec inner elements), which gives an outer
+// row the fewest CTAs.
+int64_t middleDimFillRows(int64_t inner, const std::vector<FamilyPoint>& valid, int smCount);
 
 // Runs the search on `device` (the caller sets the device, stream and
 // capture-mode guards). The outcome's metrics hold the candidates (one record
