@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what hotkernel needs and builds it. Idempotent; quick when done.
 #
-#   tools/setup.sh            Debian packages, the project venv with torch==2.11.0, configure, build
+#   tools/setup.sh            Debian packages, the project venv with torch==2.11.0 (and scikit-build-core),
+#                             configure, build
 #
 # Environment:
 #   HOTKERNEL_BUILD_DIR   build folder (default: <repo>/build)
@@ -14,6 +15,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${HOTKERNEL_BUILD_DIR:-$ROOT/build}"
 TORCH_VERSION=2.11.0
+SKBUILD_CORE_VERSION=1.1.2  # pyproject.toml's build backend, in the venv (not with HOTKERNEL_PYTHON)
 say() { echo "[setup] $*" >&2; }
 
 # 1. The CUDA toolkit first (NVRTC and the driver API headers; no GPU is needed
@@ -72,13 +74,24 @@ else
     "$VENV/bin/pip" install -q --upgrade pip
     "$VENV/bin/pip" install -q "torch==$TORCH_VERSION" numpy
   fi
+  # The build backend of `pip install --no-build-isolation .` (pyproject.toml), for the
+  # ctest pip_install, which installs from this venv's packages and never reaches an index.
+  if ! "$PY" -c 'import scikit_build_core' 2>/dev/null; then
+    say "installing scikit-build-core==$SKBUILD_CORE_VERSION into $VENV"
+    "$VENV/bin/pip" install -q "scikit-build-core==$SKBUILD_CORE_VERSION"
+  fi
 fi
 TORCH_CMAKE="$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')"
 
 # 4. Configure (once) and build.
 PREFIX="$TORCH_CMAKE${HOTKERNEL_PREFIX_PATH:+;$HOTKERNEL_PREFIX_PATH}"
 LAUNCHER=()
-command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if command -v ccache >/dev/null; then
+  LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # Objects keyed by paths relative to the build folder: another build folder at the
+  # same depth (another clone's, or the pip build of the ctest pip_install) reuses them.
+  export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=true
+fi
 stamp="$PREFIX|$PY"
 if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$BUILD/.hotkernel-configured" 2>/dev/null)" != "$stamp" ]; then
   say "configuring $BUILD"
