@@ -22,9 +22,13 @@ constexpr std::chrono::milliseconds kDeferredWaitSlice{50};
 }  // namespace
 
 void Engine::watchRemote(const std::string& fingerprint) {
-  remote_->watch(fingerprint, [this](const std::string& fp, const cache::RemoteIndexItem& item) {
-    onRemotePublished(fp, item.op, item.variant);
-  });
+  // cache_ is set before the first watch (loadDevice) and constant afterwards; CacheStore is thread-safe.
+  remote_->watch(
+      fingerprint,
+      [this](const std::string& fp, const cache::RemoteIndexItem& item) { onRemotePublished(fp, item.op, item.variant); },
+      [this](const std::string& fp) {
+        return cache_ && !forkedChild_.load() ? cache_->listForFingerprint(fp) : std::vector<cache::Entry>{};
+      });
 }
 
 void Engine::onRemotePublished(const std::string& fingerprint, const std::string& op, const std::string& variant) {

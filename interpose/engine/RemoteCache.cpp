@@ -53,12 +53,13 @@ void RemoteCache::stop() {
   cv_.notify_all();
 }
 
-void RemoteCache::watch(const std::string& fingerprint, OnPublished onPublished) {
+void RemoteCache::watch(const std::string& fingerprint, OnPublished onPublished, LocalEntries localEntries) {
   std::lock_guard<std::mutex> guard(mu_);
   fingerprints_.insert(fingerprint);
   if (started_ || stopping_) return;
   started_ = true;
   onPublished_ = std::move(onPublished);
+  localEntries_ = std::move(localEntries);
   // Detached: the engine (and this object) live until the process ends; stop() ends the loop.
   std::thread([this] { pollLoop(); }).detach();
 }
@@ -72,6 +73,15 @@ RemoteCache::Step RemoteCache::beforeTuning(const std::string& fingerprint, cons
     return step;
   }
   const cache::LeaseAttempt attempt = tier_.acquireLease(fingerprint, job.op, variant, leaseTtl_);
+  if (attempt.kind == cache::LeaseAttempt::Kind::Acquired) {
+    // The holder before us may have published and released between the lookup and the lease: look once more.
+    found = tier_.lookup(fingerprint, job.op, variant);
+    if (found.status == cache::RemoteStatus::Found) {
+      tier_.releaseLease(attempt.lease);
+      step.entry = std::move(found.entry);
+      return step;
+    }
+  }
   std::lock_guard<std::mutex> guard(mu_);
   deferred_.erase(jobId(job));
   if (attempt.kind == cache::LeaseAttempt::Kind::Held) {
@@ -148,11 +158,13 @@ void RemoteCache::pollLoop() {
 void RemoteCache::pollOnce() {
   std::set<std::string> fingerprints;
   OnPublished onPublished;
+  LocalEntries localEntries;
   std::vector<std::pair<std::string, Deferred>> deferred;
   {
     std::lock_guard<std::mutex> guard(mu_);
     fingerprints = fingerprints_;
     onPublished = onPublished_;
+    localEntries = localEntries_;
     for (const auto& [id, d] : deferred_) {
       if (!d.ready) deferred.emplace_back(id, d);
     }
@@ -163,6 +175,7 @@ void RemoteCache::pollOnce() {
     for (const cache::RemoteIndexItem& item : *items) {
       if (onPublished) onPublished(fp, item);
     }
+    if (watch_.resetSeen(fp) && localEntries) republishMissing(fp, localEntries);
   }
   // Note [Variants leased elsewhere]: ready once the lease is gone (published and released, or expired).
   std::vector<std::string> ready;
@@ -176,6 +189,26 @@ void RemoteCache::pollOnce() {
     if (auto it = deferred_.find(id); it != deferred_.end()) it->second.ready = true;
   }
   cv_.notify_all();
+}
+
+void RemoteCache::republishMissing(const std::string& fingerprint, const LocalEntries& localEntries) {
+  // Note [A tier that came back empty is filled again]
+  std::vector<cache::Entry> own;
+  try {
+    own = localEntries(fingerprint);
+  } catch (const std::exception& e) {
+    HOTKERNEL_LOG(Warn) << "cannot read the own cache to fill the shared tier again: " << e.what();
+    return;
+  }
+  size_t published = 0;
+  for (const cache::Entry& e : own) {
+    if (watch_.inIndex(fingerprint, e.op, e.variant)) continue;
+    if (tier_.publish(e)) ++published;
+  }
+  if (published > 0) {
+    HOTKERNEL_LOG(Info) << "the shared tier came back without entries of fingerprint " << fingerprint
+                        << ": published " << published << " from the own cache again";
+  }
 }
 
 }  // namespace hotkernel::engine

@@ -33,11 +33,13 @@
 // slices, without its unit lock, parking at exit.
 //
 // The poller thread (Note [Learning of new remote entries: polling]) does no
-// GPU work and never touches the own store: every poll interval it asks
+// GPU work and writes nothing to the own store: every poll interval it asks
 // RemoteWatch what other processes published for this process's fingerprints
 // and hands each (fingerprint, op, variant) to the engine, which queues an
 // optimizer job for a variant it has no decision for (the job finds the
-// entry). It stops at exit; a forked child has no poller and never uses the
+// entry). When the tier came back empty it reads the own store's entries of
+// the fingerprint and publishes those the tier lacks (Note [A tier that came
+// back empty is filled again] in RemoteWatch.h). It stops at exit; a forked child has no poller and never uses the
 // tier (the connection belongs to the parent).
 
 #include <chrono>
@@ -64,6 +66,8 @@ class RemoteCache {
  public:
   // Called on the poller thread for each (fingerprint, op, variant) another process published.
   using OnPublished = std::function<void(const std::string& fingerprint, const cache::RemoteIndexItem& item)>;
+  // Called on the poller thread after the tier came back empty: this process's own entries of a fingerprint.
+  using LocalEntries = std::function<std::vector<cache::Entry>(const std::string& fingerprint)>;
 
   // The tier of HOTKERNEL_REMOTE_CACHE (config()), or null when it is unset or
   // malformed (reported once). Never throws.
@@ -76,8 +80,8 @@ class RemoteCache {
 
   cache::RemoteTier& tier() { return tier_; }
 
-  // Starts the poller (once) and adds `fingerprint` to what it polls; `onPublished` is the first call's.
-  void watch(const std::string& fingerprint, OnPublished onPublished);
+  // Starts the poller (once) and adds `fingerprint` to what it polls; the callbacks are the first call's.
+  void watch(const std::string& fingerprint, OnPublished onPublished, LocalEntries localEntries = {});
 
   // What the optimizer does with a variant it has no local decision for.
   struct Step {
@@ -90,6 +94,8 @@ class RemoteCache {
   // made under a lease given up or lost is not published (Note [A lease's
   // lifetime is bounded]). Never throws.
   void finishTuning(const std::optional<cache::RemoteLease>& lease, const cache::Entry* decision);
+  // Whether `lease` is still held by this process (neither given up nor found lost).
+  bool leaseIsOurs(const cache::RemoteLease& lease) const { return leases_.ours(lease); }
 
   // Note [Variants leased elsewhere]: the next ready deferred job; waits up to
   // `wait` for one; nullopt when none is ready (or none is deferred).
@@ -107,6 +113,8 @@ class RemoteCache {
   };
   void pollLoop();
   void pollOnce();
+  // Publishes the own entries of `fingerprint` that the tier's index lacks (poller thread).
+  void republishMissing(const std::string& fingerprint, const LocalEntries& localEntries);
 
   cache::RemoteTier tier_;
   cache::LeaseKeeper leases_;  // the leases this process holds: renewed by the poller
@@ -119,6 +127,7 @@ class RemoteCache {
   // Guarded by mu_.
   std::set<std::string> fingerprints_;
   OnPublished onPublished_;
+  LocalEntries localEntries_;
   std::map<std::string, Deferred> deferred_;        // by jobId
   bool stopping_ = false;
   bool started_ = false;

@@ -159,7 +159,7 @@ fi
 if want fleet; then
   log "fleet: 4 processes under the preload share one redis-server; each variant tuned once, served by all"
   "$HOTKERNEL_PYTHON" "$ROOT/bench/fleet_bench.py" --procs 4 --preload "$BUILD/lib/libhotkernel_preload.so" \
-    --out "$OUT/h200-fleet-latest.json" >"$OUT/fleet.log" 2>&1 || rc=1
+    --out "$OUT/fleet.json" >"$OUT/fleet.log" 2>&1 || rc=1
   tail -12 "$OUT/fleet.log"
 fi
 if want demo; then

@@ -84,6 +84,12 @@ TEST(RemoteWatchTest, GivenOutageWhenRedisComesBackEmptyAndIsRefilledThenPollerC
   const std::optional<std::vector<RemoteIndexItem>> items = watch.changes(poller, a.fingerprint);
   ASSERT_TRUE(items.has_value());
   EXPECT_EQ(variantsOf(*items), std::set<std::string>{"aten::_softmax rows=1;cols=8"});
+  // Note [A tier that came back empty is filled again]: the reset is seen, and b is what the index lacks.
+  EXPECT_TRUE(watch.resetSeen(a.fingerprint));
+  EXPECT_TRUE(watch.inIndex(a.fingerprint, a.op, a.variant));
+  EXPECT_FALSE(watch.inIndex(a.fingerprint, b.op, b.variant));
+  EXPECT_TRUE(watch.changes(poller, a.fingerprint)->empty());
+  EXPECT_FALSE(watch.resetSeen(a.fingerprint));  // only the call that saw the counter go back
 }
 
 }  // namespace

@@ -11,6 +11,15 @@
 // interval, and a poller that was cut off catches up at its first poll after
 // it, whatever it missed; a Redis flushed or restarted empty (the counter
 // going back) is read again in full.
+//
+// Note [A tier that came back empty is filled again]
+// Redis may lose what it held (a restart without persistence, a flush, a
+// failover to an empty replica). The entries are not lost: every process that
+// used them keeps a copy in its own cache. So a poller that sees the counter
+// go back (resetSeen) publishes again each entry of its own cache for that
+// fingerprint that the new index lacks (inIndex). Several processes may do
+// so for one entry: the copies are equal entries, and each publish is one
+// transaction, so the last one stands.
 
 #include <cstdint>
 #include <map>
@@ -29,11 +38,17 @@ class RemoteWatch {
   // empty when the generation did not change; nullopt when Redis is
   // unavailable (nothing is marked seen). Not thread-safe: one poller.
   std::optional<std::vector<RemoteIndexItem>> changes(RemoteTier& tier, const std::string& fingerprint);
+  // Whether the last changes() for `fingerprint` found its counter gone back
+  // (a Redis emptied or replaced; its index was then read in full).
+  bool resetSeen(const std::string& fingerprint) const;
+  // Whether the index, as last read for `fingerprint`, holds (op, variant).
+  bool inIndex(const std::string& fingerprint, const std::string& op, const std::string& variant) const;
 
  private:
   struct Seen {
     int64_t generation = -1;
     std::map<std::string, std::string> digests;  // "op|variant" -> record_sha256
+    bool reset = false;                          // the last call saw the counter go back
   };
   std::map<std::string, Seen> seen_;  // by fingerprint
 };
