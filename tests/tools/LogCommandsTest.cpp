@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "CacheTestUtil.h"
@@ -141,12 +142,25 @@ TEST(LogCommandsTest, GivenLastOutOfRangeWhenListedThenExitTwoAndTheRangeInOneLi
   EXPECT_FALSE(contains(largest.out, "shown")) << largest.out;  // more than there are: all of them
 }
 
-TEST(LogCommandsTest, GivenJsonWhenListedThenArrayOfLogObjects) {
+TEST(LogCommandsTest, GivenJsonWhenListedThenOneObjectWithFormatVersionAndTheLogsObjects) {
   TempDir tmp;
   fill(tmp.path());
   auto r = runCli({"log", "--dir", tmp.path(), "--json", "--op", "aten::_softmax", "--last", "3"});
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  nlohmann::json j = nlohmann::json::parse(r.out);
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(r.out);
+  ASSERT_TRUE(doc.is_object());
+  ASSERT_GE(doc.size(), 2u);
+  EXPECT_EQ(doc.begin().key(), "format");  // format and version first, as every --json of the CLI
+  EXPECT_EQ(std::next(doc.begin()).key(), "version");
+  EXPECT_EQ(doc["format"], "hotkernel-log");
+  EXPECT_EQ(doc["version"], 1);
+  EXPECT_EQ(doc["log"], ExperimentLog::pathFor(tmp.path()));
+  EXPECT_EQ(doc["found"], true);
+  EXPECT_EQ(doc["skipped"], 0);
+  const auto all = nlohmann::json::parse(runCli({"log", "--dir", tmp.path(), "--json", "--op", "aten::_softmax"}).out);
+  EXPECT_EQ(doc["matching"], all["experiments"].size());  // --last shortens the list, not the count
+  EXPECT_GT(all["experiments"].size(), 3u);
+  const nlohmann::json j = doc["experiments"];
   ASSERT_TRUE(j.is_array());
   ASSERT_EQ(j.size(), 3u);
   EXPECT_EQ(j[0]["format"], "hotkernel-experiment");
@@ -178,7 +192,10 @@ TEST(LogCommandsTest, GivenNoLogWhenListedThenEmptyExitZeroAndNothingCreated) {
   auto r = runCli({"log", "--dir", dir});
   EXPECT_EQ(r.exitCode, 0);
   EXPECT_TRUE(contains(r.err, "no experiment log at " + dir + "/experiments.jsonl")) << r.err;
-  EXPECT_EQ(runCli({"log", "--dir", dir, "--json"}).out, "[]\n");
+  const auto none = nlohmann::json::parse(runCli({"log", "--dir", dir, "--json"}).out);
+  EXPECT_EQ(none["found"], false);
+  EXPECT_EQ(none["matching"], 0);
+  EXPECT_EQ(none["experiments"], nlohmann::json::array());
   EXPECT_FALSE(std::filesystem::exists(dir));
 }
 

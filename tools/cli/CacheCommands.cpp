@@ -356,7 +356,7 @@ void addCacheCommands(CLI::App& app, ExitStatus& status) {
 
   CLI::App* ls = cache->add_subcommand("ls", "list cached entries (metadata only)");
   addDirOption(ls, *o);
-  ls->add_flag("--json", o->json, "print a JSON array instead of a table");
+  ls->add_flag("--json", o->json, "print one JSON object (format hotkernel-cache-ls, version 1) instead of a table");
   ls->callback([o] { runLs(*o); });
 
   CLI::App* show =
@@ -365,7 +365,7 @@ void addCacheCommands(CLI::App& app, ExitStatus& status) {
   show->add_option("variant", o->variant, "canonical variant string")->required();
   show->add_option("--fingerprint", o->fingerprint, "environment fingerprint (default: entries of every environment)");
   addDirOption(show, *o);
-  show->add_flag("--json", o->json, "print JSON");
+  show->add_flag("--json", o->json, "print one JSON object (format hotkernel-cache-show, version 1)");
   show->callback([o, &status] { runShow(*o, status); });
 
   CLI::App* verify = cache->add_subcommand(

@@ -103,14 +103,27 @@ std::string utc(double time) { return formatUtc(static_cast<int64_t>(std::floor(
 
 // --- log ---------------------------------------------------------------------
 
+// log --json: {"format":"hotkernel-log","version":1,"log":<experiments.jsonl path>,"found":<a log file exists>,
+// "matching":N (experiments matching the filters),"skipped":N (lines that could not be read),"experiments":[the
+// last --last matching experiments, oldest first, each the log's own object (format "hotkernel-experiment")]}.
+constexpr const char* kLogFormat = "hotkernel-log";
+constexpr int kLogVersion = 1;
+
 void runLog(const LogOptions& o) {
   ExperimentReadResult r = read(o);
   const size_t n = r.experiments.size();
   const size_t first = o.last > 0 && o.last < n ? n - o.last : 0;
   if (o.json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (size_t i = first; i < n; ++i) out.push_back(r.experiments[i].toJson());
-    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    nlohmann::ordered_json experiments = nlohmann::ordered_json::array();
+    for (size_t i = first; i < n; ++i) experiments.push_back(nlohmann::ordered_json(r.experiments[i].toJson()));
+    const nlohmann::ordered_json out = {{"format", kLogFormat},
+                                        {"version", kLogVersion},
+                                        {"log", ExperimentLog::pathFor(logDir(o))},
+                                        {"found", !r.files.empty()},
+                                        {"matching", n},
+                                        {"skipped", r.skipped},
+                                        {"experiments", std::move(experiments)}};
+    std::cout << out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     return;
   }
   if (r.files.empty()) {
@@ -173,7 +186,7 @@ void addLogCommands(CLI::App& app, ExitStatus& status) {
 
   CLI::App* log = app.add_subcommand("log", "list the optimizer's experiments (one per candidate evaluation)");
   addCommonOptions(log, *o);
-  log->add_flag("--json", o->json, "print a JSON array of the log's objects instead of a table");
+  log->add_flag("--json", o->json, "print one JSON object (format hotkernel-log, version 1) instead of a table");
   log->add_option("--last", o->last, "only the last N matching experiments")
       ->check(integerInRange(1, kMaxLastExperiments));
   log->callback([o] { runLog(*o); });
