@@ -22,6 +22,10 @@ the tools) reads the environment; tools/ and bench/ include only public headers
 folder; bench/experiments/ is exempt); no production
 .cpp file is over 500 lines.
 
+Variables: every HOTKERNEL_* variable of the table in
+runtime/include/hotkernel/runtime/Config.h is shown by `hotkernel doctor`
+(tools/cli/EnvironmentVariables.cpp) and documented in README.md.
+
 Notes, over the whole repository (code, tests, bench, docs, READMEs): a Note's
 title is written in square brackets after the word Note.
   - In code, a definition is a comment line holding the Note and its title
@@ -145,8 +149,26 @@ def layering_findings(rel, lines):
     return found
 
 
+VARIABLE_ROW = re.compile(r"^// \| (HOTKERNEL_[A-Z0-9_]+) +\|", re.M)
+CONFIG_HEADER = os.path.join("runtime", "include", "hotkernel", "runtime", "Config.h")
+DOCTOR_LIST = os.path.join("tools", "cli", "EnvironmentVariables.cpp")
+
+
+def variable_findings(config_header, doctor_list, readme):
+    """The variables of Config.h's table that doctor's list or the README leave out."""
+    findings = []
+    for name in VARIABLE_ROW.findall(config_header):
+        if f'"{name}"' not in doctor_list:
+            findings.append(f"{DOCTOR_LIST}: {name} (Config.h's table) is not shown by hotkernel doctor")
+        if f"`{name}" not in readme:
+            findings.append(f"README.md: {name} (Config.h's table) is not documented")
+    return findings
+
+
 def main():
     findings = []
+    findings.extend(variable_findings(read(os.path.join(ROOT, CONFIG_HEADER)), read(os.path.join(ROOT, DOCTOR_LIST)),
+                                      read(os.path.join(ROOT, "README.md"))))
     definitions = {}  # title -> [(rel, line, kind)]
     references = []   # (rel, line, title)
     for path in walk(ROOT):

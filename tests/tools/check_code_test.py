@@ -8,6 +8,22 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import check_code  # noqa: E402
 
 
+class VariableTest(unittest.TestCase):
+    HEADER = "// | HOTKERNEL_A | 1 | 0 .. 2 | a |\n// | HOTKERNEL_B_MS | 5 | 1 .. 9 | b |\n"
+
+    def test_given_every_variable_shown_and_documented_when_checked_then_nothing_found(self):
+        doctor = '{"HOTKERNEL_A", a}, {"HOTKERNEL_B_MS", b},'
+        readme = "| `HOTKERNEL_A` | ... |\n| `HOTKERNEL_B_MS` | ... |"
+        self.assertEqual(check_code.variable_findings(self.HEADER, doctor, readme), [])
+
+    def test_given_a_variable_missing_from_doctor_and_the_readme_when_checked_then_each_found(self):
+        found = check_code.variable_findings(self.HEADER, '{"HOTKERNEL_A", a},', "| `HOTKERNEL_A` |")
+        self.assertEqual(len(found), 2)
+        self.assertTrue(all("HOTKERNEL_B_MS" in f for f in found))
+        self.assertIn("doctor", found[0])
+        self.assertIn("README", found[1])
+
+
 class LayeringTest(unittest.TestCase):
     def test_given_serving_code_when_it_includes_an_optimizer_header_then_found(self):
         found = check_code.layering_findings("interpose/serving/X.cpp", ['#include "hotkernel/optimizer/Search.h"'])

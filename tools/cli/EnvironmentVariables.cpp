@@ -154,6 +154,7 @@ const std::map<std::string, std::function<std::string()>>& resolvers() {
       {"HOTKERNEL_REMOTE_CACHE", remoteCache},
       {"HOTKERNEL_REMOTE_TIMEOUT_MS", [] { return std::to_string(config().remoteTimeoutMs) + " ms"; }},
       {"HOTKERNEL_REMOTE_LEASE_MS", [] { return std::to_string(config().remoteLeaseMs) + " ms"; }},
+      {"HOTKERNEL_REMOTE_LEASE_MAX_MS", [] { return std::to_string(config().remoteLeaseMaxMs) + " ms"; }},
       {"HOTKERNEL_REMOTE_POLL_MS", [] { return std::to_string(config().remotePollMs) + " ms"; }},
       {"HOTKERNEL_LOG_LEVEL", [] { return levelName(logLevel()); }},
       {"HOTKERNEL_AGENT_CMD", agentCommand},
