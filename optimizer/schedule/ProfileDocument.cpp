@@ -81,7 +81,7 @@ RecordedVariant variantOf(const nlohmann::json& v, int device, bool withGpu) {
       }
     }
   }
-  r.sampledCalls = jf::optionalInteger(v, "sampledCalls", where, 0, kMaxCount).value_or(0);
+  r.sampledCalls = jf::optionalNumber(v, "sampledCalls", where).value_or(0.0);
   r.estimatedCalls = jf::optionalNumber(v, "estimatedCalls", where).value_or(0.0);
   r.gpu = gpuOf(v, withGpu, where);
   return r;
@@ -92,7 +92,7 @@ RecordedOp opOf(const nlohmann::json& o, bool withGpu) {
   jf::object(o, where);
   RecordedOp r;
   r.op = jf::string(o, "op", where);
-  r.sampledCalls = jf::optionalInteger(o, "sampledCalls", where, 0, kMaxCount).value_or(0);
+  r.sampledCalls = jf::optionalNumber(o, "sampledCalls", where).value_or(0.0);
   r.estimatedCalls = jf::optionalNumber(o, "estimatedCalls", where).value_or(0.0);
   r.gpu = gpuOf(o, withGpu, where);
   return r;

@@ -28,7 +28,7 @@ struct RecordedGpuTime {
 
 struct RecordedOp {
   std::string op;  // as RecordFunction names it: "aten::mm"
-  int64_t sampledCalls = 0;
+  double sampledCalls = 0;  // an integer as the recorder writes it; informational, any number is read
   double estimatedCalls = 0;
   std::optional<RecordedGpuTime> gpu;
 };
@@ -36,7 +36,7 @@ struct RecordedOp {
 struct RecordedVariant {
   std::string op;  // the served op, overload included: "aten::sum.dim_IntList"
   VariantKey key;  // on the profile's device
-  int64_t sampledCalls = 0;
+  double sampledCalls = 0;  // as RecordedOp's
   double estimatedCalls = 0;
   std::optional<RecordedGpuTime> gpu;
 };
