@@ -30,7 +30,7 @@
 //   "to": "float32",                     // residual-add-cast only
 //   "rows": 4096, "cols": 4096, "arch": "sm_90", "nvrtcVersion": 13000,
 //   "kernel": "hk_chain",                // the cubin's entry point
-//   "ir": {...},                         // the chain (Note [Chain JSON, v1])
+//   "ir": {...},                         // the chain (Note [Chain JSON, v2])
 //   "points": [{
 //     "name": "t256v8r1i0",              // threads, vec, rowsPerCta, items
 //     "params": {"threads": 256, "vec": 8, "rowsPerCta": 1, "items": 0},

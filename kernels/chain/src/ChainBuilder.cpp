@@ -3,15 +3,18 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
+#include "TensorIteratorLayout.h"
+#include "TensorPlacement.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel::chain {
 namespace {
 
-enum class Form { Unary, Gelu, Pow, BinaryTensor, BinaryScalar, Rsub, Cast, Reduce };
+enum class Form { Unary, Gelu, Pow, BinaryTensor, BinaryScalar, Rsub, Cast, Reduce, Cat };
 
 struct OpRule {
   const char* schema;  // name with overload
@@ -19,7 +22,7 @@ struct OpRule {
   OpKind op;
 };
 
-constexpr std::array<OpRule, 27> kRules = {{
+constexpr std::array<OpRule, 28> kRules = {{
     {"aten::neg", Form::Unary, OpKind::Neg},
     {"aten::exp", Form::Unary, OpKind::Exp},
     {"aten::log", Form::Unary, OpKind::Log},
@@ -47,6 +50,7 @@ constexpr std::array<OpRule, 27> kRules = {{
     {"aten::sum.dim_IntList", Form::Reduce, OpKind::Sum},
     {"aten::mean.dim", Form::Reduce, OpKind::Mean},
     {"aten::amax", Form::Reduce, OpKind::Amax},
+    {"aten::cat", Form::Cat, OpKind::Cat},
 }};
 
 // The ops that return a view of their argument: they end a chain.
@@ -54,6 +58,8 @@ constexpr std::array<const char*, 22> kViewOps = {
     "view",     "_reshape_alias", "reshape", "expand",  "slice",       "select",     "transpose", "t",
     "permute",  "unsqueeze",      "squeeze", "as_strided", "narrow",   "split",      "chunk",     "unflatten",
     "flatten",  "alias",          "detach",  "diagonal",   "unfold",   "view_as_real"};
+
+using detail::Placement;
 
 std::string join(const std::vector<int64_t>& v) {
   std::ostringstream os;
@@ -69,9 +75,11 @@ int64_t numel(const std::vector<int64_t>& sizes) {
   return n;
 }
 
+bool hasColumns(ShapeClass s) { return s == ShapeClass::Full || s == ShapeClass::Column; }
+
 class Builder {
  public:
-  explicit Builder(const TensorMetas& metas) : metas_(metas) {}
+  Builder(const TensorMetas& metas, const ChainBuildOptions& options) : metas_(metas), options_(options) {}
 
   // The chain's [rows, cols] view from its widest tensor.
   void chooseView(const std::vector<RecordedCall>& calls) {
@@ -86,6 +94,7 @@ class Builder {
       }
     }
     HOTKERNEL_REQUIRE(!full_.empty(), "the widest tensor has no dims: a chain runs over [rows, cols]");
+    for (const RecordedCall& call : calls) widthFixed_ = widthFixed_ || call.op == "aten::cat";
     cols_ = full_.back();
     rows_ = numel(full_) / std::max<int64_t>(cols_, 1);
     HOTKERNEL_REQUIRE(rows_ >= 1 && cols_ >= 1, "the chain's tensors are empty ", join(full_));
@@ -110,13 +119,15 @@ class Builder {
     HOTKERNEL_REQUIRE(call.outputs.size() == 1, "the call returns ", call.outputs.size(), " tensors, a chain op one");
     const int64_t out = call.outputs[0];
     for (const RecordedArg& a : call.args) {
-      HOTKERNEL_REQUIRE(a.kind != RecordedArg::Kind::Tensor || a.value != out, "the result %", out,
-                        " aliases an argument, which ends a chain");
+      for (int64_t id : a.tensorIds()) {
+        HOTKERNEL_REQUIRE(id != out, "the result %", out, " aliases an argument, which ends a chain");
+      }
     }
     HOTKERNEL_REQUIRE(nodeOf_.count(out) == 0 && read_.count(out) == 0, "value %", out,
                       " was already returned or read before this call returns it");
     const int node = apply(*rule, call);
     check(node, out);
+    checkResultLayout(*rule, call, out);
     nodeOf_[out] = node;
     produced_.push_back(out);
   }
@@ -146,6 +157,9 @@ class Builder {
     ChainBuild result;
     std::vector<int> renumber(nodes.size(), -1);
     size_t inputIndex = 0;
+    ChainLayout layout;
+    layout.rowDims.assign(full_.begin(), full_.end() - 1);
+    if (layout.rowDims.empty()) layout.rowDims.push_back(1);
     for (size_t i = 0; i < nodes.size(); ++i) {
       const bool isInput = nodes[i].op == OpKind::Input;
       if (live[i]) {
@@ -153,15 +167,26 @@ class Builder {
         for (int& operand : n.operands) operand = renumber[static_cast<size_t>(operand)];
         renumber[i] = static_cast<int>(result.chain.size());
         result.chain.appendUnchecked(n);
-        if (isInput) result.inputValues.push_back(inputValues_[inputIndex]);
+        if (isInput) {
+          result.inputValues.push_back(inputValues_[inputIndex]);
+          if (n.shape != ShapeClass::Scalar) layout.strides.push_back(rowStrides(inputValues_[inputIndex], n));
+        }
       }
       inputIndex += isInput;
     }
-    for (int o : outNodes) result.chain.appendOutputUnchecked(renumber[static_cast<size_t>(o)]);
+    for (size_t k = 0; k < outNodes.size(); ++k) {
+      result.chain.appendOutputUnchecked(renumber[static_cast<size_t>(outNodes[k])]);
+      layout.strides.push_back(rowStrides(outs[k], nodes[static_cast<size_t>(outNodes[k])]));
+    }
     result.chain.validate();
     result.outputValues = outs;
     result.rows = rows_;
     result.cols = cols_;
+    const std::string problem = chainLayoutProblem(result.chain, rows_, cols_, layout);
+    HOTKERNEL_REQUIRE(problem.empty(), "the chain's layout: ", problem);
+    result.layout = normalizeLayout(result.chain, rows_, cols_, layout);
+    HOTKERNEL_REQUIRE(options_.layouts || result.layout.contiguous(), "the chain's layout is not contiguous (",
+                      layoutText(result.layout), ")");
     return result;
   }
 
@@ -179,36 +204,81 @@ class Builder {
     HOTKERNEL_THROW("value %", id, " is ", m.scalarType, ": a chain holds float32, float16 and bfloat16 tensors");
   }
 
-  ShapeClass classOf(int64_t id) const {
-    const TensorMeta& m = meta(id);
-    const std::vector<int64_t>& s = m.sizes;
-    HOTKERNEL_REQUIRE(s.size() == m.strides.size(), "value %", id, " has ", s.size(), " sizes and ",
-                      m.strides.size(), " strides");
-    int64_t expected = 1;
-    for (size_t d = s.size(); d-- > 0;) {
-      HOTKERNEL_REQUIRE(s[d] == 1 || m.strides[d] == expected, "value %", id, " is not contiguous (sizes ", join(s),
-                        ", strides ", join(m.strides), ")");
-      expected *= s[d];
+  // The row strides of value `id` (node `n`) over the view's leading dims (Note [Chain layouts]).
+  std::vector<int64_t> rowStrides(int64_t id, const Node& n) const {
+    const Placement p = placement(id);
+    if (n.shape == ShapeClass::Full) {
+      std::vector<int64_t> s = p.strides;
+      if (s.empty()) s.push_back(0);  // a 1-d view: one row
+      return s;
     }
-    const size_t nd = full_.size();
-    if (s == full_) return ShapeClass::Full;
-    const std::vector<int64_t> leading(full_.begin(), full_.end() - 1);
-    if (s.size() == nd && s.back() == 1 && std::vector<int64_t>(s.begin(), s.end() - 1) == leading) {
-      return ShapeClass::Row;
+    std::vector<int64_t> dims(full_.begin(), full_.end() - 1);
+    if (dims.empty()) dims.push_back(1);
+    std::vector<int64_t> s(dims.size(), 0);
+    if (n.shape == ShapeClass::Column) return s;
+    int64_t next = 1;
+    for (size_t d = dims.size(); d-- > 0;) {
+      s[d] = next;
+      next *= dims[d];
     }
-    if (s == leading) return ShapeClass::RowFlat;
-    if (!s.empty() && s.size() <= nd && s.back() == cols_ && numel(s) == cols_) return ShapeClass::Column;
-    HOTKERNEL_THROW("value %", id, " has sizes ", join(s), " against the chain's ", join(full_),
-                    ": not full, a [cols] column, a keepdim row or a reduction's [rows]: not a chain broadcast");
+    return s;
+  }
+
+  Placement placement(int64_t id) const {
+    return detail::placeTensor(meta(id), id, full_, widthFixed_, options_.layouts);
+  }
+
+  // The recorded result's strides must be the ones ATen allocates (Note
+  // [Result layouts as ATen allocates them]).
+  void checkResultLayout(const OpRule& rule, const RecordedCall& call, int64_t out) const {
+    const TensorMeta& got = meta(out);
+    std::optional<TensorMeta> want;
+    switch (rule.form) {
+      case Form::Reduce:
+        return;  // Row and RowFlat values are contiguous (placement)
+      case Form::Cast:
+        want = TensorMeta{got.scalarType, meta(call.args.at(0).value).sizes,
+                          detail::emptyLikeStrides(meta(call.args.at(0).value))};
+        break;
+      case Form::Cat: {
+        std::vector<int64_t> sizes = meta(call.args.at(0).ints.at(0)).sizes;
+        sizes.back() = 0;
+        for (int64_t id : call.args[0].ints) sizes.back() += meta(id).sizes.back();
+        want = TensorMeta{got.scalarType, sizes, detail::contiguousStrides(sizes)};
+        break;
+      }
+      default: {
+        std::vector<const TensorMeta*> operands;
+        for (const RecordedArg& a : call.args) {
+          if (a.kind == RecordedArg::Kind::Tensor) operands.push_back(&meta(a.value));
+          if (a.kind == RecordedArg::Kind::Scalar && operands.size() < 2) operands.push_back(nullptr);
+        }
+        if (rule.form == Form::Rsub && operands.size() == 2) std::swap(operands[0], operands[1]);
+        if (rule.form != Form::BinaryTensor && rule.form != Form::BinaryScalar && rule.form != Form::Rsub) {
+          operands.resize(1);
+        }
+        want = detail::tensorIteratorResult(operands);
+        break;
+      }
+    }
+    HOTKERNEL_REQUIRE(want.has_value() && want->sizes == got.sizes, "the result %", out, " has sizes ",
+                      join(got.sizes), " where ATen's broadcast gives ", want ? join(want->sizes) : "none");
+    bool same = true;  // a dim of size 1 has any stride
+    for (size_t d = 0; d < got.sizes.size(); ++d) same = same && (got.sizes[d] == 1 || got.strides[d] == want->strides[d]);
+    HOTKERNEL_REQUIRE(same, "the result %", out, " has strides ", join(got.strides), " where ATen allocates ",
+                      join(want->strides), " (Note [Result layouts as ATen allocates them])");
   }
 
   // The node of a tensor argument: an earlier result, or a new input.
+  int operand(int64_t id) { return operand(RecordedArg::tensor(id)); }
+
   int operand(const RecordedArg& a) {
     HOTKERNEL_REQUIRE(a.kind == RecordedArg::Kind::Tensor, "expected a tensor argument");
     read_.insert(a.value);
     auto it = nodeOf_.find(a.value);
     if (it != nodeOf_.end()) return it->second;
-    const int node = ir_.addInput(dtypeOf(meta(a.value), a.value), classOf(a.value));
+    const Placement p = placement(a.value);
+    const int node = ir_.addInput(dtypeOf(meta(a.value), a.value), p.shape, p.cols);
     inputValues_.push_back(a.value);
     nodeOf_[a.value] = node;
     return node;
@@ -303,6 +373,27 @@ class Builder {
         }
         return ir_.addReduce(rule.op, x, keep != nullptr && keep->flag, -1);
       }
+      case Form::Cat: {
+        argCount(call, 2);
+        const RecordedArg& list = call.args[0];
+        HOTKERNEL_REQUIRE(list.kind == RecordedArg::Kind::TensorList && !list.ints.empty(),
+                          "cat takes a list of one or more tensors");
+        const size_t nd = meta(list.ints[0]).sizes.size();
+        const RecordedArg* dim = argAt(call, 1);
+        const int64_t d = dim == nullptr || dim->kind == RecordedArg::Kind::None ? 0 : static_cast<int64_t>(dim->scalar);
+        HOTKERNEL_REQUIRE(dim == nullptr || dim->kind == RecordedArg::Kind::None || dim->kind == RecordedArg::Kind::Scalar,
+                          "cat's dim must be a number");
+        HOTKERNEL_REQUIRE(nd >= 1 && (d == -1 || d == static_cast<int64_t>(nd) - 1), "cat along dim ", d, " of ", nd,
+                          "-d tensors: a chain joins along the last dim only");
+        std::vector<int> parts;
+        for (int64_t id : list.ints) {
+          const std::vector<int64_t>& s = meta(id).sizes;
+          HOTKERNEL_REQUIRE(s.size() == nd && std::equal(s.begin(), s.end() - 1, meta(list.ints[0]).sizes.begin()),
+                            "cat's part %", id, " has sizes ", join(s), ": the parts differ in a leading dim");
+          parts.push_back(operand(id));
+        }
+        return ir_.addCat(parts);
+      }
     }
     HOTKERNEL_INTERNAL_ASSERT(false, "unhandled form");
   }
@@ -313,12 +404,16 @@ class Builder {
     const DType recorded = dtypeOf(meta(out), out);
     HOTKERNEL_REQUIRE(recorded == n.dtype, "the result %", out, " is ", dtypeName(recorded), " where ATen's ",
                       "promotion gives ", dtypeName(n.dtype), " (Note [Chain dtypes])");
-    const ShapeClass shape = classOf(out);
-    HOTKERNEL_REQUIRE(shape == n.shape, "the result %", out, " is ", shapeClassName(shape), " where its operands give ",
-                      shapeClassName(n.shape));
+    const Placement p = placement(out);
+    HOTKERNEL_REQUIRE(p.shape == n.shape, "the result %", out, " is ", shapeClassName(p.shape),
+                      " where its operands give ", shapeClassName(n.shape));
+    HOTKERNEL_REQUIRE(p.cols == n.cols, "the result %", out, " has column extent ", p.cols, " where its operands give ",
+                      n.cols);
   }
 
   const TensorMetas& metas_;
+  ChainBuildOptions options_;
+  bool widthFixed_ = false;  // the calls hold a cat (Note [Chain column extents])
   ChainIR ir_;
   std::vector<int64_t> full_;
   int64_t rows_ = 0;
@@ -334,13 +429,13 @@ class Builder {
 }  // namespace
 
 ChainBuild buildChain(const std::vector<RecordedCall>& calls, const TensorMetas& tensors,
-                      const std::vector<int64_t>& liveOutputs) {
+                      const std::vector<int64_t>& liveOutputs, const ChainBuildOptions& options) {
   ChainBuild result;
   if (calls.empty()) {
     result.reason = "no calls";
     return result;
   }
-  Builder builder(tensors);
+  Builder builder(tensors, options);
   try {
     builder.chooseView(calls);
   } catch (const std::exception& e) {

@@ -46,12 +46,13 @@ nlohmann::json chainEntryParams(const ChainVariant& v, const std::optional<Chain
   j["chainSha256"] = chainKey(v.ir).sha256;
   j["rows"] = v.rows;
   j["cols"] = v.cols;
+  if (!v.layout.contiguous()) j["layout"] = layoutToJson(v.layout);
   if (kernel) {
-    const std::string problem = chainVariantProblem(v.ir, *kernel, v.rows, v.cols);
+    const std::string problem = chainVariantProblem(v.ir, *kernel, v.rows, v.cols, v.layout);
     HOTKERNEL_CHECK(problem.empty(), "chain kernel ", kernel->describe(), " does not serve [", v.rows, ", ", v.cols,
                     "]: ", problem);
     j["kernel"] = chainParamsToJson(*kernel);
-    j["sourceSha256"] = sha256Hex(generateChainSource(v.ir, *kernel));
+    j["sourceSha256"] = sha256Hex(generateChainSource(v.ir, *kernel, v.layout));
   }
   return j;
 }
@@ -63,10 +64,11 @@ std::optional<ChainKernelParams> readChainEntry(const std::string& paramsText, c
   HOTKERNEL_REQUIRE(jf::string(j, "format", where) == kChainEntryFormat, where, ".format must be \"",
                     kChainEntryFormat, "\"");
   const int64_t version = jf::integer(j, "version", where);
-  HOTKERNEL_REQUIRE(version == kChainEntryVersion, where, ".version ", version, " is not ", kChainEntryVersion,
-                    ", the version this build reads");
+  HOTKERNEL_REQUIRE(version >= kChainEntryOldestVersion && version <= kChainEntryVersion, where, ".version ", version,
+                    " is not ", kChainEntryOldestVersion, " to ", kChainEntryVersion, ", the versions this build reads");
   const bool kernelEntry = j.contains("kernel");
   std::set<std::string> keys = {"format", "version", "chain", "chainSha256", "rows", "cols"};
+  if (version >= 2) keys.insert("layout");
   if (kernelEntry) keys.insert({"kernel", "sourceSha256"});
   onlyKeys(j, keys, where);
   const ChainIR stored = chainFromJson(jf::get(j, "chain", where));
@@ -78,12 +80,18 @@ std::optional<ChainKernelParams> readChainEntry(const std::string& paramsText, c
   HOTKERNEL_REQUIRE(jf::integer(j, "rows", where) == v.rows && jf::integer(j, "cols", where) == v.cols, where,
                     ": stored for [", jf::integer(j, "rows", where), ", ", jf::integer(j, "cols", where),
                     "], asked for [", v.rows, ", ", v.cols, "]");
+  const ChainLayout layout = j.contains("layout") ? layoutFromJson(jf::get(j, "layout", where), where + ".layout")
+                                                  : ChainLayout{};
+  HOTKERNEL_REQUIRE(!j.contains("layout") || !layout.contiguous(), where, ".layout is empty: a contiguous variant ",
+                    "stores none");
+  HOTKERNEL_REQUIRE(layout == v.layout, where, ": stored for layout '", layoutText(layout), "', asked for '",
+                    layoutText(v.layout), "'");
   if (!kernelEntry) return std::nullopt;
   const ChainKernelParams p = chainParamsFromJson(jf::get(j, "kernel", where), where + ".kernel");
   checkChainKernel(stored, p);
-  const std::string problem = chainVariantProblem(stored, p, v.rows, v.cols);
+  const std::string problem = chainVariantProblem(stored, p, v.rows, v.cols, layout);
   HOTKERNEL_REQUIRE(problem.empty(), where, ".kernel ", p.describe(), " does not serve the variant: ", problem);
-  HOTKERNEL_REQUIRE(jf::string(j, "sourceSha256", where) == sha256Hex(generateChainSource(stored, p)), where,
+  HOTKERNEL_REQUIRE(jf::string(j, "sourceSha256", where) == sha256Hex(generateChainSource(stored, p, layout)), where,
                     ".sourceSha256 is not the source this build generates for the chain at ", p.describe());
   return p;
 }

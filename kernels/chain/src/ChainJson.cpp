@@ -11,9 +11,10 @@ namespace {
 
 namespace jf = hotkernel::jsonfield;
 
-// The keys a node of `op` has (Note [Chain JSON, v1]).
-std::set<std::string> keysOf(OpKind op) {
+// The keys a node of `op` may have (Note [Chain JSON, v2]).
+std::set<std::string> keysOf(OpKind op, int64_t version) {
   std::set<std::string> keys = {"op", "dtype", "shape"};
+  if (version >= 2) keys.insert("cols");
   const OpCategory category = opInfo(op).category;
   if (category != OpCategory::Leaf) keys.insert("inputs");
   if (op == OpKind::Constant) keys.insert("value");
@@ -37,11 +38,13 @@ int index(const nlohmann::json& v, const std::string& where, size_t limit) {
   return static_cast<int>(i);
 }
 
-Node readNode(const nlohmann::json& j, const std::string& where, size_t nodeCount) {
+Node readNode(const nlohmann::json& j, const std::string& where, size_t nodeCount, int64_t version) {
   jf::object(j, where);
   Node n;
   n.op = parseOpKind(jf::string(j, "op", where));
-  onlyKeys(j, keysOf(n.op), where);
+  HOTKERNEL_REQUIRE(version >= 2 || n.op != OpKind::Cat, where, " is a cat, which version ", version, " has not");
+  onlyKeys(j, keysOf(n.op, version), where);
+  if (j.contains("cols")) n.cols = jf::integer(j, "cols", where, 1, int64_t{1} << 30);
   n.dtype = kernels::parseDType(jf::string(j, "dtype", where));
   n.shape = parseShapeClass(jf::string(j, "shape", where));
   if (opInfo(n.op).category != OpCategory::Leaf) {
@@ -78,6 +81,7 @@ nlohmann::json chainToJson(const ChainIR& ir) {
   for (const Node& n : ir.nodes()) {
     nlohmann::json j = {{"op", opInfo(n.op).name}, {"dtype", dtypeName(n.dtype)}, {"shape", shapeClassName(n.shape)}};
     if (opInfo(n.op).category != OpCategory::Leaf) j["inputs"] = n.operands;
+    if (n.cols > 0) j["cols"] = n.cols;
     if (n.op == OpKind::Constant) j["value"] = n.scalar;
     if (n.op == OpKind::PowScalar) j["exponent"] = n.scalar;
     if (n.op == OpKind::Add || n.op == OpKind::Sub) j["alpha"] = n.scalar;
@@ -98,12 +102,12 @@ ChainIR chainFromJson(const nlohmann::json& j) {
   HOTKERNEL_REQUIRE(format == kChainJsonFormat, "chain.format must be \"", kChainJsonFormat, "\", got \"", format,
                     "\"");
   const int64_t version = jf::integer(j, "version", where);
-  HOTKERNEL_REQUIRE(version == kChainJsonVersion, "chain.version ", version, " is not supported (this reader knows ",
-                    kChainJsonVersion, ")");
+  HOTKERNEL_REQUIRE(version >= kChainJsonOldestVersion && version <= kChainJsonVersion, "chain.version ", version,
+                    " is not supported (this reader knows ", kChainJsonOldestVersion, " to ", kChainJsonVersion, ")");
   const nlohmann::json& nodes = jf::array(j, "nodes", where);
   ChainIR ir;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    ir.appendUnchecked(readNode(nodes[i], "chain.nodes[" + std::to_string(i) + "]", nodes.size()));
+    ir.appendUnchecked(readNode(nodes[i], "chain.nodes[" + std::to_string(i) + "]", nodes.size(), version));
   }
   for (const nlohmann::json& v : jf::array(j, "outputs", where)) {
     ir.appendOutputUnchecked(index(v, "chain.outputs", nodes.size()));

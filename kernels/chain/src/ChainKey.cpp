@@ -77,6 +77,7 @@ ChainKey chainKey(const ChainIR& ir) {
     std::string line = "%" + std::to_string(k) + " = " + opInfo(n.op).name;
     if (n.op == OpKind::Input) line += " " + std::to_string(inputIndex++);
     line += std::string(" ") + shortDTypeName(n.dtype) + " " + shapeClassName(n.shape);
+    if (n.cols > 0) line += " cols=" + std::to_string(n.cols);
     for (int operand : n.operands) line += " %" + std::to_string(operand);
     switch (n.op) {
       case OpKind::Constant:

@@ -1,7 +1,9 @@
 // The chain kernel's parameters, variant check, launch geometry and argument
 // list (ChainCodegen.h).
 
+#include <set>
 #include <string>
+#include <utility>
 
 #include "hotkernel/chain/ChainCodegen.h"
 #include "hotkernel/kernels/DType.h"
@@ -36,15 +38,62 @@ void checkChainKernel(const ChainIR& ir, const ChainKernelParams& p) {
     HOTKERNEL_REQUIRE(p.rowsPerCta == 1 && p.items == 0, "a chain without reductions is elementwise: rowsPerCta 1 ",
                       "and items 0, got ", p.describe());
   }
+  HOTKERNEL_REQUIRE(!ir.hasReductions() || !ir.hasCat(), "a chain with reductions and a cat has no kernel: ",
+                    "the row kernel does not evaluate cats (it runs unfused)");
   const size_t args = ir.inputs().size() + ir.outputs().size();
   HOTKERNEL_REQUIRE(args + 2 <= KernelArgs::kMaxArgs, "a chain kernel takes at most ", KernelArgs::kMaxArgs - 2,
                     " inputs and outputs together, this chain has ", args);
 }
 
-std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols) {
+std::vector<int64_t> chainCatBoundaries(const ChainIR& ir) {
+  // Every (node, shift) the outputs reach; a Cat at shift s cuts at s + its offsets.
+  std::set<int64_t> cuts;
+  std::set<std::pair<int, int64_t>> seen;
+  std::vector<std::pair<int, int64_t>> stack;
+  for (int o : ir.outputs()) stack.emplace_back(o, 0);
+  while (!stack.empty()) {
+    const auto [o, shift] = stack.back();
+    stack.pop_back();
+    if (!seen.insert({o, shift}).second) continue;
+    const Node& n = ir.node(o);
+    if (n.op != OpKind::Cat) {
+      for (int operand : n.operands) stack.emplace_back(operand, shift);
+      continue;
+    }
+    int64_t offset = 0;
+    for (int part : n.operands) {
+      cuts.insert(shift + offset);
+      stack.emplace_back(part, shift + offset);
+      offset += ir.node(part).cols;
+    }
+  }
+  cuts.erase(0);
+  return {cuts.begin(), cuts.end()};
+}
+
+std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols,
+                                const ChainLayout& layout) {
   checkChainKernel(ir, p);
   if (rows < 1 || cols < 1) return "empty: [" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
   if (cols % p.vec != 0) return "cols " + std::to_string(cols) + " is not a multiple of vec " + std::to_string(p.vec);
+  if (ir.width() != 0 && ir.width() != cols) {
+    return "the chain's width is " + std::to_string(ir.width()) + ", not cols " + std::to_string(cols);
+  }
+  const std::string layoutProblem = chainLayoutProblem(ir, rows, cols, layout);
+  if (!layoutProblem.empty()) return "layout: " + layoutProblem;
+  for (const std::vector<int64_t>& strides : layout.strides) {
+    for (int64_t s : strides) {
+      if (s % p.vec != 0) return "row stride " + std::to_string(s) + " is not a multiple of vec " + std::to_string(p.vec);
+    }
+  }
+  for (const Node& n : ir.nodes()) {
+    if (n.op == OpKind::Input && n.cols > 0 && n.cols % p.vec != 0) {
+      return "an input's extent " + std::to_string(n.cols) + " is not a multiple of vec " + std::to_string(p.vec);
+    }
+  }
+  for (int64_t b : chainCatBoundaries(ir)) {
+    if (b % p.vec != 0) return "cat boundary " + std::to_string(b) + " is not a multiple of vec " + std::to_string(p.vec);
+  }
   if (ir.hasReductions()) {
     if (cols > kMaxChainCols) return "cols " + std::to_string(cols) + " is over 2^30";
     const int64_t rowThreads = p.threads / p.rowsPerCta;
@@ -59,8 +108,9 @@ std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, i
   return "";
 }
 
-LaunchGeometry chainLaunchGeometry(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols) {
-  const std::string problem = chainVariantProblem(ir, p, rows, cols);
+LaunchGeometry chainLaunchGeometry(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols,
+                                   const ChainLayout& layout) {
+  const std::string problem = chainVariantProblem(ir, p, rows, cols, layout);
   HOTKERNEL_REQUIRE(problem.empty(), "the chain kernel at ", p.describe(), " does not serve [", rows, ", ", cols,
                     "]: ", problem);
   LaunchGeometry g;

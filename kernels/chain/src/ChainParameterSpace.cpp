@@ -13,9 +13,9 @@ namespace {
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Whether `p` is a point the generator takes and that serves [rows, cols].
-bool serves(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols) {
+bool serves(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols, const ChainLayout& layout) {
   try {
-    return chainVariantProblem(ir, p, rows, cols).empty();
+    return chainVariantProblem(ir, p, rows, cols, layout).empty();
   } catch (const Error&) {
     return false;  // checkChainKernel: outside the generator's ranges, or too many arguments
   }
@@ -43,14 +43,35 @@ int chainWidestVec(const ChainIR& ir) {
   return narrowest == 0 ? 4 : static_cast<int>(16 / narrowest);
 }
 
-std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t rows, int64_t cols) {
+namespace {
+
+// Whether every row stride, input extent and Cat boundary is a multiple of `vec`.
+bool vecFits(const ChainIR& ir, const ChainLayout& layout, int vec) {
+  for (const std::vector<int64_t>& strides : layout.strides) {
+    for (int64_t s : strides) {
+      if (s % vec != 0) return false;
+    }
+  }
+  for (const Node& n : ir.nodes()) {
+    if (n.op == OpKind::Input && n.cols % vec != 0) return false;
+  }
+  for (int64_t b : chainCatBoundaries(ir)) {
+    if (b % vec != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t rows, int64_t cols,
+                                                   const ChainLayout& layout) {
   ir.validate();
   std::vector<ChainKernelParams> candidates;
   if (rows < 1 || cols < 1) return candidates;
   std::vector<int> vecs;
   const int widest = chainWidestVec(ir);
   for (int v : {widest, widest / 2}) {
-    if (v >= 1 && cols % v == 0) vecs.push_back(v);
+    if (v >= 1 && cols % v == 0 && vecFits(ir, layout, v)) vecs.push_back(v);
   }
   if (vecs.empty()) vecs.push_back(1);
   for (int vec : vecs) {
@@ -71,7 +92,9 @@ std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t ro
   }
   std::vector<ChainKernelParams> space;
   for (const ChainKernelParams& p : candidates) {
-    if (std::find(space.begin(), space.end(), p) == space.end() && serves(ir, p, rows, cols)) space.push_back(p);
+    if (std::find(space.begin(), space.end(), p) == space.end() && serves(ir, p, rows, cols, layout)) {
+      space.push_back(p);
+    }
   }
   return space;
 }

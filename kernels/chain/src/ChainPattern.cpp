@@ -25,6 +25,7 @@ bool sameArg(const RecordedArg& a, const RecordedArg& b) {
     case RecordedArg::Kind::Scalar:
       return bitsOf(a.scalar) == bitsOf(b.scalar);
     case RecordedArg::Kind::IntList:
+    case RecordedArg::Kind::TensorList:
       return a.ints == b.ints;
     case RecordedArg::Kind::Bool:
       return a.flag == b.flag;
@@ -69,6 +70,11 @@ void writeArg(std::ostringstream& os, const RecordedArg& a) {
       break;
     case RecordedArg::Kind::None:
       os << "None";
+      break;
+    case RecordedArg::Kind::TensorList:
+      os << "[";
+      for (size_t i = 0; i < a.ints.size(); ++i) os << (i ? "," : "") << "%" << a.ints[i];
+      os << "]";
       break;
   }
 }
@@ -138,6 +144,10 @@ struct Fnv {
           break;
         case RecordedArg::Kind::None:
           break;
+        case RecordedArg::Kind::TensorList:
+          list(a.ints);
+          for (int64_t id : a.ints) meta(id, metas);
+          break;
       }
     }
     if (!withOutputs) return;
@@ -166,7 +176,9 @@ bool sameStep(const RecordedCall& a, const TensorMetas& ma, const RecordedCall& 
   if (a.op != b.op || a.args.size() != b.args.size() || a.outputs != b.outputs) return false;
   for (size_t i = 0; i < a.args.size(); ++i) {
     if (!sameArg(a.args[i], b.args[i])) return false;
-    if (a.args[i].kind == RecordedArg::Kind::Tensor && !sameMeta(a.args[i].value, ma, mb)) return false;
+    for (int64_t id : a.args[i].tensorIds()) {
+      if (!sameMeta(id, ma, mb)) return false;
+    }
   }
   for (int64_t out : a.outputs) {
     if (!sameMeta(out, ma, mb)) return false;
@@ -184,7 +196,7 @@ std::string stepText(const RecordedCall& call, const TensorMetas& metas) {
     writeMeta(os, id, it->second);
   };
   for (const RecordedArg& a : call.args) {
-    if (a.kind == RecordedArg::Kind::Tensor) meta(a.value);
+    for (int64_t id : a.tensorIds()) meta(id);
   }
   for (int64_t out : call.outputs) meta(out);
   return os.str();
@@ -227,6 +239,9 @@ ChainPattern canonicalPattern(const std::vector<RecordedCall>& calls, const Tens
     RecordedCall c = call;
     for (RecordedArg& a : c.args) {
       if (a.kind == RecordedArg::Kind::Tensor) a.value = idOf(a.value);
+      if (a.kind == RecordedArg::Kind::TensorList) {
+        for (int64_t& id : a.ints) id = idOf(id);
+      }
     }
     for (int64_t& out : c.outputs) out = idOf(out);
     p.calls.push_back(std::move(c));

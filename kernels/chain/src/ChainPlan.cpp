@@ -11,24 +11,11 @@
 namespace hotkernel::chain {
 namespace {
 
-// Bytes of a value of `arg`'s shape class and dtype over [rows, cols].
-uint64_t bytesOf(const ChainArg& arg, int64_t rows, int64_t cols) {
-  uint64_t elements = 1;
-  switch (arg.shape) {
-    case ShapeClass::Full:
-      elements = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols);
-      break;
-    case ShapeClass::Column:
-      elements = static_cast<uint64_t>(cols);
-      break;
-    case ShapeClass::Row:
-    case ShapeClass::RowFlat:
-      elements = static_cast<uint64_t>(rows);
-      break;
-    case ShapeClass::Scalar:
-      break;
-  }
-  return elements * kernels::elementSize(arg.dtype);
+// Bytes a tensor argument spans in the variant's layout (tensor argument
+// `tensorArg` of chainTensorArgs: Note [Chain layouts]).
+uint64_t bytesOf(const ChainVariant& v, const ChainArg& arg, size_t tensorArg) {
+  const int64_t elements = layoutSpan(v.ir, v.layout, tensorArg, v.rows, v.cols);
+  return static_cast<uint64_t>(elements) * kernels::elementSize(arg.dtype);
 }
 
 bool overlaps(const void* a, uint64_t aBytes, const void* b, uint64_t bBytes) {
@@ -46,7 +33,7 @@ ChainPlan makeChainPlan(const ChainVariant& v, const std::string& paramsText, co
   plan.params = *p;
   plan.layout = chainKernelLayout(v.ir, *p);
   plan.description = std::string(kChainFamily) + "[" + p->describe() + "] for " + chainVariantString(v);
-  const LaunchGeometry g = chainLaunchGeometry(v.ir, *p, v.rows, v.cols);
+  const LaunchGeometry g = chainLaunchGeometry(v.ir, *p, v.rows, v.cols, v.layout);
   plan.launcher = CudaKernelLauncher::load(v.device, cubin, kChainKernelName,
                                            ::hotkernel::LaunchGeometry{g.gridX, g.blockX, g.sharedBytes}, 16,
                                            plan.description);
@@ -55,7 +42,6 @@ ChainPlan makeChainPlan(const ChainVariant& v, const std::string& paramsText, co
 
 std::string chainLaunchRefusal(const ChainPlan& plan, const std::vector<ChainInputValue>& inputs,
                                const std::vector<void*>& outputs) {
-  const int64_t rows = plan.variant.rows, cols = plan.variant.cols;
   size_t in = 0, out = 0;
   for (const ChainArg& a : plan.layout) {
     if (a.kind == ChainArg::Kind::Input) {
@@ -83,23 +69,25 @@ std::string chainLaunchRefusal(const ChainPlan& plan, const std::vector<ChainInp
     return "the chain takes " + std::to_string(in) + " inputs and " + std::to_string(out) + " outputs, got " +
            std::to_string(inputs.size()) + " and " + std::to_string(outputs.size());
   }
-  // Every output against every input and every other output.
+  // Every output's span against every input's and every other output's.
+  const size_t tensorInputs = chainTensorArgs(plan.variant.ir).size() - outputs.size();
   size_t o = 0;
   for (const ChainArg& a : plan.layout) {
     if (a.kind != ChainArg::Kind::Output) continue;
     const void* p = outputs[o];
-    const uint64_t bytes = bytesOf(a, rows, cols);
-    size_t i = 0, q = 0;
+    const uint64_t bytes = bytesOf(plan.variant, a, tensorInputs + o);
+    size_t i = 0, q = 0, t = 0;
     for (const ChainArg& b : plan.layout) {
       if (b.kind == ChainArg::Kind::Input) {
-        if (overlaps(p, bytes, inputs[i].pointer, bytesOf(b, rows, cols))) {
+        if (overlaps(p, bytes, inputs[i].pointer, bytesOf(plan.variant, b, t))) {
           return "output " + std::to_string(o) + " overlaps input " + std::to_string(i);
         }
       } else if (b.kind == ChainArg::Kind::Output && q != o &&
-                 overlaps(p, bytes, outputs[q], bytesOf(b, rows, cols))) {
+                 overlaps(p, bytes, outputs[q], bytesOf(plan.variant, b, tensorInputs + q))) {
         return "output " + std::to_string(o) + " overlaps output " + std::to_string(q);
       }
       if (b.kind == ChainArg::Kind::Input || b.kind == ChainArg::Kind::ScalarInput) ++i;
+      if (b.kind == ChainArg::Kind::Input) ++t;
       if (b.kind == ChainArg::Kind::Output) ++q;
     }
     ++o;

@@ -7,7 +7,7 @@
 namespace hotkernel::chain {
 namespace {
 
-constexpr std::array<OpInfo, 24> kOps = {{
+constexpr std::array<OpInfo, 25> kOps = {{
     {OpKind::Input, "input", OpCategory::Leaf, 0},
     {OpKind::Constant, "constant", OpCategory::Leaf, 0},
     {OpKind::Neg, "neg", OpCategory::Unary, 1},
@@ -32,6 +32,7 @@ constexpr std::array<OpInfo, 24> kOps = {{
     {OpKind::Sum, "sum", OpCategory::Reduction, 1},
     {OpKind::Mean, "mean", OpCategory::Reduction, 1},
     {OpKind::Amax, "amax", OpCategory::Reduction, 1},
+    {OpKind::Cat, "cat", OpCategory::Join, -1},
 }};
 
 constexpr std::array<const char*, 5> kShapeNames = {"full", "column", "row", "row_flat", "scalar"};

@@ -1,9 +1,14 @@
 #pragma once
 // What ChainCodegen's parts share (internal).
 
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "hotkernel/chain/ChainTypes.h"
+#include "hotkernel/chain/ChainIR.h"
+#include "hotkernel/chain/ChainLayout.h"
 
 namespace hotkernel::chain::detail {
 
@@ -17,5 +22,17 @@ const char* accessTag(DType dtype);
 
 // An exact float literal: "__uint_as_float(0x3f000000u) /* 0.5 */".
 std::string floatLiteral(float value);
+
+// The float32 expression of computed node `i` (not a leaf, reduction or
+// cat), its operands named by `ref` (Note [Chain op arithmetic]).
+std::string opExpression(const std::vector<Node>& nodes, int i, const std::function<std::string(int)>& ref);
+
+// The part of Cat node `o` that holds its local column `c`, and the part's offset.
+std::pair<int, int64_t> catPart(const std::vector<Node>& nodes, int o, int64_t c);
+
+// Statements declaring `const long long hk_o<k>`, the offset of `row` in
+// every Full tensor argument k, under `layout` (Note [Chain layouts in the source]).
+std::string rowOffsetStatements(const ChainIR& ir, const ChainLayout& layout, const std::string& row,
+                                const std::string& indent);
 
 }  // namespace hotkernel::chain::detail

@@ -1,6 +1,7 @@
 #include "hotkernel/chain/NamedChains.h"
 
 #include <cmath>
+#include <string>
 
 namespace hotkernel::chain {
 
@@ -49,6 +50,69 @@ ChainIR residualAddCastChain(DType dtype, DType to) {
   ir.markOutput(sum);
   ir.markOutput(ir.addCast(sum, to));
   return ir;
+}
+
+ChainIR rotaryChain(DType dtype, int64_t headDim) {
+  ChainIR ir;
+  const int64_t half = headDim / 2;
+  const int x = ir.addInput(dtype, ShapeClass::Full, headDim);
+  const int cos = ir.addInput(dtype, ShapeClass::Full, headDim);
+  const int xCos = ir.addBinary(OpKind::Mul, x, cos);
+  const int x2 = ir.addInput(dtype, ShapeClass::Full, headDim - half);
+  const int negated = ir.addUnary(OpKind::Neg, x2);
+  const int x1 = ir.addInput(dtype, ShapeClass::Full, half);
+  const int rotated = ir.addCat({negated, x1});
+  const int sin = ir.addInput(dtype, ShapeClass::Full, headDim);
+  const int rotSin = ir.addBinary(OpKind::Mul, rotated, sin);
+  ir.markOutput(ir.addBinary(OpKind::Add, xCos, rotSin));
+  return ir;
+}
+
+RecordedChain rotaryRecording(DType dtype, const RotaryShape& shape) {
+  const int64_t b = shape.batch, h = shape.heads, s = shape.seq, d = shape.headDim, half = d / 2;
+  const std::string type = dtypeName(dtype);
+  auto meta = [&](std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+    return TensorMeta{type, std::move(sizes), std::move(strides)};
+  };
+  using A = RecordedArg;
+  RecordedChain r;
+  r.calls = {
+      {"aten::mul.Tensor", {A::tensor(1), A::tensor(2)}, {6}},
+      {"aten::neg", {A::tensor(5)}, {7}},
+      {"aten::cat", {A::tensorList({7, 4}), A::number(-1)}, {8}},
+      {"aten::mul.Tensor", {A::tensor(8), A::tensor(3)}, {9}},
+      {"aten::add.Tensor", {A::tensor(6), A::tensor(9), A::number(1)}, {10}},
+  };
+  // x: the projection [b, s, h * d] viewed as [b, s, h, d], transposed to [b, h, s, d].
+  const std::vector<int64_t> xStrides = {s * h * d, d, h * d, 1};
+  // cos and sin: contiguous [b, s, d], unsqueezed at dim 1.
+  const std::vector<int64_t> tableStrides = {s * d, s * d, d, 1};
+  r.metas = {
+      {1, meta({b, h, s, d}, xStrides)},
+      {2, meta({b, 1, s, d}, tableStrides)},
+      {3, meta({b, 1, s, d}, tableStrides)},
+      {4, meta({b, h, s, half}, xStrides)},      // x[..., :d/2]
+      {5, meta({b, h, s, d - half}, xStrides)},  // x[..., d/2:]
+      // TensorIterator orders the dims of neg(x2) by x2's strides: (d, h, s) fastest first, densely.
+      {7, meta({b, h, s, d - half}, {s * h * (d - half), d - half, h * (d - half), 1})},
+      {8, meta({b, h, s, d}, {h * s * d, s * d, d, 1})},  // cat: contiguous
+      {6, meta({b, h, s, d}, xStrides)},                  // x * cos follows x
+      {9, meta({b, h, s, d}, {h * s * d, s * d, d, 1})},  // cat * sin follows cat
+      {10, meta({b, h, s, d}, xStrides)},                 // the sum follows x * cos, its first operand
+  };
+  return r;
+}
+
+int64_t rotaryRows(const RotaryShape& shape) { return shape.batch * shape.heads * shape.seq; }
+
+ChainLayout rotaryLayout(const RotaryShape& shape) {
+  const int64_t b = shape.batch, h = shape.heads, s = shape.seq, d = shape.headDim;
+  ChainLayout layout;
+  layout.rowDims = {b, h, s};
+  const std::vector<int64_t> x = {s * h * d, d, h * d};
+  const std::vector<int64_t> table = {s * d, 0, d};
+  layout.strides = {x, table, x, x, table, x};  // x, cos, x2, x1, sin, the output
+  return normalizeLayout(rotaryChain(DType::BFloat16, d), rotaryRows(shape), d, layout);
 }
 
 }  // namespace hotkernel::chain

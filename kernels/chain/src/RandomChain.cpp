@@ -73,6 +73,7 @@ class Generator {
     for (size_t i = 0; i < ir_.size(); ++i) {
       const Node& n = ir_.nodes()[i];
       if (n.op == OpKind::Input || n.shape == ShapeClass::Scalar) continue;
+      if (n.cols > 0 && n.cols != o_.catWidth) continue;  // a cat's part: narrower than the chain
       if (!read[i] || rng_.chance(8)) ir_.markOutput(static_cast<int>(i));
     }
     if (ir_.outputs().empty()) ir_.markOutput(ir_.addUnary(OpKind::Tanh, values_.back().node));
@@ -89,9 +90,38 @@ class Generator {
 
   static DType anyDType(Rng& rng) { return kernels::kAllDTypes[static_cast<size_t>(rng.below(3))]; }
 
-  int newInput(ShapeClass shape) {
+  int newInput(ShapeClass shape, int64_t cols = -1) {
     ++inputs_;
-    return ir_.addInput(shape == ShapeClass::Scalar ? DType::Float32 : anyDType(rng_), shape);
+    const bool columns = shape == ShapeClass::Full || shape == ShapeClass::Column;
+    const int64_t extent = !columns ? 0 : cols >= 0 ? cols : o_.catWidth;
+    return ir_.addInput(shape == ShapeClass::Scalar ? DType::Float32 : anyDType(rng_), shape, extent);
+  }
+
+  // A cat of the chain's width from two or three parts cut at multiples of 8
+  // (Note [Random chains]); each part a new input, maybe negated, or a cat of two.
+  void catStep() {
+    const int64_t units = o_.catWidth / 8;
+    const int count = units >= 3 && rng_.chance(40) ? 3 : 2;
+    std::vector<int64_t> cuts = {0, units};
+    while (static_cast<int>(cuts.size()) < count + 1) {
+      const int64_t c = 1 + rng_.below(static_cast<int>(units - 1));
+      if (std::find(cuts.begin(), cuts.end(), c) == cuts.end()) cuts.push_back(c);
+    }
+    std::sort(cuts.begin(), cuts.end());
+    std::vector<int> parts;
+    for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+      const int64_t e = (cuts[k + 1] - cuts[k]) * 8;
+      int part;
+      if (e >= 16 && rng_.chance(25)) {
+        const int64_t left = 8 * (1 + rng_.below(static_cast<int>(e / 8 - 1)));
+        part = ir_.addCat({newInput(ShapeClass::Full, left), newInput(ShapeClass::Full, e - left)});
+      } else {
+        part = newInput(ShapeClass::Full, e);
+      }
+      if (rng_.chance(50)) part = ir_.addUnary(OpKind::Neg, part);
+      parts.push_back(part);
+    }
+    values_.push_back({ir_.addCat(parts), {-2, 2}});
   }
 
   // A value to apply an op to: mostly one nothing reads yet, so chains grow long.
@@ -128,6 +158,10 @@ class Generator {
     const Value a = pick();
     const ShapeClass aShape = ir_.node(a.node).shape;  // a copy: adding nodes moves them
     const Interval& x = a.range;
+    if (o_.catWidth > 0 && values_.size() > 1 && rng_.chance(12)) {  // once the first input is read
+      catStep();
+      return true;
+    }
     const int choice = rng_.below(o_.reductions ? 24 : 21);
     if (choice < 13) {  // unary
       static constexpr std::array<OpKind, 14> kUnary = {OpKind::Neg,     OpKind::Exp,     OpKind::Log,      OpKind::Rsqrt,
@@ -228,6 +262,8 @@ class Generator {
 ChainIR randomChain(uint64_t seed, const RandomChainOptions& options) {
   HOTKERNEL_REQUIRE(options.maxOps >= 1 && options.maxInputs >= 1 && options.maxCols >= 1,
                     "random chain options need maxOps, maxInputs and maxCols >= 1");
+  HOTKERNEL_REQUIRE(options.catWidth == 0 || (options.catWidth >= 16 && options.catWidth % 8 == 0),
+                    "a random chain's catWidth is 0 or a multiple of 8 from 16");
   for (uint64_t attempt = 0;; ++attempt) {
     Generator g(seed * 0x100000001b3ull + attempt, options);
     if (g.build()) {
@@ -249,6 +285,60 @@ std::vector<std::vector<float>> randomChainInputs(const ChainIR& ir, int64_t row
                                         : roundTo(n.dtype, static_cast<float>(rng.uniform(-2.0, 2.0)));
     }
     inputs.push_back(std::move(v));
+  }
+  return inputs;
+}
+
+ChainLayout randomChainLayout(const ChainIR& ir, const std::vector<int64_t>& rowDims, int64_t cols, uint64_t seed) {
+  Rng rng(seed ^ 0x1a7002u);
+  const std::vector<int> args = chainTensorArgs(ir);
+  const size_t inputs = args.size() - ir.outputs().size();
+  ChainLayout layout;
+  layout.rowDims = rowDims;
+  int64_t rows = 1;
+  for (int64_t d : rowDims) rows *= d;
+  for (size_t k = 0; k < args.size(); ++k) {
+    const Node& n = ir.node(args[k]);
+    std::vector<int64_t> strides(rowDims.size(), 0);
+    if (n.shape == ShapeClass::Row || n.shape == ShapeClass::RowFlat) {
+      int64_t next = 1;
+      for (size_t d = rowDims.size(); d-- > 0;) {
+        strides[d] = next;
+        next *= rowDims[d];
+      }
+    } else if (n.shape == ShapeClass::Full) {
+      // A random dim order, fastest first; rows padded by 0 to 16 elements; inputs broadcast over some dims.
+      std::vector<size_t> order(rowDims.size());
+      for (size_t d = 0; d < order.size(); ++d) order[d] = d;
+      for (size_t d = order.size(); d > 1; --d) std::swap(order[d - 1], order[static_cast<size_t>(rng.below(static_cast<int>(d)))]);
+      int64_t next = extentOf(n, cols) + 8 * rng.below(3);
+      for (size_t d : order) {
+        if (k < inputs && rng.chance(25)) continue;  // broadcast: stride 0
+        strides[d] = next;
+        next *= rowDims[d];
+      }
+    }
+    layout.strides.push_back(std::move(strides));
+  }
+  return normalizeLayout(ir, rows, cols, layout);
+}
+
+std::vector<std::vector<float>> randomChainInputs(const ChainIR& ir, int64_t rows, int64_t cols,
+                                                  const ChainLayout& layout, uint64_t seed) {
+  std::vector<std::vector<float>> inputs = randomChainInputs(ir, rows, cols, seed);
+  if (layout.contiguous()) return inputs;
+  Rng rng(seed ^ 0x5eed5eed5eed5eedull ^ 0x5a7eu);
+  size_t arg = 0;
+  const std::vector<int> nodes = ir.inputs();
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const Node& n = ir.node(nodes[k]);
+    if (n.shape == ShapeClass::Scalar) continue;
+    if (n.shape == ShapeClass::Full) {
+      std::vector<float> memory(static_cast<size_t>(layoutSpan(ir, layout, arg, rows, cols)));
+      for (float& x : memory) x = roundTo(n.dtype, static_cast<float>(rng.uniform(-2.0, 2.0)));
+      inputs[k] = std::move(memory);
+    }
+    ++arg;
   }
   return inputs;
 }

@@ -41,6 +41,19 @@ RecordedArg RecordedArg::string(std::string v) {
 
 RecordedArg RecordedArg::none() { return RecordedArg{}; }
 
+RecordedArg RecordedArg::tensorList(std::vector<int64_t> ids) {
+  RecordedArg a;
+  a.kind = Kind::TensorList;
+  a.ints = std::move(ids);
+  return a;
+}
+
+std::vector<int64_t> RecordedArg::tensorIds() const {
+  if (kind == Kind::Tensor) return {value};
+  if (kind == Kind::TensorList) return ints;
+  return {};
+}
+
 std::string describeCall(const RecordedCall& call) {
   std::ostringstream os;
   os << call.op << "(";
@@ -67,6 +80,11 @@ std::string describeCall(const RecordedCall& call) {
         break;
       case RecordedArg::Kind::None:
         os << "None";
+        break;
+      case RecordedArg::Kind::TensorList:
+        os << "[";
+        for (size_t k = 0; k < a.ints.size(); ++k) os << (k ? ", " : "") << "%" << a.ints[k];
+        os << "]";
         break;
     }
   }

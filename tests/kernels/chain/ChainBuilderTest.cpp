@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hotkernel/chain/ChainKey.h"
+#include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/NamedChains.h"
 
 namespace hotkernel::chain {
@@ -141,7 +142,7 @@ TEST(ChainBuilderTest, GivenWhatEndsAChainWhenBuiltThenTheReasonNamesTheCallAndT
   expectRefused({call("aten::mul.out", {A::tensor(1), A::tensor(2), A::tensor(3)}, 3)}, m, "out= op");
   expectRefused({call("aten::exp", {A::tensor(1)}, 3), call("aten::view", {A::tensor(3), A::intList({64, 16})}, 4)},
                 m, "call 1 (aten::view(%3, [64, 16]) -> (%4)): view op");
-  expectRefused({call("aten::cat", {A::tensor(1), A::tensor(2)}, 3)}, m, "unsupported op");
+  expectRefused({call("aten::stack", {A::tensorList({1, 2}), A::number(-1)}, 3)}, m, "unsupported op");
   expectRefused({call("aten::div.Tensor_mode", {A::tensor(1), A::tensor(2), A::string("floor")}, 3)}, m,
                 "unsupported op");
   expectRefused({call("aten::mul.Tensor", {A::tensor(1), A::tensor(2)}, 1)}, m, "aliases an argument");
@@ -179,6 +180,142 @@ TEST(ChainBuilderTest, GivenWhatEndsAChainWhenBuiltThenTheReasonNamesTheCallAndT
   missing.erase(2);
   expectRefused({call("aten::mul.Tensor", {A::tensor(1), A::tensor(2)}, 3)}, missing, "value %2 has no tensor metadata");
   EXPECT_EQ(buildChain({}, m).reason, "no calls");
+}
+
+// HF's rotary embedding as the dispatcher delivers it, for q (32 heads) and
+// k (8 heads), batch 1 and 2, bf16 and fp16.
+TEST(ChainBuilderTest, GivenHfRotaryRecordedWhenBuiltWithLayoutsThenItIsTheRotaryChainInItsStridedLayout) {
+  for (const DType dtype : {DType::BFloat16, DType::Float16}) {
+    for (const RotaryShape shape : {RotaryShape{1, 32, 4096, 128}, RotaryShape{1, 8, 4096, 128},
+                                    RotaryShape{2, 4, 64, 64}}) {
+      const RecordedChain r = rotaryRecording(dtype, shape);
+      const ChainBuild b = buildChain(r.calls, r.metas, {}, ChainBuildOptions{true});
+      ASSERT_TRUE(b.ok()) << b.reason;
+      EXPECT_EQ(b.rows, shape.batch * shape.heads * shape.seq);
+      EXPECT_EQ(b.cols, shape.headDim);
+      EXPECT_EQ(b.inputValues, (std::vector<int64_t>{1, 2, 5, 4, 3}));  // x, cos, x2, x1, sin
+      EXPECT_EQ(b.outputValues, std::vector<int64_t>{10});
+      EXPECT_EQ(b.chain, rotaryChain(dtype, shape.headDim));
+      EXPECT_EQ(b.layout, rotaryLayout(shape));
+      // The row space keeps the heads apart from the positions (x's rows are not evenly spaced),
+      // drops the batch of 1, and broadcasts cos and sin over the heads.
+      const std::vector<int64_t> dims = shape.batch == 1 ? std::vector<int64_t>{shape.heads, shape.seq}
+                                                         : std::vector<int64_t>{shape.batch, shape.heads, shape.seq};
+      EXPECT_EQ(b.layout.rowDims, dims);
+      const int64_t d = shape.headDim;
+      EXPECT_EQ(b.layout.strides[1].back(), d);                  // cos: one row a position
+      EXPECT_EQ(b.layout.strides[1][dims.size() - 2], 0);        // ... shared by the heads
+      EXPECT_EQ(b.layout.strides[0][dims.size() - 2], d);        // x: a head is d further
+      EXPECT_EQ(b.layout.strides[0].back(), shape.heads * d);    // ... a position heads * d
+      EXPECT_EQ(b.layout.strides[5], b.layout.strides[0]);       // the output follows x * cos
+    }
+  }
+}
+
+TEST(ChainBuilderTest, GivenHfRotaryWithoutLayoutsOrAlteredWhenBuiltThenTheReasonNamesWhatIsNotAChain) {
+  const RotaryShape shape{1, 4, 16, 32};
+  const RecordedChain r = rotaryRecording(DType::BFloat16, shape);
+  // The engine's default: no layouts, so the transposed x is refused as before.
+  const ChainBuild plain = buildChain(r.calls, r.metas);
+  EXPECT_FALSE(plain.ok());
+  EXPECT_NE(plain.reason.find("value %1 is not contiguous"), std::string::npos) << plain.reason;
+  const ChainBuildOptions layouts{true};
+  auto expectLayoutRefused = [&](std::vector<RecordedCall> calls, const TensorMetas& metas, const std::string& needle) {
+    const ChainBuild b = buildChain(calls, metas, {}, layouts);
+    EXPECT_FALSE(b.ok()) << "built; expected a refusal holding '" << needle << "'";
+    EXPECT_NE(b.reason.find(needle), std::string::npos) << b.reason;
+  };
+  // A cat along another dim.
+  std::vector<RecordedCall> otherDim = r.calls;
+  otherDim[2].args[1] = A::number(1);
+  expectLayoutRefused(otherDim, r.metas, "cat along dim 1 of 4-d tensors");
+  // A result whose strides are not the ones ATen allocates (neg(x2) recorded contiguous).
+  TensorMetas denseNeg = r.metas;
+  denseNeg[7].strides = {4 * 16 * 16, 16 * 16, 16, 1};
+  expectLayoutRefused(r.calls, denseNeg, "the result %7 has strides [1024, 256, 16, 1] where ATen allocates");
+  // An output written with the wrong layout (the sum recorded contiguous).
+  TensorMetas denseSum = r.metas;
+  denseSum[10].strides = {4 * 16 * 32, 16 * 32, 32, 1};
+  expectLayoutRefused(r.calls, denseSum, "the result %10 has strides");
+  // The last dim read with a stride.
+  TensorMetas strided = r.metas;
+  strided[3].strides = {16 * 64, 16 * 64, 64, 2};
+  expectLayoutRefused(r.calls, strided, "value %3 has last-dim stride 2");
+  // A part whose leading dims differ from the other's.
+  TensorMetas shorter = r.metas;
+  shorter[4].sizes = {1, 4, 8, 16};
+  expectLayoutRefused(r.calls, shorter, "the parts differ in a leading dim");
+  // cat * sin with a sin table of another extent than the cat's.
+  TensorMetas narrowSin = r.metas;
+  narrowSin[3] = TensorMeta{"bfloat16", {1, 1, 16, 16}, {256, 256, 16, 1}};
+  expectLayoutRefused(r.calls, narrowSin, "column extents 32 and 16");
+  // A broadcast over a middle dim that is not a size-1 dim.
+  TensorMetas otherSeq = r.metas;
+  otherSeq[2] = TensorMeta{"bfloat16", {1, 1, 8, 32}, {256, 256, 32, 1}};
+  expectLayoutRefused(r.calls, otherSeq, "do not broadcast to the chain's [1, 4, 16, 32]");
+}
+
+TEST(ChainBuilderTest, GivenATensorIteratorOpOnPermutedOperandsWhenBuiltThenTheResultMustFollowTheFirstDecidingOperand) {
+  // [4, 8] tensors: %1 transposed (column-major), %2 contiguous.
+  TensorMetas m;
+  m[1] = TensorMeta{"float32", {4, 8}, {1, 4}};
+  m[2] = contiguous("float32", {4, 8});
+  // add(%1 transposed, %2): the first operand decides, the result is column-major too ...
+  m[3] = TensorMeta{"float32", {4, 8}, {1, 4}};
+  // ... but the chain reads rows with stride 1, so a column-major value is no chain value.
+  const ChainBuild t = buildChain({call("aten::add.Tensor", {A::tensor(1), A::tensor(2)}, 3)}, m, {},
+                                  ChainBuildOptions{true});
+  EXPECT_FALSE(t.ok());
+  EXPECT_NE(t.reason.find("last-dim stride 4"), std::string::npos) << t.reason;
+  // [2, 3, 8] with %1 permuted over the leading dims: add(%2, %1) is contiguous (the first decides),
+  // add(%1, %2) takes %1's order.
+  TensorMetas p;
+  p[1] = TensorMeta{"float32", {2, 3, 8}, {8, 16, 1}};
+  p[2] = contiguous("float32", {2, 3, 8});
+  p[3] = contiguous("float32", {2, 3, 8});
+  p[4] = TensorMeta{"float32", {2, 3, 8}, {8, 16, 1}};
+  const ChainBuild firstContiguous = buildChain({call("aten::add.Tensor", {A::tensor(2), A::tensor(1)}, 3)}, p, {},
+                                                ChainBuildOptions{true});
+  ASSERT_TRUE(firstContiguous.ok()) << firstContiguous.reason;
+  const ChainBuild firstPermuted = buildChain({call("aten::add.Tensor", {A::tensor(1), A::tensor(2)}, 4)}, p, {},
+                                              ChainBuildOptions{true});
+  ASSERT_TRUE(firstPermuted.ok()) << firstPermuted.reason;
+  EXPECT_EQ(firstPermuted.layout.rowDims, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(firstPermuted.layout.strides[2], (std::vector<int64_t>{8, 16}));  // the output
+  // The other way round each is refused.
+  const ChainBuild wrong = buildChain({call("aten::add.Tensor", {A::tensor(1), A::tensor(2)}, 3)}, p, {},
+                                      ChainBuildOptions{true});
+  EXPECT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.reason.find("where ATen allocates [8, 16, 1]"), std::string::npos) << wrong.reason;
+  // A wrapped number makes the shapes unequal: the general path, still %1's order.
+  p[5] = TensorMeta{"float32", {2, 3, 8}, {8, 16, 1}};
+  const ChainBuild scaled = buildChain({call("aten::mul.Tensor", {A::tensor(1), A::number(0.5)}, 5)}, p, {},
+                                       ChainBuildOptions{true});
+  EXPECT_TRUE(scaled.ok()) << scaled.reason;
+  // A cast keeps a dense permuted layout (empty_like preserves it).
+  TensorMetas c = p;
+  c[6] = TensorMeta{"bfloat16", {2, 3, 8}, {8, 16, 1}};
+  const ChainBuild cast = buildChain({call("aten::_to_copy", {A::tensor(1)}, 6)}, c, {}, ChainBuildOptions{true});
+  EXPECT_TRUE(cast.ok()) << cast.reason;
+}
+
+TEST(ChainBuilderTest, GivenACatOfContiguousPartsWhenBuiltThenTheChainIsWidthFixedAndContiguous) {
+  TensorMetas m;
+  m[1] = contiguous("float16", {8, 16});
+  m[2] = contiguous("float32", {8, 48});
+  m[3] = contiguous("float32", {8, 64});
+  m[4] = contiguous("float32", {8, 64});
+  // cat([a (f16), b (f32)], 1): the promotion is float32; the dim as a positive number.
+  const ChainBuild b = buildChain({call("aten::cat", {A::tensorList({1, 2}), A::number(1)}, 3),
+                                   call("aten::exp", {A::tensor(3)}, 4)},
+                                  m);
+  ASSERT_TRUE(b.ok()) << b.reason;
+  EXPECT_TRUE(b.layout.contiguous());
+  EXPECT_EQ(b.chain.width(), 64);
+  EXPECT_EQ(b.chain.node(0).cols, 16);
+  EXPECT_EQ(b.chain.node(1).cols, 48);
+  EXPECT_EQ(b.chain.node(2).op, OpKind::Cat);
+  EXPECT_EQ(b.chain.node(2).dtype, DType::Float32);
 }
 
 }  // namespace

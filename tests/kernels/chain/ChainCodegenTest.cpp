@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ChainCompileUtil.h"
+#include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/NamedChains.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -169,6 +170,69 @@ TEST(ChainCodegenTest, GivenAChainWhenItsArgumentsAreLaidOutThenTheyFollowTheKer
   EXPECT_EQ(generateChainSource(ir, ChainKernelParams{256, 8}).find("float s1, const void* in2_") != std::string::npos,
             true);
   EXPECT_THROW(chainKernelArgs(ir, {{&a, 0.0f}}, {out}, 7, 64), Error);
+}
+
+TEST(ChainCodegenTest, GivenTheRotaryChainInItsLayoutsWhenCompiledWithNvrtcThenEachIsACubinWithoutSpills) {
+  SKIP_WITHOUT_NVRTC();
+  std::vector<ChainCompileJob> jobs;
+  for (const DType d : {DType::BFloat16, DType::Float16}) {
+    const std::string name = std::string("rotary_") + dtypeName(d);
+    jobs.push_back({name + "_q", rotaryChain(d, 128), ChainKernelParams{256, 8}, "sm_90a", rotaryLayout({1, 32, 4096, 128})});
+    jobs.push_back({name + "_k", rotaryChain(d, 128), ChainKernelParams{128, 8}, "sm_90a", rotaryLayout({1, 8, 4096, 128})});
+    jobs.push_back({name + "_small", rotaryChain(d, 64), ChainKernelParams{256, 4}, "sm_90a", rotaryLayout({2, 4, 64, 64})});
+    jobs.push_back({name + "_contiguous", rotaryChain(d, 128), ChainKernelParams{512, 8}});
+  }
+  testutil::expectCompiledWithoutSpills(jobs, testutil::compileChains(jobs));
+}
+
+TEST(ChainCodegenTest, GivenTheRotaryChainWhenGeneratedThenTheLayoutIsConstantsAndEachSegmentReadsItsPart) {
+  const ChainLayout layout = rotaryLayout({1, 32, 4096, 128});
+  const std::string source = generateChainSource(rotaryChain(DType::BFloat16, 128), ChainKernelParams{256, 8}, layout);
+  const std::string kernel = kernelOf(source);
+  EXPECT_NE(source.find("// layout 32x4096:128,4096|0,128|128,4096|128,4096|0,128|128,4096"), std::string::npos);
+  // The row splits into (head, position) by constants, 32-bit: the rows fit.
+  EXPECT_NE(kernel.find("hk_r % 4096u"), std::string::npos) << kernel;
+  EXPECT_NE(kernel.find("const long long hk_o0 = hk_i0 * 128LL + hk_i1 * 4096LL;"), std::string::npos) << kernel;
+  EXPECT_NE(kernel.find("const long long hk_o1 = hk_i1 * 128LL;"), std::string::npos) << kernel;  // cos: no head
+  // Two segments: the first reads x2 (-x2 * sin), the second x1 64 columns to the left.
+  EXPECT_NE(kernel.find("if (hk_c < 64) {"), std::string::npos) << kernel;
+  EXPECT_EQ(count(kernel, "hk_load_bf16(in3 + hk_o2 + hk_c, x3)"), 1u) << kernel;           // x2: node 3, argument 2
+  EXPECT_EQ(count(kernel, "hk_load_bf16(in5 + hk_o3 + (hk_c - 64), x5s64)"), 1u) << kernel;  // x1: node 5, argument 3
+  EXPECT_EQ(count(kernel, "hk_load_bf16(in7 + hk_o4 + hk_c, x7)"), 2u) << kernel;           // sin in both segments
+  EXPECT_EQ(count(kernel, "hk_load_bf16(in0 + hk_o0 + hk_c, x0)"), 2u) << kernel;  // x in both segments
+  EXPECT_EQ(count(kernel, "hk_store_bf16(out0 + hk_o5 + hk_c, o0)"), 1u) << kernel;
+  EXPECT_EQ(count(kernel, "cols / HK_VEC"), 0u) << "a width-fixed chain divides by its width";
+  // A contiguous variant's source carries no layout; the width-free chains' sources do not change with layouts.
+  EXPECT_EQ(generateChainSource(swigluChain(DType::BFloat16), ChainKernelParams{256, 8}, ChainLayout{}),
+            generateChainSource(swigluChain(DType::BFloat16), ChainKernelParams{256, 8}));
+  EXPECT_EQ(generateChainSource(rotaryChain(DType::BFloat16, 128), ChainKernelParams{256, 8}).find("// layout"),
+            std::string::npos);
+}
+
+TEST(ChainCodegenTest, GivenCatBoundariesAndStridesWhenVariantsAreCheckedThenVecMustDivideThem) {
+  const ChainIR rotary = rotaryChain(DType::BFloat16, 128);
+  const ChainLayout layout = rotaryLayout({1, 32, 4096, 128});
+  EXPECT_EQ(chainCatBoundaries(rotary), std::vector<int64_t>{64});
+  EXPECT_EQ(chainVariantProblem(rotary, ChainKernelParams{256, 8}, 32 * 4096, 128, layout), "");
+  EXPECT_NE(chainVariantProblem(rotary, ChainKernelParams{256, 8}, 32 * 4096, 256, layout).find("width is 128"),
+            std::string::npos);
+  // A head dim of 20: the halves meet at 10, which vec 4 does not divide.
+  const ChainIR odd = rotaryChain(DType::BFloat16, 20);
+  EXPECT_NE(chainVariantProblem(odd, ChainKernelParams{256, 4}, 8, 20).find("is not a multiple of vec 4"), std::string::npos);
+  EXPECT_EQ(chainVariantProblem(odd, ChainKernelParams{256, 2}, 8, 20), "");
+  // A row stride that vec does not divide.
+  ChainLayout skewed = rotaryLayout({1, 2, 4, 16});
+  skewed.strides[1].back() = 20;
+  EXPECT_NE(chainVariantProblem(rotaryChain(DType::BFloat16, 16), ChainKernelParams{128, 8}, 8, 16, skewed)
+                .find("row stride 20 is not a multiple of vec 8"),
+            std::string::npos);
+  // A row kernel takes no cat.
+  ChainIR reduced;
+  const int a = reduced.addInput(DType::Float32, ShapeClass::Full, 8);
+  const int b = reduced.addInput(DType::Float32, ShapeClass::Full, 8);
+  const int cat = reduced.addCat({a, b});
+  reduced.markOutput(reduced.addReduce(OpKind::Sum, cat, true));
+  EXPECT_THROW(checkChainKernel(reduced, ChainKernelParams{128, 4, 1, 0}), Error);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ struct ChainCompileJob {
   ChainIR chain;
   ChainKernelParams params;
   std::string arch = "sm_90a";
+  ChainLayout layout;  // the variant's (Note [Chain layouts]); empty: contiguous
 };
 
 struct ChainCompileResult {
@@ -37,7 +38,7 @@ inline std::vector<ChainCompileResult> compileChains(const std::vector<ChainComp
   std::vector<ChainCompileResult> results(jobs.size());
   tbb::parallel_for(size_t{0}, jobs.size(), [&](size_t i) {
     ChainCompileResult& r = results[i];
-    const std::string source = generateChainSource(jobs[i].chain, jobs[i].params);
+    const std::string source = generateChainSource(jobs[i].chain, jobs[i].params, jobs[i].layout);
     try {
       std::vector<std::string> options = chainCompileOptions();
       options.push_back("--ptxas-options=-v");

@@ -145,5 +145,73 @@ TEST(ChainIRTest, GivenTwoChainsWhenComparedThenEqualityIsNodeByNodeWithTheScala
   EXPECT_NE(a, b);  // x + (-0.0) keeps the sign of a -0 x; x + 0.0 does not
 }
 
+TEST(ChainIRTest, GivenPartsOfExplicitExtentsWhenCatThenTheExtentsSumAndTheDtypeIsTheirPromotion) {
+  ChainIR ir;
+  const int a = ir.addInput(DType::BFloat16, ShapeClass::Full, 48);
+  const int b = ir.addInput(DType::Float16, ShapeClass::Full, 16);
+  const int cat = ir.addCat({a, ir.addUnary(OpKind::Neg, b)});
+  EXPECT_EQ(ir.node(cat).cols, 64);
+  EXPECT_EQ(ir.node(cat).dtype, DType::Float32);  // bf16 with f16
+  EXPECT_EQ(ir.node(cat).shape, ShapeClass::Full);
+  const int w = ir.addInput(DType::Float32, ShapeClass::Column, 64);
+  const int out = ir.addBinary(OpKind::Mul, cat, w);
+  EXPECT_EQ(ir.node(out).cols, 64);
+  ir.markOutput(out);
+  EXPECT_NO_THROW(ir.validate());
+  EXPECT_EQ(ir.width(), 64);
+  EXPECT_TRUE(ir.hasCat());
+  EXPECT_EQ(rotaryChain(DType::BFloat16, 128).width(), 128);
+  EXPECT_EQ(rmsNormChain(DType::BFloat16, 1e-6).width(), 0);
+}
+
+TEST(ChainIRTest, GivenExtentsThatDoNotFitWhenAddedOrValidatedThenTheErrorSaysWhy) {
+  ChainIR ir;
+  const int a = ir.addInput(DType::BFloat16, ShapeClass::Full, 64);
+  const int b = ir.addInput(DType::BFloat16, ShapeClass::Full, 32);
+  expectError([&] { ir.addBinary(OpKind::Add, a, b); }, "combines column extents 64 and 32");
+  expectError([&] { ir.addCat({a, ir.addInput(DType::BFloat16, ShapeClass::Full)}); }, "a cat joins full values of explicit extent");
+  expectError([&] { ir.addCat({a, ir.addInput(DType::BFloat16, ShapeClass::Row)}); }, "joins a row value");
+  expectError([&] { ir.addInput(DType::BFloat16, ShapeClass::Row, 8); }, "only full and column inputs have one");
+  expectError([&] { ir.addCat({}); }, "takes one or more operands");
+  // Width-free and width-fixed values in one chain.
+  ChainIR mixed;
+  const int x = mixed.addInput(DType::Float32, ShapeClass::Full, 16);
+  const int y = mixed.addInput(DType::Float32, ShapeClass::Full);
+  mixed.markOutput(mixed.addUnary(OpKind::Exp, x));
+  mixed.markOutput(mixed.addUnary(OpKind::Exp, y));
+  expectError([&] { mixed.validate(); }, "mixes values of the variant's cols");
+  // An output narrower than the chain's width.
+  ChainIR narrow;
+  const int p = narrow.addInput(DType::Float32, ShapeClass::Full, 16);
+  const int q = narrow.addInput(DType::Float32, ShapeClass::Full, 16);
+  narrow.markOutput(narrow.addCat({p, q}));
+  narrow.markOutput(narrow.addUnary(OpKind::Exp, p));
+  expectError([&] { narrow.validate(); }, "outputs have the chain's width 32");
+  // A reduction over a part.
+  ChainIR reduced;
+  const int r = reduced.addInput(DType::Float32, ShapeClass::Full, 16);
+  const int s = reduced.addInput(DType::Float32, ShapeClass::Full, 16);
+  const int sum = reduced.addReduce(OpKind::Sum, r, true);
+  reduced.markOutput(reduced.addCat({r, s}));
+  reduced.markOutput(sum);
+  expectError([&] { reduced.validate(); }, "reductions are over the chain's width 32");
+  // A stated extent that is not the inferred one.
+  ChainIR edited;
+  Node in;
+  in.op = OpKind::Input;
+  in.dtype = DType::Float32;
+  in.cols = 16;
+  edited.appendUnchecked(in);
+  edited.appendUnchecked(in);
+  Node cat;
+  cat.op = OpKind::Cat;
+  cat.operands = {0, 1};
+  cat.dtype = DType::Float32;
+  cat.cols = 48;
+  edited.appendUnchecked(cat);
+  edited.appendOutputUnchecked(2);
+  expectError([&] { edited.validate(); }, "has column extent 48 where its operands give 32");
+}
+
 }  // namespace
 }  // namespace hotkernel::chain

@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/NamedChains.h"
 #include "hotkernel/chain/Rounding.h"
 #include "hotkernel/runtime/Check.h"
@@ -161,6 +162,49 @@ TEST(ChainInterpreterTest, GivenBadInputsWhenInterpretedThenTheErrorNamesTheInpu
     EXPECT_NE(std::string(e.what()).find("chain input 1"), std::string::npos) << e.what();
   }
   EXPECT_THROW(interpretChain(ir, 0, 4, {{}, {}}, EvalMode::Fused), Error);
+}
+
+// HF's rotary embedding in its strided layout: x read through the
+// projection's memory (a head every d, a position every heads * d), x1 and x2
+// as views of the same memory, cos and sin shared by the heads.
+TEST(ChainInterpreterTest, GivenRotaryInItsLayoutWhenInterpretedThenEachModeMatchesTheHandComputation) {
+  const RotaryShape shape{1, 4, 16, 32};
+  const int64_t h = shape.heads, s = shape.seq, d = shape.headDim, half = d / 2;
+  const ChainIR ir = rotaryChain(DType::BFloat16, d);
+  const ChainLayout layout = rotaryLayout(shape);
+  const int64_t rows = rotaryRows(shape);
+  const std::vector<float> projection = bfValues(static_cast<size_t>(s * h * d), 3);  // [s, h * d]
+  const std::vector<float> cos = bfValues(static_cast<size_t>(s * d), 11), sin = bfValues(static_cast<size_t>(s * d), 13);
+  // Each view's buffer starts at its data pointer and spans what its layout reaches.
+  const auto span = [&](size_t arg) { return static_cast<size_t>(layoutSpan(ir, layout, arg, rows, d)); };
+  const std::vector<float> x(projection.begin(), projection.begin() + static_cast<long>(span(0)));
+  const std::vector<float> x2(projection.begin() + half, projection.begin() + half + static_cast<long>(span(2)));
+  const std::vector<float> x1(projection.begin(), projection.begin() + static_cast<long>(span(3)));
+  ASSERT_EQ(span(1), cos.size());
+  const auto aten = interpretChain(ir, rows, d, layout, {x, cos, x2, x1, sin}, EvalMode::AtenOrder);
+  const auto fused = interpretChain(ir, rows, d, layout, {x, cos, x2, x1, sin}, EvalMode::Fused);
+  ASSERT_EQ(aten.size(), 1u);
+  ASSERT_EQ(aten[0].size(), static_cast<size_t>(rows * d));
+  for (int64_t head = 0; head < h; ++head) {
+    for (int64_t pos = 0; pos < s; ++pos) {
+      const int64_t row = head * s + pos;  // the output's values, row-major over (heads, positions)
+      for (int64_t c = 0; c < d; ++c) {
+        const float q = projection[static_cast<size_t>(pos * h * d + head * d + c)];
+        const float other = projection[static_cast<size_t>(pos * h * d + head * d + (c + half) % d)];
+        const float rotated = c < half ? -other : other;
+        const float cv = cos[static_cast<size_t>(pos * d + c)], sv = sin[static_cast<size_t>(pos * d + c)];
+        const float expectedAten = bf(bf(q * cv) + bf(rotated * sv));
+        const float expectedFused = bf(q * cv + rotated * sv);
+        ASSERT_TRUE(sameBits(aten[0][static_cast<size_t>(row * d + c)], expectedAten)) << head << "," << pos << "," << c;
+        ASSERT_TRUE(sameBits(fused[0][static_cast<size_t>(row * d + c)], expectedFused)) << head << "," << pos << "," << c;
+      }
+    }
+  }
+  // A buffer shorter than its layout's span is refused.
+  const std::vector<float> shortX(x.begin(), x.end() - 1);
+  EXPECT_THROW(interpretChain(ir, rows, d, layout, {shortX, cos, x2, x1, sin}, EvalMode::AtenOrder), Error);
+  // A width-fixed chain runs over its width only.
+  EXPECT_THROW(interpretChain(ir, rows, 2 * d, {x, cos, x2, x1, sin}, EvalMode::AtenOrder), Error);
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ TEST(ChainJsonTest, GivenTheNamedChainsWhenWrittenAndReadThenTheChainAndItsKeyCo
                             newGeluChain(DType::Float32), residualAddCastChain(DType::BFloat16, DType::Float32)}) {
     const nlohmann::json j = chainToJson(ir);
     EXPECT_EQ(j.at("format"), "hotkernel-chain");
-    EXPECT_EQ(j.at("version"), 1);
+    EXPECT_EQ(j.at("version"), 2);
     const ChainIR back = chainFromJsonText(j.dump());
     EXPECT_EQ(back, ir) << j.dump();
     EXPECT_EQ(chainKey(back).sha256, chainKey(ir).sha256);
@@ -48,7 +48,8 @@ TEST(ChainJsonTest, GivenBrokenDocumentsWhenReadThenEachErrorNamesTheField) {
     return j;
   };
   expectRefused(with([](nlohmann::json& j) { j["format"] = "chain"; }), "chain.format must be");
-  expectRefused(with([](nlohmann::json& j) { j["version"] = 2; }), "chain.version 2 is not supported");
+  expectRefused(with([](nlohmann::json& j) { j["version"] = 3; }), "chain.version 3 is not supported");
+  expectRefused(with([](nlohmann::json& j) { j["version"] = 0; }), "chain.version 0 is not supported");
   expectRefused(with([](nlohmann::json& j) { j["version"] = "1"; }), "chain.version must be");
   expectRefused(with([](nlohmann::json& j) { j["extra"] = 1; }), "unknown key \"extra\"");
   expectRefused(with([](nlohmann::json& j) { j.erase("outputs"); }), "misses \"outputs\"");
@@ -68,6 +69,36 @@ TEST(ChainJsonTest, GivenBrokenDocumentsWhenReadThenEachErrorNamesTheField) {
   nlohmann::json mean = chainToJson(rmsNormChain(DType::BFloat16, 1e-6));
   mean["nodes"][4]["dim"] = 0;
   expectRefused(mean, "reduces dim 0");
+}
+
+TEST(ChainJsonTest, GivenTheRotaryChainWhenWrittenAndReadThenExtentsAndTheCatComeBack) {
+  const ChainIR ir = rotaryChain(DType::BFloat16, 128);
+  const nlohmann::json j = chainToJson(ir);
+  EXPECT_EQ(j.at("nodes").at(0).at("cols"), 128);
+  EXPECT_EQ(j.at("nodes").at(3).at("cols"), 64);
+  EXPECT_EQ(j.at("nodes").at(6).at("op"), "cat");
+  EXPECT_EQ(j.at("nodes").at(6).at("inputs"), nlohmann::json::array({4, 5}));
+  EXPECT_FALSE(chainToJson(swigluChain(DType::BFloat16)).at("nodes").at(0).contains("cols"));
+  const ChainIR back = chainFromJsonText(j.dump());
+  EXPECT_EQ(back, ir);
+  EXPECT_EQ(chainKey(back).sha256, chainKey(ir).sha256);
+  // An extent that is not the inferred one, or not a positive integer.
+  nlohmann::json edited = j;
+  edited["nodes"][6]["cols"] = 96;
+  expectRefused(edited, "has column extent 96 where its operands give 128");
+  edited = j;
+  edited["nodes"][3]["cols"] = 0;
+  expectRefused(edited, "chain.nodes[3].cols");
+}
+
+TEST(ChainJsonTest, GivenAVersionOneDocumentWhenReadThenItIsTheWidthFreeChainAndV2KeysAreRefused) {
+  // Version 1 as written before column extents: no "cols", no cat.
+  nlohmann::json v1 = chainToJson(rmsNormChain(DType::BFloat16, 1e-6));
+  v1["version"] = 1;
+  EXPECT_EQ(chainFromJson(v1), rmsNormChain(DType::BFloat16, 1e-6));
+  nlohmann::json rotary = chainToJson(rotaryChain(DType::BFloat16, 128));
+  rotary["version"] = 1;
+  expectRefused(rotary, "chain.nodes[0] has an unknown key \"cols\"");
 }
 
 }  // namespace

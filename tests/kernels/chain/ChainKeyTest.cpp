@@ -93,5 +93,29 @@ TEST(ChainKeyTest, GivenASharedValueWhenKeyedThenItAppearsOnceAndIsReadTwice) {
   EXPECT_NE(text.find(" %2 %"), std::string::npos) << text;  // the mul reads it
 }
 
+TEST(ChainKeyTest, GivenAWidthFreeChainWhenKeyedThenItsTextIsTheFormatBeforeExtents) {
+  // The canonical text of SwiGLU as Note [Chain key] writes it: no extents, so keys cached before
+  // column extents existed still name their chains.
+  EXPECT_EQ(chainKey(swigluChain(DType::BFloat16)).text,
+            "hotkernel-chain 1\n%0 = input 0 bf16 full\n%1 = input 1 bf16 full\n%2 = silu bf16 full %0\n"
+            "%3 = mul bf16 full %2 %1\nout %3\n");
+}
+
+TEST(ChainKeyTest, GivenWidthFixedChainsWhenKeyedThenExtentsAndPartOrderAreNamed) {
+  const ChainKey q = chainKey(rotaryChain(DType::BFloat16, 128));
+  EXPECT_NE(q.text.find("input 0 bf16 full cols=128"), std::string::npos) << q.text;
+  EXPECT_NE(q.text.find("cat bf16 full cols=128 %"), std::string::npos) << q.text;
+  EXPECT_NE(chainKey(rotaryChain(DType::BFloat16, 64)).sha256, q.sha256);
+  EXPECT_NE(chainKey(rotaryChain(DType::Float16, 128)).sha256, q.sha256);
+  // The parts in the other order are another chain.
+  ChainIR swapped;
+  const int a = swapped.addInput(DType::BFloat16, ShapeClass::Full, 64);
+  const int b = swapped.addInput(DType::BFloat16, ShapeClass::Full, 64);
+  ChainIR straight = swapped;
+  swapped.markOutput(swapped.addCat({b, a}));
+  straight.markOutput(straight.addCat({a, b}));
+  EXPECT_NE(chainKey(swapped).sha256, chainKey(straight).sha256);
+}
+
 }  // namespace
 }  // namespace hotkernel::chain

@@ -59,7 +59,7 @@ TEST(ChainVariantTest, GivenAKernelEntryWhenWrittenAndReadForItsVariantThenItsPa
   const ChainKernelParams p{256, 8, 1, 2};
   const nlohmann::json j = chainEntryParams(v, p);
   EXPECT_EQ(j.at("format"), kChainEntryFormat);
-  EXPECT_EQ(j.at("version"), 1);
+  EXPECT_EQ(j.at("version"), 2);
   EXPECT_EQ(j.at("chain"), chainToJson(v.ir));
   EXPECT_EQ(j.at("chainSha256"), chainKey(v.ir).sha256);
   EXPECT_EQ(j.at("rows"), 4096);
@@ -106,7 +106,7 @@ TEST(ChainVariantTest, GivenTamperedOrForeignEntriesWhenReadThenEachIsRefusedWit
   expectRefused(with([](nlohmann::json& j) { j["rows"] = 4095; }), v, "stored for [4095, 4096]");
   expectRefused(with([](nlohmann::json& j) { j["cols"] = 2048; }), v, "stored for [4096, 2048]");
   expectRefused(with([](nlohmann::json& j) { j["format"] = "hotkernel-chain"; }), v, "format must be");
-  expectRefused(with([](nlohmann::json& j) { j["version"] = 2; }), v, "version 2 is not 1");
+  expectRefused(with([](nlohmann::json& j) { j["version"] = 3; }), v, "version 3 is not 1 to 2");
   expectRefused(with([](nlohmann::json& j) { j["extra"] = 1; }), v, "unknown key \"extra\"");
   expectRefused(with([](nlohmann::json& j) { j.erase("sourceSha256"); }), v, "misses \"sourceSha256\"");
   expectRefused(with([](nlohmann::json& j) { j["kernel"]["vec"] = 3; }), v, "vec 3 is not 1, 2, 4 or 8");

@@ -6,14 +6,28 @@
 // (ChainIR's adders: they check dtypes and broadcasts), mapping value ids
 // to nodes. The chain's logical [rows, cols] view comes from its widest
 // tensor (the most elements, then the most dims): its last dim is cols, the
-// others fold into rows. Every tensor is then classified against it
-// (Note [Chain shape classes]) and every recorded result is checked against
-// the node: its dtype must be the one ATen's promotion gives, its sizes the
-// class's. A call is refused, and with it the sequence, for:
+// others fold into rows (the row dims of Note [Chain layouts]). Every tensor
+// is then classified against it (Note [Chain shape classes]) and every
+// recorded result is checked against the node: its dtype must be the one
+// ATen's promotion gives, its sizes the class's, its strides the ones ATen
+// allocates (Note [Result layouts as ATen allocates them]). A sequence
+// holding an `aten::cat` along the last dim (any number of parts, the dim
+// as -1 or positive) builds a width-fixed chain (Note [Chain column
+// extents]): every full and column value has its own last dim as extent.
+// With `options.layouts`, a full tensor may be strided over the leading
+// dims (last-dim stride 1, strides >= 0) and broadcast over any of them
+// (TensorIterator's alignment from the right, size 1 against a larger
+// dim), and the build's layout says where each argument lies (normalized:
+// contiguous chains have the empty layout); without it (what the engine
+// asks for until it allocates and launches with layouts) such a tensor is
+// refused as before. A call is refused, and with it the sequence, for:
 //   an op outside the chain's vocabulary (the message says "unsupported op"),
 //   a view op (view, reshape's alias, expand, slice, select, transpose, ...),
 //   an in-place or out= op (aten::add_, *.out) or a result that aliases an
-//   argument, a tensor that is not contiguous, a dtype that is not float32 /
+//   argument, a tensor that is not contiguous (strided without
+//   `options.layouts`, or a Row, RowFlat or Column value), a result whose
+//   strides are not ATen's, an output whose rows overlap, a cat along
+//   another dim, a dtype that is not float32 /
 //   float16 / bfloat16, a broadcast that is no chain class, a reduction that
 //   is not over the last dim alone or has a narrowing dtype=, gelu with an
 //   unknown approximation, a value returned twice or read before it is
@@ -29,6 +43,7 @@
 #include <vector>
 
 #include "hotkernel/chain/ChainIR.h"
+#include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/RecordedCall.h"
 
 namespace hotkernel::chain {
@@ -41,12 +56,17 @@ struct ChainBuild {
   std::vector<int64_t> outputValues;  // the value id behind each chain output, in output order
   int64_t rows = 0;
   int64_t cols = 0;
+  ChainLayout layout;  // normalized (Note [Chain layouts]); empty for a contiguous chain
 
   bool ok() const { return reason.empty(); }
 };
 
+struct ChainBuildOptions {
+  bool layouts = false;  // accept strided and broadcast full tensors (Note [Building a chain from calls])
+};
+
 // Never throws for a bad recording (the reason says what is wrong).
 ChainBuild buildChain(const std::vector<RecordedCall>& calls, const TensorMetas& tensors,
-                      const std::vector<int64_t>& liveOutputs = {});
+                      const std::vector<int64_t>& liveOutputs = {}, const ChainBuildOptions& options = {});
 
 }  // namespace hotkernel::chain

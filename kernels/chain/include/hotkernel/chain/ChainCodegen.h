@@ -22,7 +22,22 @@
 // (cols <= threads / rowsPerCta * vec * items). Intermediate nodes are
 // recomputed in each pass that needs them, never stored: only outputs are
 // written. The arithmetic is the interpreter's Fused mode (Note [Two
-// evaluation modes]).
+// evaluation modes]). A chain with a Cat, or an elementwise chain with a
+// layout, is evaluated per column segment (Note [Chain kernel segments] in
+// ChainCodegen.cpp); a row kernel takes a layout, not a Cat (checkChainKernel
+// refuses it: such a chain runs unfused).
+//
+// Note [Chain layouts in the source]
+// A variant's layout (Note [Chain layouts]) is written into its kernel's
+// source as constants: the row dims as the divisors that split a row index
+// (32-bit when the rows fit) and each Full argument's row strides as the
+// multipliers of its row offset, computed once per row (per vector in the
+// elementwise kernel, per CTA row in the row kernel), never per element.
+// The kernel's arguments stay (inputs, outputs, rows, cols): KernelArgs
+// holds 12, fewer than a strided chain's strides, and a plan serves exactly
+// its variant anyway, so constants cost nothing and let the compiler turn
+// the divisions into multiplies. The empty layout writes nothing: a
+// contiguous variant's source is what it was before layouts.
 //
 // Note [Chain kernel arguments]
 // hk_chain's parameters, in order: one per chain input (a tensor's
@@ -37,6 +52,7 @@
 #include <vector>
 
 #include "hotkernel/chain/ChainIR.h"
+#include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"  // LaunchGeometry
 #include "hotkernel/runtime/KernelArgs.h"
 
@@ -63,26 +79,34 @@ struct ChainKernelParams {
 };
 
 // Error (HOTKERNEL_REQUIRE) when `p` is outside the ranges above, when a
-// pointwise chain has rowsPerCta or items other than 1 and 0, or when the
-// chain has more than 10 inputs and outputs (Note [Chain kernel arguments]).
+// pointwise chain has rowsPerCta or items other than 1 and 0, when the
+// chain has more than 10 inputs and outputs (Note [Chain kernel arguments]),
+// or when a chain with reductions has a Cat (Note [Chain kernels]).
 void checkChainKernel(const ChainIR& ir, const ChainKernelParams& p);
 
 // The CUDA source of the chain's kernel at `p` (Note [Chain kernels]);
 // deterministic: the same chain and parameters give the same text. Error for
 // an invalid chain or parameters.
-std::string generateChainSource(const ChainIR& ir, const ChainKernelParams& p);
+std::string generateChainSource(const ChainIR& ir, const ChainKernelParams& p, const ChainLayout& layout = {});
 
 // NVRTC's options for the source (beyond compileToCubin's own).
 std::vector<std::string> chainCompileOptions();
 
-// "" when the kernel at `p` serves [rows, cols]; otherwise why not (cols not
-// a multiple of vec, too long for the registers at `items`, empty, too many
-// rows for the grid).
-std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols);
+// "" when the kernel at `p` serves [rows, cols] in `layout`; otherwise why
+// not (cols not a multiple of vec, too long for the registers at `items`,
+// empty, too many rows for the grid, a width-fixed chain over other cols, an
+// invalid layout, a row stride or a Cat boundary that vec does not divide).
+std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols,
+                                const ChainLayout& layout = {});
+
+// The columns where a Cat the outputs reach switches parts (Note [Chain
+// kernel segments]), ascending, without 0; empty without a Cat.
+std::vector<int64_t> chainCatBoundaries(const ChainIR& ir);
 
 // Grid, block and dynamic shared memory for [rows, cols] (Error when
 // chainVariantProblem is not empty). The row kernel's shared memory is static.
-LaunchGeometry chainLaunchGeometry(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols);
+LaunchGeometry chainLaunchGeometry(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols,
+                                   const ChainLayout& layout = {});
 
 struct ChainArg {
   enum class Kind { Input, ScalarInput, Output, Rows, Cols };

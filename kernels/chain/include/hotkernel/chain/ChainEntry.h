@@ -3,27 +3,35 @@
 // the optimizer and read back before a plan is made. No cache or torch
 // headers: the caller moves the text in and out of cache::Entry::params.
 //
-// Note [Chain entry params, v1]
+// Note [Chain entry params, v2]
 // A cache entry of op "hotkernel::chain" (Note [Chain variant string]) holds
 // in its `params` JSON:
 // {
-//   "format": "hotkernel-chain-entry", "version": 1,
-//   "chain": { ... },                  // the chain, Note [Chain JSON, v1]
+//   "format": "hotkernel-chain-entry", "version": 2,
+//   "chain": { ... },                  // the chain, Note [Chain JSON, v2]
 //   "chainSha256": "<64 hex>",          // chainKey(chain).sha256, as in the variant string
 //   "rows": R, "cols": C,               // the variant's extents
+//   "layout": {"rowDims": [...], "strides": [[...], ...]},  // only for a variant with a layout
 //   "kernel": {"threads": 256, "vec": 8, "rowsPerCta": 1, "items": 0},
-//   "sourceSha256": "<64 hex>"          // SHA-256 of generateChainSource(chain, kernel)
+//   "sourceSha256": "<64 hex>"          // SHA-256 of generateChainSource(chain, kernel, layout)
 // }
 // "kernel" and "sourceSha256" are present exactly in a kernel entry; a
 // keep_aten entry stores the rest, so `hotkernel cache show` names its chain
 // too. readChainEntry refuses, naming the field: another format or version,
 // a missing or extra key, a chain that does not parse (its strict reader),
-// a "chainSha256" that is not the stored chain's key, a chain, rows or cols
-// other than the requested variant's (a key collision or an edited entry),
+// a "chainSha256" that is not the stored chain's key, a chain, rows, cols or
+// layout other than the requested variant's (a key collision or an edited entry),
 // kernel parameters outside the generator's ranges or not serving the
 // variant (chainVariantProblem), and a "sourceSha256" other than the source
 // this build generates from them (a generator that changed since the entry
-// was written). A later version changes "version".
+// was written). Version 1 is the same without "layout" (before layouts):
+// the reader reads it as the contiguous layout; the writer writes 2. A later
+// version changes "version".
+
+// Note [Chain entry params, v1]
+// The params before layouts: Note [Chain entry params, v2] without a
+// "layout" key, the chain as Note [Chain JSON, v1] or v2 writes it; read as
+// an entry of a contiguous variant.
 
 #include <optional>
 #include <string>
@@ -36,7 +44,8 @@
 namespace hotkernel::chain {
 
 inline constexpr const char* kChainEntryFormat = "hotkernel-chain-entry";
-inline constexpr int kChainEntryVersion = 1;
+inline constexpr int kChainEntryVersion = 2;
+inline constexpr int kChainEntryOldestVersion = 1;
 
 // {"threads", "vec", "rowsPerCta", "items"}, and its strict reader (Error
 // naming the field; the ranges are checkChainKernel's).
@@ -44,13 +53,13 @@ nlohmann::json chainParamsToJson(const ChainKernelParams& p);
 ChainKernelParams chainParamsFromJson(const nlohmann::json& j, const std::string& where);
 
 // The entry's params for `v`: with `kernel`, a kernel entry's; without, a
-// keep_aten entry's (Note [Chain entry params, v1]). Error for an invalid
+// keep_aten entry's (Note [Chain entry params, v2]). Error for an invalid
 // chain, or kernel parameters that do not serve the variant.
 nlohmann::json chainEntryParams(const ChainVariant& v, const std::optional<ChainKernelParams>& kernel);
 
 // An entry's params read back for the requested variant `v`: its kernel
 // parameters, or nullopt for a keep_aten entry. Error (the reason) for any
-// refusal listed in Note [Chain entry params, v1].
+// refusal listed in Note [Chain entry params, v2].
 std::optional<ChainKernelParams> readChainEntry(const std::string& paramsText, const ChainVariant& v);
 
 }  // namespace hotkernel::chain

@@ -17,6 +17,23 @@
 // A parsed chain (ChainJson.h) is checked by validate(), which re-infers
 // every node.
 //
+// Note [Chain column extents]
+// A Full or Column value has a column extent `cols`: 0 is the variant's
+// cols (a width-free chain: every chain without a Cat, its kernel serves
+// any cols), > 0 an extent of its own. A chain is width-free (every extent
+// 0) or width-fixed (every Full and Column extent > 0; the builder makes a
+// chain holding a cat width-fixed); a width-fixed chain's width is its
+// widest extent, the variant's cols must equal it, and its outputs and the
+// operands of its reductions have that width, so only the parts of a Cat
+// (and what computes them) are narrower. Unary ops and casts keep their
+// operand's extent; a binary op's Full and Column operands have equal
+// extents (a Row or Scalar operand has none); Cat joins one or more Full
+// parts of explicit extent along the last dim, its extent their sum, its
+// dtype their promotion (ATen's cat; the conversion is exact within float
+// dtypes), and its element c is part k's element c - offset_k, offset_k
+// the extents of the parts before k. Row, RowFlat and Scalar values have
+// extent 0.
+//
 // Note [Chain dtypes]
 // The result dtype is ATen's for these ops on CUDA: a unary op keeps its
 // input's dtype; a binary op promotes its tensor operands (equal dtypes stay,
@@ -51,6 +68,7 @@ struct Node {
   double scalar = 0.0;
   bool keepdim = false;  // reductions: Row with keepdim, RowFlat without
   int dim = -1;          // reductions: the reduced dim of the logical [rows, cols] view, -1 or 1
+  int64_t cols = 0;      // Full and Column: the column extent, 0 the variant's (Note [Chain column extents])
 
   bool operator==(const Node& other) const;
   bool operator!=(const Node& other) const { return !(*this == other); }
@@ -63,7 +81,8 @@ class ChainIR {
   // dtype and shape class and returns the new node's index.
   // A tensor input (Full, Column, Row) or a by-value float argument (Scalar,
   // dtype float32).
-  int addInput(DType dtype, ShapeClass shape);
+  // `cols`: a Full or Column input's own column extent (Note [Chain column extents]).
+  int addInput(DType dtype, ShapeClass shape, int64_t cols = 0);
   int addConstant(double value);
   // A unary op; `param` is PowScalar's exponent (ignored otherwise).
   int addUnary(OpKind op, int x, double param = 0.0);
@@ -72,6 +91,8 @@ class ChainIR {
   int addCast(int x, DType to);
   // sum, mean or amax of a Full value over `dim` (the last: -1 or 1).
   int addReduce(OpKind op, int x, bool keepdim, int dim = -1);
+  // The parts (Full values of explicit extent) joined along the last dim.
+  int addCat(const std::vector<int>& parts);
   // Marks a node as an output, in order; a Scalar node or a node marked twice is refused.
   void markOutput(int node);
 
@@ -92,6 +113,9 @@ class ChainIR {
   // The Input nodes, in order (the kernel's input arguments).
   std::vector<int> inputs() const;
   bool hasReductions() const;
+  bool hasCat() const;
+  // The widest column extent of a width-fixed chain; 0 for a width-free one.
+  int64_t width() const;
   size_t size() const { return nodes_.size(); }
 
   bool operator==(const ChainIR& other) const { return nodes_ == other.nodes_ && outputs_ == other.outputs_; }

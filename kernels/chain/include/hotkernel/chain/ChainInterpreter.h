@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "hotkernel/chain/ChainIR.h"
+#include "hotkernel/chain/ChainLayout.h"
 
 namespace hotkernel::chain {
 
@@ -43,6 +44,8 @@ const char* evalModeName(EvalMode mode);  // "aten_order", "fused"
 
 // Elements of a value of `shape` over [rows, cols]: rows * cols, cols, rows, rows, 1.
 int64_t elementCount(ShapeClass shape, int64_t rows, int64_t cols);
+// Elements of node `n`'s value (its own extent, Note [Chain column extents]).
+int64_t elementCount(const Node& n, int64_t rows, int64_t cols);
 
 // The chain over [rows, cols]: `inputs[k]` holds the values of ir.inputs()[k]
 // (elementCount of its class, each a value of its dtype; a Scalar input one
@@ -51,6 +54,17 @@ int64_t elementCount(ShapeClass shape, int64_t rows, int64_t cols);
 // chain, a wrong count of inputs or elements, or an input value its dtype
 // cannot hold.
 std::vector<std::vector<float>> interpretChain(const ChainIR& ir, int64_t rows, int64_t cols,
+                                               const std::vector<std::vector<float>>& inputs, EvalMode mode);
+
+// The same in a variant's `layout` (Note [Chain layouts]): a Full input's
+// buffer is its memory, layoutSpan elements with element (row, c) at
+// layoutRowOffset(row) + c (the contiguous layout's is its [rows, extent]
+// values, as above); the other classes' buffers are as above. Values have
+// their own column extents (Note [Chain column extents]; a width-fixed
+// chain's cols must be its width) and a Cat takes each element from the
+// part that holds its column. Outputs are returned as values, [rows,
+// extent] row-major for Full ones, whatever their layout.
+std::vector<std::vector<float>> interpretChain(const ChainIR& ir, int64_t rows, int64_t cols, const ChainLayout& layout,
                                                const std::vector<std::vector<float>>& inputs, EvalMode mode);
 
 }  // namespace hotkernel::chain

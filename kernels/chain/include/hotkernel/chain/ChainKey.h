@@ -7,7 +7,10 @@
 // numbered in that order, one line each: the op, the result dtype and shape
 // class, the operands by canonical number, the inputs by their input index
 // (their argument position), scalars in C's exact hexadecimal form (%a),
-// alpha only when it is not 1, keepdim for reductions. Two chains with the
+// alpha only when it is not 1, keepdim for reductions, a column extent only
+// when it is explicit (Note [Chain column extents]: a width-free chain's
+// text is the same as before extents existed, so its key is stable; a cat
+// lists its parts in order). Two chains with the
 // same inputs, outputs and dataflow have the same text whatever the order in
 // which their intermediate nodes were recorded (a constant made first or
 // last, two independent branches in either order); anything that changes the

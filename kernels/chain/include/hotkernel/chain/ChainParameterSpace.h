@@ -7,7 +7,8 @@
 // empty chainVariantProblem):
 //  - vec: the widest access of the narrowest Full or Column tensor is 16
 //    bytes (8 elements of a 16-bit dtype, 4 of float32); that width and half
-//    of it, each only when it divides cols; 1 when neither does.
+//    of it, each only when it divides cols, every row stride of the layout,
+//    every input's own extent and every Cat boundary; 1 when neither does.
 //  - elementwise chains (no reduction): 128, 256, 512 and 1024 threads,
 //    rowsPerCta 1, items 0 (the grid strides over the elements).
 //  - row chains: one row a CTA with 64 to 1024 threads, no more threads than
@@ -18,7 +19,7 @@
 // The order is the search's seeds' order: the widest vec first, then
 // threads ascending. Empty when no point serves the variant (rows or cols
 // below 1, a chain of more than 10 inputs and outputs, too many rows for the
-// grid): the variant is then run unfused.
+// grid, a chain with reductions and a Cat): the variant is then run unfused.
 
 #include <cstdint>
 #include <vector>
@@ -33,6 +34,7 @@ int chainWidestVec(const ChainIR& ir);
 
 // Every point of the space for [rows, cols] (Note [Chain parameter space]),
 // without duplicates. Error for an invalid chain.
-std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t rows, int64_t cols);
+std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t rows, int64_t cols,
+                                                   const ChainLayout& layout = {});
 
 }  // namespace hotkernel::chain

@@ -22,8 +22,13 @@ using kernels::DType;
 //   RowFlat  [rows] (a reduction without keepdim; it broadcasts against no
 //            other class: TensorIterator aligns it with cols, not rows)
 //   Scalar   one number: a constant or a kernel argument passed by value
-// Any other broadcast (a [cols / 2] tensor, a middle dim of size 1, a
-// one-element device tensor) is not a chain value.
+// A Full or Column value may also have its own column extent (Node::cols,
+// Note [Chain column extents] in ChainIR.h): a slice of the last dim that a
+// Cat joins. A Full value's memory may be strided over the leading dims, a
+// broadcast over a middle dim included (Note [Chain layouts] in
+// ChainLayout.h): the class says which logical elements a value has, the
+// variant's layout where they are. Any other broadcast (a one-element device
+// tensor, a broadcast of the last dim) is not a chain value.
 enum class ShapeClass : uint8_t { Full = 0, Column = 1, Row = 2, RowFlat = 3, Scalar = 4 };
 
 enum class OpKind : uint8_t {
@@ -56,15 +61,17 @@ enum class OpKind : uint8_t {
   Sum,
   Mean,
   Amax,
+  // the concatenation of its operands along the last dim (aten::cat)
+  Cat,
 };
 
-enum class OpCategory : uint8_t { Leaf, Unary, Binary, Cast, Reduction };
+enum class OpCategory : uint8_t { Leaf, Unary, Binary, Cast, Reduction, Join };
 
 struct OpInfo {
   OpKind op;
   const char* name;  // the IR's name: "input", "rsqrt", "pow", "gelu_tanh", "mean"
   OpCategory category;
-  int arity;  // operands
+  int arity;  // operands; -1: one or more (Cat)
 };
 
 const OpInfo& opInfo(OpKind op);

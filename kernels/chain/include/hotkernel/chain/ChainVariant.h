@@ -1,6 +1,6 @@
 #pragma once
-// One tuning target of chain fusion: a chain over an exact [rows, cols] on
-// one device, and its cache identity (op, variant string).
+// One tuning target of chain fusion: a chain over an exact [rows, cols] in
+// one memory layout on one device, and its cache identity (op, variant string).
 //
 // Note [Chain variant string]
 // A fused chain is cached under op "hotkernel::chain" (no ATen op: the
@@ -9,7 +9,7 @@
 // every op, dtype, shape class, scalar bit and the dataflow), the logical
 // view's extents (Note [Chain shape classes]) and the device ordinal, as the
 // families' variant strings name theirs. The key is a hash: the entry also
-// stores the chain itself (Note [Chain entry params, v1] in ChainEntry.h),
+// stores the chain itself (Note [Chain entry params, v2] in ChainEntry.h),
 // and a loader compares the stored chain with the one it asked for, so a
 // colliding or edited entry is refused rather than launched for another chain.
 
@@ -17,6 +17,7 @@
 #include <string>
 
 #include "hotkernel/chain/ChainIR.h"
+#include "hotkernel/chain/ChainLayout.h"
 
 namespace hotkernel::chain {
 
@@ -29,10 +30,12 @@ struct ChainVariant {
   int64_t rows = 0;
   int64_t cols = 0;
   int device = 0;
+  ChainLayout layout;  // normalized (normalizeLayout); empty: contiguous
 };
 
-// "chain=<sha256>;rows=R;cols=C;dev=N" (Note [Chain variant string]); Error
-// for an invalid chain or extents below 1.
+// "chain=<sha256>;rows=R;cols=C[;layout=L];dev=N" (Note [Chain variant
+// string]); Error for an invalid chain, extents below 1, or a layout that is
+// invalid or not normalized.
 std::string chainVariantString(const ChainVariant& v);
 
 }  // namespace hotkernel::chain

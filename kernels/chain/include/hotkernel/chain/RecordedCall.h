@@ -14,7 +14,8 @@
 // ATen's type promotion (Note [Chain dtypes]). Sizes and strides are in
 // elements; `scalarType` is torch's dtype name without "torch." (float32,
 // float16, bfloat16, int64, bool, ...), so that a recording of any tensor
-// can be described and refused by name.
+// can be described and refused by name. A Tensor[] argument (cat's) is a
+// TensorList holding its tensors' value ids in order.
 
 #include <cstdint>
 #include <map>
@@ -30,11 +31,11 @@ struct TensorMeta {
 };
 
 struct RecordedArg {
-  enum class Kind { Tensor, Scalar, IntList, Bool, String, None };
+  enum class Kind { Tensor, Scalar, IntList, Bool, String, None, TensorList };
   Kind kind = Kind::None;
   int64_t value = -1;         // Tensor: the value id
   double scalar = 0.0;        // Scalar
-  std::vector<int64_t> ints;  // IntList (a dim list)
+  std::vector<int64_t> ints;  // IntList (a dim list); TensorList: the value ids
   bool flag = false;          // Bool
   std::string text;           // String (gelu's approximate)
 
@@ -44,6 +45,10 @@ struct RecordedArg {
   static RecordedArg boolean(bool v);
   static RecordedArg string(std::string v);
   static RecordedArg none();
+  static RecordedArg tensorList(std::vector<int64_t> ids);
+
+  // The value ids this argument names: one for a Tensor, the list's for a TensorList.
+  std::vector<int64_t> tensorIds() const;
 };
 
 struct RecordedCall {

@@ -1,0 +1,218 @@
+// A chain variant's memory layout (ChainLayout.h).
+
+#include "hotkernel/chain/ChainLayout.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/JsonFields.h"
+
+namespace hotkernel::chain {
+namespace {
+
+namespace jf = hotkernel::jsonfield;
+
+std::string join(const std::vector<int64_t>& v, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + std::to_string(v[i]);
+  return s;
+}
+
+// Dense row strides over `dims`: dim d's is `unit` times the dims after d.
+std::vector<int64_t> denseStrides(const std::vector<int64_t>& dims, int64_t unit) {
+  std::vector<int64_t> s(dims.size());
+  int64_t next = unit;
+  for (size_t d = dims.size(); d-- > 0;) {
+    s[d] = next;
+    next *= dims[d];
+  }
+  return s;
+}
+
+// The strides argument `arg` has in the contiguous layout over `dims`.
+std::vector<int64_t> contiguousStrides(const ChainIR& ir, size_t arg, const std::vector<int64_t>& dims, int64_t cols) {
+  const Node& n = ir.node(chainTensorArgs(ir)[arg]);
+  switch (n.shape) {
+    case ShapeClass::Full:
+      return denseStrides(dims, extentOf(n, cols));
+    case ShapeClass::Column:
+      return std::vector<int64_t>(dims.size(), 0);
+    default:
+      return denseStrides(dims, 1);
+  }
+}
+
+// Whether the rows of a value of `extent` at `strides` over `dims` never overlap.
+bool rowsDisjoint(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, int64_t extent) {
+  std::vector<size_t> order;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == 1) continue;
+    if (strides[d] <= 0) return false;
+    order.push_back(d);
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return strides[a] < strides[b]; });
+  int64_t reach = extent;  // elements one index of the dims so far spans
+  for (size_t d : order) {
+    if (strides[d] < reach) return false;
+    reach = strides[d] * (dims[d] - 1) + reach;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<int> chainTensorArgs(const ChainIR& ir) {
+  std::vector<int> args;
+  for (int in : ir.inputs()) {
+    if (ir.node(in).shape != ShapeClass::Scalar) args.push_back(in);
+  }
+  args.insert(args.end(), ir.outputs().begin(), ir.outputs().end());
+  return args;
+}
+
+int64_t extentOf(const Node& n, int64_t cols) { return n.cols > 0 ? n.cols : cols; }
+
+std::string chainLayoutProblem(const ChainIR& ir, int64_t rows, int64_t cols, const ChainLayout& layout) {
+  if (layout.contiguous()) {
+    if (!layout.strides.empty()) return "a contiguous layout lists no strides";
+    return "";
+  }
+  if (layout.rowDims.size() > kMaxRowDims) {
+    return "the layout has " + std::to_string(layout.rowDims.size()) + " row dims, at most " +
+           std::to_string(kMaxRowDims);
+  }
+  int64_t product = 1;
+  for (int64_t d : layout.rowDims) {
+    if (d < 1) return "row dim " + std::to_string(d) + " is below 1";
+    if (product > INT64_MAX / d) return "the row dims overflow";
+    product *= d;
+  }
+  if (product != rows) return "the row dims [" + join(layout.rowDims, ", ") + "] hold " + std::to_string(product) +
+                              " rows, the variant " + std::to_string(rows);
+  const std::vector<int> args = chainTensorArgs(ir);
+  if (layout.strides.size() != args.size()) {
+    return "the layout lists strides of " + std::to_string(layout.strides.size()) + " arguments, the chain has " +
+           std::to_string(args.size());
+  }
+  const size_t inputs = args.size() - ir.outputs().size();
+  for (size_t k = 0; k < args.size(); ++k) {
+    const Node& n = ir.node(args[k]);
+    const std::vector<int64_t>& s = layout.strides[k];
+    const std::string what = "argument " + std::to_string(k) + " (" + describeNode(ir, args[k]) + ")";
+    if (s.size() != layout.rowDims.size()) return what + " has " + std::to_string(s.size()) + " strides";
+    for (int64_t v : s) {
+      if (v < 0 || v > (int64_t{1} << 48)) return what + " has stride " + std::to_string(v) + " outside [0, 2^48]";
+    }
+    if (n.shape != ShapeClass::Full && s != contiguousStrides(ir, k, layout.rowDims, cols)) {
+      return what + " is a " + shapeClassName(n.shape) + " value: its strides are [" +
+             join(contiguousStrides(ir, k, layout.rowDims, cols), ", ") + "], not [" + join(s, ", ") + "]";
+    }
+    if (k >= inputs && n.shape == ShapeClass::Full && !rowsDisjoint(layout.rowDims, s, extentOf(n, cols))) {
+      return what + " is an output whose rows overlap (strides [" + join(s, ", ") + "])";
+    }
+  }
+  return "";
+}
+
+ChainLayout normalizeLayout(const ChainIR& ir, int64_t rows, int64_t cols, const ChainLayout& layout) {
+  const std::string problem = chainLayoutProblem(ir, rows, cols, layout);
+  HOTKERNEL_REQUIRE(problem.empty(), "chain layout: ", problem);
+  if (layout.contiguous()) return layout;
+  ChainLayout out;
+  out.strides.resize(layout.strides.size());
+  for (size_t d = 0; d < layout.rowDims.size(); ++d) {
+    if (layout.rowDims[d] == 1) continue;
+    const bool merge = !out.rowDims.empty() && [&] {
+      for (size_t k = 0; k < layout.strides.size(); ++k) {
+        if (out.strides[k].back() != layout.strides[k][d] * layout.rowDims[d]) return false;
+      }
+      return true;
+    }();
+    if (merge) {
+      out.rowDims.back() *= layout.rowDims[d];
+      for (size_t k = 0; k < layout.strides.size(); ++k) out.strides[k].back() = layout.strides[k][d];
+      continue;
+    }
+    out.rowDims.push_back(layout.rowDims[d]);
+    for (size_t k = 0; k < layout.strides.size(); ++k) out.strides[k].push_back(layout.strides[k][d]);
+  }
+  if (out.rowDims.empty()) {  // one row
+    out.rowDims.push_back(1);
+    for (size_t k = 0; k < layout.strides.size(); ++k) {
+      out.strides[k] = contiguousStrides(ir, k, out.rowDims, cols);
+    }
+  }
+  bool contiguous = out.rowDims.size() == 1;
+  for (size_t k = 0; k < out.strides.size() && contiguous; ++k) {
+    contiguous = out.strides[k] == contiguousStrides(ir, k, out.rowDims, cols);
+  }
+  return contiguous ? ChainLayout{} : out;
+}
+
+std::vector<int64_t> layoutRowDims(const ChainLayout& layout, int64_t rows) {
+  return layout.contiguous() ? std::vector<int64_t>{rows} : layout.rowDims;
+}
+
+std::vector<int64_t> layoutStrides(const ChainIR& ir, const ChainLayout& layout, size_t arg, int64_t rows,
+                                   int64_t cols) {
+  HOTKERNEL_CHECK(arg < chainTensorArgs(ir).size(), "no tensor argument ", arg);
+  if (layout.contiguous()) return contiguousStrides(ir, arg, {rows}, cols);
+  HOTKERNEL_CHECK(arg < layout.strides.size(), "the layout has no strides for argument ", arg);
+  return layout.strides[arg];
+}
+
+int64_t layoutRowOffset(const std::vector<int64_t>& rowDims, const std::vector<int64_t>& strides, int64_t row) {
+  int64_t offset = 0;
+  for (size_t d = rowDims.size(); d-- > 0;) {
+    offset += (row % rowDims[d]) * strides[d];
+    row /= rowDims[d];
+  }
+  return offset;
+}
+
+int64_t layoutSpan(const ChainIR& ir, const ChainLayout& layout, size_t arg, int64_t rows, int64_t cols) {
+  const Node& n = ir.node(chainTensorArgs(ir).at(arg));
+  const std::vector<int64_t> dims = layoutRowDims(layout, rows);
+  const std::vector<int64_t> strides = layoutStrides(ir, layout, arg, rows, cols);
+  int64_t last = 0;
+  for (size_t d = 0; d < dims.size(); ++d) last += (dims[d] - 1) * strides[d];
+  const int64_t extent = n.shape == ShapeClass::Full || n.shape == ShapeClass::Column ? extentOf(n, cols) : 1;
+  return last + extent;
+}
+
+std::string layoutText(const ChainLayout& layout) {
+  if (layout.contiguous()) return "";
+  std::string text = join(layout.rowDims, "x") + ":";
+  for (size_t k = 0; k < layout.strides.size(); ++k) text += (k ? "|" : "") + join(layout.strides[k], ",");
+  return text;
+}
+
+nlohmann::json layoutToJson(const ChainLayout& layout) {
+  return {{"rowDims", layout.rowDims}, {"strides", layout.strides}};
+}
+
+ChainLayout layoutFromJson(const nlohmann::json& j, const std::string& where) {
+  jf::object(j, where);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    HOTKERNEL_REQUIRE(it.key() == "rowDims" || it.key() == "strides", where, " has an unknown key \"", it.key(), "\"");
+  }
+  ChainLayout layout;
+  for (const nlohmann::json& v : jf::array(j, "rowDims", where)) {
+    HOTKERNEL_REQUIRE(v.is_number_integer(), where, ".rowDims must hold integers, got ", jf::describe(v));
+    layout.rowDims.push_back(v.get<int64_t>());
+  }
+  for (const nlohmann::json& arg : jf::array(j, "strides", where)) {
+    HOTKERNEL_REQUIRE(arg.is_array(), where, ".strides must hold arrays, got ", jf::describe(arg));
+    std::vector<int64_t> s;
+    for (const nlohmann::json& v : arg) {
+      HOTKERNEL_REQUIRE(v.is_number_integer(), where, ".strides must hold integers, got ", jf::describe(v));
+      s.push_back(v.get<int64_t>());
+    }
+    layout.strides.push_back(std::move(s));
+  }
+  return layout;
+}
+
+}  // namespace hotkernel::chain

@@ -1,0 +1,27 @@
+#pragma once
+// Where a recorded tensor lies against a chain's view (internal to the builder).
+
+#include <cstdint>
+#include <vector>
+
+#include "hotkernel/chain/ChainTypes.h"
+#include "hotkernel/chain/RecordedCall.h"
+
+namespace hotkernel::chain::detail {
+
+// A tensor's class, its column extent (0 in a width-free chain) and, for a
+// Full value, its row strides over the view's leading dims (Note [Chain layouts]).
+struct Placement {
+  ShapeClass shape = ShapeClass::Full;
+  int64_t cols = 0;
+  std::vector<int64_t> strides;
+};
+
+// Tensor `m` (value `id`, for messages) against the view `full` (the widest
+// tensor's sizes): Row, RowFlat and Column values contiguous, a Full value
+// contiguous or, with `layouts`, strided and broadcast over leading dims
+// (aligned from the right; last-dim stride 1). Error (HOTKERNEL_REQUIRE)
+// saying why a tensor is no chain value (Note [Building a chain from calls]).
+Placement placeTensor(const TensorMeta& m, int64_t id, const std::vector<int64_t>& full, bool widthFixed, bool layouts);
+
+}  // namespace hotkernel::chain::detail

@@ -1,0 +1,171 @@
+// Tests of chain layouts (ChainLayout.h) and of what carries them: the
+// variant string, the entry params (version 2, version 1 read back), the
+// parameter space and the plan's launch guard (spans, not classes).
+
+#include "hotkernel/chain/ChainLayout.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hotkernel/chain/ChainEntry.h"
+#include "hotkernel/chain/ChainKey.h"
+#include "hotkernel/chain/ChainParameterSpace.h"
+#include "hotkernel/chain/ChainPlan.h"
+#include "hotkernel/chain/ChainVariant.h"
+#include "hotkernel/chain/NamedChains.h"
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/Hash.h"
+
+namespace hotkernel::chain {
+namespace {
+
+const RotaryShape kQ{1, 32, 4096, 128};
+
+ChainVariant rotaryVariant(const RotaryShape& shape = kQ) {
+  ChainVariant v;
+  v.ir = rotaryChain(DType::BFloat16, shape.headDim);
+  v.rows = rotaryRows(shape);
+  v.cols = shape.headDim;
+  v.layout = rotaryLayout(shape);
+  return v;
+}
+
+TEST(ChainLayoutTest, GivenLayoutsWhenNormalizedThenUnitDimsGoMergeableDimsMergeAndContiguousIsEmpty) {
+  const ChainIR swiglu = swigluChain(DType::BFloat16);  // args: gate, up, out
+  // [2, 3, 5] rows of 64, all dense: contiguous, so the empty layout.
+  ChainLayout dense{{2, 3, 5}, {{960, 320, 64}, {960, 320, 64}, {960, 320, 64}}};
+  EXPECT_EQ(chainLayoutProblem(swiglu, 30, 64, dense), "");
+  EXPECT_TRUE(normalizeLayout(swiglu, 30, 64, dense).contiguous());
+  // A unit dim goes; padded rows of `up` (pitch 72) merge over the leading dims but are no contiguous layout.
+  ChainLayout padded{{2, 1, 15}, {{960, 0, 64}, {1080, 7, 72}, {960, 960, 64}}};
+  const ChainLayout n = normalizeLayout(swiglu, 30, 64, padded);
+  EXPECT_EQ(n.rowDims, std::vector<int64_t>{30});
+  EXPECT_EQ(n.strides, (std::vector<std::vector<int64_t>>{{64}, {72}, {64}}));
+  EXPECT_EQ(layoutText(n), "30:64|72|64");
+  EXPECT_EQ(layoutSpan(swiglu, n, 1, 30, 64), 29 * 72 + 64);
+  EXPECT_EQ(layoutRowOffset(n.rowDims, n.strides[1], 3), 3 * 72);
+  // A broadcast dim keeps the dims apart.
+  ChainLayout broadcast{{4, 8}, {{0, 64}, {512, 64}, {512, 64}}};
+  EXPECT_EQ(normalizeLayout(swiglu, 32, 64, broadcast).rowDims, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(layoutRowOffset({4, 8}, {0, 64}, 13), 5 * 64);
+  // JSON round trip.
+  EXPECT_EQ(layoutFromJson(layoutToJson(n), "layout"), n);
+}
+
+TEST(ChainLayoutTest, GivenInvalidLayoutsWhenCheckedThenTheProblemNamesIt) {
+  const ChainIR swiglu = swigluChain(DType::BFloat16);
+  auto problem = [&](ChainLayout l, int64_t rows = 32) { return chainLayoutProblem(swiglu, rows, 64, l); };
+  EXPECT_NE(problem({{4, 8}, {{0, 64}, {512, 64}}}).find("strides of 2 arguments, the chain has 3"), std::string::npos);
+  EXPECT_NE(problem({{4, 8}, {{0, 64}, {512, 64}, {512, 64}}}, 31).find("hold 32 rows, the variant 31"),
+            std::string::npos);
+  EXPECT_NE(problem({{4, 8}, {{0, 64}, {512, 64}, {0, 64}}}).find("an output whose rows overlap"), std::string::npos);
+  EXPECT_NE(problem({{4, 8}, {{0, 64}, {512, 64}, {64, 32}}}).find("an output whose rows overlap"), std::string::npos);
+  EXPECT_EQ(problem({{4, 8}, {{0, 64}, {512, 64}, {64, 256}}}), "");  // dims swapped: disjoint
+  EXPECT_NE(problem({{4, 8}, {{-64, 64}, {512, 64}, {512, 64}}}).find("outside [0, 2^48]"), std::string::npos);
+  EXPECT_NE(problem({{1, 1, 1, 2, 2, 2, 4}, {{}, {}, {}}}).find("at most 6"), std::string::npos);
+  // A column value's strides are 0, a row value's dense.
+  const ChainIR rms = rmsNormChain(DType::BFloat16, 1e-6);  // args: x, weight (column), out
+  EXPECT_NE(chainLayoutProblem(rms, 32, 64, {{4, 8}, {{512, 64}, {0, 64}, {512, 64}}}).find("column value"),
+            std::string::npos);
+  EXPECT_THROW(normalizeLayout(swiglu, 32, 64, {{4, 8}, {{0, 64}, {512, 64}, {0, 64}}}), Error);
+}
+
+TEST(ChainLayoutTest, GivenAVariantWithALayoutWhenItsStringIsMadeThenTheLayoutIsNamedAndContiguousOnesAreUnchanged) {
+  const ChainVariant v = rotaryVariant();
+  const std::string s = chainVariantString(v);
+  EXPECT_EQ(s, "chain=" + chainKey(v.ir).sha256 + ";rows=131072;cols=128;layout=" + layoutText(v.layout) + ";dev=0");
+  ChainVariant k = rotaryVariant({1, 8, 4096, 128});
+  EXPECT_NE(chainVariantString(k), s);
+  ChainVariant contiguous = v;
+  contiguous.layout = ChainLayout{};
+  EXPECT_EQ(chainVariantString(contiguous), "chain=" + chainKey(v.ir).sha256 + ";rows=131072;cols=128;dev=0");
+  // A layout that is not normalized is refused.
+  ChainVariant unnormalized = v;
+  unnormalized.layout.rowDims = {1, 32, 4096};
+  for (std::vector<int64_t>& st : unnormalized.layout.strides) st.insert(st.begin(), 0);
+  EXPECT_THROW(chainVariantString(unnormalized), Error);
+}
+
+TEST(ChainLayoutTest, GivenAnEntryOfAVariantWithALayoutWhenReadBackThenOnlyThatLayoutIsServed) {
+  const ChainVariant v = rotaryVariant();
+  const ChainKernelParams p{256, 8, 1, 0};
+  const nlohmann::json j = chainEntryParams(v, p);
+  EXPECT_EQ(j.at("version"), 2);
+  EXPECT_EQ(j.at("layout"), layoutToJson(v.layout));
+  EXPECT_EQ(j.at("sourceSha256"), sha256Hex(generateChainSource(v.ir, p, v.layout)));
+  EXPECT_EQ(readChainEntry(j.dump(), v), p);
+  // Another layout (k's heads), or the contiguous one, is refused.
+  ChainVariant k = v;
+  k.layout = rotaryLayout({1, 8, 16384, 128});
+  try {
+    readChainEntry(j.dump(), k);
+    ADD_FAILURE() << "read for another layout";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("stored for layout"), std::string::npos) << e.what();
+  }
+  ChainVariant contiguous = v;
+  contiguous.layout = ChainLayout{};
+  EXPECT_THROW(readChainEntry(j.dump(), contiguous), Error);
+  // A source hash of the contiguous source is stale for the layout.
+  nlohmann::json stale = j;
+  stale["sourceSha256"] = sha256Hex(generateChainSource(v.ir, p));
+  EXPECT_THROW(readChainEntry(stale.dump(), v), Error);
+}
+
+TEST(ChainLayoutTest, GivenAVersionOneEntryWhenReadThenItServesItsContiguousVariant) {
+  // An entry as written before layouts: version 1, no "layout".
+  const ChainVariant v{swigluChain(DType::BFloat16), 1024, 4096, 0};
+  const ChainKernelParams p{256, 8, 1, 0};
+  nlohmann::json j = chainEntryParams(v, p);
+  EXPECT_FALSE(j.contains("layout"));
+  j["version"] = 1;
+  EXPECT_EQ(readChainEntry(j.dump(), v), p);
+  nlohmann::json withLayout = chainEntryParams(rotaryVariant(), p);
+  withLayout["version"] = 1;
+  EXPECT_THROW(readChainEntry(withLayout.dump(), rotaryVariant()), Error);  // v1 has no "layout" key
+  j["version"] = 3;
+  EXPECT_THROW(readChainEntry(j.dump(), v), Error);
+}
+
+TEST(ChainLayoutTest, GivenTheRotaryVariantsWhenTheirSpaceIsEnumeratedThenVecDividesTheHalvesAndEveryPointServes) {
+  for (const RotaryShape& shape : {kQ, RotaryShape{1, 8, 4096, 128}, RotaryShape{2, 4, 64, 64}}) {
+    const ChainVariant v = rotaryVariant(shape);
+    const std::vector<ChainKernelParams> space = chainParameterSpace(v.ir, v.rows, v.cols, v.layout);
+    ASSERT_FALSE(space.empty());
+    EXPECT_EQ(space.front().vec, 8);
+    for (const ChainKernelParams& p : space) {
+      EXPECT_EQ(chainVariantProblem(v.ir, p, v.rows, v.cols, v.layout), "") << p.describe();
+    }
+  }
+  // Halves of 12 columns: vec 8 divides neither the boundary nor the extents, so vec 4 alone.
+  const ChainIR odd = rotaryChain(DType::BFloat16, 24);
+  const std::vector<ChainKernelParams> space = chainParameterSpace(odd, 64, 24);
+  ASSERT_FALSE(space.empty());
+  for (const ChainKernelParams& p : space) EXPECT_EQ(12 % p.vec, 0) << p.describe();
+}
+
+TEST(ChainLayoutTest, GivenAStridedPlanWhenItsGuardChecksOverlapsThenItUsesTheSpansOfTheLayout) {
+  ChainPlan plan;
+  plan.variant = rotaryVariant({1, 2, 4, 16});
+  plan.params = ChainKernelParams{128, 8, 1, 0};
+  plan.layout = chainKernelLayout(plan.variant.ir, plan.params);
+  // x is [4 positions, 2 heads * 16]; x1 and x2 views of it; tables [4, 16]; out like x.
+  std::vector<char> bytes(4096);
+  char* base = bytes.data() + (64 - reinterpret_cast<uintptr_t>(bytes.data()) % 64) % 64;
+  const void* x = base;
+  const void* x2 = base + 8 * 2;
+  const void* cos = base + 512;
+  const void* sin = base + 768;
+  void* out = base + 1024;
+  EXPECT_EQ(chainLaunchRefusal(plan, {{x, 0}, {cos, 0}, {x2, 0}, {x, 0}, {sin, 0}}, {out}), "");
+  // x spans 4 * 32 elements (256 bytes): an output 192 bytes in overlaps its last position.
+  EXPECT_NE(chainLaunchRefusal(plan, {{x, 0}, {cos, 0}, {x2, 0}, {x, 0}, {sin, 0}}, {base + 192})
+                .find("output 0 overlaps input 0"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace hotkernel::chain
