@@ -24,6 +24,20 @@ namespace jf = jsonfield;
 
 constexpr int64_t kMaxCount = std::numeric_limits<int64_t>::max();
 
+// What a nested error says, without the " (File.cpp:42)" its throw appended: the
+// message that wraps it names the entry and gets a location of its own.
+std::string reasonOf(const std::exception& e) {
+  const std::string text = e.what();
+  const size_t open = text.rfind(" (");
+  if (open == std::string::npos || text.back() != ')') return text;
+  const std::string inside = text.substr(open + 2, text.size() - open - 3);
+  const size_t colon = inside.rfind(':');
+  const bool location = colon != std::string::npos && colon + 1 < inside.size() &&
+                        inside.find_first_not_of("0123456789", colon + 1) == std::string::npos &&
+                        inside.find_first_of(" ()") == std::string::npos && inside.find('.') < colon;
+  return location ? text.substr(0, open) : text;
+}
+
 // `key` of `j` holds exactly the string `expected`.
 bool holdsString(const nlohmann::json& j, const char* key, const char* expected) {
   auto it = j.find(key);
@@ -113,14 +127,14 @@ RecordedProfile parseRecordedProfile(const nlohmann::json& profile, int device) 
     out.samplingProb = jf::optionalNumber(profile, "samplingProb", "profile").value_or(0.0);
     if (out.version >= 2 && jf::present(profile, "gpuTime")) out.gpuTime = gpuSummaryOf(profile["gpuTime"]);
   } catch (const std::exception& e) {
-    HOTKERNEL_THROW("malformed profile header (", e.what(), ")");
+    HOTKERNEL_THROW("malformed profile header (", reasonOf(e), ")");
   }
   const bool withGpu = out.hasGpuTime();
   for (const nlohmann::json& v : profile["variants"]) {
     try {
       out.variants.push_back(variantOf(v, device, withGpu));
     } catch (const std::exception& e) {
-      HOTKERNEL_THROW("malformed variant in the profile: ", v.dump(), " (", e.what(), ")");
+      HOTKERNEL_THROW("malformed variant in the profile: ", v.dump(), " (", reasonOf(e), ")");
     }
   }
   if (jf::present(profile, "ops")) {
@@ -129,7 +143,7 @@ RecordedProfile parseRecordedProfile(const nlohmann::json& profile, int device) 
       try {
         out.ops.push_back(opOf(o, withGpu));
       } catch (const std::exception& e) {
-        HOTKERNEL_THROW("malformed op in the profile: ", o.dump(), " (", e.what(), ")");
+        HOTKERNEL_THROW("malformed op in the profile: ", o.dump(), " (", reasonOf(e), ")");
       }
     }
   }

@@ -100,6 +100,9 @@ TEST(ProfileDocumentTest, GivenAnotherVersionOrMissingOrMistypedGpuFieldsWhenRea
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("malformed variant"), std::string::npos) << e.what();
+    // The nested reason keeps its text, not its throw's source location.
+    EXPECT_NE(std::string(e.what()).find("(variant.rows must be an integer"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("JsonFields.cpp"), std::string::npos) << e.what();
   }
 }
 
