@@ -9,6 +9,7 @@
 #include "ErrorText.h"
 #include "ExitStatus.h"
 #include "LogCommands.h"
+#include "ProfileCommand.h"
 #include "RunCommand.h"
 #include "WarmupCommand.h"
 #include "hotkernel/Config.h"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   ExitStatus status;
   addCacheCommands(app, status);
   addLogCommands(app, status);
+  addProfileCommand(app, status);
   addWarmupCommand(app);
   addRunCommand(app, status);
   addDoctorCommand(app, status);

@@ -1,0 +1,128 @@
+// The ranked view of recorded profiles (ProfileView.h): ranking by GPU time or
+// calls, shares, merging (Note [Merging profiles for the view]), served flags.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "ProfileView.h"
+#include "hotkernel/kernels/DType.h"
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel::cli {
+namespace {
+
+RecordedGpuTime gpuTime(double estimatedNs) { return {static_cast<int64_t>(estimatedNs / 2), 1, estimatedNs}; }
+
+RecordedOp op(const std::string& name, double calls, std::optional<double> gpuNs = std::nullopt) {
+  RecordedOp o;
+  o.op = name;
+  o.estimatedCalls = calls;
+  if (gpuNs) o.gpu = gpuTime(*gpuNs);
+  return o;
+}
+
+RecordedVariant variant(const std::string& name, int64_t rows, int64_t cols, double calls,
+                        std::optional<double> gpuNs = std::nullopt) {
+  RecordedVariant v;
+  v.op = name;
+  v.key = VariantKey{static_cast<int32_t>(kernels::DType::Float32), 0, rows, cols};
+  v.estimatedCalls = calls;
+  if (gpuNs) v.gpu = gpuTime(*gpuNs);
+  return v;
+}
+
+// aten::mm: few calls, most of the GPU time; aten::_softmax: many calls, less time; aten::view: no time.
+RecordedProfile withGpu() {
+  RecordedProfile p;
+  p.version = 2;
+  p.gpuTime = RecordedGpuSummary{"cupti", "started", "", 10000, 40, 9000, 0, 0, ""};
+  p.ops = {op("aten::view", 900, 0), op("aten::_softmax", 300, 2000), op("aten::mm", 100, 7000)};
+  p.variants = {variant("aten::_softmax", 64, 1000, 200, 1500), variant("aten::_softmax", 8, 100, 100, 500)};
+  return p;
+}
+
+RecordedProfile callsOnly() {
+  RecordedProfile p;
+  p.version = 1;
+  p.ops = {op("aten::view", 100), op("aten::sum", 50)};
+  p.variants = {variant("aten::sum.dim_IntList", 32, 4096, 50), variant("aten::_softmax", 64, 1000, 10)};
+  return p;
+}
+
+TEST(ProfileViewTest, GivenAProfileWithGpuTimeWhenViewedThenRankedByGpuTimeWithSharesOfTheKernelTime) {
+  const ProfileView v = buildProfileView({withGpu()}, std::nullopt);
+  EXPECT_EQ(v.by, RankBy::GpuTime);
+  ASSERT_EQ(v.ops.size(), 3u);
+  EXPECT_EQ(v.ops[0].op, "aten::mm");
+  EXPECT_EQ(v.ops[1].op, "aten::_softmax");
+  EXPECT_EQ(v.ops[2].op, "aten::view");
+  EXPECT_DOUBLE_EQ(v.ops[0].share, 0.7);
+  EXPECT_DOUBLE_EQ(v.ops[1].share, 0.2);
+  EXPECT_FALSE(v.ops[0].served);
+  EXPECT_TRUE(v.ops[1].served);
+  EXPECT_DOUBLE_EQ(v.servedShare, 0.2);
+  ASSERT_EQ(v.ops[1].variants.size(), 2u);
+  EXPECT_EQ(v.ops[1].variants[0].key.rows, 64);  // 1500 ns before 500 ns
+  EXPECT_DOUBLE_EQ(v.ops[1].variants[0].share, 0.15);
+  EXPECT_EQ(v.ops[1].variants[0].family, "softmax_lastdim");
+  EXPECT_EQ(v.ops[1].variants[0].variant, "dtype=float32;rows=64;cols=1000");
+}
+
+TEST(ProfileViewTest, GivenByCallsWhenViewedThenRankedByCallsWithSharesOfAllCalls) {
+  const ProfileView v = buildProfileView({withGpu()}, RankBy::Calls);
+  EXPECT_EQ(v.by, RankBy::Calls);
+  EXPECT_EQ(v.ops[0].op, "aten::view");
+  EXPECT_DOUBLE_EQ(v.ops[0].share, 900.0 / 1300.0);
+  EXPECT_FALSE(v.ops[0].estimatedGpuNs.has_value());
+}
+
+TEST(ProfileViewTest, GivenProfilesWithAndWithoutGpuTimeWhenMergedThenCallsRankAndAVariantFindsItsOp) {
+  const ProfileView v = buildProfileView({withGpu(), callsOnly()}, std::nullopt);
+  EXPECT_EQ(v.by, RankBy::Calls);
+  EXPECT_EQ(v.profiles, 2);
+  EXPECT_EQ(v.profilesWithGpuTime, 1);
+  EXPECT_EQ(v.ops[0].op, "aten::view");
+  EXPECT_DOUBLE_EQ(v.ops[0].estimatedCalls, 1000);
+  // aten::sum.dim_IntList's variant sits under aten::sum, served (sum_lastdim) in this build.
+  const auto sum = std::find_if(v.ops.begin(), v.ops.end(), [](const ViewOp& o) { return o.op == "aten::sum"; });
+  ASSERT_NE(sum, v.ops.end());
+  EXPECT_TRUE(sum->served);
+  ASSERT_EQ(sum->variants.size(), 1u);
+  EXPECT_EQ(sum->variants[0].op, "aten::sum.dim_IntList");
+  EXPECT_FALSE(sum->variants[0].family.empty());
+  // The two profiles' [64, 1000] softmax variants are one row, their calls summed.
+  const auto softmax =
+      std::find_if(v.ops.begin(), v.ops.end(), [](const ViewOp& o) { return o.op == "aten::_softmax"; });
+  ASSERT_NE(softmax, v.ops.end());
+  ASSERT_EQ(softmax->variants.size(), 2u);
+  EXPECT_DOUBLE_EQ(softmax->variants[0].estimatedCalls, 210);
+  bool noted = false;
+  for (const std::string& n : v.notes) noted |= n.find("1 of 2 profiles carry GPU time") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST(ProfileViewTest, GivenByGpuTimeAndNoProfileCarriesItWhenViewedThenError) {
+  EXPECT_THROW(buildProfileView({callsOnly()}, RankBy::GpuTime), Error);
+  const ProfileView v = buildProfileView({callsOnly()}, std::nullopt);
+  EXPECT_EQ(v.by, RankBy::Calls);
+}
+
+TEST(ProfileViewTest, GivenGpuTimeThatBackedOffWhenViewedThenANoteSaysWhy) {
+  RecordedProfile p = callsOnly();
+  p.version = 2;
+  p.gpuTime = RecordedGpuSummary{"cupti", "held-elsewhere", "CUPTI is held by another tool", 0, 0, 0, 0, 0, ""};
+  const ProfileView v = buildProfileView({p}, std::nullopt);
+  EXPECT_EQ(v.by, RankBy::Calls);
+  ASSERT_EQ(v.notes.size(), 1u);
+  EXPECT_NE(v.notes[0].find("held-elsewhere (CUPTI is held by another tool)"), std::string::npos) << v.notes[0];
+}
+
+TEST(ProfileViewTest, GivenOverloadQualifiedNamesWhenStrippedThenTheRecordedName) {
+  EXPECT_EQ(recordedOpName("aten::sum.dim_IntList"), "aten::sum");
+  EXPECT_EQ(recordedOpName("aten::_softmax"), "aten::_softmax");
+  EXPECT_EQ(recordedOpName("aten::max.dim"), "aten::max");
+}
+
+}  // namespace
+}  // namespace hotkernel::cli

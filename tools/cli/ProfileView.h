@@ -1,0 +1,64 @@
+#pragma once
+// The ranked view of recorded profiles that `hotkernel profile` prints: ops
+// and their variants by GPU time (when the profiles carry it: Note [GPU time
+// in the profile] in Recorder.h) or by calls, each with its share of the
+// total and whether a family of this build serves it. No torch, no cache:
+// the command adds what the cache holds (ProfileCommand.cpp).
+//
+// Note [Merging profiles for the view]
+// Several profiles (one per worker) are merged by name: an op's, and a
+// variant's (op and variant string), estimated calls and estimated GPU time
+// add up, and the GPU-time total is the sum of each profile's kernel time.
+// GPU time ranks only when every profile carries it, unless asked for
+// (RankBy::GpuTime): then the profiles without it add no time, and a note
+// says how many carried it. A variant whose op is missing from "ops" gets an
+// op row of its own.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hotkernel/optimizer/ProfileDocument.h"
+
+namespace hotkernel::cli {
+
+enum class RankBy { Calls, GpuTime };
+
+struct ViewVariant {
+  std::string op;       // the served op, overload included
+  VariantKey key;
+  std::string variant;  // the cache's variant string
+  std::string family;   // the family of this build that serves it; "" when none does
+  double estimatedCalls = 0;
+  std::optional<double> estimatedGpuNs;  // with GPU time
+  double share = 0;                      // of the total, in [0, 1]
+};
+
+struct ViewOp {
+  std::string op;  // as RecordFunction names it
+  bool served = false;  // a family of this build serves some overload of it
+  double estimatedCalls = 0;
+  std::optional<double> estimatedGpuNs;
+  double share = 0;
+  std::vector<ViewVariant> variants;  // ranked like the ops
+};
+
+struct ProfileView {
+  RankBy by = RankBy::Calls;
+  int profiles = 0;
+  int profilesWithGpuTime = 0;
+  double totalCalls = 0;     // every op's estimated calls
+  double totalGpuNs = 0;     // the profiles' kernel time (RankBy::GpuTime)
+  double servedShare = 0;    // of the ops a family serves
+  std::vector<ViewOp> ops;   // ranked, all of them
+  std::vector<std::string> notes;  // what the reader should know (dropped records, backed off, ...)
+};
+
+// `by`: nullopt picks GPU time when every profile carries it, else calls.
+// Throws Error for RankBy::GpuTime when no profile carries GPU time.
+ProfileView buildProfileView(const std::vector<RecordedProfile>& profiles, std::optional<RankBy> by);
+
+// "base" name of an overload-qualified op: "aten::sum.dim_IntList" -> "aten::sum".
+std::string recordedOpName(const std::string& op);
+
+}  // namespace hotkernel::cli
