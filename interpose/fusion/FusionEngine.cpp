@@ -307,7 +307,9 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
     std::optional<std::vector<at::Tensor>> outputs;
     try {
       for (int attempt = 0; attempt < 2 && !outputs && enabled_.load(); ++attempt) {
-        if (!s.pending) s.pending = std::make_unique<PendingChain>(s.catalog, *device, stream, key);
+        if (!s.pending) {
+          s.pending = std::make_unique<PendingChain>(s.catalog, *device, stream, key, s.options.poisonDeferredOutputs);
+        }
         const bool wasEmpty = s.pending->empty();
         outputs = s.pending->take(r, args);
         if (outputs || wasEmpty) break;

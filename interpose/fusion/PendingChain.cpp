@@ -4,6 +4,7 @@
 #include <c10/core/StreamGuard.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "hotkernel/runtime/Check.h"
@@ -74,6 +75,7 @@ std::optional<std::vector<at::Tensor>> PendingChain::take(const ResolvedOp& op,
       return std::nullopt;
     }
     at::Tensor out = at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(*type).device(device_));
+    if (poison_) out.fill_(std::numeric_limits<double>::quiet_NaN());
     const int64_t added = values_.add(out);
     HOTKERNEL_INTERNAL_ASSERT(added == id, "output numbered ", added, " where the pattern has ", id);
     outputs.push_back(std::move(out));

@@ -32,8 +32,8 @@ namespace hotkernel::fusion {
 class PendingChain {
  public:
   PendingChain(std::shared_ptr<const ChainCatalog> catalog, c10::Device device, c10::Stream stream,
-               c10::DispatchKey backend)
-      : catalog_(std::move(catalog)), device_(device), stream_(stream), backend_(backend) {}
+               c10::DispatchKey backend, bool poison = false)
+      : catalog_(std::move(catalog)), device_(device), stream_(stream), backend_(backend), poison_(poison) {}
 
   // Takes `args` of `op` as the chain's next step (the first one when the
   // chain is empty) if a candidate has it; returns its outputs, or nullopt
@@ -68,6 +68,7 @@ class PendingChain {
   c10::Device device_;
   c10::Stream stream_;
   c10::DispatchKey backend_;
+  bool poison_;  // FusionOptions::poisonDeferredOutputs
   ValueTable values_{true};
   std::vector<chain::RecordedCall> calls_;
   std::vector<Deferred> deferred_;

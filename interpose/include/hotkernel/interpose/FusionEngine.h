@@ -51,6 +51,10 @@ struct FusionStats {
 struct FusionOptions {
   int64_t hotCalls = 50;  // windows of one pattern before it is hot
   bool defer = true;      // false: learn only
+  // Tests: every deferred output is filled with NaN when it is allocated, so
+  // that a read of memory the chain never wrote shows as NaN (the fuzz suite);
+  // off in a serving process.
+  bool poisonDeferredOutputs = false;
 };
 
 class FusionEngine {
