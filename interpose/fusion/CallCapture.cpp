@@ -1,6 +1,8 @@
 #include "CallCapture.h"
 
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/core/ScalarType.h>
 
 #include "hotkernel/runtime/Check.h"
@@ -62,11 +64,12 @@ int64_t ValueTable::add(const at::Tensor& t) {
   Entry e;
   e.impl = t.unsafeGetTensorImpl();
   e.storage = t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
+  e.offset = t.storage_offset();
+  if (t.has_storage()) e.weakStorage.emplace(t.storage().getWeakStorageImpl());
   if (strong_) {
     e.strong = t;
   } else {
     e.weakImpl.emplace(t.getIntrusivePtr());
-    if (t.has_storage()) e.weakStorage.emplace(t.storage().getWeakStorageImpl());
   }
   const int64_t id = static_cast<int64_t>(entries_.size());
   entries_.push_back(std::move(e));
@@ -77,6 +80,25 @@ int64_t ValueTable::add(const at::Tensor& t) {
 const at::Tensor& ValueTable::tensor(int64_t id) const {
   HOTKERNEL_INTERNAL_ASSERT(strong_ && id >= 0 && static_cast<size_t>(id) < entries_.size(), "no tensor ", id);
   return entries_[static_cast<size_t>(id)].strong;
+}
+
+at::Tensor ValueTable::asTaken(int64_t id) const {
+  const at::Tensor& t = tensor(id);
+  const Entry& e = entries_[static_cast<size_t>(id)];
+  const chain::TensorMeta& m = metas_.at(id);
+  const c10::StorageImpl* storage = t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
+  if (storage == e.storage && t.storage_offset() == e.offset && t.sizes().equals(m.sizes) &&
+      t.strides().equals(m.strides)) {
+    return t;
+  }
+  if (e.weakStorage) {
+    if (c10::intrusive_ptr<c10::StorageImpl> alive = e.weakStorage->lock()) {
+      at::Tensor taken = at::empty({0}, t.options());
+      taken.set_(c10::Storage(std::move(alive)), e.offset, m.sizes, m.strides);
+      return taken;
+    }
+  }
+  return at::empty_strided(m.sizes, m.strides, t.options());
 }
 
 bool ValueTable::referencedElsewhere(int64_t id, int64_t ownRefs) const {

@@ -46,6 +46,17 @@ class ValueTable {
   // owner holds) refers to the value: its TensorImpl is referenced
   // elsewhere, or its storage by another TensorImpl (a view).
   bool referencedElsewhere(int64_t id, int64_t ownRefs = 0) const;
+  // Note [Values as a chain took them]
+  // A call's tensors may change after the chain took them without any
+  // command: an in-place metadata op (`t_`, `unsqueeze_`, `squeeze_`,
+  // `as_strided_`, `resize_`, `set_`) issues no kernel, so nothing flushes.
+  // Eager ran the call before the change, so the flush reads and writes each
+  // value as it was taken: the tensor itself when its storage, offset, sizes
+  // and strides are unchanged (the common case, one comparison), else a
+  // tensor on the storage it had (held weakly) with the metadata it had, or
+  // a scratch one when that storage is gone (nothing can read it then).
+  // Strong tables only.
+  at::Tensor asTaken(int64_t id) const;
   // Whether `t` shares storage with a value of the table without being it.
   bool aliasesAValue(const at::Tensor& t) const;
   // Forgets the values numbered from `size` on.
@@ -56,6 +67,7 @@ class ValueTable {
   struct Entry {
     const c10::TensorImpl* impl = nullptr;
     const c10::StorageImpl* storage = nullptr;
+    int64_t offset = 0;  // the storage offset when taken
     at::Tensor strong;
     std::optional<c10::weak_intrusive_ptr<c10::TensorImpl>> weakImpl;
     std::optional<c10::weak_intrusive_ptr<c10::StorageImpl>> weakStorage;

@@ -117,17 +117,41 @@ const ReadyChain* PendingChain::fusedCandidate() const {
   return best;
 }
 
-bool PendingChain::replay() noexcept {
+PendingChain::Taken PendingChain::changedSinceTaken() const {
+  Taken changed;
+  for (size_t id = 0; id < values_.size(); ++id) {
+    const at::Tensor& now = values_.tensor(static_cast<int64_t>(id));
+    at::Tensor taken = values_.asTaken(static_cast<int64_t>(id));
+    if (taken.unsafeGetTensorImpl() != now.unsafeGetTensorImpl()) changed[now.unsafeGetTensorImpl()] = std::move(taken);
+  }
+  return changed;
+}
+
+namespace {
+
+const at::Tensor& asTaken(const PendingChain::Taken& taken, const at::Tensor& t) {
+  if (taken.empty()) return t;
+  auto it = taken.find(t.unsafeGetTensorImpl());
+  return it == taken.end() ? t : it->second;
+}
+
+}  // namespace
+
+bool PendingChain::replay(const Taken& taken) noexcept {
   size_t i = 0;
   try {
     for (; i < deferred_.size(); ++i) {
       Deferred& d = deferred_[i];
       if (d.op->out) {
         torch::jit::Stack stack = d.args;
-        stack.emplace_back(d.outputs.at(0));
+        for (c10::IValue& a : stack) {
+          if (a.isTensor() && a.toTensor().defined()) a = asTaken(taken, a.toTensor());
+        }
+        stack.emplace_back(asTaken(taken, d.outputs.at(0)));
         d.op->out->redispatchBoxed(c10::DispatchKeySet(backend_), &stack);
       } else {
-        d.outputs.at(0).copy_(d.args.at(0).toTensor());
+        at::Tensor out = asTaken(taken, d.outputs.at(0));
+        out.copy_(asTaken(taken, d.args.at(0).toTensor()));
       }
     }
     return true;
@@ -147,19 +171,20 @@ PendingChain::Flush PendingChain::flush() noexcept {
   try {
     c10::StreamGuard guard(stream_);
     const ReadyChain* fused = fusedCandidate();
+    const Taken taken = changedSinceTaken();
     bool launched = false;
     if (fused != nullptr) {
       std::vector<at::Tensor> inputs;
       std::vector<at::Tensor> outputs;
-      for (int64_t v : fused->build.inputValues) inputs.push_back(values_.tensor(v));
-      for (int64_t v : fused->build.outputValues) outputs.push_back(values_.tensor(v));
+      for (int64_t v : fused->build.inputValues) inputs.push_back(asTaken(taken, values_.tensor(v)));
+      for (int64_t v : fused->build.outputValues) outputs.push_back(asTaken(taken, values_.tensor(v)));
       launched = fused->kernel->launch(inputs, outputs, stream_);
       if (launched) lastFusedKey_ = fused->key;
     }
     if (launched) {
       result = Flush::Fused;
     } else {
-      result = replay() ? Flush::Unfused : Flush::Failed;
+      result = replay(taken) ? Flush::Unfused : Flush::Failed;
     }
   } catch (const std::exception& e) {
     HOTKERNEL_LOG(Error) << "fusion: flushing a deferred chain failed: " << e.what();

@@ -12,12 +12,15 @@
 // flush: a complete candidate whose fused kernel writes every value still
 // referenced elsewhere (ValueTable::referencedElsewhere) launches once on
 // the chain's stream; otherwise every call is replayed in order into its
-// outputs (Note [Replaying a deferred call]), which is what eager computes.
+// outputs (Note [Replaying a deferred call]), which is what eager computes;
+// either way each value is read and written as the chain took it (Note
+// [Values as a chain took them]).
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/DispatchKey.h>
 #include <c10/core/Stream.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +44,9 @@ class PendingChain {
   std::optional<std::vector<at::Tensor>> take(const ResolvedOp& op, const std::vector<c10::IValue>& args);
 
   enum class Flush { Fused, Unfused, Failed };
+  // The chain's tensors that changed since it took them, as taken (Note
+  // [Values as a chain took them]), by their TensorImpl.
+  using Taken = std::map<const c10::TensorImpl*, at::Tensor>;
   // Computes the chain (fused or unfused); the chain is empty afterwards.
   // Never throws; Failed: a replayed call threw (logged), its outputs and
   // the later ones hold garbage.
@@ -61,7 +67,8 @@ class PendingChain {
   };
   // The complete candidate whose outputs cover the live values, or nullptr.
   const ReadyChain* fusedCandidate() const;
-  bool replay() noexcept;
+  Taken changedSinceTaken() const;
+  bool replay(const Taken& taken) noexcept;
   void reset();
 
   std::shared_ptr<const ChainCatalog> catalog_;

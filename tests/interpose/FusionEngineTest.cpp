@@ -221,6 +221,45 @@ TEST_F(FusionEngineTest, GivenAPendingChainWhenAViewOfAnIntermediateIsHeldThenIt
   EXPECT_TRUE(same(out, eager([&] { return at::silu(g) * u; })));
 }
 
+// Found by the fuzz suite: an in-place metadata op issues no kernel, so a
+// chain pending across one replayed into the changed tensors (out= resized
+// them, or the replay threw and fusion switched off).
+TEST_F(FusionEngineTest, GivenAPendingChainWhenItsTensorsChangeShapeInPlaceThenTheFlushComputesWhatEagerComputed) {
+  at::Tensor g = at::randn({32, 128}), u = at::randn({32, 128});
+  auto kernels = learnAndPublish([&] { return swiglu(g, u); });
+  ASSERT_EQ(kernels.size(), 1u);
+  auto program = [&](at::Tensor gg) {
+    at::Tensor act = at::silu(gg);  // held: the chain replays
+    at::Tensor out = act * u;
+    gg.t_();  // an input, transposed after the chain took it
+    act.unsqueeze_(0);
+    out.t_();
+    foreignCommand();
+    return std::vector<at::Tensor>{act, out, gg};
+  };
+  const std::vector<at::Tensor> want = [&] {
+    engine().setEnabled(false);
+    auto w = program(g.clone());
+    engine().setEnabled(true);
+    return w;
+  }();
+  const std::vector<at::Tensor> got = program(g.clone());
+  EXPECT_EQ(engine().stats().unfusedFlushes, 1u);
+  EXPECT_EQ(engine().stats().failedFlushes, 0u);
+  EXPECT_TRUE(engine().enabled());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].sizes(), want[i].sizes()) << i;
+    EXPECT_EQ(got[i].strides(), want[i].strides()) << i;
+    EXPECT_TRUE(same(got[i], want[i])) << i;
+  }
+  // The fused path: the intermediate dies, the output is reshaped before the command.
+  at::Tensor fusedOut = swiglu(g, u);
+  fusedOut.unsqueeze_(0);
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, 1);
+  EXPECT_LE(worstRelative(fusedOut, eager([&] { return swiglu(g, u).unsqueeze(0); })), 1e-5);
+}
+
 TEST_F(FusionEngineTest, GivenNoCommandHookWhenChainsRunThenNothingIsLearnedOrDeferred) {
   gGate->covered = false;
   at::Tensor g = at::randn({32, 128}), u = at::randn({32, 128});
