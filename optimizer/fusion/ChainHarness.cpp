@@ -331,7 +331,7 @@ std::vector<ChainReferenceInput> drawChainInputs(const ChainIR& ir, int64_t rows
       const double u = at::rand({1}, gen, opts).item<double>();
       r.scalar = static_cast<double>(static_cast<float>(0.5 + 1.5 * u));
     } else {
-      const std::vector<int64_t> sizes = chainValueSizes(n.shape, rows, cols);
+      const std::vector<int64_t> sizes = chainValueSizes(n.shape, rows, chain::extentOf(n, cols));
       const at::Tensor f = draw == ChainDraw::Uniform ? at::rand(sizes, gen, opts).mul_(4.0).sub_(2.0)
                                                       : at::randn(sizes, gen, opts).mul_(2.0).add_(0.5);
       r.tensor = f.to(chainScalarType(n.dtype)).contiguous();
@@ -389,6 +389,8 @@ std::string compareChainOutputs(const std::vector<at::Tensor>& got, const std::v
 
 HarnessReport runChainHarness(const ChainPlan& plan, const HarnessOptions& options) {
   HOTKERNEL_CHECK(plan.launcher != nullptr, "the chain plan has no loaded kernel");
+  HOTKERNEL_CHECK(plan.variant.layout.contiguous(), "the chain harness draws contiguous values: a variant with a ",
+                  "layout is not checked here");
   HarnessReport report;
   report.seed = options.seed ? options.seed
                              : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel {
@@ -137,7 +138,7 @@ std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::ve
     }
     const at::Tensor& t = inputs[k].tensor;
     HOTKERNEL_CHECK(t.defined() && t.scalar_type() == chainScalarType(n.dtype) &&
-                        t.sizes().vec() == chainValueSizes(n.shape, rows, cols),
+                        t.sizes().vec() == chainValueSizes(n.shape, rows, chain::extentOf(n, cols)),
                     "input ", k, " must be a ", chain::shapeClassName(n.shape), " tensor of ",
                     chainScalarType(n.dtype), " for [", rows, ", ", cols, "]");
     tensors[static_cast<size_t>(inputNodes[k])] = t;
@@ -164,6 +165,12 @@ std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::ve
       case chain::OpCategory::Reduction:
         tensors[i] = reduction(n, tensors[static_cast<size_t>(n.operands.at(0))]);
         break;
+      case chain::OpCategory::Join: {
+        std::vector<at::Tensor> parts;
+        for (int part : n.operands) parts.push_back(tensors[static_cast<size_t>(part)]);
+        tensors[i] = at::cat(parts, -1);
+        break;
+      }
     }
   }
   std::vector<at::Tensor> outputs;

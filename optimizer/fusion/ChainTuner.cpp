@@ -189,7 +189,10 @@ CandidateRecord recordOf(size_t id, const ChainCandidate& c) {
 TuneOutcome tuneChain(const ChainVariant& v, const TunerOptions& options) {
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
   const std::string variant = chain::chainVariantString(v);
-  const std::vector<ChainKernelParams> space = chain::chainParameterSpace(v.ir, v.rows, v.cols);
+  // Note [Chain tuning]: the harness and the timing draw contiguous values; a variant with a layout
+  // (Note [Chain layouts]) is not tuned here, it runs unfused.
+  HOTKERNEL_CHECK(v.layout.contiguous(), "a chain variant with a layout is not tuned (", variant, ")");
+  const std::vector<ChainKernelParams> space = chain::chainParameterSpace(v.ir, v.rows, v.cols, v.layout);
   HOTKERNEL_CHECK(!space.empty(), "no chain kernel point serves ", variant);
   TunerScope scope(v.device);
   const int64_t needed = memoryNeeded(v, v.device);

@@ -15,6 +15,7 @@
 
 #include "hotkernel/chain/ChainCodegen.h"
 #include "hotkernel/chain/ChainInterpreter.h"
+#include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/NamedChains.h"
 #include "hotkernel/optimizer/ChainReference.h"
 #include "hotkernel/runtime/Check.h"
@@ -45,7 +46,10 @@ std::vector<Named> namedChains() {
           {"swiglu bf16", chain::swigluChain(DType::BFloat16)},
           {"new_gelu bf16", chain::newGeluChain(DType::BFloat16)},
           {"new_gelu fp16", chain::newGeluChain(DType::Float16)},
-          {"residual add + cast bf16", chain::residualAddCastChain(DType::BFloat16, DType::Float32)}};
+          {"residual add + cast bf16", chain::residualAddCastChain(DType::BFloat16, DType::Float32)},
+          // HF's rotary on a contiguous x (a width-fixed chain of width 4096, the tests' cols).
+          {"rotary bf16 contiguous", chain::rotaryChain(DType::BFloat16, 4096)},
+          {"rotary fp16 contiguous", chain::rotaryChain(DType::Float16, 4096)}};
 }
 
 // Random CUDA inputs in [-2, 2] of each input's dtype, and their values for the interpreter.
@@ -63,7 +67,9 @@ Inputs drawInputs(const ChainIR& ir, int64_t rows, int64_t cols) {
       r.scalar = 1.5;
       in.values.push_back({1.5f});
     } else {
-      r.tensor = (at::rand(chainValueSizes(n.shape, rows, cols), at::TensorOptions().device(at::kCUDA)) * 4 - 2)
+      r.tensor = (at::rand(chainValueSizes(n.shape, rows, chain::extentOf(n, cols)), at::TensorOptions().device(at::kCUDA)) *
+                      4 -
+                  2)
                      .to(chainScalarType(n.dtype));
       const at::Tensor f = r.tensor.to(at::kFloat).cpu().contiguous().reshape({-1});
       in.values.emplace_back(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
@@ -172,6 +178,75 @@ TEST(ChainKernelGpuTest, GivenTheHfChainsWhenRunAsFusedKernelsThenTheyComputeThe
       ++served;
     }
     EXPECT_GE(served, 2) << c.name << ": fewer than two parameter points serve [256, 4096]";
+  }
+}
+
+// The values of a CUDA tensor's memory from its data pointer, `elements` long, as floats.
+std::vector<float> memoryOf(const at::Tensor& base, int64_t offset, int64_t elements) {
+  const at::Tensor f = base.reshape({-1}).narrow(0, offset, elements).to(at::kFloat).cpu().contiguous();
+  return std::vector<float>(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+}
+
+// HF's apply_rotary_pos_emb as the dispatcher delivers it (chain::rotaryRecording): x viewed from the
+// projection by transpose(1, 2), x1 and x2 as views of it, cos and sin unsqueezed over the heads;
+// the fused kernel reads all of them in place through the variant's layout and writes an output with
+// x's strides, as eager allocates it.
+TEST(ChainKernelGpuTest, GivenHfRotaryInItsStridedLayoutWhenRunAsAFusedKernelThenItComputesTheFusedModeAndStaysNearEager) {
+  REQUIRE_CUDA();
+  at::manual_seed(11);
+  const std::string arch = queryDevice(0).nvrtcArch();
+  void* stream = c10::cuda::getCurrentCUDAStream(0).stream();
+  for (const DType dtype : {DType::BFloat16, DType::Float16}) {
+    for (const chain::RotaryShape shape : {chain::RotaryShape{1, 32, 4096, 128}, chain::RotaryShape{1, 8, 4096, 128},
+                                           chain::RotaryShape{2, 4, 64, 64}}) {
+      const int64_t b = shape.batch, h = shape.heads, s = shape.seq, d = shape.headDim, half = d / 2;
+      const ChainIR ir = chain::rotaryChain(dtype, d);
+      const chain::ChainLayout layout = chain::rotaryLayout(shape);
+      const int64_t rows = chain::rotaryRows(shape);
+      const auto opts = at::TensorOptions().device(at::kCUDA).dtype(chainScalarType(dtype));
+      const at::Tensor projection = (at::rand({b, s, h * d}, opts.dtype(at::kFloat)) * 4 - 2).to(chainScalarType(dtype));
+      const at::Tensor cos = (at::rand({b, s, d}, opts.dtype(at::kFloat)) * 2 - 1).to(chainScalarType(dtype));
+      const at::Tensor sin = (at::rand({b, s, d}, opts.dtype(at::kFloat)) * 2 - 1).to(chainScalarType(dtype));
+      // Eager, as HF writes it.
+      const at::Tensor x = projection.view({b, s, h, d}).transpose(1, 2);
+      const at::Tensor c4 = cos.unsqueeze(1), s4 = sin.unsqueeze(1);
+      const at::Tensor rotated = at::cat({x.narrow(-1, half, d - half).neg(), x.narrow(-1, 0, half)}, -1);
+      const at::Tensor eager = x * c4 + rotated * s4;
+      // The interpreter's Fused mode on the same memory.
+      const auto span = [&](size_t arg) { return chain::layoutSpan(ir, layout, arg, rows, d); };
+      const auto fused = chain::interpretChain(
+          ir, rows, d, layout,
+          {memoryOf(projection, 0, span(0)), memoryOf(cos, 0, span(1)), memoryOf(projection, half, span(2)),
+           memoryOf(projection, 0, span(3)), memoryOf(sin, 0, span(4))},
+          chain::EvalMode::Fused);
+      const std::vector<chain::ChainInputValue> args = {
+          {projection.const_data_ptr(), 0}, {cos.const_data_ptr(), 0},
+          {static_cast<const char*>(projection.const_data_ptr()) + half * projection.element_size(), 0},
+          {projection.const_data_ptr(), 0}, {sin.const_data_ptr(), 0}};
+      int served = 0;
+      for (const chain::ChainKernelParams& p : {chain::ChainKernelParams{256, 8}, chain::ChainKernelParams{128, 8},
+                                                chain::ChainKernelParams{512, 4}, chain::ChainKernelParams{1024, 2}}) {
+        if (!chain::chainVariantProblem(ir, p, rows, d, layout).empty()) continue;
+        SCOPED_TRACE(std::string(chain::shortDTypeName(dtype)) + " " + chain::layoutText(layout) + " at " + p.describe());
+        const std::string cubin = compileToCubin(chain::generateChainSource(ir, p, layout), "rotary.cu", arch,
+                                                 chain::chainCompileOptions())
+                                      .cubin;
+        const chain::LaunchGeometry g = chain::chainLaunchGeometry(ir, p, rows, d, layout);
+        auto launcher = CudaKernelLauncher::load(0, cubin, chain::kChainKernelName,
+                                                 LaunchGeometry{g.gridX, g.blockX, g.sharedBytes}, 16, "rotary");
+        at::Tensor out = at::empty_strided(eager.sizes(), eager.strides(), opts).fill_(std::nan(""));
+        ASSERT_EQ(out.strides(), x.strides()) << "eager's output follows x * cos";
+        ASSERT_TRUE(launcher->launchArgs(chain::chainKernelArgs(ir, args, {out.mutable_data_ptr()}, rows, d), stream));
+        // The output's values row-major over (batch, heads, positions), as the interpreter returns them.
+        const Difference vsFused = compare(out.contiguous(), fused[0], dtype);
+        EXPECT_LE(vsFused.worstUlps, 0.0) << "the kernel's arithmetic is the Fused mode's";
+        const at::Tensor ref = eager.to(at::kFloat), got = out.to(at::kFloat);
+        EXPECT_LE((got - ref).abs().sub(ref.abs().add(1.0).mul(1.0 / 16)).max().item<double>(), 0.0);
+        EXPECT_FALSE(got.isnan().any().item<bool>()) << "not written everywhere";
+        ++served;
+      }
+      EXPECT_GE(served, 3);
+    }
   }
 }
 

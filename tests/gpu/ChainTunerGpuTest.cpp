@@ -25,6 +25,7 @@
 #include "hotkernel/chain/ChainKey.h"
 #include "hotkernel/chain/ChainParameterSpace.h"
 #include "hotkernel/chain/ChainPlan.h"
+#include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/NamedChains.h"
 #include "hotkernel/optimizer/ChainHarness.h"
 #include "hotkernel/optimizer/ChainReference.h"
@@ -47,6 +48,8 @@ using chain::DType;
   }                                                                 \
   if (!nvrtcAvailable()) GTEST_SKIP() << "no NVRTC"
 
+constexpr int64_t kRows = 2048, kCols = 4096;
+
 // The named chains as one test case each; `make` builds the chain anew (a fresh object every call).
 struct Named {
   std::string name;
@@ -61,10 +64,12 @@ std::vector<Named> namedChains() {
           {"new_gelu bf16", [] { return chain::newGeluChain(DType::BFloat16); }},
           {"new_gelu fp32", [] { return chain::newGeluChain(DType::Float32); }},
           {"residual add + cast bf16", [] { return chain::residualAddCastChain(DType::BFloat16, DType::Float32); }},
-          {"residual add + cast fp32", [] { return chain::residualAddCastChain(DType::Float32, DType::BFloat16); }}};
+          {"residual add + cast fp32", [] { return chain::residualAddCastChain(DType::Float32, DType::BFloat16); }},
+          // HF's rotary on a contiguous x of width kCols (a variant with a layout is not tuned: Note [Chain tuning]).
+          {"rotary bf16 contiguous", [] { return chain::rotaryChain(DType::BFloat16, kCols); }},
+          {"rotary fp16 contiguous", [] { return chain::rotaryChain(DType::Float16, kCols); }}};
 }
 
-constexpr int64_t kRows = 2048, kCols = 4096;
 
 Fingerprint testFingerprint() {
   const DeviceInfo d = queryDevice(0);
@@ -151,7 +156,9 @@ TEST(ChainTunerGpuTest, GivenTheNamedChainsWhenTunedThenAKernelEntryIsCachedRelo
     for (int node : fresh.ir.inputs()) {
       const chain::Node& n = fresh.ir.node(node);
       ChainReferenceInput r;
-      r.tensor = (at::rand(chainValueSizes(n.shape, kRows, kCols), at::TensorOptions().device(at::kCUDA)) * 4 - 2)
+      r.tensor = (at::rand(chainValueSizes(n.shape, kRows, chain::extentOf(n, kCols)), at::TensorOptions().device(at::kCUDA)) *
+                      4 -
+                  2)
                      .to(chainScalarType(n.dtype));
       const at::Tensor f = r.tensor.to(at::kFloat).cpu().contiguous().reshape({-1});
       values.emplace_back(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());

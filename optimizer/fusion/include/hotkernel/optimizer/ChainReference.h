@@ -8,8 +8,8 @@
 // Each node becomes the ATen call the dispatcher saw when the chain was
 // recorded: neg, exp, log, rsqrt, sqrt, tanh, sigmoid, silu, gelu (approximate
 // "none" or "tanh"), relu, abs, pow(x, exponent), reciprocal, add / sub with
-// alpha, mul, div, `to(dtype)`, and sum / mean / amax over the last dim with
-// the node's keepdim. A Scalar operand (a constant, or a Scalar input's float
+// alpha, mul, div, `to(dtype)`, sum / mean / amax over the last dim with
+// the node's keepdim, and cat along the last dim. A Scalar operand (a constant, or a Scalar input's float
 // value) is a wrapped number, a 0-dim double CPU tensor marked as Python
 // wraps a number, so TensorIterator casts it to the common dtype exactly as
 // it does in eager code. Every intermediate is materialized in its dtype, as
@@ -24,8 +24,9 @@
 namespace hotkernel {
 
 // The values of a chain's inputs for one call: one per ir.inputs() in order;
-// a tensor input's tensor ([rows, cols] for Full, [cols] for Column, [rows, 1]
-// for Row), or a Scalar input's value.
+// a tensor input's tensor ([rows, extent] for Full, [extent] for Column, the
+// extent its own or cols: Note [Chain column extents]; [rows, 1] for Row),
+// or a Scalar input's value.
 struct ChainReferenceInput {
   at::Tensor tensor;
   double scalar = 0.0;
