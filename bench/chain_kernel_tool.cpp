@@ -8,8 +8,10 @@
 //       [--arch sm_90] [--points t256v8r1i0,...] [--jobs N] --out DIR
 //
 // --chain is rmsnorm (LlamaRMSNorm with its weight; --eps, default 1e-6),
-// swiglu, newgelu or residual-add-cast (--to, the cast's dtype, default
-// float32). Without --points the chain kind's default set is compiled: for an
+// swiglu, newgelu, residual-add-cast (--to, the cast's dtype, default
+// float32) or rotary (HF's apply_rotary_pos_emb for one of q or k as the
+// dispatcher delivers it: chain::rotaryChain in chain::rotaryLayout; --shape
+// is BATCHxHEADSxSEQxHEADDIM, the chain's view [BATCH * HEADS * SEQ, HEADDIM]). Without --points the chain kind's default set is compiled: for an
 // elementwise chain, 128-1024 threads at the widest vector (16 bytes, or the
 // widest that divides cols) and 256 at half of it; for a row chain, the streaming kernel at 128-1024 threads, the
 // register-resident one with the fewest items that hold the row (at most 16;
@@ -21,13 +23,15 @@
 // to compile (the manifest still lists it, with the error) or a file could not
 // be written; 2 bad arguments, or no point serves the shape.
 //
-// Note [Chain kernel manifest, v1]
+// Note [Chain kernel manifest, v2]
 // DIR/manifest.json:
 // {
-//   "format": "hotkernel-chain-kernels", "version": 1,
+//   "format": "hotkernel-chain-kernels", "version": 2,
 //   "chain": "rmsnorm", "dtype": "bfloat16",
 //   "eps": 1e-06,                        // rmsnorm only
 //   "to": "float32",                     // residual-add-cast only
+//   "rotary": {"batch": 1, "heads": 32, "seq": 4096, "headDim": 128},  // rotary only
+//   "layout": {"rowDims": [...], "strides": [[...], ...]},  // the variant's layout; {} when contiguous
 //   "rows": 4096, "cols": 4096, "arch": "sm_90", "nvrtcVersion": 13000,
 //   "kernel": "hk_chain",                // the cubin's entry point
 //   "ir": {...},                         // the chain (Note [Chain JSON, v2])
@@ -41,9 +45,12 @@
 //     "compileSeconds": 0.8,
 //     "grid": 4096, "block": 256, "sharedBytes": 0,   // for [rows, cols] (dynamic shared memory)
 //     "args": [                          // hk_chain's parameters in order (Note [Chain kernel arguments])
-//       {"kind": "input", "node": 0, "dtype": "bfloat16", "shape": "full", "alignment": 16},
-//       {"kind": "input", "node": 1, "dtype": "bfloat16", "shape": "column", "alignment": 16},
-//       {"kind": "output", "node": 11, "dtype": "bfloat16", "shape": "full", "alignment": 16},
+//       {"kind": "input", "node": 0, "dtype": "bfloat16", "shape": "full", "alignment": 16, "cols": 4096,
+//        "span": 16777216},
+//       {"kind": "input", "node": 1, "dtype": "bfloat16", "shape": "column", "alignment": 16, "cols": 4096,
+//        "span": 4096},
+//       {"kind": "output", "node": 11, "dtype": "bfloat16", "shape": "full", "alignment": 16, "cols": 4096,
+//        "span": 16777216},
 //       {"kind": "rows"}, {"kind": "cols"}
 //     ]}],
 //   "skipped": [{"name": "t128v8r4i16", "params": {...}, "problem": "cols 8192 is over the registers' 4096 ..."}]
@@ -53,8 +60,11 @@
 // "alignment" is the byte alignment its accesses need; "node" indexes "ir"'s
 // nodes. Shapes are the chain's classes over [rows, cols] (Note [Chain shape
 // classes]): full [rows, cols], column [cols], row [rows, 1], row_flat
-// [rows]. A later version changes "version"; readers refuse versions they do
-// not know.
+// [rows]; a tensor's "cols" is its column extent (Note [Chain column
+// extents]) and "span" the elements its memory spans in the layout
+// (layoutSpan: rows * cols for a contiguous full value). Version 1 was the
+// same without "rotary", "layout", "cols" and "span". A later version
+// changes "version"; readers refuse versions they do not know.
 
 #include <CLI/CLI.hpp>
 
@@ -70,12 +80,14 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "hotkernel/chain/ChainCodegen.h"
 #include "hotkernel/chain/ChainJson.h"
+#include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/NamedChains.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -91,8 +103,8 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 constexpr const char* kManifestFormat = "hotkernel-chain-kernels";
-constexpr int kManifestVersion = 1;
-const std::vector<std::string> kChains = {"rmsnorm", "swiglu", "newgelu", "residual-add-cast"};
+constexpr int kManifestVersion = 2;
+const std::vector<std::string> kChains = {"rmsnorm", "swiglu", "newgelu", "residual-add-cast", "rotary"};
 
 struct Args {
   std::string chain;
@@ -163,7 +175,22 @@ ChainIR buildChain(const Args& a, const CLI::App& app) {
   if (a.chain == "residual-add-cast") {
     return hotkernel::chain::residualAddCastChain(dtype, parseDTypeArg(a.to, "--to"));
   }
-  throw UsageError{"unknown --chain '" + a.chain + "' (rmsnorm, swiglu, newgelu, residual-add-cast)"};
+  throw UsageError{"unknown --chain '" + a.chain + "' (rmsnorm, swiglu, newgelu, residual-add-cast, rotary)"};
+}
+
+// The rotary chain's --shape: BATCHxHEADSxSEQxHEADDIM.
+hotkernel::chain::RotaryShape parseRotaryShape(const std::string& text) {
+  static const std::regex kShape(R"((\d{1,6})[xX](\d{1,6})[xX](\d{1,9})[xX](\d{1,6}))");
+  std::smatch m;
+  if (!std::regex_match(text, m, kShape)) {
+    throw UsageError{"bad --shape '" + text + "' for rotary (want BATCHxHEADSxSEQxHEADDIM, e.g. 1x32x4096x128)"};
+  }
+  hotkernel::chain::RotaryShape r{std::stoll(m[1].str()), std::stoll(m[2].str()), std::stoll(m[3].str()),
+                                  std::stoll(m[4].str())};
+  if (r.batch < 1 || r.heads < 1 || r.seq < 1 || r.headDim < 2 || r.headDim % 2 != 0) {
+    throw UsageError{"bad --shape '" + text + "': every extent >= 1, an even head dim"};
+  }
+  return r;
 }
 
 void addUnique(std::vector<ChainKernelParams>* points, const ChainKernelParams& p) {
@@ -222,12 +249,12 @@ void writeFile(const std::filesystem::path& path, const std::string& bytes) {
   HOTKERNEL_CHECK(static_cast<bool>(f.flush()), "cannot write ", path.string());
 }
 
-Compiled compilePoint(const ChainIR& ir, const ChainKernelParams& p, const std::string& arch,
-                      const std::filesystem::path& dir) {
+Compiled compilePoint(const ChainIR& ir, const ChainKernelParams& p, const hotkernel::chain::ChainLayout& layout,
+                      const std::string& arch, const std::filesystem::path& dir) {
   Compiled c;
   const std::string name = pointName(p);
   try {
-    const std::string source = hotkernel::chain::generateChainSource(ir, p);
+    const std::string source = hotkernel::chain::generateChainSource(ir, p, layout);
     writeFile(dir / (name + ".cu"), source);
     std::vector<std::string> options = hotkernel::chain::chainCompileOptions();
     options.push_back("--ptxas-options=-v");
@@ -265,8 +292,10 @@ nlohmann::json paramsJson(const ChainKernelParams& p) {
   return {{"threads", p.threads}, {"vec", p.vec}, {"rowsPerCta", p.rowsPerCta}, {"items", p.items}};
 }
 
-nlohmann::json argsJson(const ChainIR& ir, const ChainKernelParams& p) {
+nlohmann::json argsJson(const ChainIR& ir, const ChainKernelParams& p, const hotkernel::chain::ChainLayout& layout,
+                        int64_t rows, int64_t cols) {
   nlohmann::json args = nlohmann::json::array();
+  size_t tensorArg = 0;
   for (const ChainArg& a : hotkernel::chain::chainKernelLayout(ir, p)) {
     nlohmann::json j = {{"kind", argKindName(a.kind)}};
     if (a.kind == ChainArg::Kind::Input || a.kind == ChainArg::Kind::ScalarInput || a.kind == ChainArg::Kind::Output) {
@@ -275,14 +304,31 @@ nlohmann::json argsJson(const ChainIR& ir, const ChainKernelParams& p) {
       j["shape"] = hotkernel::chain::shapeClassName(a.shape);
       j["alignment"] = a.alignmentBytes;
     }
+    if (a.kind == ChainArg::Kind::Input || a.kind == ChainArg::Kind::Output) {
+      j["cols"] = hotkernel::chain::extentOf(ir.node(a.node), cols);
+      j["span"] = hotkernel::chain::layoutSpan(ir, layout, tensorArg++, rows, cols);
+    }
     args.push_back(j);
   }
   return args;
 }
 
 int run(const Args& a, const CLI::App& app) {
-  const ChainIR ir = buildChain(a, app);
-  const auto [rows, cols] = parseShape(a.shape);
+  const bool rotary = a.chain == "rotary";
+  hotkernel::chain::RotaryShape rotaryShape;
+  hotkernel::chain::ChainLayout layout;
+  ChainIR ir;
+  int64_t rows = 0, cols = 0;
+  if (rotary) {
+    rotaryShape = parseRotaryShape(a.shape);
+    ir = hotkernel::chain::rotaryChain(parseDTypeArg(a.dtype, "--dtype"), rotaryShape.headDim);
+    layout = hotkernel::chain::rotaryLayout(rotaryShape);
+    rows = hotkernel::chain::rotaryRows(rotaryShape);
+    cols = rotaryShape.headDim;
+  } else {
+    ir = buildChain(a, app);
+    std::tie(rows, cols) = parseShape(a.shape);
+  }
   static const std::regex kArch(R"(sm_\d{2,3}a?)");
   if (!std::regex_match(a.arch, kArch)) throw UsageError{"bad --arch '" + a.arch + "' (e.g. sm_90, sm_90a, sm_80)"};
   if (a.jobs < 0) throw UsageError{"bad --jobs " + std::to_string(a.jobs) + " (want >= 1, or 0 for every core)"};
@@ -307,7 +353,7 @@ int run(const Args& a, const CLI::App& app) {
   nlohmann::json skipped = nlohmann::json::array();
   std::vector<ChainKernelParams> points;
   for (const ChainKernelParams& p : candidates) {
-    const std::string problem = hotkernel::chain::chainVariantProblem(ir, p, rows, cols);
+    const std::string problem = hotkernel::chain::chainVariantProblem(ir, p, rows, cols, layout);
     if (problem.empty()) {
       points.push_back(p);
     } else {
@@ -341,7 +387,7 @@ int run(const Args& a, const CLI::App& app) {
   std::vector<std::thread> threads;
   for (unsigned w = 0; w < workers; ++w) {
     threads.emplace_back([&] {
-      for (size_t i = next++; i < points.size(); i = next++) compiled[i] = compilePoint(ir, points[i], a.arch, dir);
+      for (size_t i = next++; i < points.size(); i = next++) compiled[i] = compilePoint(ir, points[i], layout, a.arch, dir);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -352,6 +398,13 @@ int run(const Args& a, const CLI::App& app) {
                              {"dtype", hotkernel::kernels::dtypeName(parseDTypeArg(a.dtype, "--dtype"))}};
   if (a.chain == "rmsnorm") manifest["eps"] = a.eps;
   if (a.chain == "residual-add-cast") manifest["to"] = hotkernel::kernels::dtypeName(parseDTypeArg(a.to, "--to"));
+  if (rotary) {
+    manifest["rotary"] = {{"batch", rotaryShape.batch},
+                          {"heads", rotaryShape.heads},
+                          {"seq", rotaryShape.seq},
+                          {"headDim", rotaryShape.headDim}};
+  }
+  manifest["layout"] = layout.contiguous() ? nlohmann::json::object() : hotkernel::chain::layoutToJson(layout);
   manifest["rows"] = rows;
   manifest["cols"] = cols;
   manifest["arch"] = a.arch;
@@ -363,7 +416,7 @@ int run(const Args& a, const CLI::App& app) {
   for (size_t i = 0; i < points.size(); ++i) {
     const ChainKernelParams& p = points[i];
     const Compiled& c = compiled[i];
-    const hotkernel::kernels::LaunchGeometry g = hotkernel::chain::chainLaunchGeometry(ir, p, rows, cols);
+    const hotkernel::kernels::LaunchGeometry g = hotkernel::chain::chainLaunchGeometry(ir, p, rows, cols, layout);
     const std::string name = pointName(p);
     nlohmann::json point = {{"name", name},
                             {"params", paramsJson(p)},
@@ -376,7 +429,7 @@ int run(const Args& a, const CLI::App& app) {
                             {"grid", g.gridX},
                             {"block", g.blockX},
                             {"sharedBytes", g.sharedBytes},
-                            {"args", argsJson(ir, p)}};
+                            {"args", argsJson(ir, p, layout, rows, cols)}};
     manifest["points"].push_back(point);
     failures += !c.error.empty();
     std::printf("%-14s %s grid %u block %u registers %d spills %d%s%s\n", name.c_str(),
@@ -402,11 +455,11 @@ int main(int argc, char** argv) {
   Args a;
   CLI::App app{"Compiles a named chain's fused kernel with NVRTC at parameter points: cubins and a manifest",
                "chain_kernel_tool"};
-  app.add_option("--chain", a.chain, "rmsnorm, swiglu, newgelu or residual-add-cast")->required();
+  app.add_option("--chain", a.chain, "rmsnorm, swiglu, newgelu, residual-add-cast or rotary")->required();
   app.add_option("--dtype", a.dtype, "the chain's dtype: float32, float16, bfloat16")->capture_default_str();
   app.add_option("--eps", a.eps, "rmsnorm's eps")->capture_default_str();
   app.add_option("--to", a.to, "residual-add-cast's cast dtype")->capture_default_str();
-  app.add_option("--shape", a.shape, "ROWSxCOLS of the chain's [rows, cols] view")->required();
+  app.add_option("--shape", a.shape, "ROWSxCOLS of the chain's [rows, cols] view (rotary: BxHxSxD)")->required();
   app.add_option("--arch", a.arch, "NVRTC's real architecture")->capture_default_str();
   app.add_option("--points", a.points, "comma list of tTHREADSvVECrROWSiITEMS (default: the chain kind's set)");
   app.add_option("--jobs", a.jobs, "parallel compiles (0: one a core)")->capture_default_str();

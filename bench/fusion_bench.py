@@ -12,6 +12,11 @@ Each case is a chain written as HF transformers writes it:
   swiglu             LlamaMLP's activation: F.silu(g) * u         (inputs g, u)
   newgelu            GPT-2's NewGELUActivation: 0.5 * x * (1.0 + tanh(sqrt(2 / pi) * (x + 0.044715 * pow(x, 3.0))))
   residual-add-cast  s = residual + h; (s, s.to(float32)): a residual add and the next norm's cast
+  rotary             HF's apply_rotary_pos_emb for one of q or k: x = proj.view(b, s, h, d).transpose(1, 2);
+                     x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1), rotate_half with torch.cat
+                     (inputs proj [b, s, h * d], cos, sin [b, s, d]; the case's shape is BxHxSxD); the fused
+                     kernel reads x, its halves and the tables in place through the chain's layout
+                     (Note [Chain layouts]) and writes an output with eager's strides
 For each case the script
   1. runs chain_kernel_tool (bench/chain_kernel_tool.cpp) for the case's chain, dtype and
      shape at the GPU's architecture: one cubin per parameter point of the chain kind's
@@ -68,19 +73,21 @@ from ops_bench import Timer, copy_bandwidth, machine  # noqa: E402  (the benchma
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-MANIFEST_FORMAT, MANIFEST_VERSION = "hotkernel-chain-kernels", 1
+MANIFEST_FORMAT, MANIFEST_VERSION = "hotkernel-chain-kernels", 2
 ULPS = 2  # Note [Fusion bench tolerance]
 DEVICE = "cuda"  # where run_case puts its tensors (a test of the script's logic may move them)
 MANTISSA_BITS = {torch.float32: 23, torch.float16: 10, torch.bfloat16: 7}
 
 # The issue's shapes (issue 20): RMSNorm [4096, 4096], SwiGLU [16384, 8192], GPT-2's
 # new-GELU [8192, 3072] in both 16-bit dtypes, and a residual add + cast of a Llama-like
-# prefill's hidden states.
+# prefill's hidden states; HF's rotary on q of [1, 4096, 32, 128] (BxHxSxD 1x32x4096x128) and on
+# the k of a model with 8 key-value heads.
 DEFAULT_CASES = ("rmsnorm:bfloat16:4096x4096,swiglu:bfloat16:16384x8192,newgelu:bfloat16:8192x3072,"
-                 "newgelu:float16:8192x3072,residual-add-cast:bfloat16:4096x4096")
+                 "newgelu:float16:8192x3072,residual-add-cast:bfloat16:4096x4096,"
+                 "rotary:bfloat16:1x32x4096x128,rotary:bfloat16:1x8x4096x128")
 # --smoke: an odd row count (a last CTA of row kernels with fewer rows), short rows.
 SMOKE_CASES = ("rmsnorm:bfloat16:37x512,swiglu:bfloat16:37x512,newgelu:bfloat16:37x384,"
-               "newgelu:float16:37x384,residual-add-cast:bfloat16:37x512")
+               "newgelu:float16:37x384,residual-add-cast:bfloat16:37x512,rotary:float16:2x4x37x64")
 
 
 # ----------------------------------------------------------------------------
@@ -110,6 +117,21 @@ def residual_add_cast(residual, h):
     return s, s.to(torch.float32)
 
 
+def rotate_half(x):
+    """HF transformers' rotate_half."""
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def hf_rotary(batch, heads, seq, head_dim):
+    def rotary(proj, cos, sin):
+        x = proj.view(batch, seq, heads, head_dim).transpose(1, 2)
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        return x * cos + rotate_half(x) * sin
+    return rotary
+
+
 # What each case's eager and torch.compile sides run (the JSON's "function").
 FUNCTIONS = {
     "rmsnorm": "LlamaRMSNorm.forward: x.to(float32); v = x.pow(2).mean(-1, keepdim=True); "
@@ -118,6 +140,7 @@ FUNCTIONS = {
     "newgelu": "NewGELUActivation: 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * "
                "(x + 0.044715 * torch.pow(x, 3.0))))",
     "residual-add-cast": "s = residual + h; (s, s.to(torch.float32))",
+    "rotary": "x = proj.view(b, s, h, d).transpose(1, 2); x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1)",
 }
 
 
@@ -125,23 +148,59 @@ class Case:
     """One chain at one dtype and shape: its eager function, inputs (in the kernel's
     input order), float64 reference and the tool's arguments."""
 
-    def __init__(self, chain, dtype_name, rows, cols, eps):
+    def __init__(self, chain, dtype_name, rows, cols, eps, rotary=None):
         self.chain, self.dtype_name, self.rows, self.cols = chain, dtype_name, rows, cols
+        self.rotary = rotary  # (batch, heads, seq, head_dim) of a rotary case
         self.dtype = DTYPES[dtype_name]
         self.eps = eps if chain == "rmsnorm" else None
         self.tool_args = ["--eps", repr(eps)] if chain == "rmsnorm" else []
         if chain == "residual-add-cast":
             self.tool_args = ["--to", "float32"]
         self.fn = {"rmsnorm": lambda: llama_rms_norm(eps), "swiglu": lambda: swiglu, "newgelu": lambda: new_gelu,
-                   "residual-add-cast": lambda: residual_add_cast}[chain]()
+                   "residual-add-cast": lambda: residual_add_cast,
+                   "rotary": lambda: hf_rotary(*rotary) if rotary else None}[chain]()
 
     def label(self):
+        if self.rotary:
+            return f"rotary {self.dtype_name} " + "x".join(str(v) for v in self.rotary)
         return f"{self.chain} {self.dtype_name} {self.rows}x{self.cols}"
 
+    def tool_shape(self):
+        return "x".join(str(v) for v in self.rotary) if self.rotary else f"{self.rows}x{self.cols}"
+
     def input_shapes(self):
+        if self.rotary:
+            b, h, s, d = self.rotary
+            return [(b, s, h * d), (b, s, d), (b, s, d)]
         full, column = (self.rows, self.cols), (self.cols,)
         return {"rmsnorm": [full, column], "swiglu": [full, full], "newgelu": [full],
                 "residual-add-cast": [full, full]}[self.chain]
+
+    def kernel_inputs(self, inputs):
+        """The tensors hk_chain reads, in its input order: for rotary the memory of x (the
+        projection), cos, x2 = x[..., d/2:] (the projection from d/2 on), x1 and sin, flat."""
+        if not self.rotary:
+            return inputs
+        proj, cos, sin = (t.reshape(-1) for t in inputs)
+        half = self.rotary[3] // 2
+        return [proj, cos, proj[half:], proj, sin]
+
+    def make_outputs(self, args, device):
+        """NaN-filled outputs as eager allocates them, and the tensors hk_chain writes (for
+        rotary, the flat memory of an output with x's strides)."""
+        if self.rotary:
+            b, h, s, d = self.rotary
+            flat = torch.full((b * s * h * d,), float("nan"), dtype=self.dtype, device=device)
+            return [flat.view(b, s, h, d).transpose(1, 2)], [flat]
+        outs = [torch.full(tensor_shape(a["shape"], self.rows, self.cols), float("nan"), dtype=DTYPES[a["dtype"]],
+                           device=device) for a in args if a["kind"] == "output"]
+        return outs, outs
+
+    def ideal_bytes(self, point):
+        if self.rotary:  # x (its halves are the same memory), cos, sin and the output, each once
+            b, h, s, d = self.rotary
+            return (2 * b * s * h * d + 2 * b * s * d) * self.dtype.itemsize
+        return bytes_moved(point, self.rows, self.cols)
 
     def make_inputs(self, device, gen):
         shapes = self.input_shapes()
@@ -161,6 +220,8 @@ class Case:
         number is its float32 value, the opmath scalar ATen's CUDA kernels and the fused
         kernel use (Note [Chain dtypes])."""
         x = [t.double() for t in inputs]
+        if self.rotary:  # no constants: the formula itself, in float64
+            return [hf_rotary(*self.rotary)(x[0], x[1], x[2]).contiguous()]
         if self.chain == "rmsnorm":
             return [x[1] * (x[0] * torch.rsqrt(x[0].pow(2).mean(-1, keepdim=True) + self.eps))]
         if self.chain == "swiglu":
@@ -175,16 +236,23 @@ class Case:
 def parse_cases(text, eps):
     cases = []
     for item in text.split(","):
+        rotary = None
         try:
             chain, dtype, shape = item.strip().split(":")
-            rows, cols = (int(v) for v in shape.lower().split("x"))
+            if chain == "rotary":
+                rotary = tuple(int(v) for v in shape.lower().split("x"))
+                if len(rotary) != 4 or min(rotary) < 1 or rotary[3] % 2:
+                    raise ValueError(shape)
+                rows, cols = rotary[0] * rotary[1] * rotary[2], rotary[3]
+            else:
+                rows, cols = (int(v) for v in shape.lower().split("x"))
         except ValueError:
-            sys.exit(f"fusion_bench: malformed case '{item}' (want chain:dtype:ROWSxCOLS)")
-        if chain not in ("rmsnorm", "swiglu", "newgelu", "residual-add-cast") or dtype not in DTYPES \
+            sys.exit(f"fusion_bench: malformed case '{item}' (want chain:dtype:ROWSxCOLS, rotary:dtype:BxHxSxD)")
+        if chain not in ("rmsnorm", "swiglu", "newgelu", "residual-add-cast", "rotary") or dtype not in DTYPES \
                 or rows < 1 or cols < 1:
             sys.exit(f"fusion_bench: unknown chain/dtype or bad shape in '{item}' "
-                     "(chains: rmsnorm, swiglu, newgelu, residual-add-cast)")
-        cases.append(Case(chain, dtype, rows, cols, eps))
+                     "(chains: rmsnorm, swiglu, newgelu, residual-add-cast, rotary)")
+        cases.append(Case(chain, dtype, rows, cols, eps, rotary))
     return cases
 
 
@@ -200,7 +268,7 @@ def default_tool():
 def run_tool(tool, case, arch, out_dir, jobs):
     """Compiles the case's points; returns (manifest, tool's output). A usage error (exit 2)
     is a bug here: raised. Exit 1 with a manifest: some points failed to compile (listed)."""
-    cmd = [tool, "--chain", case.chain, "--dtype", case.dtype_name, "--shape", f"{case.rows}x{case.cols}",
+    cmd = [tool, "--chain", case.chain, "--dtype", case.dtype_name, "--shape", case.tool_shape(),
            "--arch", arch, "--out", out_dir] + case.tool_args + (["--jobs", str(jobs)] if jobs else [])
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     text = (proc.stdout + proc.stderr).strip()
@@ -231,9 +299,10 @@ def bytes_moved(point, rows, cols):
                for a in point["args"] if a["kind"] in ("input", "output"))
 
 
-def bind_args(point, inputs, outputs, rows, cols):
+def bind_args(point, inputs, outputs, rows, cols, layout=False):
     """hk_chain's arguments as ctypes values, in the manifest's order, each checked against
-    the tensor passed for it: dtype, shape class, contiguity and alignment."""
+    the tensor passed for it: dtype, shape class, contiguity and alignment; under a layout
+    (Note [Chain kernel manifest, v2]) a flat tensor of at least the argument's span."""
     values, ins, outs = [], list(inputs), list(outputs)
     for a in point["args"]:
         kind = a["kind"]
@@ -247,8 +316,9 @@ def bind_args(point, inputs, outputs, rows, cols):
         if kind == "scalar_input":
             values.append(ctypes.c_float(float(t)))
             continue
-        want = tensor_shape(a["shape"], rows, cols)
-        if str(t.dtype) != "torch." + a["dtype"] or tuple(t.shape) != want or not t.is_contiguous():
+        want = (a["span"],) if layout else tensor_shape(a["shape"], rows, cols)
+        fits = t.dim() == 1 and t.numel() >= a["span"] if layout else tuple(t.shape) == want
+        if str(t.dtype) != "torch." + a["dtype"] or not fits or not t.is_contiguous():
             raise RuntimeError(f"{kind} of node {a['node']} wants a contiguous {a['dtype']} {list(want)}, "
                                f"got {str(t.dtype)} {list(t.shape)}")
         if t.data_ptr() % a["alignment"]:
@@ -480,14 +550,12 @@ def run_case(case, args, driver, timer, hk, copy_bps, work_dir, result):
                 entry["status"], entry["error"] = "compile_error", p["error"]
                 continue
             try:
-                outputs = [torch.full(tensor_shape(a["shape"], case.rows, case.cols), float("nan"),
-                                      dtype=DTYPES[a["dtype"]], device=DEVICE)
-                           for a in p["args"] if a["kind"] == "output"]
+                outputs, written = case.make_outputs(p["args"], DEVICE)
                 k = Kernel(driver, os.path.join(work_dir, p["cubin"]), manifest["kernel"], p["sharedBytes"],
                            p["block"])
                 kernels[p["name"]] = k
-                k.bind(bind_args(p, inputs, outputs, case.rows, case.cols), outputs, p["grid"], p["block"],
-                       p["sharedBytes"])
+                k.bind(bind_args(p, case.kernel_inputs(inputs), written, case.rows, case.cols, bool(manifest["layout"])),
+                       outputs, p["grid"], p["block"], p["sharedBytes"])
                 k.launch()
                 torch.cuda.synchronize()
             except RuntimeError as e:  # a refused load or launch, or a layout the tensors do not fit
@@ -553,7 +621,7 @@ def run_case(case, args, driver, timer, hk, copy_bps, work_dir, result):
             vs_compile = compare(hk, samples["compile"], samples["fused"])
             result.update({"compileUs": vs_compile["baseline"], "fusedSpeedupVsCompile": vs_compile["speedup"],
                            "compileSpeedupVsEager": compare(hk, samples["eager"], samples["compile"])["speedup"]})
-        nbytes = bytes_moved(point, case.rows, case.cols)
+        nbytes = case.ideal_bytes(point)
         gbps = {n: nbytes / (median(s) * 1e-6) / 1e9 for n, s in samples.items()}
         result.update({"bytes": nbytes, "GBps": gbps, "fusedCopyFraction": gbps["fused"] * 1e9 / copy_bps,
                        "maxErrorVsFloat64": errors, "compileSeconds": compile_seconds,
@@ -585,10 +653,9 @@ def check_tool_only(case, args, work_dir):
             if not f.read(4) == b"\x7fELF":
                 problems.append(f"{p['name']}: {p['cubin']} is not an ELF image")
                 continue
-        outputs = [torch.empty(tensor_shape(a["shape"], case.rows, case.cols), dtype=DTYPES[a["dtype"]],
-                               device="meta") for a in p["args"] if a["kind"] == "output"]
+        _, written = case.make_outputs(p["args"], "meta")
         try:
-            bind_args(p, inputs, outputs, case.rows, case.cols)
+            bind_args(p, case.kernel_inputs(inputs), written, case.rows, case.cols, bool(manifest["layout"]))
         except RuntimeError as e:
             problems.append(f"{p['name']}: {e}")
             continue

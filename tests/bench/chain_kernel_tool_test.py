@@ -41,14 +41,24 @@ CASES = {
     "residual-add-cast": ("bfloat16", (37, 512), ["--to", "float32"],
                           [("input", "bfloat16", "full"), ("input", "bfloat16", "full"),
                            ("output", "bfloat16", "full"), ("output", "float32", "full")]),
+    # HF's rotary on x of [batch 2, heads 4, seq 37, head dim 64]: the view [2 * 4 * 37, 64].
+    "rotary": ("bfloat16", (2 * 4 * 37, 64), ["--shape", "2x4x37x64"],
+               [("input", "bfloat16", "full")] * 5 + [("output", "bfloat16", "full")]),
 }
+# The tool's --shape of a case (rotary's is BATCHxHEADSxSEQxHEADDIM, in its extra arguments).
+ROTARY_SPANS = {"x": (37 - 1) * 4 * 64 + (4 - 1) * 64 + (2 - 1) * 37 * 4 * 64 + 64}
 
 
 def check_manifest(chain, dtype, rows, cols, expected, out_dir, eps=1e-05, min_points=3, arch="sm_90"):
     with open(os.path.join(out_dir, "manifest.json")) as f:
         m = json.load(f)
     what = f"{chain} {dtype} [{rows}, {cols}]"
-    expect(m["format"] == "hotkernel-chain-kernels" and m["version"] == 1, f"{what}: format {m['format']} v{m['version']}")
+    expect(m["format"] == "hotkernel-chain-kernels" and m["version"] == 2, f"{what}: format {m['format']} v{m['version']}")
+    if chain == "rotary":
+        expect(m.get("rotary") == {"batch": 2, "heads": 4, "seq": 37, "headDim": 64}, f"{what}: rotary {m.get('rotary')}")
+        expect(m["layout"].get("rowDims") == [2, 4, 37], f"{what}: layout {m['layout']}")
+    else:
+        expect(m["layout"] == {}, f"{what}: a contiguous case has layout {m['layout']}")
     expect((m["chain"], m["dtype"], m["rows"], m["cols"], m["arch"]) == (chain, dtype, rows, cols, arch),
            f"{what}: the manifest names {m['chain']} {m['dtype']} [{m['rows']}, {m['cols']}] {m['arch']}")
     expect(m["kernel"] == "hk_chain", f"{what}: kernel {m['kernel']}")
@@ -91,6 +101,15 @@ def check_manifest(chain, dtype, rows, cols, expected, out_dir, eps=1e-05, min_p
             if a["kind"] in ("input", "output"):
                 want = ELEMENT[a["dtype"]] * (prm["vec"] if a["shape"] in ("full", "column") else 1)
                 expect(a["alignment"] == want, f"{pw}: {a['kind']} node {a['node']} alignment {a['alignment']}")
+                if chain != "rotary":
+                    span = {"full": rows * cols, "column": cols, "row": rows, "row_flat": rows}[a["shape"]]
+                    expect((a["cols"], a["span"]) == (cols, span), f"{pw}: node {a['node']} cols/span {a['cols']}, {a['span']}")
+        if chain == "rotary":  # x, cos, x2, x1, sin, out: x's memory spans the projection, x2 and x1 half a row less
+            spans = [a["span"] for a in p["args"] if a["kind"] in ("input", "output")]
+            extents = [a["cols"] for a in p["args"] if a["kind"] in ("input", "output")]
+            expect(extents == [64, 64, 32, 32, 64, 64], f"{pw}: extents {extents}")
+            expect(spans[0] == ROTARY_SPANS["x"] and spans[5] == spans[0] and spans[2] == spans[0] - 32
+                   and spans[1] == 37 * 64 + (2 - 1) * 37 * 64, f"{pw}: spans {spans}")
     return m
 
 
@@ -99,7 +118,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for chain, (dtype, (rows, cols), extra, expected) in CASES.items():
             out = os.path.join(tmp, chain)
-            r = run(tool, "--chain", chain, "--dtype", dtype, "--shape", f"{rows}x{cols}", "--arch", "sm_90",
+            shape = [] if chain == "rotary" else ["--shape", f"{rows}x{cols}"]
+            r = run(tool, "--chain", chain, "--dtype", dtype, *shape, "--arch", "sm_90",
                     "--jobs", "2", "--out", out, *extra)
             if r.returncode == 1 and "NVRTC is unavailable" in r.stderr:
                 print(f"skipped: {r.stderr.strip()}")
