@@ -20,7 +20,7 @@ Each case is a chain written as HF transformers writes it:
 For each case the script
   1. runs chain_kernel_tool (bench/chain_kernel_tool.cpp) for the case's chain, dtype and
      shape at the GPU's architecture: one cubin per parameter point of the chain kind's
-     default set, and a manifest (Note [Chain kernel manifest, v1]) with each point's
+     default set, and a manifest (Note [Chain kernel manifest, v2]) with each point's
      launch geometry and argument layout;
   2. loads each cubin with the CUDA driver API (ctypes, libcuda.so.1) and launches it on
      torch's current stream into NaN-filled outputs, checking the layout against the

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """chain_kernel_tool on every named chain at small shapes for sm_90: exit status,
-the manifest (Note [Chain kernel manifest, v1] in bench/chain_kernel_tool.cpp)
+the manifest (Note [Chain kernel manifest, v2] in bench/chain_kernel_tool.cpp)
 field by field, a non-empty ELF cubin holding hk_chain and its source for every
 point, points the shape rules out listed as skipped, and usage errors (exit 2,
 a message, no manifest).
