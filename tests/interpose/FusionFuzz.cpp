@@ -1,0 +1,1061 @@
+#include "FusionFuzz.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "FusionFuzzHarness.h"
+#include "hotkernel/interpose/FusionBypass.h"
+
+namespace hotkernel::fusion::fuzz {
+namespace {
+
+// ---------------------------------------------------------------- choices
+
+// Every random choice of a program (Note [Fusion fuzz programs]): drawn and
+// recorded in the eager run, replayed in the engine run.
+class Choices {
+ public:
+  void record(uint64_t seed) {
+    rng_.seed(seed);
+    taken_.clear();
+    replaying_ = false;
+  }
+  void replay() {
+    replaying_ = true;
+    cursor_ = 0;
+    diverged_ = false;
+  }
+  int pick(int n) {
+    if (!replaying_) {
+      const int v = n <= 1 ? 0 : static_cast<int>(rng_() % static_cast<uint64_t>(n));
+      taken_.emplace_back(n, v);
+      return v;
+    }
+    if (cursor_ >= taken_.size() || taken_[cursor_].first != n) {
+      diverged_ = true;
+      return 0;
+    }
+    return taken_[cursor_++].second;
+  }
+  bool chance(double p) { return pick(1000) < static_cast<int>(p * 1000); }
+  bool diverged() const { return diverged_ || (replaying_ && cursor_ != taken_.size()); }
+
+ private:
+  std::mt19937_64 rng_;
+  std::vector<std::pair<int, int>> taken_;
+  size_t cursor_ = 0;
+  bool replaying_ = false;
+  bool diverged_ = false;
+};
+
+uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t z = a + 0x9E3779B97F4A7C15ULL * (b + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// ---------------------------------------------------------------- templates
+
+enum class Op : uint8_t {
+  Neg, Tanh, Sigmoid, Silu, Relu, Abs, Gelu, GeluTanh, Exp, Rsqrt, Sqrt, Log, Reciprocal,  // unary
+  MulS, AddS, SubS, DivS, RsubS, Pow2,                                                    // with a scalar
+  AddT, SubT, MulT, DivT, RsubT,                                                          // binary
+  Cast, SumRow, MeanRow, AmaxRow,
+};
+enum class Shape : uint8_t { Full, Col, Row, Zero };
+
+struct TInput {
+  Shape shape = Shape::Full;
+  at::ScalarType dtype = at::kFloat;
+  bool positive = false;  // values in [0.5, 2]; else [-2, 2]
+};
+
+struct TStep {
+  Op op = Op::Neg;
+  int a = 0;
+  int b = -1;
+  double scalar = 0;
+  at::ScalarType to = at::kFloat;
+};
+
+struct Template {
+  int64_t rows = 1, cols = 1;
+  std::vector<TInput> inputs;
+  std::vector<TStep> steps;
+  std::vector<std::vector<bool>> keeps;  // per keep set: which steps' values the caller holds
+};
+
+std::vector<int64_t> sizesOf(Shape s, int64_t rows, int64_t cols) {
+  switch (s) {
+    case Shape::Full: return {rows, cols};
+    case Shape::Col: return {cols};
+    case Shape::Row: return {rows, 1};
+    case Shape::Zero: return {};
+  }
+  return {};
+}
+
+bool isScalarOp(Op op) { return op >= Op::MulS && op <= Op::RsubS; }
+
+at::Tensor applyStep(const TStep& s, const at::Tensor& a, const at::Tensor& b) {
+  switch (s.op) {
+    case Op::Neg: return at::neg(a);
+    case Op::Tanh: return at::tanh(a);
+    case Op::Sigmoid: return at::sigmoid(a);
+    case Op::Silu: return at::silu(a);
+    case Op::Relu: return at::relu(a);
+    case Op::Abs: return at::abs(a);
+    case Op::Gelu: return at::gelu(a);
+    case Op::GeluTanh: return at::gelu(a, "tanh");
+    case Op::Exp: return at::exp(a);
+    case Op::Rsqrt: return at::rsqrt(a);
+    case Op::Sqrt: return at::sqrt(a);
+    case Op::Log: return at::log(a);
+    case Op::Reciprocal: return at::reciprocal(a);
+    case Op::MulS: return at::mul(a, at::Scalar(s.scalar));
+    case Op::AddS: return at::add(a, at::Scalar(s.scalar));
+    case Op::SubS: return at::sub(a, at::Scalar(s.scalar));
+    case Op::DivS: return at::div(a, at::Scalar(s.scalar));
+    case Op::RsubS: return at::rsub(a, at::Scalar(s.scalar));
+    case Op::Pow2: return at::pow(a, at::Scalar(2.0));
+    case Op::AddT: return at::add(a, b);
+    case Op::SubT: return at::sub(a, b);
+    case Op::MulT: return at::mul(a, b);
+    case Op::DivT: return at::div(a, b);
+    case Op::RsubT: return at::rsub(a, b);
+    case Op::Cast: return a.to(s.to);
+    case Op::SumRow: return at::sum(a, {-1}, true);
+    case Op::MeanRow: return at::mean(a, {-1}, true);
+    case Op::AmaxRow: return at::amax(a, {-1}, true);
+  }
+  return a;
+}
+
+// What the template generator knows of a value: enough to keep values
+// bounded (|v| <= 8 between steps) and away from the ops' singularities.
+struct GenValue {
+  Shape shape;
+  at::ScalarType dtype;
+  double bound;
+  bool nonneg;
+  bool positive;  // >= 0.25
+};
+
+at::ScalarType promote(const GenValue& a, const GenValue& b) {
+  if (a.shape == Shape::Zero && b.shape != Shape::Zero) return b.dtype;  // a 0-dim tensor does not promote
+  if (b.shape == Shape::Zero && a.shape != Shape::Zero) return a.dtype;
+  return a.dtype == b.dtype ? a.dtype : at::kFloat;
+}
+
+Shape broadcast(Shape a, Shape b) {
+  if (a == Shape::Full || b == Shape::Full) return Shape::Full;
+  if ((a == Shape::Row && b == Shape::Col) || (a == Shape::Col && b == Shape::Row)) return Shape::Full;
+  if (a == Shape::Zero) return b;
+  return a;
+}
+
+class TemplateMaker {
+ public:
+  explicit TemplateMaker(uint64_t seed) : rng_(seed) {}
+
+  Template make() {
+    t_ = Template{};
+    values_.clear();
+    static const int64_t kCols[] = {4, 8, 16, 24, 32, 64};
+    static const at::ScalarType kTypes[] = {at::kFloat, at::kBFloat16, at::kHalf};
+    t_.rows = 1 + pick(6);
+    t_.cols = kCols[pick(6)];
+    base_ = kTypes[pick(3)];
+    addInput(Shape::Full, base_, false);
+    const int steps = 2 + pick(6);
+    int cur = 0;
+    while (static_cast<int>(t_.steps.size()) < steps) {
+      const int a = pick(4) == 0 ? pick(static_cast<int>(values_.size())) : cur;
+      cur = addStep(a);
+      if (values_[static_cast<size_t>(cur)].bound > 8) cur = push(TStep{Op::Tanh, cur}, unary(cur, 1, false, false));
+    }
+    const size_t n = t_.steps.size();
+    std::vector<bool> last(n, false), some(n, false);
+    last[n - 1] = some[n - 1] = true;
+    for (size_t k = 0; k + 1 < n; ++k) some[k] = pick(3) == 0;
+    t_.keeps = {last, some};
+    return t_;
+  }
+
+ private:
+  int pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
+
+  int addInput(Shape shape, at::ScalarType dtype, bool positive) {
+    t_.inputs.push_back(TInput{shape, dtype, positive});
+    // Inputs come first in the template's numbering: shift the steps' operands.
+    for (TStep& s : t_.steps) {
+      s.a += 1;
+      if (s.b >= 0) s.b += 1;
+    }
+    const size_t at = t_.inputs.size() - 1;
+    values_.insert(values_.begin() + static_cast<std::ptrdiff_t>(at),
+                   GenValue{shape, dtype, 2.0, positive, positive});
+    return static_cast<int>(at);
+  }
+
+  GenValue unary(int a, double bound, bool nonneg, bool positive) const {
+    GenValue v = values_[static_cast<size_t>(a)];
+    v.bound = bound;
+    v.nonneg = nonneg;
+    v.positive = positive;
+    return v;
+  }
+
+  int push(TStep s, GenValue v) {
+    t_.steps.push_back(s);
+    values_.push_back(v);
+    return static_cast<int>(values_.size()) - 1;
+  }
+
+  // A positive value made from `a` (|a| + 0.5) when it is not one.
+  int positive(int a) {
+    if (values_[static_cast<size_t>(a)].positive) return a;
+    const GenValue& v = values_[static_cast<size_t>(a)];
+    const int abs = v.nonneg ? a : push(TStep{Op::Abs, a}, unary(a, v.bound, true, false));
+    return push(TStep{Op::AddS, abs, -1, 0.5}, unary(abs, v.bound + 0.5, true, true));
+  }
+
+  int addStep(int a) {
+    const GenValue va = values_[static_cast<size_t>(a)];
+    const int r = pick(100);
+    if (r < 35) {
+      static const Op kUnary[] = {Op::Neg, Op::Tanh, Op::Sigmoid, Op::Silu, Op::Relu, Op::Abs, Op::Gelu,
+                                  Op::GeluTanh, Op::Exp, Op::Rsqrt, Op::Sqrt, Op::Log, Op::Reciprocal};
+      const Op op = kUnary[pick(13)];
+      const double b = va.bound;
+      switch (op) {
+        case Op::Neg: return push(TStep{op, a}, unary(a, b, false, false));
+        case Op::Tanh: return push(TStep{op, a}, unary(a, 1, false, false));
+        case Op::Sigmoid: return push(TStep{op, a}, unary(a, 1, true, false));
+        case Op::Silu: case Op::Gelu: case Op::GeluTanh: return push(TStep{op, a}, unary(a, b, false, false));
+        case Op::Relu: case Op::Abs: return push(TStep{op, a}, unary(a, b, true, va.positive));
+        case Op::Exp: {
+          const int x = b > 3 ? push(TStep{Op::Tanh, a}, unary(a, 1, false, false)) : a;
+          return push(TStep{op, x}, unary(x, std::exp(values_[static_cast<size_t>(x)].bound), true, false));
+        }
+        default: {
+          const int p = positive(a);
+          const double pb = values_[static_cast<size_t>(p)].bound;
+          if (op == Op::Rsqrt) return push(TStep{op, p}, unary(p, 2, true, pb <= 16));
+          if (op == Op::Sqrt) return push(TStep{op, p}, unary(p, std::sqrt(pb), true, true));
+          if (op == Op::Log) return push(TStep{op, p}, unary(p, std::max(1.4, std::log(pb)), false, false));
+          return push(TStep{op, p}, unary(p, 4, true, pb <= 4));
+        }
+      }
+    }
+    if (r < 55) {
+      static const Op kScalar[] = {Op::MulS, Op::AddS, Op::SubS, Op::DivS, Op::RsubS, Op::Pow2};
+      static const double kValues[] = {0.5, 2.0, -1.5, 0.25, 1.0, -0.75};
+      const Op op = kScalar[pick(6)];
+      const double c = kValues[pick(6)];
+      const double b = va.bound;
+      switch (op) {
+        case Op::MulS: return push(TStep{op, a, -1, c}, unary(a, b * std::abs(c), va.nonneg && c > 0, va.positive && c >= 1));
+        case Op::AddS: return push(TStep{op, a, -1, c}, unary(a, b + std::abs(c), va.nonneg && c >= 0, va.nonneg && c >= 0.25));
+        case Op::SubS: return push(TStep{op, a, -1, c}, unary(a, b + std::abs(c), false, false));
+        case Op::DivS: return push(TStep{op, a, -1, c}, unary(a, b / std::abs(c), va.nonneg && c > 0, false));
+        case Op::RsubS: return push(TStep{op, a, -1, c}, unary(a, b + std::abs(c), false, false));
+        default: return push(TStep{Op::Pow2, a}, unary(a, b * b, true, false));
+      }
+    }
+    if (r < 80) {
+      static const Op kBinary[] = {Op::AddT, Op::SubT, Op::MulT, Op::DivT, Op::RsubT};
+      const Op op = kBinary[pick(5)];
+      int other = -1;
+      if (pick(2) == 0 && values_.size() > 1) {
+        const int o = pick(static_cast<int>(values_.size()));
+        if (o != a) other = o;
+      }
+      if (other < 0) {
+        static const Shape kShapes[] = {Shape::Full, Shape::Full, Shape::Col, Shape::Row, Shape::Zero};
+        const Shape s = kShapes[pick(5)];
+        other = addInput(s, pick(4) == 0 ? at::kFloat : base_, op == Op::DivT);
+        if (a >= other) ++a;
+      }
+      if (op == Op::DivT) other = positive(other);
+      const GenValue& vo = values_[static_cast<size_t>(other)];
+      const GenValue& va2 = values_[static_cast<size_t>(a)];
+      GenValue v{broadcast(va2.shape, vo.shape), promote(va2, vo), 0, false, false};
+      switch (op) {
+        case Op::MulT: v.bound = va2.bound * vo.bound; v.nonneg = va2.nonneg && vo.nonneg; break;
+        case Op::DivT: v.bound = va2.bound * 4; v.nonneg = va2.nonneg; break;
+        case Op::AddT: v.bound = va2.bound + vo.bound; v.nonneg = va2.nonneg && vo.nonneg;
+          v.positive = v.nonneg && (va2.positive || vo.positive); break;
+        default: v.bound = va2.bound + vo.bound; break;
+      }
+      return push(TStep{op, a, other}, v);
+    }
+    if (r < 90) {
+      static const at::ScalarType kTypes[] = {at::kFloat, at::kBFloat16, at::kHalf};
+      at::ScalarType to = kTypes[pick(3)];
+      if (to == va.dtype) to = va.dtype == at::kFloat ? base_ == at::kFloat ? at::kBFloat16 : base_ : at::kFloat;
+      GenValue v = va;
+      v.dtype = to;
+      TStep s{Op::Cast, a};
+      s.to = to;
+      return push(s, v);
+    }
+    if (va.shape != Shape::Full) return push(TStep{Op::Neg, a}, unary(a, va.bound, false, false));
+    static const Op kReduce[] = {Op::SumRow, Op::MeanRow, Op::AmaxRow};
+    const Op op = kReduce[pick(3)];
+    GenValue v = va;
+    v.shape = Shape::Row;
+    if (op == Op::SumRow) {
+      v.bound = va.bound * static_cast<double>(t_.cols);
+      v.positive = va.positive;
+    }
+    return push(TStep{op, a}, v);
+  }
+
+  std::mt19937_64 rng_;
+  Template t_;
+  std::vector<GenValue> values_;
+  at::ScalarType base_ = at::kFloat;
+};
+
+// ---------------------------------------------------------------- threads
+
+// A thread that runs one task at a time for the program.
+class Worker {
+ public:
+  Worker() : thread_([this] { loop(); }) {}
+  ~Worker() {
+    {
+      std::lock_guard<std::mutex> guard(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void start(std::function<void()> task) {
+    std::lock_guard<std::mutex> guard(mu_);
+    task_ = std::move(task);
+    done_ = false;
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
+  }
+  void run(std::function<void()> task) {
+    start(std::move(task));
+    wait();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return stop_ || task_; });
+      if (stop_) return;
+      std::function<void()> task = std::move(task_);
+      task_ = nullptr;
+      lock.unlock();
+      try {
+        task();
+      } catch (...) {
+      }
+      lock.lock();
+      done_ = true;
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<void()> task_;
+  bool done_ = true;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------- a program run
+
+struct Reg {
+  at::Tensor t;
+  const c10::StorageImpl* storage = nullptr;  // t's, kept once t is dropped
+  uint64_t step = 0;
+  int stream = 0;  // the stream it was created on
+  int parent = -1, parent2 = -1;
+  bool view = false;      // shares its parent's values
+  bool modified = false;  // an in-place op wrote it after it was created
+  uint64_t deferredEpoch = ~0ULL;
+};
+
+struct Item {
+  double value;
+  int reg;
+};
+
+struct RunResult {
+  std::vector<Reg> regs;
+  std::vector<Item> items;
+  std::string error;  // an exception the program threw
+};
+
+class Program {
+ public:
+  Program(Choices& choices, const std::vector<Template>& pool, uint64_t seed, bool engineRun, LaunchLog& log,
+          FuzzReport& report, Worker& worker)
+      : ch_(choices), pool_(pool), seed_(seed), engine_(engineRun), log_(log), report_(report), worker_(worker) {}
+
+  RunResult run() {
+    RunResult out;
+    setCurrentCpuStream(0);
+    try {
+      body();
+    } catch (const std::exception& e) {
+      out.error = e.what();
+    }
+    try {
+      command(CommandKind::Synchronize);
+    } catch (const std::exception& e) {
+      if (out.error.empty()) out.error = e.what();
+    }
+    setCurrentCpuStream(0);
+    out.regs = std::move(regs_);
+    out.items = std::move(items_);
+    return out;
+  }
+
+ private:
+  void count(const char* name, uint64_t n = 1) {
+    if (engine_) report_.counts[name] += n;
+  }
+
+  uint64_t flushEpoch() const {
+    const FusionStats s = fuzzEngine().stats();
+    return s.fusedFlushes + s.unfusedFlushes + s.failedFlushes;
+  }
+  bool pending(int r) const { return engine_ && regs_[static_cast<size_t>(r)].deferredEpoch == flushEpoch(); }
+
+  int addReg(at::Tensor t, int parent = -1, int parent2 = -1, bool view = false) {
+    Reg reg;
+    reg.t = std::move(t);
+    reg.storage = reg.t.storage().unsafeGetStorageImpl();
+    reg.step = log_.nextStep();
+    reg.stream = currentCpuStream();
+    reg.parent = parent;
+    reg.parent2 = parent2;
+    reg.view = view;
+    regs_.push_back(std::move(reg));
+    return static_cast<int>(regs_.size()) - 1;
+  }
+
+  std::vector<int> alive() const {
+    std::vector<int> out;
+    for (size_t i = 0; i < regs_.size(); ++i) {
+      if (regs_[i].t.defined()) out.push_back(static_cast<int>(i));
+    }
+    return out;
+  }
+  int anyAlive() {
+    const std::vector<int> a = alive();
+    return a.empty() ? -1 : a[static_cast<size_t>(ch_.pick(static_cast<int>(a.size())))];
+  }
+
+  void command(CommandKind kind) {
+    static const char* kNames[] = {"", "commands.launch", "commands.copy", "commands.eventRecord",
+                                   "commands.streamWait", "commands.synchronize"};
+    count(kNames[static_cast<int>(kind)]);
+    fuzzGate().command(kind);
+  }
+
+  int newInput(const std::vector<int64_t>& sizes, at::ScalarType dtype, bool positive) {
+    at::Tensor t;
+    {
+      FusionBypass bypass;  // the program's data, not its ops
+      auto gen = at::make_generator<at::CPUGeneratorImpl>(mix(seed_, regs_.size()));
+      at::Tensor u = at::rand(sizes, gen, at::kFloat);
+      t = (positive ? u * 1.5 + 0.5 : u * 4 - 2).to(dtype);
+    }
+    return addReg(std::move(t));
+  }
+
+  int step(const TStep& s, int a, int b) {
+    const uint64_t before = engine_ ? fuzzEngine().stats().deferredCalls : 0;
+    at::Tensor out = applyStep(s, regs_[static_cast<size_t>(a)].t, b >= 0 ? regs_[static_cast<size_t>(b)].t : at::Tensor());
+    const int r = addReg(std::move(out), a, b);
+    count("steps");
+    if (engine_ && fuzzEngine().stats().deferredCalls > before) regs_[static_cast<size_t>(r)].deferredEpoch = flushEpoch();
+    return r;
+  }
+
+  void switchStream() {
+    const int s = ch_.pick(3);
+    count("streamSwitches");
+    if (engine_ && fuzzGate().pending() > 0 && s != currentCpuStream()) count("streamSwitchesWhilePending");
+    setCurrentCpuStream(s);
+  }
+
+  void view(int r) {
+    const at::Tensor& t = regs_[static_cast<size_t>(r)].t;
+    count("views");
+    if (pending(r)) count("viewsOfPending");
+    at::Tensor v;
+    switch (ch_.pick(5)) {
+      case 0: v = t.is_contiguous() ? t.view({-1}) : t.unsqueeze(0); break;
+      case 1: v = t.unsqueeze(0); break;
+      case 2: v = t.dim() == 2 ? t.t() : t.unsqueeze(-1); break;
+      case 3: v = t.dim() >= 1 ? t.narrow(-1, 0, std::max<int64_t>(1, t.size(-1) / 2)) : t.view({1}); break;
+      default: v = t.dim() >= 1 && t.size(0) > 0 ? t.select(0, 0) : t.view({1}); break;
+    }
+    addReg(std::move(v), r, -1, true);
+  }
+
+  void metadataInPlace(int r) {
+    at::Tensor& t = regs_[static_cast<size_t>(r)].t;
+    count("metadataInPlace");
+    if (pending(r)) count("metadataInPlaceOnPending");
+    const int k = ch_.pick(4);
+    if (k == 0 && t.dim() == 2) {
+      t.t_();
+    } else if (k == 1 && t.dim() >= 1 && t.size(0) == 1) {
+      t.squeeze_(0);
+    } else if (k == 2 && t.is_contiguous() && t.numel() > 1) {
+      t.as_strided_({t.numel() - 1}, {1}, t.storage_offset() + 1);  // another offset into the same storage
+    } else {
+      t.unsqueeze_(0);
+    }
+  }
+
+  void markModified(int r) {
+    const at::Tensor& t = regs_[static_cast<size_t>(r)].t;
+    for (Reg& reg : regs_) {
+      if (reg.t.defined() && reg.t.is_alias_of(t)) reg.modified = true;
+    }
+  }
+
+  void inPlace(int r) {
+    count("inPlace");
+    if (pending(r)) count("inPlaceOnPending");
+    command(CommandKind::Launch);  // the in-place op's kernel
+    at::Tensor& t = regs_[static_cast<size_t>(r)].t;
+    switch (ch_.pick(4)) {
+      case 0: t.mul_(0.5); break;
+      case 1: t.add_(1.0); break;
+      case 2: t.neg_(); break;
+      default: t.zero_(); break;
+    }
+    markModified(r);
+  }
+
+  void item(int r) {
+    const at::Tensor& t = regs_[static_cast<size_t>(r)].t;
+    count("items");
+    if (pending(r)) count("itemsOfPending");
+    command(CommandKind::Copy);  // the copy to the host, then its synchronize
+    command(CommandKind::Synchronize);
+    if (t.numel() == 0) return;
+    const int64_t at = ch_.pick(static_cast<int>(std::min<int64_t>(t.numel(), 1 << 20)));
+    items_.push_back(Item{t.reshape({-1})[at].item<double>(), r});
+  }
+
+  at::Tensor foreignOp(const at::Tensor& t, int which) {
+    switch (which) {
+      case 0: return t.clone();
+      case 1: return t.dim() >= 1 ? at::cumsum(t, -1) : t.clone();
+      case 2: return t.dim() >= 1 ? at::flip(t, {-1}) : t.clone();
+      case 3: return t.dim() >= 1 ? at::softmax(t, -1) : t.clone();
+      default: return t.dim() >= 1 ? at::cat({t, t}, 0) : t.clone();
+    }
+  }
+
+  void foreign(int r) {
+    count("foreignOps");
+    if (pending(r)) count("foreignOpsOnPending");
+    const int which = ch_.pick(5);
+    command(CommandKind::Launch);
+    addReg(foreignOp(regs_[static_cast<size_t>(r)].t, which), r);
+  }
+
+  // A step on another thread: its call flushes what is pending (Note [The fusion engine's lock]).
+  void threadStep(const TStep& s, int a, int b) {
+    count("threadSteps");
+    if (pending(a) || (b >= 0 && pending(b))) count("threadStepsOnPending");
+    at::Tensor out;
+    const at::Tensor ta = regs_[static_cast<size_t>(a)].t;
+    const at::Tensor tb = b >= 0 ? regs_[static_cast<size_t>(b)].t : at::Tensor();
+    std::string error;
+    worker_.run([&] {
+      try {
+        out = applyStep(s, ta, tb);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    });
+    if (!error.empty()) throw std::runtime_error("on the worker: " + error);
+    addReg(std::move(out), a, b);
+  }
+
+  void threadForeign(int r) {
+    count("threadForeignOps");
+    if (pending(r)) count("threadForeignOpsOnPending");
+    const int which = ch_.pick(5);
+    const at::Tensor t = regs_[static_cast<size_t>(r)].t;
+    at::Tensor out;
+    std::string error;
+    worker_.run([&] {
+      try {
+        fuzzGate().command(CommandKind::Launch);
+        out = foreignOp(t, which);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    });
+    if (!error.empty()) throw std::runtime_error("on the worker: " + error);
+    addReg(std::move(out), r);
+  }
+
+  void drop(int r) {
+    if (r < 0 || !regs_[static_cast<size_t>(r)].t.defined()) return;
+    count("dropped");
+    regs_[static_cast<size_t>(r)].t.reset();
+  }
+
+  // One action between template instances (or inside one, on values the rest of it does not read).
+  void action(bool streams, bool threads, const std::set<int>& untouchable) {
+    int r = anyAlive();
+    if (r < 0) return;
+    const bool free = untouchable.count(r) == 0;
+    switch (ch_.pick(12)) {
+      case 0: command(static_cast<CommandKind>(1 + ch_.pick(5))); break;
+      case 1: if (streams) switchStream(); break;
+      case 2: view(r); break;
+      case 3: if (free) metadataInPlace(r); break;
+      case 4: item(r); break;
+      case 5: if (free) inPlace(r); break;
+      case 6: foreign(r); break;
+      case 7: if (threads) threadStep(TStep{Op::Silu, r}, r, -1); break;
+      case 8: if (threads) threadForeign(r); break;
+      case 9: if (free) drop(r); break;
+      case 10:
+        if (!dropLater_.empty()) {
+          const size_t k = static_cast<size_t>(ch_.pick(static_cast<int>(dropLater_.size())));
+          if (untouchable.count(dropLater_[k]) == 0) drop(dropLater_[k]);
+          dropLater_.erase(dropLater_.begin() + static_cast<std::ptrdiff_t>(k));
+        }
+        break;
+      default: {
+        // A step of the vocabulary outside any template on a held value.
+        const at::Tensor& t = regs_[static_cast<size_t>(r)].t;
+        if (t.is_floating_point()) step(TStep{Op::MulS, r, -1, 0.5}, r, -1);
+        break;
+      }
+    }
+  }
+
+  void instance(const Template& tpl, bool streams, bool threads) {
+    count("instances");
+    const size_t nIn = tpl.inputs.size();
+    std::vector<int> map(nIn + tpl.steps.size(), -1);
+    for (size_t k = 0; k < nIn; ++k) {
+      const TInput& in = tpl.inputs[k];
+      const std::vector<int64_t> sizes = sizesOf(in.shape, tpl.rows, tpl.cols);
+      if (!in.positive && ch_.chance(0.3)) {
+        std::vector<int> fit;
+        for (int r : alive()) {
+          const at::Tensor& t = regs_[static_cast<size_t>(r)].t;
+          if (t.sizes().vec() == sizes && t.scalar_type() == in.dtype &&
+              std::find(map.begin(), map.end(), r) == map.end()) {
+            fit.push_back(r);
+          }
+        }
+        if (!fit.empty()) {
+          map[k] = fit[static_cast<size_t>(ch_.pick(static_cast<int>(fit.size())))];
+          count("inputsReused");
+          continue;
+        }
+      }
+      map[k] = newInput(sizes, in.dtype, in.positive);
+    }
+    std::vector<bool> keep = tpl.keeps[static_cast<size_t>(ch_.pick(2))];
+    if (ch_.chance(0.2)) {
+      for (size_t k = 0; k < keep.size(); ++k) keep[k] = ch_.chance(0.3);
+    }
+    bool mutated = false;
+    size_t done = 0;
+    for (; done < tpl.steps.size(); ++done) {
+      TStep s = tpl.steps[done];
+      if (done > 0 && ch_.chance(0.12)) {
+        mutated = true;
+        // Values the rest of the instance reads are not changed in place or dropped.
+        std::set<int> untouchable;
+        for (size_t k = done; k < tpl.steps.size(); ++k) {
+          untouchable.insert(map[static_cast<size_t>(tpl.steps[k].a)]);
+          if (tpl.steps[k].b >= 0) untouchable.insert(map[static_cast<size_t>(tpl.steps[k].b)]);
+        }
+        if (ch_.chance(0.15)) {
+          count("truncated");
+          break;
+        }
+        action(streams, threads, untouchable);
+      }
+      if (isScalarOp(s.op) && ch_.chance(0.03)) {
+        s.scalar += 0.125;
+        mutated = true;
+        count("scalarsChanged");
+      }
+      const int a = map[static_cast<size_t>(s.a)];
+      const int b = s.b >= 0 ? map[static_cast<size_t>(s.b)] : -1;
+      if (threads && ch_.chance(0.05)) {
+        threadStep(s, a, b);
+        map[nIn + done] = static_cast<int>(regs_.size()) - 1;
+      } else {
+        map[nIn + done] = step(s, a, b);
+      }
+    }
+    if (mutated) count("instancesMutated");
+    for (size_t k = 0; k < done; ++k) {
+      if (keep[k]) continue;
+      const int r = map[nIn + k];
+      if (ch_.chance(0.2)) {
+        dropLater_.push_back(r);
+      } else {
+        drop(r);
+      }
+    }
+  }
+
+  void noise(uint64_t seed) {
+    // Ops of another thread on its own values, while the program runs.
+    std::mt19937_64 rng(seed);
+    at::Tensor x, w;
+    {
+      FusionBypass bypass;
+      x = at::rand({8, 16}) * 4 - 2;
+      w = at::rand({16}) * 4 - 2;
+    }
+    noiseInputs_ = {x, w};
+    at::Tensor v = x;
+    noiseOps_.clear();
+    for (int i = 0; i < 24; ++i) {
+      const int op = static_cast<int>(rng() % 5);
+      noiseOps_.push_back(op);
+      v = noiseStep(op, v, w);
+      if (rng() % 6 == 0) fuzzGate().command(CommandKind::Launch);
+    }
+    noiseOut_ = v;
+  }
+  static at::Tensor noiseStep(int op, const at::Tensor& v, const at::Tensor& w) {
+    switch (op) {
+      case 0: return at::tanh(v);
+      case 1: return v * w;
+      case 2: return at::silu(v) + 0.25;
+      case 3: return at::sigmoid(v) - w;
+      default: return v * 0.5;
+    }
+  }
+
+  void body() {
+    const bool streams = ch_.chance(0.3);
+    const bool threads = ch_.chance(0.3);
+    const bool concurrent = ch_.chance(0.1);
+    if (concurrent && engine_) {
+      count("concurrentPrograms");
+      const uint64_t noiseSeed = mix(seed_, 0xC0FFEE);
+      noiseWorker().start([this, noiseSeed] { noise(noiseSeed); });
+    }
+    const int instances = 1 + ch_.pick(4);
+    for (int i = 0; i < instances; ++i) {
+      for (int k = ch_.pick(3); k > 0; --k) action(streams, threads, {});
+      instance(pool_[static_cast<size_t>(ch_.pick(static_cast<int>(pool_.size())))], streams, threads);
+    }
+    for (int k = ch_.pick(3); k > 0; --k) action(streams, threads, {});
+    if (concurrent && engine_) {
+      noiseWorker().wait();
+      FusionBypass bypass;
+      at::Tensor v = noiseInputs_.at(0);
+      for (int op : noiseOps_) v = noiseStep(op, v, noiseInputs_.at(1));
+      count("concurrentCalls", noiseOps_.size());
+      if (!noiseOut_.defined() || !at::equal(v, noiseOut_)) noiseMismatch = true;
+    }
+  }
+
+  static Worker& noiseWorker() {
+    static Worker* w = new Worker();  // leaked: it may still be parked at exit
+    return *w;
+  }
+
+ public:
+  bool noiseMismatch = false;
+
+ private:
+  Choices& ch_;
+  const std::vector<Template>& pool_;
+  uint64_t seed_;
+  bool engine_;
+  LaunchLog& log_;
+  FuzzReport& report_;
+  Worker& worker_;
+  std::vector<Reg> regs_;
+  std::vector<Item> items_;
+  std::vector<int> dropLater_;
+  std::vector<at::Tensor> noiseInputs_;
+  std::vector<int> noiseOps_;
+  at::Tensor noiseOut_;
+};
+
+// ---------------------------------------------------------------- the checker
+
+enum class Taint { None, Direct, Derived };
+
+struct Compared {
+  bool ok = true;
+  bool unwritten = false;
+  std::string what;
+};
+
+Compared compareValues(const at::Tensor& got, const at::Tensor& want, Taint taint, double tol) {
+  FusionBypass bypass;  // the checker's ops are not the program's
+  Compared c;
+  if (got.sizes() != want.sizes() || got.scalar_type() != want.scalar_type()) {
+    c.ok = false;
+    std::ostringstream s;
+    s << "metadata " << got.sizes() << " " << got.scalar_type() << " vs eager " << want.sizes() << " "
+      << want.scalar_type();
+    c.what = s.str();
+    return c;
+  }
+  const at::Tensor g = got.contiguous(), w = want.contiguous();
+  const at::Tensor gn = at::isnan(g), wn = at::isnan(w);
+  c.unwritten = at::logical_and(gn, at::logical_not(wn)).any().item<bool>();
+  if (taint == Taint::None) {
+    c.ok = std::memcmp(g.data_ptr(), w.data_ptr(), static_cast<size_t>(g.nbytes())) == 0;
+    if (!c.ok) c.what = "not bit for bit";
+  } else if (taint == Taint::Direct) {
+    at::Tensor gd = g.to(at::kDouble), wd = w.to(at::kDouble);
+    at::Tensor within = ((gd - wd).abs() <= tol * (wd.abs() + 1)) | (gn & wn);
+    c.ok = within.all().item<bool>();
+    if (!c.ok) {
+      std::ostringstream s;
+      s << "beyond the chain's tolerance " << tol << ": worst " << ((gd - wd).abs() / (wd.abs() + 1)).nan_to_num(1e300).max().item<double>();
+      c.what = s.str();
+    }
+  } else {
+    c.ok = at::equal(gn, wn) && at::equal(at::isinf(g), at::isinf(w));
+    if (!c.ok) c.what = "NaN or infinity where eager has none (downstream of a fused value)";
+  }
+  if (c.unwritten) c.ok = false;
+  return c;
+}
+
+class Checker {
+ public:
+  Checker(const RunResult& got, const LaunchLog& log) : got_(got), log_(log), memo_(got.regs.size()) {}
+
+  // How far a value is from bit-for-bit eager, and the tolerance of the chain that wrote it.
+  std::pair<Taint, double> taint(int r) {
+    auto& m = memo_[static_cast<size_t>(r)];
+    if (m) return *m;
+    m = std::pair<Taint, double>{Taint::None, 0.0};
+    const Reg& reg = got_.regs[static_cast<size_t>(r)];
+    std::pair<Taint, double> t{Taint::None, 0.0};
+    const std::optional<LaunchLog::Write> w = log_.written(reg.storage, reg.step);
+    if (w && w->tolerance > 0) t = {Taint::Direct, w->tolerance};
+    for (int p : {reg.parent, reg.parent2}) {
+      if (p < 0) continue;
+      const auto pt = taint(p);
+      if (pt.first == Taint::None) continue;
+      const Taint inherited = reg.view ? pt.first : Taint::Derived;
+      if (inherited > t.first) t = {inherited, pt.second};
+    }
+    if (reg.modified && t.first == Taint::Direct) t.first = Taint::Derived;
+    m = t;
+    return t;
+  }
+
+  // Whether a fused kernel wrote this value (not a view of one) on another
+  // stream than the one its call ran on.
+  bool writtenOnAnotherStream(int r) const {
+    const Reg& reg = got_.regs[static_cast<size_t>(r)];
+    if (reg.view || !reg.t.defined()) return false;  // a dropped value's storage may be another's since
+    const std::optional<LaunchLog::Write> w = log_.written(reg.storage, reg.step);
+    return w && w->stream != reg.stream;
+  }
+
+ private:
+  const RunResult& got_;
+  const LaunchLog& log_;
+  std::vector<std::optional<std::pair<Taint, double>>> memo_;
+};
+
+// ---------------------------------------------------------------- the pool
+
+struct Pool {
+  std::vector<Template> templates;
+  size_t chains = 0;
+};
+
+Pool learnPool(uint64_t seed, int templates, LaunchLog& log, bool skipLast) {
+  FusionEngine& engine = fuzzEngine();
+  engine.resetForTest();
+  log.clear();
+  setCurrentCpuStream(0);
+  Pool pool;
+  TemplateMaker maker(seed);
+  std::mt19937_64 rng(mix(seed, 1));
+  std::vector<HotChain> hot;
+  engine.setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+  for (int i = 0; i < templates; ++i) {
+    pool.templates.push_back(maker.make());
+    const Template& tpl = pool.templates.back();
+    for (const std::vector<bool>& keep : tpl.keeps) {
+      for (int rep = 0; rep < 3; ++rep) {  // hotCalls windows, each ended by a command
+        std::vector<at::Tensor> values;
+        for (size_t k = 0; k < tpl.inputs.size(); ++k) {
+          FusionBypass bypass;
+          const TInput& in = tpl.inputs[k];
+          at::Tensor u = at::rand(sizesOf(in.shape, tpl.rows, tpl.cols));
+          values.push_back((in.positive ? u * 1.5 + 0.5 : u * 4 - 2).to(in.dtype));
+        }
+        fuzzGate().command(CommandKind::Synchronize);
+        for (const TStep& s : tpl.steps) {
+          values.push_back(applyStep(s, values[static_cast<size_t>(s.a)],
+                                     s.b >= 0 ? values[static_cast<size_t>(s.b)] : at::Tensor()));
+        }
+        for (size_t k = 0; k < tpl.steps.size(); ++k) {
+          if (!keep[k]) values[tpl.inputs.size() + k].reset();
+        }
+        fuzzGate().command(CommandKind::Synchronize);
+      }
+    }
+    for (const HotChain& h : hot) {
+      const bool interpreted = rng() % 2 == 0;
+      auto kernel = interpreted ? makeInterpreterKernel(h, log, skipLast) : makeExactKernel(h, log, skipLast);
+      engine.publish(ReadyChain{h.pattern, h.build, kernel, h.key});
+      ++pool.chains;
+    }
+    hot.clear();
+  }
+  engine.setHotCallback(nullptr);
+  return pool;
+}
+
+}  // namespace
+
+FuzzReport runFusionFuzz(const FuzzOptions& options) {
+  FusionEngine& engine = fuzzEngine();
+  FuzzReport report;
+  LaunchLog log;
+  Worker worker;
+  Choices choices;
+  Pool pool;
+  int64_t poolIndex = -1;
+  const FusionStats start = engine.stats();
+  FusionStats poolStart = start;
+  auto addEngineCounts = [&](const FusionStats& from, const FusionStats& to) {
+    report.counts["deferredCalls"] += to.deferredCalls - from.deferredCalls;
+    report.counts["fusedFlushes"] += to.fusedFlushes - from.fusedFlushes;
+    report.counts["unfusedFlushes"] += to.unfusedFlushes - from.unfusedFlushes;
+    report.counts["failedFlushes"] += to.failedFlushes - from.failedFlushes;
+    report.counts["hookGaveUp"] += to.hookGaveUp - from.hookGaveUp;
+  };
+  auto fail = [&](int64_t program, const std::string& what) {
+    ++report.mismatches;
+    if (report.failures.size() < options.failuresKept) {
+      report.failures.push_back("seed " + std::to_string(options.seed) + " pool " + std::to_string(poolIndex) +
+                                " program " + std::to_string(program) + ": " + what);
+    }
+  };
+  for (int64_t p = 0; p < options.programs; ++p) {
+    if (poolIndex < 0 || p % options.programsPerPool == 0 || !engine.enabled()) {
+      if (poolIndex >= 0) addEngineCounts(poolStart, engine.stats());  // resetForTest zeroes the stats
+      ++poolIndex;
+      pool = learnPool(mix(options.seed, static_cast<uint64_t>(poolIndex)), options.templatesPerPool, log,
+                       options.skipLastOutput);
+      poolStart = engine.stats();
+      report.counts["pools"] += 1;
+      report.counts["poolTemplates"] += pool.templates.size();
+      report.counts["poolChains"] += pool.chains;
+    }
+    const uint64_t seed = mix(mix(options.seed, static_cast<uint64_t>(poolIndex)), static_cast<uint64_t>(p));
+    log.clear();
+    choices.record(seed);
+    engine.setEnabled(false);
+    RunResult want = Program(choices, pool.templates, seed, false, log, report, worker).run();
+    engine.setEnabled(true);
+    if (!want.error.empty()) {
+      report.counts["discarded"] += 1;  // the program itself is not valid (eager throws)
+      continue;
+    }
+    choices.replay();
+    Program program(choices, pool.templates, seed, true, log, report, worker);
+    RunResult got = program.run();
+    report.programs += 1;
+    report.counts["programs"] += 1;
+    if (program.noiseMismatch) fail(p, "the concurrent thread's values differ from eager");
+    if (!got.error.empty()) {
+      fail(p, "the engine run threw: " + got.error);
+      continue;
+    }
+    if (choices.diverged() || got.regs.size() != want.regs.size() || got.items.size() != want.items.size()) {
+      fail(p, "the engine run took another path than eager");
+      continue;
+    }
+    Checker checker(got, log);
+    for (size_t r = 0; r < got.regs.size(); ++r) {
+      if (checker.writtenOnAnotherStream(static_cast<int>(r))) {
+        report.counts["streamViolations"] += 1;
+        fail(p, "value " + std::to_string(r) + " written by a fused launch on another stream than its call's");
+      }
+      const at::Tensor& g = got.regs[r].t;
+      const at::Tensor& w = want.regs[r].t;
+      if (g.defined() != w.defined()) {
+        fail(p, "value " + std::to_string(r) + " held in one run only");
+        continue;
+      }
+      if (!g.defined()) continue;
+      const auto [taint, tol] = checker.taint(static_cast<int>(r));
+      report.counts[taint == Taint::None ? "comparedBitwise"
+                                         : taint == Taint::Direct ? "comparedWithinTolerance" : "comparedNanPattern"] += 1;
+      const Compared c = compareValues(g, w, taint, tol);
+      if (c.unwritten) ++report.unwrittenReads;
+      if (!c.ok) fail(p, "value " + std::to_string(r) + ": " + c.what);
+    }
+    for (size_t i = 0; i < got.items.size(); ++i) {
+      report.counts["itemsCompared"] += 1;
+      const double g = got.items[i].value, w = want.items[i].value;
+      const auto [taint, tol] = checker.taint(got.items[i].reg);
+      bool ok;
+      if (taint == Taint::None) {
+        ok = std::memcmp(&g, &w, sizeof g) == 0;
+      } else if (taint == Taint::Direct) {
+        ok = (std::isnan(g) && std::isnan(w)) || std::abs(g - w) <= tol * (1 + std::abs(w));
+      } else {
+        ok = std::isnan(g) == std::isnan(w) && std::isinf(g) == std::isinf(w);
+      }
+      if (std::isnan(g) && !std::isnan(w)) ++report.unwrittenReads;
+      if (!ok) fail(p, "item " + std::to_string(i) + ": " + std::to_string(g) + " vs eager " + std::to_string(w));
+    }
+    if (fuzzGate().pending() != 0) fail(p, "something is still pending after the final synchronize");
+    if (options.progress && (p + 1) % 1000 == 0) options.progress(p + 1);
+  }
+  addEngineCounts(poolStart, engine.stats());
+  report.counts["interpreterLaunches"] = log.interpreterLaunches();
+  report.counts["exactLaunches"] = log.exactLaunches();
+  report.counts["streamViolations"] += 0;
+  report.counts["hooksFired"] = fuzzGate().hooksFired();
+  report.counts["mismatches"] = report.mismatches;
+  report.counts["unwrittenReads"] = report.unwrittenReads;
+  return report;
+}
+
+}  // namespace hotkernel::fusion::fuzz

@@ -1,0 +1,59 @@
+#pragma once
+// The fusion engine's fuzz suite on the CPU key (issue 20): random programs
+// run once in plain eager and once with the engine deferring and fusing the
+// chains it learned, compared value by value.
+//
+// Note [Fusion fuzz programs]
+// A pool of random chain templates (pointwise ops, scalar ops, broadcasts of
+// row and column operands, casts, row reductions; values kept bounded and
+// away from the ops' singularities) is learned by the engine (each template
+// run hotCalls times between commands, with a random set of intermediates
+// held) and every hot chain is published with an interpreter or an exact
+// kernel (FusionFuzzHarness.h). A program then runs 1-4 template instances
+// on fresh or earlier values, mutated at random (a changed scalar, a
+// truncation, a command, a stream switch, a step on another thread, a view,
+// an in-place or metadata change, `.item()` in the middle of a chain), with
+// random actions between them (the same ones, foreign ops, held and dropped
+// values), sometimes while another thread runs ops of its own. All random
+// choices go through one recorder: the eager run draws them, the engine run
+// replays them, so both run the same program. At the end (a synchronize)
+// every value still held and every `.item()` is compared: bit for bit,
+// except a value an interpreter kernel wrote (within the chain's tolerance,
+// Note [Interpreter modes tolerance]) or one computed from such a value
+// (NaN where eager has NaN, finite elsewhere). Deferred outputs are filled
+// with NaN when allocated, so a read of memory a flush never wrote is a NaN
+// where eager has a number: counted as an unwritten read (and a mismatch).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hotkernel::fusion::fuzz {
+
+struct FuzzOptions {
+  uint64_t seed = 1;
+  int64_t programs = 1000;
+  int64_t programsPerPool = 500;  // programs between two pools (the catalog is reset)
+  int templatesPerPool = 12;
+  bool skipLastOutput = false;  // plants a bug: fused kernels leave their last output unwritten
+  size_t failuresKept = 20;
+  std::function<void(int64_t done)> progress;  // called every 1000 programs
+};
+
+struct FuzzReport {
+  int64_t programs = 0;
+  uint64_t mismatches = 0;
+  uint64_t unwrittenReads = 0;
+  // Features exercised and comparisons made, by name (Note [Fusion fuzz programs]).
+  std::map<std::string, uint64_t> counts;
+  // The first failures: "pool P program N: what".
+  std::vector<std::string> failures;
+};
+
+// Runs `options.programs` programs in this process's fuzz engine (one at a
+// time: the engine is the process's).
+FuzzReport runFusionFuzz(const FuzzOptions& options);
+
+}  // namespace hotkernel::fusion::fuzz

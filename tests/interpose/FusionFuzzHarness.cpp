@@ -1,0 +1,272 @@
+#include "FusionFuzzHarness.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <set>
+
+#include "hotkernel/chain/ChainInterpreter.h"
+#include "hotkernel/interpose/FusionBypass.h"
+
+namespace hotkernel::fusion::fuzz {
+namespace {
+
+thread_local int tOwnDepth = 0;
+thread_local int tStream = 0;
+
+class CpuStreamGuard final : public c10::impl::NoOpDeviceGuardImpl<c10::DeviceType::CPU> {
+ public:
+  c10::Stream getStream(c10::Device) const noexcept override { return streamOf(tStream); }
+  c10::Stream exchangeStream(c10::Stream s) const noexcept override {
+    const c10::Stream previous = streamOf(tStream);
+    tStream = static_cast<int>(s.id());
+    return previous;
+  }
+
+ private:
+  static c10::Stream streamOf(int id) {
+    return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::CPU, -1), static_cast<c10::StreamId>(id));
+  }
+};
+
+c10::ScalarType scalarTypeNamed(const std::string& name) {
+  if (name == "float32") return at::kFloat;
+  if (name == "float16") return at::kHalf;
+  if (name == "bfloat16") return at::kBFloat16;
+  throw std::runtime_error("fuzz kernel: no dtype " + name);
+}
+
+// `t`'s memory read as the pattern's value `meta` (what a kernel given its pointer sees).
+at::Tensor asPattern(const at::Tensor& t, const chain::TensorMeta& meta) {
+  return at::from_blob(t.data_ptr(), meta.sizes, meta.strides, at::TensorOptions().dtype(scalarTypeNamed(meta.scalarType)));
+}
+
+int streamIdOf(const c10::Stream& s) { return static_cast<int>(s.id()); }
+
+class KernelBase : public FusedChainKernel {
+ public:
+  KernelBase(const HotChain& chain, LaunchLog& log, bool skipLast)
+      : pattern_(chain.pattern), build_(chain.build), log_(log), skipLast_(skipLast) {}
+
+  bool launch(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+              c10::Stream stream) noexcept override {
+    try {
+      if (inputs.size() != build_.inputValues.size() || outputs.size() != build_.outputValues.size()) return false;
+      std::vector<at::Tensor> results = compute(inputs);
+      log_.launched(fusedArithmetic());
+      const size_t written = skipLast_ && !outputs.empty() ? outputs.size() - 1 : outputs.size();
+      for (size_t k = 0; k < written; ++k) {
+        asPattern(outputs[k], pattern_.metas.at(build_.outputValues[k])).copy_(results[k]);
+        log_.wrote(outputs[k], streamIdOf(stream), tolerance());
+      }
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+
+ protected:
+  virtual std::vector<at::Tensor> compute(const std::vector<at::Tensor>& inputs) = 0;
+  virtual bool fusedArithmetic() const = 0;
+  // Note [Interpreter modes tolerance]: 2^-4 relative with a 16-bit value in the chain; float32
+  // chains differ from the CPU's ATen only by its transcendental functions and summation order.
+  double tolerance() const {
+    if (!fusedArithmetic()) return 0;
+    for (const auto& [id, meta] : pattern_.metas) {
+      if (meta.scalarType != "float32") return 1.0 / 16;
+    }
+    return 1e-4;
+  }
+
+  chain::ChainPattern pattern_;
+  chain::ChainBuild build_;
+  LaunchLog& log_;
+  bool skipLast_;
+};
+
+class InterpreterKernel final : public KernelBase {
+ public:
+  using KernelBase::KernelBase;
+  std::string describe() const override { return "interpreter"; }
+
+ protected:
+  bool fusedArithmetic() const override { return true; }
+  std::vector<at::Tensor> compute(const std::vector<at::Tensor>& inputs) override {
+    std::vector<std::vector<float>> in;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      at::Tensor f = asPattern(inputs[k], pattern_.metas.at(build_.inputValues[k])).to(at::kFloat).contiguous();
+      in.emplace_back(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+    }
+    auto out = chain::interpretChain(build_.chain, build_.rows, build_.cols, in, chain::EvalMode::Fused);
+    std::vector<at::Tensor> results;
+    for (size_t k = 0; k < out.size(); ++k) {
+      const chain::TensorMeta& m = pattern_.metas.at(build_.outputValues[k]);
+      at::Tensor f = at::from_blob(out[k].data(), {static_cast<int64_t>(out[k].size())}, at::kFloat);
+      results.push_back(f.view(m.sizes).to(scalarTypeNamed(m.scalarType), false, /*copy=*/true));  // out[k] dies here
+    }
+    return results;
+  }
+};
+
+// A recorded argument as the schema's type wants it.
+c10::IValue argumentValue(const chain::RecordedArg& a, const c10::TypePtr& declared,
+                          const std::map<int64_t, at::Tensor>& values) {
+  c10::TypePtr type = declared;
+  if (auto opt = type->cast<c10::OptionalType>()) {
+    if (a.kind == chain::RecordedArg::Kind::None) return c10::IValue();
+    type = opt->getElementType();
+  }
+  using Kind = chain::RecordedArg::Kind;
+  switch (a.kind) {
+    case Kind::None: return c10::IValue();
+    case Kind::Tensor: return values.at(a.value);
+    case Kind::Bool: return c10::IValue(a.flag);
+    case Kind::IntList: return c10::IValue(a.ints);
+    case Kind::String:
+      if (type->kind() == c10::TypeKind::DeviceObjType) return c10::IValue(c10::Device(a.text));
+      return c10::IValue(a.text);
+    case Kind::Scalar:
+      if (type->kind() == c10::TypeKind::TensorType) {
+        at::Tensor wrapped = at::scalar_tensor(a.scalar, at::kDouble);
+        wrapped.unsafeGetTensorImpl()->set_wrapped_number(true);
+        return wrapped;
+      }
+      if (type->kind() == c10::TypeKind::FloatType || type->kind() == c10::TypeKind::NumberType) {
+        return c10::IValue(a.scalar);
+      }
+      return c10::IValue(static_cast<int64_t>(a.scalar));
+  }
+  return c10::IValue();
+}
+
+class ExactKernel final : public KernelBase {
+ public:
+  using KernelBase::KernelBase;
+  std::string describe() const override { return "exact"; }
+
+ protected:
+  bool fusedArithmetic() const override { return false; }
+  std::vector<at::Tensor> compute(const std::vector<at::Tensor>& inputs) override {
+    std::map<int64_t, at::Tensor> values;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      values[build_.inputValues[k]] = asPattern(inputs[k], pattern_.metas.at(build_.inputValues[k]));
+    }
+    // The calls the outputs need, walking back from them.
+    std::set<int64_t> needed(build_.outputValues.begin(), build_.outputValues.end());
+    std::vector<bool> run(pattern_.calls.size(), false);
+    for (size_t i = pattern_.calls.size(); i-- > 0;) {
+      const chain::RecordedCall& c = pattern_.calls[i];
+      for (int64_t o : c.outputs) run[i] = run[i] || needed.count(o) != 0;
+      if (!run[i]) continue;
+      for (const chain::RecordedArg& a : c.args) {
+        if (a.kind == chain::RecordedArg::Kind::Tensor) needed.insert(a.value);
+      }
+    }
+    auto& dispatcher = c10::Dispatcher::singleton();
+    for (size_t i = 0; i < pattern_.calls.size(); ++i) {
+      if (!run[i]) continue;
+      const chain::RecordedCall& c = pattern_.calls[i];
+      const size_t dot = c.op.find('.');
+      const std::string name = c.op.substr(0, dot);
+      const std::string overload = dot == std::string::npos ? "" : c.op.substr(dot + 1);
+      auto op = dispatcher.findSchema({name, overload});
+      if (!op) throw std::runtime_error("fuzz kernel: no op " + c.op);
+      const auto& schema = op->schema().arguments();
+      torch::jit::Stack stack;
+      for (size_t k = 0; k < schema.size(); ++k) {
+        if (k < c.args.size()) {
+          stack.push_back(argumentValue(c.args[k], schema[k].type(), values));
+        } else {
+          stack.push_back(*schema[k].default_value());
+        }
+      }
+      op->callBoxed(&stack);
+      for (size_t k = 0; k < c.outputs.size(); ++k) values[c.outputs[k]] = stack.at(k).toTensor();
+    }
+    std::vector<at::Tensor> results;
+    for (int64_t v : build_.outputValues) results.push_back(values.at(v));
+    return results;
+  }
+};
+
+}  // namespace
+
+void FuzzGate::enterOwn() { ++tOwnDepth; }
+void FuzzGate::leaveOwn() { --tOwnDepth; }
+
+void FuzzGate::command(CommandKind kind) {
+  if (pending_.load() == 0 || tOwnDepth > 0) return;
+  FlushHook h = hook_.load();
+  if (h == nullptr) return;
+  hooksFired_.fetch_add(1);
+  h(static_cast<int>(kind));
+}
+
+void installCpuStreams() {
+  static const bool installed = [] {
+    static CpuStreamGuard guard;  // the registry holds it for the process
+    c10::impl::DeviceGuardImplRegistrar registrar(c10::DeviceType::CPU, &guard);
+    return true;
+  }();
+  (void)installed;
+}
+
+int currentCpuStream() { return tStream; }
+void setCurrentCpuStream(int id) { tStream = id; }
+
+void LaunchLog::wrote(const at::Tensor& t, int stream, double tolerance) {
+  std::lock_guard<std::mutex> guard(mu_);
+  writes_[t.storage().unsafeGetStorageImpl()] = Write{step_.load(), stream, tolerance};
+}
+
+void LaunchLog::launched(bool fusedArithmetic) {
+  (fusedArithmetic ? interpreterLaunches_ : exactLaunches_).fetch_add(1);
+}
+
+std::optional<LaunchLog::Write> LaunchLog::written(const c10::StorageImpl* storage, uint64_t step) const {
+  std::lock_guard<std::mutex> guard(mu_);
+  auto it = writes_.find(storage);
+  if (it == writes_.end() || it->second.step < step) return std::nullopt;
+  return it->second;
+}
+
+void LaunchLog::clear() {
+  std::lock_guard<std::mutex> guard(mu_);
+  writes_.clear();
+}
+
+std::shared_ptr<FusedChainKernel> makeInterpreterKernel(const HotChain& chain, LaunchLog& log, bool skipLastOutput) {
+  return std::make_shared<InterpreterKernel>(chain, log, skipLastOutput);
+}
+
+std::shared_ptr<FusedChainKernel> makeExactKernel(const HotChain& chain, LaunchLog& log, bool skipLastOutput) {
+  return std::make_shared<ExactKernel>(chain, log, skipLastOutput);
+}
+
+namespace {
+FuzzGate* gFuzzGate = nullptr;
+}
+
+FusionEngine& fuzzEngine() {
+  static FusionEngine* e = [] {
+    installCpuStreams();
+    auto gate = std::make_unique<FuzzGate>();
+    gFuzzGate = gate.get();
+    FusionOptions options;
+    options.hotCalls = 3;
+    options.defer = true;
+    options.poisonDeferredOutputs = true;
+    FusionEngine* made = FusionEngine::installProcessEngine(std::move(gate), options);
+    made->install(c10::DispatchKey::CPU);
+    return made;
+  }();
+  return *e;
+}
+
+FuzzGate& fuzzGate() {
+  fuzzEngine();
+  return *gFuzzGate;
+}
+
+}  // namespace hotkernel::fusion::fuzz

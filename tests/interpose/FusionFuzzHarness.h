@@ -1,0 +1,109 @@
+#pragma once
+// The CPU model of a GPU serving process that the fusion fuzz suite runs the
+// engine in (issue 20): the process's fusion engine on the CPU key with a
+// fake command gate, CPU streams, and fused chain kernels that read and
+// write raw storage like the real ones.
+//
+// Note [The fuzz suite's model of a GPU process]
+// On a GPU the shim calls the engine's flush hook before every CUDA command
+// hotkernel does not issue; on the CPU nothing does, so the programs fire a
+// "command" (FuzzGate::command) exactly where a GPU process would issue one:
+// before a kernel of an op the engine does not take (in-place ops, other
+// ops, copies), before `.item()`'s copy, at an event record, a stream wait, a
+// synchronize. View ops and in-place metadata changes (`t_`, `unsqueeze_`)
+// issue none, as on a GPU. The own-command guard is per thread, as the
+// shim's is. The CPU has one stream; CpuStreams replaces the CPU's device
+// guard with one that keeps a current stream per thread (ids 0..n), so the
+// engine's stream checks (a chain stays on its stream, a flush runs on it)
+// see real stream changes. A fused kernel gets the chain's values as
+// pointers and reads and writes them in the chain pattern's layout, as the
+// generated CUDA kernel does (not through the tensors' current metadata).
+// Two kernels: InterpreterKernel computes the chain with the chain
+// interpreter in Fused mode (float32 intermediates: within the chain's
+// tolerance of eager), ExactKernel evaluates the pattern's calls with ATen
+// (bit for bit eager), so that values downstream of a fused chain can be
+// compared bit for bit too.
+
+#include <ATen/core/Tensor.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hotkernel/interpose/ChainCatalog.h"
+#include "hotkernel/interpose/CommandGate.h"
+#include "hotkernel/interpose/FusionEngine.h"
+
+namespace hotkernel::fusion::fuzz {
+
+enum class CommandKind { Launch = 1, Copy, EventRecord, StreamWait, Synchronize };
+
+class FuzzGate final : public CommandGate {
+ public:
+  bool covers() override { return true; }
+  void setFlushHook(FlushHook h) override { hook_.store(h); }
+  void setPending(int count) override { pending_.store(count); }
+  void enterOwn() override;
+  void leaveOwn() override;
+
+  // A command this thread issues: the hook first when something is pending
+  // and the thread is outside the own guard (the shim's rule).
+  void command(CommandKind kind);
+  int pending() const { return pending_.load(); }
+  uint64_t hooksFired() const { return hooksFired_.load(); }
+
+ private:
+  std::atomic<FlushHook> hook_{nullptr};
+  std::atomic<int> pending_{0};
+  std::atomic<uint64_t> hooksFired_{0};
+};
+
+// Replaces the CPU's device guard (once per process) with one whose current
+// stream is per thread; the current stream of this thread.
+void installCpuStreams();
+int currentCpuStream();
+void setCurrentCpuStream(int id);
+
+// What the fused kernels wrote, for the checker: by storage (a value the
+// flush reads or writes as taken may be another TensorImpl on the same
+// storage: Note [Values as a chain took them]), at which program step, on
+// which stream, with which tolerance.
+class LaunchLog {
+ public:
+  struct Write {
+    uint64_t step = 0;
+    int stream = 0;
+    double tolerance = 0;  // of the chain's fused arithmetic against eager; 0: an exact kernel
+  };
+  void launched(bool fusedArithmetic);
+  void wrote(const at::Tensor& t, int stream, double tolerance);
+  // The last write into `storage` since `step` (the step its value was created at), if any.
+  std::optional<Write> written(const c10::StorageImpl* storage, uint64_t step) const;
+  uint64_t interpreterLaunches() const { return interpreterLaunches_.load(); }
+  uint64_t exactLaunches() const { return exactLaunches_.load(); }
+  uint64_t nextStep() { return ++step_; }
+  void clear();
+
+ private:
+  mutable std::mutex mu_;
+  std::map<const c10::StorageImpl*, Write> writes_;  // Precondition: mu_ held.
+  std::atomic<uint64_t> step_{0}, interpreterLaunches_{0}, exactLaunches_{0};
+};
+
+// A chain's fused kernel on the CPU (Note [The fuzz suite's model of a GPU
+// process]); `skipLastOutput` plants a bug (the last output is never
+// written) for the suite's own test.
+std::shared_ptr<FusedChainKernel> makeInterpreterKernel(const HotChain& chain, LaunchLog& log, bool skipLastOutput);
+std::shared_ptr<FusedChainKernel> makeExactKernel(const HotChain& chain, LaunchLog& log, bool skipLastOutput);
+
+// The process's engine on the CPU key with the fuzz gate (hot after 3
+// windows, deferred outputs filled with NaN), installed once.
+FusionEngine& fuzzEngine();
+FuzzGate& fuzzGate();
+
+}  // namespace hotkernel::fusion::fuzz

@@ -1,0 +1,130 @@
+// fusion_fuzz: the fusion fuzz suite's long run (Note [Fusion fuzz
+// programs]). Runs N programs from a seed and writes a JSON report
+// (format "hotkernel-fusion-fuzz", version 1: documented in bench/README.md);
+// --merge sums reports of several runs (other seeds) into one. Exit status:
+// 0 no mismatch, 1 mismatches, 2 bad usage or an unreadable report.
+#include <sys/utsname.h>
+#include <torch/version.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "FusionFuzz.h"
+
+using namespace hotkernel::fusion::fuzz;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kFormat = "hotkernel-fusion-fuzz";
+constexpr int kVersion = 1;
+
+std::string cpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "unknown";
+}
+
+json machine() {
+  utsname u{};
+  uname(&u);
+  return {{"cpu", cpuModel()}, {"kernel", std::string(u.sysname) + " " + u.release}, {"arch", u.machine}};
+}
+
+std::string utcNow() {
+  const std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return buf;
+}
+
+int merge(const std::vector<std::string>& files, const std::string& out) {
+  json total = {{"format", kFormat}, {"version", kVersion}, {"programs", 0}, {"mismatches", 0},
+                {"unwrittenReads", 0}, {"seconds", 0.0}, {"runs", json::array()}, {"counts", json::object()},
+                {"failures", json::array()}};
+  for (const std::string& f : files) {
+    std::ifstream in(f);
+    json r = json::parse(in, nullptr, false);
+    if (r.is_discarded() || r.value("format", "") != kFormat || r.value("version", 0) != kVersion) {
+      std::cerr << "fusion_fuzz: " << f << " is not a " << kFormat << " v" << kVersion << " report\n";
+      return 2;
+    }
+    for (const char* k : {"programs", "mismatches", "unwrittenReads"}) total[k] = total[k].get<int64_t>() + r[k].get<int64_t>();
+    total["seconds"] = total["seconds"].get<double>() + r["seconds"].get<double>();
+    for (auto& [k, v] : r["counts"].items()) total["counts"][k] = total["counts"].value(k, uint64_t{0}) + v.get<uint64_t>();
+    for (auto& f2 : r["failures"]) total["failures"].push_back(f2);
+    for (auto& run : r.value("runs", json::array())) total["runs"].push_back(run);
+    if (!r.contains("runs")) total["runs"].push_back({{"seed", r["seed"]}, {"programs", r["programs"]}, {"seconds", r["seconds"]}});
+    for (const char* k : {"machine", "torch", "date"}) total[k] = r[k];
+  }
+  std::ofstream o(out);
+  o << total.dump(2) << "\n";
+  std::cout << "merged " << files.size() << " reports: " << total["programs"] << " programs, " << total["mismatches"]
+            << " mismatches, " << total["unwrittenReads"] << " unwritten reads\n";
+  return total["mismatches"].get<int64_t>() == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"The fusion engine's fuzz suite on the CPU: random programs against plain eager"};
+  FuzzOptions options;
+  std::string out;
+  std::vector<std::string> mergeFiles;
+  app.add_option("--programs", options.programs, "programs to run")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app.add_option("--seed", options.seed, "the run's seed");
+  app.add_option("--programs-per-pool", options.programsPerPool, "programs between two learned pools")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app.add_option("--templates", options.templatesPerPool, "chain templates per pool")->check(CLI::Range(1, 1000));
+  app.add_option("--json", out, "write the report here");
+  app.add_option("--merge", mergeFiles, "sum these reports into --json instead of running");
+  CLI11_PARSE(app, argc, argv);
+  if (!mergeFiles.empty()) {
+    if (out.empty()) {
+      std::cerr << "fusion_fuzz: --merge needs --json\n";
+      return 2;
+    }
+    return merge(mergeFiles, out);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  options.progress = [&](int64_t done) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (done % 50000 == 0) std::cerr << "fusion_fuzz: " << done << " programs, " << s << " s\n";
+  };
+  const FuzzReport r = runFusionFuzz(options);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  json j = {{"format", kFormat},
+            {"version", kVersion},
+            {"seed", options.seed},
+            {"programs", r.programs},
+            {"programsPerPool", options.programsPerPool},
+            {"templatesPerPool", options.templatesPerPool},
+            {"mismatches", r.mismatches},
+            {"unwrittenReads", r.unwrittenReads},
+            {"seconds", seconds},
+            {"counts", r.counts},
+            {"failures", r.failures},
+            {"machine", machine()},
+            {"torch", TORCH_VERSION},
+            {"date", utcNow()}};
+  std::cout << r.programs << " programs in " << seconds << " s: " << r.mismatches << " mismatches, "
+            << r.unwrittenReads << " unwritten reads\n";
+  for (const std::string& f : r.failures) std::cout << "  " << f << "\n";
+  if (!out.empty()) {
+    std::ofstream o(out);
+    o << j.dump(2) << "\n";
+  }
+  return r.mismatches == 0 ? 0 : 1;
+}
