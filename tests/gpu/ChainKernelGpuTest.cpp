@@ -16,7 +16,9 @@
 #include "hotkernel/chain/ChainCodegen.h"
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/chain/ChainLayout.h"
+#include "hotkernel/chain/ChainParameterSpace.h"
 #include "hotkernel/chain/NamedChains.h"
+#include "hotkernel/chain/RandomChain.h"
 #include "hotkernel/optimizer/ChainReference.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
@@ -248,6 +250,89 @@ TEST(ChainKernelGpuTest, GivenHfRotaryInItsStridedLayoutWhenRunAsAFusedKernelThe
       EXPECT_GE(served, 3);
     }
   }
+}
+
+// Seeded random chains (with cats, and with reductions) in random strided and broadcast layouts: the
+// kernel reads and writes memory through the layout; its outputs, gathered back through the layout
+// here, are the interpreter's Fused mode on the same memory (within Note [Interpreter modes
+// tolerance]'s bound: the device's transcendentals and sum order move a 16-bit rounding at most),
+// written everywhere, and nothing between an output's rows is written.
+TEST(ChainKernelGpuTest, GivenRandomChainsInRandomLayoutsWhenRunAsFusedKernelsThenTheyComputeTheInterpretersFusedMode) {
+  REQUIRE_CUDA();
+  const std::string arch = queryDevice(0).nvrtcArch();
+  void* stream = c10::cuda::getCurrentCUDAStream(0).stream();
+  const int64_t cols = 64;
+  const std::vector<int64_t> dims = {3, 5, 7};
+  const int64_t rows = 3 * 5 * 7;
+  int launched = 0;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    chain::RandomChainOptions o;
+    if (seed % 2 == 1) {
+      o.catWidth = cols;
+      o.reductions = false;
+    }
+    const ChainIR ir = chain::randomChain(seed, o);
+    const chain::ChainLayout layout = chain::randomChainLayout(ir, dims, cols, seed);
+    const std::vector<chain::ChainKernelParams> space = chain::chainParameterSpace(ir, rows, cols, layout);
+    if (space.empty()) continue;
+    const chain::ChainKernelParams p = space[seed % space.size()];
+    SCOPED_TRACE("seed " + std::to_string(seed) + " at " + p.describe() + ", layout " + chain::layoutText(layout));
+    const auto memory = chain::randomChainInputs(ir, rows, cols, layout, seed);
+    const auto fused = chain::interpretChain(ir, rows, cols, layout, memory, chain::EvalMode::Fused);
+    std::vector<at::Tensor> keep;
+    std::vector<chain::ChainInputValue> args;
+    for (size_t k = 0; k < memory.size(); ++k) {
+      const chain::Node& n = ir.node(ir.inputs()[k]);
+      chain::ChainInputValue v;
+      if (n.shape == ShapeClass::Scalar) {
+        v.scalar = memory[k][0];
+      } else {
+        keep.push_back(at::tensor(memory[k]).to(at::kCUDA).to(chainScalarType(n.dtype)));
+        v.pointer = keep.back().const_data_ptr();
+      }
+      args.push_back(v);
+    }
+    const size_t tensorInputs = chain::chainTensorArgs(ir).size() - ir.outputs().size();
+    std::vector<at::Tensor> outs;
+    std::vector<void*> outPointers;
+    for (size_t m = 0; m < ir.outputs().size(); ++m) {
+      const chain::Node& n = ir.node(ir.outputs()[m]);
+      outs.push_back(at::full({chain::layoutSpan(ir, layout, tensorInputs + m, rows, cols)}, std::nan(""),
+                              at::TensorOptions().device(at::kCUDA).dtype(chainScalarType(n.dtype))));
+      outPointers.push_back(outs.back().mutable_data_ptr());
+    }
+    const std::string cubin =
+        compileToCubin(chain::generateChainSource(ir, p, layout), "random.cu", arch, chain::chainCompileOptions()).cubin;
+    const chain::LaunchGeometry g = chain::chainLaunchGeometry(ir, p, rows, cols, layout);
+    auto launcher = CudaKernelLauncher::load(0, cubin, chain::kChainKernelName,
+                                             LaunchGeometry{g.gridX, g.blockX, g.sharedBytes}, 16, "random");
+    ASSERT_TRUE(launcher->launchArgs(chain::chainKernelArgs(ir, args, outPointers, rows, cols), stream));
+    for (size_t m = 0; m < outs.size(); ++m) {
+      const chain::Node& n = ir.node(ir.outputs()[m]);
+      const at::Tensor host = outs[m].to(at::kFloat).cpu().contiguous();
+      const float* got = host.data_ptr<float>();
+      const std::vector<int64_t> dimsOf = chain::layoutRowDims(layout, rows);
+      const std::vector<int64_t> strides = chain::layoutStrides(ir, layout, tensorInputs + m, rows, cols);
+      std::vector<bool> written(static_cast<size_t>(host.numel()), false);
+      const int64_t width = n.shape == ShapeClass::Full || n.shape == ShapeClass::Column ? cols : 1;
+      for (int64_t r = 0; r < (n.shape == ShapeClass::Column ? 1 : rows); ++r) {
+        const int64_t base = chain::layoutRowOffset(dimsOf, strides, r);
+        for (int64_t c = 0; c < width; ++c) {
+          const float x = got[base + c];
+          const float f = fused[m][static_cast<size_t>(n.shape == ShapeClass::Full ? r * cols + c : n.shape == ShapeClass::Column ? c : r)];
+          written[static_cast<size_t>(base + c)] = true;
+          ASSERT_FALSE(std::isnan(x)) << "output " << m << " (" << r << ", " << c << ") not written";
+          ASSERT_LE(std::fabs(static_cast<double>(x) - f), 0x1p-4 * (1.0 + std::fabs(static_cast<double>(f))))
+              << "output " << m << " (" << r << ", " << c << "): " << x << " vs " << f;
+        }
+      }
+      for (int64_t e = 0; e < host.numel(); ++e) {
+        if (!written[static_cast<size_t>(e)]) ASSERT_TRUE(std::isnan(got[e])) << "output " << m << " element " << e << " written between rows";
+      }
+    }
+    ++launched;
+  }
+  EXPECT_GE(launched, 30);
 }
 
 }  // namespace
