@@ -53,6 +53,13 @@ def profile():
                         variant("aten::sum.dim_IntList", "float32", 8192, 1024)]}
     write("fuzz_profile", "all-ops.json", json.dumps(doc, indent=1))
     write("fuzz_profile", "empty.json", dump({"format": "hotkernel-profile", "version": 1, "variants": []}))
+    # Version 2 with GPU time (Note [GPU time in the profile]): every entry carries it.
+    gpu = {"gpuNs": 120000, "gpuSampledCalls": 12, "estimatedGpuNs": 2400000.0}
+    timed = dict(doc, version=2, ops=[dict(o, **gpu) for o in doc["ops"]],
+                 variants=[dict(v, **gpu) for v in doc["variants"]],
+                 gpuTime={"source": "cupti", "state": "started", "kernelNs": 9000000, "kernels": 700,
+                          "attributedNs": 240000, "droppedRecords": 0, "evicted": 0})
+    write("fuzz_profile", "gpu-time-v2.json", json.dumps(timed, indent=1))
 
 
 def agent_reply():
