@@ -292,7 +292,7 @@ class Emitter {
     segments(ir_.outputs(), "    ", [&] {
       std::string text;
       for (size_t m = 0; m < ir_.outputs().size(); ++m) {
-        text += "      o" + std::to_string(m) + "[j] = " + ref(ir_.outputs()[m]) + ";\n";
+        text += "        o" + std::to_string(m) + "[j] = " + ref(ir_.outputs()[m]) + ";\n";
       }
       return text;
     });
