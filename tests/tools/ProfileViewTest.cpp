@@ -102,6 +102,19 @@ TEST(ProfileViewTest, GivenProfilesWithAndWithoutGpuTimeWhenMergedThenCallsRankA
   EXPECT_TRUE(noted);
 }
 
+TEST(ProfileViewTest, GivenAVariantWhoseOpIsNotInOpsWhenViewedThenItsOpRowCarriesIt) {
+  RecordedProfile p = withGpu();
+  p.variants.push_back(variant("aten::_fused_rms_norm", 16, 4096, 40, 1000));
+  const ProfileView v = buildProfileView({p}, std::nullopt);
+  const auto rms =
+      std::find_if(v.ops.begin(), v.ops.end(), [](const ViewOp& o) { return o.op == "aten::_fused_rms_norm"; });
+  ASSERT_NE(rms, v.ops.end());
+  EXPECT_DOUBLE_EQ(rms->estimatedCalls, 40);
+  EXPECT_DOUBLE_EQ(rms->estimatedGpuNs.value_or(-1), 1000);
+  EXPECT_DOUBLE_EQ(rms->share, 0.1);
+  EXPECT_EQ(v.ops[2].op, "aten::_fused_rms_norm");  // after mm (7000) and _softmax (2000), before view (0)
+}
+
 TEST(ProfileViewTest, GivenByGpuTimeAndNoProfileCarriesItWhenViewedThenError) {
   EXPECT_THROW(buildProfileView({callsOnly()}, RankBy::GpuTime), Error);
   const ProfileView v = buildProfileView({callsOnly()}, std::nullopt);

@@ -102,7 +102,6 @@ ProfileView buildProfileView(const std::vector<RecordedProfile>& profiles, std::
       ViewOp& row = opRow(o.op);
       row.estimatedCalls += o.estimatedCalls;
       if (withGpu) addGpu(row.estimatedGpuNs, o.gpu);
-      view.totalCalls += o.estimatedCalls;
     }
     for (const RecordedVariant& v : p.variants) {
       const std::string variant = kernels::variantString(v.key);
@@ -121,6 +120,20 @@ ProfileView buildProfileView(const std::vector<RecordedProfile>& profiles, std::
       row.estimatedCalls += v.estimatedCalls;
       if (withGpu) addGpu(row.estimatedGpuNs, v.gpu);
     }
+  }
+  // An op counts at least what its variants count (they are some of its calls; a profile whose "ops" lacks
+  // the op gives it only them).
+  view.totalCalls = 0;
+  for (ViewOp& op : view.ops) {
+    double calls = 0;
+    std::optional<double> gpuNs;
+    for (const ViewVariant& v : op.variants) {
+      calls += v.estimatedCalls;
+      if (v.estimatedGpuNs) gpuNs = gpuNs.value_or(0.0) + *v.estimatedGpuNs;
+    }
+    op.estimatedCalls = std::max(op.estimatedCalls, calls);
+    if (gpuNs) op.estimatedGpuNs = std::max(op.estimatedGpuNs.value_or(0.0), *gpuNs);
+    view.totalCalls += op.estimatedCalls;
   }
   const double total = gpu ? view.totalGpuNs : view.totalCalls;
   for (ViewOp& op : view.ops) {

@@ -11,8 +11,9 @@
 // add up, and the GPU-time total is the sum of each profile's kernel time.
 // GPU time ranks only when every profile carries it, unless asked for
 // (RankBy::GpuTime): then the profiles without it add no time, and a note
-// says how many carried it. A variant whose op is missing from "ops" gets an
-// op row of its own.
+// says how many carried it. An op counts at least the sum of its variants
+// (they are some of its calls), so a variant whose op is missing from "ops"
+// gets an op row that carries it.
 
 #include <optional>
 #include <string>
