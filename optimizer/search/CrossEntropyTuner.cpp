@@ -190,12 +190,8 @@ CrossEntropyParams toParams(const FamilyPoint& p) {
 
 }  // namespace
 
-TuneOutcome tuneCrossEntropy(const CrossEntropyVariant& v, int device, const TunerOptions& options) {
+FamilyTuneSpec crossEntropyTuneSpec(const CrossEntropyVariant& v, int device, const TunerOptions& options) {
   HOTKERNEL_CHECK(CrossEntropyFamily::guardVariant(v), "cross_entropy family cannot serve this variant");
-  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
   if (options.memoryCapBytes > 0) {
     // The harness's inputs and stress sets (about 10 logits-sized buffers) and the L2 flush.
     const int64_t need = 10 * v.rows * v.cols * static_cast<int64_t>(kernels::elementSize(v.dtype)) +
@@ -260,7 +256,17 @@ TuneOutcome tuneCrossEntropy(const CrossEntropyVariant& v, int device, const Tun
                                          .int64(-100),
                                      at::cuda::getCurrentCUDAStream().stream());
   };
-  const std::string arch = info.nvrtcArch();
+  return spec;
+}
+
+TuneOutcome tuneCrossEntropy(const CrossEntropyVariant& v, int device, const TunerOptions& options) {
+  HOTKERNEL_CHECK(CrossEntropyFamily::guardVariant(v), "cross_entropy family cannot serve this variant");
+  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
+  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
+  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
+  const FamilyTuneSpec spec = crossEntropyTuneSpec(v, device, options);
+  const std::string arch = queryDevice(device).nvrtcArch();
   double bestSpeedup = 0;
   TuneOutcome outcome = tuneFamily(spec, device, arch, options, bestSpeedup);
   outcome.metrics.reduction = kernels::reductionName(v.reduction);

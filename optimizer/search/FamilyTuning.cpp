@@ -4,6 +4,7 @@
 
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/CrossEntropyTuner.h"
+#include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/NormTuner.h"
 #include "hotkernel/optimizer/ReduceDimTuner.h"
 #include "hotkernel/optimizer/ReduceTuner.h"
@@ -17,13 +18,14 @@ namespace {
 using kernels::ReduceOp;
 using kernels::SoftmaxOp;
 
-// One row per family: its descriptor, its tuner and its ATen reference (Note
-// [The ATen reference]), each given the descriptor, so that one function
-// serves the families of several ops.
+// One row per family: its descriptor, its tuner, its ATen reference (Note
+// [The ATen reference]) and its tuner's spec (Note [A tuner's spec]), each
+// given the descriptor, so that one function serves the families of several ops.
 struct FamilyTuner {
   const kernels::FamilyDescriptor& family;
   TuneOutcome (*tune)(const kernels::FamilyDescriptor& family, const VariantKey& key, const TunerOptions& options);
   AtenReference (*reference)(const kernels::FamilyDescriptor& family, const VariantKey& key);
+  FamilyTuneSpec (*spec)(const kernels::FamilyDescriptor& family, const VariantKey& key, const TunerOptions& options);
 };
 
 // Both layouts of a softmax op (Note [Two softmax layouts] in kernels/src/SoftmaxDescriptor.cpp).
@@ -52,6 +54,36 @@ TuneOutcome layerNormTuner(const kernels::FamilyDescriptor&, const VariantKey& k
 TuneOutcome crossEntropyTuner(const kernels::FamilyDescriptor&, const VariantKey& key,
                               const TunerOptions& options) {
   return tuneCrossEntropy(kernels::crossEntropyVariantOf(key), key.device, options);
+}
+
+template <SoftmaxOp kOp>
+FamilyTuneSpec softmaxTuneSpecOf(const kernels::FamilyDescriptor&, const VariantKey& key,
+                                 const TunerOptions& options) {
+  if (key.inner != 0) return softmaxDimTuneSpec(kernels::softmaxDimVariantOf(key), key.device, options, kOp);
+  return softmaxTuneSpec(kernels::softmaxVariantOf(key), key.device, options, kOp);
+}
+
+FamilyTuneSpec reduceTuneSpecOf(const kernels::FamilyDescriptor& family, const VariantKey& key,
+                                const TunerOptions& options) {
+  const std::optional<ReduceOp> op = kernels::reduceOpOfFamily(family.name);
+  HOTKERNEL_INTERNAL_ASSERT(op.has_value(), family.name, " is not a reduction family");
+  if (key.inner != 0) return reduceDimTuneSpec(kernels::reduceDimVariantOf(key, *op), key.device, options);
+  return reduceTuneSpec(kernels::reduceVariantOf(key, *op), key.device, options);
+}
+
+FamilyTuneSpec rmsNormTuneSpecOf(const kernels::FamilyDescriptor&, const VariantKey& key,
+                                 const TunerOptions& options) {
+  return rmsNormTuneSpec(kernels::rmsNormVariantOf(key), key.device, options);
+}
+
+FamilyTuneSpec layerNormTuneSpecOf(const kernels::FamilyDescriptor&, const VariantKey& key,
+                                   const TunerOptions& options) {
+  return layerNormTuneSpec(kernels::layerNormVariantOf(key), key.device, options);
+}
+
+FamilyTuneSpec crossEntropyTuneSpecOf(const kernels::FamilyDescriptor&, const VariantKey& key,
+                                      const TunerOptions& options) {
+  return crossEntropyTuneSpec(kernels::crossEntropyVariantOf(key), key.device, options);
 }
 
 template <SoftmaxOp kOp>
@@ -85,15 +117,15 @@ const std::vector<FamilyTuner>& tuners() {
   static const std::vector<FamilyTuner> kTuners = [] {
     std::vector<FamilyTuner> t = {
         {kernels::softmaxDescriptor(SoftmaxOp::Softmax), &softmaxTuner<SoftmaxOp::Softmax>,
-         &softmaxReference<SoftmaxOp::Softmax>},
+         &softmaxReference<SoftmaxOp::Softmax>, &softmaxTuneSpecOf<SoftmaxOp::Softmax>},
         {kernels::softmaxDescriptor(SoftmaxOp::LogSoftmax), &softmaxTuner<SoftmaxOp::LogSoftmax>,
-         &softmaxReference<SoftmaxOp::LogSoftmax>},
-        {kernels::rmsNormDescriptor(), &rmsNormTuner, &rmsNormReference},
-        {kernels::layerNormDescriptor(), &layerNormTuner, &layerNormReference},
-        {kernels::crossEntropyDescriptor(), &crossEntropyTuner, &crossEntropyReference},
+         &softmaxReference<SoftmaxOp::LogSoftmax>, &softmaxTuneSpecOf<SoftmaxOp::LogSoftmax>},
+        {kernels::rmsNormDescriptor(), &rmsNormTuner, &rmsNormReference, &rmsNormTuneSpecOf},
+        {kernels::layerNormDescriptor(), &layerNormTuner, &layerNormReference, &layerNormTuneSpecOf},
+        {kernels::crossEntropyDescriptor(), &crossEntropyTuner, &crossEntropyReference, &crossEntropyTuneSpecOf},
     };
     for (ReduceOp op : kernels::kAllReduceOps) {
-      t.push_back({kernels::reduceDescriptor(op), &reduceTuner, &reduceReference});
+      t.push_back({kernels::reduceDescriptor(op), &reduceTuner, &reduceReference, &reduceTuneSpecOf});
     }
     return t;
   }();
@@ -117,6 +149,12 @@ TuneOutcome tuneVariant(const kernels::FamilyDescriptor& family, const VariantKe
 AtenReference atenReferenceOf(const kernels::FamilyDescriptor& family, const VariantKey& key) {
   HOTKERNEL_CHECK(family.servesKey(key), family.name, " does not serve the variant ", kernels::variantString(key));
   return rowOf(family).reference(family, key);
+}
+
+FamilyTuneSpec familyTuneSpecOf(const kernels::FamilyDescriptor& family, const VariantKey& key,
+                                const TunerOptions& options) {
+  HOTKERNEL_CHECK(family.servesKey(key), family.name, " does not serve the variant ", kernels::variantString(key));
+  return rowOf(family).spec(family, key, options);
 }
 
 }  // namespace hotkernel

@@ -286,10 +286,8 @@ std::vector<TimedInput> benchInputs(const RowOpSpec& spec, DType dtype, int64_t 
 
 }  // namespace
 
-TuneOutcome tuneRmsNorm(const kernels::RmsNormVariant& v, int device, const TunerOptions& options) {
+FamilyTuneSpec rmsNormTuneSpec(const kernels::RmsNormVariant& v, int device, const TunerOptions& options) {
   HOTKERNEL_CHECK(RmsNormFamily::guardVariant(v), "rms_norm family cannot serve this variant");
-  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
-  TunerScope scope(device);
   FamilyTuneSpec spec;
   spec.family = RmsNormFamily::kName;
   spec.kernelName = RmsNormFamily::kKernelName;
@@ -320,13 +318,18 @@ TuneOutcome tuneRmsNorm(const kernels::RmsNormVariant& v, int device, const Tune
   // The timed calls: the original kernel and a plan, each allocating out and rstd.
   spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, spec.rows, v.cols, device, options.yieldPoint);
   spec.atenCall = atenReferenceOfSpec(spec.harnessSpec).call;
-  return runNormSearch(spec, device, options);
+  return spec;
 }
 
-TuneOutcome tuneLayerNorm(const kernels::LayerNormVariant& v, int device, const TunerOptions& options) {
-  HOTKERNEL_CHECK(LayerNormFamily::guardVariant(v), "layer_norm family cannot serve this variant");
+TuneOutcome tuneRmsNorm(const kernels::RmsNormVariant& v, int device, const TunerOptions& options) {
+  HOTKERNEL_CHECK(RmsNormFamily::guardVariant(v), "rms_norm family cannot serve this variant");
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
   TunerScope scope(device);
+  return runNormSearch(rmsNormTuneSpec(v, device, options), device, options);
+}
+
+FamilyTuneSpec layerNormTuneSpec(const kernels::LayerNormVariant& v, int device, const TunerOptions& options) {
+  HOTKERNEL_CHECK(LayerNormFamily::guardVariant(v), "layer_norm family cannot serve this variant");
   FamilyTuneSpec spec;
   spec.family = LayerNormFamily::kName;
   spec.kernelName = LayerNormFamily::kKernelName;
@@ -357,7 +360,14 @@ TuneOutcome tuneLayerNorm(const kernels::LayerNormVariant& v, int device, const 
   // The timed calls: the original kernel and a plan, each allocating out, mean and rstd.
   spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, spec.rows, v.cols, device, options.yieldPoint);
   spec.atenCall = atenReferenceOfSpec(spec.harnessSpec).call;
-  return runNormSearch(spec, device, options);
+  return spec;
+}
+
+TuneOutcome tuneLayerNorm(const kernels::LayerNormVariant& v, int device, const TunerOptions& options) {
+  HOTKERNEL_CHECK(LayerNormFamily::guardVariant(v), "layer_norm family cannot serve this variant");
+  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
+  TunerScope scope(device);
+  return runNormSearch(layerNormTuneSpec(v, device, options), device, options);
 }
 
 }  // namespace hotkernel

@@ -178,13 +178,8 @@ HarnessCandidate reduceDimCandidate(const ReduceDimVariant& v, const ReduceDimPa
   return c;
 }
 
-TuneOutcome tuneReduceDim(const ReduceDimVariant& v, int device, const TunerOptions& options) {
+FamilyTuneSpec reduceDimTuneSpec(const ReduceDimVariant& v, int device, const TunerOptions& options) {
   HOTKERNEL_CHECK(ReduceDimFamily::guardVariant(v), "the middle-dim reduction family cannot serve this variant");
-  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
-  const DeviceInfo info = queryDevice(device);
   FamilyTuneSpec spec;
   spec.family = kernels::reduceFamilyName(v.op);
   spec.kernelName = ReduceDimFamily::kKernelName;
@@ -228,6 +223,17 @@ TuneOutcome tuneReduceDim(const ReduceDimVariant& v, int device, const TunerOpti
       spec.harnessSpec, v.dtype, spec.rows, spec.cols, device,
       [&](int64_t k) { return at::randn({k, spec.cols}, opts).mul_(2.0); }, options.yieldPoint);
   spec.atenCall = atenReferenceOfSpec(spec.harnessSpec).call;
+  return spec;
+}
+
+TuneOutcome tuneReduceDim(const ReduceDimVariant& v, int device, const TunerOptions& options) {
+  HOTKERNEL_CHECK(ReduceDimFamily::guardVariant(v), "the middle-dim reduction family cannot serve this variant");
+  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
+  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
+  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
+  const DeviceInfo info = queryDevice(device);
+  const FamilyTuneSpec spec = reduceDimTuneSpec(v, device, options);
   double bestSpeedup = 0;
   TuneOutcome outcome = tuneFamily(spec, device, info.nvrtcArch(), options, bestSpeedup);
   outcome.metrics.op = kernels::reduceOpName(v.op);

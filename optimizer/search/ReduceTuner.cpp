@@ -171,13 +171,8 @@ ReduceParams toParams(const FamilyPoint& p) { return ReduceParams{p.threads, p.v
 
 }  // namespace
 
-TuneOutcome tuneReduce(const ReduceVariant& v, int device, const TunerOptions& options) {
+FamilyTuneSpec reduceTuneSpec(const ReduceVariant& v, int device, const TunerOptions& options) {
   HOTKERNEL_CHECK(ReduceFamily::guardVariant(v), "the reduction family cannot serve this variant");
-  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
-  const DeviceInfo info = queryDevice(device);
   FamilyTuneSpec spec;
   spec.family = kernels::reduceFamilyName(v.op);
   spec.kernelName = ReduceFamily::kKernelName;
@@ -213,6 +208,17 @@ TuneOutcome tuneReduce(const ReduceVariant& v, int device, const TunerOptions& o
       spec.harnessSpec, v.dtype, spec.rows, v.cols, device,
       [&](int64_t k) { return at::randn({k, v.cols}, opts).mul_(2.0); }, options.yieldPoint);
   spec.atenCall = atenReferenceOfSpec(spec.harnessSpec).call;
+  return spec;
+}
+
+TuneOutcome tuneReduce(const ReduceVariant& v, int device, const TunerOptions& options) {
+  HOTKERNEL_CHECK(ReduceFamily::guardVariant(v), "the reduction family cannot serve this variant");
+  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
+  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
+  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
+  const DeviceInfo info = queryDevice(device);
+  const FamilyTuneSpec spec = reduceTuneSpec(v, device, options);
   const std::string arch = info.nvrtcArch();
   double bestSpeedup = 0;
   TuneOutcome outcome = tuneFamily(spec, device, arch, options, bestSpeedup);

@@ -161,14 +161,8 @@ HarnessCandidate softmaxDimCandidate(const SoftmaxDimVariant& v, const SoftmaxDi
   return c;
 }
 
-TuneOutcome tuneSoftmaxDim(const SoftmaxDimVariant& v, int device, const TunerOptions& options, SoftmaxOp op) {
+FamilyTuneSpec softmaxDimTuneSpec(const SoftmaxDimVariant& v, int device, const TunerOptions& options, SoftmaxOp op) {
   HOTKERNEL_CHECK(SoftmaxDimFamily::guardVariant(v), "the middle-dim softmax family cannot serve this variant");
-  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  // Never invalidate another thread's graph capture.
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
-  const DeviceInfo info = queryDevice(device);
   FamilyTuneSpec spec;
   spec.family = kernels::softmaxFamilyName(op);
   spec.kernelName = SoftmaxDimFamily::kKernelName;
@@ -211,6 +205,18 @@ TuneOutcome tuneSoftmaxDim(const SoftmaxDimVariant& v, int device, const TunerOp
       spec.harnessSpec, v.dtype, spec.rows, spec.cols, device,
       [&](int64_t k) { return at::randn({k, spec.cols}, opts).mul_(4.0); }, options.yieldPoint);
   spec.atenCall = atenReferenceOfSpec(spec.harnessSpec).call;
+  return spec;
+}
+
+TuneOutcome tuneSoftmaxDim(const SoftmaxDimVariant& v, int device, const TunerOptions& options, SoftmaxOp op) {
+  HOTKERNEL_CHECK(SoftmaxDimFamily::guardVariant(v), "the middle-dim softmax family cannot serve this variant");
+  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
+  // Never invalidate another thread's graph capture.
+  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
+  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
+  const DeviceInfo info = queryDevice(device);
+  const FamilyTuneSpec spec = softmaxDimTuneSpec(v, device, options, op);
   double bestSpeedup = 0;
   return tuneFamily(spec, device, info.nvrtcArch(), options, bestSpeedup);
 }

@@ -330,18 +330,10 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
 
 }  // namespace
 
-TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions& options, SoftmaxOp op) {
+FamilyTuneSpec softmaxTuneSpec(const SoftmaxVariant& v, int device, const TunerOptions& options, SoftmaxOp op) {
   HOTKERNEL_CHECK(SoftmaxFamily::guardVariant(v), "softmax family cannot serve this variant");
-  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
   const DeviceInfo info = queryDevice(device);
-  const std::string arch = info.nvrtcArch();
   const int computeCapability = info.ccMajor * 10 + info.ccMinor;
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  // Never invalidate another thread's graph capture (Note in DESIGN: capture safety).
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  at::cuda::CUDAStream stream = at::cuda::getStreamFromPool(false, device);
-  c10::cuda::CUDAStreamGuard streamGuard(stream);
-
   // The family search (Note [Family search], optimizer/search/FamilyTuner.cpp)
   // over the points this GPU runs (clusters need sm_90), seeded with the
   // family's guesses for this variant.
@@ -380,15 +372,17 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   // fit the cap is validated and timed on fs.rows of them, its points and
   // seeds the full variant's (Note [Tuning on a row subset]).
   chooseTuningRows(fs, device, 12, options);
-  fs.compileOptions = [&](const FamilyPoint& p) { return SoftmaxFamily::compileOptions(v.dtype, toParams(p), op); };
-  fs.paramsJson = [&](const FamilyPoint& p) { return toParams(p).toJson(); };
-  fs.candidate = [&](const FamilyPoint& p, const std::string& cubin) {
-    return softmaxCandidate(v.dtype, toParams(p), cubin);
+  fs.compileOptions = [v, op, toParams](const FamilyPoint& p) {
+    return SoftmaxFamily::compileOptions(v.dtype, toParams(p), op);
+  };
+  fs.paramsJson = [toParams](const FamilyPoint& p) { return toParams(p).toJson(); };
+  fs.candidate = [dtype = v.dtype, toParams](const FamilyPoint& p, const std::string& cubin) {
+    return softmaxCandidate(dtype, toParams(p), cubin);
   };
   fs.harnessSpec = spec;
   // The timed plan is the tuned rows'; the engine makes the full variant's from the outcome.
   const VariantKey key{static_cast<int32_t>(v.dtype), device, fs.rows, v.cols};
-  fs.makePlan = [&](const FamilyPoint& p, const std::string& cubin) {
+  fs.makePlan = [key, device, op, toParams](const FamilyPoint& p, const std::string& cubin) {
     return kernels::softmaxDescriptor(op).makePlan(key, toParams(p).toJson(), cubin, device);
   };
   // The timed calls' inputs (Note [Timed outputs are checked]), drawn in row
@@ -398,6 +392,19 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
       spec, v.dtype, fs.rows, v.cols, device,
       [&](int64_t k) { return at::randn({k, v.cols}, floatOpts).mul_(4.0); }, options.yieldPoint);
   fs.atenCall = atenReferenceOfSpec(spec).call;
+  return fs;
+}
+
+TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions& options, SoftmaxOp op) {
+  HOTKERNEL_CHECK(SoftmaxFamily::guardVariant(v), "softmax family cannot serve this variant");
+  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
+  const std::string arch = queryDevice(device).nvrtcArch();
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
+  // Never invalidate another thread's graph capture (Note in DESIGN: capture safety).
+  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
+  at::cuda::CUDAStream stream = at::cuda::getStreamFromPool(false, device);
+  c10::cuda::CUDAStreamGuard streamGuard(stream);
+  const FamilyTuneSpec fs = softmaxTuneSpec(v, device, options, op);
   double bestSpeedup = 0, bestUs = 0;
   TuneOutcome outcome = tuneFamily(fs, device, arch, options, bestSpeedup, &bestUs);
 

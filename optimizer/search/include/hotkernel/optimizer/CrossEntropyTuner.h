@@ -31,6 +31,12 @@ AtenReference crossEntropyAtenReference(kernels::CrossEntropyReduction reduction
 HarnessCandidate crossEntropyCandidate(const kernels::CrossEntropyVariant& v, const kernels::CrossEntropyParams& params,
                                        const std::string& cubin);
 
+// What tuneCrossEntropy searches for `variant` on `device`, and what a cached kernel of it is checked with
+// (Note [A tuner's spec] in FamilyTuner.h); called with the tuner's guards in place. Error when the variant's
+// buffers do not fit options.memoryCapBytes.
+FamilyTuneSpec crossEntropyTuneSpec(const kernels::CrossEntropyVariant& variant, int device,
+                                    const TunerOptions& options);
+
 // Run on the calling thread on `device` (own stream, relaxed capture mode).
 // Throws Error when the variant cannot be tuned at all; failed candidates are
 // logged in metrics. The outcome's family is "cross_entropy" and its

@@ -62,6 +62,14 @@ AtenReference atenReferenceOfSpec(const RowOpSpec& spec);
 // default generator, seeded at random (the serving process's stays untouched).
 at::Generator timingGenerator(int device);
 
+// Note [A tuner's spec]
+// Each family tuner builds its FamilyTuneSpec in one function of its own
+// (softmaxTuneSpec, rmsNormTuneSpec, ...; familyTuneSpecOf in FamilyTuning.h
+// by descriptor) and hands it to tuneFamily. The check of a cached kernel
+// before first use (Note [Cached kernels checked before first use] in
+// CachedKernelCheck.h) builds the same spec, so that a kernel is checked with
+// the candidate, harness spec, plan and timed inputs it was tuned with: one
+// description per family, nothing copied.
 struct FamilyTuneSpec {
   std::string family;      // the cache's family name: "softmax_lastdim", "rms_norm", "layer_norm"
   std::string kernelName;  // the template's entry point

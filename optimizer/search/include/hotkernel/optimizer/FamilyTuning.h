@@ -10,7 +10,8 @@
 
 namespace hotkernel {
 
-struct AtenReference;  // FamilyTuner.h
+struct AtenReference;   // FamilyTuner.h
+struct FamilyTuneSpec;  // FamilyTuner.h
 
 // Tunes `key` (on key.device) with `family`'s tuner. Throws Error for a key the
 // family does not take (options outside its fields) or a family without a
@@ -21,5 +22,13 @@ TuneOutcome tuneVariant(const kernels::FamilyDescriptor& family, const VariantKe
 // FamilyTuner.h): what its tuner times the candidates against and the target
 // measurer times for the ranking. Throws Error as tuneVariant does.
 AtenReference atenReferenceOf(const kernels::FamilyDescriptor& family, const VariantKey& key);
+
+// What `family`'s tuner searches for `key` (Note [A tuner's spec] in
+// FamilyTuner.h), built as the tuner builds it; the caller holds the tuner's
+// guards (key.device, a stream of its own, relaxed graph-capture mode).
+// Throws Error as tuneVariant does, and "tuning interrupted" when
+// options.yieldPoint says stop while the timed inputs are drawn.
+FamilyTuneSpec familyTuneSpecOf(const kernels::FamilyDescriptor& family, const VariantKey& key,
+                                const TunerOptions& options);
 
 }  // namespace hotkernel

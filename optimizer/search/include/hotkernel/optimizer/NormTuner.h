@@ -7,6 +7,7 @@
 
 #include "hotkernel/kernels/LayerNormFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
+#include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/TunerOptions.h"
 
@@ -31,6 +32,11 @@ HarnessCandidate rmsNormCandidate(const kernels::RmsNormVariant& v, const kernel
                                   const std::string& cubin, bool colsSpecialized);
 HarnessCandidate layerNormCandidate(const kernels::LayerNormVariant& v, const kernels::NormParams& params,
                                     const std::string& cubin, bool colsSpecialized);
+
+// What tuneRmsNorm / tuneLayerNorm search for `variant` on `device`, and what a cached kernel of it is
+// checked with (Note [A tuner's spec] in FamilyTuner.h); called with the tuner's guards in place.
+FamilyTuneSpec rmsNormTuneSpec(const kernels::RmsNormVariant& variant, int device, const TunerOptions& options);
+FamilyTuneSpec layerNormTuneSpec(const kernels::LayerNormVariant& variant, int device, const TunerOptions& options);
 
 // Run on the calling thread on `device` (own stream, relaxed capture mode).
 // Throw Error when the variant cannot be tuned at all; failed candidates are

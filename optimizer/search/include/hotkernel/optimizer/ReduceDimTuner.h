@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hotkernel/kernels/ReduceDimFamily.h"
+#include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"  // TunerOptions, TuneOutcome
 
@@ -40,6 +41,10 @@ HarnessCandidate reduceDimCandidate(const kernels::ReduceDimVariant& v, const ke
 at::Tensor atenReduceMiddleDim(const at::Tensor& x, kernels::ReduceOp op, int64_t inner);
 // Every output of `op` in reduceDimSpec's order: {result}, or {values, indices}.
 std::vector<at::Tensor> atenReduceMiddleDimOutputs(const at::Tensor& x, kernels::ReduceOp op, int64_t inner);
+
+// What tuneReduceDim searches for `variant` on `device`, and what a cached kernel of it is checked with
+// (Note [A tuner's spec] in FamilyTuner.h); called with the tuner's guards in place.
+FamilyTuneSpec reduceDimTuneSpec(const kernels::ReduceDimVariant& variant, int device, const TunerOptions& options);
 
 // Run on the calling thread on `device` (own stream, relaxed capture mode).
 // Throws Error when the variant cannot be tuned at all (not the family's,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "hotkernel/kernels/ReduceFamily.h"
+#include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"  // TunerOptions, TuneOutcome
 
@@ -39,6 +40,10 @@ HarnessCandidate reduceCandidate(const kernels::ReduceVariant& v, const kernels:
 at::Tensor atenReduceLastDim(const at::Tensor& x, kernels::ReduceOp op);
 // Every output of `op` in reduceSpec's order: {result}, or {values, indices}.
 std::vector<at::Tensor> atenReduceLastDimOutputs(const at::Tensor& x, kernels::ReduceOp op);
+
+// What tuneReduce searches for `variant` on `device`, and what a cached kernel of it is checked with
+// (Note [A tuner's spec] in FamilyTuner.h); called with the tuner's guards in place.
+FamilyTuneSpec reduceTuneSpec(const kernels::ReduceVariant& variant, int device, const TunerOptions& options);
 
 // Run on the calling thread on `device` (own stream, relaxed capture mode).
 // Throws Error when the variant cannot be tuned at all; failed candidates are

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "hotkernel/kernels/SoftmaxDimFamily.h"
+#include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/TuneOutcome.h"
 #include "hotkernel/optimizer/TunerOptions.h"
@@ -35,6 +36,11 @@ HarnessCandidate softmaxDimCandidate(const kernels::SoftmaxDimVariant& v, const 
 // tensor read as [rows, dim, inner], as [rows, dim * inner] (at::cuda::_softmax
 // / _log_softmax over dim 1: never a hotkernel trampoline).
 at::Tensor atenSoftmaxMiddleDim(const at::Tensor& x, kernels::SoftmaxOp op, int64_t inner);
+
+// What tuneSoftmaxDim searches for `variant` on `device`, and what a cached kernel of it is checked with
+// (Note [A tuner's spec] in FamilyTuner.h); called with the tuner's guards in place.
+FamilyTuneSpec softmaxDimTuneSpec(const kernels::SoftmaxDimVariant& variant, int device, const TunerOptions& options,
+                                  kernels::SoftmaxOp op);
 
 // Run on the calling thread on `device` (own stream, relaxed capture mode).
 // Throws Error when the variant cannot be tuned at all (not the family's, no

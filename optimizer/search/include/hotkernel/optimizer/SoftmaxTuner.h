@@ -10,6 +10,7 @@
 #include <string>
 
 #include "hotkernel/kernels/SoftmaxFamily.h"
+#include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/TunerOptions.h"
 
@@ -20,6 +21,12 @@ RowOpSpec softmaxSpec(kernels::SoftmaxOp op = kernels::SoftmaxOp::Softmax);
 // A compiled softmax parameter point as a harness candidate (its guards included).
 HarnessCandidate softmaxCandidate(kernels::DType dtype, const kernels::SoftmaxParams& params,
                                   const std::string& cubin);
+
+// What tuneSoftmax searches for `variant` on `device`, and what a cached kernel of it is checked with
+// (Note [A tuner's spec] in FamilyTuner.h). Call it with the tuner's guards in place (the device, a stream of its
+// own, relaxed graph-capture mode): it draws the timed inputs.
+FamilyTuneSpec softmaxTuneSpec(const kernels::SoftmaxVariant& variant, int device, const TunerOptions& options,
+                               kernels::SoftmaxOp op = kernels::SoftmaxOp::Softmax);
 
 // Runs on the calling thread on `device`; uses its own stream and relaxed
 // graph-capture mode. Throws Error when the variant cannot be tuned at all
