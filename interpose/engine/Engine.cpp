@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "EntryAdmission.h"
+#include "HeldEntries.h"
 #include "RemoteCache.h"
 #include "TorchCheck.h"
 #include "hotkernel/interpose/Recorder.h"
@@ -49,6 +50,8 @@ void logExperiments(const std::string& dir, const std::string& fingerprint, cons
 }
 
 }  // namespace
+
+Engine::Engine() : held_(std::make_unique<engine::HeldEntries>()) {}
 
 Engine& Engine::instance() {
   static Engine* r = new Engine();  // leaked: used by callbacks during exit
@@ -180,7 +183,7 @@ void Engine::loadDevice(int device) {
 }
 
 // Precondition: mu_ NOT held.
-bool Engine::publishEntry(const cache::Entry& e, int device, bool agentChecked) {
+bool Engine::publishEntry(const cache::Entry& e, int device, EntryOrigin origin) {
   const auto served = servedOpOf(e.op);
   if (!served) return false;
   // Note [Entries a process loads]: a refused entry leaves its variant undecided, so the optimizer may tune it
@@ -192,9 +195,10 @@ bool Engine::publishEntry(const cache::Entry& e, int device, bool agentChecked) 
           << "cached kernel for " << e.op << " " << e.variant << " refused (" << why << "); using the ATen kernel";
       return false;
     }
-    // Note [Agent entries are checked again at load]: the optimizer thread checks it first; ATen until then.
-    if (engine::checkedBeforePublishing(e.family) && !agentChecked) {
-      holdAgentEntry(e, device);
+    // Note [Held entries]: an agent kernel, or any kernel of the shared tier, is checked by the optimizer
+    // thread first; ATen until then.
+    if (origin == EntryOrigin::Remote || (origin == EntryOrigin::Cache && engine::checkedBeforePublishing(e.family))) {
+      holdEntry(e, device, origin);
       return false;
     }
   }
@@ -340,24 +344,24 @@ nlohmann::json Engine::optimizeVariant(const std::string& op, const VariantKey& 
   HOTKERNEL_CHECK(fingerprint.has_value(), "device ", key.device, " has no fingerprint (it could not be queried)");
   const std::string fingerprintKey = fingerprint->key();
   const bool useCache = cache_ && !forkedChild_.load();
-  // Note [Agent entries are checked again at load]: a held agent entry is checked here; a refused one tuned over.
-  bool agentEntryRefused = agentEntryRefusedHere(op, variant);
-  // Another process may have filled the cache since we started.
-  if (useCache && !agentEntryRefused) {
-    if (auto e = cache_->get(fingerprintKey, op, variant)) {
-      if (publishEntry(*e, key.device) || !agentEntryHeld(op, variant)) {
+  // Note [Held entries]: a held entry is checked here; a refused one tuned over.
+  bool heldEntryRefused = entryRefusedHere(op, variant);
+  // Another process may have filled the cache since we started (not with the kernel refused here).
+  if (useCache) {
+    if (auto e = cache_->get(fingerprintKey, op, variant); e && !held_->isRefusedKernel(*e)) {
+      if (publishEntry(*e, key.device) || !entryHeld(op, variant)) {
         summary["decision"] = "cached";
         return summary;
       }
     }
   }
-  if (const AgentEntryStep step = checkHeldAgentEntry(op, key, yieldPoint); step == AgentEntryStep::Published) {
+  if (const HeldEntryStep step = checkHeldEntry(op, key, yieldPoint); step == HeldEntryStep::Published) {
     summary["decision"] = "cached";
     return summary;
-  } else if (step == AgentEntryStep::Refused) {
-    agentEntryRefused = true;
+  } else if (step == HeldEntryStep::Refused) {
+    heldEntryRefused = true;
   }
-  if (agentEntryRefused && !config().optimize) {
+  if (heldEntryRefused && !config().optimize) {
     summary["decision"] = "aten";  // HOTKERNEL_OPTIMIZE=0: nothing is tuned to replace the refused entry
     return summary;
   }
@@ -365,10 +369,15 @@ nlohmann::json Engine::optimizeVariant(const std::string& op, const VariantKey& 
   engine::RemoteCache* remote = forkedChild_.load() ? nullptr : remote_.get();
   std::optional<cache::RemoteLease> lease;
   if (remote) {
-    engine::RemoteCache::Step step = remote->beforeTuning(fingerprintKey, OptimizerJob{op, key});
-    if (step.entry && admitRemoteEntry(*step.entry, key.device)) {
-      summary["decision"] = "remote";
-      return summary;
+    // Note [Held entries]: a kernel refused here is passed over, the lease taken (refused twice: none).
+    const auto refusedHere = [this](const cache::Entry& e) { return held_->isRefusedKernel(e); };
+    engine::RemoteCache::Step step = remote->beforeTuning(fingerprintKey, OptimizerJob{op, key}, refusedHere);
+    for (int lookup = 0; step.entry && lookup < 2; ++lookup) {
+      if (admitRemoteEntry(*step.entry, key, yieldPoint)) {
+        summary["decision"] = "remote";
+        return summary;
+      }
+      step = remote->beforeTuning(fingerprintKey, OptimizerJob{op, key}, refusedHere);
     }
     if (step.leasedElsewhere) {
       summary["decision"] = "leased";  // Note [Variants leased elsewhere]: ATen until it is published
@@ -396,9 +405,7 @@ nlohmann::json Engine::optimizeVariant(const std::string& op, const VariantKey& 
   TargetClock clock(target ? TargetBudget::from(*target, rankingOptions()) : TargetBudget{});
   options.clock = &clock;
   options.yieldPoint = clock.wrapYield(yieldPoint);
-  options.memoryCapBytes = config().optimizerMemoryMb > 0
-                               ? config().optimizerMemoryMb << 20
-                               : static_cast<int64_t>(at::cuda::getDeviceProperties(key.device)->totalGlobalMem / 4);
+  options.memoryCapBytes = optimizerMemoryCap(key.device);
   // HOTKERNEL_AGENT_CMD: an external agent proposes more candidates (tools/agent/PROTOCOL.md).
   options.agent = agent();
   TuneOutcome out = tuneVariant(served->family, key, options);

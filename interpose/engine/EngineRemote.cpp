@@ -1,7 +1,8 @@
 // The engine's side of the shared tier (Note [The shared tier in a serving
 // process] in RemoteCache.h): what the poller learns becomes optimizer jobs,
-// remote entries are admitted like cached ones, deferred variants run when
-// ready. Kept out of Engine.cpp; no torch headers here.
+// remote entries are admitted like cached ones (a kernel after its check:
+// Note [Cached kernels checked before first use]), deferred variants run
+// when ready. Kept out of Engine.cpp; no torch headers here.
 
 #include <chrono>
 
@@ -49,23 +50,29 @@ void Engine::onRemotePublished(const std::string& fingerprint, const std::string
   }
 }
 
-bool Engine::admitRemoteEntry(const cache::Entry& entry, int device) {
-  // Note [Entries a process loads]: the same admission as a cached entry (entryRefusal, makePlan).
-  publishEntry(entry, device);
-  {
-    std::lock_guard<std::mutex> guard(mu_);
-    if (!hasDecisionLocked(entry.op, entry.variant)) return false;  // refused: tune it here
+bool Engine::admitRemoteEntry(const cache::Entry& entry, const VariantKey& key,
+                              const std::function<bool()>& yieldPoint) {
+  // Note [Entries a process loads] (entryRefusal, makePlan), and for a kernel Note [Cached kernels checked
+  // before first use]: held, checked here once, then published and stored in the own cache (checkHeldEntry).
+  publishEntry(entry, key.device, EntryOrigin::Remote);
+  if (entry.decision == "kernel") {
+    if (checkHeldEntry(entry.op, key, yieldPoint) != HeldEntryStep::Published) return false;  // tune it here
+  } else {
+    {
+      std::lock_guard<std::mutex> guard(mu_);
+      if (!hasDecisionLocked(entry.op, entry.variant)) return false;
+    }
+    if (cache_ && !forkedChild_.load()) {
+      try {
+        cache_->put(entry);  // the local copy, signed with this host's key
+      } catch (const std::exception& e) {
+        HOTKERNEL_LOG(Warn) << "cannot store the shared tier's entry for " << entry.variant << " in the cache: "
+                            << e.what();
+      }
+    }
   }
   HOTKERNEL_LOG(Info) << "loaded " << entry.op << " " << entry.variant << " (" << entry.decision
                       << ") from the shared tier";
-  if (cache_ && !forkedChild_.load()) {
-    try {
-      cache_->put(entry);  // the local copy, signed with this host's key
-    } catch (const std::exception& e) {
-      HOTKERNEL_LOG(Warn) << "cannot store the shared tier's entry for " << entry.variant << " in the cache: "
-                          << e.what();
-    }
-  }
   return true;
 }
 

@@ -64,11 +64,15 @@ void RemoteCache::watch(const std::string& fingerprint, OnPublished onPublished,
   std::thread([this] { pollLoop(); }).detach();
 }
 
-RemoteCache::Step RemoteCache::beforeTuning(const std::string& fingerprint, const OptimizerJob& job) {
+RemoteCache::Step RemoteCache::beforeTuning(const std::string& fingerprint, const OptimizerJob& job,
+                                            const std::function<bool(const cache::Entry&)>& passOver) {
   Step step;
   const std::string variant = kernels::variantString(job.key);
+  auto usable = [&](const cache::RemoteLookup& found) {
+    return found.status == cache::RemoteStatus::Found && found.entry && !(passOver && passOver(*found.entry));
+  };
   cache::RemoteLookup found = tier_.lookup(fingerprint, job.op, variant);
-  if (found.status == cache::RemoteStatus::Found) {
+  if (usable(found)) {
     step.entry = std::move(found.entry);
     return step;
   }
@@ -76,7 +80,7 @@ RemoteCache::Step RemoteCache::beforeTuning(const std::string& fingerprint, cons
   if (attempt.kind == cache::LeaseAttempt::Kind::Acquired) {
     // The holder before us may have published and released between the lookup and the lease: look once more.
     found = tier_.lookup(fingerprint, job.op, variant);
-    if (found.status == cache::RemoteStatus::Found) {
+    if (usable(found)) {
       tier_.releaseLease(attempt.lease);
       step.entry = std::move(found.entry);
       return step;

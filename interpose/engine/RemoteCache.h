@@ -5,8 +5,13 @@
 // Lookups go local first, then remote: Engine::optimizeVariant asks the own
 // store and then RemoteTier::lookup; a remote entry passes the same admission
 // as a local one (entryRefusal and the family's makePlan, in
-// Engine::publishEntry) and only then is put into the own store (re-signed
-// with the local key), so later processes of the host load it locally. The
+// Engine::publishEntry), a kernel also its check before first use on the
+// optimizer thread (Note [Cached kernels checked before first use] in
+// CachedKernelCheck.h), and only then is put into the own store (re-signed
+// with the local key), so later processes of the host load it locally
+// without a new check. A kernel refused by its check is passed over by the
+// next lookup (Note [Held entries]); the variant is tuned under a lease and
+// the tuned entry replaces it in the tier. The
 // engine calls the tier only from the optimizer thread and from this file's
 // poller thread, never from a served call: a Redis that is down or slow costs
 // the optimizer at most the timeout per call, then answers Unavailable during
@@ -89,7 +94,10 @@ class RemoteCache {
     bool leasedElsewhere = false;       // another process tunes it: deferred, keep ATen
     std::optional<cache::RemoteLease> lease;  // held by us: tune, publish, finishTuning
   };
-  Step beforeTuning(const std::string& fingerprint, const OptimizerJob& job);
+  // An entry found for which `passOver` says true (a kernel refused in this process: Note [Held entries] in
+  // HeldEntries.h) counts as absent: the lease is taken and the variant tuned.
+  Step beforeTuning(const std::string& fingerprint, const OptimizerJob& job,
+                    const std::function<bool(const cache::Entry&)>& passOver = {});
   // Publishes `decision` (when given) and releases the lease; a decision
   // made under a lease given up or lost is not published (Note [A lease's
   // lifetime is bounded]). Never throws.

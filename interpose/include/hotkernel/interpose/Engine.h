@@ -36,6 +36,7 @@
 namespace hotkernel {
 
 namespace engine {
+class HeldEntries;  // interpose/engine/HeldEntries.h
 class RemoteCache;  // interpose/engine/RemoteCache.h
 }
 namespace fusion {
@@ -84,7 +85,7 @@ class Engine {
   void armExitHook() noexcept;
 
  private:
-  Engine() = default;
+  Engine();
   void onHot(const std::string& op, const VariantKey& key);
   void optimize(const OptimizerJob& job);
   // On the worker thread, before a job or a ranking starts any GPU work: the
@@ -113,19 +114,24 @@ class Engine {
   static void forkParent();
   static void forkChild();
   void loadDevice(int device);
-  // `agentChecked`: an agent entry that passed its check on the optimizer thread (Note [Agent entries are
-  // checked again at load]); without it an admitted agent entry waits in agentEntriesToCheck_ for that check.
-  bool publishEntry(const cache::Entry& entry, int device, bool agentChecked = false);
+  // Where an entry comes from (Note [Held entries] in engine/HeldEntries.h): a cache tier (an agent
+  // kernel is held for its check), the shared tier (every kernel is held for its check), or a held entry
+  // that passed its check (published).
+  enum class EntryOrigin { Cache, Remote, Checked };
+  bool publishEntry(const cache::Entry& entry, int device, EntryOrigin origin = EntryOrigin::Cache);
   Fingerprint fingerprintFor(int device) const;
-  // engine/EngineAgentEntries.cpp (Note [Agent entries are checked again at load]): an admitted agent entry
-  // held until the optimizer thread checked it, its job queued once; whether one is held for, or was refused
-  // in, this process; the held one checked and published on the optimizer thread.
-  enum class AgentEntryStep { None, Published, Refused };
-  void holdAgentEntry(const cache::Entry& entry, int device);
-  bool agentEntryHeld(const std::string& op, const std::string& variant) const;
-  bool agentEntryRefusedHere(const std::string& op, const std::string& variant) const;
-  AgentEntryStep checkHeldAgentEntry(const std::string& op, const VariantKey& key,
-                                     const std::function<bool()>& yieldPoint);
+  // engine/EngineHeldEntries.cpp (Note [Held entries]): an admitted entry that needs a check is held until the
+  // optimizer thread checked it (a cached agent kernel's job queued once); whether one is held for, or was
+  // refused in, this process; the held one checked (an agent kernel's check, or its family's: Note [Cached
+  // kernels checked before first use]) and published on the optimizer thread, a shared tier's then stored in
+  // the own cache.
+  enum class HeldEntryStep { None, Published, Refused };
+  void holdEntry(const cache::Entry& entry, int device, EntryOrigin origin);
+  bool entryHeld(const std::string& op, const std::string& variant) const;
+  bool entryRefusedHere(const std::string& op, const std::string& variant) const;
+  HeldEntryStep checkHeldEntry(const std::string& op, const VariantKey& key, const std::function<bool()>& yieldPoint);
+  // The GPU memory a tuning (or a check) of `device` may use: HOTKERNEL_OPTIMIZER_MEMORY_MB, else a quarter.
+  static int64_t optimizerMemoryCap(int device);
   // engine/EngineRanking.cpp: the background queue's ranker; a target the ranking dropped.
   void installRanker();
   void onSkippedTarget(const OptimizerJob& job, const SkippedTarget& skipped);
@@ -138,9 +144,9 @@ class Engine {
   // without a decision here becomes an optimizer job.
   void watchRemote(const std::string& fingerprint);
   void onRemotePublished(const std::string& fingerprint, const std::string& op, const std::string& variant);
-  // Admits an entry of the shared tier like a cached one, then stores a copy in the own cache. True when
-  // the variant is decided by it.
-  bool admitRemoteEntry(const cache::Entry& entry, int device);
+  // Admits an entry of the shared tier like a cached one, a kernel only after its check on this (the
+  // optimizer) thread, then stores a copy in the own cache. True when the variant is decided by it.
+  bool admitRemoteEntry(const cache::Entry& entry, const VariantKey& key, const std::function<bool()>& yieldPoint);
   // On the optimizer thread after a job, without the unit lock: Note [Variants leased elsewhere].
   void runDeferredRemoteJobs();
   // engine/EngineFusion.cpp: chain fusion (HOTKERNEL_FUSION, Note [Fused chains in a serving process]).
@@ -175,10 +181,9 @@ class Engine {
   // loadDevice() before the device is marked loaded; its own lock.
   DeviceFingerprints fingerprints_;
   std::set<std::string> decisions_;  // decisionKey(op, variant) of every decision (kernel or keep_aten)
-  // Admitted agent entries held for their check on the optimizer thread, by decisionKey(op, variant)
-  // (Note [Agent entries are checked again at load]); guarded by mu_. A checked one leaves its key here with
-  // no entry (std::nullopt): published, or refused and not admitted again in this process.
-  std::map<std::string, std::optional<cache::Entry>> agentEntriesToCheck_;
+  // Admitted entries held for their check on the optimizer thread (Note [Held entries]); set in the
+  // constructor, then constant; its own lock (a leaf: taken after mu_ or without it, never around a check).
+  const std::unique_ptr<engine::HeldEntries> held_;
   // Hot chains by pattern key, queued or decided (Precondition: mu_ held).
   std::map<std::string, std::shared_ptr<const fusion::HotChain>> hotChains_;
   nlohmann::json tuneLog_ = nlohmann::json::array();
