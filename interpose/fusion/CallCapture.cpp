@@ -1,8 +1,6 @@
 #include "CallCapture.h"
 
 #include <ATen/core/grad_mode.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_strided.h>
 #include <c10/core/ScalarType.h>
 
 #include "hotkernel/runtime/Check.h"
@@ -64,12 +62,13 @@ int64_t ValueTable::add(const at::Tensor& t) {
   Entry e;
   e.impl = t.unsafeGetTensorImpl();
   e.storage = t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
-  e.offset = t.storage_offset();
-  if (t.has_storage()) e.weakStorage.emplace(t.storage().getWeakStorageImpl());
   if (strong_) {
     e.strong = t;
+    e.taken = at::Tensor(t.unsafeGetTensorImpl()->shallow_copy_and_detach(
+        t.unsafeGetTensorImpl()->version_counter(), /*allow_tensor_metadata_change=*/true));
   } else {
     e.weakImpl.emplace(t.getIntrusivePtr());
+    if (t.has_storage()) e.weakStorage.emplace(t.storage().getWeakStorageImpl());
   }
   const int64_t id = static_cast<int64_t>(entries_.size());
   entries_.push_back(std::move(e));
@@ -82,23 +81,9 @@ const at::Tensor& ValueTable::tensor(int64_t id) const {
   return entries_[static_cast<size_t>(id)].strong;
 }
 
-at::Tensor ValueTable::asTaken(int64_t id) const {
-  const at::Tensor& t = tensor(id);
-  const Entry& e = entries_[static_cast<size_t>(id)];
-  const chain::TensorMeta& m = metas_.at(id);
-  const c10::StorageImpl* storage = t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
-  if (storage == e.storage && t.storage_offset() == e.offset && t.sizes().equals(m.sizes) &&
-      t.strides().equals(m.strides)) {
-    return t;
-  }
-  if (e.weakStorage) {
-    if (c10::intrusive_ptr<c10::StorageImpl> alive = e.weakStorage->lock()) {
-      at::Tensor taken = at::empty({0}, t.options());
-      taken.set_(c10::Storage(std::move(alive)), e.offset, m.sizes, m.strides);
-      return taken;
-    }
-  }
-  return at::empty_strided(m.sizes, m.strides, t.options());
+const at::Tensor& ValueTable::taken(int64_t id) const {
+  tensor(id);  // checks the id and the table's kind
+  return entries_[static_cast<size_t>(id)].taken;
 }
 
 bool ValueTable::referencedElsewhere(int64_t id, int64_t ownRefs) const {
@@ -107,7 +92,10 @@ bool ValueTable::referencedElsewhere(int64_t id, int64_t ownRefs) const {
   if (strong_) {
     const at::Tensor& t = e.strong;
     if (static_cast<int64_t>(t.use_count()) > 1 + ownRefs) return true;
-    return t.has_storage() && t.storage().use_count() > 1;
+    // The storage as taken is held by the table's own TensorImpl and, unless `set_` moved it, the caller's.
+    const c10::Storage& storage = e.taken.storage();
+    const int64_t ours = 1 + (t.storage().unsafeGetStorageImpl() == storage.unsafeGetStorageImpl() ? 1 : 0);
+    return static_cast<int64_t>(storage.use_count()) > ours;
   }
   if (!e.weakImpl->expired()) return true;
   return e.weakStorage && !e.weakStorage->expired();

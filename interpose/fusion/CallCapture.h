@@ -49,14 +49,14 @@ class ValueTable {
   // Note [Values as a chain took them]
   // A call's tensors may change after the chain took them without any
   // command: an in-place metadata op (`t_`, `unsqueeze_`, `squeeze_`,
-  // `as_strided_`, `resize_`, `set_`) issues no kernel, so nothing flushes.
-  // Eager ran the call before the change, so the flush reads and writes each
-  // value as it was taken: the tensor itself when its storage, offset, sizes
-  // and strides are unchanged (the common case, one comparison), else a
-  // tensor on the storage it had (held weakly) with the metadata it had, or
-  // a scratch one when that storage is gone (nothing can read it then).
-  // Strong tables only.
-  at::Tensor asTaken(int64_t id) const;
+  // `as_strided_`, `set_`) issues no kernel, so nothing flushes, and the
+  // owner thread may be making one while another thread's call flushes the
+  // chain. Eager ran the call before the change, so a strong table keeps its
+  // own TensorImpl of each value (a shallow copy when taken: the same
+  // storage, the sizes, strides and offset it had) and the flush reads and
+  // writes only those: it never reads the caller's TensorImpls' metadata,
+  // only their reference counts. Strong tables only.
+  const at::Tensor& taken(int64_t id) const;
   // Whether `t` shares storage with a value of the table without being it.
   bool aliasesAValue(const at::Tensor& t) const;
   // Forgets the values numbered from `size` on.
@@ -67,8 +67,8 @@ class ValueTable {
   struct Entry {
     const c10::TensorImpl* impl = nullptr;
     const c10::StorageImpl* storage = nullptr;
-    int64_t offset = 0;  // the storage offset when taken
     at::Tensor strong;
+    at::Tensor taken;  // strong tables: the value as taken (Note [Values as a chain took them])
     std::optional<c10::weak_intrusive_ptr<c10::TensorImpl>> weakImpl;
     std::optional<c10::weak_intrusive_ptr<c10::StorageImpl>> weakStorage;
   };

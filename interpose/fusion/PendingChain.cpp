@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Logging.h"
@@ -80,27 +79,23 @@ std::optional<std::vector<at::Tensor>> PendingChain::take(const ResolvedOp& op,
     HOTKERNEL_INTERNAL_ASSERT(added == id, "output numbered ", added, " where the pattern has ", id);
     outputs.push_back(std::move(out));
   }
+  Deferred d{&op, args, {}};
+  for (size_t k = 0; k < call.args.size() && k < d.args.size(); ++k) {
+    if (call.args[k].kind == chain::RecordedArg::Kind::Tensor) d.args[k] = values_.taken(call.args[k].value);
+  }
+  for (int64_t id : call.outputs) d.outputs.push_back(values_.taken(id));
   candidates_ = std::move(next);
   calls_.push_back(std::move(call));
-  deferred_.push_back(Deferred{&op, args, outputs});
+  deferred_.push_back(std::move(d));
   return outputs;
 }
 
 const ReadyChain* PendingChain::fusedCandidate() const {
-  // The chain's own references besides the table: each deferred call's
-  // arguments and outputs.
-  std::map<const c10::TensorImpl*, int64_t> own;
-  for (const Deferred& d : deferred_) {
-    for (const c10::IValue& a : d.args) {
-      if (a.isTensor() && a.toTensor().defined()) ++own[a.toTensor().unsafeGetTensorImpl()];
-    }
-    for (const at::Tensor& o : d.outputs) ++own[o.unsafeGetTensorImpl()];
-  }
+  // The chain's own references are to its values as taken, not the caller's TensorImpls.
   std::vector<int64_t> live;
   for (const chain::RecordedCall& c : calls_) {
     for (int64_t out : c.outputs) {
-      auto it = own.find(values_.tensor(out).unsafeGetTensorImpl());
-      if (values_.referencedElsewhere(out, it == own.end() ? 0 : it->second)) live.push_back(out);
+      if (values_.referencedElsewhere(out)) live.push_back(out);
     }
   }
   const ReadyChain* best = nullptr;
@@ -117,41 +112,17 @@ const ReadyChain* PendingChain::fusedCandidate() const {
   return best;
 }
 
-PendingChain::Taken PendingChain::changedSinceTaken() const {
-  Taken changed;
-  for (size_t id = 0; id < values_.size(); ++id) {
-    const at::Tensor& now = values_.tensor(static_cast<int64_t>(id));
-    at::Tensor taken = values_.asTaken(static_cast<int64_t>(id));
-    if (taken.unsafeGetTensorImpl() != now.unsafeGetTensorImpl()) changed[now.unsafeGetTensorImpl()] = std::move(taken);
-  }
-  return changed;
-}
-
-namespace {
-
-const at::Tensor& asTaken(const PendingChain::Taken& taken, const at::Tensor& t) {
-  if (taken.empty()) return t;
-  auto it = taken.find(t.unsafeGetTensorImpl());
-  return it == taken.end() ? t : it->second;
-}
-
-}  // namespace
-
-bool PendingChain::replay(const Taken& taken) noexcept {
+bool PendingChain::replay() noexcept {
   size_t i = 0;
   try {
     for (; i < deferred_.size(); ++i) {
       Deferred& d = deferred_[i];
       if (d.op->out) {
         torch::jit::Stack stack = d.args;
-        for (c10::IValue& a : stack) {
-          if (a.isTensor() && a.toTensor().defined()) a = asTaken(taken, a.toTensor());
-        }
-        stack.emplace_back(asTaken(taken, d.outputs.at(0)));
+        stack.emplace_back(d.outputs.at(0));
         d.op->out->redispatchBoxed(c10::DispatchKeySet(backend_), &stack);
       } else {
-        at::Tensor out = asTaken(taken, d.outputs.at(0));
-        out.copy_(asTaken(taken, d.args.at(0).toTensor()));
+        d.outputs.at(0).copy_(d.args.at(0).toTensor());
       }
     }
     return true;
@@ -171,20 +142,19 @@ PendingChain::Flush PendingChain::flush() noexcept {
   try {
     c10::StreamGuard guard(stream_);
     const ReadyChain* fused = fusedCandidate();
-    const Taken taken = changedSinceTaken();
     bool launched = false;
     if (fused != nullptr) {
       std::vector<at::Tensor> inputs;
       std::vector<at::Tensor> outputs;
-      for (int64_t v : fused->build.inputValues) inputs.push_back(asTaken(taken, values_.tensor(v)));
-      for (int64_t v : fused->build.outputValues) outputs.push_back(asTaken(taken, values_.tensor(v)));
+      for (int64_t v : fused->build.inputValues) inputs.push_back(values_.taken(v));
+      for (int64_t v : fused->build.outputValues) outputs.push_back(values_.taken(v));
       launched = fused->kernel->launch(inputs, outputs, stream_);
       if (launched) lastFusedKey_ = fused->key;
     }
     if (launched) {
       result = Flush::Fused;
     } else {
-      result = replay(taken) ? Flush::Unfused : Flush::Failed;
+      result = replay() ? Flush::Unfused : Flush::Failed;
     }
   } catch (const std::exception& e) {
     HOTKERNEL_LOG(Error) << "fusion: flushing a deferred chain failed: " << e.what();

@@ -20,7 +20,6 @@
 #include <c10/core/DispatchKey.h>
 #include <c10/core/Stream.h>
 
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,9 +43,6 @@ class PendingChain {
   std::optional<std::vector<at::Tensor>> take(const ResolvedOp& op, const std::vector<c10::IValue>& args);
 
   enum class Flush { Fused, Unfused, Failed };
-  // The chain's tensors that changed since it took them, as taken (Note
-  // [Values as a chain took them]), by their TensorImpl.
-  using Taken = std::map<const c10::TensorImpl*, at::Tensor>;
   // Computes the chain (fused or unfused); the chain is empty afterwards.
   // Never throws; Failed: a replayed call threw (logged), its outputs and
   // the later ones hold garbage.
@@ -60,6 +56,8 @@ class PendingChain {
   const std::string& lastFusedKey() const { return lastFusedKey_; }
 
  private:
+  // A call's arguments and outputs, each tensor as the chain took it (Note
+  // [Values as a chain took them]).
   struct Deferred {
     const ResolvedOp* op = nullptr;
     std::vector<c10::IValue> args;
@@ -67,8 +65,7 @@ class PendingChain {
   };
   // The complete candidate whose outputs cover the live values, or nullptr.
   const ReadyChain* fusedCandidate() const;
-  Taken changedSinceTaken() const;
-  bool replay(const Taken& taken) noexcept;
+  bool replay() noexcept;
   void reset();
 
   std::shared_ptr<const ChainCatalog> catalog_;
