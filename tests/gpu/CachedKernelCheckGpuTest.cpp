@@ -23,6 +23,7 @@
 #include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/kernels/SoftmaxDimFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
+#include "SeedKernel.h"
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/FamilyTuning.h"
@@ -42,11 +43,6 @@ using kernels::DType;
 using kernels::ReduceOp;
 using kernels::SoftmaxOp;
 
-struct CachedKernel {
-  std::string params;
-  std::string cubin;
-};
-
 TunerOptions checkOptions() {
   TunerOptions o;
   o.memoryCapBytes = int64_t{2} << 30;
@@ -54,17 +50,8 @@ TunerOptions checkOptions() {
   return o;
 }
 
-// `family`'s kernel for `key` at its tuner's first seed point, compiled as its tuner compiles it.
-CachedKernel seedKernel(const kernels::FamilyDescriptor& family, const VariantKey& key) {
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(key.device));
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, key.device));
-  const FamilyTuneSpec spec = familyTuneSpecOf(family, key, checkOptions());
-  if (spec.seeds.empty()) return {};
-  const FamilyPoint point = spec.seeds.front();
-  const std::string arch = queryDevice(key.device).nvrtcArch();
-  return {spec.paramsJson(point).dump(),
-          compileToCubin(spec.source, spec.program, arch, spec.compileOptions(point)).cubin};
+gputest::SeedKernel seedKernel(const kernels::FamilyDescriptor& family, const VariantKey& key) {
+  return gputest::seedKernel(family, key, checkOptions());
 }
 
 struct FamilyCase {
@@ -98,7 +85,7 @@ TEST(CachedKernelCheckGpuTest, GivenEachFamilysKernelAtItsSeedPointWhenCheckedBe
   REQUIRE_CUDA();
   for (const FamilyCase& c : familyCases()) {
     SCOPED_TRACE(c.name);
-    const CachedKernel k = seedKernel(c.family, c.key);
+    const gputest::SeedKernel k = seedKernel(c.family, c.key);
     ASSERT_FALSE(k.cubin.empty()) << "no seed point";
     EXPECT_EQ(checkCachedKernel(c.family, c.key, k.params, k.cubin, checkOptions()), "");
   }
@@ -108,7 +95,7 @@ TEST(CachedKernelCheckGpuTest, GivenLogSoftmaxsKernelStoredAsASoftmaxEntryWhenCh
   REQUIRE_CUDA();
   const VariantKey key{static_cast<int32_t>(DType::Float32), 0, 512, 1024};
   // Same template, kernel name and parameter point: only the results differ (a signed, tampered entry).
-  const CachedKernel wrong = seedKernel(kernels::softmaxDescriptor(SoftmaxOp::LogSoftmax), key);
+  const gputest::SeedKernel wrong = seedKernel(kernels::softmaxDescriptor(SoftmaxOp::LogSoftmax), key);
   ASSERT_FALSE(wrong.cubin.empty());
 
   const std::string why =
@@ -122,7 +109,7 @@ TEST(CachedKernelCheckGpuTest, GivenLogSoftmaxsKernelStoredAsASoftmaxEntryWhenCh
 TEST(CachedKernelCheckGpuTest, GivenParametersOutsideTheFamilysSpaceWhenCheckedThenTheyAreRefusedBeforeAnyLaunch) {
   REQUIRE_CUDA();
   const VariantKey key{static_cast<int32_t>(DType::Float32), 0, 512, 1024};
-  const CachedKernel k = seedKernel(kernels::softmaxDescriptor(SoftmaxOp::Softmax), key);
+  const gputest::SeedKernel k = seedKernel(kernels::softmaxDescriptor(SoftmaxOp::Softmax), key);
   ASSERT_FALSE(k.cubin.empty());
   nlohmann::json params = nlohmann::json::parse(k.params);
   params["threads"] = 3;
@@ -138,7 +125,7 @@ TEST(CachedKernelCheckGpuTest, GivenParametersOutsideTheFamilysSpaceWhenCheckedT
 TEST(CachedKernelCheckGpuTest, GivenAYieldPointThatSaysStopWhenCheckingThenTheCheckIsInterrupted) {
   REQUIRE_CUDA();
   const VariantKey key{static_cast<int32_t>(DType::Float32), 0, 512, 1024};
-  const CachedKernel k = seedKernel(kernels::softmaxDescriptor(SoftmaxOp::Softmax), key);
+  const gputest::SeedKernel k = seedKernel(kernels::softmaxDescriptor(SoftmaxOp::Softmax), key);
   ASSERT_FALSE(k.cubin.empty());
   TunerOptions stop = checkOptions();
   stop.yieldPoint = [] { return false; };
