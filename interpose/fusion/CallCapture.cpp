@@ -62,6 +62,7 @@ int64_t ValueTable::add(const at::Tensor& t) {
   Entry e;
   e.impl = t.unsafeGetTensorImpl();
   e.storage = t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
+  e.offset = t.storage_offset();
   if (strong_) {
     e.strong = t;
     e.taken = at::Tensor(t.unsafeGetTensorImpl()->shallow_copy_and_detach(
@@ -84,6 +85,14 @@ const at::Tensor& ValueTable::tensor(int64_t id) const {
 const at::Tensor& ValueTable::taken(int64_t id) const {
   tensor(id);  // checks the id and the table's kind
   return entries_[static_cast<size_t>(id)].taken;
+}
+
+bool ValueTable::unchangedSinceAdded(int64_t id, const at::Tensor& t) const {
+  const Entry& e = entries_[static_cast<size_t>(id)];
+  const chain::TensorMeta& m = metas_.at(id);
+  const c10::StorageImpl* storage = t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
+  return storage == e.storage && t.storage_offset() == e.offset && t.sizes().equals(m.sizes) &&
+         t.strides().equals(m.strides);
 }
 
 bool ValueTable::referencedElsewhere(int64_t id, int64_t ownRefs) const {
@@ -157,6 +166,8 @@ std::string captureArgs(const std::vector<c10::IValue>& args, c10::Device device
       std::string problem = tensorProblem(t, device);
       if (!problem.empty()) return problem;
       int64_t id = values.find(t);
+      // Note [Values as a chain took them]: a value reshaped in place since is not the one the table knows.
+      if (id >= 0 && !values.unchangedSinceAdded(id, t)) return "a value of the chain changed its metadata in place";
       if (id < 0) {
         if (values.aliasesAValue(t)) return "a view of a value of the chain";
         id = values.add(t);

@@ -11,7 +11,9 @@
 // then as a number; every other argument is a number, a bool, an int list,
 // a string, a ScalarType / MemoryFormat (numbers) or None. A device
 // argument is recorded as its text. Anything else (a generator, a tensor
-// list, a complex number, a symbolic size) ends the chain.
+// list, a complex number, a symbolic size) ends the chain, and so does a
+// tensor of the chain whose metadata changed in place since the chain took
+// it (Note [Values as a chain took them]).
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/stack.h>
@@ -57,6 +59,10 @@ class ValueTable {
   // writes only those: it never reads the caller's TensorImpls' metadata,
   // only their reference counts. Strong tables only.
   const at::Tensor& taken(int64_t id) const;
+  // Whether `t` (the TensorImpl of `id`) still has the storage, offset, sizes
+  // and strides it had when added: an in-place metadata op may have changed
+  // them since, and then it is no longer the value the chain or window knows.
+  bool unchangedSinceAdded(int64_t id, const at::Tensor& t) const;
   // Whether `t` shares storage with a value of the table without being it.
   bool aliasesAValue(const at::Tensor& t) const;
   // Forgets the values numbered from `size` on.
@@ -67,6 +73,7 @@ class ValueTable {
   struct Entry {
     const c10::TensorImpl* impl = nullptr;
     const c10::StorageImpl* storage = nullptr;
+    int64_t offset = 0;  // the storage offset when added
     at::Tensor strong;
     at::Tensor taken;  // strong tables: the value as taken (Note [Values as a chain took them])
     std::optional<c10::weak_intrusive_ptr<c10::TensorImpl>> weakImpl;

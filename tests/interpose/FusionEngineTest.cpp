@@ -262,6 +262,27 @@ TEST_F(FusionEngineTest, GivenAPendingChainWhenItsTensorsChangeShapeInPlaceThenT
   EXPECT_LE(worstRelative(fusedOut, eager([&] { return swiglu(g, u).unsqueeze(0); })), 1e-5);
 }
 
+// Found by the fuzz suite: a value of a pending chain reshaped in place and
+// then read by the chain's next step was matched with the shape the chain
+// had recorded, so the step's output was allocated with the pattern's shape.
+TEST_F(FusionEngineTest, GivenAPendingValueReshapedInPlaceWhenTheNextStepReadsItThenTheStepRunsOnItsNewShape) {
+  at::Tensor g = at::randn({32, 128}), u = at::randn({32, 128});
+  auto kernels = learnAndPublish([&] { return swiglu(g, u); });
+  ASSERT_EQ(kernels.size(), 1u);
+  auto program = [&] {
+    at::Tensor act = at::silu(g);
+    act.unsqueeze_(0);
+    at::Tensor out = act * u;  // [1, 32, 128]: not the chain's step any more
+    foreignCommand();
+    return out;
+  };
+  const at::Tensor want = eager(program);
+  const at::Tensor got = program();
+  EXPECT_EQ(got.sizes(), want.sizes());
+  EXPECT_TRUE(same(got, want));
+  EXPECT_EQ(engine().stats().failedFlushes, 0u);
+}
+
 // Found by the fuzz suite's concurrent programs: another thread's call
 // flushes the owner's chain while the owner reshapes a pending output in
 // place; a flush that read the caller's TensorImpl could see the old shape
