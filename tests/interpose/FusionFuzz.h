@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,6 +40,10 @@ struct FuzzOptions {
   int templatesPerPool = 12;
   bool skipLastOutput = false;  // plants a bug: fused kernels leave their last output unwritten
   size_t failuresKept = 20;
+  // Replaying a failure: start at this program (its pool is learned as in the full run); with `trace`, the
+  // engine run's actions are written there.
+  int64_t firstProgram = 0;
+  std::ostream* trace = nullptr;
   std::function<void(int64_t done)> progress;  // called every 1000 programs
 };
 

@@ -217,18 +217,22 @@ void setCurrentCpuStream(int id) { tStream = id; }
 
 void LaunchLog::wrote(const at::Tensor& t, int stream, double tolerance) {
   std::lock_guard<std::mutex> guard(mu_);
-  writes_[t.storage().unsafeGetStorageImpl()] = Write{step_.load(), stream, tolerance};
+  writes_[t.storage().unsafeGetStorageImpl()].push_back(Write{step_.load(), stream, tolerance});
 }
 
 void LaunchLog::launched(bool fusedArithmetic) {
   (fusedArithmetic ? interpreterLaunches_ : exactLaunches_).fetch_add(1);
 }
 
-std::optional<LaunchLog::Write> LaunchLog::written(const c10::StorageImpl* storage, uint64_t step) const {
+std::vector<LaunchLog::Write> LaunchLog::written(const c10::StorageImpl* storage, uint64_t step) const {
   std::lock_guard<std::mutex> guard(mu_);
+  std::vector<Write> out;
   auto it = writes_.find(storage);
-  if (it == writes_.end() || it->second.step < step) return std::nullopt;
-  return it->second;
+  if (it == writes_.end()) return out;
+  for (const Write& w : it->second) {
+    if (w.step >= step) out.push_back(w);
+  }
+  return out;
 }
 
 void LaunchLog::clear() {

@@ -82,8 +82,10 @@ class LaunchLog {
   };
   void launched(bool fusedArithmetic);
   void wrote(const at::Tensor& t, int stream, double tolerance);
-  // The last write into `storage` since `step` (the step its value was created at), if any.
-  std::optional<Write> written(const c10::StorageImpl* storage, uint64_t step) const;
+  // The writes into `storage` since `step` (the step its value was created at). A storage freed and
+  // allocated again at the same address keeps the writes into the earlier one: they can only make a
+  // value's comparison looser, never stricter.
+  std::vector<Write> written(const c10::StorageImpl* storage, uint64_t step) const;
   uint64_t interpreterLaunches() const { return interpreterLaunches_.load(); }
   uint64_t exactLaunches() const { return exactLaunches_.load(); }
   uint64_t nextStep() { return ++step_; }
@@ -91,7 +93,7 @@ class LaunchLog {
 
  private:
   mutable std::mutex mu_;
-  std::map<const c10::StorageImpl*, Write> writes_;  // Precondition: mu_ held.
+  std::map<const c10::StorageImpl*, std::vector<Write>> writes_;  // Precondition: mu_ held.
   std::atomic<uint64_t> step_{0}, interpreterLaunches_{0}, exactLaunches_{0};
 };
 

@@ -89,6 +89,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--templates", options.templatesPerPool, "chain templates per pool")->check(CLI::Range(1, 1000));
   app.add_option("--json", out, "write the report here");
+  app.add_option("--first-program", options.firstProgram, "start at this program (to replay a failure)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  bool trace = false;
+  app.add_flag("--trace", trace, "write the engine run's actions to stderr");
   app.add_option("--merge", mergeFiles, "sum these reports into --json instead of running");
   CLI11_PARSE(app, argc, argv);
   if (!mergeFiles.empty()) {
@@ -98,6 +102,7 @@ int main(int argc, char** argv) {
     }
     return merge(mergeFiles, out);
   }
+  if (trace) options.trace = &std::cerr;
   const auto start = std::chrono::steady_clock::now();
   options.progress = [&](int64_t done) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
