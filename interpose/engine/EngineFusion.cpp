@@ -8,7 +8,7 @@
 // optimizer job (op "hotkernel::chain", the pattern's key). The job looks
 // up the chain variant's entry (this process's cache, then the read-only
 // tiers): a kernel entry becomes a plan at once (readChainEntry checks it
-// against the chain: Note [Chain entry params, v1]); keep_aten leaves the
+// against the chain: Note [Chain entry params, v2]); keep_aten leaves the
 // chain unfused; with no entry the chain is tuned (tuneChain) and its
 // decision stored. A plan is published to the fusion engine with the
 // pattern just learned, so a later process fuses a chain after learning it

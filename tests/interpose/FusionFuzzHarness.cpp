@@ -123,6 +123,11 @@ c10::IValue argumentValue(const chain::RecordedArg& a, const c10::TypePtr& decla
     case Kind::Tensor: return values.at(a.value);
     case Kind::Bool: return c10::IValue(a.flag);
     case Kind::IntList: return c10::IValue(a.ints);
+    case Kind::TensorList: {
+      std::vector<at::Tensor> list;
+      for (int64_t id : a.ints) list.push_back(values.at(id));
+      return c10::IValue(list);
+    }
     case Kind::String:
       if (type->kind() == c10::TypeKind::DeviceObjType) return c10::IValue(c10::Device(a.text));
       return c10::IValue(a.text);

@@ -59,21 +59,9 @@ constexpr std::array<const char*, 22> kViewOps = {
     "permute",  "unsqueeze",      "squeeze", "as_strided", "narrow",   "split",      "chunk",     "unflatten",
     "flatten",  "alias",          "detach",  "diagonal",   "unfold",   "view_as_real"};
 
+using detail::join;
+using detail::numel;
 using detail::Placement;
-
-std::string join(const std::vector<int64_t>& v) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
-  os << "]";
-  return os.str();
-}
-
-int64_t numel(const std::vector<int64_t>& sizes) {
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  return n;
-}
 
 bool hasColumns(ShapeClass s) { return s == ShapeClass::Full || s == ShapeClass::Column; }
 

@@ -9,7 +9,6 @@
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel::chain::detail {
-namespace {
 
 std::string join(const std::vector<int64_t>& v) {
   std::ostringstream os;
@@ -24,6 +23,8 @@ int64_t numel(const std::vector<int64_t>& sizes) {
   for (int64_t s : sizes) n *= s;
   return n;
 }
+
+namespace {
 
 // A Full value's row strides over the view's leading dims: aligned from
 // the right, 0 where it broadcasts (size 1 against a larger dim, or no dim).

@@ -2,6 +2,7 @@
 // Where a recorded tensor lies against a chain's view (internal to the builder).
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "hotkernel/chain/ChainTypes.h"
@@ -16,6 +17,11 @@ struct Placement {
   int64_t cols = 0;
   std::vector<int64_t> strides;
 };
+
+// "[a, b, c]", for messages.
+std::string join(const std::vector<int64_t>& v);
+// The product of sizes.
+int64_t numel(const std::vector<int64_t>& sizes);
 
 // Tensor `m` (value `id`, for messages) against the view `full` (the widest
 // tensor's sizes): Row, RowFlat and Column values contiguous, a Full value
