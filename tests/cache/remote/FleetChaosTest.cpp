@@ -203,6 +203,10 @@ TEST(FleetChaosTest, GivenThirtyTwoWorkersUnderChaosWhenTheyShareOneRedisThenEac
       ::waitpid(p.pid, &status, 0);
     }
     exitStatus[p.pid] = done == p.pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (WIFSIGNALED(status)) {
+      ADD_FAILURE() << "worker " << p.pid << (done == 0 ? " did not stop within 10 s" : " was killed by signal ")
+                    << (done == 0 ? 0 : WTERMSIG(status)) << "; its events: " << p.events;
+    }
   }
 
   // Then: the chaos happened.
