@@ -1,5 +1,7 @@
 #include "RemoteCache.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "hotkernel/Config.h"
@@ -48,9 +50,20 @@ RemoteCache::RemoteCache(cache::RemoteTierOptions options, cache::EntryTrust tru
 RemoteCache::~RemoteCache() { stop(); }
 
 void RemoteCache::stop() {
-  std::lock_guard<std::mutex> guard(mu_);
-  stopping_ = true;
-  cv_.notify_all();
+  // Note [The poller is joined at stop]
+  std::thread poller;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    stopping_ = true;
+    poller = std::move(poller_);
+    cv_.notify_all();
+  }
+  if (!poller.joinable()) return;
+  if (poller.get_id() == std::this_thread::get_id() || ::getpid() != pollerPid_) {
+    poller.detach();  // called by a callback, or in a forked child, which has no poller
+    return;
+  }
+  poller.join();
 }
 
 void RemoteCache::watch(const std::string& fingerprint, OnPublished onPublished, LocalEntries localEntries) {
@@ -60,8 +73,8 @@ void RemoteCache::watch(const std::string& fingerprint, OnPublished onPublished,
   started_ = true;
   onPublished_ = std::move(onPublished);
   localEntries_ = std::move(localEntries);
-  // Detached: the engine (and this object) live until the process ends; stop() ends the loop.
-  std::thread([this] { pollLoop(); }).detach();
+  pollerPid_ = ::getpid();
+  poller_ = std::thread([this] { pollLoop(); });
 }
 
 RemoteCache::Step RemoteCache::beforeTuning(const std::string& fingerprint, const OptimizerJob& job,

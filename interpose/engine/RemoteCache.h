@@ -47,6 +47,8 @@
 // back empty is filled again] in RemoteWatch.h). It stops at exit; a forked child has no poller and never uses the
 // tier (the connection belongs to the parent).
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -110,7 +112,18 @@ class RemoteCache {
   std::optional<OptimizerJob> nextReadyDeferred(std::chrono::milliseconds wait);
   bool hasDeferred() const;
 
-  // Stops the poller (at exit); it never touches the tier again.
+  // Stops the poller and waits for it to leave the tier (at most the rest of
+  // its current poll, each Redis call bounded by the tier's timeout): when it
+  // returns, no callback runs and the tier is not touched again, so the
+  // object can be destroyed. The destructor calls it.
+  //
+  // Note [The poller is joined at stop]
+  // The poller thread uses this object; a poller left running past stop()
+  // (blocked in a Redis call during a restart, say) would use it after its
+  // destruction. So stop() joins it, except when called on the poller itself
+  // (a callback) or in a forked child (the thread does not exist there); the
+  // engine never destroys its RemoteCache (the engine lives until the process
+  // ends), and at exit the poller returns on its own (ExitGate).
   void stop();
 
  private:
@@ -139,6 +152,8 @@ class RemoteCache {
   std::map<std::string, Deferred> deferred_;        // by jobId
   bool stopping_ = false;
   bool started_ = false;
+  std::thread poller_;  // joinable from the first watch() until stop()
+  pid_t pollerPid_ = 0;  // the process that started poller_
 };
 
 }  // namespace hotkernel::engine

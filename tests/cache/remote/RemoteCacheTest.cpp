@@ -2,13 +2,16 @@
 // (Note [Held entries] in interpose/engine/HeldEntries.h): the lookup passes
 // over it, the lease is taken, and the tuned entry that replaces it in the
 // tier is found by the next lookup. torch-free: RemoteCache.cpp compiled in,
-// as in the fleet worker.
+// as in the fleet worker. And stop(): the poller has left the tier when it
+// returns, so the object can go.
 
 #include "RemoteCache.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "FleetEntries.h"
 #include "RedisServer.h"
@@ -78,6 +81,44 @@ TEST(RemoteCacheTest, GivenAnEntryRefusedHereWhenAnotherProcessHoldsTheLeaseThen
   EXPECT_FALSE(step.entry.has_value());
   EXPECT_TRUE(step.leasedElsewhere);
   EXPECT_TRUE(remote->hasDeferred());
+}
+
+TEST(RemoteCacheTest, GivenThePollerWaitingOnAStoppedRedisWhenStoppedThenStopReturnsOnlyAfterThePollerLeftTheTier) {
+  HOTKERNEL_SKIP_WITHOUT_REDIS();
+  RedisServer redis;
+  RemoteTierOptions options = optionsFor(redis);
+  options.timeout = 5000ms;  // the poller's command waits for Redis, not for its timeout
+  auto remote = std::make_unique<engine::RemoteCache>(options, EntryTrust::none(), 5000ms, 60000ms, 20ms);
+  std::atomic<int> calls{0};
+  remote->watch(
+      fleet::fleetFingerprint().key(), [&](const std::string&, const RemoteIndexItem&) { ++calls; },
+      [&](const std::string&) {
+        ++calls;
+        return std::vector<Entry>{};
+      });
+  std::this_thread::sleep_for(100ms);  // the poller has polled (and renews nothing)
+
+  // Given: Redis stopped, so the poller's next command waits for it.
+  redis.pause();
+  std::this_thread::sleep_for(200ms);
+  std::atomic<int64_t> resumedMs{0};
+  std::thread resumer([&] {
+    std::this_thread::sleep_for(300ms);
+    resumedMs = fleet::steadyMs();
+    redis.resume();
+  });
+
+  // When: stopped while the poller is inside its command.
+  remote->stop();
+  const int64_t returnedMs = fleet::steadyMs();
+  resumer.join();
+
+  // Then: stop() waited for the poller to leave the tier (Redis answered it), and the object can go at once.
+  EXPECT_GE(returnedMs, resumedMs.load()) << "stop() returned while the poller was still in a Redis command";
+  const int before = calls.load();
+  remote.reset();
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(calls.load(), before) << "a callback ran after stop()";
 }
 
 }  // namespace
