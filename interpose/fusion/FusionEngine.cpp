@@ -21,6 +21,7 @@
 #include "CallCapture.h"
 #include "ChainLearner.h"
 #include "hotkernel/interpose/CommandGate.h"
+#include "hotkernel/hotkernel_shim.h"
 #include "DeferrableOps.h"
 #include "PendingChain.h"
 #include "hotkernel/runtime/CaptureSignal.h"
@@ -31,7 +32,27 @@ namespace hotkernel::fusion {
 namespace {
 
 constexpr size_t kNumKeys = static_cast<size_t>(c10::DispatchKey::EndOfRuntimeBackendKeys) + 1;
-constexpr auto kHookWait = std::chrono::microseconds(500);
+// Note [The fusion engine's lock]: how long the hook tries for the lock.
+constexpr auto kHookWait = std::chrono::microseconds(500);                 // another thread's command
+constexpr auto kOwnerEventWait = std::chrono::milliseconds(50);            // the owner's event, sync, query
+constexpr auto kOwnerDataWait = std::chrono::seconds(10);                  // the owner's launch, copy, set, ...
+
+// The longest the hook of a command of `kind` waits for the lock, on the owner thread or another.
+std::chrono::microseconds hookWait(int kind, bool owner) {
+  if (!owner) return kHookWait;
+  switch (kind) {
+    case HOTKERNEL_COMMAND_LAUNCH:
+    case HOTKERNEL_COMMAND_COPY:
+    case HOTKERNEL_COMMAND_SET:
+    case HOTKERNEL_COMMAND_GRAPH_LAUNCH:
+    case HOTKERNEL_COMMAND_CAPTURE:
+    case HOTKERNEL_COMMAND_HOST_CALLBACK:
+    case HOTKERNEL_COMMAND_STREAM_MEMORY_OP:
+      return kOwnerDataWait;
+    default:
+      return kOwnerEventWait;
+  }
+}
 
 // Set while a trampoline runs an original kernel: the calls it makes (a
 // composite op's own ops) go straight to their originals.
@@ -86,6 +107,8 @@ struct FusionEngine::State {
   std::unique_ptr<PendingChain> pending;
   std::shared_ptr<const ChainCatalog> catalog = std::make_shared<ChainCatalog>();
   std::optional<std::thread::id> owner;
+  // A copy of `owner` the hook reads without the lock; default-constructed (no thread) until it is set.
+  std::atomic<std::thread::id> ownerId{};
 
   std::atomic<uint64_t> deferredCalls{0}, fusedFlushes{0}, unfusedFlushes{0}, failedFlushes{0}, windows{0},
       hotChains{0}, hookGaveUp{0}, engineErrors{0};
@@ -264,7 +287,10 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
   const std::thread::id self = std::this_thread::get_id();
   std::unique_lock<std::timed_mutex> lock(s.mu);
   OwnCommands own(*s.gate);
-  if (!s.owner) s.owner = self;
+  if (!s.owner) {
+    s.owner = self;
+    s.ownerId.store(self);
+  }
   const bool capturing = CaptureSignal::process().capturesInProgress() > 0;
   if (!device || *s.owner != self || capturing) {
     // Not learned, not deferred: what is pending runs first (this call may read it).
@@ -352,15 +378,25 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
   s.publishPending();
 }
 
-void FusionEngine::onForeignCommand(int /*kind*/) noexcept {
+void FusionEngine::onForeignCommand(int kind) noexcept {
   State& s = *state_;
   std::unique_lock<std::timed_mutex> lock(s.mu, std::defer_lock);
   try {
-    if (!lock.try_lock_for(kHookWait)) {
+    const bool owner = s.ownerId.load() == std::this_thread::get_id();
+    const std::chrono::microseconds wait = hookWait(kind, owner);
+    if (!lock.try_lock_for(wait)) {
       s.hookGaveUp.fetch_add(1, std::memory_order_relaxed);
-      HOTKERNEL_LOG_ONCE(Info, "fusion-hook-gave-up")
-          << "fusion: a CUDA command did not wait for the engine, busy on another thread; see Note "
-             "[The fusion engine's lock] in FusionEngine.h";
+      if (wait == std::chrono::microseconds(kOwnerDataWait)) {
+        HOTKERNEL_LOG_ONCE(Error, "fusion-owner-hook-gave-up")
+            << "fusion: a CUDA command of the thread that defers chains waited "
+            << std::chrono::duration_cast<std::chrono::seconds>(wait).count()
+            << " s for a flush on another thread and went on without it; it may have read a value its chain had "
+               "not written. See Note [The fusion engine's lock] in FusionEngine.h";
+      } else {
+        HOTKERNEL_LOG_ONCE(Info, "fusion-hook-gave-up")
+            << "fusion: a CUDA command did not wait for the engine, busy on another thread; see Note "
+               "[The fusion engine's lock] in FusionEngine.h";
+      }
       return;
     }
     OwnCommands own(*s.gate);
@@ -459,6 +495,7 @@ void FusionEngine::resetForTest() {
     st.onHot(located);
   });
   s.owner.reset();
+  s.ownerId.store(std::thread::id());
   s.deferredCalls = 0;
   s.fusedFlushes = 0;
   s.unfusedFlushes = 0;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -16,6 +17,7 @@
 #include "hotkernel/interpose/CommandGate.h"
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/interpose/FusionEngine.h"
+#include "hotkernel/hotkernel_shim.h"
 
 using namespace hotkernel;
 using namespace hotkernel::fusion;
@@ -39,8 +41,8 @@ class FakeGate final : public CommandGate {
 FakeGate* gGate = nullptr;
 
 // A command the engine did not issue: what the shim does before forwarding it.
-void foreignCommand() {
-  if (gGate->pending > 0 && gGate->ownDepth == 0 && gGate->hook) gGate->hook(1);
+void foreignCommand(int kind = HOTKERNEL_COMMAND_LAUNCH) {
+  if (gGate->pending > 0 && gGate->ownDepth == 0 && gGate->hook) gGate->hook(kind);
 }
 
 // The fused kernel of a chain, run by the interpreter in Fused mode on CPU tensors.
@@ -49,6 +51,8 @@ class InterpreterKernel final : public FusedChainKernel {
   explicit InterpreterKernel(chain::ChainBuild build) : build_(std::move(build)) {}
   bool launch(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
               c10::Stream) noexcept override {
+    inside.store(true);
+    if (const int ms = delayMs.load(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     try {
       std::vector<std::vector<float>> in;
       for (const at::Tensor& t : inputs) {
@@ -61,6 +65,7 @@ class InterpreterKernel final : public FusedChainKernel {
         outputs[i].copy_(f.view(outputs[i].sizes()));
       }
       ++launches;
+      finished.fetch_add(1);
       return true;
     } catch (...) {
       return false;
@@ -68,6 +73,9 @@ class InterpreterKernel final : public FusedChainKernel {
   }
   std::string describe() const override { return "interpreter"; }
   int launches = 0;
+  std::atomic<int> delayMs{0};      // a slow launch: the flush holds the engine's lock that long
+  std::atomic<bool> inside{false};  // a launch has begun
+  std::atomic<int> finished{0};     // launches that wrote their outputs
 
  private:
   chain::ChainBuild build_;
@@ -320,6 +328,49 @@ TEST_F(FusionEngineTest, GivenAnotherThreadFlushingWhileTheOwnerReshapesPendingO
   EXPECT_EQ(wrong, 0);
   EXPECT_GT(checked, 1000);
   EXPECT_EQ(engine().stats().failedFlushes, 0u);
+}
+
+TEST_F(FusionEngineTest, GivenAnotherThreadFlushingTheOwnersChainWhenTheOwnerCopiesTheResultThenTheCopyWaitsForTheFlush) {
+  at::Tensor g = at::randn({16, 32}), u = at::randn({16, 32}), x = at::randn({4});
+  auto kernels = learnAndPublish([&] { return swiglu(g, u); });
+  ASSERT_EQ(kernels.size(), 1u);
+  const at::Tensor want = eager([&] { return swiglu(g, u); });
+  at::Tensor out = swiglu(g, u);
+  ASSERT_GT(gGate->pending.load(), 0) << "the chain is not pending";
+  kernels[0]->delayMs = 300;
+  const uint64_t gaveUp = engine().stats().hookGaveUp;  // stats() takes the lock: read before the flush
+  // Given: another thread's call flushes the owner's chain (its fused launch takes 300 ms).
+  std::thread other([&] { at::tanh(x); });
+  while (!kernels[0]->inside.load()) std::this_thread::yield();
+  // When: the owner copies the chain's result to the host (an .item()'s copy).
+  foreignCommand(HOTKERNEL_COMMAND_COPY);
+  // Then: the copy went on only after the chain's kernel had written its outputs.
+  EXPECT_EQ(kernels[0]->finished.load(), 1) << "the copy did not wait for the flush on the other thread";
+  other.join();
+  EXPECT_EQ(engine().stats().hookGaveUp, gaveUp);
+  EXPECT_LT(worstRelative(out, want), 1e-5);
+}
+
+TEST_F(FusionEngineTest, GivenAnotherThreadFlushingWhenTheOwnerRecordsAnEventThenTheHookGivesUpAfterItsBound) {
+  at::Tensor g = at::randn({16, 32}), u = at::randn({16, 32}), x = at::randn({4});
+  auto kernels = learnAndPublish([&] { return swiglu(g, u); });
+  ASSERT_EQ(kernels.size(), 1u);
+  at::Tensor out = swiglu(g, u);
+  ASSERT_GT(gGate->pending.load(), 0) << "the chain is not pending";
+  kernels[0]->delayMs = 1000;
+  const uint64_t gaveUp = engine().stats().hookGaveUp;  // stats() takes the lock: read before the flush
+  std::thread other([&] { at::tanh(x); });
+  while (!kernels[0]->inside.load()) std::this_thread::yield();
+  // When: the owner records an event (what the caching allocator does under its mutex, which a flush may need).
+  const auto begin = std::chrono::steady_clock::now();
+  foreignCommand(HOTKERNEL_COMMAND_EVENT_RECORD);
+  const auto waited = std::chrono::steady_clock::now() - begin;
+  // Then: it does not wait for the flush (no deadlock with the allocator): it gives up after its bound.
+  EXPECT_LT(waited, std::chrono::milliseconds(900));
+  EXPECT_EQ(kernels[0]->finished.load(), 0);
+  other.join();
+  EXPECT_EQ(engine().stats().hookGaveUp, gaveUp + 1);
+  EXPECT_EQ(kernels[0]->finished.load(), 1);
 }
 
 TEST_F(FusionEngineTest, GivenNoCommandHookWhenChainsRunThenNothingIsLearnedOrDeferred) {

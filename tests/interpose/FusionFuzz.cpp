@@ -487,10 +487,17 @@ class Program {
     return a.empty() ? -1 : a[static_cast<size_t>(ch_.pick(static_cast<int>(a.size())))];
   }
 
+  static constexpr CommandKind kCommandKinds[] = {CommandKind::Launch, CommandKind::Copy, CommandKind::EventRecord,
+                                                  CommandKind::StreamWait, CommandKind::Synchronize};
+
   void command(CommandKind kind) {
-    static const char* kNames[] = {"", "commands.launch", "commands.copy", "commands.eventRecord",
-                                   "commands.streamWait", "commands.synchronize"};
-    count(kNames[static_cast<int>(kind)]);
+    switch (kind) {
+      case CommandKind::Launch: count("commands.launch"); break;
+      case CommandKind::Copy: count("commands.copy"); break;
+      case CommandKind::EventRecord: count("commands.eventRecord"); break;
+      case CommandKind::StreamWait: count("commands.streamWait"); break;
+      case CommandKind::Synchronize: count("commands.synchronize"); break;
+    }
     fuzzGate().command(kind);
   }
 
@@ -659,7 +666,7 @@ class Program {
     if (r < 0) return;
     const bool free = untouchable.count(r) == 0;
     switch (ch_.pick(12)) {
-      case 0: command(static_cast<CommandKind>(1 + ch_.pick(5))); break;
+      case 0: command(kCommandKinds[ch_.pick(5)]); break;
       case 1: if (streams) switchStream(); break;
       case 2: view(r); break;
       case 3: if (free) metadataInPlace(r); break;
@@ -805,10 +812,18 @@ class Program {
     const bool streams = ch_.chance(0.3);
     const bool threads = ch_.chance(0.3);
     const bool concurrent = ch_.chance(0.1);
+    // The noise thread uses this program's members: it is waited for however body() ends (a throw included).
+    struct NoiseJoin {
+      bool started = false;
+      ~NoiseJoin() {
+        if (started) noiseWorker().wait();
+      }
+    } noiseJoin;
     if (concurrent && engine_) {
       count("concurrentPrograms");
       const uint64_t noiseSeed = mix(seed_, 0xC0FFEE);
       noiseWorker().start([this, noiseSeed] { noise(noiseSeed); });
+      noiseJoin.started = true;
     }
     const int instances = 1 + ch_.pick(4);
     for (int i = 0; i < instances; ++i) {

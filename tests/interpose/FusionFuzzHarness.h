@@ -38,10 +38,18 @@
 #include "hotkernel/interpose/ChainCatalog.h"
 #include "hotkernel/interpose/CommandGate.h"
 #include "hotkernel/interpose/FusionEngine.h"
+#include "hotkernel/hotkernel_shim.h"
 
 namespace hotkernel::fusion::fuzz {
 
-enum class CommandKind { Launch = 1, Copy, EventRecord, StreamWait, Synchronize };
+// The shim's kinds (HotkernelCommandKind): the hook's wait depends on them (Note [The fusion engine's lock]).
+enum class CommandKind {
+  Launch = HOTKERNEL_COMMAND_LAUNCH,
+  Copy = HOTKERNEL_COMMAND_COPY,
+  EventRecord = HOTKERNEL_COMMAND_EVENT_RECORD,
+  StreamWait = HOTKERNEL_COMMAND_STREAM_WAIT,
+  Synchronize = HOTKERNEL_COMMAND_SYNCHRONIZE
+};
 
 class FuzzGate final : public CommandGate {
  public:

@@ -10,14 +10,25 @@
 // The thread that serves the deferrable ops (the first one to call one, the
 // owner) takes it for the length of a call; a call on another thread flushes
 // what is pending and runs its original kernel, neither learned nor deferred.
-// The shim's hook takes the lock by trying for a bounded time and never
-// waits longer: a command can be issued while its thread holds a lock the
-// owner needs inside the engine (the caching allocator records and queries
-// events under its own mutex), and a wait could deadlock. Such commands
-// never read a pending chain's data (the owner runs originals and takes
-// calls only with nothing pending on another stream, and the allocator's
-// events do not read tensor data), so giving up is safe; it is counted and
-// said once in the log. Everything done under the lock is inside the
+// The shim's hook takes the lock by trying for a bounded time, which
+// depends on the command's kind and thread:
+//   - another thread's command: 500 us. Such commands are taken not to read
+//     a pending chain's data (the owner runs originals and takes calls only
+//     with nothing pending on another stream, and the allocator's events do
+//     not read tensor data), so giving up is taken as safe.
+//   - the owner's event record, stream wait, synchronize or query: 50 ms.
+//     The caching allocator issues these under its own mutex, which a flush
+//     on another thread may need (an unfused replay allocates), so an
+//     unbounded wait could deadlock; a flush takes far less than the bound.
+//   - the owner's launch, copy, memset, graph launch, capture, host callback
+//     or stream memory op: 10 s. When another thread holds the lock it is
+//     usually flushing the owner's own chain (its call flushes what is
+//     pending), which such a command may read (an .item()'s copy): it must
+//     wait until those kernels are launched. These commands are never issued
+//     under a lock a flush takes; the bound only breaks a deadlock nobody
+//     expects, and giving up there is an error in the log.
+// A hook that gives up is counted (hookGaveUp) and said once in the log.
+// Everything done under the lock is inside the
 // shim's own-command guard, so it never calls the hook itself.
 
 #include <ATen/core/dispatch/Dispatcher.h>
