@@ -37,6 +37,31 @@ json readObject(const json& j, const char* key, const std::string& where) {
 
 std::string errnoText() { return std::strerror(errno); }
 
+std::string snakeCase(const std::string& key) {
+  std::string out;
+  out.reserve(key.size() + 4);
+  for (size_t i = 0; i < key.size(); ++i) {
+    const char c = key[i];
+    const bool upper = c >= 'A' && c <= 'Z';
+    const char before = i > 0 ? key[i - 1] : '\0';
+    if (upper && ((before >= 'a' && before <= 'z') || (before >= '0' && before <= '9'))) out += '_';
+    out += upper ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  return out;
+}
+
+// The spelling of the keys that changed between versions 1 and 2 (Note [Experiment line versions]).
+struct LineKeys {
+  const char* candidateId;
+  const char* parentId;
+  const char* compileSeconds;
+  const char* atenUs;
+  const char* kernelUs;
+  const char* speedupCi;
+};
+constexpr LineKeys kVersion1Keys = {"candidateId", "parentId", "compileSeconds", "atenUs", "kernelUs", "speedupCi"};
+constexpr LineKeys kVersion2Keys = {"candidate_id", "parent_id", "compile_seconds", "aten_us", "kernel_us", "speedup_ci"};
+
 // Ownership and mode checks shared with the cache (cache/src/SafePath.h's Note).
 void checkPrivate(const struct stat& st, const std::string& path, const char* kind) {
   HOTKERNEL_CHECK(st.st_uid == ::geteuid(), "refusing experiment log ", kind, " ", path, ": owned by uid ", st.st_uid,
@@ -178,16 +203,16 @@ json Experiment::toJson() const {
           {"fingerprint", fingerprint},
           {"op", op},
           {"variant", variant},
-          {"candidateId", integerOrNull(candidateId)},
-          {"parentId", integerOrNull(parentId)},
+          {kVersion2Keys.candidateId, integerOrNull(candidateId)},
+          {kVersion2Keys.parentId, integerOrNull(parentId)},
           {"params", params.is_object() ? params : json::object()},
-          {"compileSeconds", numberOrNull(compileSeconds)},
+          {kVersion2Keys.compileSeconds, numberOrNull(compileSeconds)},
           {"stages", std::move(stagesJson)},
           {"timings",
-           {{"atenUs", numberOrNull(timings.atenUs)},
-            {"kernelUs", numberOrNull(timings.kernelUs)},
+           {{kVersion2Keys.atenUs, numberOrNull(timings.atenUs)},
+            {kVersion2Keys.kernelUs, numberOrNull(timings.kernelUs)},
             {"speedup", numberOrNull(timings.speedup)},
-            {"speedupCi", std::move(ci)}}},
+            {kVersion2Keys.speedupCi, std::move(ci)}}},
           {"decision", toString(decision)},
           {"reason", reason},
           {"extra", extra.is_object() ? extra : json::object()}};
@@ -197,8 +222,9 @@ Experiment Experiment::fromJson(const json& j) {
   const std::string where = "experiment line";
   HOTKERNEL_REQUIRE(jsonfield::string(j, "format", where) == kExperimentFormat, "not a ", kExperimentFormat, " line");
   const int64_t version = jsonfield::integer(j, "version", where);
-  HOTKERNEL_REQUIRE(version == kExperimentVersion, "version ", version, " (this reader knows ", kExperimentVersion,
-                    ")");
+  HOTKERNEL_REQUIRE(version >= kExperimentOldestVersion && version <= kExperimentVersion, "version ", version,
+                    " (this reader knows ", kExperimentOldestVersion, " to ", kExperimentVersion, ")");
+  const LineKeys& k = version == 1 ? kVersion1Keys : kVersion2Keys;
   Experiment e;
   const std::optional<double> time = readNumber(j, "time", where);
   HOTKERNEL_REQUIRE(time.has_value(), where, " misses a finite \"time\"");
@@ -206,10 +232,10 @@ Experiment Experiment::fromJson(const json& j) {
   e.fingerprint = jsonfield::optionalString(j, "fingerprint", where).value_or("");
   e.op = jsonfield::string(j, "op", where);
   e.variant = jsonfield::string(j, "variant", where);
-  e.candidateId = jsonfield::optionalInteger(j, "candidateId", where);
-  e.parentId = jsonfield::optionalInteger(j, "parentId", where);
+  e.candidateId = jsonfield::optionalInteger(j, k.candidateId, where);
+  e.parentId = jsonfield::optionalInteger(j, k.parentId, where);
   e.params = readObject(j, "params", where);
-  e.compileSeconds = readNumber(j, "compileSeconds", where);
+  e.compileSeconds = readNumber(j, k.compileSeconds, where);
   const json stages = readObject(j, "stages", where);  // named: items() of a temporary would dangle
   for (const auto& [stage, outcome] : stages.items()) {
     HOTKERNEL_REQUIRE(outcome.is_string(), where, ".stages.", stage, " must be a string, got ",
@@ -218,13 +244,13 @@ Experiment Experiment::fromJson(const json& j) {
   }
   const std::string timingsWhere = where + ".timings";
   const json t = readObject(j, "timings", where);
-  e.timings.atenUs = readNumber(t, "atenUs", timingsWhere);
-  e.timings.kernelUs = readNumber(t, "kernelUs", timingsWhere);
+  e.timings.atenUs = readNumber(t, k.atenUs, timingsWhere);
+  e.timings.kernelUs = readNumber(t, k.kernelUs, timingsWhere);
   e.timings.speedup = readNumber(t, "speedup", timingsWhere);
-  if (jsonfield::present(t, "speedupCi")) {
-    const json& ci = t.at("speedupCi");
-    HOTKERNEL_REQUIRE(ci.is_array() && ci.size() == 2 && ci[0].is_number() && ci[1].is_number(), timingsWhere,
-                      ".speedupCi must be [low, high], got ", ci.dump());
+  if (jsonfield::present(t, k.speedupCi)) {
+    const json& ci = t.at(k.speedupCi);
+    HOTKERNEL_REQUIRE(ci.is_array() && ci.size() == 2 && ci[0].is_number() && ci[1].is_number(), timingsWhere, ".",
+                      k.speedupCi, " must be [low, high], got ", ci.dump());
     e.timings.speedupCi = std::make_pair(ci[0].get<double>(), ci[1].get<double>());
   }
   const std::string decision = jsonfield::string(j, "decision", where);
@@ -233,7 +259,20 @@ Experiment Experiment::fromJson(const json& j) {
   e.decision = *d;
   e.reason = jsonfield::optionalString(j, "reason", where).value_or("");
   e.extra = readObject(j, "extra", where);
+  if (version == 1) e.extra = snakeCaseKeys(e.extra);  // Note [Experiment line versions]
   return e;
+}
+
+json snakeCaseKeys(const json& j) {
+  if (j.is_array()) {
+    json out = json::array();
+    for (const json& element : j) out.push_back(snakeCaseKeys(element));
+    return out;
+  }
+  if (!j.is_object()) return j;
+  json out = json::object();
+  for (const auto& [key, value] : j.items()) out[snakeCase(key)] = snakeCaseKeys(value);
+  return out;
 }
 
 double experimentTimeNow() {

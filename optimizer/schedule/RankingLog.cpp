@@ -20,13 +20,13 @@ std::string micros(double seconds) {
 }  // namespace
 
 nlohmann::json rankingJson(const RankedTarget& t) {
-  return {{"gpuSeconds", t.target.gpuSeconds},
-          {"currentUs", t.target.currentSecondsPerCall * 1e6},
-          {"rooflineUs", t.rooflineSecondsPerCall * 1e6},
-          {"rooflineFraction", t.rooflineFraction},
+  return {{"gpu_seconds", t.target.gpuSeconds},
+          {"current_us", t.target.currentSecondsPerCall * 1e6},
+          {"roofline_us", t.rooflineSecondsPerCall * 1e6},
+          {"roofline_fraction", t.rooflineFraction},
           {"headroom", t.headroom},
-          {"expectedSavingSeconds", t.expectedSavingSeconds},
-          {"budgetSeconds", t.budgetSeconds}};
+          {"expected_saving_seconds", t.expectedSavingSeconds},
+          {"budget_seconds", t.budgetSeconds}};
 }
 
 Experiment skippedTargetExperiment(const SkippedTarget& s, const std::string& fingerprint) {
@@ -50,10 +50,10 @@ Experiment skippedTargetExperiment(const SkippedTarget& s, const std::string& fi
       e.reason += "not searched";
       break;
   }
-  e.extra["ranking"] = {{"gpuSeconds", s.target.gpuSeconds},
-                        {"currentUs", s.target.currentSecondsPerCall * 1e6},
-                        {"rooflineUs", s.rooflineSecondsPerCall * 1e6},
-                        {"rooflineFraction", s.rooflineFraction},
+  e.extra["ranking"] = {{"gpu_seconds", s.target.gpuSeconds},
+                        {"current_us", s.target.currentSecondsPerCall * 1e6},
+                        {"roofline_us", s.rooflineSecondsPerCall * 1e6},
+                        {"roofline_fraction", s.rooflineFraction},
                         {"stop", toString(s.reason)}};
   return e;
 }
@@ -61,7 +61,8 @@ Experiment skippedTargetExperiment(const SkippedTarget& s, const std::string& fi
 void addStopReason(Experiment& closing, const nlohmann::json& tuneMetrics) {
   if (!tuneMetrics.is_object() || !tuneMetrics.contains("target")) return;
   const nlohmann::json& target = tuneMetrics["target"];
-  closing.extra["target"] = target;
+  // The metrics' summary keeps the cache's camelCase keys; the log's are snake_case (Note [Ranking in the experiment log]).
+  closing.extra["target"] = snakeCaseKeys(target);
   const std::string stop = target.value("stop", "none");
   if (closing.decision == ExperimentDecision::KeptAten && stop != "none") {
     closing.reason += " (search stopped: " + stop + ")";

@@ -25,9 +25,9 @@ std::vector<Experiment> tuneExperiments(const std::string& fingerprint, const st
     if (!c.origin.empty()) e.extra["origin"] = c.origin;
     if (!c.mutation.empty()) e.extra["mutation"] = c.mutation;
     if (c.round) e.extra["round"] = *c.round;
-    if (c.budgetLevel) e.extra["budgetLevel"] = *c.budgetLevel;
+    if (c.budgetLevel) e.extra["budget_level"] = *c.budgetLevel;
     if (c.attempt) e.extra["attempt"] = *c.attempt;
-    if (c.kernelName) e.extra["kernelName"] = *c.kernelName;
+    if (c.kernelName) e.extra["kernel_name"] = *c.kernelName;
     e.params = c.params.value_or(nlohmann::json::object());
     e.compileSeconds = c.compileSeconds;
     if (c.stages) {

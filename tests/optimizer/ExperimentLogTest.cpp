@@ -15,6 +15,8 @@
 #include "hotkernel/optimizer/ExperimentLog.h"
 #include "hotkernel/runtime/Check.h"
 
+#include "../JsonKeyCase.h"
+
 namespace hotkernel {
 namespace {
 
@@ -70,7 +72,7 @@ Experiment accepted() {
   e.timings.speedupCi = {{1.21, 1.27}};
   e.decision = ExperimentDecision::Accepted;
   e.reason = "speed-up CI [1.21, 1.27] clears 1.02";
-  e.extra = {{"seed", 123456789}, {"budgetLevel", 2}};
+  e.extra = {{"seed", 123456789}, {"budget_level", 2}, {"target", {{"spent_seconds", 1.5}, {"stop", "none"}}}};
   return e;
 }
 
@@ -145,13 +147,16 @@ TEST(ExperimentLogTest, GivenAppendWhenWrittenThenOneVersionedLineWithEveryKeyAn
   EXPECT_EQ(text.find('\n'), text.size() - 1);  // one line
   json j = json::parse(text);
   EXPECT_EQ(j["format"], "hotkernel-experiment");
-  EXPECT_EQ(j["version"], 1);
-  for (const char* key : {"time", "fingerprint", "op", "variant", "candidateId", "parentId", "params", "compileSeconds",
-                          "stages", "timings", "decision", "reason", "extra"}) {
+  EXPECT_EQ(j["version"], 2);
+  for (const char* key : {"time", "fingerprint", "op", "variant", "candidate_id", "parent_id", "params",
+                          "compile_seconds", "stages", "timings", "decision", "reason", "extra"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
+  for (const char* key : {"aten_us", "kernel_us", "speedup", "speedup_ci"}) EXPECT_TRUE(j["timings"].contains(key)) << key;
+  // Note [Experiment line versions]: every key snake_case but those of the maps of data.
+  EXPECT_EQ(jsoncase::nonSnakeCaseKeys(j, {"/params", "/stages"}), std::vector<std::string>{}) << text;
   EXPECT_EQ(j["decision"], "accepted");
-  EXPECT_EQ(j["timings"]["speedupCi"], json::array({1.21, 1.27}));
+  EXPECT_EQ(j["timings"]["speedup_ci"], json::array({1.21, 1.27}));
   EXPECT_EQ(j["stages"]["smoke"], "pass");
   struct stat st;
   ASSERT_EQ(::stat(log.path().c_str(), &st), 0);
@@ -178,7 +183,7 @@ TEST(ExperimentLogTest, GivenCorruptAndTruncatedLinesWhenReadThenSkippedAndCount
   appendRaw(log.path(), "{\"format\":\"hotkernel-experiment\",\"version\":1,\"time\":2,\"op\":\"x\"}\n");  // no variant
   appendRaw(log.path(), "[1,2,3]\n");
   appendRaw(log.path(), "{\"format\":\"other\",\"version\":1}\n");
-  appendRaw(log.path(), "{\"format\":\"hotkernel-experiment\",\"version\":2,\"time\":3}\n");  // newer version
+  appendRaw(log.path(), "{\"format\":\"hotkernel-experiment\",\"version\":3,\"time\":3}\n");  // newer version
   ASSERT_TRUE(log.append(rejected(4, "v", 2)));
   std::string full = rejected(5, "v", 3).toJson().dump();
   appendRaw(log.path(), full.substr(0, full.size() / 2));  // killed mid-write: no newline
@@ -213,6 +218,80 @@ TEST(ExperimentLogTest, GivenMissingOptionalKeysWhenParsedThenAcceptedAndRequire
   EXPECT_THROW(Experiment::fromJson(badType), Error);
   EXPECT_EQ(parseExperimentDecision("accepted"), ExperimentDecision::Accepted);
   EXPECT_FALSE(parseExperimentDecision("ACCEPTED").has_value());
+}
+
+// A line as version 1 wrote it: the keys of Note [Experiment line versions] in camelCase, extra's too.
+json version1Line() {
+  return {{"format", "hotkernel-experiment"},
+          {"version", 1},
+          {"time", 1735689600.5},
+          {"fingerprint", "9f2c0a"},
+          {"op", "aten::_softmax"},
+          {"variant", "dtype=bfloat16;rows=4096;cols=32000"},
+          {"candidateId", 12},
+          {"parentId", 7},
+          {"params", {{"threads", 256}, {"rowsPerCta", 2}}},
+          {"compileSeconds", 0.41},
+          {"stages", {{"smoke", "pass"}}},
+          {"timings", {{"atenUs", 310.25}, {"kernelUs", 250.5}, {"speedup", 1.24}, {"speedupCi", {1.21, 1.27}}}},
+          {"decision", "accepted"},
+          {"reason", "fastest"},
+          {"extra",
+           {{"budgetLevel", 2},
+            {"kernelName", "my_softmax"},
+            {"ranking", {{"gpuSeconds", 4.5}, {"rooflineFraction", 0.5}}},
+            {"target", {{"spentSeconds", 3.0}, {"rooflineUs", 12.5}, {"stop", "budget_spent"}}}}}};
+}
+
+TEST(ExperimentLogTest, GivenAVersion1LineInTheLogWhenReadThenEveryFieldAsTheVersion2LineWouldGiveIt) {
+  TempDir tmp;
+  ExperimentLog log(tmp.path());
+  appendRaw(log.path(), version1Line().dump() + "\n");
+  ASSERT_TRUE(log.append(rejected(1735689601, "v", 13)));
+  ExperimentReadResult read = readExperiments(tmp.path());
+  EXPECT_EQ(read.skipped, 0u);
+  ASSERT_EQ(read.experiments.size(), 2u);
+  const Experiment& e = read.experiments[0];
+  EXPECT_EQ(e.candidateId, 12);
+  EXPECT_EQ(e.parentId, 7);
+  EXPECT_EQ(e.compileSeconds, 0.41);
+  EXPECT_EQ(e.params, json({{"threads", 256}, {"rowsPerCta", 2}}));  // data: as written
+  EXPECT_EQ(e.timings.atenUs, 310.25);
+  EXPECT_EQ(e.timings.kernelUs, 250.5);
+  EXPECT_EQ(e.timings.speedupCi, std::make_pair(1.21, 1.27));
+  EXPECT_EQ(e.decision, ExperimentDecision::Accepted);
+  EXPECT_EQ(e.extra, json({{"budget_level", 2},
+                           {"kernel_name", "my_softmax"},
+                           {"ranking", {{"gpu_seconds", 4.5}, {"roofline_fraction", 0.5}}},
+                           {"target", {{"spent_seconds", 3.0}, {"roofline_us", 12.5}, {"stop", "budget_spent"}}}}));
+  // Written out again, it is a version 2 line with the same content.
+  const json again = e.toJson();
+  EXPECT_EQ(again["version"], 2);
+  EXPECT_EQ(jsoncase::nonSnakeCaseKeys(again, {"/params", "/stages"}), std::vector<std::string>{}) << again.dump();
+  EXPECT_EQ(read.experiments[1].candidateId, 13);
+}
+
+TEST(ExperimentLogTest, GivenOneVersionsKeysUnderTheOtherVersionWhenParsedThenTheyAreNotRead) {
+  json line = version1Line();
+  line["version"] = 2;  // camelCase keys under version 2: unknown keys, ignored
+  const Experiment e = Experiment::fromJson(line);
+  EXPECT_FALSE(e.candidateId.has_value());
+  EXPECT_FALSE(e.compileSeconds.has_value());
+  EXPECT_FALSE(e.timings.atenUs.has_value());
+  EXPECT_FALSE(e.timings.speedupCi.has_value());
+  EXPECT_EQ(e.extra["budgetLevel"], 2);  // version 2's extra is read as written
+  json mistyped = version1Line();
+  mistyped["timings"]["speedupCi"] = "wide";
+  EXPECT_THROW(Experiment::fromJson(mistyped), Error);
+}
+
+TEST(ExperimentLogTest, GivenCamelCaseKeysWhenSnakeCasedThenWordsSplitAtCaseChangesInEveryNestedObject) {
+  const json camel = json::parse(
+      R"({"speedupCi":1,"copyGBs":2,"already_snake":3,"sm90Arch":4,"list":[{"innerKey":{"deepKey":5}},"aValue"]})");
+  const json snake = json::parse(
+      R"({"speedup_ci":1,"copy_gbs":2,"already_snake":3,"sm90_arch":4,"list":[{"inner_key":{"deep_key":5}},"aValue"]})");
+  EXPECT_EQ(snakeCaseKeys(camel), snake);
+  EXPECT_EQ(snakeCaseKeys(json("notAKey")), json("notAKey"));  // values stay
 }
 
 TEST(ExperimentLogTest, GivenFilterWhenReadThenOnlyMatchingOpAndVariant) {

@@ -10,6 +10,8 @@
 
 #include "hotkernel/optimizer/RankingLog.h"
 
+#include "../JsonKeyCase.h"
+
 namespace hotkernel {
 namespace {
 
@@ -33,7 +35,11 @@ TEST(RankingLogTest, GivenTargetNearRooflineWhenLoggedThenKeptAtenWithReasonAndN
   ASSERT_TRUE(e.timings.atenUs.has_value());
   EXPECT_DOUBLE_EQ(*e.timings.atenUs, 105);
   EXPECT_EQ(e.extra["ranking"]["stop"], "near_roofline");
-  EXPECT_DOUBLE_EQ(e.extra["ranking"]["rooflineUs"].get<double>(), 100);
+  EXPECT_DOUBLE_EQ(e.extra["ranking"]["roofline_us"].get<double>(), 100);
+  EXPECT_DOUBLE_EQ(e.extra["ranking"]["gpu_seconds"].get<double>(), nearRoofline().target.gpuSeconds);
+  // Note [Experiment line versions]: the line's keys, extra's included, are snake_case.
+  EXPECT_EQ(jsoncase::nonSnakeCaseKeys(e.toJson(), {"/params", "/stages"}), std::vector<std::string>{})
+      << e.toJson().dump();
   EXPECT_FALSE(e.candidateId.has_value());
 }
 
@@ -51,7 +57,9 @@ TEST(RankingLogTest, GivenSearchStoppedWhenClosingLineWrittenThenStopReasonInRea
   const nlohmann::json metrics = {{"target", {{"stop", "budget_spent"}, {"budgetSeconds", 30.0}, {"spentSeconds", 31.2}}}};
   addStopReason(kept, metrics);
   EXPECT_EQ(kept.reason, "no candidate was correct and faster; the ATen kernel stays (search stopped: budget_spent)");
-  EXPECT_EQ(kept.extra["target"]["stop"], "budget_spent");
+  // The metrics' summary (camelCase, as the cache keeps it) in the log's snake_case.
+  EXPECT_EQ(kept.extra["target"],
+            nlohmann::json({{"stop", "budget_spent"}, {"budget_seconds", 30.0}, {"spent_seconds", 31.2}}));
 
   Experiment accepted;
   accepted.decision = ExperimentDecision::Accepted;
@@ -89,11 +97,13 @@ TEST(RankingLogTest, GivenRankedTargetWhenSerializedThenRankingNumbers) {
   t.expectedSavingSeconds = 6;
   t.budgetSeconds = 59.3;
   nlohmann::json j = rankingJson(t);
-  EXPECT_DOUBLE_EQ(j["currentUs"].get<double>(), 400);
-  EXPECT_DOUBLE_EQ(j["rooflineUs"].get<double>(), 100);
+  EXPECT_EQ(jsoncase::nonSnakeCaseKeys(j), std::vector<std::string>{}) << j.dump();
+  EXPECT_DOUBLE_EQ(j["current_us"].get<double>(), 400);
+  EXPECT_DOUBLE_EQ(j["roofline_us"].get<double>(), 100);
+  EXPECT_DOUBLE_EQ(j["roofline_fraction"].get<double>(), 0.25);
   EXPECT_DOUBLE_EQ(j["headroom"].get<double>(), 0.75);
-  EXPECT_DOUBLE_EQ(j["expectedSavingSeconds"].get<double>(), 6);
-  EXPECT_DOUBLE_EQ(j["budgetSeconds"].get<double>(), 59.3);
+  EXPECT_DOUBLE_EQ(j["expected_saving_seconds"].get<double>(), 6);
+  EXPECT_DOUBLE_EQ(j["budget_seconds"].get<double>(), 59.3);
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include "hotkernel/optimizer/TuneExperiments.h"
 #include "hotkernel/optimizer/TuneOutcome.h"
 
+#include "../JsonKeyCase.h"
+
 namespace hotkernel {
 namespace {
 
@@ -175,9 +177,14 @@ TEST(TuneOutcomeTest, GivenAnAcceptedOutcomeWhenItsExperimentsAreMadeThenOneLine
   EXPECT_EQ(chosen.timings.kernelUs, 250.25);
   EXPECT_EQ(chosen.timings.speedupCi, std::make_pair(1.21, 1.27));
   EXPECT_EQ(chosen.extra.at("mutation"), "threads 256->512");
-  EXPECT_EQ(chosen.extra.at("budgetLevel"), 2);
+  EXPECT_EQ(chosen.extra.at("budget_level"), 2);
   EXPECT_EQ(chosen.extra.at("target").at("stop"), "no_improvement");
   EXPECT_FALSE(lines[0].extra.contains("target"));
+  // Note [Experiment line versions]: every line's keys snake_case but the maps of data (params, stages).
+  for (const Experiment& line : lines) {
+    EXPECT_EQ(jsoncase::nonSnakeCaseKeys(line.toJson(), {"/params", "/stages"}), std::vector<std::string>{})
+        << line.toJson().dump();
+  }
 }
 
 TEST(TuneOutcomeTest, GivenNoAcceptedKernelWhenItsExperimentsAreMadeThenAKeptAtenLineCarriesTheStop) {
@@ -193,7 +200,9 @@ TEST(TuneOutcomeTest, GivenNoAcceptedKernelWhenItsExperimentsAreMadeThenAKeptAte
   EXPECT_FALSE(kept.candidateId.has_value());
   EXPECT_EQ(kept.reason,
             "no candidate was correct and faster; the ATen kernel stays (search stopped: no_improvement)");
-  EXPECT_EQ(kept.extra.at("target").at("budgetSeconds"), 30.0);
+  EXPECT_EQ(kept.extra.at("target").at("budget_seconds"), 30.0);
+  EXPECT_EQ(jsoncase::nonSnakeCaseKeys(kept.toJson(), {"/params", "/stages"}), std::vector<std::string>{})
+      << kept.toJson().dump();
 
   // A faster candidate that was not the one chosen says so.
   out = familyOutcome();

@@ -13,6 +13,8 @@
 #include "RunCli.h"
 #include "hotkernel/optimizer/ExperimentLog.h"
 
+#include "../JsonKeyCase.h"
+
 namespace hotkernel::cli {
 namespace {
 
@@ -153,7 +155,7 @@ TEST(LogCommandsTest, GivenJsonWhenListedThenOneObjectWithFormatVersionAndTheLog
   EXPECT_EQ(doc.begin().key(), "format");  // format and version first, as every --json of the CLI
   EXPECT_EQ(std::next(doc.begin()).key(), "version");
   EXPECT_EQ(doc["format"], "hotkernel-log");
-  EXPECT_EQ(doc["version"], 1);
+  EXPECT_EQ(doc["version"], 2);
   EXPECT_EQ(doc["log"], ExperimentLog::pathFor(tmp.path()));
   EXPECT_EQ(doc["found"], true);
   EXPECT_EQ(doc["skipped"], 0);
@@ -164,12 +166,54 @@ TEST(LogCommandsTest, GivenJsonWhenListedThenOneObjectWithFormatVersionAndTheLog
   ASSERT_TRUE(j.is_array());
   ASSERT_EQ(j.size(), 3u);
   EXPECT_EQ(j[0]["format"], "hotkernel-experiment");
-  EXPECT_EQ(j[0]["version"], 1);
+  EXPECT_EQ(j[0]["version"], 2);
   EXPECT_EQ(j[0]["reason"], "correctness: sweep");
   EXPECT_TRUE(j[0]["timings"]["speedup"].is_null());
   EXPECT_EQ(j[1]["decision"], "accepted");
   EXPECT_EQ(j[1]["params"]["threads"], 512);
   EXPECT_EQ(j[2]["variant"], kFp32);
+}
+
+TEST(LogCommandsTest, GivenVersion1AndVersion2LinesWhenListedAsJsonThenEveryLineAsVersion2InSnakeCase) {
+  TempDir tmp;
+  fill(tmp.path());
+  {
+    // A line an older hotkernel wrote (Note [Experiment line versions]): camelCase keys, extra's too.
+    std::ofstream out(ExperimentLog::pathFor(tmp.path()), std::ios::app);
+    out << R"({"format":"hotkernel-experiment","version":1,"time":1735690000,"fingerprint":"fp-h200",)"
+        << R"("op":"aten::_softmax","variant":")" << kBf16 << R"(","candidateId":9,"parentId":2,)"
+        << R"("params":{"threads":256,"rowsPerCta":2},"compileSeconds":0.5,"stages":{"smoke":"pass"},)"
+        << R"("timings":{"atenUs":300,"kernelUs":200,"speedup":1.5,"speedupCi":[1.4,1.6]},)"
+        << R"("decision":"rejected","reason":"old","extra":{"budgetLevel":1,"kernelName":"k",)"
+        << R"("target":{"spentSeconds":3.5,"stop":"budget_spent"}}})"
+        << "\n";
+  }
+  auto r = runCli({"log", "--dir", tmp.path(), "--json"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["skipped"], 0);
+  ASSERT_EQ(doc["experiments"].size(), 6u);
+  // Every key snake_case but those of the maps of data: a family's parameter names, harness stage names.
+  EXPECT_EQ(jsoncase::nonSnakeCaseKeys(doc, {"/experiments/*/params", "/experiments/*/stages"}),
+            std::vector<std::string>{})
+      << r.out;
+  const nlohmann::json& old = doc["experiments"][5];
+  EXPECT_EQ(old["version"], 2);
+  EXPECT_EQ(old["candidate_id"], 9);
+  EXPECT_EQ(old["parent_id"], 2);
+  EXPECT_DOUBLE_EQ(old["compile_seconds"].get<double>(), 0.5);
+  EXPECT_EQ(old["params"]["rowsPerCta"], 2);  // data: kept as the cache stores it
+  EXPECT_DOUBLE_EQ(old["timings"]["aten_us"].get<double>(), 300);
+  EXPECT_DOUBLE_EQ(old["timings"]["kernel_us"].get<double>(), 200);
+  EXPECT_EQ(old["timings"]["speedup_ci"], nlohmann::json::array({1.4, 1.6}));
+  EXPECT_EQ(old["extra"]["budget_level"], 1);
+  EXPECT_EQ(old["extra"]["kernel_name"], "k");
+  EXPECT_DOUBLE_EQ(old["extra"]["target"]["spent_seconds"].get<double>(), 3.5);
+  // The table shows it like any other line.
+  auto table = runCli({"log", "--dir", tmp.path()});
+  ASSERT_EQ(table.exitCode, 0) << table.err;
+  EXPECT_TRUE(contains(table.out, "6 experiments")) << table.out;
+  EXPECT_TRUE(contains(table.out, "1.50x [1.40,1.60]")) << table.out;  // the v1 line's speed-up and its CI
 }
 
 TEST(LogCommandsTest, GivenCorruptLinesWhenListedThenSkippedWithNoteOnStderr) {

@@ -103,11 +103,13 @@ std::string utc(double time) { return formatUtc(static_cast<int64_t>(std::floor(
 
 // --- log ---------------------------------------------------------------------
 
-// log --json: {"format":"hotkernel-log","version":1,"log":<experiments.jsonl path>,"found":<a log file exists>,
+// log --json: {"format":"hotkernel-log","version":2,"log":<experiments.jsonl path>,"found":<a log file exists>,
 // "matching":N (experiments matching the filters),"skipped":N (lines that could not be read),"experiments":[the
-// last --last matching experiments, oldest first, each the log's own object (format "hotkernel-experiment")]}.
+// last --last matching experiments, oldest first, each the log's own object (format "hotkernel-experiment",
+// version 2; a version 1 line shown as version 2: Note [Experiment line versions] in ExperimentLog.h)]}.
+// Version 1 is the same document whose experiments were version 1 lines (camelCase keys).
 constexpr const char* kLogFormat = "hotkernel-log";
-constexpr int kLogVersion = 1;
+constexpr int kLogVersion = 2;
 
 void runLog(const LogOptions& o) {
   ExperimentReadResult r = read(o);
@@ -186,7 +188,7 @@ void addLogCommands(CLI::App& app, ExitStatus& status) {
 
   CLI::App* log = app.add_subcommand("log", "list the optimizer's experiments (one per candidate evaluation)");
   addCommonOptions(log, *o);
-  log->add_flag("--json", o->json, "print one JSON object (format hotkernel-log, version 1) instead of a table");
+  log->add_flag("--json", o->json, "print one JSON object (format hotkernel-log, version 2) instead of a table");
   log->add_option("--last", o->last, "only the last N matching experiments")
       ->check(integerInRange(1, kMaxLastExperiments));
   log->callback([o] { runLog(*o); });

@@ -4,26 +4,37 @@
 // once) and read back by `hotkernel log` and `hotkernel report`. No torch.
 //
 // Note [Experiment line format]
-// UTF-8 JSON Lines: one object per line, terminated by "\n". Version 1:
+// UTF-8 JSON Lines: one object per line, terminated by "\n". Version 2:
 //   {"format":"hotkernel-experiment",   required, exactly this string
-//    "version":1,                        required; readers skip lines of a newer version
+//    "version":2,                        required; readers skip lines of a newer version
 //    "time":1735689600.123,              required, Unix seconds (UTC), millisecond precision
 //    "fingerprint":"9f2c…",              environment fingerprint key ("" when unknown)
 //    "op":"aten::_softmax",              required
 //    "variant":"dtype=bfloat16;rows=4096;cols=32000",  required, the cache's variant string
-//    "candidateId":12,                   lineage id within one search, or null (e.g. a kept_aten record)
-//    "parentId":7,                       lineage parent, or null (first population)
-//    "params":{"threads":256,"vec":8},   the candidate's parameter point (an object, {} when none)
-//    "compileSeconds":0.41,              NVRTC wall time, or null
-//    "stages":{"smoke":"pass","sweep":"fail"},  harness stage -> "pass" | "fail" | "skip"
-//    "timings":{"atenUs":310.2,"kernelUs":250.1,"speedup":1.24,"speedupCi":[1.21,1.27]},
+//    "candidate_id":12,                  lineage id within one search, or null (e.g. a kept_aten record)
+//    "parent_id":7,                      lineage parent, or null (first population)
+//    "params":{"threads":256,"vec":8},   the candidate's parameter point (an object, {} when none): a map
+//                                        of data, the family's parameter names as the cache stores them
+//    "compile_seconds":0.41,             NVRTC wall time, or null
+//    "stages":{"smoke":"pass","sweep":"fail"},  harness stage -> "pass" | "fail" | "skip" (a map of data)
+//    "timings":{"aten_us":310.2,"kernel_us":250.1,"speedup":1.24,"speedup_ci":[1.21,1.27]},
 //                                        each null when not measured
 //    "decision":"accepted",              required: "accepted" | "rejected" | "kept_aten"
 //    "reason":"speed-up CI [1.21, 1.27] clears 1.02",  free text ("" when none)
-//    "extra":{"seed":123,"budgetLevel":2}}  free-form object ({} when none)
+//    "extra":{"seed":123,"budget_level":2}}  free-form object ({} when none)
 // Writers emit every key; readers accept a missing optional key as null and
-// ignore unknown keys, so fields can be added within version 1. A change to
+// ignore unknown keys, so fields can be added within a version. A change to
 // the meaning of an existing key bumps the version.
+//
+// Note [Experiment line versions]
+// Version 2 is version 1 with every key in snake_case, the key case of every
+// JSON document hotkernel writes for its users (docs/design/json-style.md);
+// "extra"'s keys are hotkernel's field names (no map of data), snake_case
+// too. Version 1 spells "candidateId", "parentId", "compileSeconds",
+// "atenUs", "kernelUs", "speedupCi" and extra's keys ("budgetLevel",
+// "kernelName", ...) in camelCase. Readers take both: a version 1 line reads
+// as the version 2 line it would be (extra's keys through snakeCaseKeys), so
+// `hotkernel log --json` shows every line as version 2.
 //
 // Note [Appending from many processes]
 // Each line is written with one write() on a descriptor opened with
@@ -60,7 +71,8 @@
 namespace hotkernel {
 
 inline constexpr const char* kExperimentFormat = "hotkernel-experiment";
-inline constexpr int kExperimentVersion = 1;
+inline constexpr int kExperimentVersion = 2;
+inline constexpr int kExperimentOldestVersion = 1;
 
 enum class ExperimentDecision { Accepted, Rejected, KeptAten };
 const char* toString(ExperimentDecision decision);  // "accepted", "rejected", "kept_aten"
@@ -89,12 +101,19 @@ struct Experiment {
   std::string reason;
   nlohmann::json extra = nlohmann::json::object();
 
-  // The line's object (every key, absent values as null).
+  // The line's object, version 2 (every key, absent values as null).
   nlohmann::json toJson() const;
-  // Throws Error unless `j` is a version-1 experiment object with the required
-  // keys of the right types (Note [Experiment line format]).
+  // Throws Error unless `j` is a version 1 or 2 experiment object with the
+  // required keys of the right types (Notes [Experiment line format] and
+  // [Experiment line versions]).
   static Experiment fromJson(const nlohmann::json& j);
 };
+
+// A copy of `j` whose object keys are snake_case: an uppercase letter after a
+// lowercase one or a digit starts a new word ("speedupCi" -> "speedup_ci",
+// "copyGBs" -> "copy_gbs"), and every letter is lowercased. For documents
+// whose keys are field names only, never data (Note [Experiment line versions]).
+nlohmann::json snakeCaseKeys(const nlohmann::json& j);
 
 // Current time as Unix seconds, rounded to milliseconds.
 double experimentTimeNow();

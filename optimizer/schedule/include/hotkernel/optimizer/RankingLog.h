@@ -14,7 +14,10 @@
 // search (the accepted candidate, or the kept_aten line) carries
 // extra.target = the TargetClock summary (budget, spent, roofline, best time,
 // stop) and, for kept_aten, the stop in its reason. extra.ranking holds the
-// ranking's numbers (roofline, headroom, expected saving, GPU time).
+// ranking's numbers (roofline, headroom, expected saving, GPU time). Their
+// keys are snake_case, as every key of the line (Note [Experiment line
+// versions]): extra.target is the summary with its keys snake-cased (the
+// tuning's metrics in the cache keep the summary's own keys).
 
 #include <string>
 
@@ -25,7 +28,7 @@
 
 namespace hotkernel {
 
-// {"gpuSeconds","currentUs","rooflineUs","rooflineFraction","headroom","expectedSavingSeconds","budgetSeconds"}.
+// {"gpu_seconds","current_us","roofline_us","roofline_fraction","headroom","expected_saving_seconds","budget_seconds"}.
 nlohmann::json rankingJson(const RankedTarget& target);
 
 // The kept_aten line of a target the ranking dropped (NearRoofline or
