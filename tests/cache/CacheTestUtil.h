@@ -1,7 +1,7 @@
 #pragma once
 // Helpers shared by the cache and CLI tests: a temporary directory, valid
-// entries, and raw SQLite access for tampering with a database behind the
-// CacheStore's back.
+// entries (CacheTestEntries.h), and raw SQLite access for tampering with a
+// database behind the CacheStore's back.
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "CacheTestEntries.h"
 #include "hotkernel/cache/CacheStore.h"
 #include "hotkernel/cache/Entry.h"
-#include "hotkernel/runtime/Fingerprint.h"
 
 namespace hotkernel::cache::test {
 
@@ -43,46 +43,6 @@ class TempDir {
  private:
   std::string path_;
 };
-
-inline Fingerprint testFingerprint(const std::string& gpu = "NVIDIA H200") {
-  Fingerprint f;
-  f.gpuName = gpu;
-  f.computeCapability = "9.0";
-  f.driverVersion = 13000;
-  f.nvrtcVersion = 13000;
-  f.torchVersion = "2.11.0+cu130";
-  f.hotkernelVersion = "0.1.0";
-  return f;
-}
-
-// A valid "kernel" entry; the cubin is derived from the key so entries differ.
-inline Entry kernelEntry(const std::string& op, const std::string& variant, const Fingerprint& fp = testFingerprint(),
-                         size_t cubinBytes = 256) {
-  Entry e;
-  e.fingerprint = fp.key();
-  e.fingerprintJson = fp.canonicalJson();
-  e.op = op;
-  e.variant = variant;
-  e.decision = kDecisionKernel;
-  e.family = "softmax_lastdim";
-  e.params = R"({"block":256,"vec":8})";
-  e.kernelName = "softmax_lastdim_kernel";
-  std::string seed = op + "|" + variant + "|" + e.fingerprint;
-  e.cubin.resize(cubinBytes);
-  for (size_t i = 0; i < cubinBytes; ++i) e.cubin[i] = static_cast<char>(seed[i % seed.size()] ^ (i * 131));
-  e.metrics = R"({"speedup":1.42,"ci":[1.38,1.46],"max_abs_err":0.0})";
-  return e;
-}
-
-inline Entry keepAtenEntry(const std::string& op, const std::string& variant,
-                           const Fingerprint& fp = testFingerprint()) {
-  Entry e = kernelEntry(op, variant, fp);
-  e.decision = kDecisionKeepAten;
-  e.cubin.clear();
-  e.kernelName.clear();
-  e.metrics = R"({"best_speedup":0.97})";
-  return e;
-}
 
 // Raw SQLite access, bypassing CacheStore (for tampering and inspection).
 class RawDb {

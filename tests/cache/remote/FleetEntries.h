@@ -2,7 +2,7 @@
 // What the fleet chaos test (FleetChaosTest.cpp) and its worker
 // (FleetWorker.cpp) agree on: the fingerprint, the variants, the one correct
 // entry of each (what the fake tuner produces), and the worker's event log.
-// No gtest: the worker includes it too.
+// No gtest: the worker includes it too (CacheTestEntries.h has none).
 //
 // Note [Fleet event log, v1]
 // Each worker appends one line per event to its own file, flushed at once so
@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <string>
 
+#include "../CacheTestEntries.h"
 #include "hotkernel/cache/Entry.h"
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/kernels/VariantOptions.h"
@@ -36,16 +37,8 @@ inline int64_t steadyMs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
-inline Fingerprint fleetFingerprint() {
-  Fingerprint f;
-  f.gpuName = "NVIDIA H200";
-  f.computeCapability = "9.0";
-  f.driverVersion = 13000;
-  f.nvrtcVersion = 13000;
-  f.torchVersion = "2.11.0+cu130";
-  f.hotkernelVersion = "0.1.0";
-  return f;
-}
+// The fleet's one device: the cache tests' fingerprint.
+inline Fingerprint fleetFingerprint() { return test::testFingerprint(); }
 
 inline VariantKey keyOf(int index) {
   return VariantKey{static_cast<int32_t>(kernels::DType::Float16), 0, 64 * (index + 1), 4096};
@@ -55,19 +48,8 @@ inline std::string variantOf(int index) { return kernels::variantString(keyOf(in
 
 // The correct entry of variant `index`: what the fake tuner produces, byte for byte, in every worker.
 inline Entry goodEntry(int index, const std::string& cubinTag = "good") {
-  const Fingerprint fp = fleetFingerprint();
-  Entry e;
-  e.fingerprint = fp.key();
-  e.fingerprintJson = fp.canonicalJson();
-  e.op = kOp;
-  e.variant = variantOf(index);
-  e.decision = kDecisionKernel;
-  e.family = "softmax_lastdim";
-  e.params = R"({"block":256,"vec":8})";
-  e.kernelName = "softmax_lastdim_kernel";
-  const std::string seed = cubinTag + "|" + e.variant;
-  e.cubin.resize(512);
-  for (size_t i = 0; i < e.cubin.size(); ++i) e.cubin[i] = static_cast<char>(seed[i % seed.size()] ^ (i * 131));
+  Entry e = test::kernelEntry(kOp, variantOf(index), fleetFingerprint());
+  e.cubin = test::seededCubin(cubinTag + "|" + e.variant, 512);
   e.metrics = R"({"speedup":1.3})";
   e.createdUnix = 1700000000;
   return e;
