@@ -194,9 +194,12 @@ def parse_variant(text):
 def recorded_counts(status):
     """(op, dtype, rows, cols) -> sampled calls, from the recorder's profile in the status."""
     counts = {}
-    for v in status.get("profile", {}).get("variants", []):
+    profile = status.get("profile", {})
+    # hotkernel-profile v3 spells its keys in snake_case, v1 and v2 in camelCase (docs/design/json-style.md).
+    sampled = "sampled_calls" if profile.get("version", 0) >= 3 else "sampledCalls"
+    for v in profile.get("variants", []):
         key = (v.get("op"), v.get("dtype"), str(v.get("rows")), str(v.get("cols")))
-        counts[key] = counts.get(key, 0) + v.get("sampledCalls", 0)
+        counts[key] = counts.get(key, 0) + v.get(sampled, 0)
     return counts
 
 

@@ -58,11 +58,13 @@ def main():
             "CPU: the script under the preload (recording)")
         with open(profile) as f:
             prof = json.load(f)
+        # hotkernel-profile v3 spells its keys in snake_case, v1 and v2 in camelCase (docs/design/json-style.md).
+        calls = "estimated_calls" if prof.get("version", 0) >= 3 else "estimatedCalls"
         print("\nRecorded softmax variants (estimated calls):")
         for v in prof["variants"]:
             print(f"  {v['op']}  {v['dtype']}  rows={v['rows']} cols={v['cols']}  device={v['device']}  "
-                  f"~{v['estimatedCalls']:.0f} calls")
-        print("Hottest ops:", ", ".join(f"{o['op']} (~{o['estimatedCalls']:.0f})" for o in prof["ops"][:6]))
+                  f"~{v[calls]:.0f} calls")
+        print("Hottest ops:", ", ".join(f"{o['op']} (~{o[calls]:.0f})" for o in prof["ops"][:6]))
         print("\nNo CUDA device here: optimization needs a CUDA device. On a GPU machine the same command "
               "optimizes these variants and swaps the faster kernels in.")
         return

@@ -210,12 +210,12 @@ nlohmann::json Recorder::gpuTimeJsonLocked() const {
   if (!gpuStart_.detail.empty()) j["detail"] = gpuStart_.detail;
   if (gpuStart_.state != ActivityStartState::Started) return j;
   const GpuTimeLedger::Totals t = gpuLedger_->totals();
-  j["kernelNs"] = t.kernelNs;
+  j["kernel_ns"] = t.kernelNs;
   j["kernels"] = t.kernels;
-  j["attributedNs"] = t.attributedNs;
-  j["droppedRecords"] = t.droppedRecords;
+  j["attributed_ns"] = t.attributedNs;
+  j["dropped_records"] = t.droppedRecords;
   j["evicted"] = t.evicted;
-  if (!gpuTakenOver_.empty()) j["takenOver"] = gpuTakenOver_;
+  if (!gpuTakenOver_.empty()) j["taken_over"] = gpuTakenOver_;
   return j;
 }
 
@@ -236,9 +236,9 @@ nlohmann::json Recorder::profile() const {
   }
   auto addGpu = [this, withGpu](nlohmann::json& entry, uint64_t ns, uint64_t attributedCalls) {
     if (!withGpu) return;
-    entry["gpuNs"] = ns;
-    entry["gpuSampledCalls"] = attributedCalls;
-    entry["estimatedGpuNs"] = static_cast<double>(ns) / samplingProb_;
+    entry["gpu_ns"] = ns;
+    entry["gpu_sampled_calls"] = attributedCalls;
+    entry["estimated_gpu_ns"] = static_cast<double>(ns) / samplingProb_;
   };
   std::vector<size_t> order(ops_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -249,8 +249,8 @@ nlohmann::json Recorder::profile() const {
   for (size_t i : order) {
     const OpCount& op = ops_[i];
     nlohmann::json entry = {{"op", op.name},
-                            {"sampledCalls", op.sampled},
-                            {"estimatedCalls", static_cast<double>(op.sampled) / samplingProb_}};
+                            {"sampled_calls", op.sampled},
+                            {"estimated_calls", static_cast<double>(op.sampled) / samplingProb_}};
     addGpu(entry, withGpu ? opNs[i] : 0, op.attributed);
     ops.push_back(std::move(entry));
   }
@@ -262,8 +262,8 @@ nlohmann::json Recorder::profile() const {
                             {"device", v.key.device},
                             {"rows", v.key.rows},
                             {"cols", v.key.cols},
-                            {"sampledCalls", v.sampled},
-                            {"estimatedCalls", static_cast<double>(v.sampled) / samplingProb_}};
+                            {"sampled_calls", v.sampled},
+                            {"estimated_calls", static_cast<double>(v.sampled) / samplingProb_}};
     // Middle-dim reductions only (Note [Profile format] in Recorder.h).
     if (v.key.inner != 0) entry["inner"] = v.key.inner;
     // Norm variants only, and only when set (Note [Profile format] in Recorder.h).
@@ -275,9 +275,9 @@ nlohmann::json Recorder::profile() const {
     addGpu(entry, withGpu ? variantNs[i] : 0, v.attributed);
     variants.push_back(std::move(entry));
   }
-  nlohmann::json doc = {{"format", "hotkernel-profile"}, {"version", 2}, {"samplingProb", samplingProb_},
+  nlohmann::json doc = {{"format", "hotkernel-profile"}, {"version", 3}, {"sampling_prob", samplingProb_},
                         {"ops", ops}, {"variants", variants}};
-  if (gpuSource_ != nullptr) doc["gpuTime"] = gpuTimeJsonLocked();
+  if (gpuSource_ != nullptr) doc["gpu_time"] = gpuTimeJsonLocked();
   return doc;
 }
 

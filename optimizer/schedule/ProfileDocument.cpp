@@ -24,6 +24,31 @@ namespace jf = jsonfield;
 
 constexpr int64_t kMaxCount = std::numeric_limits<int64_t>::max();
 
+// The keys whose spelling changed in version 3 (Note [Profile versions] in Recorder.h): versions 1 and 2
+// spell them in camelCase, version 3 in snake_case. Every other key is the same in all three.
+struct ProfileKeys {
+  const char* samplingProb;
+  const char* sampledCalls;
+  const char* estimatedCalls;
+  const char* gpuNs;
+  const char* gpuSampledCalls;
+  const char* estimatedGpuNs;
+  const char* gpuTime;
+  const char* kernelNs;
+  const char* attributedNs;
+  const char* droppedRecords;
+  const char* takenOver;
+};
+
+constexpr ProfileKeys kCamelCaseKeys = {"samplingProb", "sampledCalls", "estimatedCalls", "gpuNs",
+                                        "gpuSampledCalls", "estimatedGpuNs", "gpuTime", "kernelNs",
+                                        "attributedNs", "droppedRecords", "takenOver"};
+constexpr ProfileKeys kSnakeCaseKeys = {"sampling_prob", "sampled_calls", "estimated_calls", "gpu_ns",
+                                        "gpu_sampled_calls", "estimated_gpu_ns", "gpu_time", "kernel_ns",
+                                        "attributed_ns", "dropped_records", "taken_over"};
+
+const ProfileKeys& keysOf(int version) { return version >= 3 ? kSnakeCaseKeys : kCamelCaseKeys; }
+
 // What a nested error says, without the " (File.cpp:42)" its throw appended: the
 // message that wraps it names the entry and gets a location of its own.
 std::string reasonOf(const std::exception& e) {
@@ -45,34 +70,35 @@ bool holdsString(const nlohmann::json& j, const char* key, const char* expected)
 }
 
 // The entry's GPU time when the profile carries it (Note [GPU time in the profile]).
-std::optional<RecordedGpuTime> gpuOf(const nlohmann::json& entry, bool withGpu, const std::string& where) {
+std::optional<RecordedGpuTime> gpuOf(const nlohmann::json& entry, bool withGpu, const ProfileKeys& k,
+                                     const std::string& where) {
   if (!withGpu) return std::nullopt;
   RecordedGpuTime g;
-  g.ns = jf::integer(entry, "gpuNs", where, 0, kMaxCount);
-  g.sampledCalls = jf::integer(entry, "gpuSampledCalls", where, 0, kMaxCount);
-  g.estimatedNs = jf::number(entry, "estimatedGpuNs", where);
+  g.ns = jf::integer(entry, k.gpuNs, where, 0, kMaxCount);
+  g.sampledCalls = jf::integer(entry, k.gpuSampledCalls, where, 0, kMaxCount);
+  g.estimatedNs = jf::number(entry, k.estimatedGpuNs, where);
   return g;
 }
 
-RecordedGpuSummary gpuSummaryOf(const nlohmann::json& j) {
-  const std::string where = "gpuTime";
+RecordedGpuSummary gpuSummaryOf(const nlohmann::json& j, const ProfileKeys& k) {
+  const std::string where = k.gpuTime;
   jf::object(j, where);
   RecordedGpuSummary s;
   s.source = jf::string(j, "source", where);
   s.state = jf::string(j, "state", where);
   s.detail = jf::optionalString(j, "detail", where).value_or("");
   if (s.state == "started") {
-    s.kernelNs = jf::integer(j, "kernelNs", where, 0, kMaxCount);
+    s.kernelNs = jf::integer(j, k.kernelNs, where, 0, kMaxCount);
     s.kernels = jf::integer(j, "kernels", where, 0, kMaxCount);
-    s.attributedNs = jf::integer(j, "attributedNs", where, 0, kMaxCount);
-    s.droppedRecords = jf::optionalInteger(j, "droppedRecords", where, 0, kMaxCount).value_or(0);
+    s.attributedNs = jf::integer(j, k.attributedNs, where, 0, kMaxCount);
+    s.droppedRecords = jf::optionalInteger(j, k.droppedRecords, where, 0, kMaxCount).value_or(0);
     s.evicted = jf::optionalInteger(j, "evicted", where, 0, kMaxCount).value_or(0);
-    s.takenOver = jf::optionalString(j, "takenOver", where).value_or("");
+    s.takenOver = jf::optionalString(j, k.takenOver, where).value_or("");
   }
   return s;
 }
 
-RecordedVariant variantOf(const nlohmann::json& v, int device, bool withGpu) {
+RecordedVariant variantOf(const nlohmann::json& v, int device, bool withGpu, const ProfileKeys& k) {
   const std::string where = "variant";
   jf::object(v, where);
   RecordedVariant r;
@@ -95,20 +121,20 @@ RecordedVariant variantOf(const nlohmann::json& v, int device, bool withGpu) {
       }
     }
   }
-  r.sampledCalls = jf::optionalNumber(v, "sampledCalls", where).value_or(0.0);
-  r.estimatedCalls = jf::optionalNumber(v, "estimatedCalls", where).value_or(0.0);
-  r.gpu = gpuOf(v, withGpu, where);
+  r.sampledCalls = jf::optionalNumber(v, k.sampledCalls, where).value_or(0.0);
+  r.estimatedCalls = jf::optionalNumber(v, k.estimatedCalls, where).value_or(0.0);
+  r.gpu = gpuOf(v, withGpu, k, where);
   return r;
 }
 
-RecordedOp opOf(const nlohmann::json& o, bool withGpu) {
+RecordedOp opOf(const nlohmann::json& o, bool withGpu, const ProfileKeys& k) {
   const std::string where = "op";
   jf::object(o, where);
   RecordedOp r;
   r.op = jf::string(o, "op", where);
-  r.sampledCalls = jf::optionalNumber(o, "sampledCalls", where).value_or(0.0);
-  r.estimatedCalls = jf::optionalNumber(o, "estimatedCalls", where).value_or(0.0);
-  r.gpu = gpuOf(o, withGpu, where);
+  r.sampledCalls = jf::optionalNumber(o, k.sampledCalls, where).value_or(0.0);
+  r.estimatedCalls = jf::optionalNumber(o, k.estimatedCalls, where).value_or(0.0);
+  r.gpu = gpuOf(o, withGpu, k, where);
   return r;
 }
 
@@ -119,20 +145,21 @@ RecordedProfile parseRecordedProfile(const nlohmann::json& profile, int device) 
   if (!profile.is_object() || !holdsString(profile, "format", kProfileFormat) || version == profile.end() ||
       !version->is_number_integer() || *version < kProfileOldestVersion || *version > kProfileNewestVersion ||
       !profile.contains("variants") || !profile["variants"].is_array()) {
-    HOTKERNEL_THROW("is not a hotkernel profile (format hotkernel-profile, version 1 or 2)");
+    HOTKERNEL_THROW("is not a hotkernel profile (format hotkernel-profile, version 1 to 3)");
   }
   RecordedProfile out;
   out.version = version->get<int>();
+  const ProfileKeys& k = keysOf(out.version);
   try {
-    out.samplingProb = jf::optionalNumber(profile, "samplingProb", "profile").value_or(0.0);
-    if (out.version >= 2 && jf::present(profile, "gpuTime")) out.gpuTime = gpuSummaryOf(profile["gpuTime"]);
+    out.samplingProb = jf::optionalNumber(profile, k.samplingProb, "profile").value_or(0.0);
+    if (out.version >= 2 && jf::present(profile, k.gpuTime)) out.gpuTime = gpuSummaryOf(profile[k.gpuTime], k);
   } catch (const std::exception& e) {
     HOTKERNEL_THROW("malformed profile header (", reasonOf(e), ")");
   }
   const bool withGpu = out.hasGpuTime();
   for (const nlohmann::json& v : profile["variants"]) {
     try {
-      out.variants.push_back(variantOf(v, device, withGpu));
+      out.variants.push_back(variantOf(v, device, withGpu, k));
     } catch (const std::exception& e) {
       HOTKERNEL_THROW("malformed variant in the profile: ", v.dump(), " (", reasonOf(e), ")");
     }
@@ -141,7 +168,7 @@ RecordedProfile parseRecordedProfile(const nlohmann::json& profile, int device) 
     if (!profile["ops"].is_array()) HOTKERNEL_THROW("malformed profile: \"ops\" is not an array");
     for (const nlohmann::json& o : profile["ops"]) {
       try {
-        out.ops.push_back(opOf(o, withGpu));
+        out.ops.push_back(opOf(o, withGpu, k));
       } catch (const std::exception& e) {
         HOTKERNEL_THROW("malformed op in the profile: ", o.dump(), " (", reasonOf(e), ")");
       }

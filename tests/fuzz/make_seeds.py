@@ -60,6 +60,19 @@ def profile():
                  gpuTime={"source": "cupti", "state": "started", "kernelNs": 9000000, "kernels": 700,
                           "attributedNs": 240000, "droppedRecords": 0, "evicted": 0})
     write("fuzz_profile", "gpu-time-v2.json", json.dumps(timed, indent=1))
+    # Version 3: version 2 with its keys in snake_case (Note [Profile versions]).
+    snake = {"samplingProb": "sampling_prob", "sampledCalls": "sampled_calls", "estimatedCalls": "estimated_calls",
+             "gpuNs": "gpu_ns", "gpuSampledCalls": "gpu_sampled_calls", "estimatedGpuNs": "estimated_gpu_ns",
+             "gpuTime": "gpu_time", "kernelNs": "kernel_ns", "attributedNs": "attributed_ns",
+             "droppedRecords": "dropped_records", "takenOver": "taken_over"}
+
+    def snake_cased(value):
+        if isinstance(value, dict):
+            return {snake.get(k, k): snake_cased(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [snake_cased(v) for v in value]
+        return value
+    write("fuzz_profile", "gpu-time-v3.json", json.dumps(dict(snake_cased(timed), version=3), indent=1))
 
 
 def agent_reply():
@@ -142,6 +155,14 @@ def experiment_log():
           line(decision="rejected", reason="correctness: max error 0.5", candidateId=None, parentId=None,
                timings={"atenUs": None, "kernelUs": None, "speedup": None, "speedupCi": None})
           + line(decision="kept_aten", time=1764547300.0) + "{\"format\":\"hotkernel-experiment\",\"vers\n")
+    # Version 2: version 1 with its keys in snake_case (Note [Experiment line versions]).
+    v2 = {"format": "hotkernel-experiment", "version": 2, "time": 1764547400.5, "fingerprint": "0123456789abcdef",
+          "op": "aten::_softmax", "variant": "dtype=bfloat16;rows=4096;cols=32000", "candidate_id": 4,
+          "parent_id": 3, "params": {"threads": 512, "vec": 8, "items": 0}, "compile_seconds": 0.5,
+          "stages": {"smoke": "pass"},
+          "timings": {"aten_us": 40.1, "kernel_us": 17.9, "speedup": 2.24, "speedup_ci": [2.2, 2.3]},
+          "decision": "accepted", "reason": "", "extra": {"budget_level": 1, "target": {"spent_seconds": 2.5}}}
+    write("fuzz_experiment_log", "accepted-v2.jsonl", dump(v2) + "\n")
 
 
 def variant_string():

@@ -46,7 +46,7 @@ TEST(CuptiAttributionGpuTest, GivenCuptiWhenCudaOpsRunThenEachOpGetsTheDeviceTim
   const at::Tensor x = at::randn({4096, 32000}, cuda);
   (void)at::mm(a, a);  // the first sampled op with a CUDA input starts the source
   const nlohmann::json early = r.profile();
-  ASSERT_TRUE(r.gpuAttributing()) << early["gpuTime"].dump();
+  ASSERT_TRUE(r.gpuAttributing()) << early["gpu_time"].dump();
 
   constexpr int kMm = 20;
   constexpr int kSoftmax = 50;
@@ -61,18 +61,18 @@ TEST(CuptiAttributionGpuTest, GivenCuptiWhenCudaOpsRunThenEachOpGetsTheDeviceTim
   ASSERT_TRUE(r.writeProfile(path));  // flushes CUPTI's buffers first
   std::ifstream f(path);
   const nlohmann::json p = nlohmann::json::parse(f);
-  ASSERT_EQ(p["gpuTime"]["state"], "started") << p["gpuTime"].dump();
-  EXPECT_EQ(p["gpuTime"]["droppedRecords"], 0) << p["gpuTime"].dump();
-  EXPECT_FALSE(p["gpuTime"].contains("takenOver")) << p["gpuTime"].dump();
+  ASSERT_EQ(p["gpu_time"]["state"], "started") << p["gpu_time"].dump();
+  EXPECT_EQ(p["gpu_time"]["dropped_records"], 0) << p["gpu_time"].dump();
+  EXPECT_FALSE(p["gpu_time"].contains("taken_over")) << p["gpu_time"].dump();
   const nlohmann::json* mm = findOp(p, "aten::mm");
   const nlohmann::json* softmax = findOp(p, "aten::_softmax");
   ASSERT_NE(mm, nullptr);
   ASSERT_NE(softmax, nullptr);
   // The warm-up matmul ran attributed too: kMm + 1 sampled calls.
-  EXPECT_EQ((*mm)["gpuSampledCalls"], kMm + 1);
-  EXPECT_EQ((*softmax)["gpuSampledCalls"], kSoftmax);
-  const double mmNs = (*mm)["gpuNs"].get<double>() * kMm / (kMm + 1);
-  const double softmaxNs = (*softmax)["gpuNs"].get<double>();
+  EXPECT_EQ((*mm)["gpu_sampled_calls"], kMm + 1);
+  EXPECT_EQ((*softmax)["gpu_sampled_calls"], kSoftmax);
+  const double mmNs = (*mm)["gpu_ns"].get<double>() * kMm / (kMm + 1);
+  const double softmaxNs = (*softmax)["gpu_ns"].get<double>();
   // Device-bound loops: the kernels fill most of the wall time and never exceed it.
   EXPECT_GT(mmNs, 0.5 * mmWall) << "mm: " << mmNs << " ns attributed, loop " << mmWall << " ns";
   EXPECT_LT(mmNs, 1.05 * mmWall) << "mm: " << mmNs << " ns attributed, loop " << mmWall << " ns";
@@ -82,14 +82,14 @@ TEST(CuptiAttributionGpuTest, GivenCuptiWhenCudaOpsRunThenEachOpGetsTheDeviceTim
   bool sawVariant = false;
   for (const auto& v : p["variants"]) {
     if (v["op"] == "aten::_softmax" && v["rows"] == 4096 && v["cols"] == 32000) {
-      EXPECT_EQ(v["gpuNs"], (*softmax)["gpuNs"]) << v.dump();
+      EXPECT_EQ(v["gpu_ns"], (*softmax)["gpu_ns"]) << v.dump();
       sawVariant = true;
     }
   }
   EXPECT_TRUE(sawVariant);
   // randn's own kernels land on aten::randn's sampled calls (or the ops nested in it), never on mm or softmax.
-  const int64_t kernelNs = p["gpuTime"]["kernelNs"];
-  EXPECT_LE(p["gpuTime"]["attributedNs"].get<int64_t>(), kernelNs);
+  const int64_t kernelNs = p["gpu_time"]["kernel_ns"];
+  EXPECT_LE(p["gpu_time"]["attributed_ns"].get<int64_t>(), kernelNs);
   EXPECT_GE(kernelNs, static_cast<int64_t>(mmNs + softmaxNs));
 }
 

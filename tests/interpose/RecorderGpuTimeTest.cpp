@@ -19,6 +19,8 @@
 
 #include "hotkernel/interpose/Recorder.h"
 
+#include "../JsonKeyCase.h"
+
 namespace hotkernel {
 namespace {
 
@@ -130,28 +132,30 @@ TEST(RecorderGpuTimeTest, GivenAStartedSourceWhenOpsLaunchKernelsThenTheirGpuTim
   ASSERT_TRUE(Recorder::instance().writeProfile(path));
   std::ifstream f(path);
   const nlohmann::json p = nlohmann::json::parse(f);
-  EXPECT_EQ(p["version"], 2);
-  ASSERT_TRUE(p.contains("gpuTime")) << p.dump();
-  EXPECT_EQ(p["gpuTime"]["state"], "started");
-  EXPECT_EQ(p["gpuTime"]["kernelNs"], 3 * 1000 + 2 * 10 + 500);
-  EXPECT_EQ(p["gpuTime"]["attributedNs"], 3 * 1000 + 2 * 10);
-  EXPECT_EQ(p["gpuTime"]["takenOver"], "another CUPTI client took the records over");
+  EXPECT_EQ(p["version"], 3);
+  // Note [Profile versions]: the GPU time's keys are snake_case too.
+  EXPECT_EQ(jsoncase::nonSnakeCaseKeys(p), std::vector<std::string>{}) << p.dump();
+  ASSERT_TRUE(p.contains("gpu_time")) << p.dump();
+  EXPECT_EQ(p["gpu_time"]["state"], "started");
+  EXPECT_EQ(p["gpu_time"]["kernel_ns"], 3 * 1000 + 2 * 10 + 500);
+  EXPECT_EQ(p["gpu_time"]["attributed_ns"], 3 * 1000 + 2 * 10);
+  EXPECT_EQ(p["gpu_time"]["taken_over"], "another CUPTI client took the records over");
   const nlohmann::json* softmax = findOp(p, "aten::_softmax");
   ASSERT_NE(softmax, nullptr) << p.dump();
-  EXPECT_EQ((*softmax)["gpuNs"], 3000);
-  EXPECT_EQ((*softmax)["gpuSampledCalls"], 3);
-  EXPECT_DOUBLE_EQ((*softmax)["estimatedGpuNs"].get<double>(), 3000.0);
+  EXPECT_EQ((*softmax)["gpu_ns"], 3000);
+  EXPECT_EQ((*softmax)["gpu_sampled_calls"], 3);
+  EXPECT_DOUBLE_EQ((*softmax)["estimated_gpu_ns"].get<double>(), 3000.0);
   const nlohmann::json* add = findOp(p, "aten::add");
   ASSERT_NE(add, nullptr) << p.dump();
-  EXPECT_EQ((*add)["gpuNs"], 20);
+  EXPECT_EQ((*add)["gpu_ns"], 20);
   const nlohmann::json* randn = findOp(p, "aten::randn");
   ASSERT_NE(randn, nullptr) << p.dump();
-  EXPECT_EQ((*randn)["gpuNs"], 0);  // sampled, no kernel of its own
+  EXPECT_EQ((*randn)["gpu_ns"], 0);  // sampled, no kernel of its own
   int variants = 0;
   for (const auto& v : p["variants"]) {
     if (v["op"] == "aten::_softmax" && v["rows"] == 5 && v["cols"] == 7) {
-      EXPECT_EQ(v["gpuNs"], 3000) << v.dump();
-      EXPECT_EQ(v["gpuSampledCalls"], 3) << v.dump();
+      EXPECT_EQ(v["gpu_ns"], 3000) << v.dump();
+      EXPECT_EQ(v["gpu_sampled_calls"], 3) << v.dump();
       ++variants;
     }
   }
@@ -167,12 +171,12 @@ TEST(RecorderGpuTimeTest, GivenASourceHeldElsewhereWhenOpsRunThenNothingIsPushed
   EXPECT_FALSE(Recorder::instance().gpuAttributing());
   EXPECT_EQ(fake->pushes(), 0);
   const nlohmann::json p = Recorder::instance().profile();
-  EXPECT_EQ(p["gpuTime"]["state"], "held-elsewhere");
-  EXPECT_EQ(p["gpuTime"]["detail"], "CUPTI is held by another tool");
-  EXPECT_FALSE(p["gpuTime"].contains("kernelNs"));
+  EXPECT_EQ(p["gpu_time"]["state"], "held-elsewhere");
+  EXPECT_EQ(p["gpu_time"]["detail"], "CUPTI is held by another tool");
+  EXPECT_FALSE(p["gpu_time"].contains("kernel_ns"));
   const nlohmann::json* softmax = findOp(p, "aten::_softmax");
   ASSERT_NE(softmax, nullptr);
-  EXPECT_FALSE(softmax->contains("gpuNs"));
+  EXPECT_FALSE(softmax->contains("gpu_ns"));
 }
 
 TEST(RecorderGpuTimeTest, GivenStartAtTheFirstCudaOpWhenOnlyCpuOpsRunThenTheSourceIsNeverStarted) {
@@ -182,7 +186,7 @@ TEST(RecorderGpuTimeTest, GivenStartAtTheFirstCudaOpWhenOnlyCpuOpsRunThenTheSour
   for (int i = 0; i < 3; ++i) (void)at::_softmax(x, -1, false);
   EXPECT_EQ(fake->starts(), 0);
   EXPECT_EQ(fake->pushes(), 0);
-  EXPECT_EQ(Recorder::instance().profile()["gpuTime"]["state"], "pending");
+  EXPECT_EQ(Recorder::instance().profile()["gpu_time"]["state"], "pending");
 }
 
 }  // namespace

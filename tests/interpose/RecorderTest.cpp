@@ -10,6 +10,8 @@
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/kernels/VariantOptions.h"
 
+#include "../JsonKeyCase.h"
+
 namespace hotkernel {
 namespace {
 
@@ -52,16 +54,19 @@ TEST(RecorderTest, GivenRecorderWhenOpsRunThenVariantsCountedAndHotFiredOnce) {
   EXPECT_EQ(hotCount(sink, "aten::_softmax", 2, 9), 0);
   nlohmann::json p = r.profile();
   EXPECT_EQ(p["format"], "hotkernel-profile");
-  EXPECT_EQ(p["version"], 2);
-  EXPECT_FALSE(p.contains("gpuTime"));  // HOTKERNEL_CUPTI unset
+  EXPECT_EQ(p["version"], 3);
+  EXPECT_FALSE(p.contains("gpu_time"));  // HOTKERNEL_CUPTI unset
+  // Note [Profile versions]: every key snake_case (the profile holds no map of data).
+  EXPECT_EQ(jsoncase::nonSnakeCaseKeys(p), std::vector<std::string>{}) << p.dump();
+  EXPECT_TRUE(p.contains("sampling_prob")) << p.dump();
   bool sawOp = false;
-  for (const auto& op : p["ops"]) sawOp |= (op["op"] == "aten::_softmax" && op["sampledCalls"].get<int>() >= 7);
+  for (const auto& op : p["ops"]) sawOp |= (op["op"] == "aten::_softmax" && op["sampled_calls"].get<int>() >= 7);
   EXPECT_TRUE(sawOp) << p.dump();
   int variants = 0;
   for (const auto& v : p["variants"]) {
     if (v["rows"] == 5 && v["cols"] == 7) {
       EXPECT_EQ(v["dtype"], "float32");
-      EXPECT_GE(v["sampledCalls"].get<int>(), 6);
+      EXPECT_GE(v["sampled_calls"].get<int>(), 6);
       ++variants;
     }
   }

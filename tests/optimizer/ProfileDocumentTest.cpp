@@ -1,5 +1,6 @@
-// A recorded profile read back: versions 1 and 2, GPU time when the profile
-// carries it (Note [GPU time in the profile]), malformed entries refused.
+// A recorded profile read back: versions 1 and 2 (camelCase keys) and 3
+// (snake_case: Note [Profile versions]), GPU time when the profile carries it
+// (Note [GPU time in the profile]), malformed entries refused.
 
 #include <gtest/gtest.h>
 
@@ -8,6 +9,8 @@
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/optimizer/ProfileDocument.h"
 #include "hotkernel/runtime/Check.h"
+
+#include "../JsonKeyCase.h"
 
 namespace hotkernel {
 namespace {
@@ -34,6 +37,25 @@ json v2WithGpu() {
   }
   p["gpuTime"] = {{"source", "cupti"}, {"state", "started"}, {"kernelNs", 50000}, {"kernels", 12},
                   {"attributedNs", 3000}, {"droppedRecords", 2}, {"evicted", 0}};
+  return p;
+}
+
+// What the recorder writes now: version 2's document with its keys in snake_case.
+json v3WithGpu() {
+  json p = {{"format", "hotkernel-profile"},
+            {"version", 3},
+            {"sampling_prob", 0.5},
+            {"ops", {{{"op", "aten::_softmax"}, {"sampled_calls", 4}, {"estimated_calls", 8.0}}}},
+            {"variants",
+             {{{"op", "aten::_softmax"}, {"dtype", "bf16"}, {"device", 0}, {"rows", 64}, {"cols", 1000},
+               {"sampled_calls", 4}, {"estimated_calls", 8.0}}}}};
+  for (json* e : {&p["ops"][0], &p["variants"][0]}) {
+    (*e)["gpu_ns"] = 3000;
+    (*e)["gpu_sampled_calls"] = 4;
+    (*e)["estimated_gpu_ns"] = 6000.0;
+  }
+  p["gpu_time"] = {{"source", "cupti"}, {"state", "started"}, {"kernel_ns", 50000}, {"kernels", 12},
+                   {"attributed_ns", 3000}, {"dropped_records", 2}, {"evicted", 0}, {"taken_over", "a profiler"}};
   return p;
 }
 
@@ -65,6 +87,45 @@ TEST(ProfileDocumentTest, GivenAVersion2ProfileWithGpuTimeWhenReadThenEveryEntry
   EXPECT_EQ(p.variants[0].gpu->sampledCalls, 4);
 }
 
+TEST(ProfileDocumentTest, GivenAVersion3ProfileWhenReadThenItsSnakeCaseKeysGiveTheVersion2Values) {
+  ASSERT_TRUE(jsoncase::nonSnakeCaseKeys(v3WithGpu()).empty());
+  const RecordedProfile p = parseRecordedProfile(v3WithGpu(), 0);
+  EXPECT_EQ(p.version, 3);
+  EXPECT_DOUBLE_EQ(p.samplingProb, 0.5);
+  ASSERT_TRUE(p.hasGpuTime());
+  EXPECT_EQ(p.gpuTime->kernelNs, 50000);
+  EXPECT_EQ(p.gpuTime->attributedNs, 3000);
+  EXPECT_EQ(p.gpuTime->droppedRecords, 2);
+  EXPECT_EQ(p.gpuTime->takenOver, "a profiler");
+  ASSERT_EQ(p.ops.size(), 1u);
+  EXPECT_EQ(p.ops[0].sampledCalls, 4);
+  EXPECT_DOUBLE_EQ(p.ops[0].estimatedCalls, 8.0);
+  ASSERT_TRUE(p.ops[0].gpu.has_value());
+  EXPECT_EQ(p.ops[0].gpu->ns, 3000);
+  ASSERT_EQ(p.variants.size(), 1u);
+  EXPECT_DOUBLE_EQ(p.variants[0].estimatedCalls, 8.0);
+  EXPECT_DOUBLE_EQ(p.variants[0].gpu->estimatedNs, 6000.0);
+  EXPECT_EQ(p.variants[0].gpu->sampledCalls, 4);
+}
+
+TEST(ProfileDocumentTest, GivenOneVersionsDocumentSpelledWithTheOtherCaseWhenReadThenItsKeysAreNotFound) {
+  // A version 2 document's keys are camelCase: the version 3 spelling is not read there, and the other way round.
+  json p = v2WithGpu();
+  ASSERT_FALSE(jsoncase::nonSnakeCaseKeys(p).empty());
+  p["version"] = 3;
+  const RecordedProfile relabelled = parseRecordedProfile(p, 0);
+  EXPECT_FALSE(relabelled.gpuTime.has_value());  // "gpuTime", "samplingProb", "estimatedCalls" are unknown keys
+  EXPECT_DOUBLE_EQ(relabelled.samplingProb, 0.0);
+  EXPECT_DOUBLE_EQ(relabelled.variants[0].estimatedCalls, 0.0);
+  EXPECT_FALSE(relabelled.ops[0].gpu.has_value());
+  json q = v3WithGpu();
+  q["version"] = 2;
+  const RecordedProfile r = parseRecordedProfile(q, 0);
+  EXPECT_FALSE(r.gpuTime.has_value());
+  EXPECT_DOUBLE_EQ(r.samplingProb, 0.0);
+  EXPECT_DOUBLE_EQ(r.variants[0].estimatedCalls, 0.0);
+}
+
 TEST(ProfileDocumentTest, GivenGpuTimeThatBackedOffWhenReadThenItsStateAndNoEntryTimes) {
   json p = v1();
   p["version"] = 2;
@@ -79,7 +140,13 @@ TEST(ProfileDocumentTest, GivenGpuTimeThatBackedOffWhenReadThenItsStateAndNoEntr
 
 TEST(ProfileDocumentTest, GivenAnotherVersionOrMissingOrMistypedGpuFieldsWhenReadThenError) {
   json p = v2WithGpu();
-  p["version"] = 3;
+  p["version"] = 4;
+  EXPECT_THROW(parseRecordedProfile(p, 0), Error);
+  p = v2WithGpu();
+  p["version"] = 0;
+  EXPECT_THROW(parseRecordedProfile(p, 0), Error);
+  p = v3WithGpu();
+  p["variants"][0].erase("gpu_ns");
   EXPECT_THROW(parseRecordedProfile(p, 0), Error);
   p = v2WithGpu();
   p["variants"][0].erase("gpuNs");  // started: every entry carries its time

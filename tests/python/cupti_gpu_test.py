@@ -4,11 +4,11 @@ cupti_gpu_test, label gpu; Note [GPU time from CUPTI]).
 
 Three children run this script again under the preload (HOTKERNEL_SAMPLE=1,
 HOTKERNEL_OPTIMIZE=0, a fresh cache, HOTKERNEL_PROFILE written at exit):
-  attributed      matmuls and softmaxes: the profile's gpuTime is "started",
+  attributed      matmuls and softmaxes: the profile's gpu_time is "started",
                   aten::mm and aten::_softmax carry GPU time, the matmul more;
                   `hotkernel profile --json` ranks by GPU time with aten::mm first;
   profiler-first  torch.profiler (CUDA activity) runs before the first CUDA op:
-                  hotkernel backs off (gpuTime "held-elsewhere", one log line
+                  hotkernel backs off (gpu_time "held-elsewhere", one log line
                   says so) and torch.profiler still sees the matmul's kernels;
   profiler-after  hotkernel attributes first, then torch.profiler runs: it sees
                   the kernels (hotkernel holds no CUPTI subscription), and the
@@ -102,14 +102,14 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         doc, _, log = run_child("attributed", tmp)
-        gpu = doc.get("gpuTime", {})
-        check(doc["version"] == 2 and gpu.get("state") == "started", f"attributed: gpuTime started ({gpu})")
+        gpu = doc.get("gpu_time", {})
+        check(doc["version"] == 3 and gpu.get("state") == "started", f"attributed: gpu_time started ({gpu})")
         if gpu.get("state") == "started":
             mm, softmax = op(doc, "aten::mm"), op(doc, "aten::_softmax")
-            check(mm["gpuNs"] > 0 and softmax["gpuNs"] > 0,
-                  f"attributed: mm {mm['gpuNs']} ns, _softmax {softmax['gpuNs']} ns")
-            check(mm["gpuNs"] > softmax["gpuNs"], "attributed: the 2048^3 matmul outweighs the [1024, 8192] softmax")
-            check(gpu["attributedNs"] <= gpu["kernelNs"], f"attributed: {gpu['attributedNs']} <= {gpu['kernelNs']}")
+            check(mm["gpu_ns"] > 0 and softmax["gpu_ns"] > 0,
+                  f"attributed: mm {mm['gpu_ns']} ns, _softmax {softmax['gpu_ns']} ns")
+            check(mm["gpu_ns"] > softmax["gpu_ns"], "attributed: the 2048^3 matmul outweighs the [1024, 8192] softmax")
+            check(gpu["attributed_ns"] <= gpu["kernel_ns"], f"attributed: {gpu['attributed_ns']} <= {gpu['kernel_ns']}")
             cli = os.path.join(os.environ["HOTKERNEL_TEST_HOME"], "bin", "hotkernel")
             view = subprocess.run([cli, "profile", os.path.join(tmp, "attributed.json"), "--json", "--dir",
                                    os.path.join(tmp, "cache-attributed")], capture_output=True, text=True)
@@ -120,18 +120,18 @@ def main():
                       f"hotkernel profile: ranked by {v['ranked_by']}, first {v['ops'][0]['op']}")
 
         doc, seen, log = run_child("profiler-first", tmp)
-        gpu = doc.get("gpuTime", {})
+        gpu = doc.get("gpu_time", {})
         check(gpu.get("state") == "held-elsewhere", f"profiler-first: hotkernel backed off ({gpu})")
         check("held by another tool" in log, "profiler-first: the log says why")
         check(seen.get("torch_profiler_mm_device_us", 0) > 0,
               f"profiler-first: torch.profiler still sees the matmul's kernels ({seen})")
 
         doc, seen, log = run_child("profiler-after", tmp)
-        gpu = doc.get("gpuTime", {})
+        gpu = doc.get("gpu_time", {})
         check(gpu.get("state") == "started", f"profiler-after: hotkernel attributed first ({gpu})")
         check(seen.get("torch_profiler_mm_device_us", 0) > 0,
               f"profiler-after: torch.profiler sees the matmul's kernels ({seen})")
-        check("takenOver" in gpu, "profiler-after: the profile says the records were taken over")
+        check("taken_over" in gpu, "profiler-after: the profile says the records were taken over")
     if failures:
         print(f"{len(failures)} check(s) failed")
         sys.exit(1)

@@ -22,26 +22,43 @@ bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-json entry(const std::string& op, double calls, double gpuNs) {
-  return {{"op", op}, {"sampledCalls", 1}, {"estimatedCalls", calls},
-          {"gpuNs", static_cast<int64_t>(gpuNs / 2)}, {"gpuSampledCalls", 1}, {"estimatedGpuNs", gpuNs}};
+// A key as `version` spells it: camelCase before version 3, snake_case from it (Note [Profile versions]).
+const char* key(int version, const char* camelCase, const char* snakeCase) {
+  return version >= 3 ? snakeCase : camelCase;
+}
+
+json entry(int version, const std::string& op, double calls, double gpuNs) {
+  return {{"op", op},
+          {key(version, "sampledCalls", "sampled_calls"), 1},
+          {key(version, "estimatedCalls", "estimated_calls"), calls},
+          {key(version, "gpuNs", "gpu_ns"), static_cast<int64_t>(gpuNs / 2)},
+          {key(version, "gpuSampledCalls", "gpu_sampled_calls"), 1},
+          {key(version, "estimatedGpuNs", "estimated_gpu_ns"), gpuNs}};
 }
 
 // aten::mm: 7 ms of 10 ms; aten::_softmax: 2 ms in 300 calls; aten::view: most calls, no GPU time.
-json profileWithGpu() {
-  json softmax = entry("aten::_softmax", 300, 2e6);
+// Version 3 is what the recorder writes; version 2 the same profile as an older one wrote it.
+json profileWithGpu(int version = 3) {
+  json softmax = entry(version, "aten::_softmax", 300, 2e6);
   softmax["dtype"] = "float16";
   softmax["device"] = 0;
   softmax["rows"] = 4096;
   softmax["cols"] = 32000;
   return {{"format", "hotkernel-profile"},
-          {"version", 2},
-          {"samplingProb", 0.5},
-          {"ops", {entry("aten::view", 900, 0), entry("aten::_softmax", 300, 2e6), entry("aten::mm", 100, 7e6)}},
+          {"version", version},
+          {key(version, "samplingProb", "sampling_prob"), 0.5},
+          {"ops",
+           {entry(version, "aten::view", 900, 0), entry(version, "aten::_softmax", 300, 2e6),
+            entry(version, "aten::mm", 100, 7e6)}},
           {"variants", {softmax}},
-          {"gpuTime",
-           {{"source", "cupti"}, {"state", "started"}, {"kernelNs", 10000000}, {"kernels", 400},
-            {"attributedNs", 4500000}, {"droppedRecords", 0}, {"evicted", 0}}}};
+          {key(version, "gpuTime", "gpu_time"),
+           {{"source", "cupti"},
+            {"state", "started"},
+            {key(version, "kernelNs", "kernel_ns"), 10000000},
+            {"kernels", 400},
+            {key(version, "attributedNs", "attributed_ns"), 4500000},
+            {key(version, "droppedRecords", "dropped_records"), 0},
+            {"evicted", 0}}}};
 }
 
 json profileV1() {
@@ -96,6 +113,21 @@ TEST(ProfileCommandTest, GivenJsonWhenShownThenOneObjectWithFormatAndVersionFirs
   EXPECT_EQ(j["cache"]["found"], false);
 }
 
+TEST(ProfileCommandTest, GivenTheSameProfileAsVersion2AndAsVersion3WhenShownAsJsonThenTheSameView) {
+  TempDir tmp;
+  json views[2];
+  for (int version : {2, 3}) {
+    const std::string p = write(tmp, "v" + std::to_string(version) + ".json", profileWithGpu(version).dump());
+    auto r = runCli({"profile", p, "--json", "--dir", tmp.sub("cache")});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    views[version - 2] = json::parse(r.out);
+    views[version - 2].erase("files");
+  }
+  EXPECT_EQ(views[0]["ranked_by"], "gpu_time");
+  EXPECT_DOUBLE_EQ(views[0]["total_gpu_ns"].get<double>(), 1e7);
+  EXPECT_EQ(views[0], views[1]) << views[0].dump() << "\n" << views[1].dump();
+}
+
 TEST(ProfileCommandTest, GivenByCallsAndTwoProfilesWhenShownThenMergedAndRankedByCalls) {
   TempDir tmp;
   const std::string a = write(tmp, "a.json", profileWithGpu().dump());
@@ -128,7 +160,7 @@ TEST(ProfileCommandTest, GivenABadFileWhenShownThenExit2WithOneLineNamingItAndNo
   const std::string malformed = write(tmp, "m.json", bad.dump());
   for (const auto& [path, message] : std::vector<std::pair<std::string, std::string>>{
            {notJson, notJson + " is not valid JSON, not a hotkernel profile"},
-           {other, other + " is not a hotkernel profile (format hotkernel-profile, version 1 or 2)"},
+           {other, other + " is not a hotkernel profile (format hotkernel-profile, version 1 to 3)"},
            {malformed, malformed + " malformed variant in the profile"},
            {tmp.sub("missing.json"), "cannot read " + tmp.sub("missing.json")},
            {tmp.path(), "cannot read " + tmp.path() + ": it is a directory"}}) {

@@ -23,7 +23,7 @@
 //     cannot block the open) and fstat'ed again: still a regular file;
 //   - a missing or unreadable file (permissions) is refused with strerror's text;
 //   - an empty file, one larger than kMaxProfileBytes, one that is not valid
-//     JSON, or valid JSON that is not a hotkernel-profile v1 or v2 document
+//     JSON, or valid JSON that is not a hotkernel-profile v1 to v3 document
 //     (targetsFromProfile, optimizer/ProfileTargets.h) is refused.
 
 #include <cstddef>

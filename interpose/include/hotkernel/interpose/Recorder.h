@@ -62,26 +62,35 @@ class Recorder {
   // In a forked child (pthread_atfork): nothing is pushed from then on.
   void stopGpuTimeInChild();
 
-  // The profile document, format "hotkernel-profile" version 2:
-  // {"format":"hotkernel-profile","version":2,"samplingProb":p,
-  //  "ops":[{"op":name,"sampledCalls":n,"estimatedCalls":n/p,
-  //          "gpuNs":t?,"gpuSampledCalls":m?,"estimatedGpuNs":t/p?}...] (most frequent first),
+  // The profile document, format "hotkernel-profile" version 3:
+  // {"format":"hotkernel-profile","version":3,"sampling_prob":p,
+  //  "ops":[{"op":name,"sampled_calls":n,"estimated_calls":n/p,
+  //          "gpu_ns":t?,"gpu_sampled_calls":m?,"estimated_gpu_ns":t/p?}...] (most frequent first),
   //  "variants":[{"op":..,"dtype":"bf16","device":0,"rows":..,"cols":..,"inner":n?,
-  //               "weight":true?,"bias":true?,"reduction":"mean"?,"sampledCalls":n,"estimatedCalls":n/p,
-  //               "gpuNs":t?,"gpuSampledCalls":m?,"estimatedGpuNs":t/p?}...],
-  //  "gpuTime":{"source":"cupti","state":"started"|"unavailable"|"held-elsewhere"|"failed"|"pending",
-  //             "detail":why?,"kernelNs":..,"kernels":..,"attributedNs":..,"droppedRecords":..,
-  //             "evicted":..,"takenOver":why?}?}
+  //               "weight":true?,"bias":true?,"reduction":"mean"?,"sampled_calls":n,"estimated_calls":n/p,
+  //               "gpu_ns":t?,"gpu_sampled_calls":m?,"estimated_gpu_ns":t/p?}...],
+  //  "gpu_time":{"source":"cupti","state":"started"|"unavailable"|"held-elsewhere"|"failed"|"pending",
+  //              "detail":why?,"kernel_ns":..,"kernels":..,"attributed_ns":..,"dropped_records":..,
+  //              "evicted":..,"taken_over":why?}?}
+  //
+  // Note [Profile versions]
+  // Version 3 is version 2 with every key in snake_case, the key case of every
+  // JSON document hotkernel writes for its users (docs/design/json-style.md);
+  // nothing else changes. Versions 1 and 2 spell the same keys in camelCase
+  // ("samplingProb", "sampledCalls", "estimatedCalls", "gpuNs",
+  // "gpuSampledCalls", "estimatedGpuNs", "gpuTime", "kernelNs",
+  // "attributedNs", "droppedRecords", "takenOver"); readers take all three
+  // (ProfileDocument.h).
   //
   // Note [GPU time in the profile]
   // Version 2 adds GPU time; a version 1 document is a version 2 one without
-  // it, and readers take both (ProfileDocument.h). "gpuTime" is present when
+  // it, and readers take both (ProfileDocument.h). "gpu_time" is present when
   // attribution was configured (HOTKERNEL_CUPTI=1); the per-entry fields only
-  // when its state is "started". gpuNs is the summed device time of the
+  // when its state is "started". gpu_ns is the summed device time of the
   // kernels launched while a sampled call of the op (variant) was the
-  // innermost sampled op on its thread, gpuSampledCalls the sampled calls
-  // counted while attributing, estimatedGpuNs = gpuNs / p the estimate over
-  // every call. kernelNs is the device time of every kernel of the process
+  // innermost sampled op on its thread, gpu_sampled_calls the sampled calls
+  // counted while attributing, estimated_gpu_ns = gpu_ns / p the estimate over
+  // every call. kernel_ns is the device time of every kernel of the process
   // while attributing (sampled or not, the optimizer's included): the
   // denominator of an op's share. A kernel launched by an unsampled op
   // inside a sampled one counts for the sampled one, so an op that only calls

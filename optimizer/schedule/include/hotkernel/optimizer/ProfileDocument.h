@@ -1,6 +1,7 @@
 #pragma once
-// A recorded profile read back ("hotkernel-profile" versions 1 and 2, written
-// by HOTKERNEL_PROFILE; the format and Note [GPU time in the profile] are in
+// A recorded profile read back ("hotkernel-profile" versions 1 to 3, written
+// by HOTKERNEL_PROFILE; the format, Note [Profile versions] (version 3 is
+// version 2 in snake_case) and Note [GPU time in the profile] are in
 // interpose/include/hotkernel/interpose/Recorder.h, where it is written).
 // What `hotkernel warmup` (ProfileTargets.h) and `hotkernel profile` read. No torch.
 
@@ -17,7 +18,7 @@ namespace hotkernel {
 
 inline constexpr const char* kProfileFormat = "hotkernel-profile";
 inline constexpr int kProfileOldestVersion = 1;
-inline constexpr int kProfileNewestVersion = 2;
+inline constexpr int kProfileNewestVersion = 3;
 
 // One entry's GPU time (version 2, when attributed).
 struct RecordedGpuTime {
@@ -41,7 +42,7 @@ struct RecordedVariant {
   std::optional<RecordedGpuTime> gpu;
 };
 
-// The profile's "gpuTime" (present when attribution was configured).
+// The profile's "gpu_time" ("gpuTime" before version 3; present when attribution was configured).
 struct RecordedGpuSummary {
   std::string source;  // "cupti"
   std::string state;   // "started", "pending", "unavailable", "held-elsewhere", "failed"
@@ -61,12 +62,12 @@ struct RecordedProfile {
   std::vector<RecordedVariant> variants;
   std::optional<RecordedGpuSummary> gpuTime;
 
-  // Whether the entries carry GPU time ("gpuTime" started).
+  // Whether the entries carry GPU time ("gpu_time" started).
   bool hasGpuTime() const { return gpuTime && gpuTime->state == "started"; }
 };
 
 // Throws Error "is not a hotkernel profile (format hotkernel-profile, version
-// 1 or 2)" for another document, and an Error naming the entry for a
+// 1 to 3)" for another document, and an Error naming the entry for a
 // malformed one (Note [A profile is any file] in ProfileDocument.cpp).
 // Variants' keys carry `device`.
 RecordedProfile parseRecordedProfile(const nlohmann::json& profile, int device);

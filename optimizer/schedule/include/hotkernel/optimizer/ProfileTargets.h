@@ -1,5 +1,5 @@
 #pragma once
-// The optimization targets of a recorded profile ("hotkernel-profile" v1 or v2,
+// The optimization targets of a recorded profile ("hotkernel-profile" v1 to v3,
 // read by ProfileDocument.h; format in interpose/include/hotkernel/interpose/Recorder.h): what
 // `hotkernel warmup` ranks (QueueRanker) and tunes. No torch.
 
@@ -22,7 +22,7 @@ struct ProfileTargets {
   int ignored = 0;                     // variants of ops no family models (TargetCost.h), or it cannot serve
 };
 
-// Throws Error when `profile` is not a hotkernel-profile v1 or v2 document or
+// Throws Error when `profile` is not a hotkernel-profile v1 to v3 document or
 // an entry of it is malformed (missing or mistyped op, dtype, rows, cols).
 ProfileTargets targetsFromProfile(const nlohmann::json& profile, int device);
 
