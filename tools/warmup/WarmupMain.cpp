@@ -36,6 +36,7 @@
 
 #include "hotkernel/interpose/Engine.h"
 #include "WarmupArgs.h"
+#include "WarmupSummary.h"
 #include "hotkernel/Config.h"
 #include "hotkernel/optimizer/GpuTargetMeasurer.h"
 #include "hotkernel/kernels/VariantOptions.h"
@@ -207,24 +208,22 @@ int main(int argc, char** argv) {
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     int driver = 0;
     cudaDriverGetVersion(&driver);
-    f << nlohmann::json({{"format", "hotkernel-warmup"},
-                         {"version", 1},
-                         {"date", date},
-                         {"gpu", at::cuda::getDeviceProperties(device)->name},
-                         {"driver", driver},
-                         {"torch", TORCH_VERSION},
-                         {"hotkernel", HOTKERNEL_VERSION},
-                         {"profile", profiles},
-                         {"budgetSeconds", budget},
-                         {"budgetReached", budgetReached},
-                         {"targets", total},
-                         {"copyGBs", copyGBs},
-                         {"ranking", ranking},
-                         {"decided", done},
-                         {"alreadyCached", skipped},
-                         {"results", results}})
-             .dump(2)
-      << "\n";
+    hotkernel::cli::WarmupSummary summary;  // Note [Warm-up summary format]
+    summary.date = date;
+    summary.gpu = at::cuda::getDeviceProperties(device)->name;
+    summary.driver = driver;
+    summary.torch = TORCH_VERSION;
+    summary.hotkernel = HOTKERNEL_VERSION;
+    summary.profile = profiles;
+    summary.budgetSeconds = budget;
+    summary.budgetReached = budgetReached;
+    summary.targets = total;
+    summary.copyGbPerSecond = copyGBs;
+    summary.ranking = ranking;
+    summary.decided = done;
+    summary.alreadyCached = skipped;
+    summary.results = results;
+    f << summary.toJson().dump(2) << "\n";
   }
   return 0;
 }
