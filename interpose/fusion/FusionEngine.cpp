@@ -21,8 +21,8 @@
 #include "CallCapture.h"
 #include "ChainLearner.h"
 #include "hotkernel/interpose/CommandGate.h"
-#include "hotkernel/hotkernel_shim.h"
 #include "DeferrableOps.h"
+#include "HookWait.h"
 #include "PendingChain.h"
 #include "hotkernel/runtime/CaptureSignal.h"
 #include "hotkernel/runtime/Check.h"
@@ -32,28 +32,6 @@ namespace hotkernel::fusion {
 namespace {
 
 constexpr size_t kNumKeys = static_cast<size_t>(c10::DispatchKey::EndOfRuntimeBackendKeys) + 1;
-// Note [The fusion engine's lock]: how long the hook tries for the lock.
-constexpr auto kHookWait = std::chrono::microseconds(500);                 // another thread's command
-constexpr auto kOwnerEventWait = std::chrono::milliseconds(50);            // the owner's event, sync, query
-constexpr auto kOwnerDataWait = std::chrono::seconds(10);                  // the owner's launch, copy, set, ...
-
-// The longest the hook of a command of `kind` waits for the lock, on the owner thread or another.
-std::chrono::microseconds hookWait(int kind, bool owner) {
-  if (!owner) return kHookWait;
-  switch (kind) {
-    case HOTKERNEL_COMMAND_LAUNCH:
-    case HOTKERNEL_COMMAND_COPY:
-    case HOTKERNEL_COMMAND_SET:
-    case HOTKERNEL_COMMAND_GRAPH_LAUNCH:
-    case HOTKERNEL_COMMAND_CAPTURE:
-    case HOTKERNEL_COMMAND_HOST_CALLBACK:
-    case HOTKERNEL_COMMAND_STREAM_MEMORY_OP:
-      return kOwnerDataWait;
-    default:
-      return kOwnerEventWait;
-  }
-}
-
 // Set while a trampoline runs an original kernel: the calls it makes (a
 // composite op's own ops) go straight to their originals.
 thread_local bool tInsideOriginal = false;
@@ -386,7 +364,7 @@ void FusionEngine::onForeignCommand(int kind) noexcept {
     const std::chrono::microseconds wait = hookWait(kind, owner);
     if (!lock.try_lock_for(wait)) {
       s.hookGaveUp.fetch_add(1, std::memory_order_relaxed);
-      if (wait == std::chrono::microseconds(kOwnerDataWait)) {
+      if (wait == kOwnerDataHookWait) {
         HOTKERNEL_LOG_ONCE(Error, "fusion-owner-hook-gave-up")
             << "fusion: a CUDA command of the thread that defers chains waited "
             << std::chrono::duration_cast<std::chrono::seconds>(wait).count()
