@@ -119,7 +119,7 @@ class Recorder {
   // Writes profile() to `path` atomically (temp file + rename), after the
   // activity source delivered what it holds. Never throws; logs.
   bool writeProfile(const std::string& path) const;
-  // Note [Fork] (Engine.cpp): held across fork() so that a child never
+  // Note [Fork] (EngineExit.cpp): held across fork() so that a child never
   // inherits the lock taken by another thread.
   void lockForFork() { mu_.lock(); }
   void unlockAfterFork() { mu_.unlock(); }
