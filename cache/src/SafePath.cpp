@@ -26,7 +26,13 @@ std::string octalMode(mode_t mode) {
 bool lstatChecked(const std::string& path, const char* kind, struct stat* st, bool rootOwnerAllowed = false) {
   if (::lstat(path.c_str(), st) != 0) {
     if (errno != ENOENT && errno != ENOTDIR) {
-      HOTKERNEL_THROW("cannot inspect cache ", kind, " ", path, ": ", std::strerror(errno));
+      const int err = errno;
+      // A read-only cache the serving user cannot enter: usually a baked cache left private by its root writer.
+      HOTKERNEL_THROW("cannot inspect cache ", kind, " ", path, ": ", std::strerror(err),
+                      err == EACCES && rootOwnerAllowed
+                          ? " (a read-only cache must be readable by the serving user: chmod -R a+rX it when "
+                            "baking it into an image)"
+                          : "");
     }
     return false;
   }

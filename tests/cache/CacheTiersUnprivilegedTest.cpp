@@ -192,7 +192,7 @@ TEST_F(CacheTiersUnprivilegedTest, GivenABakedCacheLeftPrivateToRootWhenAnUnpriv
   const std::string baked = bake("root-private");
   ASSERT_EQ(::chmod(baked.c_str(), 0700), 0);  // as its writer made it: the serving user cannot enter it
   const DirectorySnapshot before = DirectorySnapshot::of(baked);
-  expectTierRefused(serve(baked), baked, "Permission denied");
+  expectTierRefused(serve(baked), baked, "Permission denied (a read-only cache must be readable by the serving user: chmod -R a+rX");
   EXPECT_TRUE(DirectorySnapshot::of(baked) == before);
 }
 
