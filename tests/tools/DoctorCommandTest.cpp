@@ -116,6 +116,34 @@ TEST(DoctorCommandTest, GivenWorldWritableCacheWhenDoctorThenRefusedProblemAndEx
   ::chmod(dir.c_str(), 0700);
 }
 
+TEST(DoctorCommandTest, GivenReadOnlyCachesWhenDoctorThenEachTierHasTheVerdictAServingProcessWouldReachAndStaysReady) {
+  TempDir tmp;
+  const std::string good = tmp.sub("baked"), unsafe = tmp.sub("unsafe"), none = tmp.sub("none");
+  {
+    auto store = CacheStore::open(good);
+    store->put(kernelEntry("aten::_softmax", "dtype=bf16;rows=8;cols=32000;dev=0"));
+  }
+  ASSERT_EQ(::mkdir(unsafe.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(unsafe.c_str(), 0777), 0);
+  json j = doctorJson({{"HOTKERNEL_CACHE_DIR", tmp.sub("own")}, {"HOTKERNEL_CACHE_PATH", good + ":" + unsafe + ":" + none}});
+  ASSERT_EQ(j["cache_tiers"].size(), 3u) << j.dump(2);
+  EXPECT_EQ(j["cache_tiers"][0]["directory"], good);
+  EXPECT_EQ(j["cache_tiers"][0]["verdict"], "ok");
+  EXPECT_EQ(j["cache_tiers"][0]["entries"], 1);
+  EXPECT_EQ(j["cache_tiers"][1]["verdict"], "refused");
+  const std::string detail = j["cache_tiers"][1]["detail"];
+  EXPECT_TRUE(contains(detail, "writable by group or others")) << detail;
+  EXPECT_FALSE(contains(detail, ".cpp:")) << detail;
+  EXPECT_EQ(j["cache_tiers"][2]["verdict"], "absent");
+  EXPECT_EQ(j["cache_tiers"][2]["entries"], nullptr);
+  // A tier a serving process skips keeps it from nothing: not a problem.
+  EXPECT_FALSE(anyProblemContains(j, "unsafe")) << j.dump(2);
+  const auto text = runCli({"doctor"}, {{"HOTKERNEL_CACHE_DIR", tmp.sub("own")}, {"HOTKERNEL_CACHE_PATH", unsafe}});
+  EXPECT_TRUE(contains(text.out, "cache tier 1")) << text.out;
+  EXPECT_TRUE(contains(text.out, "refused")) << text.out;
+  ::chmod(unsafe.c_str(), 0700);
+}
+
 TEST(DoctorCommandTest, GivenHotkernelVariablesWhenDoctorThenEachWithWhatItResolvesTo) {
   TempDir tmp;
   json j = doctorJson({{"HOTKERNEL_CACHE_DIR", tmp.path()},

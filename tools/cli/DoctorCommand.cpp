@@ -69,6 +69,13 @@ json doctorJson(const DoctorReport& r) {
                        {"fingerprint_note", orNull(d.fingerprintNote)},
                        {"cached_entries", d.cachedEntries ? json(*d.cachedEntries) : json(nullptr)}});
   }
+  json tiers = json::array();
+  for (const CacheTierReport& t : r.cacheTiers) {
+    tiers.push_back({{"directory", t.directory},
+                     {"verdict", toString(t.verdict)},
+                     {"detail", t.detail},
+                     {"entries", t.entries ? json(*t.entries) : json(nullptr)}});
+  }
   json variables = json::array();
   for (const VariableReport& v : r.variables) {
     variables.push_back({{"name", v.name}, {"value", v.value}, {"resolved", v.resolved}, {"known", v.known}});
@@ -100,6 +107,7 @@ json doctorJson(const DoctorReport& r) {
             {"verdict", toString(r.cacheVerdict)},
             {"detail", r.cacheDetail},
             {"entries", r.cacheEntries ? json(*r.cacheEntries) : json(nullptr)}}},
+          {"cache_tiers", tiers},
           {"enabled", r.enabled},
           {"optimize", r.optimize},
           {"environment", variables}};
@@ -122,6 +130,10 @@ std::string doctorText(const DoctorReport& r) {
   checks.addRow({"nvrtc", r.nvrtcFound ? "ok" : (r.optimize ? "missing" : "unused"),
                  r.nvrtcFound ? r.nvrtcLibrary + ", " + cudaVersionText(r.nvrtcVersion) : r.nvrtcError});
   checks.addRow({"cache", toString(r.cacheVerdict), r.cacheDirectory + ": " + r.cacheDetail});
+  for (size_t i = 0; i < r.cacheTiers.size(); ++i) {
+    const CacheTierReport& t = r.cacheTiers[i];
+    checks.addRow({"cache tier " + std::to_string(i + 1), toString(t.verdict), t.directory + ": " + t.detail});
+  }
   std::string out = checks.render();
   if (!r.variables.empty()) {
     TextTable variables({"VARIABLE", "VALUE", "RESOLVES TO"});

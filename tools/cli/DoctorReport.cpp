@@ -75,6 +75,29 @@ void checkCache(DoctorReport& r) {
   }
 }
 
+void checkCacheTiers(DoctorReport& r) {
+  for (const std::string& dir : config().cachePath) {
+    CacheTierReport t;
+    t.directory = dir;
+    try {
+      // As openReadOnlyTiers opens each tier (Note [Cache tiers]).
+      std::unique_ptr<cache::CacheStore> store = cache::CacheStore::openReadOnly(dir);
+      if (!store) {
+        t.verdict = CacheVerdict::Absent;
+        t.detail = "holds no cache: skipped";
+      } else {
+        t.entries = store->listMetadata().size();
+        t.verdict = CacheVerdict::Ok;
+        t.detail = std::to_string(*t.entries) + (*t.entries == 1 ? " entry" : " entries");
+      }
+    } catch (const std::exception& e) {
+      t.verdict = CacheVerdict::Refused;
+      t.detail = "skipped: " + userMessage(e);
+    }
+    r.cacheTiers.push_back(std::move(t));
+  }
+}
+
 void checkDevices(DoctorReport& r) {
   r.cuda = probeCuda();
   if (r.cuda.devices.empty()) {
@@ -122,6 +145,7 @@ DoctorReport diagnose() {
   checkNvrtc(r);
   checkDevices(r);
   checkCache(r);
+  checkCacheTiers(r);
   r.variables = hotkernelVariables();
   return r;
 }

@@ -34,6 +34,15 @@ enum class CacheVerdict {
 };
 const char* toString(CacheVerdict verdict);  // "ok", "absent", "refused"
 
+// A read-only cache of HOTKERNEL_CACHE_PATH, judged as a serving process opens it (Note [Cache tiers]): a
+// refused or absent tier is skipped there, so it is shown here but is not a problem.
+struct CacheTierReport {
+  std::string directory;  // as listed
+  CacheVerdict verdict = CacheVerdict::Absent;
+  std::string detail;  // the refusal, or what was found
+  std::optional<size_t> entries;
+};
+
 struct DoctorReport {
   BuildInfo build;
   std::string preloadPath;  // the shim, "" when the binary's location is unknown
@@ -50,6 +59,7 @@ struct DoctorReport {
   CacheVerdict cacheVerdict = CacheVerdict::Absent;
   std::string cacheDetail;  // the refusal, or what was found
   std::optional<size_t> cacheEntries;
+  std::vector<CacheTierReport> cacheTiers;  // HOTKERNEL_CACHE_PATH, in order
   bool enabled = true;   // HOTKERNEL
   bool optimize = true;  // HOTKERNEL_OPTIMIZE
   std::vector<VariableReport> variables;
