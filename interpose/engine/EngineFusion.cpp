@@ -10,9 +10,14 @@
 // tiers): a kernel entry becomes a plan at once (readChainEntry checks it
 // against the chain: Note [Chain entry params, v2]); keep_aten leaves the
 // chain unfused; with no entry the chain is tuned (tuneChain) and its
-// decision stored. A plan is published to the fusion engine with the
-// pattern just learned, so a later process fuses a chain after learning it
-// again (hotCalls windows), without tuning. Patterns are not stored: the
+// decision stored, unless the variant has a layout (Note [Chain variants
+// the engine does not tune] in EngineFusion.h). The variant carries the
+// pattern's layout (strided and broadcast values: HF's rotary embedding),
+// and so do its entry, plan and launch guard; a kernel gets each input's
+// own data pointer (a view's, not its storage's), and inputs may overlap
+// (rotary's x and its halves). A plan is published to the fusion engine
+// with the pattern just learned, so a later process fuses a chain after
+// learning it again (hotCalls windows), without tuning. Patterns are not stored: the
 // key of a chain entry is the chain and its extents, which several
 // patterns (argument orders, live sets) may share.
 
@@ -21,6 +26,7 @@
 
 #include <memory>
 
+#include "EngineFusion.h"
 #include "EntryAdmission.h"
 #include "hotkernel/chain/ChainPlan.h"
 #include "hotkernel/chain/ChainVariant.h"
@@ -67,24 +73,41 @@ class PlanKernel final : public fusion::FusedChainKernel {
   chain::ChainPlan plan_;
 };
 
-chain::ChainVariant variantOf(const fusion::HotChain& hot) {
+void publishPlan(const fusion::HotChain& hot, chain::ChainPlan plan) {
+  fusion::FusionEngine* fusion = fusion::FusionEngine::process();
+  if (fusion == nullptr) return;
+  const std::string description = plan.description;
+  fusion->publish(fusion::ReadyChain{hot.pattern, hot.build, engine::makePlanKernel(std::move(plan)), hot.key});
+  HOTKERNEL_LOG(Info) << "fusion: chain of " << hot.pattern.calls.size() << " calls served by " << description;
+}
+
+}  // namespace
+
+namespace engine {
+
+chain::ChainVariant chainVariantOf(const fusion::HotChain& hot) {
   chain::ChainVariant v;
   v.ir = hot.build.chain;
   v.rows = hot.build.rows;
   v.cols = hot.build.cols;
   v.device = hot.device;
+  v.layout = hot.build.layout;
   return v;
 }
 
-void publishPlan(const fusion::HotChain& hot, chain::ChainPlan plan) {
-  fusion::FusionEngine* fusion = fusion::FusionEngine::process();
-  if (fusion == nullptr) return;
-  const std::string description = plan.description;
-  fusion->publish(fusion::ReadyChain{hot.pattern, hot.build, std::make_shared<PlanKernel>(std::move(plan)), hot.key});
-  HOTKERNEL_LOG(Info) << "fusion: chain of " << hot.pattern.calls.size() << " calls served by " << description;
+std::string chainTuningSkipped(const chain::ChainVariant& v) {
+  if (!v.layout.contiguous()) {
+    return "its values are strided or broadcast (layout " + chain::layoutText(v.layout) +
+           ") and the chain tuner draws contiguous values";
+  }
+  return "";
 }
 
-}  // namespace
+std::shared_ptr<fusion::FusedChainKernel> makePlanKernel(chain::ChainPlan plan) {
+  return std::make_shared<PlanKernel>(std::move(plan));
+}
+
+}  // namespace engine
 
 void Engine::startFusion() {
   fusion::FusionEngine* fusion =
@@ -122,7 +145,7 @@ void Engine::optimizeChain(const OptimizerJob& job) {
     hot = it->second;
   }
   ensureDevice(job.key.device);
-  const chain::ChainVariant v = variantOf(*hot);
+  const chain::ChainVariant v = engine::chainVariantOf(*hot);
   const std::string variant = chain::chainVariantString(v);
   const std::optional<Fingerprint> fingerprint = fingerprints_.of(v.device);
   HOTKERNEL_CHECK(fingerprint.has_value(), "device ", v.device, " has no fingerprint (it could not be queried)");
@@ -159,6 +182,13 @@ void Engine::optimizeChain(const OptimizerJob& job) {
     return;
   }
   if (!config().optimize) return;
+  // Note [Chain variants the engine does not tune]
+  if (const std::string skipped = engine::chainTuningSkipped(v); !skipped.empty()) {
+    HOTKERNEL_LOG(Info) << "fusion: chain " << variant << " not tuned: " << skipped << "; it runs unfused";
+    std::lock_guard<std::mutex> guard(mu_);
+    addDecisionLocked(chain::kChainOp, variant);
+    return;
+  }
   TunerOptions options;
   options.yieldPoint = [this] { return yieldToServing(); };
   options.memoryCapBytes = config().optimizerMemoryMb > 0

@@ -58,8 +58,9 @@ int64_t ValueTable::find(const at::Tensor& t) const {
   return -1;
 }
 
-int64_t ValueTable::add(const at::Tensor& t) {
+int64_t ValueTable::add(const at::Tensor& t, bool produced) {
   Entry e;
+  e.produced = produced;
   e.impl = t.unsafeGetTensorImpl();
   e.storage = t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
   e.offset = t.storage_offset();
@@ -110,11 +111,12 @@ bool ValueTable::referencedElsewhere(int64_t id, int64_t ownRefs) const {
   return e.weakStorage && !e.weakStorage->expired();
 }
 
-bool ValueTable::aliasesAValue(const at::Tensor& t) const {
+bool ValueTable::aliasesAValue(const at::Tensor& t, bool producedOnly) const {
   if (!t.has_storage()) return false;
   const c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
   const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
   for (const Entry& e : entries_) {
+    if (producedOnly && !e.produced) continue;
     if (e.storage == storage && e.impl != impl) {
       if (!strong_ && e.weakStorage && e.weakStorage->expired()) continue;
       return true;
@@ -137,12 +139,36 @@ void ValueTable::clear() {
 
 std::optional<c10::Device> callDevice(const std::vector<c10::IValue>& args) {
   for (const c10::IValue& v : args) {
-    if (!v.isTensor()) continue;
-    const at::Tensor& t = v.toTensor();
-    if (t.defined() && !isWrappedNumber(t)) return t.device();
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      if (t.defined() && !isWrappedNumber(t)) return t.device();
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) {
+        if (t.defined() && !isWrappedNumber(t)) return t.device();
+      }
+    }
   }
   return std::nullopt;
 }
+
+namespace {
+
+// The id of tensor argument `t` in `values` (added when new), or why it cannot take part.
+std::string tensorArgId(const at::Tensor& t, c10::Device device, ValueTable& values, int64_t& id) {
+  std::string problem = tensorProblem(t, device);
+  if (!problem.empty()) return problem;
+  id = values.find(t);
+  // Note [Values as a chain took them]: a value reshaped in place since is not the one the table knows.
+  if (id >= 0 && !values.unchangedSinceAdded(id, t)) return "a value of the chain changed its metadata in place";
+  if (id < 0) {
+    // Note [Views of a chain's values]: a view of an input is an input; a view of a result is not.
+    if (values.aliasesAValue(t, /*producedOnly=*/true)) return "a view of a value a call of the chain returned";
+    id = values.add(t);
+  }
+  return "";
+}
+
+}  // namespace
 
 std::string captureArgs(const std::vector<c10::IValue>& args, c10::Device device, ValueTable& values,
                         chain::RecordedCall& call) {
@@ -163,16 +189,21 @@ std::string captureArgs(const std::vector<c10::IValue>& args, c10::Device device
         call.args.push_back(chain::RecordedArg::number(t.item().toDouble()));
         continue;
       }
-      std::string problem = tensorProblem(t, device);
+      int64_t id = -1;
+      std::string problem = tensorArgId(t, device, values, id);
       if (!problem.empty()) return problem;
-      int64_t id = values.find(t);
-      // Note [Values as a chain took them]: a value reshaped in place since is not the one the table knows.
-      if (id >= 0 && !values.unchangedSinceAdded(id, t)) return "a value of the chain changed its metadata in place";
-      if (id < 0) {
-        if (values.aliasesAValue(t)) return "a view of a value of the chain";
-        id = values.add(t);
-      }
       call.args.push_back(chain::RecordedArg::tensor(id));
+    } else if (v.isTensorList()) {
+      std::vector<int64_t> ids;
+      for (const at::Tensor& t : v.toTensorVector()) {
+        if (!t.defined()) return "an undefined tensor in a tensor list";
+        if (isWrappedNumber(t)) return "a number in a tensor list";
+        int64_t id = -1;
+        std::string problem = tensorArgId(t, device, values, id);
+        if (!problem.empty()) return problem;
+        ids.push_back(id);
+      }
+      call.args.push_back(chain::RecordedArg::tensorList(std::move(ids)));
     } else if (v.isDouble()) {
       call.args.push_back(chain::RecordedArg::number(v.toDouble()));
     } else if (v.isBool()) {

@@ -10,10 +10,24 @@
 // tensor is taken only when it is a wrapped number (a Python scalar), and
 // then as a number; every other argument is a number, a bool, an int list,
 // a string, a ScalarType / MemoryFormat (numbers) or None. A device
-// argument is recorded as its text. Anything else (a generator, a tensor
-// list, a complex number, a symbolic size) ends the chain, and so does a
-// tensor of the chain whose metadata changed in place since the chain took
-// it (Note [Values as a chain took them]).
+// argument is recorded as its text; a tensor list (cat's) as the ids of its
+// tensors, each taken as a tensor argument is. Anything else (a generator,
+// a complex number, a symbolic size, an undefined tensor or a number in a
+// list) ends the chain, and so does a tensor of the chain whose metadata
+// changed in place since the chain took it (Note [Values as a chain took
+// them]).
+//
+// Note [Views of a chain's values]
+// A view made in Python (a slice, a transpose) reaches no trampoline: it
+// arrives as a tensor argument with its own TensorImpl and data pointer on
+// the storage of the tensor it views. A view of a chain input is an input of
+// its own (rotary's x1 and x2 are halves of x): inputs are only read, by
+// the fused kernel through each one's data pointer and strides, by the
+// replay through the view itself, so inputs may share memory. A view of a
+// value a call of the chain returned ends the chain: deferred, that value is
+// not computed until the flush, and the kernel would read it unwritten. A
+// result that shares storage with any value of the chain is no plain result
+// (ChainLearner::append): the plan's guard keeps outputs off the inputs.
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/stack.h>
@@ -38,8 +52,9 @@ class ValueTable {
 
   // The id of `t`'s TensorImpl, or -1 when the table does not hold it.
   int64_t find(const at::Tensor& t) const;
-  // Adds `t` under the next id and returns it.
-  int64_t add(const at::Tensor& t);
+  // Adds `t` under the next id and returns it; `produced`: a call of the
+  // chain or window returned it (Note [Views of a chain's values]).
+  int64_t add(const at::Tensor& t, bool produced = false);
   size_t size() const { return entries_.size(); }
   const chain::TensorMetas& metas() const { return metas_; }
   // The tensor of `id` (strong tables only).
@@ -63,8 +78,9 @@ class ValueTable {
   // and strides it had when added: an in-place metadata op may have changed
   // them since, and then it is no longer the value the chain or window knows.
   bool unchangedSinceAdded(int64_t id, const at::Tensor& t) const;
-  // Whether `t` shares storage with a value of the table without being it.
-  bool aliasesAValue(const at::Tensor& t) const;
+  // Whether `t` shares storage with a value of the table without being it
+  // (`producedOnly`: with a value a call returned).
+  bool aliasesAValue(const at::Tensor& t, bool producedOnly = false) const;
   // Forgets the values numbered from `size` on.
   void truncate(size_t size);
   void clear();
@@ -74,6 +90,7 @@ class ValueTable {
     const c10::TensorImpl* impl = nullptr;
     const c10::StorageImpl* storage = nullptr;
     int64_t offset = 0;  // the storage offset when added
+    bool produced = false;  // returned by a call, not a chain input
     at::Tensor strong;
     at::Tensor taken;  // strong tables: the value as taken (Note [Values as a chain took them])
     std::optional<c10::weak_intrusive_ptr<c10::TensorImpl>> weakImpl;
@@ -88,8 +105,8 @@ chain::TensorMeta metaOf(const at::Tensor& t);
 // The ScalarType of a TensorMeta's name (metaOf's spelling); nullopt for another.
 std::optional<c10::ScalarType> scalarTypeOf(const std::string& name);
 
-// The tensor arguments' device (the first tensor that is not a wrapped
-// number), or nullopt when there is none.
+// The tensor arguments' device (the first tensor, alone or in a list, that
+// is not a wrapped number), or nullopt when there is none.
 std::optional<c10::Device> callDevice(const std::vector<c10::IValue>& args);
 
 // Reads a call's arguments (the schema's, in order) into `call.args`,

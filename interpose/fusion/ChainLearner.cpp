@@ -11,7 +11,7 @@ bool ChainLearner::append(chain::RecordedCall call, const std::vector<at::Tensor
       close();
       return false;
     }
-    call.outputs.push_back(values_.add(out));
+    call.outputs.push_back(values_.add(out, /*produced=*/true));
   }
   calls_.push_back(std::move(call));
   return true;
@@ -70,7 +70,7 @@ void ChainLearner::close() {
   HotChain hot;
   hot.key = pattern.key();
   stats.key = hot.key;
-  hot.build = chain::buildChain(pattern.calls, pattern.metas, pattern.live);
+  hot.build = chain::buildChain(pattern.calls, pattern.metas, pattern.live, chain::ChainBuildOptions{/*layouts=*/true});
   if (!hot.build.ok()) {
     stats.refusal = hot.build.reason;
     HOTKERNEL_LOG(Debug) << "fusion: a hot window of " << pattern.calls.size()

@@ -13,7 +13,9 @@
 // the caller and the caller went on, so the values the caller still holds
 // are exactly those it reads later: they are the pattern's live values
 // (weak references tell, Note [Chain patterns]). A pattern seen `hotCalls`
-// times is built into a chain (buildChain with the live values); a built
+// times is built into a chain (buildChain with the live values and
+// layouts: strided and broadcast values as the calls had them, Note
+// [Chain layouts]; the build's layout belongs to the chain's variant); a built
 // chain is reported once to the hot callback, a refused one is remembered
 // with its reason and never built again. At most kMaxPatterns patterns are
 // counted; past that, new ones are not.

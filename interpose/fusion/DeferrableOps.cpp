@@ -33,6 +33,7 @@ const std::vector<DeferrableOp>& deferrableOps() {
       {"aten::sum", "dim_IntList", "IntList_out"},
       {"aten::mean", "dim", "out"},
       {"aten::amax", "", "out"},
+      {"aten::cat", "", "out"},  // Tensor[] tensors, int dim: HF's rotate_half
   };
   return ops;
 }

@@ -11,7 +11,10 @@
 // TensorIterator kernel into an output of the same sizes, strides and
 // dtype). `_to_copy` has no such overload (its out= form drops dtype,
 // layout and device), and it is `empty` + `copy_` in ATen: it replays as
-// `out.copy_(self)`.
+// `out.copy_(self)`. `cat` replays through `cat.out` with its tensor list
+// rebuilt from the values as the chain took them (Note [Values as a chain
+// took them]); its output is contiguous, as `cat` allocates it, so `out`
+// is never resized.
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DispatchKey.h>

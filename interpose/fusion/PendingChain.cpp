@@ -33,7 +33,7 @@ std::optional<std::vector<at::Tensor>> PendingChain::take(const ResolvedOp& op,
   // `metas` holds only the values this call names.
   chain::TensorMetas metas;
   for (const chain::RecordedArg& a : call.args) {
-    if (a.kind == chain::RecordedArg::Kind::Tensor) metas[a.value] = values_.metas().at(a.value);
+    for (int64_t id : a.tensorIds()) metas[id] = values_.metas().at(id);
   }
   std::vector<size_t> next;
   const chain::RecordedCall* model = nullptr;
@@ -75,13 +75,21 @@ std::optional<std::vector<at::Tensor>> PendingChain::take(const ResolvedOp& op,
     }
     at::Tensor out = at::empty_strided(m.sizes, m.strides, at::TensorOptions().dtype(*type).device(device_));
     if (poison_) out.fill_(std::numeric_limits<double>::quiet_NaN());
-    const int64_t added = values_.add(out);
+    const int64_t added = values_.add(out, /*produced=*/true);
     HOTKERNEL_INTERNAL_ASSERT(added == id, "output numbered ", added, " where the pattern has ", id);
     outputs.push_back(std::move(out));
   }
   Deferred d{&op, args, {}};
   for (size_t k = 0; k < call.args.size() && k < d.args.size(); ++k) {
-    if (call.args[k].kind == chain::RecordedArg::Kind::Tensor) d.args[k] = values_.taken(call.args[k].value);
+    const chain::RecordedArg& a = call.args[k];
+    if (a.kind == chain::RecordedArg::Kind::Tensor) {
+      d.args[k] = values_.taken(a.value);
+    } else if (a.kind == chain::RecordedArg::Kind::TensorList) {
+      // A new list: the caller's may change, and its tensors are the caller's TensorImpls.
+      std::vector<at::Tensor> list;
+      for (int64_t id : a.ints) list.push_back(values_.taken(id));
+      d.args[k] = c10::IValue(std::move(list));
+    }
   }
   for (int64_t id : call.outputs) d.outputs.push_back(values_.taken(id));
   candidates_ = std::move(next);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <random>
 #include <thread>
@@ -16,6 +17,7 @@
 
 #include "hotkernel/interpose/CommandGate.h"
 #include "hotkernel/chain/ChainInterpreter.h"
+#include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/interpose/FusionEngine.h"
 #include "hotkernel/hotkernel_shim.h"
 
@@ -54,12 +56,25 @@ class InterpreterKernel final : public FusedChainKernel {
     inside.store(true);
     if (const int ms = delayMs.load(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     try {
+      // A full input is read as a kernel reads it: its memory from its data pointer, over the span its
+      // layout reaches (Note [Chain layouts]); the other classes are their values.
       std::vector<std::vector<float>> in;
-      for (const at::Tensor& t : inputs) {
-        at::Tensor f = t.to(at::kFloat).contiguous();
+      const std::vector<int> nodes = build_.chain.inputs();
+      size_t tensorArg = 0;
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        const chain::Node& n = build_.chain.node(nodes[k]);
+        at::Tensor f;
+        if (n.shape == chain::ShapeClass::Full) {
+          const int64_t span = chain::layoutSpan(build_.chain, build_.layout, tensorArg, build_.rows, build_.cols);
+          f = at::from_blob(inputs[k].data_ptr(), {span}, inputs[k].options()).to(at::kFloat);
+        } else {
+          f = inputs[k].to(at::kFloat).contiguous();
+        }
+        if (n.shape != chain::ShapeClass::Scalar) ++tensorArg;
         in.emplace_back(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
       }
-      auto out = chain::interpretChain(build_.chain, build_.rows, build_.cols, in, chain::EvalMode::Fused);
+      auto out = chain::interpretChain(build_.chain, build_.rows, build_.cols, build_.layout, in,
+                                       chain::EvalMode::Fused);
       for (size_t i = 0; i < outputs.size(); ++i) {
         at::Tensor f = at::from_blob(out[i].data(), {static_cast<int64_t>(out[i].size())}, at::kFloat);
         outputs[i].copy_(f.view(outputs[i].sizes()));
@@ -101,6 +116,35 @@ at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& w) {
 }
 
 at::Tensor swiglu(const at::Tensor& g, const at::Tensor& u) { return at::silu(g) * u; }
+
+// HF's rotate_half and apply_rotary_pos_emb for one of q or k, as modeling_llama writes them: the halves
+// are views (slices reach no trampoline), Python evaluates x * cos first.
+at::Tensor rotateHalf(const at::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  at::Tensor x1 = x.slice(-1, 0, half), x2 = x.slice(-1, half);
+  return at::cat({-x2, x1}, -1);
+}
+
+at::Tensor applyRotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  at::Tensor xCos = x * cos;
+  at::Tensor rotSin = rotateHalf(x) * sin;
+  return xCos + rotSin;
+}
+
+// q as attention makes it: the projection [b, s, h * d] viewed [b, s, h, d] and transposed to [b, h, s, d]
+// (strides (s*h*d, d, h*d, 1)); cos and sin [b, s, d] unsqueezed to [b, 1, s, d] (broadcast over the heads).
+struct RotaryInputs {
+  at::Tensor projection, x, cos, sin;
+};
+
+RotaryInputs rotaryInputs(int64_t b, int64_t h, int64_t s, int64_t d, at::ScalarType dtype) {
+  RotaryInputs r;
+  r.projection = at::randn({b, s, h * d}).to(dtype);
+  r.x = r.projection.view({b, s, h, d}).transpose(1, 2);
+  r.cos = at::randn({b, s, d}).to(dtype).unsqueeze(1);
+  r.sin = at::randn({b, s, d}).to(dtype).unsqueeze(1);
+  return r;
+}
 
 bool same(const at::Tensor& a, const at::Tensor& b) {
   FusionBypass bypass;
@@ -497,6 +541,127 @@ TEST_F(FusionEngineTest, GivenAnErrorInsideTheEngineWhenACallIsTakenThenFusionSw
   EXPECT_FALSE(engine().enabled());  // switching it on again does not bring it back
   EXPECT_EQ(engine().stats().deferredCalls, 0u);
   EXPECT_EQ(gGate->pending, 0);
+}
+
+TEST_F(FusionEngineTest, GivenHfRotaryOnATransposedProjectionWhenLearnedThenItIsHotAsAStridedFiveCallChainWithCat) {
+  const RotaryInputs in = rotaryInputs(2, 4, 8, 32, at::kBFloat16);
+  std::vector<HotChain> hot;
+  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+  foreignCommand();
+  for (int i = 0; i < 3; ++i) {
+    at::Tensor out = applyRotary(in.x, in.cos, in.sin);
+    foreignCommand();
+  }
+  engine().setHotCallback(nullptr);
+  ASSERT_EQ(hot.size(), 1u) << engine().patternsJson();
+  ASSERT_TRUE(hot[0].build.ok()) << hot[0].build.reason;
+  ASSERT_EQ(hot[0].pattern.calls.size(), 5u) << hot[0].pattern.text() << engine().patternsJson();
+  EXPECT_EQ(hot[0].pattern.calls[2].op, "aten::cat");
+  EXPECT_EQ(hot[0].pattern.calls[2].args.at(0).kind, chain::RecordedArg::Kind::TensorList);
+  // x, cos, x2, x1, sin: the halves are inputs of their own, the heads' broadcast and x's strides a layout.
+  EXPECT_EQ(hot[0].build.inputValues.size(), 5u);
+  EXPECT_FALSE(hot[0].build.layout.contiguous());
+  EXPECT_EQ(hot[0].build.rows, 2 * 4 * 8);
+  EXPECT_EQ(hot[0].build.cols, 32);
+}
+
+TEST_F(FusionEngineTest, GivenAPublishedRotaryChainWhenItRunsAgainThenItIsDeferredAndFusedWithinTheChainTolerance) {
+  const RotaryInputs in = rotaryInputs(2, 4, 8, 32, at::kBFloat16);
+  auto kernels = learnAndPublish([&] { return applyRotary(in.x, in.cos, in.sin); });
+  ASSERT_EQ(kernels.size(), 1u) << engine().patternsJson();
+  const at::Tensor want = eager([&] { return applyRotary(in.x, in.cos, in.sin); });
+  const uint64_t deferredBefore = engine().stats().deferredCalls;
+  const int launchesBefore = kernels[0]->launches;
+  at::Tensor got = applyRotary(in.x, in.cos, in.sin);
+  EXPECT_EQ(engine().stats().deferredCalls, deferredBefore + 5);
+  EXPECT_EQ(kernels[0]->launches, launchesBefore);  // not computed yet
+  EXPECT_EQ(gGate->pending, 1);
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, launchesBefore + 1);
+  // The output was allocated as eager allocates it: x's strides, not contiguous.
+  EXPECT_EQ(got.sizes(), want.sizes());
+  EXPECT_EQ(got.strides(), want.strides());
+  // Note [Interpreter modes tolerance]: the fused rounding of a bf16 chain.
+  EXPECT_LE(worstRelative(got, want), 1.0 / 16);
+  // Read at the wrong offset (x2 at x's pointer, or cos not broadcast), most elements would be far off.
+  EXPECT_LE(worstRelative(got, want), 1.0 / 64);
+}
+
+TEST_F(FusionEngineTest, GivenADeferredRotaryChainWhenTheRotatedHalfIsHeldThenItReplaysUnfusedBitwiseAsEager) {
+  const RotaryInputs in = rotaryInputs(2, 4, 8, 32, at::kBFloat16);
+  auto kernels = learnAndPublish([&] { return applyRotary(in.x, in.cos, in.sin); });
+  ASSERT_EQ(kernels.size(), 1u) << engine().patternsJson();
+  auto program = [&] {
+    at::Tensor xCos = in.x * in.cos;
+    at::Tensor rotated = rotateHalf(in.x);  // held: the fused kernel does not write it
+    at::Tensor out = xCos + rotated * in.sin;
+    foreignCommand();
+    return std::vector<at::Tensor>{rotated, out};
+  };
+  engine().setEnabled(false);
+  const std::vector<at::Tensor> want = program();
+  engine().setEnabled(true);
+  const int launchesBefore = kernels[0]->launches;
+  const uint64_t deferredBefore = engine().stats().deferredCalls;
+  const uint64_t unfusedBefore = engine().stats().unfusedFlushes;
+  const std::vector<at::Tensor> got = program();
+  EXPECT_EQ(engine().stats().deferredCalls, deferredBefore + 5);
+  EXPECT_EQ(engine().stats().unfusedFlushes, unfusedBefore + 1);
+  EXPECT_EQ(kernels[0]->launches, launchesBefore);
+  EXPECT_EQ(engine().stats().failedFlushes, 0u);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].strides(), want[i].strides()) << i;
+    EXPECT_TRUE(same(got[i], want[i])) << i;
+  }
+}
+
+TEST_F(FusionEngineTest, GivenALearnedRotaryChainWhenXArrivesWithOtherStridesThenItIsNotDeferredAndTheResultIsEagers) {
+  const RotaryInputs in = rotaryInputs(2, 4, 8, 32, at::kBFloat16);
+  auto kernels = learnAndPublish([&] { return applyRotary(in.x, in.cos, in.sin); });
+  ASSERT_EQ(kernels.size(), 1u) << engine().patternsJson();
+  // The same values and sizes, contiguous: x's strides differ from the pattern's.
+  const at::Tensor contiguous = [&] {
+    FusionBypass bypass;
+    return in.x.contiguous();
+  }();
+  const int launchesBefore = kernels[0]->launches;
+  const uint64_t deferredBefore = engine().stats().deferredCalls;
+  at::Tensor got = applyRotary(contiguous, in.cos, in.sin);
+  EXPECT_EQ(engine().stats().deferredCalls, deferredBefore);
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, launchesBefore);
+  EXPECT_TRUE(same(got, eager([&] { return applyRotary(contiguous, in.cos, in.sin); })));
+  // The learned strides still defer.
+  at::Tensor again = applyRotary(in.x, in.cos, in.sin);
+  EXPECT_EQ(engine().stats().deferredCalls, deferredBefore + 5);
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, launchesBefore + 1);
+}
+
+// Note [Views of a chain's values]: a view of a chain input is an input; a view of a result the chain has
+// not computed yet is not, or the fused kernel would read it unwritten.
+TEST_F(FusionEngineTest, GivenAViewOfAPendingResultWhenTheNextStepTakesItAsAnInputThenTheChainRunsFirst) {
+  at::Tensor a = at::randn({32, 128}), b = at::randn({32, 128}), c = at::randn({32, 128}), d = at::randn({32, 128});
+  std::vector<HotChain> hot;
+  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+  foreignCommand();
+  for (int i = 0; i < 3; ++i) {
+    at::Tensor y = a * b;  // both held: a two-output chain whose second call reads a fresh input
+    at::Tensor z = c + d;
+    foreignCommand();
+  }
+  engine().setHotCallback(nullptr);
+  ASSERT_EQ(hot.size(), 1u) << engine().patternsJson();
+  auto kernel = std::make_shared<InterpreterKernel>(hot[0].build);
+  engine().publish(ReadyChain{hot[0].pattern, hot[0].build, kernel, hot[0].key});
+  at::Tensor y = a * b;  // deferred
+  ASSERT_EQ(gGate->pending, 1);
+  at::Tensor view = y.view({32, 128});  // the pattern's metadata for c, on y's unwritten memory
+  at::Tensor z = view + d;
+  foreignCommand();
+  EXPECT_EQ(kernel->launches, 0);
+  EXPECT_TRUE(same(y, eager([&] { return a * b; })));
+  EXPECT_TRUE(same(z, eager([&] { return a * b + d; })));
 }
 
 // Random programs over the chain vocabulary with random boundaries and
