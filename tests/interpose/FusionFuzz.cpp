@@ -86,6 +86,7 @@ enum class Op : uint8_t {
   MulS, AddS, SubS, DivS, RsubS, Pow2,                                                    // with a scalar
   AddT, SubT, MulT, DivT, RsubT,                                                          // binary
   Cast, SumRow, MeanRow, AmaxRow,
+  RotateHalf,  // HF's rotate_half: cat([-x2, x1], -1) of the halves x1, x2 (views) of a full value
 };
 enum class Shape : uint8_t { Full, Col, Row, Zero };
 
@@ -93,6 +94,7 @@ struct TInput {
   Shape shape = Shape::Full;
   at::ScalarType dtype = at::kFloat;
   bool positive = false;  // values in [0.5, 2]; else [-2, 2]
+  bool strided = false;   // Full: a column window of a [rows, 2 * cols] buffer (rows apart by 2 * cols)
 };
 
 struct TStep {
@@ -121,6 +123,17 @@ std::vector<int64_t> sizesOf(Shape s, int64_t rows, int64_t cols) {
 }
 
 bool isScalarOp(Op op) { return op >= Op::MulS && op <= Op::RsubS; }
+
+// An input's values from `u` of [0, 1): a fresh tensor, or for a strided input a window of a wider one (as
+// rotary's x is of the projection: Note [Chain layouts]).
+at::Tensor inputFrom(const TInput& in, int64_t cols, const at::Tensor& u) {
+  at::Tensor t = (in.positive ? u * 1.5 + 0.5 : u * 4 - 2).to(in.dtype);
+  return in.strided ? t.slice(-1, cols / 2, cols / 2 + cols) : t;
+}
+
+std::vector<int64_t> drawnSizes(const TInput& in, int64_t rows, int64_t cols) {
+  return in.strided ? std::vector<int64_t>{rows, 2 * cols} : sizesOf(in.shape, rows, cols);
+}
 
 at::Tensor applyStep(const TStep& s, const at::Tensor& a, const at::Tensor& b) {
   switch (s.op) {
@@ -152,6 +165,10 @@ at::Tensor applyStep(const TStep& s, const at::Tensor& a, const at::Tensor& b) {
     case Op::SumRow: return at::sum(a, {-1}, true);
     case Op::MeanRow: return at::mean(a, {-1}, true);
     case Op::AmaxRow: return at::amax(a, {-1}, true);
+    case Op::RotateHalf: {
+      const int64_t half = a.size(-1) / 2;
+      return at::cat({at::neg(a.slice(-1, half)), a.slice(-1, 0, half)}, -1);
+    }
   }
   return a;
 }
@@ -192,6 +209,7 @@ class TemplateMaker {
     t_.cols = kCols[pick(6)];
     base_ = kTypes[pick(3)];
     addInput(Shape::Full, base_, false);
+    t_.inputs[0].strided = pick(4) == 0;
     const int steps = 2 + pick(6);
     int cur = 0;
     while (static_cast<int>(t_.steps.size()) < steps) {
@@ -212,12 +230,14 @@ class TemplateMaker {
 
   int addInput(Shape shape, at::ScalarType dtype, bool positive) {
     t_.inputs.push_back(TInput{shape, dtype, positive});
-    // Inputs come first in the template's numbering: shift the steps' operands.
-    for (TStep& s : t_.steps) {
-      s.a += 1;
-      if (s.b >= 0) s.b += 1;
-    }
+    // Inputs come first in the template's numbering: shift the steps' operands past the new input (the
+    // earlier inputs keep their numbers).
     const size_t at = t_.inputs.size() - 1;
+    const int first = static_cast<int>(at);
+    for (TStep& s : t_.steps) {
+      if (s.a >= first) s.a += 1;
+      if (s.b >= first) s.b += 1;
+    }
     values_.insert(values_.begin() + static_cast<std::ptrdiff_t>(at),
                    GenValue{shape, dtype, 2.0, positive, positive});
     return static_cast<int>(at);
@@ -246,6 +266,12 @@ class TemplateMaker {
   }
 
   int addStep(int a) {
+    // HF's rotate_half, mostly of the first input (rotary's x; of a step's value the chain ends at the view).
+    if (pick(100) < 8) {
+      const int x = pick(3) != 0 ? 0 : a;
+      const GenValue& vx = values_[static_cast<size_t>(x)];
+      if (vx.shape == Shape::Full) return push(TStep{Op::RotateHalf, x}, unary(x, vx.bound, false, false));
+    }
     const GenValue va = values_[static_cast<size_t>(a)];
     const int r = pick(100);
     if (r < 35) {
@@ -501,24 +527,30 @@ class Program {
     fuzzGate().command(kind);
   }
 
-  int newInput(const std::vector<int64_t>& sizes, at::ScalarType dtype, bool positive) {
+  int newInput(const TInput& in, int64_t rows, int64_t cols) {
     at::Tensor t;
     {
       FusionBypass bypass;  // the program's data, not its ops
       auto gen = at::make_generator<at::CPUGeneratorImpl>(mix(seed_, regs_.size()));
-      at::Tensor u = at::rand(sizes, gen, at::kFloat);
-      t = (positive ? u * 1.5 + 0.5 : u * 4 - 2).to(dtype);
+      t = inputFrom(in, cols, at::rand(drawnSizes(in, rows, cols), gen, at::kFloat));
     }
+    if (in.strided) count("stridedInputs");
     return addReg(std::move(t));
   }
 
   int step(const TStep& s, int a, int b) {
     const uint64_t before = engine_ ? fuzzEngine().stats().deferredCalls : 0;
+    const bool ofPending = pending(a);
     at::Tensor out = applyStep(s, regs_[static_cast<size_t>(a)].t, b >= 0 ? regs_[static_cast<size_t>(b)].t : at::Tensor());
     // `.to()` of a tensor's own dtype returns the tensor itself: a second name, not a new value.
     const bool same = out.unsafeGetTensorImpl() == regs_[static_cast<size_t>(a)].t.unsafeGetTensorImpl();
     const int r = addReg(std::move(out), a, b, same);
     count("steps");
+    if (s.op == Op::RotateHalf) {
+      count("rotateHalfSteps");
+      if (ofPending) count("rotateHalfOfPending");  // its halves are views of an unwritten value
+      if (engine_ && fuzzEngine().stats().deferredCalls >= before + 2) count("rotateHalfDeferred");
+    }
     if (engine_ && fuzzEngine().stats().deferredCalls > before) regs_[static_cast<size_t>(r)].deferredEpoch = flushEpoch();
     if (engine_ && trace_ != nullptr) {
       *trace_ << "    value " << r << " = op " << static_cast<int>(s.op) << "(" << a << ", " << b << ") "
@@ -718,7 +750,7 @@ class Program {
           }
         }
       }
-      map[k] = newInput(sizes, in.dtype, in.positive);
+      map[k] = newInput(in, tpl.rows, tpl.cols);
     }
     std::vector<bool> keep = tpl.keeps[static_cast<size_t>(ch_.pick(2))];
     if (ch_.chance(0.2)) {
@@ -957,6 +989,8 @@ class Checker {
 struct Pool {
   std::vector<Template> templates;
   size_t chains = 0;
+  size_t chainsWithLayouts = 0;  // strided values (Note [Chain layouts])
+  size_t chainsWithCat = 0;
 };
 
 Pool learnPool(uint64_t seed, int templates, LaunchLog& log, bool skipLast) {
@@ -978,8 +1012,7 @@ Pool learnPool(uint64_t seed, int templates, LaunchLog& log, bool skipLast) {
         for (size_t k = 0; k < tpl.inputs.size(); ++k) {
           FusionBypass bypass;
           const TInput& in = tpl.inputs[k];
-          at::Tensor u = at::rand(sizesOf(in.shape, tpl.rows, tpl.cols));
-          values.push_back((in.positive ? u * 1.5 + 0.5 : u * 4 - 2).to(in.dtype));
+          values.push_back(inputFrom(in, tpl.cols, at::rand(drawnSizes(in, tpl.rows, tpl.cols))));
         }
         fuzzGate().command(CommandKind::Synchronize);
         for (const TStep& s : tpl.steps) {
@@ -997,6 +1030,13 @@ Pool learnPool(uint64_t seed, int templates, LaunchLog& log, bool skipLast) {
       auto kernel = interpreted ? makeInterpreterKernel(h, log, skipLast) : makeExactKernel(h, log, skipLast);
       engine.publish(ReadyChain{h.pattern, h.build, kernel, h.key});
       ++pool.chains;
+      if (!h.build.layout.contiguous()) ++pool.chainsWithLayouts;
+      for (const chain::RecordedCall& c : h.pattern.calls) {
+        if (c.op == "aten::cat") {
+          ++pool.chainsWithCat;
+          break;
+        }
+      }
     }
     hot.clear();
   }
@@ -1042,6 +1082,8 @@ FuzzReport runFusionFuzz(const FuzzOptions& options) {
       report.counts["pools"] += 1;
       report.counts["poolTemplates"] += pool.templates.size();
       report.counts["poolChains"] += pool.chains;
+      report.counts["poolChainsWithLayouts"] += pool.chainsWithLayouts;
+      report.counts["poolChainsWithCat"] += pool.chainsWithCat;
     }
     const uint64_t seed = mix(mix(options.seed, static_cast<uint64_t>(poolIndex)), static_cast<uint64_t>(p));
     log.clear();

@@ -5,8 +5,10 @@
 //
 // Note [Fusion fuzz programs]
 // A pool of random chain templates (pointwise ops, scalar ops, broadcasts of
-// row and column operands, casts, row reductions; values kept bounded and
-// away from the ops' singularities) is learned by the engine (each template
+// row and column operands, casts, row reductions, HF's rotate_half (`cat` of
+// the negated upper half and the lower half, both slices) mostly of the
+// first input, which may be a strided window of a wider buffer; values kept
+// bounded and away from the ops' singularities) is learned by the engine (each template
 // run hotCalls times between commands, with a random set of intermediates
 // held) and every hot chain is published with an interpreter or an exact
 // kernel (FusionFuzzHarness.h). A program then runs 1-4 template instances

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "hotkernel/chain/ChainInterpreter.h"
+#include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/interpose/FusionBypass.h"
 
 namespace hotkernel::fusion::fuzz {
@@ -93,12 +94,27 @@ class InterpreterKernel final : public KernelBase {
  protected:
   bool fusedArithmetic() const override { return true; }
   std::vector<at::Tensor> compute(const std::vector<at::Tensor>& inputs) override {
+    // A full input is its memory from its pointer over the span its layout reaches (Note [Chain layouts]),
+    // as the generated kernel reads it; the other classes are their values.
     std::vector<std::vector<float>> in;
+    const std::vector<int> nodes = build_.chain.inputs();
+    size_t tensorArg = 0;
     for (size_t k = 0; k < inputs.size(); ++k) {
-      at::Tensor f = asPattern(inputs[k], pattern_.metas.at(build_.inputValues[k])).to(at::kFloat).contiguous();
+      const chain::TensorMeta& meta = pattern_.metas.at(build_.inputValues[k]);
+      const chain::ShapeClass shape = build_.chain.node(nodes[k]).shape;
+      at::Tensor f;
+      if (shape == chain::ShapeClass::Full) {
+        const int64_t span = chain::layoutSpan(build_.chain, build_.layout, tensorArg, build_.rows, build_.cols);
+        f = at::from_blob(inputs[k].data_ptr(), {span}, at::TensorOptions().dtype(scalarTypeNamed(meta.scalarType)))
+                .to(at::kFloat);
+      } else {
+        f = asPattern(inputs[k], meta).to(at::kFloat).contiguous();
+      }
+      if (shape != chain::ShapeClass::Scalar) ++tensorArg;
       in.emplace_back(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
     }
-    auto out = chain::interpretChain(build_.chain, build_.rows, build_.cols, in, chain::EvalMode::Fused);
+    auto out = chain::interpretChain(build_.chain, build_.rows, build_.cols, build_.layout, in,
+                                     chain::EvalMode::Fused);
     std::vector<at::Tensor> results;
     for (size_t k = 0; k < out.size(); ++k) {
       const chain::TensorMeta& m = pattern_.metas.at(build_.outputValues[k]);

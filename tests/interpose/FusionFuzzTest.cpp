@@ -40,7 +40,8 @@ TEST(FusionFuzzTest, GivenThreeThousandRandomProgramsWhenRunWithTheEngineThenEve
         "inPlaceOnPending", "metadataInPlaceOnPending", "itemsOfPending", "foreignOpsOnPending", "threadStepsOnPending",
         "threadForeignOpsOnPending", "streamSwitchesWhilePending", "concurrentPrograms", "truncated", "scalarsChanged",
         "inputsReused", "dropped", "commands.eventRecord", "commands.streamWait", "comparedBitwise",
-        "comparedWithinTolerance", "comparedNanPattern", "itemsCompared"}) {
+        "comparedWithinTolerance", "comparedNanPattern", "itemsCompared", "stridedInputs", "poolChainsWithLayouts",
+        "poolChainsWithCat", "rotateHalfDeferred", "rotateHalfOfPending"}) {
     EXPECT_GT(countOf(r, feature), 0u) << feature;
   }
   EXPECT_EQ(countOf(r, "failedFlushes"), 0u);
