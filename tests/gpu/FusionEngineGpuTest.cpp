@@ -1,0 +1,167 @@
+// The fusion engine deferring HF's rotary embedding on CUDA (label `gpu`; skipped without a device): the
+// engine's trampolines on the CUDA key learn the chain on a transposed projection, its strided kernel is
+// compiled with NVRTC and loaded as the plan a cache entry would make (the engine does not tune strided
+// variants: Note [Chain variants the engine does not tune]), published as the engine publishes it, and
+// the next call is deferred and fused (near eager) or, with an intermediate held, replayed (bitwise
+// eager). A fake command gate stands in for the shim: the test fires the commands a process would issue.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "EngineFusion.h"
+#include "hotkernel/chain/ChainCodegen.h"
+#include "hotkernel/chain/ChainEntry.h"
+#include "hotkernel/chain/ChainParameterSpace.h"
+#include "hotkernel/chain/ChainPlan.h"
+#include "hotkernel/interpose/CommandGate.h"
+#include "hotkernel/interpose/FusionBypass.h"
+#include "hotkernel/interpose/FusionEngine.h"
+#include "hotkernel/hotkernel_shim.h"
+#include "hotkernel/runtime/CudaDriver.h"
+#include "hotkernel/runtime/Nvrtc.h"
+
+using namespace hotkernel;
+using namespace hotkernel::fusion;
+
+namespace {
+
+#define REQUIRE_CUDA()                                              \
+  if (!at::cuda::is_available() || at::cuda::device_count() == 0) { \
+    GTEST_SKIP() << "no CUDA device";                               \
+  }
+
+class FakeGate final : public CommandGate {
+ public:
+  bool covers() override { return true; }
+  void setFlushHook(FlushHook h) override { hook = h; }
+  void setPending(int count) override { pending = count; }
+  void enterOwn() override { ++ownDepth; }
+  void leaveOwn() override { --ownDepth; }
+
+  FlushHook hook = nullptr;
+  std::atomic<int> pending{0};
+  static inline thread_local int ownDepth = 0;
+};
+
+FakeGate* gGate = nullptr;
+
+FusionEngine& fusionEngine() {
+  static FusionEngine* e = [] {
+    auto gate = std::make_unique<FakeGate>();
+    gGate = gate.get();
+    FusionEngine* made = FusionEngine::installProcessEngine(std::move(gate), FusionOptions{3, true});
+    made->install(c10::DispatchKey::CUDA);
+    return made;
+  }();
+  return *e;
+}
+
+// A CUDA command the engine did not issue (the shim's hook first).
+void foreignCommand() {
+  if (gGate->pending > 0 && gGate->ownDepth == 0 && gGate->hook) gGate->hook(HOTKERNEL_COMMAND_LAUNCH);
+}
+
+at::Tensor rotateHalf(const at::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return at::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1);
+}
+
+// HF's apply_rotary_pos_emb for one of q or k; Python evaluates x * cos first.
+at::Tensor applyRotary(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  at::Tensor xCos = x * cos;
+  at::Tensor rotSin = rotateHalf(x) * sin;
+  return xCos + rotSin;
+}
+
+at::Tensor eager(const std::function<at::Tensor()>& fn) {
+  fusionEngine().setEnabled(false);
+  at::Tensor out = fn();
+  fusionEngine().setEnabled(true);
+  return out;
+}
+
+}  // namespace
+
+TEST(FusionEngineGpuTest, GivenHfRotaryOnCudaWhenServedByItsStridedPlanThenItIsDeferredFusedNearEagerOrReplayedExactly) {
+  REQUIRE_CUDA();
+  fusionEngine().resetForTest();
+  at::manual_seed(5);
+  const int64_t b = 1, h = 8, s = 256, d = 128;
+  const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  at::Tensor projection, cos, sin;
+  {
+    FusionBypass bypass;  // the test's data, not the program's ops
+    projection = at::randn({b, s, h * d}, opts);
+    cos = at::randn({b, s, d}, opts).unsqueeze(1);
+    sin = at::randn({b, s, d}, opts).unsqueeze(1);
+  }
+  const at::Tensor x = projection.view({b, s, h, d}).transpose(1, 2);
+
+  // Learned: three windows, each ended by a command.
+  std::vector<HotChain> hot;
+  fusionEngine().setHotCallback([&](const HotChain& c) { hot.push_back(c); });
+  foreignCommand();
+  for (int i = 0; i < 3; ++i) {
+    at::Tensor out = applyRotary(x, cos, sin);
+    foreignCommand();
+  }
+  fusionEngine().setHotCallback(nullptr);
+  ASSERT_EQ(hot.size(), 1u) << fusionEngine().patternsJson();
+  ASSERT_TRUE(hot[0].build.ok()) << hot[0].build.reason;
+  ASSERT_EQ(hot[0].device, 0);
+  const chain::ChainVariant v = engine::chainVariantOf(hot[0]);
+  ASSERT_FALSE(v.layout.contiguous());
+  EXPECT_NE(engine::chainTuningSkipped(v), "");
+
+  // The plan a kernel entry of the strided variant makes, published as the engine publishes it.
+  const std::vector<chain::ChainKernelParams> space = chain::chainParameterSpace(v.ir, v.rows, v.cols, v.layout);
+  ASSERT_FALSE(space.empty());
+  const chain::ChainKernelParams p = space.front();
+  const std::string cubin = compileToCubin(chain::generateChainSource(v.ir, p, v.layout), "rotary.cu",
+                                           queryDevice(0).nvrtcArch(), chain::chainCompileOptions())
+                                .cubin;
+  const chain::ChainPlan plan = chain::makeChainPlan(v, chain::chainEntryParams(v, p).dump(), cubin);
+  fusionEngine().publish(ReadyChain{hot[0].pattern, hot[0].build, engine::makePlanKernel(plan), hot[0].key});
+
+  // Fused: the five calls deferred, one launch at the next command.
+  const at::Tensor want = eager([&] { return applyRotary(x, cos, sin); });
+  const FusionStats before = fusionEngine().stats();
+  at::Tensor got = applyRotary(x, cos, sin);
+  EXPECT_EQ(fusionEngine().stats().deferredCalls, before.deferredCalls + 5);
+  foreignCommand();
+  EXPECT_EQ(fusionEngine().stats().fusedFlushes, before.fusedFlushes + 1) << "the plan refused the call: " << plan.description;
+  EXPECT_EQ(got.strides(), want.strides());
+  {
+    FusionBypass bypass;
+    const at::Tensor g = got.to(at::kFloat), w = want.to(at::kFloat);
+    EXPECT_FALSE(g.isnan().any().item<bool>());
+    // Note [Interpreter modes tolerance]: the fused rounding of a bf16 chain.
+    EXPECT_LE(((g - w).abs() / (w.abs() + 1)).max().item<double>(), 1.0 / 16);
+  }
+
+  // Unfused: the rotated half held, so the kernel (which does not write it) is not used.
+  auto held = [&] {
+    at::Tensor xCos = x * cos;
+    at::Tensor rotated = rotateHalf(x);
+    at::Tensor out = xCos + rotated * sin;
+    foreignCommand();
+    return std::vector<at::Tensor>{rotated, out};
+  };
+  fusionEngine().setEnabled(false);
+  const std::vector<at::Tensor> wantHeld = held();
+  fusionEngine().setEnabled(true);
+  const FusionStats beforeHeld = fusionEngine().stats();
+  const std::vector<at::Tensor> gotHeld = held();
+  EXPECT_EQ(fusionEngine().stats().deferredCalls, beforeHeld.deferredCalls + 5);
+  EXPECT_EQ(fusionEngine().stats().unfusedFlushes, beforeHeld.unfusedFlushes + 1);
+  EXPECT_EQ(fusionEngine().stats().failedFlushes, 0u);
+  FusionBypass bypass;
+  for (size_t i = 0; i < wantHeld.size(); ++i) EXPECT_TRUE(at::equal(gotHeld[i], wantHeld[i])) << i;
+}
