@@ -13,6 +13,7 @@
 #include "EntryAdmission.h"
 #include "HeldEntries.h"
 #include "RemoteCache.h"
+#include "StatusDocument.h"
 #include "TorchCheck.h"
 #include "hotkernel/interpose/Recorder.h"
 #include "hotkernel/Config.h"
@@ -221,6 +222,7 @@ std::set<std::string> Engine::decisions() const {
   return decisions_;
 }
 
+// The status document: Note [Status document, version 2] (StatusDocument.h).
 nlohmann::json Engine::status() const {
   nlohmann::json plans = nlohmann::json::array();
   uint64_t hits = 0, misses = 0;
@@ -246,12 +248,14 @@ nlohmann::json Engine::status() const {
                  {"failed", worker_->jobsFailed()}};
   }
   std::lock_guard<std::mutex> guard(mu_);
-  return {{"started", startResult_ == 0},
+  return {{"format", engine::kStatusFormat},
+          {"version", engine::kStatusVersion},
+          {"started", startResult_ == 0},
           {"enabled", servedOpsEnabled()},
           {"fingerprint", firstFingerprint},  // the lowest device's
           {"fingerprints", fingerprints},     // by device
           {"optimizer", optimizer},
-          {"forkedChild", forkedChild_.load()},
+          {"forked_child", forkedChild_.load()},
           {"cache", cache_ ? cache_->databasePath() : std::string()},
           {"plans", plans},
           {"hits", hits},

@@ -28,6 +28,7 @@
 
 #include "EngineFusion.h"
 #include "EntryAdmission.h"
+#include "StatusDocument.h"
 #include "hotkernel/chain/ChainPlan.h"
 #include "hotkernel/chain/ChainVariant.h"
 #include "hotkernel/interpose/Engine.h"
@@ -233,19 +234,8 @@ void Engine::optimizeChain(const OptimizerJob& job) {
 nlohmann::json Engine::fusionStatus() {
   fusion::FusionEngine* fusion = fusion::FusionEngine::process();
   if (fusion == nullptr) return {{"on", false}};
-  const fusion::FusionStats s = fusion->stats();
-  return {{"on", fusion->enabled()},
-          {"covered", s.covered},
-          {"deferredCalls", s.deferredCalls},
-          {"fusedFlushes", s.fusedFlushes},
-          {"unfusedFlushes", s.unfusedFlushes},
-          {"failedFlushes", s.failedFlushes},
-          {"windows", s.windows},
-          {"hotChains", s.hotChains},
-          {"readyChains", s.readyChains},
-          {"hookGaveUp", s.hookGaveUp},
-          // Why a chain never fuses: each pattern's windows, calls and the builder's refusal.
-          {"patterns", nlohmann::json::parse(fusion->patternsJson())}};
+  return engine::fusionStatusDocument(fusion->enabled(), fusion->stats(),
+                                      nlohmann::json::parse(fusion->patternsJson()));
 }
 
 }  // namespace hotkernel

@@ -73,10 +73,13 @@ def loaded():
 def status(strict=False):
     """The engine's status document (hotkernel_status_json) as a dict, with "loaded": True added.
 
-    Its fields include "started", "enabled", "plans" (the variants served), "tuned",
-    "optimizer" ({"queued", "running", "done", "failed"}), "hits", "misses", "cache",
-    "fingerprint" and "profile" (the recorded ops and variants). Without the library:
-    ``{"loaded": False, "reason": "<why, and what to do>"}`` (HotkernelNotLoaded with strict=True).
+    ``{"format": "hotkernel-status", "version": 2, ...}`` with snake_case keys, among them
+    "started", "enabled", "plans" (the variants served), "tuned", "optimizer" ({"queued",
+    "running", "done", "failed"}), "hits", "misses", "cache", "fingerprint", "forked_child",
+    "profile" (the recorded ops and variants, a "hotkernel-profile" document) and "fusion"
+    ({"on": ...}; with HOTKERNEL_FUSION=1 also "deferred_calls", "fused_flushes", "hot_chains",
+    "ready_chains", ...). Without the library: ``{"loaded": False, "reason": "<why, and what
+    to do>"}``, no format (HotkernelNotLoaded with strict=True).
     """
     api = _api_or_none(strict, None)
     if api is None:

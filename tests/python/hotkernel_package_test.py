@@ -10,6 +10,7 @@ The tests in this process run without the preload; the others run subprocesses.
 import ctypes.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -49,6 +50,27 @@ def child_env(**extra):
     env["PYTHONPATH"] = PYTHON_ROOT
     env.update(extra)
     return env
+
+
+def non_snake_case_keys(document, data_maps, path=""):
+    """The paths of the keys of `document` that are not snake_case (tests/JsonKeyCase.h in Python); the objects at
+    the paths in `data_maps` are maps of data, not checked. An array's elements share the segment "*"."""
+    if path in data_maps:
+        return []
+    out = []
+    if isinstance(document, dict):
+        for key, value in document.items():
+            if not re.fullmatch(r"[a-z0-9_]+", key):
+                out.append(path + "/" + key)
+            out += non_snake_case_keys(value, data_maps, path + "/" + key)
+    elif isinstance(document, list):
+        for element in document:
+            out += non_snake_case_keys(element, data_maps, path + "/*")
+    return out
+
+
+# The status document's maps of data and the cache's stored metrics (Note [Status document, version 2]).
+STATUS_DATA_MAPS = ("/fingerprints", "/fusion/patterns", "/tuned/*/metrics")
 
 
 def run_module(args, env, **kw):
@@ -182,8 +204,11 @@ class UnderThePreloadTest(unittest.TestCase):
         for key in ("loaded", "started", "enabled", "plans", "tuned", "optimizer", "hits", "misses", "cache",
                     "fingerprint", "profile"):
             self.assertIn(key, status)
+        self.assertEqual((status["format"], status["version"]), ("hotkernel-status", 2))
+        self.assertEqual(non_snake_case_keys(status, STATUS_DATA_MAPS), [])
         self.assertTrue(status["started"])
         self.assertTrue(status["enabled"])
+        self.assertIs(status["forked_child"], False)
         self.assertEqual(status["profile"]["format"], "hotkernel-profile")
         self.assertEqual(sorted(status["optimizer"]), ["done", "failed", "queued", "running"])
         self.assertIs(result["previous"], True)
@@ -196,6 +221,22 @@ class UnderThePreloadTest(unittest.TestCase):
         self.assertIs(result["plain_on_previous"], True)
         self.assertEqual(result["plan_count"], len(status["plans"]))
         self.assertTrue(result["idle"])
+
+    def test_given_fusion_on_when_the_status_is_asked_then_its_fusion_counters_have_snake_case_keys(self):
+        # HOTKERNEL_FUSION=1 installs the fusion engine on the CPU too (its trampolines on the CUDA key).
+        result = self.run_script("""
+            import json, torch, hotkernel
+            torch.softmax(torch.randn(4, 8), -1)
+            print(json.dumps(hotkernel.status()))
+            """, HOTKERNEL_FUSION="1")
+        self.assertEqual((result["format"], result["version"]), ("hotkernel-status", 2))
+        self.assertEqual(non_snake_case_keys(result, STATUS_DATA_MAPS), [], json.dumps(result["fusion"]))
+        fusion = result["fusion"]
+        self.assertIs(fusion["on"], True)
+        self.assertEqual(sorted(fusion), ["covered", "deferred_calls", "failed_flushes", "fused_flushes",
+                                          "hook_gave_up", "hot_chains", "on", "patterns", "ready_chains",
+                                          "unfused_flushes", "windows"])
+        self.assertEqual(fusion["failed_flushes"], 0)
 
     def test_given_hotkernel_0_when_torch_is_imported_then_the_reason_names_it(self):
         result = self.run_script("""
