@@ -105,7 +105,10 @@ struct FusionEngine::State {
 
   // Precondition: mu held, inside the own-command guard.
   bool flushPending(FusionEngine& engine) {
-    if (!pending || pending->empty()) return true;
+    if (!pending || pending->empty()) {
+      pending.reset();  // an empty chain holds the catalog of its time: never reused after a flush
+      return true;
+    }
     PendingChain::Flush how;
     {
       InsideOriginal inside;  // what the flush runs (copies, a test kernel's ops) is the engine's own
