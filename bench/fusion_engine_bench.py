@@ -30,9 +30,10 @@ comes from elsewhere; the other HOTKERNEL_* variables are kept).
         block between two foreign commands) HOTKERNEL_HOT_CALLS + 2 times, compiles the
         torch.compile versions (hotkernel off; the optimizer tunes meanwhile), then waits
         with hotkernel_wait_idle; repeated (at most 3 rounds, --tune-timeout seconds in all)
-        until the status's hotChains and readyChains stop changing;
-     c. probes each block with hotkernel on: the fusion counters per call (fusedFlushes,
-        unfusedFlushes, deferredCalls: a block that never fuses shows 0 fused flushes) and
+        until the status's hot_chains and ready_chains stop changing;
+     c. probes each block with hotkernel on: the fusion counters per call (the status's
+        fused_flushes, unfused_flushes, deferred_calls as fusedFlushesPerCall, ...: a block
+        that never fuses shows 0 fused flushes) and
         the max error of every output against eager (and of torch.compile's);
      d. times eager (hotkernel off), hotkernel (served ops and fusion on) and
         torch.compile (dynamic=False, default mode, hotkernel off) of each block with the
@@ -344,9 +345,13 @@ def fusion_status(hk):
     return hk.status().get("fusion", {})
 
 
+# The status document's fusion counters (hotkernel-status v2) and this report's names for them.
+FUSION_COUNTERS = {"fused_flushes": "fusedFlushes", "unfused_flushes": "unfusedFlushes",
+                   "deferred_calls": "deferredCalls"}
+
+
 def counter_delta(before, after, calls):
-    return {f"{k}PerCall": (after.get(k, 0) - before.get(k, 0)) / calls
-            for k in ("fusedFlushes", "unfusedFlushes", "deferredCalls")}
+    return {f"{name}PerCall": (after.get(k, 0) - before.get(k, 0)) / calls for k, name in FUSION_COUNTERS.items()}
 
 
 # ----------------------------------------------------------------------------
@@ -397,8 +402,9 @@ def engine_child(args, device):
             doc["rounds"].append({"round": rnd, "seconds": round(time.perf_counter() - t, 2), "optimizerIdle": idle,
                                   "fusion": fusion})
             progress(f"engine: learning round {rnd}: optimizer {'idle' if idle else 'still busy'}, "
-                     f"hotChains {fusion.get('hotChains')}, readyChains {fusion.get('readyChains')}")
-            done = previous is not None and all(fusion.get(k) == previous.get(k) for k in ("hotChains", "readyChains"))
+                     f"hot chains {fusion.get('hot_chains')}, ready chains {fusion.get('ready_chains')}")
+            done = previous is not None and all(fusion.get(k) == previous.get(k)
+                                                for k in ("hot_chains", "ready_chains"))
             previous = fusion
             if done or not idle:
                 break
@@ -458,7 +464,7 @@ def run_case(hk, timer, case, ref, compiled, args, r):
     timer.sync()
     after = fusion_status(hk)
     r["probe"] = counter_delta(before, after, probe_calls)
-    r["probe"]["failedFlushes"] = after.get("failedFlushes", 0)
+    r["probe"]["failedFlushes"] = after.get("failed_flushes", 0)
     r["fused"] = r["probe"]["fusedFlushesPerCall"] > 0
     with hotkernel_enabled(hk, False):  # the comparison's own ops are no block's
         r["maxErrorVsEager"] = {"hotkernel": output_error(got, ref)}

@@ -689,7 +689,8 @@ def run_model(name, spec, hk, timer, device, args):
         if fusion.get("on"):
             # Chains: learn again while the hot or ready chains change (a deferred chain can
             # leave the rest of its window to be learned), within the same time bound.
-            hk_info["fusionRounds"] = [{"hotChains": fusion.get("hotChains"), "readyChains": fusion.get("readyChains"),
+            hk_info["fusionRounds"] = [{"hotChains": fusion.get("hot_chains"),
+                                        "readyChains": fusion.get("ready_chains"),
                                         "optimizerIdle": hk_info["optimizerIdle"]}]
             for _ in range(2):
                 left = max(args.tune_timeout - (time.perf_counter() - tune_start), 0.0)
@@ -699,13 +700,13 @@ def run_model(name, spec, hk, timer, device, args):
                 time.sleep(0.2)
                 hk_info["optimizerIdle"] = hk.wait_idle(left) == 0
                 now = hk.status().get("fusion", {})
-                hk_info["fusionRounds"].append({"hotChains": now.get("hotChains"),
-                                                "readyChains": now.get("readyChains"),
+                hk_info["fusionRounds"].append({"hotChains": now.get("hot_chains"),
+                                                "readyChains": now.get("ready_chains"),
                                                 "optimizerIdle": hk_info["optimizerIdle"]})
-                if all(now.get(k) == fusion.get(k) for k in ("hotChains", "readyChains")):
+                if all(now.get(k) == fusion.get(k) for k in ("hot_chains", "ready_chains")):
                     break
                 fusion = now
-            progress(f"{name}: fusion: {fusion.get('readyChains')} of {fusion.get('hotChains')} hot chains ready "
+            progress(f"{name}: fusion: {fusion.get('ready_chains')} of {fusion.get('hot_chains')} hot chains ready "
                      f"after {len(hk_info['fusionRounds'])} learning rounds")
         hk_info["tuneSeconds"] = round(time.perf_counter() - tune_start, 2)
         status = hk.status()
@@ -777,8 +778,12 @@ def run_model(name, spec, hk, timer, device, args):
                 fn()
             timer.sync()
             after = hk.status().get("fusion", {})
-            entry["fusion"] = {f"{k}Per{entry['unit'].capitalize()}": (after.get(k, 0) - before.get(k, 0)) / (3 * per)
-                               for k in ("fusedFlushes", "unfusedFlushes", "deferredCalls", "failedFlushes")}
+            # The status's counters (hotkernel-status v2 keys) under this report's names (fusedFlushesPerStep, ...).
+            counters = {"fused_flushes": "fusedFlushes", "unfused_flushes": "unfusedFlushes",
+                        "deferred_calls": "deferredCalls", "failed_flushes": "failedFlushes"}
+            unit = entry["unit"].capitalize()
+            entry["fusion"] = {f"{field}Per{unit}": (after.get(k, 0) - before.get(k, 0)) / (3 * per)
+                               for k, field in counters.items()}
         entry["timing"] = time_impls(hk, timer, impls, args.reps, per)
         steps = 1 if phase == "decode" else 3
         try:

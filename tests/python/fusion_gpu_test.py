@@ -105,14 +105,15 @@ for _ in range(3):
     got = run()
 torch.cuda.synchronize()
 st = status()
+assert (st.get("format"), st.get("version")) == ("hotkernel-status", 2), {k: st.get(k) for k in ("format", "version")}
 fusion = st.get("fusion", {})
 print("fusion status:", json.dumps(fusion))
 print("tuned:", json.dumps([{k: t.get(k) for k in ("op", "variant", "decision")} for t in st["tuned"]]))
 assert fusion.get("on") and fusion.get("covered"), fusion
-assert fusion.get("hotChains", 0) >= 3, fusion
-assert fusion.get("readyChains", 0) >= 1, fusion
-assert fusion.get("fusedFlushes", 0) >= 1, fusion
-assert fusion.get("failedFlushes", 0) == 0, fusion
+assert fusion.get("hot_chains", 0) >= 3, fusion
+assert fusion.get("ready_chains", 0) >= 1, fusion
+assert fusion.get("fused_flushes", 0) >= 1, fusion
+assert fusion.get("failed_flushes", 0) == 0, fusion
 
 err = ((got.float() - want.float()).abs() / (want.float().abs() + 1)).max().item()
 print(f"fused layer vs eager: worst relative difference {err:.4g}")
