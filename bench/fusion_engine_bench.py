@@ -748,7 +748,7 @@ def parent(args, device):
         sys.exit(f"fusion_engine_bench: no preload shim at {args.preload} (build the project, or pass --preload)")
     if device.type != "cuda":
         print("fusion_engine_bench: no CUDA device: nothing timed; running the children at the smoke shapes on the "
-              "CPU to check the script (CPU numbers are no result, fusion has no CPU trampolines)", flush=True)
+              "CPU to check the script (CPU numbers are no result, the engine serves the CUDA key only, so nothing is deferred)", flush=True)
     work = tempfile.mkdtemp(prefix="fusion_engine_bench.")
     doc = {"format": "hotkernel-bench", "version": 1, "benchmark": "fusion-engine",
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
