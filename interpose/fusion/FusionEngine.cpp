@@ -367,9 +367,9 @@ void FusionEngine::onForeignCommand(int kind) noexcept {
     const std::chrono::microseconds wait = hookWait(kind, owner);
     if (!lock.try_lock_for(wait)) {
       s.hookGaveUp.fetch_add(1, std::memory_order_relaxed);
-      if (wait == kOwnerDataHookWait) {
-        HOTKERNEL_LOG_ONCE(Error, "fusion-owner-hook-gave-up")
-            << "fusion: a CUDA command of the thread that defers chains waited "
+      if (wait == kDataHookWait) {
+        HOTKERNEL_LOG_ONCE(Error, "fusion-data-hook-gave-up")
+            << "fusion: a CUDA command that may read data waited "
             << std::chrono::duration_cast<std::chrono::seconds>(wait).count()
             << " s for a flush on another thread and went on without it; it may have read a value its chain had "
                "not written. See Note [The fusion engine's lock] in FusionEngine.h";

@@ -5,7 +5,6 @@
 namespace hotkernel::fusion {
 
 std::chrono::microseconds hookWait(int kind, bool owner) {
-  if (!owner) return kOtherThreadHookWait;
   switch (kind) {
     case HOTKERNEL_COMMAND_LAUNCH:
     case HOTKERNEL_COMMAND_COPY:
@@ -14,9 +13,9 @@ std::chrono::microseconds hookWait(int kind, bool owner) {
     case HOTKERNEL_COMMAND_CAPTURE:
     case HOTKERNEL_COMMAND_HOST_CALLBACK:
     case HOTKERNEL_COMMAND_STREAM_MEMORY_OP:
-      return kOwnerDataHookWait;
+      return kDataHookWait;
     default:
-      return kOwnerEventHookWait;
+      return owner ? kOwnerEventHookWait : kOtherThreadEventHookWait;
   }
 }
 

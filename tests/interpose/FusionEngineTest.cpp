@@ -395,6 +395,32 @@ TEST_F(FusionEngineTest, GivenAnotherThreadFlushingTheOwnersChainWhenTheOwnerCop
   EXPECT_LT(worstRelative(out, want), 1e-5);
 }
 
+TEST_F(FusionEngineTest, GivenAThirdThreadFlushingWhenAThreadTheOwnerHandedTheResultCopiesItThenTheCopyWaitsForTheFlush) {
+  at::Tensor g = at::randn({16, 32}), u = at::randn({16, 32}), x = at::randn({4});
+  auto kernels = learnAndPublish([&] { return swiglu(g, u); });
+  ASSERT_EQ(kernels.size(), 1u);
+  const at::Tensor want = eager([&] { return swiglu(g, u); });
+  at::Tensor out = swiglu(g, u);
+  ASSERT_GT(gGate->pending.load(), 0) << "the chain is not pending";
+  kernels[0]->delayMs = 300;
+  const uint64_t gaveUp = engine().stats().hookGaveUp;  // stats() takes the lock: read before the flush
+  // Given: a third thread's call flushes the owner's chain (its fused launch takes 300 ms).
+  std::thread flusher([&] { at::tanh(x); });
+  while (!kernels[0]->inside.load()) std::this_thread::yield();
+  // When: a thread the owner handed `out` to copies it to the host (a serving process's output thread).
+  int finishedAtCopy = -1;
+  std::thread reader([&] {
+    foreignCommand(HOTKERNEL_COMMAND_COPY);
+    finishedAtCopy = kernels[0]->finished.load();
+  });
+  reader.join();
+  // Then: the copy went on only after the chain's kernel had written its outputs.
+  EXPECT_EQ(finishedAtCopy, 1) << "the copy did not wait for the flush on the third thread";
+  flusher.join();
+  EXPECT_EQ(engine().stats().hookGaveUp, gaveUp);
+  EXPECT_LT(worstRelative(out, want), 1e-5);
+}
+
 TEST_F(FusionEngineTest, GivenAnotherThreadFlushingWhenTheOwnerRecordsAnEventThenTheHookGivesUpAfterItsBound) {
   at::Tensor g = at::randn({16, 32}), u = at::randn({16, 32}), x = at::randn({4});
   auto kernels = learnAndPublish([&] { return swiglu(g, u); });

@@ -11,22 +11,21 @@
 // owner) takes it for the length of a call; a call on another thread flushes
 // what is pending and runs its original kernel, neither learned nor deferred.
 // The shim's hook takes the lock by trying for a bounded time, which
-// depends on the command's kind and thread:
-//   - another thread's command: 500 us. Such commands are taken not to read
-//     a pending chain's data (the owner runs originals and takes calls only
-//     with nothing pending on another stream, and the allocator's events do
-//     not read tensor data), so giving up is taken as safe.
-//   - the owner's event record, stream wait, synchronize or query: 50 ms.
-//     The caching allocator issues these under its own mutex, which a flush
-//     on another thread may need (an unfused replay allocates), so an
-//     unbounded wait could deadlock; a flush takes far less than the bound.
-//   - the owner's launch, copy, memset, graph launch, capture, host callback
-//     or stream memory op: 10 s. When another thread holds the lock it is
-//     usually flushing the owner's own chain (its call flushes what is
-//     pending), which such a command may read (an .item()'s copy): it must
-//     wait until those kernels are launched. These commands are never issued
+// depends on the command's kind and thread (HookWait.h):
+//   - a launch, copy, memset, graph launch, capture, host callback or stream
+//     memory op, on any thread: 10 s. When another thread holds the lock it
+//     is usually flushing a pending chain (its call flushes what is pending),
+//     which such a command may read: the owner's own `.item()` copy, or
+//     another thread's copy of a tensor the owner handed it. It must wait
+//     until those kernels are launched. These commands are never issued
 //     under a lock a flush takes; the bound only breaks a deadlock nobody
 //     expects, and giving up there is an error in the log.
+//   - an event record, stream wait, synchronize or query: 50 ms on the
+//     owner, 500 us on another thread. The caching allocator issues these
+//     under its own mutex, which a flush or a taken call (an output's
+//     allocation) may need, so an unbounded wait could deadlock; a flush
+//     takes far less than 50 ms, and another thread's events wait the least
+//     because the owner takes that mutex inside the lock on every call.
 // A hook that gives up is counted (hookGaveUp) and said once in the log.
 // Everything done under the lock is inside the
 // shim's own-command guard, so it never calls the hook itself.
