@@ -48,12 +48,6 @@ RecordedArg RecordedArg::tensorList(std::vector<int64_t> ids) {
   return a;
 }
 
-std::vector<int64_t> RecordedArg::tensorIds() const {
-  if (kind == Kind::Tensor) return {value};
-  if (kind == Kind::TensorList) return ints;
-  return {};
-}
-
 std::string describeCall(const RecordedCall& call) {
   std::ostringstream os;
   os << call.op << "(";

@@ -47,8 +47,21 @@ struct RecordedArg {
   static RecordedArg none();
   static RecordedArg tensorList(std::vector<int64_t> ids);
 
-  // The value ids this argument names: one for a Tensor, the list's for a TensorList.
-  std::vector<int64_t> tensorIds() const;
+  // The value ids this argument names: one for a Tensor, the list's for a
+  // TensorList, none otherwise. A view into this argument (no allocation: the
+  // trampoline's take and sameStep walk it on every deferred call); valid
+  // while the argument lives unchanged.
+  struct IdRange {
+    const int64_t* first = nullptr;
+    const int64_t* last = nullptr;
+    const int64_t* begin() const { return first; }
+    const int64_t* end() const { return last; }
+  };
+  IdRange tensorIds() const {
+    if (kind == Kind::Tensor) return {&value, &value + 1};
+    if (kind == Kind::TensorList) return {ints.data(), ints.data() + ints.size()};
+    return {};
+  }
 };
 
 struct RecordedCall {
