@@ -63,10 +63,16 @@ class PlanKernel final : public fusion::FusedChainKernel {
       out.reserve(outputs.size());
       for (const at::Tensor& t : outputs) out.push_back(t.mutable_data_ptr());
       const cudaStream_t s = c10::cuda::CUDAStream(c10::cuda::CUDAStream::UNCHECKED, stream).stream();
-      return chain::launchChainPlan(plan_, in, out, s);
+      std::string refusal;
+      if (chain::launchChainPlan(plan_, in, out, s, &refusal)) return true;
+      HOTKERNEL_LOG_ONCE(Warn, "chain-launch-refused:" + plan_.description)
+          << "fusion: " << plan_.description << " refused a launch (" << refusal << "); the chain runs unfused";
+    } catch (const std::exception& e) {
+      HOTKERNEL_LOG_ONCE(Warn, "chain-launch-refused:" + plan_.description)
+          << "fusion: " << plan_.description << " could not launch (" << e.what() << "); the chain runs unfused";
     } catch (...) {
-      return false;
     }
+    return false;
   }
   std::string describe() const override { return plan_.description; }
 

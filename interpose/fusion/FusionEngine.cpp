@@ -85,6 +85,7 @@ struct FusionEngine::State {
   std::unique_ptr<PendingChain> pending;
   std::shared_ptr<const ChainCatalog> catalog = std::make_shared<ChainCatalog>();
   std::optional<std::thread::id> owner;
+  std::string lastUnfused;  // FusionStats::lastUnfused
   // A copy of `owner` the hook reads without the lock; default-constructed (no thread) until it is set.
   std::atomic<std::thread::id> ownerId{};
 
@@ -114,6 +115,7 @@ struct FusionEngine::State {
       InsideOriginal inside;  // what the flush runs (copies, a test kernel's ops) is the engine's own
       how = pending->flush();
     }
+    const std::string why = pending->lastUnfusedWhy();
     pending.reset();
     switch (how) {
       case PendingChain::Flush::Fused:
@@ -121,6 +123,8 @@ struct FusionEngine::State {
         return true;
       case PendingChain::Flush::Unfused:
         unfusedFlushes.fetch_add(1, std::memory_order_relaxed);
+        if (!why.empty()) HOTKERNEL_LOG_ONCE(Info, "fusion-unfused:" + why) << "fusion: a chain ran unfused: " << why;
+        if (!why.empty()) lastUnfused = why;
         return true;
       case PendingChain::Flush::Failed:
         failedFlushes.fetch_add(1, std::memory_order_relaxed);
@@ -437,6 +441,7 @@ FusionStats FusionEngine::stats() const {
   {
     std::lock_guard<std::timed_mutex> guard(s.mu);
     out.readyChains = s.catalog->chains().size();
+    out.lastUnfused = s.lastUnfused;
   }
   out.covered = s.gate->covers();
   return out;
@@ -480,6 +485,7 @@ void FusionEngine::resetForTest() {
   s.deferredCalls = 0;
   s.fusedFlushes = 0;
   s.unfusedFlushes = 0;
+  s.lastUnfused.clear();
   s.failedFlushes = 0;
   s.windows = 0;
   s.hotChains = 0;

@@ -98,7 +98,7 @@ std::optional<std::vector<at::Tensor>> PendingChain::take(const ResolvedOp& op,
   return outputs;
 }
 
-const ReadyChain* PendingChain::fusedCandidate() const {
+const ReadyChain* PendingChain::fusedCandidate(std::string& why) const {
   // The chain's own references are to its values as taken, not the caller's TensorImpls.
   std::vector<int64_t> live;
   for (const chain::RecordedCall& c : calls_) {
@@ -106,17 +106,27 @@ const ReadyChain* PendingChain::fusedCandidate() const {
       if (values_.referencedElsewhere(out)) live.push_back(out);
     }
   }
+  why = "no ready chain has exactly the " + std::to_string(calls_.size()) + " calls taken";
   const ReadyChain* best = nullptr;
   for (size_t index : candidates_) {
     const ReadyChain& c = catalog_->chains()[index];
-    if (c.pattern.calls.size() != calls_.size() || !c.kernel) continue;
+    if (c.pattern.calls.size() != calls_.size()) continue;
+    if (!c.kernel) {
+      why = "chain " + c.key.substr(0, 16) + " has no kernel";
+      continue;
+    }
     const std::vector<int64_t>& writes = c.build.outputValues;
-    const bool covers = std::all_of(live.begin(), live.end(), [&](int64_t v) {
-      return std::find(writes.begin(), writes.end(), v) != writes.end();
+    auto uncovered = std::find_if(live.begin(), live.end(), [&](int64_t v) {
+      return std::find(writes.begin(), writes.end(), v) == writes.end();
     });
-    if (!covers) continue;
+    if (uncovered != live.end()) {
+      why = "value %" + std::to_string(*uncovered) + " is still referenced elsewhere and chain " +
+            c.key.substr(0, 16) + "'s kernel does not write it";
+      continue;
+    }
     if (best == nullptr || writes.size() < best->build.outputValues.size()) best = &c;
   }
+  if (best != nullptr) why.clear();
   return best;
 }
 
@@ -145,11 +155,12 @@ bool PendingChain::replay() noexcept {
 }
 
 PendingChain::Flush PendingChain::flush() noexcept {
+  lastUnfusedWhy_.clear();
   if (calls_.empty()) return Flush::Unfused;
   Flush result = Flush::Unfused;
   try {
     c10::StreamGuard guard(stream_);
-    const ReadyChain* fused = fusedCandidate();
+    const ReadyChain* fused = fusedCandidate(lastUnfusedWhy_);
     bool launched = false;
     if (fused != nullptr) {
       std::vector<at::Tensor> inputs;
@@ -157,7 +168,11 @@ PendingChain::Flush PendingChain::flush() noexcept {
       for (int64_t v : fused->build.inputValues) inputs.push_back(values_.taken(v));
       for (int64_t v : fused->build.outputValues) outputs.push_back(values_.taken(v));
       launched = fused->kernel->launch(inputs, outputs, stream_);
-      if (launched) lastFusedKey_ = fused->key;
+      if (launched) {
+        lastFusedKey_ = fused->key;
+      } else {
+        lastUnfusedWhy_ = "the fused kernel " + fused->kernel->describe() + " did not launch";
+      }
     }
     if (launched) {
       result = Flush::Fused;

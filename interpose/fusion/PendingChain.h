@@ -54,6 +54,10 @@ class PendingChain {
   c10::Stream stream() const { return stream_; }
   // The candidate chosen by the last Fused flush (for status).
   const std::string& lastFusedKey() const { return lastFusedKey_; }
+  // Why the last flush ran unfused ("" when it fused or had nothing to run):
+  // no complete candidate, a held value no candidate writes, or a kernel that
+  // did not launch.
+  const std::string& lastUnfusedWhy() const { return lastUnfusedWhy_; }
 
  private:
   // A call's arguments and outputs, each tensor as the chain took it (Note
@@ -63,8 +67,9 @@ class PendingChain {
     std::vector<c10::IValue> args;
     std::vector<at::Tensor> outputs;
   };
-  // The complete candidate whose outputs cover the live values, or nullptr.
-  const ReadyChain* fusedCandidate() const;
+  // The complete candidate whose outputs cover the live values, or nullptr
+  // with `why` saying so.
+  const ReadyChain* fusedCandidate(std::string& why) const;
   bool replay() noexcept;
   void reset();
 
@@ -78,6 +83,7 @@ class PendingChain {
   std::vector<Deferred> deferred_;
   std::vector<size_t> candidates_;  // catalog indices still matching every call taken
   std::string lastFusedKey_;
+  std::string lastUnfusedWhy_;
 };
 
 }  // namespace hotkernel::fusion

@@ -96,14 +96,22 @@ std::string chainLaunchRefusal(const ChainPlan& plan, const std::vector<ChainInp
 }
 
 bool launchChainPlan(const ChainPlan& plan, const std::vector<ChainInputValue>& inputs,
-                     const std::vector<void*>& outputs, void* stream) noexcept {
+                     const std::vector<void*>& outputs, void* stream, std::string* refusal) noexcept {
   try {
-    if (!plan.launcher || !chainLaunchRefusal(plan, inputs, outputs).empty()) return false;
-    return plan.launcher->launchArgs(
-        chainKernelArgs(plan.variant.ir, inputs, outputs, plan.variant.rows, plan.variant.cols), stream);
-  } catch (...) {  // nothing leaves a launch (Note [A chain plan from a cache entry])
-    return false;
+    std::string why = plan.launcher ? chainLaunchRefusal(plan, inputs, outputs) : "the plan has no kernel loaded";
+    if (why.empty() &&
+        !plan.launcher->launchArgs(
+            chainKernelArgs(plan.variant.ir, inputs, outputs, plan.variant.rows, plan.variant.cols), stream)) {
+      why = "the launch failed";
+    }
+    if (refusal != nullptr) *refusal = why;
+    return why.empty();
+  } catch (const std::exception& e) {  // nothing leaves a launch (Note [A chain plan from a cache entry])
+    if (refusal != nullptr) *refusal = e.what();
+  } catch (...) {
+    if (refusal != nullptr) *refusal = "an unknown error";
   }
+  return false;
 }
 
 }  // namespace hotkernel::chain

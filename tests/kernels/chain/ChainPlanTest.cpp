@@ -80,8 +80,11 @@ TEST(ChainPlanTest, GivenTwoOutputsWhenTheyOverlapThenRefused) {
   void* cast = base + 4096;
   EXPECT_EQ(chainLaunchRefusal(plan, {{r, 0}, {h, 0}}, {sum, cast}), "");
   EXPECT_EQ(chainLaunchRefusal(plan, {{r, 0}, {h, 0}}, {sum, base + 2048 + 512}), "output 0 overlaps output 1");
-  // A plan without a loaded kernel launches nothing.
+  // A plan without a loaded kernel launches nothing, and says why.
   EXPECT_FALSE(launchChainPlan(plan, {{r, 0}, {h, 0}}, {sum, cast}, nullptr));
+  std::string why;
+  EXPECT_FALSE(launchChainPlan(plan, {{r, 0}, {h, 0}}, {sum, cast}, nullptr, &why));
+  EXPECT_EQ(why, "the plan has no kernel loaded");
 }
 
 TEST(ChainPlanTest, GivenARefusedEntryWhenAPlanIsMadeThenItFailsBeforeAnyModuleLoads) {

@@ -46,8 +46,9 @@ std::string chainLaunchRefusal(const ChainPlan& plan, const std::vector<ChainInp
                                const std::vector<void*>& outputs);
 
 // Launches the plan's kernel on `stream` (a CUstream); false when refused or
-// when the launch fails (nothing launched; run the chain unfused).
+// when the launch fails (nothing launched; run the chain unfused), with why
+// in `refusal` when given ("" after a launch).
 bool launchChainPlan(const ChainPlan& plan, const std::vector<ChainInputValue>& inputs,
-                     const std::vector<void*>& outputs, void* stream) noexcept;
+                     const std::vector<void*>& outputs, void* stream, std::string* refusal = nullptr) noexcept;
 
 }  // namespace hotkernel::chain
