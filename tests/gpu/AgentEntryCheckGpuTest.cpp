@@ -40,7 +40,8 @@ std::string cubinOf(const std::string& source) {
 }
 
 // What an agent entry holds after a good agent round: the reference agent's reply, compiled in the sandbox.
-AgentEntryKernel referenceAgentKernel() {
+// The reference agent's kernel for `variant` (its dtype is compiled in: HK_DTYPE).
+AgentEntryKernel referenceAgentKernel(const kernels::SoftmaxVariant& variant = kVariant) {
   ExternalAgentOptions o;
   o.command = {"python3", std::string(HOTKERNEL_TEST_SOURCE_DIR) + "/tools/agent/reference_agent.py"};
   o.timeoutSeconds = 30;
@@ -48,7 +49,7 @@ AgentEntryKernel referenceAgentKernel() {
   std::string why;
   AgentFailure failure = AgentFailure::None;
   const std::optional<AgentReply> reply =
-      agent.propose(makeSoftmaxAgentTask(kVariant, queryDevice(0).nvrtcArch()), &why, &failure);
+      agent.propose(makeSoftmaxAgentTask(variant, queryDevice(0).nvrtcArch()), &why, &failure);
   if (!reply) return {};
   SandboxCompileRequest request;
   request.source = reply->source;
@@ -108,10 +109,11 @@ SandboxRunRequest harnessRequest(const AgentEntryKernel& kernel, const kernels::
 
 TEST(SandboxStagesGpuTest, GivenTheReferenceAgentsKernelWhenRunInTheSandboxThenItReportsTheFiveStagesPassed) {
   REQUIRE_CUDA();
-  const AgentEntryKernel kernel = referenceAgentKernel();
-  ASSERT_FALSE(kernel.cubin.empty());
   for (const kernels::DType dtype : {kernels::DType::Float32, kernels::DType::BFloat16, kernels::DType::Float16}) {
-    const SandboxRunResult r = sandboxRun(harnessRequest(kernel, {dtype, 300, 1024}));
+    const kernels::SoftmaxVariant variant{dtype, 300, 1024};
+    const AgentEntryKernel kernel = referenceAgentKernel(variant);  // each dtype its own kernel
+    ASSERT_FALSE(kernel.cubin.empty()) << kernels::dtypeName(dtype);
+    const SandboxRunResult r = sandboxRun(harnessRequest(kernel, variant));
     EXPECT_TRUE(r.ok) << kernels::dtypeName(dtype) << ": " << r.error;
     ASSERT_EQ(r.stages.size(), sandboxStageNames().size()) << r.error;
     for (size_t i = 0; i < r.stages.size(); ++i) {
