@@ -215,6 +215,10 @@ nlohmann::json Recorder::gpuTimeJsonLocked() const {
   j["attributed_ns"] = t.attributedNs;
   j["dropped_records"] = t.droppedRecords;
   j["evicted"] = t.evicted;
+  // Note [Launch API records only] (CuptiActivitySource.h): whether correlations come at all. Added keys
+  // within version 3: every reader takes its keys by name and ignores others.
+  j["api_records"] = t.apiRecords;
+  j["correlations"] = t.correlations;
   if (!gpuTakenOver_.empty()) j["taken_over"] = gpuTakenOver_;
   return j;
 }

@@ -35,6 +35,22 @@ constexpr CUpti_CallbackId kDriverLaunches[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
 };
 
+// Note [Launch API records only]: what start enables, in this order (refuse disables it again).
+constexpr CUpti_ActivityKind kKinds[] = {
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+    CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_DRIVER,
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+};
+
+template <size_t N>
+bool isOneOf(uint32_t id, const CUpti_CallbackId (&ids)[N]) {
+  for (CUpti_CallbackId candidate : ids) {
+    if (candidate == id) return true;
+  }
+  return false;
+}
+
 // libcupti's entry points, resolved once by load().
 struct CuptiApi {
   decltype(&cuptiGetVersion) getVersion = nullptr;
@@ -208,9 +224,8 @@ class CuptiActivitySource final : public ActivitySource {
     }
     sink_ = sink;
     auto refuse = [this](const char* what, CUptiResult r) {
-      for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION}) {
-        api_.disable(kind);
-      }
+      for (CUpti_ActivityKind kind : kKinds) api_.disable(kind);
+      // A per-API enable collects its API's records even without the kind: undone too.
       for (CUpti_CallbackId id : kRuntimeLaunches) api_.enableRuntimeApi(id, 0);
       for (CUpti_CallbackId id : kDriverLaunches) api_.enableDriverApi(id, 0);
       gSource.store(nullptr);
@@ -222,17 +237,18 @@ class CuptiActivitySource final : public ActivitySource {
     if (CUptiResult r = api_.registerCallbacks(&bufferRequested, &bufferCompleted); r != CUPTI_SUCCESS) {
       return refuse("cuptiActivityRegisterCallbacks", r);
     }
-    for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}) {
+    // Note [Launch API records only]: the kinds first, then the per-API narrowing.
+    for (CUpti_ActivityKind kind : kKinds) {
       if (CUptiResult r = api_.enable(kind); r != CUPTI_SUCCESS) return refuse("cuptiActivityEnable", r);
     }
-    for (CUpti_CallbackId id : kRuntimeLaunches) {
-      if (CUptiResult r = api_.enableRuntimeApi(id, 1); r != CUPTI_SUCCESS) {
-        return refuse("cuptiActivityEnableRuntimeApi", r);
+    for (uint32_t id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) {
+      if (CUptiResult r = api_.enableRuntimeApi(id, isOneOf(id, kRuntimeLaunches) ? 1 : 0); r != CUPTI_SUCCESS) {
+        if (isOneOf(id, kRuntimeLaunches)) return refuse("cuptiActivityEnableRuntimeApi", r);
       }
     }
-    for (CUpti_CallbackId id : kDriverLaunches) {
-      if (CUptiResult r = api_.enableDriverApi(id, 1); r != CUPTI_SUCCESS) {
-        return refuse("cuptiActivityEnableDriverApi", r);
+    for (uint32_t id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
+      if (CUptiResult r = api_.enableDriverApi(id, isOneOf(id, kDriverLaunches) ? 1 : 0); r != CUPTI_SUCCESS) {
+        if (isOneOf(id, kDriverLaunches)) return refuse("cuptiActivityEnableDriverApi", r);
       }
     }
     started_.store(true, std::memory_order_release);
@@ -246,6 +262,8 @@ class CuptiActivitySource final : public ActivitySource {
       if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
         batch.kernels.push_back({k->correlationId, k->start, k->end});
+      } else if (record->kind == CUPTI_ACTIVITY_KIND_RUNTIME || record->kind == CUPTI_ACTIVITY_KIND_DRIVER) {
+        ++batch.apiRecords;
       } else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
         const auto* c = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
         if (c->externalKind == kExternalKind) batch.correlations.push_back({c->correlationId, c->externalId});

@@ -29,6 +29,8 @@ void GpuTimeLedger::boundLocked(Map& waiting, std::deque<uint32_t>& order, uint6
 void GpuTimeLedger::onBatch(const ActivityBatch& batch) {
   std::lock_guard<std::mutex> guard(mu_);
   totals_.droppedRecords += batch.droppedRecords;
+  totals_.apiRecords += batch.apiRecords;
+  totals_.correlations += batch.correlations.size();
   for (const ExternalCorrelation& c : batch.correlations) {
     if (c.externalId == 0) continue;
     if (auto k = kernelOf_.find(c.correlationId); k != kernelOf_.end()) {

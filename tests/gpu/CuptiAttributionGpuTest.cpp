@@ -64,6 +64,9 @@ TEST(CuptiAttributionGpuTest, GivenCuptiWhenCudaOpsRunThenEachOpGetsTheDeviceTim
   ASSERT_EQ(p["gpu_time"]["state"], "started") << p["gpu_time"].dump();
   EXPECT_EQ(p["gpu_time"]["dropped_records"], 0) << p["gpu_time"].dump();
   EXPECT_FALSE(p["gpu_time"].contains("taken_over")) << p["gpu_time"].dump();
+  // Note [Launch API records only]: every sampled launch's API record comes, each with its correlation.
+  EXPECT_GE(p["gpu_time"]["api_records"].get<int64_t>(), kMm + kSoftmax) << p["gpu_time"].dump();
+  EXPECT_GE(p["gpu_time"]["correlations"].get<int64_t>(), kMm + kSoftmax) << p["gpu_time"].dump();
   const nlohmann::json* mm = findOp(p, "aten::mm");
   const nlohmann::json* softmax = findOp(p, "aten::_softmax");
   ASSERT_NE(mm, nullptr);

@@ -53,6 +53,7 @@ class FakeActivitySource final : public ActivitySource {
     const auto& stack = stacks_[std::this_thread::get_id()];
     if (!stack.empty()) pending_.correlations.push_back({correlation, stack.back()});
     pending_.kernels.push_back({correlation, 100, 100 + ns});
+    ++pending_.apiRecords;  // the launch call's own record
   }
   void flush() override {
     std::lock_guard<std::mutex> g(mu_);
@@ -139,6 +140,8 @@ TEST(RecorderGpuTimeTest, GivenAStartedSourceWhenOpsLaunchKernelsThenTheirGpuTim
   EXPECT_EQ(p["gpu_time"]["state"], "started");
   EXPECT_EQ(p["gpu_time"]["kernel_ns"], 3 * 1000 + 2 * 10 + 500);
   EXPECT_EQ(p["gpu_time"]["attributed_ns"], 3 * 1000 + 2 * 10);
+  EXPECT_EQ(p["gpu_time"]["api_records"], 3 + 2 + 1);
+  EXPECT_EQ(p["gpu_time"]["correlations"], 3 + 2);  // the launch outside any op has none
   EXPECT_EQ(p["gpu_time"]["taken_over"], "another CUPTI client took the records over");
   const nlohmann::json* softmax = findOp(p, "aten::_softmax");
   ASSERT_NE(softmax, nullptr) << p.dump();

@@ -107,7 +107,8 @@ def main():
         if gpu.get("state") == "started":
             mm, softmax = op(doc, "aten::mm"), op(doc, "aten::_softmax")
             check(mm["gpu_ns"] > 0 and softmax["gpu_ns"] > 0,
-                  f"attributed: mm {mm['gpu_ns']} ns, _softmax {softmax['gpu_ns']} ns")
+                  f"attributed: mm {mm['gpu_ns']} ns, _softmax {softmax['gpu_ns']} ns "
+                  f"(api_records {gpu.get('api_records')}, correlations {gpu.get('correlations')})")
             check(mm["gpu_ns"] > softmax["gpu_ns"], "attributed: the 2048^3 matmul outweighs the [1024, 8192] softmax")
             check(gpu["attributed_ns"] <= gpu["kernel_ns"], f"attributed: {gpu['attributed_ns']} <= {gpu['kernel_ns']}")
             cli = os.path.join(os.environ["HOTKERNEL_TEST_HOME"], "bin", "hotkernel")

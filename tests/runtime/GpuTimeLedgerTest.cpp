@@ -72,5 +72,35 @@ TEST(GpuTimeLedgerTest, GivenDroppedRecordsAndZeroIdsWhenDeliveredThenDropsSumme
   EXPECT_EQ(ledger.totals().kernels, 2u);
 }
 
+TEST(GpuTimeLedgerTest, GivenApiAndCorrelationRecordsWhenDeliveredThenTotalsCountEveryOneJoinedOrNot) {
+  GpuTimeLedger ledger;
+  ActivityBatch b;
+  b.apiRecords = 3;
+  b.correlations = {{1, 7}, {2, 0}, {5, 9}};  // 2: a zero id; 5: its kernel comes later
+  b.kernels = {kernel(1, 10)};
+  ledger.onBatch(b);
+  ActivityBatch later;
+  later.apiRecords = 2;
+  later.kernels = {kernel(5, 20), kernel(6, 30)};  // 6: launched outside any op
+  ledger.onBatch(later);
+  const GpuTimeLedger::Totals t = ledger.totals();
+  EXPECT_EQ(t.correlations, 3u);
+  EXPECT_EQ(t.apiRecords, 5u);
+  EXPECT_EQ(t.attributedKernels, 2u);
+  EXPECT_EQ(t.attributedNs, 30u);
+}
+
+TEST(GpuTimeLedgerTest, GivenKernelsAndNoCorrelationRecordsWhenDeliveredThenCorrelationsZeroAndNothingAttributed) {
+  GpuTimeLedger ledger;
+  ActivityBatch b;
+  b.kernels = {kernel(1, 10), kernel(2, 20)};
+  ledger.onBatch(b);
+  const GpuTimeLedger::Totals t = ledger.totals();
+  EXPECT_EQ(t.kernels, 2u);
+  EXPECT_EQ(t.correlations, 0u);
+  EXPECT_EQ(t.apiRecords, 0u);
+  EXPECT_EQ(t.attributedNs, 0u);
+}
+
 }  // namespace
 }  // namespace hotkernel

@@ -29,6 +29,7 @@ struct ExternalCorrelation {
 struct ActivityBatch {
   std::vector<ExternalCorrelation> correlations;
   std::vector<KernelActivity> kernels;
+  uint64_t apiRecords = 0;      // the launching API calls' own records (each correlation precedes one)
   uint64_t droppedRecords = 0;  // records the source lost (its buffers full or refused)
 };
 

@@ -42,6 +42,8 @@ class GpuTimeLedger final : public ActivitySink {
     uint64_t kernels = 0;
     uint64_t attributedNs = 0;
     uint64_t attributedKernels = 0;
+    uint64_t correlations = 0;    // correlation records delivered, joined or not (0: none come at all)
+    uint64_t apiRecords = 0;      // launch API records delivered (0: the source collects none)
     uint64_t droppedRecords = 0;  // lost by the source
     uint64_t evicted = 0;         // correlations dropped past maxPending before their kernel came
   };
