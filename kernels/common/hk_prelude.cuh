@@ -173,23 +173,15 @@ __device__ __forceinline__ hk_elem hk_from_float(float f) {
 #endif
 }
 
-// An element as ATen's float accumulators return it: converted to float and
-// back (every value and a zero's sign kept); a NaN becomes the canonical NaN
-// of ATen's conversion: 0x7FFF for bfloat16, 0x7E00 for float16 (max.dim /
-// min.dim of 16-bit values: Note [Value and index pairs] in ReduceFamily.cpp).
+// An element as ATen's warp shuffles pass it between lanes: float32 and
+// float16 by their bits, bfloat16 through float (every value and a zero's
+// sign kept; a NaN becomes cvt.rn.bf16.f32's canonical NaN, 0x7FFF).
+// max.dim / min.dim's values (Note [Value and index pairs] in ReduceFamily.cpp).
 __device__ __forceinline__ hk_elem hk_through_float(hk_elem x) {
-#if HK_DTYPE == 0
-  return x;
+#if HK_DTYPE == 2
+  return hk_from_float(hk_to_float(x));
 #else
-  const float f = hk_to_float(x);
-#if HK_DTYPE == 1
-  if (f != f) {
-    hk_elem h;
-    asm("mov.b16 %0, 0x7E00;" : "=h"(h));
-    return h;
-  }
-#endif
-  return hk_from_float(f);
+  return x;
 #endif
 }
 

@@ -217,8 +217,8 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS, 1)
     if (ty == 0 && live) {
       const long long at = o * inner + v * HK_VEC;
 #if HK_IS_PAIR
-      // The value is the input's element at the index, through float for a
-      // 16-bit dtype (Note [Value and index pairs] in src/ReduceFamily.cpp).
+      // The value is the input's element at the index, a bfloat16 NaN as
+      // 0x7FFF (Note [Value and index pairs] in src/ReduceFamily.cpp).
       hk_pack p;
 #pragma unroll
       for (int j = 0; j < HK_VEC; ++j) {

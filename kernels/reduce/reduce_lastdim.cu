@@ -540,8 +540,8 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
     acc = hk_row_merge(acc, hk_buf);
     if (tid == 0 && row < rows) {
 #if HK_IS_PAIR
-      // The value is the input's element at the index, through float for a
-      // 16-bit dtype (Note [Value and index pairs] in src/ReduceFamily.cpp).
+      // The value is the input's element at the index, a bfloat16 NaN as
+      // 0x7FFF (Note [Value and index pairs] in src/ReduceFamily.cpp).
       static_cast<long long*>(indices_)[row] = acc.index;
       static_cast<hk_elem*>(out_)[row] = hk_through_float(in[row * cols + acc.index]);
 #elif HK_IS_ARG

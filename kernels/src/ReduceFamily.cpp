@@ -109,21 +109,29 @@ double sumChainRel(int64_t cols) {
 // aten::max.dim and aten::min.dim return (values, indices). On CUDA both run
 // one TensorIterator reduction (max_kernel_impl -> max_launch_kernel in
 // ReduceMaxValuesKernel.cu, min likewise) with MaxOps / MinOps of
-// SharedReduceOps.h: (value, int64 index) pairs in the accumulate type
-// (float for float16 and bfloat16, the input's own type for float32),
-// compared by GreaterOrNan / LessOrNan (NaN first, equal values keep the
-// lower index) from (lower_bound, 0) / (upper_bound, 0). That order is
-// total, the same as argmax's / argmin's, so the index is argmax's / argmin's
-// (the first NaN, else the first index of the extremum), and the value is
-// the input's element at that index: bit for bit in float32 (the first NaN
-// with its payload, the zero of the first tied zero, unlike amax, which
-// returns the canonical NaN and +0 for a +0 / -0 tie); for float16 and
-// bfloat16 converted to float and back, which keeps every value and the
-// zero's sign and turns a NaN into the canonical NaN of ATen's conversion
-// (0x7FFF for bfloat16, 0x7E00 for float16: hk_through_float). The
-// templates therefore find the index as argmax / argmin do and then read the
-// value at it from the input (one element a result), converted alike, so
-// both outputs are exact to the bit.
+// SharedReduceOps.h: (value, int64 index) pairs in the input's own type
+// (scalar_t, not the accumulate type), compared by GreaterOrNan / LessOrNan
+// (NaN first, equal values and two NaNs keep the lower index) from
+// (lower_bound, 0) / (upper_bound, 0); combine returns one of its operands,
+// never a computed value. That order is total, the same as argmax's /
+// argmin's, so the index is argmax's / argmin's (the first NaN, else the
+// first index of the extremum), and the value is the input's element at that
+// index as Reduce.cuh's lanes pass it on: in registers and shared memory by
+// its bits, across a warp shuffle (WARP_SHFL_DOWN of DeviceUtils.cuh) by its
+// bits for float32 and float16 (c10::Half is shuffled as __half), through
+// float for bfloat16 (no specialization: c10::BFloat16 -> float -> the
+// BFloat16(float) constructor, cvt.rn.bf16.f32 on sm_80+), which keeps every
+// value and the zero's sign and turns a NaN into 0x7FFF. So float32 and
+// float16 results are the element bit for bit (the first NaN with its
+// payload, the zero of the first tied zero, unlike amax's canonical NaN and
+// +0 for a +0 / -0 tie), and a bfloat16 result differs from the element only
+// for a NaN: 0x7FFF when the element reached ATen's writing lane through a
+// shuffle, its own bits when the writing lane read it itself (which lane
+// reads which element follows ATen's launch configuration). The templates find the index as
+// argmax / argmin do and read the value at it from the input (one element a
+// result) through hk_through_float: the element's bits, a bfloat16 NaN as
+// 0x7FFF, ATen's result unless ATen's own lane read a bfloat16 NaN with a
+// payload (docs/design/reduce.md, "Value and index pairs").
 
 }  // namespace
 
