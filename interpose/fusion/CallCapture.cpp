@@ -51,8 +51,8 @@ int64_t ValueTable::find(const at::Tensor& t) const {
   const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
   for (size_t i = 0; i < entries_.size(); ++i) {
     if (entries_[i].impl != impl) continue;
-    // A weak entry's address may have been reused by a new tensor once the old one died.
-    if (!strong_ && entries_[i].weakImpl->expired()) continue;
+    // The weak reference keeps the TensorImpl's memory, so its address is not reused; a dead one is not `t`.
+    if (entries_[i].weakImpl->expired()) continue;
     return static_cast<int64_t>(i);
   }
   return -1;
@@ -64,13 +64,13 @@ int64_t ValueTable::add(const at::Tensor& t, bool produced) {
   e.impl = t.unsafeGetTensorImpl();
   e.storage = t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
   e.offset = t.storage_offset();
+  // Note [A pending chain holds no caller's TensorImpl]
+  e.weakImpl.emplace(t.getIntrusivePtr());
   if (strong_) {
-    e.strong = t;
     e.taken = at::Tensor(t.unsafeGetTensorImpl()->shallow_copy_and_detach(
         t.unsafeGetTensorImpl()->version_counter(), /*allow_tensor_metadata_change=*/true));
-  } else {
-    e.weakImpl.emplace(t.getIntrusivePtr());
-    if (t.has_storage()) e.weakStorage.emplace(t.storage().getWeakStorageImpl());
+  } else if (t.has_storage()) {
+    e.weakStorage.emplace(t.storage().getWeakStorageImpl());
   }
   const int64_t id = static_cast<int64_t>(entries_.size());
   entries_.push_back(std::move(e));
@@ -78,13 +78,8 @@ int64_t ValueTable::add(const at::Tensor& t, bool produced) {
   return id;
 }
 
-const at::Tensor& ValueTable::tensor(int64_t id) const {
-  HOTKERNEL_INTERNAL_ASSERT(strong_ && id >= 0 && static_cast<size_t>(id) < entries_.size(), "no tensor ", id);
-  return entries_[static_cast<size_t>(id)].strong;
-}
-
 const at::Tensor& ValueTable::taken(int64_t id) const {
-  tensor(id);  // checks the id and the table's kind
+  HOTKERNEL_INTERNAL_ASSERT(strong_ && id >= 0 && static_cast<size_t>(id) < entries_.size(), "no tensor ", id);
   return entries_[static_cast<size_t>(id)].taken;
 }
 
@@ -96,18 +91,11 @@ bool ValueTable::unchangedSinceAdded(int64_t id, const at::Tensor& t) const {
          t.strides().equals(m.strides);
 }
 
-bool ValueTable::referencedElsewhere(int64_t id, int64_t ownRefs) const {
+bool ValueTable::referencedElsewhere(int64_t id) const {
   HOTKERNEL_INTERNAL_ASSERT(id >= 0 && static_cast<size_t>(id) < entries_.size(), "no value ", id);
   const Entry& e = entries_[static_cast<size_t>(id)];
-  if (strong_) {
-    const at::Tensor& t = e.strong;
-    if (static_cast<int64_t>(t.use_count()) > 1 + ownRefs) return true;
-    // The storage as taken is held by the table's own TensorImpl and, unless `set_` moved it, the caller's.
-    const c10::Storage& storage = e.taken.storage();
-    const int64_t ours = 1 + (t.storage().unsafeGetStorageImpl() == storage.unsafeGetStorageImpl() ? 1 : 0);
-    return static_cast<int64_t>(storage.use_count()) > ours;
-  }
-  if (!e.weakImpl->expired()) return true;
+  if (!e.weakImpl->expired()) return true;  // the caller's TensorImpl is alive: someone holds it
+  if (strong_) return e.taken.storage().use_count() > 1;  // the storage: the table's own TensorImpl and a view's
   return e.weakStorage && !e.weakStorage->expired();
 }
 

@@ -45,9 +45,9 @@ namespace hotkernel::fusion {
 // The tensors of a chain or a learning window, by canonical value id.
 class ValueTable {
  public:
-  // `strong`: the table keeps every tensor alive (a pending chain: the
-  // caching allocator cannot hand out their storage); else it keeps weak
-  // references (a learning window).
+  // `strong`: the table keeps every value's storage alive through its own
+  // TensorImpl (a pending chain: the caching allocator cannot hand out their
+  // storage); else it keeps weak references only (a learning window).
   explicit ValueTable(bool strong) : strong_(strong) {}
 
   // The id of `t`'s TensorImpl, or -1 when the table does not hold it.
@@ -57,12 +57,10 @@ class ValueTable {
   int64_t add(const at::Tensor& t, bool produced = false);
   size_t size() const { return entries_.size(); }
   const chain::TensorMetas& metas() const { return metas_; }
-  // The tensor of `id` (strong tables only).
-  const at::Tensor& tensor(int64_t id) const;
-  // Whether anything but this table (and `ownRefs` further references its
-  // owner holds) refers to the value: its TensorImpl is referenced
-  // elsewhere, or its storage by another TensorImpl (a view).
-  bool referencedElsewhere(int64_t id, int64_t ownRefs = 0) const;
+  // Whether anything but this table refers to the value: its TensorImpl is
+  // alive (the table holds none: Note [A pending chain holds no caller's
+  // TensorImpl]), or its storage is held by another TensorImpl (a view).
+  bool referencedElsewhere(int64_t id) const;
   // Note [Values as a chain took them]
   // A call's tensors may change after the chain took them without any
   // command: an in-place metadata op (`t_`, `unsqueeze_`, `squeeze_`,
@@ -72,7 +70,18 @@ class ValueTable {
   // own TensorImpl of each value (a shallow copy when taken: the same
   // storage, the sizes, strides and offset it had) and the flush reads and
   // writes only those: it never reads the caller's TensorImpls' metadata,
-  // only their reference counts. Strong tables only.
+  // only whether they are alive. Strong tables only.
+  //
+  // Note [A pending chain holds no caller's TensorImpl]
+  // A strong table holds its own TensorImpl of each value (and so the
+  // storage) and only a weak reference to the caller's. Holding the
+  // caller's would make every value look referenced: with PyTorch's PyObject
+  // preservation the Python wrapper of a TensorImpl holds a strong reference
+  // to it for as long as any other C++ reference exists, so a temporary the
+  // Python program dropped stays alive through the table's reference, and no
+  // chain run from Python would fuse. A weak reference lets the caller's
+  // TensorImpl (and its wrapper) die when the program drops it, and keeps
+  // its memory, so its address is not reused while the chain pends.
   const at::Tensor& taken(int64_t id) const;
   // Whether `t` (the TensorImpl of `id`) still has the storage, offset, sizes
   // and strides it had when added: an in-place metadata op may have changed
@@ -91,9 +100,8 @@ class ValueTable {
     const c10::StorageImpl* storage = nullptr;
     int64_t offset = 0;  // the storage offset when added
     bool produced = false;  // returned by a call, not a chain input
-    at::Tensor strong;
     at::Tensor taken;  // strong tables: the value as taken (Note [Values as a chain took them])
-    std::optional<c10::weak_intrusive_ptr<c10::TensorImpl>> weakImpl;
+    std::optional<c10::weak_intrusive_ptr<c10::TensorImpl>> weakImpl;  // the caller's, in both kinds
     std::optional<c10::weak_intrusive_ptr<c10::StorageImpl>> weakStorage;
   };
   bool strong_;

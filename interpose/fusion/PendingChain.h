@@ -7,8 +7,9 @@
 // grows while each next call is the next step of at least one of them
 // (Note [Chain patterns]); each taken call gets its outputs allocated with
 // the pattern's metadata (the caching allocator, on the call's stream) and
-// returns them at once. The chain holds every input and output (strong
-// references), so no storage of it is reused before it runs. It runs at its
+// returns them at once. The chain holds every input's and output's storage
+// (its own TensorImpls: Note [A pending chain holds no caller's TensorImpl]),
+// so no storage of it is reused before it runs. It runs at its
 // flush: a complete candidate whose fused kernel writes every value still
 // referenced elsewhere (ValueTable::referencedElsewhere) launches once on
 // the chain's stream; otherwise every call is replayed in order into its
