@@ -30,6 +30,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -121,15 +122,21 @@ int64_t nanBits(DType dtype, int which) {
     return ::testing::AssertionFailure() << (std::get<1>(got) != std::get<1>(want)).sum().item<int64_t>()
                                          << " indices differ";
   }
-  const at::Tensor gotBits = bitsOf(gv).reshape({-1}), wantBits = bitsOf(wv).reshape({-1});
+  at::Tensor gotBits = bitsOf(gv).reshape({-1}), wantBits = bitsOf(wv).reshape({-1});
+  if (gv.scalar_type() == at::kBFloat16) {  // two NaNs are equal whatever their payloads (Note [Bit-exact outputs])
+    const at::Tensor bothNan = gv.reshape({-1}).isnan() & wv.reshape({-1}).isnan();
+    gotBits = gotBits.masked_fill(bothNan, 0);
+    wantBits = wantBits.masked_fill(bothNan, 0);
+  }
   if (!at::equal(gotBits, wantBits)) {
     const at::Tensor differ = (gotBits != wantBits).nonzero();
     const int64_t first = differ[0][0].item<int64_t>();
     const int64_t mask = gv.element_size() == 4 ? 0xffffffffLL : 0xffffLL;  // the integer view is signed
-    return ::testing::AssertionFailure()
-           << differ.size(0) << " values differ in their bits; first at flat index " << first << ": hotkernel 0x"
-           << std::hex << (gotBits[first].item<int64_t>() & mask) << ", ATen 0x"
-           << (wantBits[first].item<int64_t>() & mask) << std::dec;
+    // One string: AssertionResult streams each operand into a fresh stream, so std::hex would not carry over.
+    std::ostringstream os;
+    os << differ.size(0) << " values differ in their bits; first at flat index " << first << ": hotkernel 0x"
+       << std::hex << (gotBits[first].item<int64_t>() & mask) << ", ATen 0x" << (wantBits[first].item<int64_t>() & mask);
+    return ::testing::AssertionFailure() << os.str();
   }
   return ::testing::AssertionSuccess();
 }
@@ -262,6 +269,26 @@ TEST(ReducePairRuntimeGpuTest, GivenOutputsThatDifferFromAtenOnlyInAZerosSignOrO
   otherIndex.select(0, 2).add_(1);
   const std::string indexWhy = checkOutputs(spec, DType::Float32, x, RowOpArgs{}, {outs[0], otherIndex});
   EXPECT_NE(indexWhy.find("indices:"), std::string::npos) << indexWhy;
+}
+
+TEST(ReducePairRuntimeGpuTest, GivenANanWithAnotherPayloadWhenCheckedThenFloat16RefusesAndBFloat16Accepts) {
+  REQUIRE_CUDA_AND_NVRTC();
+  const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, 0);
+  const RowOpSpec spec = reduceSpec(ReduceOp::Max);
+  for (DType dtype : {DType::Float16, DType::BFloat16}) {
+    SCOPED_TRACE(kernels::dtypeName(dtype));
+    at::Tensor x = at::randn({4, 64}, opts).to(scalarTypeOf(dtype));
+    x.view(at::kShort).select(0, 2).select(0, 5).fill_(nanBits(dtype, 1));  // row 2's max: a NaN with a payload
+    std::vector<at::Tensor> outs = atenReduceLastDimOutputs(x, ReduceOp::Max);
+    at::Tensor other = outs[0].clone();
+    other.view(at::kShort).select(0, 2).fill_(nanBits(dtype, 2));  // the same NaN position, another payload
+    const std::string why = checkOutputs(spec, dtype, x, RowOpArgs{}, {other, outs[1].clone()});
+    if (dtype == DType::Float16) {
+      EXPECT_NE(why.find("values: bits"), std::string::npos) << why;
+    } else {
+      EXPECT_EQ(why, "") << "bfloat16 NaNs are equal whatever their payloads (Note [Bit-exact outputs])";
+    }
+  }
 }
 
 TEST(ReducePairRuntimeGpuTest, GivenCallsTheFamilyRefusesWhenCalledThenAtensResultsAndNoHit) {

@@ -137,6 +137,11 @@ struct RowOpOutput {
 // equal the reference bit for bit: a NaN with its payload, a zero with its
 // sign. Compared as integers of the element's width, like an exact int64
 // output; pre-filled as any output in the input's dtype (NaN or random bits).
+// One exception: two bfloat16 NaNs are equal whatever their payloads. ATen's
+// own bfloat16 NaN bits are not a property of the input: its reduction moves
+// values between lanes through float (a NaN becomes 0x7FFF) or not,
+// depending on which thread read the element, so the same call keeps a
+// payload at one shape and not at another.
 
 
 // What the candidate must compute, for one row op.
