@@ -7,5 +7,5 @@ mkdir -p "$ROOT/.deps/debs"
 cd "$ROOT/.deps/debs"
 apt-get download libtbb-dev libtbb12 libtbbmalloc2 libtbbbind-2-5 libhwloc15 libcli11-dev \
   libsqlite3-dev libsqlite3-0 libssl-dev libssl3 nlohmann-json3-dev libgtest-dev \
-  libhiredis-dev libhiredis0.14
+  libhiredis-dev libhiredis0.14 redis-server redis-tools libjemalloc2 liblzf1
 ls -1 "$ROOT/.deps/debs"

@@ -3,7 +3,7 @@
 # test (gpu-labelled included), the benchmarks and the demo; logs and JSON go
 # to $OUT (default ./out).
 #
-# The machine has no network: libraries it lacks (TBB, CLI11, SQLite and
+# The machine has no network: libraries it lacks (TBB, CLI11, SQLite, redis-server and
 # OpenSSL headers) travel as Debian .deb files in .deps/debs (fetch them here
 # with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
 #
@@ -32,6 +32,12 @@ fi
 export CPATH="$DEPS/usr/include/x86_64-linux-gnu:$DEPS/usr/include${CPATH:+:$CPATH}"
 export LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
 export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$DEPS/usr/bin:$PATH"
+# The Redis tests (label redis) and the fleet step look for /usr/bin/redis-server: the carried one, where the
+# machine has none.
+if [ ! -e /usr/bin/redis-server ] && [ -x "$DEPS/usr/bin/redis-check-rdb" ]; then
+  ln -s "$DEPS/usr/bin/redis-check-rdb" /usr/bin/redis-server 2>/dev/null || true
+fi
 export HOTKERNEL_PYTHON="${HOTKERNEL_PYTHON:-python3}"
 export HOTKERNEL_PREFIX_PATH="$DEPS/usr"
 export HOTKERNEL_BUILD_DIR="${HOTKERNEL_BUILD_DIR:-$ROOT/build-gpu}"
