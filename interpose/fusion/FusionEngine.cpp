@@ -123,8 +123,10 @@ struct FusionEngine::State {
         return true;
       case PendingChain::Flush::Unfused:
         unfusedFlushes.fetch_add(1, std::memory_order_relaxed);
-        if (!why.empty()) HOTKERNEL_LOG_ONCE(Info, "fusion-unfused:" + why) << "fusion: a chain ran unfused: " << why;
-        if (!why.empty()) lastUnfused = why;
+        if (!why.empty() && why != lastUnfused) {  // a repeated reason costs one comparison
+          HOTKERNEL_LOG_ONCE(Info, "fusion-unfused:" + why) << "fusion: a chain ran unfused: " << why;
+          lastUnfused = why;
+        }
         return true;
       case PendingChain::Flush::Failed:
         failedFlushes.fetch_add(1, std::memory_order_relaxed);

@@ -106,13 +106,16 @@ const ReadyChain* PendingChain::fusedCandidate(std::string& why) const {
       if (values_.referencedElsewhere(out)) live.push_back(out);
     }
   }
-  why = "no ready chain has exactly the " + std::to_string(calls_.size()) + " calls taken";
   const ReadyChain* best = nullptr;
+  // Why none fused, kept as the first failing candidate and worded only then (a flush is on the hot path).
+  const ReadyChain* noKernel = nullptr;
+  const ReadyChain* notWriting = nullptr;
+  int64_t unwritten = -1;
   for (size_t index : candidates_) {
     const ReadyChain& c = catalog_->chains()[index];
     if (c.pattern.calls.size() != calls_.size()) continue;
     if (!c.kernel) {
-      why = "chain " + c.key.substr(0, 16) + " has no kernel";
+      if (noKernel == nullptr) noKernel = &c;
       continue;
     }
     const std::vector<int64_t>& writes = c.build.outputValues;
@@ -120,13 +123,24 @@ const ReadyChain* PendingChain::fusedCandidate(std::string& why) const {
       return std::find(writes.begin(), writes.end(), v) == writes.end();
     });
     if (uncovered != live.end()) {
-      why = "value %" + std::to_string(*uncovered) + " is still referenced elsewhere and chain " +
-            c.key.substr(0, 16) + "'s kernel does not write it";
+      if (notWriting == nullptr) {
+        notWriting = &c;
+        unwritten = *uncovered;
+      }
       continue;
     }
     if (best == nullptr || writes.size() < best->build.outputValues.size()) best = &c;
   }
-  if (best != nullptr) why.clear();
+  if (best != nullptr) {
+    why.clear();
+  } else if (notWriting != nullptr) {
+    why = "value %" + std::to_string(unwritten) + " is still referenced elsewhere and chain " +
+          notWriting->key.substr(0, 16) + "'s kernel does not write it";
+  } else if (noKernel != nullptr) {
+    why = "chain " + noKernel->key.substr(0, 16) + " has no kernel";
+  } else {
+    why = "no ready chain has exactly the " + std::to_string(calls_.size()) + " calls taken";
+  }
   return best;
 }
 
