@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstdio>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -18,10 +17,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hotkernel/interpose/BackendKey.h"
 #include "CallCapture.h"
 #include "ChainLearner.h"
 #include "hotkernel/interpose/CommandGate.h"
 #include "DeferrableOps.h"
+#include "FusionEngineState.h"
 #include "HookWait.h"
 #include "PendingChain.h"
 #include "hotkernel/runtime/CaptureSignal.h"
@@ -31,12 +32,9 @@
 namespace hotkernel::fusion {
 namespace {
 
-constexpr size_t kNumKeys = static_cast<size_t>(c10::DispatchKey::EndOfRuntimeBackendKeys) + 1;
 // Set while a trampoline runs an original kernel: the calls it makes (a
 // composite op's own ops) go straight to their originals.
 thread_local bool tInsideOriginal = false;
-
-using InsideOriginal = FusionBypass;
 
 std::atomic<FusionEngine*> gProcessEngine{nullptr};
 // The process engine's gate; set once with it, never freed.
@@ -65,141 +63,6 @@ FusionBypass::~FusionBypass() {
   tInsideOriginal = previous_;
 }
 
-struct FusionEngine::State {
-  std::unique_ptr<CommandGate> gate;
-  FusionOptions options;
-  std::vector<ResolvedOp> ops;
-  std::unordered_map<c10::OperatorName, size_t> opIndex;  // into `ops`
-  std::mutex installMu;
-  // Written under installMu before a key's trampolines are registered; read-only afterwards.
-  std::vector<std::array<std::optional<c10::SafeKernelFunction>, kNumKeys>> originals;
-  std::array<bool, kNumKeys> installed{};
-
-  // Note [The fusion engine's lock]
-  std::timed_mutex mu;
-  // Precondition for the members below: mu held.
-  HotCallback onHot;
-  ChainLearner learner;
-  std::optional<c10::Device> windowDevice;
-  std::optional<c10::Stream> windowStream;
-  std::unique_ptr<PendingChain> pending;
-  std::shared_ptr<const ChainCatalog> catalog = std::make_shared<ChainCatalog>();
-  std::optional<std::thread::id> owner;
-  std::string lastUnfused;  // FusionStats::lastUnfused
-  // A copy of `owner` the hook reads without the lock; default-constructed (no thread) until it is set.
-  std::atomic<std::thread::id> ownerId{};
-
-  std::atomic<uint64_t> deferredCalls{0}, fusedFlushes{0}, unfusedFlushes{0}, failedFlushes{0}, windows{0},
-      hotChains{0}, hookGaveUp{0}, engineErrors{0};
-
-  State(std::unique_ptr<CommandGate> g, FusionOptions o)
-      : gate(std::move(g)), options(o), learner(o.hotCalls, [this](const HotChain& hot) {
-          hotChains.fetch_add(1, std::memory_order_relaxed);
-          if (!onHot) return;
-          HotChain located = hot;
-          located.device = windowDevice && windowDevice->is_cuda() ? windowDevice->index() : -1;
-          onHot(located);
-        }) {}
-
-  // Precondition: mu held.
-  void publishPending() { gate->setPending((pending && !pending->empty()) || learner.open() ? 1 : 0); }
-
-  // Precondition: mu held, inside the own-command guard.
-  bool flushPending(FusionEngine& engine) {
-    if (!pending || pending->empty()) {
-      pending.reset();  // an empty chain holds the catalog of its time: never reused after a flush
-      return true;
-    }
-    PendingChain::Flush how;
-    {
-      InsideOriginal inside;  // what the flush runs (copies, a test kernel's ops) is the engine's own
-      how = pending->flush();
-    }
-    const std::string why = pending->lastUnfusedWhy();
-    pending.reset();
-    switch (how) {
-      case PendingChain::Flush::Fused:
-        fusedFlushes.fetch_add(1, std::memory_order_relaxed);
-        return true;
-      case PendingChain::Flush::Unfused:
-        unfusedFlushes.fetch_add(1, std::memory_order_relaxed);
-        if (!why.empty() && why != lastUnfused) {  // a repeated reason costs one comparison
-          HOTKERNEL_LOG_ONCE(Info, "fusion-unfused:" + why) << "fusion: a chain ran unfused: " << why;
-          lastUnfused = why;
-        }
-        return true;
-      case PendingChain::Flush::Failed:
-        failedFlushes.fetch_add(1, std::memory_order_relaxed);
-        engine.enabled_.store(false);
-        HOTKERNEL_LOG(Error) << "fusion: switched off for this process after a failed replay";
-        return false;
-    }
-    return false;
-  }
-
-  // Appends a call that ran (or was deferred) with `outputs` to the learning
-  // window; anything that cannot take part ends the window.
-  // Precondition: mu held.
-  void learnCall(const ResolvedOp& r, const std::vector<c10::IValue>& args, c10::Device device, c10::Stream stream,
-                 const std::vector<at::Tensor>& outputs) noexcept {
-    try {
-      learnCallOrThrow(r, args, device, stream, outputs);
-    } catch (const std::exception& e) {
-      learner.drop();
-      windowDevice.reset();
-      windowStream.reset();
-      HOTKERNEL_LOG_ONCE(Warn, "fusion-learn-error") << "fusion: a learning window was dropped: " << e.what();
-    } catch (...) {
-      learner.drop();
-      windowDevice.reset();
-      windowStream.reset();
-    }
-  }
-
-  // Precondition: mu held.
-  void learnCallOrThrow(const ResolvedOp& r, const std::vector<c10::IValue>& args, c10::Device device,
-                        c10::Stream stream, const std::vector<at::Tensor>& outputs) {
-    if (learner.open() && (windowDevice != device || windowStream != stream)) closeWindow();
-    const bool plain = std::all_of(outputs.begin(), outputs.end(), [&](const at::Tensor& t) {
-      return t.defined() && t.device() == device && t.layout() == c10::kStrided;
-    });
-    chain::RecordedCall call;
-    call.op = r.qualified;
-    if (!plain || !captureArgs(args, device, learner.values(), call).empty()) {
-      closeWindow();
-      return;
-    }
-    windowDevice = device;
-    windowStream = stream;
-    if (!learner.append(std::move(call), outputs)) {
-      windows.fetch_add(1, std::memory_order_relaxed);
-    } else if (learner.full()) {
-      // A pending chain's references would make its values look live: such a window is not counted.
-      if (pending && !pending->empty()) {
-        learner.drop();
-        windowDevice.reset();
-        windowStream.reset();
-      } else {
-        closeWindow();
-      }
-    }
-  }
-
-  // Precondition: mu held.
-  void closeWindow() noexcept {
-    if (learner.open()) windows.fetch_add(1, std::memory_order_relaxed);
-    try {
-      learner.close();
-    } catch (const std::exception& e) {
-      learner.drop();
-      HOTKERNEL_LOG_ONCE(Warn, "fusion-learn-error") << "fusion: a learning window was dropped: " << e.what();
-    } catch (...) {
-      learner.drop();
-    }
-    windowDevice.reset();
-    windowStream.reset();
-  }
-};
 
 FusionEngine::FusionEngine(std::unique_ptr<CommandGate> gate, FusionOptions options)
     : state_(std::make_unique<State>(std::move(gate), options)) {
@@ -260,7 +123,7 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
   auto found = s.opIndex.find(op.operator_name());
   HOTKERNEL_INTERNAL_ASSERT(found != s.opIndex.end(), "a fusion trampoline for an unknown op");
   const ResolvedOp& r = s.ops[found->second];
-  const c10::DispatchKey key = ks.highestPriorityTypeId();
+  const c10::DispatchKey key = backendKeyOf(ks);
   const auto& original = s.originals[found->second][static_cast<size_t>(key)];
   TORCH_CHECK(original.has_value(), "hotkernel: no original ", r.qualified, " kernel for ", c10::toString(key));
   auto runOriginal = [&] {
@@ -430,70 +293,5 @@ void FusionEngine::afterForkChild() noexcept {
   state_->gate->setPending(0);
 }
 
-FusionStats FusionEngine::stats() const {
-  State& s = *state_;
-  FusionStats out;
-  out.deferredCalls = s.deferredCalls.load();
-  out.fusedFlushes = s.fusedFlushes.load();
-  out.unfusedFlushes = s.unfusedFlushes.load();
-  out.failedFlushes = s.failedFlushes.load();
-  out.windows = s.windows.load();
-  out.hotChains = s.hotChains.load();
-  out.hookGaveUp = s.hookGaveUp.load();
-  {
-    std::lock_guard<std::timed_mutex> guard(s.mu);
-    out.readyChains = s.catalog->chains().size();
-    out.lastUnfused = s.lastUnfused;
-  }
-  out.covered = s.gate->covers();
-  return out;
-}
-
-std::string FusionEngine::patternsJson() const {
-  State& s = *state_;
-  constexpr size_t kMaxPatternsShown = 32;
-  std::vector<std::pair<uint64_t, ChainLearner::PatternStats>> all;
-  {
-    std::lock_guard<std::timed_mutex> guard(s.mu);
-    all.assign(s.learner.patterns().begin(), s.learner.patterns().end());
-  }
-  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second.seen > b.second.seen; });
-  if (all.size() > kMaxPatternsShown) all.resize(kMaxPatternsShown);
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [digest, st] : all) {
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(digest));
-    j[st.key.empty() ? std::string(hex) : st.key] = {
-        {"seen", st.seen}, {"calls", st.calls}, {"reported", st.reported}, {"refusal", st.refusal}};
-  }
-  return j.dump();
-}
-
-void FusionEngine::resetForTest() {
-  State& s = *state_;
-  flushAll();
-  std::lock_guard<std::timed_mutex> guard(s.mu);
-  s.catalog = std::make_shared<ChainCatalog>();
-  s.learner = ChainLearner(s.options.hotCalls, [this](const HotChain& hot) {
-    State& st = *state_;
-    st.hotChains.fetch_add(1, std::memory_order_relaxed);
-    if (!st.onHot) return;
-    HotChain located = hot;
-    located.device = st.windowDevice && st.windowDevice->is_cuda() ? st.windowDevice->index() : -1;
-    st.onHot(located);
-  });
-  s.owner.reset();
-  s.ownerId.store(std::thread::id());
-  s.deferredCalls = 0;
-  s.fusedFlushes = 0;
-  s.unfusedFlushes = 0;
-  s.lastUnfused.clear();
-  s.failedFlushes = 0;
-  s.windows = 0;
-  s.hotChains = 0;
-  s.hookGaveUp = 0;
-  s.engineErrors = 0;
-  enabled_.store(true);
-}
 
 }  // namespace hotkernel::fusion

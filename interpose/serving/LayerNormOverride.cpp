@@ -4,6 +4,7 @@
 #include <ATen/ops/native_layer_norm_cuda_dispatch.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include "hotkernel/interpose/BackendKey.h"
 #include "NormCall.h"
 #include "hotkernel/kernels/VariantOptions.h"
 
@@ -82,7 +83,7 @@ Result layerNormTrampoline(c10::DispatchKeySet ks, const at::Tensor& input, c10:
 Result LayerNormOverride::callOriginal(c10::DispatchKeySet ks, const at::Tensor& input,
                                        c10::SymIntArrayRef normalizedShape, const std::optional<at::Tensor>& weight,
                                        const std::optional<at::Tensor>& bias, double eps) {
-  const c10::DispatchKey key = ks.highestPriorityTypeId();
+  const c10::DispatchKey key = backendKeyOf(ks);
   if (key == c10::DispatchKey::CUDA) {
     return at::cuda::native_layer_norm_symint(input, normalizedShape, weight, bias, eps);
   }

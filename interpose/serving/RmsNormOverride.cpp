@@ -4,6 +4,7 @@
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include "hotkernel/interpose/BackendKey.h"
 #include "NormCall.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/kernels/VariantOptions.h"
@@ -71,7 +72,7 @@ Result rmsNormTrampoline(c10::DispatchKeySet ks, const at::Tensor& input, at::In
 
 Result RmsNormOverride::callOriginal(c10::DispatchKeySet ks, const at::Tensor& input, at::IntArrayRef normalizedShape,
                                      const std::optional<at::Tensor>& weight, std::optional<double> eps) {
-  const c10::DispatchKey key = ks.highestPriorityTypeId();
+  const c10::DispatchKey key = backendKeyOf(ks);
   if (key == c10::DispatchKey::CUDA) return at::cuda::_fused_rms_norm(input, normalizedShape, weight, eps);
   OverrideState& s = RmsNormOverride::state();
   const auto& original = s.originals[static_cast<size_t>(key)];

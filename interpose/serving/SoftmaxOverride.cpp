@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 
+#include "hotkernel/interpose/BackendKey.h"
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/kernels/SoftmaxDimFamily.h"
 #include "hotkernel/runtime/KernelArgs.h"
@@ -107,7 +108,7 @@ std::optional<VariantKey> SoftmaxOverride::recordedKey(const at::RecordFunction&
 
 at::Tensor SoftmaxOverride::callOriginal(c10::DispatchKeySet ks, const at::Tensor& self, int64_t dim,
                                          bool halfToFloat, Op op) {
-  const c10::DispatchKey key = ks.highestPriorityTypeId();
+  const c10::DispatchKey key = backendKeyOf(ks);
   if (key == c10::DispatchKey::CUDA) {
     return op == Op::LogSoftmax ? at::cuda::_log_softmax(self, dim, halfToFloat)
                                 : at::cuda::_softmax(self, dim, halfToFloat);

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "HigherKeyCall.h"
 #include "hotkernel/interpose/CommandGate.h"
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/chain/ChainLayout.h"
@@ -228,6 +229,24 @@ TEST_F(FusionEngineTest, GivenAPublishedChainWhenItRunsAgainThenItIsDeferredAndR
   EXPECT_EQ(engine().stats().fusedFlushes, 1u);
   EXPECT_EQ(gGate->pending, 0);
   EXPECT_LE(worstRelative(got, want), 1.0 / 64);  // the fused rounding: within a bf16 unit or so
+}
+
+TEST_F(FusionEngineTest, GivenAKeysetWithAKeyAboveCpuWhenAChainsOpsAreCalledForTheCpuKeyThenTheyFuseAsEagerComputes) {
+  // As torch.compile's Python dispatcher calls them: the trampolines' keysets' highest key is not CPU.
+  at::Tensor g = at::randn({32, 128}).to(at::kBFloat16), u = at::randn({32, 128}).to(at::kBFloat16);
+  auto kernels = learnAndPublish([&] { return swiglu(g, u); });
+  ASSERT_EQ(kernels.size(), 1u);
+  const at::Tensor want = eager([&] { return swiglu(g, u); });
+  at::Tensor act = callCpuKernelUnderAHigherKey("aten::silu", "", {g})[0].toTensor();
+  at::Tensor got = callCpuKernelUnderAHigherKey("aten::mul", "Tensor", {act, u})[0].toTensor();
+  act.reset();
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, 1);
+  EXPECT_LE(worstRelative(got, want), 1.0 / 64);
+  // An op no chain starts with runs its original.
+  at::Tensor a = at::randn({5, 7});
+  at::Tensor sum = callCpuKernelUnderAHigherKey("aten::add", "Tensor", {a, a, 1})[0].toTensor();
+  EXPECT_TRUE(same(sum, eager([&] { return a + a; })));
 }
 
 TEST_F(FusionEngineTest, GivenADeferredChainWhenAnIntermediateIsStillHeldThenItReplaysUnfusedExactlyAsEager) {

@@ -9,6 +9,7 @@
 
 #include <atomic>
 
+#include "HigherKeyCall.h"
 #include "LayerNormOverride.h"
 #include "NormCall.h"
 #include "RmsNormOverride.h"
@@ -130,6 +131,18 @@ TEST_F(RmsNormOverrideTest, GivenLauncherFailureOrDisabledWhenCalledThenOriginal
   EXPECT_TRUE(isPattern(std::get<0>(at::_fused_rms_norm(x, {32}, w, 1e-5))));
 }
 
+TEST_F(RmsNormOverrideTest, GivenAKeysetWithAKeyAboveCpuWhenCalledForTheCpuKeyThenTheOriginalRuns) {
+  // As torch.compile's Python dispatcher calls it: the trampoline's keyset's highest key is not CPU.
+  at::Tensor x = at::randn({7, 32}), w = at::randn({32});
+  torch::jit::Stack out = callCpuKernelUnderAHigherKey(
+      "aten::_fused_rms_norm", "", {x, std::vector<int64_t>{32}, w, std::optional<double>(1e-5)});
+  ASSERT_EQ(out.size(), 2u);
+  auto [refOut, refRstd] =
+      RmsNormOverride::callOriginal(c10::DispatchKeySet(c10::DispatchKey::CPU), x, {32}, w, 1e-5);
+  EXPECT_TRUE(at::equal(out[0].toTensor(), refOut));
+  EXPECT_TRUE(at::equal(out[1].toTensor(), refRstd));
+}
+
 TEST_F(RmsNormOverrideTest, GivenMisalignedInputWhenCalledThenGuardRefusesAndOriginalRuns) {
   at::Tensor flat = at::randn({6 * 32 + 1});
   at::Tensor x = flat.narrow(0, 1, 6 * 32).view({6, 32});  // 4 bytes off a 16-byte boundary
@@ -181,6 +194,22 @@ TEST_F(LayerNormOverrideTest, GivenOtherVariantsWhenCalledThenOriginalKernelResu
     EXPECT_TRUE(at::allclose(out, refOut));
     EXPECT_TRUE(at::allclose(rstd, refRstd));
   }
+}
+
+TEST_F(LayerNormOverrideTest, GivenAKeysetWithAKeyAboveCpuWhenCalledForTheCpuKeyThenThePlanOrTheOriginalRuns) {
+  // As torch.compile's Python dispatcher calls it: the trampoline's keyset's highest key is not CPU.
+  at::Tensor w = at::randn({32}), b = at::randn({32});
+  at::Tensor other = at::randn({7, 32});
+  torch::jit::Stack out = callCpuKernelUnderAHigherKey(
+      "aten::native_layer_norm", "", {other, std::vector<int64_t>{32}, w, b, 1e-5});
+  ASSERT_EQ(out.size(), 3u);
+  auto [refOut, refMean, refRstd] =
+      LayerNormOverride::callOriginal(c10::DispatchKeySet(c10::DispatchKey::CPU), other, {32}, w, b, 1e-5);
+  EXPECT_TRUE(at::equal(out[0].toTensor(), refOut));
+  EXPECT_TRUE(at::equal(out[2].toTensor(), refRstd));
+  out = callCpuKernelUnderAHigherKey("aten::native_layer_norm", "",
+                                              {at::randn({6, 32}), std::vector<int64_t>{32}, w, b, 1e-5});
+  EXPECT_TRUE(isPattern(out[0].toTensor()));
 }
 
 TEST_F(LayerNormOverrideTest, GivenNormalizedDimsThatFoldToThePlannedRowsWhenCalledThenSamePlanRuns) {

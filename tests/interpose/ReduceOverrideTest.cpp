@@ -15,6 +15,7 @@
 
 #include <atomic>
 
+#include "HigherKeyCall.h"
 #include "ReduceOverride.h"
 #include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/kernels/DType.h"
@@ -277,6 +278,27 @@ TEST_F(ReduceOverrideTest, GivenMiddleDimCallsTheFamilyRefusesWhenCalledThenOrig
   EXPECT_EQ(dimLauncher(ReduceOp::Sum).calls.load(), sumBefore);
   EXPECT_EQ(dimLauncher(ReduceOp::Argmax).calls.load(), argmaxBefore);
   EXPECT_EQ(dimLauncher(ReduceOp::Amax).calls.load(), amaxBefore);
+}
+
+TEST_F(ReduceOverrideTest, GivenAKeysetWithAKeyAboveCpuWhenCalledForTheCpuKeyThenTheOriginalsRun) {
+  // As torch.compile's Python dispatcher calls them: the trampoline's keyset's highest key is not CPU.
+  const c10::DispatchKeySet cpu(c10::DispatchKey::CPU);
+  at::Tensor x = at::randn({7, 9});
+  torch::jit::Stack out = callCpuKernelUnderAHigherKey(
+      "aten::sum", "dim_IntList", {x, std::vector<int64_t>{1}, false, c10::IValue()});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(at::equal(out[0].toTensor(), ReduceOverride::callOriginalSum(cpu, x, {{1}}, false, std::nullopt)));
+  out = callCpuKernelUnderAHigherKey("aten::mean", "dim", {x, std::vector<int64_t>{1}, true, c10::IValue()});
+  EXPECT_TRUE(at::equal(out[0].toTensor(), ReduceOverride::callOriginalMean(cpu, x, {{1}}, true, std::nullopt)));
+  out = callCpuKernelUnderAHigherKey("aten::amax", "", {x, std::vector<int64_t>{1}, false});
+  EXPECT_TRUE(at::equal(out[0].toTensor(), ReduceOverride::callOriginalExtremum(ReduceOp::Amax, cpu, x, {1}, false)));
+  out = callCpuKernelUnderAHigherKey("aten::argmax", "", {x, std::optional<int64_t>(1), false});
+  EXPECT_TRUE(at::equal(out[0].toTensor(), ReduceOverride::callOriginalIndex(ReduceOp::Argmax, cpu, x, 1, false)));
+  out = callCpuKernelUnderAHigherKey("aten::max", "dim", {x, int64_t{1}, false});
+  ASSERT_EQ(out.size(), 2u);
+  auto [values, indices] = ReduceOverride::callOriginalPair(ReduceOp::Max, cpu, x, 1, false);
+  EXPECT_TRUE(at::equal(out[0].toTensor(), values));
+  EXPECT_TRUE(at::equal(out[1].toTensor(), indices));
 }
 
 TEST_F(ReduceOverrideTest, GivenInstalledTwiceWhenInstallingThenIdempotentForEveryOp) {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "HigherKeyCall.h"
 #include "SoftmaxOverride.h"
 #include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/kernels/DType.h"
@@ -84,6 +85,16 @@ TEST_F(SoftmaxOverrideTest, GivenPlannedShapeButOtherDimOrLayoutWhenCalledThenOr
   EXPECT_TRUE(at::allclose(at::_softmax(x, 0, false), at::cpu::_softmax(x, 0, false)));
   at::Tensor t = at::randn({32, 6}).t();  // 6x32, not contiguous
   EXPECT_TRUE(at::allclose(at::_softmax(t, -1, false), at::cpu::_softmax(t, -1, false)));
+}
+
+TEST_F(SoftmaxOverrideTest, GivenAKeysetWithAKeyAboveCpuWhenCalledForTheCpuKeyThenThePlanOrTheOriginalRuns) {
+  // As torch.compile's Python dispatcher calls it: the trampoline's keyset's highest key is not CPU.
+  at::Tensor other = at::randn({6, 33});
+  torch::jit::Stack out = callCpuKernelUnderAHigherKey("aten::_softmax", "", {other, int64_t{-1}, false});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(at::allclose(out[0].toTensor(), at::cpu::_softmax(other, -1, false)));
+  out = callCpuKernelUnderAHigherKey("aten::_softmax", "", {at::randn({6, 32}), int64_t{-1}, false});
+  EXPECT_TRUE(isPattern(out[0].toTensor()));
 }
 
 TEST_F(SoftmaxOverrideTest, GivenMisalignedDataWhenCalledThenGuardRefusesAndOriginalRuns) {

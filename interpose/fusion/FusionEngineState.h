@@ -1,0 +1,172 @@
+#pragma once
+// The fusion engine's state (FusionEngine::State), shared by FusionEngine.cpp
+// (the dispatcher path and the flush hook) and FusionEngineStats.cpp (the
+// counters, the patterns and the test reset). Internal to interpose/fusion.
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/DispatchKey.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "CallCapture.h"
+#include "ChainLearner.h"
+#include "DeferrableOps.h"
+#include "PendingChain.h"
+#include "hotkernel/interpose/CommandGate.h"
+#include "hotkernel/interpose/FusionBypass.h"
+#include "hotkernel/interpose/FusionEngine.h"
+#include "hotkernel/runtime/Logging.h"
+
+namespace hotkernel::fusion {
+
+constexpr size_t kNumKeys = static_cast<size_t>(c10::DispatchKey::EndOfRuntimeBackendKeys) + 1;
+
+// What the engine runs itself (originals, flushes) is the engine's own: no trampoline defers it, no hook flushes it.
+using InsideOriginal = FusionBypass;
+
+struct FusionEngine::State {
+  std::unique_ptr<CommandGate> gate;
+  FusionOptions options;
+  std::vector<ResolvedOp> ops;
+  std::unordered_map<c10::OperatorName, size_t> opIndex;  // into `ops`
+  std::mutex installMu;
+  // Written under installMu before a key's trampolines are registered; read-only afterwards.
+  std::vector<std::array<std::optional<c10::SafeKernelFunction>, kNumKeys>> originals;
+  std::array<bool, kNumKeys> installed{};
+
+  // Note [The fusion engine's lock]
+  std::timed_mutex mu;
+  // Precondition for the members below: mu held.
+  HotCallback onHot;
+  ChainLearner learner;
+  std::optional<c10::Device> windowDevice;
+  std::optional<c10::Stream> windowStream;
+  std::unique_ptr<PendingChain> pending;
+  std::shared_ptr<const ChainCatalog> catalog = std::make_shared<ChainCatalog>();
+  std::optional<std::thread::id> owner;
+  std::string lastUnfused;  // FusionStats::lastUnfused
+  // A copy of `owner` the hook reads without the lock; default-constructed (no thread) until it is set.
+  std::atomic<std::thread::id> ownerId{};
+
+  std::atomic<uint64_t> deferredCalls{0}, fusedFlushes{0}, unfusedFlushes{0}, failedFlushes{0}, windows{0},
+      hotChains{0}, hookGaveUp{0}, engineErrors{0};
+
+  State(std::unique_ptr<CommandGate> g, FusionOptions o)
+      : gate(std::move(g)), options(o), learner(o.hotCalls, [this](const HotChain& hot) {
+          hotChains.fetch_add(1, std::memory_order_relaxed);
+          if (!onHot) return;
+          HotChain located = hot;
+          located.device = windowDevice && windowDevice->is_cuda() ? windowDevice->index() : -1;
+          onHot(located);
+        }) {}
+
+  // Precondition: mu held.
+  void publishPending() { gate->setPending((pending && !pending->empty()) || learner.open() ? 1 : 0); }
+
+  // Precondition: mu held, inside the own-command guard.
+  bool flushPending(FusionEngine& engine) {
+    if (!pending || pending->empty()) {
+      pending.reset();  // an empty chain holds the catalog of its time: never reused after a flush
+      return true;
+    }
+    PendingChain::Flush how;
+    {
+      InsideOriginal inside;  // what the flush runs (copies, a test kernel's ops) is the engine's own
+      how = pending->flush();
+    }
+    const std::string why = pending->lastUnfusedWhy();
+    pending.reset();
+    switch (how) {
+      case PendingChain::Flush::Fused:
+        fusedFlushes.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      case PendingChain::Flush::Unfused:
+        unfusedFlushes.fetch_add(1, std::memory_order_relaxed);
+        if (!why.empty() && why != lastUnfused) {  // a repeated reason costs one comparison
+          HOTKERNEL_LOG_ONCE(Info, "fusion-unfused:" + why) << "fusion: a chain ran unfused: " << why;
+          lastUnfused = why;
+        }
+        return true;
+      case PendingChain::Flush::Failed:
+        failedFlushes.fetch_add(1, std::memory_order_relaxed);
+        engine.enabled_.store(false);
+        HOTKERNEL_LOG(Error) << "fusion: switched off for this process after a failed replay";
+        return false;
+    }
+    return false;
+  }
+
+  // Appends a call that ran (or was deferred) with `outputs` to the learning
+  // window; anything that cannot take part ends the window.
+  // Precondition: mu held.
+  void learnCall(const ResolvedOp& r, const std::vector<c10::IValue>& args, c10::Device device, c10::Stream stream,
+                 const std::vector<at::Tensor>& outputs) noexcept {
+    try {
+      learnCallOrThrow(r, args, device, stream, outputs);
+    } catch (const std::exception& e) {
+      learner.drop();
+      windowDevice.reset();
+      windowStream.reset();
+      HOTKERNEL_LOG_ONCE(Warn, "fusion-learn-error") << "fusion: a learning window was dropped: " << e.what();
+    } catch (...) {
+      learner.drop();
+      windowDevice.reset();
+      windowStream.reset();
+    }
+  }
+
+  // Precondition: mu held.
+  void learnCallOrThrow(const ResolvedOp& r, const std::vector<c10::IValue>& args, c10::Device device,
+                        c10::Stream stream, const std::vector<at::Tensor>& outputs) {
+    if (learner.open() && (windowDevice != device || windowStream != stream)) closeWindow();
+    const bool plain = std::all_of(outputs.begin(), outputs.end(), [&](const at::Tensor& t) {
+      return t.defined() && t.device() == device && t.layout() == c10::kStrided;
+    });
+    chain::RecordedCall call;
+    call.op = r.qualified;
+    if (!plain || !captureArgs(args, device, learner.values(), call).empty()) {
+      closeWindow();
+      return;
+    }
+    windowDevice = device;
+    windowStream = stream;
+    if (!learner.append(std::move(call), outputs)) {
+      windows.fetch_add(1, std::memory_order_relaxed);
+    } else if (learner.full()) {
+      // A pending chain's references would make its values look live: such a window is not counted.
+      if (pending && !pending->empty()) {
+        learner.drop();
+        windowDevice.reset();
+        windowStream.reset();
+      } else {
+        closeWindow();
+      }
+    }
+  }
+
+  // Precondition: mu held.
+  void closeWindow() noexcept {
+    if (learner.open()) windows.fetch_add(1, std::memory_order_relaxed);
+    try {
+      learner.close();
+    } catch (const std::exception& e) {
+      learner.drop();
+      HOTKERNEL_LOG_ONCE(Warn, "fusion-learn-error") << "fusion: a learning window was dropped: " << e.what();
+    } catch (...) {
+      learner.drop();
+    }
+    windowDevice.reset();
+    windowStream.reset();
+  }
+};
+
+}  // namespace hotkernel::fusion
