@@ -75,7 +75,7 @@ Output: "hotkernel-bench" v1 JSON, benchmark "fusion-engine":
             hotkernel::chain variants), compile: {ok, seconds, error?},
             results: [{block, dtype, tokens, hidden, intermediate, inputs: [shape...],
                        function, opsPerCall: {op: calls}, probe: {fusedFlushesPerCall,
-                       unfusedFlushesPerCall, deferredCallsPerCall, failedFlushes},
+                       unfusedFlushesPerCall, deferredCallsPerCall, passedCallsPerCall, failedFlushes},
                        fused (fusedFlushesPerCall > 0), maxErrorVsEager: {hotkernel,
                        compile: {abs, rel}} (rel: |d| / (|eager| + 1); null: non-finite),
                        accuracyOk, sleepUs, eagerUs, hotkernelUs, compileUs ({median, low,
@@ -347,7 +347,7 @@ def fusion_status(hk):
 
 # The status document's fusion counters (hotkernel-status v2) and this report's names for them.
 FUSION_COUNTERS = {"fused_flushes": "fusedFlushes", "unfused_flushes": "unfusedFlushes",
-                   "deferred_calls": "deferredCalls"}
+                   "deferred_calls": "deferredCalls", "passed_calls": "passedCalls"}
 
 
 def counter_delta(before, after, calls):

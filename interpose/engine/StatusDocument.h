@@ -18,7 +18,8 @@ namespace hotkernel::engine {
 // "variant", "decision", and "metrics" or "reason"}], "profile" and "fusion"
 // {"on", and with the fusion engine "covered", "deferred_calls",
 // "fused_flushes", "unfused_flushes", "failed_flushes", "windows",
-// "hot_chains", "ready_chains", "hook_gave_up", "last_unfused" (why the
+// "hot_chains", "ready_chains", "hook_gave_up", "passed_calls" (GEMMs
+// run while a chain stayed pending), "last_unfused" (why the
 // latest unfused flush did not fuse, "" before any), "patterns"}. The Python
 // package adds "loaded".
 // Kept as written, not keys of this format: the keys of "fingerprints"

@@ -211,4 +211,21 @@ std::string captureArgs(const std::vector<c10::IValue>& args, c10::Device device
   return "";
 }
 
+bool readsAValue(const std::vector<c10::IValue>& args, const ValueTable& values) {
+  auto reads = [&](const c10::IValue& v) {
+    if (!v.isTensor()) return false;
+    const at::Tensor& t = v.toTensor();
+    return t.defined() && (values.find(t) >= 0 || values.aliasesAValue(t));
+  };
+  for (const c10::IValue& v : args) {
+    if (reads(v)) return true;
+    if (v.isList()) {
+      for (const c10::IValue& e : v.toListRef()) {
+        if (reads(e)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace hotkernel::fusion

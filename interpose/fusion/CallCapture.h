@@ -124,4 +124,8 @@ std::optional<c10::Device> callDevice(const std::vector<c10::IValue>& args);
 std::string captureArgs(const std::vector<c10::IValue>& args, c10::Device device, ValueTable& values,
                         chain::RecordedCall& call);
 
+// Whether a tensor of `args` (or of a list among them) is a value of
+// `values` or shares storage with one.
+bool readsAValue(const std::vector<c10::IValue>& args, const ValueTable& values);
+
 }  // namespace hotkernel::fusion

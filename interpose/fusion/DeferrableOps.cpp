@@ -73,4 +73,24 @@ std::vector<ResolvedOp> resolveDeferrableOps() {
   return resolved;
 }
 
+std::vector<ResolvedOp> resolvePassingOps() {
+  static constexpr const char* kNames[] = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"};
+  std::vector<ResolvedOp> resolved;
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const char* name : kNames) {
+    ResolvedOp r;
+    r.index = deferrableOps().size() + resolved.size();  // after every deferrable op: never a chain step
+    r.qualified = name;
+    r.passing = true;
+    r.op = dispatcher.findSchema({name, ""});
+    if (!r.op) {
+      HOTKERNEL_LOG(Debug) << "fusion: " << name << " is not in this torch";
+      continue;
+    }
+    r.functionalArgs = r.op->schema().arguments().size();
+    resolved.push_back(std::move(r));
+  }
+  return resolved;
+}
+
 }  // namespace hotkernel::fusion

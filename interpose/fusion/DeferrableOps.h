@@ -45,11 +45,30 @@ struct ResolvedOp {
   std::optional<c10::OperatorHandle> op;
   std::optional<c10::OperatorHandle> out;  // nullopt for copy_ replays
   size_t functionalArgs = 0;               // arguments of the functional schema
+  bool passing = false;                    // an op a pending chain lets pass (Note [Ops a chain lets pass])
 };
 
 // Resolves every op of the table; an op whose out= overload is missing or
 // takes other arguments than the functional ones plus `out` is left out
 // (and said once at debug level).
 std::vector<ResolvedOp> resolveDeferrableOps();
+
+// Note [Ops a chain lets pass]
+// A matrix product between two steps of a chain (LlamaMLP's up projection
+// between `silu(gate)` and the product with it) would flush the chain at its
+// first cuBLAS launch, and no chain spanning it would ever be learned. The
+// engine takes over the functional GEMMs (mm, addmm, bmm, baddbmm) too: one
+// whose tensor arguments share no storage with a value of the pending chain
+// or of the learning window runs its original at once, its commands the
+// engine's own, and the chain stays pending (the window open). Such an op
+// reads only its arguments and writes only the fresh tensor it returns, so
+// neither the chain's values nor the product depend on which runs first: a
+// fused launch or an unfused replay after it computes what eager computed.
+// One that reads a value flushes the chain (closes the window) first, like
+// any other call.
+//
+// The GEMMs the engine lets pass: functional overloads only (an out= or
+// in-place form writes a tensor the caller chose).
+std::vector<ResolvedOp> resolvePassingOps();
 
 }  // namespace hotkernel::fusion

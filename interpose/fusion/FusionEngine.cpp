@@ -67,6 +67,7 @@ FusionBypass::~FusionBypass() {
 FusionEngine::FusionEngine(std::unique_ptr<CommandGate> gate, FusionOptions options)
     : state_(std::make_unique<State>(std::move(gate), options)) {
   state_->ops = resolveDeferrableOps();
+  for (ResolvedOp& r : resolvePassingOps()) state_->ops.push_back(std::move(r));
   state_->originals.resize(state_->ops.size());
   for (size_t i = 0; i < state_->ops.size(); ++i) state_->opIndex[state_->ops[i].op->operator_name()] = i;
 }
@@ -104,7 +105,7 @@ void FusionEngine::install(c10::DispatchKey key) {
     lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&boxedTrampoline>());
   }
   s.installed[k] = true;
-  HOTKERNEL_LOG(Info) << "fusion: " << s.ops.size() << " deferrable ops on " << c10::toString(key)
+  HOTKERNEL_LOG(Info) << "fusion: " << s.ops.size() << " deferrable or passing ops on " << c10::toString(key)
                       << (s.gate->covers() ? "" : " (learning only: the shim's command hook is not in the process)");
 }
 
@@ -176,6 +177,18 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
     return engineFailed(e.what());
   }
   const c10::Stream stream = *streamOf;
+
+  if (r.passing) {  // Note [Ops a chain lets pass]
+    bool flushed = true;
+    try {
+      flushed = s.letPass(*this, args, *device, stream);
+    } catch (const std::exception& e) {
+      return engineFailed(e.what());
+    }
+    s.publishPending();
+    if (!flushed) lock.unlock();
+    return runOriginal();  // inside the own-command guard: its launches do not flush what stays pending
+  }
 
   // Deferral (Note [Deferring a chain]).
   if (s.options.defer && !s.catalog->chains().empty()) {

@@ -58,7 +58,7 @@ struct FusionEngine::State {
   std::atomic<std::thread::id> ownerId{};
 
   std::atomic<uint64_t> deferredCalls{0}, fusedFlushes{0}, unfusedFlushes{0}, failedFlushes{0}, windows{0},
-      hotChains{0}, hookGaveUp{0}, engineErrors{0};
+      hotChains{0}, hookGaveUp{0}, engineErrors{0}, passedCalls{0};
 
   State(std::unique_ptr<CommandGate> g, FusionOptions o)
       : gate(std::move(g)), options(o), learner(o.hotCalls, [this](const HotChain& hot) {
@@ -103,6 +103,24 @@ struct FusionEngine::State {
         return false;
     }
     return false;
+  }
+
+  // Before a passing op's original (Note [Ops a chain lets pass]): flushes the
+  // pending chain and closes the learning window when the call reads one of
+  // their values or runs on another stream; what it does not read stays.
+  // Returns false when a flush failed.
+  // Precondition: mu held, inside the own-command guard.
+  bool letPass(FusionEngine& engine, const std::vector<c10::IValue>& args, c10::Device device, c10::Stream stream) {
+    bool ok = true;
+    if (pending && !pending->empty() &&
+        (pending->device() != device || pending->stream() != stream || readsAValue(args, pending->values()))) {
+      ok = flushPending(engine);
+    }
+    if (learner.open() && (windowDevice != device || windowStream != stream || readsAValue(args, learner.values()))) {
+      closeWindow();
+    }
+    if (pending && !pending->empty()) passedCalls.fetch_add(1, std::memory_order_relaxed);
+    return ok;
   }
 
   // Appends a call that ran (or was deferred) with `outputs` to the learning

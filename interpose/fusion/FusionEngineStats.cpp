@@ -25,6 +25,7 @@ FusionStats FusionEngine::stats() const {
   out.windows = s.windows.load();
   out.hotChains = s.hotChains.load();
   out.hookGaveUp = s.hookGaveUp.load();
+  out.passedCalls = s.passedCalls.load();
   {
     std::lock_guard<std::timed_mutex> guard(s.mu);
     out.readyChains = s.catalog->chains().size();
@@ -77,6 +78,7 @@ void FusionEngine::resetForTest() {
   s.windows = 0;
   s.hotChains = 0;
   s.hookGaveUp = 0;
+  s.passedCalls = 0;
   s.engineErrors = 0;
   enabled_.store(true);
 }

@@ -53,6 +53,8 @@ class PendingChain {
   size_t size() const { return calls_.size(); }
   c10::Device device() const { return device_; }
   c10::Stream stream() const { return stream_; }
+  // Every input and output the chain took.
+  const ValueTable& values() const { return values_; }
   // The candidate chosen by the last Fused flush (for status).
   const std::string& lastFusedKey() const { return lastFusedKey_; }
   // Why the last flush ran unfused ("" when it fused or had nothing to run):

@@ -249,6 +249,53 @@ TEST_F(FusionEngineTest, GivenAKeysetWithAKeyAboveCpuWhenAChainsOpsAreCalledForT
   EXPECT_TRUE(same(sum, eager([&] { return a + a; })));
 }
 
+// LlamaMLP's activation: the up projection runs between silu(gate) and the product.
+at::Tensor swigluAroundAMatmul(const at::Tensor& g, const at::Tensor& x, const at::Tensor& w) {
+  at::Tensor act = at::silu(g);
+  at::Tensor up = at::mm(x, w);
+  return act * up;
+}
+
+TEST_F(FusionEngineTest, GivenAMatmulOfOtherTensorsBetweenTwoStepsWhenTheChainRunsThenItIsLearnedStaysPendingAndFuses) {
+  at::Tensor g = at::randn({32, 128}).to(at::kBFloat16), x = at::randn({32, 64}).to(at::kBFloat16);
+  at::Tensor w = at::randn({64, 128}).to(at::kBFloat16);
+  auto kernels = learnAndPublish([&] { return swigluAroundAMatmul(g, x, w); });
+  ASSERT_EQ(kernels.size(), 1u) << engine().patternsJson();  // silu and mul, the product an input
+  const at::Tensor want = eager([&] { return swigluAroundAMatmul(g, x, w); });
+  at::Tensor act = at::silu(g);
+  EXPECT_EQ(gGate->pending, 1);
+  at::Tensor up = at::mm(x, w);
+  EXPECT_EQ(gGate->pending, 1);  // let pass: the chain is still pending
+  EXPECT_EQ(engine().stats().passedCalls, 1u);
+  EXPECT_EQ(engine().stats().fusedFlushes + engine().stats().unfusedFlushes, 0u);
+  at::Tensor got = act * up;
+  act.reset();
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, 1);
+  EXPECT_EQ(engine().stats().fusedFlushes, 1u);
+  EXPECT_LE(worstRelative(got, want), 1.0 / 64);
+}
+
+TEST_F(FusionEngineTest, GivenAPendingChainWhenAMatmulReadsItsResultOrAViewOfItThenTheChainIsComputedFirst) {
+  at::Tensor g = at::randn({32, 128}).to(at::kBFloat16), u = at::randn({32, 128}).to(at::kBFloat16);
+  at::Tensor w = at::randn({128, 16}).to(at::kBFloat16);
+  auto kernels = learnAndPublish([&] { return swiglu(g, u); });
+  ASSERT_EQ(kernels.size(), 1u);
+  const at::Tensor wantOut = eager([&] { return swiglu(g, u); });
+  int launches = 0;
+  for (bool view : {false, true}) {
+    at::Tensor out = swiglu(g, u);
+    EXPECT_EQ(gGate->pending, 1);
+    at::Tensor read = view ? out.narrow(0, 8, 16) : out;
+    at::Tensor got = at::mm(read, w);
+    EXPECT_EQ(kernels[0]->launches, ++launches) << "view " << view;  // flushed before the product ran
+    EXPECT_EQ(gGate->pending, 0);
+    const at::Tensor want = eager([&] { return at::mm(view ? wantOut.narrow(0, 8, 16) : wantOut, w); });
+    EXPECT_LE(worstRelative(got, want), 1.0 / 16) << "view " << view;
+    EXPECT_LE(worstRelative(out, wantOut), 1.0 / 64);
+  }
+}
+
 TEST_F(FusionEngineTest, GivenADeferredChainWhenAnIntermediateIsStillHeldThenItReplaysUnfusedExactlyAsEager) {
   at::Tensor g = at::randn({32, 128}).to(at::kBFloat16), u = at::randn({32, 128}).to(at::kBFloat16);
   auto kernels = learnAndPublish([&] { return swiglu(g, u); });

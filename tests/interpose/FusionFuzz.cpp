@@ -648,6 +648,32 @@ class Program {
     addReg(foreignOp(regs_[static_cast<size_t>(r)].t, which), r);
   }
 
+  // A GEMM the engine lets pass (Note [Ops a chain lets pass]): of a held value (a pending one is computed
+  // first) or of fresh tensors (what is pending stays pending). Contiguous values only: reshaping another
+  // one copies it, an op that is neither deferred nor let pass.
+  void matmul(int r) {
+    const at::Tensor t = regs_[static_cast<size_t>(r)].t;
+    if (!t.is_floating_point() || t.dim() < 1 || t.numel() == 0 || t.size(-1) == 0) return;
+    const bool ofValue = t.is_contiguous() && ch_.pick(2) == 0;
+    const bool wasPending = engine_ && fuzzGate().pending() != 0;
+    const uint64_t epoch = engine_ ? flushEpoch() : 0;
+    at::Tensor a, w;
+    {
+      FusionBypass bypass;  // the program's data, not its ops
+      auto gen = at::make_generator<at::CPUGeneratorImpl>(mix(seed_, 0x6E33 + regs_.size()));
+      w = (at::rand({t.size(-1), 8}, gen, at::kFloat) - 0.5).to(t.scalar_type());
+      if (!ofValue) a = (at::rand({4, t.size(-1)}, gen, at::kFloat) - 0.5).to(t.scalar_type());
+    }
+    count("matmuls");
+    if (ofValue) {
+      if (pending(r)) count("matmulsOfPending");
+      a = t.view({-1, t.size(-1)});
+    }
+    at::Tensor out = at::mm(a, w);
+    if (!ofValue && wasPending && flushEpoch() == epoch) count("matmulsLetPass");
+    addReg(std::move(out), ofValue ? r : -1);
+  }
+
   // A step on another thread: its call flushes what is pending (Note [The fusion engine's lock]).
   void threadStep(const TStep& s, int a, int b) {
     count("threadSteps");
@@ -697,7 +723,7 @@ class Program {
     int r = anyAlive();
     if (r < 0) return;
     const bool free = untouchable.count(r) == 0;
-    switch (ch_.pick(12)) {
+    switch (ch_.pick(13)) {
       case 0: command(kCommandKinds[ch_.pick(5)]); break;
       case 1: if (streams) switchStream(); break;
       case 2: view(r); break;
@@ -715,6 +741,7 @@ class Program {
           dropLater_.erase(dropLater_.begin() + static_cast<std::ptrdiff_t>(k));
         }
         break;
+      case 11: matmul(r); break;
       default: {
         // A step of the vocabulary outside any template on a held value.
         const at::Tensor& t = regs_[static_cast<size_t>(r)].t;

@@ -41,7 +41,7 @@ TEST(FusionFuzzTest, GivenThreeThousandRandomProgramsWhenRunWithTheEngineThenEve
         "threadForeignOpsOnPending", "streamSwitchesWhilePending", "concurrentPrograms", "truncated", "scalarsChanged",
         "inputsReused", "dropped", "commands.eventRecord", "commands.streamWait", "comparedBitwise",
         "comparedWithinTolerance", "comparedNanPattern", "itemsCompared", "stridedInputs", "poolChainsWithLayouts",
-        "poolChainsWithCat", "rotateHalfDeferred", "rotateHalfOfPending"}) {
+        "poolChainsWithCat", "rotateHalfDeferred", "rotateHalfOfPending", "matmulsOfPending", "matmulsLetPass"}) {
     EXPECT_GT(countOf(r, feature), 0u) << feature;
   }
   EXPECT_EQ(countOf(r, "failedFlushes"), 0u);
