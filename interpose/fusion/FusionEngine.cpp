@@ -96,7 +96,7 @@ void FusionEngine::install(c10::DispatchKey key) {
   HOTKERNEL_CHECK(k < kNumKeys, "dispatch key out of range");
   State& s = *state_;
   std::lock_guard<std::mutex> guard(s.installMu);
-  if (s.installed[k]) return;
+  if (s.installed[k].load()) return;
   for (size_t i = 0; i < s.ops.size(); ++i) s.originals[i][k] = s.ops[i].op->getComputedKernelForDispatchKey(key);
   // Leaked: deregistering while serving is unsafe.
   auto* lib = new torch::Library(torch::Library::IMPL, "aten", key, __FILE__, __LINE__);
@@ -104,7 +104,7 @@ void FusionEngine::install(c10::DispatchKey key) {
     const std::string name = r.qualified.substr(6);  // without "aten::"
     lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&boxedTrampoline>());
   }
-  s.installed[k] = true;
+  s.installed[k].store(true, std::memory_order_release);
   HOTKERNEL_LOG(Info) << "fusion: " << s.ops.size() << " deferrable or passing ops on " << c10::toString(key)
                       << (s.gate->covers() ? "" : " (learning only: the shim's command hook is not in the process)");
 }
@@ -124,7 +124,7 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
   auto found = s.opIndex.find(op.operator_name());
   HOTKERNEL_INTERNAL_ASSERT(found != s.opIndex.end(), "a fusion trampoline for an unknown op");
   const ResolvedOp& r = s.ops[found->second];
-  const c10::DispatchKey key = backendKeyOf(ks);
+  const c10::DispatchKey key = installedKeyOf(ks, s.installed);
   const auto& original = s.originals[found->second][static_cast<size_t>(key)];
   TORCH_CHECK(original.has_value(), "hotkernel: no original ", r.qualified, " kernel for ", c10::toString(key));
   auto runOriginal = [&] {
@@ -132,6 +132,8 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
     original->callBoxed(op, ks, stack);
   };
   if (tInsideOriginal || !enabled_.load(std::memory_order_relaxed) || !s.gate->covers()) return runOriginal();
+  // Another backend's arguments (Note [The key a trampoline runs for]): not this engine's call.
+  if (key != backendKeyOf(ks)) return runOriginal();
 
   std::vector<c10::IValue> args(stack->end() - static_cast<std::ptrdiff_t>(r.functionalArgs), stack->end());
   const std::optional<c10::Device> device = callDevice(args);

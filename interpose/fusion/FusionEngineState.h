@@ -41,7 +41,7 @@ struct FusionEngine::State {
   std::mutex installMu;
   // Written under installMu before a key's trampolines are registered; read-only afterwards.
   std::vector<std::array<std::optional<c10::SafeKernelFunction>, kNumKeys>> originals;
-  std::array<bool, kNumKeys> installed{};
+  std::array<std::atomic<bool>, kNumKeys> installed{};  // set after the key's originals (installedKeyOf)
 
   // Note [The fusion engine's lock]
   std::timed_mutex mu;

@@ -83,11 +83,11 @@ Result layerNormTrampoline(c10::DispatchKeySet ks, const at::Tensor& input, c10:
 Result LayerNormOverride::callOriginal(c10::DispatchKeySet ks, const at::Tensor& input,
                                        c10::SymIntArrayRef normalizedShape, const std::optional<at::Tensor>& weight,
                                        const std::optional<at::Tensor>& bias, double eps) {
-  const c10::DispatchKey key = backendKeyOf(ks);
+  OverrideState& s = LayerNormOverride::state();
+  const c10::DispatchKey key = installedKeyOf(ks, s.installed);
   if (key == c10::DispatchKey::CUDA) {
     return at::cuda::native_layer_norm_symint(input, normalizedShape, weight, bias, eps);
   }
-  OverrideState& s = LayerNormOverride::state();
   const auto& original = s.originals[static_cast<size_t>(key)];
   TORCH_CHECK(original.has_value() && s.op.has_value(), "hotkernel: no original native_layer_norm kernel for ",
               c10::toString(key));

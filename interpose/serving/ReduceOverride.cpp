@@ -158,8 +158,8 @@ std::tuple<at::Tensor, at::Tensor> pairTrampoline(c10::DispatchKeySet ks, const 
 // The captured original for a key other than CUDA, called boxed; the stack
 // holds its results after the call.
 torch::jit::Stack callBoxedStack(ReduceOp op, c10::DispatchKeySet ks, torch::jit::Stack stack) {
-  const c10::DispatchKey key = backendKeyOf(ks);
   OverrideState& s = state(op);
+  const c10::DispatchKey key = installedKeyOf(ks, s.installed);
   const auto& original = s.originals[static_cast<size_t>(key)];
   TORCH_CHECK(original.has_value() && s.op.has_value(), "hotkernel: no original ", ReduceOverride::opName(op),
               " kernel for ", c10::toString(key));
@@ -218,20 +218,24 @@ const char* ReduceOverride::opName(ReduceOp op) { return kernels::reduceAtenOpNa
 
 at::Tensor ReduceOverride::callOriginalSum(c10::DispatchKeySet ks, const at::Tensor& self, at::OptionalIntArrayRef dim,
                                            bool keepdim, std::optional<at::ScalarType> dtype) {
-  if (backendKeyOf(ks) == c10::DispatchKey::CUDA) return at::cuda::sum(self, dim, keepdim, dtype);
+  if (installedKeyOf(ks, state(ReduceOp::Sum).installed) == c10::DispatchKey::CUDA) {
+    return at::cuda::sum(self, dim, keepdim, dtype);
+  }
   return callBoxed(ReduceOp::Sum, ks, {self, dimValue(dim), keepdim, dtypeValue(dtype)});
 }
 
 at::Tensor ReduceOverride::callOriginalMean(c10::DispatchKeySet ks, const at::Tensor& self,
                                             at::OptionalIntArrayRef dim, bool keepdim,
                                             std::optional<at::ScalarType> dtype) {
-  if (backendKeyOf(ks) == c10::DispatchKey::CUDA) return at::cuda::mean(self, dim, keepdim, dtype);
+  if (installedKeyOf(ks, state(ReduceOp::Mean).installed) == c10::DispatchKey::CUDA) {
+    return at::cuda::mean(self, dim, keepdim, dtype);
+  }
   return callBoxed(ReduceOp::Mean, ks, {self, dimValue(dim), keepdim, dtypeValue(dtype)});
 }
 
 at::Tensor ReduceOverride::callOriginalExtremum(ReduceOp op, c10::DispatchKeySet ks, const at::Tensor& self,
                                                 at::IntArrayRef dim, bool keepdim) {
-  if (backendKeyOf(ks) == c10::DispatchKey::CUDA) {
+  if (installedKeyOf(ks, state(op).installed) == c10::DispatchKey::CUDA) {
     return op == ReduceOp::Amin ? at::cuda::amin(self, dim, keepdim) : at::cuda::amax(self, dim, keepdim);
   }
   return callBoxed(op, ks, {self, c10::IValue(dim.vec()), keepdim});
@@ -239,7 +243,7 @@ at::Tensor ReduceOverride::callOriginalExtremum(ReduceOp op, c10::DispatchKeySet
 
 at::Tensor ReduceOverride::callOriginalIndex(ReduceOp op, c10::DispatchKeySet ks, const at::Tensor& self,
                                              std::optional<int64_t> dim, bool keepdim) {
-  if (backendKeyOf(ks) == c10::DispatchKey::CUDA) {
+  if (installedKeyOf(ks, state(op).installed) == c10::DispatchKey::CUDA) {
     return op == ReduceOp::Argmin ? at::cuda::argmin(self, dim, keepdim) : at::cuda::argmax(self, dim, keepdim);
   }
   return callBoxed(op, ks, {self, dim ? c10::IValue(*dim) : c10::IValue(), keepdim});
@@ -248,7 +252,7 @@ at::Tensor ReduceOverride::callOriginalIndex(ReduceOp op, c10::DispatchKeySet ks
 std::tuple<at::Tensor, at::Tensor> ReduceOverride::callOriginalPair(ReduceOp op, c10::DispatchKeySet ks,
                                                                    const at::Tensor& self, int64_t dim,
                                                                    bool keepdim) {
-  if (backendKeyOf(ks) == c10::DispatchKey::CUDA) {
+  if (installedKeyOf(ks, state(op).installed) == c10::DispatchKey::CUDA) {
     return op == ReduceOp::Min ? at::cuda::min(self, dim, keepdim) : at::cuda::max(self, dim, keepdim);
   }
   torch::jit::Stack results = callBoxedStack(op, ks, {self, dim, keepdim});

@@ -72,9 +72,9 @@ Result rmsNormTrampoline(c10::DispatchKeySet ks, const at::Tensor& input, at::In
 
 Result RmsNormOverride::callOriginal(c10::DispatchKeySet ks, const at::Tensor& input, at::IntArrayRef normalizedShape,
                                      const std::optional<at::Tensor>& weight, std::optional<double> eps) {
-  const c10::DispatchKey key = backendKeyOf(ks);
-  if (key == c10::DispatchKey::CUDA) return at::cuda::_fused_rms_norm(input, normalizedShape, weight, eps);
   OverrideState& s = RmsNormOverride::state();
+  const c10::DispatchKey key = installedKeyOf(ks, s.installed);
+  if (key == c10::DispatchKey::CUDA) return at::cuda::_fused_rms_norm(input, normalizedShape, weight, eps);
   const auto& original = s.originals[static_cast<size_t>(key)];
   TORCH_CHECK(original.has_value() && s.op.has_value(), "hotkernel: no original _fused_rms_norm kernel for ",
               c10::toString(key));

@@ -108,12 +108,12 @@ std::optional<VariantKey> SoftmaxOverride::recordedKey(const at::RecordFunction&
 
 at::Tensor SoftmaxOverride::callOriginal(c10::DispatchKeySet ks, const at::Tensor& self, int64_t dim,
                                          bool halfToFloat, Op op) {
-  const c10::DispatchKey key = backendKeyOf(ks);
+  OverrideState& s = state(op);
+  const c10::DispatchKey key = installedKeyOf(ks, s.installed);
   if (key == c10::DispatchKey::CUDA) {
     return op == Op::LogSoftmax ? at::cuda::_log_softmax(self, dim, halfToFloat)
                                 : at::cuda::_softmax(self, dim, halfToFloat);
   }
-  OverrideState& s = state(op);
   const auto& original = s.originals[static_cast<size_t>(key)];
   TORCH_CHECK(original.has_value() && s.op.has_value(), "hotkernel: no original ", schemaName(op), " kernel for ",
               c10::toString(key));

@@ -249,6 +249,20 @@ TEST_F(FusionEngineTest, GivenAKeysetWithAKeyAboveCpuWhenAChainsOpsAreCalledForT
   EXPECT_TRUE(same(sum, eager([&] { return a + a; })));
 }
 
+TEST_F(FusionEngineTest, GivenArgumentsOfAnotherBackendWhenTheCpuKernelIsAskedForThenItsOriginalRuns) {
+  // As torch.compile's Python dispatcher asks for CUDA's _to_copy of a CPU tensor: here the CPU key's
+  // (the composite kernel, which any backend's tensors can run) of a meta tensor.
+  at::Tensor meta = at::empty({4, 8}, at::TensorOptions().device(at::kMeta).dtype(at::kFloat));
+  torch::jit::Stack stack{meta, c10::IValue(at::kHalf), c10::IValue(), c10::IValue(), c10::IValue(), false,
+                          c10::IValue()};
+  const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::_to_copy", "");
+  ASSERT_NO_THROW(op.callBoxedForDispatchKey(c10::DispatchKey::CPU, stack));
+  ASSERT_EQ(stack.size(), 1u);
+  EXPECT_EQ(stack[0].toTensor().scalar_type(), at::kHalf);
+  EXPECT_TRUE(stack[0].toTensor().is_meta());
+  EXPECT_EQ(engine().stats().deferredCalls, 0u);
+}
+
 // LlamaMLP's activation: the up projection runs between silu(gate) and the product.
 at::Tensor swigluAroundAMatmul(const at::Tensor& g, const at::Tensor& x, const at::Tensor& w) {
   at::Tensor act = at::silu(g);
