@@ -43,6 +43,7 @@ void ChainLearner::close() {
     }
     it = patterns_.emplace(digest, PatternStats{}).first;
     it->second.calls = static_cast<int64_t>(calls_.size());
+    ++news_;
   }
   PatternStats& stats = it->second;
   ++stats.seen;
@@ -55,10 +56,12 @@ void ChainLearner::close() {
     pattern = chain::canonicalPattern(calls_, values_.metas(), live);
   } catch (const std::exception& e) {
     stats.refusal = e.what();
+    ++news_;
     drop();
     return;
   }
   drop();
+  ++news_;  // reported or refused below
   if (pattern.calls.size() < 2) {
     stats.refusal = "a single call: nothing to fuse";
     return;

@@ -65,6 +65,9 @@ class ChainLearner {
   };
   // By windowDigest: windows are counted without building their text.
   const std::map<uint64_t, PatternStats>& patterns() const { return patterns_; }
+  // Counts what closing windows taught: a pattern not seen before, one
+  // reported hot, one refused (Note [Sampled learning]).
+  uint64_t news() const { return news_; }
 
  private:
   int64_t hotCalls_;
@@ -72,6 +75,7 @@ class ChainLearner {
   ValueTable values_{false};
   std::vector<chain::RecordedCall> calls_;
   std::map<uint64_t, PatternStats> patterns_;
+  uint64_t news_ = 0;
 };
 
 }  // namespace hotkernel::fusion

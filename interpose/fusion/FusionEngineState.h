@@ -54,6 +54,11 @@ struct FusionEngine::State {
   std::shared_ptr<const ChainCatalog> catalog = std::make_shared<ChainCatalog>();
   std::optional<std::thread::id> owner;
   std::string lastUnfused;  // FusionStats::lastUnfused
+  // Note [Sampled learning]
+  bool skipping = false;          // the current window is not learned
+  uint64_t lastNews = 0;          // learner.news() when a window last ended
+  uint64_t learnedSinceNews = 0;  // learned windows ended since the learner's news changed
+  uint64_t windowTick = 0;        // windows ended while sampling
   // A copy of `owner` the hook reads without the lock; default-constructed (no thread) until it is set.
   std::atomic<std::thread::id> ownerId{};
 
@@ -70,7 +75,8 @@ struct FusionEngine::State {
         }) {}
 
   // Precondition: mu held.
-  void publishPending() { gate->setPending((pending && !pending->empty()) || learner.open() ? 1 : 0); }
+  // A skipped window keeps the hook on: the next command ends it (Note [Sampled learning]).
+  void publishPending() { gate->setPending((pending && !pending->empty()) || learner.open() || skipping ? 1 : 0); }
 
   // Precondition: mu held, inside the own-command guard.
   bool flushPending(FusionEngine& engine) {
@@ -128,6 +134,7 @@ struct FusionEngine::State {
   // Precondition: mu held.
   void learnCall(const ResolvedOp& r, const std::vector<c10::IValue>& args, c10::Device device, c10::Stream stream,
                  const std::vector<at::Tensor>& outputs) noexcept {
+    if (skipping) return;  // Note [Sampled learning]
     try {
       learnCallOrThrow(r, args, device, stream, outputs);
     } catch (const std::exception& e) {
@@ -173,6 +180,7 @@ struct FusionEngine::State {
 
   // Precondition: mu held.
   void closeWindow() noexcept {
+    const bool ended = learner.open() || skipping;
     if (learner.open()) windows.fetch_add(1, std::memory_order_relaxed);
     try {
       learner.close();
@@ -184,6 +192,37 @@ struct FusionEngine::State {
     }
     windowDevice.reset();
     windowStream.reset();
+    if (ended) chooseNextWindow();
+  }
+
+  // Note [Sampled learning]
+  // Learning costs every deferrable call a capture of its arguments and
+  // outputs, and a serving process repeats the same windows for as long as
+  // it runs: once learnOneWindowIn * hotCalls windows in a row taught the
+  // learner nothing (no pattern it had not seen, none turned hot or
+  // refused), only one window in learnOneWindowIn is learned; the others
+  // are skipped whole (no call captured, a skipped window ends where a
+  // learned one would: at a command or a call that closes it), so a
+  // learned window starts where windows start. The first news learns every
+  // window again. What is skipped is learning only: deferral and flushes
+  // are unchanged, and a pattern that appears later is learned at most
+  // learnOneWindowIn times slower until it is first seen.
+  // Precondition: mu held; a window (learned or skipped) just ended.
+  void chooseNextWindow() {
+    if (learner.news() != lastNews) {
+      lastNews = learner.news();
+      learnedSinceNews = 0;
+    } else if (!skipping) {
+      ++learnedSinceNews;
+    }
+    const int64_t every = options.learnOneWindowIn;
+    const bool sampled = every > 1 && learnedSinceNews >= static_cast<uint64_t>(every * options.hotCalls);
+    if (sampled && windowTick == 0) {
+      HOTKERNEL_LOG_ONCE(Info, "fusion-sampled-learning")
+          << "fusion: " << learnedSinceNews << " learning windows taught nothing new; one window in " << every
+          << " is learned until one does";
+    }
+    skipping = sampled && (++windowTick % static_cast<uint64_t>(every)) != 0;
   }
 };
 

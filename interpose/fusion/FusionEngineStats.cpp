@@ -69,6 +69,10 @@ void FusionEngine::resetForTest() {
     st.onHot(located);
   });
   s.owner.reset();
+  s.skipping = false;
+  s.lastNews = 0;
+  s.learnedSinceNews = 0;
+  s.windowTick = 0;
   s.ownerId.store(std::thread::id());
   s.deferredCalls = 0;
   s.fusedFlushes = 0;

@@ -310,6 +310,44 @@ TEST_F(FusionEngineTest, GivenAPendingChainWhenAMatmulReadsItsResultOrAViewOfItT
   }
 }
 
+TEST_F(FusionEngineTest, GivenWindowsThatTeachNothingForLongWhenMoreRunThenOneInEightIsLearnedUntilANewPatternShows) {
+  // Note [Sampled learning]: this engine reports a pattern hot at its third window (hotCalls 3), so
+  // sampling starts after 8 * 3 windows that taught nothing.
+  at::Tensor x = at::randn({16, 64}).to(at::kBFloat16), w = at::randn({64}).to(at::kBFloat16);
+  std::vector<HotChain> hot;
+  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+  foreignCommand();
+  for (int i = 0; i < 100; ++i) {
+    at::Tensor out = rmsNorm(x, w);
+    foreignCommand();
+  }
+  ASSERT_EQ(hot.size(), 1u);
+  // 3 windows of news, 24 that taught nothing, then 1 of 8 of the remaining 73; each window but the
+  // set-up's ends at a command.
+  const uint64_t learned = engine().stats().windows;
+  EXPECT_GE(learned, 1u + 3u + 24u + 73u / 8u);
+  EXPECT_LE(learned, 1u + 3u + 24u + 73u / 8u + 2u);
+  EXPECT_EQ(gGate->pending, 1);  // a skipped window keeps the hook on: the next command ends it
+  // A new pattern is learned at the next learned window, then every window again until it is hot.
+  at::Tensor g = at::randn({16, 64}).to(at::kBFloat16), u = at::randn({16, 64}).to(at::kBFloat16);
+  int windows = 0;
+  while (hot.size() < 2 && windows < 8 + 3) {
+    at::Tensor out = swiglu(g, u);
+    foreignCommand();
+    ++windows;
+  }
+  engine().setHotCallback(nullptr);
+  ASSERT_EQ(hot.size(), 2u) << "after " << windows << " windows";
+  EXPECT_LE(windows, 8 + 2);
+  // Deferral is unaffected: the rmsnorm chain, published now, is deferred and fused while windows are skipped.
+  auto k = std::make_shared<InterpreterKernel>(hot[0].build);
+  engine().publish(ReadyChain{hot[0].pattern, hot[0].build, k, hot[0].key});
+  at::Tensor got = rmsNorm(x, w);
+  foreignCommand();
+  EXPECT_EQ(k->launches, 1);
+  EXPECT_LE(worstRelative(got, eager([&] { return rmsNorm(x, w); })), 1.0 / 64);
+}
+
 TEST_F(FusionEngineTest, GivenADeferredChainWhenAnIntermediateIsStillHeldThenItReplaysUnfusedExactlyAsEager) {
   at::Tensor g = at::randn({32, 128}).to(at::kBFloat16), u = at::randn({32, 128}).to(at::kBFloat16);
   auto kernels = learnAndPublish([&] { return swiglu(g, u); });

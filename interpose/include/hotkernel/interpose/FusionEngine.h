@@ -67,6 +67,10 @@ struct FusionOptions {
   // that a read of memory the chain never wrote shows as NaN (the fuzz suite);
   // off in a serving process.
   bool poisonDeferredOutputs = false;
+  // Note [Sampled learning]: once learnOneWindowIn * hotCalls windows in a
+  // row taught nothing new, one window in learnOneWindowIn is learned until
+  // one does; 1: every window.
+  int64_t learnOneWindowIn = 8;
 };
 
 class FusionEngine {
