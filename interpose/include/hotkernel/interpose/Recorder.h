@@ -71,7 +71,7 @@ class Recorder {
   //               "gpu_ns":t?,"gpu_sampled_calls":m?,"estimated_gpu_ns":t/p?}...],
   //  "gpu_time":{"source":"cupti","state":"started"|"unavailable"|"held-elsewhere"|"failed"|"pending",
   //              "detail":why?,"kernel_ns":..,"kernels":..,"attributed_ns":..,"dropped_records":..,
-  //              "evicted":..,"taken_over":why?}?}
+  //              "evicted":..,"taken_over":why?,"api_records":..,"correlations":..}?}
   //
   // Note [Profile versions]
   // Version 3 is version 2 with every key in snake_case, the key case of every
@@ -95,6 +95,11 @@ class Recorder {
   // denominator of an op's share. A kernel launched by an unsampled op
   // inside a sampled one counts for the sampled one, so an op that only calls
   // others (aten::softmax calling aten::_softmax) shows part of their time.
+  // api_records and correlations (keys added within version 3) count the
+  // launch API records and the kernel records matched to one: a kernel is
+  // attributed only through its launch's correlation (Note [Launch API
+  // records only]), so correlations near 0 with kernels above it says the
+  // source delivers no API records.
   //
   // Note [Profile format]
   // "weight" and "bias" appear on norm variants (aten::_fused_rms_norm,
