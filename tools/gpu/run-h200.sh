@@ -8,7 +8,9 @@
 # with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
 #
 #   tools/gpu/run-h200.sh [all|build|test|ops|models|fusion|fusion_engine|bench|overhead|warmup|demo|exit|fleet]...
-# HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu").
+# HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu -R Fusion|Reduce": split on spaces, no quotes).
+# HOTKERNEL_TEST_DEADLINE_S: the test step stops after this many seconds (its logs and junit still come back:
+#   keep it under the device call's limit minus the build and what follows); default: no deadline.
 # HOTKERNEL_MODELS: the models step's --models (default all: llama,gpt2-eager,gpt2-sdpa,bert).
 # HOTKERNEL_MODELS_ARGS: extra model_bench.py arguments (e.g. "--fusion": the hotkernel arm fuses chains).
 # HOTKERNEL_FUSION_CASES: the fusion step's --cases (default fusion_bench.py's: the issue-20 chains).
@@ -56,8 +58,11 @@ fi
 rc=0
 if want test; then
   log "ctest (all tests, gpu label included)"
-  (cd "$BUILD" && ctest --output-on-failure -j 4 --timeout 900 --output-junit "$OUT/ctest-junit.xml" ${HOTKERNEL_CTEST_ARGS:-}) \
-    >"$OUT/ctest.log" 2>&1 || rc=1
+  DEADLINE=()
+  [ -n "${HOTKERNEL_TEST_DEADLINE_S:-}" ] && DEADLINE=(timeout --signal=INT "$HOTKERNEL_TEST_DEADLINE_S")
+  # shellcheck disable=SC2086  # HOTKERNEL_CTEST_ARGS is a list of arguments
+  (cd "$BUILD" && "${DEADLINE[@]}" ctest --output-on-failure -j 4 --timeout 900 --output-junit "$OUT/ctest-junit.xml" \
+    ${HOTKERNEL_CTEST_ARGS:-}) >"$OUT/ctest.log" 2>&1 || rc=1
   tail -15 "$OUT/ctest.log"
   (cd "$BUILD" && ctest -L gpu -N) | tail -1
 fi
