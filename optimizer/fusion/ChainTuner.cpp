@@ -184,6 +184,29 @@ CandidateRecord recordOf(size_t id, const ChainCandidate& c) {
   return r;
 }
 
+// Compiles candidates[from..] with NVRTC in parallel; a failure is the candidate's error.
+void compileCandidates(const ChainVariant& v, const std::string& arch, std::vector<ChainCandidate>& candidates,
+                       size_t from) {
+  tbb::parallel_for(from, candidates.size(), [&](size_t i) {
+    ChainCandidate& c = candidates[i];
+    const auto t0 = std::chrono::steady_clock::now();
+    if (ExitGate::process().exiting()) {  // Note [Ordered exit]: no new compile once the process exits
+      c.error = "interrupted: the process is exiting";
+      return;
+    }
+    try {
+      c.cubin = compileToCubin(chain::generateChainSource(v.ir, c.params), "hk_chain.cu", arch,
+                               chain::chainCompileOptions())
+                    .cubin;
+    } catch (const std::exception& e) {
+      c.error = e.what();
+    } catch (...) {  // nothing may leave a TBB task (Note [Background failures are contained])
+      c.error = "unknown error";
+    }
+    c.compileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
+}
+
 }  // namespace
 
 TuneOutcome tuneChain(const ChainVariant& v, const TunerOptions& options) {
@@ -211,25 +234,8 @@ TuneOutcome tuneChain(const ChainVariant& v, const TunerOptions& options) {
   }
   const size_t count = std::min(space.size(), static_cast<size_t>(std::max(1, options.searchEvaluations)));
   std::vector<ChainCandidate> candidates(count);
-  tbb::parallel_for(size_t(0), count, [&](size_t i) {
-    ChainCandidate& c = candidates[i];
-    c.params = space[i];
-    const auto t0 = std::chrono::steady_clock::now();
-    if (ExitGate::process().exiting()) {  // Note [Ordered exit]: no new compile once the process exits
-      c.error = "interrupted: the process is exiting";
-      return;
-    }
-    try {
-      c.cubin = compileToCubin(chain::generateChainSource(v.ir, c.params), "hk_chain.cu", arch,
-                               chain::chainCompileOptions())
-                    .cubin;
-    } catch (const std::exception& e) {
-      c.error = e.what();
-    } catch (...) {  // nothing may leave a TBB task (Note [Background failures are contained])
-      c.error = "unknown error";
-    }
-    c.compileSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  });
+  for (size_t i = 0; i < count; ++i) candidates[i].params = space[i];
+  compileCandidates(v, arch, candidates, 0);
 
   const double bound = chainTolerance(v.ir);
   at::Generator gen = timingGenerator(v.device);
@@ -240,29 +246,49 @@ TuneOutcome tuneChain(const ChainVariant& v, const TunerOptions& options) {
   }
   SearchStop stop = count < space.size() ? SearchStop::EvaluationBudget : SearchStop::Exhausted;
   int evaluations = 0;
-  for (ChainCandidate& c : candidates) {
-    if (!c.error.empty()) continue;
-    if (options.clock && options.clock->budgetSpent()) {
-      stop = SearchStop::OutOfTime;
-      break;
+  auto evaluate = [&](size_t from) {
+    for (size_t i = from; i < candidates.size(); ++i) {
+      ChainCandidate& c = candidates[i];
+      if (!c.error.empty()) continue;
+      if (options.clock && options.clock->budgetSpent()) {
+        stop = SearchStop::OutOfTime;
+        return;
+      }
+      ++evaluations;
+      try {
+        c.plan = chain::makeChainPlan(v, chain::chainEntryParams(v, c.params).dump(), c.cubin);
+      } catch (const std::exception& e) {
+        c.error = std::string("load: ") + e.what();
+        continue;
+      }
+      HarnessOptions ho;
+      ho.yieldPoint = yieldPoint;
+      c.harness = runChainHarness(*c.plan, ho);
+      HOTKERNEL_CHECK(!interrupted, "tuning interrupted");
+      if (!c.harness->passed) continue;
+      Timed t = timeCandidate(*c.plan, timedInputs, std::min(options.pairs, kFirstPairs), bound, yieldPoint);
+      HOTKERNEL_CHECK(!interrupted, "tuning interrupted");
+      c.comparison = std::move(t.comparison);
+      c.failure = t.failure;
+      c.level = 0;
     }
-    ++evaluations;
-    try {
-      c.plan = chain::makeChainPlan(v, chain::chainEntryParams(v, c.params).dump(), c.cubin);
-    } catch (const std::exception& e) {
-      c.error = std::string("load: ") + e.what();
-      continue;
+  };
+  evaluate(0);
+  // Note [ATen rounding in a fused kernel]: when no point passed the harness, the same points rounding
+  // every 16-bit value as ATen does.
+  const bool anyPassed = std::any_of(candidates.begin(), candidates.end(),
+                                     [](const ChainCandidate& c) { return c.harness && c.harness->passed; });
+  if (!anyPassed && stop != SearchStop::OutOfTime && chain::atenRoundingApplies(v.ir)) {
+    const size_t first = candidates.size();
+    for (size_t i = 0; i < count; ++i) {
+      ChainCandidate c;
+      c.params = space[i];
+      c.params.atenRounding = true;
+      candidates.push_back(std::move(c));
     }
-    HarnessOptions ho;
-    ho.yieldPoint = yieldPoint;
-    c.harness = runChainHarness(*c.plan, ho);
-    HOTKERNEL_CHECK(!interrupted, "tuning interrupted");
-    if (!c.harness->passed) continue;
-    Timed t = timeCandidate(*c.plan, timedInputs, std::min(options.pairs, kFirstPairs), bound, yieldPoint);
-    HOTKERNEL_CHECK(!interrupted, "tuning interrupted");
-    c.comparison = std::move(t.comparison);
-    c.failure = t.failure;
-    c.level = 0;
+    HOTKERNEL_CHECK(!yieldPoint || yieldPoint(), "tuning interrupted");
+    compileCandidates(v, arch, candidates, first);
+    evaluate(first);
   }
   // The fastest few, timed again with the full pairs.
   std::vector<ChainCandidate*> timed;

@@ -24,17 +24,25 @@ void onlyKeys(const nlohmann::json& j, const std::set<std::string>& keys, const 
 }  // namespace
 
 nlohmann::json chainParamsToJson(const ChainKernelParams& p) {
-  return {{"threads", p.threads}, {"vec", p.vec}, {"rowsPerCta", p.rowsPerCta}, {"items", p.items}};
+  nlohmann::json j = {{"threads", p.threads}, {"vec", p.vec}, {"rowsPerCta", p.rowsPerCta}, {"items", p.items}};
+  if (p.atenRounding) j["rounding"] = "aten";  // absent: "fused" (Note [Chain entry params, v2])
+  return j;
 }
 
 ChainKernelParams chainParamsFromJson(const nlohmann::json& j, const std::string& where) {
   jf::object(j, where);
-  onlyKeys(j, {"threads", "vec", "rowsPerCta", "items"}, where);
+  onlyKeys(j, {"threads", "vec", "rowsPerCta", "items", "rounding"}, where);
   ChainKernelParams p;
   p.threads = static_cast<int>(jf::integer(j, "threads", where, 1, 1024));
   p.vec = static_cast<int>(jf::integer(j, "vec", where, 1, 8));
   p.rowsPerCta = static_cast<int>(jf::integer(j, "rowsPerCta", where, 1, 1024));
   p.items = static_cast<int>(jf::integer(j, "items", where, 0, 16));
+  if (jf::present(j, "rounding")) {
+    const std::string rounding = jf::string(j, "rounding", where);
+    HOTKERNEL_REQUIRE(rounding == "aten" || rounding == "fused", where, ".rounding is \"", rounding,
+                      "\", not \"aten\" or \"fused\"");
+    p.atenRounding = rounding == "aten";
+  }
   return p;
 }
 

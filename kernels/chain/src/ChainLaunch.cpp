@@ -1,11 +1,14 @@
 // The chain kernel's parameters, variant check, launch geometry and argument
 // list (ChainCodegen.h).
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "hotkernel/chain/ChainCodegen.h"
+
+#include "CodegenDetail.h"
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -20,7 +23,7 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 std::string ChainKernelParams::describe() const {
   return "t" + std::to_string(threads) + " v" + std::to_string(vec) + " r" + std::to_string(rowsPerCta) + " i" +
-         std::to_string(items);
+         std::to_string(items) + (atenRounding ? " aten" : "");
 }
 
 void checkChainKernel(const ChainIR& ir, const ChainKernelParams& p) {
@@ -167,6 +170,12 @@ KernelArgs chainKernelArgs(const ChainIR& ir, const std::vector<ChainInputValue>
   args.int64(rows).int64(cols);
   HOTKERNEL_CHECK(args.valid(), "the chain kernel's arguments overflow KernelArgs");
   return args;
+}
+
+bool atenRoundingApplies(const ChainIR& ir) {
+  return std::any_of(ir.nodes().begin(), ir.nodes().end(), [](const Node& n) {
+    return detail::roundsAsAten(n);
+  });
 }
 
 }  // namespace hotkernel::chain

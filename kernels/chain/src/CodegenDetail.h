@@ -28,6 +28,16 @@ std::string floatLiteral(float value);
 std::string opExpression(const std::vector<Node>& nodes, int i, const std::function<std::string(int)>& ref);
 
 // The part of Cat node `o` that holds its local column `c`, and the part's offset.
+// `value`, node n's result, rounded to n's dtype as ATen stores it: unchanged
+// for float32, a Cast (which rounds already), a leaf or a Cat (their operands'
+// values) (Note [ATen rounding in a fused kernel]).
+std::string roundedAsAten(const Node& n, const std::string& value);
+bool roundsAsAten(const Node& n);
+
+// A row reduction's result from its thread's partial `partial` and the
+// CTA's shared buffer `buf` (Amax, Sum, Mean).
+std::string rowReduction(const Node& n, const std::string& partial, const std::string& buf);
+
 std::pair<int, int64_t> catPart(const std::vector<Node>& nodes, int o, int64_t c);
 
 // Statements declaring `const long long hk_o<k>`, the offset of `row` in

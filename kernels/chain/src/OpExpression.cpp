@@ -81,6 +81,22 @@ std::string opExpression(const std::vector<Node>& nodes, int i, const std::funct
   }
 }
 
+bool roundsAsAten(const Node& n) {
+  return n.dtype != DType::Float32 && n.op != OpKind::Cast && n.op != OpKind::Cat &&
+         opInfo(n.op).category != OpCategory::Leaf;
+}
+
+std::string roundedAsAten(const Node& n, const std::string& value) {
+  return roundsAsAten(n) ? std::string("hk_round_") + accessTag(n.dtype) + "(" + value + ")" : value;
+}
+
+std::string rowReduction(const Node& n, const std::string& partial, const std::string& buf) {
+  if (n.op == OpKind::Amax) return "hk_row_max(" + partial + ", " + buf + ")";
+  if (n.op == OpKind::Sum) return "hk_row_sum(" + partial + ", " + buf + ")";
+  HOTKERNEL_INTERNAL_ASSERT(n.op == OpKind::Mean, "no row reduction ", opInfo(n.op).name);
+  return "__fmul_rn(hk_row_sum(" + partial + ", " + buf + "), hk_mean_factor)";
+}
+
 std::pair<int, int64_t> catPart(const std::vector<Node>& nodes, int o, int64_t c) {
   int64_t offset = 0;
   for (int part : nodes[static_cast<size_t>(o)].operands) {

@@ -185,6 +185,35 @@ TEST(ChainCodegenTest, GivenTheRotaryChainInItsLayoutsWhenCompiledWithNvrtcThenE
   testutil::expectCompiledWithoutSpills(jobs, testutil::compileChains(jobs));
 }
 
+TEST(ChainCodegenTest, GivenAtenRoundingWhenGeneratedThenEvery16BitComputedValueIsRoundedAndItCompiles) {
+  // Note [ATen rounding in a fused kernel]
+  ChainKernelParams aten{256, 8, 1, 0};
+  aten.atenRounding = true;
+  const ChainIR rotary = rotaryChain(DType::BFloat16, 128);
+  const std::string fused = kernelOf(generateChainSource(rotary, ChainKernelParams{256, 8, 1, 0}));
+  const std::string rounded = kernelOf(generateChainSource(rotary, aten));
+  EXPECT_EQ(count(fused, "hk_round_bf16("), 0u) << fused;  // intermediates in float32, the store rounds
+  // x * cos, the negated half, rot * sin and their sum: each rounded as ATen stores it.
+  EXPECT_GE(count(rounded, "hk_round_bf16("), 4u) << rounded;
+  EXPECT_NE(generateChainSource(rotary, aten).find("parameters t256 v8 r1 i0 aten"), std::string::npos);
+  // A row reduction of a 16-bit value is rounded too; float32 chains are unchanged.
+  EXPECT_TRUE(atenRoundingApplies(rotary));
+  EXPECT_TRUE(atenRoundingApplies(swigluChain(DType::Float16)));
+  EXPECT_FALSE(atenRoundingApplies(swigluChain(DType::Float32)));
+  EXPECT_TRUE(atenRoundingApplies(rmsNormChain(DType::BFloat16, 1e-6)));  // its last mul (weight * h) is bf16
+  ChainKernelParams aten32{256, 4, 1, 0};
+  aten32.atenRounding = true;
+  EXPECT_EQ(kernelOf(generateChainSource(swigluChain(DType::Float32), aten32)),
+            kernelOf(generateChainSource(swigluChain(DType::Float32), ChainKernelParams{256, 4, 1, 0})));
+  SKIP_WITHOUT_NVRTC();
+  std::vector<ChainCompileJob> jobs{{"rotary_bf16_aten", rotary, aten},
+                                    {"swiglu_f16_aten", swigluChain(DType::Float16), aten}};
+  ChainKernelParams resident{256, 8, 1, 2};
+  resident.atenRounding = true;
+  jobs.push_back({"rms_norm_bf16_aten", rmsNormChain(DType::BFloat16, 1e-6), resident});
+  testutil::expectCompiledWithoutSpills(jobs, testutil::compileChains(jobs));
+}
+
 TEST(ChainCodegenTest, GivenTheRotaryChainWhenGeneratedThenTheLayoutIsConstantsAndEachSegmentReadsItsPart) {
   const ChainLayout layout = rotaryLayout({1, 32, 4096, 128});
   const std::string source = generateChainSource(rotaryChain(DType::BFloat16, 128), ChainKernelParams{256, 8}, layout);

@@ -70,6 +70,28 @@ TEST(ChainVariantTest, GivenAKernelEntryWhenWrittenAndReadForItsVariantThenItsPa
   EXPECT_EQ(*back, p);
 }
 
+TEST(ChainVariantTest, GivenAKernelRoundingAsAtenWhenWrittenAndReadThenTheRoundingComesBackBoundToItsSource) {
+  const ChainVariant v = rmsVariant();
+  ChainKernelParams p{256, 8, 1, 2};
+  p.atenRounding = true;
+  const nlohmann::json j = chainEntryParams(v, p);
+  EXPECT_EQ(j.at("kernel").at("rounding"), "aten");
+  EXPECT_EQ(j.at("sourceSha256"), sha256Hex(generateChainSource(v.ir, p)));
+  const std::optional<ChainKernelParams> back = readChainEntry(j.dump(), v);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, p);
+  EXPECT_FALSE(chainEntryParams(v, ChainKernelParams{256, 8, 1, 2}).at("kernel").contains("rounding"));  // fused
+  // The rounding flipped without the source: the source hash no longer matches.
+  nlohmann::json flipped = j;
+  flipped["kernel"].erase("rounding");
+  expectRefused(flipped.dump(), v, "sourceSha256 is not the source this build generates");
+  flipped["kernel"]["rounding"] = "fused";
+  expectRefused(flipped.dump(), v, "sourceSha256 is not the source this build generates");
+  nlohmann::json bad = j;
+  bad["kernel"]["rounding"] = "nearest";
+  expectRefused(bad.dump(), v, "rounding is \"nearest\", not \"aten\" or \"fused\"");
+}
+
 TEST(ChainVariantTest, GivenAKeepAtenEntryWhenReadThenItNamesTheChainAndHoldsNoKernel) {
   const ChainVariant v{swigluChain(DType::Float32), 64, 1024, 0};
   const nlohmann::json j = chainEntryParams(v, std::nullopt);

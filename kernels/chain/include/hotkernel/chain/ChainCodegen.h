@@ -66,15 +66,30 @@ inline constexpr unsigned kMaxPointwiseCtas = 1u << 16;
 // Row kernels index a row's vectors in int.
 inline constexpr int64_t kMaxChainCols = int64_t{1} << 30;
 
+// Note [ATen rounding in a fused kernel]
+// A fused kernel keeps its intermediates in float32 (the interpreter's Fused
+// mode, Note [Two evaluation modes]). Where that is more accurate than ATen
+// by more than the harness's bound (a difference of two large products, as
+// rotary embeddings compute in bfloat16: ATen rounds each product before the
+// subtraction), no Fused candidate passes. With atenRounding the kernel
+// rounds every computed value of a 16-bit dtype to it, reductions included,
+// as the interpreter's AtenOrder mode does: the same arithmetic as eager, at
+// the cost of a few instructions per value and none of memory traffic. The
+// tuner tries such points only when no Fused point passed the harness
+// (Note [Chain tuning]).
 struct ChainKernelParams {
   int threads = 256;    // threads per CTA: a power of two in [32, 1024]
   int vec = 4;          // elements per access: 1, 2, 4 or 8
   int rowsPerCta = 1;   // row kernels: a power of two; > 1 only with threads / rowsPerCta <= 32
   int items = 0;        // row kernels: 0 streams the row; 1..16 hold it in registers
+  // Note [ATen rounding in a fused kernel]: every computed value of a 16-bit
+  // dtype rounded to it, as eager ATen stores each op's result.
+  bool atenRounding = false;
 
-  std::string describe() const;  // "t256 v4 r1 i0"
+  std::string describe() const;  // "t256 v4 r1 i0", "t256 v4 r1 i0 aten"
   bool operator==(const ChainKernelParams& o) const {
-    return threads == o.threads && vec == o.vec && rowsPerCta == o.rowsPerCta && items == o.items;
+    return threads == o.threads && vec == o.vec && rowsPerCta == o.rowsPerCta && items == o.items &&
+           atenRounding == o.atenRounding;
   }
 };
 
@@ -91,6 +106,10 @@ std::string generateChainSource(const ChainIR& ir, const ChainKernelParams& p, c
 
 // NVRTC's options for the source (beyond compileToCubin's own).
 std::vector<std::string> chainCompileOptions();
+
+// Whether atenRounding changes `ir`'s kernel: it computes a value of a 16-bit
+// dtype other than by a cast (Note [ATen rounding in a fused kernel]).
+bool atenRoundingApplies(const ChainIR& ir);
 
 // "" when the kernel at `p` serves [rows, cols] in `layout`; otherwise why
 // not (cols not a multiple of vec, too long for the registers at `items`,

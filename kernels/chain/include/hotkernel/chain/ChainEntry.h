@@ -12,7 +12,8 @@
 //   "chainSha256": "<64 hex>",          // chainKey(chain).sha256, as in the variant string
 //   "rows": R, "cols": C,               // the variant's extents
 //   "layout": {"rowDims": [...], "strides": [[...], ...]},  // only for a variant with a layout
-//   "kernel": {"threads": 256, "vec": 8, "rowsPerCta": 1, "items": 0},
+//   "kernel": {"threads": 256, "vec": 8, "rowsPerCta": 1, "items": 0,
+//              "rounding": "aten"},      // optional, "fused" when absent (Note [ATen rounding in a fused kernel])
 //   "sourceSha256": "<64 hex>"          // SHA-256 of generateChainSource(chain, kernel, layout)
 // }
 // "kernel" and "sourceSha256" are present exactly in a kernel entry; a

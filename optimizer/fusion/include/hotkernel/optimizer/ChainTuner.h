@@ -16,7 +16,10 @@
 // timed outputs checked against ATen (as Note [Timed outputs are checked]
 // does for the families); the three fastest are timed again with
 // options.pairs, and the fastest of those is accepted when its speed-up CI
-// clears options.minSpeedup. A candidate whose launch fails while timed is
+// clears options.minSpeedup. When no point passes the harness and the chain
+// computes a 16-bit value, the same points are tried again rounding every
+// such value as ATen does (Note [ATen rounding in a fused kernel]). A
+// candidate whose launch fails while timed is
 // dropped. The yield point runs between bounded units of work (a harness
 // launch, a benchmark pair); when it says stop, tuneChain throws Error
 // "tuning interrupted" and nothing is stored. With options.clock, no new
