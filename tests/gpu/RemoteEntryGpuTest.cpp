@@ -11,9 +11,15 @@
 // of the other GPU tests.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+
+#include <chrono>
+#include <iostream>
+#include <thread>
 
 #include <ATen/cuda/CUDAContext.h>
 
@@ -71,8 +77,35 @@ cache::Entry kernelEntry(const cache::Entry& like, const VariantKey& key, const 
   return e;
 }
 
-// Runs the probe with `env` added to this process's environment; its exit status.
-int runProbe(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+std::string firstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// What each of `pid`'s threads is waiting in (its name and kernel wait channel), for a probe that hangs.
+std::string threadsOf(pid_t pid) {
+  const std::string taskDir = "/proc/" + std::to_string(pid) + "/task";
+  std::string out;
+  if (DIR* d = ::opendir(taskDir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      const std::string t = taskDir + "/" + e->d_name;
+      out += "  thread " + std::string(e->d_name) + " " + firstLine(t + "/comm") + ": waits in " +
+             firstLine(t + "/wchan") + ", syscall " + firstLine(t + "/syscall") + "\n";
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+constexpr int kProbeTimedOut = -2;
+
+// Runs the probe with `env` added to this process's environment; its exit status, or kProbeTimedOut
+// (the probe killed, its threads' waits printed) when it runs past `deadline`.
+int runProbe(const std::vector<std::string>& args, const std::vector<std::string>& env,
+             std::chrono::seconds deadline) {
   std::vector<std::string> all;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string kv = *e;
@@ -89,8 +122,18 @@ int runProbe(const std::vector<std::string>& args, const std::vector<std::string
   pid_t pid = 0;
   if (::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()) != 0) return -1;
   int status = 0;
-  if (::waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (done != 0) return -1;
+    if (std::chrono::steady_clock::now() > end) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::cerr << "remote_entry_gpu_probe ran past " << deadline.count() << " s; its threads:\n" << threadsOf(pid);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return kProbeTimedOut;
 }
 
 TEST(RemoteEntryGpuTest, GivenACorrectAndATamperedSignedEntryInRedisWhenASecondProcessUsesThemThenOnlyTheCorrectIsServed) {
@@ -111,6 +154,7 @@ TEST(RemoteEntryGpuTest, GivenACorrectAndATamperedSignedEntryInRedisWhenASecondP
   // This device's fingerprint, as its engine records it: a keep-ATen decision of a small variant (decided
   // by the ranking's roofline or the tuner, whichever; only its fingerprint fields are used).
   const VariantKey small{static_cast<int32_t>(DType::Float32), 0, 64, 256};
+  std::cerr << "deciding a small variant for this device's fingerprint\n";
   Engine::instance().optimizeVariant(kOp, small, [] { return true; }, gputest::budgetOf(kOp, small, 3.0));
   const std::string fp = Engine::instance().status()["fingerprints"].value("0", std::string());
   const std::optional<cache::Entry> like = cache::CacheStore::open(ownDir)->get(fp, kOp, kernels::variantString(small));
@@ -132,9 +176,12 @@ TEST(RemoteEntryGpuTest, GivenACorrectAndATamperedSignedEntryInRedisWhenASecondP
   ASSERT_TRUE(tier.publish(kernelEntry(*like, good, goodKernel)));
   ASSERT_TRUE(tier.publish(kernelEntry(*like, tampered, wrongKernel)));
 
+  std::cerr << "entries planted in Redis; running the probe\n";
   const int rc = runProbe({HOTKERNEL_REMOTE_ENTRY_PROBE, sha256Hex(goodKernel.cubin), sha256Hex(wrongKernel.cubin)},
                           {"HOTKERNEL_CACHE_DIR=" + probeDir, "HOTKERNEL_REMOTE_CACHE=" + redis.unixUrl(),
-                           "HOTKERNEL_CACHE_KEY_FILE=" + keyFile, "HOTKERNEL_LOG_LEVEL=info"});
+                           "HOTKERNEL_CACHE_KEY_FILE=" + keyFile, "HOTKERNEL_LOG_LEVEL=info"},
+                          std::chrono::seconds(180));
+  ASSERT_NE(rc, kProbeTimedOut) << "the probe hung (its threads' waits are above)";
   EXPECT_EQ(rc, 0) << "the probe's expectations are on its stderr above";
 }
 

@@ -21,6 +21,11 @@
 namespace hotkernel::fusion::fuzz {
 namespace {
 
+// Where the programs' values live (Note [The fuzz suite on a GPU]).
+c10::Device dataDevice() {
+  return fuzzDevice() == c10::DeviceType::CPU ? c10::Device(c10::DeviceType::CPU) : c10::Device(fuzzDevice(), 0);
+}
+
 // ---------------------------------------------------------------- choices
 
 // Every random choice of a program (Note [Fusion fuzz programs]): drawn and
@@ -458,7 +463,7 @@ class Program {
 
   RunResult run() {
     RunResult out;
-    setCurrentCpuStream(0);
+    setCurrentFuzzStream(0);
     try {
       body();
     } catch (const std::exception& e) {
@@ -466,10 +471,11 @@ class Program {
     }
     try {
       command(CommandKind::Synchronize);
+      synchronizeFuzzStreams();  // Note [The fuzz suite on a GPU]: the values are read on the host next
     } catch (const std::exception& e) {
       if (out.error.empty()) out.error = e.what();
     }
-    setCurrentCpuStream(0);
+    setCurrentFuzzStream(0);
     out.regs = std::move(regs_);
     out.items = std::move(items_);
     return out;
@@ -479,8 +485,10 @@ class Program {
   void count(const char* name, uint64_t n = 1) {
     if (!engine_) return;
     report_.counts[name] += n;
-    if (trace_ != nullptr) *trace_ << "  " << name << " (values " << regs_.size() << ", stream " << currentCpuStream() << ")\n";
+    if (trace_ != nullptr) *trace_ << "  " << name << " (values " << regs_.size() << ", stream " << currentFuzzStream() << ")\n";
   }
+
+  static bool onDevice() { return fuzzDevice() != c10::DeviceType::CPU; }
 
   uint64_t flushEpoch() const {
     const FusionStats s = fuzzEngine().stats();
@@ -493,7 +501,7 @@ class Program {
     reg.t = std::move(t);
     reg.storage = reg.t.storage().unsafeGetStorageImpl();
     reg.step = log_.nextStep();
-    reg.stream = currentCpuStream();
+    reg.stream = currentFuzzStream();
     reg.parent = parent;
     reg.parent2 = parent2;
     reg.view = view;
@@ -532,7 +540,7 @@ class Program {
     {
       FusionBypass bypass;  // the program's data, not its ops
       auto gen = at::make_generator<at::CPUGeneratorImpl>(mix(seed_, regs_.size()));
-      t = inputFrom(in, cols, at::rand(drawnSizes(in, rows, cols), gen, at::kFloat));
+      t = inputFrom(in, cols, at::rand(drawnSizes(in, rows, cols), gen, at::kFloat).to(dataDevice()));
     }
     if (in.strided) count("stridedInputs");
     return addReg(std::move(t));
@@ -562,8 +570,13 @@ class Program {
   void switchStream() {
     const int s = ch_.pick(3);
     count("streamSwitches");
-    if (engine_ && fuzzGate().pending() > 0 && s != currentCpuStream()) count("streamSwitchesWhilePending");
-    setCurrentCpuStream(s);
+    if (engine_ && fuzzGate().pending() > 0 && s != currentFuzzStream()) count("streamSwitchesWhilePending");
+    if (onDevice() && s != currentFuzzStream()) {
+      // Note [The fuzz suite on a GPU]: the new stream waits on the old one.
+      command(CommandKind::EventRecord);
+      command(CommandKind::StreamWait);
+    }
+    orderedSwitch(s);
   }
 
   void view(int r) {
@@ -661,8 +674,8 @@ class Program {
     {
       FusionBypass bypass;  // the program's data, not its ops
       auto gen = at::make_generator<at::CPUGeneratorImpl>(mix(seed_, 0x6E33 + regs_.size()));
-      w = (at::rand({t.size(-1), 8}, gen, at::kFloat) - 0.5).to(t.scalar_type());
-      if (!ofValue) a = (at::rand({4, t.size(-1)}, gen, at::kFloat) - 0.5).to(t.scalar_type());
+      w = (at::rand({t.size(-1), 8}, gen, at::kFloat) - 0.5).to(t.device(), t.scalar_type());
+      if (!ofValue) a = (at::rand({4, t.size(-1)}, gen, at::kFloat) - 0.5).to(t.device(), t.scalar_type());
     }
     count("matmuls");
     if (ofValue) {
@@ -682,8 +695,10 @@ class Program {
     const at::Tensor ta = regs_[static_cast<size_t>(a)].t;
     const at::Tensor tb = b >= 0 ? regs_[static_cast<size_t>(b)].t : at::Tensor();
     std::string error;
+    const int stream = currentFuzzStream();
     worker_.run([&] {
       try {
+        if (onDevice()) setCurrentFuzzStream(stream);  // Note [The fuzz suite on a GPU]
         out = applyStep(s, ta, tb);
       } catch (const std::exception& e) {
         error = e.what();
@@ -700,8 +715,10 @@ class Program {
     const at::Tensor t = regs_[static_cast<size_t>(r)].t;
     at::Tensor out;
     std::string error;
+    const int stream = currentFuzzStream();
     worker_.run([&] {
       try {
+        if (onDevice()) setCurrentFuzzStream(stream);  // Note [The fuzz suite on a GPU]
         fuzzGate().command(CommandKind::Launch);
         out = foreignOp(t, which);
       } catch (const std::exception& e) {
@@ -843,8 +860,8 @@ class Program {
     at::Tensor x, w;
     {
       FusionBypass bypass;
-      x = at::rand({8, 16}) * 4 - 2;
-      w = at::rand({16}) * 4 - 2;
+      x = at::rand({8, 16}).to(dataDevice()) * 4 - 2;
+      w = at::rand({16}).to(dataDevice()) * 4 - 2;
     }
     noiseInputs_ = {x, w};
     at::Tensor v = x;
@@ -856,6 +873,11 @@ class Program {
       if (rng() % 6 == 0) fuzzGate().command(CommandKind::Launch);
     }
     noiseOut_ = v;
+    // Note [The fuzz suite on a GPU]: the main thread reads these values after this task, on its own stream.
+    if (onDevice()) {
+      fuzzGate().command(CommandKind::Synchronize);
+      synchronizeFuzzStreams();
+    }
   }
   static at::Tensor noiseStep(int op, const at::Tensor& v, const at::Tensor& w) {
     switch (op) {
@@ -936,6 +958,7 @@ struct Compared {
 
 Compared compareValues(const at::Tensor& got, const at::Tensor& want, Taint taint, double tol) {
   FusionBypass bypass;  // the checker's ops are not the program's
+  if (!got.is_cpu() || !want.is_cpu()) return compareValues(got.cpu(), want.cpu(), taint, tol);
   Compared c;
   if (got.sizes() != want.sizes() || got.scalar_type() != want.scalar_type()) {
     c.ok = false;
@@ -1018,13 +1041,15 @@ struct Pool {
   size_t chains = 0;
   size_t chainsWithLayouts = 0;  // strided values (Note [Chain layouts])
   size_t chainsWithCat = 0;
+  size_t chainsWithoutKernel = 0;  // the kernel maker had none: not published
 };
 
-Pool learnPool(uint64_t seed, int templates, LaunchLog& log, bool skipLast) {
+Pool learnPool(uint64_t seed, int templates, LaunchLog& log, const FuzzOptions& options) {
+  const bool skipLast = options.skipLastOutput;
   FusionEngine& engine = fuzzEngine();
   engine.resetForTest();
   log.clear();
-  setCurrentCpuStream(0);
+  setCurrentFuzzStream(0);
   Pool pool;
   TemplateMaker maker(seed);
   std::mt19937_64 rng(mix(seed, 1));
@@ -1039,7 +1064,7 @@ Pool learnPool(uint64_t seed, int templates, LaunchLog& log, bool skipLast) {
         for (size_t k = 0; k < tpl.inputs.size(); ++k) {
           FusionBypass bypass;
           const TInput& in = tpl.inputs[k];
-          values.push_back(inputFrom(in, tpl.cols, at::rand(drawnSizes(in, tpl.rows, tpl.cols))));
+          values.push_back(inputFrom(in, tpl.cols, at::rand(drawnSizes(in, tpl.rows, tpl.cols)).to(dataDevice())));
         }
         fuzzGate().command(CommandKind::Synchronize);
         for (const TStep& s : tpl.steps) {
@@ -1052,9 +1077,21 @@ Pool learnPool(uint64_t seed, int templates, LaunchLog& log, bool skipLast) {
         fuzzGate().command(CommandKind::Synchronize);
       }
     }
-    for (const HotChain& h : hot) {
-      const bool interpreted = rng() % 2 == 0;
-      auto kernel = interpreted ? makeInterpreterKernel(h, log, skipLast) : makeExactKernel(h, log, skipLast);
+    std::vector<std::shared_ptr<FusedChainKernel>> kernels;
+    if (options.makeKernels && !hot.empty()) kernels = options.makeKernels(hot, log);
+    for (size_t k = 0; k < hot.size(); ++k) {
+      const HotChain& h = hot[k];
+      std::shared_ptr<FusedChainKernel> kernel;
+      if (options.makeKernels) {
+        kernel = k < kernels.size() ? kernels[k] : nullptr;
+        if (!kernel) {
+          ++pool.chainsWithoutKernel;
+          continue;
+        }
+      } else {
+        const bool interpreted = rng() % 2 == 0;
+        kernel = interpreted ? makeInterpreterKernel(h, log, skipLast) : makeExactKernel(h, log, skipLast);
+      }
       engine.publish(ReadyChain{h.pattern, h.build, kernel, h.key});
       ++pool.chains;
       if (!h.build.layout.contiguous()) ++pool.chainsWithLayouts;
@@ -1103,14 +1140,14 @@ FuzzReport runFusionFuzz(const FuzzOptions& options) {
       if (!relearn) addEngineCounts(poolStart, engine.stats());  // resetForTest zeroes the stats
       relearn = false;
       poolIndex = p / options.programsPerPool;
-      pool = learnPool(mix(options.seed, static_cast<uint64_t>(poolIndex)), options.templatesPerPool, log,
-                       options.skipLastOutput);
+      pool = learnPool(mix(options.seed, static_cast<uint64_t>(poolIndex)), options.templatesPerPool, log, options);
       poolStart = engine.stats();
       report.counts["pools"] += 1;
       report.counts["poolTemplates"] += pool.templates.size();
       report.counts["poolChains"] += pool.chains;
       report.counts["poolChainsWithLayouts"] += pool.chainsWithLayouts;
       report.counts["poolChainsWithCat"] += pool.chainsWithCat;
+      report.counts["poolChainsWithoutKernel"] += pool.chainsWithoutKernel;
     }
     const uint64_t seed = mix(mix(options.seed, static_cast<uint64_t>(poolIndex)), static_cast<uint64_t>(p));
     log.clear();
@@ -1182,6 +1219,7 @@ FuzzReport runFusionFuzz(const FuzzOptions& options) {
   addEngineCounts(poolStart, engine.stats());
   report.counts["interpreterLaunches"] = log.interpreterLaunches();
   report.counts["exactLaunches"] = log.exactLaunches();
+  report.counts["deviceLaunches"] = log.deviceLaunches();
   report.counts["streamViolations"] += 0;
   report.counts["hooksFired"] = fuzzGate().hooksFired();
   report.counts["mismatches"] = report.mismatches;

@@ -30,10 +30,18 @@
 #include <functional>
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+namespace hotkernel::fusion {
+class FusedChainKernel;
+struct HotChain;
+}  // namespace hotkernel::fusion
+
 namespace hotkernel::fusion::fuzz {
+
+class LaunchLog;
 
 struct FuzzOptions {
   uint64_t seed = 1;
@@ -47,6 +55,11 @@ struct FuzzOptions {
   int64_t firstProgram = 0;
   std::ostream* trace = nullptr;
   std::function<void(int64_t done)> progress;  // called every 1000 programs
+  // The kernels of a pool's hot chains on a GPU (Note [The fuzz suite on a GPU]): one per chain, or null
+  // for a chain it has none for (the chain is then not published and runs unfused). Unset: the CPU's
+  // interpreter and exact kernels.
+  std::function<std::vector<std::shared_ptr<FusedChainKernel>>(const std::vector<HotChain>&, LaunchLog&)>
+      makeKernels;
 };
 
 struct FuzzReport {

@@ -2,8 +2,10 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <algorithm>
 #include <set>
 
 #include "hotkernel/chain/ChainInterpreter.h"
@@ -15,6 +17,23 @@ namespace {
 
 thread_local int tOwnDepth = 0;
 thread_local int tStream = 0;
+std::atomic<c10::DeviceType> gDevice{c10::DeviceType::CPU};
+
+const c10::impl::DeviceGuardImplInterface* cudaGuard() { return c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA); }
+
+// Device 0's default stream and two of its pool (Note [The fuzz suite on a GPU]).
+const std::vector<c10::Stream>& cudaStreams() {
+  static const std::vector<c10::Stream> streams = [] {
+    const c10::Device d(c10::DeviceType::CUDA, 0);
+    std::vector<c10::Stream> out{cudaGuard()->getDefaultStream(d)};
+    while (static_cast<int>(out.size()) < kFuzzStreams) {
+      const c10::Stream s = cudaGuard()->getStreamFromGlobalPool(d);
+      if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+    }
+    return out;
+  }();
+  return streams;
+}
 
 class CpuStreamGuard final : public c10::impl::NoOpDeviceGuardImpl<c10::DeviceType::CPU> {
  public:
@@ -43,7 +62,6 @@ at::Tensor asPattern(const at::Tensor& t, const chain::TensorMeta& meta) {
   return at::from_blob(t.data_ptr(), meta.sizes, meta.strides, at::TensorOptions().dtype(scalarTypeNamed(meta.scalarType)));
 }
 
-int streamIdOf(const c10::Stream& s) { return static_cast<int>(s.id()); }
 
 class KernelBase : public FusedChainKernel {
  public:
@@ -59,7 +77,7 @@ class KernelBase : public FusedChainKernel {
       const size_t written = skipLast_ && !outputs.empty() ? outputs.size() - 1 : outputs.size();
       for (size_t k = 0; k < written; ++k) {
         asPattern(outputs[k], pattern_.metas.at(build_.outputValues[k])).copy_(results[k]);
-        log_.wrote(outputs[k], streamIdOf(stream), tolerance());
+        log_.wrote(outputs[k], fuzzStreamId(stream), tolerance());
       }
       return true;
     } catch (...) {
@@ -211,6 +229,28 @@ class ExactKernel final : public KernelBase {
   }
 };
 
+class LoggedKernel final : public FusedChainKernel {
+ public:
+  LoggedKernel(std::shared_ptr<FusedChainKernel> inner, LaunchLog& log, double tolerance)
+      : inner_(std::move(inner)), log_(log), tolerance_(tolerance) {}
+  bool launch(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
+              c10::Stream stream) noexcept override {
+    if (!inner_->launch(inputs, outputs, stream)) return false;
+    try {
+      log_.launchedOnDevice();
+      for (const at::Tensor& o : outputs) log_.wrote(o, fuzzStreamId(stream), tolerance_);
+    } catch (...) {
+    }
+    return true;
+  }
+  std::string describe() const override { return inner_->describe(); }
+
+ private:
+  std::shared_ptr<FusedChainKernel> inner_;
+  LaunchLog& log_;
+  double tolerance_;
+};
+
 }  // namespace
 
 void FuzzGate::enterOwn() { ++tOwnDepth; }
@@ -233,8 +273,51 @@ void installCpuStreams() {
   (void)installed;
 }
 
-int currentCpuStream() { return tStream; }
-void setCurrentCpuStream(int id) { tStream = id; }
+void setFuzzDevice(c10::DeviceType type) { gDevice.store(type); }
+c10::DeviceType fuzzDevice() { return gDevice.load(); }
+
+int currentFuzzStream() {
+  if (fuzzDevice() == c10::DeviceType::CPU) return tStream;
+  return fuzzStreamId(cudaGuard()->getStream(c10::Device(c10::DeviceType::CUDA, 0)));
+}
+
+void setCurrentFuzzStream(int id) {
+  if (fuzzDevice() == c10::DeviceType::CPU) {
+    tStream = id;
+    return;
+  }
+  cudaGuard()->exchangeStream(cudaStreams().at(static_cast<size_t>(id)));
+}
+
+int fuzzStreamId(const c10::Stream& s) {
+  if (s.device_type() == c10::DeviceType::CPU) return static_cast<int>(s.id());
+  const std::vector<c10::Stream>& all = cudaStreams();
+  const auto it = std::find(all.begin(), all.end(), s);
+  return it == all.end() ? -1 : static_cast<int>(it - all.begin());
+}
+
+void synchronizeFuzzStreams() {
+  if (fuzzDevice() == c10::DeviceType::CPU) return;
+  for (const c10::Stream& s : cudaStreams()) {
+    c10::Event done(c10::DeviceType::CUDA);
+    done.record(s);
+    done.synchronize();
+  }
+}
+
+void orderedSwitch(int id) {
+  if (fuzzDevice() == c10::DeviceType::CPU) {
+    tStream = id;
+    return;
+  }
+  const c10::Stream from = cudaGuard()->getStream(c10::Device(c10::DeviceType::CUDA, 0));
+  const c10::Stream to = cudaStreams().at(static_cast<size_t>(id));
+  if (from == to) return;
+  c10::Event done(c10::DeviceType::CUDA);
+  done.record(from);
+  cudaGuard()->exchangeStream(to);
+  done.block(to);
+}
 
 void LaunchLog::wrote(const at::Tensor& t, int stream, double tolerance) {
   std::lock_guard<std::mutex> guard(mu_);
@@ -269,13 +352,19 @@ std::shared_ptr<FusedChainKernel> makeExactKernel(const HotChain& chain, LaunchL
   return std::make_shared<ExactKernel>(chain, log, skipLastOutput);
 }
 
+std::shared_ptr<FusedChainKernel> loggedKernel(std::shared_ptr<FusedChainKernel> inner, LaunchLog& log,
+                                               double tolerance) {
+  return std::make_shared<LoggedKernel>(std::move(inner), log, tolerance);
+}
+
 namespace {
 FuzzGate* gFuzzGate = nullptr;
 }
 
 FusionEngine& fuzzEngine() {
   static FusionEngine* e = [] {
-    installCpuStreams();
+    const bool cpu = fuzzDevice() == c10::DeviceType::CPU;
+    if (cpu) installCpuStreams();
     auto gate = std::make_unique<FuzzGate>();
     gFuzzGate = gate.get();
     FusionOptions options;
@@ -283,7 +372,7 @@ FusionEngine& fuzzEngine() {
     options.defer = true;
     options.poisonDeferredOutputs = true;
     FusionEngine* made = FusionEngine::installProcessEngine(std::move(gate), options);
-    made->install(c10::DispatchKey::CPU);
+    made->install(cpu ? c10::DispatchKey::CPU : c10::DispatchKey::CUDA);
     return made;
   }();
   return *e;

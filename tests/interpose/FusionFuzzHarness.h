@@ -23,6 +23,19 @@
 // tolerance of eager), ExactKernel evaluates the pattern's calls with ATen
 // (bit for bit eager), so that values downstream of a fused chain can be
 // compared bit for bit too.
+//
+// Note [The fuzz suite on a GPU]
+// With the device set to CUDA (setFuzzDevice, before the engine is first
+// used) the same programs run on the GPU with the engine on the CUDA key and
+// real fused kernels (the caller's kernel maker: NVRTC-compiled chain plans
+// behind loggedKernel). The gate stays the fake one (the test binary is not
+// preloaded with the shim): commands fire where the CPU model fires them.
+// Streams are three real streams of the device (its default stream and two of
+// its pool). A program on real streams must order its own work, or eager
+// itself races: a stream switch records an event on the old stream and makes
+// the new one wait on it (both commands a process would issue), and a step on
+// the worker thread runs on the caller's stream. Values are compared on the
+// host.
 
 #include <ATen/core/Tensor.h>
 
@@ -71,11 +84,26 @@ class FuzzGate final : public CommandGate {
   std::atomic<uint64_t> hooksFired_{0};
 };
 
+// The device the programs run on (CPU or CUDA): set before fuzzEngine() is
+// first called, once per process.
+void setFuzzDevice(c10::DeviceType type);
+c10::DeviceType fuzzDevice();
+
 // Replaces the CPU's device guard (once per process) with one whose current
-// stream is per thread; the current stream of this thread.
+// stream is per thread.
 void installCpuStreams();
-int currentCpuStream();
-void setCurrentCpuStream(int id);
+// The fuzz streams 0..kFuzzStreams-1 (Note [The fuzz suite on a GPU]): the
+// calling thread's current one (-1: another stream), making one current, and
+// the id of a stream (-1: not a fuzz stream).
+constexpr int kFuzzStreams = 3;
+int currentFuzzStream();
+void setCurrentFuzzStream(int id);
+int fuzzStreamId(const c10::Stream& s);
+// Switches this thread to stream `id`, the new stream waiting on the old one
+// on a GPU (the caller fires the commands).
+void orderedSwitch(int id);
+// Waits for the work of every fuzz stream (nothing on the CPU).
+void synchronizeFuzzStreams();
 
 // What the fused kernels wrote, for the checker: by storage (a value the
 // flush reads or writes as taken may be another TensorImpl on the same
@@ -96,13 +124,15 @@ class LaunchLog {
   std::vector<Write> written(const c10::StorageImpl* storage, uint64_t step) const;
   uint64_t interpreterLaunches() const { return interpreterLaunches_.load(); }
   uint64_t exactLaunches() const { return exactLaunches_.load(); }
+  uint64_t deviceLaunches() const { return deviceLaunches_.load(); }
+  void launchedOnDevice() { deviceLaunches_.fetch_add(1); }
   uint64_t nextStep() { return ++step_; }
   void clear();
 
  private:
   mutable std::mutex mu_;
   std::map<const c10::StorageImpl*, std::vector<Write>> writes_;  // Precondition: mu_ held.
-  std::atomic<uint64_t> step_{0}, interpreterLaunches_{0}, exactLaunches_{0};
+  std::atomic<uint64_t> step_{0}, interpreterLaunches_{0}, exactLaunches_{0}, deviceLaunches_{0};
 };
 
 // A chain's fused kernel on the CPU (Note [The fuzz suite's model of a GPU
@@ -111,8 +141,13 @@ class LaunchLog {
 std::shared_ptr<FusedChainKernel> makeInterpreterKernel(const HotChain& chain, LaunchLog& log, bool skipLastOutput);
 std::shared_ptr<FusedChainKernel> makeExactKernel(const HotChain& chain, LaunchLog& log, bool skipLastOutput);
 
-// The process's engine on the CPU key with the fuzz gate (hot after 3
-// windows, deferred outputs filled with NaN), installed once.
+// A device kernel (a compiled chain plan) whose successful launches are
+// logged: each output written on its stream, within `tolerance` of eager.
+std::shared_ptr<FusedChainKernel> loggedKernel(std::shared_ptr<FusedChainKernel> inner, LaunchLog& log,
+                                               double tolerance);
+
+// The process's engine on the fuzz device's key with the fuzz gate (hot after
+// 3 windows, deferred outputs filled with NaN), installed once.
 FusionEngine& fuzzEngine();
 FuzzGate& fuzzGate();
 

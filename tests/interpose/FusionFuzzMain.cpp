@@ -2,7 +2,10 @@
 // programs]). Runs N programs from a seed and writes a JSON report
 // (format "hotkernel-fusion-fuzz", version 1: documented in bench/README.md);
 // --merge sums reports of several runs (other seeds) into one. Exit status:
-// 0 no mismatch, 1 mismatches, 2 bad usage or an unreadable report.
+// 0 no mismatch, 1 mismatches, 2 bad usage or an unreadable report (or, in
+// fusion_fuzz_gpu, no CUDA device). Built a second time as fusion_fuzz_gpu
+// (HOTKERNEL_FUSION_FUZZ_GPU): the same programs on the GPU with real fused
+// kernels (Note [The fuzz suite on a GPU]).
 #include <sys/utsname.h>
 #include <torch/version.h>
 
@@ -16,6 +19,10 @@
 #include <vector>
 
 #include "FusionFuzz.h"
+
+#ifdef HOTKERNEL_FUSION_FUZZ_GPU
+#include "FuzzChainKernels.h"
+#endif
 
 using namespace hotkernel::fusion::fuzz;
 using nlohmann::json;
@@ -40,7 +47,13 @@ std::string cpuModel() {
 json machine() {
   utsname u{};
   uname(&u);
-  return {{"cpu", cpuModel()}, {"kernel", std::string(u.sysname) + " " + u.release}, {"arch", u.machine}};
+  json m = {{"cpu", cpuModel()}, {"kernel", std::string(u.sysname) + " " + u.release}, {"arch", u.machine}};
+#ifdef HOTKERNEL_FUSION_FUZZ_GPU
+  const hotkernel::DeviceInfo d = hotkernel::queryDevice(0);
+  m["gpu"] = d.name;
+  m["driver"] = d.driverVersion;
+#endif
+  return m;
 }
 
 std::string utcNow() {
@@ -68,6 +81,7 @@ int merge(const std::vector<std::string>& files, const std::string& out) {
     for (auto& run : r.value("runs", json::array())) total["runs"].push_back(run);
     if (!r.contains("runs")) total["runs"].push_back({{"seed", r["seed"]}, {"programs", r["programs"]}, {"seconds", r["seconds"]}});
     for (const char* k : {"machine", "torch", "date"}) total[k] = r[k];
+    total["device"] = r.value("device", std::string("cpu"));
   }
   std::ofstream o(out);
   o << total.dump(2) << "\n";
@@ -103,16 +117,34 @@ int main(int argc, char** argv) {
     return merge(mergeFiles, out);
   }
   if (trace) options.trace = &std::cerr;
+#ifdef HOTKERNEL_FUSION_FUZZ_GPU
+  if (!at::cuda::is_available() || at::cuda::device_count() == 0) {
+    std::cerr << "fusion_fuzz_gpu: no CUDA device\n";
+    return 2;
+  }
+  setFuzzDevice(c10::DeviceType::CUDA);
+  gpu::FuzzKernelCounts kernelCounts;
+  options.makeKernels = gpu::chainKernelMaker(kernelCounts);
+  const std::string device = "cuda";
+#else
+  const std::string device = "cpu";
+#endif
   const auto start = std::chrono::steady_clock::now();
   options.progress = [&](int64_t done) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (done % 50000 == 0) std::cerr << "fusion_fuzz: " << done << " programs, " << s << " s\n";
   };
+#ifdef HOTKERNEL_FUSION_FUZZ_GPU
+  FuzzReport r = runFusionFuzz(options);
+  gpu::addKernelCounts(r, kernelCounts);
+#else
   const FuzzReport r = runFusionFuzz(options);
+#endif
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   json j = {{"format", kFormat},
             {"version", kVersion},
             {"seed", options.seed},
+            {"device", device},
             {"programs", r.programs},
             {"programsPerPool", options.programsPerPool},
             {"templatesPerPool", options.templatesPerPool},

@@ -7,7 +7,7 @@
 # OpenSSL headers) travel as Debian .deb files in .deps/debs (fetch them here
 # with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
 #
-#   tools/gpu/run-h200.sh [all|build|test|ops|models|fusion|fusion_engine|bench|overhead|warmup|demo|exit|fleet]...
+#   tools/gpu/run-h200.sh [all|build|test|ops|models|fusion|fusion_engine|fuzz_gpu|bench|overhead|warmup|demo|exit|fleet]...
 # HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu -R Fusion|Reduce": split on spaces, no quotes).
 # HOTKERNEL_TEST_DEADLINE_S: the test step stops after this many seconds (its logs and junit still come back:
 #   keep it under the device call's limit minus the build and what follows); default: no deadline.
@@ -16,6 +16,9 @@
 # HOTKERNEL_FUSION_CASES: the fusion step's --cases (default fusion_bench.py's: the issue-20 chains).
 # HOTKERNEL_FUSION_ENGINE_ARGS: extra fusion_engine_bench.py arguments for the fusion_engine step
 #   (e.g. "--cases rmsnorm:bfloat16:4096 --no-overhead").
+# HOTKERNEL_FUZZ_GPU_PROGRAMS / _PROCS / _SEED / _PER_POOL / _DEADLINE_S: the fuzz_gpu step's programs in all
+#   (default 100000), split over this many processes (default 4, seeds SEED..SEED+PROCS-1, default 1), programs
+#   per learned pool (default 2000), and each process's time limit (default none).
 # HOTKERNEL_OPS_CASES: the ops step's --cases: a preset of bench/ops_bench.py (norms, cross_entropy, reductions,
 #   reductions_dim, softmax_dim, softmax_400k) or op:dtype:shape,... (default: ops_bench.py's default cases).
 set -uo pipefail
@@ -50,7 +53,7 @@ BUILD="$HOTKERNEL_BUILD_DIR"
 } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-if want build || want test || want ops || want models || want fusion || want fusion_engine || want bench || want overhead || want warmup || want demo || want exit || want fleet; then
+if want build || want test || want ops || want models || want fusion || want fusion_engine || want fuzz_gpu || want bench || want overhead || want warmup || want demo || want exit || want fleet; then
   log "build"
   HOTKERNEL_JOBS=16 "$ROOT/tools/setup.sh" >"$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
   log "build ok"
@@ -106,6 +109,28 @@ if want fusion_engine; then
     --preload "$BUILD/lib/libhotkernel_preload.so" ${HOTKERNEL_FUSION_ENGINE_ARGS:-} \
     --out "$OUT/bench-fusion-engine.json" >"$OUT/bench-fusion-engine.log" 2>&1 || rc=1
   grep -v "^\[hotkernel" "$OUT/bench-fusion-engine.log" | tail -60
+fi
+if want fuzz_gpu; then
+  # Note [The fuzz suite on a GPU]: random programs with real fused kernels against eager, in parallel processes
+  # (the GPU is mostly idle under one), merged into one report.
+  N="${HOTKERNEL_FUZZ_GPU_PROGRAMS:-100000}"; P="${HOTKERNEL_FUZZ_GPU_PROCS:-4}"; S="${HOTKERNEL_FUZZ_GPU_SEED:-1}"
+  log "fuzz: $N programs on the GPU with real fused kernels, $P processes"
+  FZ="$(mktemp -d)"; parts=()
+  LIMIT=(); [ -n "${HOTKERNEL_FUZZ_GPU_DEADLINE_S:-}" ] && LIMIT=(timeout --signal=INT "$HOTKERNEL_FUZZ_GPU_DEADLINE_S")
+  for ((i = 0; i < P; i++)); do
+    parts+=("$FZ/part-$i.json")
+    "${LIMIT[@]}" "$BUILD/bin/fusion_fuzz_gpu" --seed $((S + i)) --programs $(((N + P - 1) / P)) \
+      --programs-per-pool "${HOTKERNEL_FUZZ_GPU_PER_POOL:-2000}" --json "$FZ/part-$i.json" >"$OUT/fuzz-gpu-$i.log" 2>&1 &
+  done
+  wait
+  existing=(); for f in "${parts[@]}"; do [ -s "$f" ] && existing+=("$f"); done
+  if [ ${#existing[@]} -eq "$P" ]; then
+    "$BUILD/bin/fusion_fuzz" --merge "${existing[@]}" --json "$OUT/fusion-fuzz-gpu.json" || rc=1
+  else
+    log "fuzz: only ${#existing[@]} of $P processes wrote a report"; rc=1
+    cp "${existing[@]}" "$OUT/" 2>/dev/null
+  fi
+  tail -3 "$OUT"/fuzz-gpu-*.log
 fi
 if want bench; then
   log "bench: softmax under the preload vs eager"
