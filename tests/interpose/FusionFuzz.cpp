@@ -435,7 +435,6 @@ class Worker {
 struct Reg {
   at::Tensor t;
   const c10::StorageImpl* storage = nullptr;  // t's, kept once t is dropped
-  uint64_t step = 0;
   int stream = 0;  // the stream it was created on
   int parent = -1, parent2 = -1;
   bool view = false;      // shares its parent's values
@@ -500,7 +499,6 @@ class Program {
     Reg reg;
     reg.t = std::move(t);
     reg.storage = reg.t.storage().unsafeGetStorageImpl();
-    reg.step = log_.nextStep();
     reg.stream = currentFuzzStream();
     reg.parent = parent;
     reg.parent2 = parent2;
@@ -1002,7 +1000,7 @@ class Checker {
     m = std::pair<Taint, double>{Taint::None, 0.0};
     const Reg& reg = got_.regs[static_cast<size_t>(r)];
     std::pair<Taint, double> t{Taint::None, 0.0};
-    for (const LaunchLog::Write& w : log_.written(reg.storage, reg.step)) {
+    for (const LaunchLog::Write& w : log_.written(reg.storage)) {
       if (w.tolerance > t.second) t = {Taint::Direct, w.tolerance};
     }
     for (int p : {reg.parent, reg.parent2}) {
@@ -1022,7 +1020,7 @@ class Checker {
   bool writtenOnAnotherStream(int r) const {
     const Reg& reg = got_.regs[static_cast<size_t>(r)];
     if (reg.view || !reg.t.defined()) return false;  // a dropped value's storage may be another's since
-    for (const LaunchLog::Write& w : log_.written(reg.storage, reg.step)) {
+    for (const LaunchLog::Write& w : log_.written(reg.storage)) {
       if (w.stream != reg.stream) return true;
     }
     return false;

@@ -321,27 +321,25 @@ void orderedSwitch(int id) {
 
 void LaunchLog::wrote(const at::Tensor& t, int stream, double tolerance) {
   std::lock_guard<std::mutex> guard(mu_);
-  writes_[t.storage().unsafeGetStorageImpl()].push_back(Write{step_.load(), stream, tolerance});
+  std::vector<Write>& writes = writes_[t.storage().unsafeGetStorageImpl()];
+  if (writes.empty()) pins_.push_back(t.storage().getWeakStorageImpl());
+  writes.push_back(Write{stream, tolerance});
 }
 
 void LaunchLog::launched(bool fusedArithmetic) {
   (fusedArithmetic ? interpreterLaunches_ : exactLaunches_).fetch_add(1);
 }
 
-std::vector<LaunchLog::Write> LaunchLog::written(const c10::StorageImpl* storage, uint64_t step) const {
+std::vector<LaunchLog::Write> LaunchLog::written(const c10::StorageImpl* storage) const {
   std::lock_guard<std::mutex> guard(mu_);
-  std::vector<Write> out;
   auto it = writes_.find(storage);
-  if (it == writes_.end()) return out;
-  for (const Write& w : it->second) {
-    if (w.step >= step) out.push_back(w);
-  }
-  return out;
+  return it == writes_.end() ? std::vector<Write>{} : it->second;
 }
 
 void LaunchLog::clear() {
   std::lock_guard<std::mutex> guard(mu_);
   writes_.clear();
+  pins_.clear();
 }
 
 std::shared_ptr<FusedChainKernel> makeInterpreterKernel(const HotChain& chain, LaunchLog& log, bool skipLastOutput) {

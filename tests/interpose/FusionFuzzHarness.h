@@ -107,32 +107,33 @@ void synchronizeFuzzStreams();
 
 // What the fused kernels wrote, for the checker: by storage (a value the
 // flush reads or writes as taken may be another TensorImpl on the same
-// storage: Note [Values as a chain took them]), at which program step, on
-// which stream, with which tolerance.
+// storage: Note [Values as a chain took them]), on which stream, with which
+// tolerance. The log holds a weak reference to every storage it saw until
+// it is cleared (once per program), so no other storage can take that
+// address meanwhile: a storage's writes are its own, including those a flush
+// on another thread makes while the op that returns the value is still in
+// its call.
 class LaunchLog {
  public:
   struct Write {
-    uint64_t step = 0;
     int stream = 0;
     double tolerance = 0;  // of the chain's fused arithmetic against eager; 0: an exact kernel
   };
   void launched(bool fusedArithmetic);
   void wrote(const at::Tensor& t, int stream, double tolerance);
-  // The writes into `storage` since `step` (the step its value was created at). A storage freed and
-  // allocated again at the same address keeps the writes into the earlier one: they can only make a
-  // value's comparison looser, never stricter.
-  std::vector<Write> written(const c10::StorageImpl* storage, uint64_t step) const;
+  // The writes into `storage` since the log was cleared.
+  std::vector<Write> written(const c10::StorageImpl* storage) const;
   uint64_t interpreterLaunches() const { return interpreterLaunches_.load(); }
   uint64_t exactLaunches() const { return exactLaunches_.load(); }
   uint64_t deviceLaunches() const { return deviceLaunches_.load(); }
   void launchedOnDevice() { deviceLaunches_.fetch_add(1); }
-  uint64_t nextStep() { return ++step_; }
   void clear();
 
  private:
   mutable std::mutex mu_;
   std::map<const c10::StorageImpl*, std::vector<Write>> writes_;  // Precondition: mu_ held.
-  std::atomic<uint64_t> step_{0}, interpreterLaunches_{0}, exactLaunches_{0}, deviceLaunches_{0};
+  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> pins_;   // Precondition: mu_ held.
+  std::atomic<uint64_t> interpreterLaunches_{0}, exactLaunches_{0}, deviceLaunches_{0};
 };
 
 // A chain's fused kernel on the CPU (Note [The fuzz suite's model of a GPU

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Runs remote_entry_gpu_tests with its output streamed to $OUT/remote-entry.log; when it is still running after
-# WAIT seconds (default 150), writes what each thread of it and of its probe waits in (wchan, syscall, a gdb
-# backtrace where gdb exists) to $OUT/remote-entry-threads.txt, then kills both.
+# Runs remote_entry_gpu_tests with its output streamed (line-buffered) to $OUT/remote-entry.log and a crashing
+# thread's backtrace there (tools/gpu/segv-backtrace.c, preloaded); when it is still running after WAIT seconds
+# (default 150), writes what each thread of it and of its probe waits in (wchan, syscall, a gdb backtrace where
+# gdb exists) to $OUT/remote-entry-threads.txt, then kills both.
 set -u
 B="${HOTKERNEL_BUILD_DIR:-build-gpu}"
 OUT="${OUT:-out}"
-HOTKERNEL_LOG_LEVEL=debug "$B/bin/remote_entry_gpu_tests" >"$OUT/remote-entry.log" 2>&1 &
+SEGV="$(mktemp -d)/segv-backtrace.so"
+cc -shared -fPIC -O1 -o "$SEGV" "$(dirname "$0")/segv-backtrace.c" || SEGV=""
+HOTKERNEL_LOG_LEVEL=debug LD_PRELOAD="$SEGV${LD_PRELOAD:+:$LD_PRELOAD}" stdbuf -oL -eL \
+  "$B/bin/remote_entry_gpu_tests" >"$OUT/remote-entry.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 "${WAIT:-150}"); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
 if kill -0 "$pid" 2>/dev/null; then
@@ -23,3 +27,7 @@ if kill -0 "$pid" 2>/dev/null; then
 fi
 wait "$pid"
 echo "exit status $?" >>"$OUT/remote-entry.log"
+# The backtrace's frames inside a library as functions (addr2line reads the symbol table).
+grep -oE '^/[^ (]+\(\+0x[0-9a-f]+\)' "$OUT/remote-entry.log" | while IFS='(' read -r lib off; do
+  echo "$lib ${off%)}: $(addr2line -f -C -e "$lib" "${off%)}" | head -1)"
+done >"$OUT/remote-entry-frames.txt" 2>&1
