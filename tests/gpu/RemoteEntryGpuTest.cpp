@@ -23,7 +23,9 @@
 
 #include <ATen/cuda/CUDAContext.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <string>
@@ -126,7 +128,10 @@ int runProbe(const std::vector<std::string>& args, const std::vector<std::string
   for (;;) {
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
     if (done == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (done != 0) return -1;
+    if (done != 0) {
+      std::cerr << "waitpid on the probe failed: " << std::strerror(errno) << "\n";
+      return -1;
+    }
     if (std::chrono::steady_clock::now() > end) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

@@ -1,20 +1,78 @@
 /* A preload for hunting a crash on the GPU machine (tools/gpu/probe-remote-entry.sh builds it with the
- * machine's cc): on SIGSEGV, SIGBUS, SIGABRT or SIGFPE it writes the faulting thread's backtrace to stderr,
- * then dies of the signal as it would have. */
+ * machine's cc): on SIGSEGV, SIGBUS, SIGABRT or SIGFPE it writes to stderr the faulting address, the
+ * instruction and stack pointers, the word at the top of the stack (the return address when a call jumped to
+ * a bad address: glibc's backtrace cannot unwind from there) with the objects they fall in, the handlers in
+ * force for SIGCHLD, SIGINT, SIGTERM and SIGPIPE, and the faulting thread's backtrace; then the process dies of
+ * the signal as it would have. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <execinfo.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
-static void onFatal(int sig) {
+static void say(const char* text) {
+  size_t n = strlen(text);
+  while (n > 0) {
+    const ssize_t w = write(2, text, n);
+    if (w <= 0) return;
+    text += w;
+    n -= (size_t)w;
+  }
+}
+
+static void where(const char* what, const void* p) {
+  char line[512];
+  Dl_info info;
+  memset(&info, 0, sizeof info);
+  if (p && dladdr(p, &info) && info.dli_fname) {
+    snprintf(line, sizeof line, "  %s %p: %s(%s+%#lx)\n", what, p, info.dli_fname, info.dli_sname ? info.dli_sname : "",
+             (unsigned long)((const char*)p - (const char*)(info.dli_sname ? info.dli_saddr : info.dli_fbase)));
+  } else {
+    snprintf(line, sizeof line, "  %s %p: in no loaded object\n", what, p);
+  }
+  say(line);
+}
+
+static void onFatal(int sig, siginfo_t* si, void* ctx) {
+  char head[160];
+  snprintf(head, sizeof head, "\n== signal %d (code %d) in thread %ld\n", sig, si ? si->si_code : 0,
+           (long)syscall(SYS_gettid));
+  say(head);
+  if (si) where("fault address", si->si_addr);
+#if defined(__x86_64__)
+  if (ctx) {
+    const ucontext_t* uc = (const ucontext_t*)ctx;
+    const void* rip = (const void*)uc->uc_mcontext.gregs[REG_RIP];
+    const uintptr_t rsp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+    where("instruction", rip);
+    where("stack pointer", (const void*)rsp);
+    if (rsp) where("word at the stack pointer", *(void* const*)rsp);
+  }
+#endif
+  const int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGPIPE};
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; ++i) {
+    struct sigaction now;
+    if (sigaction(sigs[i], NULL, &now) != 0) continue;
+    char what[64];
+    snprintf(what, sizeof what, "handler of signal %d", sigs[i]);
+    if (now.sa_handler == SIG_DFL) {
+      snprintf(head, sizeof head, "  %s: default\n", what);
+      say(head);
+    } else if (now.sa_handler == SIG_IGN) {
+      snprintf(head, sizeof head, "  %s: ignored\n", what);
+      say(head);
+    } else {
+      where(what, (now.sa_flags & SA_SIGINFO) ? (const void*)now.sa_sigaction : (const void*)now.sa_handler);
+    }
+  }
   void* frames[64];
-  char head[96];
   const int n = backtrace(frames, 64);
-  const int len = snprintf(head, sizeof head, "\n== signal %d in thread %ld; backtrace:\n", sig, (long)syscall(SYS_gettid));
-  if (len > 0) write(2, head, (size_t)len);
+  say("  backtrace:\n");
   backtrace_symbols_fd(frames, n, 2);
   signal(sig, SIG_DFL);
   raise(sig);
@@ -23,8 +81,8 @@ static void onFatal(int sig) {
 __attribute__((constructor)) static void install(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = onFatal;
-  sa.sa_flags = SA_RESETHAND;
+  sa.sa_sigaction = onFatal;
+  sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
   sigaction(SIGSEGV, &sa, 0);
   sigaction(SIGBUS, &sa, 0);
   sigaction(SIGABRT, &sa, 0);
