@@ -65,8 +65,16 @@ if want test; then
   [ -n "${HOTKERNEL_TEST_DEADLINE_S:-}" ] && DEADLINE=(timeout --signal=INT "$HOTKERNEL_TEST_DEADLINE_S")
   # shellcheck disable=SC2086  # HOTKERNEL_CTEST_ARGS is a list of arguments
   (cd "$BUILD" && "${DEADLINE[@]}" ctest --output-on-failure -j 4 --timeout 900 --output-junit "$OUT/ctest-junit.xml" \
-    ${HOTKERNEL_CTEST_ARGS:-}) >"$OUT/ctest.log" 2>&1 || rc=1
+    ${HOTKERNEL_CTEST_ARGS:-}) >"$OUT/ctest.log" 2>&1
+  status=$?
+  [ $status -eq 0 ] || rc=1
   tail -15 "$OUT/ctest.log"
+  if [ $status -eq 124 ]; then
+    # The deadline stopped ctest: name the tests it cut (started, never reported).
+    grep -oE 'Start +[0-9]+: [^ ]+' "$OUT/ctest.log" | awk '{print $3}' | while read -r t; do
+      grep -qE "Test +#[0-9]+: $t " "$OUT/ctest.log" || echo "cut by HOTKERNEL_TEST_DEADLINE_S: $t"
+    done | tee -a "$OUT/ctest.log"
+  fi
   (cd "$BUILD" && ctest -L gpu -N) | tail -1
 fi
 if want ops; then
@@ -130,7 +138,7 @@ if want fuzz_gpu; then
     log "fuzz: only ${#existing[@]} of $P processes wrote a report"; rc=1
     cp "${existing[@]}" "$OUT/" 2>/dev/null
   fi
-  tail -3 "$OUT"/fuzz-gpu-*.log
+  tail -n 3 "$OUT"/fuzz-gpu-*.log
 fi
 if want bench; then
   log "bench: softmax under the preload vs eager"
