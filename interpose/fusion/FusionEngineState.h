@@ -138,14 +138,10 @@ struct FusionEngine::State {
     try {
       learnCallOrThrow(r, args, device, stream, outputs);
     } catch (const std::exception& e) {
-      learner.drop();
-      windowDevice.reset();
-      windowStream.reset();
+      dropWindow();
       HOTKERNEL_LOG_ONCE(Warn, "fusion-learn-error") << "fusion: a learning window was dropped: " << e.what();
     } catch (...) {
-      learner.drop();
-      windowDevice.reset();
-      windowStream.reset();
+      dropWindow();
     }
   }
 
@@ -169,13 +165,18 @@ struct FusionEngine::State {
     } else if (learner.full()) {
       // A pending chain's references would make its values look live: such a window is not counted.
       if (pending && !pending->empty()) {
-        learner.drop();
-        windowDevice.reset();
-        windowStream.reset();
+        dropWindow();
       } else {
         closeWindow();
       }
     }
+  }
+
+  // The learning window, dropped uncounted. Precondition: mu held.
+  void dropWindow() noexcept {
+    learner.drop();
+    windowDevice.reset();
+    windowStream.reset();
   }
 
   // Precondition: mu held.
