@@ -19,7 +19,9 @@ std::shared_ptr<const ChainCatalog> ChainCatalog::with(ReadyChain chain) const {
   next->chains_.push_back(std::move(chain));
   for (size_t i = 0; i < next->chains_.size(); ++i) {
     const chain::ChainPattern& p = next->chains_[i].pattern;
-    if (!p.calls.empty()) next->byHead_[headDigest(p.calls.front(), p.metas)].push_back(i);
+    if (p.calls.empty()) continue;
+    next->byHead_[headDigest(p.calls.front(), p.metas)].push_back(i);
+    next->headOps_.insert(p.calls.front().op);
   }
   return next;
 }

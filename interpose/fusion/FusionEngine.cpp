@@ -192,8 +192,10 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
     return runOriginal();  // inside the own-command guard: its launches do not flush what stays pending
   }
 
-  // Deferral (Note [Deferring a chain]).
-  if (s.options.defer && !s.catalog->chains().empty()) {
+  // Deferral (Note [Deferring a chain]); with nothing pending, only a call of an op that starts a chain
+  // may start one (Note [The chain catalog]).
+  const bool continuing = s.pending && !s.pending->empty();
+  if (s.options.defer && !s.catalog->chains().empty() && (continuing || s.catalog->startsWithOp(r.qualified))) {
     if (s.pending && (s.pending->device() != *device || s.pending->stream() != stream)) s.flushPending(*this);
     std::optional<std::vector<at::Tensor>> outputs;
     try {

@@ -9,7 +9,9 @@
 // pending on an old snapshot stays valid while a new one is published.
 // Chains are found by their first step's digest without its outputs (the
 // op, its arguments and its tensors' metadata), then matched step by step
-// (Note [Chain patterns]).
+// (Note [Chain patterns]). The ops that start a chain are kept apart too: a
+// call of any other op with nothing pending starts no chain, and the engine
+// learns it without capturing it for a match first.
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Stream.h>
@@ -18,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "hotkernel/chain/ChainBuilder.h"
@@ -60,12 +63,15 @@ class ChainCatalog {
   // outputs, with its inputs' metadata), by headDigest; the caller compares
   // the steps.
   const std::vector<size_t>* startingWith(uint64_t headDigest) const;
+  // Whether a chain's first step is a call of `op` ("aten::mul.Tensor").
+  bool startsWithOp(const std::string& op) const { return headOps_.count(op) != 0; }
   // A copy with `chain` added (replacing one of the same key).
   std::shared_ptr<const ChainCatalog> with(ReadyChain chain) const;
 
  private:
   std::vector<ReadyChain> chains_;
   std::unordered_map<uint64_t, std::vector<size_t>> byHead_;
+  std::unordered_set<std::string> headOps_;
 };
 
 // The digest a chain's first call is indexed by: the step without its outputs.
