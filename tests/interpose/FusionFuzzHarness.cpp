@@ -253,10 +253,83 @@ class LoggedKernel final : public FusedChainKernel {
 
 }  // namespace
 
-void FuzzGate::enterOwn() { ++tOwnDepth; }
-void FuzzGate::leaveOwn() { --tOwnDepth; }
+namespace {
+FuzzGate* gFuzzGate = nullptr;
+std::atomic<bool> gUnderShim{false};  // Note [The fuzz suite under the shim]
+
+// A real CUDA command of `kind` on this thread's current stream (Note [The fuzz suite under the shim]).
+void realCommand(CommandKind kind) {
+  const c10::Device d(fuzzDevice(), 0);
+  // This thread's scratch values, leaked: threads may outlive the CUDA context at exit.
+  thread_local at::Tensor* a = new at::Tensor(at::zeros({64}, at::TensorOptions().device(d).dtype(at::kFloat)));
+  thread_local at::Tensor* b = new at::Tensor(at::zeros({64}, at::TensorOptions().device(d).dtype(at::kFloat)));
+  const c10::Stream stream = c10::impl::getDeviceGuardImpl(d.type())->getStream(d);
+  switch (kind) {
+    case CommandKind::Launch: a->fill_(1.0); break;
+    case CommandKind::Copy: b->copy_(*a); break;
+    case CommandKind::EventRecord: {
+      c10::Event e(d.type());
+      e.record(stream);
+      break;
+    }
+    case CommandKind::StreamWait: {
+      c10::Event e(d.type());
+      e.record(stream);
+      e.block(stream);
+      break;
+    }
+    case CommandKind::Synchronize: {
+      c10::Event e(d.type());
+      e.record(stream);
+      e.synchronize();
+      break;
+    }
+  }
+}
+}  // namespace
+
+bool FuzzGate::covers() { return shim_ ? shim_->covers() : true; }
+
+void FuzzGate::setFlushHook(FlushHook h) {
+  hook_.store(h);
+  if (shim_) shim_->setFlushHook(h ? &FuzzGate::countingHook : nullptr);
+}
+
+void FuzzGate::countingHook(int kind) {
+  FuzzGate* g = gFuzzGate;
+  if (g == nullptr) return;
+  g->hooksFired_.fetch_add(1);
+  if (FlushHook h = g->hook_.load()) h(kind);
+}
+
+void FuzzGate::setPending(int count) {
+  pending_.store(count);
+  if (shim_) shim_->setPending(count);
+}
+
+void FuzzGate::enterOwn() {
+  ++tOwnDepth;
+  if (shim_) shim_->enterOwn();
+}
+
+void FuzzGate::leaveOwn() {
+  --tOwnDepth;
+  if (shim_) shim_->leaveOwn();
+}
+
+bool setFuzzShim() {
+  if (fuzzDevice() == c10::DeviceType::CPU || !shimCommandGate()->covers()) return false;
+  gUnderShim.store(true);
+  return true;
+}
+
+bool fuzzUnderShim() { return gUnderShim.load(); }
 
 void FuzzGate::command(CommandKind kind) {
+  if (shim_) {
+    realCommand(kind);
+    return;
+  }
   if (pending_.load() == 0 || tOwnDepth > 0) return;
   FlushHook h = hook_.load();
   if (h == nullptr) return;
@@ -355,15 +428,12 @@ std::shared_ptr<FusedChainKernel> loggedKernel(std::shared_ptr<FusedChainKernel>
   return std::make_shared<LoggedKernel>(std::move(inner), log, tolerance);
 }
 
-namespace {
-FuzzGate* gFuzzGate = nullptr;
-}
-
 FusionEngine& fuzzEngine() {
   static FusionEngine* e = [] {
     const bool cpu = fuzzDevice() == c10::DeviceType::CPU;
     if (cpu) installCpuStreams();
     auto gate = std::make_unique<FuzzGate>();
+    if (gUnderShim.load()) gate->shim_ = shimCommandGate();
     gFuzzGate = gate.get();
     FusionOptions options;
     options.hotCalls = 3;

@@ -66,23 +66,47 @@ enum class CommandKind {
 
 class FuzzGate final : public CommandGate {
  public:
-  bool covers() override { return true; }
-  void setFlushHook(FlushHook h) override { hook_.store(h); }
-  void setPending(int count) override { pending_.store(count); }
+  bool covers() override;
+  void setFlushHook(FlushHook h) override;
+  void setPending(int count) override;
   void enterOwn() override;
   void leaveOwn() override;
 
   // A command this thread issues: the hook first when something is pending
-  // and the thread is outside the own guard (the shim's rule).
+  // and the thread is outside the own guard (the shim's rule). Under the
+  // shim (setFuzzShim) a real CUDA command of that kind instead, whose
+  // wrapper in the shim calls the hook.
   void command(CommandKind kind);
   int pending() const { return pending_.load(); }
   uint64_t hooksFired() const { return hooksFired_.load(); }
 
  private:
+  friend FusionEngine& fuzzEngine();
+  static void countingHook(int kind);
+
   std::atomic<FlushHook> hook_{nullptr};
   std::atomic<int> pending_{0};
   std::atomic<uint64_t> hooksFired_{0};
+  std::unique_ptr<CommandGate> shim_;  // Note [The fuzz suite under the shim]; set before the engine is installed
 };
+
+// Note [The fuzz suite under the shim]
+// In a process preloaded with the shim (HOTKERNEL=0 LD_PRELOAD=
+// libhotkernel_preload.so: the shim's CUDA wrappers without the rest of
+// hotkernel), the fuzz engine's gate forwards to the shim's command hook:
+// every CUDA command the process issues that hotkernel does not (ATen's
+// kernels of other ops, copies, the caching allocator's events, syncs, the
+// real commands standing for the programs' own) reaches the engine through
+// the shim as in a serving process, so a command the shim misses shows as a
+// mismatch. A program's own command is then a real one of its kind on the
+// current stream, issued through torch so that it goes through the shim as
+// torch's do: a `fill_` (a kernel launch of an op the engine does not take),
+// a device-to-device `copy_`, an event record, a stream wait on it, an event
+// synchronize. GPU only; call before fuzzEngine() is first used; false (and
+// nothing changed) when the shim's hook is not in the process or does not
+// cover every command.
+bool setFuzzShim();
+bool fuzzUnderShim();
 
 // The device the programs run on (CPU or CUDA): set before fuzzEngine() is
 // first called, once per process.

@@ -5,7 +5,10 @@
 // 0 no mismatch, 1 mismatches, 2 bad usage or an unreadable report (or, in
 // fusion_fuzz_gpu, no CUDA device). Built a second time as fusion_fuzz_gpu
 // (HOTKERNEL_FUSION_FUZZ_GPU): the same programs on the GPU with real fused
-// kernels (Note [The fuzz suite on a GPU]).
+// kernels (Note [The fuzz suite on a GPU]); --shim there takes the commands
+// through the preloaded shim (Note [The fuzz suite under the shim]). The
+// report's `device` ("cpu" / "cuda") and `shim` (bool) are optional fields
+// of version 1 (absent: "cpu", false).
 #include <sys/utsname.h>
 #include <torch/version.h>
 
@@ -82,6 +85,7 @@ int merge(const std::vector<std::string>& files, const std::string& out) {
     if (!r.contains("runs")) total["runs"].push_back({{"seed", r["seed"]}, {"programs", r["programs"]}, {"seconds", r["seconds"]}});
     for (const char* k : {"machine", "torch", "date"}) total[k] = r[k];
     total["device"] = r.value("device", std::string("cpu"));
+    total["shim"] = r.value("shim", false);
   }
   std::ofstream o(out);
   o << total.dump(2) << "\n";
@@ -107,6 +111,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   bool trace = false;
   app.add_flag("--trace", trace, "write the engine run's actions to stderr");
+  bool shim = false;
+#ifdef HOTKERNEL_FUSION_FUZZ_GPU
+  app.add_flag("--shim", shim,
+               "commands through the preloaded shim's hook, real CUDA commands for the programs' own "
+               "(Note [The fuzz suite under the shim])");
+#endif
   app.add_option("--merge", mergeFiles, "sum these reports into --json instead of running");
   CLI11_PARSE(app, argc, argv);
   if (!mergeFiles.empty()) {
@@ -123,6 +133,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   setFuzzDevice(c10::DeviceType::CUDA);
+  if (shim && !setFuzzShim()) {
+    std::cerr << "fusion_fuzz_gpu: --shim needs the shim's command hook covering every command: run it as "
+                 "HOTKERNEL=0 LD_PRELOAD=<build>/lib/libhotkernel_preload.so fusion_fuzz_gpu --shim ...\n";
+    return 2;
+  }
   gpu::FuzzKernelCounts kernelCounts;
   options.makeKernels = gpu::chainKernelMaker(kernelCounts);
   const std::string device = "cuda";
@@ -145,6 +160,7 @@ int main(int argc, char** argv) {
             {"version", kVersion},
             {"seed", options.seed},
             {"device", device},
+            {"shim", shim},
             {"programs", r.programs},
             {"programsPerPool", options.programsPerPool},
             {"templatesPerPool", options.templatesPerPool},

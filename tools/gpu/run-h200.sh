@@ -18,7 +18,8 @@
 #   (e.g. "--cases rmsnorm:bfloat16:4096 --no-overhead").
 # HOTKERNEL_FUZZ_GPU_PROGRAMS / _PROCS / _SEED / _PER_POOL / _DEADLINE_S: the fuzz_gpu step's programs in all
 #   (default 100000), split over this many processes (default 4, seeds SEED..SEED+PROCS-1, default 1), programs
-#   per learned pool (default 2000), and each process's time limit (default none).
+#   per learned pool (default 2000), and each process's time limit (default none); HOTKERNEL_FUZZ_GPU_SHIM=1: under
+#   the preloaded shim (HOTKERNEL=0: its command hook only; Note [The fuzz suite under the shim]).
 # HOTKERNEL_OPS_CASES: the ops step's --cases: a preset of bench/ops_bench.py (norms, cross_entropy, reductions,
 #   reductions_dim, softmax_dim, softmax_400k) or op:dtype:shape,... (default: ops_bench.py's default cases).
 set -uo pipefail
@@ -127,8 +128,10 @@ if want fuzz_gpu; then
   LIMIT=(); [ -n "${HOTKERNEL_FUZZ_GPU_DEADLINE_S:-}" ] && LIMIT=(timeout --signal=INT "$HOTKERNEL_FUZZ_GPU_DEADLINE_S")
   for ((i = 0; i < P; i++)); do
     parts+=("$FZ/part-$i.json")
-    "${LIMIT[@]}" "$BUILD/bin/fusion_fuzz_gpu" --seed $((S + i)) --programs $(((N + P - 1) / P)) \
-      --programs-per-pool "${HOTKERNEL_FUZZ_GPU_PER_POOL:-2000}" --json "$FZ/part-$i.json" >"$OUT/fuzz-gpu-$i.log" 2>&1 &
+    SHIM=(); [ "${HOTKERNEL_FUZZ_GPU_SHIM:-0}" = 1 ] && SHIM=(env HOTKERNEL=0 LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so")
+    "${LIMIT[@]}" "${SHIM[@]}" "$BUILD/bin/fusion_fuzz_gpu" --seed $((S + i)) --programs $(((N + P - 1) / P)) \
+      ${SHIM[0]:+--shim} --programs-per-pool "${HOTKERNEL_FUZZ_GPU_PER_POOL:-2000}" --json "$FZ/part-$i.json" \
+      >"$OUT/fuzz-gpu-$i.log" 2>&1 &
   done
   wait
   existing=(); for f in "${parts[@]}"; do [ -s "$f" ] && existing+=("$f"); done
