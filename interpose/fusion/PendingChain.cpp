@@ -21,24 +21,20 @@ std::optional<std::vector<at::Tensor>> PendingChain::take(const ResolvedOp& op,
     return std::nullopt;
   }
   const size_t step = calls_.size();
-  std::vector<size_t> from;
+  static const std::vector<size_t> kNone;
+  const std::vector<size_t>* from = &candidates_;
   if (step == 0) {
     const std::vector<size_t>* starting = catalog_->startingWith(headDigest(call, values_.metas()));
-    if (starting != nullptr) from = *starting;
-  } else {
-    from = candidates_;
+    from = starting != nullptr ? starting : &kNone;
   }
   // The outputs' ids are the next ones (Note [Chain patterns]); their
-  // metadata is the first candidate's whose step has this op and arguments.
-  // `metas` holds only the values this call names.
-  chain::TensorMetas metas;
-  for (const chain::RecordedArg& a : call.args) {
-    for (int64_t id : a.tensorIds()) metas[id] = values_.metas().at(id);
-  }
+  // metadata is the first candidate's whose step has this op and arguments
+  // (the model's): the arguments' metadata is the table's, the outputs' the
+  // model's.
   std::vector<size_t> next;
   const chain::RecordedCall* model = nullptr;
   const chain::TensorMetas* modelMetas = nullptr;
-  for (size_t index : from) {
+  for (size_t index : *from) {
     const ReadyChain& c = catalog_->chains()[index];
     if (c.pattern.calls.size() <= step) continue;
     const chain::RecordedCall& want = c.pattern.calls[step];
@@ -52,11 +48,10 @@ std::optional<std::vector<at::Tensor>> PendingChain::take(const ResolvedOp& op,
         call.outputs.push_back(id);
       }
       if (!numbered) continue;
-      for (int64_t id : call.outputs) metas[id] = c.pattern.metas.at(id);
-      if (!chain::sameStep(call, metas, want, c.pattern.metas)) continue;
+      if (!chain::sameStep(call, values_.metas(), c.pattern.metas, want, c.pattern.metas)) continue;
       model = &want;
       modelMetas = &c.pattern.metas;
-    } else if (!chain::sameStep(call, metas, want, c.pattern.metas)) {
+    } else if (!chain::sameStep(call, values_.metas(), *modelMetas, want, c.pattern.metas)) {
       continue;
     }
     next.push_back(index);

@@ -187,15 +187,20 @@ uint64_t windowDigest(const std::vector<RecordedCall>& calls, const TensorMetas&
 }
 
 bool sameStep(const RecordedCall& a, const TensorMetas& ma, const RecordedCall& b, const TensorMetas& mb) {
+  return sameStep(a, ma, ma, b, mb);
+}
+
+bool sameStep(const RecordedCall& a, const TensorMetas& maArgs, const TensorMetas& maOutputs, const RecordedCall& b,
+              const TensorMetas& mb) {
   if (a.op != b.op || a.args.size() != b.args.size() || a.outputs != b.outputs) return false;
   for (size_t i = 0; i < a.args.size(); ++i) {
     if (!sameArg(a.args[i], b.args[i])) return false;
     for (int64_t id : a.args[i].tensorIds()) {
-      if (!sameMeta(id, ma, mb)) return false;
+      if (!sameMeta(id, maArgs, mb)) return false;
     }
   }
   for (int64_t out : a.outputs) {
-    if (!sameMeta(out, ma, mb)) return false;
+    if (!sameMeta(out, maOutputs, mb)) return false;
   }
   return true;
 }

@@ -66,6 +66,22 @@ TEST(ChainPatternTest, GivenTheSameCallWhenComparedThenItIsTheSameStepAndAnyDiff
   EXPECT_FALSE(sameStep(renumbered, m4, calls[1], m));
 }
 
+TEST(ChainPatternTest, GivenArgumentAndOutputMetadataInTwoTablesWhenComparedThenEachIsReadFromItsOwn) {
+  const auto calls = swiglu(0, 1, 2, 3);  // calls[1]: mul(%2, %1) -> %3
+  const TensorMetas m = metasOf({0, 1, 2, 3});
+  TensorMetas args = metasOf({0, 1, 2});  // a chain's table: the call's inputs, not its output
+  TensorMetas outs;
+  outs[3] = m.at(3);  // a candidate pattern's metadata for the output
+  EXPECT_TRUE(sameStep(calls[1], args, outs, calls[1], m));
+  EXPECT_FALSE(sameStep(calls[1], args, args, calls[1], m));  // the output's metadata is not in the table
+  TensorMetas stridedArgs = args;
+  stridedArgs[2].strides = {1, 4};
+  EXPECT_FALSE(sameStep(calls[1], stridedArgs, outs, calls[1], m));
+  TensorMetas otherOut = outs;
+  otherOut[3] = full("float32");
+  EXPECT_FALSE(sameStep(calls[1], args, otherOut, calls[1], m));
+}
+
 TEST(ChainPatternTest, GivenALiveValueTheCallsDoNotNameWhenCanonicalizedThenItIsRefused) {
   EXPECT_THROW(canonicalPattern(swiglu(0, 1, 2, 3), metasOf({0, 1, 2, 3}), {99}), Error);
   EXPECT_THROW(canonicalPattern(swiglu(0, 1, 2, 3), metasOf({0, 1, 2}), {3}), Error);

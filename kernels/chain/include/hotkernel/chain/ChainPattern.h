@@ -38,6 +38,11 @@ struct ChainPattern {
 
 // Whether `a` (with its values' metadata `ma`) is the same step as `b` (with `mb`).
 bool sameStep(const RecordedCall& a, const TensorMetas& ma, const RecordedCall& b, const TensorMetas& mb);
+// The same, with `a`'s arguments' metadata looked up in `maArgs` and its
+// outputs' in `maOutputs` (a call being matched: its inputs are in the
+// chain's table, its outputs' metadata is a candidate pattern's).
+bool sameStep(const RecordedCall& a, const TensorMetas& maArgs, const TensorMetas& maOutputs, const RecordedCall& b,
+              const TensorMetas& mb);
 
 // The text of one step with its tensors' metadata.
 std::string stepText(const RecordedCall& call, const TensorMetas& metas);
