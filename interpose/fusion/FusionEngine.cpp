@@ -69,7 +69,7 @@ FusionEngine::FusionEngine(std::unique_ptr<CommandGate> gate, FusionOptions opti
   state_->ops = resolveDeferrableOps();
   for (ResolvedOp& r : resolvePassingOps()) state_->ops.push_back(std::move(r));
   state_->originals.resize(state_->ops.size());
-  for (size_t i = 0; i < state_->ops.size(); ++i) state_->opIndex[state_->ops[i].op->operator_name()] = i;
+  for (size_t i = 0; i < state_->ops.size(); ++i) state_->opIndex[&state_->ops[i].op->schema()] = i;
 }
 
 FusionEngine::~FusionEngine() = default;
@@ -121,7 +121,7 @@ void FusionEngine::publish(ReadyChain chain) {
 
 void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
   State& s = *state_;
-  auto found = s.opIndex.find(op.operator_name());
+  auto found = s.opIndex.find(&op.schema());
   HOTKERNEL_INTERNAL_ASSERT(found != s.opIndex.end(), "a fusion trampoline for an unknown op");
   const ResolvedOp& r = s.ops[found->second];
   const c10::DispatchKey key = installedKeyOf(ks, s.installed);

@@ -37,7 +37,9 @@ struct FusionEngine::State {
   std::unique_ptr<CommandGate> gate;
   FusionOptions options;
   std::vector<ResolvedOp> ops;
-  std::unordered_map<c10::OperatorName, size_t> opIndex;  // into `ops`
+  // Into `ops`, by the address of the op's registered schema (the dispatcher keeps one per op for the
+  // process: a pointer hash on every call instead of hashing the op's name and overload).
+  std::unordered_map<const c10::FunctionSchema*, size_t> opIndex;
   std::mutex installMu;
   // Written under installMu before a key's trampolines are registered; read-only afterwards.
   std::vector<std::array<std::optional<c10::SafeKernelFunction>, kNumKeys>> originals;
