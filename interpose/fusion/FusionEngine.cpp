@@ -70,6 +70,7 @@ FusionEngine::FusionEngine(std::unique_ptr<CommandGate> gate, FusionOptions opti
   for (ResolvedOp& r : resolvePassingOps()) state_->ops.push_back(std::move(r));
   state_->originals.resize(state_->ops.size());
   for (size_t i = 0; i < state_->ops.size(); ++i) state_->opIndex[&state_->ops[i].op->schema()] = i;
+  state_->setCatalog(std::make_shared<ChainCatalog>());
 }
 
 FusionEngine::~FusionEngine() = default;
@@ -116,7 +117,7 @@ void FusionEngine::setHotCallback(HotCallback callback) {
 
 void FusionEngine::publish(ReadyChain chain) {
   std::lock_guard<std::timed_mutex> guard(state_->mu);
-  state_->catalog = state_->catalog->with(std::move(chain));
+  state_->setCatalog(state_->catalog->with(std::move(chain)));
 }
 
 void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
@@ -195,7 +196,7 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
   // Deferral (Note [Deferring a chain]); with nothing pending, only a call of an op that starts a chain
   // may start one (Note [The chain catalog]).
   const bool continuing = s.pending && !s.pending->empty();
-  if (s.options.defer && !s.catalog->chains().empty() && (continuing || s.catalog->startsWithOp(r.qualified))) {
+  if (s.options.defer && !s.catalog->chains().empty() && (continuing || s.startsChain[found->second] != 0)) {
     if (s.pending && (s.pending->device() != *device || s.pending->stream() != stream)) s.flushPending(*this);
     std::optional<std::vector<at::Tensor>> outputs;
     try {

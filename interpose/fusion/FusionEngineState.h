@@ -49,11 +49,21 @@ struct FusionEngine::State {
   std::timed_mutex mu;
   // Precondition for the members below: mu held.
   HotCallback onHot;
+  std::shared_ptr<const ChainCatalog> catalog = std::make_shared<ChainCatalog>();
+  // startsChain[i]: whether ops[i] is the first call of a chain in `catalog` (Note [The chain catalog]), by op
+  // index so that the dispatch path hashes no name; set with the catalog (setCatalog).
+  std::vector<char> startsChain;
+
+  // Precondition: mu held (or the engine not yet installed).
+  void setCatalog(std::shared_ptr<const ChainCatalog> next) {
+    catalog = std::move(next);
+    startsChain.assign(ops.size(), 0);
+    for (size_t i = 0; i < ops.size(); ++i) startsChain[i] = catalog->startsWithOp(ops[i].qualified) ? 1 : 0;
+  }
   ChainLearner learner;
   std::optional<c10::Device> windowDevice;
   std::optional<c10::Stream> windowStream;
   std::unique_ptr<PendingChain> pending;
-  std::shared_ptr<const ChainCatalog> catalog = std::make_shared<ChainCatalog>();
   std::optional<std::thread::id> owner;
   std::string lastUnfused;  // FusionStats::lastUnfused
   // Note [Sampled learning]

@@ -59,7 +59,7 @@ void FusionEngine::resetForTest() {
   State& s = *state_;
   flushAll();
   std::lock_guard<std::timed_mutex> guard(s.mu);
-  s.catalog = std::make_shared<ChainCatalog>();
+  s.setCatalog(std::make_shared<ChainCatalog>());
   s.learner = ChainLearner(s.options.hotCalls, [this](const HotChain& hot) {
     State& st = *state_;
     st.hotChains.fetch_add(1, std::memory_order_relaxed);

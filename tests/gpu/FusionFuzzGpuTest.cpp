@@ -23,17 +23,6 @@ namespace {
     GTEST_SKIP() << "no CUDA device";                               \
   }
 
-std::string failuresOf(const FuzzReport& r) {
-  std::string s;
-  for (const std::string& f : r.failures) s += f + "\n";
-  return s;
-}
-
-uint64_t countOf(const FuzzReport& r, const char* name) {
-  auto it = r.counts.find(name);
-  return it == r.counts.end() ? 0 : it->second;
-}
-
 // A kernel that says it launched and writes nothing (a planted bug).
 class SilentKernel final : public FusedChainKernel {
  public:
@@ -56,8 +45,8 @@ TEST(FusionFuzzGpuTest, GivenRandomProgramsOnCudaWithRealFusedKernelsWhenRunWith
   options.makeKernels = gpu::chainKernelMaker(kernels);
   FuzzReport r = runFusionFuzz(options);
   gpu::addKernelCounts(r, kernels);
-  EXPECT_EQ(r.mismatches, 0u) << failuresOf(r);
-  EXPECT_EQ(r.unwrittenReads, 0u) << failuresOf(r);
+  EXPECT_EQ(r.mismatches, 0u) << failuresText(r);
+  EXPECT_EQ(r.unwrittenReads, 0u) << failuresText(r);
   EXPECT_GE(r.programs, 580);
   for (const char* feature : {"deferredCalls", "fusedFlushes", "unfusedFlushes", "deviceLaunches", "kernelsHarnessed",
                               "comparedBitwise", "comparedWithinTolerance", "itemsOfPending", "threadStepsOnPending",

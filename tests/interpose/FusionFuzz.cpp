@@ -1108,6 +1108,17 @@ Pool learnPool(uint64_t seed, int templates, LaunchLog& log, const FuzzOptions& 
 
 }  // namespace
 
+std::string failuresText(const FuzzReport& r) {
+  std::string s;
+  for (const std::string& f : r.failures) s += f + "\n";
+  return s;
+}
+
+uint64_t countOf(const FuzzReport& r, const char* name) {
+  auto it = r.counts.find(name);
+  return it == r.counts.end() ? 0 : it->second;
+}
+
 FuzzReport runFusionFuzz(const FuzzOptions& options) {
   FusionEngine& engine = fuzzEngine();
   FuzzReport report;

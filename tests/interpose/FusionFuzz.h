@@ -76,4 +76,9 @@ struct FuzzReport {
 // time: the engine is the process's).
 FuzzReport runFusionFuzz(const FuzzOptions& options);
 
+// The report's failures, a line each (for test messages).
+std::string failuresText(const FuzzReport& r);
+// The count named `name`, 0 when absent.
+uint64_t countOf(const FuzzReport& r, const char* name);
+
 }  // namespace hotkernel::fusion::fuzz

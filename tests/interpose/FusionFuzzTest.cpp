@@ -10,29 +10,14 @@
 
 using namespace hotkernel::fusion::fuzz;
 
-namespace {
-
-std::string failuresOf(const FuzzReport& r) {
-  std::string s;
-  for (const std::string& f : r.failures) s += f + "\n";
-  return s;
-}
-
-uint64_t countOf(const FuzzReport& r, const char* name) {
-  auto it = r.counts.find(name);
-  return it == r.counts.end() ? 0 : it->second;
-}
-
-}  // namespace
-
 TEST(FusionFuzzTest, GivenThreeThousandRandomProgramsWhenRunWithTheEngineThenEveryValueMatchesEager) {
   FuzzOptions options;
   options.seed = 20;
   options.programs = 3000;
   options.programsPerPool = 500;
   const FuzzReport r = runFusionFuzz(options);
-  EXPECT_EQ(r.mismatches, 0u) << failuresOf(r);
-  EXPECT_EQ(r.unwrittenReads, 0u) << failuresOf(r);
+  EXPECT_EQ(r.mismatches, 0u) << failuresText(r);
+  EXPECT_EQ(r.unwrittenReads, 0u) << failuresText(r);
   EXPECT_GE(r.programs, 2900);  // at most a few programs eager itself refuses
   // Every feature the suite claims ran, and both paths of a flush.
   for (const char* feature :
