@@ -20,7 +20,9 @@ from the modules above them; only runtime/src/Config.cpp (and the shim and
 the tools) reads the environment; tools/ and bench/ include only public headers
 (a quoted include without a path names a file of their own
 folder; bench/experiments/ is exempt); no production
-.cpp file is over 500 lines.
+.cpp file is over 500 lines; production code includes no <filesystem> and no
+C++ file calls std::filesystem::remove_all (Note [No std::filesystem::remove_all
+next to libtorch]).
 
 Variables: every HOTKERNEL_* variable of the table in
 runtime/include/hotkernel/runtime/Config.h is shown by `hotkernel doctor`
@@ -119,6 +121,10 @@ MAX_CPP_LINES = 500
 # The process's own PATH (how a command resolves) is not a setting of hotkernel's.
 GETENV = re.compile(r"\b(?:std::)?(?:getenv|secure_getenv)\s*\((?!\s*\"PATH\")")
 GETENV_ALLOWED = ("runtime/src/Config.cpp", "interpose/preload/", "tools/")
+# Note [No std::filesystem::remove_all next to libtorch]: production code, which runs in processes that load
+# libtorch, uses no std::filesystem; no C++ file anywhere calls its remove_all.
+FILESYSTEM_INCLUDE = re.compile(r"^\s*#\s*include\s*<filesystem>")
+REMOVE_ALL = re.compile(r"\b(?:std::filesystem|fs)::remove_all\b")
 
 
 def layering_findings(rel, lines):
@@ -144,6 +150,11 @@ def layering_findings(rel, lines):
         for number, line in enumerate(lines, 1):
             if GETENV.search(line.split("//")[0]):
                 found.append(f"{rel}:{number}: reads the environment outside Config (runtime/src/Config.cpp)")
+    for number, line in enumerate(lines, 1):
+        if is_production(rel) and FILESYSTEM_INCLUDE.match(line):
+            found.append(f"{rel}:{number}: includes <filesystem> in code that runs next to libtorch")
+        if REMOVE_ALL.search(line.split("//")[0]):
+            found.append(f"{rel}:{number}: std::filesystem::remove_all (tests/TempDir.h's removeTree instead)")
     if is_production(rel) and rel.endswith(".cpp") and len(lines) > MAX_CPP_LINES + 1:
         found.append(f"{rel}:1: {len(lines) - 1} lines, over {MAX_CPP_LINES}: split it by concept")
     return found

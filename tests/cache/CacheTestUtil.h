@@ -13,36 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "../TempDir.h"
 #include "CacheTestEntries.h"
 #include "hotkernel/cache/CacheStore.h"
 #include "hotkernel/cache/Entry.h"
 
 namespace hotkernel::cache::test {
 
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/hotkernel-test-XXXXXX";
-    char* made = ::mkdtemp(tmpl.data());
-    EXPECT_NE(made, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    // Restore permissions a test may have removed, so removal works.
-    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, std::filesystem::perm_options::add, ec);
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using TempDir = hotkernel::test::TempDir;  // Note [No std::filesystem::remove_all next to libtorch]
 
 // Raw SQLite access, bypassing CacheStore (for tampering and inspection).
 class RawDb {

@@ -16,6 +16,7 @@
 #include "hotkernel/runtime/Check.h"
 
 #include "../JsonKeyCase.h"
+#include "../TempDir.h"
 
 namespace hotkernel {
 namespace {
@@ -23,24 +24,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class TempDir {
+// Note [No std::filesystem::remove_all next to libtorch]
+class TempDir : public hotkernel::test::TempDir {
  public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/hotkernel-explog-XXXXXX";
-    EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir() : hotkernel::test::TempDir("hotkernel-explog") {}
 };
 
 std::string readFile(const std::string& path) {

@@ -12,7 +12,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -25,6 +24,8 @@
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Logging.h"
 #include "hotkernel/runtime/Nvrtc.h"
+
+#include "../TempDir.h"
 
 namespace hotkernel {
 namespace {
@@ -488,7 +489,7 @@ TEST(ExternalAgentTest, givenProgramNameWithoutSlash_whenReadingTheAgent_thenLoo
     const FromEnvironment shell = readAgent("sh -c true", nullptr);
     EXPECT_TRUE(shell.agent.has_value()) << shell.problem;
   }
-  std::filesystem::remove_all(dir);
+  test::removeTree(dir);  // Note [No std::filesystem::remove_all next to libtorch]
 }
 
 TEST(ExternalAgentTest, givenMalformedAgentAndNoProblemSlot_whenReadTwice_thenOneWarningAndNoThrow) {

@@ -6,11 +6,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
 
 #include "hotkernel/optimizer/RankingLog.h"
 
 #include "../JsonKeyCase.h"
+#include "../TempDir.h"
 
 namespace hotkernel {
 namespace {
@@ -84,7 +84,7 @@ TEST(RankingLogTest, GivenSkippedLineWhenAppendedAndReadBackThenHotkernelLogShow
   EXPECT_EQ(r.experiments[0].decision, ExperimentDecision::KeptAten);
   EXPECT_EQ(r.experiments[0].reason.rfind("near_roofline: ", 0), 0u);
   EXPECT_EQ(r.experiments[0].extra["ranking"]["stop"], "near_roofline");
-  std::filesystem::remove_all(dir);
+  test::removeTree(dir);  // Note [No std::filesystem::remove_all next to libtorch]
 }
 
 TEST(RankingLogTest, GivenRankedTargetWhenSerializedThenRankingNumbers) {

@@ -64,6 +64,13 @@ class LayeringTest(unittest.TestCase):
         self.assertEqual(check_code.layering_findings("optimizer/agent/A.cpp", ['// std::getenv("X") is not read']), [])
         self.assertEqual(check_code.layering_findings("optimizer/agent/A.cpp", ['std::getenv("PATH");']), [])
 
+    def test_given_filesystem_when_production_includes_it_or_any_file_calls_remove_all_then_found(self):
+        self.assertEqual(len(check_code.layering_findings("cache/src/A.cpp", ["#include <filesystem>"])), 1)
+        self.assertEqual(check_code.layering_findings("tests/cache/ATest.cpp", ["#include <filesystem>"]), [])
+        self.assertEqual(len(check_code.layering_findings("tests/cache/ATest.cpp", ["  fs::remove_all(dir, ec);"])), 1)
+        self.assertEqual(len(check_code.layering_findings("bench/a.cpp", ["std::filesystem::remove_all(d);"])), 1)
+        self.assertEqual(check_code.layering_findings("tests/a.cpp", ["removeTree(d);  // not fs::remove_all"]), [])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -6,8 +6,7 @@
 set -u
 B="${HOTKERNEL_BUILD_DIR:-build-gpu}"
 OUT="${OUT:-out}"
-SEGV="$(mktemp -d)/segv-backtrace.so"
-cc -shared -fPIC -O1 -o "$SEGV" "$(dirname "$0")/segv-backtrace.c" -ldl || SEGV=""
+SEGV="$("$(dirname "$0")/segv-preload.sh")"
 HOTKERNEL_LOG_LEVEL=debug LD_PRELOAD="$SEGV${LD_PRELOAD:+:$LD_PRELOAD}" stdbuf -oL -eL \
   "$B/bin/remote_entry_gpu_tests" >"$OUT/remote-entry.log" 2>&1 &
 pid=$!
@@ -27,7 +26,5 @@ if kill -0 "$pid" 2>/dev/null; then
 fi
 wait "$pid"
 echo "exit status $?" >>"$OUT/remote-entry.log"
-# The backtrace's frames inside a library as functions (addr2line reads the symbol table).
-grep -oE '/[^ (]+\(\+0x[0-9a-f]+\)' "$OUT/remote-entry.log" | while IFS='(' read -r lib off; do
-  echo "$lib ${off%)}: $(addr2line -f -C -e "$lib" "${off%)}" | head -1)"
-done >"$OUT/remote-entry-frames.txt" 2>&1
+# The backtrace's frames as functions.
+"$(dirname "$0")/symbolize.sh" "$OUT/remote-entry.log" >"$OUT/remote-entry-frames.txt" 2>&1

@@ -3,13 +3,16 @@
  * instruction and stack pointers, the word at the top of the stack (the return address when a call jumped to
  * a bad address: glibc's backtrace cannot unwind from there) with the objects they fall in, the handlers in
  * force for SIGCHLD, SIGINT, SIGTERM and SIGPIPE, and the faulting thread's backtrace; then the process dies of
- * the signal as it would have. */
+ * the signal as it would have. Every thread gets an alternate signal stack (pthread_create is wrapped), so a
+ * thread that overflows its stack is reported too. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <signal.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -51,7 +54,12 @@ static void onFatal(int sig, siginfo_t* si, void* ctx) {
     const uintptr_t rsp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
     where("instruction", rip);
     where("stack pointer", (const void*)rsp);
-    if (rsp) where("word at the stack pointer", *(void* const*)rsp);
+    const uintptr_t fault = si ? (uintptr_t)si->si_addr : 0;
+    if (sig == SIGSEGV && fault != 0 && fault <= rsp + 64 && fault + 65536 >= rsp) {
+      say("  the fault is at the stack pointer: a stack overflow (the word there is not read)\n");
+    } else if (rsp) {
+      where("word at the stack pointer", *(void* const*)rsp);
+    }
   }
 #endif
   const int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGPIPE};
@@ -78,11 +86,45 @@ static void onFatal(int sig, siginfo_t* si, void* ctx) {
   raise(sig);
 }
 
+/* An alternate stack for this thread's signal handlers (leaked with the thread: a debugging aid). */
+static void altStack(void) {
+  stack_t ss;
+  memset(&ss, 0, sizeof ss);
+  ss.ss_size = 256 * 1024;
+  ss.ss_sp = malloc(ss.ss_size);
+  if (ss.ss_sp) sigaltstack(&ss, NULL);
+}
+
+struct Start {
+  void* (*fn)(void*);
+  void* arg;
+};
+
+static void* startWithAltStack(void* p) {
+  struct Start s = *(struct Start*)p;
+  free(p);
+  altStack();
+  return s.fn(s.arg);
+}
+
+int pthread_create(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) {
+  static int (*real)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*) = NULL;
+  if (!real) real = (int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*))dlsym(RTLD_NEXT, "pthread_create");
+  struct Start* s = (struct Start*)malloc(sizeof *s);
+  if (!s) return real(t, attr, fn, arg);
+  s->fn = fn;
+  s->arg = arg;
+  const int rc = real(t, attr, startWithAltStack, s);
+  if (rc != 0) free(s);
+  return rc;
+}
+
 __attribute__((constructor)) static void install(void) {
+  altStack();
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = onFatal;
-  sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+  sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
   sigaction(SIGSEGV, &sa, 0);
   sigaction(SIGBUS, &sa, 0);
   sigaction(SIGABRT, &sa, 0);
