@@ -1051,8 +1051,13 @@ Pool learnPool(uint64_t seed, int templates, LaunchLog& log, const FuzzOptions& 
   Pool pool;
   TemplateMaker maker(seed);
   std::mt19937_64 rng(mix(seed, 1));
-  std::vector<HotChain> hot;
-  engine.setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+  // Chains the engine found hot; under the shim any thread's CUDA command can end a window and report one.
+  std::mutex hotMu;
+  std::vector<HotChain> hot;  // Precondition: hotMu held
+  engine.setHotCallback([&](const HotChain& h) {
+    std::lock_guard<std::mutex> guard(hotMu);
+    hot.push_back(h);
+  });
   for (int i = 0; i < templates; ++i) {
     pool.templates.push_back(maker.make());
     const Template& tpl = pool.templates.back();
@@ -1075,10 +1080,19 @@ Pool learnPool(uint64_t seed, int templates, LaunchLog& log, const FuzzOptions& 
         fuzzGate().command(CommandKind::Synchronize);
       }
     }
+    std::vector<HotChain> learned;
+    {
+      std::lock_guard<std::mutex> guard(hotMu);
+      learned.swap(hot);
+    }
     std::vector<std::shared_ptr<FusedChainKernel>> kernels;
-    if (options.makeKernels && !hot.empty()) kernels = options.makeKernels(hot, log);
-    for (size_t k = 0; k < hot.size(); ++k) {
-      const HotChain& h = hot[k];
+    if (options.makeKernels && !learned.empty()) {
+      // The optimizer's job in a serving process: its compiles, harness and CUDA commands are hotkernel's own.
+      FusionBypass own;
+      kernels = options.makeKernels(learned, log);
+    }
+    for (size_t k = 0; k < learned.size(); ++k) {
+      const HotChain& h = learned[k];
       std::shared_ptr<FusedChainKernel> kernel;
       if (options.makeKernels) {
         kernel = k < kernels.size() ? kernels[k] : nullptr;
@@ -1100,7 +1114,6 @@ Pool learnPool(uint64_t seed, int templates, LaunchLog& log, const FuzzOptions& 
         }
       }
     }
-    hot.clear();
   }
   engine.setHotCallback(nullptr);
   return pool;
