@@ -1,10 +1,10 @@
-/* A preload for hunting a crash on the GPU machine (tools/gpu/probe-remote-entry.sh builds it with the
- * machine's cc): on SIGSEGV, SIGBUS, SIGABRT or SIGFPE it writes to stderr the faulting address, the
- * instruction and stack pointers, the word at the top of the stack (the return address when a call jumped to
- * a bad address: glibc's backtrace cannot unwind from there) with the objects they fall in, the handlers in
- * force for SIGCHLD, SIGINT, SIGTERM and SIGPIPE, and the faulting thread's backtrace; then the process dies of
- * the signal as it would have. Every thread gets an alternate signal stack (pthread_create is wrapped), so a
- * thread that overflows its stack is reported too. */
+/* A preload for hunting a crash on the GPU machine (tools/gpu/segv-preload.sh builds it with the machine's
+ * cc): on SIGSEGV, SIGBUS, SIGABRT or SIGFPE it writes to stderr the faulting address, the instruction and
+ * stack pointers, the general registers, the word at the top of the stack (the return address when a call
+ * jumped to a bad address: glibc's backtrace cannot unwind from there) with the objects they fall in, the
+ * handlers in force for SIGCHLD, SIGINT, SIGTERM and SIGPIPE, and the faulting thread's backtrace; then the
+ * process dies of the signal as it would have. Every thread gets an alternate signal stack (pthread_create
+ * is wrapped), so a thread that overflows its stack is reported too. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -54,6 +54,19 @@ static void onFatal(int sig, siginfo_t* si, void* ctx) {
     const uintptr_t rsp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
     where("instruction", rip);
     where("stack pointer", (const void*)rsp);
+    static const struct {
+      const char* name;
+      int reg;
+    } regs[] = {{"rax", REG_RAX}, {"rbx", REG_RBX}, {"rcx", REG_RCX}, {"rdx", REG_RDX}, {"rsi", REG_RSI},
+                {"rdi", REG_RDI}, {"rbp", REG_RBP}, {"r8", REG_R8},   {"r9", REG_R9},   {"r10", REG_R10},
+                {"r11", REG_R11}, {"r12", REG_R12}, {"r13", REG_R13}, {"r14", REG_R14}, {"r15", REG_R15}};
+    char line[96];
+    say("  registers:");
+    for (size_t i = 0; i < sizeof regs / sizeof regs[0]; ++i) {
+      snprintf(line, sizeof line, " %s=%#llx", regs[i].name, (unsigned long long)uc->uc_mcontext.gregs[regs[i].reg]);
+      say(line);
+    }
+    say("\n");
     const uintptr_t fault = si ? (uintptr_t)si->si_addr : 0;
     if (sig == SIGSEGV && fault != 0 && fault <= rsp + 64 && fault + 65536 >= rsp) {
       say("  the fault is at the stack pointer: a stack overflow (the word there is not read)\n");
