@@ -22,8 +22,8 @@ read, one write, plus the norms' weight / bias read once), its share of the copy
 the max error of each implementation against a float64 reference.
 
 Ops: softmax, log_softmax, rms_norm (F.rms_norm with a weight), layer_norm
-(F.layer_norm with weight and bias); `--cases norms` runs the norm shapes (all
-four are in HOTKERNEL_OPS' default); cross_entropy (F.cross_entropy, mean, int64
+(F.layer_norm with weight and bias); `--cases norms` runs the norm shapes, `--cases
+norms_long` few very long rows (all four are in HOTKERNEL_OPS' default); cross_entropy (F.cross_entropy, mean, int64
 class targets with every 8th row ignored; ideal traffic: the logits read once):
 `--cases cross_entropy` (cross_entropy_loss is in HOTKERNEL_OPS' default too);
 cross_entropy_none: the same with reduction none (one loss a row, no cross-row
@@ -251,6 +251,12 @@ NORM_CASES = (
     "rms_norm:bfloat16:32x4096,rms_norm:bfloat16:4096x4096,rms_norm:bfloat16:16384x8192,"
     "layer_norm:bfloat16:32x4096,layer_norm:bfloat16:4096x4096,layer_norm:bfloat16:16384x8192"
 )
+# `--cases norms_long`: issue 19's few very long rows (<= 32 rows of >= 1M columns; target >= torch.compile):
+# rms_norm splits them over a cluster on sm_90+, layer_norm keeps a CTA a row.
+NORM_LONG_CASES = (
+    "rms_norm:float32:8x4194304,rms_norm:bfloat16:32x1048576,rms_norm:bfloat16:4x2097152,"
+    "layer_norm:float32:8x4194304"
+)
 # `--cases cross_entropy`: decode (one and 32 rows of a 128k vocabulary), a batch of 32000 classes, a large LM head.
 CROSS_ENTROPY_CASES = (
     "cross_entropy:bfloat16:1x128256,cross_entropy:bfloat16:32x128256,cross_entropy:bfloat16:4096x32000,"
@@ -278,8 +284,9 @@ SOFTMAX_DIM_CASES = ",".join(
 # `--cases softmax_400k`: issue 19's rows of 400k float32 columns (6.1 GiB, more
 # than the optimizer's memory cap holds whole: tuned on a row subset).
 SOFTMAX_400K_CASES = "softmax:float32:4096x400000,log_softmax:float32:4096x400000"
-PRESETS = {"norms": NORM_CASES, "cross_entropy": CROSS_ENTROPY_CASES, "reductions": REDUCTION_CASES,
-           "reductions_dim": REDUCTION_DIM_CASES, "softmax_dim": SOFTMAX_DIM_CASES, "softmax_400k": SOFTMAX_400K_CASES}
+PRESETS = {"norms": NORM_CASES, "norms_long": NORM_LONG_CASES, "cross_entropy": CROSS_ENTROPY_CASES,
+           "reductions": REDUCTION_CASES, "reductions_dim": REDUCTION_DIM_CASES, "softmax_dim": SOFTMAX_DIM_CASES,
+           "softmax_400k": SOFTMAX_400K_CASES}
 
 
 def first_output(out):

@@ -21,6 +21,9 @@
 //   HK_HAS_WEIGHT  1: multiply by weight (same dtype as the input, `cols` elements); 0: no weight
 //   HK_COLS        (optional) the variant's column count: the `cols` argument is then ignored
 //                  (Note [Specialized columns])
+//   HK_CLUSTER     (optional, default 1) 2, 4, 8 or 16 (16: non-portable, the launcher opts in), with
+//                  HK_ROWS == 1, sm_90+: a thread-block cluster of HK_CLUSTER CTAs serves each row
+//                  (Note [Split norm rows over a cluster])
 //
 // Entry point (RmsNormFamily::kKernelName):
 //   extern "C" __global__ void hk_rms_norm(const void* in, const void* weight, void* out,
@@ -30,7 +33,9 @@
 // Preconditions (checked on the host by RmsNormFamily's guards, not here):
 //   cols % HK_VEC == 0; in, weight and out aligned to HK_VEC * sizeof(element);
 //   rstd aligned to 4; cols <= HK_ROW_THREADS * HK_VEC * HK_ITEMS when HK_ITEMS > 0;
-//   cols <= 2^30; gridDim.x * HK_ROWS >= rows (RmsNormFamily::launchGeometry).
+//   cols <= HK_CLUSTER * HK_ROW_THREADS * HK_VEC * HK_ITEMS when HK_ITEMS > 0 and HK_CLUSTER > 1;
+//   cols <= 2^30; gridDim.x * HK_ROWS >= rows, and gridDim.x == rows * HK_CLUSTER when HK_CLUSTER > 1
+//   (RmsNormFamily::launchGeometry).
 //
 // Note [One row group a CTA]
 // CTA b serves rows [b * HK_ROWS, (b + 1) * HK_ROWS): the grid covers the rows
@@ -53,6 +58,18 @@
 // gives what ATen gives (sum of squares inf -> rstd 0 -> 0 * finite = 0 and
 // 0 * inf = NaN; NaN anywhere -> NaN row). Lanes that hold no element
 // contribute exact zeros.
+//
+// Note [Split norm rows over a cluster]
+// A few very long rows ([8, 4M]) keep as many SMs busy as there are rows when
+// a row is one CTA's. With HK_CLUSTER > 1 a cluster of CTAs serves each row,
+// as softmax_lastdim.cu does (Note [Split rows over a cluster] there): CTA
+// `rank` takes vectors [rank * chunk, (rank + 1) * chunk) of the row, held in
+// registers or streamed twice, reduces its slice's sum of squares over the
+// CTA, and pushes it into every peer (Note [Pushed cluster pairs] in
+// hk_prelude.cuh; the pair's second value is unused). Every CTA then adds the
+// HK_CLUSTER sums in rank order, so the cluster computes one rstd bit for bit
+// and the result does not depend on which CTA writes what. One row a cluster:
+// the grid is rows * HK_CLUSTER CTAs (Note [One row group a CTA]).
 //
 // Reductions: Note [Norm deterministic reductions] in layer_norm.cu.
 
@@ -80,6 +97,12 @@ static_assert(HK_ROWS >= 1 && (HK_ROWS & (HK_ROWS - 1)) == 0 && HK_ROWS <= HK_TH
 static_assert(HK_ITEMS >= 0 && HK_ITEMS <= 16, "HK_ITEMS must be in [0, 16]");
 static_assert(HK_ROWS == 1 || HK_ITEMS > 0, "several rows per CTA are register-resident only");
 static_assert(HK_HAS_WEIGHT == 0 || HK_HAS_WEIGHT == 1, "HK_HAS_WEIGHT must be 0 or 1");
+#ifndef HK_CLUSTER
+#define HK_CLUSTER 1
+#endif
+static_assert(HK_CLUSTER == 1 || ((HK_CLUSTER == 2 || HK_CLUSTER == 4 || HK_CLUSTER == 8 || HK_CLUSTER == 16) &&
+                                  HK_ROWS == 1),
+              "HK_CLUSTER must be 1, or 2, 4, 8 or 16 with HK_ROWS == 1");
 
 // Launch bounds: Note [Norm launch bounds] in layer_norm.cu.
 #define HK_LAUNCH_BOUNDS __launch_bounds__(HK_THREADS, 1)
@@ -115,6 +138,136 @@ __device__ __forceinline__ float hk_scale(float x, float r, hk_elem w) {
 #endif
 }
 
+// The slice helpers: vectors [begin, end) of one row, thread `tid` of the
+// row's HK_ROW_THREADS taking begin + tid, begin + tid + HK_ROW_THREADS, ...
+// (each warp's accesses contiguous). The whole row (begin 0) for a CTA's
+// rows, a cluster rank's slice for split rows.
+#if HK_ITEMS > 0
+// Register-resident: one read, all loads issued before first use; lanes past
+// `end` hold zeros (Note [RMS norm special values]).
+__device__ __forceinline__ void hk_load_slice(const hk_pack* src, int begin, int end, int tid,
+                                              float (&x)[HK_ITEMS][HK_VEC]) {
+#pragma unroll
+  for (int i = 0; i < HK_ITEMS; ++i) {
+    const int v = begin + i * HK_ROW_THREADS + tid;
+    if (v < end) {
+      hk_unpack(src[v], x[i]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) x[i][j] = 0.0f;
+    }
+  }
+}
+
+__device__ __forceinline__ float hk_slice_sumsq(const float (&x)[HK_ITEMS][HK_VEC]) {
+  float ss = 0.0f;
+#pragma unroll
+  for (int i = 0; i < HK_ITEMS; ++i) {
+    float part = 0.0f;
+#pragma unroll
+    for (int j = 0; j < HK_VEC; ++j) part = fmaf(x[i][j], x[i][j], part);
+    ss += part;
+  }
+  return ss;
+}
+
+// The weight is loaded here, after the reduction, rather than once before
+// the row loop: x alone is live across the reduction, and ptxas may
+// interleave these loads with the output as registers allow (Note [Norm
+// register budget]). They hit L1 / L2: every row reads the same weight.
+__device__ __forceinline__ void hk_write_slice(hk_pack* dst, const hk_pack* weight, int begin, int end, int tid,
+                                               const float (&x)[HK_ITEMS][HK_VEC], float r) {
+#pragma unroll
+  for (int i = 0; i < HK_ITEMS; ++i) {
+    const int v = begin + i * HK_ROW_THREADS + tid;
+    if (v < end) {
+#if HK_HAS_WEIGHT
+      const hk_pack wp = weight[v];
+#endif
+      hk_pack p;
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) {
+#if HK_HAS_WEIGHT
+        p.v[j] = hk_from_float(hk_scale(x[i][j], r, wp.v[j]));
+#else
+        p.v[j] = hk_from_float(hk_scale(x[i][j], r, 0));
+#endif
+      }
+      dst[v] = p;
+    }
+  }
+}
+#else
+// Streaming pass 1: the sum of squares, HK_STREAM_UNROLL vectors in flight
+// per thread (kept in their storage type until used).
+__device__ __forceinline__ float hk_stream_sumsq(const hk_pack* src, int begin, int end, int tid,
+                                                 unsigned long long keep) {
+  float ss = 0.0f;
+  for (int v0 = begin + tid; v0 < end; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL) {
+    hk_pack p[HK_STREAM_UNROLL];
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+      const int v = v0 + u * HK_ROW_THREADS;
+      p[u] = v < end ? hk_load_first(src + v, keep) : hk_zero_pack();
+    }
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+      float part = 0.0f;
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) {
+        const float f = hk_to_float(p[u].v[j]);
+        part = fmaf(f, f, part);
+      }
+      ss += part;
+    }
+  }
+  return ss;
+}
+
+// Pass 2: re-read the slice (mostly from L2) and the weight, write.
+__device__ __forceinline__ void hk_stream_write(const hk_pack* src, hk_pack* dst, const hk_pack* weight, int begin,
+                                                int end, int tid, float r, unsigned long long keep,
+                                                unsigned long long drop) {
+  (void)keep;
+  for (int v0 = begin + tid; v0 < end; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL2) {
+    hk_pack p[HK_STREAM_UNROLL2];
+#if HK_HAS_WEIGHT
+    hk_pack wp[HK_STREAM_UNROLL2];
+#endif
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
+      const int v = v0 + u * HK_ROW_THREADS;
+      if (v < end) {
+        p[u] = hk_load_again(src + v, drop);
+#if HK_HAS_WEIGHT
+#if HK_STREAM_HINTS && HK_STREAM_L1_HINTS
+        wp[u] = hk_load_first(weight + v, keep);  // kept in L1 and L2: every row reads it
+#else
+        wp[u] = weight[v];
+#endif
+#endif
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
+      const int v = v0 + u * HK_ROW_THREADS;
+      if (v < end) {
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) {
+#if HK_HAS_WEIGHT
+          p[u].v[j] = hk_from_float(hk_scale(hk_to_float(p[u].v[j]), r, wp[u].v[j]));
+#else
+          p[u].v[j] = hk_from_float(hk_scale(hk_to_float(p[u].v[j]), r, 0));
+#endif
+        }
+        hk_store_stream(dst + v, p[u], drop);
+      }
+    }
+  }
+}
+#endif  // HK_ITEMS > 0
+
+#if HK_CLUSTER == 1
 extern "C" __global__ void HK_LAUNCH_BOUNDS
     hk_rms_norm(const void* in_, const void* weight_, void* out_, float* rstd, long long rows, long long cols,
                 float eps) {
@@ -134,125 +287,75 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
   // Note [One row group a CTA]: the grid covers the rows. Every thread runs
   // the whole body (barriers and shuffles need the whole CTA / warp); a thread
   // whose row is past the end only skips its accesses.
-  {
-    const long long first = static_cast<long long>(blockIdx.x) * HK_ROWS;
-    const long long row = first + sub;
-    const int live = row < rows ? nvec : 0;  // vectors this thread may touch
-    const long long offset = (row < rows ? row : first) * cols;
-    const hk_pack* src = reinterpret_cast<const hk_pack*>(in + offset);
-    hk_pack* dst = reinterpret_cast<hk_pack*>(out + offset);
-
+  const long long first = static_cast<long long>(blockIdx.x) * HK_ROWS;
+  const long long row = first + sub;
+  const int live = row < rows ? nvec : 0;  // vectors this thread may touch
+  const long long offset = (row < rows ? row : first) * cols;
+  const hk_pack* src = reinterpret_cast<const hk_pack*>(in + offset);
+  hk_pack* dst = reinterpret_cast<hk_pack*>(out + offset);
 #if HK_ITEMS > 0
-    // Register-resident: one read of the row, all loads issued before first
-    // use; vector i * HK_ROW_THREADS + tid keeps each warp's accesses contiguous.
-    float x[HK_ITEMS][HK_VEC];
-#pragma unroll
-    for (int i = 0; i < HK_ITEMS; ++i) {
-      const int v = i * HK_ROW_THREADS + tid;
-      if (v < live) {
-        hk_unpack(src[v], x[i]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) x[i][j] = 0.0f;
-      }
-    }
-    float ss = 0.0f;
-#pragma unroll
-    for (int i = 0; i < HK_ITEMS; ++i) {
-      float part = 0.0f;
-#pragma unroll
-      for (int j = 0; j < HK_VEC; ++j) part = fmaf(x[i][j], x[i][j], part);
-      ss += part;
-    }
-    ss = hk_row_sum(ss, hk_buf);
-    const float r = hk_rstd(ss, fcols, eps);
-    if (tid == 0 && row < rows) rstd[row] = r;
-    // The weight is loaded here, after the reduction, rather than once before
-    // the row loop: x alone is live across the reduction, and ptxas may
-    // interleave these loads with the output as registers allow (Note [Norm
-    // register budget]). They hit L1 / L2: every row reads the same weight.
-#pragma unroll
-    for (int i = 0; i < HK_ITEMS; ++i) {
-      const int v = i * HK_ROW_THREADS + tid;
-      if (v < live) {
-#if HK_HAS_WEIGHT
-        const hk_pack wp = weight[v];
-#endif
-        hk_pack p;
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) {
-#if HK_HAS_WEIGHT
-          p.v[j] = hk_from_float(hk_scale(x[i][j], r, wp.v[j]));
+  float x[HK_ITEMS][HK_VEC];
+  hk_load_slice(src, 0, live, tid, x);
+  const float ss = hk_row_sum(hk_slice_sumsq(x), hk_buf);
+  const float r = hk_rstd(ss, fcols, eps);
+  if (tid == 0 && row < rows) rstd[row] = r;
+  hk_write_slice(dst, weight, 0, live, tid, x, r);
 #else
-          p.v[j] = hk_from_float(hk_scale(x[i][j], r, 0));
+  const unsigned long long keep = hk_policy_evict_last();
+  const unsigned long long drop = hk_policy_evict_first();
+  const float ss = hk_row_sum(hk_stream_sumsq(src, 0, live, tid, keep), hk_buf);
+  const float r = hk_rstd(ss, fcols, eps);
+  if (tid == 0 && row < rows) rstd[row] = r;
+  hk_stream_write(src, dst, weight, 0, live, tid, r, keep, drop);
 #endif
-        }
-        dst[v] = p;
-      }
-    }
-#else
-    const unsigned long long keep = hk_policy_evict_last();
-    const unsigned long long drop = hk_policy_evict_first();
-    // Streaming pass 1: the sum of squares, HK_STREAM_UNROLL vectors in flight
-    // per thread (kept in their storage type until used).
-    float ss = 0.0f;
-    for (int v0 = tid; v0 < live; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL) {
-      hk_pack p[HK_STREAM_UNROLL];
-#pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-        const int v = v0 + u * HK_ROW_THREADS;
-        p[u] = v < live ? hk_load_first(src + v, keep) : hk_zero_pack();
-      }
-#pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-        float part = 0.0f;
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) {
-          const float f = hk_to_float(p[u].v[j]);
-          part = fmaf(f, f, part);
-        }
-        ss += part;
-      }
-    }
-    ss = hk_row_sum(ss, hk_buf);
-    const float r = hk_rstd(ss, fcols, eps);
-    if (tid == 0 && row < rows) rstd[row] = r;
-    // Pass 2: re-read the row (mostly from L2) and the weight, write.
-    for (int v0 = tid; v0 < live; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL2) {
-      hk_pack p[HK_STREAM_UNROLL2];
-#if HK_HAS_WEIGHT
-      hk_pack wp[HK_STREAM_UNROLL2];
-#endif
-#pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
-        const int v = v0 + u * HK_ROW_THREADS;
-        if (v < live) {
-          p[u] = hk_load_again(src + v, drop);
-#if HK_HAS_WEIGHT
-#if HK_STREAM_HINTS && HK_STREAM_L1_HINTS
-          wp[u] = hk_load_first(weight + v, keep);  // kept in L1 and L2: every row reads it
-#else
-          wp[u] = weight[v];
-#endif
-#endif
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
-        const int v = v0 + u * HK_ROW_THREADS;
-        if (v < live) {
-#pragma unroll
-          for (int j = 0; j < HK_VEC; ++j) {
-#if HK_HAS_WEIGHT
-            p[u].v[j] = hk_from_float(hk_scale(hk_to_float(p[u].v[j]), r, wp[u].v[j]));
-#else
-            p[u].v[j] = hk_from_float(hk_scale(hk_to_float(p[u].v[j]), r, 0));
-#endif
-          }
-          hk_store_stream(dst + v, p[u], drop);
-        }
-      }
-    }
-#endif
-  }
 }
+#else  // HK_CLUSTER > 1
+// Note [Split norm rows over a cluster].
+extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_LAUNCH_BOUNDS
+    hk_rms_norm(const void* in_, const void* weight_, void* out_, float* rstd, long long rows, long long cols,
+                float eps) {
+  __shared__ float hk_buf[HK_THREADS / 32];
+  __shared__ hk_pushed_pairs hk_pairs;  // the cluster's sums, pushed by every CTA
+  const hk_elem* in = static_cast<const hk_elem*>(in_);
+  hk_elem* out = static_cast<hk_elem*>(out_);
+  const hk_pack* weight = static_cast<const hk_pack*>(weight_);
+#ifdef HK_COLS
+  cols = HK_COLS;  // Note [Specialized columns]
+#endif
+  const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
+  const int chunk = (nvec + HK_CLUSTER - 1) / HK_CLUSTER;
+  const unsigned rank = hk_cluster_rank();
+  const int begin = min(nvec, static_cast<int>(rank) * chunk);
+  const int end = min(nvec, begin + chunk);
+  const int tid = threadIdx.x;
+  const float fcols = static_cast<float>(cols);
+  (void)weight;
+  (void)rows;  // the grid is rows * HK_CLUSTER: every cluster has its row
+  hk_pushed_init(hk_pairs);
+  const long long row = blockIdx.x / HK_CLUSTER;
+  const hk_pack* src = reinterpret_cast<const hk_pack*>(in + row * cols);
+  hk_pack* dst = reinterpret_cast<hk_pack*>(out + row * cols);
+#if HK_ITEMS > 0
+  float x[HK_ITEMS][HK_VEC];
+  hk_load_slice(src, begin, end, tid, x);
+  const float part = hk_row_sum(hk_slice_sumsq(x), hk_buf);
+#else
+  const unsigned long long keep = hk_policy_evict_last();
+  const unsigned long long drop = hk_policy_evict_first();
+  const float part = hk_row_sum(hk_stream_sumsq(src, begin, end, tid, keep), hk_buf);
+#endif
+  hk_pushed_wait_init();
+  hk_pushed_exchange(hk_pairs, part, 0.0f, rank, 0);
+  // The cluster's sums in rank order: every CTA the same rstd, bit for bit.
+  float ss = 0.0f;
+#pragma unroll
+  for (int c = 0; c < HK_CLUSTER; ++c) ss += hk_pairs.slot[0][c][0];
+  const float r = hk_rstd(ss, fcols, eps);
+  if (rank == 0 && tid == 0) rstd[row] = r;
+#if HK_ITEMS > 0
+  hk_write_slice(dst, weight, begin, end, tid, x, r);
+#else
+  hk_stream_write(src, dst, weight, begin, end, tid, r, keep, drop);
+#endif
+}
+#endif  // HK_CLUSTER

@@ -25,13 +25,64 @@ using detail::kMultiRowThreads;
 using detail::kRowThreadChoices;
 using detail::kThreadChoices;
 constexpr size_t kMaxSpaceSize = 12;
+// Split rows (Note [Split norm rows over a cluster] in kernels/norm/rms_norm.cu): the cluster sizes
+// (8: sm_90's portable maximum; 16: non-portable, the launcher opts in), the CTA sizes of register
+// slices and of streamed slices (16-byte vectors only, as softmax_lastdim's split streaming).
+constexpr int kClusterChoices[] = {2, 4, 8, 16};
+constexpr int kClusterThreadChoices[] = {256, 512, 1024};
+constexpr int kSplitStreamThreadChoices[] = {512, 1024};
+// Note [Norm split-row points]
+// A guess, to be measured like every point. Fewer rows than kFewRows leave SMs
+// idle with a CTA a row (H200: 132 SMs, two 1024-thread CTAs each), and rows
+// of kClusterMinCols elements or more are long enough for a slice per CTA to
+// pay for the cluster's exchange of sums: the space then starts with up to
+// kSplitHead split-row points. Cluster sizes are ranked so that the grid
+// (rows * cluster CTAs) comes nearest to one wave (kClusterTargetCtas) with
+// the fewest CTAs a row: the smallest cluster reaching it first, then the
+// larger ones, then the smaller; per cluster size, the register slice with
+// the fewest items at 1024 and 512 threads where the slice fits in
+// registers, then the streamed slice at 1024 and 512 threads.
+constexpr int64_t kFewRows = 264;
+constexpr int64_t kClusterMinCols = 4096;
+constexpr int64_t kClusterTargetCtas = 120;
+constexpr size_t kSplitHead = 6;
 
 struct Shape {
   DType dtype;
   int64_t rows, cols;
 };
 
-bool guardParams(const Shape& s, const NormParams& p) { return detail::normGuardParams(s.dtype, s.rows, s.cols, p); }
+bool guardParams(const Shape& s, const NormParams& p) {
+  return detail::normGuardParams(s.dtype, s.rows, s.cols, p, /*clusters=*/false);
+}
+
+// The split-row points for `s` at width `vec`, best guess first (Note [Norm split-row points]).
+std::vector<NormParams> splitRowPoints(const Shape& s, int vec) {
+  std::vector<int> clusters(std::begin(kClusterChoices), std::end(kClusterChoices));
+  auto reaches = [&s](int cluster) { return s.rows * cluster >= kClusterTargetCtas; };
+  std::stable_sort(clusters.begin(), clusters.end(), [&](int a, int b) {
+    if (reaches(a) != reaches(b)) return reaches(a);
+    return reaches(a) ? a < b : a > b;
+  });
+  const int64_t nvec = s.cols / vec;
+  std::vector<NormParams> out;
+  for (int cluster : clusters) {
+    const int64_t slice = ceilDiv(nvec, cluster);
+    for (int threads : {1024, 512}) {
+      for (int items : kItemChoices) {
+        if (items == 0 || static_cast<int64_t>(threads) * items < slice) continue;
+        const NormParams p{threads, vec, items, 1, cluster};
+        if (detail::normGuardParams(s.dtype, s.rows, s.cols, p, /*clusters=*/true)) out.push_back(p);
+        break;  // the fewest items for this CTA size
+      }
+    }
+    for (int threads : {1024, 512}) {
+      const NormParams p{threads, vec, 0, 1, cluster};
+      if (detail::normGuardParams(s.dtype, s.rows, s.cols, p, /*clusters=*/true)) out.push_back(p);
+    }
+  }
+  return out;
+}
 
 // Note [Norm parameter ranking]
 // Softmax_lastdim's (Note [Register point ranking] in RowPoints.h): both are
@@ -63,7 +114,9 @@ bool within(double got, double ref, double bound) {
 }  // namespace
 
 nlohmann::json NormParams::toJson() const {
-  return {{"threads", threads}, {"vec", vec}, {"items", items}, {"rowsPerCta", rowsPerCta}};
+  nlohmann::json j = {{"threads", threads}, {"vec", vec}, {"items", items}, {"rowsPerCta", rowsPerCta}};
+  if (cluster != 1) j["cluster"] = cluster;
+  return j;
 }
 
 NormParams NormParams::fromJson(const nlohmann::json& j) {
@@ -80,12 +133,17 @@ NormParams NormParams::fromJson(const nlohmann::json& j) {
     HOTKERNEL_CHECK(j.at("rowsPerCta").is_number_integer(), "norm params need an integer 'rowsPerCta': ", j.dump());
     p.rowsPerCta = j.at("rowsPerCta").get<int>();
   }
+  if (j.contains("cluster")) {
+    HOTKERNEL_CHECK(j.at("cluster").is_number_integer(), "norm params need an integer 'cluster': ", j.dump());
+    p.cluster = j.at("cluster").get<int>();
+  }
   return p;
 }
 
 std::string NormParams::describe() const {
   return "threads=" + std::to_string(threads) + " vec=" + std::to_string(vec) + " items=" + std::to_string(items) +
          (rowsPerCta != 1 ? " rowsPerCta=" + std::to_string(rowsPerCta) : std::string()) +
+         (cluster != 1 ? " cluster=" + std::to_string(cluster) : std::string()) +
          (items > 0 ? " (register-resident)" : " (streaming)");
 }
 
@@ -102,9 +160,18 @@ bool NormTolerance::meanWithin(double got, double ref, double refRstd) const {
 
 namespace detail {
 
-bool normIsPoint(DType dtype, const NormParams& p) {
+bool normIsPoint(DType dtype, const NormParams& p, bool clusters) {
   if (!knownDType(dtype) || !isPowerOfTwo(p.vec) || p.vec > maxVec(dtype)) return false;
-  if (p.rowsPerCta == 1) {
+  if (p.cluster != 1) {
+    if (!clusters || p.rowsPerCta != 1) return false;
+    if (!contains(std::begin(kClusterChoices), std::end(kClusterChoices), p.cluster)) return false;
+    if (p.items == 0) {
+      return p.vec == maxVec(dtype) &&
+             contains(std::begin(kSplitStreamThreadChoices), std::end(kSplitStreamThreadChoices), p.threads);
+    }
+    if (!contains(std::begin(kClusterThreadChoices), std::end(kClusterThreadChoices), p.threads)) return false;
+    if (!contains(std::begin(kItemChoices), std::end(kItemChoices), p.items)) return false;
+  } else if (p.rowsPerCta == 1) {
     if (!contains(std::begin(kThreadChoices), std::end(kThreadChoices), p.threads)) return false;
     if (!contains(std::begin(kItemChoices), std::end(kItemChoices), p.items)) return false;
   } else {
@@ -116,13 +183,13 @@ bool normIsPoint(DType dtype, const NormParams& p) {
   return p.items * p.vec <= std::min(kNormMaxRegisterValues, kNormRegisterFile / p.threads);
 }
 
-std::vector<NormParams> normAllPoints(DType dtype) {
+std::vector<NormParams> normAllPoints(DType dtype, bool clusters) {
   std::vector<NormParams> out;
   for (int threads : kThreadChoices) {
     for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
       for (int items : kItemChoices) {
         NormParams p{threads, vec, items, 1};
-        if (normIsPoint(dtype, p)) out.push_back(p);
+        if (normIsPoint(dtype, p, clusters)) out.push_back(p);
       }
     }
   }
@@ -130,7 +197,18 @@ std::vector<NormParams> normAllPoints(DType dtype) {
     for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
       for (int items : kMultiRowItemChoices) {
         NormParams p{kMultiRowThreads, vec, items, kMultiRowThreads / rowThreads};
-        if (normIsPoint(dtype, p)) out.push_back(p);
+        if (normIsPoint(dtype, p, clusters)) out.push_back(p);
+      }
+    }
+  }
+  for (int cluster : kClusterChoices) {
+    if (!clusters) break;
+    for (int threads : kThreadChoices) {
+      for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
+        for (int items : kItemChoices) {
+          NormParams p{threads, vec, items, 1, cluster};
+          if (normIsPoint(dtype, p, clusters)) out.push_back(p);
+        }
       }
     }
   }
@@ -145,23 +223,30 @@ bool normGuardShape(DType dtype, int64_t rows, int64_t cols) {
   return rows <= maxElements / cols;
 }
 
-bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p) {
-  if (!normGuardShape(dtype, rows, cols) || !normIsPoint(dtype, p)) return false;
+bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p, bool clusters) {
+  if (!normGuardShape(dtype, rows, cols) || !normIsPoint(dtype, p, clusters)) return false;
   if (p.vec > 1 && cols % p.vec != 0) return false;
-  if (p.items > 0 && cols > static_cast<int64_t>(p.rowThreads()) * p.vec * p.items) return false;
+  // A cluster's CTA holds ceil(vectors / cluster) of them: within threads * items when cols is within this.
+  if (p.items > 0 && cols > static_cast<int64_t>(p.cluster) * p.rowThreads() * p.vec * p.items) return false;
+  if (p.cluster > 1 && rows > kNormMaxCtas / p.cluster) return false;  // the grid is rows * cluster CTAs
   return true;
 }
 
-std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols) {
+std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, bool clusters,
+                                           int computeCapability) {
   std::vector<NormParams> out;
   if (!normGuardShape(dtype, rows, cols)) return out;
   const Shape s{dtype, rows, cols};
   auto add = [&](const NormParams& p, size_t limit) {
-    if (out.size() < limit && guardParams(s, p) && std::find(out.begin(), out.end(), p) == out.end()) {
+    if (out.size() < limit && normGuardParams(dtype, rows, cols, p, clusters) &&
+        std::find(out.begin(), out.end(), p) == out.end()) {
       out.push_back(p);
     }
   };
   const int vec = widestVec(dtype, cols);
+  if (clusters && computeCapability >= 90 && rows < kFewRows && cols >= kClusterMinCols) {
+    for (const NormParams& p : splitRowPoints(s, vec)) add(p, kSplitHead);
+  }
   const std::vector<NormParams> wide = registerPoints(s, vec);
   const std::vector<NormParams> multi = multiRowPoints(s, vec);
   const std::vector<NormParams> narrow = vec > 1 ? registerPoints(s, vec / 2) : std::vector<NormParams>{};
@@ -195,8 +280,10 @@ std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t co
 }
 
 LaunchGeometry normLaunchGeometry(int64_t rows, const NormParams& p) {
-  HOTKERNEL_INTERNAL_ASSERT(p.rowsPerCta >= 1 && rows >= 1, "norm launch for ", rows, " rows of ", p.describe());
-  const int64_t ctas = ceilDiv(rows, p.rowsPerCta);
+  HOTKERNEL_INTERNAL_ASSERT(p.rowsPerCta >= 1 && p.cluster >= 1 && rows >= 1, "norm launch for ", rows, " rows of ",
+                            p.describe());
+  // Split rows: one cluster of `cluster` consecutive CTAs a row.
+  const int64_t ctas = p.cluster > 1 ? rows * p.cluster : ceilDiv(rows, p.rowsPerCta);
   // The kernels serve one row group a CTA: a grid that does not cover the rows would skip some.
   HOTKERNEL_INTERNAL_ASSERT(ctas <= kNormMaxCtas, "norm launch of ", ctas, " CTAs (the shape guard refuses it)");
   LaunchGeometry g;
@@ -207,9 +294,12 @@ LaunchGeometry normLaunchGeometry(int64_t rows, const NormParams& p) {
 }
 
 std::vector<std::string> normCompileOptions(DType dtype, const NormParams& p) {
-  return {"-DHK_DTYPE=" + std::to_string(static_cast<int>(dtype)), "-DHK_THREADS=" + std::to_string(p.threads),
-          "-DHK_ROWS=" + std::to_string(p.rowsPerCta), "-DHK_VEC=" + std::to_string(p.vec),
-          "-DHK_ITEMS=" + std::to_string(p.items)};
+  std::vector<std::string> options = {
+      "-DHK_DTYPE=" + std::to_string(static_cast<int>(dtype)), "-DHK_THREADS=" + std::to_string(p.threads),
+      "-DHK_ROWS=" + std::to_string(p.rowsPerCta), "-DHK_VEC=" + std::to_string(p.vec),
+      "-DHK_ITEMS=" + std::to_string(p.items)};
+  if (p.cluster != 1) options.push_back("-DHK_CLUSTER=" + std::to_string(p.cluster));
+  return options;
 }
 
 void normAppendCols(std::vector<std::string>& options, int64_t cols) {

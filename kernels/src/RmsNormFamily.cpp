@@ -57,7 +57,7 @@ float RmsNormFamily::defaultEps(DType /*dtype*/) { return std::numeric_limits<fl
 bool RmsNormFamily::guardVariant(const RmsNormVariant& v) { return detail::normGuardShape(v.dtype, v.rows, v.cols); }
 
 bool RmsNormFamily::guardParams(const RmsNormVariant& v, const RmsNormParams& p) {
-  return detail::normGuardParams(v.dtype, v.rows, v.cols, p);
+  return detail::normGuardParams(v.dtype, v.rows, v.cols, p, /*clusters=*/true);
 }
 
 size_t RmsNormFamily::requiredAlignment(DType dtype, const RmsNormParams& p) {
@@ -73,20 +73,20 @@ bool RmsNormFamily::guardPointers(const void* in, const void* weight, const void
   return detail::normAligned(rstd, alignof(float));
 }
 
-std::vector<RmsNormParams> RmsNormFamily::parameterSpace(const RmsNormVariant& v) {
-  return detail::normParameterSpace(v.dtype, v.rows, v.cols);
+std::vector<RmsNormParams> RmsNormFamily::parameterSpace(const RmsNormVariant& v, int computeCapability) {
+  return detail::normParameterSpace(v.dtype, v.rows, v.cols, /*clusters=*/true, computeCapability);
 }
 
 std::vector<RmsNormParams> RmsNormFamily::allParameterPoints(DType dtype) {
-  return detail::normAllPoints(dtype);
+  return detail::normAllPoints(dtype, /*clusters=*/true);
 }
 
 std::string RmsNormFamily::source() { return expandPrelude(kernelSource(kName).text); }
 
 std::vector<std::string> RmsNormFamily::compileOptions(DType dtype, const RmsNormParams& p, bool hasWeight,
                                                        int64_t cols) {
-  HOTKERNEL_CHECK(detail::normIsPoint(dtype, p), "not an rms_norm parameter point for ", dtypeName(dtype),
-                  ": ", p.describe());
+  HOTKERNEL_CHECK(detail::normIsPoint(dtype, p, /*clusters=*/true), "not an rms_norm parameter point for ",
+                  dtypeName(dtype), ": ", p.describe());
   std::vector<std::string> options = detail::normCompileOptions(dtype, p);
   options.push_back(std::string("-DHK_HAS_WEIGHT=") + (hasWeight ? "1" : "0"));
   detail::normAppendCols(options, cols);

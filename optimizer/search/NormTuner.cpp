@@ -241,8 +241,8 @@ HarnessCandidate layerNormCandidate(const kernels::LayerNormVariant& v, const No
 
 namespace {
 
-FamilyPoint toPoint(const NormParams& p) { return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, 1}; }
-NormParams toParams(const FamilyPoint& p) { return NormParams{p.threads, p.vec, p.items, p.rowsPerCta}; }
+FamilyPoint toPoint(const NormParams& p) { return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, p.cluster}; }
+NormParams toParams(const FamilyPoint& p) { return NormParams{p.threads, p.vec, p.items, p.rowsPerCta, p.cluster}; }
 
 // The calling thread's device, a stream of its own, and relaxed capture mode
 // (never invalidate another thread's graph capture: Note in DESIGN), for the
@@ -296,10 +296,15 @@ FamilyTuneSpec rmsNormTuneSpec(const kernels::RmsNormVariant& v, int device, con
   spec.dtype = v.dtype;
   spec.rows = v.rows;
   spec.cols = v.cols;
+  // Split-row (cluster) points only where the GPU runs clusters.
+  const DeviceInfo info = queryDevice(device);
+  const int computeCapability = info.ccMajor * 10 + info.ccMinor;
   for (const NormParams& p : RmsNormFamily::allParameterPoints(v.dtype)) {
-    if (RmsNormFamily::guardParams(v, p)) spec.validPoints.push_back(toPoint(p));
+    if (RmsNormFamily::guardParams(v, p) && p.minComputeCapability() <= computeCapability) {
+      spec.validPoints.push_back(toPoint(p));
+    }
   }
-  for (const NormParams& p : RmsNormFamily::parameterSpace(v)) spec.seeds.push_back(toPoint(p));
+  for (const NormParams& p : RmsNormFamily::parameterSpace(v, computeCapability)) spec.seeds.push_back(toPoint(p));
   spec.compileOptions = [v](const FamilyPoint& p) {
     return RmsNormFamily::compileOptions(v.dtype, toParams(p), v.hasWeight, v.cols);
   };

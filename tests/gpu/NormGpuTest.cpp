@@ -145,6 +145,48 @@ class NormGpuTest : public ::testing::Test {
   static at::Tensor column(const Case& c, double scale, double shift) {
     return (at::rand({c.cols}, at::kCUDA) * scale + shift).to(scalar(c.dtype));
   }
+  // Compiles `cases` (rms_norm), runs each plan and compares out and rstd with ATen's _fused_rms_norm.
+  static void checkRmsNormCases(std::vector<Case>& cases) {
+    compileCases(cases, RmsNormFamily::source(), "rms_norm.cu",
+                 [](const Case& c) {
+                   return RmsNormFamily::compileOptions(c.dtype, c.params, c.hasWeight, c.specializedCols());
+                 });
+    int i = 0;
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.describe());
+      ASSERT_TRUE(c.error.empty()) << c.error;
+      Plan plan = kernels::rmsNormDescriptor().makePlan(c.key(), c.params.toJson(), c.cubin, 0);
+      at::Tensor x = input(c);
+      std::optional<at::Tensor> weight;
+      if (c.hasWeight) weight = column(c, 2.0, -1.0);
+      // Every other case uses eps = None (ATen's FLT_EPSILON default).
+      const std::optional<double> eps = (i++ % 2) ? std::optional<double>(1e-5) : std::nullopt;
+      const float kernelEps = eps ? static_cast<float>(*eps) : RmsNormFamily::defaultEps(c.dtype);
+      at::Tensor out = at::full_like(x, std::numeric_limits<float>::quiet_NaN());
+      at::Tensor rstd = at::full({c.rows}, std::numeric_limits<float>::quiet_NaN(), x.options().dtype(at::kFloat));
+      ASSERT_TRUE(plan.launcher->launchArgs(KernelArgs()
+                                                .pointer(x.const_data_ptr())
+                                                .pointer(weight ? weight->const_data_ptr() : nullptr)
+                                                .pointer(out.mutable_data_ptr())
+                                                .pointer(rstd.mutable_data_ptr())
+                                                .int64(c.rows)
+                                                .int64(c.cols)
+                                                .float32(kernelEps),
+                                            stream()));
+      auto [refOut, refRstd] = at::cuda::_fused_rms_norm(x, {c.cols}, weight, eps);
+      // What the family documents ATen returns: rstd float32 per row, shape [rows, 1].
+      ASSERT_EQ(refRstd.scalar_type(), at::kFloat);
+      ASSERT_EQ(refRstd.sizes(), (at::IntArrayRef{c.rows, 1}));
+      ASSERT_EQ(refOut.scalar_type(), x.scalar_type());
+      const NormTolerance tol = RmsNormFamily::tolerance(c.dtype, c.cols);
+      const Mismatch mo = compare(out, refOut, outBound(tol, refOut));
+      EXPECT_EQ(mo.count, 0) << "out: " << mo.first;
+      const Mismatch mr = compare(rstd, refRstd, rstdBound(tol, refRstd));
+      EXPECT_EQ(mr.count, 0) << "rstd: " << mr.first;
+      EXPECT_FALSE(out.isnan().any().item<bool>());
+      EXPECT_FALSE(rstd.isnan().any().item<bool>());
+    }
+  }
 };
 
 TEST_F(NormGpuTest, GivenRmsNormPointsWhenRunOnOddSizesThenOutAndRstdMatchAten) {
@@ -161,45 +203,44 @@ TEST_F(NormGpuTest, GivenRmsNormPointsWhenRunOnOddSizesThenOutAndRstdMatchAten) 
       }
     }
   }
-  compileCases(cases, RmsNormFamily::source(), "rms_norm.cu",
-               [](const Case& c) {
-                 return RmsNormFamily::compileOptions(c.dtype, c.params, c.hasWeight, c.specializedCols());
-               });
-  int i = 0;
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.describe());
-    ASSERT_TRUE(c.error.empty()) << c.error;
-    Plan plan = kernels::rmsNormDescriptor().makePlan(c.key(), c.params.toJson(), c.cubin, 0);
-    at::Tensor x = input(c);
-    std::optional<at::Tensor> weight;
-    if (c.hasWeight) weight = column(c, 2.0, -1.0);
-    // Every other case uses eps = None (ATen's FLT_EPSILON default).
-    const std::optional<double> eps = (i++ % 2) ? std::optional<double>(1e-5) : std::nullopt;
-    const float kernelEps = eps ? static_cast<float>(*eps) : RmsNormFamily::defaultEps(c.dtype);
-    at::Tensor out = at::full_like(x, std::numeric_limits<float>::quiet_NaN());
-    at::Tensor rstd = at::full({c.rows}, std::numeric_limits<float>::quiet_NaN(), x.options().dtype(at::kFloat));
-    ASSERT_TRUE(plan.launcher->launchArgs(KernelArgs()
-                                              .pointer(x.const_data_ptr())
-                                              .pointer(weight ? weight->const_data_ptr() : nullptr)
-                                              .pointer(out.mutable_data_ptr())
-                                              .pointer(rstd.mutable_data_ptr())
-                                              .int64(c.rows)
-                                              .int64(c.cols)
-                                              .float32(kernelEps),
-                                          stream()));
-    auto [refOut, refRstd] = at::cuda::_fused_rms_norm(x, {c.cols}, weight, eps);
-    // What the family documents ATen returns: rstd float32 per row, shape [rows, 1].
-    ASSERT_EQ(refRstd.scalar_type(), at::kFloat);
-    ASSERT_EQ(refRstd.sizes(), (at::IntArrayRef{c.rows, 1}));
-    ASSERT_EQ(refOut.scalar_type(), x.scalar_type());
-    const NormTolerance tol = RmsNormFamily::tolerance(c.dtype, c.cols);
-    const Mismatch mo = compare(out, refOut, outBound(tol, refOut));
-    EXPECT_EQ(mo.count, 0) << "out: " << mo.first;
-    const Mismatch mr = compare(rstd, refRstd, rstdBound(tol, refRstd));
-    EXPECT_EQ(mr.count, 0) << "rstd: " << mr.first;
-    EXPECT_FALSE(out.isnan().any().item<bool>());
-    EXPECT_FALSE(rstd.isnan().any().item<bool>());
+  checkRmsNormCases(cases);
+}
+
+// Note [Split norm rows over a cluster]: the split-row points sm_90 spaces start with for few long rows,
+// every cluster size streamed, register slices, and rows with fewer vectors than CTAs (ranks with an
+// empty slice), against ATen.
+TEST_F(NormGpuTest, GivenRmsNormSplitRowPointsWhenRunOnFewLongRowsThenOutAndRstdMatchAten) {
+  const DeviceInfo info = queryDevice(0);
+  if (info.ccMajor < 9) GTEST_SKIP() << "thread-block clusters need sm_90";
+  std::vector<Case> cases;
+  auto add = [&](const kernels::RmsNormVariant& v, const NormParams& p, bool specialized) {
+    ASSERT_TRUE(RmsNormFamily::guardParams(v, p)) << v.rows << "x" << v.cols << " " << p.describe();
+    cases.push_back(Case{v.dtype, v.rows, v.cols, v.hasWeight, false, p, "", ""});
+    cases.back().specialized = specialized;
+  };
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 65536}, {3, 1048576 + 8}, {8, 300000}, {5, 4096 * 8 + 8}};
+  for (DType d : kernels::kAllDTypes) {
+    const int widest = static_cast<int>(16 / kernels::elementSize(d));
+    for (auto [rows, cols] : shapes) {
+      for (bool w : {true, false}) {
+        const kernels::RmsNormVariant v{d, rows, cols, w};
+        int split = 0;
+        for (const NormParams& p : RmsNormFamily::parameterSpace(v, 90)) {
+          if (p.cluster == 1) continue;
+          add(v, p, w || split % 2 == 0);
+          ++split;
+        }
+        EXPECT_GT(split, 0) << kernels::dtypeName(d) << " [" << rows << ", " << cols << "]: no split-row point";
+      }
+    }
+    for (int cluster : {2, 4, 8, 16}) {
+      add({d, 2, 262144 + 8 * widest, true}, NormParams{1024, widest, 0, 1, cluster}, true);
+    }
+    add({d, 3, 30000, true}, NormParams{512, widest, 4, 1, 4}, true);  // up to 7,500 vectors: 4 CTAs of 2,048
+    add({d, 2, 24, true}, NormParams{256, 1, 1, 1, 16}, false);        // 24 vectors: 8 CTAs with nothing to do
+    add({d, 7, 13, false}, NormParams{1024, 1, 1, 1, 8}, true);        // odd, scalar
   }
+  checkRmsNormCases(cases);
 }
 
 TEST_F(NormGpuTest, GivenLayerNormPointsWhenRunOnOddSizesThenOutMeanAndRstdMatchAten) {

@@ -98,8 +98,9 @@ inline void printRegisters(const char* title, const std::vector<CompileJob>& job
   std::map<std::string, std::string> rows;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const NormParams& p = jobs[i].params;
-    char key[64];
-    std::snprintf(key, sizeof(key), "%-8s t=%4d r=%2d v=%d", dtypeName(jobs[i].dtype), p.threads, p.rowsPerCta, p.vec);
+    char key[80];
+    std::snprintf(key, sizeof(key), "%-8s t=%4d r=%2d v=%d%s", dtypeName(jobs[i].dtype), p.threads, p.rowsPerCta,
+                  p.vec, p.cluster != 1 ? (" c=" + std::to_string(p.cluster)).c_str() : "");
     rows[key] += " i" + std::to_string(p.items) + ":" + std::to_string(results[i].registers);
   }
   std::printf("%s, items:registers\n", title);
@@ -113,6 +114,7 @@ inline std::vector<NormParams> spreadOf(DType dtype, const std::vector<NormParam
   std::vector<NormParams> out;
   std::map<std::tuple<int, int, int>, NormParams> largest;
   for (const NormParams& p : all) {
+    if (p.cluster != 1) continue;  // sm_90+ only: clusterSample
     if (p.vec != 1 && p.vec != static_cast<int>(16 / elementSize(dtype))) continue;
     if (p.items == 0) {
       out.push_back(p);
@@ -135,6 +137,35 @@ inline bool compileEverything() {
 // them under HOTKERNEL_NORM_COMPILE_ALL=1, else spreadOf.
 inline std::vector<NormParams> otherCombinationPoints(DType dtype, const std::vector<NormParams>& all) {
   return compileEverything() ? all : spreadOf(dtype, all);
+}
+
+// The split-row (cluster) points of `all` worth a compile each (there are hundreds; sm_90+ only):
+// every streamed slice at 1024 threads, and at the widest vector the register slice with the most
+// items at 1024 and at 256 threads for clusters 4 and 16; all of them under HOTKERNEL_NORM_COMPILE_ALL=1.
+inline std::vector<NormParams> clusterSample(DType dtype, const std::vector<NormParams>& all) {
+  std::vector<NormParams> out;
+  std::map<std::tuple<int, int>, NormParams> largest;
+  for (const NormParams& p : all) {
+    if (p.cluster == 1) continue;
+    if (compileEverything() || (p.items == 0 && p.threads == 1024)) {
+      out.push_back(p);
+    } else if (p.items > 0 && p.vec == static_cast<int>(16 / elementSize(dtype)) &&
+               (p.threads == 1024 || p.threads == 256) && (p.cluster == 4 || p.cluster == 16)) {
+      largest[{p.cluster, p.threads}] = p;  // items ascend within (cluster, threads, vec)
+    }
+  }
+  for (const auto& [key, p] : largest) out.push_back(p);
+  return out;
+}
+
+// The one-CTA-a-row points of `all` and clusterSample's.
+inline std::vector<NormParams> compiledPoints(DType dtype, const std::vector<NormParams>& all) {
+  std::vector<NormParams> out;
+  for (const NormParams& p : all) {
+    if (p.cluster == 1) out.push_back(p);
+  }
+  for (const NormParams& p : clusterSample(dtype, all)) out.push_back(p);
+  return out;
 }
 
 }  // namespace hotkernel::kernels::testutil

@@ -266,6 +266,95 @@ TEST(RmsNormFamilyTest, GivenVariantsWhenAskedForGeometryThenOneCtaPerRowsPerCta
   EXPECT_THROW(RmsNormFamily::launchGeometry({DType::Float32, int64_t{1} << 33, 2}, P{32, 1, 1}), Error);
 }
 
+// --- split rows over a cluster (Note [Split norm rows over a cluster]) ----------------------
+
+TEST(RmsNormFamilyTest, GivenClusterPointsWhenGuardedThenTheClustersRowFitsAndTheGridStaysWithinALaunch) {
+  const V few{DType::Float32, 8, int64_t{1} << 22, true};
+  EXPECT_TRUE(RmsNormFamily::guardParams(few, P{1024, 4, 0, 1, 16}));
+  EXPECT_TRUE(RmsNormFamily::guardParams(few, P{512, 4, 0, 1, 2}));
+  // A register slice: the cluster's row within cluster * threads * vec * items.
+  EXPECT_TRUE(RmsNormFamily::guardParams({DType::Float32, 8, 524288}, P{1024, 4, 8, 1, 16}));
+  EXPECT_FALSE(RmsNormFamily::guardParams({DType::Float32, 8, 524292}, P{1024, 4, 8, 1, 16}));
+  EXPECT_FALSE(RmsNormFamily::guardParams({DType::Float32, 8, 524288}, P{1024, 4, 8, 1, 8}));
+  // The grid is rows * cluster CTAs.
+  EXPECT_TRUE(RmsNormFamily::guardParams({DType::Float32, ((int64_t{1} << 31) - 1) / 16, 16}, P{512, 4, 0, 1, 16}));
+  EXPECT_FALSE(RmsNormFamily::guardParams({DType::Float32, (int64_t{1} << 31) / 16, 16}, P{512, 4, 0, 1, 16}));
+  // Outside the whitelist: cluster sizes, several rows a CTA, narrow or small streamed slices, CTA sizes.
+  EXPECT_FALSE(RmsNormFamily::guardParams(few, P{1024, 4, 0, 1, 3}));
+  EXPECT_FALSE(RmsNormFamily::guardParams(few, P{1024, 4, 0, 1, 32}));
+  EXPECT_FALSE(RmsNormFamily::guardParams(few, P{128, 4, 1, 8, 4}));
+  EXPECT_FALSE(RmsNormFamily::guardParams(few, P{1024, 2, 0, 1, 4}));
+  EXPECT_FALSE(RmsNormFamily::guardParams(few, P{256, 4, 0, 1, 4}));
+  EXPECT_FALSE(RmsNormFamily::guardParams({DType::Float32, 8, 65536}, P{128, 4, 16, 1, 4}));
+  // The register budget holds for cluster points too (1024 threads: 32 fp32 values a thread).
+  EXPECT_FALSE(RmsNormFamily::guardParams({DType::Float32, 8, 65536}, P{1024, 4, 12, 1, 4}));
+  for (DType d : kAllDTypes) {
+    size_t clusterPoints = 0;
+    for (const P& p : RmsNormFamily::allParameterPoints(d)) {
+      if (p.cluster == 1) continue;
+      ++clusterPoints;
+      EXPECT_EQ(p.rowsPerCta, 1) << p.describe();
+      EXPECT_EQ(p.minComputeCapability(), 90) << p.describe();
+      EXPECT_LE(p.items * p.vec, std::min(128, 32768 / p.threads)) << dtypeName(d) << " " << p.describe();
+    }
+    EXPECT_GT(clusterPoints, 0u) << dtypeName(d);
+  }
+  EXPECT_EQ((P{1024, 8, 0}).minComputeCapability(), 0);
+}
+
+TEST(RmsNormFamilyTest, GivenClusterParamsWhenWrittenAsJsonOrTextThenTheClusterOnlyWhenSplit) {
+  EXPECT_EQ((P{1024, 8, 0, 1, 16}.toJson().dump()),
+            R"({"cluster":16,"items":0,"rowsPerCta":1,"threads":1024,"vec":8})");
+  EXPECT_EQ(P::fromJson(P{1024, 8, 0, 1, 16}.toJson()), (P{1024, 8, 0, 1, 16}));
+  EXPECT_EQ(P::fromJson({{"threads", 1024}, {"vec", 8}, {"items", 0}}).cluster, 1);
+  EXPECT_THROW(P::fromJson({{"threads", 1024}, {"vec", 8}, {"items", 0}, {"cluster", "16"}}), Error);
+  EXPECT_EQ(P({1024, 8, 0, 1, 16}).describe(), "threads=1024 vec=8 items=0 cluster=16 (streaming)");
+  EXPECT_NE((P{1024, 8, 0, 1, 16}), (P{1024, 8, 0}));
+}
+
+TEST(RmsNormFamilyTest, GivenFewLongRowsOnSm90WhenAskedForTheSpaceThenSplitRowPointsComeFirst) {
+  // [8, 4M] fp32: 16 CTAs a row make 128, a wave; slices of 64K vectors are streamed.
+  const V eight{DType::Float32, 8, int64_t{1} << 22, true};
+  const std::vector<P> space = RmsNormFamily::parameterSpace(eight, 90);
+  ASSERT_FALSE(space.empty());
+  EXPECT_EQ(space.front(), (P{1024, 4, 0, 1, 16}));
+  size_t split = 0;
+  for (const P& p : space) {
+    EXPECT_TRUE(RmsNormFamily::guardParams(eight, p)) << p.describe();
+    split += p.cluster > 1 ? 1 : 0;
+  }
+  EXPECT_GE(split, 2u);
+  EXPECT_LE(split, 6u);
+  EXPECT_NE(std::find(space.begin(), space.end(), P{1024, 4, 0}), space.end()) << "the one-CTA streaming point";
+  EXPECT_TRUE(std::any_of(space.begin(), space.end(), [](const P& p) { return p.vec == 1; }));
+  // 32 rows: 4 CTAs a row make the wave; one row of bf16 65536: no cluster reaches it, the widest first,
+  // its 512-vector slice held in registers by 1024 threads of one item.
+  EXPECT_EQ(RmsNormFamily::parameterSpace({DType::BFloat16, 32, 1 << 20, true}, 90).front().cluster, 4);
+  EXPECT_EQ(RmsNormFamily::parameterSpace({DType::BFloat16, 1, 65536, true}, 90).front(), (P{1024, 8, 1, 1, 16}));
+  // No cluster point: before sm_90, for many rows, for short rows.
+  for (int cc : {0, 80, 89}) {
+    for (const P& p : RmsNormFamily::parameterSpace(eight, cc)) EXPECT_EQ(p.cluster, 1) << cc << " " << p.describe();
+  }
+  for (const P& p : RmsNormFamily::parameterSpace({DType::BFloat16, 16384, 8192, true}, 90)) {
+    EXPECT_EQ(p.cluster, 1) << p.describe();
+  }
+  for (const P& p : RmsNormFamily::parameterSpace({DType::BFloat16, 8, 2048, true}, 90)) {
+    EXPECT_EQ(p.cluster, 1) << p.describe();
+  }
+}
+
+TEST(RmsNormFamilyTest, GivenAClusterPointWhenAskedForGeometryAndOptionsThenAClusterARowAndTheDefine) {
+  const LaunchGeometry g = RmsNormFamily::launchGeometry({DType::Float32, 8, int64_t{1} << 22}, P{1024, 4, 0, 1, 16});
+  EXPECT_EQ(g.gridX, 128u);
+  EXPECT_EQ(g.blockX, 1024u);
+  EXPECT_EQ(g.sharedBytes, 0u);
+  const std::vector<std::string> o = RmsNormFamily::compileOptions(DType::Float32, P{1024, 4, 0, 1, 16}, true);
+  EXPECT_NE(std::find(o.begin(), o.end(), "-DHK_CLUSTER=16"), o.end());
+  for (const std::string& option : RmsNormFamily::compileOptions(DType::Float32, P{1024, 4, 0}, true)) {
+    EXPECT_EQ(option.rfind("-DHK_CLUSTER", 0), std::string::npos) << option;
+  }
+}
+
 TEST(RmsNormFamilyTest, GivenVariantsWhenAskedForBytesThenOneReadOneWriteTheWeightAndRstd) {
   EXPECT_DOUBLE_EQ(RmsNormFamily::bytesMoved({DType::BFloat16, 16384, 8192, true}),
                    2.0 * 16384 * 8192 * 2 + 8192 * 2 + 16384 * 4);
@@ -329,12 +418,15 @@ std::vector<testutil::CompileResult> compileRms(const std::vector<testutil::Comp
                               });
 }
 
-// Every point of every dtype, with the weight (the register budget's case).
+// Every one-CTA point of every dtype and a sample of the split-row points (testutil::clusterSample),
+// with the weight (the register budget's case).
 TEST(RmsNormFamilyCompileTest, GivenEveryPointWithWeightWhenCompiledForSm90aThenCubinsWithoutSpills) {
   SKIP_WITHOUT_NVRTC();
   std::vector<testutil::CompileJob> jobs;
   for (DType d : kAllDTypes) {
-    for (const P& p : RmsNormFamily::allParameterPoints(d)) jobs.push_back({d, p, {"-DHK_HAS_WEIGHT=1"}, "sm_90a"});
+    for (const P& p : testutil::compiledPoints(d, RmsNormFamily::allParameterPoints(d))) {
+      jobs.push_back({d, p, {"-DHK_HAS_WEIGHT=1"}, "sm_90a"});
+    }
   }
   const auto results = compileRms(jobs);
   testutil::expectAllCompiledWithoutSpills(jobs, results);
@@ -412,12 +504,20 @@ TEST(RmsNormFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompiled
       {"-DHK_DTYPE=0", "-DHK_THREADS=128", "-DHK_ROWS=8", "-DHK_VEC=4", "-DHK_ITEMS=0", "-DHK_HAS_WEIGHT=1"},
       {"-DHK_DTYPE=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_ITEMS=0", "-DHK_HAS_WEIGHT=2"},
       {"-DHK_DTYPE=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_ITEMS=0"},  // no HK_HAS_WEIGHT
+      {"-DHK_DTYPE=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4", "-DHK_ITEMS=0", "-DHK_HAS_WEIGHT=1",
+       "-DHK_CLUSTER=3"},
+      {"-DHK_DTYPE=0", "-DHK_THREADS=128", "-DHK_ROWS=8", "-DHK_VEC=4", "-DHK_ITEMS=1", "-DHK_HAS_WEIGHT=1",
+       "-DHK_CLUSTER=4"},
   };
   for (const std::vector<std::string>& options : bad) {
     std::string joined;
     for (const std::string& o : options) joined += o + " ";
     EXPECT_THROW(compileToCubin(source, "rms_norm.cu", "sm_90a", options), Error) << joined;
   }
+  // A cluster needs sm_90.
+  EXPECT_THROW(compileToCubin(source, "rms_norm.cu", "sm_80",
+                              RmsNormFamily::compileOptions(DType::Float32, P{1024, 4, 0, 1, 4}, true)),
+               Error);
 }
 
 }  // namespace

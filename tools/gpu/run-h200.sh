@@ -20,7 +20,7 @@
 #   (default 100000), split over this many processes (default 4, seeds SEED..SEED+PROCS-1, default 1), programs
 #   per learned pool (default 2000), and each process's time limit (default none); HOTKERNEL_FUZZ_GPU_SHIM=1: under
 #   the preloaded shim (HOTKERNEL=0: its command hook only; Note [The fuzz suite under the shim]).
-# HOTKERNEL_OPS_CASES: the ops step's --cases: a preset of bench/ops_bench.py (norms, cross_entropy, reductions,
+# HOTKERNEL_OPS_CASES: the ops step's --cases: a preset of bench/ops_bench.py (norms, norms_long, cross_entropy, reductions,
 #   reductions_dim, softmax_dim, softmax_400k) or op:dtype:shape,... (default: ops_bench.py's default cases).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

@@ -25,20 +25,28 @@ struct NormParams {
   int items = 0;       // > 0: register-resident, each thread holds `items` vectors (one read of the row);
                        // 0: streaming, any row length (two reads of the row)
   int rowsPerCta = 1;  // 1: a CTA per row; > 1: short rows, rowThreads() <= 32 threads (part of one warp) per row
+  int cluster = 1;     // > 1: a thread-block cluster of `cluster` CTAs per row, each a slice (sm_90+;
+                       // Note [Split norm rows over a cluster] in kernels/norm/rms_norm.cu); rowsPerCta 1
 
   int rowThreads() const { return threads / rowsPerCta; }
   bool registerResident() const { return items > 0; }
+  // The oldest compute capability that runs the point (x10: 90 = sm_90); 0: any.
+  int minComputeCapability() const { return cluster > 1 ? 90 : 0; }
   bool operator==(const NormParams& o) const {
-    return threads == o.threads && vec == o.vec && items == o.items && rowsPerCta == o.rowsPerCta;
+    return threads == o.threads && vec == o.vec && items == o.items && rowsPerCta == o.rowsPerCta &&
+           cluster == o.cluster;
   }
   bool operator!=(const NormParams& o) const { return !(*this == o); }
 
-  nlohmann::json toJson() const;  // {"items":4,"rowsPerCta":1,"threads":256,"vec":8}
+  // {"items":4,"rowsPerCta":1,"threads":256,"vec":8}; "cluster" only when != 1, so the entries of
+  // one-CTA points keep their bytes (and digests).
+  nlohmann::json toJson() const;
   // Throws Error unless `j` is an object with integer threads, vec and items
-  // (and rowsPerCta, 1 when absent). Does not check validity: guardParams does.
+  // (and rowsPerCta, cluster: 1 when absent). Does not check validity: guardParams does.
   static NormParams fromJson(const nlohmann::json& j);
   // "threads=256 vec=8 items=4 (register-resident)", "threads=1024 vec=8 items=0 (streaming)",
-  // "threads=128 vec=8 items=1 rowsPerCta=8 (register-resident)"
+  // "threads=128 vec=8 items=1 rowsPerCta=8 (register-resident)",
+  // "threads=1024 vec=8 items=0 cluster=16 (streaming)"
   std::string describe() const;
 };
 
@@ -78,31 +86,35 @@ constexpr int64_t kNormMaxCols = int64_t{1} << 30;
 // cuLaunchKernel's limit for gridDim.x: the most row groups a launch covers.
 constexpr int64_t kNormMaxCtas = (int64_t{1} << 31) - 1;
 
-// Whether `p` is a point of the norm families for `dtype` (the whitelist).
-bool normIsPoint(DType dtype, const NormParams& p);
+// Whether `p` is a point of the norm families for `dtype` (the whitelist); cluster points (split rows)
+// only when `clusters` (a family whose template has them).
+bool normIsPoint(DType dtype, const NormParams& p, bool clusters);
 
-// Every point for `dtype`, in a fixed order.
-std::vector<NormParams> normAllPoints(DType dtype);
+// Every point for `dtype`, in a fixed order (the cluster points last, when `clusters`).
+std::vector<NormParams> normAllPoints(DType dtype, bool clusters);
 
 // 1 <= rows <= kNormMaxCtas (a launch covers the rows: Note [One row group a CTA] in
 // kernels/norm/rms_norm.cu), 1 <= cols <= kNormMaxCols, rows * cols * elementSize
 // without overflow, a known dtype.
 bool normGuardShape(DType dtype, int64_t rows, int64_t cols);
 
-// normGuardShape, normIsPoint, cols % vec == 0 when vec > 1, and the row fits
-// when register-resident.
-bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p);
+// normGuardShape, normIsPoint, cols % vec == 0 when vec > 1, the row (a cluster's row) fits when
+// register-resident, and a cluster point's grid (rows * cluster CTAs) within kNormMaxCtas.
+bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p, bool clusters);
 
 // Up to 12 points, best guess first (Note [Norm parameter ranking]); every one
 // passes normGuardParams; always a streaming point and a vec == 1 point.
-// Empty iff !normGuardShape.
-std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols);
+// Split-row points (Note [Norm split-row points]) first for few long rows, when `clusters` and
+// computeCapability >= 90 (x10; 0: unknown, no cluster point). Empty iff !normGuardShape.
+std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, bool clusters,
+                                           int computeCapability);
 
-// One CTA of `threads` per `rowsPerCta` rows: the grid covers the rows.
-// Precondition: normGuardShape (at most 2^31 - 1 rows).
+// One CTA of `threads` per `rowsPerCta` rows, or `cluster` CTAs per row: the grid covers the rows.
+// Precondition: normGuardParams.
 LaunchGeometry normLaunchGeometry(int64_t rows, const NormParams& p);
 
-// The common defines: -DHK_DTYPE=, -DHK_THREADS=, -DHK_ROWS=, -DHK_VEC=, -DHK_ITEMS=.
+// The common defines: -DHK_DTYPE=, -DHK_THREADS=, -DHK_ROWS=, -DHK_VEC=, -DHK_ITEMS=, and
+// -DHK_CLUSTER= when cluster != 1.
 std::vector<std::string> normCompileOptions(DType dtype, const NormParams& p);
 
 // Appends -DHK_COLS=cols when cols > 0: a cubin for that column count only

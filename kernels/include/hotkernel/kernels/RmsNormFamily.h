@@ -62,7 +62,8 @@ class RmsNormFamily {
   static bool guardVariant(const RmsNormVariant& v);
 
   // Whether `p` is one of allParameterPoints(v.dtype) and correct for v:
-  // cols % vec == 0 when vec > 1, cols <= rowThreads * vec * items when register-resident.
+  // cols % vec == 0 when vec > 1, cols <= cluster * rowThreads * vec * items when register-resident,
+  // rows * cluster <= 2^31 - 1.
   static bool guardParams(const RmsNormVariant& v, const RmsNormParams& p);
 
   // Per-call guard: in, out non-null and aligned to requiredAlignment(); weight
@@ -76,8 +77,10 @@ class RmsNormFamily {
   static size_t requiredAlignment(DType dtype, const RmsNormParams& p);
 
   // Up to 12 points worth measuring for v, best guess first; every one passes
-  // guardParams; always a streaming point and a vec == 1 point. Empty iff !guardVariant(v).
-  static std::vector<RmsNormParams> parameterSpace(const RmsNormVariant& v);
+  // guardParams; always a streaming point and a vec == 1 point; split-row (cluster) points first for few
+  // long rows when computeCapability (x10) >= 90 (Note [Norm split-row points] in src/NormCommon.cpp).
+  // Empty iff !guardVariant(v). (Whether the GPU runs clusters is the caller's: minComputeCapability.)
+  static std::vector<RmsNormParams> parameterSpace(const RmsNormVariant& v, int computeCapability = 0);
 
   // Every point the family can produce for `dtype` (the guard's whitelist).
   static std::vector<RmsNormParams> allParameterPoints(DType dtype);
@@ -92,8 +95,8 @@ class RmsNormFamily {
   static std::vector<std::string> compileOptions(DType dtype, const RmsNormParams& p, bool hasWeight,
                                                  int64_t cols = 0);
 
-  // One CTA of `threads` per `rowsPerCta` rows, covering the rows (the guards
-  // refuse more than 2^31 - 1 rows). No dynamic shared memory.
+  // One CTA of `threads` per `rowsPerCta` rows, or `cluster` CTAs per row, covering the rows (the guards
+  // refuse grids of more than 2^31 - 1 CTAs). No dynamic shared memory.
   static LaunchGeometry launchGeometry(const RmsNormVariant& v, const RmsNormParams& p);
 
   // Ideal DRAM traffic: x read once, out written once, the weight read once,
