@@ -22,6 +22,9 @@
 //   HK_HAS_BIAS    1: add bias (the input's dtype, `cols` elements); 0: no bias
 //   HK_COLS        (optional) the variant's column count: the `cols` argument is then ignored
 //                  (Note [Specialized columns] in rms_norm.cu)
+//   HK_CLUSTER     (optional, default 1) 2, 4, 8 or 16 (16: non-portable, the launcher opts in), with
+//                  HK_ROWS == 1, sm_90+: a thread-block cluster of HK_CLUSTER CTAs serves each row
+//                  (Note [Split layer norm rows])
 //
 // Entry point (LayerNormFamily::kKernelName):
 //   extern "C" __global__ void hk_layer_norm(const void* in, const void* weight, const void* bias,
@@ -32,8 +35,8 @@
 //
 // Preconditions (checked on the host by LayerNormFamily's guards, not here):
 //   cols % HK_VEC == 0; in, weight, bias and out aligned to HK_VEC * sizeof(element);
-//   mean and rstd aligned to 4; cols <= HK_ROW_THREADS * HK_VEC * HK_ITEMS when
-//   HK_ITEMS > 0; cols <= 2^30.
+//   mean and rstd aligned to 4; cols <= HK_CLUSTER * HK_ROW_THREADS * HK_VEC * HK_ITEMS when
+//   HK_ITEMS > 0; cols <= 2^30; gridDim.x == rows * HK_CLUSTER when HK_CLUSTER > 1.
 //
 // Note [Layer norm statistics]
 // Register-resident: the corrected two-pass algorithm (Chan, Golub and
@@ -74,6 +77,19 @@
 // (streaming: a batch) whose sum is not finite recomputes its mean as the sum
 // of x * (1 / n). A variance that overflows gives inf here too.
 //
+// Note [Split layer norm rows]
+// Few very long rows split over a cluster as in rms_norm.cu (Note [Split norm
+// rows over a cluster] there): CTA `rank` takes a slice of the row and
+// computes its slice's (count, mean, M2) triple as the one-CTA kernel does
+// for a row: registers by the corrected two passes (with the overflow rescue,
+// uniform within the CTA), streaming by shifted Welford batches (the shift is
+// the row's first element, the same in every CTA). The (mean, M2) pairs go
+// to every peer (Note [Pushed cluster pairs] in hk_prelude.cuh); the counts
+// follow from the ranks' slice sizes. Every CTA merges the HK_CLUSTER triples
+// in rank order with the bitwise-symmetric merge, so the cluster agrees on
+// mean and rstd bit for bit; an empty slice (a row of fewer vectors than
+// CTAs) is a count of 0, which the merge skips.
+//
 // Note [Norm deterministic reductions]
 // As in softmax_lastdim.cu: per-thread sums in index order, then an xor
 // butterfly within each warp and the same butterfly across the warps'
@@ -106,6 +122,12 @@ static_assert(HK_ITEMS >= 0 && HK_ITEMS <= 16, "HK_ITEMS must be in [0, 16]");
 static_assert(HK_ROWS == 1 || HK_ITEMS > 0, "several rows per CTA are register-resident only");
 static_assert(HK_HAS_WEIGHT == 0 || HK_HAS_WEIGHT == 1, "HK_HAS_WEIGHT must be 0 or 1");
 static_assert(HK_HAS_BIAS == 0 || HK_HAS_BIAS == 1, "HK_HAS_BIAS must be 0 or 1");
+#ifndef HK_CLUSTER
+#define HK_CLUSTER 1
+#endif
+static_assert(HK_CLUSTER == 1 || ((HK_CLUSTER == 2 || HK_CLUSTER == 4 || HK_CLUSTER == 8 || HK_CLUSTER == 16) &&
+                                  HK_ROWS == 1),
+              "HK_CLUSTER must be 1, or 2, 4, 8 or 16 with HK_ROWS == 1");
 
 // Note [Norm launch bounds]
 // __launch_bounds__(HK_THREADS, 1): at most HK_THREADS threads, at least one
@@ -213,6 +235,7 @@ __device__ __forceinline__ float hk_affine(float x, float mean, float r, hk_elem
   return y;
 }
 
+#if HK_CLUSTER == 1
 extern "C" __global__ void HK_LAUNCH_BOUNDS
     hk_layer_norm(const void* in_, const void* weight_, const void* bias_, void* out_, float* mean_out,
                   float* rstd_out, long long rows, long long cols, float eps) {
@@ -470,3 +493,240 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
 #endif
   }
 }
+#else  // HK_CLUSTER > 1
+// Note [Split layer norm rows].
+extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_LAUNCH_BOUNDS
+    hk_layer_norm(const void* in_, const void* weight_, const void* bias_, void* out_, float* mean_out,
+                  float* rstd_out, long long rows, long long cols, float eps) {
+  __shared__ float hk_buf[4][HK_THREADS / 32];
+  __shared__ hk_pushed_pairs hk_pairs;  // the cluster's (mean, M2) pairs, pushed by every CTA
+  const hk_elem* in = static_cast<const hk_elem*>(in_);
+  hk_elem* out = static_cast<hk_elem*>(out_);
+  const hk_pack* weight = static_cast<const hk_pack*>(weight_);
+  const hk_pack* bias = static_cast<const hk_pack*>(bias_);
+#ifdef HK_COLS
+  cols = HK_COLS;  // Note [Specialized columns] in rms_norm.cu
+#endif
+  const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
+  const int chunk = (nvec + HK_CLUSTER - 1) / HK_CLUSTER;
+  const unsigned rank = hk_cluster_rank();
+  const int begin = min(nvec, static_cast<int>(rank) * chunk);
+  const int end = min(nvec, begin + chunk);
+  const int tid = threadIdx.x;
+  const float fcols = static_cast<float>(cols);
+  (void)weight;
+  (void)bias;
+  (void)rows;  // the grid is rows * HK_CLUSTER: every cluster has its row
+  hk_pushed_init(hk_pairs);
+  const long long row = blockIdx.x / HK_CLUSTER;
+  const long long offset = row * cols;
+  const hk_pack* src = reinterpret_cast<const hk_pack*>(in + offset);
+  hk_pack* dst = reinterpret_cast<hk_pack*>(out + offset);
+  const float slice = static_cast<float>((end - begin) * HK_VEC);  // this CTA's elements (0: an empty slice)
+  hk_stats st{0.0f, 0.0f, 0.0f};
+
+#if HK_ITEMS > 0
+  float x[HK_ITEMS][HK_VEC];
+#pragma unroll
+  for (int i = 0; i < HK_ITEMS; ++i) {
+    const int v = begin + i * HK_THREADS + tid;
+    if (v < end) {
+      hk_unpack(src[v], x[i]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) x[i][j] = 0.0f;
+    }
+  }
+  {
+    // The slice's statistics as the one-CTA kernel's for a row (Note [Layer norm statistics]).
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) {
+      float part = 0.0f;
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) part += x[i][j];
+      s += part;
+    }
+    float m = __fdiv_rn(hk_row_sum(s, hk_buf[0]), slice);
+    if (slice > 0.0f && !isfinite(m)) {  // CTA-uniform (Note [Layer norm overflow])
+      const float inv = __frcp_rn(slice);
+      s = 0.0f;
+#pragma unroll
+      for (int i = 0; i < HK_ITEMS; ++i) {
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) s = fmaf(x[i][j], inv, s);
+      }
+      m = hk_row_sum(s, hk_buf[2]);
+    }
+    float s1 = 0.0f, m2 = 0.0f;
+#pragma unroll
+    for (int i = 0; i < HK_ITEMS; ++i) {
+      if (begin + i * HK_THREADS + tid < end) {
+        float part1 = 0.0f, part2 = 0.0f;
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) {
+          const float d = x[i][j] - m;
+          part1 += d;
+          part2 = fmaf(d, d, part2);
+        }
+        s1 += part1;
+        m2 += part2;
+      }
+    }
+    hk_row_sum2(s1, m2, hk_buf[1], hk_buf[3]);
+    if (slice > 0.0f) {
+      const float c = __fdiv_rn(s1, slice);
+      if (isfinite(m2)) m2 = fmaxf(__fsub_rn(m2, __fmul_rn(c, s1)), 0.0f);
+      if (isfinite(c)) m = __fadd_rn(m, c);
+      st = hk_stats{slice, m, m2};
+    }
+  }
+  const float shift = 0.0f;
+#else
+  const unsigned long long keep = hk_policy_evict_last();
+  const unsigned long long drop = hk_policy_evict_first();
+  // The shifted Welford batches of the one-CTA kernel over the slice; the shift is the row's first
+  // element in every CTA of the cluster.
+  float shift = hk_to_float(in[offset]);
+  if (!(fabsf(shift) <= 0x1p64f)) shift = 0.0f;
+  for (int v0 = begin + tid; v0 < end; v0 += HK_THREADS * HK_STREAM_UNROLL) {
+    hk_pack p[HK_STREAM_UNROLL];
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+      const int v = v0 + u * HK_THREADS;
+      p[u] = v < end ? hk_load_first(src + v, keep) : hk_zero_pack();
+    }
+    const int inSlice = min(HK_STREAM_UNROLL, (end - v0 + HK_THREADS - 1) / HK_THREADS);
+    float bs = 0.0f;
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+      if (u < inSlice) {
+        float part = 0.0f;
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) part += hk_to_float(p[u].v[j]) - shift;
+        bs += part;
+      }
+    }
+    hk_stats batch;
+    batch.n = static_cast<float>(inSlice * HK_VEC);
+    batch.mean = __fdiv_rn(bs, batch.n);
+    if (!isfinite(batch.mean)) {
+      const float inv = __frcp_rn(batch.n);
+      batch.mean = 0.0f;
+#pragma unroll
+      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+        if (u < inSlice) {
+#pragma unroll
+          for (int j = 0; j < HK_VEC; ++j) batch.mean = fmaf(hk_to_float(p[u].v[j]) - shift, inv, batch.mean);
+        }
+      }
+    }
+    batch.m2 = 0.0f;
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+      if (u < inSlice) {
+        float part = 0.0f;
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) {
+          const float d = (hk_to_float(p[u].v[j]) - shift) - batch.mean;
+          part = fmaf(d, d, part);
+        }
+        batch.m2 += part;
+      }
+    }
+    st = hk_stats_merge(st, batch);
+  }
+  st = hk_row_stats(st, hk_buf);
+#endif
+  hk_pushed_wait_init();
+  hk_pushed_exchange(hk_pairs, st.mean, st.m2, rank, 0);
+  // The cluster's triples in rank order: every CTA the same mean and rstd, bit for bit.
+  hk_stats total{0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int c = 0; c < HK_CLUSTER; ++c) {
+    const int cb = min(nvec, c * chunk);
+    const float n = static_cast<float>((min(nvec, cb + chunk) - cb) * HK_VEC);
+    total = hk_stats_merge(total, hk_stats{n, hk_pairs.slot[0][c][0], hk_pairs.slot[0][c][1]});
+  }
+  const float mean = __fadd_rn(shift, total.mean);
+  const float r = rsqrtf(__fdiv_rn(total.m2, fcols) + eps);
+  if (rank == 0 && tid == 0) {
+    mean_out[row] = mean;
+    rstd_out[row] = r;
+  }
+#if HK_ITEMS > 0
+#pragma unroll
+  for (int i = 0; i < HK_ITEMS; ++i) {
+    const int v = begin + i * HK_THREADS + tid;
+    if (v < end) {
+#if HK_HAS_WEIGHT
+      const hk_pack wp = weight[v];
+#endif
+#if HK_HAS_BIAS
+      const hk_pack bp = bias[v];
+#endif
+      hk_pack p;
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) {
+#if HK_HAS_WEIGHT
+        const hk_elem wj = wp.v[j];
+#else
+        const hk_elem wj = 0;
+#endif
+#if HK_HAS_BIAS
+        const hk_elem bj = bp.v[j];
+#else
+        const hk_elem bj = 0;
+#endif
+        p.v[j] = hk_from_float(hk_affine(x[i][j], mean, r, wj, bj));
+      }
+      dst[v] = p;
+    }
+  }
+#else
+  for (int v0 = begin + tid; v0 < end; v0 += HK_THREADS * HK_STREAM_UNROLL2) {
+    hk_pack p[HK_STREAM_UNROLL2];
+#if HK_HAS_WEIGHT
+    hk_pack wp[HK_STREAM_UNROLL2];
+#endif
+#if HK_HAS_BIAS
+    hk_pack bp[HK_STREAM_UNROLL2];
+#endif
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
+      const int v = v0 + u * HK_THREADS;
+      if (v < end) {
+        p[u] = hk_load_again(src + v, drop);
+#if HK_HAS_WEIGHT
+        wp[u] = weight[v];
+#endif
+#if HK_HAS_BIAS
+        bp[u] = bias[v];
+#endif
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
+      const int v = v0 + u * HK_THREADS;
+      if (v < end) {
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) {
+#if HK_HAS_WEIGHT
+          const hk_elem wj = wp[u].v[j];
+#else
+          const hk_elem wj = 0;
+#endif
+#if HK_HAS_BIAS
+          const hk_elem bj = bp[u].v[j];
+#else
+          const hk_elem bj = 0;
+#endif
+          p[u].v[j] = hk_from_float(hk_affine(hk_to_float(p[u].v[j]), mean, r, wj, bj));
+        }
+        hk_store_stream(dst + v, p[u], drop);
+      }
+    }
+  }
+#endif
+}
+#endif  // HK_CLUSTER

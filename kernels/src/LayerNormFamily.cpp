@@ -46,8 +46,8 @@ double noise(int64_t cols) {
   return 4e-6 * std::max(1.0, std::sqrt(static_cast<double>(std::max<int64_t>(cols, 1)) / 16384.0));
 }
 
-// Split rows (cluster points): not in layer_norm's template yet; its whitelist leaves them out.
-constexpr bool kClusters = false;
+// Split rows over a cluster (Note [Split layer norm rows] in kernels/norm/layer_norm.cu).
+constexpr bool kClusters = true;
 
 }  // namespace
 
@@ -74,8 +74,8 @@ bool LayerNormFamily::guardPointers(const void* in, const void* weight, const vo
   return detail::normAligned(mean, alignof(float)) && detail::normAligned(rstd, alignof(float));
 }
 
-std::vector<LayerNormParams> LayerNormFamily::parameterSpace(const LayerNormVariant& v) {
-  return detail::normParameterSpace(v.dtype, v.rows, v.cols, kClusters, /*computeCapability=*/0);
+std::vector<LayerNormParams> LayerNormFamily::parameterSpace(const LayerNormVariant& v, int computeCapability) {
+  return detail::normParameterSpace(v.dtype, v.rows, v.cols, kClusters, computeCapability);
 }
 
 std::vector<LayerNormParams> LayerNormFamily::allParameterPoints(DType dtype) {

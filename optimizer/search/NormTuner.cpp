@@ -343,10 +343,17 @@ FamilyTuneSpec layerNormTuneSpec(const kernels::LayerNormVariant& v, int device,
   spec.dtype = v.dtype;
   spec.rows = v.rows;
   spec.cols = v.cols;
+  // Split-row (cluster) points only where the GPU runs clusters.
+  const DeviceInfo info = queryDevice(device);
+  const int computeCapability = info.ccMajor * 10 + info.ccMinor;
   for (const NormParams& p : LayerNormFamily::allParameterPoints(v.dtype)) {
-    if (LayerNormFamily::guardParams(v, p)) spec.validPoints.push_back(toPoint(p));
+    if (LayerNormFamily::guardParams(v, p) && p.minComputeCapability() <= computeCapability) {
+      spec.validPoints.push_back(toPoint(p));
+    }
   }
-  for (const NormParams& p : LayerNormFamily::parameterSpace(v)) spec.seeds.push_back(toPoint(p));
+  for (const NormParams& p : LayerNormFamily::parameterSpace(v, computeCapability)) {
+    spec.seeds.push_back(toPoint(p));
+  }
   spec.compileOptions = [v](const FamilyPoint& p) {
     return LayerNormFamily::compileOptions(v.dtype, toParams(p), v.hasWeight, v.hasBias, v.cols);
   };

@@ -187,6 +187,50 @@ class NormGpuTest : public ::testing::Test {
       EXPECT_FALSE(rstd.isnan().any().item<bool>());
     }
   }
+  // Compiles `cases` (layer_norm), runs each plan and compares out, mean and rstd with ATen's native_layer_norm.
+  static void checkLayerNormCases(std::vector<Case>& cases) {
+    compileCases(cases, LayerNormFamily::source(), "layer_norm.cu", [](const Case& c) {
+      return LayerNormFamily::compileOptions(c.dtype, c.params, c.hasWeight, c.hasBias, c.specializedCols());
+    });
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.describe());
+      ASSERT_TRUE(c.error.empty()) << c.error;
+      Plan plan = kernels::layerNormDescriptor().makePlan(c.key(), c.params.toJson(), c.cubin, 0);
+      at::Tensor x = input(c);
+      std::optional<at::Tensor> weight, bias;
+      if (c.hasWeight) weight = column(c, 2.0, -1.0);
+      if (c.hasBias) bias = column(c, 1.0, -0.5);
+      const double eps = 1e-5;
+      at::Tensor out = at::full_like(x, std::numeric_limits<float>::quiet_NaN());
+      const auto statOpts = x.options().dtype(at::kFloat);
+      at::Tensor mean = at::full({c.rows}, std::numeric_limits<float>::quiet_NaN(), statOpts);
+      at::Tensor rstd = at::full({c.rows}, std::numeric_limits<float>::quiet_NaN(), statOpts);
+      ASSERT_TRUE(plan.launcher->launchArgs(KernelArgs()
+                                                .pointer(x.const_data_ptr())
+                                                .pointer(weight ? weight->const_data_ptr() : nullptr)
+                                                .pointer(bias ? bias->const_data_ptr() : nullptr)
+                                                .pointer(out.mutable_data_ptr())
+                                                .pointer(mean.mutable_data_ptr())
+                                                .pointer(rstd.mutable_data_ptr())
+                                                .int64(c.rows)
+                                                .int64(c.cols)
+                                                .float32(static_cast<float>(eps)),
+                                            stream()));
+      auto [refOut, refMean, refRstd] = at::cuda::native_layer_norm(x, {c.cols}, weight, bias, eps);
+      // What the family documents ATen returns on CUDA: mean and rstd float32, shape [rows, 1].
+      ASSERT_EQ(refMean.scalar_type(), at::kFloat);
+      ASSERT_EQ(refRstd.scalar_type(), at::kFloat);
+      ASSERT_EQ(refMean.sizes(), (at::IntArrayRef{c.rows, 1}));
+      const NormTolerance tol = LayerNormFamily::tolerance(c.dtype, c.cols);
+      const Mismatch mo = compare(out, refOut, outBound(tol, refOut));
+      EXPECT_EQ(mo.count, 0) << "out: " << mo.first;
+      const Mismatch mm = compare(mean, refMean, meanBound(tol, refMean, refRstd));
+      EXPECT_EQ(mm.count, 0) << "mean: " << mm.first;
+      const Mismatch mr = compare(rstd, refRstd, rstdBound(tol, refRstd));
+      EXPECT_EQ(mr.count, 0) << "rstd: " << mr.first;
+      EXPECT_FALSE(out.isnan().any().item<bool>());
+    }
+  }
 };
 
 TEST_F(NormGpuTest, GivenRmsNormPointsWhenRunOnOddSizesThenOutAndRstdMatchAten) {
@@ -258,47 +302,42 @@ TEST_F(NormGpuTest, GivenLayerNormPointsWhenRunOnOddSizesThenOutMeanAndRstdMatch
       }
     }
   }
-  compileCases(cases, LayerNormFamily::source(), "layer_norm.cu", [](const Case& c) {
-    return LayerNormFamily::compileOptions(c.dtype, c.params, c.hasWeight, c.hasBias, c.specializedCols());
-  });
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.describe());
-    ASSERT_TRUE(c.error.empty()) << c.error;
-    Plan plan = kernels::layerNormDescriptor().makePlan(c.key(), c.params.toJson(), c.cubin, 0);
-    at::Tensor x = input(c);
-    std::optional<at::Tensor> weight, bias;
-    if (c.hasWeight) weight = column(c, 2.0, -1.0);
-    if (c.hasBias) bias = column(c, 1.0, -0.5);
-    const double eps = 1e-5;
-    at::Tensor out = at::full_like(x, std::numeric_limits<float>::quiet_NaN());
-    const auto statOpts = x.options().dtype(at::kFloat);
-    at::Tensor mean = at::full({c.rows}, std::numeric_limits<float>::quiet_NaN(), statOpts);
-    at::Tensor rstd = at::full({c.rows}, std::numeric_limits<float>::quiet_NaN(), statOpts);
-    ASSERT_TRUE(plan.launcher->launchArgs(KernelArgs()
-                                              .pointer(x.const_data_ptr())
-                                              .pointer(weight ? weight->const_data_ptr() : nullptr)
-                                              .pointer(bias ? bias->const_data_ptr() : nullptr)
-                                              .pointer(out.mutable_data_ptr())
-                                              .pointer(mean.mutable_data_ptr())
-                                              .pointer(rstd.mutable_data_ptr())
-                                              .int64(c.rows)
-                                              .int64(c.cols)
-                                              .float32(static_cast<float>(eps)),
-                                          stream()));
-    auto [refOut, refMean, refRstd] = at::cuda::native_layer_norm(x, {c.cols}, weight, bias, eps);
-    // What the family documents ATen returns on CUDA: mean and rstd float32, shape [rows, 1].
-    ASSERT_EQ(refMean.scalar_type(), at::kFloat);
-    ASSERT_EQ(refRstd.scalar_type(), at::kFloat);
-    ASSERT_EQ(refMean.sizes(), (at::IntArrayRef{c.rows, 1}));
-    const NormTolerance tol = LayerNormFamily::tolerance(c.dtype, c.cols);
-    const Mismatch mo = compare(out, refOut, outBound(tol, refOut));
-    EXPECT_EQ(mo.count, 0) << "out: " << mo.first;
-    const Mismatch mm = compare(mean, refMean, meanBound(tol, refMean, refRstd));
-    EXPECT_EQ(mm.count, 0) << "mean: " << mm.first;
-    const Mismatch mr = compare(rstd, refRstd, rstdBound(tol, refRstd));
-    EXPECT_EQ(mr.count, 0) << "rstd: " << mr.first;
-    EXPECT_FALSE(out.isnan().any().item<bool>());
+  checkLayerNormCases(cases);
+}
+
+// Note [Split layer norm rows]: as the rms_norm split-row test, with weight and bias on and off.
+TEST_F(NormGpuTest, GivenLayerNormSplitRowPointsWhenRunOnFewLongRowsThenOutMeanAndRstdMatchAten) {
+  const DeviceInfo info = queryDevice(0);
+  if (info.ccMajor < 9) GTEST_SKIP() << "thread-block clusters need sm_90";
+  std::vector<Case> cases;
+  auto add = [&](const kernels::LayerNormVariant& v, const NormParams& p, bool specialized) {
+    ASSERT_TRUE(LayerNormFamily::guardParams(v, p)) << v.rows << "x" << v.cols << " " << p.describe();
+    cases.push_back(Case{v.dtype, v.rows, v.cols, v.hasWeight, v.hasBias, p, "", ""});
+    cases.back().specialized = specialized;
+  };
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 65536}, {3, 1048576 + 8}, {8, 300000}, {5, 4096 * 8 + 8}};
+  for (DType d : kernels::kAllDTypes) {
+    const int widest = static_cast<int>(16 / kernels::elementSize(d));
+    for (auto [rows, cols] : shapes) {
+      for (bool wb : {true, false}) {
+        const kernels::LayerNormVariant v{d, rows, cols, wb, wb};
+        int split = 0;
+        for (const NormParams& p : LayerNormFamily::parameterSpace(v, 90)) {
+          if (p.cluster == 1) continue;
+          add(v, p, wb || split % 2 == 0);
+          ++split;
+        }
+        EXPECT_GT(split, 0) << kernels::dtypeName(d) << " [" << rows << ", " << cols << "]: no split-row point";
+      }
+    }
+    for (int cluster : {2, 4, 8, 16}) {
+      add({d, 2, 262144 + 8 * widest, true, false}, NormParams{1024, widest, 0, 1, cluster}, true);
+    }
+    add({d, 3, 30000, false, true}, NormParams{512, widest, 4, 1, 4}, true);  // up to 7,500 vectors: 4 CTAs of 2,048
+    add({d, 2, 24, true, true}, NormParams{256, 1, 1, 1, 16}, false);         // 24 vectors: 8 CTAs with nothing to do
+    add({d, 7, 13, false, false}, NormParams{1024, 1, 1, 1, 8}, true);        // odd, scalar
   }
+  checkLayerNormCases(cases);
 }
 
 // Leading dims fold into rows; the 3-D call's statistics come back as [a, b, 1].

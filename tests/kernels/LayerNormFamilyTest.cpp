@@ -63,14 +63,9 @@ TEST(LayerNormFamilyTest, GivenEveryDTypeWhenListingAllPointsThenRmsNormsWhiteli
     EXPECT_TRUE(seen.count({1024, 1, 0, 1})) << "no scalar streaming point";
     EXPECT_TRUE(seen.count({128, 1, 1, 32})) << "no four-threads-per-row point";
     // The same whitelist as rms_norm (Note [Norm register budget]: weight and
-    // bias are loaded after the reductions and do not count) without the split-row
-    // points, which layer_norm's template does not have yet.
-    EXPECT_EQ(all, detail::normAllPoints(d, /*clusters=*/false)) << dtypeName(d);
-    std::vector<P> rmsOneCta;
-    for (const P& p : RmsNormFamily::allParameterPoints(d)) {
-      if (p.cluster == 1) rmsOneCta.push_back(p);
-    }
-    EXPECT_EQ(all, rmsOneCta) << dtypeName(d);
+    // bias are loaded after the reductions and do not count), split-row points included.
+    EXPECT_EQ(all, detail::normAllPoints(d, /*clusters=*/true)) << dtypeName(d);
+    EXPECT_EQ(all, RmsNormFamily::allParameterPoints(d)) << dtypeName(d);
   }
 }
 
@@ -257,12 +252,13 @@ std::vector<testutil::CompileResult> compileLayer(const std::vector<testutil::Co
                               });
 }
 
-// Every point of every dtype with weight and bias (the register budget's case).
+// Every one-CTA point of every dtype and a sample of the split-row points (testutil::clusterSample),
+// with weight and bias (the register budget's case).
 TEST(LayerNormFamilyCompileTest, GivenEveryPointWithWeightAndBiasWhenCompiledForSm90aThenCubinsWithoutSpills) {
   SKIP_WITHOUT_NVRTC();
   std::vector<testutil::CompileJob> jobs;
   for (DType d : kAllDTypes) {
-    for (const P& p : LayerNormFamily::allParameterPoints(d)) {
+    for (const P& p : testutil::compiledPoints(d, LayerNormFamily::allParameterPoints(d))) {
       jobs.push_back({d, p, {"-DHK_HAS_WEIGHT=1", "-DHK_HAS_BIAS=1"}, "sm_90a"});
     }
   }
@@ -347,6 +343,26 @@ TEST(LayerNormFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompil
     for (const std::string& o : options) joined += o + " ";
     EXPECT_THROW(compileToCubin(source, "layer_norm.cu", "sm_90a", options), Error) << joined;
   }
+  // Clusters: 2, 4, 8 or 16 CTAs, one row a CTA, sm_90.
+  std::vector<std::string> clustered = good;
+  clustered.push_back("-DHK_CLUSTER=4");
+  EXPECT_NO_THROW(compileToCubin(source, "layer_norm.cu", "sm_90a", clustered));
+  EXPECT_THROW(compileToCubin(source, "layer_norm.cu", "sm_80", clustered), Error);
+  clustered.back() = "-DHK_CLUSTER=3";
+  EXPECT_THROW(compileToCubin(source, "layer_norm.cu", "sm_90a", clustered), Error);
+}
+
+// Split rows (Note [Split layer norm rows]): the space and the options, as rms_norm's.
+TEST(LayerNormFamilyTest, GivenFewLongRowsOnSm90WhenAskedForTheSpaceThenSplitRowPointsAndTheClusterDefine) {
+  const LayerNormVariant eight{DType::Float32, 8, int64_t{1} << 22, true, true};
+  const std::vector<P> space = LayerNormFamily::parameterSpace(eight, 90);
+  ASSERT_FALSE(space.empty());
+  EXPECT_EQ(space.front(), (P{1024, 4, 0, 1, 16}));
+  for (const P& p : space) EXPECT_TRUE(LayerNormFamily::guardParams(eight, p)) << p.describe();
+  for (const P& p : LayerNormFamily::parameterSpace(eight)) EXPECT_EQ(p.cluster, 1) << p.describe();
+  const std::vector<std::string> o = LayerNormFamily::compileOptions(DType::Float32, P{1024, 4, 0, 1, 16}, true, true);
+  EXPECT_NE(std::find(o.begin(), o.end(), "-DHK_CLUSTER=16"), o.end());
+  EXPECT_EQ(LayerNormFamily::launchGeometry(eight, P{1024, 4, 0, 1, 16}).gridX, 128u);
 }
 
 }  // namespace

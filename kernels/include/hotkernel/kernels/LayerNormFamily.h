@@ -77,8 +77,10 @@ class LayerNormFamily {
   static size_t requiredAlignment(DType dtype, const LayerNormParams& p);
 
   // Up to 12 points worth measuring for v, best guess first; every one passes
-  // guardParams; always a streaming point and a vec == 1 point. Empty iff !guardVariant(v).
-  static std::vector<LayerNormParams> parameterSpace(const LayerNormVariant& v);
+  // guardParams; always a streaming point and a vec == 1 point; split-row (cluster) points first for few
+  // long rows when computeCapability (x10) >= 90 (Note [Norm split-row points] in src/NormCommon.cpp).
+  // Empty iff !guardVariant(v). (Whether the GPU runs clusters is the caller's: minComputeCapability.)
+  static std::vector<LayerNormParams> parameterSpace(const LayerNormVariant& v, int computeCapability = 0);
 
   // Every point the family can produce for `dtype` (the guard's whitelist).
   static std::vector<LayerNormParams> allParameterPoints(DType dtype);
