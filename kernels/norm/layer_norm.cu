@@ -235,6 +235,199 @@ __device__ __forceinline__ float hk_affine(float x, float mean, float r, hk_elem
   return y;
 }
 
+// The slice helpers: vectors [begin, end) of one row, thread `tid` of the
+// row's HK_ROW_THREADS taking begin + tid, begin + tid + HK_ROW_THREADS, ...
+// The whole row (begin 0) for a CTA's rows, a cluster rank's slice for split
+// rows (Note [Split layer norm rows]).
+#if HK_ITEMS > 0
+// Register-resident: one read, all loads issued before first use; lanes past
+// `end` hold zeros (Note [Norm special values]).
+__device__ __forceinline__ void hk_load_slice(const hk_pack* src, int begin, int end, int tid,
+                                              float (&x)[HK_ITEMS][HK_VEC]) {
+#pragma unroll
+  for (int i = 0; i < HK_ITEMS; ++i) {
+    const int v = begin + i * HK_ROW_THREADS + tid;
+    if (v < end) {
+      hk_unpack(src[v], x[i]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) x[i][j] = 0.0f;
+    }
+  }
+}
+
+// Pass 2 of the corrected two passes (Note [Layer norm statistics]) over the
+// slice's registers: the deviations from the first mean `m`, summed (s1) and
+// squared (m2), each over the row (the CTA's part of it), with one barrier.
+__device__ __forceinline__ void hk_slice_deviations(const float (&x)[HK_ITEMS][HK_VEC], int begin, int end, int tid,
+                                                    float m, float& s1, float& m2, float* bufA, float* bufB) {
+  s1 = 0.0f;
+  m2 = 0.0f;
+#pragma unroll
+  for (int i = 0; i < HK_ITEMS; ++i) {
+    if (begin + i * HK_ROW_THREADS + tid < end) {
+      float part1 = 0.0f, part2 = 0.0f;
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) {
+        const float d = x[i][j] - m;
+        part1 += d;
+        part2 = fmaf(d, d, part2);
+      }
+      s1 += part1;
+      m2 += part2;
+    }
+  }
+  hk_row_sum2(s1, m2, bufA, bufB);
+}
+
+// Weight and bias are loaded here, after the reductions, rather than once
+// before the row loop: x alone is live across the reductions, and ptxas may
+// interleave these loads with the output as registers allow (Note [Norm
+// register budget]). They hit L1 / L2: every row reads the same.
+__device__ __forceinline__ void hk_write_slice(hk_pack* dst, const hk_pack* weight, const hk_pack* bias, int begin,
+                                               int end, int tid, const float (&x)[HK_ITEMS][HK_VEC], float mean,
+                                               float r) {
+  (void)weight;
+  (void)bias;
+#pragma unroll
+  for (int i = 0; i < HK_ITEMS; ++i) {
+    const int v = begin + i * HK_ROW_THREADS + tid;
+    if (v < end) {
+#if HK_HAS_WEIGHT
+      const hk_pack wp = weight[v];
+#endif
+#if HK_HAS_BIAS
+      const hk_pack bp = bias[v];
+#endif
+      hk_pack p;
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) {
+#if HK_HAS_WEIGHT
+        const hk_elem wj = wp.v[j];
+#else
+        const hk_elem wj = 0;
+#endif
+#if HK_HAS_BIAS
+        const hk_elem bj = bp.v[j];
+#else
+        const hk_elem bj = 0;
+#endif
+        p.v[j] = hk_from_float(hk_affine(x[i][j], mean, r, wj, bj));
+      }
+      dst[v] = p;
+    }
+  }
+}
+#else
+// Streaming pass 1: this thread's (count, mean, M2) triple of x - shift, one
+// batch of HK_STREAM_UNROLL vectors at a time (Note [Layer norm statistics]).
+__device__ __forceinline__ hk_stats hk_stream_stats(const hk_pack* src, int begin, int end, int tid, float shift,
+                                                    unsigned long long keep) {
+  hk_stats st{0.0f, 0.0f, 0.0f};
+  for (int v0 = begin + tid; v0 < end; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL) {
+    hk_pack p[HK_STREAM_UNROLL];
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+      const int v = v0 + u * HK_ROW_THREADS;
+      p[u] = v < end ? hk_load_first(src + v, keep) : hk_zero_pack();
+    }
+    // Vectors of this batch inside the slice: at least 1 (v0 < end).
+    const int inSlice = min(HK_STREAM_UNROLL, (end - v0 + HK_ROW_THREADS - 1) / HK_ROW_THREADS);
+    float bs = 0.0f;
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+      if (u < inSlice) {
+        float part = 0.0f;
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) part += hk_to_float(p[u].v[j]) - shift;
+        bs += part;
+      }
+    }
+    hk_stats batch;
+    batch.n = static_cast<float>(inSlice * HK_VEC);
+    batch.mean = __fdiv_rn(bs, batch.n);
+    if (!isfinite(batch.mean)) {
+      // The batch sum overflowed (Note [Layer norm overflow]).
+      const float inv = __frcp_rn(batch.n);
+      batch.mean = 0.0f;
+#pragma unroll
+      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+        if (u < inSlice) {
+#pragma unroll
+          for (int j = 0; j < HK_VEC; ++j) batch.mean = fmaf(hk_to_float(p[u].v[j]) - shift, inv, batch.mean);
+        }
+      }
+    }
+    batch.m2 = 0.0f;
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+      if (u < inSlice) {
+        float part = 0.0f;
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) {
+          const float d = (hk_to_float(p[u].v[j]) - shift) - batch.mean;
+          part = fmaf(d, d, part);
+        }
+        batch.m2 += part;
+      }
+    }
+    st = hk_stats_merge(st, batch);
+  }
+  return st;
+}
+
+// Pass 2: re-read the slice (mostly from L2), weight and bias, write.
+__device__ __forceinline__ void hk_stream_write(const hk_pack* src, hk_pack* dst, const hk_pack* weight,
+                                                const hk_pack* bias, int begin, int end, int tid, float mean, float r,
+                                                unsigned long long drop) {
+  (void)weight;
+  (void)bias;
+  for (int v0 = begin + tid; v0 < end; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL2) {
+    hk_pack p[HK_STREAM_UNROLL2];
+#if HK_HAS_WEIGHT
+    hk_pack wp[HK_STREAM_UNROLL2];
+#endif
+#if HK_HAS_BIAS
+    hk_pack bp[HK_STREAM_UNROLL2];
+#endif
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
+      const int v = v0 + u * HK_ROW_THREADS;
+      if (v < end) {
+        p[u] = hk_load_again(src + v, drop);
+#if HK_HAS_WEIGHT
+        wp[u] = weight[v];
+#endif
+#if HK_HAS_BIAS
+        bp[u] = bias[v];
+#endif
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
+      const int v = v0 + u * HK_ROW_THREADS;
+      if (v < end) {
+#pragma unroll
+        for (int j = 0; j < HK_VEC; ++j) {
+#if HK_HAS_WEIGHT
+          const hk_elem wj = wp[u].v[j];
+#else
+          const hk_elem wj = 0;
+#endif
+#if HK_HAS_BIAS
+          const hk_elem bj = bp[u].v[j];
+#else
+          const hk_elem bj = 0;
+#endif
+          p[u].v[j] = hk_from_float(hk_affine(hk_to_float(p[u].v[j]), mean, r, wj, bj));
+        }
+        hk_store_stream(dst + v, p[u], drop);
+      }
+    }
+  }
+}
+#endif  // HK_ITEMS > 0
+
 #if HK_CLUSTER == 1
 extern "C" __global__ void HK_LAUNCH_BOUNDS
     hk_layer_norm(const void* in_, const void* weight_, const void* bias_, void* out_, float* mean_out,
@@ -272,19 +465,8 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
     hk_pack* dst = reinterpret_cast<hk_pack*>(out + offset);
 
 #if HK_ITEMS > 0
-    // Register-resident: one read of the row, all loads issued before first
-    // use; vector i * HK_ROW_THREADS + tid keeps each warp's accesses contiguous.
     float x[HK_ITEMS][HK_VEC];
-#pragma unroll
-    for (int i = 0; i < HK_ITEMS; ++i) {
-      const int v = i * HK_ROW_THREADS + tid;
-      if (v < live) {
-        hk_unpack(src[v], x[i]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) x[i][j] = 0.0f;
-      }
-    }
+    hk_load_slice(src, 0, live, tid, x);
     float s = 0.0f;
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
@@ -316,22 +498,8 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
       if (!isfinite(mean)) mean = s;
     }
     // Pass 2, corrected (Note [Layer norm statistics]).
-    float s1 = 0.0f, m2 = 0.0f;
-#pragma unroll
-    for (int i = 0; i < HK_ITEMS; ++i) {
-      if (i * HK_ROW_THREADS + tid < live) {
-        float part1 = 0.0f, part2 = 0.0f;
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) {
-          const float d = x[i][j] - mean;
-          part1 += d;
-          part2 = fmaf(d, d, part2);
-        }
-        s1 += part1;
-        m2 += part2;
-      }
-    }
-    hk_row_sum2(s1, m2, hk_buf[1], hk_buf[3]);
+    float s1, m2;
+    hk_slice_deviations(x, 0, live, tid, mean, s1, m2, hk_buf[1], hk_buf[3]);
     {
       const float c = __fdiv_rn(s1, fcols);
       // S1^2 / n <= S2: the correction never cancels more than S2 holds. A
@@ -345,96 +513,14 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
       mean_out[row] = mean;
       rstd_out[row] = r;
     }
-    // Weight and bias are loaded here, after the reductions, rather than once
-    // before the row loop: x alone is live across the reductions, and ptxas
-    // may interleave these loads with the output as registers allow (Note
-    // [Norm register budget]). They hit L1 / L2: every row reads the same.
-#pragma unroll
-    for (int i = 0; i < HK_ITEMS; ++i) {
-      const int v = i * HK_ROW_THREADS + tid;
-      if (v < live) {
-#if HK_HAS_WEIGHT
-        const hk_pack wp = weight[v];
-#endif
-#if HK_HAS_BIAS
-        const hk_pack bp = bias[v];
-#endif
-        hk_pack p;
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) {
-#if HK_HAS_WEIGHT
-          const hk_elem wj = wp.v[j];
-#else
-          const hk_elem wj = 0;
-#endif
-#if HK_HAS_BIAS
-          const hk_elem bj = bp.v[j];
-#else
-          const hk_elem bj = 0;
-#endif
-          p.v[j] = hk_from_float(hk_affine(x[i][j], mean, r, wj, bj));
-        }
-        dst[v] = p;
-      }
-    }
+    hk_write_slice(dst, weight, bias, 0, live, tid, x, mean, r);
 #else
     const unsigned long long keep = hk_policy_evict_last();
     const unsigned long long drop = hk_policy_evict_first();
-    // Streaming pass 1: a (count, mean, M2) triple per thread of x - shift,
-    // one batch of HK_STREAM_UNROLL vectors at a time (Note [Layer norm
-    // statistics]). Every thread of the row reads the same first element.
+    // Streaming: every thread of the row reads the same first element for the shift.
     float shift = hk_to_float(in[offset]);
     if (!(fabsf(shift) <= 0x1p64f)) shift = 0.0f;
-    hk_stats st{0.0f, 0.0f, 0.0f};
-    for (int v0 = tid; v0 < live; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL) {
-      hk_pack p[HK_STREAM_UNROLL];
-#pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-        const int v = v0 + u * HK_ROW_THREADS;
-        p[u] = v < live ? hk_load_first(src + v, keep) : hk_zero_pack();
-      }
-      // Vectors of this batch inside the row: at least 1 (v0 < live).
-      const int inRow = min(HK_STREAM_UNROLL, (live - v0 + HK_ROW_THREADS - 1) / HK_ROW_THREADS);
-      float bs = 0.0f;
-#pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-        if (u < inRow) {
-          float part = 0.0f;
-#pragma unroll
-          for (int j = 0; j < HK_VEC; ++j) part += hk_to_float(p[u].v[j]) - shift;
-          bs += part;
-        }
-      }
-      hk_stats batch;
-      batch.n = static_cast<float>(inRow * HK_VEC);
-      batch.mean = __fdiv_rn(bs, batch.n);
-      if (!isfinite(batch.mean)) {
-        // The batch sum overflowed (Note [Layer norm overflow]).
-        const float inv = __frcp_rn(batch.n);
-        batch.mean = 0.0f;
-#pragma unroll
-        for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-          if (u < inRow) {
-#pragma unroll
-            for (int j = 0; j < HK_VEC; ++j) batch.mean = fmaf(hk_to_float(p[u].v[j]) - shift, inv, batch.mean);
-          }
-        }
-      }
-      batch.m2 = 0.0f;
-#pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-        if (u < inRow) {
-          float part = 0.0f;
-#pragma unroll
-          for (int j = 0; j < HK_VEC; ++j) {
-            const float d = (hk_to_float(p[u].v[j]) - shift) - batch.mean;
-            part = fmaf(d, d, part);
-          }
-          batch.m2 += part;
-        }
-      }
-      st = hk_stats_merge(st, batch);
-    }
+    hk_stats st = hk_stream_stats(src, 0, live, tid, shift, keep);
     st = hk_row_stats(st, hk_buf);
     const float mean = __fadd_rn(shift, st.mean);
     const float r = rsqrtf(__fdiv_rn(st.m2, fcols) + eps);
@@ -442,50 +528,7 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
       mean_out[row] = mean;
       rstd_out[row] = r;
     }
-    // Pass 2: re-read the row (mostly from L2), weight and bias, write.
-    for (int v0 = tid; v0 < live; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL2) {
-      hk_pack p[HK_STREAM_UNROLL2];
-#if HK_HAS_WEIGHT
-      hk_pack wp[HK_STREAM_UNROLL2];
-#endif
-#if HK_HAS_BIAS
-      hk_pack bp[HK_STREAM_UNROLL2];
-#endif
-#pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
-        const int v = v0 + u * HK_ROW_THREADS;
-        if (v < live) {
-          p[u] = hk_load_again(src + v, drop);
-#if HK_HAS_WEIGHT
-          wp[u] = weight[v];
-#endif
-#if HK_HAS_BIAS
-          bp[u] = bias[v];
-#endif
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
-        const int v = v0 + u * HK_ROW_THREADS;
-        if (v < live) {
-#pragma unroll
-          for (int j = 0; j < HK_VEC; ++j) {
-#if HK_HAS_WEIGHT
-            const hk_elem wj = wp[u].v[j];
-#else
-            const hk_elem wj = 0;
-#endif
-#if HK_HAS_BIAS
-            const hk_elem bj = bp[u].v[j];
-#else
-            const hk_elem bj = 0;
-#endif
-            p[u].v[j] = hk_from_float(hk_affine(hk_to_float(p[u].v[j]), mean, r, wj, bj));
-          }
-          hk_store_stream(dst + v, p[u], drop);
-        }
-      }
-    }
+    hk_stream_write(src, dst, weight, bias, 0, live, tid, mean, r, drop);
 #endif
 #if HK_ROW_THREADS > 32
     // The next rows write hk_buf again: wait until every warp has read it.
@@ -527,16 +570,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_LAUNCH_BOUNDS
 
 #if HK_ITEMS > 0
   float x[HK_ITEMS][HK_VEC];
-#pragma unroll
-  for (int i = 0; i < HK_ITEMS; ++i) {
-    const int v = begin + i * HK_THREADS + tid;
-    if (v < end) {
-      hk_unpack(src[v], x[i]);
-    } else {
-#pragma unroll
-      for (int j = 0; j < HK_VEC; ++j) x[i][j] = 0.0f;
-    }
-  }
+  hk_load_slice(src, begin, end, tid, x);
   {
     // The slice's statistics as the one-CTA kernel's for a row (Note [Layer norm statistics]).
     float s = 0.0f;
@@ -558,22 +592,8 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_LAUNCH_BOUNDS
       }
       m = hk_row_sum(s, hk_buf[2]);
     }
-    float s1 = 0.0f, m2 = 0.0f;
-#pragma unroll
-    for (int i = 0; i < HK_ITEMS; ++i) {
-      if (begin + i * HK_THREADS + tid < end) {
-        float part1 = 0.0f, part2 = 0.0f;
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) {
-          const float d = x[i][j] - m;
-          part1 += d;
-          part2 = fmaf(d, d, part2);
-        }
-        s1 += part1;
-        m2 += part2;
-      }
-    }
-    hk_row_sum2(s1, m2, hk_buf[1], hk_buf[3]);
+    float s1, m2;
+    hk_slice_deviations(x, begin, end, tid, m, s1, m2, hk_buf[1], hk_buf[3]);
     if (slice > 0.0f) {
       const float c = __fdiv_rn(s1, slice);
       if (isfinite(m2)) m2 = fmaxf(__fsub_rn(m2, __fmul_rn(c, s1)), 0.0f);
@@ -585,57 +605,10 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_LAUNCH_BOUNDS
 #else
   const unsigned long long keep = hk_policy_evict_last();
   const unsigned long long drop = hk_policy_evict_first();
-  // The shifted Welford batches of the one-CTA kernel over the slice; the shift is the row's first
-  // element in every CTA of the cluster.
+  // The shift is the row's first element in every CTA of the cluster.
   float shift = hk_to_float(in[offset]);
   if (!(fabsf(shift) <= 0x1p64f)) shift = 0.0f;
-  for (int v0 = begin + tid; v0 < end; v0 += HK_THREADS * HK_STREAM_UNROLL) {
-    hk_pack p[HK_STREAM_UNROLL];
-#pragma unroll
-    for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-      const int v = v0 + u * HK_THREADS;
-      p[u] = v < end ? hk_load_first(src + v, keep) : hk_zero_pack();
-    }
-    const int inSlice = min(HK_STREAM_UNROLL, (end - v0 + HK_THREADS - 1) / HK_THREADS);
-    float bs = 0.0f;
-#pragma unroll
-    for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-      if (u < inSlice) {
-        float part = 0.0f;
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) part += hk_to_float(p[u].v[j]) - shift;
-        bs += part;
-      }
-    }
-    hk_stats batch;
-    batch.n = static_cast<float>(inSlice * HK_VEC);
-    batch.mean = __fdiv_rn(bs, batch.n);
-    if (!isfinite(batch.mean)) {
-      const float inv = __frcp_rn(batch.n);
-      batch.mean = 0.0f;
-#pragma unroll
-      for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-        if (u < inSlice) {
-#pragma unroll
-          for (int j = 0; j < HK_VEC; ++j) batch.mean = fmaf(hk_to_float(p[u].v[j]) - shift, inv, batch.mean);
-        }
-      }
-    }
-    batch.m2 = 0.0f;
-#pragma unroll
-    for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
-      if (u < inSlice) {
-        float part = 0.0f;
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) {
-          const float d = (hk_to_float(p[u].v[j]) - shift) - batch.mean;
-          part = fmaf(d, d, part);
-        }
-        batch.m2 += part;
-      }
-    }
-    st = hk_stats_merge(st, batch);
-  }
+  st = hk_stream_stats(src, begin, end, tid, shift, keep);
   st = hk_row_stats(st, hk_buf);
 #endif
   hk_pushed_wait_init();
@@ -655,78 +628,9 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_LAUNCH_BOUNDS
     rstd_out[row] = r;
   }
 #if HK_ITEMS > 0
-#pragma unroll
-  for (int i = 0; i < HK_ITEMS; ++i) {
-    const int v = begin + i * HK_THREADS + tid;
-    if (v < end) {
-#if HK_HAS_WEIGHT
-      const hk_pack wp = weight[v];
-#endif
-#if HK_HAS_BIAS
-      const hk_pack bp = bias[v];
-#endif
-      hk_pack p;
-#pragma unroll
-      for (int j = 0; j < HK_VEC; ++j) {
-#if HK_HAS_WEIGHT
-        const hk_elem wj = wp.v[j];
+  hk_write_slice(dst, weight, bias, begin, end, tid, x, mean, r);
 #else
-        const hk_elem wj = 0;
-#endif
-#if HK_HAS_BIAS
-        const hk_elem bj = bp.v[j];
-#else
-        const hk_elem bj = 0;
-#endif
-        p.v[j] = hk_from_float(hk_affine(x[i][j], mean, r, wj, bj));
-      }
-      dst[v] = p;
-    }
-  }
-#else
-  for (int v0 = begin + tid; v0 < end; v0 += HK_THREADS * HK_STREAM_UNROLL2) {
-    hk_pack p[HK_STREAM_UNROLL2];
-#if HK_HAS_WEIGHT
-    hk_pack wp[HK_STREAM_UNROLL2];
-#endif
-#if HK_HAS_BIAS
-    hk_pack bp[HK_STREAM_UNROLL2];
-#endif
-#pragma unroll
-    for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
-      const int v = v0 + u * HK_THREADS;
-      if (v < end) {
-        p[u] = hk_load_again(src + v, drop);
-#if HK_HAS_WEIGHT
-        wp[u] = weight[v];
-#endif
-#if HK_HAS_BIAS
-        bp[u] = bias[v];
-#endif
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < HK_STREAM_UNROLL2; ++u) {
-      const int v = v0 + u * HK_THREADS;
-      if (v < end) {
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) {
-#if HK_HAS_WEIGHT
-          const hk_elem wj = wp[u].v[j];
-#else
-          const hk_elem wj = 0;
-#endif
-#if HK_HAS_BIAS
-          const hk_elem bj = bp[u].v[j];
-#else
-          const hk_elem bj = 0;
-#endif
-          p[u].v[j] = hk_from_float(hk_affine(hk_to_float(p[u].v[j]), mean, r, wj, bj));
-        }
-        hk_store_stream(dst + v, p[u], drop);
-      }
-    }
-  }
+  hk_stream_write(src, dst, weight, bias, begin, end, tid, mean, r, drop);
 #endif
 }
 #endif  // HK_CLUSTER
