@@ -36,14 +36,16 @@ constexpr int kSplitStreamThreadChoices[] = {512, 1024};
 // idle with a CTA a row (H200: 132 SMs, two 1024-thread CTAs each), and rows
 // of kClusterMinCols elements or more are long enough for a slice per CTA to
 // pay for the cluster's exchange of sums: the space then starts with up to
-// kSplitHead split-row points. Cluster sizes are ranked so that the grid
+// kSplitHead split-row points. The bound sits far above the hidden sizes of
+// decode (4096-16384 columns, rows one CTA reads in a few microseconds),
+// whose spaces keep their one-CTA points. Cluster sizes are ranked so that the grid
 // (rows * cluster CTAs) comes nearest to one wave (kClusterTargetCtas) with
 // the fewest CTAs a row: the smallest cluster reaching it first, then the
 // larger ones, then the smaller; per cluster size, the register slice with
 // the fewest items at 1024 and 512 threads where the slice fits in
 // registers, then the streamed slice at 1024 and 512 threads.
 constexpr int64_t kFewRows = 264;
-constexpr int64_t kClusterMinCols = 4096;
+constexpr int64_t kClusterMinCols = 65536;
 constexpr int64_t kClusterTargetCtas = 120;
 constexpr size_t kSplitHead = 6;
 

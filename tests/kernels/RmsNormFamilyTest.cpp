@@ -341,6 +341,11 @@ TEST(RmsNormFamilyTest, GivenFewLongRowsOnSm90WhenAskedForTheSpaceThenSplitRowPo
   for (const P& p : RmsNormFamily::parameterSpace({DType::BFloat16, 8, 2048, true}, 90)) {
     EXPECT_EQ(p.cluster, 1) << p.describe();
   }
+  // Decode's hidden sizes keep their one-CTA spaces (Note [Norm split-row points]).
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 4096}, {32, 4096}, {1, 8192}, {16, 16384}, {8, 32768}}) {
+    const V v{DType::BFloat16, rows, cols, true};
+    EXPECT_EQ(RmsNormFamily::parameterSpace(v, 90), RmsNormFamily::parameterSpace(v, 0)) << name(v);
+  }
 }
 
 TEST(RmsNormFamilyTest, GivenAClusterPointWhenAskedForGeometryAndOptionsThenAClusterARowAndTheDefine) {
