@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "CompileCache.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Nvrtc.h"
 
@@ -373,7 +374,7 @@ std::vector<Result> compileAll(const std::vector<Job>& jobs) {
       std::vector<std::string> options =
           CrossEntropyFamily::compileOptions(jobs[i].dtype, jobs[i].params, jobs[i].reduction);
       options.push_back("--ptxas-options=-v");
-      const NvrtcOutput out = compileToCubin(source, "cross_entropy.cu", jobs[i].arch, options);
+      const NvrtcOutput out = hotkernel::testutil::compileCached(source, "cross_entropy.cu", jobs[i].arch, options);
       static const std::regex kRegisters(R"(Used (\d+) registers)");
       static const std::regex kStack(R"((\d+) bytes stack frame)");
       static const std::regex kSpillStores(R"((\d+) bytes spill stores)");
@@ -461,7 +462,7 @@ TEST(CrossEntropyFamilyCompileTest, GivenASpreadOfPointsAtNoneAndSumWhenCompiled
 TEST(CrossEntropyFamilyCompileTest, GivenAClusterPointWhenCompiledForSm80ThenTheTemplateRefusesIt) {
   SKIP_WITHOUT_NVRTC();
   for (const P& p : {P{1024, 8, 4, 1, 8}, P{256, 8, 4, 1, 16}}) {
-    EXPECT_THROW(compileToCubin(CrossEntropyFamily::source(), "cross_entropy.cu", "sm_80",
+    EXPECT_THROW(hotkernel::testutil::compileCached(CrossEntropyFamily::source(), "cross_entropy.cu", "sm_80",
                                 CrossEntropyFamily::compileOptions(DType::BFloat16, p, R::Mean)),
                  Error)
         << p.describe();
@@ -487,7 +488,7 @@ TEST(CrossEntropyFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCom
        "-DHK_CLUSTER=32"},
   };
   for (const std::vector<std::string>& options : bad) {
-    EXPECT_THROW(compileToCubin(source, "cross_entropy.cu", "sm_90a", options), Error) << options.back();
+    EXPECT_THROW(hotkernel::testutil::compileCached(source, "cross_entropy.cu", "sm_90a", options), Error) << options.back();
   }
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "CompileCache.h"
 #include "FamilyShapes.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/KernelSource.h"
@@ -512,7 +513,7 @@ TYPED_TEST(FamilyConformanceTest, GivenTheFirstPointOfASpaceWhenCompiledForSm90a
     try {
       std::vector<std::string> options = T::options(jobs[i].v, jobs[i].p);
       options.push_back("--ptxas-options=-v");
-      const NvrtcOutput out = compileToCubin(source, std::string(TypeParam::kName) + ".cu", "sm_90a", options);
+      const NvrtcOutput out = hotkernel::testutil::compileCached(source, std::string(TypeParam::kName) + ".cu", "sm_90a", options);
       if (out.cubin.compare(0, 4, "\x7f" "ELF") != 0) errors[i] = "not an ELF image";
       if (out.cubin.find(TypeParam::kKernelName) == std::string::npos) errors[i] += " no entry point";
       if (std::regex_search(out.log, spills)) errors[i] += " spills: " + out.log;

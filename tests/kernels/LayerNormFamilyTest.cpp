@@ -15,6 +15,7 @@
 #include <set>
 #include <tuple>
 
+#include "CompileCache.h"
 #include "NormTestUtil.h"
 #include "hotkernel/kernels/KernelSource.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
@@ -323,7 +324,7 @@ TEST(LayerNormFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompil
   const std::string source = LayerNormFamily::source();
   const std::vector<std::string> good = {"-DHK_DTYPE=2", "-DHK_THREADS=256", "-DHK_ROWS=1",    "-DHK_VEC=8",
                                          "-DHK_ITEMS=4", "-DHK_HAS_WEIGHT=1", "-DHK_HAS_BIAS=1"};
-  EXPECT_NO_THROW(compileToCubin(source, "layer_norm.cu", "sm_90a", good));
+  EXPECT_NO_THROW(hotkernel::testutil::compileCached(source, "layer_norm.cu", "sm_90a", good));
   auto with = [&](size_t index, const std::string& option) {
     std::vector<std::string> o = good;
     if (option.empty()) {
@@ -341,15 +342,15 @@ TEST(LayerNormFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompil
   for (const std::vector<std::string>& options : bad) {
     std::string joined;
     for (const std::string& o : options) joined += o + " ";
-    EXPECT_THROW(compileToCubin(source, "layer_norm.cu", "sm_90a", options), Error) << joined;
+    EXPECT_THROW(hotkernel::testutil::compileCached(source, "layer_norm.cu", "sm_90a", options), Error) << joined;
   }
   // Clusters: 2, 4, 8 or 16 CTAs, one row a CTA, sm_90.
   std::vector<std::string> clustered = good;
   clustered.push_back("-DHK_CLUSTER=4");
-  EXPECT_NO_THROW(compileToCubin(source, "layer_norm.cu", "sm_90a", clustered));
-  EXPECT_THROW(compileToCubin(source, "layer_norm.cu", "sm_80", clustered), Error);
+  EXPECT_NO_THROW(hotkernel::testutil::compileCached(source, "layer_norm.cu", "sm_90a", clustered));
+  EXPECT_THROW(hotkernel::testutil::compileCached(source, "layer_norm.cu", "sm_80", clustered), Error);
   clustered.back() = "-DHK_CLUSTER=3";
-  EXPECT_THROW(compileToCubin(source, "layer_norm.cu", "sm_90a", clustered), Error);
+  EXPECT_THROW(hotkernel::testutil::compileCached(source, "layer_norm.cu", "sm_90a", clustered), Error);
 }
 
 // Split rows (Note [Split layer norm rows]): the space and the options, as rms_norm's.

@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "CompileCache.h"
 #include "FamilyShapes.h"
 #include "hotkernel/kernels/NormCommon.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -58,7 +59,7 @@ std::vector<CompileResult> compileAll(const std::string& source, const std::stri
     try {
       std::vector<std::string> opts = options(jobs[i]);
       opts.push_back("--ptxas-options=-v");
-      const NvrtcOutput out = compileToCubin(source, program, jobs[i].arch, opts);
+      const NvrtcOutput out = hotkernel::testutil::compileCached(source, program, jobs[i].arch, opts);
       static const std::regex kRegisters(R"(Used (\d+) registers)");
       static const std::regex kStack(R"((\d+) bytes stack frame)");
       static const std::regex kSpillStores(R"((\d+) bytes spill stores)");

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "CompileCache.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Nvrtc.h"
 
@@ -296,7 +297,7 @@ TEST(ReduceDimFamilyCompileTest, GivenEveryOpAndDTypeAtTheLargestPointsWhenCompi
     try {
       std::vector<std::string> options = ReduceDimFamily::compileOptions(jobs[i].dtype, jobs[i].params, jobs[i].op);
       options.push_back("--ptxas-options=-v");
-      const NvrtcOutput out = compileToCubin(source, "reduce_dim.cu", "sm_90a", options);
+      const NvrtcOutput out = hotkernel::testutil::compileCached(source, "reduce_dim.cu", "sm_90a", options);
       if (out.cubin.compare(0, 4, "\x7f" "ELF") != 0) errors[i] = "not an ELF image";
       if (out.cubin.find(ReduceDimFamily::kKernelName) == std::string::npos) errors[i] += " no entry point";
       if (std::regex_search(out.log, kSpills)) errors[i] += " spills: " + out.log;
@@ -323,7 +324,7 @@ TEST(ReduceDimFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompil
       {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=32", "-DHK_TY=1"},  // missing define
   };
   for (const std::vector<std::string>& options : bad) {
-    EXPECT_THROW(compileToCubin(source, "reduce_dim.cu", "sm_90a", options), Error) << options.back();
+    EXPECT_THROW(hotkernel::testutil::compileCached(source, "reduce_dim.cu", "sm_90a", options), Error) << options.back();
   }
 }
 

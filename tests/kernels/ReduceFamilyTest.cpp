@@ -24,6 +24,7 @@
 #include <tuple>
 #include <vector>
 
+#include "CompileCache.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Nvrtc.h"
 
@@ -392,7 +393,7 @@ std::vector<Result> compileAll(const std::vector<Job>& jobs) {
     try {
       std::vector<std::string> options = ReduceFamily::compileOptions(jobs[i].dtype, jobs[i].params, jobs[i].op);
       options.push_back("--ptxas-options=-v");
-      const NvrtcOutput out = compileToCubin(source, "reduce_lastdim.cu", jobs[i].arch, options);
+      const NvrtcOutput out = hotkernel::testutil::compileCached(source, "reduce_lastdim.cu", jobs[i].arch, options);
       static const std::regex kRegisters(R"(Used (\d+) registers)");
       static const std::regex kStack(R"((\d+) bytes stack frame)");
       static const std::regex kSpillStores(R"((\d+) bytes spill stores)");
@@ -523,20 +524,20 @@ TEST(ReduceFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompiledT
       {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=4"},  // missing define
   };
   for (const std::vector<std::string>& options : bad) {
-    EXPECT_THROW(compileToCubin(source, "reduce_lastdim.cu", "sm_90a", options), Error) << options.back();
+    EXPECT_THROW(hotkernel::testutil::compileCached(source, "reduce_lastdim.cu", "sm_90a", options), Error) << options.back();
   }
   // The extrema below sm_80 (no max.NaN / min.NaN): the template says so, at a
   // point without L2 hints (vec 1), which would otherwise compile there.
   for (ReduceOp op : {ReduceOp::Amax, ReduceOp::Argmax, ReduceOp::Amin, ReduceOp::Argmin, ReduceOp::Max, ReduceOp::Min}) {
     try {
       const std::vector<std::string> options = ReduceFamily::compileOptions(DType::Float32, {256, 1, 2, 1}, op);
-      compileToCubin(source, "reduce_lastdim.cu", "sm_75", options);
+      hotkernel::testutil::compileCached(source, "reduce_lastdim.cu", "sm_75", options);
       ADD_FAILURE() << reduceOpName(op) << " compiled for sm_75";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("need sm_80 or later"), std::string::npos) << e.what();
     }
   }
-  EXPECT_NO_THROW(compileToCubin(source, "reduce_lastdim.cu", "sm_75",
+  EXPECT_NO_THROW(hotkernel::testutil::compileCached(source, "reduce_lastdim.cu", "sm_75",
                                  ReduceFamily::compileOptions(DType::Float32, {256, 1, 2, 1}, ReduceOp::Sum)));
 }
 

@@ -13,6 +13,7 @@
 #include <set>
 #include <tuple>
 
+#include "CompileCache.h"
 #include "NormTestUtil.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -517,10 +518,10 @@ TEST(RmsNormFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompiled
   for (const std::vector<std::string>& options : bad) {
     std::string joined;
     for (const std::string& o : options) joined += o + " ";
-    EXPECT_THROW(compileToCubin(source, "rms_norm.cu", "sm_90a", options), Error) << joined;
+    EXPECT_THROW(hotkernel::testutil::compileCached(source, "rms_norm.cu", "sm_90a", options), Error) << joined;
   }
   // A cluster needs sm_90.
-  EXPECT_THROW(compileToCubin(source, "rms_norm.cu", "sm_80",
+  EXPECT_THROW(hotkernel::testutil::compileCached(source, "rms_norm.cu", "sm_80",
                               RmsNormFamily::compileOptions(DType::Float32, P{1024, 4, 0, 1, 4}, true)),
                Error);
 }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "CompileCache.h"
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -228,7 +229,7 @@ TEST(SoftmaxDimFamilyCompileTest, GivenBothOpsAndEveryDTypeAtTheLargestPointsWhe
     try {
       std::vector<std::string> options = SoftmaxDimFamily::compileOptions(jobs[i].dtype, jobs[i].params, jobs[i].op);
       options.push_back("--ptxas-options=-v");
-      const NvrtcOutput out = compileToCubin(source, "softmax_dim.cu", "sm_90a", options);
+      const NvrtcOutput out = hotkernel::testutil::compileCached(source, "softmax_dim.cu", "sm_90a", options);
       if (out.cubin.compare(0, 4, "\x7f" "ELF") != 0) errors[i] = "not an ELF image";
       if (out.cubin.find(SoftmaxDimFamily::kKernelName) == std::string::npos) errors[i] += " no entry point";
       if (std::regex_search(out.log, kSpills)) errors[i] += " spills: " + out.log;
@@ -255,7 +256,7 @@ TEST(SoftmaxDimFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompi
       {"-DHK_DTYPE=0", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1"},  // missing define
   };
   for (const std::vector<std::string>& options : bad) {
-    EXPECT_THROW(compileToCubin(source, "softmax_dim.cu", "sm_90a", options), Error) << options.back();
+    EXPECT_THROW(hotkernel::testutil::compileCached(source, "softmax_dim.cu", "sm_90a", options), Error) << options.back();
   }
 }
 

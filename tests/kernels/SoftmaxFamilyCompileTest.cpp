@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "CompileCache.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -50,7 +51,7 @@ Result compileOne(const Job& j) {
   try {
     std::vector<std::string> options = SoftmaxFamily::compileOptions(j.dtype, j.params);
     options.push_back("--ptxas-options=-v");
-    NvrtcOutput out = compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", j.arch, options);
+    NvrtcOutput out = hotkernel::testutil::compileCached(SoftmaxFamily::source(), "softmax_lastdim.cu", j.arch, options);
     static const std::regex kRegisters(R"(Used (\d+) registers)");
     static const std::regex kStack(R"((\d+) bytes stack frame)");
     static const std::regex kSpillStores(R"((\d+) bytes spill stores)");
@@ -162,7 +163,7 @@ TEST(SoftmaxFamilyCompileTest, GivenEveryPointAsLogSoftmaxWhenCompiledForSm90aTh
       std::vector<std::string> options = SoftmaxFamily::compileOptions(jobs[i].dtype, jobs[i].params, SoftmaxOp::LogSoftmax);
       EXPECT_EQ(options.back(), "-DHK_LOG=1");
       options.push_back("--ptxas-options=-v");
-      NvrtcOutput out = compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", jobs[i].arch, options);
+      NvrtcOutput out = hotkernel::testutil::compileCached(SoftmaxFamily::source(), "softmax_lastdim.cu", jobs[i].arch, options);
       static const std::regex kRegisters(R"(Used (\d+) registers)");
       static const std::regex kSpillStores(R"((\d+) bytes spill stores)");
       r.registers = firstInt(out.log, kRegisters);
@@ -186,11 +187,11 @@ TEST(SoftmaxFamilyCompileTest, GivenAClusterPointWhenCompiledForSm80ThenTheTempl
   for (const SoftmaxParams& p :
        {SoftmaxParams{1024, 8, 2, 1, 8}, SoftmaxParams{256, 8, 4, 1, 16}, staged, SoftmaxParams{1024, 8, 0, 1, 4}}) {
     EXPECT_EQ(p.minComputeCapability(), 90) << p.describe();
-    EXPECT_THROW(compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", "sm_80",
+    EXPECT_THROW(hotkernel::testutil::compileCached(SoftmaxFamily::source(), "softmax_lastdim.cu", "sm_80",
                                 SoftmaxFamily::compileOptions(DType::BFloat16, p)),
                  Error)
         << p.describe();
-    const NvrtcOutput ok = compileToCubin(SoftmaxFamily::source(), "softmax_lastdim.cu", "sm_90a",
+    const NvrtcOutput ok = hotkernel::testutil::compileCached(SoftmaxFamily::source(), "softmax_lastdim.cu", "sm_90a",
                                           SoftmaxFamily::compileOptions(DType::BFloat16, p));
     EXPECT_NE(ok.cubin.find(SoftmaxFamily::kKernelName), std::string::npos) << p.describe();
   }
@@ -215,7 +216,7 @@ TEST(SoftmaxFamilyCompileTest, GivenParametersOutsideTheTemplatesLimitsWhenCompi
       {"-DHK_DTYPE=2", "-DHK_THREADS=512", "-DHK_ROWS=1", "-DHK_VEC=8", "-DHK_ITEMS=2", "-DHK_LOG=2"},
   };
   for (const std::vector<std::string>& options : bad) {
-    EXPECT_THROW(compileToCubin(source, "softmax_lastdim.cu", "sm_90a", options), Error) << options.back();
+    EXPECT_THROW(hotkernel::testutil::compileCached(source, "softmax_lastdim.cu", "sm_90a", options), Error) << options.back();
   }
 }
 

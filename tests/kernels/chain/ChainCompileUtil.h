@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../CompileCache.h"
 #include "hotkernel/chain/ChainCodegen.h"
 #include "hotkernel/runtime/Nvrtc.h"
 
@@ -42,7 +43,7 @@ inline std::vector<ChainCompileResult> compileChains(const std::vector<ChainComp
     try {
       std::vector<std::string> options = chainCompileOptions();
       options.push_back("--ptxas-options=-v");
-      const NvrtcOutput out = compileToCubin(source, jobs[i].name + ".cu", jobs[i].arch, options);
+      const NvrtcOutput out = hotkernel::testutil::compileCached(source, jobs[i].name + ".cu", jobs[i].arch, options);
       static const std::regex kRegisters(R"(Used (\d+) registers)");
       static const std::regex kSpillStores(R"((\d+) bytes spill stores)");
       static const std::regex kSpillLoads(R"((\d+) bytes spill loads)");
