@@ -7,7 +7,9 @@
 // every family), most of the suite's time on two cores, and a run that changed
 // no template compiles the same programs again. A successful compile is a
 // function of NVRTC's version, the architecture, the options and the source,
-// so its cubin and log are kept under the SHA-256 of exactly those, in
+// so its cubin and log are kept under the SHA-256 of exactly those (and of the
+// NVRTC library's name, with its size where the name is a path: a patch
+// release keeps the version number; entries expire anyway), in
 // $HOTKERNEL_TEST_NVRTC_CACHE (default ~/.cache/hotkernel-dev/nvrtc-test-cache;
 // 0 or empty: no cache), and read back instead of compiling. Failures are never
 // kept (the tests that expect a template to refuse a define compile every
@@ -79,7 +81,11 @@ inline NvrtcOutput compileCached(const std::string& source, const std::string& p
                                  const std::vector<std::string>& options) {
   const std::string dir = compileCacheDir();
   if (dir.empty()) return compileToCubin(source, programName, arch, options);
-  std::string key = std::to_string(nvrtcVersion()) + '\0' + arch + '\0' + programName;
+  const std::string library = nvrtcLibraryPath();
+  struct stat st {};
+  const long long librarySize = ::stat(library.c_str(), &st) == 0 ? static_cast<long long>(st.st_size) : -1;
+  std::string key = std::to_string(nvrtcVersion()) + '\0' + library + '\0' + std::to_string(librarySize) + '\0' +
+                    arch + '\0' + programName;
   for (const std::string& o : options) key += '\0' + o;
   key += '\0';
   key += source;
