@@ -257,11 +257,12 @@ __device__ __forceinline__ void hk_load_slice(const hk_pack* src, int begin, int
 }
 
 // Pass 2 of the corrected two passes (Note [Layer norm statistics]) over the
-// slice's registers: the deviations from the first mean `m`, summed (s1) and
-// squared (m2), each over the row (the CTA's part of it), with one barrier.
-__device__ __forceinline__ void hk_slice_deviations(const float (&x)[HK_ITEMS][HK_VEC], int begin, int end, int tid,
-                                                    float m, float& s1, float& m2, float* bufA, float* bufB) {
-  s1 = 0.0f;
+// slice's registers, whose `n` elements have the first mean `mean`: the
+// deviations summed (S1) and squared (S2) over the row (the CTA's part of it,
+// one barrier); then mean += S1 / n and m2 = S2 - S1 * (S1 / n).
+__device__ __forceinline__ void hk_corrected_moments(const float (&x)[HK_ITEMS][HK_VEC], int begin, int end, int tid,
+                                                     float n, float& mean, float& m2, float* bufA, float* bufB) {
+  float s1 = 0.0f;
   m2 = 0.0f;
 #pragma unroll
   for (int i = 0; i < HK_ITEMS; ++i) {
@@ -269,7 +270,7 @@ __device__ __forceinline__ void hk_slice_deviations(const float (&x)[HK_ITEMS][H
       float part1 = 0.0f, part2 = 0.0f;
 #pragma unroll
       for (int j = 0; j < HK_VEC; ++j) {
-        const float d = x[i][j] - m;
+        const float d = x[i][j] - mean;
         part1 += d;
         part2 = fmaf(d, d, part2);
       }
@@ -278,6 +279,12 @@ __device__ __forceinline__ void hk_slice_deviations(const float (&x)[HK_ITEMS][H
     }
   }
   hk_row_sum2(s1, m2, bufA, bufB);
+  const float c = __fdiv_rn(s1, n);
+  // S1^2 / n <= S2: the correction never cancels more than S2 holds. A sum
+  // that overflowed (or met inf / NaN) is left as it is: rstd = 0 or NaN, as
+  // ATen's; a negative rounding residue of a constant row is 0.
+  if (isfinite(m2)) m2 = fmaxf(__fsub_rn(m2, __fmul_rn(c, s1)), 0.0f);
+  if (isfinite(c)) mean = __fadd_rn(mean, c);
 }
 
 // Weight and bias are loaded here, after the reductions, rather than once
@@ -498,16 +505,8 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
       if (!isfinite(mean)) mean = s;
     }
     // Pass 2, corrected (Note [Layer norm statistics]).
-    float s1, m2;
-    hk_slice_deviations(x, 0, live, tid, mean, s1, m2, hk_buf[1], hk_buf[3]);
-    {
-      const float c = __fdiv_rn(s1, fcols);
-      // S1^2 / n <= S2: the correction never cancels more than S2 holds. A
-      // sum that overflowed (or met inf / NaN) is left as it is: rstd = 0 or
-      // NaN, as ATen's; a negative rounding residue of a constant row is 0.
-      if (isfinite(m2)) m2 = fmaxf(__fsub_rn(m2, __fmul_rn(c, s1)), 0.0f);
-      if (isfinite(c)) mean = __fadd_rn(mean, c);
-    }
+    float m2;
+    hk_corrected_moments(x, 0, live, tid, fcols, mean, m2, hk_buf[1], hk_buf[3]);
     const float r = rsqrtf(__fdiv_rn(m2, fcols) + eps);
     if (tid == 0 && row < rows) {
       mean_out[row] = mean;
@@ -592,14 +591,9 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_LAUNCH_BOUNDS
       }
       m = hk_row_sum(s, hk_buf[2]);
     }
-    float s1, m2;
-    hk_slice_deviations(x, begin, end, tid, m, s1, m2, hk_buf[1], hk_buf[3]);
-    if (slice > 0.0f) {
-      const float c = __fdiv_rn(s1, slice);
-      if (isfinite(m2)) m2 = fmaxf(__fsub_rn(m2, __fmul_rn(c, s1)), 0.0f);
-      if (isfinite(c)) m = __fadd_rn(m, c);
-      st = hk_stats{slice, m, m2};
-    }
+    float m2;
+    hk_corrected_moments(x, begin, end, tid, slice, m, m2, hk_buf[1], hk_buf[3]);
+    if (slice > 0.0f) st = hk_stats{slice, m, m2};
   }
   const float shift = 0.0f;
 #else
