@@ -24,7 +24,9 @@ namespace hotkernel::engine {
 // package adds "loaded".
 // Kept as written, not keys of this format: the keys of "fingerprints"
 // (device indices) and of "fusion.patterns" (pattern keys; each pattern's
-// own keys "seen", "calls", "reported", "refusal" are this format's), and
+// own keys "seen", "calls", "reported", "refusal", "segments" (the keys of
+// the chains a refused pattern's segments were reported as) are this
+// format's), and
 // "tuned[i].metrics", a cache entry's stored metrics shown verbatim (Note
 // [Tune metrics JSON]: "speedupCi", "atenUs", ... as the cache holds them).
 // "profile" is the hotkernel-profile document with its own format and

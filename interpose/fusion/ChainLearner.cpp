@@ -78,6 +78,16 @@ void ChainLearner::close() {
     stats.refusal = hot.build.reason;
     HOTKERNEL_LOG(Debug) << "fusion: a hot window of " << pattern.calls.size()
                          << " calls is no chain: " << hot.build.reason << "\n" << pattern.text();
+    // Note [Segments of a refused window]
+    for (chain::PatternSegment& seg : chain::segmentPattern(pattern, chain::ChainBuildOptions{/*layouts=*/true})) {
+      HotChain part;
+      part.key = seg.pattern.key();
+      part.pattern = std::move(seg.pattern);
+      part.build = std::move(seg.build);
+      stats.segments.push_back(part.key);
+      HOTKERNEL_LOG(Debug) << "fusion: calls [" << seg.first << ", " << seg.last << ") of that window are a chain";
+      if (onHot_) onHot_(part);
+    }
     return;
   }
   stats.reported = true;

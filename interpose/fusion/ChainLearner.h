@@ -17,7 +17,8 @@
 // layouts: strided and broadcast values as the calls had them, Note
 // [Chain layouts]; the build's layout belongs to the chain's variant); a built
 // chain is reported once to the hot callback, a refused one is remembered
-// with its reason and never built again. At most kMaxPatterns patterns are
+// with its reason and never built again; its buildable segments are
+// reported in its place (Note [Segments of a refused window]). At most kMaxPatterns patterns are
 // counted; past that, new ones are not.
 
 #include <cstdint>
@@ -30,6 +31,7 @@
 #include "hotkernel/interpose/ChainCatalog.h"
 #include "hotkernel/chain/ChainBuilder.h"
 #include "hotkernel/chain/ChainPattern.h"
+#include "hotkernel/chain/ChainSegments.h"
 
 namespace hotkernel::fusion {
 
@@ -62,6 +64,8 @@ class ChainLearner {
     bool reported = false;
     std::string refusal;  // why buildChain refused it, once tried
     std::string key;      // the pattern's key (SHA-256), once it turned hot
+    // A refused pattern: the keys of the segments reported in its place (Note [Segments of a refused window]).
+    std::vector<std::string> segments;
   };
   // By windowDigest: windows are counted without building their text.
   const std::map<uint64_t, PatternStats>& patterns() const { return patterns_; }

@@ -50,7 +50,8 @@ std::string FusionEngine::patternsJson() const {
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(digest));
     j[st.key.empty() ? std::string(hex) : st.key] = {
-        {"seen", st.seen}, {"calls", st.calls}, {"reported", st.reported}, {"refusal", st.refusal}};
+        {"seen", st.seen},         {"calls", st.calls},          {"reported", st.reported},
+        {"refusal", st.refusal}, {"segments", st.segments}};
   }
   return j.dump();
 }

@@ -785,6 +785,54 @@ TEST_F(FusionEngineTest, GivenALearnedRotaryChainWhenXArrivesWithOtherStridesThe
   EXPECT_EQ(kernels[0]->launches, launchesBefore + 1);
 }
 
+// Note [Segments of a refused window]: under grouped-query attention HF's rotary runs on q and then on k of
+// fewer heads in one window, which no single chain covers; each half is learned as a chain of its own.
+TEST_F(FusionEngineTest, GivenRotaryOnQThenOnFewerKvHeadsWhenLearnedThenEachHalfIsAChainAndBothFuse) {
+  const RotaryInputs q = rotaryInputs(2, 4, 8, 32, at::kBFloat16);
+  const RotaryInputs k = rotaryInputs(2, 2, 8, 32, at::kBFloat16);
+  auto program = [&] {
+    return std::vector<at::Tensor>{applyRotary(q.x, q.cos, q.sin), applyRotary(k.x, q.cos, q.sin)};
+  };
+  std::vector<HotChain> hot;
+  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+  foreignCommand();
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<at::Tensor> out = program();  // both held, as attention holds them
+    foreignCommand();
+  }
+  engine().setHotCallback(nullptr);
+  ASSERT_EQ(hot.size(), 2u) << engine().patternsJson();
+  EXPECT_EQ(hot[0].pattern.calls.size(), 5u);
+  EXPECT_EQ(hot[1].pattern.calls.size(), 5u);
+  EXPECT_EQ(hot[0].build.rows, 2 * 4 * 8);
+  EXPECT_EQ(hot[1].build.rows, 2 * 2 * 8);
+  const std::string patterns = engine().patternsJson();
+  EXPECT_NE(patterns.find("do not broadcast"), std::string::npos) << patterns;  // the window's own refusal
+  EXPECT_NE(patterns.find(hot[1].key), std::string::npos) << patterns;          // and the segments it gave
+  std::vector<std::shared_ptr<InterpreterKernel>> kernels;
+  for (const HotChain& h : hot) {
+    kernels.push_back(std::make_shared<InterpreterKernel>(h.build));
+    engine().publish(ReadyChain{h.pattern, h.build, kernels.back(), h.key});
+  }
+  engine().setEnabled(false);
+  const std::vector<at::Tensor> want = program();
+  engine().setEnabled(true);
+  const uint64_t deferredBefore = engine().stats().deferredCalls;
+  const uint64_t fusedBefore = engine().stats().fusedFlushes;
+  const std::vector<at::Tensor> got = program();
+  EXPECT_EQ(engine().stats().deferredCalls, deferredBefore + 10);
+  EXPECT_EQ(kernels[0]->launches, 1);  // k's first call does not continue q's chain: q's runs, k's starts
+  EXPECT_EQ(kernels[1]->launches, 0);
+  EXPECT_EQ(gGate->pending, 1);
+  foreignCommand();
+  EXPECT_EQ(kernels[1]->launches, 1);
+  EXPECT_EQ(engine().stats().fusedFlushes, fusedBefore + 2);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].strides(), want[i].strides()) << i;
+    EXPECT_LE(worstRelative(got[i], want[i]), 1.0 / 64) << i;
+  }
+}
+
 // Note [Views of a chain's values]: a view of a chain input is an input; a view of a result the chain has
 // not computed yet is not, or the fused kernel would read it unwritten.
 TEST_F(FusionEngineTest, GivenAViewOfAPendingResultWhenTheNextStepTakesItAsAnInputThenTheChainRunsFirst) {
