@@ -34,6 +34,8 @@ const std::vector<DeferrableOp>& deferrableOps() {
       {"aten::mean", "dim", "out"},
       {"aten::amax", "", "out"},
       {"aten::cat", "", "out"},  // Tensor[] tensors, int dim: HF's rotate_half
+      {"aten::_softmax", "", "out"},  // Note [Softmax in a chain]
+      {"aten::_log_softmax", "", "out"},
   };
   return ops;
 }

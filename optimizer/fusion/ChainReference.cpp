@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "hotkernel/chain/ChainLayout.h"
+#include "hotkernel/chain/ChainSoftmax.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel {
@@ -147,8 +148,25 @@ std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::ve
     const size_t u = static_cast<size_t>(i);
     return numbers[u] ? wrappedNumber(*numbers[u]) : tensors[u];
   };
+  // Note [Softmax groups]: a group runs as the call eager made; its other nodes are never computed.
+  std::vector<const chain::SoftmaxGroup*> softmaxAt(nodes.size(), nullptr);
+  std::vector<bool> skipped(nodes.size(), false);
+  const std::vector<chain::SoftmaxGroup> groups = chain::findSoftmaxGroups(ir);
+  for (const chain::SoftmaxGroup& g : groups) {
+    softmaxAt[static_cast<size_t>(g.result)] = &g;
+    for (int n : g.internal) skipped[static_cast<size_t>(n)] = true;
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
+    if (skipped[i]) continue;
+    if (const chain::SoftmaxGroup* g = softmaxAt[i]) {
+      const at::Tensor& x = tensors[static_cast<size_t>(g->input)];
+      // half_to_float is ATen's for float16 alone; a bfloat16 x is widened first, as eager code widens it.
+      const bool halfToFloat = g->halfToFloat && x.scalar_type() == at::kHalf;
+      const at::Tensor in = g->halfToFloat && !halfToFloat ? x.to(at::kFloat) : x;
+      tensors[i] = g->log ? at::_log_softmax(in, -1, halfToFloat) : at::_softmax(in, -1, halfToFloat);
+      continue;
+    }
     switch (chain::opInfo(n.op).category) {
       case chain::OpCategory::Leaf:
         if (n.op == OpKind::Constant) numbers[i] = n.scalar;

@@ -51,7 +51,11 @@ std::vector<Named> namedChains() {
           {"residual add + cast bf16", chain::residualAddCastChain(DType::BFloat16, DType::Float32)},
           // HF's rotary on a contiguous x (a width-fixed chain of width 4096, the tests' cols).
           {"rotary bf16 contiguous", chain::rotaryChain(DType::BFloat16, 4096)},
-          {"rotary fp16 contiguous", chain::rotaryChain(DType::Float16, 4096)}};
+          {"rotary fp16 contiguous", chain::rotaryChain(DType::Float16, 4096)},
+          // Note [Softmax in a chain]: the reference runs them as aten::_softmax / _log_softmax (Note [Softmax groups]).
+          {"softmax bf16", chain::softmaxChain(DType::BFloat16)},
+          {"log_softmax fp16", chain::softmaxChain(DType::Float16, true)},
+          {"attention scores fp16", chain::attentionSoftmaxChain(DType::Float16, 0.125)}};
 }
 
 // Random CUDA inputs in [-2, 2] of each input's dtype, and their values for the interpreter.

@@ -72,7 +72,9 @@ std::vector<Named> namedChains() {
           // bf16 rotary: ATen rounds each product before their difference; on the Normal draw a fused
           // difference lands more than the bound away where the products cancel.
           {"rotary bf16 contiguous", [] { return chain::rotaryChain(DType::BFloat16, kCols); }, true},
-          {"rotary fp16 contiguous", [] { return chain::rotaryChain(DType::Float16, kCols); }}};
+          {"rotary fp16 contiguous", [] { return chain::rotaryChain(DType::Float16, kCols); }},
+          // GPT-2's eager attention scores against mul, add and the one aten::_softmax eager runs.
+          {"attention scores fp16", [] { return chain::attentionSoftmaxChain(DType::Float16, 0.125); }}};
 }
 
 

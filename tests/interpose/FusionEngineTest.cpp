@@ -833,6 +833,47 @@ TEST_F(FusionEngineTest, GivenRotaryOnQThenOnFewerKvHeadsWhenLearnedThenEachHalf
   }
 }
 
+// GPT-2's eager_attention_forward as modeling_gpt2 writes it: the scores' scale, the additive mask broadcast
+// over the heads and the softmax are one chain (Note [Softmax in a chain]); the matmul reading the
+// probabilities flushes it (Note [Ops a chain lets pass]).
+at::Tensor gpt2EagerAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask) {
+  at::Tensor weights = at::matmul(q, k.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  weights = weights + mask;
+  weights = at::softmax(weights, -1);
+  return at::matmul(weights, v);
+}
+
+TEST_F(FusionEngineTest, GivenGpt2EagerAttentionWhenLearnedThenScaleMaskAndSoftmaxAreOneChainThatTheMatmulFlushes) {
+  const int64_t b = 2, h = 3, s = 16, d = 8;
+  const at::Tensor q = at::randn({b, h, s, d}), k = at::randn({b, h, s, d}), v = at::randn({b, h, s, d});
+  const at::Tensor mask = at::where(at::rand({b, 1, s, s}) > 0.2, at::zeros({1}), at::full({1}, -1e9));
+  auto kernels = learnAndPublish([&] { return gpt2EagerAttention(q, k, v, mask); });
+  ASSERT_EQ(kernels.size(), 1u) << engine().patternsJson();
+  const at::Tensor want = eager([&] { return gpt2EagerAttention(q, k, v, mask); });
+  const uint64_t deferredBefore = engine().stats().deferredCalls;
+  const int launchesBefore = kernels[0]->launches;
+  at::Tensor got = gpt2EagerAttention(q, k, v, mask);
+  EXPECT_EQ(engine().stats().deferredCalls, deferredBefore + 3);  // mul, add, _softmax
+  EXPECT_EQ(kernels[0]->launches, launchesBefore + 1);            // before the second matmul read the result
+  EXPECT_EQ(gGate->pending, 0);
+  EXPECT_LE(worstRelative(got, want), 1e-5);
+}
+
+TEST_F(FusionEngineTest, GivenAChainEndingInLogSoftmaxOfBf16WhenDeferredThenItFusesWithinTheChainTolerance) {
+  const at::Tensor x = at::randn({24, 40}).to(at::kBFloat16), bias = at::randn({40}).to(at::kBFloat16);
+  auto program = [&] { return at::log_softmax(x * 2.0 + bias, -1); };
+  auto kernels = learnAndPublish(program);
+  ASSERT_EQ(kernels.size(), 1u) << engine().patternsJson();
+  const at::Tensor want = eager(program);
+  const int launchesBefore = kernels[0]->launches;
+  at::Tensor got = program();
+  EXPECT_EQ(kernels[0]->launches, launchesBefore);  // pending
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, launchesBefore + 1);
+  EXPECT_EQ(got.scalar_type(), at::kBFloat16);
+  EXPECT_LE(worstRelative(got, want), 1.0 / 64);
+}
+
 // Note [Views of a chain's values]: a view of a chain input is an input; a view of a result the chain has
 // not computed yet is not, or the fused kernel would read it unwritten.
 TEST_F(FusionEngineTest, GivenAViewOfAPendingResultWhenTheNextStepTakesItAsAnInputThenTheChainRunsFirst) {

@@ -91,6 +91,7 @@ enum class Op : uint8_t {
   MulS, AddS, SubS, DivS, RsubS, Pow2,                                                    // with a scalar
   AddT, SubT, MulT, DivT, RsubT,                                                          // binary
   Cast, SumRow, MeanRow, AmaxRow,
+  SoftmaxRow, LogSoftmaxRow,  // aten::_softmax / _log_softmax over the last dim (Note [Softmax in a chain])
   RotateHalf,  // HF's rotate_half: cat([-x2, x1], -1) of the halves x1, x2 (views) of a full value
 };
 enum class Shape : uint8_t { Full, Col, Row, Zero };
@@ -170,6 +171,8 @@ at::Tensor applyStep(const TStep& s, const at::Tensor& a, const at::Tensor& b) {
     case Op::SumRow: return at::sum(a, {-1}, true);
     case Op::MeanRow: return at::mean(a, {-1}, true);
     case Op::AmaxRow: return at::amax(a, {-1}, true);
+    case Op::SoftmaxRow: return at::_softmax(a, -1, false);
+    case Op::LogSoftmaxRow: return at::_log_softmax(a, -1, false);
     case Op::RotateHalf: {
       const int64_t half = a.size(-1) / 2;
       return at::cat({at::neg(a.slice(-1, half)), a.slice(-1, 0, half)}, -1);
@@ -357,8 +360,12 @@ class TemplateMaker {
       return push(s, v);
     }
     if (va.shape != Shape::Full) return push(TStep{Op::Neg, a}, unary(a, va.bound, false, false));
-    static const Op kReduce[] = {Op::SumRow, Op::MeanRow, Op::AmaxRow};
-    const Op op = kReduce[pick(3)];
+    static const Op kReduce[] = {Op::SumRow, Op::MeanRow, Op::AmaxRow, Op::SoftmaxRow, Op::LogSoftmaxRow};
+    const Op op = kReduce[pick(5)];
+    if (op == Op::SoftmaxRow) return push(TStep{op, a}, unary(a, 1, true, false));
+    if (op == Op::LogSoftmaxRow) {
+      return push(TStep{op, a}, unary(a, 2 * va.bound + std::log(static_cast<double>(t_.cols)) + 1, false, false));
+    }
     GenValue v = va;
     v.shape = Shape::Row;
     if (op == Op::SumRow) {
@@ -1039,6 +1046,7 @@ struct Pool {
   size_t chains = 0;
   size_t chainsWithLayouts = 0;  // strided values (Note [Chain layouts])
   size_t chainsWithCat = 0;
+  size_t chainsWithSoftmax = 0;  // _softmax or _log_softmax (Note [Softmax in a chain])
   size_t chainsWithoutKernel = 0;  // the kernel maker had none: not published
 };
 
@@ -1107,11 +1115,11 @@ Pool learnPool(uint64_t seed, int templates, LaunchLog& log, const FuzzOptions& 
       engine.publish(ReadyChain{h.pattern, h.build, kernel, h.key});
       ++pool.chains;
       if (!h.build.layout.contiguous()) ++pool.chainsWithLayouts;
-      for (const chain::RecordedCall& c : h.pattern.calls) {
-        if (c.op == "aten::cat") {
-          ++pool.chainsWithCat;
-          break;
-        }
+      const auto& calls = h.pattern.calls;
+      const auto holds = [&](auto&& pred) { return std::any_of(calls.begin(), calls.end(), pred); };
+      if (holds([](const chain::RecordedCall& c) { return c.op == "aten::cat"; })) ++pool.chainsWithCat;
+      if (holds([](const chain::RecordedCall& c) { return c.op == "aten::_softmax" || c.op == "aten::_log_softmax"; })) {
+        ++pool.chainsWithSoftmax;
       }
     }
   }
@@ -1169,6 +1177,7 @@ FuzzReport runFusionFuzz(const FuzzOptions& options) {
       report.counts["poolChains"] += pool.chains;
       report.counts["poolChainsWithLayouts"] += pool.chainsWithLayouts;
       report.counts["poolChainsWithCat"] += pool.chainsWithCat;
+      report.counts["poolChainsWithSoftmax"] += pool.chainsWithSoftmax;
       report.counts["poolChainsWithoutKernel"] += pool.chainsWithoutKernel;
     }
     const uint64_t seed = mix(mix(options.seed, static_cast<uint64_t>(poolIndex)), static_cast<uint64_t>(p));

@@ -122,6 +122,28 @@ TEST(ChainReferenceTest, GivenNewGeluWhenRunByCpuAtenThenWithinAFewUnitsOfTheInt
   }
 }
 
+// Note [Softmax groups]: a softmax group runs as the one call eager made, so the reference is eager's
+// result bit for bit (and its timing eager's kernel, not seven).
+TEST(ChainReferenceTest, GivenSoftmaxChainsWhenRunByAtenThenTheyAreTheSoftmaxCallsBitForBit) {
+  const int64_t rows = 24, cols = 96;
+  const at::Tensor x = at::randn({rows, cols}) * 3;
+  for (const DType d : {DType::Float32, DType::BFloat16, DType::Float16}) {
+    const at::Tensor xd = x.to(chainScalarType(d));
+    for (bool log : {false, true}) {
+      const std::vector<at::Tensor> out = runChainWithAten(chain::softmaxChain(d, log), {{xd}}, rows, cols);
+      ASSERT_EQ(out.size(), 1u);
+      const at::Tensor want = log ? at::_log_softmax(xd, -1, false) : at::_softmax(xd, -1, false);
+      EXPECT_EQ(out[0].scalar_type(), want.scalar_type());
+      EXPECT_TRUE(at::equal(out[0], want)) << chain::shortDTypeName(d) << " log " << log;
+    }
+  }
+  // GPT-2's scores: scale, mask, softmax, as modeling_gpt2 computes them.
+  const at::Tensor scores = at::randn({rows, cols}).to(at::kHalf), mask = (at::randn({rows, cols}) * 4).to(at::kHalf);
+  const std::vector<at::Tensor> out =
+      runChainWithAten(chain::attentionSoftmaxChain(DType::Float16, 0.125), {{scores}, {mask}}, rows, cols);
+  EXPECT_TRUE(at::equal(out[0], at::softmax(scores * 0.125 + mask, -1)));
+}
+
 TEST(ChainReferenceTest, GivenAWrongInputWhenRunThenErrorNamingIt) {
   const ChainIR ir = chain::swigluChain(DType::BFloat16);
   std::vector<ChainReferenceInput> inputs(2);

@@ -14,7 +14,7 @@
 namespace hotkernel::chain {
 namespace {
 
-enum class Form { Unary, Gelu, Pow, BinaryTensor, BinaryScalar, Rsub, Cast, Reduce, Cat };
+enum class Form { Unary, Gelu, Pow, BinaryTensor, BinaryScalar, Rsub, Cast, Reduce, Cat, Softmax };
 
 struct OpRule {
   const char* schema;  // name with overload
@@ -22,7 +22,7 @@ struct OpRule {
   OpKind op;
 };
 
-constexpr std::array<OpRule, 28> kRules = {{
+constexpr std::array<OpRule, 30> kRules = {{
     {"aten::neg", Form::Unary, OpKind::Neg},
     {"aten::exp", Form::Unary, OpKind::Exp},
     {"aten::log", Form::Unary, OpKind::Log},
@@ -51,6 +51,9 @@ constexpr std::array<OpRule, 28> kRules = {{
     {"aten::mean.dim", Form::Reduce, OpKind::Mean},
     {"aten::amax", Form::Reduce, OpKind::Amax},
     {"aten::cat", Form::Cat, OpKind::Cat},
+    // Note [Softmax in a chain]: op Div for softmax, Log for log_softmax (its last step).
+    {"aten::_softmax", Form::Softmax, OpKind::Div},
+    {"aten::_log_softmax", Form::Softmax, OpKind::Log},
 }};
 
 // The ops that return a view of their argument: they end a chain.
@@ -103,7 +106,8 @@ class Builder {
     for (const OpRule& r : kRules) {
       if (op == r.schema) rule = &r;
     }
-    HOTKERNEL_REQUIRE(rule != nullptr, "unsupported op: not a chain op (pointwise, cast or last-dim reduction)");
+    HOTKERNEL_REQUIRE(rule != nullptr,
+                      "unsupported op: not a chain op (pointwise, cast, last-dim reduction or softmax)");
     HOTKERNEL_REQUIRE(call.outputs.size() == 1, "the call returns ", call.outputs.size(), " tensors, a chain op one");
     const int64_t out = call.outputs[0];
     for (const RecordedArg& a : call.args) {
@@ -228,6 +232,11 @@ class Builder {
         want = TensorMeta{got.scalarType, meta(call.args.at(0).value).sizes,
                           detail::emptyLikeStrides(meta(call.args.at(0).value))};
         break;
+      case Form::Softmax: {  // contiguous whatever the input's strides (the structured kernel's meta)
+        const std::vector<int64_t>& sizes = meta(call.args.at(0).value).sizes;
+        want = TensorMeta{got.scalarType, sizes, detail::contiguousStrides(sizes)};
+        break;
+      }
       case Form::Cat: {
         std::vector<int64_t> sizes = meta(call.args.at(0).ints.at(0)).sizes;
         sizes.back() = 0;
@@ -361,6 +370,8 @@ class Builder {
         }
         return ir_.addReduce(rule.op, x, keep != nullptr && keep->flag, -1);
       }
+      case Form::Softmax:
+        return softmax(rule, call);
       case Form::Cat: {
         argCount(call, 2);
         const RecordedArg& list = call.args[0];
@@ -384,6 +395,42 @@ class Builder {
       }
     }
     HOTKERNEL_INTERNAL_ASSERT(false, "unhandled form");
+  }
+
+  // Note [Softmax in a chain]
+  // aten::_softmax(x, dim, half_to_float) and aten::_log_softmax over the
+  // last dim become the nodes of ATen's CUDA kernels, all in float32 (their
+  // accscalar for 16-bit inputs, float32's own for float32): m = amax(x),
+  // d = x - m, e = exp(d), s = sum(e), then e / s (softmax) or d - log(s)
+  // (log_softmax), cast to the result's dtype (the input's, float32 with
+  // half_to_float). The row is reduced twice (a sum reads the max: a row
+  // kernel's second pass) and the result is rounded once, as ATen rounds
+  // it. ATen's kernels take any strides and allocate a contiguous result.
+  int softmax(const OpRule& rule, const RecordedCall& call) {
+    argCount(call, 3);
+    const RecordedArg& self = call.args[0];
+    const size_t nd = meta(self.value).sizes.size();
+    const RecordedArg* dim = argAt(call, 1);
+    HOTKERNEL_REQUIRE(dim != nullptr && dim->kind == RecordedArg::Kind::Scalar, "softmax's dim must be a number");
+    const auto d = static_cast<int64_t>(dim->scalar);
+    HOTKERNEL_REQUIRE(nd >= 1 && (d == -1 || d == static_cast<int64_t>(nd) - 1), "softmax over dim ", d, " of a ", nd,
+                      "-d tensor: a chain reduces the last dim alone");
+    const RecordedArg* halfToFloat = argAt(call, 2);
+    HOTKERNEL_REQUIRE(halfToFloat != nullptr && halfToFloat->kind == RecordedArg::Kind::Bool,
+                      "half_to_float must be a bool");
+    int x = operand(self);
+    const DType in = ir_.node(x).dtype;
+    const DType out = dtypeOf(meta(call.outputs[0]), call.outputs[0]);
+    HOTKERNEL_REQUIRE(out == (halfToFloat->flag ? DType::Float32 : in), "the result is ", dtypeName(out), " from a ",
+                      dtypeName(in), " input with half_to_float=", halfToFloat->flag ? "True" : "False");
+    if (in != DType::Float32) x = ir_.addCast(x, DType::Float32);
+    const int m = ir_.addReduce(OpKind::Amax, x, /*keepdim=*/true, -1);
+    const int shifted = ir_.addBinary(OpKind::Sub, x, m);
+    const int e = ir_.addUnary(OpKind::Exp, shifted);
+    const int sum = ir_.addReduce(OpKind::Sum, e, /*keepdim=*/true, -1);
+    const int y = rule.op == OpKind::Log ? ir_.addBinary(OpKind::Sub, shifted, ir_.addUnary(OpKind::Log, sum))
+                                         : ir_.addBinary(OpKind::Div, e, sum);
+    return out == DType::Float32 ? y : ir_.addCast(y, out);
   }
 
   // The recorded result must be what the node says ATen returns.

@@ -115,4 +115,63 @@ ChainLayout rotaryLayout(const RotaryShape& shape) {
   return normalizeLayout(rotaryChain(DType::BFloat16, d), rotaryRows(shape), d, layout);
 }
 
+namespace {
+
+// The nodes of Note [Softmax in a chain] over node x; returns the result's node.
+int addSoftmax(ChainIR& ir, int x, DType out, bool log) {
+  const int xf = ir.node(x).dtype == DType::Float32 ? x : ir.addCast(x, DType::Float32);
+  const int m = ir.addReduce(OpKind::Amax, xf, /*keepdim=*/true);
+  const int shifted = ir.addBinary(OpKind::Sub, xf, m);
+  const int e = ir.addUnary(OpKind::Exp, shifted);
+  const int sum = ir.addReduce(OpKind::Sum, e, /*keepdim=*/true);
+  const int y = log ? ir.addBinary(OpKind::Sub, shifted, ir.addUnary(OpKind::Log, sum))
+                    : ir.addBinary(OpKind::Div, e, sum);
+  return out == DType::Float32 ? y : ir.addCast(y, out);
+}
+
+}  // namespace
+
+ChainIR softmaxChain(DType dtype, bool log) {
+  ChainIR ir;
+  const int x = ir.addInput(dtype, ShapeClass::Full);
+  ir.markOutput(addSoftmax(ir, x, dtype, log));
+  return ir;
+}
+
+ChainIR attentionSoftmaxChain(DType dtype, double scale) {
+  ChainIR ir;
+  const int scores = ir.addInput(dtype, ShapeClass::Full);
+  const int scaled = ir.addBinary(OpKind::Mul, scores, ir.addConstant(scale));
+  const int mask = ir.addInput(dtype, ShapeClass::Full);
+  const int masked = ir.addBinary(OpKind::Add, scaled, mask);
+  ir.markOutput(addSoftmax(ir, masked, dtype, false));
+  return ir;
+}
+
+RecordedChain attentionSoftmaxRecording(DType dtype, const AttentionShape& shape, double scale) {
+  const int64_t b = shape.batch, h = shape.heads, q = shape.queries, k = shape.keys;
+  const std::string type = dtypeName(dtype);
+  const TensorMeta full{type, {b, h, q, k}, {h * q * k, q * k, k, 1}};
+  using A = RecordedArg;
+  RecordedChain r;
+  r.calls = {
+      {"aten::mul.Tensor", {A::tensor(1), A::number(scale)}, {3}},
+      {"aten::add.Tensor", {A::tensor(3), A::tensor(2), A::number(1)}, {4}},
+      {"aten::_softmax", {A::tensor(4), A::number(-1), A::boolean(false)}, {5}},
+  };
+  r.metas = {{1, full}, {2, TensorMeta{type, {b, 1, q, k}, {q * k, q * k, k, 1}}}, {3, full}, {4, full}, {5, full}};
+  return r;
+}
+
+int64_t attentionRows(const AttentionShape& shape) { return shape.batch * shape.heads * shape.queries; }
+
+ChainLayout attentionSoftmaxLayout(const AttentionShape& shape) {
+  const int64_t b = shape.batch, h = shape.heads, q = shape.queries, k = shape.keys;
+  ChainLayout layout;
+  layout.rowDims = {b, h, q};
+  const std::vector<int64_t> dense = {h * q * k, q * k, k};
+  layout.strides = {dense, {q * k, 0, k}, dense};  // scores, mask, the output
+  return normalizeLayout(attentionSoftmaxChain(DType::Float16, 1.0), attentionRows(shape), k, layout);
+}
+
 }  // namespace hotkernel::chain

@@ -320,3 +320,73 @@ TEST(ChainBuilderTest, GivenACatOfContiguousPartsWhenBuiltThenTheChainIsWidthFix
 
 }  // namespace
 }  // namespace hotkernel::chain
+
+namespace hotkernel::chain {
+namespace {
+
+std::vector<RecordedCall> softmaxCall(const char* op, bool halfToFloat) {
+  return {call(op, {A::tensor(1), A::number(-1), A::boolean(halfToFloat)}, 2)};
+}
+
+TEST(ChainBuilderTest, GivenSoftmaxAndLogSoftmaxRecordedWhenBuiltThenTheyAreTheSoftmaxChains) {
+  for (DType d : {DType::Float32, DType::Float16, DType::BFloat16}) {
+    const TensorMetas m = {{1, contiguous(dtypeName(d), {3, 5, 40})}, {2, contiguous(dtypeName(d), {3, 5, 40})}};
+    for (bool log : {false, true}) {
+      const ChainBuild b = buildChain(softmaxCall(log ? "aten::_log_softmax" : "aten::_softmax", false), m);
+      ASSERT_TRUE(b.ok()) << b.reason;
+      EXPECT_EQ(b.rows, 15);
+      EXPECT_EQ(b.cols, 40);
+      EXPECT_EQ(chainKey(b.chain).sha256, chainKey(softmaxChain(d, log)).sha256) << dtypeName(d) << " log " << log;
+      EXPECT_TRUE(b.chain.hasReductions());
+    }
+  }
+}
+
+TEST(ChainBuilderTest, GivenHalfToFloatWhenBuiltThenTheResultIsFloat32AndAResultOfAnotherDtypeIsRefused) {
+  TensorMetas m = {{1, contiguous("float16", {4, 64})}, {2, contiguous("float32", {4, 64})}};
+  const ChainBuild b = buildChain(softmaxCall("aten::_softmax", true), m);
+  ASSERT_TRUE(b.ok()) << b.reason;
+  EXPECT_EQ(b.chain.node(b.chain.outputs()[0]).dtype, DType::Float32);
+  expectRefused(softmaxCall("aten::_softmax", false), m, "half_to_float=False");
+  m[2] = contiguous("float16", {4, 64});
+  expectRefused(softmaxCall("aten::_softmax", true), m, "half_to_float=True");
+}
+
+TEST(ChainBuilderTest, GivenSoftmaxOverAnotherDimOrAStridedResultWhenBuiltThenItIsRefused) {
+  const TensorMetas m = {{1, contiguous("float32", {4, 8, 16})}, {2, contiguous("float32", {4, 8, 16})}};
+  expectRefused({call("aten::_softmax", {A::tensor(1), A::number(1), A::boolean(false)}, 2)}, m,
+                "softmax over dim 1");
+  expectRefused({call("aten::_softmax", {A::tensor(1), A::intList({-1}), A::boolean(false)}, 2)}, m,
+                "softmax's dim must be a number");
+  TensorMetas strided = m;
+  strided[2].strides = {16, 64, 1};  // not what ATen allocates (contiguous)
+  expectRefused(softmaxCall("aten::_softmax", false), strided, "strides");
+}
+
+TEST(ChainBuilderTest, GivenASoftmaxOfATransposedInputWhenBuiltWithLayoutsThenItReadsTheStridesAndWritesContiguous) {
+  // ATen's softmax takes any input strides and allocates its result contiguous.
+  const TensorMetas m = {{1, TensorMeta{"bfloat16", {4, 8, 32}, {32, 128, 1}}}, {2, contiguous("bfloat16", {4, 8, 32})}};
+  const ChainBuild b = buildChain(softmaxCall("aten::_softmax", false), m, {}, ChainBuildOptions{true});
+  ASSERT_TRUE(b.ok()) << b.reason;
+  EXPECT_FALSE(b.layout.contiguous());
+  EXPECT_FALSE(buildChain(softmaxCall("aten::_softmax", false), m).ok());  // without layouts
+}
+
+TEST(ChainBuilderTest, GivenGpt2EagerAttentionScoresRecordedWhenBuiltThenTheMaskIsBroadcastOverTheHeads) {
+  const AttentionShape shape{2, 3, 8, 16};
+  const double scale = 0.125;
+  for (DType d : {DType::Float16, DType::BFloat16, DType::Float32}) {
+    const RecordedChain r = attentionSoftmaxRecording(d, shape, scale);
+    const ChainBuild b = buildChain(r.calls, r.metas, {5}, ChainBuildOptions{true});
+    ASSERT_TRUE(b.ok()) << b.reason;
+    EXPECT_EQ(b.rows, attentionRows(shape));
+    EXPECT_EQ(b.cols, 16);
+    EXPECT_EQ(b.inputValues, (std::vector<int64_t>{1, 2}));
+    EXPECT_EQ(chainKey(b.chain).sha256, chainKey(attentionSoftmaxChain(d, scale)).sha256);
+    EXPECT_EQ(layoutText(b.layout), layoutText(attentionSoftmaxLayout(shape)));
+    EXPECT_FALSE(buildChain(r.calls, r.metas, {5}).ok());  // the broadcast mask needs layouts
+  }
+}
+
+}  // namespace
+}  // namespace hotkernel::chain

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ChainCompileUtil.h"
+#include "hotkernel/chain/ChainParameterSpace.h"
 #include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/NamedChains.h"
 #include "hotkernel/runtime/Check.h"
@@ -183,6 +184,34 @@ TEST(ChainCodegenTest, GivenTheRotaryChainInItsLayoutsWhenCompiledWithNvrtcThenE
     jobs.push_back({name + "_contiguous", rotaryChain(d, 128), ChainKernelParams{512, 8}});
   }
   testutil::expectCompiledWithoutSpills(jobs, testutil::compileChains(jobs));
+}
+
+// Note [Softmax in a chain]: two dependent row reductions (the sum reads the max), GPT-2's attention scores with
+// the mask broadcast over the heads, at every point of their spaces (the tuner may pick any).
+TEST(ChainCodegenTest, GivenSoftmaxChainsWhenCompiledAtEveryPointOfTheirSpacesThenEachIsACubinWithoutSpills) {
+  SKIP_WITHOUT_NVRTC();
+  std::vector<ChainCompileJob> jobs;
+  const AttentionShape gpt2{16, 12, 512, 512};
+  for (const ChainKernelParams& p : chainParameterSpace(attentionSoftmaxChain(DType::Float16, 0.125),
+                                                        attentionRows(gpt2), 512, attentionSoftmaxLayout(gpt2))) {
+    jobs.push_back({"attention_softmax_f16", attentionSoftmaxChain(DType::Float16, 0.125), p, "sm_90a",
+                    attentionSoftmaxLayout(gpt2)});
+  }
+  const size_t attentionPoints = jobs.size();
+  for (const ChainKernelParams& p : chainParameterSpace(softmaxChain(DType::BFloat16, true), 64, 32000)) {
+    jobs.push_back({"log_softmax_bf16", softmaxChain(DType::BFloat16, true), p});
+  }
+  EXPECT_GE(attentionPoints, 2u);
+  EXPECT_GT(jobs.size(), attentionPoints);
+  testutil::expectCompiledWithoutSpills(jobs, testutil::compileChains(jobs));
+  // The max and then the sum of exp(x - max) are two passes over the row, then the output pass.
+  const std::string source = kernelOf(generateChainSource(softmaxChain(DType::Float32), ChainKernelParams{256, 4}));
+  const size_t max = source.find("hk_row_max("), sum = source.find("hk_row_sum("), store = source.find("hk_store_f32(");
+  ASSERT_NE(max, std::string::npos) << source;
+  ASSERT_NE(sum, std::string::npos) << source;
+  EXPECT_LT(max, sum);
+  EXPECT_LT(sum, store);
+  EXPECT_LT(source.find("expf(", max), sum);  // the sum's pass computes exp(x - max)
 }
 
 TEST(ChainCodegenTest, GivenAtenRoundingWhenGeneratedThenEvery16BitComputedValueIsRoundedAndItCompiles) {

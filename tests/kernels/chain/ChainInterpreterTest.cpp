@@ -207,5 +207,57 @@ TEST(ChainInterpreterTest, GivenRotaryInItsLayoutWhenInterpretedThenEachModeMatc
   EXPECT_THROW(interpretChain(ir, rows, 2 * d, {x, cos, x2, x1, sin}, EvalMode::AtenOrder), Error);
 }
 
+// Note [Softmax in a chain]: every node in float32, the result rounded once; against softmax and
+// log_softmax computed here in double, with the mask broadcast over the heads as GPT-2's attention adds it.
+TEST(ChainInterpreterTest, GivenSoftmaxChainsWhenInterpretedThenTheyMatchSoftmaxInDoubleWithinOneRounding) {
+  const int64_t rows = 6, cols = 50;
+  const std::vector<float> x = bfValues(rows * cols, 5);
+  for (bool log : {false, true}) {
+    for (DType d : {DType::Float32, DType::BFloat16}) {
+      const ChainIR ir = softmaxChain(d, log);
+      for (EvalMode mode : {EvalMode::AtenOrder, EvalMode::Fused}) {
+        const auto out = interpretChain(ir, rows, cols, {x}, mode);
+        for (int64_t r = 0; r < rows; ++r) {
+          double m = -1e300, sum = 0;
+          for (int64_t c = 0; c < cols; ++c) m = std::max(m, static_cast<double>(x[r * cols + c]));
+          for (int64_t c = 0; c < cols; ++c) sum += std::exp(x[r * cols + c] - m);
+          for (int64_t c = 0; c < cols; ++c) {
+            const double shifted = x[r * cols + c] - m;
+            const double want = log ? shifted - std::log(sum) : std::exp(shifted) / sum;
+            const double bound = (d == DType::Float32 ? 1e-6 : 1.0 / 256) * (std::abs(want) + 1e-3);
+            ASSERT_NEAR(out[0][r * cols + c], want, bound) << dtypeName(d) << " log " << log << " " << r << "," << c;
+          }
+        }
+      }
+    }
+  }
+  // The attention scores: scale, the mask of batch b for every head, softmax.
+  const AttentionShape shape{2, 3, 4, 10};
+  const double scale = 0.5;
+  const ChainIR ir = attentionSoftmaxChain(DType::Float32, scale);
+  const ChainLayout layout = attentionSoftmaxLayout(shape);
+  const int64_t n = attentionRows(shape) * shape.keys;
+  const std::vector<float> scores = bfValues(static_cast<size_t>(n), 9);
+  const std::vector<float> mask = bfValues(static_cast<size_t>(shape.batch * shape.queries * shape.keys), 21);
+  const auto out = interpretChain(ir, attentionRows(shape), shape.keys, layout, {scores, mask}, EvalMode::Fused);
+  for (int64_t b = 0; b < shape.batch; ++b) {
+    for (int64_t h = 0; h < shape.heads; ++h) {
+      for (int64_t q = 0; q < shape.queries; ++q) {
+        const int64_t row = (b * shape.heads + h) * shape.queries + q;
+        std::vector<double> v(static_cast<size_t>(shape.keys));
+        double m = -1e300, sum = 0;
+        for (int64_t k = 0; k < shape.keys; ++k) {
+          v[k] = static_cast<float>(scores[row * shape.keys + k] * scale) + mask[(b * shape.queries + q) * shape.keys + k];
+          m = std::max(m, v[k]);
+        }
+        for (double e : v) sum += std::exp(e - m);
+        for (int64_t k = 0; k < shape.keys; ++k) {
+          ASSERT_NEAR(out[0][row * shape.keys + k], std::exp(v[k] - m) / sum, 1e-6) << b << "," << h << "," << q;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hotkernel::chain

@@ -58,4 +58,29 @@ RecordedChain rotaryRecording(DType dtype, const RotaryShape& shape);
 int64_t rotaryRows(const RotaryShape& shape);
 ChainLayout rotaryLayout(const RotaryShape& shape);
 
+// softmax (or log_softmax) over the last dim of x as aten::_softmax computes
+// it (Note [Softmax in a chain]): x's dtype in and out. Input x, Full.
+ChainIR softmaxChain(DType dtype, bool log = false);
+
+// The attention scores of HF's eager attention (GPT-2, BERT, ViT):
+// softmax(scores * scale + mask, dim=-1), scores [batch, heads, queries,
+// keys] (the q @ k^T bmm's result), mask [batch, 1, queries, keys] (HF's
+// 4-d additive mask, broadcast over the heads), both of `dtype`:
+//   mul(scores, scale); add(scaled, mask); _softmax(sum, -1, False)
+// Inputs (scores, mask), both Full; one output of `dtype`.
+ChainIR attentionSoftmaxChain(DType dtype, double scale);
+
+struct AttentionShape {
+  int64_t batch = 16;
+  int64_t heads = 12;
+  int64_t queries = 512;
+  int64_t keys = 512;
+};
+
+// Its recorded calls (value ids: scores 1, mask 2; results 3, 4, 5) and its
+// variant's rows and normalized layout (the mask's head stride is 0).
+RecordedChain attentionSoftmaxRecording(DType dtype, const AttentionShape& shape, double scale);
+int64_t attentionRows(const AttentionShape& shape);
+ChainLayout attentionSoftmaxLayout(const AttentionShape& shape);
+
 }  // namespace hotkernel::chain

@@ -1,0 +1,116 @@
+#include "hotkernel/chain/ChainSoftmax.h"
+
+#include <algorithm>
+
+namespace hotkernel::chain {
+namespace {
+
+class Matcher {
+ public:
+  explicit Matcher(const ChainIR& ir) : ir_(ir), users_(ir.size()), isOutput_(ir.size(), false) {
+    for (size_t i = 0; i < ir.size(); ++i) {
+      for (int o : ir.nodes()[i].operands) users_[static_cast<size_t>(o)].push_back(static_cast<int>(i));
+    }
+    for (int o : ir.outputs()) isOutput_[static_cast<size_t>(o)] = true;
+  }
+
+  // A group whose (pre-cast) result is node r, or none.
+  bool match(int r, SoftmaxGroup& g) const {
+    const Node& result = node(r);
+    int e = -1, s = -1, d = -1, logNode = -1;
+    if (result.op == OpKind::Div && result.operands.size() == 2) {
+      e = result.operands[0];
+      s = result.operands[1];
+      if (node(e).op != OpKind::Exp) return false;
+      d = node(e).operands.at(0);
+    } else if (result.op == OpKind::Sub && result.operands.size() == 2 && result.scalar == 1.0) {
+      d = result.operands[0];
+      logNode = result.operands[1];
+      if (node(logNode).op != OpKind::Log) return false;
+      s = node(logNode).operands.at(0);
+      if (node(s).op != OpKind::Sum) return false;
+      e = node(s).operands.at(0);
+      if (node(e).op != OpKind::Exp || node(e).operands.at(0) != d) return false;
+    } else {
+      return false;
+    }
+    if (!isRowSum(s, e) || node(d).op != OpKind::Sub || node(d).scalar != 1.0 || node(d).operands.size() != 2) {
+      return false;
+    }
+    const int xf = node(d).operands[0], m = node(d).operands[1];
+    const Node& max = node(m);
+    if (max.op != OpKind::Amax || !max.keepdim || max.operands.at(0) != xf) return false;
+    if (node(xf).shape != ShapeClass::Full || node(xf).dtype != DType::Float32 || result.dtype != DType::Float32) {
+      return false;
+    }
+    std::vector<int> internal = {m, d, e, s};
+    if (logNode >= 0) internal.push_back(logNode);
+    g = SoftmaxGroup{};
+    g.log = logNode >= 0;
+    g.input = xf;
+    g.result = r;
+    // A 16-bit x widened for the group: the call read x.
+    const Node& widened = node(xf);
+    if (widened.op == OpKind::Cast && node(widened.operands.at(0)).dtype != DType::Float32 &&
+        readOnlyBy(xf, {m, d})) {
+      g.input = widened.operands[0];
+      internal.push_back(xf);
+      // Its result cast back to x's dtype: the call wrote that dtype; else half_to_float.
+      const std::vector<int>& users = users_[static_cast<size_t>(r)];
+      if (!isOutput_[static_cast<size_t>(r)] && users.size() == 1 && node(users[0]).op == OpKind::Cast &&
+          node(users[0]).dtype == node(g.input).dtype) {
+        internal.push_back(r);
+        g.result = users[0];
+      } else {
+        g.halfToFloat = true;
+      }
+    }
+    // Every node but the result is read only inside the group and is no output.
+    std::vector<int> members = internal;
+    members.push_back(g.result);
+    for (int n : internal) {
+      if (isOutput_[static_cast<size_t>(n)]) return false;
+      for (int u : users_[static_cast<size_t>(n)]) {
+        if (std::find(members.begin(), members.end(), u) == members.end()) return false;
+      }
+    }
+    std::sort(internal.begin(), internal.end());
+    g.internal = std::move(internal);
+    return true;
+  }
+
+ private:
+  const Node& node(int i) const { return ir_.node(i); }
+
+  bool isRowSum(int s, int e) const {
+    const Node& n = node(s);
+    return n.op == OpKind::Sum && n.keepdim && n.operands.at(0) == e;
+  }
+
+  bool readOnlyBy(int n, const std::vector<int>& readers) const {
+    if (isOutput_[static_cast<size_t>(n)]) return false;
+    for (int u : users_[static_cast<size_t>(n)]) {
+      if (std::find(readers.begin(), readers.end(), u) == readers.end()) return false;
+    }
+    return true;
+  }
+
+  const ChainIR& ir_;
+  std::vector<std::vector<int>> users_;
+  std::vector<bool> isOutput_;
+};
+
+}  // namespace
+
+std::vector<SoftmaxGroup> findSoftmaxGroups(const ChainIR& ir) {
+  const Matcher matcher(ir);
+  std::vector<SoftmaxGroup> groups;
+  for (size_t r = 0; r < ir.size(); ++r) {
+    SoftmaxGroup g;
+    if (matcher.match(static_cast<int>(r), g)) groups.push_back(std::move(g));
+  }
+  std::sort(groups.begin(), groups.end(), [](const SoftmaxGroup& a, const SoftmaxGroup& b) { return a.result < b.result; });
+  return groups;
+}
+
+}  // namespace hotkernel::chain
