@@ -10,10 +10,10 @@
 // tiers): a kernel entry becomes a plan at once (readChainEntry checks it
 // against the chain: Note [Chain entry params, v2]); keep_aten leaves the
 // chain unfused; with no entry the chain is tuned (tuneChain) and its
-// decision stored, unless the variant has a layout (Note [Chain variants
-// the engine does not tune] in EngineFusion.h). The variant carries the
-// pattern's layout (strided and broadcast values: HF's rotary embedding),
-// and so do its entry, plan and launch guard; a kernel gets each input's
+// decision stored. The variant carries the pattern's layout (strided and
+// broadcast values: HF's rotary embedding, an attention mask shared by the
+// heads), and so do its tuning (Note [Chain values in a layout]), entry,
+// plan and launch guard; a kernel gets each input's
 // own data pointer (a view's, not its storage's), and inputs may overlap
 // (rotary's x and its halves). A plan is published to the fusion engine
 // with the pattern just learned, so a later process fuses a chain after
@@ -102,14 +102,6 @@ chain::ChainVariant chainVariantOf(const fusion::HotChain& hot) {
   return v;
 }
 
-std::string chainTuningSkipped(const chain::ChainVariant& v) {
-  if (!v.layout.contiguous()) {
-    return "its values are strided or broadcast (layout " + chain::layoutText(v.layout) +
-           ") and the chain tuner draws contiguous values";
-  }
-  return "";
-}
-
 std::shared_ptr<fusion::FusedChainKernel> makePlanKernel(chain::ChainPlan plan) {
   return std::make_shared<PlanKernel>(std::move(plan));
 }
@@ -189,13 +181,6 @@ void Engine::optimizeChain(const OptimizerJob& job) {
     return;
   }
   if (!config().optimize) return;
-  // Note [Chain variants the engine does not tune]
-  if (const std::string skipped = engine::chainTuningSkipped(v); !skipped.empty()) {
-    HOTKERNEL_LOG(Info) << "fusion: chain " << variant << " not tuned: " << skipped << "; it runs unfused";
-    std::lock_guard<std::mutex> guard(mu_);
-    addDecisionLocked(chain::kChainOp, variant);
-    return;
-  }
   TunerOptions options;
   options.yieldPoint = [this] { return yieldToServing(); };
   options.memoryCapBytes = config().optimizerMemoryMb > 0

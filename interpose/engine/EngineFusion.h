@@ -18,17 +18,6 @@ namespace hotkernel::engine {
 // would read strided memory as contiguous.
 chain::ChainVariant chainVariantOf(const fusion::HotChain& hot);
 
-// Note [Chain variants the engine does not tune]
-// The chain tuner's harness and timing draw contiguous values, so it refuses
-// a variant with a layout (Note [Chain tuning]). The engine does not ask it:
-// such a variant is looked up in the caches as any other (a kernel entry
-// made elsewhere serves it), and without one it is skipped with one log
-// line and runs unfused for the process. Nothing is stored: a keep_aten
-// entry would claim a measurement that never happened and would keep a
-// later tuner that learns layouts from ever tuning the variant.
-// "" when the engine tunes `v`, else why not.
-std::string chainTuningSkipped(const chain::ChainVariant& v);
-
 // `plan` behind the fusion engine's launch interface, as the engine
 // publishes it: each input's own data pointer (a view's, not its
 // storage's), each output's, on torch's stream of the chain; a call the

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "hotkernel/optimizer/ChainLayoutValues.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 
@@ -55,6 +56,7 @@ enum class Prefill { Nan, RandomBits };
 struct Run {
   const ChainPlan& plan;
   const ChainIR& ir;
+  const chain::ChainLayout& layout;  // Note [Chain values in a layout]
   int64_t rows, cols;
   int device;
   double watchdogSeconds;
@@ -78,34 +80,35 @@ struct Run {
     return false;
   }
 
-  // The candidate's outputs for `inputs`, written into views inside guarded,
-  // pre-filled buffers; empty with `why` set when the launch fails or breaks
-  // a rule (guards, inputs, watchdog).
+  // The candidate's outputs for `inputs` (memory in the variant's layout: Note [Chain values in a
+  // layout]), each written through its view into a guarded, pre-filled buffer and returned as its
+  // [rows, extent] value; empty with `why` set when the launch fails or breaks a rule (guards, elements
+  // between strided rows, inputs, watchdog).
   std::vector<at::Tensor> launch(const std::vector<ChainReferenceInput>& inputs, Prefill prefill, std::string& why) {
-    std::vector<at::Tensor> outs, buffers, guardCopies;
+    std::vector<at::Tensor> outs, buffers, views, snapshots;
     std::vector<std::pair<int64_t, int64_t>> spans;  // (guard before, elements) per output
     std::vector<void*> outPointers;
+    size_t arg = 0;
+    for (int i : ir.inputs()) arg += ir.node(i).shape != ShapeClass::Scalar;
     for (int o : ir.outputs()) {
       const chain::Node& n = ir.node(o);
       const at::ScalarType dtype = chainScalarType(n.dtype);
-      const std::vector<int64_t> sizes = chainValueSizes(n.shape, rows, cols);
-      int64_t numel = 1;
-      for (int64_t s : sizes) numel *= s;
+      const int64_t span = chainArgumentElements(ir, layout, arg, rows, cols);
       // Guards of 64 to 256 elements keep the output aligned for any vec.
       const int64_t before = 64 * static_cast<int64_t>(1 + rng() % 4), after = 64 * static_cast<int64_t>(1 + rng() % 4);
-      at::Tensor buffer = randomBits(before + numel + after, dtype, gen, device);
-      at::Tensor out = buffer.narrow(0, before, numel);
+      at::Tensor buffer = randomBits(before + span + after, dtype, gen, device);
+      at::Tensor region = buffer.narrow(0, before, span);
+      at::Tensor view = chainArgumentView(ir, layout, arg++, region, rows, cols);
       if (prefill == Prefill::Nan) {
-        out.fill_(std::numeric_limits<float>::quiet_NaN());
+        view.fill_(std::numeric_limits<float>::quiet_NaN());
       } else {
-        out.copy_(randomBits(numel, dtype, gen, device));
+        view.copy_(randomBits(view.numel(), dtype, gen, device).view(view.sizes()));
       }
-      guardCopies.push_back(buffer.narrow(0, 0, before).clone());
-      guardCopies.push_back(buffer.narrow(0, before + numel, after).clone());
-      spans.emplace_back(before, numel);
+      snapshots.push_back(buffer.clone());
+      spans.emplace_back(before, span);
       buffers.push_back(buffer);
-      outs.push_back(out.view(sizes));
-      outPointers.push_back(out.mutable_data_ptr());
+      views.push_back(view);
+      outPointers.push_back(region.mutable_data_ptr());
     }
     std::vector<at::Tensor> inputCopies;
     for (const ChainReferenceInput& in : inputs) inputCopies.push_back(in.tensor.defined() ? in.tensor.clone() : at::Tensor());
@@ -137,13 +140,17 @@ struct Run {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     for (size_t o = 0; o < buffers.size(); ++o) {
-      const auto [before, numel] = spans[o];
-      const int64_t after = buffers[o].numel() - before - numel;
-      if (!bitwiseEqual(buffers[o].narrow(0, 0, before), guardCopies[2 * o]) ||
-          !bitwiseEqual(buffers[o].narrow(0, before + numel, after), guardCopies[2 * o + 1])) {
-        why = "wrote outside output " + std::to_string(o);
+      // What the kernel may change: its view's elements. The rest of the buffer (guards, elements between
+      // strided rows) keeps the bits it had.
+      const auto [before, span] = spans[o];
+      at::Tensor expected = snapshots[o];
+      const size_t outArg = arg - buffers.size() + o;
+      chainArgumentView(ir, layout, outArg, expected.narrow(0, before, span), rows, cols).copy_(views[o]);
+      if (!bitwiseEqual(buffers[o], expected)) {
+        why = "wrote outside output " + std::to_string(o) + " (its guards or between its rows)";
         return {};
       }
+      outs.push_back(chainValueOf(ir.node(ir.outputs()[o]), views[o], rows, cols));
     }
     for (size_t k = 0; k < inputs.size(); ++k) {
       if (inputs[k].tensor.defined() && !bitwiseEqual(inputs[k].tensor, inputCopies[k])) {
@@ -154,10 +161,17 @@ struct Run {
     return outs;
   }
 
+  // ATen's outputs for `inputs` (memory in the layout), computed on their views, as [rows, extent] values.
+  std::vector<at::Tensor> reference(const std::vector<ChainReferenceInput>& inputs) {
+    std::vector<at::Tensor> ref = runChainWithAten(ir, chainInputViews(ir, layout, inputs, rows, cols), rows, cols);
+    for (size_t o = 0; o < ref.size(); ++o) ref[o] = chainValueOf(ir.node(ir.outputs()[o]), ref[o], rows, cols);
+    return ref;
+  }
+
   // One check: the candidate against ATen on `inputs`; "" or why not.
   std::string check(const std::vector<ChainReferenceInput>& inputs, Prefill prefill, const std::string& label) {
     pause();
-    const std::vector<at::Tensor> ref = runChainWithAten(ir, inputs, rows, cols);
+    const std::vector<at::Tensor> ref = reference(inputs);
     std::string why;
     const std::vector<at::Tensor> got = launch(inputs, prefill, why);
     if (!why.empty()) return label + ": " + why;
@@ -168,7 +182,7 @@ struct Run {
     return "";
   }
 
-  std::vector<ChainReferenceInput> draw(ChainDraw d) { return drawChainInputs(ir, rows, cols, d, gen); }
+  std::vector<ChainReferenceInput> draw(ChainDraw d) { return drawChainMemory(ir, layout, rows, cols, d, gen); }
 };
 
 std::vector<ChainReferenceInput> mapTensors(const std::vector<ChainReferenceInput>& in,
@@ -180,16 +194,21 @@ std::vector<ChainReferenceInput> mapTensors(const std::vector<ChainReferenceInpu
   return out;
 }
 
-// NaN, +inf and -inf at random elements of each tensor input: an eighth of
-// the rows at most for Full and Row inputs (reductions spread a NaN over its
-// row), one element of a Column input.
-std::vector<ChainReferenceInput> withSpecials(const std::vector<ChainReferenceInput>& in, at::Generator& gen) {
+// NaN, +inf and -inf at random elements of each tensor input's memory: about
+// one in 24 rows at most for Full and Row inputs (reductions spread a NaN
+// over its row; a broadcast element reaches every row that reads it), one
+// element of a Column input.
+std::vector<ChainReferenceInput> withSpecials(const ChainIR& ir, int64_t rows,
+                                              const std::vector<ChainReferenceInput>& in, at::Generator& gen) {
   std::vector<ChainReferenceInput> out = in;
-  for (ChainReferenceInput& r : out) {
+  const std::vector<int> nodes = ir.inputs();
+  for (size_t k = 0; k < out.size(); ++k) {
+    ChainReferenceInput& r = out[k];
     if (!r.tensor.defined()) continue;
     r.tensor = r.tensor.clone();
     const int64_t numel = r.tensor.numel();
-    const int64_t count = r.tensor.dim() == 1 ? 1 : std::max<int64_t>(1, r.tensor.size(0) / 24);
+    const int64_t count =
+        ir.node(nodes[k]).shape == ShapeClass::Column ? 1 : std::max<int64_t>(1, rows / 24);
     at::Tensor flat = r.tensor.view({-1});
     for (double v : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
                      -std::numeric_limits<double>::infinity()}) {
@@ -229,7 +248,7 @@ bool runStability(Run& run) {
       {"x0.01", mapTensors(base, [](const at::Tensor& t) { return t.to(at::kFloat).mul(0.01); })},
       {"negated", mapTensors(base, [](const at::Tensor& t) { return t.neg(); })},
       {"zeros", mapTensors(base, [](const at::Tensor& t) { return at::zeros_like(t); })},
-      {"NaN and infinities", withSpecials(base, run.gen)},
+      {"NaN and infinities", withSpecials(run.ir, run.rows, base, run.gen)},
   };
   for (const auto& [label, inputs] : cases) {
     const std::string why = run.check(inputs, Prefill::Nan, label);
@@ -266,9 +285,11 @@ bool runEdgeCases(Run& run) {
   std::vector<chain::ChainInputValue> values = chainInputValues(inputs);
   std::vector<at::Tensor> outs;
   std::vector<void*> outPointers;
+  size_t arg = 0;
+  for (int i : run.ir.inputs()) arg += run.ir.node(i).shape != ShapeClass::Scalar;
   for (int o : run.ir.outputs()) {
     const chain::Node& n = run.ir.node(o);
-    outs.push_back(at::empty(chainValueSizes(n.shape, run.rows, run.cols),
+    outs.push_back(at::empty({chainArgumentElements(run.ir, run.layout, arg++, run.rows, run.cols)},
                              at::TensorOptions().dtype(chainScalarType(n.dtype)).device(at::kCUDA, run.device)));
     outPointers.push_back(outs.back().mutable_data_ptr());
   }
@@ -320,10 +341,11 @@ double chainTolerance(const ChainIR& ir) {
   return ir.hasReductions() ? std::ldexp(1.0, -12) : std::ldexp(1.0, -20);
 }
 
-std::vector<ChainReferenceInput> drawChainInputs(const ChainIR& ir, int64_t rows, int64_t cols, ChainDraw draw,
-                                                 at::Generator& gen) {
+std::vector<ChainReferenceInput> drawChainMemory(const ChainIR& ir, const chain::ChainLayout& layout, int64_t rows,
+                                                 int64_t cols, ChainDraw draw, at::Generator& gen) {
   const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA);
   std::vector<ChainReferenceInput> inputs;
+  size_t arg = 0;
   for (int i : ir.inputs()) {
     const chain::Node& n = ir.node(i);
     ChainReferenceInput r;
@@ -331,14 +353,19 @@ std::vector<ChainReferenceInput> drawChainInputs(const ChainIR& ir, int64_t rows
       const double u = at::rand({1}, gen, opts).item<double>();
       r.scalar = static_cast<double>(static_cast<float>(0.5 + 1.5 * u));
     } else {
-      const std::vector<int64_t> sizes = chainValueSizes(n.shape, rows, chain::extentOf(n, cols));
-      const at::Tensor f = draw == ChainDraw::Uniform ? at::rand(sizes, gen, opts).mul_(4.0).sub_(2.0)
-                                                      : at::randn(sizes, gen, opts).mul_(2.0).add_(0.5);
+      const int64_t elements = chainArgumentElements(ir, layout, arg++, rows, cols);
+      const at::Tensor f = draw == ChainDraw::Uniform ? at::rand({elements}, gen, opts).mul_(4.0).sub_(2.0)
+                                                      : at::randn({elements}, gen, opts).mul_(2.0).add_(0.5);
       r.tensor = f.to(chainScalarType(n.dtype)).contiguous();
     }
     inputs.push_back(std::move(r));
   }
   return inputs;
+}
+
+std::vector<ChainReferenceInput> drawChainInputs(const ChainIR& ir, int64_t rows, int64_t cols, ChainDraw draw,
+                                                 at::Generator& gen) {
+  return chainInputViews(ir, {}, drawChainMemory(ir, {}, rows, cols, draw, gen), rows, cols);
 }
 
 std::vector<chain::ChainInputValue> chainInputValues(const std::vector<ChainReferenceInput>& inputs) {
@@ -389,8 +416,6 @@ std::string compareChainOutputs(const std::vector<at::Tensor>& got, const std::v
 
 HarnessReport runChainHarness(const ChainPlan& plan, const HarnessOptions& options) {
   HOTKERNEL_CHECK(plan.launcher != nullptr, "the chain plan has no loaded kernel");
-  HOTKERNEL_CHECK(plan.variant.layout.contiguous(), "the chain harness draws contiguous values: a variant with a ",
-                  "layout is not checked here");
   HarnessReport report;
   report.seed = options.seed ? options.seed
                              : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
@@ -400,7 +425,7 @@ HarnessReport runChainHarness(const ChainPlan& plan, const HarnessOptions& optio
   c10::cuda::CUDAStreamGuard streamGuard(stream);
   at::Generator gen = at::cuda::detail::getDefaultCUDAGenerator(device).clone();
   gen.set_current_seed(report.seed);
-  Run run{plan,   plan.variant.ir, plan.variant.rows, plan.variant.cols, device, options.watchdogSeconds, stream, gen,
+  Run run{plan,   plan.variant.ir, plan.variant.layout, plan.variant.rows, plan.variant.cols, device, options.watchdogSeconds, stream, gen,
           std::mt19937_64(report.seed ^ 0x9e3779b97f4a7c15ull), options.yieldPoint, chainTolerance(plan.variant.ir),
           report};
   try {

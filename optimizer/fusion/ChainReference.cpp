@@ -1,5 +1,6 @@
 #include "hotkernel/optimizer/ChainReference.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "hotkernel/chain/ChainLayout.h"
@@ -131,6 +132,20 @@ std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::ve
   // A node's value: a tensor, or a Scalar node's number (wrapped when it meets a tensor).
   std::vector<at::Tensor> tensors(nodes.size());
   std::vector<std::optional<double>> numbers(nodes.size());
+  // Note [Chain values in a layout]: Full inputs may come in their row shape (rowDims + [extent], any
+  // strides); the first one's rowDims are every Full input's, and Row inputs are viewed in them.
+  std::vector<int64_t> rowDims = {rows};
+  for (size_t k = 0; k < inputNodes.size(); ++k) {
+    const Node& n = nodes[static_cast<size_t>(inputNodes[k])];
+    const at::Tensor& t = inputs[k].tensor;
+    if (n.shape == ShapeClass::Full && t.defined() && t.dim() >= 2) {
+      rowDims.assign(t.sizes().begin(), t.sizes().end() - 1);
+      break;
+    }
+  }
+  int64_t rowProduct = 1;
+  for (int64_t d : rowDims) rowProduct *= d;
+  HOTKERNEL_CHECK(rowProduct == rows, "the Full inputs' row dims hold ", rowProduct, " rows, not ", rows);
   for (size_t k = 0; k < inputNodes.size(); ++k) {
     const Node& n = nodes[static_cast<size_t>(inputNodes[k])];
     if (n.shape == ShapeClass::Scalar) {
@@ -138,11 +153,17 @@ std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::ve
       continue;
     }
     const at::Tensor& t = inputs[k].tensor;
-    HOTKERNEL_CHECK(t.defined() && t.scalar_type() == chainScalarType(n.dtype) &&
-                        t.sizes().vec() == chainValueSizes(n.shape, rows, chain::extentOf(n, cols)),
-                    "input ", k, " must be a ", chain::shapeClassName(n.shape), " tensor of ",
-                    chainScalarType(n.dtype), " for [", rows, ", ", cols, "]");
-    tensors[static_cast<size_t>(inputNodes[k])] = t;
+    // The value in the row shape: rowDims + [extent] (Full), + [1] (Row), rowDims (RowFlat); [extent] (Column).
+    std::vector<int64_t> rowShape = rowDims;
+    if (n.shape == ShapeClass::Full) rowShape.push_back(chain::extentOf(n, cols));
+    if (n.shape == ShapeClass::Row) rowShape.push_back(1);
+    const std::vector<int64_t> flat = chainValueSizes(n.shape, rows, chain::extentOf(n, cols));
+    if (n.shape == ShapeClass::Column) rowShape = flat;
+    const bool fits = t.defined() && t.scalar_type() == chainScalarType(n.dtype) &&
+                      (t.sizes().vec() == rowShape || (n.shape != ShapeClass::Full && t.sizes().vec() == flat));
+    HOTKERNEL_CHECK(fits, "input ", k, " must be a ", chain::shapeClassName(n.shape), " tensor of ",
+                    chainScalarType(n.dtype), " for [", rows, ", ", cols, "] in row dims ", c10::IntArrayRef(rowDims));
+    tensors[static_cast<size_t>(inputNodes[k])] = t.sizes().vec() == rowShape ? t : t.view(rowShape);
   }
   const auto operand = [&](int i) {
     const size_t u = static_cast<size_t>(i);

@@ -18,6 +18,7 @@
 #include "hotkernel/chain/ChainPlan.h"
 #include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/ChainHarness.h"
+#include "hotkernel/optimizer/ChainLayoutValues.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/TargetBudget.h"
 #include "hotkernel/runtime/Check.h"
@@ -63,15 +64,43 @@ struct Timed {
   std::string failure;
 };
 
+// The index of output 0 among the kernel's tensor arguments (chainTensorArgs).
+size_t firstOutputArg(const chain::ChainIR& ir) {
+  size_t arg = 0;
+  for (int i : ir.inputs()) arg += ir.node(i).shape != chain::ShapeClass::Scalar;
+  return arg;
+}
+
+// Each output's memory in the variant's layout (Note [Chain values in a layout]).
 std::vector<at::Tensor> emptyOutputs(const ChainVariant& v, bool nanFilled) {
   std::vector<at::Tensor> outs;
+  size_t arg = firstOutputArg(v.ir);
   for (int o : v.ir.outputs()) {
     const chain::Node& n = v.ir.node(o);
-    outs.push_back(at::empty(chainValueSizes(n.shape, v.rows, v.cols),
+    outs.push_back(at::empty({chainArgumentElements(v.ir, v.layout, arg++, v.rows, v.cols)},
                              at::TensorOptions().dtype(chainScalarType(n.dtype)).device(at::kCUDA, v.device)));
     if (nanFilled) outs.back().fill_(std::numeric_limits<float>::quiet_NaN());
   }
   return outs;
+}
+
+// The outputs' [rows, extent] values, read through their views over `memory`.
+std::vector<at::Tensor> outputValues(const ChainVariant& v, const std::vector<at::Tensor>& memory) {
+  std::vector<at::Tensor> values;
+  size_t arg = firstOutputArg(v.ir);
+  for (size_t o = 0; o < memory.size(); ++o) {
+    const chain::Node& n = v.ir.node(v.ir.outputs()[o]);
+    values.push_back(chainValueOf(n, chainArgumentView(v.ir, v.layout, arg++, memory[o], v.rows, v.cols), v.rows, v.cols));
+  }
+  return values;
+}
+
+// ATen's outputs on the views of `memory`, as [rows, extent] values.
+std::vector<at::Tensor> atenValues(const ChainVariant& v, const std::vector<ChainReferenceInput>& memory) {
+  std::vector<at::Tensor> ref =
+      runChainWithAten(v.ir, chainInputViews(v.ir, v.layout, memory, v.rows, v.cols), v.rows, v.cols);
+  for (size_t o = 0; o < ref.size(); ++o) ref[o] = chainValueOf(v.ir.node(v.ir.outputs()[o]), ref[o], v.rows, v.cols);
+  return ref;
 }
 
 std::vector<void*> pointersOf(const std::vector<at::Tensor>& outs) {
@@ -81,7 +110,8 @@ std::vector<void*> pointersOf(const std::vector<at::Tensor>& outs) {
 }
 
 // The plan timed against the chain run by ATen (Note [Chain tuning]): its
-// calls rotate over `inputs` (call k on input k mod n, the last on input 1),
+// calls rotate over `inputs` (memory in the variant's layout; call k on
+// input k mod n, the last on input 1), ATen's on the same memory's views;
 // the first and the last write NaN-filled outputs of their own that are
 // compared with ATen's afterwards.
 Timed timeCandidate(const ChainPlan& plan, const std::vector<std::vector<ChainReferenceInput>>& inputs, int pairs,
@@ -89,7 +119,11 @@ Timed timeCandidate(const ChainPlan& plan, const std::vector<std::vector<ChainRe
   const ChainVariant& v = plan.variant;
   const size_t n = inputs.size();
   std::vector<std::vector<chain::ChainInputValue>> values;
-  for (const auto& in : inputs) values.push_back(chainInputValues(in));
+  std::vector<std::vector<ChainReferenceInput>> views;
+  for (const auto& in : inputs) {
+    values.push_back(chainInputValues(in));
+    views.push_back(chainInputViews(v.ir, v.layout, in, v.rows, v.cols));
+  }
   BenchmarkOptions bo;
   bo.pairs = pairs;
   bo.beforePair = yieldPoint;
@@ -107,7 +141,7 @@ Timed timeCandidate(const ChainPlan& plan, const std::vector<std::vector<ChainRe
   };
   Timed result;
   result.comparison = benchmarkInterleaved(
-      [&] { (void)runChainWithAten(v.ir, inputs[atenNext++ % n], v.rows, v.cols); },
+      [&] { (void)runChainWithAten(v.ir, views[atenNext++ % n], v.rows, v.cols); },
       [&] {
         if (launchFailed) return;
         const std::vector<at::Tensor> outs = !checkedCall ? emptyOutputs(v, false) : lastOuts.empty() ? firstOuts : lastOuts;
@@ -125,8 +159,7 @@ Timed timeCandidate(const ChainPlan& plan, const std::vector<std::vector<ChainRe
   for (const auto& [name, input, outs] : {std::tuple<const char*, size_t, const std::vector<at::Tensor>*>{
                                               "first", 0, &firstOuts},
                                           {"last", lastInput, &lastOuts}}) {
-    const std::string why =
-        compareChainOutputs(*outs, runChainWithAten(v.ir, inputs[input], v.rows, v.cols), bound);
+    const std::string why = compareChainOutputs(outputValues(v, *outs), atenValues(v, inputs[input]), bound);
     if (!why.empty()) {
       result.comparison.reset();
       result.failure = std::string("timed: the ") + name + " timed launch (input " + std::to_string(input) +
@@ -195,7 +228,7 @@ void compileCandidates(const ChainVariant& v, const std::string& arch, std::vect
       return;
     }
     try {
-      c.cubin = compileToCubin(chain::generateChainSource(v.ir, c.params), "hk_chain.cu", arch,
+      c.cubin = compileToCubin(chain::generateChainSource(v.ir, c.params, v.layout), "hk_chain.cu", arch,
                                chain::chainCompileOptions())
                     .cubin;
     } catch (const std::exception& e) {
@@ -212,9 +245,6 @@ void compileCandidates(const ChainVariant& v, const std::string& arch, std::vect
 TuneOutcome tuneChain(const ChainVariant& v, const TunerOptions& options) {
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
   const std::string variant = chain::chainVariantString(v);
-  // Note [Chain tuning]: the harness and the timing draw contiguous values; a variant with a layout
-  // (Note [Chain layouts]) is not tuned here, it runs unfused.
-  HOTKERNEL_CHECK(v.layout.contiguous(), "a chain variant with a layout is not tuned (", variant, ")");
   const std::vector<ChainKernelParams> space = chain::chainParameterSpace(v.ir, v.rows, v.cols, v.layout);
   HOTKERNEL_CHECK(!space.empty(), "no chain kernel point serves ", variant);
   TunerScope scope(v.device);
@@ -242,7 +272,7 @@ TuneOutcome tuneChain(const ChainVariant& v, const TunerOptions& options) {
   std::vector<std::vector<ChainReferenceInput>> timedInputs;
   for (ChainDraw d : {ChainDraw::Uniform, ChainDraw::Normal}) {
     HOTKERNEL_CHECK(!yieldPoint || yieldPoint(), "tuning interrupted");
-    timedInputs.push_back(drawChainInputs(v.ir, v.rows, v.cols, d, gen));
+    timedInputs.push_back(drawChainMemory(v.ir, v.layout, v.rows, v.cols, d, gen));
   }
   SearchStop stop = count < space.size() ? SearchStop::EvaluationBudget : SearchStop::Exhausted;
   int evaluations = 0;

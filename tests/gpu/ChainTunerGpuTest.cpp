@@ -269,5 +269,93 @@ TEST(ChainTunerGpuTest, GivenAKernelOfAnotherChainWhenHarnessedThenItFailsTheSmo
   EXPECT_EQ(good.stages.size(), 5u);
 }
 
+// Note [Chain values in a layout]: strided and broadcast variants (HF's rotary on q viewed from its
+// projection, GPT-2's attention scores with the mask shared by the heads) harnessed and tuned on memory in
+// their layout. A kernel compiled without the layout reads the wrong elements: the smoke stage fails it.
+struct LaidOut {
+  std::string name;
+  ChainVariant variant;
+};
+
+std::vector<LaidOut> laidOutVariants() {
+  const chain::RotaryShape rotary{2, 8, 256, 128};
+  const chain::AttentionShape attention{8, 12, 512, 512};
+  return {{"rotary fp16 strided", ChainVariant{chain::rotaryChain(DType::Float16, rotary.headDim), chain::rotaryRows(rotary),
+                                               rotary.headDim, 0, chain::rotaryLayout(rotary)}},
+          {"attention scores fp16, mask broadcast",
+           ChainVariant{chain::attentionSoftmaxChain(DType::Float16, 0.125), chain::attentionRows(attention),
+                        attention.keys, 0, chain::attentionSoftmaxLayout(attention)}}};
+}
+
+TEST(ChainTunerGpuTest, GivenStridedVariantsWhenHarnessedThenTheLayoutsKernelPassesAndAContiguousOneFails) {
+  REQUIRE_CUDA_AND_NVRTC();
+  const std::string arch = queryDevice(0).nvrtcArch();
+  for (const LaidOut& c : laidOutVariants()) {
+    SCOPED_TRACE(c.name);
+    const ChainVariant& v = c.variant;
+    ASSERT_FALSE(v.layout.contiguous());
+    const std::vector<chain::ChainKernelParams> space = chain::chainParameterSpace(v.ir, v.rows, v.cols, v.layout);
+    ASSERT_FALSE(space.empty());
+    const chain::ChainKernelParams p = space.front();
+    const std::string params = chain::chainEntryParams(v, p).dump();
+    const std::string right =
+        compileToCubin(chain::generateChainSource(v.ir, p, v.layout), "hk_chain.cu", arch, chain::chainCompileOptions()).cubin;
+    const HarnessReport good = runChainHarness(chain::makeChainPlan(v, params, right));
+    EXPECT_TRUE(good.passed) << (good.failure() ? good.failure()->detail : "");
+    EXPECT_EQ(good.stages.size(), 5u);
+    const std::string contiguous =
+        compileToCubin(chain::generateChainSource(v.ir, p), "hk_chain.cu", arch, chain::chainCompileOptions()).cubin;
+    const HarnessReport bad = runChainHarness(chain::makeChainPlan(v, params, contiguous));
+    EXPECT_FALSE(bad.passed);
+    ASSERT_NE(bad.failure(), nullptr);
+    EXPECT_EQ(bad.failure()->stage, HarnessStage::Smoke) << bad.failure()->detail;
+  }
+}
+
+TEST(ChainTunerGpuTest, GivenStridedVariantsWhenTunedThenAKernelIsAcceptedAndItsPlanComputesEagerOnTheRealTensors) {
+  REQUIRE_CUDA_AND_NVRTC();
+  void* stream = c10::cuda::getCurrentCUDAStream(0).stream();
+  for (const LaidOut& c : laidOutVariants()) {
+    SCOPED_TRACE(c.name);
+    const ChainVariant& v = c.variant;
+    TunerOptions options;
+    options.pairs = 21;
+    const TuneOutcome outcome = tuneChain(v, options);
+    for (const CandidateRecord& r : outcome.metrics.candidates) {
+      std::printf("[chain tuner, layout] %s %s: %s %s speedup %.2f\n", c.name.c_str(), r.params->dump().c_str(),
+                  r.stage.c_str(), r.error.c_str(), r.speedup.value_or(0.0));
+    }
+    ASSERT_TRUE(outcome.accepted) << "no candidate beat eager's calls on the same views with a CI above 1.02";
+    const chain::ChainPlan plan = chain::makeChainPlan(v, outcome.paramsJson.dump(), outcome.cubin);
+    at::manual_seed(13);
+    const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kHalf);
+    std::vector<chain::ChainInputValue> values;
+    at::Tensor eager, out;
+    std::vector<at::Tensor> keep;
+    if (c.name.rfind("rotary", 0) == 0) {
+      const int64_t b = 2, h = 8, s = 256, d = 128;
+      const at::Tensor projection = at::randn({b, s, h * d}, opts), cosT = at::randn({b, s, d}, opts),
+                       sinT = at::randn({b, s, d}, opts);
+      const at::Tensor x = projection.view({b, s, h, d}).transpose(1, 2), cos = cosT.unsqueeze(1), sin = sinT.unsqueeze(1);
+      const at::Tensor x1 = x.slice(-1, 0, d / 2), x2 = x.slice(-1, d / 2);
+      eager = x * cos + at::cat({-x2, x1}, -1) * sin;
+      out = at::empty_strided(eager.sizes(), x.strides(), opts);  // the sum follows x (Note [Chain layouts])
+      for (const at::Tensor& t : {x, cos, x2, x1, sin}) values.push_back({t.const_data_ptr(), 0.0f});
+      keep = {projection, cosT, sinT};
+    } else {
+      const at::Tensor scores = at::randn({8, 12, 512, 512}, opts), mask = at::randn({8, 1, 512, 512}, opts);
+      eager = at::softmax(scores * 0.125 + mask, -1);
+      out = at::empty_like(eager);
+      for (const at::Tensor& t : {scores, mask}) values.push_back({t.const_data_ptr(), 0.0f});
+      keep = {scores, mask};
+    }
+    out.fill_(std::nan(""));
+    ASSERT_TRUE(chain::launchChainPlan(plan, values, {out.mutable_data_ptr()}, stream));
+    EXPECT_EQ(compareChainOutputs({out.reshape({v.rows, v.cols})}, {eager.reshape({v.rows, v.cols})},
+                                  chainTolerance(v.ir)),
+              "");
+  }
+}
+
 }  // namespace
 }  // namespace hotkernel

@@ -9,10 +9,10 @@
 // NVRTC (the pool's chains in parallel). A contiguous variant's point must
 // pass the chain harness, as the tuner's must before it is published; up to
 // three points are drawn, and a chain none of them serves runs unfused. A
-// variant with a layout cannot be harnessed (Note [Chain variants the engine
-// does not tune]): its point is published as drawn, with ATen's rounding when
-// the chain has a 16-bit value (what an entry for it would need to pass), so
-// the fuzz checks the strided code paths against eager directly. The
+// variant with a layout has its point published as drawn, without the
+// harness, with ATen's rounding when the chain has a 16-bit value (what an
+// entry for it would need to pass), so the fuzz checks the strided code
+// paths against eager directly. The
 // checker's bound for a kernel's outputs is the harness's (Note [Chain
 // harness tolerance]).
 

@@ -1,5 +1,5 @@
 // The engine's device-free decisions about a hot chain (interpose/engine/EngineFusion.h): the variant it
-// looks up, caches and plans, and whether it tunes it (Note [Chain variants the engine does not tune]).
+// looks up, caches, tunes and plans.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -21,7 +21,7 @@ fusion::HotChain hotChainOf(const std::vector<chain::RecordedCall>& calls, const
   return hot;
 }
 
-TEST(EngineFusionTest, GivenHfRotaryLearnedInItsStridedLayoutWhenItsVariantIsMadeThenItCarriesTheLayoutAndIsNotTuned) {
+TEST(EngineFusionTest, GivenHfRotaryLearnedInItsStridedLayoutWhenItsVariantIsMadeThenItCarriesTheLayout) {
   const chain::RotaryShape shape{2, 4, 8, 32};
   const chain::RecordedChain r = chain::rotaryRecording(chain::DType::BFloat16, shape);
   const fusion::HotChain hot = hotChainOf(r.calls, r.metas, {10});
@@ -35,11 +35,9 @@ TEST(EngineFusionTest, GivenHfRotaryLearnedInItsStridedLayoutWhenItsVariantIsMad
   // The cache key names the layout: the same chain over contiguous memory is another entry.
   EXPECT_NE(chain::chainVariantString(v).find(";layout=" + chain::layoutText(v.layout)), std::string::npos)
       << chain::chainVariantString(v);
-  const std::string skipped = chainTuningSkipped(v);
-  EXPECT_NE(skipped.find("strided or broadcast"), std::string::npos) << skipped;
 }
 
-TEST(EngineFusionTest, GivenAContiguousChainWhenItsVariantIsMadeThenItHasTheEmptyLayoutAndIsTuned) {
+TEST(EngineFusionTest, GivenAContiguousChainWhenItsVariantIsMadeThenItHasTheEmptyLayout) {
   // SwiGLU on contiguous [16, 64] bf16 values: silu(%0) * %2.
   using A = chain::RecordedArg;
   const std::vector<chain::RecordedCall> calls = {{"aten::silu", {A::tensor(0)}, {1}},
@@ -51,7 +49,6 @@ TEST(EngineFusionTest, GivenAContiguousChainWhenItsVariantIsMadeThenItHasTheEmpt
   const chain::ChainVariant v = chainVariantOf(hot);
   EXPECT_TRUE(v.layout.contiguous());
   EXPECT_EQ(chain::chainVariantString(v).find(";layout="), std::string::npos);
-  EXPECT_EQ(chainTuningSkipped(v), "");
 }
 
 }  // namespace

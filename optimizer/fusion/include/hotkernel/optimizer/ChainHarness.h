@@ -8,6 +8,8 @@
 // the plan's guard, on fresh random inputs of every chain input (Full,
 // Column and Row tensors, Scalar inputs exact in float32) drawn from a seed
 // recorded in the report. The five stages of Harness.h, as they apply:
+// A variant with a layout runs every stage on memory laid out as its calls
+// had it (Note [Chain values in a layout]); an output's buffer is its span.
 //  1. smoke        one launch on the variant, outputs at a random offset in a
 //                  buffer pre-filled with NaN, guard regions of random
 //                  length and bits before and after each output left
@@ -50,6 +52,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/ChainPlan.h"
 #include "hotkernel/optimizer/ChainReference.h"
 #include "hotkernel/optimizer/Harness.h"
@@ -62,9 +65,17 @@ double chainTolerance(const chain::ChainIR& ir);
 // How the values of a draw are distributed.
 enum class ChainDraw { Uniform, Normal };
 
-// Fresh inputs of `ir` over [rows, cols] on the current CUDA device and
-// stream, from `gen`: tensors uniform in [-2, 2) or normal (mean 0.5, std 2),
-// rounded to their dtype; Scalar inputs uniform in [0.5, 2), exact in float32.
+// Fresh inputs of `ir` over [rows, cols] in `layout` on the current CUDA
+// device and stream, from `gen`: each tensor input's memory (a 1-d buffer of
+// chainArgumentElements: Note [Chain values in a layout]) uniform in [-2, 2)
+// or normal (mean 0.5, std 2), rounded to its dtype; Scalar inputs uniform in
+// [0.5, 2), exact in float32. The kernel reads the memory; ATen computes on
+// chainInputViews of it.
+std::vector<ChainReferenceInput> drawChainMemory(const chain::ChainIR& ir, const chain::ChainLayout& layout,
+                                                 int64_t rows, int64_t cols, ChainDraw draw, at::Generator& gen);
+
+// The same draw in the contiguous layout, as the values ([rows, extent],
+// [extent], [rows, 1]) themselves.
 std::vector<ChainReferenceInput> drawChainInputs(const chain::ChainIR& ir, int64_t rows, int64_t cols,
                                                  ChainDraw draw, at::Generator& gen);
 

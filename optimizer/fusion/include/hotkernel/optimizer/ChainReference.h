@@ -34,7 +34,11 @@ struct ChainReferenceInput {
 };
 
 // The chain's outputs (ir.outputs() order), computed by ATen op by op.
-// Error (HOTKERNEL_CHECK) on a wrong count of inputs or a tensor of the wrong
+// Full inputs are [rows, extent], or all of one row shape rowDims + [extent]
+// (rowDims' product rows, any strides: Note [Chain values in a layout]); Row
+// inputs are then viewed as rowDims + [1], and the outputs come in the row
+// shape (chainValueOf makes them [rows, extent] again). Error
+// (HOTKERNEL_CHECK) on a wrong count of inputs or a tensor of the wrong
 // dtype or shape for its input.
 std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::vector<ChainReferenceInput>& inputs,
                                          int64_t rows, int64_t cols);

@@ -25,9 +25,10 @@
 // "tuning interrupted" and nothing is stored. With options.clock, no new
 // candidate starts once the target's budget is spent. The variant's rows are
 // tuned whole (a plan serves exactly its rows): a variant whose harness and
-// timing buffers exceed options.memoryCapBytes is refused with an Error, and
-// so is a variant with a layout (Note [Chain layouts]: the harness draws
-// contiguous values; such a variant runs unfused until it learns layouts).
+// timing buffers exceed options.memoryCapBytes is refused with an Error. A
+// variant with a layout is compiled with it and harnessed and timed on memory
+// laid out as its calls had it, ATen on the same memory's views (Note [Chain
+// values in a layout]).
 
 #include <string>
 

@@ -1,0 +1,74 @@
+#include "hotkernel/optimizer/ChainLayoutValues.h"
+
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel {
+
+using chain::ShapeClass;
+
+int64_t chainArgumentElements(const chain::ChainIR& ir, const chain::ChainLayout& layout, size_t arg, int64_t rows,
+                              int64_t cols) {
+  const std::vector<int> args = chain::chainTensorArgs(ir);
+  HOTKERNEL_CHECK(arg < args.size(), "tensor argument ", arg, " of ", args.size());
+  const chain::Node& n = ir.node(args[arg]);
+  switch (n.shape) {
+    case ShapeClass::Full:
+      return chain::layoutSpan(ir, layout, arg, rows, cols);
+    case ShapeClass::Column:
+      return chain::extentOf(n, cols);
+    case ShapeClass::Row:
+    case ShapeClass::RowFlat:
+      return rows;
+    case ShapeClass::Scalar:
+      break;
+  }
+  HOTKERNEL_CHECK(false, "tensor argument ", arg, " is a Scalar");
+  return 0;
+}
+
+at::Tensor chainArgumentView(const chain::ChainIR& ir, const chain::ChainLayout& layout, size_t arg,
+                             const at::Tensor& memory, int64_t rows, int64_t cols) {
+  const int64_t elements = chainArgumentElements(ir, layout, arg, rows, cols);
+  HOTKERNEL_CHECK(memory.dim() == 1 && memory.numel() >= elements, "tensor argument ", arg, " needs a 1-d buffer of ",
+                  elements, " elements, got ", memory.sizes());
+  const chain::Node& n = ir.node(chain::chainTensorArgs(ir)[arg]);
+  std::vector<int64_t> sizes = chain::layoutRowDims(layout, rows);
+  switch (n.shape) {
+    case ShapeClass::Full: {
+      std::vector<int64_t> strides = chain::layoutStrides(ir, layout, arg, rows, cols);
+      sizes.push_back(chain::extentOf(n, cols));
+      strides.push_back(1);
+      return memory.as_strided(sizes, strides);
+    }
+    case ShapeClass::Column:
+      return memory.narrow(0, 0, elements);
+    case ShapeClass::Row:
+      sizes.push_back(1);
+      return memory.narrow(0, 0, elements).view(sizes);
+    case ShapeClass::RowFlat:
+      return memory.narrow(0, 0, elements).view(sizes);
+    case ShapeClass::Scalar:
+      break;
+  }
+  return {};
+}
+
+std::vector<ChainReferenceInput> chainInputViews(const chain::ChainIR& ir, const chain::ChainLayout& layout,
+                                                 const std::vector<ChainReferenceInput>& memory, int64_t rows,
+                                                 int64_t cols) {
+  const std::vector<int> inputs = ir.inputs();
+  HOTKERNEL_CHECK(memory.size() == inputs.size(), "the chain takes ", inputs.size(), " inputs, got ", memory.size());
+  std::vector<ChainReferenceInput> views = memory;
+  size_t arg = 0;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (ir.node(inputs[k]).shape == ShapeClass::Scalar) continue;
+    views[k].tensor = chainArgumentView(ir, layout, arg++, memory[k].tensor, rows, cols);
+  }
+  return views;
+}
+
+at::Tensor chainValueOf(const chain::Node& n, const at::Tensor& value, int64_t rows, int64_t cols) {
+  return value.reshape(chainValueSizes(n.shape, rows, chain::extentOf(n, cols)));
+}
+
+}  // namespace hotkernel

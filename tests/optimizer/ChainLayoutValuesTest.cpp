@@ -1,0 +1,121 @@
+// Note [Chain values in a layout]: a variant's memory, the views ATen computes on, and the reference over
+// row shapes, on the CPU (the harness and the tuner do the same on CUDA).
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "hotkernel/chain/ChainInterpreter.h"
+#include "hotkernel/chain/NamedChains.h"
+#include "hotkernel/optimizer/ChainLayoutValues.h"
+#include "hotkernel/optimizer/ChainReference.h"
+#include "hotkernel/runtime/Check.h"
+
+namespace hotkernel {
+namespace {
+
+using chain::ChainIR;
+using chain::DType;
+
+std::vector<float> floatsOf(const at::Tensor& t) {
+  const at::Tensor f = t.to(at::kFloat).contiguous().reshape({-1});
+  return std::vector<float>(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+}
+
+// HF's rotary on q viewed from the projection: ATen on the variant's views of the projection's memory is
+// eager on the real tensors, bit for bit, and the interpreter reading the same memory through the layout
+// agrees with it.
+TEST(ChainLayoutValuesTest, GivenRotaryMemoryWhenViewedInTheLayoutThenAtenOnTheViewsIsEagerOnTheRealTensors) {
+  const chain::RotaryShape shape{2, 4, 8, 32};
+  const int64_t b = shape.batch, h = shape.heads, s = shape.seq, d = shape.headDim;
+  const ChainIR ir = chain::rotaryChain(DType::BFloat16, d);
+  const chain::ChainLayout layout = chain::rotaryLayout(shape);
+  const int64_t rows = chain::rotaryRows(shape);
+  const at::Tensor projection = at::randn({b, s, h * d}).to(at::kBFloat16);
+  const at::Tensor cosTable = at::randn({b, s, d}).to(at::kBFloat16), sinTable = at::randn({b, s, d}).to(at::kBFloat16);
+  const at::Tensor x = projection.view({b, s, h, d}).transpose(1, 2);
+  const at::Tensor cos = cosTable.unsqueeze(1), sin = sinTable.unsqueeze(1);
+  // Each input's memory from its data pointer over its span (x2 starts half a row in).
+  const auto memoryOf = [&](const at::Tensor& base, int64_t offset, size_t arg) {
+    const int64_t span = chainArgumentElements(ir, layout, arg, rows, d);
+    return base.reshape({-1}).narrow(0, offset, span);
+  };
+  std::vector<ChainReferenceInput> memory(5);
+  memory[0].tensor = memoryOf(projection, 0, 0);  // x
+  memory[1].tensor = memoryOf(cosTable, 0, 1);    // cos
+  memory[2].tensor = memoryOf(projection, d / 2, 2);  // x2
+  memory[3].tensor = memoryOf(projection, 0, 3);  // x1
+  memory[4].tensor = memoryOf(sinTable, 0, 4);    // sin
+  const std::vector<ChainReferenceInput> views = chainInputViews(ir, layout, memory, rows, d);
+  EXPECT_TRUE(at::equal(views[0].tensor.reshape(x.sizes()), x));
+  EXPECT_EQ(views[0].tensor.data_ptr(), projection.data_ptr());  // a view, not a copy
+  EXPECT_EQ(views[1].tensor.stride(1), 0);                         // cos shared by the heads
+  const std::vector<at::Tensor> out = runChainWithAten(ir, views, rows, d);
+  ASSERT_EQ(out.size(), 1u);
+  const at::Tensor x1 = x.slice(-1, 0, d / 2), x2 = x.slice(-1, d / 2);
+  const at::Tensor eager = x * cos + at::cat({-x2, x1}, -1) * sin;
+  EXPECT_TRUE(at::equal(out[0].reshape(eager.sizes()), eager));
+  const at::Tensor value = chainValueOf(ir.node(ir.outputs()[0]), out[0], rows, d);
+  EXPECT_EQ(value.sizes(), (std::vector<int64_t>{rows, d}));
+  // The interpreter reading the memory through the layout: the same chain (AtenOrder rounds as eager).
+  std::vector<std::vector<float>> in;
+  for (const ChainReferenceInput& m : memory) in.push_back(floatsOf(m.tensor));
+  const auto interpreted = chain::interpretChain(ir, rows, d, layout, in, chain::EvalMode::AtenOrder);
+  EXPECT_EQ(interpreted[0], floatsOf(value));
+}
+
+TEST(ChainLayoutValuesTest, GivenTheAttentionMaskWhenViewedThenEveryHeadReadsItsBatchsRows) {
+  const chain::AttentionShape shape{2, 3, 4, 8};
+  const ChainIR ir = chain::attentionSoftmaxChain(DType::Float32, 0.5);
+  const chain::ChainLayout layout = chain::attentionSoftmaxLayout(shape);
+  const int64_t rows = chain::attentionRows(shape);
+  EXPECT_EQ(chainArgumentElements(ir, layout, 0, rows, 8), rows * 8);       // the scores: dense
+  EXPECT_EQ(chainArgumentElements(ir, layout, 1, rows, 8), 2 * 4 * 8);      // the mask: one copy per batch
+  EXPECT_EQ(chainArgumentElements(ir, layout, 2, rows, 8), rows * 8);       // the probabilities
+  const at::Tensor mask = at::randn({2 * 4 * 8});
+  const at::Tensor view = chainArgumentView(ir, layout, 1, mask, rows, 8);
+  ASSERT_EQ(view.dim(), 4);
+  for (int64_t head = 1; head < 3; ++head) EXPECT_TRUE(at::equal(view.select(1, head), view.select(1, 0)));
+  EXPECT_TRUE(at::equal(view.select(1, 0), mask.view({2, 4, 8})));
+  // Scores, mask and softmax on the views are eager's softmax(scores * scale + mask) with the mask broadcast.
+  const at::Tensor scores = at::randn({rows * 8});
+  std::vector<ChainReferenceInput> memory(2);
+  memory[0].tensor = scores;
+  memory[1].tensor = mask;
+  const std::vector<at::Tensor> out = runChainWithAten(ir, chainInputViews(ir, layout, memory, rows, 8), rows, 8);
+  const at::Tensor eager = at::softmax(scores.view({2, 3, 4, 8}) * 0.5 + mask.view({2, 1, 4, 8}), -1);
+  EXPECT_TRUE(at::equal(out[0], eager));
+}
+
+TEST(ChainLayoutValuesTest, GivenTheContiguousLayoutWhenViewedThenTheValuesAreTheRowsOfTheBuffer) {
+  const ChainIR ir = chain::rmsNormChain(DType::Float32, 1e-6);  // x Full, w Column
+  const at::Tensor x = at::randn({6 * 16}), w = at::randn({16});
+  EXPECT_EQ(chainArgumentElements(ir, {}, 0, 6, 16), 96);
+  EXPECT_EQ(chainArgumentElements(ir, {}, 1, 6, 16), 16);
+  const at::Tensor xv = chainArgumentView(ir, {}, 0, x, 6, 16);
+  EXPECT_EQ(xv.sizes(), (std::vector<int64_t>{6, 16}));
+  EXPECT_TRUE(xv.is_contiguous());
+  EXPECT_EQ(chainArgumentView(ir, {}, 1, w, 6, 16).sizes(), (std::vector<int64_t>{16}));
+  EXPECT_THROW(chainArgumentView(ir, {}, 0, x.narrow(0, 0, 95), 6, 16), Error);  // shorter than its span
+  EXPECT_THROW(chainArgumentView(ir, {}, 0, x.view({6, 16}), 6, 16), Error);     // not a 1-d buffer
+}
+
+TEST(ChainLayoutValuesTest, GivenInputsInARowShapeWhenRunThenRowInputsFollowItAndMismatchedShapesAreRefused) {
+  // x * r with r a Row value ([rows, 1]): x in the row shape [2, 3, 8], r viewed as [2, 3, 1].
+  ChainIR ir;
+  const int x = ir.addInput(DType::Float32, chain::ShapeClass::Full);
+  const int r = ir.addInput(DType::Float32, chain::ShapeClass::Row);
+  ir.markOutput(ir.addBinary(chain::OpKind::Mul, x, r));
+  const at::Tensor xv = at::randn({2, 3, 8}), rv = at::randn({6, 1});
+  std::vector<ChainReferenceInput> in(2);
+  in[0].tensor = xv;
+  in[1].tensor = rv;
+  const std::vector<at::Tensor> out = runChainWithAten(ir, in, 6, 8);
+  EXPECT_TRUE(at::equal(out[0], xv * rv.view({2, 3, 1})));
+  in[0].tensor = at::randn({2, 4, 8});  // 8 rows, not 6
+  EXPECT_THROW(runChainWithAten(ir, in, 6, 8), Error);
+}
+
+}  // namespace
+}  // namespace hotkernel
