@@ -9,9 +9,13 @@
 //
 // --chain is rmsnorm (LlamaRMSNorm with its weight; --eps, default 1e-6),
 // swiglu, newgelu, residual-add-cast (--to, the cast's dtype, default
-// float32) or rotary (HF's apply_rotary_pos_emb for one of q or k as the
+// float32), rotary (HF's apply_rotary_pos_emb for one of q or k as the
 // dispatcher delivers it: chain::rotaryChain in chain::rotaryLayout; --shape
-// is BATCHxHEADSxSEQxHEADDIM, the chain's view [BATCH * HEADS * SEQ, HEADDIM]). Without --points the chain kind's default set is compiled: for an
+// is BATCHxHEADSxSEQxHEADDIM, the chain's view [BATCH * HEADS * SEQ, HEADDIM])
+// or attention-softmax (HF's eager attention scores: softmax(scores * scale +
+// mask, -1) with the mask shared by the heads: chain::attentionSoftmaxChain in
+// chain::attentionSoftmaxLayout; --shape is BATCHxHEADSxQUERIESxKEYS, --scale
+// default 0.125). Without --points the chain kind's default set is compiled: for an
 // elementwise chain, 128-1024 threads at the widest vector (16 bytes, or the
 // widest that divides cols) and 256 at half of it; for a row chain, the streaming kernel at 128-1024 threads, the
 // register-resident one with the fewest items that hold the row (at most 16;
@@ -31,6 +35,7 @@
 //   "eps": 1e-06,                        // rmsnorm only
 //   "to": "float32",                     // residual-add-cast only
 //   "rotary": {"batch": 1, "heads": 32, "seq": 4096, "headDim": 128},  // rotary only
+//   "attention": {"batch": 16, "heads": 12, "queries": 512, "keys": 512, "scale": 0.125},  // attention-softmax only
 //   "layout": {"rowDims": [...], "strides": [[...], ...]},  // the variant's layout; {} when contiguous
 //   "rows": 4096, "cols": 4096, "arch": "sm_90", "nvrtcVersion": 13000,
 //   "kernel": "hk_chain",                // the cubin's entry point
@@ -63,7 +68,9 @@
 // [rows]; a tensor's "cols" is its column extent (Note [Chain column
 // extents]) and "span" the elements its memory spans in the layout
 // (layoutSpan: rows * cols for a contiguous full value). Version 1 was the
-// same without "rotary", "layout", "cols" and "span". A later version
+// same without "rotary", "layout", "cols" and "span"; "attention" came with
+// the attention-softmax chain (a reader of version 2 that does not know the
+// chain does not ask for it). A later version
 // changes "version"; readers refuse versions they do not know.
 
 #include <CLI/CLI.hpp>
@@ -104,13 +111,15 @@ constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
 constexpr const char* kManifestFormat = "hotkernel-chain-kernels";
 constexpr int kManifestVersion = 2;
-const std::vector<std::string> kChains = {"rmsnorm", "swiglu", "newgelu", "residual-add-cast", "rotary"};
+const std::vector<std::string> kChains = {"rmsnorm", "swiglu", "newgelu", "residual-add-cast", "rotary",
+                                          "attention-softmax"};
 
 struct Args {
   std::string chain;
   std::string dtype = "bfloat16";
   double eps = 1e-6;
   std::string to = "float32";
+  double scale = 0.125;
   std::string shape;
   std::string arch = "sm_90";
   std::string points;
@@ -159,6 +168,9 @@ ChainIR buildChain(const Args& a, const CLI::App& app) {
   const DType dtype = parseDTypeArg(a.dtype, "--dtype");
   const bool epsGiven = app.count("--eps") > 0, toGiven = app.count("--to") > 0;
   if (epsGiven && a.chain != "rmsnorm") throw UsageError{"--eps is rmsnorm's; --chain " + a.chain + " has none"};
+  if (app.count("--scale") > 0 && a.chain != "attention-softmax") {
+    throw UsageError{"--scale is attention-softmax's; --chain " + a.chain + " has none"};
+  }
   if (toGiven && a.chain != "residual-add-cast") {
     throw UsageError{"--to is residual-add-cast's; --chain " + a.chain + " has none"};
   }
@@ -175,7 +187,23 @@ ChainIR buildChain(const Args& a, const CLI::App& app) {
   if (a.chain == "residual-add-cast") {
     return hotkernel::chain::residualAddCastChain(dtype, parseDTypeArg(a.to, "--to"));
   }
-  throw UsageError{"unknown --chain '" + a.chain + "' (rmsnorm, swiglu, newgelu, residual-add-cast, rotary)"};
+  throw UsageError{"unknown --chain '" + a.chain +
+                   "' (rmsnorm, swiglu, newgelu, residual-add-cast, rotary, attention-softmax)"};
+}
+
+// The attention-softmax chain's --shape: BATCHxHEADSxQUERIESxKEYS.
+hotkernel::chain::AttentionShape parseAttentionShape(const std::string& text) {
+  static const std::regex kShape(R"((\d{1,6})[xX](\d{1,6})[xX](\d{1,9})[xX](\d{1,9}))");
+  std::smatch m;
+  if (!std::regex_match(text, m, kShape)) {
+    throw UsageError{"bad --shape '" + text + "' for attention-softmax (want BATCHxHEADSxQUERIESxKEYS, e.g. 16x12x512x512)"};
+  }
+  hotkernel::chain::AttentionShape r{std::stoll(m[1].str()), std::stoll(m[2].str()), std::stoll(m[3].str()),
+                                     std::stoll(m[4].str())};
+  if (r.batch < 1 || r.heads < 1 || r.queries < 1 || r.keys < 1) {
+    throw UsageError{"bad --shape '" + text + "': every extent >= 1"};
+  }
+  return r;
 }
 
 // The rotary chain's --shape: BATCHxHEADSxSEQxHEADDIM.
@@ -314,8 +342,9 @@ nlohmann::json argsJson(const ChainIR& ir, const ChainKernelParams& p, const hot
 }
 
 int run(const Args& a, const CLI::App& app) {
-  const bool rotary = a.chain == "rotary";
+  const bool rotary = a.chain == "rotary", attention = a.chain == "attention-softmax";
   hotkernel::chain::RotaryShape rotaryShape;
+  hotkernel::chain::AttentionShape attentionShape;
   hotkernel::chain::ChainLayout layout;
   ChainIR ir;
   int64_t rows = 0, cols = 0;
@@ -325,6 +354,17 @@ int run(const Args& a, const CLI::App& app) {
     layout = hotkernel::chain::rotaryLayout(rotaryShape);
     rows = hotkernel::chain::rotaryRows(rotaryShape);
     cols = rotaryShape.headDim;
+  } else if (attention) {
+    if (!std::isfinite(a.scale) || a.scale <= 0) {
+      std::ostringstream text;
+      text << "bad --scale " << a.scale << " (want a finite value > 0)";
+      throw UsageError{text.str()};
+    }
+    attentionShape = parseAttentionShape(a.shape);
+    ir = hotkernel::chain::attentionSoftmaxChain(parseDTypeArg(a.dtype, "--dtype"), a.scale);
+    layout = hotkernel::chain::attentionSoftmaxLayout(attentionShape);
+    rows = hotkernel::chain::attentionRows(attentionShape);
+    cols = attentionShape.keys;
   } else {
     ir = buildChain(a, app);
     std::tie(rows, cols) = parseShape(a.shape);
@@ -404,6 +444,11 @@ int run(const Args& a, const CLI::App& app) {
                           {"seq", rotaryShape.seq},
                           {"headDim", rotaryShape.headDim}};
   }
+  if (attention) {
+    manifest["attention"] = {{"batch", attentionShape.batch},     {"heads", attentionShape.heads},
+                             {"queries", attentionShape.queries}, {"keys", attentionShape.keys},
+                             {"scale", a.scale}};
+  }
   manifest["layout"] = layout.contiguous() ? nlohmann::json::object() : hotkernel::chain::layoutToJson(layout);
   manifest["rows"] = rows;
   manifest["cols"] = cols;
@@ -455,11 +500,14 @@ int main(int argc, char** argv) {
   Args a;
   CLI::App app{"Compiles a named chain's fused kernel with NVRTC at parameter points: cubins and a manifest",
                "chain_kernel_tool"};
-  app.add_option("--chain", a.chain, "rmsnorm, swiglu, newgelu, residual-add-cast or rotary")->required();
+  app.add_option("--chain", a.chain, "rmsnorm, swiglu, newgelu, residual-add-cast, rotary or attention-softmax")
+      ->required();
   app.add_option("--dtype", a.dtype, "the chain's dtype: float32, float16, bfloat16")->capture_default_str();
   app.add_option("--eps", a.eps, "rmsnorm's eps")->capture_default_str();
   app.add_option("--to", a.to, "residual-add-cast's cast dtype")->capture_default_str();
-  app.add_option("--shape", a.shape, "ROWSxCOLS of the chain's [rows, cols] view (rotary: BxHxSxD)")->required();
+  app.add_option("--scale", a.scale, "attention-softmax's scale of the scores")->capture_default_str();
+  app.add_option("--shape", a.shape, "ROWSxCOLS of the chain's [rows, cols] view (rotary: BxHxSxD; attention-softmax: BxHxQxK)")
+      ->required();
   app.add_option("--arch", a.arch, "NVRTC's real architecture")->capture_default_str();
   app.add_option("--points", a.points, "comma list of tTHREADSvVECrROWSiITEMS (default: the chain kind's set)");
   app.add_option("--jobs", a.jobs, "parallel compiles (0: one a core)")->capture_default_str();

@@ -17,6 +17,10 @@ Each case is a chain written as HF transformers writes it:
                      (inputs proj [b, s, h * d], cos, sin [b, s, d]; the case's shape is BxHxSxD); the fused
                      kernel reads x, its halves and the tables in place through the chain's layout
                      (Note [Chain layouts]) and writes an output with eager's strides
+  attention-softmax  HF's eager attention scores (modeling_gpt2's eager_attention_forward):
+                     softmax(scores * 0.125 + mask, dim=-1), scores [b, h, q, k] (a matmul's result), the
+                     additive causal mask [b, 1, q, k] (0 or the dtype's min) shared by the heads; the case's
+                     shape is BxHxQxK; the fused kernel reads the mask once per batch through the chain's layout
 For each case the script
   1. runs chain_kernel_tool (bench/chain_kernel_tool.cpp) for the case's chain, dtype and
      shape at the GPU's architecture: one cubin per parameter point of the chain kind's
@@ -84,10 +88,13 @@ MANTISSA_BITS = {torch.float32: 23, torch.float16: 10, torch.bfloat16: 7}
 # the k of a model with 8 key-value heads.
 DEFAULT_CASES = ("rmsnorm:bfloat16:4096x4096,swiglu:bfloat16:16384x8192,newgelu:bfloat16:8192x3072,"
                  "newgelu:float16:8192x3072,residual-add-cast:bfloat16:4096x4096,"
-                 "rotary:bfloat16:1x32x4096x128,rotary:bfloat16:1x8x4096x128")
+                 "rotary:bfloat16:1x32x4096x128,rotary:bfloat16:1x8x4096x128,"
+                 "attention-softmax:float16:16x12x512x512")
 # --smoke: an odd row count (a last CTA of row kernels with fewer rows), short rows.
 SMOKE_CASES = ("rmsnorm:bfloat16:37x512,swiglu:bfloat16:37x512,newgelu:bfloat16:37x384,"
-               "newgelu:float16:37x384,residual-add-cast:bfloat16:37x512,rotary:float16:2x4x37x64")
+               "newgelu:float16:37x384,residual-add-cast:bfloat16:37x512,rotary:float16:2x4x37x64,"
+               "attention-softmax:float16:2x3x37x64")
+ATTENTION_SCALE = 0.125  # GPT-2's head_dim ** -0.5
 
 
 # ----------------------------------------------------------------------------
@@ -124,6 +131,11 @@ def rotate_half(x):
     return torch.cat((-x2, x1), dim=-1)
 
 
+def attention_softmax(scores, mask):
+    """modeling_gpt2's eager_attention_forward from the scores to the probabilities."""
+    return torch.softmax(scores * ATTENTION_SCALE + mask, dim=-1)
+
+
 def hf_rotary(batch, heads, seq, head_dim):
     def rotary(proj, cos, sin):
         x = proj.view(batch, seq, heads, head_dim).transpose(1, 2)
@@ -141,6 +153,7 @@ FUNCTIONS = {
                "(x + 0.044715 * torch.pow(x, 3.0))))",
     "residual-add-cast": "s = residual + h; (s, s.to(torch.float32))",
     "rotary": "x = proj.view(b, s, h, d).transpose(1, 2); x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1)",
+    "attention-softmax": "torch.softmax(scores * 0.125 + mask, dim=-1), mask [b, 1, q, k] shared by the heads",
 }
 
 
@@ -148,30 +161,40 @@ class Case:
     """One chain at one dtype and shape: its eager function, inputs (in the kernel's
     input order), float64 reference and the tool's arguments."""
 
-    def __init__(self, chain, dtype_name, rows, cols, eps, rotary=None):
+    def __init__(self, chain, dtype_name, rows, cols, eps, rotary=None, attention=None):
         self.chain, self.dtype_name, self.rows, self.cols = chain, dtype_name, rows, cols
         self.rotary = rotary  # (batch, heads, seq, head_dim) of a rotary case
+        self.attention = attention  # (batch, heads, queries, keys) of an attention-softmax case
         self.dtype = DTYPES[dtype_name]
         self.eps = eps if chain == "rmsnorm" else None
         self.tool_args = ["--eps", repr(eps)] if chain == "rmsnorm" else []
         if chain == "residual-add-cast":
             self.tool_args = ["--to", "float32"]
+        if chain == "attention-softmax":
+            self.tool_args = ["--scale", repr(ATTENTION_SCALE)]
         self.fn = {"rmsnorm": lambda: llama_rms_norm(eps), "swiglu": lambda: swiglu, "newgelu": lambda: new_gelu,
                    "residual-add-cast": lambda: residual_add_cast,
-                   "rotary": lambda: hf_rotary(*rotary) if rotary else None}[chain]()
+                   "rotary": lambda: hf_rotary(*rotary) if rotary else None,
+                   "attention-softmax": lambda: attention_softmax}[chain]()
 
     def label(self):
         if self.rotary:
             return f"rotary {self.dtype_name} " + "x".join(str(v) for v in self.rotary)
+        if self.attention:
+            return f"attention-softmax {self.dtype_name} " + "x".join(str(v) for v in self.attention)
         return f"{self.chain} {self.dtype_name} {self.rows}x{self.cols}"
 
     def tool_shape(self):
-        return "x".join(str(v) for v in self.rotary) if self.rotary else f"{self.rows}x{self.cols}"
+        laid_out = self.rotary or self.attention
+        return "x".join(str(v) for v in laid_out) if laid_out else f"{self.rows}x{self.cols}"
 
     def input_shapes(self):
         if self.rotary:
             b, h, s, d = self.rotary
             return [(b, s, h * d), (b, s, d), (b, s, d)]
+        if self.attention:
+            b, h, q, k = self.attention
+            return [(b, h, q, k), (b, 1, q, k)]
         full, column = (self.rows, self.cols), (self.cols,)
         return {"rmsnorm": [full, column], "swiglu": [full, full], "newgelu": [full],
                 "residual-add-cast": [full, full]}[self.chain]
@@ -179,6 +202,8 @@ class Case:
     def kernel_inputs(self, inputs):
         """The tensors hk_chain reads, in its input order: for rotary the memory of x (the
         projection), cos, x2 = x[..., d/2:] (the projection from d/2 on), x1 and sin, flat."""
+        if self.attention:  # the scores and the mask, flat: the mask's rows are read once per head
+            return [t.reshape(-1) for t in inputs]
         if not self.rotary:
             return inputs
         proj, cos, sin = (t.reshape(-1) for t in inputs)
@@ -192,6 +217,9 @@ class Case:
             b, h, s, d = self.rotary
             flat = torch.full((b * s * h * d,), float("nan"), dtype=self.dtype, device=device)
             return [flat.view(b, s, h, d).transpose(1, 2)], [flat]
+        if self.attention:  # softmax allocates its result contiguous
+            flat = torch.full((self.rows * self.cols,), float("nan"), dtype=self.dtype, device=device)
+            return [flat.view(self.attention)], [flat]
         outs = [torch.full(tensor_shape(a["shape"], self.rows, self.cols), float("nan"), dtype=DTYPES[a["dtype"]],
                            device=device) for a in args if a["kind"] == "output"]
         return outs, outs
@@ -200,6 +228,9 @@ class Case:
         if self.rotary:  # x (its halves are the same memory), cos, sin and the output, each once
             b, h, s, d = self.rotary
             return (2 * b * s * h * d + 2 * b * s * d) * self.dtype.itemsize
+        if self.attention:  # the scores and the probabilities once, the mask once per batch
+            b, h, q, k = self.attention
+            return (2 * b * h * q * k + b * q * k) * self.dtype.itemsize
         return bytes_moved(point, self.rows, self.cols)
 
     def make_inputs(self, device, gen):
@@ -209,6 +240,11 @@ class Case:
         xs = [(torch.randn(s, device=device, generator=gen) * 2).to(self.dtype) for s in shapes]
         if self.chain == "rmsnorm":  # a weight of both signs around HF's ones
             xs[1] = (torch.rand(self.cols, device=device, generator=gen) * 2 - 0.5).to(self.dtype)
+        if self.attention:  # HF's additive causal mask: 0 where a query sees a key, the dtype's min elsewhere
+            b, h, q, k = self.attention
+            seen = torch.ones(q, k, dtype=torch.bool, device=device).tril(k - q)
+            mask = torch.zeros(q, k, dtype=self.dtype, device=device).masked_fill(~seen, torch.finfo(self.dtype).min)
+            xs[1] = mask.expand(b, 1, q, k).contiguous()
         return xs
 
     def eager(self, inputs):
@@ -222,6 +258,8 @@ class Case:
         x = [t.double() for t in inputs]
         if self.rotary:  # no constants: the formula itself, in float64
             return [hf_rotary(*self.rotary)(x[0], x[1], x[2]).contiguous()]
+        if self.attention:
+            return [torch.softmax(x[0] * ATTENTION_SCALE + x[1], dim=-1)]
         if self.chain == "rmsnorm":
             return [x[1] * (x[0] * torch.rsqrt(x[0].pow(2).mean(-1, keepdim=True) + self.eps))]
         if self.chain == "swiglu":
@@ -236,7 +274,7 @@ class Case:
 def parse_cases(text, eps):
     cases = []
     for item in text.split(","):
-        rotary = None
+        rotary = attention = None
         try:
             chain, dtype, shape = item.strip().split(":")
             if chain == "rotary":
@@ -244,15 +282,21 @@ def parse_cases(text, eps):
                 if len(rotary) != 4 or min(rotary) < 1 or rotary[3] % 2:
                     raise ValueError(shape)
                 rows, cols = rotary[0] * rotary[1] * rotary[2], rotary[3]
+            elif chain == "attention-softmax":
+                attention = tuple(int(v) for v in shape.lower().split("x"))
+                if len(attention) != 4 or min(attention) < 1:
+                    raise ValueError(shape)
+                rows, cols = attention[0] * attention[1] * attention[2], attention[3]
             else:
                 rows, cols = (int(v) for v in shape.lower().split("x"))
         except ValueError:
-            sys.exit(f"fusion_bench: malformed case '{item}' (want chain:dtype:ROWSxCOLS, rotary:dtype:BxHxSxD)")
-        if chain not in ("rmsnorm", "swiglu", "newgelu", "residual-add-cast", "rotary") or dtype not in DTYPES \
-                or rows < 1 or cols < 1:
+            sys.exit(f"fusion_bench: malformed case '{item}' (want chain:dtype:ROWSxCOLS, rotary:dtype:BxHxSxD, "
+                     "attention-softmax:dtype:BxHxQxK)")
+        if chain not in ("rmsnorm", "swiglu", "newgelu", "residual-add-cast", "rotary", "attention-softmax") \
+                or dtype not in DTYPES or rows < 1 or cols < 1:
             sys.exit(f"fusion_bench: unknown chain/dtype or bad shape in '{item}' "
-                     "(chains: rmsnorm, swiglu, newgelu, residual-add-cast, rotary)")
-        cases.append(Case(chain, dtype, rows, cols, eps, rotary))
+                     "(chains: rmsnorm, swiglu, newgelu, residual-add-cast, rotary, attention-softmax)")
+        cases.append(Case(chain, dtype, rows, cols, eps, rotary, attention))
     return cases
 
 

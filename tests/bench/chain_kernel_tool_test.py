@@ -44,7 +44,11 @@ CASES = {
     # HF's rotary on x of [batch 2, heads 4, seq 37, head dim 64]: the view [2 * 4 * 37, 64].
     "rotary": ("bfloat16", (2 * 4 * 37, 64), ["--shape", "2x4x37x64"],
                [("input", "bfloat16", "full")] * 5 + [("output", "bfloat16", "full")]),
+    # GPT-2's eager attention scores of [batch 2, heads 3, queries 37, keys 64], the mask shared by the heads.
+    "attention-softmax": ("float16", (2 * 3 * 37, 64), ["--shape", "2x3x37x64", "--scale", "0.125"],
+                          [("input", "float16", "full")] * 2 + [("output", "float16", "full")]),
 }
+LAID_OUT = ("rotary", "attention-softmax")  # --shape in their extra arguments, a layout in the manifest
 # The tool's --shape of a case (rotary's is BATCHxHEADSxSEQxHEADDIM, in its extra arguments).
 ROTARY_SPANS = {"x": (37 - 1) * 4 * 64 + (4 - 1) * 64 + (2 - 1) * 37 * 4 * 64 + 64}
 
@@ -57,6 +61,10 @@ def check_manifest(chain, dtype, rows, cols, expected, out_dir, eps=1e-05, min_p
     if chain == "rotary":
         expect(m.get("rotary") == {"batch": 2, "heads": 4, "seq": 37, "headDim": 64}, f"{what}: rotary {m.get('rotary')}")
         expect(m["layout"].get("rowDims") == [2, 4, 37], f"{what}: layout {m['layout']}")
+    elif chain == "attention-softmax":
+        expect(m.get("attention") == {"batch": 2, "heads": 3, "queries": 37, "keys": 64, "scale": 0.125},
+               f"{what}: attention {m.get('attention')}")
+        expect(m["layout"].get("rowDims") == [2, 3, 37], f"{what}: layout {m['layout']}")
     else:
         expect(m["layout"] == {}, f"{what}: a contiguous case has layout {m['layout']}")
     expect((m["chain"], m["dtype"], m["rows"], m["cols"], m["arch"]) == (chain, dtype, rows, cols, arch),
@@ -101,7 +109,7 @@ def check_manifest(chain, dtype, rows, cols, expected, out_dir, eps=1e-05, min_p
             if a["kind"] in ("input", "output"):
                 want = ELEMENT[a["dtype"]] * (prm["vec"] if a["shape"] in ("full", "column") else 1)
                 expect(a["alignment"] == want, f"{pw}: {a['kind']} node {a['node']} alignment {a['alignment']}")
-                if chain != "rotary":
+                if chain not in LAID_OUT:
                     span = {"full": rows * cols, "column": cols, "row": rows, "row_flat": rows}[a["shape"]]
                     expect((a["cols"], a["span"]) == (cols, span), f"{pw}: node {a['node']} cols/span {a['cols']}, {a['span']}")
         if chain == "rotary":  # x, cos, x2, x1, sin, out: x's memory spans the projection, x2 and x1 half a row less
@@ -110,6 +118,9 @@ def check_manifest(chain, dtype, rows, cols, expected, out_dir, eps=1e-05, min_p
             expect(extents == [64, 64, 32, 32, 64, 64], f"{pw}: extents {extents}")
             expect(spans[0] == ROTARY_SPANS["x"] and spans[5] == spans[0] and spans[2] == spans[0] - 32
                    and spans[1] == 37 * 64 + (2 - 1) * 37 * 64, f"{pw}: spans {spans}")
+        if chain == "attention-softmax":  # scores, mask, probabilities: the mask spans one batch's rows per batch
+            spans = [a["span"] for a in p["args"] if a["kind"] in ("input", "output")]
+            expect(spans == [rows * cols, 2 * 37 * 64, rows * cols], f"{pw}: spans {spans}")
     return m
 
 
@@ -118,7 +129,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for chain, (dtype, (rows, cols), extra, expected) in CASES.items():
             out = os.path.join(tmp, chain)
-            shape = [] if chain == "rotary" else ["--shape", f"{rows}x{cols}"]
+            shape = [] if chain in LAID_OUT else ["--shape", f"{rows}x{cols}"]
             r = run(tool, "--chain", chain, "--dtype", dtype, *shape, "--arch", "sm_90",
                     "--jobs", "2", "--out", out, *extra)
             if r.returncode == 1 and "NVRTC is unavailable" in r.stderr:
@@ -147,6 +158,9 @@ def main():
             (["--chain", "swiglu", "--shape", "4x8", "--eps", "1e-5"], "--eps is rmsnorm's"),
             (["--chain", "rmsnorm", "--shape", "4x8", "--eps", "0"], "bad --eps"),
             (["--chain", "newgelu", "--shape", "4x8", "--to", "float32"], "--to is residual-add-cast's"),
+            (["--chain", "swiglu", "--shape", "4x8", "--scale", "0.5"], "--scale is attention-softmax's"),
+            (["--chain", "attention-softmax", "--shape", "2x3x4"], "bad --shape"),
+            (["--chain", "attention-softmax", "--shape", "2x3x4x8", "--scale", "-1"], "bad --scale"),
             (["--chain", "swiglu", "--shape", "4x8", "--arch", "90"], "bad --arch"),
             (["--chain", "swiglu", "--shape", "4x8", "--points", "t256v8r2i0"], "out of range"),
             (["--chain", "swiglu", "--shape", "4x8", "--points", "fast"], "bad point"),
