@@ -62,10 +62,6 @@ void ChainLearner::close() {
   }
   drop();
   ++news_;  // reported or refused below
-  if (pattern.calls.size() < 2) {
-    stats.refusal = "a single call: nothing to fuse";
-    return;
-  }
   if (pattern.live.empty()) {
     stats.refusal = "no value of the window is read after it";
     return;
@@ -74,6 +70,11 @@ void ChainLearner::close() {
   hot.key = pattern.key();
   stats.key = hot.key;
   hot.build = chain::buildChain(pattern.calls, pattern.metas, pattern.live, chain::ChainBuildOptions{/*layouts=*/true});
+  // Note [Relayout copies]: a lone call is a chain only when it is such a copy.
+  if (pattern.calls.size() < 2 && !chain::isRelayoutCopy(hot.build)) {
+    stats.refusal = "a single call: nothing to fuse";
+    return;
+  }
   if (!hot.build.ok()) {
     stats.refusal = hot.build.reason;
     HOTKERNEL_LOG(Debug) << "fusion: a hot window of " << pattern.calls.size()

@@ -30,6 +30,7 @@ const std::vector<DeferrableOp>& deferrableOps() {
       {"aten::rsub", "Scalar", "Scalar_out"},
       {"aten::rsub", "Tensor", "Tensor_out"},
       {"aten::_to_copy", "", nullptr},
+      {"aten::clone", "", "out"},  // Note [Relayout copies]
       {"aten::sum", "dim_IntList", "IntList_out"},
       {"aten::mean", "dim", "out"},
       {"aten::amax", "", "out"},

@@ -198,9 +198,14 @@ std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::ve
       case chain::OpCategory::Binary:
         tensors[i] = binary(n, operand(n.operands.at(0)), operand(n.operands.at(1)));
         break;
-      case chain::OpCategory::Cast:
-        tensors[i] = tensors[static_cast<size_t>(n.operands.at(0))].to(chainScalarType(n.dtype));
+      case chain::OpCategory::Cast: {
+        // A cast to the value's own dtype is a copy eager made (clone: Note [Relayout copies]); to() would
+        // return the value itself.
+        const at::Tensor& x = tensors[static_cast<size_t>(n.operands.at(0))];
+        const at::ScalarType to = chainScalarType(n.dtype);
+        tensors[i] = x.scalar_type() == to ? x.clone(at::MemoryFormat::Contiguous) : x.to(to);
         break;
+      }
       case chain::OpCategory::Reduction:
         tensors[i] = reduction(n, tensors[static_cast<size_t>(n.operands.at(0))]);
         break;

@@ -284,7 +284,11 @@ std::vector<LaidOut> laidOutVariants() {
                                                rotary.headDim, 0, chain::rotaryLayout(rotary)}},
           {"attention scores fp16, mask broadcast",
            ChainVariant{chain::attentionSoftmaxChain(DType::Float16, 0.125), chain::attentionRows(attention),
-                        attention.keys, 0, chain::attentionSoftmaxLayout(attention)}}};
+                        attention.keys, 0, chain::attentionSoftmaxLayout(attention)}},
+          // Note [Relayout copies]: GPT-2's q copied out of its fused QKV projection, against eager's clone.
+          {"relayout copy fp16, q of GPT-2's QKV",
+           ChainVariant{chain::relayoutCopyChain(DType::Float16), 16 * 12 * 512, 64, 0,
+                        chain::headViewCopyLayout(chain::RotaryShape{16, 12, 512, 64}, 3)}}};
 }
 
 TEST(ChainTunerGpuTest, GivenStridedVariantsWhenHarnessedThenTheLayoutsKernelPassesAndAContiguousOneFails) {
@@ -342,6 +346,13 @@ TEST(ChainTunerGpuTest, GivenStridedVariantsWhenTunedThenAKernelIsAcceptedAndIts
       out = at::empty_strided(eager.sizes(), x.strides(), opts);  // the sum follows x (Note [Chain layouts])
       for (const at::Tensor& t : {x, cos, x2, x1, sin}) values.push_back({t.const_data_ptr(), 0.0f});
       keep = {projection, cosT, sinT};
+    } else if (c.name.rfind("relayout", 0) == 0) {
+      const at::Tensor qkv = at::randn({16, 512, 3 * 12 * 64}, opts);
+      const at::Tensor q = qkv.narrow(-1, 0, 12 * 64).view({16, 512, 12, 64}).transpose(1, 2);
+      eager = q.clone(at::MemoryFormat::Contiguous);
+      out = at::empty_like(eager);
+      values.push_back({q.const_data_ptr(), 0.0f});
+      keep = {qkv};
     } else {
       const at::Tensor scores = at::randn({8, 12, 512, 512}, opts), mask = at::randn({8, 1, 512, 512}, opts);
       eager = at::softmax(scores * 0.125 + mask, -1);

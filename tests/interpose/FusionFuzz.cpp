@@ -92,6 +92,7 @@ enum class Op : uint8_t {
   AddT, SubT, MulT, DivT, RsubT,                                                          // binary
   Cast, SumRow, MeanRow, AmaxRow,
   SoftmaxRow, LogSoftmaxRow,  // aten::_softmax / _log_softmax over the last dim (Note [Softmax in a chain])
+  Clone,       // a contiguous copy (of the strided first input: Note [Relayout copies])
   RotateHalf,  // HF's rotate_half: cat([-x2, x1], -1) of the halves x1, x2 (views) of a full value
 };
 enum class Shape : uint8_t { Full, Col, Row, Zero };
@@ -173,6 +174,7 @@ at::Tensor applyStep(const TStep& s, const at::Tensor& a, const at::Tensor& b) {
     case Op::AmaxRow: return at::amax(a, {-1}, true);
     case Op::SoftmaxRow: return at::_softmax(a, -1, false);
     case Op::LogSoftmaxRow: return at::_log_softmax(a, -1, false);
+    case Op::Clone: return at::clone(a, at::MemoryFormat::Contiguous);
     case Op::RotateHalf: {
       const int64_t half = a.size(-1) / 2;
       return at::cat({at::neg(a.slice(-1, half)), a.slice(-1, 0, half)}, -1);
@@ -218,6 +220,13 @@ class TemplateMaker {
     base_ = kTypes[pick(3)];
     addInput(Shape::Full, base_, false);
     t_.inputs[0].strided = pick(4) == 0;
+    // A lone contiguous copy of a strided value: a chain of one call (Note [Relayout copies]).
+    if (pick(12) == 0) {
+      t_.inputs[0].strided = true;
+      push(TStep{Op::Clone, 0}, unary(0, values_[0].bound, values_[0].nonneg, values_[0].positive));
+      t_.keeps = {{true}, {true}};
+      return t_;
+    }
     const int steps = 2 + pick(6);
     int cur = 0;
     while (static_cast<int>(t_.steps.size()) < steps) {
@@ -279,6 +288,12 @@ class TemplateMaker {
       const int x = pick(3) != 0 ? 0 : a;
       const GenValue& vx = values_[static_cast<size_t>(x)];
       if (vx.shape == Shape::Full) return push(TStep{Op::RotateHalf, x}, unary(x, vx.bound, false, false));
+    }
+    // A contiguous copy, mostly of the first input (strided in a quarter of the templates).
+    if (pick(100) < 5) {
+      const int x = pick(3) != 0 ? 0 : a;
+      const GenValue& vx = values_[static_cast<size_t>(x)];
+      return push(TStep{Op::Clone, x}, unary(x, vx.bound, vx.nonneg, vx.positive));
     }
     const GenValue va = values_[static_cast<size_t>(a)];
     const int r = pick(100);
@@ -564,6 +579,10 @@ class Program {
       if (ofPending) count("rotateHalfOfPending");  // its halves are views of an unwritten value
       if (engine_ && fuzzEngine().stats().deferredCalls >= before + 2) count("rotateHalfDeferred");
     }
+    if (s.op == Op::Clone) {
+      count("cloneSteps");
+      if (engine_ && fuzzEngine().stats().deferredCalls > before) count("cloneDeferred");
+    }
     if (engine_ && fuzzEngine().stats().deferredCalls > before) regs_[static_cast<size_t>(r)].deferredEpoch = flushEpoch();
     if (engine_ && trace_ != nullptr) {
       *trace_ << "    value " << r << " = op " << static_cast<int>(s.op) << "(" << a << ", " << b << ") "
@@ -641,11 +660,18 @@ class Program {
     const at::Tensor& t = regs_[static_cast<size_t>(r)].t;
     count("items");
     if (pending(r)) count("itemsOfPending");
-    command(CommandKind::Copy);  // the copy to the host, then its synchronize
-    command(CommandKind::Synchronize);
-    if (t.numel() == 0) return;
+    if (t.numel() == 0) {
+      command(CommandKind::Copy);
+      command(CommandKind::Synchronize);
+      return;
+    }
     const int64_t at = ch_.pick(static_cast<int>(std::min<int64_t>(t.numel(), 1 << 20)));
-    items_.push_back(Item{t.reshape({-1})[at].item<double>(), r});
+    // As `.item()` runs on a device: the element's view first (reshape copies a strided value: a clone the
+    // engine may defer, Note [Relayout copies]), then the copy to the host and its synchronize, then the read.
+    const at::Tensor element = t.reshape({-1})[at];
+    command(CommandKind::Copy);
+    command(CommandKind::Synchronize);
+    items_.push_back(Item{element.item<double>(), r});
   }
 
   at::Tensor foreignOp(const at::Tensor& t, int which) {
@@ -1047,6 +1073,7 @@ struct Pool {
   size_t chainsWithLayouts = 0;  // strided values (Note [Chain layouts])
   size_t chainsWithCat = 0;
   size_t chainsWithSoftmax = 0;  // _softmax or _log_softmax (Note [Softmax in a chain])
+  size_t relayoutCopies = 0;     // chains of one copy (Note [Relayout copies])
   size_t chainsWithoutKernel = 0;  // the kernel maker had none: not published
 };
 
@@ -1121,6 +1148,7 @@ Pool learnPool(uint64_t seed, int templates, LaunchLog& log, const FuzzOptions& 
       if (holds([](const chain::RecordedCall& c) { return c.op == "aten::_softmax" || c.op == "aten::_log_softmax"; })) {
         ++pool.chainsWithSoftmax;
       }
+      if (chain::isRelayoutCopy(h.build)) ++pool.relayoutCopies;
     }
   }
   engine.setHotCallback(nullptr);
@@ -1178,6 +1206,7 @@ FuzzReport runFusionFuzz(const FuzzOptions& options) {
       report.counts["poolChainsWithLayouts"] += pool.chainsWithLayouts;
       report.counts["poolChainsWithCat"] += pool.chainsWithCat;
       report.counts["poolChainsWithSoftmax"] += pool.chainsWithSoftmax;
+      report.counts["poolRelayoutCopies"] += pool.relayoutCopies;
       report.counts["poolChainsWithoutKernel"] += pool.chainsWithoutKernel;
     }
     const uint64_t seed = mix(mix(options.seed, static_cast<uint64_t>(poolIndex)), static_cast<uint64_t>(p));

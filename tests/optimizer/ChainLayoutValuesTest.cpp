@@ -117,5 +117,24 @@ TEST(ChainLayoutValuesTest, GivenInputsInARowShapeWhenRunThenRowInputsFollowItAn
   EXPECT_THROW(runChainWithAten(ir, in, 6, 8), Error);
 }
 
+// Note [Relayout copies]: a cast to the value's own dtype is the copy eager made, not the value itself.
+TEST(ChainLayoutValuesTest, GivenARelayoutCopyWhenRunByAtenOnItsViewThenTheResultIsAContiguousCopy) {
+  ChainIR ir;
+  const int x = ir.addInput(DType::BFloat16, chain::ShapeClass::Full);
+  ir.markOutput(ir.addCast(x, DType::BFloat16));
+  chain::ChainLayout layout;
+  layout.rowDims = {2, 3, 5};
+  layout.strides = {{5 * 3 * 3 * 8, 8, 3 * 3 * 8}, {3 * 5 * 8, 5 * 8, 8}};  // q's head view, the copy
+  const at::Tensor qkv = at::randn({2, 5, 3 * 3 * 8}).to(at::kBFloat16);
+  std::vector<ChainReferenceInput> memory(1);
+  memory[0].tensor = qkv.reshape({-1}).narrow(0, 0, chainArgumentElements(ir, layout, 0, 30, 8));
+  const std::vector<ChainReferenceInput> views = chainInputViews(ir, layout, memory, 30, 8);
+  const std::vector<at::Tensor> out = runChainWithAten(ir, views, 30, 8);
+  EXPECT_TRUE(out[0].is_contiguous());
+  EXPECT_NE(out[0].data_ptr(), qkv.data_ptr());
+  const at::Tensor q = qkv.narrow(-1, 0, 3 * 8).view({2, 5, 3, 8}).transpose(1, 2);
+  EXPECT_TRUE(at::equal(out[0], q));
+}
+
 }  // namespace
 }  // namespace hotkernel

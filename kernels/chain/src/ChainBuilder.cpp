@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "OpRules.h"
 #include "TensorIteratorLayout.h"
 #include "TensorPlacement.h"
 #include "hotkernel/runtime/Check.h"
@@ -14,54 +15,10 @@
 namespace hotkernel::chain {
 namespace {
 
-enum class Form { Unary, Gelu, Pow, BinaryTensor, BinaryScalar, Rsub, Cast, Reduce, Cat, Softmax };
-
-struct OpRule {
-  const char* schema;  // name with overload
-  Form form;
-  OpKind op;
-};
-
-constexpr std::array<OpRule, 30> kRules = {{
-    {"aten::neg", Form::Unary, OpKind::Neg},
-    {"aten::exp", Form::Unary, OpKind::Exp},
-    {"aten::log", Form::Unary, OpKind::Log},
-    {"aten::rsqrt", Form::Unary, OpKind::Rsqrt},
-    {"aten::sqrt", Form::Unary, OpKind::Sqrt},
-    {"aten::tanh", Form::Unary, OpKind::Tanh},
-    {"aten::sigmoid", Form::Unary, OpKind::Sigmoid},
-    {"aten::silu", Form::Unary, OpKind::Silu},
-    {"aten::relu", Form::Unary, OpKind::Relu},
-    {"aten::abs", Form::Unary, OpKind::Abs},
-    {"aten::reciprocal", Form::Unary, OpKind::Reciprocal},
-    {"aten::gelu", Form::Gelu, OpKind::GeluErf},
-    {"aten::pow.Tensor_Scalar", Form::Pow, OpKind::PowScalar},
-    {"aten::add.Tensor", Form::BinaryTensor, OpKind::Add},
-    {"aten::sub.Tensor", Form::BinaryTensor, OpKind::Sub},
-    {"aten::mul.Tensor", Form::BinaryTensor, OpKind::Mul},
-    {"aten::div.Tensor", Form::BinaryTensor, OpKind::Div},
-    {"aten::add.Scalar", Form::BinaryScalar, OpKind::Add},
-    {"aten::sub.Scalar", Form::BinaryScalar, OpKind::Sub},
-    {"aten::mul.Scalar", Form::BinaryScalar, OpKind::Mul},
-    {"aten::div.Scalar", Form::BinaryScalar, OpKind::Div},
-    {"aten::rsub.Scalar", Form::Rsub, OpKind::Sub},
-    {"aten::rsub.Tensor", Form::Rsub, OpKind::Sub},
-    {"aten::_to_copy", Form::Cast, OpKind::Cast},
-    {"aten::sum.dim_IntList", Form::Reduce, OpKind::Sum},
-    {"aten::mean.dim", Form::Reduce, OpKind::Mean},
-    {"aten::amax", Form::Reduce, OpKind::Amax},
-    {"aten::cat", Form::Cat, OpKind::Cat},
-    // Note [Softmax in a chain]: op Div for softmax, Log for log_softmax (its last step).
-    {"aten::_softmax", Form::Softmax, OpKind::Div},
-    {"aten::_log_softmax", Form::Softmax, OpKind::Log},
-}};
-
-// The ops that return a view of their argument: they end a chain.
-constexpr std::array<const char*, 22> kViewOps = {
-    "view",     "_reshape_alias", "reshape", "expand",  "slice",       "select",     "transpose", "t",
-    "permute",  "unsqueeze",      "squeeze", "as_strided", "narrow",   "split",      "chunk",     "unflatten",
-    "flatten",  "alias",          "detach",  "diagonal",   "unfold",   "view_as_real"};
-
+using rules::Form;
+using rules::kRules;
+using rules::kViewOps;
+using rules::OpRule;
 using detail::join;
 using detail::numel;
 using detail::Placement;
@@ -232,6 +189,12 @@ class Builder {
         want = TensorMeta{got.scalarType, meta(call.args.at(0).value).sizes,
                           detail::emptyLikeStrides(meta(call.args.at(0).value))};
         break;
+      case Form::Clone: {
+        const TensorMeta& self = meta(call.args.at(0).value);
+        want = TensorMeta{got.scalarType, self.sizes,
+                          cloneContiguous(call) ? detail::contiguousStrides(self.sizes) : detail::emptyLikeStrides(self)};
+        break;
+      }
       case Form::Softmax: {  // contiguous whatever the input's strides (the structured kernel's meta)
         const std::vector<int64_t>& sizes = meta(call.args.at(0).value).sizes;
         want = TensorMeta{got.scalarType, sizes, detail::contiguousStrides(sizes)};
@@ -370,6 +333,12 @@ class Builder {
         }
         return ir_.addReduce(rule.op, x, keep != nullptr && keep->flag, -1);
       }
+      case Form::Clone: {
+        argCount(call, 2);
+        (void)cloneContiguous(call);  // refuses a memory format other than preserve and contiguous
+        const int x = operand(call.args[0]);
+        return ir_.addCast(x, ir_.node(x).dtype);
+      }
       case Form::Softmax:
         return softmax(rule, call);
       case Form::Cat: {
@@ -396,6 +365,22 @@ class Builder {
     }
     HOTKERNEL_INTERNAL_ASSERT(false, "unhandled form");
   }
+
+  // clone's memory_format: true for torch.contiguous_format, false for none
+  // or torch.preserve_format (the result strides of empty_like); Error for
+  // another.
+  static bool cloneContiguous(const RecordedCall& call) {
+    const RecordedArg* format = argAt(call, 1);
+    if (format == nullptr || format->kind == RecordedArg::Kind::None) return false;
+    HOTKERNEL_REQUIRE(format->kind == RecordedArg::Kind::Scalar, "clone's memory_format must be a memory format");
+    const auto f = static_cast<int64_t>(format->scalar);
+    HOTKERNEL_REQUIRE(f == kContiguousFormat || f == kPreserveFormat, "clone to memory format ", f,
+                      ": a chain writes contiguous or preserved strides");
+    return f == kContiguousFormat;
+  }
+  // c10::MemoryFormat's values as the recorder sees them (an int).
+  static constexpr int64_t kContiguousFormat = 0;
+  static constexpr int64_t kPreserveFormat = 1;
 
   // Note [Softmax in a chain]
   // aten::_softmax(x, dim, half_to_float) and aten::_log_softmax over the
@@ -462,6 +447,16 @@ class Builder {
 };
 
 }  // namespace
+
+bool isRelayoutCopy(const ChainBuild& build) {
+  if (!build.ok() || build.layout.contiguous() || build.chain.size() != 2 || build.chain.outputs().size() != 1) {
+    return false;
+  }
+  const Node& in = build.chain.node(0);
+  const Node& copy = build.chain.node(1);
+  return in.op == OpKind::Input && in.shape == ShapeClass::Full && copy.op == OpKind::Cast &&
+         copy.dtype == in.dtype && build.chain.outputs()[0] == 1;
+}
 
 ChainBuild buildChain(const std::vector<RecordedCall>& calls, const TensorMetas& tensors,
                       const std::vector<int64_t>& liveOutputs, const ChainBuildOptions& options) {

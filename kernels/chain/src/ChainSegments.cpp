@@ -20,9 +20,9 @@ std::vector<PatternSegment> segmentPattern(const ChainPattern& window, const Cha
   std::vector<PatternSegment> segments;
   size_t builds = 0;
   size_t start = 0;
-  while (start + 2 <= n && builds < maxBuilds) {
+  while (start + 1 <= n && builds < maxBuilds) {
     bool found = false;
-    for (size_t end = n; end >= start + 2 && builds < maxBuilds; --end) {
+    for (size_t end = n; end >= start + 1 && builds < maxBuilds; --end) {
       std::vector<int64_t> segmentLive;
       for (size_t i = start; i < end; ++i) {
         for (int64_t out : window.calls[i].outputs) {
@@ -44,7 +44,7 @@ std::vector<PatternSegment> segmentPattern(const ChainPattern& window, const Cha
       }
       ++builds;
       seg.build = buildChain(seg.pattern.calls, seg.pattern.metas, seg.pattern.live, options);
-      if (seg.build.ok()) {
+      if (seg.build.ok() && (end - start >= 2 || isRelayoutCopy(seg.build))) {
         segments.push_back(std::move(seg));
         start = end;
         found = true;

@@ -163,6 +163,21 @@ RecordedChain attentionSoftmaxRecording(DType dtype, const AttentionShape& shape
   return r;
 }
 
+ChainIR relayoutCopyChain(DType dtype) {
+  ChainIR ir;
+  const int x = ir.addInput(dtype, ShapeClass::Full);
+  ir.markOutput(ir.addCast(x, dtype));
+  return ir;
+}
+
+ChainLayout headViewCopyLayout(const RotaryShape& shape, int64_t parts) {
+  const int64_t b = shape.batch, h = shape.heads, s = shape.seq, d = shape.headDim;
+  ChainLayout layout;
+  layout.rowDims = {b, h, s};
+  layout.strides = {{s * parts * h * d, d, parts * h * d}, {h * s * d, s * d, d}};  // the head view, the copy
+  return normalizeLayout(relayoutCopyChain(DType::Float16), b * h * s, d, layout);
+}
+
 int64_t attentionRows(const AttentionShape& shape) { return shape.batch * shape.heads * shape.queries; }
 
 ChainLayout attentionSoftmaxLayout(const AttentionShape& shape) {

@@ -388,5 +388,43 @@ TEST(ChainBuilderTest, GivenGpt2EagerAttentionScoresRecordedWhenBuiltThenTheMask
   }
 }
 
+// Note [Relayout copies]: q's head view of GPT-2's fused QKV projection ([b, s, 3 * h * d] viewed as
+// [b, h, s, d]) copied contiguous, as matmul's reshape does.
+TEST(ChainBuilderTest, GivenACloneOfAHeadViewWhenBuiltThenItIsARelayoutCopyAndOtherClonesAreNot) {
+  const int64_t b = 2, h = 3, s = 5, d = 8;
+  const TensorMeta head{"float16", {b, h, s, d}, {s * 3 * h * d, d, 3 * h * d, 1}};
+  const std::vector<RecordedCall> contiguousClone = {call("aten::clone", {A::tensor(1), A::number(0)}, 2)};
+  const TensorMetas m = {{1, head}, {2, contiguous("float16", {b, h, s, d})}};
+  const ChainBuild copy = buildChain(contiguousClone, m, {2}, ChainBuildOptions{true});
+  ASSERT_TRUE(copy.ok()) << copy.reason;
+  EXPECT_TRUE(isRelayoutCopy(copy));
+  ASSERT_EQ(copy.chain.size(), 2u);
+  EXPECT_EQ(copy.chain.node(1).op, OpKind::Cast);
+  EXPECT_EQ(copy.chain.node(1).dtype, DType::Float16);
+  EXPECT_EQ(copy.rows, b * h * s);
+  EXPECT_FALSE(copy.layout.contiguous());
+  // Preserve (the default) of a non-dense view is contiguous too (empty_like); None the same.
+  for (const A& format : {A::number(1), A::none()}) {
+    EXPECT_TRUE(isRelayoutCopy(buildChain({call("aten::clone", {A::tensor(1), format}, 2)}, m, {2}, ChainBuildOptions{true})));
+  }
+  // A clone of a contiguous value changes no layout: a chain, but no relayout copy.
+  const TensorMetas dense = {{1, contiguous("float16", {b, h, s, d})}, {2, contiguous("float16", {b, h, s, d})}};
+  const ChainBuild plain = buildChain(contiguousClone, dense, {2}, ChainBuildOptions{true});
+  ASSERT_TRUE(plain.ok()) << plain.reason;
+  EXPECT_FALSE(isRelayoutCopy(plain));
+  // The result's strides must be the format's; channels_last is no chain format; k's transpose (last-dim
+  // stride not 1) is no chain value.
+  TensorMetas wrongStrides = m;
+  wrongStrides[2] = head;
+  expectRefused(contiguousClone, wrongStrides, "strides");
+  expectRefused({call("aten::clone", {A::tensor(1), A::number(2)}, 2)}, m, "memory format 2");
+  const TensorMetas transposed = {{1, TensorMeta{"float16", {b, h, d, s}, {s * 3 * h * d, d, 1, 3 * h * d}}},
+                                  {2, contiguous("float16", {b, h, d, s})}};
+  EXPECT_FALSE(buildChain(contiguousClone, transposed, {2}, ChainBuildOptions{true}).ok());
+  // Not a copy: a cast to another dtype, or a chain of more nodes.
+  const TensorMetas widened = {{1, head}, {2, contiguous("float32", {b, h, s, d})}};
+  EXPECT_FALSE(isRelayoutCopy(buildChain({call("aten::_to_copy", {A::tensor(1)}, 2)}, widened, {2}, ChainBuildOptions{true})));
+}
+
 }  // namespace
 }  // namespace hotkernel::chain

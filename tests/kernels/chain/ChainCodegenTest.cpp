@@ -188,7 +188,7 @@ TEST(ChainCodegenTest, GivenTheRotaryChainInItsLayoutsWhenCompiledWithNvrtcThenE
 
 // Note [Softmax in a chain]: two dependent row reductions (the sum reads the max), GPT-2's attention scores with
 // the mask broadcast over the heads, at every point of their spaces (the tuner may pick any).
-TEST(ChainCodegenTest, GivenSoftmaxChainsWhenCompiledAtEveryPointOfTheirSpacesThenEachIsACubinWithoutSpills) {
+TEST(ChainCodegenTest, GivenSoftmaxChainsAndARelayoutCopyWhenCompiledAtEveryPointOfTheirSpacesThenEachIsACubinWithoutSpills) {
   SKIP_WITHOUT_NVRTC();
   std::vector<ChainCompileJob> jobs;
   const AttentionShape gpt2{16, 12, 512, 512};
@@ -198,6 +198,12 @@ TEST(ChainCodegenTest, GivenSoftmaxChainsWhenCompiledAtEveryPointOfTheirSpacesTh
                     attentionSoftmaxLayout(gpt2)});
   }
   const size_t attentionPoints = jobs.size();
+  // Note [Relayout copies]: GPT-2's q copied out of its fused QKV projection, at every point of its space.
+  const RotaryShape heads{16, 12, 512, 64};
+  for (const ChainKernelParams& p :
+       chainParameterSpace(relayoutCopyChain(DType::Float16), 16 * 12 * 512, 64, headViewCopyLayout(heads, 3))) {
+    jobs.push_back({"relayout_copy_f16", relayoutCopyChain(DType::Float16), p, "sm_90a", headViewCopyLayout(heads, 3)});
+  }
   for (const ChainKernelParams& p : chainParameterSpace(softmaxChain(DType::BFloat16, true), 64, 32000)) {
     jobs.push_back({"log_softmax_bf16", softmaxChain(DType::BFloat16, true), p});
   }

@@ -107,3 +107,26 @@ TEST(ChainSegmentsTest, GivenABoundOnBuildsWhenSegmentingThenTheSearchStopsThere
   EXPECT_EQ(segmentPattern(window, kLayouts, 6).size(), 1u);
   EXPECT_EQ(segmentPattern(window, kLayouts, 7).size(), 2u);
 }
+
+// Note [Relayout copies]: matmul(q, k^T) reshapes q (a row copy of a head view) and k^T (a transpose, no chain
+// value) before its bmm, in one window: q's copy is a segment of one call, k's is left to ATen.
+TEST(ChainSegmentsTest, GivenTheCopiesOfQAndKTransposedInOneWindowWhenSegmentedThenQsCopyIsASegmentOfItsOwn) {
+  using A = RecordedArg;
+  const int64_t b = 2, h = 3, s = 5, d = 8;
+  const std::vector<RecordedCall> calls = {
+      {"aten::clone", {A::tensor(0), A::number(0)}, {1}},
+      {"aten::clone", {A::tensor(2), A::number(0)}, {3}},
+  };
+  TensorMetas metas = {
+      {0, TensorMeta{"float16", {b, h, s, d}, {s * 3 * h * d, d, 3 * h * d, 1}}},
+      {1, TensorMeta{"float16", {b, h, s, d}, {h * s * d, s * d, d, 1}}},
+      {2, TensorMeta{"float16", {b, h, d, s}, {s * 3 * h * d, d, 1, 3 * h * d}}},
+      {3, TensorMeta{"float16", {b, h, d, s}, {h * d * s, d * s, s, 1}}},
+  };
+  const ChainPattern window = canonicalPattern(calls, metas, {1, 3});
+  const std::vector<PatternSegment> segs = segmentPattern(window, kLayouts);
+  ASSERT_EQ(segs.size(), 1u);
+  EXPECT_EQ(segs[0].first, 0u);
+  EXPECT_EQ(segs[0].last, 1u);
+  EXPECT_TRUE(isRelayoutCopy(segs[0].build));
+}

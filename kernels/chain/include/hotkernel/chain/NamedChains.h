@@ -83,4 +83,15 @@ RecordedChain attentionSoftmaxRecording(DType dtype, const AttentionShape& shape
 int64_t attentionRows(const AttentionShape& shape);
 ChainLayout attentionSoftmaxLayout(const AttentionShape& shape);
 
+// A contiguous copy of a value (aten::clone: Note [Relayout copies]): input
+// x, Full; its output x's dtype.
+ChainIR relayoutCopyChain(DType dtype);
+
+// The layout of matmul's reshape of one head view of a fused QKV projection:
+// the projection [batch, seq, parts * heads * headDim] (parts 3 for GPT-2's
+// c_attn) narrowed to one part, viewed [batch, seq, heads, headDim] and
+// transposed to [batch, heads, seq, headDim], copied contiguous. Rows batch *
+// heads * seq, cols headDim.
+ChainLayout headViewCopyLayout(const RotaryShape& shape, int64_t parts);
+
 }  // namespace hotkernel::chain

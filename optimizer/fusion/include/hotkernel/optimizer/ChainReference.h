@@ -8,7 +8,8 @@
 // Each node becomes the ATen call the dispatcher saw when the chain was
 // recorded: neg, exp, log, rsqrt, sqrt, tanh, sigmoid, silu, gelu (approximate
 // "none" or "tanh"), relu, abs, pow(x, exponent), reciprocal, add / sub with
-// alpha, mul, div, `to(dtype)`, sum / mean / amax over the last dim with
+// alpha, mul, div, `to(dtype)` (a clone for a cast to the value's own
+// dtype: Note [Relayout copies]), sum / mean / amax over the last dim with
 // the node's keepdim, and cat along the last dim; a softmax group (Note
 // [Softmax groups]) is one aten::_softmax or aten::_log_softmax. A Scalar operand (a constant, or a Scalar input's float
 // value) is a wrapped number, a 0-dim double CPU tensor marked as Python

@@ -1,0 +1,61 @@
+#pragma once
+// The chain builder's vocabulary (internal to ChainBuilder.cpp): each ATen
+// op a chain takes, the form its arguments have, the IR op it becomes, and
+// the view ops that end a chain (Note [Building a chain from calls]).
+
+#include <array>
+
+#include "hotkernel/chain/ChainTypes.h"
+
+namespace hotkernel::chain::rules {
+
+enum class Form { Unary, Gelu, Pow, BinaryTensor, BinaryScalar, Rsub, Cast, Clone, Reduce, Cat, Softmax };
+
+struct OpRule {
+  const char* schema;  // name with overload
+  Form form;
+  OpKind op;
+};
+
+inline constexpr std::array<OpRule, 31> kRules = {{
+    {"aten::neg", Form::Unary, OpKind::Neg},
+    {"aten::exp", Form::Unary, OpKind::Exp},
+    {"aten::log", Form::Unary, OpKind::Log},
+    {"aten::rsqrt", Form::Unary, OpKind::Rsqrt},
+    {"aten::sqrt", Form::Unary, OpKind::Sqrt},
+    {"aten::tanh", Form::Unary, OpKind::Tanh},
+    {"aten::sigmoid", Form::Unary, OpKind::Sigmoid},
+    {"aten::silu", Form::Unary, OpKind::Silu},
+    {"aten::relu", Form::Unary, OpKind::Relu},
+    {"aten::abs", Form::Unary, OpKind::Abs},
+    {"aten::reciprocal", Form::Unary, OpKind::Reciprocal},
+    {"aten::gelu", Form::Gelu, OpKind::GeluErf},
+    {"aten::pow.Tensor_Scalar", Form::Pow, OpKind::PowScalar},
+    {"aten::add.Tensor", Form::BinaryTensor, OpKind::Add},
+    {"aten::sub.Tensor", Form::BinaryTensor, OpKind::Sub},
+    {"aten::mul.Tensor", Form::BinaryTensor, OpKind::Mul},
+    {"aten::div.Tensor", Form::BinaryTensor, OpKind::Div},
+    {"aten::add.Scalar", Form::BinaryScalar, OpKind::Add},
+    {"aten::sub.Scalar", Form::BinaryScalar, OpKind::Sub},
+    {"aten::mul.Scalar", Form::BinaryScalar, OpKind::Mul},
+    {"aten::div.Scalar", Form::BinaryScalar, OpKind::Div},
+    {"aten::rsub.Scalar", Form::Rsub, OpKind::Sub},
+    {"aten::rsub.Tensor", Form::Rsub, OpKind::Sub},
+    {"aten::_to_copy", Form::Cast, OpKind::Cast},
+    {"aten::clone", Form::Clone, OpKind::Cast},  // a cast to its own dtype: Note [Relayout copies]
+    {"aten::sum.dim_IntList", Form::Reduce, OpKind::Sum},
+    {"aten::mean.dim", Form::Reduce, OpKind::Mean},
+    {"aten::amax", Form::Reduce, OpKind::Amax},
+    {"aten::cat", Form::Cat, OpKind::Cat},
+    // Note [Softmax in a chain]: op Div for softmax, Log for log_softmax (its last step).
+    {"aten::_softmax", Form::Softmax, OpKind::Div},
+    {"aten::_log_softmax", Form::Softmax, OpKind::Log},
+}};
+
+// The ops that return a view of their argument: they end a chain.
+inline constexpr std::array<const char*, 22> kViewOps = {
+    "view",     "_reshape_alias", "reshape", "expand",  "slice",       "select",     "transpose", "t",
+    "permute",  "unsqueeze",      "squeeze", "as_strided", "narrow",   "split",      "chunk",     "unflatten",
+    "flatten",  "alias",          "detach",  "diagonal",   "unfold",   "view_as_real"};
+
+}  // namespace hotkernel::chain::rules
