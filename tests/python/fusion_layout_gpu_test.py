@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Chains over strided and broadcast views end to end on a GPU (ctest fusion_layout_gpu_test, label gpu).
+
+An attention block as HF writes it, under the preload with HOTKERNEL_FUSION=1 in a fresh cache:
+  - q, k, v are head views of one fused QKV projection (GPT-2's c_attn), k and v with fewer heads
+    than q (grouped-query attention, as Llama's);
+  - HF's rotary embedding on q and then on k in one window: the window is refused whole and its two
+    segments are learned (Note [Segments of a refused window]), each a strided variant; HF's repeat_kv
+    copies k and v out of an expanded view (a relayout copy with a broadcast dim);
+  - GPT-2's eager scores: q @ k^T (matmul copies q: a relayout copy, Note [Relayout copies]), * scale,
+    + a causal mask [b, 1, s, s] shared by the heads, softmax (Note [Softmax in a chain]);
+  - the probabilities @ v (matmul copies v), the output transposed back to [b, s, hidden] (a copy).
+The engine learns these chains, tunes them on memory in their layouts (Note [Chain values in a layout])
+and swaps fused kernels in. Checks: strided variants were tuned and at least one was accepted, fused
+flushes happened and no flush failed, and the block's output is within the fused kernels' tolerance of
+the same block with hotkernel switched off (ATen op by op).
+Exit 77 (ctest SKIP_RETURN_CODE) without a CUDA device.
+"""
+import ctypes
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+if os.environ.get("HOTKERNEL_FUSION_TEST_CHILD") != "1":
+    # The parent: a fresh cache, then this script again under the preload with fusion on.
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ)
+        env.update({
+            "HOTKERNEL_FUSION_TEST_CHILD": "1",
+            "LD_PRELOAD": os.environ["HOTKERNEL_TEST_PRELOAD"],
+            "HOTKERNEL_FUSION": "1",
+            "HOTKERNEL_HOT_CALLS": "5",
+            "HOTKERNEL_CACHE_DIR": os.path.join(tmp, "cache"),
+            "HOTKERNEL_LOG_LEVEL": env.get("HOTKERNEL_LOG_LEVEL", "info"),
+        })
+        sys.exit(subprocess.run([sys.executable, __file__], env=env).returncode)
+
+import torch
+
+if not torch.cuda.is_available():
+    print("no CUDA device")
+    sys.exit(77)
+
+lib = ctypes.CDLL(os.environ["HOTKERNEL_TEST_LIBRARY"], mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+lib.hotkernel_set_enabled.argtypes = [ctypes.c_int]
+lib.hotkernel_wait_idle.argtypes = [ctypes.c_double]
+lib.hotkernel_status_json.argtypes = [ctypes.c_char_p, ctypes.c_int]
+
+
+def status():
+    buf = ctypes.create_string_buffer(1 << 22)
+    n = lib.hotkernel_status_json(buf, len(buf))
+    assert n > 0, n
+    return json.loads(buf.value.decode())
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+torch.manual_seed(0)
+dev, dt = "cuda", torch.float16
+batch, seq, heads, kv_heads, head_dim = 4, 256, 8, 4, 64
+hidden = heads * head_dim
+qkv_width = (heads + 2 * kv_heads) * head_dim
+x0 = torch.randn(batch, seq, hidden, device=dev, dtype=dt)
+w_qkv = torch.randn(hidden, qkv_width, device=dev, dtype=dt) / math.sqrt(hidden)
+angles = torch.arange(seq, device=dev, dtype=torch.float32)[:, None] / (10000 ** (
+    torch.arange(0, head_dim, 2, device=dev, dtype=torch.float32) / head_dim))
+emb = torch.cat((angles, angles), dim=-1)
+cos = emb.cos().to(dt)[None].expand(batch, seq, head_dim).contiguous()
+sin = emb.sin().to(dt)[None].expand(batch, seq, head_dim).contiguous()
+seen = torch.ones(seq, seq, dtype=torch.bool, device=dev).tril()
+mask = torch.zeros(seq, seq, dtype=dt, device=dev).masked_fill(~seen, torch.finfo(dt).min)
+mask = mask[None, None].expand(batch, 1, seq, seq).contiguous()
+
+
+def repeat_kv(x, n):
+    """HF's repeat_kv for eager attention: the reshape copies the expanded view (a broadcast relayout)."""
+    b, h, s, d = x.shape
+    return x[:, :, None, :, :].expand(b, h, n, s, d).reshape(b, h * n, s, d)
+
+
+def block(x):
+    qkv = x @ w_qkv  # [b, s, (h + 2 kv) d]
+    q, k, v = qkv.split([hidden, kv_heads * head_dim, kv_heads * head_dim], dim=-1)
+    q = q.view(batch, seq, heads, head_dim).transpose(1, 2)
+    k = k.view(batch, seq, kv_heads, head_dim).transpose(1, 2)
+    v = v.view(batch, seq, kv_heads, head_dim).transpose(1, 2)
+    c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+    q = q * c + rotate_half(q) * s  # HF's apply_rotary_pos_emb: q, then k, in one window
+    k = k * c + rotate_half(k) * s
+    k, v = repeat_kv(k, heads // kv_heads), repeat_kv(v, heads // kv_heads)
+    w = torch.matmul(q, k.transpose(-1, -2)) * head_dim ** -0.5
+    w = w + mask
+    w = torch.nn.functional.softmax(w, dim=-1)
+    o = torch.matmul(w, v)
+    return o.transpose(1, 2).reshape(batch, seq, hidden).contiguous()
+
+
+def run():
+    with torch.no_grad():
+        return block(x0)
+
+
+lib.hotkernel_set_enabled(0)
+want = run()
+torch.cuda.synchronize()
+lib.hotkernel_set_enabled(1)
+
+for _ in range(12):  # learn: HOTKERNEL_HOT_CALLS windows of each chain
+    run()
+torch.cuda.synchronize()
+assert lib.hotkernel_wait_idle(900.0) == 0, "the optimizer did not finish"  # 0: idle, 1: timed out
+for _ in range(3):
+    got = run()
+torch.cuda.synchronize()
+st = status()
+fusion = st.get("fusion", {})
+chains = [t for t in st["tuned"] if t.get("op") == "hotkernel::chain"]
+print("fusion status:", json.dumps({k: v for k, v in fusion.items() if k != "patterns"}))
+print("chains tuned:", json.dumps([{k: t.get(k) for k in ("variant", "decision")} for t in chains]))
+assert fusion.get("on") and fusion.get("covered"), fusion
+assert fusion.get("failed_flushes", 0) == 0, fusion
+strided = [t for t in chains if ";layout=" in t.get("variant", "")]
+assert strided, "no chain variant with a layout was tuned"
+assert any(t.get("decision") == "kernel" for t in strided), "no strided chain variant was accepted"
+assert fusion.get("fused_flushes", 0) >= 1, fusion
+segmented = [p for p in fusion.get("patterns", {}).values() if p.get("segments")]
+assert segmented, "the rotary window on q and k of fewer heads was not segmented"
+
+err = ((got.float() - want.float()).abs() / (want.float().abs() + 1)).max().item()
+print(f"fused block vs eager: worst relative difference {err:.4g}")
+assert math.isfinite(err) and err < 0.1, err  # fp16 through a matmul after the fused chains
+print("fusion_layout_gpu_test: ok")
