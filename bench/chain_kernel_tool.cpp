@@ -76,6 +76,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -191,34 +192,31 @@ ChainIR buildChain(const Args& a, const CLI::App& app) {
                    "' (rmsnorm, swiglu, newgelu, residual-add-cast, rotary, attention-softmax)"};
 }
 
-// The attention-softmax chain's --shape: BATCHxHEADSxQUERIESxKEYS.
-hotkernel::chain::AttentionShape parseAttentionShape(const std::string& text) {
+// A --shape of four extents AxBxCxD (`form` names them, `example` shows one), each >= 1.
+std::array<int64_t, 4> parseFourExtents(const std::string& text, const std::string& chain, const char* form,
+                                        const char* example) {
   static const std::regex kShape(R"((\d{1,6})[xX](\d{1,6})[xX](\d{1,9})[xX](\d{1,9}))");
   std::smatch m;
   if (!std::regex_match(text, m, kShape)) {
-    throw UsageError{"bad --shape '" + text + "' for attention-softmax (want BATCHxHEADSxQUERIESxKEYS, e.g. 16x12x512x512)"};
+    throw UsageError{"bad --shape '" + text + "' for " + chain + " (want " + form + ", e.g. " + example + ")"};
   }
-  hotkernel::chain::AttentionShape r{std::stoll(m[1].str()), std::stoll(m[2].str()), std::stoll(m[3].str()),
-                                     std::stoll(m[4].str())};
-  if (r.batch < 1 || r.heads < 1 || r.queries < 1 || r.keys < 1) {
-    throw UsageError{"bad --shape '" + text + "': every extent >= 1"};
-  }
-  return r;
+  const std::array<int64_t, 4> e = {std::stoll(m[1].str()), std::stoll(m[2].str()), std::stoll(m[3].str()),
+                                    std::stoll(m[4].str())};
+  if (*std::min_element(e.begin(), e.end()) < 1) throw UsageError{"bad --shape '" + text + "': every extent >= 1"};
+  return e;
 }
 
-// The rotary chain's --shape: BATCHxHEADSxSEQxHEADDIM.
+// The attention-softmax chain's --shape: BATCHxHEADSxQUERIESxKEYS.
+hotkernel::chain::AttentionShape parseAttentionShape(const std::string& text) {
+  const auto e = parseFourExtents(text, "attention-softmax", "BATCHxHEADSxQUERIESxKEYS", "16x12x512x512");
+  return hotkernel::chain::AttentionShape{e[0], e[1], e[2], e[3]};
+}
+
+// The rotary chain's --shape: BATCHxHEADSxSEQxHEADDIM, an even head dim.
 hotkernel::chain::RotaryShape parseRotaryShape(const std::string& text) {
-  static const std::regex kShape(R"((\d{1,6})[xX](\d{1,6})[xX](\d{1,9})[xX](\d{1,6}))");
-  std::smatch m;
-  if (!std::regex_match(text, m, kShape)) {
-    throw UsageError{"bad --shape '" + text + "' for rotary (want BATCHxHEADSxSEQxHEADDIM, e.g. 1x32x4096x128)"};
-  }
-  hotkernel::chain::RotaryShape r{std::stoll(m[1].str()), std::stoll(m[2].str()), std::stoll(m[3].str()),
-                                  std::stoll(m[4].str())};
-  if (r.batch < 1 || r.heads < 1 || r.seq < 1 || r.headDim < 2 || r.headDim % 2 != 0) {
-    throw UsageError{"bad --shape '" + text + "': every extent >= 1, an even head dim"};
-  }
-  return r;
+  const auto e = parseFourExtents(text, "rotary", "BATCHxHEADSxSEQxHEADDIM", "1x32x4096x128");
+  if (e[3] < 2 || e[3] % 2 != 0) throw UsageError{"bad --shape '" + text + "': every extent >= 1, an even head dim"};
+  return hotkernel::chain::RotaryShape{e[0], e[1], e[2], e[3]};
 }
 
 void addUnique(std::vector<ChainKernelParams>* points, const ChainKernelParams& p) {

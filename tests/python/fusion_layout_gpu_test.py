@@ -16,45 +16,27 @@ flushes happened and no flush failed, and the block's output is within the fused
 the same block with hotkernel switched off (ATen op by op).
 Exit 77 (ctest SKIP_RETURN_CODE) without a CUDA device.
 """
-import ctypes
 import json
 import math
 import os
-import subprocess
 import sys
-import tempfile
 
-if os.environ.get("HOTKERNEL_FUSION_TEST_CHILD") != "1":
-    # The parent: a fresh cache, then this script again under the preload with fusion on.
-    with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ)
-        env.update({
-            "HOTKERNEL_FUSION_TEST_CHILD": "1",
-            "LD_PRELOAD": os.environ["HOTKERNEL_TEST_PRELOAD"],
-            "HOTKERNEL_FUSION": "1",
-            "HOTKERNEL_HOT_CALLS": "5",
-            "HOTKERNEL_CACHE_DIR": os.path.join(tmp, "cache"),
-            "HOTKERNEL_LOG_LEVEL": env.get("HOTKERNEL_LOG_LEVEL", "info"),
-        })
-        sys.exit(subprocess.run([sys.executable, __file__], env=env).returncode)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fusion_child  # noqa: E402
 
-import torch
+fusion_child.rerun_under_preload(__file__)
+
+import torch  # noqa: E402
 
 if not torch.cuda.is_available():
     print("no CUDA device")
     sys.exit(77)
 
-lib = ctypes.CDLL(os.environ["HOTKERNEL_TEST_LIBRARY"], mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
-lib.hotkernel_set_enabled.argtypes = [ctypes.c_int]
-lib.hotkernel_wait_idle.argtypes = [ctypes.c_double]
-lib.hotkernel_status_json.argtypes = [ctypes.c_char_p, ctypes.c_int]
+lib = fusion_child.library()
 
 
 def status():
-    buf = ctypes.create_string_buffer(1 << 22)
-    n = lib.hotkernel_status_json(buf, len(buf))
-    assert n > 0, n
-    return json.loads(buf.value.decode())
+    return fusion_child.status(lib)
 
 
 def rotate_half(x):

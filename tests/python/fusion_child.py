@@ -1,0 +1,52 @@
+"""What the fusion GPU tests share: running the test script again under the preload with fusion on, in a
+fresh cache, and reading the library's status in that child.
+
+    import fusion_child
+    fusion_child.rerun_under_preload(__file__)   # in the parent: exits with the child's status
+    lib = fusion_child.library()                 # in the child
+    st = fusion_child.status(lib)
+"""
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+CHILD = "HOTKERNEL_FUSION_TEST_CHILD"
+
+
+def rerun_under_preload(script):
+    """In the parent (the test as ctest starts it): the script again under the preload with
+    HOTKERNEL_FUSION=1, a fresh cache and hot calls after 5 windows; exits with its status. Returns in the
+    child."""
+    if os.environ.get(CHILD) == "1":
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ)
+        env.update({
+            CHILD: "1",
+            "LD_PRELOAD": os.environ["HOTKERNEL_TEST_PRELOAD"],
+            "HOTKERNEL_FUSION": "1",
+            "HOTKERNEL_HOT_CALLS": "5",
+            "HOTKERNEL_CACHE_DIR": os.path.join(tmp, "cache"),
+            "HOTKERNEL_LOG_LEVEL": env.get("HOTKERNEL_LOG_LEVEL", "info"),
+        })
+        sys.exit(subprocess.run([sys.executable, script], env=env).returncode)
+
+
+def library():
+    """libhotkernel.so as the preload loaded it, with the C API's argument types."""
+    lib = ctypes.CDLL(os.environ["HOTKERNEL_TEST_LIBRARY"], mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+    lib.hotkernel_set_enabled.argtypes = [ctypes.c_int]
+    lib.hotkernel_wait_idle.argtypes = [ctypes.c_double]
+    lib.hotkernel_status_json.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    return lib
+
+
+def status(lib):
+    """The status document (Note [Status document, version 2])."""
+    buf = ctypes.create_string_buffer(1 << 22)
+    n = lib.hotkernel_status_json(buf, len(buf))
+    assert n > 0, n
+    return json.loads(buf.value.decode())
