@@ -88,8 +88,7 @@ struct Run {
     std::vector<at::Tensor> outs, buffers, views, snapshots;
     std::vector<std::pair<int64_t, int64_t>> spans;  // (guard before, elements) per output
     std::vector<void*> outPointers;
-    size_t arg = 0;
-    for (int i : ir.inputs()) arg += ir.node(i).shape != ShapeClass::Scalar;
+    size_t arg = chainFirstOutputArg(ir);
     for (int o : ir.outputs()) {
       const chain::Node& n = ir.node(o);
       const at::ScalarType dtype = chainScalarType(n.dtype);
@@ -144,7 +143,7 @@ struct Run {
       // strided rows) keeps the bits it had.
       const auto [before, span] = spans[o];
       at::Tensor expected = snapshots[o];
-      const size_t outArg = arg - buffers.size() + o;
+      const size_t outArg = chainFirstOutputArg(ir) + o;
       chainArgumentView(ir, layout, outArg, expected.narrow(0, before, span), rows, cols).copy_(views[o]);
       if (!bitwiseEqual(buffers[o], expected)) {
         why = "wrote outside output " + std::to_string(o) + " (its guards or between its rows)";
@@ -285,8 +284,7 @@ bool runEdgeCases(Run& run) {
   std::vector<chain::ChainInputValue> values = chainInputValues(inputs);
   std::vector<at::Tensor> outs;
   std::vector<void*> outPointers;
-  size_t arg = 0;
-  for (int i : run.ir.inputs()) arg += run.ir.node(i).shape != ShapeClass::Scalar;
+  size_t arg = chainFirstOutputArg(run.ir);
   for (int o : run.ir.outputs()) {
     const chain::Node& n = run.ir.node(o);
     outs.push_back(at::empty({chainArgumentElements(run.ir, run.layout, arg++, run.rows, run.cols)},

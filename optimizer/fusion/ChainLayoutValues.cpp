@@ -6,6 +6,12 @@ namespace hotkernel {
 
 using chain::ShapeClass;
 
+size_t chainFirstOutputArg(const chain::ChainIR& ir) {
+  size_t arg = 0;
+  for (int i : ir.inputs()) arg += ir.node(i).shape != ShapeClass::Scalar;
+  return arg;
+}
+
 int64_t chainArgumentElements(const chain::ChainIR& ir, const chain::ChainLayout& layout, size_t arg, int64_t rows,
                               int64_t cols) {
   const std::vector<int> args = chain::chainTensorArgs(ir);

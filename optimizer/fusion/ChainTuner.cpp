@@ -64,17 +64,10 @@ struct Timed {
   std::string failure;
 };
 
-// The index of output 0 among the kernel's tensor arguments (chainTensorArgs).
-size_t firstOutputArg(const chain::ChainIR& ir) {
-  size_t arg = 0;
-  for (int i : ir.inputs()) arg += ir.node(i).shape != chain::ShapeClass::Scalar;
-  return arg;
-}
-
 // Each output's memory in the variant's layout (Note [Chain values in a layout]).
 std::vector<at::Tensor> emptyOutputs(const ChainVariant& v, bool nanFilled) {
   std::vector<at::Tensor> outs;
-  size_t arg = firstOutputArg(v.ir);
+  size_t arg = chainFirstOutputArg(v.ir);
   for (int o : v.ir.outputs()) {
     const chain::Node& n = v.ir.node(o);
     outs.push_back(at::empty({chainArgumentElements(v.ir, v.layout, arg++, v.rows, v.cols)},
@@ -87,7 +80,7 @@ std::vector<at::Tensor> emptyOutputs(const ChainVariant& v, bool nanFilled) {
 // The outputs' [rows, extent] values, read through their views over `memory`.
 std::vector<at::Tensor> outputValues(const ChainVariant& v, const std::vector<at::Tensor>& memory) {
   std::vector<at::Tensor> values;
-  size_t arg = firstOutputArg(v.ir);
+  size_t arg = chainFirstOutputArg(v.ir);
   for (size_t o = 0; o < memory.size(); ++o) {
     const chain::Node& n = v.ir.node(v.ir.outputs()[o]);
     values.push_back(chainValueOf(n, chainArgumentView(v.ir, v.layout, arg++, memory[o], v.rows, v.cols), v.rows, v.cols));

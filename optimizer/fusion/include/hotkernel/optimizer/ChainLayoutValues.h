@@ -32,6 +32,10 @@
 
 namespace hotkernel {
 
+// The index of output 0 among the kernel's tensor arguments (chainTensorArgs):
+// the count of the chain's tensor inputs.
+size_t chainFirstOutputArg(const chain::ChainIR& ir);
+
 // The elements of tensor argument `arg`'s buffer (layoutSpan; for a Row or
 // RowFlat argument rows, for a Column its extent).
 int64_t chainArgumentElements(const chain::ChainIR& ir, const chain::ChainLayout& layout, size_t arg, int64_t rows,
