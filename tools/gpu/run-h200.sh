@@ -7,7 +7,7 @@
 # OpenSSL headers) travel as Debian .deb files in .deps/debs (fetch them here
 # with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
 #
-#   tools/gpu/run-h200.sh [all|build|test|ops|models|fusion|fusion_engine|fuzz_gpu|bench|overhead|warmup|demo|exit|fleet]...
+#   tools/gpu/run-h200.sh [all|build|test|ops|models|fusion|fusion_engine|sdpa|fuzz_gpu|bench|overhead|warmup|demo|exit|fleet]...
 # HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu -R Fusion|Reduce": split on spaces, no quotes).
 # HOTKERNEL_TEST_DEADLINE_S: the test step stops after this many seconds (its logs and junit still come back:
 #   keep it under the device call's limit minus the build and what follows); default: no deadline.
@@ -110,6 +110,11 @@ if want fusion; then
     ${HOTKERNEL_FUSION_CASES:+--cases "$HOTKERNEL_FUSION_CASES"} \
     --out "$OUT/bench-fusion.json" >"$OUT/bench-fusion.log" 2>&1 || rc=1
   tail -40 "$OUT/bench-fusion.log"
+fi
+if want sdpa; then
+  log "bench: each SDPA backend forced against PyTorch's own choice on the model benchmark's attention shapes"
+  "$HOTKERNEL_PYTHON" "$ROOT/bench/sdpa_bench.py" --out "$OUT/bench-sdpa.json" >"$OUT/bench-sdpa.log" 2>&1 || rc=1
+  tail -8 "$OUT/bench-sdpa.log"
 fi
 if want fusion_engine; then
   log "bench: the fusion engine (HOTKERNEL_FUSION=1) on HF-style blocks vs eager and torch.compile; its host cost per op"
