@@ -19,7 +19,8 @@ namespace hotkernel::engine {
 // {"on", and with the fusion engine "covered", "deferred_calls",
 // "fused_flushes", "unfused_flushes", "failed_flushes", "windows",
 // "hot_chains", "ready_chains", "hook_gave_up", "passed_calls" (GEMMs
-// run while a chain stayed pending), "last_unfused" (why the
+// run while a chain stayed pending), "retired_chains" (taken out of the
+// catalog: their kernel kept refusing to launch), "last_unfused" (why the
 // latest unfused flush did not fuse, "" before any), "patterns"}. The Python
 // package adds "loaded".
 // Kept as written, not keys of this format: the keys of "fingerprints"

@@ -17,13 +17,28 @@ std::shared_ptr<const ChainCatalog> ChainCatalog::with(ReadyChain chain) const {
     if (c.key != chain.key) next->chains_.push_back(c);
   }
   next->chains_.push_back(std::move(chain));
-  for (size_t i = 0; i < next->chains_.size(); ++i) {
-    const chain::ChainPattern& p = next->chains_[i].pattern;
-    if (p.calls.empty()) continue;
-    next->byHead_[headDigest(p.calls.front(), p.metas)].push_back(i);
-    next->headOps_.insert(p.calls.front().op);
-  }
+  next->index();
   return next;
+}
+
+std::shared_ptr<const ChainCatalog> ChainCatalog::without(const std::string& key) const {
+  auto next = std::make_shared<ChainCatalog>();
+  for (const ReadyChain& c : chains_) {
+    if (c.key != key) next->chains_.push_back(c);
+  }
+  next->index();
+  return next;
+}
+
+void ChainCatalog::index() {
+  byHead_.clear();
+  headOps_.clear();
+  for (size_t i = 0; i < chains_.size(); ++i) {
+    const chain::ChainPattern& p = chains_[i].pattern;
+    if (p.calls.empty()) continue;
+    byHead_[headDigest(p.calls.front(), p.metas)].push_back(i);
+    headOps_.insert(p.calls.front().op);
+  }
 }
 
 }  // namespace hotkernel::fusion

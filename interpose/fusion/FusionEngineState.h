@@ -75,7 +75,20 @@ struct FusionEngine::State {
   std::atomic<std::thread::id> ownerId{};
 
   std::atomic<uint64_t> deferredCalls{0}, fusedFlushes{0}, unfusedFlushes{0}, failedFlushes{0}, windows{0},
-      hotChains{0}, hookGaveUp{0}, engineErrors{0}, passedCalls{0};
+      hotChains{0}, hookGaveUp{0}, engineErrors{0}, passedCalls{0}, retiredChains{0};
+
+  // Note [Retiring a chain that never launches]
+  // A published chain whose kernel refuses to launch (its plan's guard: an
+  // input's pointer not aligned for the kernel's vector width, an output over
+  // an input) is replayed op by op, correct but no faster than eager, and its
+  // calls still pay for being deferred. After kRetireAfterRefusals flushes in
+  // a row whose chosen kernel refused (none launched in between) the chain
+  // is taken out of the catalog for the process and the log says so once; a
+  // launch resets the count. The learner never reports the pattern again
+  // (it was reported), so the calls run eagerly from then on.
+  static constexpr int kRetireAfterRefusals = 8;
+  // Precondition: mu held.
+  std::unordered_map<std::string, int> refusedInARow;  // by chain key
 
   State(std::unique_ptr<CommandGate> g, FusionOptions o)
       : gate(std::move(g)), options(o), learner(o.hotCalls, [this](const HotChain& hot) {
@@ -102,6 +115,8 @@ struct FusionEngine::State {
       how = pending->flush();
     }
     const std::string why = pending->lastUnfusedWhy();
+    if (how == PendingChain::Flush::Fused) refusedInARow.erase(pending->lastFusedKey());
+    if (const std::string& refused = pending->lastRefusedKey(); !refused.empty()) noteRefusal(refused, why);
     pending.reset();
     switch (how) {
       case PendingChain::Flush::Fused:
@@ -121,6 +136,17 @@ struct FusionEngine::State {
         return false;
     }
     return false;
+  }
+
+  // Note [Retiring a chain that never launches]. Precondition: mu held.
+  void noteRefusal(const std::string& key, const std::string& why) {
+    if (++refusedInARow[key] < kRetireAfterRefusals) return;
+    refusedInARow.erase(key);
+    setCatalog(catalog->without(key));
+    retiredChains.fetch_add(1, std::memory_order_relaxed);
+    HOTKERNEL_LOG_ONCE(Info, "fusion-retired:" + key)
+        << "fusion: chain " << key.substr(0, 16) << " is no longer deferred: " << why << " " << kRetireAfterRefusals
+        << " times in a row; its calls run eagerly";
   }
 
   // Before a passing op's original (Note [Ops a chain lets pass]): flushes the

@@ -26,6 +26,7 @@ FusionStats FusionEngine::stats() const {
   out.hotChains = s.hotChains.load();
   out.hookGaveUp = s.hookGaveUp.load();
   out.passedCalls = s.passedCalls.load();
+  out.retiredChains = s.retiredChains.load();
   {
     std::lock_guard<std::timed_mutex> guard(s.mu);
     out.readyChains = s.catalog->chains().size();
@@ -84,6 +85,8 @@ void FusionEngine::resetForTest() {
   s.hotChains = 0;
   s.hookGaveUp = 0;
   s.passedCalls = 0;
+  s.retiredChains = 0;
+  s.refusedInARow.clear();
   s.engineErrors = 0;
   enabled_.store(true);
 }

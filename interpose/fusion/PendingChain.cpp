@@ -165,6 +165,7 @@ bool PendingChain::replay() noexcept {
 
 PendingChain::Flush PendingChain::flush() noexcept {
   lastUnfusedWhy_.clear();
+  lastRefusedKey_.clear();
   if (calls_.empty()) return Flush::Unfused;
   Flush result = Flush::Unfused;
   try {
@@ -181,6 +182,7 @@ PendingChain::Flush PendingChain::flush() noexcept {
         lastFusedKey_ = fused->key;
       } else {
         lastUnfusedWhy_ = "the fused kernel " + fused->kernel->describe() + " did not launch";
+        lastRefusedKey_ = fused->key;
       }
     }
     if (launched) {

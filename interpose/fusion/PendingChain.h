@@ -61,6 +61,8 @@ class PendingChain {
   // no complete candidate, a held value no candidate writes, or a kernel that
   // did not launch.
   const std::string& lastUnfusedWhy() const { return lastUnfusedWhy_; }
+  // The candidate whose fused kernel did not launch at the last flush ("" when none refused).
+  const std::string& lastRefusedKey() const { return lastRefusedKey_; }
 
  private:
   // A call's arguments and outputs, each tensor as the chain took it (Note
@@ -87,6 +89,7 @@ class PendingChain {
   std::vector<size_t> candidates_;  // catalog indices still matching every call taken
   std::string lastFusedKey_;
   std::string lastUnfusedWhy_;
+  std::string lastRefusedKey_;
 };
 
 }  // namespace hotkernel::fusion

@@ -913,6 +913,62 @@ TEST_F(FusionEngineTest, GivenAChainEndingInLogSoftmaxOfBf16WhenDeferredThenItFu
   EXPECT_LE(worstRelative(got, want), 1.0 / 64);
 }
 
+// A kernel that never launches (as a plan's guard refuses misaligned pointers).
+class RefusingKernel final : public FusedChainKernel {
+ public:
+  bool launch(const std::vector<at::Tensor>&, const std::vector<at::Tensor>&, c10::Stream) noexcept override {
+    ++refusals;
+    return !refuse;
+  }
+  std::string describe() const override { return "refusing"; }
+  int refusals = 0;
+  bool refuse = true;
+};
+
+// Note [Retiring a chain that never launches]
+TEST_F(FusionEngineTest, GivenAChainWhoseKernelKeepsRefusingWhenItRunsThenItIsRetiredAndItsCallsRunEagerly) {
+  at::Tensor g = at::randn({32, 128}), u = at::randn({32, 128});
+  std::vector<HotChain> hot;
+  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+  foreignCommand();
+  for (int i = 0; i < 3; ++i) {
+    at::Tensor keep = swiglu(g, u);
+    foreignCommand();
+  }
+  engine().setHotCallback(nullptr);
+  ASSERT_EQ(hot.size(), 1u);
+  auto kernel = std::make_shared<RefusingKernel>();
+  engine().publish(ReadyChain{hot[0].pattern, hot[0].build, kernel, hot[0].key});
+  const at::Tensor want = eager([&] { return swiglu(g, u); });
+  // A launch between refusals resets the count.
+  for (int i = 0; i < 5; ++i) {
+    at::Tensor out = swiglu(g, u);
+    foreignCommand();
+    EXPECT_TRUE(same(out, want));
+  }
+  kernel->refuse = false;
+  { at::Tensor out = swiglu(g, u); foreignCommand(); }
+  kernel->refuse = true;
+  const uint64_t deferredBefore = engine().stats().deferredCalls;
+  for (int i = 0; i < 7; ++i) {
+    at::Tensor out = swiglu(g, u);
+    foreignCommand();
+    EXPECT_TRUE(same(out, want)) << i;  // replayed op by op: bitwise eager
+  }
+  EXPECT_EQ(engine().stats().retiredChains, 0u);
+  EXPECT_EQ(engine().stats().readyChains, 1u);
+  { at::Tensor out = swiglu(g, u); foreignCommand(); EXPECT_TRUE(same(out, want)); }  // the eighth in a row
+  EXPECT_EQ(engine().stats().retiredChains, 1u);
+  EXPECT_EQ(engine().stats().readyChains, 0u);
+  EXPECT_EQ(engine().stats().deferredCalls, deferredBefore + 16);
+  const int refusals = kernel->refusals;
+  at::Tensor out = swiglu(g, u);
+  EXPECT_EQ(engine().stats().deferredCalls, deferredBefore + 16);  // no longer deferred (only learned)
+  foreignCommand();
+  EXPECT_EQ(kernel->refusals, refusals);
+  EXPECT_TRUE(same(out, want));
+}
+
 // Note [Views of a chain's values]: a view of a chain input is an input; a view of a result the chain has
 // not computed yet is not, or the fused kernel would read it unwritten.
 TEST_F(FusionEngineTest, GivenAViewOfAPendingResultWhenTheNextStepTakesItAsAnInputThenTheChainRunsFirst) {

@@ -235,7 +235,8 @@ class UnderThePreloadTest(unittest.TestCase):
         self.assertIs(fusion["on"], True)
         self.assertEqual(sorted(fusion), ["covered", "deferred_calls", "failed_flushes", "fused_flushes",
                                           "hook_gave_up", "hot_chains", "last_unfused", "on", "passed_calls",
-                                          "patterns", "ready_chains", "unfused_flushes", "windows"])
+                                          "patterns", "ready_chains", "retired_chains", "unfused_flushes",
+                                          "windows"])
         self.assertEqual(fusion["failed_flushes"], 0)
 
     def test_given_hotkernel_0_when_torch_is_imported_then_the_reason_names_it(self):

@@ -67,11 +67,16 @@ class ChainCatalog {
   bool startsWithOp(const std::string& op) const { return headOps_.count(op) != 0; }
   // A copy with `chain` added (replacing one of the same key).
   std::shared_ptr<const ChainCatalog> with(ReadyChain chain) const;
+  // A copy without the chain of `key` (the same chains when there is none).
+  std::shared_ptr<const ChainCatalog> without(const std::string& key) const;
 
  private:
   std::vector<ReadyChain> chains_;
   std::unordered_map<uint64_t, std::vector<size_t>> byHead_;
   std::unordered_set<std::string> headOps_;
+
+  // Indexes chains_ by head digest and head op (after chains_ changed).
+  void index();
 };
 
 // The digest a chain's first call is indexed by: the step without its outputs.

@@ -56,6 +56,7 @@ struct FusionStats {
   uint64_t readyChains = 0;     // chains in the catalog
   uint64_t hookGaveUp = 0;      // hook calls that could not take the lock in time
   uint64_t passedCalls = 0;     // GEMMs run while a chain stayed pending (Note [Ops a chain lets pass])
+  uint64_t retiredChains = 0;   // chains taken out of the catalog (Note [Retiring a chain that never launches])
   bool covered = false;         // the shim's hook covers every command (deferral possible)
   std::string lastUnfused;      // why the latest unfused flush did not fuse ("" before any)
 };
