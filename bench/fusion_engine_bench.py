@@ -23,6 +23,14 @@ comes from elsewhere; the other HOTKERNEL_* variables are kept).
                        intermediate 4 x hidden
      residual-rmsnorm  the decoder layer's residual add and the next norm:
                        s = residual + h; (s, LlamaRMSNorm(s))
+     gqa-rotary        LlamaAttention up to SDPA: q, k projections (nn.Linear) viewed as heads of 128
+                       (a quarter of them for k: grouped-query attention) and transposed, then
+                       apply_rotary_pos_emb(q, k, cos, sin) with rotate_half's torch.cat: one window of two
+                       chains of other head counts (segments) over strided views
+     eager-attention   GPT2Attention with eager attention, prefill only: c_attn (Conv1D) split into head
+                       views of 64, matmul(q, k^T) * 64 ** -0.5 + a causal mask shared by the heads,
+                       softmax, matmul(., v), the output transposed back and made contiguous (the copies
+                       of q, v and the output are relayout chains, the scores one softmax chain)
    on [1, TOKENS, hidden] (a prefill), or [TOKENS, 1, hidden] up to 256 tokens (a decode
    batch of one token per sequence). The child
      a. computes eager references (hotkernel_set_enabled(0));
@@ -115,14 +123,17 @@ from model_bench import Hotkernel, compare  # noqa: E402  (the C API and the pai
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-BLOCKS = ("rmsnorm", "swiglu-mlp", "gelu-mlp", "residual-rmsnorm")
+BLOCKS = ("rmsnorm", "swiglu-mlp", "gelu-mlp", "residual-rmsnorm", "gqa-rotary", "eager-attention")
+PREFILL_ONLY = ("eager-attention",)  # its scores are [heads, tokens, tokens]: no one-token decode
 # Issue 20's blocks at a Llama-8B-like hidden size: a prefill of 4096 tokens in both
 # 16-bit dtypes where HF models use them, and a decode batch of 16 one-token sequences.
 DEFAULT_CASES = ("rmsnorm:bfloat16:4096,rmsnorm:float16:4096,rmsnorm:bfloat16:16,"
                  "swiglu-mlp:bfloat16:4096,swiglu-mlp:bfloat16:16,"
                  "gelu-mlp:float16:4096,gelu-mlp:bfloat16:4096,gelu-mlp:float16:16,"
-                 "residual-rmsnorm:bfloat16:4096,residual-rmsnorm:bfloat16:16")
-SMOKE_CASES = "rmsnorm:bfloat16:64,swiglu-mlp:bfloat16:64,gelu-mlp:float16:64,residual-rmsnorm:bfloat16:64"
+                 "residual-rmsnorm:bfloat16:4096,residual-rmsnorm:bfloat16:16,"
+                 "gqa-rotary:bfloat16:4096,gqa-rotary:bfloat16:16,eager-attention:float16:1024")
+SMOKE_CASES = ("rmsnorm:bfloat16:64,swiglu-mlp:bfloat16:64,gelu-mlp:float16:64,residual-rmsnorm:bfloat16:64,"
+               "gqa-rotary:bfloat16:64,eager-attention:float16:300")
 DECODE_TOKENS = 256  # up to this many tokens a case is a decode batch [TOKENS, 1, hidden]
 ACCURACY_EPS_UNITS = 16
 CONFIGS = ("hotkernel-off", "fusion-off", "fusion-on")
@@ -161,7 +172,25 @@ FUNCTIONS = {
     "swiglu-mlp": "LlamaMLP.forward(x): down_proj(F.silu(gate_proj(x)) * up_proj(x)), nn.Linear without bias",
     "gelu-mlp": "GPT2MLP.forward(x): c_proj(NewGELUActivation(c_fc(x))), Conv1D (addmm with a bias)",
     "residual-rmsnorm": "s = residual + h; (s, LlamaRMSNorm(s)) (LlamaDecoderLayer's residual add and next norm)",
+    "gqa-rotary": "LlamaAttention up to SDPA: q_proj / k_proj head views (k with a quarter of the heads), "
+                  "apply_rotary_pos_emb(q, k, cos, sin)",
+    "eager-attention": "GPT2Attention, eager: c_attn split into head views, softmax(q @ k^T * d ** -0.5 + causal mask) "
+                       "@ v, transposed back and made contiguous",
 }
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rotary_tables(seq, head_dim, device, dtype):
+    """LlamaRotaryEmbedding's cos and sin for positions 0..seq-1: [1, seq, head_dim]."""
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim))
+    freqs = torch.arange(seq, device=device, dtype=torch.float32)[:, None] * inv_freq[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos().to(dtype)[None], emb.sin().to(dtype)[None]
 
 
 class Case:
@@ -204,6 +233,37 @@ class Case:
             w_proj, b_proj = randn(i, h, scale=i ** -0.5), randn(h, scale=0.1)
             self.fn = lambda x: conv1d(new_gelu(conv1d(x, w_fc, b_fc)), w_proj, b_proj)
             self.inputs = [randn(*self.shape)]
+        elif self.block == "gqa-rotary":
+            d = 128
+            heads = max(h // d, 4)
+            kv = heads // 4
+            wq, wk = randn(heads * d, h, scale=h ** -0.5), randn(kv * d, h, scale=h ** -0.5)
+            b, s = self.shape[0], self.shape[1]
+            cos, sin = rotary_tables(s, d, device, dt)
+
+            def gqa_rotary(x):
+                q = F.linear(x, wq).view(b, s, heads, d).transpose(1, 2)
+                k = F.linear(x, wk).view(b, s, kv, d).transpose(1, 2)
+                c, sn = cos.unsqueeze(1), sin.unsqueeze(1)
+                return q * c + rotate_half(q) * sn, k * c + rotate_half(k) * sn
+            self.fn = gqa_rotary
+            self.inputs = [randn(*self.shape)]
+        elif self.block == "eager-attention":
+            d = 64
+            heads = h // d
+            w_attn, b_attn = randn(h, 3 * h, scale=h ** -0.5), randn(3 * h, scale=0.1)
+            b, s = self.shape[0], self.shape[1]
+            seen = torch.ones(s, s, dtype=torch.bool, device=device).tril()
+            mask = torch.zeros(s, s, dtype=dt, device=device).masked_fill(~seen, torch.finfo(dt).min)[None, None]
+
+            def eager_attention(x):
+                q, k, v = conv1d(x, w_attn, b_attn).split(h, dim=2)
+                q, k, v = (t.view(b, s, heads, d).transpose(1, 2) for t in (q, k, v))
+                w = torch.matmul(q, k.transpose(-1, -2)) * d ** -0.5
+                w = F.softmax(w + mask, dim=-1)
+                return torch.matmul(w, v).transpose(1, 2).reshape(b, s, h).contiguous()
+            self.fn = eager_attention
+            self.inputs = [randn(*self.shape)]
         else:
             w = norm_weight()
 
@@ -229,6 +289,8 @@ def parse_cases(text, hidden):
         if block not in BLOCKS or dtype not in ("float16", "bfloat16") or tokens < 1:
             sys.exit(f"fusion_engine_bench: unknown block or dtype, or bad token count in '{item}' "
                      f"(blocks: {', '.join(BLOCKS)}; dtypes: float16, bfloat16)")
+        if block in PREFILL_ONLY and tokens <= DECODE_TOKENS:
+            sys.exit(f"fusion_engine_bench: '{item}': {block} is a prefill block (more than {DECODE_TOKENS} tokens)")
         cases.append(Case(block, dtype, tokens, hidden))
     return cases
 
