@@ -165,11 +165,20 @@ Timed timeCandidate(const ChainPlan& plan, const std::vector<std::vector<ChainRe
 
 // The GPU memory one tuning holds at most: every node of a check's ATen run
 // materialized as a Full float32 value (the widest), the harness's and the
-// timing's inputs and outputs about as much again, and the flush buffer.
+// timing's inputs and outputs about as much again, the buffers of the
+// variant's layout (each argument's span, a strided view's reaching past its
+// rows: Note [Chain values in a layout]) four times over (two timed draws,
+// a harness draw and its copy or snapshot), and the flush buffer.
 int64_t memoryNeeded(const ChainVariant& v, int device) {
   const int64_t full = v.rows * v.cols * 4;
   const int64_t l2 = at::cuda::getDeviceProperties(device)->l2CacheSize;
-  return 2 * static_cast<int64_t>(v.ir.size()) * full + 2 * l2;
+  int64_t spans = 0;
+  const std::vector<int> args = chain::chainTensorArgs(v.ir);
+  for (size_t k = 0; k < args.size(); ++k) {
+    spans += chainArgumentElements(v.ir, v.layout, k, v.rows, v.cols) *
+             static_cast<int64_t>(kernels::elementSize(v.ir.node(args[k]).dtype));
+  }
+  return 2 * static_cast<int64_t>(v.ir.size()) * full + 4 * spans + 2 * l2;
 }
 
 CandidateRecord recordOf(size_t id, const ChainCandidate& c) {
