@@ -185,6 +185,21 @@ std::vector<std::shared_ptr<InterpreterKernel>> learnAndPublish(const std::funct
   return kernels;
 }
 
+// The chains `program` makes hot: run hotCalls times, each run ended by a foreign command (the values it
+// returns held across it, as a model holds its activations).
+template <typename Program>
+std::vector<HotChain> learnHot(Program program) {
+  std::vector<HotChain> hot;
+  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+  foreignCommand();  // the caller's set-up ends here
+  for (int i = 0; i < 3; ++i) {
+    auto held = program();
+    foreignCommand();
+  }
+  engine().setHotCallback(nullptr);
+  return hot;
+}
+
 class FusionEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -668,14 +683,7 @@ TEST_F(FusionEngineTest, GivenALongRunOfCallsWhenItPassesTheWindowLimitThenWindo
 
 TEST_F(FusionEngineTest, GivenAnErrorInsideTheEngineWhenACallIsTakenThenFusionSwitchesOffAndTheCallRunsItsOriginal) {
   at::Tensor g = at::randn({32, 128}), u = at::randn({32, 128});
-  std::vector<HotChain> hot;
-  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
-  foreignCommand();
-  for (int i = 0; i < 3; ++i) {
-    at::Tensor keep = swiglu(g, u);
-    foreignCommand();
-  }
-  engine().setHotCallback(nullptr);
+  const std::vector<HotChain> hot = learnHot([&] { return swiglu(g, u); });
   ASSERT_EQ(hot.size(), 1u);
   // A pattern whose first output cannot be allocated: the engine's allocation throws.
   chain::ChainPattern broken = hot[0].pattern;
@@ -793,14 +801,7 @@ TEST_F(FusionEngineTest, GivenRotaryOnQThenOnFewerKvHeadsWhenLearnedThenEachHalf
   auto program = [&] {
     return std::vector<at::Tensor>{applyRotary(q.x, q.cos, q.sin), applyRotary(k.x, q.cos, q.sin)};
   };
-  std::vector<HotChain> hot;
-  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
-  foreignCommand();
-  for (int i = 0; i < 3; ++i) {
-    const std::vector<at::Tensor> out = program();  // both held, as attention holds them
-    foreignCommand();
-  }
-  engine().setHotCallback(nullptr);
+  const std::vector<HotChain> hot = learnHot(program);  // both results held, as attention holds them
   ASSERT_EQ(hot.size(), 2u) << engine().patternsJson();
   EXPECT_EQ(hot[0].pattern.calls.size(), 5u);
   EXPECT_EQ(hot[1].pattern.calls.size(), 5u);
@@ -928,14 +929,7 @@ class RefusingKernel final : public FusedChainKernel {
 // Note [Retiring a chain that never launches]
 TEST_F(FusionEngineTest, GivenAChainWhoseKernelKeepsRefusingWhenItRunsThenItIsRetiredAndItsCallsRunEagerly) {
   at::Tensor g = at::randn({32, 128}), u = at::randn({32, 128});
-  std::vector<HotChain> hot;
-  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
-  foreignCommand();
-  for (int i = 0; i < 3; ++i) {
-    at::Tensor keep = swiglu(g, u);
-    foreignCommand();
-  }
-  engine().setHotCallback(nullptr);
+  const std::vector<HotChain> hot = learnHot([&] { return swiglu(g, u); });
   ASSERT_EQ(hot.size(), 1u);
   auto kernel = std::make_shared<RefusingKernel>();
   engine().publish(ReadyChain{hot[0].pattern, hot[0].build, kernel, hot[0].key});

@@ -2,8 +2,7 @@
 fresh cache, and reading the library's status in that child.
 
     import fusion_child
-    fusion_child.rerun_under_preload(__file__)   # in the parent: exits with the child's status
-    lib = fusion_child.library()                 # in the child
+    lib = fusion_child.start(__file__)   # the parent exits with the child's status; without CUDA, 77
     st = fusion_child.status(lib)
 """
 import ctypes
@@ -50,3 +49,14 @@ def status(lib):
     n = lib.hotkernel_status_json(buf, len(buf))
     assert n > 0, n
     return json.loads(buf.value.decode())
+
+
+def start(script):
+    """The parent re-runs `script` (rerun_under_preload) and exits; the child exits 77 (ctest's skip) without a
+    CUDA device, else gets the library."""
+    rerun_under_preload(script)
+    import torch
+    if not torch.cuda.is_available():
+        print("no CUDA device")
+        sys.exit(77)
+    return library()

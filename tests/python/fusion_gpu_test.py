@@ -20,15 +20,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fusion_child  # noqa: E402
 
-fusion_child.rerun_under_preload(__file__)
+lib = fusion_child.start(__file__)
 
 import torch  # noqa: E402
-
-if not torch.cuda.is_available():
-    print("no CUDA device")
-    sys.exit(77)
-
-lib = fusion_child.library()
 
 
 def status():
