@@ -55,7 +55,9 @@ and torch.compile runs with hotkernel off as before). The warm-up then repeats (
 twice more, within --tune-timeout) while the status's hot or ready chains still change:
 a deferred chain can leave the rest of its window to be learned as a new one. Reported
 besides: the fusion counters per step of the hotkernel arm (fused and unfused flushes,
-deferred calls) and the share of GPU time in the fused kernels (hk_chain).
+deferred calls), the share of GPU time in the fused kernels (hk_chain), and each chain variant
+the process tuned with its decision and speed-up (hotkernel.chains; "strided" for a variant
+over strided or broadcast views).
 
 Nothing about hotkernel is required: without the preload (or when it declines
 to serve), the hotkernel parts are skipped or reported as such and eager is
@@ -719,6 +721,12 @@ def run_model(name, spec, hk, timer, device, args):
         hk_info["tuneSeconds"] = round(time.perf_counter() - tune_start, 2)
         status = hk.status()
         hk_info["fusion"] = status.get("fusion")
+        # The chains the process tuned (fused chain variants, ";layout=" for strided or broadcast values) and what
+        # was decided: which of the learned chains serve, which keep ATen.
+        hk_info["chains"] = [{"variant": t.get("variant", ""), "decision": t.get("decision"),
+                              "strided": ";layout=" in t.get("variant", ""),
+                              "speedup": (t.get("metrics") or {}).get("speedup")}
+                             for t in status.get("tuned", []) if t.get("op") == "hotkernel::chain"]
         hk_info["started"] = status.get("started")
         hk_info["variants"] = model_variants(status_before, status)
         hk_info["optimizer"] = status.get("optimizer")
