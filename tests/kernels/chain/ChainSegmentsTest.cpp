@@ -130,3 +130,30 @@ TEST(ChainSegmentsTest, GivenTheCopiesOfQAndKTransposedInOneWindowWhenSegmentedT
   EXPECT_EQ(segs[0].last, 1u);
   EXPECT_TRUE(isRelayoutCopy(segs[0].build));
 }
+
+// A call no chain takes (int64 here) bounds every segment: the search runs between such barriers, so two
+// builds find both chains of a window where the longest-first search from its start would spend them on runs
+// holding the barrier.
+TEST(ChainSegmentsTest, GivenCallsThatBuildNothingAloneWhenSegmentedThenTheSearchRunsBetweenThem) {
+  using A = RecordedArg;
+  const TensorMeta f{"float32", {4, 8}, {8, 1}}, i{"int64", {4, 8}, {8, 1}};
+  const std::vector<RecordedCall> calls = {
+      {"aten::mul.Tensor", {A::tensor(0), A::number(2)}, {1}},  // int64: no chain value
+      {"aten::silu", {A::tensor(2)}, {3}},
+      {"aten::mul.Tensor", {A::tensor(3), A::tensor(4)}, {5}},
+      {"aten::add.Tensor", {A::tensor(1), A::number(1), A::number(1)}, {6}},  // int64 again
+      {"aten::silu", {A::tensor(5)}, {7}},
+      {"aten::mul.Tensor", {A::tensor(7), A::tensor(4)}, {8}},
+  };
+  const TensorMetas metas = {{0, i}, {1, i}, {2, f}, {3, f}, {4, f}, {5, f}, {6, i}, {7, f}, {8, f}};
+  const ChainPattern window = canonicalPattern(calls, metas, {6, 8});
+  const std::vector<PatternSegment> segs = segmentPattern(window, kLayouts, 2);
+  ASSERT_EQ(segs.size(), 2u);
+  EXPECT_EQ(segs[0].first, 1u);
+  EXPECT_EQ(segs[0].last, 3u);
+  EXPECT_EQ(segs[1].first, 4u);
+  EXPECT_EQ(segs[1].last, 6u);
+  // The first segment's product is read by the second: an output of the first, an input of the second.
+  EXPECT_EQ(segs[0].pattern.live.size(), 1u);
+  EXPECT_EQ(segs[1].build.inputValues.size(), 2u);
+}

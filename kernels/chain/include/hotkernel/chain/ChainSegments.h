@@ -19,9 +19,12 @@
 // anyone reads is no chain. Each segment is renumbered canonically on its
 // own (Note [Chain patterns]): a value of an earlier segment is an input.
 // The engine matches and flushes segments like any learned chain: the
-// first diverging call flushes one, and may start the next. At most
-// `maxBuilds` builds are tried (each is a buildChain of up to the window's
-// calls), so a window costs a bounded, one-time effort on the thread that
+// first diverging call flushes one, and may start the next. A call that
+// builds nothing on its own (an op, dtype or argument no chain takes) is a
+// barrier no segment crosses: each call is first built alone, and the
+// search runs between barriers. At most `maxBuilds` builds of runs are tried
+// (each a buildChain of up to the window's calls, besides the one-call
+// builds), so a window costs a bounded, one-time effort on the thread that
 // ends it.
 
 #include <cstddef>
