@@ -73,6 +73,7 @@ void ChainLearner::close() {
   // Note [Relayout copies]: a lone call is a chain only when it is such a copy.
   if (pattern.calls.size() < 2 && !chain::isRelayoutCopy(hot.build)) {
     stats.refusal = "a single call: nothing to fuse";
+    if (!hot.build.ok()) stats.refusal += " (no chain: " + hot.build.reason + ")";
     return;
   }
   if (!hot.build.ok()) {

@@ -17,6 +17,7 @@
 
 #include "HigherKeyCall.h"
 #include "hotkernel/interpose/CommandGate.h"
+#include "hotkernel/chain/ChainBuilder.h"
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/interpose/FusionEngine.h"
@@ -897,6 +898,21 @@ TEST_F(FusionEngineTest, GivenGpt2AttentionOnHeadViewsWhenLearnedThenTheRelayout
   }
   engine().setHotCallback(nullptr);
   EXPECT_TRUE(hot.empty()) << engine().patternsJson();
+}
+
+// Note [Relayout copies]: a lone widening cast of a head view (`.float()`) is a chain of one call too.
+TEST_F(FusionEngineTest, GivenALoneCastOfAHeadViewWhenLearnedThenItIsAChainOfOneCallAndFusesExactly) {
+  const at::Tensor qkv = at::randn({2, 16, 3 * 4 * 8}).to(at::kBFloat16);
+  const at::Tensor q = qkv.narrow(-1, 0, 4 * 8).view({2, 16, 4, 8}).transpose(1, 2);
+  const std::vector<HotChain> hot = learnHot([&] { return q.to(at::kFloat); });
+  ASSERT_EQ(hot.size(), 1u) << engine().patternsJson();
+  EXPECT_TRUE(chain::isRelayoutCopy(hot[0].build));
+  auto kernel = std::make_shared<InterpreterKernel>(hot[0].build);
+  engine().publish(ReadyChain{hot[0].pattern, hot[0].build, kernel, hot[0].key});
+  at::Tensor got = q.to(at::kFloat);
+  foreignCommand();
+  EXPECT_EQ(kernel->launches, 1);
+  EXPECT_TRUE(same(got, eager([&] { return q.to(at::kFloat); })));  // a widening cast is exact
 }
 
 TEST_F(FusionEngineTest, GivenAChainEndingInLogSoftmaxOfBf16WhenDeferredThenItFusesWithinTheChainTolerance) {

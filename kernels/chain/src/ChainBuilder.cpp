@@ -455,7 +455,7 @@ bool isRelayoutCopy(const ChainBuild& build) {
   const Node& in = build.chain.node(0);
   const Node& copy = build.chain.node(1);
   return in.op == OpKind::Input && in.shape == ShapeClass::Full && copy.op == OpKind::Cast &&
-         copy.dtype == in.dtype && build.chain.outputs()[0] == 1;
+         build.chain.outputs()[0] == 1;
 }
 
 ChainBuild buildChain(const std::vector<RecordedCall>& calls, const TensorMetas& tensors,

@@ -177,7 +177,10 @@ std::optional<TensorMeta> tensorIteratorResult(const std::vector<const TensorMet
 
 std::vector<int64_t> emptyLikeStrides(const TensorMeta& self) {
   if (isNonOverlappingAndDense(self.sizes, self.strides)) return self.strides;
-  return contiguousStrides(self.sizes);
+  // Dense strides in self's own order of dims (empty_like's inferred dense strides sort the dims as
+  // TensorIterator does for one operand).
+  const std::optional<TensorMeta> dense = tensorIteratorResult({&self});
+  return dense ? dense->strides : contiguousStrides(self.sizes);
 }
 
 }  // namespace hotkernel::chain::detail

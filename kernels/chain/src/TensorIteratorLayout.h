@@ -19,10 +19,12 @@
 // of the two dims are both non-zero and differ decides; equal strides put
 // the smaller dim first when that operand's dim is larger; broadcast
 // strides abstain), then dense strides in that order (contiguous when the
-// order is the identity). `_to_copy` is empty_like(self) with the preserved
-// memory format: self's strides when self is non-overlapping and dense,
-// else contiguous (channels-last suggestions are not modelled: such a
-// recording is refused). `cat` along the last dim allocates contiguous
+// order is the identity). `_to_copy` and `clone` (preserve) are
+// empty_like(self) with the preserved memory format: self's strides when self
+// is non-overlapping and dense, else dense strides in self's order of dims
+// (the order TensorIterator gives one operand: a head view of a projection
+// keeps its (batch, seq, heads, dim) order; a broadcast dim abstains);
+// channels-last suggestions are not modelled (such a recording is refused). `cat` along the last dim allocates contiguous
 // output unless every part suggests channels-last (not modelled: refused).
 // Operands are given in the order TensorIterator sees them (rsub's are
 // (other, self)).

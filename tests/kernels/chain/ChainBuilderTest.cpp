@@ -403,9 +403,13 @@ TEST(ChainBuilderTest, GivenACloneOfAHeadViewWhenBuiltThenItIsARelayoutCopyAndOt
   EXPECT_EQ(copy.chain.node(1).dtype, DType::Float16);
   EXPECT_EQ(copy.rows, b * h * s);
   EXPECT_FALSE(copy.layout.contiguous());
-  // Preserve (the default) of a non-dense view is contiguous too (empty_like); None the same.
+  // Preserve (the default; None the same) of a non-dense view keeps its order of dims, densely (empty_like:
+  // (batch, seq, heads, dim) as the projection had them); a contiguous result is then refused.
+  const TensorMeta preserved{"float16", {b, h, s, d}, {s * h * d, d, h * d, 1}};
   for (const A& format : {A::number(1), A::none()}) {
-    EXPECT_TRUE(isRelayoutCopy(buildChain({call("aten::clone", {A::tensor(1), format}, 2)}, m, {2}, ChainBuildOptions{true})));
+    const std::vector<RecordedCall> clone = {call("aten::clone", {A::tensor(1), format}, 2)};
+    EXPECT_TRUE(isRelayoutCopy(buildChain(clone, {{1, head}, {2, preserved}}, {2}, ChainBuildOptions{true})));
+    expectRefused(clone, m, "strides");
   }
   // A clone of a contiguous value changes no layout: a chain, but no relayout copy.
   const TensorMetas dense = {{1, contiguous("float16", {b, h, s, d})}, {2, contiguous("float16", {b, h, s, d})}};
@@ -421,9 +425,15 @@ TEST(ChainBuilderTest, GivenACloneOfAHeadViewWhenBuiltThenItIsARelayoutCopyAndOt
   const TensorMetas transposed = {{1, TensorMeta{"float16", {b, h, d, s}, {s * 3 * h * d, d, 1, 3 * h * d}}},
                                   {2, contiguous("float16", {b, h, d, s})}};
   EXPECT_FALSE(buildChain(contiguousClone, transposed, {2}, ChainBuildOptions{true}).ok());
-  // Not a copy: a cast to another dtype, or a chain of more nodes.
-  const TensorMetas widened = {{1, head}, {2, contiguous("float32", {b, h, s, d})}};
-  EXPECT_FALSE(isRelayoutCopy(buildChain({call("aten::_to_copy", {A::tensor(1)}, 2)}, widened, {2}, ChainBuildOptions{true})));
+  // A cast of the head view to another dtype (`.float()`, contiguous: empty_like of a non-dense view) is one
+  // too; a cast followed by another op is a chain of more nodes, no lone copy.
+  const TensorMeta widenedOut{"float32", {b, h, s, d}, {s * h * d, d, h * d, 1}};  // empty_like's order
+  const TensorMetas widened = {{1, head}, {2, widenedOut}, {3, widenedOut}};
+  EXPECT_TRUE(isRelayoutCopy(buildChain({call("aten::_to_copy", {A::tensor(1)}, 2)}, widened, {2}, ChainBuildOptions{true})));
+  const ChainBuild twoOps = buildChain({call("aten::_to_copy", {A::tensor(1)}, 2), call("aten::neg", {A::tensor(2)}, 3)},
+                                       widened, {3}, ChainBuildOptions{true});
+  ASSERT_TRUE(twoOps.ok()) << twoOps.reason;
+  EXPECT_FALSE(isRelayoutCopy(twoOps));
 }
 
 }  // namespace

@@ -66,18 +66,20 @@ struct ChainBuildOptions {
 };
 
 // Note [Relayout copies]
-// A clone (or a _to_copy to the same dtype) of a strided or broadcast value
-// is a chain of one cast to its own dtype whose kernel reads the value through
+// A clone (or a _to_copy, to the same dtype or another) of a strided or
+// broadcast value is a chain of one cast whose kernel reads the value through
 // the variant's layout and writes the copy in the result's strides. Eager
 // runs such copies with TensorIterator's strided kernel, element by element;
 // the chain kernel reads and writes whole vectors of each row. The learner
 // and the segments take one such call as a chain of its own (any other lone
 // call is nothing to fuse), and the tuner keeps its kernel only where it beats
-// eager's copy (the ATen reference clones). HF's eager attention makes three
-// a layer: matmul's reshape of q and of v (head views of the fused QKV
-// projection) and the output's transpose back to [batch, seq, hidden].
-// Whether `build` is one such copy: one input, one cast to the input's dtype,
-// and a layout that is not contiguous.
+// eager's copy (the ATen reference clones for a cast to the same dtype, casts
+// otherwise). HF's eager attention makes three a layer: matmul's reshape of q
+// and of v (head views of the fused QKV projection) and the output's
+// transpose back to [batch, seq, hidden]; a `.float()` of a strided view is
+// the cast kind.
+// Whether `build` is one such copy: one input, one cast of it, and a layout
+// that is not contiguous.
 bool isRelayoutCopy(const ChainBuild& build);
 
 // Never throws for a bad recording (the reason says what is wrong).
