@@ -60,3 +60,21 @@ def start(script):
         print("no CUDA device")
         sys.exit(77)
     return library()
+
+
+def eager_then_fused(lib, run, wait_seconds, learn_calls=12):
+    """The eager reference (hotkernel off), then `learn_calls` runs to learn (HOTKERNEL_HOT_CALLS windows of each
+    chain), the optimizer's tuning awaited, then three runs with the fused chains; returns (eager, last fused)."""
+    import torch
+    lib.hotkernel_set_enabled(0)
+    want = run()
+    torch.cuda.synchronize()
+    lib.hotkernel_set_enabled(1)
+    for _ in range(learn_calls):
+        run()
+    torch.cuda.synchronize()
+    assert lib.hotkernel_wait_idle(wait_seconds) == 0, "the optimizer did not finish"  # 0: idle, 1: timed out
+    for _ in range(3):
+        got = run()
+    torch.cuda.synchronize()
+    return want, got

@@ -68,18 +68,7 @@ def run():
         return layer(x0)
 
 
-lib.hotkernel_set_enabled(0)
-want = run()
-torch.cuda.synchronize()
-lib.hotkernel_set_enabled(1)
-
-for _ in range(12):  # learn: HOTKERNEL_HOT_CALLS windows of each chain
-    run()
-torch.cuda.synchronize()
-assert lib.hotkernel_wait_idle(600.0) == 0, "the optimizer did not finish"  # 0: idle, 1: timed out
-for _ in range(3):
-    got = run()
-torch.cuda.synchronize()
+want, got = fusion_child.eager_then_fused(lib, run, 600.0)
 st = status()
 assert (st.get("format"), st.get("version")) == ("hotkernel-status", 2), {k: st.get(k) for k in ("format", "version")}
 fusion = st.get("fusion", {})

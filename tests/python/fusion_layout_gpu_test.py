@@ -84,18 +84,7 @@ def run():
         return block(x0)
 
 
-lib.hotkernel_set_enabled(0)
-want = run()
-torch.cuda.synchronize()
-lib.hotkernel_set_enabled(1)
-
-for _ in range(12):  # learn: HOTKERNEL_HOT_CALLS windows of each chain
-    run()
-torch.cuda.synchronize()
-assert lib.hotkernel_wait_idle(900.0) == 0, "the optimizer did not finish"  # 0: idle, 1: timed out
-for _ in range(3):
-    got = run()
-torch.cuda.synchronize()
+want, got = fusion_child.eager_then_fused(lib, run, 900.0)
 st = status()
 fusion = st.get("fusion", {})
 chains = [t for t in st["tuned"] if t.get("op") == "hotkernel::chain"]
