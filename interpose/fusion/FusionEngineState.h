@@ -115,7 +115,7 @@ struct FusionEngine::State {
       how = pending->flush();
     }
     const std::string why = pending->lastUnfusedWhy();
-    if (how == PendingChain::Flush::Fused) refusedInARow.erase(pending->lastFusedKey());
+    if (how == PendingChain::Flush::Fused && !refusedInARow.empty()) refusedInARow.erase(pending->lastFusedKey());
     if (const std::string& refused = pending->lastRefusedKey(); !refused.empty()) noteRefusal(refused, why);
     pending.reset();
     switch (how) {

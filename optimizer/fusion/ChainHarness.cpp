@@ -160,17 +160,10 @@ struct Run {
     return outs;
   }
 
-  // ATen's outputs for `inputs` (memory in the layout), computed on their views, as [rows, extent] values.
-  std::vector<at::Tensor> reference(const std::vector<ChainReferenceInput>& inputs) {
-    std::vector<at::Tensor> ref = runChainWithAten(ir, chainInputViews(ir, layout, inputs, rows, cols), rows, cols);
-    for (size_t o = 0; o < ref.size(); ++o) ref[o] = chainValueOf(ir.node(ir.outputs()[o]), ref[o], rows, cols);
-    return ref;
-  }
-
   // One check: the candidate against ATen on `inputs`; "" or why not.
   std::string check(const std::vector<ChainReferenceInput>& inputs, Prefill prefill, const std::string& label) {
     pause();
-    const std::vector<at::Tensor> ref = reference(inputs);
+    const std::vector<at::Tensor> ref = chainAtenValues(ir, layout, inputs, rows, cols);
     std::string why;
     const std::vector<at::Tensor> got = launch(inputs, prefill, why);
     if (!why.empty()) return label + ": " + why;

@@ -73,6 +73,13 @@ std::vector<ChainReferenceInput> chainInputViews(const chain::ChainIR& ir, const
   return views;
 }
 
+std::vector<at::Tensor> chainAtenValues(const chain::ChainIR& ir, const chain::ChainLayout& layout,
+                                        const std::vector<ChainReferenceInput>& memory, int64_t rows, int64_t cols) {
+  std::vector<at::Tensor> ref = runChainWithAten(ir, chainInputViews(ir, layout, memory, rows, cols), rows, cols);
+  for (size_t o = 0; o < ref.size(); ++o) ref[o] = chainValueOf(ir.node(ir.outputs()[o]), ref[o], rows, cols);
+  return ref;
+}
+
 at::Tensor chainValueOf(const chain::Node& n, const at::Tensor& value, int64_t rows, int64_t cols) {
   return value.reshape(chainValueSizes(n.shape, rows, chain::extentOf(n, cols)));
 }

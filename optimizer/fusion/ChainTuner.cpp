@@ -88,14 +88,6 @@ std::vector<at::Tensor> outputValues(const ChainVariant& v, const std::vector<at
   return values;
 }
 
-// ATen's outputs on the views of `memory`, as [rows, extent] values.
-std::vector<at::Tensor> atenValues(const ChainVariant& v, const std::vector<ChainReferenceInput>& memory) {
-  std::vector<at::Tensor> ref =
-      runChainWithAten(v.ir, chainInputViews(v.ir, v.layout, memory, v.rows, v.cols), v.rows, v.cols);
-  for (size_t o = 0; o < ref.size(); ++o) ref[o] = chainValueOf(v.ir.node(v.ir.outputs()[o]), ref[o], v.rows, v.cols);
-  return ref;
-}
-
 std::vector<void*> pointersOf(const std::vector<at::Tensor>& outs) {
   std::vector<void*> p;
   for (const at::Tensor& t : outs) p.push_back(t.mutable_data_ptr());
@@ -152,7 +144,7 @@ Timed timeCandidate(const ChainPlan& plan, const std::vector<std::vector<ChainRe
   for (const auto& [name, input, outs] : {std::tuple<const char*, size_t, const std::vector<at::Tensor>*>{
                                               "first", 0, &firstOuts},
                                           {"last", lastInput, &lastOuts}}) {
-    const std::string why = compareChainOutputs(outputValues(v, *outs), atenValues(v, inputs[input]), bound);
+    const std::string why = compareChainOutputs(outputValues(v, *outs), chainAtenValues(v.ir, v.layout, inputs[input], v.rows, v.cols), bound);
     if (!why.empty()) {
       result.comparison.reset();
       result.failure = std::string("timed: the ") + name + " timed launch (input " + std::to_string(input) +

@@ -53,6 +53,12 @@ std::vector<ChainReferenceInput> chainInputViews(const chain::ChainIR& ir, const
                                                  const std::vector<ChainReferenceInput>& memory, int64_t rows,
                                                  int64_t cols);
 
+// ATen's outputs for inputs given as memory (runChainWithAten on their
+// views), each as its [rows, extent] value: the reference the harness and
+// the tuner's timed checks compare a kernel's outputs with.
+std::vector<at::Tensor> chainAtenValues(const chain::ChainIR& ir, const chain::ChainLayout& layout,
+                                        const std::vector<ChainReferenceInput>& memory, int64_t rows, int64_t cols);
+
 // A chain value of any row shape (rowDims + [extent] and the like) as the
 // chain's [rows, extent] / [extent] / [rows, 1] / [rows] value, for comparing.
 at::Tensor chainValueOf(const chain::Node& n, const at::Tensor& value, int64_t rows, int64_t cols);
