@@ -115,7 +115,9 @@ struct FusionEngine::State {
       how = pending->flush();
     }
     const std::string why = pending->lastUnfusedWhy();
-    if (how == PendingChain::Flush::Fused && !refusedInARow.empty()) refusedInARow.erase(pending->lastFusedKey());
+    if (how == PendingChain::Flush::Fused && !refusedInARow.empty()) {
+      refusedInARow.erase(pending->lastFusedKey());  // erasing a std::string key does not allocate
+    }
     if (const std::string& refused = pending->lastRefusedKey(); !refused.empty()) noteRefusal(refused, why);
     pending.reset();
     switch (how) {
@@ -138,15 +140,20 @@ struct FusionEngine::State {
     return false;
   }
 
-  // Note [Retiring a chain that never launches]. Precondition: mu held.
-  void noteRefusal(const std::string& key, const std::string& why) {
-    if (++refusedInARow[key] < kRetireAfterRefusals) return;
-    refusedInARow.erase(key);
-    setCatalog(catalog->without(key));
-    retiredChains.fetch_add(1, std::memory_order_relaxed);
-    HOTKERNEL_LOG_ONCE(Info, "fusion-retired:" + key)
-        << "fusion: chain " << key.substr(0, 16) << " is no longer deferred: " << why << " " << kRetireAfterRefusals
-        << " times in a row; its calls run eagerly";
+  // Note [Retiring a chain that never launches]. Never throws (it runs on the
+  // dispatcher's path): a count or a catalog it cannot allocate keeps the chain.
+  // Precondition: mu held.
+  void noteRefusal(const std::string& key, const std::string& why) noexcept {
+    try {
+      if (++refusedInARow[key] < kRetireAfterRefusals) return;
+      refusedInARow.erase(key);
+      setCatalog(catalog->without(key));
+      retiredChains.fetch_add(1, std::memory_order_relaxed);
+      HOTKERNEL_LOG_ONCE(Info, "fusion-retired:" + key)
+          << "fusion: chain " << key.substr(0, 16) << " is no longer deferred: " << why << " " << kRetireAfterRefusals
+          << " times in a row; its calls run eagerly";
+    } catch (...) {
+    }
   }
 
   // Before a passing op's original (Note [Ops a chain lets pass]): flushes the
