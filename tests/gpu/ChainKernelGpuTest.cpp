@@ -17,6 +17,7 @@
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/ChainParameterSpace.h"
+#include "../ChainDifference.h"
 #include "hotkernel/chain/NamedChains.h"
 #include "hotkernel/chain/RandomChain.h"
 #include "hotkernel/optimizer/ChainReference.h"
@@ -85,29 +86,6 @@ Inputs drawInputs(const ChainIR& ir, int64_t rows, int64_t cols) {
   return in;
 }
 
-// Largest |a - b| in units of the output dtype's spacing at b, and how many elements differ.
-struct Difference {
-  int64_t differing = 0, total = 0;
-  double worstUlps = 0;
-};
-
-Difference compare(const at::Tensor& got, const std::vector<float>& want, DType dtype) {
-  const at::Tensor flat = got.to(at::kFloat).cpu().contiguous().reshape({-1});
-  EXPECT_EQ(flat.numel(), static_cast<int64_t>(want.size()));
-  const int mantissa = dtype == DType::Float32 ? 23 : dtype == DType::Float16 ? 10 : 7;
-  Difference d;
-  d.total = flat.numel();
-  const float* a = flat.data_ptr<float>();
-  for (int64_t i = 0; i < d.total && i < static_cast<int64_t>(want.size()); ++i) {
-    const float x = a[i], y = want[static_cast<size_t>(i)];
-    if (x == y || (std::isnan(x) && std::isnan(y))) continue;
-    ++d.differing;
-    const double spacing = std::ldexp(1.0, std::ilogb(std::max(std::fabs(y), 1e-30f)) - mantissa);
-    d.worstUlps = std::max(d.worstUlps, std::fabs(static_cast<double>(x) - y) / spacing);
-  }
-  return d;
-}
-
 TEST(ChainKernelGpuTest, GivenTheHfChainsWhenRunByCudaAtenThenTheInterpretersAtenOrderAgrees) {
   REQUIRE_CUDA();
   at::manual_seed(3);
@@ -118,12 +96,12 @@ TEST(ChainKernelGpuTest, GivenTheHfChainsWhenRunByCudaAtenThenTheInterpretersAte
     const auto want = chain::interpretChain(c.ir, rows, cols, in.values, chain::EvalMode::AtenOrder);
     for (size_t o = 0; o < aten.size(); ++o) {
       const DType dtype = c.ir.nodes()[static_cast<size_t>(c.ir.outputs()[o])].dtype;
-      const Difference d = compare(aten[o], want[o], dtype);
+      const ChainDifference d = compareWithInterpreted(aten[o], want[o], dtype);
       std::printf("[chain rules] %s output %zu: %lld of %lld differ, worst %.1f units\n", c.name.c_str(), o,
-                  static_cast<long long>(d.differing), static_cast<long long>(d.total), d.worstUlps);
+                  static_cast<long long>(d.differing), static_cast<long long>(d.total), d.worstUnits);
       // The row sums' order aside, the interpreter is CUDA ATen's chain: a last bit of the float32
       // mean can move a 16-bit rounding by one unit, which the weight's product can make two.
-      EXPECT_LE(d.worstUlps, 2.0) << c.name << " output " << o;
+      EXPECT_LE(d.worstUnits, 2.0) << c.name << " output " << o;
       EXPECT_LE(d.differing * 100, d.total) << c.name << " output " << o;
     }
   }
@@ -171,10 +149,10 @@ TEST(ChainKernelGpuTest, GivenTheHfChainsWhenRunAsFusedKernelsThenTheyComputeThe
       ASSERT_TRUE(launcher->launchArgs(chain::chainKernelArgs(c.ir, args, outPointers, rows, cols), stream));
       for (size_t o = 0; o < outs.size(); ++o) {
         const DType dtype = c.ir.nodes()[static_cast<size_t>(c.ir.outputs()[o])].dtype;
-        const Difference vsFused = compare(outs[o], fused[o], dtype);
+        const ChainDifference vsFused = compareWithInterpreted(outs[o], fused[o], dtype);
         // The same arithmetic as the interpreter's Fused mode: the device's exp / tanh and the row sum's
         // order move a result by at most a unit or two of its dtype.
-        EXPECT_LE(vsFused.worstUlps, 2.0) << "output " << o;
+        EXPECT_LE(vsFused.worstUnits, 2.0) << "output " << o;
         const at::Tensor ref = aten[o].to(at::kFloat), got = outs[o].to(at::kFloat);
         // Note [Interpreter modes tolerance]: eager rounds every intermediate, the kernel only its outputs.
         const double worst = (got - ref).abs().sub(ref.abs().add(1.0).mul(1.0 / 16)).max().item<double>();
@@ -244,8 +222,8 @@ TEST(ChainKernelGpuTest, GivenHfRotaryInItsStridedLayoutWhenRunAsAFusedKernelThe
         ASSERT_EQ(out.strides(), x.strides()) << "eager's output follows x * cos";
         ASSERT_TRUE(launcher->launchArgs(chain::chainKernelArgs(ir, args, {out.mutable_data_ptr()}, rows, d), stream));
         // The output's values row-major over (batch, heads, positions), as the interpreter returns them.
-        const Difference vsFused = compare(out.contiguous(), fused[0], dtype);
-        EXPECT_LE(vsFused.worstUlps, 0.0) << "the kernel's arithmetic is the Fused mode's";
+        const ChainDifference vsFused = compareWithInterpreted(out.contiguous(), fused[0], dtype);
+        EXPECT_LE(vsFused.worstUnits, 0.0) << "the kernel's arithmetic is the Fused mode's";
         const at::Tensor ref = eager.to(at::kFloat), got = out.to(at::kFloat);
         EXPECT_LE((got - ref).abs().sub(ref.abs().add(1.0).mul(1.0 / 16)).max().item<double>(), 0.0);
         EXPECT_FALSE(got.isnan().any().item<bool>()) << "not written everywhere";

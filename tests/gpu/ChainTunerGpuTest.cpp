@@ -20,6 +20,7 @@
 
 #include "hotkernel/cache/CacheStore.h"
 #include "hotkernel/chain/ChainEntry.h"
+#include "../ChainDifference.h"
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/chain/ChainJson.h"
 #include "hotkernel/chain/ChainKey.h"
@@ -95,22 +96,6 @@ std::string tempCacheDir() {
   std::string tmpl = ::testing::TempDir() + "/chain-tuner-XXXXXX";
   const char* made = ::mkdtemp(tmpl.data());
   return made ? std::string(made) : tmpl;
-}
-
-// Largest |got - want| in units of the output dtype's spacing at want.
-double worstUlps(const at::Tensor& got, const std::vector<float>& want, DType dtype) {
-  const at::Tensor flat = got.to(at::kFloat).cpu().contiguous().reshape({-1});
-  EXPECT_EQ(flat.numel(), static_cast<int64_t>(want.size()));
-  const int mantissa = dtype == DType::Float32 ? 23 : dtype == DType::Float16 ? 10 : 7;
-  double worst = 0;
-  const float* a = flat.data_ptr<float>();
-  for (int64_t i = 0; i < flat.numel() && i < static_cast<int64_t>(want.size()); ++i) {
-    const float x = a[i], y = want[static_cast<size_t>(i)];
-    if (x == y || (std::isnan(x) && std::isnan(y))) continue;
-    const double spacing = std::ldexp(1.0, std::ilogb(std::max(std::fabs(y), 1e-30f)) - mantissa);
-    worst = std::max(worst, std::fabs(static_cast<double>(x) - y) / spacing);
-  }
-  return worst;
 }
 
 TEST(ChainTunerGpuTest, GivenTheNamedChainsWhenTunedThenAKernelEntryIsCachedReloadedAsAPlanAndComputesTheChain) {
@@ -199,7 +184,7 @@ TEST(ChainTunerGpuTest, GivenTheNamedChainsWhenTunedThenAKernelEntryIsCachedRelo
       const DType dtype = fresh.ir.node(fresh.ir.outputs()[o]).dtype;
       // 16-bit: two units; float32: the CPU's libm (expf, tanhf) against CUDA's and the row sums'
       // order differ by a few float32 units (ATen's bound, checked next, is the correctness one).
-      EXPECT_LE(worstUlps(outs[o], interpreted[o], dtype), dtype == DType::Float32 ? 64.0 : 2.0)
+      EXPECT_LE(compareWithInterpreted(outs[o], interpreted[o], dtype).worstUnits, dtype == DType::Float32 ? 64.0 : 2.0)
           << "output " << o << " vs the " << chain::evalModeName(mode) << " interpreter";
     }
     EXPECT_EQ(compareChainOutputs(outs, aten, chainTolerance(fresh.ir)), "");

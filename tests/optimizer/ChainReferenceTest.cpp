@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../ChainDifference.h"
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/chain/NamedChains.h"
 #include "hotkernel/chain/RandomChain.h"
@@ -41,44 +42,21 @@ std::vector<ChainReferenceInput> tensorsOf(const ChainIR& ir, int64_t rows, int6
   return out;
 }
 
-// Elements of `aten` that differ from the interpreter's, and the largest difference in units of the
-// output dtype's spacing at the interpreter's value.
-struct Difference {
-  int64_t differing = 0, total = 0;
-  double worstUlps = 0;
-};
-
-Difference compare(const at::Tensor& aten, const std::vector<float>& interpreted, DType dtype) {
-  const at::Tensor flat = aten.to(at::kFloat).contiguous().reshape({-1});
-  EXPECT_EQ(flat.numel(), static_cast<int64_t>(interpreted.size()));
-  const float* a = flat.data_ptr<float>();
-  Difference d;
-  d.total = flat.numel();
-  const int mantissa = dtype == DType::Float32 ? 23 : dtype == DType::Float16 ? 10 : 7;
-  for (int64_t i = 0; i < d.total && i < static_cast<int64_t>(interpreted.size()); ++i) {
-    const float x = a[i], y = interpreted[static_cast<size_t>(i)];
-    if (x == y || (std::isnan(x) && std::isnan(y))) continue;
-    ++d.differing;
-    const double spacing = std::ldexp(1.0, std::ilogb(std::max(std::fabs(y), 1e-30f)) - mantissa);
-    d.worstUlps = std::max(d.worstUlps, std::fabs(static_cast<double>(x) - y) / spacing);
-  }
-  return d;
-}
-
-Difference runBoth(const ChainIR& ir, int64_t rows, int64_t cols, uint64_t seed) {
+// The outputs of ATen against the interpreter's ATen order (tests/ChainDifference.h).
+ChainDifference runBoth(const ChainIR& ir, int64_t rows, int64_t cols, uint64_t seed) {
   const std::vector<std::vector<float>> values = chain::randomChainInputs(ir, rows, cols, seed);
   const std::vector<at::Tensor> aten = runChainWithAten(ir, tensorsOf(ir, rows, cols, values), rows, cols);
   const std::vector<std::vector<float>> interpreted =
       chain::interpretChain(ir, rows, cols, values, chain::EvalMode::AtenOrder);
   EXPECT_EQ(aten.size(), interpreted.size());
-  Difference all;
+  ChainDifference all;
   for (size_t o = 0; o < aten.size() && o < interpreted.size(); ++o) {
     const chain::Node& out = ir.nodes()[static_cast<size_t>(ir.outputs()[o])];
     EXPECT_EQ(aten[o].scalar_type(), chainScalarType(out.dtype)) << "output " << o;
-    const Difference d = compare(aten[o], interpreted[o], out.dtype);
+    const ChainDifference d = compareWithInterpreted(aten[o], interpreted[o], out.dtype);
     all.differing += d.differing;
     all.total += d.total;
-    all.worstUlps = std::max(all.worstUlps, d.worstUlps);
+    all.worstUnits = std::max(all.worstUnits, d.worstUnits);
   }
   return all;
 }
@@ -96,10 +74,10 @@ TEST(ChainReferenceTest, GivenNormMlpAndResidualChainsWhenRunByCpuAtenThenTheInt
       {"residual add + cast", chain::residualAddCastChain(DType::BFloat16, DType::Float32)},
   };
   for (const Named& c : chains) {
-    const Difference d = runBoth(c.ir, 64, 256, 7);
+    const ChainDifference d = runBoth(c.ir, 64, 256, 7);
     // The row sums' order differs (ATen's tree, the interpreter's double sum): at most one unit of the
     // output's dtype apart, and on almost every element not at all.
-    EXPECT_LE(d.worstUlps, 1.0) << c.name;
+    EXPECT_LE(d.worstUnits, 1.0) << c.name;
     EXPECT_LE(d.differing * 100, d.total) << c.name << ": " << d.differing << " of " << d.total << " differ";
   }
 }
@@ -110,14 +88,14 @@ TEST(ChainReferenceTest, GivenNormMlpAndResidualChainsWhenRunByCpuAtenThenTheInt
 TEST(ChainReferenceTest, GivenAFloat32NormWhenRunByCpuAtenThenWithinTheSumOrdersFewUnits) {
   // In float32 nothing rounds the row sum's order away: ATen's float tree and the interpreter's double sum
   // give results a few float32 units apart after rsqrt.
-  const Difference d = runBoth(chain::rmsNormChain(DType::Float32, 1e-6), 64, 256, 7);
-  EXPECT_LE(d.worstUlps, 8.0);
+  const ChainDifference d = runBoth(chain::rmsNormChain(DType::Float32, 1e-6), 64, 256, 7);
+  EXPECT_LE(d.worstUnits, 8.0);
 }
 
 TEST(ChainReferenceTest, GivenNewGeluWhenRunByCpuAtenThenWithinAFewUnitsOfTheInterpreter) {
   for (const DType dtype : {DType::BFloat16, DType::Float16}) {
-    const Difference d = runBoth(chain::newGeluChain(dtype), 64, 256, 7);
-    EXPECT_LE(d.worstUlps, 32.0) << chain::shortDTypeName(dtype);
+    const ChainDifference d = runBoth(chain::newGeluChain(dtype), 64, 256, 7);
+    EXPECT_LE(d.worstUnits, 32.0) << chain::shortDTypeName(dtype);
     EXPECT_LE(d.differing * 5, d.total) << d.differing << " of " << d.total;
   }
 }
@@ -142,6 +120,19 @@ TEST(ChainReferenceTest, GivenSoftmaxChainsWhenRunByAtenThenTheyAreTheSoftmaxCal
   const std::vector<at::Tensor> out =
       runChainWithAten(chain::attentionSoftmaxChain(DType::Float16, 0.125), {{scores}, {mask}}, rows, cols);
   EXPECT_TRUE(at::equal(out[0], at::softmax(scores * 0.125 + mask, -1)));
+}
+
+TEST(ChainReferenceTest, GivenValuesInTheSubnormalRangeWhenMeasuredThenOneRoundingStepIsOneUnit) {
+  // Note [Units in the subnormal range]: fp16 steps by 2^-24 under 2^-14, bf16 and fp32 by 2^-133 and 2^-149.
+  EXPECT_EQ(chainSpacingAt(std::ldexp(1.0f, -16), DType::Float16), std::ldexp(1.0, -24));
+  EXPECT_EQ(chainSpacingAt(0.0f, DType::Float16), std::ldexp(1.0, -24));
+  EXPECT_EQ(chainSpacingAt(1.5f, DType::Float16), std::ldexp(1.0, -10));
+  EXPECT_EQ(chainSpacingAt(std::ldexp(1.0f, -130), DType::BFloat16), std::ldexp(1.0, -133));
+  EXPECT_EQ(chainSpacingAt(-std::ldexp(1.0f, -140), DType::Float32), std::ldexp(1.0, -149));
+  const at::Tensor got = at::tensor({std::ldexp(1.0f, -16) + std::ldexp(1.0f, -24), 1.0f}).to(at::kHalf);
+  const ChainDifference d = compareWithInterpreted(got, {std::ldexp(1.0f, -16), 1.0f}, DType::Float16);
+  EXPECT_EQ(d.differing, 1);
+  EXPECT_EQ(d.worstUnits, 1.0);
 }
 
 TEST(ChainReferenceTest, GivenAWrongInputWhenRunThenErrorNamingIt) {
