@@ -14,6 +14,11 @@ head views [b, h, s, d] of the projections, transposed from [b, s, h, d]; scale 
   gpt2           fp16, b 16, 12 heads, s 512, d 64, is_causal
   bert           bf16, b 32, 12 heads, s 512, d 64, an additive padding mask [b, 1, 1, s] (a quarter of
                  the rows padded from 3/4 of s on)
+and, beyond the models, where the default may not be the fastest:
+  long-prefill   bf16, b 1, 32 / 8 heads, s 4096, d 128, is_causal (a long prompt)
+  long-decode    bf16, b 1, one query against 8192 cached keys, 32 / 8 heads, d 128
+  headdim-80     fp16, b 8, 32 heads, s 1024, d 80 (Phi-style heads), is_causal
+  vit-fp32       fp32, b 32, 12 heads, s 197, d 64 (a ViT-B/16 encoder in float32; bound 1e-4)
 For each case the script
   1. runs PyTorch's default (no backend forced) and each backend under torch.nn.attention.sdpa_kernel([b]);
      a backend that refuses the case (it raises) is recorded with its reason and left out;
@@ -52,6 +57,11 @@ CASES = {
     "llama-decode": ("bfloat16", 8, 16, 8, 1, 544, 128, False, None),
     "gpt2": ("float16", 16, 12, 12, 512, 512, 64, True, None),
     "bert": ("bfloat16", 32, 12, 12, 512, 512, 64, False, "padding"),
+    # Beyond the model benchmark: where PyTorch's default may not be the fastest.
+    "long-prefill": ("bfloat16", 1, 32, 8, 4096, 4096, 128, True, None),
+    "long-decode": ("bfloat16", 1, 32, 8, 1, 8192, 128, False, None),
+    "headdim-80": ("float16", 8, 32, 32, 1024, 1024, 80, True, None),
+    "vit-fp32": ("float32", 32, 12, 12, 197, 197, 64, False, None),
 }
 SMOKE = {"tiny": ("float16", 2, 4, 2, 64, 64, 64, True, None)}
 
