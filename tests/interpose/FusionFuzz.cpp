@@ -1194,6 +1194,7 @@ FuzzReport runFusionFuzz(const FuzzOptions& options) {
     }
   };
   for (int64_t p = options.firstProgram; p < options.firstProgram + options.programs; ++p) {
+    if (options.stop && options.stop()) break;
     if (relearn || p / options.programsPerPool != poolIndex || !engine.enabled()) {
       if (!relearn) addEngineCounts(poolStart, engine.stats());  // resetForTest zeroes the stats
       relearn = false;

@@ -55,6 +55,8 @@ struct FuzzOptions {
   int64_t firstProgram = 0;
   std::ostream* trace = nullptr;
   std::function<void(int64_t done)> progress;  // called every 1000 programs
+  // Asked before each program: true stops the run there (the report holds the programs run).
+  std::function<bool()> stop;
   // The kernels of a pool's hot chains on a GPU (Note [The fuzz suite on a GPU]): one per chain, or null
   // for a chain it has none for (the chain is then not published and runs unfused). Unset: the CPU's
   // interpreter and exact kernels.

@@ -8,7 +8,10 @@
 // kernels (Note [The fuzz suite on a GPU]); --shim there takes the commands
 // through the preloaded shim (Note [The fuzz suite under the shim]). The
 // report's `device` ("cpu" / "cuda") and `shim` (bool) are optional fields
-// of version 1 (absent: "cpu", false).
+// of version 1 (absent: "cpu", false), as are `requestedPrograms` and
+// `stoppedEarly` (true when --seconds ran out or SIGINT / SIGTERM arrived
+// first: the report then counts the programs run; merged: any run's).
+#include <signal.h>
 #include <sys/utsname.h>
 #include <torch/version.h>
 
@@ -31,6 +34,9 @@ using namespace hotkernel::fusion::fuzz;
 using nlohmann::json;
 
 namespace {
+
+volatile sig_atomic_t stopSignal = 0;
+extern "C" void onStopSignal(int) { stopSignal = 1; }
 
 constexpr const char* kFormat = "hotkernel-fusion-fuzz";
 constexpr int kVersion = 1;
@@ -86,6 +92,8 @@ int merge(const std::vector<std::string>& files, const std::string& out) {
     for (const char* k : {"machine", "torch", "date"}) total[k] = r[k];
     total["device"] = r.value("device", std::string("cpu"));
     total["shim"] = r.value("shim", false);
+    total["stoppedEarly"] = total.value("stoppedEarly", false) || r.value("stoppedEarly", false);
+    total["requestedPrograms"] = total.value("requestedPrograms", int64_t{0}) + r.value("requestedPrograms", r["programs"].get<int64_t>());
   }
   std::ofstream o(out);
   o << total.dump(2) << "\n";
@@ -109,6 +117,10 @@ int main(int argc, char** argv) {
   app.add_option("--json", out, "write the report here");
   app.add_option("--first-program", options.firstProgram, "start at this program (to replay a failure)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  double budgetSeconds = 0;
+  app.add_option("--seconds", budgetSeconds,
+                 "start no program after this many seconds (0: none); the report counts the programs run")
+      ->check(CLI::Range(0.0, 1e9));
   bool trace = false;
   app.add_flag("--trace", trace, "write the engine run's actions to stderr");
   bool shim = false;
@@ -145,6 +157,19 @@ int main(int argc, char** argv) {
   const std::string device = "cpu";
 #endif
   const auto start = std::chrono::steady_clock::now();
+  // A deadline or a signal ends the run between two programs, with its report (Note [Fusion fuzz programs]).
+  struct sigaction sa {};
+  sa.sa_handler = onStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  bool stoppedEarly = false;
+  options.stop = [&] {
+    const bool late = budgetSeconds > 0 &&
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > budgetSeconds;
+    stoppedEarly = stoppedEarly || late || stopSignal != 0;
+    return stoppedEarly;
+  };
   options.progress = [&](int64_t done) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (done % 50000 == 0) std::cerr << "fusion_fuzz: " << done << " programs, " << s << " s\n";
@@ -162,6 +187,8 @@ int main(int argc, char** argv) {
             {"device", device},
             {"shim", shim},
             {"programs", r.programs},
+            {"requestedPrograms", options.programs},
+            {"stoppedEarly", stoppedEarly},
             {"programsPerPool", options.programsPerPool},
             {"templatesPerPool", options.templatesPerPool},
             {"mismatches", r.mismatches},
@@ -172,7 +199,7 @@ int main(int argc, char** argv) {
             {"machine", machine()},
             {"torch", TORCH_VERSION},
             {"date", utcNow()}};
-  std::cout << r.programs << " programs in " << seconds << " s: " << r.mismatches << " mismatches, "
+  std::cout << r.programs << " programs" << (stoppedEarly ? " (stopped early)" : "") << " in " << seconds << " s: " << r.mismatches << " mismatches, "
             << r.unwrittenReads << " unwritten reads\n";
   for (const std::string& f : r.failures) std::cout << "  " << f << "\n";
   if (!out.empty()) {

@@ -18,7 +18,8 @@
 #   (e.g. "--cases rmsnorm:bfloat16:4096 --no-overhead").
 # HOTKERNEL_FUZZ_GPU_PROGRAMS / _PROCS / _SEED / _PER_POOL / _DEADLINE_S: the fuzz_gpu step's programs in all
 #   (default 100000), split over this many processes (default 4, seeds SEED..SEED+PROCS-1, default 1), programs
-#   per learned pool (default 2000), and each process's time limit (default none); HOTKERNEL_FUZZ_GPU_SHIM=1: under
+#   per learned pool (default 2000), and each process's time budget (default none: fusion_fuzz's --seconds);
+#   HOTKERNEL_FUZZ_GPU_SHIM=1: under
 #   the preloaded shim (HOTKERNEL=0: its command hook only; Note [The fuzz suite under the shim]).
 # HOTKERNEL_OPS_CASES: the ops step's --cases: a preset of bench/ops_bench.py (norms, norms_long, cross_entropy, reductions,
 #   reductions_dim, softmax_dim, softmax_400k) or op:dtype:shape,... (default: ops_bench.py's default cases).
@@ -130,12 +131,18 @@ if want fuzz_gpu; then
   N="${HOTKERNEL_FUZZ_GPU_PROGRAMS:-100000}"; P="${HOTKERNEL_FUZZ_GPU_PROCS:-4}"; S="${HOTKERNEL_FUZZ_GPU_SEED:-1}"
   log "fuzz: $N programs on the GPU with real fused kernels, $P processes"
   FZ="$(mktemp -d)"; parts=()
-  LIMIT=(); [ -n "${HOTKERNEL_FUZZ_GPU_DEADLINE_S:-}" ] && LIMIT=(timeout --signal=INT "$HOTKERNEL_FUZZ_GPU_DEADLINE_S")
+  # A deadline is the program's own --seconds (it stops between two programs and writes its report); the
+  # timeout behind it (a minute later, SIGINT: the same clean stop) covers a pool still compiling.
+  LIMIT=(); BUDGET=()
+  if [ -n "${HOTKERNEL_FUZZ_GPU_DEADLINE_S:-}" ]; then
+    LIMIT=(timeout --signal=INT $((HOTKERNEL_FUZZ_GPU_DEADLINE_S + 60)))
+    BUDGET=(--seconds "$HOTKERNEL_FUZZ_GPU_DEADLINE_S")
+  fi
   for ((i = 0; i < P; i++)); do
     parts+=("$FZ/part-$i.json")
     SHIM=(); [ "${HOTKERNEL_FUZZ_GPU_SHIM:-0}" = 1 ] && SHIM=(env HOTKERNEL=0 LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so")
     "${LIMIT[@]}" "${SHIM[@]}" "$BUILD/bin/fusion_fuzz_gpu" --seed $((S + i)) --programs $(((N + P - 1) / P)) \
-      ${SHIM[0]:+--shim} --programs-per-pool "${HOTKERNEL_FUZZ_GPU_PER_POOL:-2000}" --json "$FZ/part-$i.json" \
+      ${SHIM[0]:+--shim} "${BUDGET[@]}" --programs-per-pool "${HOTKERNEL_FUZZ_GPU_PER_POOL:-2000}" --json "$FZ/part-$i.json" \
       >"$OUT/fuzz-gpu-$i.log" 2>&1 &
   done
   wait
