@@ -55,7 +55,8 @@ and torch.compile runs with hotkernel off as before). The warm-up then repeats (
 twice more, within --tune-timeout) while the status's hot or ready chains still change:
 a deferred chain can leave the rest of its window to be learned as a new one. Reported
 besides: the fusion counters per step of the hotkernel arm (fused and unfused flushes,
-deferred calls), the share of GPU time in the fused kernels (hk_chain), and each chain variant
+deferred calls), the share of GPU time in the fused kernels (hk_chain; the ranked view's
+hotkernel::fused_chain row: the flush's own scope, not the op that triggered it), and each chain variant
 the process tuned with its decision and speed-up (hotkernel.chains; "strided" for a variant
 over strided or broadcast views).
 
@@ -402,6 +403,10 @@ def ranked_view(hk_prof, eager_prof, served, variants, hk_loaded, use_cuda, top)
     def served_flag(op):
         if not hk_loaded:
             return "hotkernel not loaded"
+        if op == "hotkernel::fused_chain":  # the engine's flush scopes (Note [Flushes in the profiler])
+            return "hk kernel (fused chains)"
+        if op == "hotkernel::unfused_chain":
+            return "chains replayed by ATen"
         if op not in served:
             return "no"
         d = decided.get(op)

@@ -1,6 +1,7 @@
 #include "PendingChain.h"
 
 #include <ATen/ops/empty_strided.h>
+#include <ATen/record_function.h>
 #include <c10/core/StreamGuard.h>
 
 #include <algorithm>
@@ -163,6 +164,14 @@ bool PendingChain::replay() noexcept {
   return false;
 }
 
+// Note [Flushes in the profiler]
+// A chain is flushed inside whatever call triggers it (the next matmul, a
+// copy to the host), so a profiler would charge its kernels to that call:
+// aten::mm's self time grew by the fused kernels' time. The launch runs in
+// a user scope named hotkernel::fused_chain and a replay in
+// hotkernel::unfused_chain, which torch.profiler and Kineto show as ops of
+// their own, with the kernels under them. A RecordFunction with no
+// callback for user scopes costs a check; a flush is once a chain.
 PendingChain::Flush PendingChain::flush() noexcept {
   lastUnfusedWhy_.clear();
   lastRefusedKey_.clear();
@@ -177,6 +186,7 @@ PendingChain::Flush PendingChain::flush() noexcept {
       std::vector<at::Tensor> outputs;
       for (int64_t v : fused->build.inputValues) inputs.push_back(values_.taken(v));
       for (int64_t v : fused->build.outputValues) outputs.push_back(values_.taken(v));
+      RECORD_USER_SCOPE("hotkernel::fused_chain");  // Note [Flushes in the profiler]
       launched = fused->kernel->launch(inputs, outputs, stream_);
       if (launched) {
         lastFusedKey_ = fused->key;
@@ -188,6 +198,7 @@ PendingChain::Flush PendingChain::flush() noexcept {
     if (launched) {
       result = Flush::Fused;
     } else {
+      RECORD_USER_SCOPE("hotkernel::unfused_chain");
       result = replay() ? Flush::Unfused : Flush::Failed;
     }
   } catch (const std::exception& e) {

@@ -4,6 +4,7 @@
 // interpreter (Note [Two evaluation modes]).
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/record_function.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -378,6 +379,37 @@ TEST_F(FusionEngineTest, GivenADeferredChainWhenAnIntermediateIsStillHeldThenItR
       << engine().stats().lastUnfused;
   EXPECT_TRUE(same(act, eager([&] { return at::silu(g); })));
   EXPECT_TRUE(same(out, eager([&] { return at::silu(g) * u; })));
+}
+
+// The user scopes a profiler would see on this thread (Note [Flushes in the profiler]).
+std::vector<std::string>& userScopes() {
+  static std::vector<std::string> names;
+  return names;
+}
+std::unique_ptr<at::ObserverContext> onUserScope(const at::RecordFunction& fn) {
+  userScopes().emplace_back(fn.name());
+  return nullptr;
+}
+
+TEST_F(FusionEngineTest, GivenAProfilerWhenAChainIsFlushedFusedOrReplayedThenItsKernelsRunInAHotkernelScope) {
+  at::Tensor x = at::randn({64, 256}).to(at::kBFloat16), w = at::randn({256}).to(at::kBFloat16);
+  auto kernels = learnAndPublish([&] { return rmsNorm(x, w); });
+  ASSERT_EQ(kernels.size(), 1u);
+  userScopes().clear();
+  const at::CallbackHandle handle = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(&onUserScope).scopes({at::RecordScope::USER_SCOPE}));
+  at::Tensor got = rmsNorm(x, w);
+  foreignCommand();  // fused
+  ASSERT_EQ(kernels[0]->launches, 1);
+  EXPECT_EQ(userScopes(), std::vector<std::string>{"hotkernel::fused_chain"});
+  at::Tensor h = x.to(at::kFloat);  // the chain's head, deferred
+  at::Tensor cube = h.pow(3);        // not the chain's next call: the prefix replays first
+  foreignCommand();
+  EXPECT_GE(engine().stats().unfusedFlushes, 1u);
+  at::removeCallback(handle);
+  ASSERT_GE(userScopes().size(), 2u);
+  EXPECT_EQ(userScopes()[0], "hotkernel::fused_chain");
+  for (size_t i = 1; i < userScopes().size(); ++i) EXPECT_EQ(userScopes()[i], "hotkernel::unfused_chain");
 }
 
 TEST_F(FusionEngineTest, GivenADeferredPrefixWhenADifferentOpFollowsThenThePrefixReplaysAndTheResultIsEagers) {
