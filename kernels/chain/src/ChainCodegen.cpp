@@ -14,7 +14,9 @@
 namespace hotkernel::chain {
 namespace {
 
-using detail::accessTag, detail::floatLiteral, detail::storageType;
+using detail::accessTag;
+using detail::floatLiteral;
+using detail::storageType;
 
 enum class Scope { Element, Row, Uniform };
 
@@ -46,7 +48,6 @@ class Emitter {
     }
     rowKernel_ = phases_ > 0;
     segmented_ = ir.hasCat() || (!layout.contiguous() && !rowKernel_);
-    lrow_ = detail::rowsInMemoryOrder(ir, layout) ? "hk_lrow" : rowKernel_ ? "(hk_live_row ? row : 0)" : "row";
   }
 
   std::string source() {
@@ -144,7 +145,7 @@ class Emitter {
       const std::string id = std::to_string(o);
       const std::string tag = accessTag(n.dtype);
       if (scopeOf(n.shape) == Scope::Row) {
-        os_ << indent << "const float r" << id << " = hk_ld_" << tag << "(in" << id << " + " << lrow_ << ");\n";
+        os_ << indent << "const float r" << id << " = hk_ld_" << tag << "(in" << id << " + row);\n";
         continue;
       }
       const std::string offset = n.shape == ShapeClass::Column ? (pointwise ? "hk_cv * HK_VEC" : "hk_v * HK_VEC")
@@ -287,7 +288,7 @@ class Emitter {
     for (int in : ir_.inputs()) {
       const Node& n = nodes_[static_cast<size_t>(in)];
       if (scopeOf(n.shape) != Scope::Row) continue;
-      os_ << "    const float r" << in << " = hk_ld_" << accessTag(n.dtype) << "(in" << in << " + " << lrow_ << ");\n";
+      os_ << "    const float r" << in << " = hk_ld_" << accessTag(n.dtype) << "(in" << in << " + row);\n";
     }
     for (size_t m = 0; m < ir_.outputs().size(); ++m) os_ << "    float o" << m << "[HK_VEC];\n";
     segments(ir_.outputs(), "    ", [&] {
@@ -305,7 +306,7 @@ class Emitter {
       } else if (n.shape == ShapeClass::Column) {
         os_ << "    if (row == 0) hk_store_" << tag << "(out" << id << " + hk_c, o" << id << ");\n";
       } else {
-        os_ << "    if (hk_c == 0) hk_st_" << tag << "(out" << id << " + " << lrow_ << ", o" << id << "[0]);\n";
+        os_ << "    if (hk_c == 0) hk_st_" << tag << "(out" << id << " + row, o" << id << "[0]);\n";
       }
     }
     os_ << "  }\n";
@@ -335,7 +336,7 @@ class Emitter {
       } else if (n.shape == ShapeClass::Column) {
         os_ << "    if (row == 0) hk_store_" << tag << "(out" << id << " + hk_cv * HK_VEC, o" << id << ");\n";
       } else {
-        os_ << "    if (hk_cv == 0) hk_st_" << tag << "(out" << id << " + " << lrow_ << ", o" << id << "[0]);\n";
+        os_ << "    if (hk_cv == 0) hk_st_" << tag << "(out" << id << " + row, o" << id << "[0]);\n";
       }
     }
     os_ << "  }\n";
@@ -370,7 +371,7 @@ class Emitter {
     for (int in : ir_.inputs()) {
       const Node& n = nodes_[static_cast<size_t>(in)];
       if (scopeOf(n.shape) == Scope::Row) {
-        os_ << "  const float r" << in << " = hk_ld_" << accessTag(n.dtype) << "(in" << in << " + " << lrow_ << ");\n";
+        os_ << "  const float r" << in << " = hk_ld_" << accessTag(n.dtype) << "(in" << in << " + (hk_live_row ? row : 0));\n";
       } else if (scopeOf(n.shape) == Scope::Element && p_.items > 0) {
         const std::string id = std::to_string(in), tag = accessTag(n.dtype);
         const std::string offset = n.shape == ShapeClass::Column ? "hk_v * HK_VEC" : rowBase(in) + " + hk_v * HK_VEC";
@@ -446,7 +447,7 @@ class Emitter {
       const int o = ir_.outputs()[m];
       const Node& n = nodes_[static_cast<size_t>(o)];
       if (scopeOf(n.shape) != Scope::Row) continue;
-      os_ << "  if (hk_tid == 0 && hk_live_row) hk_st_" << accessTag(n.dtype) << "(out" << m << " + " << lrow_ << ", " << ref(o)
+      os_ << "  if (hk_tid == 0 && hk_live_row) hk_st_" << accessTag(n.dtype) << "(out" << m << " + row, " << ref(o)
           << ");\n";
     }
   }
@@ -475,7 +476,6 @@ class Emitter {
   const std::vector<Node>& nodes_;
   std::map<int, size_t> inputArg_;  // tensor input node -> its tensor argument index
   bool segmented_ = false;          // a layout or a Cat: Note [Chain kernel segments]
-  std::string lrow_;                // a Row-shaped value's index (Note [Rows in memory order])
   int64_t segLo_ = 0;               // the segment being emitted starts at this column
   int64_t refShift_ = 0;            // the shift of the node being emitted
   std::vector<int> phase_;              // reductions on the longest path to the node, itself included

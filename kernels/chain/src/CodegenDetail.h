@@ -41,15 +41,8 @@ std::string rowReduction(const Node& n, const std::string& partial, const std::s
 std::pair<int, int64_t> catPart(const std::vector<Node>& nodes, int o, int64_t c);
 
 // Statements declaring `const long long hk_o<k>`, the offset of `row` in
-// every Full tensor argument k, under `layout` (Note [Chain layouts in the source]),
-// and hk_lrow, the logical row, where rowsInMemoryOrder (Note [Rows in memory order]).
+// every Full tensor argument k, under `layout` (Note [Chain layouts in the source]).
 std::string rowOffsetStatements(const ChainIR& ir, const ChainLayout& layout, const std::string& row,
                                 const std::string& indent);
-
-// The layout's row dims in the order a row index splits into them, slowest first: by the first Full output's
-// strides (else the first Full input's), ties in logical order (Note [Rows in memory order]).
-std::vector<size_t> rowDimOrder(const ChainIR& ir, const ChainLayout& layout);
-// Whether that order is not the logical one: the kernel then reads and writes Row-shaped values at hk_lrow.
-bool rowsInMemoryOrder(const ChainIR& ir, const ChainLayout& layout);
 
 }  // namespace hotkernel::chain::detail

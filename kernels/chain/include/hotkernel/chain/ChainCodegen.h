@@ -36,9 +36,8 @@
 // The kernel's arguments stay (inputs, outputs, rows, cols): KernelArgs
 // holds 12, fewer than a strided chain's strides, and a plan serves exactly
 // its variant anyway, so constants cost nothing and let the compiler turn
-// the divisions into multiplies; the row index splits with the dim of
-// smallest stride fastest (Note [Rows in memory order]). The empty layout
-// writes nothing: a contiguous variant's source is what it was before layouts.
+// the divisions into multiplies. The empty layout writes nothing: a
+// contiguous variant's source is what it was before layouts.
 //
 // Note [Chain kernel arguments]
 // hk_chain's parameters, in order: one per chain input (a tensor's
