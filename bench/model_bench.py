@@ -55,8 +55,8 @@ and torch.compile runs with hotkernel off as before). The warm-up then repeats (
 twice more, within --tune-timeout) while the status's hot or ready chains still change:
 a deferred chain can leave the rest of its window to be learned as a new one. Reported
 besides: the fusion counters per step of the hotkernel arm (fused and unfused flushes,
-deferred calls), the share of GPU time in the fused kernels (hk_chain; the ranked view's
-hotkernel::fused_chain row: the flush's own scope, not the op that triggered it), and each chain variant
+deferred calls), the share of GPU time in the fused kernels (hk_chain; torch.profiler leaves them out
+of every op's self time, in the ranked view's "not attributed" row), and each chain variant
 the process tuned with its decision and speed-up (hotkernel.chains; "strided" for a variant
 over strided or broadcast views).
 

@@ -166,12 +166,12 @@ bool PendingChain::replay() noexcept {
 
 // Note [Flushes in the profiler]
 // A chain is flushed inside whatever call triggers it (the next matmul, a
-// copy to the host), so a profiler would charge its kernels to that call:
-// aten::mm's self time grew by the fused kernels' time. The launch runs in
-// a user scope named hotkernel::fused_chain and a replay in
-// hotkernel::unfused_chain, which torch.profiler and Kineto show as ops of
-// their own, with the kernels under them. A RecordFunction with no
-// callback for user scopes costs a check; a flush is once a chain.
+// copy to the host), so a profiler charges its kernels to that call. The
+// launch runs in a user scope named hotkernel::fused_chain and a replay in
+// hotkernel::unfused_chain, so that the triggering call keeps only its own
+// kernels' time (torch.profiler's op table leaves the chain's kernels
+// unattributed; its kernel view names them hk_chain). A RecordFunction with
+// no callback for user scopes costs a check; a flush is once a chain.
 PendingChain::Flush PendingChain::flush() noexcept {
   lastUnfusedWhy_.clear();
   lastRefusedKey_.clear();

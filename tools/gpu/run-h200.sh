@@ -3,6 +3,9 @@
 # test (gpu-labelled included), the benchmarks and the demo; logs and JSON go
 # to $OUT (default ./out).
 #
+# Everything written to $OUT is also packed into $OUT/000-all.tgz at the end (a device call returns only its
+# first few files by name).
+#
 # The machine has no network: libraries it lacks (TBB, CLI11, SQLite, redis-server and
 # OpenSSL headers) travel as Debian .deb files in .deps/debs (fetch them here
 # with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
@@ -143,7 +146,7 @@ if want fuzz_gpu; then
     SHIM=(); [ "${HOTKERNEL_FUZZ_GPU_SHIM:-0}" = 1 ] && SHIM=(env HOTKERNEL=0 LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so")
     "${LIMIT[@]}" "${SHIM[@]}" "$BUILD/bin/fusion_fuzz_gpu" --seed $((S + i)) --programs $(((N + P - 1) / P)) \
       ${SHIM[0]:+--shim} "${BUDGET[@]}" --programs-per-pool "${HOTKERNEL_FUZZ_GPU_PER_POOL:-2000}" --json "$FZ/part-$i.json" \
-      >"$OUT/fuzz-gpu-$i.log" 2>&1 &
+      >"$FZ/fuzz-gpu-$i.log" 2>&1 &
   done
   wait
   existing=(); for f in "${parts[@]}"; do [ -s "$f" ] && existing+=("$f"); done
@@ -151,9 +154,10 @@ if want fuzz_gpu; then
     "$BUILD/bin/fusion_fuzz" --merge "${existing[@]}" --json "$OUT/fusion-fuzz-gpu.json" || rc=1
   else
     log "fuzz: only ${#existing[@]} of $P processes wrote a report"; rc=1
-    cp "${existing[@]}" "$OUT/" 2>/dev/null
   fi
-  tail -n 3 "$OUT"/fuzz-gpu-*.log
+  # The device returns a handful of files: each process's report and log travel in one archive.
+  tar czf "$OUT/fuzz-gpu-parts.tgz" -C "$FZ" . && log "fuzz: reports and logs in fuzz-gpu-parts.tgz"
+  tail -n 3 "$FZ"/fuzz-gpu-*.log
 fi
 if want bench; then
   log "bench: softmax under the preload vs eager"
@@ -225,5 +229,8 @@ if want demo; then
   log "demo"
   "$HOTKERNEL_PYTHON" "$ROOT/tools/demo.py" --build "$BUILD" 2>&1 | tee "$OUT/demo.log" || rc=1
 fi
+# The device call returns only its first few files (by name): everything also travels in 000-all.tgz, first.
+tar czf "$OUT/000-all.tgz.part" -C "$OUT" --exclude=000-all.tgz --exclude=000-all.tgz.part . \
+  && mv "$OUT/000-all.tgz.part" "$OUT/000-all.tgz"
 log "done rc=$rc"
 exit $rc
