@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "hotkernel/runtime/Config.h"
@@ -35,10 +36,19 @@ void childAfterFork() { Recorder::instance().stopGpuTimeInChild(); }
 
 }  // namespace
 
+// Note [Hotkernel's scopes in the profile]
+// The recorder watches ops (FUNCTION scopes) and, of the user scopes, only
+// hotkernel's own (names starting "hotkernel::": a fused chain's flush,
+// Note [Flushes in the profiler]). Such a scope is an op of the profile: its
+// calls are counted and, with GPU time attributed, it pushes its own external
+// id, so the fused kernel launched inside another op's call (the one that
+// triggered the flush) is charged to the chain, not to that op. Other user
+// scopes (the program's record_function regions) are not recorded.
 std::unique_ptr<at::ObserverContext> recorderOnOpStart(const at::RecordFunction& fn) {
   try {
     Recorder& r = Recorder::instance();
     const char* name = fn.name();
+    if (fn.scope() == at::RecordScope::USER_SCOPE && std::strncmp(name, "hotkernel::", 11) != 0) return nullptr;
     bool cudaInput = false;
     if (fn.num_inputs() > 0) {
       const c10::IValue& first = fn.inputs()[0];
@@ -97,7 +107,7 @@ void Recorder::start(double samplingProb, int64_t hotCalls, HotFn onHot) {
   at::addGlobalCallback(at::RecordFunctionCallback(&recorderOnOpStart, &recorderOnOpEnd)
                             .needsInputs(true)
                             .samplingProb(samplingProb)
-                            .scopes({at::RecordScope::FUNCTION}));
+                            .scopes({at::RecordScope::FUNCTION, at::RecordScope::USER_SCOPE}));
 }
 
 bool Recorder::started() const {

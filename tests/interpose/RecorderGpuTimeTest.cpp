@@ -93,6 +93,9 @@ std::unique_ptr<at::ObserverContext> launchInside(const at::RecordFunction& fn) 
   const std::string name = fn.name();
   if (name == "aten::_softmax") gFake->launch(1000);
   if (name == "aten::add") gFake->launch(10);
+  if (name == "aten::mm") gFake->launch(50);
+  if (name == "hotkernel::fused_chain") gFake->launch(700);  // a flush inside another op's call
+  if (name == "user::region") gFake->launch(5);
   return nullptr;
 }
 
@@ -163,6 +166,34 @@ TEST(RecorderGpuTimeTest, GivenAStartedSourceWhenOpsLaunchKernelsThenTheirGpuTim
     }
   }
   EXPECT_EQ(variants, 1);
+}
+
+TEST(RecorderGpuTimeTest, GivenAFusedChainFlushedInsideAnOpWhenItsKernelLaunchesThenItsTimeLandsOnTheChainsScope) {
+  FakeActivitySource* fake = startWith({ActivityStartState::Started, ""}, Recorder::GpuTimeStart::Now);
+  if (fake == nullptr) GTEST_SKIP() << "a source is configured in this process already: run this test alone";
+  at::CallbackHandle handle = at::addGlobalCallback(at::RecordFunctionCallback(&launchInside));
+  for (int i = 0; i < 2; ++i) {
+    RECORD_FUNCTION("aten::mm", std::vector<c10::IValue>());  // the call whose arrival flushes the chain
+    { RECORD_USER_SCOPE("hotkernel::fused_chain"); }           // Note [Flushes in the profiler]
+  }
+  { RECORD_USER_SCOPE("user::region"); }  // the program's own region: not an op of the profile
+  at::removeCallback(handle);
+  EXPECT_EQ(fake->pushes(), fake->pops());
+  EXPECT_EQ(fake->pushes(), 4);  // mm and the chain's scope, twice; never the program's region
+  const std::string path = ::testing::TempDir() + "/hk-gpu-profile-scopes.json";
+  ASSERT_TRUE(Recorder::instance().writeProfile(path));
+  std::ifstream f(path);
+  const nlohmann::json p = nlohmann::json::parse(f);
+  const nlohmann::json* chain = findOp(p, "hotkernel::fused_chain");
+  ASSERT_NE(chain, nullptr) << p.dump();
+  EXPECT_EQ((*chain)["gpu_ns"], 2 * 700);
+  EXPECT_EQ((*chain)["gpu_sampled_calls"], 2);
+  const nlohmann::json* mm = findOp(p, "aten::mm");
+  ASSERT_NE(mm, nullptr) << p.dump();
+  EXPECT_EQ((*mm)["gpu_ns"], 2 * 50);  // its own kernels only
+  EXPECT_EQ(findOp(p, "user::region"), nullptr) << p.dump();
+  EXPECT_EQ(p["gpu_time"]["attributed_ns"], 2 * 700 + 2 * 50);
+  EXPECT_EQ(p["gpu_time"]["kernel_ns"], 2 * 700 + 2 * 50 + 5);
 }
 
 TEST(RecorderGpuTimeTest, GivenASourceHeldElsewhereWhenOpsRunThenNothingIsPushedAndTheProfileSaysWhy) {
