@@ -99,6 +99,12 @@ int merge(const std::vector<std::string>& files, const std::string& out) {
   o << total.dump(2) << "\n";
   std::cout << "merged " << files.size() << " reports: " << total["programs"] << " programs, " << total["mismatches"]
             << " mismatches, " << total["unwrittenReads"] << " unwritten reads\n";
+  // The first failures on stdout too: a device call may bring back its output and not the reports.
+  size_t shown = 0;
+  for (const auto& f : total["failures"]) {
+    if (shown++ == 10) break;
+    std::cout << "  " << f.get<std::string>() << "\n";
+  }
   return total["mismatches"].get<int64_t>() == 0 ? 0 : 1;
 }
 
