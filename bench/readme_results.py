@@ -58,7 +58,7 @@ def models_rows(doc):
                 "model": model["model"], "phase": f"{phase['phase']} ({unit})",
                 "hk": t["hotkernelSpeedupVsEager"], "compile": t.get("compileSpeedupVsEager"),
                 "hkVsCompile": t.get("hotkernelSpeedupVsCompile"),
-                "share": p.get("hkKernelShare"),
+                "share": p.get("hkKernelShare"), "gpu": p.get("totalUsPerStep") or {},
             })
     return rows
 
@@ -122,17 +122,10 @@ def models_fusion_table(doc):
              f"`bench/model_bench.py --fusion`, `{MODELS_FUSION}`), wall time of a step and GPU time per step:", "",
              "| model | phase | hotkernel vs eager | hotkernel vs torch.compile | GPU time eager / hotkernel / "
              "torch.compile |", "|---|---|---|---|---|"]
-    for model in doc["results"]:
-        for phase in model.get("phases", []):
-            t = phase.get("timing")
-            if not t or "hotkernelSpeedupVsEager" not in t:
-                continue
-            unit = "per token" if phase.get("unit") == "token" else "per step"
-            vs = ratio(t["hotkernelSpeedupVsCompile"]) if t.get("hotkernelSpeedupVsCompile") else "-"
-            gpu = phase.get("profile", {}).get("totalUsPerStep") or {}
-            gpu_text = " / ".join(f"{gpu[k] / 1000:.2f}" for k in ("eager", "hotkernel", "compile") if k in gpu)
-            lines.append(f"| {model['model']} | {phase['phase']} ({unit}) | {ratio(t['hotkernelSpeedupVsEager'])} | "
-                         f"{vs} | {gpu_text + ' ms' if gpu_text else '-'} |")
+    for r in models_rows(doc):
+        vs = ratio(r["hkVsCompile"]) if r["hkVsCompile"] else "-"
+        gpu = " / ".join(f"{r['gpu'][k] / 1000:.2f}" for k in ("eager", "hotkernel", "compile") if k in r["gpu"])
+        lines.append(f"| {r['model']} | {r['phase']} | {ratio(r['hk'])} | {vs} | {gpu + ' ms' if gpu else '-'} |")
     return lines
 
 
