@@ -190,7 +190,7 @@ PendingChain::Flush PendingChain::flush() noexcept {
       RECORD_USER_SCOPE("hotkernel::fused_chain");  // Note [Flushes in the profiler]
       launched = fused->kernel->launch(inputs, outputs, stream_);
       if (launched) {
-        lastFusedKey_ = fused->key;
+        lastFusedKey_ = &fused->key;
       } else {
         lastUnfusedWhy_ = "the fused kernel " + fused->kernel->describe() + " did not launch";
         lastRefusedKey_ = fused->key;

@@ -55,8 +55,8 @@ class PendingChain {
   c10::Stream stream() const { return stream_; }
   // Every input and output the chain took.
   const ValueTable& values() const { return values_; }
-  // The candidate chosen by the last Fused flush (for status).
-  const std::string& lastFusedKey() const { return lastFusedKey_; }
+  // The candidate chosen by the last Fused flush ("" when none): its key in the catalog this chain holds.
+  const std::string& lastFusedKey() const { return lastFusedKey_ != nullptr ? *lastFusedKey_ : kNoKey; }
   // Why the last flush ran unfused ("" when it fused or had nothing to run):
   // no complete candidate, a held value no candidate writes, or a kernel that
   // did not launch.
@@ -78,6 +78,7 @@ class PendingChain {
   bool replay() noexcept;
   void reset();
 
+  static inline const std::string kNoKey;
   std::shared_ptr<const ChainCatalog> catalog_;
   c10::Device device_;
   c10::Stream stream_;
@@ -87,7 +88,7 @@ class PendingChain {
   std::vector<chain::RecordedCall> calls_;
   std::vector<Deferred> deferred_;
   std::vector<size_t> candidates_;  // catalog indices still matching every call taken
-  std::string lastFusedKey_;
+  const std::string* lastFusedKey_ = nullptr;  // into catalog_, which this chain holds: no copy a flush
   std::string lastUnfusedWhy_;
   std::string lastRefusedKey_;
 };

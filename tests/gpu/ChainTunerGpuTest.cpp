@@ -98,6 +98,18 @@ std::string tempCacheDir() {
   return made ? std::string(made) : tmpl;
 }
 
+// tuneChain with 21 interleaved pairs, each candidate's stage and speed-up printed (the run's log).
+TuneOutcome tunePrinted(const ChainVariant& v, const std::string& label) {
+  TunerOptions options;
+  options.pairs = 21;
+  const TuneOutcome outcome = tuneChain(v, options);
+  for (const CandidateRecord& r : outcome.metrics.candidates) {
+    std::printf("[chain tuner] %s %s: %s %s speedup %.2f\n", label.c_str(), r.params->dump().c_str(),
+                r.stage.c_str(), r.error.c_str(), r.speedup.value_or(0.0));
+  }
+  return outcome;
+}
+
 TEST(ChainTunerGpuTest, GivenTheNamedChainsWhenTunedThenAKernelEntryIsCachedReloadedAsAPlanAndComputesTheChain) {
   REQUIRE_CUDA_AND_NVRTC();
   const Fingerprint fp = testFingerprint();
@@ -108,13 +120,7 @@ TEST(ChainTunerGpuTest, GivenTheNamedChainsWhenTunedThenAKernelEntryIsCachedRelo
   for (const Named& c : namedChains()) {
     SCOPED_TRACE(c.name);
     const ChainVariant tuned{c.make(), kRows, kCols, 0};
-    TunerOptions options;
-    options.pairs = 21;
-    const TuneOutcome outcome = tuneChain(tuned, options);
-    for (const CandidateRecord& r : outcome.metrics.candidates) {
-      std::printf("[chain tuner] %s %s: %s %s speedup %.2f\n", c.name.c_str(), r.params->dump().c_str(),
-                  r.stage.c_str(), r.error.c_str(), r.speedup.value_or(0.0));
-    }
+    const TuneOutcome outcome = tunePrinted(tuned, c.name);
     ASSERT_TRUE(outcome.accepted) << "no candidate beat the unfused chain with a CI above 1.02";
     ASSERT_TRUE(outcome.metrics.kernel.has_value());
     EXPECT_GT(outcome.metrics.kernel->speedupCi.low, 1.02);
@@ -307,13 +313,7 @@ TEST(ChainTunerGpuTest, GivenStridedVariantsWhenTunedThenAKernelIsAcceptedAndIts
   for (const LaidOut& c : laidOutVariants()) {
     SCOPED_TRACE(c.name);
     const ChainVariant& v = c.variant;
-    TunerOptions options;
-    options.pairs = 21;
-    const TuneOutcome outcome = tuneChain(v, options);
-    for (const CandidateRecord& r : outcome.metrics.candidates) {
-      std::printf("[chain tuner, layout] %s %s: %s %s speedup %.2f\n", c.name.c_str(), r.params->dump().c_str(),
-                  r.stage.c_str(), r.error.c_str(), r.speedup.value_or(0.0));
-    }
+    const TuneOutcome outcome = tunePrinted(v, c.name + " (layout)");
     ASSERT_TRUE(outcome.accepted) << "no candidate beat eager's calls on the same views with a CI above 1.02";
     const chain::ChainPlan plan = chain::makeChainPlan(v, outcome.paramsJson.dump(), outcome.cubin);
     at::manual_seed(13);
