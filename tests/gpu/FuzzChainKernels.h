@@ -35,6 +35,7 @@
 #include "hotkernel/chain/ChainEntry.h"
 #include "hotkernel/chain/ChainParameterSpace.h"
 #include "hotkernel/chain/ChainPlan.h"
+#include "hotkernel/interpose/FusionBypass.h"
 #include "hotkernel/optimizer/ChainHarness.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -128,6 +129,25 @@ chainKernelMaker(FuzzKernelCounts& counts) {
     at::cuda::getDefaultCUDAStream(0).synchronize();
     return out;
   };
+}
+
+// Note [Stale memory in the GPU fuzz]
+// Fresh device memory reads as zeros, and the caching allocator hands a block
+// back with whatever its last tensor left there: a kernel (fused, replayed or
+// ATen's) that reads memory nothing wrote sees zeros early in a run and old
+// values, often the engine's NaN poison, only later. This fills `mib` MiB of
+// the allocator's cached blocks with 0xff bytes (NaN in fp32, fp16 and bf16),
+// in small-pool blocks (<= 1 MiB, where the programs' values live) and a
+// quarter in large-pool ones, then frees them to the cache: every later
+// allocation starts as NaN until something writes it.
+inline void poisonCachingAllocator(int64_t mib) {
+  FusionBypass bypass;  // not the programs' ops
+  const at::TensorOptions bytes = at::TensorOptions().dtype(at::kByte).device(at::kCUDA, 0);
+  std::vector<at::Tensor> blocks;
+  const int64_t smallMiB = mib - mib / 4;
+  for (int64_t i = 0; i < smallMiB * 2; ++i) blocks.push_back(at::empty({int64_t{512} << 10}, bytes).fill_(255));
+  for (int64_t i = 0; i < mib / 4 / 8; ++i) blocks.push_back(at::empty({int64_t{8} << 20}, bytes).fill_(255));
+  at::cuda::getDefaultCUDAStream(0).synchronize();
 }
 
 inline void addKernelCounts(FuzzReport& report, const FuzzKernelCounts& c) {

@@ -987,6 +987,22 @@ struct Compared {
   std::string what;
 };
 
+// Where two values of one shape differ, in a few words: a replay needs to know whether a value was never
+// written (all NaN), written in part (a tail, every other row) or written wrong.
+std::string whereDifferent(const at::Tensor& g, const at::Tensor& w, const at::Tensor& gn, const at::Tensor& wn) {
+  const at::Tensor same = at::eq(g.view({-1}).view(at::kByte).view({g.numel(), -1}),
+                                 w.view({-1}).view(at::kByte).view({w.numel(), -1}))
+                              .all(1);
+  const at::Tensor differ = at::logical_not(same).nonzero().view({-1});
+  std::ostringstream s;
+  s << differ.numel() << " of " << g.numel() << " elements (" << g.sizes() << " " << g.scalar_type() << ")";
+  s << ", " << at::logical_and(gn, at::logical_not(wn)).sum().item<int64_t>() << " NaN where eager has none";
+  if (differ.numel() > 0) {
+    s << ", first at " << differ[0].item<int64_t>() << ", last at " << differ[-1].item<int64_t>();
+  }
+  return s.str();
+}
+
 Compared compareValues(const at::Tensor& got, const at::Tensor& want, Taint taint, double tol) {
   FusionBypass bypass;  // the checker's ops are not the program's
   if (!got.is_cpu() || !want.is_cpu()) return compareValues(got.cpu(), want.cpu(), taint, tol);
@@ -1004,7 +1020,7 @@ Compared compareValues(const at::Tensor& got, const at::Tensor& want, Taint tain
   c.unwritten = at::logical_and(gn, at::logical_not(wn)).any().item<bool>();
   if (taint == Taint::None) {
     c.ok = std::memcmp(g.data_ptr(), w.data_ptr(), static_cast<size_t>(g.nbytes())) == 0;
-    if (!c.ok) c.what = "not bit for bit";
+    if (!c.ok) c.what = "not bit for bit: " + whereDifferent(g, w, gn, wn);
   } else if (taint == Taint::Direct) {
     at::Tensor gd = g.to(at::kDouble), wd = w.to(at::kDouble);
     at::Tensor within = (gd == wd) | ((gd - wd).abs() <= tol * (wd.abs() + 1)) | (gn & wn);

@@ -131,6 +131,12 @@ int main(int argc, char** argv) {
   app.add_flag("--trace", trace, "write the engine run's actions to stderr");
   bool shim = false;
 #ifdef HOTKERNEL_FUSION_FUZZ_GPU
+  int64_t poisonMiB = 0;
+  app.add_option("--poison-allocator", poisonMiB,
+                 "fill this many MiB of the CUDA caching allocator's blocks with 0xff bytes (NaN in every float "
+                 "type) before the run, so that a read of memory nothing wrote shows from the first program "
+                 "(Note [Stale memory in the GPU fuzz])")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   app.add_flag("--shim", shim,
                "commands through the preloaded shim's hook, real CUDA commands for the programs' own "
                "(Note [The fuzz suite under the shim])");
@@ -156,6 +162,7 @@ int main(int argc, char** argv) {
                  "HOTKERNEL=0 LD_PRELOAD=<build>/lib/libhotkernel_preload.so fusion_fuzz_gpu --shim ...\n";
     return 2;
   }
+  if (poisonMiB > 0) gpu::poisonCachingAllocator(poisonMiB);
   gpu::FuzzKernelCounts kernelCounts;
   options.makeKernels = gpu::chainKernelMaker(kernelCounts);
   const std::string device = "cuda";
