@@ -1,6 +1,7 @@
 #include "hotkernel/interpose/Recorder.h"
 
 #include <ATen/record_function.h>
+#include <torch/csrc/profiler/orchestration/observer.h>
 
 #include <pthread.h>
 #include <unistd.h>
@@ -58,6 +59,16 @@ std::unique_ptr<at::ObserverContext> recorderOnOpStart(const at::RecordFunction&
     if (cudaInput) IdleGate::instance().noteActivity();
     int gpu = r.gpuState_.load(std::memory_order_acquire);
     if (gpu == Recorder::kGpuPending && cudaInput) gpu = r.startGpuTimeIfPending();
+    if (gpu == Recorder::kGpuActive) {
+      if (torch::profiler::impl::profilerEnabled()) {
+        if (!r.profilerChecked_.exchange(true, std::memory_order_acq_rel)) {
+          r.yieldGpuTimeToProfiler();
+          gpu = r.gpuState_.load(std::memory_order_acquire);
+        }
+      } else if (r.profilerChecked_.load(std::memory_order_relaxed)) {
+        r.profilerChecked_.store(false, std::memory_order_relaxed);
+      }
+    }
     const bool attributing = gpu == Recorder::kGpuActive;
     const uint32_t opSlot = r.noteOp(name, attributing);
     uint64_t variant = kNoVariant;
@@ -83,7 +94,8 @@ std::unique_ptr<at::ObserverContext> recorderOnOpStart(const at::RecordFunction&
 void recorderOnOpEnd(const at::RecordFunction& /*fn*/, at::ObserverContext* ctx) {
   // Only a call that pushed has a context; a forked child pushes nothing and pops nothing.
   Recorder& r = Recorder::instance();
-  if (ctx != nullptr && r.gpuState_.load(std::memory_order_acquire) == Recorder::kGpuActive) {
+  const int gpu = r.gpuState_.load(std::memory_order_acquire);
+  if (ctx != nullptr && (gpu == Recorder::kGpuActive || gpu == Recorder::kGpuHandedOver)) {
     r.gpuSource_->popExternalId();
   }
 }
@@ -206,6 +218,31 @@ void Recorder::flushGpuTime() const {
   if (!takenOver.empty()) HOTKERNEL_LOG_ONCE(Warn, "cupti-taken-over") << "HOTKERNEL_CUPTI=1: " << takenOver;
   std::lock_guard<std::mutex> guard(mu_);
   gpuTakenOver_ = std::move(takenOver);
+}
+
+// Note [Handing CUPTI to the PyTorch profiler]
+// torch.profiler started after this source registers its own CUPTI buffer
+// callbacks, but CUPTI keeps filling the buffer it has from this source, and
+// kineto drops a buffer it did not hand out: its trace would show no kernels
+// (Note [A later CUPTI client]). The first sampled op that sees the profiler
+// on its thread probes whether the profiler took CUPTI (a CPU-only session
+// does not) and, if so, hands the source over: CUPTI completes this source's
+// buffer and asks the profiler's callbacks for the next, and attribution
+// stops for the rest of the process, the profile saying so ("taken_over").
+// The buffer goes to the profiler's callbacks (CUPTI calls whichever are
+// registered), so the records it held since the source's last flush are
+// lost to both: the profile keeps what was delivered before, and the
+// profiler misses only its first moments before that op.
+void Recorder::yieldGpuTimeToProfiler() {
+  const std::string takenOver = gpuSource_->takenOver();
+  if (takenOver.empty()) return;  // a profiler session without CUDA activity: attribution goes on
+  int expected = kGpuActive;
+  if (!gpuState_.compare_exchange_strong(expected, kGpuHandedOver, std::memory_order_acq_rel)) return;
+  gpuSource_->handOver();
+  std::string why = gpuSource_->takenOver();
+  HOTKERNEL_LOG_ONCE(Warn, "cupti-handed-over") << "HOTKERNEL_CUPTI=1: " << why;
+  std::lock_guard<std::mutex> guard(mu_);
+  gpuTakenOver_ = std::move(why);
 }
 
 nlohmann::json Recorder::gpuTimeJsonLocked() const {

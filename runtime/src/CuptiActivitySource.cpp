@@ -146,11 +146,26 @@ class CuptiActivitySource final : public ActivitySource {
   }
 
   void flush() override {
-    if (started_.load(std::memory_order_acquire)) api_.flushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (started_.load(std::memory_order_acquire) && !handedOver_.load(std::memory_order_acquire)) {
+      api_.flushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    }
+  }
+
+  void handOver() override {
+    if (!started_.load(std::memory_order_acquire) || handedOver_.exchange(true)) return;
+    // The new client registered its buffer callbacks already: CUPTI completes this source's buffer into
+    // them (kineto drops a buffer it did not hand out) and asks them for the next one. The kinds stay
+    // enabled: they are process-wide, and the new client enabled the same ones.
+    gSource.store(nullptr, std::memory_order_release);
+    api_.flushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
 
   std::string takenOver() override {
     if (!started_.load(std::memory_order_acquire)) return "";
+    if (handedOver_.load(std::memory_order_acquire)) {
+      return "the PyTorch profiler started in this process: hotkernel handed the CUPTI activity records over to "
+             "it; GPU time after that is not attributed";
+    }
     // Note [GPU time from CUPTI]: a subscriber that came after start is a client that took CUPTI over.
     CUpti_SubscriberHandle probe = nullptr;
     const CUptiResult r = api_.subscribe(&probe, reinterpret_cast<CUpti_CallbackFunc>(&ignoreCallback), nullptr);
@@ -278,6 +293,7 @@ class CuptiActivitySource final : public ActivitySource {
   ActivitySink* sink_ = nullptr;  // set before gSource publishes this source
   std::atomic<bool> started_{false};  // api_ is complete and the kinds enabled
   std::atomic<int> outstanding_{0};  // buffers handed to CUPTI and not yet completed
+  std::atomic<bool> handedOver_{false};  // handOver ran: nothing is flushed or delivered from then on
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 
 #include <fstream>
 #include <map>
@@ -60,7 +61,19 @@ class FakeActivitySource final : public ActivitySource {
     if (sink_ != nullptr) sink_->onBatch(pending_);
     pending_ = ActivityBatch{};
   }
-  std::string takenOver() override { return takenOver_; }
+  std::string takenOver() override {
+    std::lock_guard<std::mutex> g(mu_);
+    return handOvers_ > 0 ? "handed over to the profiler" : takenOver_;
+  }
+  void handOver() override {
+    std::lock_guard<std::mutex> g(mu_);
+    ++handOvers_;
+    sink_ = nullptr;  // delivers nothing more
+  }
+  int handOvers() {
+    std::lock_guard<std::mutex> g(mu_);
+    return handOvers_;
+  }
 
   int starts() {
     std::lock_guard<std::mutex> g(mu_);
@@ -83,7 +96,7 @@ class FakeActivitySource final : public ActivitySource {
   std::map<std::thread::id, std::vector<uint64_t>> stacks_;
   ActivityBatch pending_;
   uint32_t nextCorrelation_ = 0;
-  int starts_ = 0, pushes_ = 0, pops_ = 0;
+  int starts_ = 0, pushes_ = 0, pops_ = 0, handOvers_ = 0;
 };
 
 FakeActivitySource* gFake = nullptr;  // the launching callback's source
@@ -194,6 +207,68 @@ TEST(RecorderGpuTimeTest, GivenAFusedChainFlushedInsideAnOpWhenItsKernelLaunches
   EXPECT_EQ(findOp(p, "user::region"), nullptr) << p.dump();
   EXPECT_EQ(p["gpu_time"]["attributed_ns"], 2 * 700 + 2 * 50);
   EXPECT_EQ(p["gpu_time"]["kernel_ns"], 2 * 700 + 2 * 50 + 5);
+}
+
+// The PyTorch profiler on this thread (the legacy CPU one: it sets the same thread-local profiler state
+// as torch.profiler) while `body` runs.
+template <typename F>
+void underThePyTorchProfiler(F&& body) {
+  torch::autograd::profiler::enableProfilerLegacy(
+      torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::CPU));
+  body();
+  (void)torch::autograd::profiler::disableProfilerLegacy();
+}
+
+TEST(RecorderGpuTimeTest, GivenAttributingWhenThePyTorchProfilerStartsAndTookTheSourceThenItIsHandedOverOnce) {
+  // Note [Handing CUPTI to the PyTorch profiler]: the source's probe says another client holds it.
+  FakeActivitySource* fake = startWith({ActivityStartState::Started, ""}, Recorder::GpuTimeStart::Now,
+                                       "another CUPTI client took the records over");
+  if (fake == nullptr) GTEST_SKIP() << "a source is configured in this process already: run this test alone";
+  at::CallbackHandle handle = at::addGlobalCallback(at::RecordFunctionCallback(&launchInside));
+  const at::Tensor x = at::randn({5, 7});
+  for (int i = 0; i < 2; ++i) (void)at::_softmax(x, -1, false);
+  fake->flush();  // delivered before the profiler starts: kept in the profile
+  const int pushesBefore = fake->pushes();
+  EXPECT_GT(pushesBefore, 0);
+  underThePyTorchProfiler([&] {
+    for (int i = 0; i < 3; ++i) (void)at::_softmax(x, -1, false);
+  });
+  EXPECT_EQ(fake->handOvers(), 1);
+  EXPECT_EQ(fake->pushes(), pushesBefore);  // nothing pushed once handed over
+  EXPECT_FALSE(Recorder::instance().gpuAttributing());
+  underThePyTorchProfiler([&] { (void)at::_softmax(x, -1, false); });  // a second session: no second hand-over
+  (void)at::_softmax(x, -1, false);
+  at::removeCallback(handle);
+  EXPECT_EQ(fake->handOvers(), 1);
+  EXPECT_EQ(fake->pushes(), fake->pops());
+
+  const std::string path = ::testing::TempDir() + "/hk-gpu-profile-handed-over.json";
+  ASSERT_TRUE(Recorder::instance().writeProfile(path));
+  std::ifstream f(path);
+  const nlohmann::json p = nlohmann::json::parse(f);
+  EXPECT_EQ(p["gpu_time"]["state"], "started");
+  EXPECT_EQ(p["gpu_time"]["taken_over"], "handed over to the profiler");
+  EXPECT_EQ(p["gpu_time"]["attributed_ns"], 2 * 1000);  // the softmaxes before the profiler only
+}
+
+TEST(RecorderGpuTimeTest, GivenAttributingWhenAProfilerWithoutCudaActivityRunsThenAttributionGoesOn) {
+  // The probe finds no other client: a CPU-only profiler session leaves CUPTI to this source.
+  FakeActivitySource* fake = startWith({ActivityStartState::Started, ""}, Recorder::GpuTimeStart::Now);
+  if (fake == nullptr) GTEST_SKIP() << "a source is configured in this process already: run this test alone";
+  at::CallbackHandle handle = at::addGlobalCallback(at::RecordFunctionCallback(&launchInside));
+  const at::Tensor x = at::randn({5, 7});
+  underThePyTorchProfiler([&] {
+    for (int i = 0; i < 3; ++i) (void)at::_softmax(x, -1, false);
+  });
+  at::removeCallback(handle);
+  EXPECT_EQ(fake->handOvers(), 0);
+  EXPECT_TRUE(Recorder::instance().gpuAttributing());
+  const std::string path = ::testing::TempDir() + "/hk-gpu-profile-cpu-profiler.json";
+  ASSERT_TRUE(Recorder::instance().writeProfile(path));
+  std::ifstream f(path);
+  const nlohmann::json p = nlohmann::json::parse(f);
+  EXPECT_EQ(p["gpu_time"]["attributed_ns"], 3 * 1000);
+  EXPECT_FALSE(p["gpu_time"].contains("taken_over")) << p.dump();
 }
 
 TEST(RecorderGpuTimeTest, GivenASourceHeldElsewhereWhenOpsRunThenNothingIsPushedAndTheProfileSaysWhy) {

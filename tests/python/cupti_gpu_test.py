@@ -10,9 +10,11 @@ HOTKERNEL_OPTIMIZE=0, a fresh cache, HOTKERNEL_PROFILE written at exit):
   profiler-first  torch.profiler (CUDA activity) runs before the first CUDA op:
                   hotkernel backs off (gpu_time "held-elsewhere", one log line
                   says so) and torch.profiler still sees the matmul's kernels;
-  profiler-after  hotkernel attributes first, then torch.profiler runs: it sees
-                  the kernels (hotkernel holds no CUPTI subscription), and the
-                  profile says the records were taken over.
+  profiler-after  hotkernel attributes first, then torch.profiler runs:
+                  hotkernel hands CUPTI over at the profiler's first sampled op
+                  (Note [Handing CUPTI to the PyTorch profiler]), torch.profiler
+                  sees the kernels, and the profile says the records were
+                  taken over.
 Exit 77 (ctest SKIP_RETURN_CODE) without a CUDA device.
 """
 import json

@@ -143,7 +143,8 @@ class Recorder {
     uint64_t attributed = 0;  // sampled while attributing GPU time
   };
   // The GPU-time attribution's states (gpuState_).
-  enum GpuState : int { kGpuOff = 0, kGpuPending, kGpuStarting, kGpuActive, kGpuBackedOff };
+  // kGpuHandedOver: the PyTorch profiler took the records over (Note [Handing CUPTI to the PyTorch profiler]).
+  enum GpuState : int { kGpuOff = 0, kGpuPending, kGpuStarting, kGpuActive, kGpuBackedOff, kGpuHandedOver };
 
   friend std::unique_ptr<at::ObserverContext> recorderOnOpStart(const at::RecordFunction& fn);
   friend void recorderOnOpEnd(const at::RecordFunction& fn, at::ObserverContext* ctx);
@@ -151,6 +152,9 @@ class Recorder {
   int startGpuTimeIfPending();
   // The source's records delivered to the ledger, and whether it was taken over. Not under mu_.
   void flushGpuTime() const;
+  // A sampled op saw the PyTorch profiler on (its thread's state): hands the source over if the profiler took
+  // CUPTI (Note [Handing CUPTI to the PyTorch profiler]). Not under mu_.
+  void yieldGpuTimeToProfiler();
   nlohmann::json gpuTimeJsonLocked() const;
 
   mutable std::mutex mu_;
@@ -166,6 +170,9 @@ class Recorder {
   ActivitySource* gpuSource_ = nullptr;
   GpuTimeLedger* gpuLedger_ = nullptr;
   std::atomic<int> gpuState_{kGpuOff};
+  // A sampled op checked the source's takenOver since the PyTorch profiler turned on (false again once a sampled
+  // op sees it off): one probe per profiler session, not one per op.
+  std::atomic<bool> profilerChecked_{false};
   HotFn onHot_;
   double samplingProb_ = 1.0;
   int64_t hotCalls_ = 50;

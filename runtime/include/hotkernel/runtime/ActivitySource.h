@@ -69,8 +69,14 @@ class ActivitySource {
   // Delivers every completed record to the sink before returning. Never throws.
   virtual void flush() = 0;
   // After start: "" while this source still receives the records, else why
-  // not (another client took the activity buffers over since). Never throws.
+  // not (another client took the activity buffers over since, or handOver).
+  // Never throws.
   virtual std::string takenOver() = 0;
+  // Another client of the same API is starting in this process (the PyTorch
+  // profiler): hands it the records this source holds, so that its own buffers
+  // take every record from now on (Note [A later CUPTI client]). The source
+  // delivers nothing more; pops of ids pushed before still pop. Never throws.
+  virtual void handOver() = 0;
 };
 
 }  // namespace hotkernel

@@ -52,9 +52,12 @@
 // completion callback as a buffer it never handed out; kineto drops such a
 // buffer, and does not flush at all while it has handed out none, so a short
 // torch.profiler session after this source started sees no kernels.
-// CUPTI tells no one when another client registers, so this source cannot
-// hand its buffer back at that moment; only a stop (kinds disabled, then a
-// forced flush) before the other client starts would (docs/design/cupti.md).
+// CUPTI tells no one when another client registers; the recorder notices the
+// PyTorch profiler at its first sampled op and calls handOver (Note [Handing
+// CUPTI to the PyTorch profiler] in Recorder.cpp): a forced flush with the
+// new client's callbacks registered completes this source's buffer into them
+// and makes CUPTI ask them for the next one. The kinds stay enabled (the new
+// client enabled the same ones; disabling them would blind it).
 
 #include <memory>
 
