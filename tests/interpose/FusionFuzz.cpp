@@ -506,7 +506,12 @@ class Program {
   void count(const char* name, uint64_t n = 1) {
     if (!engine_) return;
     report_.counts[name] += n;
-    if (trace_ != nullptr) *trace_ << "  " << name << " (values " << regs_.size() << ", stream " << currentFuzzStream() << ")\n";
+    if (trace_ != nullptr) {
+      const FusionStats st = fuzzEngine().stats();
+      *trace_ << "  " << name << " (values " << regs_.size() << ", stream " << currentFuzzStream() << "; flushes "
+              << st.fusedFlushes << " fused " << st.unfusedFlushes << " unfused, " << st.deferredCalls
+              << " deferred)\n";
+    }
   }
 
   static bool onDevice() { return fuzzDevice() != c10::DeviceType::CPU; }
@@ -526,6 +531,12 @@ class Program {
     reg.parent2 = parent2;
     reg.view = view;
     regs_.push_back(std::move(reg));
+    if (engine_ && trace_ != nullptr && regs_.back().t.defined()) {
+      const Reg& b = regs_.back();
+      *trace_ << "    new value " << regs_.size() - 1 << " of " << parent << ", " << parent2 << (view ? " (view)" : "")
+              << ": " << b.t.sizes() << " " << b.t.strides() << " " << b.t.scalar_type() << " storage " << b.storage
+              << " data " << b.t.data_ptr() << "\n";
+    }
     return static_cast<int>(regs_.size()) - 1;
   }
 
@@ -688,6 +699,7 @@ class Program {
     count("foreignOps");
     if (pending(r)) count("foreignOpsOnPending");
     const int which = ch_.pick(5);
+    if (engine_ && trace_ != nullptr) *trace_ << "    foreign op " << which << " of value " << r << "\n";
     command(CommandKind::Launch);
     addReg(foreignOp(regs_[static_cast<size_t>(r)].t, which), r);
   }
@@ -743,6 +755,7 @@ class Program {
     count("threadForeignOps");
     if (pending(r)) count("threadForeignOpsOnPending");
     const int which = ch_.pick(5);
+    if (engine_ && trace_ != nullptr) *trace_ << "    thread's foreign op " << which << " of value " << r << "\n";
     const at::Tensor t = regs_[static_cast<size_t>(r)].t;
     at::Tensor out;
     std::string error;
@@ -763,6 +776,7 @@ class Program {
   void drop(int r) {
     if (r < 0 || !regs_[static_cast<size_t>(r)].t.defined()) return;
     count("dropped");
+    if (engine_ && trace_ != nullptr) *trace_ << "    value " << r << "\n";
     regs_[static_cast<size_t>(r)].t.reset();
   }
 
@@ -1269,7 +1283,12 @@ FuzzReport runFusionFuzz(const FuzzOptions& options) {
                                          : taint == Taint::Direct ? "comparedWithinTolerance" : "comparedNanPattern"] += 1;
       const Compared c = compareValues(g, w, taint, tol);
       if (c.unwritten) ++report.unwrittenReads;
-      if (!c.ok) fail(p, "value " + std::to_string(r) + ": " + c.what);
+      if (!c.ok) {
+        const Reg& reg = got.regs[r];
+        fail(p, "value " + std::to_string(r) + ": " + c.what + " (of values " + std::to_string(reg.parent) + ", " +
+                    std::to_string(reg.parent2) + (reg.view ? ", a view" : "") + (reg.modified ? ", modified" : "") +
+                    "; " + std::to_string(log.written(reg.storage).size()) + " fused writes of its storage)");
+      }
     }
     for (size_t i = 0; i < got.items.size(); ++i) {
       report.counts["itemsCompared"] += 1;

@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <sstream>
 
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/interpose/FusionBypass.h"
+#include "hotkernel/runtime/Logging.h"
 
 namespace hotkernel::fusion::fuzz {
 namespace {
@@ -262,8 +264,16 @@ class LoggedKernel final : public FusedChainKernel {
       : inner_(std::move(inner)), log_(log), tolerance_(tolerance) {}
   bool launch(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& outputs,
               c10::Stream stream) noexcept override {
-    if (!inner_->launch(inputs, outputs, stream)) return false;
+    if (!inner_->launch(inputs, outputs, stream)) {
+      HOTKERNEL_LOG(Debug) << "fuzz: " << inner_->describe() << " refused a launch";
+      return false;
+    }
     try {
+      if (logLevel() >= LogLevel::Debug) {
+        std::ostringstream s;
+        for (const at::Tensor& o : outputs) s << " " << o.storage().unsafeGetStorageImpl() << "@" << o.data_ptr();
+        HOTKERNEL_LOG(Debug) << "fuzz: " << inner_->describe() << " launched, writing" << s.str();
+      }
       log_.launchedOnDevice();
       for (const at::Tensor& o : outputs) log_.wrote(o, fuzzStreamId(stream), tolerance_);
     } catch (...) {
