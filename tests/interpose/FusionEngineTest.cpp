@@ -974,6 +974,26 @@ class RefusingKernel final : public FusedChainKernel {
   bool refuse = true;
 };
 
+// Note [Relayout copies]: a copy whose kernel refuses the launch (a misaligned view) is replayed as a clone.
+TEST_F(FusionEngineTest, GivenARelayoutCopyWhoseKernelRefusesWhenFlushedThenTheReplayedCopyHoldsTheValues) {
+  const at::Tensor qkv = at::randn({2, 16, 3 * 4 * 8});
+  const at::Tensor q = qkv.narrow(-1, 4 * 8 + 1, 4 * 8 - 1).view({2, 16, 4 * 8 - 1});
+  const std::vector<HotChain> hot = learnHot([&] { return q.clone(); });
+  ASSERT_EQ(hot.size(), 1u) << engine().patternsJson();
+  ASSERT_TRUE(chain::isRelayoutCopy(hot[0].build));
+  auto kernel = std::make_shared<RefusingKernel>();
+  engine().publish(ReadyChain{hot[0].pattern, hot[0].build, kernel, hot[0].key});
+  const at::Tensor want = eager([&] { return q.clone(); });
+  const uint64_t deferredBefore = engine().stats().deferredCalls;
+  at::Tensor got = q.clone();
+  EXPECT_EQ(engine().stats().deferredCalls, deferredBefore + 1);
+  at::Tensor again = q.clone();  // the next copy flushes the first and is deferred in turn
+  foreignCommand();
+  EXPECT_EQ(kernel->refusals, 2);
+  EXPECT_TRUE(same(got, want));
+  EXPECT_TRUE(same(again, want));
+}
+
 // Note [Retiring a chain that never launches]
 TEST_F(FusionEngineTest, GivenAChainWhoseKernelKeepsRefusingWhenItRunsThenItIsRetiredAndItsCallsRunEagerly) {
   at::Tensor g = at::randn({32, 128}), u = at::randn({32, 128});

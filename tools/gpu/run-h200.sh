@@ -24,6 +24,8 @@
 #   per learned pool (default 2000), and each process's time budget (default none: fusion_fuzz's --seconds);
 #   HOTKERNEL_FUZZ_GPU_SHIM=1: under
 #   the preloaded shim (HOTKERNEL=0: its command hook only; Note [The fuzz suite under the shim]).
+# HOTKERNEL_PREBUILT_DIR: run the fuzz_gpu step from this prebuilt folder (bin/fusion_fuzz_gpu, bin/fusion_fuzz,
+#   lib/libhotkernel_preload.so, built against the same torch) instead of building (minutes of device time saved).
 # HOTKERNEL_OPS_CASES: the ops step's --cases: a preset of bench/ops_bench.py (norms, norms_long, cross_entropy, reductions,
 #   reductions_dim, softmax_dim, softmax_400k) or op:dtype:shape,... (default: ops_bench.py's default cases).
 set -uo pipefail
@@ -58,7 +60,14 @@ BUILD="$HOTKERNEL_BUILD_DIR"
 } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-if want build || want test || want ops || want models || want fusion || want fusion_engine || want fuzz_gpu || want bench || want overhead || want warmup || want demo || want exit || want fleet; then
+if [ -n "${HOTKERNEL_PREBUILT_DIR:-}" ]; then
+  # A build folder made on a machine with the same torch (bin/ and lib/ of what the steps run): no build, the
+  # libraries from this machine's torch. Only the fuzz_gpu step runs from one (the others need the whole tree).
+  BUILD="$(cd "$HOTKERNEL_PREBUILT_DIR" && pwd)"
+  SITE="$("$HOTKERNEL_PYTHON" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')"
+  export LD_LIBRARY_PATH="$SITE/torch/lib:$(ls -d "$SITE"/nvidia/*/lib 2>/dev/null | tr '\n' ':')/usr/local/cuda/lib64:$LD_LIBRARY_PATH"
+  log "prebuilt: $BUILD (no build)"
+elif want build || want test || want ops || want models || want fusion || want fusion_engine || want fuzz_gpu || want bench || want overhead || want warmup || want demo || want exit || want fleet; then
   log "build"
   HOTKERNEL_JOBS=16 "$ROOT/tools/setup.sh" >"$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
   log "build ok"
