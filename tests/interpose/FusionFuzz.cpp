@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <algorithm>
 #include <cmath>
@@ -798,7 +799,20 @@ class Program {
     if (r < 0 || !regs_[static_cast<size_t>(r)].t.defined()) return;
     count("dropped");
     if (engine_ && trace_ != nullptr) *trace_ << "    value " << r << "\n";
-    regs_[static_cast<size_t>(r)].t.reset();
+    at::Tensor& t = regs_[static_cast<size_t>(r)].t;
+    if (onDevice() && t.numel() > 0) {
+      // Note [Freeing a value used on another stream]
+      // The caching allocator hands a freed block out again at once on the
+      // stream that allocated it. A value allocated on one fuzz stream and
+      // read on another may still be read there when the program drops it,
+      // and the concurrent thread allocates on the default stream meanwhile:
+      // a correct program records the stream it is on (Tensor.record_stream),
+      // so the block waits for that stream's work, which follows every
+      // earlier stream's through the switches' event waits. Both runs do it.
+      FusionBypass bypass;
+      t.record_stream(c10::impl::getDeviceGuardImpl(t.device().type())->getStream(t.device()));
+    }
+    t.reset();
   }
 
   // One action between template instances (or inside one, on values the rest of it does not read).
