@@ -123,6 +123,18 @@ FakeActivitySource* startWith(ActivityStart result, Recorder::GpuTimeStart when,
   return raw;
 }
 
+// The recorder's profile written to a file of the test's temporary folder (writeProfile flushes the source
+// first), read back.
+nlohmann::json profileWritten(const std::string& file) {
+  const std::string path = ::testing::TempDir() + "/" + file;
+  if (!Recorder::instance().writeProfile(path)) {
+    ADD_FAILURE() << "writeProfile failed for " << path;
+    return nlohmann::json::object();
+  }
+  std::ifstream f(path);
+  return nlohmann::json::parse(f);
+}
+
 const nlohmann::json* findOp(const nlohmann::json& profile, const std::string& op) {
   for (const auto& e : profile["ops"]) {
     if (e["op"] == op) return &e;
@@ -144,11 +156,7 @@ TEST(RecorderGpuTimeTest, GivenAStartedSourceWhenOpsLaunchKernelsThenTheirGpuTim
   EXPECT_EQ(fake->starts(), 1);
   EXPECT_EQ(fake->pushes(), fake->pops());
 
-  // writeProfile flushes the source first.
-  const std::string path = ::testing::TempDir() + "/hk-gpu-profile.json";
-  ASSERT_TRUE(Recorder::instance().writeProfile(path));
-  std::ifstream f(path);
-  const nlohmann::json p = nlohmann::json::parse(f);
+  const nlohmann::json p = profileWritten("hk-gpu-profile.json");
   EXPECT_EQ(p["version"], 3);
   // Note [Profile versions]: the GPU time's keys are snake_case too.
   EXPECT_EQ(jsoncase::nonSnakeCaseKeys(p), std::vector<std::string>{}) << p.dump();
@@ -193,10 +201,7 @@ TEST(RecorderGpuTimeTest, GivenAFusedChainFlushedInsideAnOpWhenItsKernelLaunches
   at::removeCallback(handle);
   EXPECT_EQ(fake->pushes(), fake->pops());
   EXPECT_EQ(fake->pushes(), 4);  // mm and the chain's scope, twice; never the program's region
-  const std::string path = ::testing::TempDir() + "/hk-gpu-profile-scopes.json";
-  ASSERT_TRUE(Recorder::instance().writeProfile(path));
-  std::ifstream f(path);
-  const nlohmann::json p = nlohmann::json::parse(f);
+  const nlohmann::json p = profileWritten("hk-gpu-profile-scopes.json");
   const nlohmann::json* chain = findOp(p, "hotkernel::fused_chain");
   ASSERT_NE(chain, nullptr) << p.dump();
   EXPECT_EQ((*chain)["gpu_ns"], 2 * 700);
@@ -242,10 +247,7 @@ TEST(RecorderGpuTimeTest, GivenAttributingWhenThePyTorchProfilerStartsAndTookThe
   EXPECT_EQ(fake->handOvers(), 1);
   EXPECT_EQ(fake->pushes(), fake->pops());
 
-  const std::string path = ::testing::TempDir() + "/hk-gpu-profile-handed-over.json";
-  ASSERT_TRUE(Recorder::instance().writeProfile(path));
-  std::ifstream f(path);
-  const nlohmann::json p = nlohmann::json::parse(f);
+  const nlohmann::json p = profileWritten("hk-gpu-profile-handed-over.json");
   EXPECT_EQ(p["gpu_time"]["state"], "started");
   EXPECT_EQ(p["gpu_time"]["taken_over"], "handed over to the profiler");
   EXPECT_EQ(p["gpu_time"]["attributed_ns"], 2 * 1000);  // the softmaxes before the profiler only
@@ -263,10 +265,7 @@ TEST(RecorderGpuTimeTest, GivenAttributingWhenAProfilerWithoutCudaActivityRunsTh
   at::removeCallback(handle);
   EXPECT_EQ(fake->handOvers(), 0);
   EXPECT_TRUE(Recorder::instance().gpuAttributing());
-  const std::string path = ::testing::TempDir() + "/hk-gpu-profile-cpu-profiler.json";
-  ASSERT_TRUE(Recorder::instance().writeProfile(path));
-  std::ifstream f(path);
-  const nlohmann::json p = nlohmann::json::parse(f);
+  const nlohmann::json p = profileWritten("hk-gpu-profile-cpu-profiler.json");
   EXPECT_EQ(p["gpu_time"]["attributed_ns"], 3 * 1000);
   EXPECT_FALSE(p["gpu_time"].contains("taken_over")) << p.dump();
 }
