@@ -25,7 +25,8 @@
 #   HOTKERNEL_FUZZ_GPU_SHIM=1: under
 #   the preloaded shim (HOTKERNEL=0: its command hook only; Note [The fuzz suite under the shim]).
 # HOTKERNEL_PREBUILT_DIR: run the fuzz_gpu step from this prebuilt folder (bin/fusion_fuzz_gpu, bin/fusion_fuzz,
-#   lib/libhotkernel_preload.so, built against the same torch) instead of building (minutes of device time saved).
+#   lib/libhotkernel_preload.so, built against the same torch: tools/gpu/prebuild.sh) instead of building (minutes of
+#   device time saved).
 # HOTKERNEL_OPS_CASES: the ops step's --cases: a preset of bench/ops_bench.py (norms, norms_long, cross_entropy, reductions,
 #   reductions_dim, softmax_dim, softmax_400k) or op:dtype:shape,... (default: ops_bench.py's default cases).
 set -uo pipefail
