@@ -63,7 +63,9 @@ cat "$OUT/machine.txt"
 
 if [ -n "${HOTKERNEL_PREBUILT_DIR:-}" ]; then
   # A build folder made on a machine with the same torch (bin/ and lib/ of what the steps run): no build, the
-  # libraries from this machine's torch. Only the fuzz_gpu step runs from one (the others need the whole tree).
+  # libraries from this machine's torch. The fuzz_gpu step has run from one on the H200; models (the shim, the
+  # library, the CLI) and fusion (bin/chain_kernel_tool) need nothing else but have not run that way yet; the test
+  # step needs the whole tree.
   BUILD="$(cd "$HOTKERNEL_PREBUILT_DIR" && pwd)"
   SITE="$("$HOTKERNEL_PYTHON" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')"
   export LD_LIBRARY_PATH="$SITE/torch/lib:$(ls -d "$SITE"/nvidia/*/lib 2>/dev/null | tr '\n' ':')/usr/local/cuda/lib64:$LD_LIBRARY_PATH"
