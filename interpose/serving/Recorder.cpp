@@ -232,7 +232,8 @@ void Recorder::flushGpuTime() const {
 // The buffer goes to the profiler's callbacks (CUPTI calls whichever are
 // registered), so the records it held since the source's last flush are
 // lost to both: the profile keeps what was delivered before, and the
-// profiler misses only its first moments before that op.
+// profiler misses its first moments before that op (about 1/p ops with
+// sampling probability p).
 void Recorder::yieldGpuTimeToProfiler() {
   const std::string takenOver = gpuSource_->takenOver();
   if (takenOver.empty()) return;  // a profiler session without CUDA activity: attribution goes on
