@@ -17,7 +17,9 @@
 // chain::attentionSoftmaxLayout; --shape is BATCHxHEADSxQUERIESxKEYS, --scale
 // default 0.125). Without --points the chain kind's default set is compiled: for an
 // elementwise chain, 128-1024 threads at the widest vector (16 bytes, or the
-// widest that divides cols) and 256 at half of it; for a row chain, the streaming kernel at 128-1024 threads, the
+// widest that divides cols) and 256 at half of it, plus 128-512 threads folded
+// where the chain's cats cut equal segments (rotary; Note [Folded segments] in
+// kernels/chain/src/ChainCodegen.cpp); for a row chain, the streaming kernel at 128-1024 threads, the
 // register-resident one with the fewest items that hold the row (at most 16;
 // 8 with 32 threads a row), and 4 or 8 rows a CTA (32 threads a row), each at
 // the widest vector and some at half of it. A point the shape rules out (chainVariantProblem) is listed as skipped
@@ -41,8 +43,8 @@
 //   "kernel": "hk_chain",                // the cubin's entry point
 //   "ir": {...},                         // the chain (Note [Chain JSON, v2])
 //   "points": [{
-//     "name": "t256v8r1i0",              // threads, vec, rowsPerCta, items
-//     "params": {"threads": 256, "vec": 8, "rowsPerCta": 1, "items": 0},
+//     "name": "t256v8r1i0",              // threads, vec, rowsPerCta, items; "f" at the end: folded
+//     "params": {"threads": 256, "vec": 8, "rowsPerCta": 1, "items": 0},  // "fold": true when folded
 //     "cubin": "t256v8r1i0.cubin",       // next to the manifest; null when the compile failed
 //     "source": "t256v8r1i0.cu",         // the generated CUDA source
 //     "error": null,                     // NVRTC's message and log when the compile failed
@@ -133,19 +135,20 @@ struct UsageError {
   std::string message;
 };
 
-// "t256v8r1i0": the point's name in --points, the manifest and the file names.
+// "t256v8r1i0", "t128v8r1i0f" (folded): the point's name in --points, the manifest and the file names.
 std::string pointName(const ChainKernelParams& p) {
   return "t" + std::to_string(p.threads) + "v" + std::to_string(p.vec) + "r" + std::to_string(p.rowsPerCta) + "i" +
-         std::to_string(p.items);
+         std::to_string(p.items) + (p.fold ? "f" : "");
 }
 
 ChainKernelParams parsePoint(const std::string& text) {
-  static const std::regex kPoint(R"(t(\d{1,5})v(\d{1,2})r(\d{1,5})i(\d{1,3}))");
+  static const std::regex kPoint(R"(t(\d{1,5})v(\d{1,2})r(\d{1,5})i(\d{1,3})(f?))");
   std::smatch m;
   if (!std::regex_match(text, m, kPoint)) {
-    throw UsageError{"bad point '" + text + "' (want tTHREADSvVECrROWSiITEMS, e.g. t256v8r1i0)"};
+    throw UsageError{"bad point '" + text + "' (want tTHREADSvVECrROWSiITEMS[f], e.g. t256v8r1i0)"};
   }
-  return {std::stoi(m[1].str()), std::stoi(m[2].str()), std::stoi(m[3].str()), std::stoi(m[4].str())};
+  return {std::stoi(m[1].str()), std::stoi(m[2].str()), std::stoi(m[3].str()), std::stoi(m[4].str()), false,
+          m[5].length() > 0};
 }
 
 std::pair<int64_t, int64_t> parseShape(const std::string& text) {
@@ -241,6 +244,9 @@ std::vector<ChainKernelParams> defaultPoints(const ChainIR& ir, int64_t cols) {
   if (!ir.hasReductions()) {
     for (int threads : {128, 256, 512, 1024}) addUnique(&points, {threads, wide, 1, 0});
     addUnique(&points, {256, half, 1, 0});
+    if (hotkernel::chain::chainFoldWidth(ir, cols) > 0) {
+      for (int threads : {128, 256, 512}) addUnique(&points, {threads, wide, 1, 0, false, true});
+    }
     return points;
   }
   for (int threads : {128, 256, 512, 1024}) addUnique(&points, {threads, wide, 1, 0});
@@ -315,7 +321,9 @@ const char* argKindName(ChainArg::Kind kind) {
 }
 
 nlohmann::json paramsJson(const ChainKernelParams& p) {
-  return {{"threads", p.threads}, {"vec", p.vec}, {"rowsPerCta", p.rowsPerCta}, {"items", p.items}};
+  nlohmann::json j = {{"threads", p.threads}, {"vec", p.vec}, {"rowsPerCta", p.rowsPerCta}, {"items", p.items}};
+  if (p.fold) j["fold"] = true;
+  return j;
 }
 
 nlohmann::json argsJson(const ChainIR& ir, const ChainKernelParams& p, const hotkernel::chain::ChainLayout& layout,

@@ -26,12 +26,13 @@ void onlyKeys(const nlohmann::json& j, const std::set<std::string>& keys, const 
 nlohmann::json chainParamsToJson(const ChainKernelParams& p) {
   nlohmann::json j = {{"threads", p.threads}, {"vec", p.vec}, {"rowsPerCta", p.rowsPerCta}, {"items", p.items}};
   if (p.atenRounding) j["rounding"] = "aten";  // absent: "fused" (Note [Chain entry params, v2])
+  if (p.fold) j["fold"] = true;                // absent: false
   return j;
 }
 
 ChainKernelParams chainParamsFromJson(const nlohmann::json& j, const std::string& where) {
   jf::object(j, where);
-  onlyKeys(j, {"threads", "vec", "rowsPerCta", "items", "rounding"}, where);
+  onlyKeys(j, {"threads", "vec", "rowsPerCta", "items", "rounding", "fold"}, where);
   ChainKernelParams p;
   p.threads = static_cast<int>(jf::integer(j, "threads", where, 1, 1024));
   p.vec = static_cast<int>(jf::integer(j, "vec", where, 1, 8));
@@ -43,6 +44,7 @@ ChainKernelParams chainParamsFromJson(const nlohmann::json& j, const std::string
                       "\", not \"aten\" or \"fused\"");
     p.atenRounding = rounding == "aten";
   }
+  if (jf::present(j, "fold")) p.fold = jf::boolean(j, "fold", where);
   return p;
 }
 

@@ -23,7 +23,7 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 std::string ChainKernelParams::describe() const {
   return "t" + std::to_string(threads) + " v" + std::to_string(vec) + " r" + std::to_string(rowsPerCta) + " i" +
-         std::to_string(items) + (atenRounding ? " aten" : "");
+         std::to_string(items) + (atenRounding ? " aten" : "") + (fold ? " fold" : "");
 }
 
 void checkChainKernel(const ChainIR& ir, const ChainKernelParams& p) {
@@ -43,6 +43,8 @@ void checkChainKernel(const ChainIR& ir, const ChainKernelParams& p) {
   }
   HOTKERNEL_REQUIRE(!ir.hasReductions() || !ir.hasCat(), "a chain with reductions and a cat has no kernel: ",
                     "the row kernel does not evaluate cats (it runs unfused)");
+  HOTKERNEL_REQUIRE(!p.fold || chainFoldWidth(ir, ir.width()) > 0, "fold is for elementwise chains whose cats cut ",
+                    "the row into equal segments, got ", p.describe());
   const size_t args = ir.inputs().size() + ir.outputs().size();
   HOTKERNEL_REQUIRE(args + 2 <= KernelArgs::kMaxArgs, "a chain kernel takes at most ", KernelArgs::kMaxArgs - 2,
                     " inputs and outputs together, this chain has ", args);
@@ -72,6 +74,18 @@ std::vector<int64_t> chainCatBoundaries(const ChainIR& ir) {
   }
   cuts.erase(0);
   return {cuts.begin(), cuts.end()};
+}
+
+int64_t chainFoldWidth(const ChainIR& ir, int64_t cols) {
+  if (!ir.hasCat() || ir.hasReductions() || cols < 2) return 0;
+  const std::vector<int64_t> cuts = chainCatBoundaries(ir);
+  if (cuts.empty()) return 0;
+  const int64_t w = cuts.front();
+  if (cols % w != 0 || static_cast<int64_t>(cuts.size()) != cols / w - 1) return 0;
+  for (size_t k = 0; k < cuts.size(); ++k) {
+    if (cuts[k] != static_cast<int64_t>(k + 1) * w) return 0;
+  }
+  return w;
 }
 
 std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols,
@@ -121,7 +135,9 @@ LaunchGeometry chainLaunchGeometry(const ChainIR& ir, const ChainKernelParams& p
   if (ir.hasReductions()) {
     g.gridX = static_cast<unsigned>(ceilDiv(rows, p.rowsPerCta));
   } else {
-    const int64_t ctas = ceilDiv(rows * (cols / p.vec), p.threads);
+    // Folded: one thread a vector position of one segment (Note [Folded segments]).
+    const int64_t width = p.fold ? chainFoldWidth(ir, cols) : cols;
+    const int64_t ctas = ceilDiv(rows * (width / p.vec), p.threads);
     g.gridX = static_cast<unsigned>(ctas < kMaxPointwiseCtas ? ctas : kMaxPointwiseCtas);
   }
   g.sharedBytes = 0;  // the row kernel's reduction buffers are static

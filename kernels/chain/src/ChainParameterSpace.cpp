@@ -77,7 +77,12 @@ std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t ro
   for (int vec : vecs) {
     const int64_t vectors = cols / vec;
     if (!ir.hasReductions()) {
-      for (int threads : {128, 256, 512, 1024}) candidates.push_back({threads, vec, 1, 0});
+      // Note [Folded segments]: equal Cat segments are tried folded too.
+      const bool fold = chainFoldWidth(ir, cols) > 0;
+      for (int threads : {128, 256, 512, 1024}) {
+        candidates.push_back({threads, vec, 1, 0});
+        if (fold) candidates.push_back({threads, vec, 1, 0, false, true});
+      }
       continue;
     }
     for (int threads = 64; threads <= 1024; threads *= 2) {

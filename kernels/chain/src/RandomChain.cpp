@@ -279,7 +279,7 @@ std::vector<std::vector<float>> randomChainInputs(const ChainIR& ir, int64_t row
   std::vector<std::vector<float>> inputs;
   for (int in : ir.inputs()) {
     const Node& n = ir.node(in);
-    std::vector<float> v(static_cast<size_t>(elementCount(n.shape, rows, cols)));
+    std::vector<float> v(static_cast<size_t>(elementCount(n, rows, cols)));
     for (float& x : v) {
       x = n.shape == ShapeClass::Scalar ? static_cast<float>(rng.uniform(0.5, 2.0))
                                         : roundTo(n.dtype, static_cast<float>(rng.uniform(-2.0, 2.0)));

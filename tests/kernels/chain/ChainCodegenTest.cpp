@@ -182,6 +182,10 @@ TEST(ChainCodegenTest, GivenTheRotaryChainInItsLayoutsWhenCompiledWithNvrtcThenE
     jobs.push_back({name + "_k", rotaryChain(d, 128), ChainKernelParams{128, 8}, "sm_90a", rotaryLayout({1, 8, 4096, 128})});
     jobs.push_back({name + "_small", rotaryChain(d, 64), ChainKernelParams{256, 4}, "sm_90a", rotaryLayout({2, 4, 64, 64})});
     jobs.push_back({name + "_contiguous", rotaryChain(d, 128), ChainKernelParams{512, 8}});
+    // Note [Folded segments]: the halves in one thread.
+    jobs.push_back({name + "_q_folded", rotaryChain(d, 128), ChainKernelParams{128, 8, 1, 0, false, true}, "sm_90a",
+                    rotaryLayout({1, 32, 4096, 128})});
+    jobs.push_back({name + "_contiguous_folded", rotaryChain(d, 128), ChainKernelParams{256, 4, 1, 0, false, true}});
   }
   testutil::expectCompiledWithoutSpills(jobs, testutil::compileChains(jobs));
 }
@@ -271,6 +275,46 @@ TEST(ChainCodegenTest, GivenTheRotaryChainWhenGeneratedThenTheLayoutIsConstantsA
             generateChainSource(swigluChain(DType::BFloat16), ChainKernelParams{256, 8}));
   EXPECT_EQ(generateChainSource(rotaryChain(DType::BFloat16, 128), ChainKernelParams{256, 8}).find("// layout"),
             std::string::npos);
+}
+
+// Note [Folded segments]: one thread a position in each half, every load before any arithmetic or store, a
+// column both halves read loaded once, no branch on the segment; the grid covers half the vectors.
+TEST(ChainCodegenTest, GivenTheRotaryChainFoldedWhenGeneratedThenEachThreadLoadsOnceAndStoresBothHalvesWithoutBranching) {
+  const ChainIR ir = rotaryChain(DType::BFloat16, 128);
+  const ChainLayout layout = rotaryLayout({1, 32, 4096, 128});
+  const ChainKernelParams folded{128, 8, 1, 0, false, true};
+  EXPECT_EQ(folded.describe(), "t128 v8 r1 i0 fold");
+  const std::string kernel = kernelOf(generateChainSource(ir, folded, layout));
+  EXPECT_NE(kernel.find("const long long hk_fvec = 64LL / HK_VEC;"), std::string::npos) << kernel;
+  EXPECT_EQ(count(kernel, "if (hk_c"), 0u) << kernel;
+  EXPECT_EQ(count(kernel, "hk_load_bf16(in0 + hk_o0 + hk_p, x0a0)"), 1u) << kernel;          // x, first half
+  EXPECT_EQ(count(kernel, "hk_load_bf16(in0 + hk_o0 + (hk_p + 64), x0a64)"), 1u) << kernel;  // x, second half
+  EXPECT_EQ(count(kernel, "hk_load_bf16(in3 + hk_o2 + hk_p, x3a0)"), 1u) << kernel;          // x2 for the first
+  EXPECT_EQ(count(kernel, "hk_load_bf16(in5 + hk_o3 + hk_p, x5a0)"), 1u) << kernel;          // x1 for the second
+  EXPECT_EQ(count(kernel, "hk_load_"), 8u) << kernel;  // x, cos, sin at both halves; x2 and x1 once
+  EXPECT_EQ(count(kernel, "hk_store_bf16(out0 + hk_o5 + hk_p, o0f0)"), 1u) << kernel;
+  EXPECT_EQ(count(kernel, "hk_store_bf16(out0 + hk_o5 + hk_p + 64, o0f1)"), 1u) << kernel;
+  EXPECT_LT(kernel.rfind("hk_load_"), kernel.find("__fmul_rn")) << "every load comes first";
+  const int64_t rows = 32 * 4096;
+  EXPECT_EQ(chainLaunchGeometry(ir, folded, rows, 128, layout).gridX,
+            chainLaunchGeometry(ir, ChainKernelParams{128, 8}, rows, 128, layout).gridX / 2);
+  // Only chains whose cats cut equal segments fold.
+  EXPECT_EQ(chainFoldWidth(ir, 128), 64);
+  EXPECT_EQ(chainFoldWidth(swigluChain(DType::BFloat16), 4096), 0);
+  EXPECT_THROW(checkChainKernel(swigluChain(DType::BFloat16), folded), Error);
+  ChainIR uneven;
+  const int a = uneven.addInput(DType::Float32, ShapeClass::Full, 8);
+  const int b = uneven.addInput(DType::Float32, ShapeClass::Full, 24);
+  uneven.markOutput(uneven.addCat({a, b}));
+  EXPECT_EQ(chainFoldWidth(uneven, 32), 0);
+  EXPECT_THROW(checkChainKernel(uneven, ChainKernelParams{128, 4, 1, 0, false, true}), Error);
+  ChainIR thirds;
+  const int c = thirds.addInput(DType::Float32, ShapeClass::Full, 8);
+  const int e = thirds.addInput(DType::Float32, ShapeClass::Full, 8);
+  const int f = thirds.addInput(DType::Float32, ShapeClass::Full, 8);
+  thirds.markOutput(thirds.addCat({c, e, f}));
+  EXPECT_EQ(chainFoldWidth(thirds, 24), 8);
+  EXPECT_NO_THROW(checkChainKernel(thirds, ChainKernelParams{128, 4, 1, 0, false, true}));
 }
 
 TEST(ChainCodegenTest, GivenCatBoundariesAndStridesWhenVariantsAreCheckedThenVecMustDivideThem) {

@@ -100,6 +100,24 @@ TEST(ChainParameterSpaceTest, GivenARowChainWhenEnumeratedThenThreadsFollowColsA
   for (const ChainKernelParams& p : chainParameterSpace(rms, 2, 1 << 20)) EXPECT_EQ(p.items, 0) << p.describe();
 }
 
+// Note [Folded segments]: rotary's space holds each elementwise point folded too, right after it; a chain
+// without equal cat segments holds none.
+TEST(ChainParameterSpaceTest, GivenRotaryWhenEnumeratedThenEachPointComesFoldedToo) {
+  const ChainIR ir = rotaryChain(DType::BFloat16, 128);
+  const std::vector<ChainKernelParams> space = chainParameterSpace(ir, 32 * 4096, 128, rotaryLayout({1, 32, 4096, 128}));
+  size_t folded = 0;
+  for (size_t k = 0; k < space.size(); ++k) {
+    if (!space[k].fold) continue;
+    ++folded;
+    ASSERT_GT(k, 0u);
+    ChainKernelParams twin = space[k];
+    twin.fold = false;
+    EXPECT_EQ(space[k - 1], twin);
+  }
+  EXPECT_EQ(folded * 2, space.size());
+  for (const ChainKernelParams& p : chainParameterSpace(swigluChain(DType::BFloat16), 4096, 8192)) EXPECT_FALSE(p.fold);
+}
+
 TEST(ChainParameterSpaceTest, GivenAbsurdVariantsWhenEnumeratedThenTheSpaceIsEmpty) {
   const ChainIR rms = rmsNormChain(DType::BFloat16, 1e-6);
   EXPECT_TRUE(chainParameterSpace(rms, 0, 4096).empty());

@@ -92,6 +92,28 @@ TEST(ChainVariantTest, GivenAKernelRoundingAsAtenWhenWrittenAndReadThenTheRoundi
   expectRefused(bad.dump(), v, "rounding is \"nearest\", not \"aten\" or \"fused\"");
 }
 
+// Note [Folded segments]: "fold" is written only when set and bound to the source like the rest.
+TEST(ChainVariantTest, GivenAFoldedKernelWhenWrittenAndReadThenFoldComesBackBoundToItsSource) {
+  ChainVariant v;
+  v.ir = rotaryChain(DType::BFloat16, 128);
+  v.rows = 32 * 4096;
+  v.cols = 128;
+  v.layout = rotaryLayout({1, 32, 4096, 128});
+  const ChainKernelParams p{128, 8, 1, 0, false, true};
+  const nlohmann::json j = chainEntryParams(v, p);
+  EXPECT_EQ(j.at("kernel").at("fold"), true);
+  const std::optional<ChainKernelParams> back = readChainEntry(j.dump(), v);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, p);
+  EXPECT_FALSE(chainEntryParams(v, ChainKernelParams{128, 8}).at("kernel").contains("fold"));
+  nlohmann::json flipped = j;
+  flipped["kernel"].erase("fold");
+  expectRefused(flipped.dump(), v, "sourceSha256 is not the source this build generates");
+  nlohmann::json bad = j;
+  bad["kernel"]["fold"] = "yes";
+  expectRefused(bad.dump(), v, "fold");
+}
+
 TEST(ChainVariantTest, GivenAKeepAtenEntryWhenReadThenItNamesTheChainAndHoldsNoKernel) {
   const ChainVariant v{swigluChain(DType::Float32), 64, 1024, 0};
   const nlohmann::json j = chainEntryParams(v, std::nullopt);

@@ -24,8 +24,9 @@
 // written. The arithmetic is the interpreter's Fused mode (Note [Two
 // evaluation modes]). A chain with a Cat, or an elementwise chain with a
 // layout, is evaluated per column segment (Note [Chain kernel segments] in
-// ChainCodegen.cpp); a row kernel takes a layout, not a Cat (checkChainKernel
-// refuses it: such a chain runs unfused).
+// ChainCodegen.cpp), or, with `fold` where the Cats cut equal segments, all
+// segments in each thread (Note [Folded segments]); a row kernel takes a
+// layout, not a Cat (checkChainKernel refuses it: such a chain runs unfused).
 //
 // Note [Chain layouts in the source]
 // A variant's layout (Note [Chain layouts]) is written into its kernel's
@@ -85,16 +86,21 @@ struct ChainKernelParams {
   // Note [ATen rounding in a fused kernel]: every computed value of a 16-bit
   // dtype rounded to it, as eager ATen stores each op's result.
   bool atenRounding = false;
+  // Elementwise chains whose Cats cut the row into equal segments: each
+  // thread evaluates one vector position in every segment (Note [Folded
+  // segments] in ChainCodegen.cpp; chainFoldWidth says where it applies).
+  bool fold = false;
 
-  std::string describe() const;  // "t256 v4 r1 i0", "t256 v4 r1 i0 aten"
+  std::string describe() const;  // "t256 v4 r1 i0", "t256 v4 r1 i0 aten", "t128 v8 r1 i0 fold"
   bool operator==(const ChainKernelParams& o) const {
     return threads == o.threads && vec == o.vec && rowsPerCta == o.rowsPerCta && items == o.items &&
-           atenRounding == o.atenRounding;
+           atenRounding == o.atenRounding && fold == o.fold;
   }
 };
 
 // Error (HOTKERNEL_REQUIRE) when `p` is outside the ranges above, when a
-// pointwise chain has rowsPerCta or items other than 1 and 0, when the
+// pointwise chain has rowsPerCta or items other than 1 and 0, when fold is
+// asked of a chain whose Cats do not cut equal segments, when the
 // chain has more than 10 inputs and outputs (Note [Chain kernel arguments]),
 // or when a chain with reductions has a Cat (Note [Chain kernels]).
 void checkChainKernel(const ChainIR& ir, const ChainKernelParams& p);
@@ -121,6 +127,12 @@ std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, i
 // The columns where a Cat the outputs reach switches parts (Note [Chain
 // kernel segments]), ascending, without 0; empty without a Cat.
 std::vector<int64_t> chainCatBoundaries(const ChainIR& ir);
+
+// The width of the equal segments the Cats cut a row of `cols` columns into
+// (boundaries exactly at w, 2w, ..., cols - w), or 0: no Cat, reductions, or
+// segments of different widths. `fold` is for a chain where this is not 0 at
+// its width (Note [Folded segments]).
+int64_t chainFoldWidth(const ChainIR& ir, int64_t cols);
 
 // Grid, block and dynamic shared memory for [rows, cols] (Error when
 // chainVariantProblem is not empty). The row kernel's shared memory is static.

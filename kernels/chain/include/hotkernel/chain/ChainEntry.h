@@ -13,7 +13,8 @@
 //   "rows": R, "cols": C,               // the variant's extents
 //   "layout": {"rowDims": [...], "strides": [[...], ...]},  // only for a variant with a layout
 //   "kernel": {"threads": 256, "vec": 8, "rowsPerCta": 1, "items": 0,
-//              "rounding": "aten"},      // optional, "fused" when absent (Note [ATen rounding in a fused kernel])
+//              "rounding": "aten",       // optional, "fused" when absent (Note [ATen rounding in a fused kernel])
+//              "fold": true},            // optional, false when absent (Note [Folded segments])
 //   "sourceSha256": "<64 hex>"          // SHA-256 of generateChainSource(chain, kernel, layout)
 // }
 // "kernel" and "sourceSha256" are present exactly in a kernel entry; a
@@ -25,7 +26,11 @@
 // kernel parameters outside the generator's ranges or not serving the
 // variant (chainVariantProblem), and a "sourceSha256" other than the source
 // this build generates from them (a generator that changed since the entry
-// was written). Version 1 is the same without "layout" (before layouts):
+// was written). "fold" came after version 2 was first written without a
+// version step: only a folded kernel writes it, and a reader from before it
+// refuses such an entry as an unknown key (its variant runs ATen and is tuned
+// again), which is what a version step would do. Version 1 is the same
+// without "layout" (before layouts):
 // the reader reads it as the contiguous layout; the writer writes 2. A later
 // version changes "version".
 

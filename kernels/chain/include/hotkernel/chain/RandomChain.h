@@ -45,7 +45,8 @@ struct RandomChainOptions {
 
 ChainIR randomChain(uint64_t seed, const RandomChainOptions& options = {});
 
-// Values for each input of `ir` over [rows, cols] (elementCount of its class):
+// Values for each input of `ir` over [rows, cols] (elementCount of its node:
+// a cat's narrower part holds rows times its own extent):
 // tensors uniform in [-2, 2] rounded to their dtype, scalar arguments in [1/2, 2].
 std::vector<std::vector<float>> randomChainInputs(const ChainIR& ir, int64_t rows, int64_t cols, uint64_t seed);
 

@@ -1,0 +1,89 @@
+#pragma once
+// The chain kernel generator's emitter (ChainCodegen.h): one instance writes one
+// kernel's source. Its row-kernel and plain elementwise bodies are in
+// ChainCodegen.cpp, the bodies of chains evaluated per column segment (a Cat or
+// a layout) in ChainSegmentCodegen.cpp.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hotkernel/chain/ChainCodegen.h"
+
+namespace hotkernel::chain::detail {
+
+enum class Scope { Element, Row, Uniform };
+
+inline Scope scopeOf(ShapeClass s) {
+  if (s == ShapeClass::Full || s == ShapeClass::Column) return Scope::Element;
+  if (s == ShapeClass::Scalar) return Scope::Uniform;
+  return Scope::Row;
+}
+inline bool isReduction(const Node& n) { return opInfo(n.op).category == OpCategory::Reduction; }
+inline bool isLeaf(const Node& n) { return opInfo(n.op).category == OpCategory::Leaf; }
+
+class Emitter {
+ public:
+  Emitter(const ChainIR& ir, const ChainKernelParams& p, const ChainLayout& layout);
+  std::string source();
+
+ private:
+  void signature();
+  // The value of node `o` where a node reads it.
+  std::string ref(int o) const;
+  std::string expr(int i) const;
+  // The element-scope nodes (computed, and inputs) that `targets` need in an
+  // element loop; Row and Uniform values are available there already.
+  void collect(const std::vector<int>& targets, std::set<int>& computed, std::set<int>& inputs) const;
+  void emitLoads(const std::set<int>& inputs, const std::string& indent, bool pointwise);
+  void emitComputed(const std::set<int>& computed, const std::string& indent);
+  std::string refAt(int o, int64_t shift) const;
+  // The (node, shift) pairs of element-scope computed nodes and inputs that
+  // `targets` need in the segment starting at segLo_.
+  void collectAt(const std::vector<int>& targets, std::set<std::pair<int, int64_t>>& computed,
+                 std::set<std::pair<int, int64_t>>& inputs) const;
+  // The tensor argument index of input node `o` or output `m`.
+  size_t argOfInput(int o) const { return inputArg_.at(o); }
+  size_t argOfOutput(size_t m) const { return inputArg_.size() + m; }
+  // Declares hk_o<k>, the row offset of every Full tensor argument k, at row `row`.
+  void rowOffsets(const std::string& row, const std::string& indent);
+  // The loads of `inputs` at their shifts, for the vector at column hk_c.
+  void emitLoadsAt(const std::set<std::pair<int, int64_t>>& inputs, const std::string& indent);
+  // Every segment's code: for the vector at hk_c, `inner` writes the
+  // segment's statements after its loads and computed nodes.
+  void segments(const std::vector<int>& targets, const std::string& indent,
+                const std::function<std::string()>& inner);
+  void foldedPointwiseBody();
+  void segmentedPointwiseBody();
+  void pointwiseBody();
+  // One pass over the row: loads (streaming), the j loop with `computed`,
+  // then `inner` inside the j loop and `after` after it.
+  void rowLoop(const std::set<int>& computed, const std::set<int>& inputs, const std::string& inner,
+               const std::string& after);
+  void rowBody();
+  std::string rowBase(int input) const;
+  std::string outputBase(size_t m) const;
+  // The Row-class computed nodes of `phase`, once per row.
+  void emitRowNodes(int phase);
+
+  const ChainIR& ir_;
+  const ChainKernelParams& p_;
+  const ChainLayout& layout_;
+  const std::vector<Node>& nodes_;
+  std::map<int, size_t> inputArg_;  // tensor input node -> its tensor argument index
+  bool segmented_ = false;          // a layout or a Cat: Note [Chain kernel segments]
+  int64_t segLo_ = 0;               // the segment being emitted starts at this column
+  int64_t refShift_ = 0;            // the shift of the node being emitted
+  std::vector<int> phase_;              // reductions on the longest path to the node, itself included
+  std::map<int, int> reductionSlot_;    // reduction node -> its hk_red slot
+  int phases_ = 0;
+  bool rowKernel_ = false;
+  std::ostringstream os_;
+};
+
+}  // namespace hotkernel::chain::detail

@@ -1,0 +1,246 @@
+// Generated elementwise chain kernels run on the host (Note [Chain kernels on
+// the host] in ChainHostKernels.h): their index arithmetic (layouts, cats,
+// folded segments) against the interpreter, without a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ChainHostKernels.h"
+#include "hotkernel/chain/ChainCodegen.h"
+#include "hotkernel/chain/ChainInterpreter.h"
+#include "hotkernel/chain/ChainLayout.h"
+#include "hotkernel/chain/ChainParameterSpace.h"
+#include "hotkernel/chain/NamedChains.h"
+#include "hotkernel/chain/RandomChain.h"
+#include "hotkernel/chain/Rounding.h"
+
+namespace hotkernel::chain {
+namespace {
+
+using testutil::HostKernel;
+using testutil::HostKernelBatch;
+
+// Memory of one dtype's storage: float32 as floats, 16-bit types as their bits.
+struct Memory {
+  DType dtype = DType::Float32;
+  std::vector<float> f32;
+  std::vector<uint16_t> bits;
+
+  static Memory of(DType dtype, const std::vector<float>& values) {
+    Memory m;
+    m.dtype = dtype;
+    if (dtype == DType::Float32) {
+      m.f32 = values;
+    } else {
+      for (float v : values) m.bits.push_back(dtype == DType::Float16 ? floatToHalfBits(v) : floatToBFloat16Bits(v));
+    }
+    return m;
+  }
+  static Memory nan(DType dtype, int64_t elements) {
+    return of(dtype, std::vector<float>(static_cast<size_t>(elements), std::numeric_limits<float>::quiet_NaN()));
+  }
+  void* data(int64_t offset = 0) {
+    return dtype == DType::Float32 ? static_cast<void*>(f32.data() + offset) : static_cast<void*>(bits.data() + offset);
+  }
+  float at(int64_t e) const {
+    if (dtype == DType::Float32) return f32[static_cast<size_t>(e)];
+    const uint16_t b = bits[static_cast<size_t>(e)];
+    return dtype == DType::Float16 ? halfBitsToFloat(b) : bfloat16BitsToFloat(b);
+  }
+  int64_t size() const { return static_cast<int64_t>(dtype == DType::Float32 ? f32.size() : bits.size()); }
+};
+
+// Output `m`'s values through the variant's layout, [rows, extent] row-major
+// for a Full output as interpretChain returns them; `written` marks the
+// elements read back, so that the rest can be checked untouched.
+std::vector<float> gather(const ChainIR& ir, const ChainLayout& layout, size_t m, int64_t rows, int64_t cols,
+                          const Memory& out, std::vector<bool>* written) {
+  const Node& n = ir.node(ir.outputs()[m]);
+  const size_t arg = chainTensorArgs(ir).size() - ir.outputs().size() + m;
+  const std::vector<int64_t> dims = layoutRowDims(layout, rows);
+  const bool full = n.shape == ShapeClass::Full;
+  const std::vector<int64_t> strides = full ? layoutStrides(ir, layout, arg, rows, cols) : std::vector<int64_t>{};
+  written->assign(static_cast<size_t>(out.size()), false);
+  std::vector<float> values;
+  const int64_t width = full || n.shape == ShapeClass::Column ? cols : 1;
+  for (int64_t r = 0; r < (n.shape == ShapeClass::Column ? 1 : rows); ++r) {
+    const int64_t base = full ? layoutRowOffset(dims, strides, r) : (n.shape == ShapeClass::Column ? 0 : r);
+    for (int64_t c = 0; c < width; ++c) {
+      values.push_back(out.at(base + c));
+      (*written)[static_cast<size_t>(base + c)] = true;
+    }
+  }
+  return values;
+}
+
+// The kernel's outputs for `memory` (interpretChain's inputs in the layout):
+// a Full input is passed at its buffer's start, a Scalar by value.
+std::vector<std::vector<float>> runOnHost(const HostKernelBatch& batch, size_t k, const HostKernel& h,
+                                          const std::vector<std::vector<float>>& memory,
+                                          std::vector<std::vector<bool>>* written) {
+  std::vector<Memory> inputs;
+  std::vector<ChainInputValue> args;
+  inputs.reserve(memory.size());
+  for (size_t i = 0; i < memory.size(); ++i) {
+    const Node& n = h.ir.node(h.ir.inputs()[i]);
+    ChainInputValue v;
+    if (n.shape == ShapeClass::Scalar) {
+      v.scalar = memory[i][0];
+    } else {
+      inputs.push_back(Memory::of(n.dtype, memory[i]));
+      v.pointer = inputs.back().data();
+    }
+    args.push_back(v);
+  }
+  const size_t tensorInputs = chainTensorArgs(h.ir).size() - h.ir.outputs().size();
+  std::vector<Memory> outs;
+  std::vector<void*> pointers;
+  outs.reserve(h.ir.outputs().size());
+  for (size_t m = 0; m < h.ir.outputs().size(); ++m) {
+    const Node& n = h.ir.node(h.ir.outputs()[m]);
+    outs.push_back(Memory::nan(n.dtype, layoutSpan(h.ir, h.layout, tensorInputs + m, h.rows, h.cols)));
+    pointers.push_back(outs.back().data());
+  }
+  batch.run(k, args, pointers);
+  std::vector<std::vector<float>> values;
+  written->resize(outs.size());
+  for (size_t m = 0; m < outs.size(); ++m) {
+    values.push_back(gather(h.ir, h.layout, m, h.rows, h.cols, outs[m], &(*written)[m]));
+    for (int64_t e = 0; e < outs[m].size(); ++e) {
+      if (!(*written)[m][static_cast<size_t>(e)]) {
+        EXPECT_TRUE(std::isnan(outs[m].at(e))) << "output " << m << " element " << e << " written between rows";
+      }
+    }
+  }
+  return values;
+}
+
+bool sameBits(float a, float b) { return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0; }
+
+// HF's rotary in its strided layout: every point of the tuner's space, the folded ones
+// (Note [Folded segments]) among them, computes the interpreter's Fused mode bit for bit
+// (mul, neg and add only: no libm on either side) and writes nothing between x's rows.
+TEST(ChainKernelHostTest, GivenHfRotaryWhenEveryPointOfItsSpaceRunsOnTheHostThenFoldedAndSegmentedKernelsComputeTheFusedMode) {
+  for (const DType dtype : {DType::BFloat16, DType::Float16}) {
+    for (const RotaryShape shape : {RotaryShape{2, 3, 5, 64}, RotaryShape{1, 4, 3, 128}, RotaryShape{1, 2, 7, 32}}) {
+      const int64_t d = shape.headDim, half = d / 2, rows = rotaryRows(shape);
+      const ChainIR ir = rotaryChain(dtype, d);
+      const ChainLayout layout = rotaryLayout(shape);
+      ASSERT_EQ(chainFoldWidth(ir, d), half) << "rotate_half's cat cuts the head in halves";
+      // projection [b, s, h * d], cos and sin [b, s, d]: the memory the layout reads.
+      const int64_t projection = shape.batch * shape.seq * shape.heads * d, table = shape.batch * shape.seq * d;
+      const auto draw = [&](int64_t n, float scale, float shift) {
+        std::vector<float> v;
+        for (int64_t e = 0; e < n; ++e) v.push_back(roundTo(dtype, std::sin(static_cast<float>(e) * scale) * 2 + shift));
+        return v;
+      };
+      const std::vector<float> x = draw(projection, 0.37f, 0.0f), cos = draw(table, 0.11f, 0.1f),
+                               sin = draw(table, 0.23f, -0.1f);
+      // Each input's memory as far as its layout reaches; x2 (x[..., half:]) starts half elements into x's.
+      const auto span = [&](const std::vector<float>& v, int64_t from, size_t arg) {
+        return std::vector<float>(v.begin() + from, v.begin() + from + layoutSpan(ir, layout, arg, rows, d));
+      };
+      const std::vector<std::vector<float>> memory = {span(x, 0, 0), span(cos, 0, 1), span(x, half, 2), span(x, 0, 3),
+                                                      span(sin, 0, 4)};
+      const auto want = interpretChain(ir, rows, d, layout, memory, EvalMode::Fused);
+      std::vector<HostKernel> kernels;
+      for (const ChainKernelParams& p : chainParameterSpace(ir, rows, d, layout)) kernels.push_back({ir, p, layout, rows, d});
+      int folded = 0;
+      for (const HostKernel& h : kernels) folded += h.params.fold ? 1 : 0;
+      ASSERT_GE(folded, 4) << "the space holds folded points";
+      const HostKernelBatch batch(kernels);
+      for (size_t k = 0; k < kernels.size(); ++k) {
+        SCOPED_TRACE(std::string(shortDTypeName(dtype)) + " " + layoutText(layout) + " at " + kernels[k].params.describe());
+        std::vector<std::vector<bool>> written;
+        // x2 is x's memory from element `half` on: the kernel gets x's buffer offset by half.
+        std::vector<Memory> in = {Memory::of(dtype, x), Memory::of(dtype, cos), Memory::of(dtype, sin)};
+        Memory out = Memory::nan(dtype, layoutSpan(ir, layout, 5, rows, d));
+        batch.run(k, {{in[0].data(), 0}, {in[1].data(), 0}, {in[0].data(half), 0}, {in[0].data(), 0}, {in[2].data(), 0}},
+                  {out.data()});
+        std::vector<bool> marks;
+        const std::vector<float> got = gather(ir, layout, 0, rows, d, out, &marks);
+        ASSERT_EQ(got.size(), want[0].size());
+        for (size_t e = 0; e < got.size(); ++e) {
+          ASSERT_TRUE(sameBits(got[e], want[0][e])) << "element " << e << ": " << got[e] << " vs " << want[0][e];
+        }
+        for (int64_t e = 0; e < out.size(); ++e) {
+          if (!marks[static_cast<size_t>(e)]) ASSERT_TRUE(std::isnan(out.at(e))) << "element " << e << " written";
+        }
+      }
+    }
+  }
+}
+
+// Seeded random elementwise chains with cats, in random strided and broadcast layouts: every
+// kernel computes the interpreter's Fused mode (bit for bit where no libm function is called;
+// within a 16-bit unit otherwise) and writes nothing between an output's rows; where the cats cut
+// equal segments, the folded kernel and the segmented one at the same threads and vec agree bit for bit.
+TEST(ChainKernelHostTest, GivenRandomChainsWithCatsInRandomLayoutsWhenRunOnTheHostThenEveryPointComputesTheFusedMode) {
+  const int64_t cols = 64;
+  const std::vector<int64_t> dims = {3, 5};
+  const int64_t rows = 15;
+  std::vector<HostKernel> kernels;
+  std::vector<uint64_t> seedOf;
+  int foldChains = 0;
+  for (uint64_t seed = 0; seed < 3000 && (foldChains < 12 || kernels.size() < 60); ++seed) {
+    RandomChainOptions o;
+    o.catWidth = cols;
+    o.reductions = false;
+    const ChainIR ir = randomChain(seed, o);
+    if (!ir.hasCat()) continue;
+    const bool fold = chainFoldWidth(ir, cols) > 0;
+    if (!fold && kernels.size() >= 60) continue;
+    const ChainLayout layout = seed % 3 == 0 ? ChainLayout{} : randomChainLayout(ir, dims, cols, seed);
+    int added = 0;
+    for (const ChainKernelParams& p : chainParameterSpace(ir, rows, cols, layout)) {
+      if (p.threads > 256) continue;  // the host runs every thread: two sizes are enough
+      kernels.push_back({ir, p, layout, rows, cols});
+      seedOf.push_back(seed);
+      ++added;
+    }
+    foldChains += fold && added > 0 ? 1 : 0;
+  }
+  ASSERT_GE(foldChains, 12) << "random chains with equal cat segments";
+  const HostKernelBatch batch(kernels);
+  int foldedCompared = 0;
+  std::vector<std::vector<float>> previous;  // the last unfolded point's outputs, per chain
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const HostKernel& h = kernels[k];
+    SCOPED_TRACE("seed " + std::to_string(seedOf[k]) + " at " + h.params.describe() + ", layout " + layoutText(h.layout));
+    const auto memory = randomChainInputs(h.ir, rows, cols, h.layout, seedOf[k]);
+    const auto want = interpretChain(h.ir, rows, cols, h.layout, memory, EvalMode::Fused);
+    std::vector<std::vector<bool>> written;
+    const auto got = runOnHost(batch, k, h, memory, &written);
+    for (size_t m = 0; m < got.size(); ++m) {
+      ASSERT_EQ(got[m].size(), want[m].size());
+      for (size_t e = 0; e < got[m].size(); ++e) {
+        ASSERT_FALSE(std::isnan(got[m][e])) << "output " << m << " element " << e << " not written";
+        ASSERT_LE(std::fabs(static_cast<double>(got[m][e]) - want[m][e]), 0x1p-7 * (1.0 + std::fabs(want[m][e])))
+            << "output " << m << " element " << e << ": " << got[m][e] << " vs " << want[m][e];
+      }
+    }
+    // The folded point follows its segmented twin in the space (chainParameterSpace's order).
+    if (h.params.fold) {
+      ASSERT_GT(k, 0u);
+      ChainKernelParams twin = h.params;
+      twin.fold = false;
+      ASSERT_EQ(kernels[k - 1].params, twin);
+      ASSERT_EQ(seedOf[k - 1], seedOf[k]);
+      for (size_t m = 0; m < got.size(); ++m) {
+        for (size_t e = 0; e < got[m].size(); ++e) {
+          ASSERT_TRUE(sameBits(got[m][e], previous[m][e])) << "output " << m << " element " << e << " differs folded";
+        }
+      }
+      ++foldedCompared;
+    }
+    previous = got;
+  }
+  EXPECT_GE(foldedCompared, 24);
+}
+
+}  // namespace
+}  // namespace hotkernel::chain
