@@ -105,7 +105,8 @@ std::string Emitter::expr(int i) const {
   return p_.atenRounding ? detail::roundedAsAten(nodes_[static_cast<size_t>(i)], value) : value;
 }
 
-void Emitter::collect(const std::vector<int>& targets, std::set<int>& computed, std::set<int>& inputs) const {
+void Emitter::collect(const std::vector<int>& targets, std::set<int>& computed, std::set<int>& inputs,
+                      std::set<int>* kept) const {
   std::vector<int> stack = targets;
   while (!stack.empty()) {
     const int o = stack.back();
@@ -117,6 +118,13 @@ void Emitter::collect(const std::vector<int>& targets, std::set<int>& computed, 
       continue;
     }
     if (isLeaf(n) || !inLoop) continue;
+    if (kept != nullptr) {
+      const auto it = keptFrom_.find(o);
+      if (it != keptFrom_.end() && it->second < pass_) {
+        kept->insert(o);
+        continue;
+      }
+    }
     if (computed.insert(o).second) {
       for (int operand : n.operands) stack.push_back(operand);
     }
@@ -139,8 +147,13 @@ void Emitter::emitLoads(const std::set<int>& inputs, const std::string& indent, 
   }
 }
 
-void Emitter::emitComputed(const std::set<int>& computed, const std::string& indent) {
-  for (int o : computed) os_ << indent << "const float v" << o << " = " << expr(o) << ";\n";
+void Emitter::emitComputed(const std::set<int>& computed, const std::string& indent, const std::set<int>& kept) {
+  for (int o : kept) os_ << indent << "const float v" << o << " = c" << o << "[hk_it][j];\n";
+  for (int o : computed) {
+    os_ << indent << "const float v" << o << " = " << expr(o) << ";\n";
+    const auto it = keptFrom_.find(o);
+    if (it != keptFrom_.end() && it->second == pass_) os_ << indent << "c" << o << "[hk_it][j] = v" << o << ";\n";
+  }
 }
 
 void Emitter::rowOffsets(const std::string& row, const std::string& indent) {
@@ -177,8 +190,8 @@ void Emitter::pointwiseBody() {
   os_ << "  }\n";
 }
 
-void Emitter::rowLoop(const std::set<int>& computed, const std::set<int>& inputs, const std::string& inner,
-                      const std::string& after) {
+void Emitter::rowLoop(const std::set<int>& computed, const std::set<int>& inputs, const std::set<int>& kept,
+                      const std::string& inner, const std::string& after) {
   if (p_.items > 0) {
     os_ << "#pragma unroll\n  for (int hk_it = 0; hk_it < HK_ITEMS; ++hk_it) {\n"
            "    const int hk_v = hk_it * HK_ROW_THREADS + hk_tid;\n    if (hk_v < hk_live) {\n";
@@ -187,8 +200,84 @@ void Emitter::rowLoop(const std::set<int>& computed, const std::set<int>& inputs
     emitLoads(inputs, "      ", false);
   }
   os_ << "#pragma unroll\n      for (int j = 0; j < HK_VEC; ++j) {\n";
-  emitComputed(computed, "        ");
+  emitComputed(computed, "        ", kept);
   os_ << inner << "      }\n" << after << "    }\n  }\n";
+}
+
+std::vector<int> Emitter::passTargets(int pass) const {
+  std::vector<int> targets;
+  if (pass > phases_) {
+    for (int o : ir_.outputs()) {
+      if (scopeOf(nodes_[static_cast<size_t>(o)].shape) == Scope::Element) targets.push_back(o);
+    }
+    return targets;
+  }
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (isReduction(nodes_[i]) && phase_[i] == pass) targets.push_back(nodes_[i].operands[0]);
+  }
+  return targets;
+}
+
+// Note [Values kept across passes]
+// A row kernel reads its row once per reduction depth and once more for its
+// outputs, and a value a later pass needs again (softmax's exp(x - max) in the
+// sum's pass and in the output's) was computed again there: with a row held
+// in registers (items > 0) the kernel is bound by its arithmetic, not memory,
+// and the attention scores' softmax paid two expf and three scale-and-mask
+// per element. So where the row is in registers, the emitter keeps such
+// values: the first pass that computes one stores it in c<node>[HK_ITEMS]
+// [HK_VEC], and later passes read it back instead of computing it and what
+// it alone needed. A kept value is the same expression of the same inputs and
+// earlier reductions, so the kernel's results are the same bits. Registers
+// are the cost: greedily, the value whose recomputation costs most (a
+// transcendental or a division counts 8, other ops 1; nothing of cost 1 or
+// less is kept) while the kept arrays stay within 64 floats a thread; the
+// tuner times the register-resident points against the streaming ones.
+void Emitter::chooseKept() {
+  if (!rowKernel_ || p_.items == 0) return;
+  const int64_t perValue = int64_t{p_.items} * p_.vec;
+  int64_t room = 64;
+  auto weight = [](const Node& n) {
+    switch (n.op) {
+      case OpKind::Exp: case OpKind::Log: case OpKind::Rsqrt: case OpKind::Sqrt: case OpKind::Tanh:
+      case OpKind::Sigmoid: case OpKind::Silu: case OpKind::GeluErf: case OpKind::GeluTanh:
+      case OpKind::PowScalar: case OpKind::Reciprocal: case OpKind::Div:
+        return 8;
+      default:
+        return 1;
+    }
+  };
+  while (room >= perValue) {
+    std::map<int, int> passes;  // node -> how many passes compute it
+    for (int pass = 1; pass <= phases_ + 1; ++pass) {
+      pass_ = pass;
+      std::set<int> computed, inputs, kept;
+      collect(passTargets(pass), computed, inputs, &kept);
+      for (int o : computed) passes[o] += 1;
+    }
+    int best = -1, bestCost = 1;
+    pass_ = phases_ + 2;  // every kept value available: the cost of computing a node from them
+    for (const auto& [o, count] : passes) {
+      if (count < 2) continue;
+      std::set<int> computed, inputs, kept;
+      collect({o}, computed, inputs, &kept);
+      int cost = 0;
+      for (int c : computed) cost += weight(nodes_[static_cast<size_t>(c)]);
+      if (cost > bestCost) {
+        best = o;
+        bestCost = cost;
+      }
+    }
+    if (best < 0) break;
+    for (int pass = 1; pass <= phases_ + 1 && keptFrom_.count(best) == 0; ++pass) {
+      pass_ = pass;
+      std::set<int> computed, inputs, kept;
+      collect(passTargets(pass), computed, inputs, &kept);
+      if (computed.count(best) != 0) keptFrom_[best] = pass;
+    }
+    room -= perValue;
+  }
+  pass_ = 0;
 }
 
 void Emitter::rowBody() {
@@ -216,16 +305,16 @@ void Emitter::rowBody() {
     }
   }
   emitRowNodes(0);
+  chooseKept();
+  for (const auto& [o, pass] : keptFrom_) os_ << "  float c" << o << "[HK_ITEMS][HK_VEC];\n";
   for (int phase = 1; phase <= phases_; ++phase) {
-    std::vector<int> reductions, targets;
+    std::vector<int> reductions;
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (isReduction(nodes_[i]) && phase_[i] == phase) {
-        reductions.push_back(static_cast<int>(i));
-        targets.push_back(nodes_[i].operands[0]);
-      }
+      if (isReduction(nodes_[i]) && phase_[i] == phase) reductions.push_back(static_cast<int>(i));
     }
-    std::set<int> computed, inputs;
-    collect(targets, computed, inputs);
+    pass_ = phase;
+    std::set<int> computed, inputs, kept;
+    collect(passTargets(phase), computed, inputs, &kept);
     std::ostringstream inner;
     for (int r : reductions) {
       const bool max = nodes_[static_cast<size_t>(r)].op == OpKind::Amax;
@@ -233,7 +322,7 @@ void Emitter::rowBody() {
       const std::string value = ref(nodes_[static_cast<size_t>(r)].operands[0]);
       inner << "        a" << r << (max ? " = hk_max_nan(a" + std::to_string(r) + ", " + value + ");\n" : " += " + value + ";\n");
     }
-    rowLoop(computed, inputs, inner.str(), "");
+    rowLoop(computed, inputs, kept, inner.str(), "");
     for (int r : reductions) {
       const std::string value = detail::rowReduction(nodes_[static_cast<size_t>(r)], "a" + std::to_string(r),
                                                      "hk_red[" + std::to_string(reductionSlot_.at(r)) + "]");
@@ -243,13 +332,11 @@ void Emitter::rowBody() {
     emitRowNodes(phase);
   }
   // The last pass: Full and Column outputs.
-  std::vector<int> elementOutputs;
-  for (int o : ir_.outputs()) {
-    if (scopeOf(nodes_[static_cast<size_t>(o)].shape) == Scope::Element) elementOutputs.push_back(o);
-  }
+  const std::vector<int> elementOutputs = passTargets(phases_ + 1);
   if (!elementOutputs.empty()) {
-    std::set<int> computed, inputs;
-    collect(elementOutputs, computed, inputs);
+    pass_ = phases_ + 1;
+    std::set<int> computed, inputs, kept;
+    collect(elementOutputs, computed, inputs, &kept);
     std::ostringstream declare, inner, after;
     for (size_t m = 0; m < ir_.outputs().size(); ++m) {
       const Node& n = nodes_[static_cast<size_t>(ir_.outputs()[m])];
@@ -273,9 +360,10 @@ void Emitter::rowBody() {
       emitLoads(inputs, "      ", false);
     }
     os_ << declare.str() << "#pragma unroll\n      for (int j = 0; j < HK_VEC; ++j) {\n";
-    emitComputed(computed, "        ");
+    emitComputed(computed, "        ", kept);
     os_ << inner.str() << "      }\n" << after.str() << "    }\n  }\n";
   }
+  pass_ = 0;
   for (size_t m = 0; m < ir_.outputs().size(); ++m) {
     const int o = ir_.outputs()[m];
     const Node& n = nodes_[static_cast<size_t>(o)];

@@ -39,9 +39,14 @@ class Emitter {
   std::string expr(int i) const;
   // The element-scope nodes (computed, and inputs) that `targets` need in an
   // element loop; Row and Uniform values are available there already.
-  void collect(const std::vector<int>& targets, std::set<int>& computed, std::set<int>& inputs) const;
+  // With `kept`, a node kept by an earlier pass of the row kernel (keptFrom_)
+  // goes there instead of being computed again (Note [Values kept across passes]).
+  void collect(const std::vector<int>& targets, std::set<int>& computed, std::set<int>& inputs,
+               std::set<int>* kept = nullptr) const;
   void emitLoads(const std::set<int>& inputs, const std::string& indent, bool pointwise);
-  void emitComputed(const std::set<int>& computed, const std::string& indent);
+  // The j loop's statements: the kept values read back, then the computed
+  // nodes in order, each one this pass keeps stored for the later ones.
+  void emitComputed(const std::set<int>& computed, const std::string& indent, const std::set<int>& kept = {});
   std::string refAt(int o, int64_t shift) const;
   // The (node, shift) pairs of element-scope computed nodes and inputs that
   // `targets` need in the segment starting at segLo_.
@@ -63,8 +68,13 @@ class Emitter {
   void pointwiseBody();
   // One pass over the row: loads (streaming), the j loop with `computed`,
   // then `inner` inside the j loop and `after` after it.
-  void rowLoop(const std::set<int>& computed, const std::set<int>& inputs, const std::string& inner,
-               const std::string& after);
+  void rowLoop(const std::set<int>& computed, const std::set<int>& inputs, const std::set<int>& kept,
+               const std::string& inner, const std::string& after);
+  // The element values the row kernel computes in a pass: a phase's
+  // reduction operands (1..phases_), then the element outputs (phases_ + 1).
+  std::vector<int> passTargets(int pass) const;
+  // Fills keptFrom_ (Note [Values kept across passes]).
+  void chooseKept();
   void rowBody();
   std::string rowBase(int input) const;
   std::string outputBase(size_t m) const;
@@ -83,6 +93,8 @@ class Emitter {
   std::map<int, int> reductionSlot_;    // reduction node -> its hk_red slot
   int phases_ = 0;
   bool rowKernel_ = false;
+  std::map<int, int> keptFrom_;  // element node -> the row kernel pass that computes and keeps it
+  int pass_ = 0;                 // the row kernel pass being emitted; 0 outside it
   std::ostringstream os_;
 };
 

@@ -317,6 +317,28 @@ TEST(ChainCodegenTest, GivenTheRotaryChainFoldedWhenGeneratedThenEachThreadLoads
   EXPECT_NO_THROW(checkChainKernel(thirds, ChainKernelParams{128, 4, 1, 0, false, true}));
 }
 
+// Note [Values kept across passes]: with the row in registers, the attention scores' scale-and-mask is computed
+// in the max's pass only and exp(x - max) in the sum's pass only, both kept for the passes after; a streaming
+// point (items 0) keeps nothing, and neither does a point whose arrays would pass 64 floats a thread.
+TEST(ChainCodegenTest, GivenTheAttentionScoresInRegistersWhenGeneratedThenEachValueIsComputedInOnePassAndKept) {
+  const ChainIR ir = attentionSoftmaxChain(DType::Float16, 0.125);
+  const ChainLayout layout = attentionSoftmaxLayout({16, 12, 512, 512});
+  const std::string kept = kernelOf(generateChainSource(ir, ChainKernelParams{128, 8, 4, 2}, layout));
+  EXPECT_EQ(count(kept, "expf("), 1u) << kept;
+  EXPECT_EQ(count(kept, "__fmul_rn(x0[hk_it][j]"), 1u) << kept;  // the scale, in the max's pass only
+  EXPECT_EQ(count(kept, "float c5[HK_ITEMS][HK_VEC];"), 1u) << kept;
+  EXPECT_EQ(count(kept, "c5[hk_it][j] = v5;"), 1u) << kept;
+  EXPECT_EQ(count(kept, "const float v5 = c5[hk_it][j];"), 1u) << kept;
+  EXPECT_EQ(count(kept, "c8[hk_it][j] = v8;"), 1u) << kept;
+  EXPECT_EQ(count(kept, "const float v8 = c8[hk_it][j];"), 1u) << kept;
+  const std::string streaming = kernelOf(generateChainSource(ir, ChainKernelParams{128, 8, 4, 0}, layout));
+  EXPECT_EQ(count(streaming, "expf("), 2u) << streaming;
+  EXPECT_EQ(count(streaming, "[HK_ITEMS][HK_VEC];"), 0u) << streaming;
+  // 16 items of 8: 128 floats a kept array, over the room.
+  const std::string wide = kernelOf(generateChainSource(softmaxChain(DType::Float32), ChainKernelParams{256, 8, 1, 16}));
+  EXPECT_EQ(count(wide, "float c"), 0u) << wide;
+}
+
 TEST(ChainCodegenTest, GivenCatBoundariesAndStridesWhenVariantsAreCheckedThenVecMustDivideThem) {
   const ChainIR rotary = rotaryChain(DType::BFloat16, 128);
   const ChainLayout layout = rotaryLayout({1, 32, 4096, 128});

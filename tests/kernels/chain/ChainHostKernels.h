@@ -19,8 +19,14 @@
 // launch geometry. The transcendental functions are the host's libm, so a
 // kernel that calls one agrees with the interpreter's Fused mode within a
 // unit or two, not bit for bit; index arithmetic (layouts, cats, folded
-// segments) is exact either way. A row kernel (shuffles, shared memory,
-// barriers) is not run here: HostKernelBatch refuses it.
+// segments) is exact either way. A row kernel's threads talk (warp shuffles,
+// shared memory, barriers), so each of its CTAs runs as blockDim host threads:
+// __shared__ arrays are function statics (one CTA at a time), __syncthreads
+// is a barrier of the CTA's threads, and a shuffle writes the lane's value to
+// a slot, waits for the CTA, reads its partner's slot and waits again. That
+// asks every thread of a CTA to reach each shuffle as often as the others,
+// which the row kernel does (every thread runs every reduction, live row or
+// not); a kernel that did not would hang here rather than pass.
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -74,6 +80,32 @@ inline float hk_cube(float x) { return x * x * x; }
 inline float hk_max_nan(float a, float b) { return (a != a || a > b) ? a : b; }
 // The device's accesses are pieces of at most 16 bytes, each aligned to its size.
 constexpr std::size_t hk_piece(std::size_t element) { return element * HK_VEC < 16 ? element * HK_VEC : 16; }
+inline float hk_row_sum(float v, float* buf) {
+#if HK_ROW_THREADS <= 32
+  for (int o = HK_ROW_THREADS / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+#else
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if ((threadIdx.x & 31) == 0) buf[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float s = 0.0f;
+  for (int w = 0; w < HK_ROW_THREADS / 32; ++w) s += buf[w];
+  return s;
+#endif
+}
+inline float hk_row_max(float v, float* buf) {
+#if HK_ROW_THREADS <= 32
+  for (int o = HK_ROW_THREADS / 2; o > 0; o >>= 1) v = hk_max_nan(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return __shfl_sync(0xffffffffu, v, 0, HK_ROW_THREADS);
+#else
+  for (int o = 16; o > 0; o >>= 1) v = hk_max_nan(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if ((threadIdx.x & 31) == 0) buf[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float m = hk_neg_inf();
+  for (int w = 0; w < HK_ROW_THREADS / 32; ++w) m = hk_max_nan(m, buf[w]);
+  return m;
+#endif
+}
 #define HK_ACCESS(TAG, T, TO, FROM)                                                      \
   inline float hk_ld_##TAG(const T* p) { return TO(*p); }                                \
   inline void hk_st_##TAG(T* p, float f) { *p = FROM(f); }                               \
@@ -95,15 +127,51 @@ HK_ACCESS(bf16, unsigned short, hk_bf16_to_f32, hk_f32_to_bf16)
 // What every kernel of a batch shares: CUDA's names for the host.
 inline const char* hostChainPrelude() {
   return R"(#include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
 #define __global__
 #define __device__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __shared__ static
 struct hk_host_dim3 { unsigned x = 0, y = 0, z = 0; };
-static hk_host_dim3 blockIdx, threadIdx, gridDim, blockDim;
+static thread_local hk_host_dim3 blockIdx, threadIdx;
+static hk_host_dim3 gridDim, blockDim;
+// The CTA running now (one at a time): its barrier and the shuffles' slots.
+struct hk_host_cta {
+  std::mutex m;
+  std::condition_variable cv;
+  unsigned size = 0, count = 0, generation = 0;
+  float slots[1024];
+};
+static hk_host_cta hk_cta;
+inline void __syncthreads() {
+  std::unique_lock<std::mutex> lock(hk_cta.m);
+  const unsigned generation = hk_cta.generation;
+  if (++hk_cta.count == hk_cta.size) {
+    hk_cta.count = 0;
+    ++hk_cta.generation;
+    hk_cta.cv.notify_all();
+  } else {
+    hk_cta.cv.wait(lock, [&] { return generation != hk_cta.generation; });
+  }
+}
+inline float hk_host_exchange(float v, unsigned from) {
+  hk_cta.slots[threadIdx.x] = v;
+  __syncthreads();
+  const float r = hk_cta.slots[from];
+  __syncthreads();
+  return r;
+}
+inline float __shfl_xor_sync(unsigned, float v, int o) { return hk_host_exchange(v, threadIdx.x ^ static_cast<unsigned>(o)); }
+inline float __shfl_sync(unsigned, float v, int src, int width) {
+  return hk_host_exchange(v, (threadIdx.x & ~static_cast<unsigned>(width - 1)) + static_cast<unsigned>(src));
+}
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 inline float __fmul_rn(float a, float b) { return a * b; }
@@ -124,14 +192,13 @@ struct HostKernel {
 // Kernels compiled for the host in one translation unit (Note [Chain kernels on the host]).
 class HostKernelBatch {
  public:
-  // Throws Error when a kernel is a row kernel, its source does not hold the
-  // device library, or the host compiler fails (its output in the message).
+  // Throws Error when a kernel's source is not the device library, then the
+  // kernel, or the host compiler fails (its output in the message).
   explicit HostKernelBatch(const std::vector<HostKernel>& kernels) : kernels_(kernels) {
     std::ostringstream tu;
     tu << hostChainPrelude();
     for (size_t k = 0; k < kernels.size(); ++k) {
       const HostKernel& h = kernels[k];
-      HOTKERNEL_CHECK(!h.ir.hasReductions(), "a row kernel does not run on the host");
       std::string source = generateChainSource(h.ir, h.params, h.layout);
       const std::string entry = std::string("extern \"C\" __global__ void __launch_bounds__(HK_THREADS) ") +
                                 kChainKernelName + "(";
@@ -144,12 +211,16 @@ class HostKernelBatch {
       tu << "namespace hk_k" << k << " {\n" << source << "}\n#undef HK_THREADS\n#undef HK_VEC\n#undef HK_ROWS\n"
          << "#undef HK_ITEMS\n#undef HK_ROW_THREADS\n";
       // The runner: every thread of the grid in turn, the arguments in the kernel's order.
+      // A row kernel's CTA as blockDim host threads, an elementwise kernel's threads one after the other.
+      const bool talking = h.ir.hasReductions();
       tu << "extern \"C\" void hk_run_" << k
          << "(unsigned grid, unsigned block, const void* const* ptrs, const float* scalars, long long rows, "
             "long long cols) {\n  gridDim.x = grid;\n  blockDim.x = block;\n"
-            "  for (unsigned b = 0; b < grid; ++b) {\n    for (unsigned t = 0; t < block; ++t) {\n"
-            "      blockIdx.x = b;\n      threadIdx.x = t;\n      hk_k"
-         << k << "::" << kChainKernelName << "(";
+            "  for (unsigned b = 0; b < grid; ++b) {\n"
+         << (talking ? "    hk_cta.size = block;\n    hk_cta.count = 0;\n    std::vector<std::thread> cta;\n" : "")
+         << "    for (unsigned t = 0; t < block; ++t) {\n"
+         << (talking ? "      cta.emplace_back([=] {\n" : "      {\n")
+         << "      blockIdx.x = b;\n      threadIdx.x = t;\n      hk_k" << k << "::" << kChainKernelName << "(";
       const std::vector<ChainArg> args = chainKernelLayout(h.ir, h.params);
       for (size_t a = 0; a < args.size(); ++a) {
         tu << (a ? ", " : "");
@@ -161,12 +232,13 @@ class HostKernelBatch {
           case ChainArg::Kind::Cols: tu << "cols"; break;
         }
       }
-      tu << ");\n    }\n  }\n}\n";
+      tu << ");\n      }" << (talking ? ");" : "") << "\n    }\n"
+         << (talking ? "    for (std::thread& t : cta) t.join();\n" : "") << "  }\n}\n";
     }
     const std::string src = dir_.path() + "/kernels.cpp", lib = dir_.path() + "/kernels.so";
     std::ofstream(src) << tu.str();
     const std::string log = dir_.path() + "/compile.log";
-    const std::string command = std::string(HOTKERNEL_TEST_CXX) + " -std=c++17 -O1 -ffp-contract=off -shared -fPIC -o " +
+    const std::string command = std::string(HOTKERNEL_TEST_CXX) + " -std=c++17 -O1 -ffp-contract=off -pthread -shared -fPIC -o " +
                                 lib + " " + src + " > " + log + " 2>&1";
     if (std::system(command.c_str()) != 0) {
       std::ifstream in(log);

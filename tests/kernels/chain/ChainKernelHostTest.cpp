@@ -242,5 +242,66 @@ TEST(ChainKernelHostTest, GivenRandomChainsWithCatsInRandomLayoutsWhenRunOnTheHo
   EXPECT_GE(foldedCompared, 24);
 }
 
+// Row kernels (Note [Chain kernels]) on the host, each CTA as host threads: the named row chains (RMSNorm,
+// softmax, log_softmax, GPT-2's attention scores in their strided layout) and random chains with reductions in
+// random layouts, at every point of their spaces up to 256 threads, compute the interpreter's Fused mode within
+// the sum order's and the libm's rounding, and write nothing between an output's rows.
+TEST(ChainKernelHostTest, GivenRowChainsWhenEveryPointOfTheirSpacesRunsOnTheHostThenEachComputesTheFusedMode) {
+  struct Case {
+    std::string name;
+    ChainIR ir;
+    ChainLayout layout;
+    int64_t rows, cols;
+    uint64_t seed;
+  };
+  std::vector<Case> cases = {
+      {"rms_norm bf16", rmsNormChain(DType::BFloat16, 1e-6), {}, 5, 512, 1},
+      {"rms_norm fp16 without weight", rmsNormChain(DType::Float16, 1e-5, false), {}, 3, 96, 2},
+      {"softmax fp32", softmaxChain(DType::Float32), {}, 4, 200, 3},
+      {"log_softmax bf16", softmaxChain(DType::BFloat16, true), {}, 4, 64, 4},
+      {"attention scores fp16", attentionSoftmaxChain(DType::Float16, 0.125), attentionSoftmaxLayout({2, 3, 4, 64}),
+       24, 64, 5}};
+  for (uint64_t seed = 0; seed < 10; ++seed) {
+    RandomChainOptions o;
+    o.maxCols = 64;
+    const ChainIR ir = randomChain(1000 + seed, o);
+    if (!ir.hasReductions()) continue;
+    cases.push_back({"random " + std::to_string(1000 + seed), ir, randomChainLayout(ir, {3, 2}, 64, seed), 6, 64, seed});
+  }
+  std::vector<HostKernel> kernels;
+  std::vector<size_t> caseOf;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    for (const ChainKernelParams& p : chainParameterSpace(cases[c].ir, cases[c].rows, cases[c].cols, cases[c].layout)) {
+      if (p.threads > 256) continue;  // a CTA is as many host threads
+      kernels.push_back({cases[c].ir, p, cases[c].layout, cases[c].rows, cases[c].cols});
+      caseOf.push_back(c);
+    }
+  }
+  ASSERT_GE(kernels.size(), 40u);
+  const HostKernelBatch batch(kernels);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const Case& c = cases[caseOf[k]];
+    const HostKernel& h = kernels[k];
+    SCOPED_TRACE(c.name + " at " + h.params.describe() + ", layout " + layoutText(h.layout));
+    const auto memory = randomChainInputs(h.ir, h.rows, h.cols, h.layout, c.seed);
+    const auto want = interpretChain(h.ir, h.rows, h.cols, h.layout, memory, EvalMode::Fused);
+    std::vector<std::vector<bool>> written;
+    const auto got = runOnHost(batch, k, h, memory, &written);
+    for (size_t m = 0; m < got.size(); ++m) {
+      const DType dtype = h.ir.node(h.ir.outputs()[m]).dtype;
+      // The sum's order (a tree over the row's threads; the interpreter's in double) and libm move a
+      // float32 result by a few ulps, a 16-bit one by at most a unit.
+      const double relative = dtype == DType::Float32 ? 0x1p-18 : 0x1p-7;
+      ASSERT_EQ(got[m].size(), want[m].size());
+      for (size_t e = 0; e < got[m].size(); ++e) {
+        ASSERT_FALSE(std::isnan(got[m][e]) && !std::isnan(want[m][e])) << "output " << m << " element " << e;
+        if (std::isnan(want[m][e])) continue;
+        ASSERT_LE(std::fabs(static_cast<double>(got[m][e]) - want[m][e]), relative * (1.0 + std::fabs(want[m][e])))
+            << "output " << m << " element " << e << ": " << got[m][e] << " vs " << want[m][e];
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hotkernel::chain

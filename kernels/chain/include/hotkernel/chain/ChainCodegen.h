@@ -20,7 +20,9 @@
 // after the first) when items == 0; with items > 0 every thread holds its
 // part of the row's Full and Column inputs in registers and reads memory once
 // (cols <= threads / rowsPerCta * vec * items). Intermediate nodes are
-// recomputed in each pass that needs them, never stored: only outputs are
+// recomputed in each pass that needs them (with items > 0, a costly one is
+// kept in registers from the pass that first computes it: Note [Values kept
+// across passes] in ChainCodegen.cpp), never stored: only outputs are
 // written. The arithmetic is the interpreter's Fused mode (Note [Two
 // evaluation modes]). A chain with a Cat, or an elementwise chain with a
 // layout, is evaluated per column segment (Note [Chain kernel segments] in
