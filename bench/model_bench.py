@@ -47,6 +47,8 @@ Per model the script
      does), the share of it in hotkernel's kernels (names starting with hk_), and
      the ATen ops ranked by self GPU time under hotkernel, each with its eager
      time and whether hotkernel serves it (the Amdahl view of what is left).
+     The same steps give each implementation's timeline (profile.timeline:
+     Note [A step's timeline]).
 
 With --fusion the hotkernel arm also fuses chains of small ops (the deferral engine,
 HOTKERNEL_FUSION=1; the script runs itself again with the variable set, since the library
@@ -365,10 +367,55 @@ def category(op):
     return "attention" if ATTENTION.search(op) else "other"
 
 
+# Note [A step's timeline]
+# The profiled steps say where each implementation's wall time goes (profile.timeline, per step): the
+# window from the first to the last host event, the device's busy time in it (the union of its kernel,
+# copy and memset intervals) and the rest, idle; and the host calls that wait for the device (SYNC_CALLS:
+# synchronizations and synchronous copies, such as an .item()'s), their count and time. A step whose GPU
+# time drops while its wall time does not shows here as idle time or waiting that grew: the overlap of
+# host and device lost, not the host's cost (GPT-2 eager under fusion).
+#
+# The host calls that wait for the device (a device-to-host copy from pageable or pinned memory waits
+# for the stream's work before it; cudaMemcpy and cuMemcpy*: every synchronous copy). Their count and
+# time per step show how often a step drains the GPU, and how long the host sits there.
+SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+              "cudaMemcpyAsync", "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemcpyDtoH",
+              "cuMemcpyDtoHAsync")
+
+
+def step_timeline(events, steps):
+    """What a profiled step's wall time is made of (Note [A step's timeline]): the window from the first
+    to the last host event, the device's busy time in it (the union of kernel, copy and memset
+    intervals), the rest idle, and the host's waits for the device (SYNC_CALLS: calls and time), each
+    per step. None without device events."""
+    host, device, waits = [], [], []
+    for e in events:
+        start, end = e.time_range.start, e.time_range.end
+        if e.device_type == torch.autograd.DeviceType.CPU:
+            host.append((start, end))
+            if e.name in SYNC_CALLS:
+                waits.append(end - start)
+        else:
+            device.append((start, end))
+    if not host or not device:
+        return None
+    window = max(end for _, end in host) - min(start for start, _ in host)
+    busy, reach = 0.0, None
+    for start, end in sorted(device):
+        if reach is None or start > reach:
+            busy += end - start
+            reach = end
+        elif end > reach:
+            busy += end - reach
+            reach = end
+    return {"windowUs": window / steps, "gpuBusyUs": busy / steps, "gpuIdleUs": max(0.0, window - busy) / steps,
+            "syncCalls": len(waits) / steps, "syncWaitUs": sum(waits) / steps}
+
+
 def profile_steps(fn, steps, use_cuda, sync):
     """Per-step self device time by op and device time by kernel over `steps` calls of fn
-    (self CPU time by op when there is no GPU). Returns (ops, kernels, total): ops maps
-    name -> [us per step, calls per step]."""
+    (self CPU time by op when there is no GPU). Returns (ops, kernels, total, timeline): ops maps
+    name -> [us per step, calls per step]; timeline is step_timeline's (None without a GPU)."""
     from torch.profiler import ProfilerActivity, profile
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
     sync()
@@ -387,13 +434,13 @@ def profile_steps(fn, steps, use_cuda, sync):
         else:  # a kernel, memcpy or memset on the device
             kernels[e.name] = kernels.get(e.name, 0.0) + e.device_time_total / steps
     total = sum(kernels.values()) if use_cuda else sum(t for t, _ in ops.values())
-    return ops, kernels, total
+    return ops, kernels, total, step_timeline(prof.events(), steps) if use_cuda else None
 
 
 def ranked_view(hk_prof, eager_prof, served, variants, hk_loaded, use_cuda, top):
     """The Amdahl view: ops by self GPU time under hotkernel, each with its share, the
     running share, its eager time and whether hotkernel serves it."""
-    ops, kernels, total = hk_prof
+    ops, kernels, total, _ = hk_prof
     eager_ops = eager_prof[0]
     decided = {}
     for v in variants:  # op -> the decisions of this model's variants of it
@@ -832,6 +879,9 @@ def run_model(name, spec, hk, timer, device, args):
                                            hk_info.get("variants", []), hk is not None, use_cuda, args.top_ops)
             gpu = {n: round(p[2], 2) for n, p in profs.items()}
             entry["profile"]["totalUsPerStep"] = gpu
+            # Note [A step's timeline]: busy, idle and waiting, per implementation.
+            entry["profile"]["timeline"] = {n: {k: round(v, 2) for k, v in p[3].items()} if p[3] else None
+                                            for n, p in profs.items()}
             if use_cuda and "hotkernel" in gpu:
                 entry["profile"]["gpuSpeedup"] = {
                     "hotkernelVsEager": gpu["eager"] / gpu["hotkernel"] if gpu["hotkernel"] else None,
@@ -852,9 +902,10 @@ def hotkernel_off_call(hk, fn):
 def scale_profile(prof, per):
     if per == 1:
         return prof
-    ops, kernels, total = prof
+    ops, kernels, total, timeline = prof
     return ({k: [us / per, calls / per] for k, (us, calls) in ops.items()},
-            {k: us / per for k, us in kernels.items()}, total / per)
+            {k: us / per for k, us in kernels.items()}, total / per,
+            {k: v / per for k, v in timeline.items()} if timeline else None)
 
 
 # ----------------------------------------------------------------------------
@@ -912,8 +963,11 @@ def markdown(results):
             under = "under hotkernel" if r["hotkernel"]["loaded"] else "(hotkernel not loaded: eager)"
             label = "GPU time" if prof["timeBase"].startswith("self CUDA") else "CPU time"
             totals = ", ".join(f"{n} {v:.0f} us" for n, v in prof["totalUsPerStep"].items())
+            timeline = "; ".join(f"{n}: window {t['windowUs']:.0f} us, GPU busy {t['gpuBusyUs']:.0f} / idle "
+                                 f"{t['gpuIdleUs']:.0f} us, {t['syncCalls']:g} waits of {t['syncWaitUs']:.0f} us"
+                                 for n, t in (prof.get("timeline") or {}).items() if t)
             lines += ["", f"{r['model']} {e['phase']}: ATen ops by {prof['timeBase']} {under}, per {e['unit']} "
-                          f"({label}: {totals})", "",
+                          f"({label}: {totals})" + (f"; timeline per {e['unit']}: {timeline}" if timeline else ""), "",
                       "| # | op | us | % | cum % | eager us | calls | kind | served |",
                       "|---|---|---|---|---|---|---|---|---|"]
             for i, o in enumerate(prof["ops"], 1):

@@ -11,7 +11,7 @@ import model_bench  # noqa: E402
 
 
 def profile(ops, kernels):
-    return ops, kernels, sum(kernels.values())
+    return ops, kernels, sum(kernels.values()), None
 
 
 class RankedViewTest(unittest.TestCase):
