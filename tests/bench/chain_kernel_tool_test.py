@@ -79,10 +79,15 @@ def check_manifest(chain, dtype, rows, cols, expected, out_dir, eps=1e-05, min_p
     reductions = any(n["op"] in ("sum", "mean", "amax") for n in m["ir"]["nodes"])
     names = [p["name"] for p in m["points"]]
     expect(len(names) >= min_points and len(set(names)) == len(names), f"{what}: points {names}")
+    if chain == "rotary":
+        expect(sum(1 for n in names if n.endswith("f")) >= 3, f"{what}: the folded points are missing: {names}")
     for p in m["points"]:
         pw = f"{what} {p['name']}"
         prm = p["params"]
-        expect(p["name"] == f"t{prm['threads']}v{prm['vec']}r{prm['rowsPerCta']}i{prm['items']}", f"{pw}: name")
+        folded = prm.get("fold", False)  # Note [Folded segments]: rotary's halves in one thread
+        expect(p["name"] == f"t{prm['threads']}v{prm['vec']}r{prm['rowsPerCta']}i{prm['items']}" + ("f" if folded else ""),
+               f"{pw}: name")
+        expect(not folded or chain == "rotary", f"{pw}: folded, but only rotary's cat cuts equal segments")
         expect(p["error"] is None and p["cubin"] == p["name"] + ".cubin", f"{pw}: error {p['error']}")
         if p["cubin"]:
             with open(os.path.join(out_dir, p["cubin"]), "rb") as f:
@@ -96,7 +101,8 @@ def check_manifest(chain, dtype, rows, cols, expected, out_dir, eps=1e-05, min_p
             grid = math.ceil(rows / prm["rowsPerCta"])
         else:
             expect(prm["rowsPerCta"] == 1 and prm["items"] == 0, f"{pw}: a row point for an elementwise chain")
-            grid = min(math.ceil(rows * cols // prm["vec"] / prm["threads"]), MAX_POINTWISE_CTAS)
+            width = cols // 2 if folded else cols  # folded: one thread a vector position of each half
+            grid = min(math.ceil(rows * width // prm["vec"] / prm["threads"]), MAX_POINTWISE_CTAS)
         expect(p["grid"] == grid, f"{pw}: grid {p['grid']}, want {grid}")
         expect(cols % prm["vec"] == 0, f"{pw}: vec {prm['vec']} does not divide {cols}")
         rows_per_thread = prm["threads"] // prm["rowsPerCta"]
