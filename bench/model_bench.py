@@ -48,7 +48,7 @@ Per model the script
      the ATen ops ranked by self GPU time under hotkernel, each with its eager
      time and whether hotkernel serves it (the Amdahl view of what is left).
      The same steps give each implementation's timeline (profile.timeline:
-     Note [A step's timeline]).
+     Note [A step's timeline]) and its busiest kernels (profile.topKernels).
 
 With --fusion the hotkernel arm also fuses chains of small ops (the deferral engine,
 HOTKERNEL_FUSION=1; the script runs itself again with the variable set, since the library
@@ -882,6 +882,11 @@ def run_model(name, spec, hk, timer, device, args):
             # Note [A step's timeline]: busy, idle and waiting, per implementation.
             entry["profile"]["timeline"] = {n: {k: round(v, 2) for k, v in p[3].items()} if p[3] else None
                                             for n, p in profs.items()}
+            # The device's busiest kernels per implementation (names shortened): which kernels an op's time is.
+            entry["profile"]["topKernels"] = {
+                n: [{"kernel": k[:160], "usPerStep": round(us, 2)}
+                    for k, us in sorted(p[1].items(), key=lambda kv: -kv[1])[:args.top_kernels]]
+                for n, p in profs.items()} if use_cuda else None
             if use_cuda and "hotkernel" in gpu:
                 entry["profile"]["gpuSpeedup"] = {
                     "hotkernelVsEager": gpu["eager"] / gpu["hotkernel"] if gpu["hotkernel"] else None,
@@ -1023,6 +1028,7 @@ def main():
     ap.add_argument("--tune-timeout", type=float, default=60.0,
                     help="seconds per model from its first hot step to the optimizer's decisions (compiling included)")
     ap.add_argument("--top-ops", type=int, default=25, help="ops kept in each ranked view")
+    ap.add_argument("--top-kernels", type=int, default=15, help="kernels kept per implementation in profile.topKernels")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--smoke", action="store_true",
                     help="tiny configs, on the GPU if there is one else the CPU; the preload is optional")
