@@ -37,9 +37,13 @@ constexpr int kClusterChoices[] = {2, 4, 8, 16};
 constexpr int kPortableCluster = 8;
 constexpr int kClusterThreadChoices[] = {256, 512, 1024};
 // Slices staged in shared memory (Note [Shared-memory slices] in the
-// template): CTA sizes and items (16-byte vectors a thread).
+// template): CTA sizes and the items (16-byte vectors a thread) the family
+// lists; a staged point takes any count up to kMaxSmemItems, since the fewest
+// items that hold a slice decide how many CTAs share an SM (Note [Tight
+// staged slices]).
 constexpr int kSmemThreadChoices[] = {256, 512};
 constexpr int kSmemItemChoices[] = {1, 2, 3, 4, 6, 8, 12, 16};
+constexpr int kMaxSmemItems = 16;
 // Slices streamed twice (Note [Split streaming] in the template): CTA sizes;
 // 16-byte vectors only (the L2 hints need them).
 constexpr int kSplitStreamThreadChoices[] = {512, 1024};
@@ -70,8 +74,8 @@ bool isSoftmaxPoint(DType dtype, const SoftmaxParams& p) {
   if (p.smem) {
     return p.cluster != 1 && contains(std::begin(kClusterChoices), std::end(kClusterChoices), p.cluster) &&
            p.rowsPerCta == 1 && p.vec == maxVec(dtype) &&
-           contains(std::begin(kSmemThreadChoices), std::end(kSmemThreadChoices), p.threads) &&
-           contains(std::begin(kSmemItemChoices), std::end(kSmemItemChoices), p.items);
+           contains(std::begin(kSmemThreadChoices), std::end(kSmemThreadChoices), p.threads) && p.items >= 1 &&
+           p.items <= kMaxSmemItems;
   }
   if (p.cluster != 1 && p.items == 0) {
     return contains(std::begin(kClusterChoices), std::end(kClusterChoices), p.cluster) && p.rowsPerCta == 1 &&
@@ -150,6 +154,24 @@ std::vector<SoftmaxParams> streamingPoints(const SoftmaxVariant& v, int vec) {
 // pairs] in hk_prelude.cuh) and 16-bit slices rescaled (Note [Rescaled split
 // softmax]), the space's first 16-CTA point (16 x 256 threads x 4 items) is
 // what the H200 serves for both decode shapes (docs/design/softmax.md).
+// Note [Tight staged slices]
+// A staged point's shared memory is threads x items x 16 bytes, and an SM
+// holds as many of its CTAs as fit in its shared memory. The register points'
+// item counts (powers of two and a few between) round a slice up: float32
+// rows of 400,000 columns in clusters of 16 are slices of 6,250 vectors, 16
+// items of 512 threads, 128 KB a CTA and one CTA an SM, so the SM idles at
+// every cluster barrier of its one row. The fewest items that hold the slice,
+// 13, take 104 KB: two CTAs an SM, one row's barriers overlapping another's
+// loads. So each staged point comes with its tight twin, and many rows of a
+// length no portable cluster stages get the 16-CTA cluster's tight points.
+// allParameterPoints lists the family's item counts only (every listed point
+// is compiled by the tests); the tuner searches the space's points besides
+// them, and the whitelist takes any staged count up to 16.
+SoftmaxParams tightStaged(SoftmaxParams p, int64_t slice) {
+  p.items = static_cast<int>(std::max<int64_t>(1, ceilDiv(slice, p.threads)));
+  return p;
+}
+
 std::vector<SoftmaxParams> clusterPoints(const SoftmaxVariant& v, int vec) {
   struct Scored {
     SoftmaxParams p;
@@ -178,15 +200,35 @@ std::vector<SoftmaxParams> clusterPoints(const SoftmaxVariant& v, int vec) {
       }
     }
     std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.score > b.score; });
+    bool interleavedStaged = false;  // few rows: the cluster's first staged point (and its tight twin) only
     for (size_t i = 0; i < scored.size() && i < 2; ++i) {
       SoftmaxParams twin = scored[i].p;
       twin.smem = true;
       registers.push_back(scored[i].p);
       interleaved.push_back(scored[i].p);
+      const bool first = !interleavedStaged;
       if (SoftmaxFamily::guardParams(v, twin)) {
         staged.push_back(twin);
-        if (i == 0) interleaved.push_back(twin);
+        if (first) interleaved.push_back(twin);
+        interleavedStaged = true;
       }
+      const SoftmaxParams tight = tightStaged(twin, slice);
+      if (tight.items != twin.items && SoftmaxFamily::guardParams(v, tight)) {
+        staged.push_back(tight);
+        if (first) interleaved.push_back(tight);
+        interleavedStaged = true;
+      }
+    }
+  }
+  // Many rows too long for any staged slice of a portable cluster: the
+  // 16-CTA cluster's tight slices (Note [Tight staged slices]).
+  if (!fewRows && staged.empty()) {
+    const int64_t slice = ceilDiv(nvec, 16);
+    for (int threads : kSmemThreadChoices) {
+      SoftmaxParams p{threads, vec, 16, 1, 16};
+      p.smem = true;
+      p = tightStaged(p, slice);
+      if (SoftmaxFamily::guardParams(v, p)) staged.push_back(p);
     }
   }
   if (fewRows) return interleaved;

@@ -9,6 +9,7 @@
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 
 #include <algorithm>
+#include <set>
 #include <optional>
 #include <cmath>
 #include <limits>
@@ -364,8 +365,12 @@ FamilyTuneSpec softmaxTuneSpec(const SoftmaxVariant& v, int device, const TunerO
       fs.validPoints.push_back(toFamilyPoint(p));
     }
   }
+  std::set<SearchPoint> listed;
+  for (const FamilyPoint& p : fs.validPoints) listed.insert(p.toSearchPoint());
   for (const SoftmaxParams& p : SoftmaxFamily::parameterSpace(v, computeCapability)) {
     fs.seeds.push_back(toFamilyPoint(p));
+    // A seed outside the listed points (a tight staged slice: Note [Tight staged slices]) is searched too.
+    if (listed.insert(fs.seeds.back().toSearchPoint()).second) fs.validPoints.push_back(fs.seeds.back());
   }
   // The harness holds about eight row buffers at once, the timed calls two
   // inputs and two checked outputs besides theirs: a variant whose rows do not

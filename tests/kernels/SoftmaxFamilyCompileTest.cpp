@@ -108,6 +108,13 @@ TEST(SoftmaxFamilyCompileTest, GivenEveryPointOfEveryDTypeWhenCompiledForSm90aTh
           << p.describe();
     }
   }
+  // Tight staged slices (Note [Tight staged slices]): item counts outside the listed ones.
+  for (const auto& [d, p] : {std::pair{DType::Float32, SoftmaxParams{512, 4, 13, 1, 16}},
+                             std::pair{DType::BFloat16, SoftmaxParams{256, 8, 5, 1, 8}}}) {
+    SoftmaxParams tight = p;
+    tight.smem = true;
+    jobs.push_back({d, tight, "sm_90a"});
+  }
   const std::vector<Result> results = compileAll(jobs);
   expectAllCompiledWithoutSpills(jobs, results);
 

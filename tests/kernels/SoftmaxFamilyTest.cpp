@@ -280,15 +280,49 @@ TEST(SoftmaxFamilyTest, GivenASweepOfShapesOnHopperWhenAskedForTheSpaceThenClust
     for (int64_t rows : {int64_t{1}, int64_t{32}, int64_t{263}, int64_t{264}, int64_t{8192}}) {
       for (int64_t cols : colsList) {
         const V v{d, rows, cols};
-        bool streaming = false;
+        bool streaming = false, portableStaged = false, wideCluster = false;
         for (const P& p : SoftmaxFamily::parameterSpace(v, 90)) {
-          if (p.cluster > 8) ASSERT_LT(rows, 264) << name(v) << " " << p.describe();
+          // Many rows: a 16-CTA cluster only staged (Note [Tight staged slices]).
+          if (p.cluster > 8 && rows >= 264) ASSERT_TRUE(p.smem) << name(v) << " " << p.describe();
+          portableStaged = portableStaged || (p.smem && p.cluster <= 8);
+          wideCluster = wideCluster || p.cluster > 8;
           streaming = streaming || !p.registerResident();
         }
         ASSERT_TRUE(streaming) << name(v);
+        if (rows >= 264) ASSERT_FALSE(wideCluster && portableStaged) << name(v) << ": a 16-CTA cluster beside a staged portable one";
       }
     }
   }
+}
+
+// Note [Tight staged slices]: float32 rows of 400,000 columns, many of them: no portable cluster stages the
+// row, so the 16-CTA cluster's tight slices are seeds (13 items of 512 threads: 104 KB, two CTAs an SM); few rows
+// get each staged point's tight twin beside it.
+TEST(SoftmaxFamilyTest, GivenRowsNoPortableClusterStagesWhenAskedForTheSpaceThenTheSixteenCtaTightSlicesAreSeeds) {
+  const V many{DType::Float32, 4096, 400000};
+  const std::vector<P> space = SoftmaxFamily::parameterSpace(many, 90);
+  P tight{512, 4, 13, 1, 16};
+  tight.smem = true;
+  EXPECT_NE(std::find(space.begin(), space.end(), tight), space.end());
+  EXPECT_EQ(SoftmaxFamily::launchGeometry(many, tight).sharedBytes, 512u * 13 * 16);
+  P loose = tight;
+  loose.items = 16;
+  const V few{DType::Float32, 32, 400000};
+  const std::vector<P> fewSpace = SoftmaxFamily::parameterSpace(few, 90);
+  EXPECT_NE(std::find(fewSpace.begin(), fewSpace.end(), tight), fewSpace.end());
+  EXPECT_NE(std::find(fewSpace.begin(), fewSpace.end(), loose), fewSpace.end());
+  P twelve = tight;
+  twelve.items = 12;  // 6,144 vectors: short of the slice
+  EXPECT_FALSE(SoftmaxFamily::guardParams(many, twelve));
+  // The whitelist takes any staged count up to 16 (a cached tight point loads); the listed points stay the family's.
+  EXPECT_TRUE(SoftmaxFamily::guardParams(many, tight));
+  P seventeen = tight;
+  seventeen.items = 17;
+  EXPECT_FALSE(SoftmaxFamily::guardParams(many, seventeen));
+  const std::vector<P> all = SoftmaxFamily::allParameterPoints(DType::Float32);
+  EXPECT_EQ(std::find(all.begin(), all.end(), tight), all.end());
+  // A row a portable cluster stages keeps clusters of at most 8 for many rows.
+  for (const P& p : SoftmaxFamily::parameterSpace({DType::BFloat16, 8192, 128256}, 90)) EXPECT_LE(p.cluster, 8);
 }
 
 TEST(SoftmaxFamilyTest, GivenAClusterPointWhenAskedForGeometryThenClusterCtasPerRowInWholeClusters) {
