@@ -370,31 +370,30 @@ def category(op):
 # Note [A step's timeline]
 # The profiled steps say where each implementation's wall time goes (profile.timeline, per step): the
 # window from the first to the last host event, the device's busy time in it (the union of its kernel,
-# copy and memset intervals) and the rest, idle; and the host calls that wait for the device (SYNC_CALLS:
-# synchronizations and synchronous copies, such as an .item()'s), their count and time. A step whose GPU
-# time drops while its wall time does not shows here as idle time or waiting that grew: the overlap of
-# host and device lost, not the host's cost (GPT-2 eager under fusion).
-#
-# The host calls that wait for the device (a device-to-host copy from pageable or pinned memory waits
-# for the stream's work before it; cudaMemcpy and cuMemcpy*: every synchronous copy). Their count and
-# time per step show how often a step drains the GPU, and how long the host sits there.
-SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-              "cudaMemcpyAsync", "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemcpyDtoH",
-              "cuMemcpyDtoHAsync")
+# copy and memset intervals) and the rest, idle; the host calls that wait for the device (WAIT_CALLS:
+# synchronizations and synchronous copies), their count and host time; and the asynchronous copies
+# (COPY_CALLS), their count and host time apart: a device-to-device copy returns at once, a copy from or
+# to pageable memory (an .item(), a torch.tensor(..., device="cuda")) waits for the stream there, so
+# their time, not their count, says how long the host sat waiting. A step whose GPU time drops while
+# its wall time does not shows here as idle time or waiting that grew: the overlap of host and device
+# lost, not the host's cost (GPT-2 eager under fusion).
+WAIT_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+              "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyHtoD")
+COPY_CALLS = ("cudaMemcpyAsync", "cuMemcpyAsync", "cuMemcpyDtoHAsync", "cuMemcpyHtoDAsync", "cuMemcpyDtoDAsync")
 
 
 def step_timeline(events, steps):
-    """What a profiled step's wall time is made of (Note [A step's timeline]): the window from the first
-    to the last host event, the device's busy time in it (the union of kernel, copy and memset
-    intervals), the rest idle, and the host's waits for the device (SYNC_CALLS: calls and time), each
-    per step. None without device events."""
-    host, device, waits = [], [], []
+    """What a profiled step's wall time is made of (Note [A step's timeline]), per step. None without
+    device events."""
+    host, device, waits, copies = [], [], [], []
     for e in events:
         start, end = e.time_range.start, e.time_range.end
         if e.device_type == torch.autograd.DeviceType.CPU:
             host.append((start, end))
-            if e.name in SYNC_CALLS:
+            if e.name in WAIT_CALLS:
                 waits.append(end - start)
+            elif e.name in COPY_CALLS:
+                copies.append(end - start)
         else:
             device.append((start, end))
     if not host or not device:
@@ -409,7 +408,8 @@ def step_timeline(events, steps):
             busy += end - reach
             reach = end
     return {"windowUs": window / steps, "gpuBusyUs": busy / steps, "gpuIdleUs": max(0.0, window - busy) / steps,
-            "syncCalls": len(waits) / steps, "syncWaitUs": sum(waits) / steps}
+            "syncCalls": len(waits) / steps, "syncWaitUs": sum(waits) / steps,
+            "asyncCopyCalls": len(copies) / steps, "asyncCopyUs": sum(copies) / steps}
 
 
 def profile_steps(fn, steps, use_cuda, sync):
@@ -969,7 +969,8 @@ def markdown(results):
             label = "GPU time" if prof["timeBase"].startswith("self CUDA") else "CPU time"
             totals = ", ".join(f"{n} {v:.0f} us" for n, v in prof["totalUsPerStep"].items())
             timeline = "; ".join(f"{n}: window {t['windowUs']:.0f} us, GPU busy {t['gpuBusyUs']:.0f} / idle "
-                                 f"{t['gpuIdleUs']:.0f} us, {t['syncCalls']:g} waits of {t['syncWaitUs']:.0f} us"
+                                 f"{t['gpuIdleUs']:.0f} us, {t['syncCalls']:g} waits of {t['syncWaitUs']:.0f} us, "
+                                 f"{t['asyncCopyCalls']:g} async copies of {t['asyncCopyUs']:.0f} us"
                                  for n, t in (prof.get("timeline") or {}).items() if t)
             lines += ["", f"{r['model']} {e['phase']}: ATen ops by {prof['timeBase']} {under}, per {e['unit']} "
                           f"({label}: {totals})" + (f"; timeline per {e['unit']}: {timeline}" if timeline else ""), "",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """model_bench.step_timeline on synthetic profiler events (no GPU, no model): the device's busy time is the
 union of its intervals, idle the rest of the host's window, and only the host calls that wait for the
-device count as waits (Note [A step's timeline])."""
+device count as waits, asynchronous copies apart (Note [A step's timeline])."""
 import os
 import sys
 import types
@@ -31,13 +31,16 @@ class StepTimelineTest(unittest.TestCase):
         self.assertEqual(t["syncWaitUs"], 30)
 
     def test_given_two_steps_when_summed_then_each_number_is_per_step(self):
-        events = [event("aten::mm", 0, 100), event("cudaMemcpyAsync", 100, 120), event("aten::mm", 120, 200),
-                  event("gemm", 0, 100, device=True), event("gemm", 120, 180, device=True)]
+        events = [event("aten::mm", 0, 100), event("cudaMemcpy", 100, 120), event("cudaMemcpyAsync", 120, 121),
+                  event("aten::mm", 121, 200), event("gemm", 0, 100, device=True), event("gemm", 120, 180, device=True)]
         t = model_bench.step_timeline(events, steps=2)
         self.assertEqual(t["windowUs"], 100)
         self.assertEqual(t["gpuBusyUs"], 80)
         self.assertEqual(t["syncCalls"], 0.5)
         self.assertEqual(t["syncWaitUs"], 10)
+        # An asynchronous copy is no wait by its name: its count and host time stand apart.
+        self.assertEqual(t["asyncCopyCalls"], 0.5)
+        self.assertEqual(t["asyncCopyUs"], 0.5)
 
     def test_given_no_device_events_when_summed_then_there_is_no_timeline(self):
         self.assertIsNone(model_bench.step_timeline([event("aten::mm", 0, 10)], steps=1))
