@@ -864,7 +864,7 @@ def run_model(name, spec, hk, timer, device, args):
             # The status's counters (hotkernel-status v2 keys) under this report's names (fusedFlushesPerStep, ...).
             counters = {"fused_flushes": "fusedFlushes", "unfused_flushes": "unfusedFlushes",
                         "deferred_calls": "deferredCalls", "failed_flushes": "failedFlushes",
-                        "passed_calls": "passedCalls"}
+                        "passed_calls": "passedCalls", "idle_starts": "idleStarts"}
             unit = entry["unit"].capitalize()
             entry["fusion"] = {f"{field}Per{unit}": (after.get(k, 0) - before.get(k, 0)) / (3 * per)
                                for k, field in counters.items()}

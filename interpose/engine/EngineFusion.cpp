@@ -106,12 +106,22 @@ std::shared_ptr<fusion::FusedChainKernel> makePlanKernel(chain::ChainPlan plan) 
   return std::make_shared<PlanKernel>(std::move(plan));
 }
 
+bool cudaStreamIdle(const c10::Stream& stream) {
+  // Note [Idle streams]: cudaStreamQuery, not a wait; any error counts as busy (the chain defers as before).
+  try {
+    return c10::cuda::CUDAStream(c10::cuda::CUDAStream::UNCHECKED, stream).query();
+  } catch (...) {
+    return false;
+  }
+}
+
 }  // namespace engine
 
 void Engine::startFusion() {
   fusion::FusionEngine* fusion =
       fusion::FusionEngine::installWithShim(fusion::FusionOptions{config().hotCalls, true});
   fusion->setHotCallback([this](const fusion::HotChain& hot) { onHotChain(hot); });
+  if (config().fusionStartBusy) fusion->setStreamProbe(&engine::cudaStreamIdle);
   fusion->install(c10::DispatchKey::CUDA);
 }
 

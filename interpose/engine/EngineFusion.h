@@ -7,6 +7,8 @@
 
 #include <memory>
 
+#include <c10/core/Stream.h>
+
 #include "hotkernel/chain/ChainPlan.h"
 #include "hotkernel/chain/ChainVariant.h"
 #include "hotkernel/interpose/ChainCatalog.h"
@@ -23,5 +25,8 @@ chain::ChainVariant chainVariantOf(const fusion::HotChain& hot);
 // storage's), each output's, on torch's stream of the chain; a call the
 // plan refuses (launchChainPlan) is not launched and the chain replays.
 std::shared_ptr<fusion::FusedChainKernel> makePlanKernel(chain::ChainPlan plan);
+// Whether a CUDA stream has no work queued (cudaStreamQuery; an error: false), the serving process's
+// stream probe under HOTKERNEL_FUSION_START=busy (Note [Idle streams] in FusionEngine.h).
+bool cudaStreamIdle(const c10::Stream& stream);
 
 }  // namespace hotkernel::engine

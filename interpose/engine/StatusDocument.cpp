@@ -18,6 +18,7 @@ nlohmann::json fusionStatusDocument(bool on, const fusion::FusionStats& stats, n
           {"ready_chains", stats.readyChains},
           {"hook_gave_up", stats.hookGaveUp},
           {"passed_calls", stats.passedCalls},  // GEMMs run while a chain stayed pending
+          {"idle_starts", stats.idleStarts},    // chain starts run eagerly on an idle stream (Note [Idle streams])
           {"retired_chains", stats.retiredChains},  // whose kernel kept refusing to launch
           {"last_unfused", stats.lastUnfused},  // why the latest unfused flush did not fuse
           // Why a chain never fuses: each pattern's windows, calls and the builder's refusal.

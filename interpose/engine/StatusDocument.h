@@ -20,7 +20,9 @@ namespace hotkernel::engine {
 // "fused_flushes", "unfused_flushes", "failed_flushes", "windows",
 // "hot_chains", "ready_chains", "hook_gave_up", "passed_calls" (GEMMs
 // run while a chain stayed pending), "retired_chains" (taken out of the
-// catalog: their kernel kept refusing to launch), "last_unfused" (why the
+// catalog: their kernel kept refusing to launch), "idle_starts" (chain
+// starts run eagerly on a stream with nothing queued: Note [Idle streams]
+// in FusionEngine.h), "last_unfused" (why the
 // latest unfused flush did not fuse, "" before any), "patterns"}. The Python
 // package adds "loaded".
 // Kept as written, not keys of this format: the keys of "fingerprints"

@@ -115,6 +115,11 @@ void FusionEngine::setHotCallback(HotCallback callback) {
   state_->onHot = std::move(callback);
 }
 
+void FusionEngine::setStreamProbe(StreamProbe probe) {
+  std::lock_guard<std::timed_mutex> guard(state_->mu);
+  state_->streamIdle = std::move(probe);
+}
+
 void FusionEngine::publish(ReadyChain chain) {
   std::lock_guard<std::timed_mutex> guard(state_->mu);
   state_->setCatalog(state_->catalog->with(std::move(chain)));
@@ -196,7 +201,13 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
   // Deferral (Note [Deferring a chain]); with nothing pending, only a call of an op that starts a chain
   // may start one (Note [The chain catalog]).
   const bool continuing = s.pending && !s.pending->empty();
-  if (s.options.defer && !s.catalog->chains().empty() && (continuing || s.startsChain[found->second] != 0)) {
+  bool starts = !continuing && s.startsChain[found->second] != 0;
+  // Note [Idle streams]: a start on a stream with nothing queued runs eagerly (the probe is the engine's own command).
+  if (starts && s.options.defer && s.streamIdle && s.streamIdle(stream)) {
+    starts = false;
+    s.idleStarts.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (s.options.defer && !s.catalog->chains().empty() && (continuing || starts)) {
     if (s.pending && (s.pending->device() != *device || s.pending->stream() != stream)) s.flushPending(*this);
     std::optional<std::vector<at::Tensor>> outputs;
     try {

@@ -49,6 +49,7 @@ struct FusionEngine::State {
   std::timed_mutex mu;
   // Precondition for the members below: mu held.
   HotCallback onHot;
+  FusionEngine::StreamProbe streamIdle;  // Note [Idle streams]; empty: every start defers
   std::shared_ptr<const ChainCatalog> catalog = std::make_shared<ChainCatalog>();
   // startsChain[i]: whether ops[i] is the first call of a chain in `catalog` (Note [The chain catalog]), by op
   // index so that the dispatch path hashes no name; set with the catalog (setCatalog).
@@ -75,7 +76,7 @@ struct FusionEngine::State {
   std::atomic<std::thread::id> ownerId{};
 
   std::atomic<uint64_t> deferredCalls{0}, fusedFlushes{0}, unfusedFlushes{0}, failedFlushes{0}, windows{0},
-      hotChains{0}, hookGaveUp{0}, engineErrors{0}, passedCalls{0}, retiredChains{0};
+      hotChains{0}, hookGaveUp{0}, engineErrors{0}, passedCalls{0}, retiredChains{0}, idleStarts{0};
 
   // Note [Retiring a chain that never launches]
   // A published chain whose kernel refuses to launch (its plan's guard: an

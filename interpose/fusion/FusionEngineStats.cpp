@@ -27,6 +27,7 @@ FusionStats FusionEngine::stats() const {
   out.hookGaveUp = s.hookGaveUp.load();
   out.passedCalls = s.passedCalls.load();
   out.retiredChains = s.retiredChains.load();
+  out.idleStarts = s.idleStarts.load();
   {
     std::lock_guard<std::timed_mutex> guard(s.mu);
     out.readyChains = s.catalog->chains().size();
@@ -86,6 +87,8 @@ void FusionEngine::resetForTest() {
   s.hookGaveUp = 0;
   s.passedCalls = 0;
   s.retiredChains = 0;
+  s.idleStarts = 0;
+  s.streamIdle = nullptr;
   s.refusedInARow.clear();
   s.engineErrors = 0;
   enabled_.store(true);

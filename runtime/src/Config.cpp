@@ -25,6 +25,16 @@ bool parseBool(const char* name, bool fallback) {
   return fallback;
 }
 
+// HOTKERNEL_FUSION_START: "always" (the default, also unset or empty) or "busy"; anything else warns once and
+// takes the default.
+bool parseFusionStartBusy() {
+  const std::string v = env("HOTKERNEL_FUSION_START");
+  if (v.empty() || v == "always") return false;
+  if (v == "busy") return true;
+  HOTKERNEL_LOG(Warn) << "HOTKERNEL_FUSION_START='" << v << "' is not always or busy; using always";
+  return false;
+}
+
 // Note [Reading numeric variables]: an integer in [minimum, maximum]; unset or empty: `fallback`
 // (silently); malformed or below the range: `fallback`, above it: `maximum`, each with one warning.
 // `fallbackText` says what the fallback means in the warning ("50", "none (not used)").
@@ -112,6 +122,7 @@ Config Config::fromEnvironment() {
   }
   c.optimize = parseBool("HOTKERNEL_OPTIMIZE", true);
   c.fusion = parseBool("HOTKERNEL_FUSION", false);
+  c.fusionStartBusy = parseFusionStartBusy();
   c.nvtx = parseBool("HOTKERNEL_NVTX", true);
   c.cupti = parseBool("HOTKERNEL_CUPTI", false);
   c.trustAgentEntries = parseBool("HOTKERNEL_TRUST_AGENT_ENTRIES", false);

@@ -248,6 +248,40 @@ TEST_F(FusionEngineTest, GivenAPublishedChainWhenItRunsAgainThenItIsDeferredAndR
   EXPECT_LE(worstRelative(got, want), 1.0 / 64);  // the fused rounding: within a bf16 unit or so
 }
 
+// Note [Idle streams]: with a probe that finds the stream idle, the chain's first call runs eagerly and so does
+// the rest (nothing pending to continue); the result is eager's, and the next start asks again: busy, it defers.
+TEST_F(FusionEngineTest, GivenAStreamProbeWhenTheStreamIsIdleThenTheChainRunsEagerlyAndWhenBusyItDefers) {
+  at::Tensor x = at::randn({64, 256}).to(at::kBFloat16), w = at::randn({256}).to(at::kBFloat16);
+  auto kernels = learnAndPublish([&] { return rmsNorm(x, w); });
+  ASSERT_EQ(kernels.size(), 1u);
+  const at::Tensor want = eager([&] { return rmsNorm(x, w); });
+  bool idle = true;
+  int asked = 0;
+  engine().setStreamProbe([&](const c10::Stream&) {
+    ++asked;
+    return idle;
+  });
+  const uint64_t deferred = engine().stats().deferredCalls;
+  at::Tensor got = rmsNorm(x, w);
+  EXPECT_EQ(engine().stats().deferredCalls, deferred);
+  // Each call of the chain's first op (the cast to float32, and the cast back) asked, and ran eagerly.
+  EXPECT_GE(asked, 1);
+  EXPECT_EQ(engine().stats().idleStarts, static_cast<uint64_t>(asked));
+  EXPECT_TRUE(same(got, want));  // eager's own kernels
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, 0);
+  idle = false;
+  const int before = asked;
+  got = rmsNorm(x, w);
+  EXPECT_GE(engine().stats().deferredCalls, deferred + 8);
+  EXPECT_EQ(asked, before + 1);  // asked at the start only, not for the calls that continue the chain
+  EXPECT_EQ(gGate->pending, 1);
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, 1);
+  EXPECT_LE(worstRelative(got, want), 1.0 / 64);
+  engine().setStreamProbe(nullptr);
+}
+
 TEST_F(FusionEngineTest, GivenAKeysetWithAKeyAboveCpuWhenAChainsOpsAreCalledForTheCpuKeyThenTheyFuseAsEagerComputes) {
   // As torch.compile's Python dispatcher calls them: the trampolines' keysets' highest key is not CPU.
   at::Tensor g = at::randn({32, 128}).to(at::kBFloat16), u = at::randn({32, 128}).to(at::kBFloat16);

@@ -28,6 +28,7 @@ TEST(StatusDocumentTest, GivenFusionCountersWhenTheFusionObjectIsBuiltThenEachCo
   stats.hookGaveUp = 18;
   stats.passedCalls = 19;
   stats.retiredChains = 20;
+  stats.idleStarts = 21;
   stats.covered = true;
   stats.lastUnfused = "value %1 is still referenced elsewhere";
   // A pattern key is data (the learner's text of a chain); the pattern's own keys are the format's.
@@ -48,9 +49,10 @@ TEST(StatusDocumentTest, GivenFusionCountersWhenTheFusionObjectIsBuiltThenEachCo
   EXPECT_EQ(fusion["hook_gave_up"], stats.hookGaveUp);
   EXPECT_EQ(fusion["passed_calls"], stats.passedCalls);
   EXPECT_EQ(fusion["retired_chains"], stats.retiredChains);
+  EXPECT_EQ(fusion["idle_starts"], stats.idleStarts);
   EXPECT_EQ(fusion["last_unfused"], stats.lastUnfused);
   EXPECT_EQ(fusion["patterns"], patterns);
-  EXPECT_EQ(fusion.size(), 14u) << fusion.dump();
+  EXPECT_EQ(fusion.size(), 15u) << fusion.dump();
   EXPECT_EQ(jsoncase::nonSnakeCaseKeys(fusion, {}), std::vector<std::string>{"/patterns/aten::mul.Tensor(%0,%1)->%2"})
       << "only the pattern key is not snake_case";
   EXPECT_EQ(jsoncase::nonSnakeCaseKeys({{"fusion", fusion}}, kDataMaps), std::vector<std::string>{}) << fusion.dump();

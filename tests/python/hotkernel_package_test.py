@@ -234,7 +234,8 @@ class UnderThePreloadTest(unittest.TestCase):
         fusion = result["fusion"]
         self.assertIs(fusion["on"], True)
         self.assertEqual(sorted(fusion), ["covered", "deferred_calls", "failed_flushes", "fused_flushes",
-                                          "hook_gave_up", "hot_chains", "last_unfused", "on", "passed_calls",
+                                          "hook_gave_up", "hot_chains", "idle_starts", "last_unfused", "on",
+                                          "passed_calls",
                                           "patterns", "ready_chains", "retired_chains", "unfused_flushes",
                                           "windows"])
         self.assertEqual(fusion["failed_flushes"], 0)

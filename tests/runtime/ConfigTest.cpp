@@ -197,6 +197,16 @@ TEST(ConfigTest, GivenHotkernelFusionWhenReadThenOffByDefaultAndOnlyABooleanTurn
   EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION='fast'"), 1u) << r.logged;
 }
 
+TEST(ConfigTest, GivenHotkernelFusionStartWhenReadThenAlwaysByDefaultAndOnlyBusyAsksTheStream) {
+  unsetenv("HOTKERNEL_FUSION_START");
+  EXPECT_FALSE(Config::fromEnvironment().fusionStartBusy);
+  EXPECT_TRUE(readWith("HOTKERNEL_FUSION_START", "busy").config.fusionStartBusy);
+  EXPECT_FALSE(readWith("HOTKERNEL_FUSION_START", "always").config.fusionStartBusy);
+  const Read r = readWith("HOTKERNEL_FUSION_START", "1");
+  EXPECT_FALSE(r.config.fusionStartBusy);
+  EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION_START='1'"), 1u) << r.logged;
+}
+
 TEST(ConfigTest, GivenHotkernelNvtxWhenReadThenOnByDefaultAndOnlyABooleanTurnsItOff) {
   unsetenv("HOTKERNEL_NVTX");
   EXPECT_TRUE(Config::fromEnvironment().nvtx);

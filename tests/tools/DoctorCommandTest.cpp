@@ -178,6 +178,20 @@ TEST(DoctorCommandTest, GivenHotkernelNvtxWhenDoctorThenKnownAndResolvedToOnOrOf
   }
 }
 
+TEST(DoctorCommandTest, GivenHotkernelFusionStartWhenDoctorThenKnownAndResolvedToAlwaysOrBusy) {
+  TempDir tmp;
+  for (const auto& [value, resolved] :
+       {std::pair<std::string, std::string>{"busy", "busy"}, {"always", "always"}, {"sometimes", "always"}}) {
+    json j = doctorJson({{"HOTKERNEL_CACHE_DIR", tmp.path()}, {"HOTKERNEL_FUSION_START", value}});
+    std::map<std::string, json> byName;
+    for (const json& v : j["environment"]) byName[v["name"]] = v;
+    ASSERT_EQ(byName.count("HOTKERNEL_FUSION_START"), 1u) << j.dump(2);
+    EXPECT_EQ(byName["HOTKERNEL_FUSION_START"]["known"], true);
+    EXPECT_EQ(byName["HOTKERNEL_FUSION_START"]["resolved"].get<std::string>().rfind(resolved + ":", 0), 0u)
+        << value << ": " << byName["HOTKERNEL_FUSION_START"].dump();
+  }
+}
+
 TEST(DoctorCommandTest, GivenKeyFilesWhenDoctorThenTheKeyInUseOrTheRefusalWithoutASourceLocation) {
   TempDir tmp;
   const std::string key = tmp.sub("key");

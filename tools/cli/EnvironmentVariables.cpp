@@ -120,6 +120,12 @@ const std::map<std::string, std::function<std::string()>>& resolvers() {
          return config().fusion ? std::string("on: hot chains of small ops run as fused kernels")
                                 : std::string("off");
        }},
+      {"HOTKERNEL_FUSION_START",
+       [] {
+         return config().fusionStartBusy
+                    ? std::string("busy: a chain starts only on a stream with work queued")
+                    : std::string("always: a chain starts whenever its first op is called");
+       }},
       {"HOTKERNEL_NVTX",
        [] {
          return config().nvtx ? std::string("on: an NVTX range names each plan launch (seen under a profiler)")

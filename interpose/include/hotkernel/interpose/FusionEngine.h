@@ -57,6 +57,7 @@ struct FusionStats {
   uint64_t hookGaveUp = 0;      // hook calls that could not take the lock in time
   uint64_t passedCalls = 0;     // GEMMs run while a chain stayed pending (Note [Ops a chain lets pass])
   uint64_t retiredChains = 0;   // chains taken out of the catalog (Note [Retiring a chain that never launches])
+  uint64_t idleStarts = 0;      // chain starts run eagerly: the stream had nothing queued (Note [Idle streams])
   bool covered = false;         // the shim's hook covers every command (deferral possible)
   std::string lastUnfused;      // why the latest unfused flush did not fuse ("" before any)
 };
@@ -74,9 +75,24 @@ struct FusionOptions {
   int64_t learnOneWindowIn = 8;
 };
 
+// Note [Idle streams]
+// A deferred chain's GPU work is issued at its flush, not call by call. When
+// the host runs ahead of the GPU that costs nothing: the stream's queue holds
+// earlier work while the chain is pending. When the GPU has caught up (a
+// host-bound stretch: small shapes, a model that waits for the GPU often),
+// the GPU idles until the flush and the fused kernel's time is exposed where
+// the separate kernels would have overlapped the host's issuing. With a
+// stream probe set (setStreamProbe; HOTKERNEL_FUSION_START=busy in a serving
+// process), a call that would start a chain first asks whether its stream
+// has work queued; if not, the call runs eagerly and is learned as usual
+// (FusionStats::idleStarts counts them), and the next start asks again. A
+// chain already pending is never cut short: the probe decides starts only.
+// The probe is one query of the stream, issued as the engine's own command.
 class FusionEngine {
  public:
   using HotCallback = std::function<void(const HotChain&)>;
+  // Whether `stream` has no work queued (Note [Idle streams]); must not throw.
+  using StreamProbe = std::function<bool(const c10::Stream& stream)>;
 
   // The process's engine, created by the first installProcessEngine (later
   // calls return it unchanged); nullptr before. Leaked: the dispatcher may
@@ -94,6 +110,8 @@ class FusionEngine {
   // Called (on the thread that closes the window, under the engine's lock:
   // it must only queue) for each chain that turns hot.
   void setHotCallback(HotCallback callback);
+  // Sets (or, with nullptr, clears) the probe Note [Idle streams] asks before a chain starts; any thread.
+  void setStreamProbe(StreamProbe probe);
   // Adds a chain with a validated kernel to the catalog (any thread).
   void publish(ReadyChain chain);
   // Runs whatever is pending and ends the learning window (the shim's hook,
