@@ -16,6 +16,8 @@
 #   keep it under the device call's limit minus the build and what follows); default: no deadline.
 # HOTKERNEL_MODELS: the models step's --models (default all: llama,gpt2-eager,gpt2-sdpa,bert).
 # HOTKERNEL_MODELS_ARGS: extra model_bench.py arguments (e.g. "--fusion": the hotkernel arm fuses chains).
+# HOTKERNEL_MODELS_TAG: the models step writes bench-models-TAG.{json,log} and its experiments log so (default no tag),
+#   e.g. a second run with HOTKERNEL_FUSION_START=busy beside the first in one call.
 # HOTKERNEL_FUSION_CASES: the fusion step's --cases (default fusion_bench.py's: the issue-20 chains).
 # HOTKERNEL_FUSION_ENGINE_ARGS: extra fusion_engine_bench.py arguments for the fusion_engine step
 #   (e.g. "--cases rmsnorm:bfloat16:4096 --no-overhead").
@@ -113,12 +115,13 @@ fi
 if want models; then
   log "bench: HF transformers models (random weights) under the preload vs eager and torch.compile, side by side"
   MODELSCACHE="$(mktemp -d)/cache"
+  MODELS_OUT="$OUT/bench-models${HOTKERNEL_MODELS_TAG:+-$HOTKERNEL_MODELS_TAG}"
   HOTKERNEL_CACHE_DIR="$MODELSCACHE" HOTKERNEL_SAMPLE=1 HOTKERNEL_LOG_LEVEL=info \
     LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
     "$HOTKERNEL_PYTHON" "$ROOT/bench/model_bench.py" ${HOTKERNEL_MODELS:+--models "$HOTKERNEL_MODELS"} ${HOTKERNEL_MODELS_ARGS:-} \
-    --out "$OUT/bench-models.json" >"$OUT/bench-models.log" 2>&1 || rc=1
-  "$BUILD/bin/hotkernel" log --dir "$MODELSCACHE" >"$OUT/bench-models-experiments.txt" 2>&1
-  grep -v "^\[hotkernel" "$OUT/bench-models.log" | tail -80
+    --out "$MODELS_OUT.json" >"$MODELS_OUT.log" 2>&1 || rc=1
+  "$BUILD/bin/hotkernel" log --dir "$MODELSCACHE" >"$MODELS_OUT-experiments.txt" 2>&1
+  grep -v "^\[hotkernel" "$MODELS_OUT.log" | tail -80
 fi
 if want fusion; then
   log "bench: fused chain kernels (hotkernel::chain through the driver API) vs eager and torch.compile, side by side"
