@@ -123,7 +123,8 @@ bool sameBits(float a, float b) { return (std::isnan(a) && std::isnan(b)) || std
 
 // HF's rotary in its strided layout: every point of the tuner's space, the folded ones
 // (Note [Folded segments]) among them, computes the interpreter's Fused mode bit for bit
-// (mul, neg and add only: no libm on either side) and writes nothing between x's rows.
+// (mul, neg and add only: no libm on either side), and rounding as ATen its AtenOrder mode,
+// and writes nothing between x's rows.
 TEST(ChainKernelHostTest, GivenHfRotaryWhenEveryPointOfItsSpaceRunsOnTheHostThenFoldedAndSegmentedKernelsComputeTheFusedMode) {
   for (const DType dtype : {DType::BFloat16, DType::Float16}) {
     for (const RotaryShape shape : {RotaryShape{2, 3, 5, 64}, RotaryShape{1, 4, 3, 128}, RotaryShape{1, 2, 7, 32}}) {
@@ -146,9 +147,15 @@ TEST(ChainKernelHostTest, GivenHfRotaryWhenEveryPointOfItsSpaceRunsOnTheHostThen
       };
       const std::vector<std::vector<float>> memory = {span(x, 0, 0), span(cos, 0, 1), span(x, half, 2), span(x, 0, 3),
                                                       span(sin, 0, 4)};
-      const auto want = interpretChain(ir, rows, d, layout, memory, EvalMode::Fused);
+      const auto fusedMode = interpretChain(ir, rows, d, layout, memory, EvalMode::Fused);
+      const auto atenMode = interpretChain(ir, rows, d, layout, memory, EvalMode::AtenOrder);
       std::vector<HostKernel> kernels;
-      for (const ChainKernelParams& p : chainParameterSpace(ir, rows, d, layout)) kernels.push_back({ir, p, layout, rows, d});
+      for (const ChainKernelParams& p : chainParameterSpace(ir, rows, d, layout)) {
+        kernels.push_back({ir, p, layout, rows, d});
+        ChainKernelParams rounded = p;  // Note [ATen rounding in a fused kernel]: the tuner's second pass
+        rounded.atenRounding = true;
+        kernels.push_back({ir, rounded, layout, rows, d});
+      }
       int folded = 0;
       for (const HostKernel& h : kernels) folded += h.params.fold ? 1 : 0;
       ASSERT_GE(folded, 4) << "the space holds folded points";
@@ -163,6 +170,7 @@ TEST(ChainKernelHostTest, GivenHfRotaryWhenEveryPointOfItsSpaceRunsOnTheHostThen
                   {out.data()});
         std::vector<bool> marks;
         const std::vector<float> got = gather(ir, layout, 0, rows, d, out, &marks);
+        const auto& want = kernels[k].params.atenRounding ? atenMode : fusedMode;
         ASSERT_EQ(got.size(), want[0].size());
         for (size_t e = 0; e < got.size(); ++e) {
           ASSERT_TRUE(sameBits(got[e], want[0][e])) << "element " << e << ": " << got[e] << " vs " << want[0][e];
