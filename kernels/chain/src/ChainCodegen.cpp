@@ -192,6 +192,13 @@ void Emitter::pointwiseBody() {
 
 void Emitter::rowLoop(const std::set<int>& computed, const std::set<int>& inputs, const std::set<int>& kept,
                       const std::string& inner, const std::string& after) {
+  rowPassHead(inputs);
+  os_ << "#pragma unroll\n      for (int j = 0; j < HK_VEC; ++j) {\n";
+  emitComputed(computed, "        ", kept);
+  os_ << inner << "      }\n" << after << "    }\n  }\n";
+}
+
+void Emitter::rowPassHead(const std::set<int>& inputs) {
   if (p_.items > 0) {
     os_ << "#pragma unroll\n  for (int hk_it = 0; hk_it < HK_ITEMS; ++hk_it) {\n"
            "    const int hk_v = hk_it * HK_ROW_THREADS + hk_tid;\n    if (hk_v < hk_live) {\n";
@@ -199,9 +206,6 @@ void Emitter::rowLoop(const std::set<int>& computed, const std::set<int>& inputs
     os_ << "  for (int hk_v = hk_tid; hk_v < hk_live; hk_v += HK_ROW_THREADS) {\n    {\n";
     emitLoads(inputs, "      ", false);
   }
-  os_ << "#pragma unroll\n      for (int j = 0; j < HK_VEC; ++j) {\n";
-  emitComputed(computed, "        ", kept);
-  os_ << inner << "      }\n" << after << "    }\n  }\n";
 }
 
 std::vector<int> Emitter::passTargets(int pass) const {
@@ -352,13 +356,7 @@ void Emitter::rowBody() {
       }
     }
     // The output arrays live in the loop body, before the j loop.
-    if (p_.items > 0) {
-      os_ << "#pragma unroll\n  for (int hk_it = 0; hk_it < HK_ITEMS; ++hk_it) {\n"
-             "    const int hk_v = hk_it * HK_ROW_THREADS + hk_tid;\n    if (hk_v < hk_live) {\n";
-    } else {
-      os_ << "  for (int hk_v = hk_tid; hk_v < hk_live; hk_v += HK_ROW_THREADS) {\n    {\n";
-      emitLoads(inputs, "      ", false);
-    }
+    rowPassHead(inputs);
     os_ << declare.str() << "#pragma unroll\n      for (int j = 0; j < HK_VEC; ++j) {\n";
     emitComputed(computed, "        ", kept);
     os_ << inner.str() << "      }\n" << after.str() << "    }\n  }\n";

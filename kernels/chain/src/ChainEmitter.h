@@ -63,6 +63,8 @@ class Emitter {
   // segment's statements after its loads and computed nodes.
   void segments(const std::vector<int>& targets, const std::string& indent,
                 const std::function<std::string()>& inner);
+  // The grid-stride loop's head over `perRow` vectors a row, naming the vector's column `column`.
+  void vectorLoopHead(const char* perRow, const char* column);
   void foldedPointwiseBody();
   void segmentedPointwiseBody();
   void pointwiseBody();
@@ -73,6 +75,8 @@ class Emitter {
   // The element values the row kernel computes in a pass: a phase's
   // reduction operands (1..phases_), then the element outputs (phases_ + 1).
   std::vector<int> passTargets(int pass) const;
+  // A row pass's loop head: over the items held in registers, or streaming with `inputs` loaded.
+  void rowPassHead(const std::set<int>& inputs);
   // Fills keptFrom_ (Note [Values kept across passes]).
   void chooseKept();
   void rowBody();

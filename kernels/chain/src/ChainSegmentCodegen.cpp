@@ -117,6 +117,21 @@ void Emitter::segments(const std::vector<int>& targets, const std::string& inden
   segLo_ = 0;
 }
 
+// The grid-stride loop over the vectors of `perRow` a row: the row, the
+// vector's first column `column`, the row offsets and the Row inputs.
+void Emitter::vectorLoopHead(const char* perRow, const char* column) {
+  os_ << "  for (long long hk_v = static_cast<long long>(blockIdx.x) * HK_THREADS + threadIdx.x; hk_v < hk_nvec;\n"
+         "       hk_v += static_cast<long long>(gridDim.x) * HK_THREADS) {\n";
+  os_ << "    const long long row = hk_v / " << perRow << ";\n"
+      << "    const int " << column << " = static_cast<int>(hk_v - row * " << perRow << ") * HK_VEC;\n";
+  rowOffsets("row", "    ");
+  for (int in : ir_.inputs()) {
+    const Node& n = nodes_[static_cast<size_t>(in)];
+    if (scopeOf(n.shape) != Scope::Row) continue;
+    os_ << "    const float r" << in << " = hk_ld_" << accessTag(n.dtype) << "(in" << in << " + row);\n";
+  }
+}
+
 // Note [Folded segments]
 // Where the Cats cut every row into equal segments of w columns (rotary's
 // rotate_half: two halves), the segmented kernel branches per vector on its
@@ -136,16 +151,7 @@ void Emitter::foldedPointwiseBody() {
   const int64_t segments = ir_.width() / w;
   os_ << "  const long long hk_fvec = " << w << "LL / HK_VEC;\n  const long long hk_nvec = rows * hk_fvec;\n"
       << "  (void)cols;\n";
-  os_ << "  for (long long hk_v = static_cast<long long>(blockIdx.x) * HK_THREADS + threadIdx.x; hk_v < hk_nvec;\n"
-         "       hk_v += static_cast<long long>(gridDim.x) * HK_THREADS) {\n";
-  os_ << "    const long long row = hk_v / hk_fvec;\n"
-         "    const int hk_p = static_cast<int>(hk_v - row * hk_fvec) * HK_VEC;\n";
-  rowOffsets("row", "    ");
-  for (int in : ir_.inputs()) {
-    const Node& n = nodes_[static_cast<size_t>(in)];
-    if (scopeOf(n.shape) != Scope::Row) continue;
-    os_ << "    const float r" << in << " = hk_ld_" << accessTag(n.dtype) << "(in" << in << " + row);\n";
-  }
+  vectorLoopHead("hk_fvec", "hk_p");
   std::vector<std::set<std::pair<int, int64_t>>> computed(static_cast<size_t>(segments));
   std::set<std::pair<int, int64_t>> loads;  // (input node, column relative to hk_p)
   for (int64_t k = 0; k < segments; ++k) {
@@ -204,16 +210,7 @@ void Emitter::segmentedPointwiseBody() {
   const int64_t width = ir_.width();
   os_ << "  const long long hk_cvec = " << (width > 0 ? std::to_string(width) + "LL / HK_VEC" : "cols / HK_VEC")
       << ";\n  const long long hk_nvec = rows * hk_cvec;\n  (void)cols;\n";
-  os_ << "  for (long long hk_v = static_cast<long long>(blockIdx.x) * HK_THREADS + threadIdx.x; hk_v < hk_nvec;\n"
-         "       hk_v += static_cast<long long>(gridDim.x) * HK_THREADS) {\n";
-  os_ << "    const long long row = hk_v / hk_cvec;\n"
-         "    const int hk_c = static_cast<int>(hk_v - row * hk_cvec) * HK_VEC;\n";
-  rowOffsets("row", "    ");
-  for (int in : ir_.inputs()) {
-    const Node& n = nodes_[static_cast<size_t>(in)];
-    if (scopeOf(n.shape) != Scope::Row) continue;
-    os_ << "    const float r" << in << " = hk_ld_" << accessTag(n.dtype) << "(in" << in << " + row);\n";
-  }
+  vectorLoopHead("hk_cvec", "hk_c");
   for (size_t m = 0; m < ir_.outputs().size(); ++m) os_ << "    float o" << m << "[HK_VEC];\n";
   segments(ir_.outputs(), "    ", [&] {
     std::string text;
