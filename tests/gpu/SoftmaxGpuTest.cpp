@@ -172,6 +172,12 @@ TEST(SoftmaxGpuTest, GivenClusterAndLogPointsWhenRunThroughTheHarnessThenAllFive
     cases.push_back({kernels::SoftmaxOp::Softmax, {DType::BFloat16, 1, 128256}, staged});
     cases.push_back({kernels::SoftmaxOp::Softmax, {DType::Float32, 3, 100000}, {512, 4, 4, 1, 16}});
     cases.push_back({kernels::SoftmaxOp::LogSoftmax, {DType::BFloat16, 32, 128256}, {512, 8, 2, 1, 16}});
+    // A tight staged slice (Note [Tight staged slices]): 13 items of 512 threads hold float32 rows of 400,000
+    // columns in clusters of 16 (104 KB a CTA), here on a few rows.
+    kernels::SoftmaxParams tight{512, 4, 13, 1, 16};
+    tight.smem = true;
+    cases.push_back({kernels::SoftmaxOp::Softmax, {DType::Float32, 3, 400000}, tight});
+    cases.push_back({kernels::SoftmaxOp::LogSoftmax, {DType::Float32, 2, 400000}, tight});
     // Split streaming (Note [Split streaming]).
     cases.push_back({kernels::SoftmaxOp::Softmax, {DType::BFloat16, 300, 65536}, {1024, 8, 0, 1, 4}});
     cases.push_back({kernels::SoftmaxOp::Softmax, {DType::Float16, 2, 128256}, {512, 8, 0, 1, 16}});
