@@ -87,47 +87,58 @@ at::Tensor eager(const std::function<at::Tensor()>& fn) {
   return out;
 }
 
-}  // namespace
+// HF's rotary on CUDA, learned (three windows, each ended by a command) and its strided variant's plan
+// published as the engine publishes it.
+struct PublishedRotary {
+  at::Tensor x, cos, sin;
+  std::string plan;  // the plan's description
+};
 
-TEST(FusionEngineGpuTest, GivenHfRotaryOnCudaWhenServedByItsStridedPlanThenItIsDeferredFusedNearEagerOrReplayedExactly) {
-  REQUIRE_CUDA();
+PublishedRotary learnAndPublishRotary() {
   fusionEngine().resetForTest();
   at::manual_seed(5);
   const int64_t b = 1, h = 8, s = 256, d = 128;
   const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
-  at::Tensor projection, cos, sin;
+  PublishedRotary r;
+  at::Tensor projection;
   {
     FusionBypass bypass;  // the test's data, not the program's ops
     projection = at::randn({b, s, h * d}, opts);
-    cos = at::randn({b, s, d}, opts).unsqueeze(1);
-    sin = at::randn({b, s, d}, opts).unsqueeze(1);
+    r.cos = at::randn({b, s, d}, opts).unsqueeze(1);
+    r.sin = at::randn({b, s, d}, opts).unsqueeze(1);
   }
-  const at::Tensor x = projection.view({b, s, h, d}).transpose(1, 2);
-
-  // Learned: three windows, each ended by a command.
+  r.x = projection.view({b, s, h, d}).transpose(1, 2);
   std::vector<HotChain> hot;
   fusionEngine().setHotCallback([&](const HotChain& c) { hot.push_back(c); });
   foreignCommand();
   for (int i = 0; i < 3; ++i) {
-    at::Tensor out = applyRotary(x, cos, sin);
+    at::Tensor out = applyRotary(r.x, r.cos, r.sin);
     foreignCommand();
   }
   fusionEngine().setHotCallback(nullptr);
-  ASSERT_EQ(hot.size(), 1u) << fusionEngine().patternsJson();
-  ASSERT_TRUE(hot[0].build.ok()) << hot[0].build.reason;
-  ASSERT_EQ(hot[0].device, 0);
+  EXPECT_EQ(hot.size(), 1u) << fusionEngine().patternsJson();
+  if (hot.size() != 1 || !hot[0].build.ok() || hot[0].device != 0) return r;
   const chain::ChainVariant v = engine::chainVariantOf(hot[0]);
-  ASSERT_FALSE(v.layout.contiguous());
-
-  // The plan a kernel entry of the strided variant makes, published as the engine publishes it.
+  EXPECT_FALSE(v.layout.contiguous());
   const std::vector<chain::ChainKernelParams> space = chain::chainParameterSpace(v.ir, v.rows, v.cols, v.layout);
-  ASSERT_FALSE(space.empty());
+  if (space.empty()) return r;
   const chain::ChainKernelParams p = space.front();
   const std::string cubin = compileToCubin(chain::generateChainSource(v.ir, p, v.layout), "rotary.cu",
                                            queryDevice(0).nvrtcArch(), chain::chainCompileOptions())
                                 .cubin;
   const chain::ChainPlan plan = chain::makeChainPlan(v, chain::chainEntryParams(v, p).dump(), cubin);
+  r.plan = plan.description;
   fusionEngine().publish(ReadyChain{hot[0].pattern, hot[0].build, engine::makePlanKernel(plan), hot[0].key});
+  return r;
+}
+
+}  // namespace
+
+TEST(FusionEngineGpuTest, GivenHfRotaryOnCudaWhenServedByItsStridedPlanThenItIsDeferredFusedNearEagerOrReplayedExactly) {
+  REQUIRE_CUDA();
+  const PublishedRotary r = learnAndPublishRotary();
+  ASSERT_FALSE(r.plan.empty()) << "not learned, or no plan";
+  const at::Tensor &x = r.x, &cos = r.cos, &sin = r.sin;
 
   // Fused: the five calls deferred, one launch at the next command.
   const at::Tensor want = eager([&] { return applyRotary(x, cos, sin); });
@@ -135,7 +146,7 @@ TEST(FusionEngineGpuTest, GivenHfRotaryOnCudaWhenServedByItsStridedPlanThenItIsD
   at::Tensor got = applyRotary(x, cos, sin);
   EXPECT_EQ(fusionEngine().stats().deferredCalls, before.deferredCalls + 5);
   foreignCommand();
-  EXPECT_EQ(fusionEngine().stats().fusedFlushes, before.fusedFlushes + 1) << "the plan refused the call: " << plan.description;
+  EXPECT_EQ(fusionEngine().stats().fusedFlushes, before.fusedFlushes + 1) << "the plan refused the call: " << r.plan;
   EXPECT_EQ(got.strides(), want.strides());
   {
     FusionBypass bypass;
@@ -163,4 +174,41 @@ TEST(FusionEngineGpuTest, GivenHfRotaryOnCudaWhenServedByItsStridedPlanThenItIsD
   EXPECT_EQ(fusionEngine().stats().failedFlushes, 0u);
   FusionBypass bypass;
   for (size_t i = 0; i < wantHeld.size(); ++i) EXPECT_TRUE(at::equal(gotHeld[i], wantHeld[i])) << i;
+}
+
+// Note [Idle streams] on CUDA: with the serving process's probe (cudaStreamQuery), rotary on a stream with
+// nothing queued runs eagerly; behind a long matmul it defers and fuses as before.
+TEST(FusionEngineGpuTest, GivenTheCudaStreamProbeWhenTheStreamIsIdleThenTheChainRunsEagerlyAndBehindWorkItDefers) {
+  REQUIRE_CUDA();
+  const PublishedRotary r = learnAndPublishRotary();
+  ASSERT_FALSE(r.plan.empty()) << "not learned, or no plan";
+  const at::Tensor want = eager([&] { return applyRotary(r.x, r.cos, r.sin); });
+  fusionEngine().setStreamProbe(&engine::cudaStreamIdle);
+  at::cuda::getCurrentCUDAStream().synchronize();
+  const FusionStats idle = fusionEngine().stats();
+  at::Tensor got = applyRotary(r.x, r.cos, r.sin);
+  EXPECT_EQ(fusionEngine().stats().deferredCalls, idle.deferredCalls);
+  EXPECT_GE(fusionEngine().stats().idleStarts, idle.idleStarts + 1);
+  {
+    FusionBypass bypass;
+    EXPECT_TRUE(at::equal(got, want)) << "eager's own kernels";
+  }
+  foreignCommand();
+  at::Tensor big;
+  {
+    FusionBypass bypass;  // the queued work is not the program's
+    big = at::randn({8192, 8192}, at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16));
+    at::cuda::getCurrentCUDAStream().synchronize();
+    for (int i = 0; i < 4; ++i) big = at::mm(big, big).div_(64);  // milliseconds queued
+  }
+  const FusionStats busy = fusionEngine().stats();
+  got = applyRotary(r.x, r.cos, r.sin);
+  EXPECT_EQ(fusionEngine().stats().deferredCalls, busy.deferredCalls + 5);
+  EXPECT_EQ(fusionEngine().stats().idleStarts, busy.idleStarts);
+  foreignCommand();
+  EXPECT_EQ(fusionEngine().stats().fusedFlushes, busy.fusedFlushes + 1) << r.plan;
+  fusionEngine().setStreamProbe(nullptr);
+  FusionBypass bypass;
+  const at::Tensor g = got.to(at::kFloat), w = want.to(at::kFloat);
+  EXPECT_LE(((g - w).abs() / (w.abs() + 1)).max().item<double>(), 1.0 / 16);
 }
