@@ -28,6 +28,8 @@
 
 #ifdef HOTKERNEL_FUSION_FUZZ_GPU
 #include "FuzzChainKernels.h"
+#else
+#include "FuzzHostKernels.h"
 #endif
 
 using namespace hotkernel::fusion::fuzz;
@@ -141,6 +143,12 @@ int main(int argc, char** argv) {
                "commands through the preloaded shim's hook, real CUDA commands for the programs' own "
                "(Note [The fuzz suite under the shim])");
 #endif
+#ifndef HOTKERNEL_FUSION_FUZZ_GPU
+  bool hostKernels = false;
+  app.add_flag("--host-kernels", hostKernels,
+               "the pools' fused kernels are the generator's, compiled for the host "
+               "(Note [Generated kernels in the CPU fuzz]), instead of the interpreter's and exact ones");
+#endif
   app.add_option("--merge", mergeFiles, "sum these reports into --json instead of running");
   CLI11_PARSE(app, argc, argv);
   if (!mergeFiles.empty()) {
@@ -167,6 +175,8 @@ int main(int argc, char** argv) {
   options.makeKernels = gpu::chainKernelMaker(kernelCounts);
   const std::string device = "cuda";
 #else
+  host::HostKernelCounts hostCounts;
+  if (hostKernels) options.makeKernels = host::hostKernelMaker(hostCounts);
   const std::string device = "cpu";
 #endif
   const auto start = std::chrono::steady_clock::now();
@@ -191,7 +201,8 @@ int main(int argc, char** argv) {
   FuzzReport r = runFusionFuzz(options);
   gpu::addKernelCounts(r, kernelCounts);
 #else
-  const FuzzReport r = runFusionFuzz(options);
+  FuzzReport r = runFusionFuzz(options);
+  if (hostKernels) host::addHostKernelCounts(r, hostCounts);
 #endif
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   json j = {{"format", kFormat},

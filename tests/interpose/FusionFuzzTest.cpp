@@ -7,6 +7,7 @@
 #include <string>
 
 #include "FusionFuzz.h"
+#include "FuzzHostKernels.h"
 
 using namespace hotkernel::fusion::fuzz;
 
@@ -42,4 +43,25 @@ TEST(FusionFuzzTest, GivenFusedKernelsThatLeaveTheirLastOutputUnwrittenWhenProgr
   EXPECT_GT(r.unwrittenReads, 0u);
   EXPECT_GT(r.mismatches, 0u);
   EXPECT_FALSE(r.failures.empty());
+}
+
+// Note [Generated kernels in the CPU fuzz]: the generator's own kernels, compiled for the host, as the pools'
+// fused kernels: every value still matches eager within the harness's bound, the kernels launched.
+TEST(FusionFuzzTest, GivenGeneratedKernelsCompiledForTheHostWhenProgramsRunThenEveryValueMatchesEager) {
+  FuzzOptions options;
+  options.seed = 22;
+  options.programs = 600;
+  options.programsPerPool = 300;
+  host::HostKernelCounts counts;
+  options.makeKernels = host::hostKernelMaker(counts);
+  FuzzReport r = runFusionFuzz(options);
+  host::addHostKernelCounts(r, counts);
+  EXPECT_EQ(r.mismatches, 0u) << failuresText(r);
+  EXPECT_EQ(r.unwrittenReads, 0u) << failuresText(r);
+  EXPECT_GE(r.programs, 580);
+  EXPECT_GT(counts.built, 0u);
+  EXPECT_EQ(counts.compileFailed, 0u);
+  EXPECT_GT(countOf(r, "deviceLaunches"), 0u) << "no generated kernel launched";
+  EXPECT_GT(countOf(r, "fusedFlushes"), 0u);
+  EXPECT_EQ(countOf(r, "failedFlushes"), 0u);
 }

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ChainHostKernels.h"
+#include "../../ChainHostKernels.h"
 #include "hotkernel/chain/ChainCodegen.h"
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/chain/ChainLayout.h"

@@ -39,7 +39,7 @@
 #include <string>
 #include <vector>
 
-#include "../../TempDir.h"
+#include "TempDir.h"
 #include "hotkernel/chain/ChainCodegen.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -260,21 +260,25 @@ class HostKernelBatch {
   // Scalar values) and outputs.
   void run(size_t k, const std::vector<ChainInputValue>& inputs, const std::vector<void*>& outputs) const {
     const HostKernel& h = kernels_.at(k);
+    runArgs(k, chainKernelArgs(h.ir, inputs, outputs, h.rows, h.cols));
+  }
+
+  // The same from the launch's argument list (chainKernelArgs: what a plan's
+  // launcher gets), in the kernel's parameter order.
+  void runArgs(size_t k, const KernelArgs& args) const {
+    const HostKernel& h = kernels_.at(k);
     const LaunchGeometry g = chainLaunchGeometry(h.ir, h.params, h.rows, h.cols, h.layout);
-    std::vector<const void*> ptrs;
-    std::vector<float> scalars;
-    for (const ChainInputValue& v : inputs) {
-      ptrs.push_back(v.pointer);
-      scalars.push_back(v.scalar);
-    }
-    for (void* o : outputs) {
-      ptrs.push_back(o);
-      scalars.push_back(0.0f);
+    HOTKERNEL_CHECK(args.valid() && args.size() >= 2, "a chain kernel's arguments end with rows and cols");
+    std::vector<const void*> ptrs(args.size(), nullptr);
+    std::vector<float> scalars(args.size(), 0.0f);
+    for (size_t a = 0; a + 2 < args.size(); ++a) {
+      if (args.kindAt(a) == KernelArgs::Kind::Pointer) ptrs[a] = args.pointerAt(a);
+      if (args.kindAt(a) == KernelArgs::Kind::Float32) scalars[a] = args.float32At(a);
     }
     using Run = void (*)(unsigned, unsigned, const void* const*, const float*, long long, long long);
     auto fn = reinterpret_cast<Run>(::dlsym(handle_, ("hk_run_" + std::to_string(k)).c_str()));
     HOTKERNEL_CHECK(fn != nullptr, "no runner for kernel ", k);
-    fn(g.gridX, g.blockX, ptrs.data(), scalars.data(), h.rows, h.cols);
+    fn(g.gridX, g.blockX, ptrs.data(), scalars.data(), args.int64At(args.size() - 2), args.int64At(args.size() - 1));
   }
 
  private:
