@@ -1,6 +1,7 @@
 #pragma once
-// Generated elementwise chain kernels compiled for and run on the host CPU,
-// for tests of the generator's index arithmetic without a GPU.
+// Generated chain kernels compiled for and run on the host CPU, for tests of
+// the generator's code without a GPU (chain_host_test, the CPU fusion fuzz's
+// --host-kernels).
 //
 // Note [Chain kernels on the host]
 // An elementwise chain kernel (no row reductions) has no communication
@@ -11,8 +12,8 @@
 // the generated source, puts a host library in place of the device library
 // (Note [Self-contained chain sources]: the text from its first line,
 // `#define HK_ROW_THREADS`, to the kernel's signature; the same functions in
-// plain C++ here, conversions by
-// _Float16 and bit arithmetic, round to nearest even as cvt.rn), compiles
+// plain C++ here, conversions by _Float16 and bit arithmetic, round to
+// nearest even as cvt.rn), compiles
 // every kernel of a batch in one translation unit with the host compiler the
 // tests were built with (-ffp-contract=off: no fused multiply-add where the
 // source writes none), loads it with dlopen and runs each kernel on its
