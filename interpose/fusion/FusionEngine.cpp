@@ -202,10 +202,19 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
   // may start one (Note [The chain catalog]).
   const bool continuing = s.pending && !s.pending->empty();
   bool starts = !continuing && s.startsChain[found->second] != 0;
-  // Note [Idle streams]: a start on a stream with nothing queued runs eagerly (the probe is the engine's own command).
-  if (starts && s.options.defer && s.streamIdle && s.streamIdle(stream)) {
-    starts = false;
-    s.idleStarts.fetch_add(1, std::memory_order_relaxed);
+  // Note [Idle streams]: a start on a stream with nothing queued runs eagerly (the probe is the engine's own command;
+  // one that throws counts as busy: nothing leaves the trampoline).
+  if (starts && s.options.defer && s.streamIdle) {
+    bool idle = false;
+    try {
+      idle = s.streamIdle(stream);
+    } catch (...) {
+      HOTKERNEL_LOG_ONCE(Warn, "fusion-stream-probe") << "fusion: the stream probe failed; chains start as usual";
+    }
+    if (idle) {
+      starts = false;
+      s.idleStarts.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   if (s.options.defer && !s.catalog->chains().empty() && (continuing || starts)) {
     if (s.pending && (s.pending->device() != *device || s.pending->stream() != stream)) s.flushPending(*this);

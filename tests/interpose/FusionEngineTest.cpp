@@ -279,6 +279,13 @@ TEST_F(FusionEngineTest, GivenAStreamProbeWhenTheStreamIsIdleThenTheChainRunsEag
   foreignCommand();
   EXPECT_EQ(kernels[0]->launches, 1);
   EXPECT_LE(worstRelative(got, want), 1.0 / 64);
+  // A probe that throws counts as busy: the chain defers, nothing reaches the caller.
+  engine().setStreamProbe([](const c10::Stream&) -> bool { throw std::runtime_error("probe"); });
+  const uint64_t deferredBefore = engine().stats().deferredCalls;
+  EXPECT_NO_THROW(got = rmsNorm(x, w));
+  EXPECT_GE(engine().stats().deferredCalls, deferredBefore + 8);
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, 2);
   engine().setStreamProbe(nullptr);
 }
 
