@@ -239,8 +239,9 @@ class HostKernelBatch {
     const std::string src = dir_.path() + "/kernels.cpp", lib = dir_.path() + "/kernels.so";
     std::ofstream(src) << tu.str();
     const std::string log = dir_.path() + "/compile.log";
-    const std::string command = std::string(HOTKERNEL_TEST_CXX) + " -std=c++17 -O1 -ffp-contract=off -pthread -shared -fPIC -o " +
-                                lib + " " + src + " > " + log + " 2>&1";
+    const auto quoted = [](const std::string& path) { return "'" + path + "'"; };  // paths without a quote
+    const std::string command = quoted(HOTKERNEL_TEST_CXX) + " -std=c++17 -O1 -ffp-contract=off -pthread -shared -fPIC -o " +
+                                quoted(lib) + " " + quoted(src) + " > " + quoted(log) + " 2>&1";
     if (std::system(command.c_str()) != 0) {
       std::ifstream in(log);
       std::stringstream text;
