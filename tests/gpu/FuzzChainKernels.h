@@ -46,12 +46,6 @@ struct FuzzKernelCounts {
   uint64_t compiled = 0, harnessed = 0, harnessFailed = 0, unharnessed = 0, noPoint = 0, compileFailed = 0;
 };
 
-inline bool hasSixteenBitValue(const chain::ChainPattern& p) {
-  for (const auto& [id, meta] : p.metas) {
-    if (meta.scalarType != "float32") return true;
-  }
-  return false;
-}
 
 // The kernel maker of FuzzOptions::makeKernels on device 0; `counts` (kept by the caller) says what it did.
 inline std::function<std::vector<std::shared_ptr<FusedChainKernel>>(const std::vector<HotChain>&, LaunchLog&)>
@@ -68,13 +62,8 @@ chainKernelMaker(FuzzKernelCounts& counts) {
       Candidate& c = cands[k];
       try {
         c.v = engine::chainVariantOf(hot[k]);
-        std::vector<chain::ChainKernelParams> space = chain::chainParameterSpace(c.v.ir, c.v.rows, c.v.cols, c.v.layout);
+        std::vector<chain::ChainKernelParams> space = fuzzKernelPoints(hot[k], c.v);
         const bool strided = !c.v.layout.contiguous();
-        if (strided && hasSixteenBitValue(hot[k].pattern)) {
-          for (chain::ChainKernelParams& p : space) p.atenRounding = true;
-        }
-        std::mt19937_64 rng(std::hash<std::string>()(hot[k].key));
-        std::shuffle(space.begin(), space.end(), rng);
         space.resize(std::min<size_t>(space.size(), strided ? 1 : 3));
         c.points = space;
       } catch (const std::exception&) {

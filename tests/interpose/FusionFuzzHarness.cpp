@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <set>
 #include <sstream>
 
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/chain/ChainLayout.h"
+#include "hotkernel/chain/ChainParameterSpace.h"
 #include "hotkernel/interpose/FusionBypass.h"
 #include "hotkernel/runtime/Logging.h"
 
@@ -458,6 +460,18 @@ std::shared_ptr<FusedChainKernel> makeInterpreterKernel(const HotChain& chain, L
 
 std::shared_ptr<FusedChainKernel> makeExactKernel(const HotChain& chain, LaunchLog& log, bool skipLastOutput) {
   return std::make_shared<ExactKernel>(chain, log, skipLastOutput);
+}
+
+std::vector<chain::ChainKernelParams> fuzzKernelPoints(const HotChain& hot, const chain::ChainVariant& v) {
+  std::vector<chain::ChainKernelParams> space = chain::chainParameterSpace(v.ir, v.rows, v.cols, v.layout);
+  bool sixteenBit = false;
+  for (const auto& [id, meta] : hot.pattern.metas) sixteenBit = sixteenBit || meta.scalarType != "float32";
+  if (!v.layout.contiguous() && sixteenBit) {
+    for (chain::ChainKernelParams& p : space) p.atenRounding = true;
+  }
+  std::mt19937_64 rng(std::hash<std::string>()(hot.key));
+  std::shuffle(space.begin(), space.end(), rng);
+  return space;
 }
 
 std::shared_ptr<FusedChainKernel> loggedKernel(std::shared_ptr<FusedChainKernel> inner, LaunchLog& log,

@@ -48,6 +48,8 @@
 #include <string>
 #include <vector>
 
+#include "hotkernel/chain/ChainCodegen.h"
+#include "hotkernel/chain/ChainVariant.h"
 #include "hotkernel/interpose/ChainCatalog.h"
 #include "hotkernel/interpose/CommandGate.h"
 #include "hotkernel/interpose/FusionEngine.h"
@@ -165,6 +167,12 @@ class LaunchLog {
 // written) for the suite's own test.
 std::shared_ptr<FusedChainKernel> makeInterpreterKernel(const HotChain& chain, LaunchLog& log, bool skipLastOutput);
 std::shared_ptr<FusedChainKernel> makeExactKernel(const HotChain& chain, LaunchLog& log, bool skipLastOutput);
+
+// The parameter points a pool draws for a hot chain's variant `v`, in the
+// order they are tried (Note [Fuzz kernels on a GPU]): its space shuffled by
+// the chain's key, rounding as ATen where the variant has a layout and the
+// chain a 16-bit value. The GPU's and the host's kernel makers draw so.
+std::vector<chain::ChainKernelParams> fuzzKernelPoints(const HotChain& hot, const chain::ChainVariant& v);
 
 // A device kernel (a compiled chain plan) whose successful launches are
 // logged: each output written on its stream, within `tolerance` of eager.

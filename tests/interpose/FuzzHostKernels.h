@@ -16,17 +16,14 @@
 // A pool's kernels compile in one translation unit. The checker's bound is
 // the harness's (chainTolerance), as for device kernels.
 
-#include <algorithm>
 #include <functional>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "../ChainHostKernels.h"
 #include "FusionFuzz.h"
 #include "FusionFuzzHarness.h"
-#include "hotkernel/chain/ChainParameterSpace.h"
 #include "hotkernel/chain/ChainPlan.h"
 #include "hotkernel/optimizer/ChainHarness.h"
 #include "hotkernel/runtime/Logging.h"
@@ -68,12 +65,6 @@ class HostPlanKernel final : public FusedChainKernel {
   chain::ChainPlan plan_;  // variant, parameters and argument layout; no device launcher
 };
 
-inline bool hasSixteenBitValue(const chain::ChainPattern& p) {
-  for (const auto& [id, meta] : p.metas) {
-    if (meta.scalarType != "float32") return true;
-  }
-  return false;
-}
 
 // The kernel maker of FuzzOptions::makeKernels on the CPU (Note [Generated kernels in the CPU fuzz]).
 inline std::function<std::vector<std::shared_ptr<FusedChainKernel>>(const std::vector<HotChain>&, LaunchLog&)>
@@ -86,17 +77,12 @@ hostKernelMaker(HostKernelCounts& counts) {
       try {
         const chain::ChainVariant v{hot[k].build.chain, hot[k].build.rows, hot[k].build.cols, hot[k].device,
                                     hot[k].build.layout};
-        std::vector<chain::ChainKernelParams> space = chain::chainParameterSpace(v.ir, v.rows, v.cols, v.layout);
-        if (space.empty()) {
+        const std::vector<chain::ChainKernelParams> points = fuzzKernelPoints(hot[k], v);
+        if (points.empty()) {
           ++counts.noPoint;
           continue;
         }
-        std::mt19937_64 rng(std::hash<std::string>()(hot[k].key));
-        std::shuffle(space.begin(), space.end(), rng);
-        chain::ChainKernelParams p = space.front();
-        // What an entry for a strided 16-bit variant needs to pass (Note [Fuzz kernels on a GPU]).
-        if (!v.layout.contiguous() && hasSixteenBitValue(hot[k].pattern)) p.atenRounding = true;
-        kernels.push_back({v.ir, p, v.layout, v.rows, v.cols});
+        kernels.push_back({v.ir, points.front(), v.layout, v.rows, v.cols});
         chainOf.push_back(k);
       } catch (const std::exception&) {
         ++counts.noPoint;
