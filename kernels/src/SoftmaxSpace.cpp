@@ -124,12 +124,32 @@ std::vector<SoftmaxParams> streamingPoints(const SoftmaxVariant& v, int vec) {
   return detail::streamingWidths<SoftmaxParams>(v.cols / vec, vec);
 }
 
+// Note [Tight staged slices]
+// A staged point's shared memory is threads x items x 16 bytes, and an SM
+// holds as many of its CTAs as fit in its shared memory. The register points'
+// item counts (powers of two and a few between) round a slice up: float32
+// rows of 400,000 columns in clusters of 16 are slices of 6,250 vectors, 16
+// items of 512 threads, 128 KB a CTA and one CTA an SM, so the SM idles at
+// every cluster barrier of its one row. The fewest items that hold the slice,
+// 13, take 104 KB: two CTAs an SM, one row's barriers overlapping another's
+// loads. So each staged point comes with its tight twin, and many rows of a
+// length no portable cluster stages get the 16-CTA cluster's tight points.
+// allParameterPoints lists the family's item counts only (every listed point
+// is compiled by the tests); the tuner searches the space's points besides
+// them, and the whitelist takes any staged count up to 16.
+// tightStaged: `p` with the fewest items that hold a slice of `slice` vectors.
+SoftmaxParams tightStaged(SoftmaxParams p, int64_t slice) {
+  p.items = static_cast<int>(std::max<int64_t>(1, ceilDiv(slice, p.threads)));
+  return p;
+}
+
 // Split-row points at width `vec` (sm_90+), best guess first: per cluster
 // size, the two CTA sizes with the fewest items that cover a slice. Few rows:
 // the largest clusters first (more SMs per row: Note [Decode clusters]); many
 // rows: the smallest cluster that covers the row first (fewer barriers per
 // byte), portable sizes only. Each point's shared-memory twin (Note
-// [Shared-memory slices] in the template), where there is one: for many rows
+// [Shared-memory slices] in the template) and its tight twin (Note [Tight
+// staged slices]), where there is one: for many rows
 // every twin comes first, the smallest stage first (more CTAs, so more rows,
 // in flight per SM); for few rows (a row per cluster, nothing to overlap)
 // the best point's twin right after it, then the second point (its twin is
@@ -150,28 +170,11 @@ std::vector<SoftmaxParams> streamingPoints(const SoftmaxVariant& v, int vec) {
 // of 4: a thread's vectors are all loads issued before the first use, and a
 // smaller CTA (256 rather than 512 threads for the same slice) has a shorter
 // reduction before the cluster barrier. Many rows fill the GPU without wide
-// clusters: no cluster 16 there. With the pairs pushed (Note [Pushed cluster
+// clusters: no cluster 16 there (but the staged slices of rows no portable
+// cluster stages: Note [Tight staged slices]). With the pairs pushed (Note [Pushed cluster
 // pairs] in hk_prelude.cuh) and 16-bit slices rescaled (Note [Rescaled split
 // softmax]), the space's first 16-CTA point (16 x 256 threads x 4 items) is
 // what the H200 serves for both decode shapes (docs/design/softmax.md).
-// Note [Tight staged slices]
-// A staged point's shared memory is threads x items x 16 bytes, and an SM
-// holds as many of its CTAs as fit in its shared memory. The register points'
-// item counts (powers of two and a few between) round a slice up: float32
-// rows of 400,000 columns in clusters of 16 are slices of 6,250 vectors, 16
-// items of 512 threads, 128 KB a CTA and one CTA an SM, so the SM idles at
-// every cluster barrier of its one row. The fewest items that hold the slice,
-// 13, take 104 KB: two CTAs an SM, one row's barriers overlapping another's
-// loads. So each staged point comes with its tight twin, and many rows of a
-// length no portable cluster stages get the 16-CTA cluster's tight points.
-// allParameterPoints lists the family's item counts only (every listed point
-// is compiled by the tests); the tuner searches the space's points besides
-// them, and the whitelist takes any staged count up to 16.
-SoftmaxParams tightStaged(SoftmaxParams p, int64_t slice) {
-  p.items = static_cast<int>(std::max<int64_t>(1, ceilDiv(slice, p.threads)));
-  return p;
-}
-
 std::vector<SoftmaxParams> clusterPoints(const SoftmaxVariant& v, int vec) {
   struct Scored {
     SoftmaxParams p;
@@ -225,9 +228,9 @@ std::vector<SoftmaxParams> clusterPoints(const SoftmaxVariant& v, int vec) {
   if (!fewRows && staged.empty()) {
     const int64_t slice = ceilDiv(nvec, 16);
     for (int threads : kSmemThreadChoices) {
-      SoftmaxParams p{threads, vec, 16, 1, 16};
+      SoftmaxParams p{threads, vec, 1, 1, 16};
       p.smem = true;
-      p = tightStaged(p, slice);
+      p = tightStaged(p, slice);  // the items
       if (SoftmaxFamily::guardParams(v, p)) staged.push_back(p);
     }
   }
