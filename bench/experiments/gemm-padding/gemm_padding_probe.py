@@ -6,12 +6,15 @@ with a 256 MiB fill, the GPU kept busy while the call is enqueued, medians of --
   eager     torch.mm(a, w.t()) as F.linear computes it: a [M, K], w [N, K]; output [M, N] contiguous
   padded    torch.mm(a, w.t(), out=buf[:, :N]) with buf [M, N8] (N rounded up to 8): rows 16-byte aligned
   copied    padded, then buf[:, :N].contiguous(): eager's shape, strides and values
+  padN      the weight padded with zero rows to [N8, K] (a copy per call), torch.mm(a, w8.t()) of [M, N8], then
+            its [:, :N] copied into a contiguous [M, N]: N itself a multiple of 8, as Inductor's pad_mm pads
 and checks that `copied` equals `eager` bit for bit (the same cuBLAS math on other buffers may choose another
-kernel: the max difference is reported too). Without a GPU (--smoke) it checks the equality on the CPU only.
+kernel: the max difference is reported too), and `padN` likewise (another GEMM kernel: its own bits possible).
+Without a GPU (--smoke) it checks the equality on the CPU only.
 
-Output (--out, format "hotkernel-gemm-padding" v1): {format, version, date, machine{gpu, torch, cuda},
-method, reps, cases: [{m, k, n, dtype, eagerUs, paddedUs, copiedUs, copiedVsEager (median, low, high of
-paired ratios), maxAbsDiff, bitwise}]}.
+Output (--out, format "hotkernel-gemm-padding" v2): {format, version, date, machine{gpu, torch, cuda},
+method, reps, cases: [{m, k, n, dtype, eagerUs, paddedUs, copiedUs, padNUs, copiedVsEager and padNVsEager
+(median, low, high of paired ratios), maxAbsDiff, bitwise, padNMaxAbsDiff, padNBitwise}]}. v1 had no padN.
 """
 import argparse
 import datetime
@@ -32,6 +35,15 @@ def padded_mm(a, w, buf):
     return buf[:, :n]
 
 
+def pad_n_mm(a, w):
+    n, k = w.shape
+    n8 = (n + 7) // 8 * 8
+    w8 = torch.empty(n8, k, device=w.device, dtype=w.dtype)
+    w8[:n].copy_(w)
+    w8[n:].zero_()
+    return torch.mm(a, w8.t())[:, :n].contiguous()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out")
@@ -42,7 +54,7 @@ def main():
     dev = "cuda" if cuda else "cpu"
     cases = [(64, 32, 101, "float32"), (64, 32, 104, "float32")] if args.smoke or not cuda else CASES
     flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev) if cuda else None
-    result = {"format": "hotkernel-gemm-padding", "version": 1,
+    result = {"format": "hotkernel-gemm-padding", "version": 2,
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
               "machine": {"gpu": torch.cuda.get_device_name() if cuda else None, "torch": torch.__version__,
                           "cuda": torch.version.cuda},
@@ -60,10 +72,15 @@ def main():
         entry = {"m": m, "k": k, "n": n, "dtype": dtype, "bitwise": bool(torch.equal(eager, copied)),
                  "maxAbsDiff": float((eager.float() - copied.float()).abs().max())}
         assert copied.shape == eager.shape and copied.stride() == eager.stride()
+        padn = pad_n_mm(a, w)
+        assert padn.shape == eager.shape and padn.stride() == eager.stride()
+        entry["padNBitwise"] = bool(torch.equal(eager, padn))
+        entry["padNMaxAbsDiff"] = float((eager.float() - padn.float()).abs().max())
+        del padn
         if cuda:
-            times = {"eager": [], "padded": [], "copied": []}
+            times = {"eager": [], "padded": [], "copied": [], "padN": []}
             fns = {"eager": lambda: torch.mm(a, w.t()), "padded": lambda: padded_mm(a, w, buf),
-                   "copied": lambda: padded_mm(a, w, buf).contiguous()}
+                   "copied": lambda: padded_mm(a, w, buf).contiguous(), "padN": lambda: pad_n_mm(a, w)}
             for _ in range(3):
                 for f in fns.values():
                     f()
@@ -77,11 +94,12 @@ def main():
                     e.record()
                     e.synchronize()
                     times[name].append(s.elapsed_time(e) * 1e3)
-            ratios = sorted(x / y for x, y in zip(times["eager"], times["copied"]))
             for name, xs in times.items():
                 entry[name + "Us"] = statistics.median(xs)
-            entry["copiedVsEager"] = {"median": statistics.median(ratios), "low": ratios[len(ratios) // 10],
-                                      "high": ratios[-1 - len(ratios) // 10]}
+            for name in ("copied", "padN"):
+                ratios = sorted(x / y for x, y in zip(times["eager"], times[name]))
+                entry[name + "VsEager"] = {"median": statistics.median(ratios), "low": ratios[len(ratios) // 10],
+                                           "high": ratios[-1 - len(ratios) // 10]}
         result["cases"].append(entry)
         print(json.dumps(entry))
     if args.out:
