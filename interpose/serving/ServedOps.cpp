@@ -2,12 +2,14 @@
 
 #include "CrossEntropyOverride.h"
 #include "LayerNormOverride.h"
+#include "MmPadOverride.h"
 #include "OverrideState.h"
 #include "ReduceOverride.h"
 #include "RmsNormOverride.h"
 #include "SoftmaxOverride.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
+#include "hotkernel/kernels/MmPadFamily.h"
 #include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
@@ -78,6 +80,8 @@ const std::vector<ServedOp>& servedOps() {
           ReduceOverride::state(ReduceOp::Max), &installReduce<ReduceOp::Max>, &recordedReduceKey<ReduceOp::Max>),
       row(kernels::reduceAtenOpName(ReduceOp::Min), kernels::reduceDescriptor(ReduceOp::Min),
           ReduceOverride::state(ReduceOp::Min), &installReduce<ReduceOp::Min>, &recordedReduceKey<ReduceOp::Min>),
+      row(MmPadOverride::kOpName, kernels::mmPadDescriptor(), MmPadOverride::state(), &MmPadOverride::install,
+          &MmPadOverride::recordedKey),
   };
   return *rows;
 }

@@ -2,6 +2,7 @@
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
+#include "hotkernel/kernels/MmPadFamily.h"
 #include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
@@ -14,6 +15,7 @@ const std::vector<const FamilyDescriptor*>& allFamilies() {
                                               &softmaxDescriptor(SoftmaxOp::LogSoftmax), &rmsNormDescriptor(),
                                               &layerNormDescriptor(), &crossEntropyDescriptor()};
     for (ReduceOp op : kAllReduceOps) f.push_back(&reduceDescriptor(op));
+    f.push_back(&mmPadDescriptor());
     return f;
   }();
   return kFamilies;

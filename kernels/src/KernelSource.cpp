@@ -21,6 +21,7 @@ HOTKERNEL_DECLARE_EMBEDDED(layer_norm)
 HOTKERNEL_DECLARE_EMBEDDED(cross_entropy)
 HOTKERNEL_DECLARE_EMBEDDED(reduce_lastdim)
 HOTKERNEL_DECLARE_EMBEDDED(reduce_dim)
+HOTKERNEL_DECLARE_EMBEDDED(pad_rows)
 HOTKERNEL_DECLARE_EMBEDDED(hk_prelude)
 
 #define HOTKERNEL_EMBEDDED(name)                                                                       \
@@ -42,6 +43,7 @@ const std::vector<KernelSource>& allKernelSources() {
       HOTKERNEL_EMBEDDED(cross_entropy),
       HOTKERNEL_EMBEDDED(reduce_lastdim),
       HOTKERNEL_EMBEDDED(reduce_dim),
+      HOTKERNEL_EMBEDDED(pad_rows),
       HOTKERNEL_EMBEDDED(hk_prelude),
   };
   return sources;

@@ -71,24 +71,32 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
   // The timed input: [rows, cols], or [rows, cols * inner] for a key with an inner extent (no overflow: servesKey).
   const int64_t cols = kernels::rowLength(key);
   const int64_t l2 = at::cuda::getDeviceProperties(device)->l2CacheSize;
-  const int64_t need = 2 * key.rows * cols * static_cast<int64_t>(kernels::elementSize(dtype)) + 2 * l2;
+  // The call its tuner times candidates against (Note [The ATen reference]).
+  const AtenReference reference = atenReferenceOf(*family, key);
+  // A family with its own input (reference.input) needs its inputs and an output: twice its ideal bytes.
+  const int64_t need = (reference.input ? 2 * static_cast<int64_t>(family->bytesMoved(key))
+                                        : 2 * key.rows * cols * static_cast<int64_t>(kernels::elementSize(dtype))) +
+                       2 * l2;
   const int64_t cap = capFor(device);
   HOTKERNEL_CHECK(need <= cap, "timing ", op, " ", kernels::variantString(key), " needs ~", need >> 20,
                   " MiB of GPU memory, over the optimizer's cap of ", cap >> 20, " MiB");
-  // The call its tuner times candidates against (Note [The ATen reference]).
-  const AtenReference reference = atenReferenceOf(*family, key);
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
   c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
   const auto opts = at::TensorOptions().dtype(scalarTypeOf(dtype)).device(at::kCUDA, device);
-  // Drawn in row slices, a yield point before each (the first before any GPU work).
-  TimedInput timed;
-  timed.in = buildInRowSlices(
-      key.rows, cols, scalarTypeOf(dtype), device,
-      [&](int64_t, int64_t k) { return at::randn({k, cols}, opts.dtype(at::kFloat)).mul_(4.0); },
-      options_.yieldPoint);
-  HOTKERNEL_CHECK(timed.in.defined(), "benchmark interrupted");
   at::Generator gen = timingGenerator(device);
-  timed.args = reference.timedArgs(timed.in, gen);
+  TimedInput timed;
+  if (reference.input) {
+    HOTKERNEL_CHECK(!options_.yieldPoint || options_.yieldPoint(), "benchmark interrupted");
+    timed = reference.input(device, gen);
+  } else {
+    // Drawn in row slices, a yield point before each (the first before any GPU work).
+    timed.in = buildInRowSlices(
+        key.rows, cols, scalarTypeOf(dtype), device,
+        [&](int64_t, int64_t k) { return at::randn({k, cols}, opts.dtype(at::kFloat)).mul_(4.0); },
+        options_.yieldPoint);
+    HOTKERNEL_CHECK(timed.in.defined(), "benchmark interrupted");
+    timed.args = reference.timedArgs(timed.in, gen);
+  }
   BenchmarkOptions bo;
   bo.pairs = options_.runs;
   bo.beforePair = options_.yieldPoint;

@@ -54,6 +54,14 @@ std::string checkCachedKernel(const kernels::FamilyDescriptor& family, const Var
   } catch (const std::exception& e) {
     return std::string("unreadable parameters: ") + e.what();
   }
+  if (const OwnCachedCheck own = ownCachedCheckOf(family)) {
+    try {
+      return own(key, paramsJson, cubin, options);
+    } catch (const std::exception& e) {
+      if (interrupted(e)) throw;
+      return std::string("cannot be checked: ") + e.what();
+    }
+  }
   const int device = key.device;
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
   // Never invalidate another thread's graph capture.

@@ -5,6 +5,7 @@
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/CrossEntropyTuner.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
+#include "hotkernel/optimizer/MmPadTuner.h"
 #include "hotkernel/optimizer/NormTuner.h"
 #include "hotkernel/optimizer/ReduceDimTuner.h"
 #include "hotkernel/optimizer/ReduceTuner.h"
@@ -21,11 +22,14 @@ using kernels::SoftmaxOp;
 // One row per family: its descriptor, its tuner, its ATen reference (Note
 // [The ATen reference]) and its tuner's spec (Note [A tuner's spec]), each
 // given the descriptor, so that one function serves the families of several ops.
+// A family that is not a row op (mm_pad_n) has no spec and its own check of a
+// cached kernel instead.
 struct FamilyTuner {
   const kernels::FamilyDescriptor& family;
   TuneOutcome (*tune)(const kernels::FamilyDescriptor& family, const VariantKey& key, const TunerOptions& options);
   AtenReference (*reference)(const kernels::FamilyDescriptor& family, const VariantKey& key);
   FamilyTuneSpec (*spec)(const kernels::FamilyDescriptor& family, const VariantKey& key, const TunerOptions& options);
+  OwnCachedCheck ownCheck = nullptr;
 };
 
 // Both layouts of a softmax op (Note [Two softmax layouts] in kernels/src/SoftmaxDescriptor.cpp).
@@ -109,6 +113,14 @@ AtenReference layerNormReference(const kernels::FamilyDescriptor&, const Variant
   return atenReferenceOfSpec(layerNormSpec(kernels::hasWeight(key), kernels::hasBias(key)));
 }
 
+TuneOutcome mmPadTuner(const kernels::FamilyDescriptor&, const VariantKey& key, const TunerOptions& options) {
+  return tuneMmPad(kernels::mmPadVariantOf(key), key.device, options);
+}
+
+AtenReference mmPadReference(const kernels::FamilyDescriptor&, const VariantKey& key) {
+  return mmPadAtenReference(kernels::mmPadVariantOf(key));
+}
+
 AtenReference crossEntropyReference(const kernels::FamilyDescriptor&, const VariantKey& key) {
   return crossEntropyAtenReference(kernels::crossEntropyVariantOf(key).reduction);
 }
@@ -127,6 +139,7 @@ const std::vector<FamilyTuner>& tuners() {
     for (ReduceOp op : kernels::kAllReduceOps) {
       t.push_back({kernels::reduceDescriptor(op), &reduceTuner, &reduceReference, &reduceTuneSpecOf});
     }
+    t.push_back({kernels::mmPadDescriptor(), &mmPadTuner, &mmPadReference, nullptr, &checkCachedMmPad});
     return t;
   }();
   return kTuners;
@@ -154,7 +167,11 @@ AtenReference atenReferenceOf(const kernels::FamilyDescriptor& family, const Var
 FamilyTuneSpec familyTuneSpecOf(const kernels::FamilyDescriptor& family, const VariantKey& key,
                                 const TunerOptions& options) {
   HOTKERNEL_CHECK(family.servesKey(key), family.name, " does not serve the variant ", kernels::variantString(key));
-  return rowOf(family).spec(family, key, options);
+  const FamilyTuner& row = rowOf(family);
+  HOTKERNEL_CHECK(row.spec != nullptr, family.name, " is not a row op: it has no tune spec");
+  return row.spec(family, key, options);
 }
+
+OwnCachedCheck ownCachedCheckOf(const kernels::FamilyDescriptor& family) { return rowOf(family).ownCheck; }
 
 }  // namespace hotkernel

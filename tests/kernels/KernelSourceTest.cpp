@@ -38,12 +38,19 @@ TEST(KernelSourceTest, GivenSoftmaxSourceWhenLookedUpThenItDefinesTheEntryAndInc
 }
 
 // Every family's source() is one self-contained text: the prelude in place
-// of its include line, nothing else changed.
+// of its include line, nothing else changed. pad_rows.cu (mm_pad_n's copy of
+// 16-bit elements by their bits) needs nothing of the prelude and includes
+// nothing: it expands to itself.
 TEST(KernelSourceTest, GivenTemplatesWhenExpandedThenThePreludeReplacesTheIncludeAndNoIncludeIsLeft) {
   const std::string_view prelude = kernelSource("hk_prelude").text;
   EXPECT_EQ(kernelSource("hk_prelude").path, "kernels/common/hk_prelude.cuh");
   for (const KernelSource& s : allKernelSources()) {
     if (s.name == "hk_prelude") continue;
+    if (s.name == "pad_rows") {
+      EXPECT_EQ(s.text.find("#include"), std::string_view::npos);
+      EXPECT_EQ(expandPrelude(s.text), std::string(s.text));
+      continue;
+    }
     const std::string expanded = expandPrelude(s.text);
     EXPECT_EQ(expanded.find("#include"), std::string::npos) << s.name;
     EXPECT_NE(expanded.find(prelude), std::string::npos) << s.name << " does not use the prelude";

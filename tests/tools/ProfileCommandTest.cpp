@@ -36,7 +36,7 @@ json entry(int version, const std::string& op, double calls, double gpuNs) {
           {key(version, "estimatedGpuNs", "estimated_gpu_ns"), gpuNs}};
 }
 
-// aten::mm: 7 ms of 10 ms; aten::_softmax: 2 ms in 300 calls; aten::view: most calls, no GPU time.
+// aten::bmm: 7 ms of 10 ms; aten::_softmax: 2 ms in 300 calls; aten::view: most calls, no GPU time.
 // Version 3 is what the recorder writes; version 2 the same profile as an older one wrote it.
 json profileWithGpu(int version = 3) {
   json softmax = entry(version, "aten::_softmax", 300, 2e6);
@@ -49,7 +49,7 @@ json profileWithGpu(int version = 3) {
           {key(version, "samplingProb", "sampling_prob"), 0.5},
           {"ops",
            {entry(version, "aten::view", 900, 0), entry(version, "aten::_softmax", 300, 2e6),
-            entry(version, "aten::mm", 100, 7e6)}},
+            entry(version, "aten::bmm", 100, 7e6)}},
           {"variants", {softmax}},
           {key(version, "gpuTime", "gpu_time"),
            {{"source", "cupti"},
@@ -81,7 +81,7 @@ TEST(ProfileCommandTest, GivenAProfileWithGpuTimeWhenShownThenOpsRankedByGpuTime
   auto r = runCli({"profile", p, "--dir", tmp.sub("cache")});
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "ranked by GPU time")) << r.out;
-  const size_t mm = r.out.find("aten::mm");
+  const size_t mm = r.out.find("aten::bmm");
   const size_t softmax = r.out.find("aten::_softmax");
   const size_t view = r.out.find("aten::view");
   ASSERT_NE(mm, std::string::npos) << r.out;
@@ -104,7 +104,7 @@ TEST(ProfileCommandTest, GivenJsonWhenShownThenOneObjectWithFormatAndVersionFirs
   EXPECT_EQ(j["ranked_by"], "gpu_time");
   EXPECT_EQ(j["shown_ops"], 2);
   ASSERT_EQ(j["ops"].size(), 2u);
-  EXPECT_EQ(j["ops"][0]["op"], "aten::mm");
+  EXPECT_EQ(j["ops"][0]["op"], "aten::bmm");
   EXPECT_EQ(j["ops"][0]["served"], false);
   EXPECT_DOUBLE_EQ(j["ops"][0]["share"].get<double>(), 0.7);
   EXPECT_EQ(j["ops"][1]["variants"][0]["family"], "softmax_lastdim");

@@ -32,12 +32,12 @@ RecordedVariant variant(const std::string& name, int64_t rows, int64_t cols, dou
   return v;
 }
 
-// aten::mm: few calls, most of the GPU time; aten::_softmax: many calls, less time; aten::view: no time.
+// aten::bmm: few calls, most of the GPU time; aten::_softmax: many calls, less time; aten::view: no time.
 RecordedProfile withGpu() {
   RecordedProfile p;
   p.version = 2;
   p.gpuTime = RecordedGpuSummary{"cupti", "started", "", 10000, 40, 9000, 0, 0, ""};
-  p.ops = {op("aten::view", 900, 0), op("aten::_softmax", 300, 2000), op("aten::mm", 100, 7000)};
+  p.ops = {op("aten::view", 900, 0), op("aten::_softmax", 300, 2000), op("aten::bmm", 100, 7000)};
   p.variants = {variant("aten::_softmax", 64, 1000, 200, 1500), variant("aten::_softmax", 8, 100, 100, 500)};
   return p;
 }
@@ -54,7 +54,7 @@ TEST(ProfileViewTest, GivenAProfileWithGpuTimeWhenViewedThenRankedByGpuTimeWithS
   const ProfileView v = buildProfileView({withGpu()}, std::nullopt);
   EXPECT_EQ(v.by, RankBy::GpuTime);
   ASSERT_EQ(v.ops.size(), 3u);
-  EXPECT_EQ(v.ops[0].op, "aten::mm");
+  EXPECT_EQ(v.ops[0].op, "aten::bmm");
   EXPECT_EQ(v.ops[1].op, "aten::_softmax");
   EXPECT_EQ(v.ops[2].op, "aten::view");
   EXPECT_DOUBLE_EQ(v.ops[0].share, 0.7);

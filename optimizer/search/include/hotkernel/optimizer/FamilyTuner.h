@@ -52,6 +52,10 @@ struct TimedInput {
 struct AtenReference {
   std::function<RowOpArgs(const at::Tensor& in, at::Generator& gen)> timedArgs;
   std::function<void(const TimedInput&)> call;
+  // When set, the timed input itself, drawn on `device` (then timedArgs is not
+  // used): for a family whose input is not one [rows, cols] tensor (mm_pad_n:
+  // self and the weight).
+  std::function<TimedInput(int device, at::Generator& gen)> input;
 };
 
 // The reference of a family whose harness reference is also its timed call:

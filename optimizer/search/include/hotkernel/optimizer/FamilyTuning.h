@@ -4,6 +4,8 @@
 // the harness against the family's ATen reference and times the survivors;
 // the reference itself, for whoever times the original kernel.
 
+#include <string>
+
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/optimizer/TunerOptions.h"
 #include "hotkernel/runtime/PlanTable.h"
@@ -26,9 +28,18 @@ AtenReference atenReferenceOf(const kernels::FamilyDescriptor& family, const Var
 // What `family`'s tuner searches for `key` (Note [A tuner's spec] in
 // FamilyTuner.h), built as the tuner builds it; the caller holds the tuner's
 // guards (key.device, a stream of its own, relaxed graph-capture mode).
-// Throws Error as tuneVariant does, and "tuning interrupted" when
+// Throws Error as tuneVariant does, for a family that is not a row op
+// (ownCachedCheckOf is set), and "tuning interrupted" when
 // options.yieldPoint says stop while the timed inputs are drawn.
 FamilyTuneSpec familyTuneSpecOf(const kernels::FamilyDescriptor& family, const VariantKey& key,
                                 const TunerOptions& options);
+
+// The check of a cached kernel before first use for a family that is not a
+// row op and checks its own plans (mm_pad_n: checkCachedMmPad): "" or why the
+// kernel is refused. nullptr: the row families' check (checkCachedKernel's
+// harness and spot check on familyTuneSpecOf's spec).
+using OwnCachedCheck = std::string (*)(const VariantKey& key, const std::string& paramsJson, const std::string& cubin,
+                                       const TunerOptions& options);
+OwnCachedCheck ownCachedCheckOf(const kernels::FamilyDescriptor& family);
 
 }  // namespace hotkernel

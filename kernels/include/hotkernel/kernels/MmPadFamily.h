@@ -1,0 +1,103 @@
+#pragma once
+// The mm_pad_n family: aten::mm(self [M, K], mat2 [K, N]) on CUDA, float16 /
+// bfloat16, where mat2 is a transposed contiguous weight (w.t() of w [N, K]:
+// F.linear's layout) and N is not a multiple of 8, computed as a GEMM padded
+// to N8 = N rounded up to 8 (Note [Padded GEMMs] in src/MmPadFamily.cpp):
+//   w8  = [N8, K], w's rows then zero rows          (hk_pad_rows)
+//   buf = mm(self, w8.t())  [M, N8]                 (ATen's own mm: cuBLAS)
+//   out = buf[:, :N] as a contiguous [M, N]         (hk_pad_rows)
+// The family's kernel is the copy (kernels/gemm/pad_rows.cu); the GEMM is
+// ATen's. The op override (interpose/serving/MmPadOverride) runs the three
+// steps; the optimizer's tuner (optimizer/search/MmPadTuner) times the whole
+// plan against ATen's mm and checks its values.
+//
+// A key: rows = M, cols = N, inner = K, no options.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/SoftmaxFamily.h"  // LaunchGeometry
+
+namespace hotkernel {
+struct VariantKey;
+}  // namespace hotkernel
+
+namespace hotkernel::kernels {
+
+// One variant of the op: self [m, k], mat2 [k, n] (a weight [n, k] transposed).
+struct MmPadVariant {
+  DType dtype = DType::Float16;
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  // N rounded up to a multiple of 8: the padded GEMM's output width.
+  int64_t paddedN() const { return (n + 7) / 8 * 8; }
+};
+
+struct FamilyDescriptor;
+// The variant a plan-table key stands for (rows = m, cols = n, inner = k).
+MmPadVariant mmPadVariantOf(const VariantKey& key);
+// Its key on `device`.
+VariantKey mmPadKeyOf(const MmPadVariant& v, int device);
+// The descriptor of mm_pad_n (Note [Family descriptors]).
+const FamilyDescriptor& mmPadDescriptor();
+
+// One point of the copy kernel's space; becomes HK_THREADS and HK_VEC.
+struct MmPadParams {
+  int threads = 256;  // 128, 256, 512 or 1024
+  int vec = 8;        // destination elements a thread stores at once: 1, 2, 4 or 8
+
+  nlohmann::json toJson() const;
+  // Throws Error on a missing or non-integer field.
+  static MmPadParams fromJson(const nlohmann::json& j);
+  std::string describe() const;  // "threads=256 vec=8"
+  bool operator==(const MmPadParams& o) const { return threads == o.threads && vec == o.vec; }
+};
+
+class MmPadFamily {
+ public:
+  static constexpr const char* kName = "mm_pad_n";  // the cache's family
+  static constexpr const char* kSourceName = "pad_rows";  // the embedded source
+  // extern "C" __global__ void hk_pad_rows(const void* src, void* dst, long long dstRows, long long dstCols,
+  //                                        long long srcRows, long long srcCols, long long srcLd)
+  static constexpr const char* kKernelName = "hk_pad_rows";
+  // The largest extent the family takes (each of m, n, k), and the largest m * n8 or n8 * k.
+  static constexpr int64_t kMaxExtent = int64_t{1} << 31;
+  static constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+  // Whether the family serves the variant: float16 or bfloat16; m, n, k >= 1
+  // and <= kMaxExtent; n % 8 != 0 (an aligned n gains nothing); k % 8 == 0
+  // (self's and the weight's rows 16-byte aligned, so that the padded GEMM
+  // runs cuBLAS's aligned kernels); m * n8 and n8 * k <= kMaxElements.
+  static bool guardVariant(const MmPadVariant& v);
+  // Whether `p` is one of allParameterPoints() (every point fits every variant).
+  static bool guardParams(const MmPadVariant& v, const MmPadParams& p);
+  // Bytes of alignment the copy's destination needs: vec * 2.
+  static size_t requiredAlignment(DType dtype, const MmPadParams& p);
+
+  // Up to 8 points worth timing, best guess first; empty iff !guardVariant(v).
+  static std::vector<MmPadParams> parameterSpace(const MmPadVariant& v);
+  // Every point (the guard's whitelist): threads {128, 256, 512, 1024} x vec {1, 2, 4, 8}.
+  static std::vector<MmPadParams> allParameterPoints();
+
+  // The CUDA template (kernelSource(kSourceName).text).
+  static std::string source();
+  // -DHK_THREADS=, -DHK_VEC=. Throws Error if `p` is not a point.
+  static std::vector<std::string> compileOptions(const MmPadParams& p);
+
+  // A grid-stride copy: ceil(packs / threads) CTAs of `threads` for the larger
+  // of the two copies (the output's m * n, the weight's n8 * k), at most
+  // 2^20 / threads CTAs; the smaller copy runs on the same grid.
+  static LaunchGeometry launchGeometry(const MmPadVariant& v, const MmPadParams& p);
+
+  // Ideal DRAM traffic of the op (what ATen's mm must move at least): self and
+  // the weight read once, the output written once.
+  static double bytesMoved(const MmPadVariant& v);
+};
+
+}  // namespace hotkernel::kernels

@@ -1,0 +1,301 @@
+#include "hotkernel/optimizer/MmPadTuner.h"
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/mm_cuda_dispatch.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "hotkernel/kernels/FamilyDescriptor.h"
+#include "hotkernel/kernels/VariantOptions.h"
+#include "hotkernel/optimizer/Benchmark.h"
+#include "hotkernel/optimizer/Harness.h"
+#include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/CudaDriver.h"
+#include "hotkernel/runtime/Logging.h"
+#include "hotkernel/runtime/Nvrtc.h"
+#include "hotkernel/runtime/PaddedGemm.h"
+
+// Note [Padded GEMM checks]
+// The plan's arithmetic is cuBLAS's, on the same inputs but another output
+// width, so another kernel: each element is a float32-accumulated dot product
+// of K terms in another order, rounded once to the 16-bit dtype. The check
+// holds each element to eager's own distance from a float64 GEMM plus two
+// units of the dtype's relative spacing (2^-10 float16, 2^-7 bfloat16) of the
+// float64 value, plus the dtype's smallest subnormal: the padded result may
+// round the other way, never be further off than eager by more than that.
+// What the copies could get wrong is checked apart from the values: buffers
+// filled with NaN before the plan writes them (an element left unwritten
+// stays NaN where the reference is finite), eager's sizes and strides, the
+// same bits from a second run (a race in the copy would show), and NaN and
+// infinities where eager has them with a NaN in self and an infinity in the
+// weight (the zero rows of the padded weight must not leak into the first N
+// columns). The float64 GEMM runs by row blocks of at most kCheckBlockBytes.
+
+namespace hotkernel {
+namespace {
+
+using kernels::MmPadFamily;
+using kernels::MmPadParams;
+using kernels::MmPadVariant;
+
+constexpr int64_t kCheckBlockBytes = int64_t{256} << 20;
+constexpr const char* kInterrupted = "tuning interrupted";
+
+struct MmInput {
+  at::Tensor self;    // [m, k]
+  at::Tensor weight;  // [n, k]; the op's mat2 is weight.t()
+};
+
+MmInput drawInput(const MmPadVariant& v, int device, at::Generator& gen) {
+  const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, device);
+  const at::ScalarType dt = scalarTypeOf(v.dtype);
+  MmInput in;
+  in.self = at::randn({v.m, v.k}, gen, opts).to(dt);
+  in.weight = at::randn({v.n, v.k}, gen, opts).mul_(1.0 / std::sqrt(static_cast<double>(v.k))).to(dt);
+  return in;
+}
+
+at::Tensor atenMm(const at::Tensor& a, const at::Tensor& b) { return at::cuda::mm(a, b); }
+
+at::Tensor runPlan(const Plan& plan, const MmInput& in, const MmPadVariant& v, at::Tensor w8 = {},
+                   at::Tensor out = {}) {
+  return runPaddedMm(*plan.launcher, in.self, in.weight.t(), v.paddedN(), &atenMm,
+                     at::cuda::getCurrentCUDAStream().stream(), std::move(w8), std::move(out));
+}
+
+double relativeSpacing(kernels::DType dtype) { return dtype == kernels::DType::BFloat16 ? 0x1p-7 : 0x1p-10; }
+double smallestSubnormal(kernels::DType dtype) { return dtype == kernels::DType::BFloat16 ? 0x1p-133 : 0x1p-24; }
+
+// "" or the first element outside the bound of Note [Padded GEMM checks].
+std::string compareWithFloat64(const MmInput& in, const at::Tensor& got, const at::Tensor& eager,
+                               const MmPadVariant& v, const std::function<bool()>& yieldPoint) {
+  const int64_t blockRows = std::max<int64_t>(1, kCheckBlockBytes / (8 * v.n));
+  const at::Tensor w64 = in.weight.to(at::kDouble);
+  for (int64_t r0 = 0; r0 < v.m; r0 += blockRows) {
+    if (yieldPoint && !yieldPoint()) return "interrupted";
+    const int64_t rows = std::min(blockRows, v.m - r0);
+    const at::Tensor ref = at::mm(in.self.narrow(0, r0, rows).to(at::kDouble), w64.t());
+    const at::Tensor g = got.narrow(0, r0, rows).to(at::kDouble);
+    const at::Tensor e = eager.narrow(0, r0, rows).to(at::kDouble);
+    const at::Tensor bound =
+        (e - ref).abs_().add_(ref.abs().mul_(2 * relativeSpacing(v.dtype))).add_(smallestSubnormal(v.dtype));
+    const at::Tensor bad = (g - ref).abs_().gt(bound).logical_or_(g.isnan());
+    const int64_t count = bad.sum().item<int64_t>();
+    if (count > 0) {
+      const int64_t flat = bad.flatten().nonzero().index({0}).item<int64_t>();
+      const int64_t r = flat / v.n, c = flat % v.n;
+      return std::to_string(count) + " element(s) outside the bound; first at [" + std::to_string(r0 + r) + ", " +
+             std::to_string(c) + "]: got " + std::to_string(g.index({r, c}).item<double>()) + ", eager " +
+             std::to_string(e.index({r, c}).item<double>()) + ", float64 " +
+             std::to_string(ref.index({r, c}).item<double>());
+    }
+  }
+  return "";
+}
+
+std::string checkWith(const Plan& plan, const MmPadVariant& v, int device, const std::function<bool()>& yieldPoint,
+                      at::Generator& gen) {
+  if (yieldPoint && !yieldPoint()) return "interrupted";
+  MmInput in = drawInput(v, device, gen);
+  const at::Tensor eager = atenMm(in.self, in.weight.t());
+  at::Tensor w8 = at::full({v.paddedN(), v.k}, NAN, in.self.options());
+  at::Tensor out = at::full({v.m, v.n}, NAN, in.self.options());
+  const at::Tensor got = runPlan(plan, in, v, w8, out);
+  if (!got.defined()) return "the plan did not run";
+  if (got.sizes() != eager.sizes() || got.strides() != eager.strides() || got.dtype() != eager.dtype()) {
+    return "its result is not shaped like eager's";
+  }
+  std::string why = compareWithFloat64(in, got, eager, v, yieldPoint);
+  if (!why.empty()) return why == "interrupted" ? why : "values: " + why;
+  if (yieldPoint && !yieldPoint()) return "interrupted";
+  const at::Tensor again = runPlan(plan, in, v);
+  if (!again.defined() || !at::equal(again.view(at::kShort), got.view(at::kShort))) {
+    return "a second run gave other bits";
+  }
+  // Special values: a NaN in self's row 0, an infinity in the weight's last row.
+  in.self.index_put_({0, 0}, NAN);
+  in.weight.index_put_({v.n - 1, v.k - 1}, INFINITY);
+  const at::Tensor eagerSpecial = atenMm(in.self, in.weight.t());
+  const at::Tensor gotSpecial = runPlan(plan, in, v);
+  if (!gotSpecial.defined()) return "the plan did not run on special values";
+  if (!at::equal(gotSpecial.isnan(), eagerSpecial.isnan()) || !at::equal(gotSpecial.isposinf(), eagerSpecial.isposinf()) ||
+      !at::equal(gotSpecial.isneginf(), eagerSpecial.isneginf())) {
+    return "special values: NaN or infinities where eager has none, or the other way round";
+  }
+  return "";
+}
+
+int64_t bytesNeeded(const MmPadVariant& v, int device) {
+  const int64_t e = 2;
+  const int64_t l2 = at::cuda::getDeviceProperties(device)->l2CacheSize;
+  // self and weight twice (two draws), the padded weight, the wide result, eager's, the plan's and the check's
+  // results, the float64 blocks (reference, got, eager, bound), the flush buffer.
+  return e * (2 * (v.m * v.k + v.n * v.k) + v.paddedN() * v.k + v.m * v.paddedN() + 4 * v.m * v.n) +
+         4 * kCheckBlockBytes + 2 * l2;
+}
+
+Plan planOf(const MmPadVariant& v, const MmPadParams& p, const std::string& cubin, int device) {
+  return kernels::mmPadDescriptor().makePlan(kernels::mmPadKeyOf(v, device), p.toJson(), cubin, device);
+}
+
+}  // namespace
+
+AtenReference mmPadAtenReference(const MmPadVariant& v) {
+  AtenReference r;
+  r.timedArgs = [](const at::Tensor&, at::Generator&) { return RowOpArgs{}; };
+  r.input = [v](int device, at::Generator& gen) {
+    MmInput in = drawInput(v, device, gen);
+    TimedInput t;
+    t.in = in.self;
+    t.args.columns = {in.weight};
+    return t;
+  };
+  r.call = [](const TimedInput& t) { atenMm(t.in, t.args.columns.at(0).t()); };
+  return r;
+}
+
+std::string checkMmPadPlan(const Plan& plan, const MmPadVariant& v, int device,
+                           const std::function<bool()>& yieldPoint) {
+  at::Generator gen = timingGenerator(device);
+  return checkWith(plan, v, device, yieldPoint, gen);
+}
+
+TuneOutcome tuneMmPad(const MmPadVariant& v, int device, const TunerOptions& options) {
+  HOTKERNEL_CHECK(MmPadFamily::guardVariant(v), "the mm_pad_n family cannot serve this variant");
+  HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
+  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
+  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
+  const int64_t need = bytesNeeded(v, device);
+  HOTKERNEL_CHECK(options.memoryCapBytes <= 0 || need <= options.memoryCapBytes, "tuning mm_pad_n ",
+                  kernels::variantString(kernels::mmPadKeyOf(v, device)), " needs ~", need >> 20,
+                  " MiB of GPU memory, over the optimizer's cap of ", options.memoryCapBytes >> 20, " MiB");
+  const std::string arch = queryDevice(device).nvrtcArch();
+  const std::vector<MmPadParams> points = MmPadFamily::parameterSpace(v);
+
+  TuneOutcome outcome;
+  outcome.family = MmPadFamily::kName;
+  outcome.metrics.arch = arch;
+  at::Generator gen = timingGenerator(device);
+  HOTKERNEL_CHECK(!options.yieldPoint || options.yieldPoint(), kInterrupted);
+  const MmInput timed = drawInput(v, device, gen);
+  std::optional<size_t> best;
+  std::optional<Comparison> bestCmp;
+  std::vector<std::string> cubins(points.size());
+  for (size_t i = 0; i < points.size(); ++i) {
+    CandidateRecord rec;
+    rec.candidateId = static_cast<int64_t>(i);
+    rec.origin = "seed";
+    rec.round = 0;
+    rec.params = points[i].toJson();
+    HOTKERNEL_CHECK(!options.yieldPoint || options.yieldPoint(), kInterrupted);
+    Plan plan;
+    try {
+      const NvrtcOutput compiled = compileToCubin(MmPadFamily::source(), "pad_rows.cu", arch,
+                                                  MmPadFamily::compileOptions(points[i]));
+      rec.compileSeconds = compiled.compileSeconds;
+      cubins[i] = compiled.cubin;
+      plan = planOf(v, points[i], cubins[i], device);
+    } catch (const std::exception& e) {
+      rec.stage = "compile";
+      rec.error = std::string(e.what()).substr(0, 300);
+      outcome.metrics.candidates.push_back(std::move(rec));
+      continue;
+    }
+    const std::string why = checkWith(plan, v, device, options.yieldPoint, gen);
+    HOTKERNEL_CHECK(why != "interrupted", kInterrupted);
+    rec.stages = std::map<std::string, StageRecord>{{"checks", StageRecord{why.empty(), why}}};
+    if (!why.empty()) {
+      rec.stage = "harness";
+      rec.error = "checks: " + why;
+      outcome.metrics.candidates.push_back(std::move(rec));
+      continue;
+    }
+    BenchmarkOptions bo;
+    bo.pairs = options.pairs;
+    bo.beforePair = options.yieldPoint;
+    at::Tensor last;
+    Comparison cmp;
+    try {
+      cmp = benchmarkInterleaved([&] { atenMm(timed.self, timed.weight.t()); },
+                                 [&] { last = runPlan(plan, timed, v); }, device, bo);
+    } catch (const std::exception& e) {
+      HOTKERNEL_CHECK(std::string(e.what()).find("interrupted") == std::string::npos, kInterrupted);
+      rec.stage = "benchmark";
+      rec.error = e.what();
+      outcome.metrics.candidates.push_back(std::move(rec));
+      continue;
+    }
+    // The timed output checked too (Note [Timed outputs are checked] in FamilyTuner.cpp): the same bits as a
+    // checked run on the timed input.
+    const at::Tensor checked = runPlan(plan, timed, v);
+    if (!last.defined() || !checked.defined() || !at::equal(last.view(at::kShort), checked.view(at::kShort))) {
+      rec.stage = "timed";
+      rec.error = "timed: the last timed call's output differs from a checked run's";
+      outcome.metrics.candidates.push_back(std::move(rec));
+      continue;
+    }
+    rec.atenUs = cmp.baseline.median;
+    rec.kernelUs = cmp.candidate.median;
+    rec.speedup = cmp.speedup.median;
+    rec.speedupCi = ConfidenceInterval{cmp.speedup.low, cmp.speedup.high};
+    rec.pairs = cmp.speedup.n;
+    rec.budgetLevel = 0;
+    rec.accepted = false;
+    if (cmp.clears(options.minSpeedup) && (!bestCmp || cmp.candidate.median < bestCmp->candidate.median)) {
+      best = outcome.metrics.candidates.size();
+      bestCmp = cmp;
+    }
+    outcome.metrics.candidates.push_back(std::move(rec));
+  }
+  SearchSummary summary;
+  summary.evaluations = static_cast<int>(points.size());
+  summary.rounds = 1;
+  summary.stop = SearchStop::Exhausted;
+  summary.validPoints = points.size();
+  outcome.metrics.search = summary;
+  if (best) {
+    CandidateRecord& rec = outcome.metrics.candidates[*best];
+    rec.accepted = true;
+    const size_t i = static_cast<size_t>(rec.candidateId);
+    outcome.accepted = true;
+    outcome.paramsJson = points[i].toJson();
+    outcome.kernelName = MmPadFamily::kKernelName;
+    outcome.cubin = cubins[i];
+    outcome.metrics.kernel = KernelMetrics::of(*bestCmp, 0.0);
+  }
+  return outcome;
+}
+
+std::string checkCachedMmPad(const VariantKey& key, const std::string& paramsJson, const std::string& cubin,
+                             const TunerOptions& options) {
+  const MmPadVariant v = kernels::mmPadVariantOf(key);
+  MmPadParams p;
+  try {
+    p = MmPadParams::fromJson(nlohmann::json::parse(paramsJson));
+  } catch (const std::exception& e) {
+    return std::string("unreadable parameters: ") + e.what();
+  }
+  const std::vector<MmPadParams> all = MmPadFamily::allParameterPoints();
+  if (std::find(all.begin(), all.end(), p) == all.end()) {
+    return "its parameters " + paramsJson + " are not a point of mm_pad_n's space";
+  }
+  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(key.device));
+  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
+  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, key.device));
+  const int64_t need = bytesNeeded(v, key.device);
+  if (options.memoryCapBytes > 0 && need > options.memoryCapBytes) {
+    return "its check needs ~" + std::to_string(need >> 20) + " MiB, over the optimizer's cap";
+  }
+  const std::string why = checkMmPadPlan(planOf(v, p, cubin, key.device), v, key.device, options.yieldPoint);
+  HOTKERNEL_CHECK(why != "interrupted", kInterrupted);
+  return why.empty() ? "" : "checks: " + why;
+}
+
+}  // namespace hotkernel
