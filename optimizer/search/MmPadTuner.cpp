@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <sstream>
 
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/VariantOptions.h"
@@ -24,11 +25,16 @@
 // Note [Padded GEMM checks]
 // The plan's arithmetic is cuBLAS's, on the same inputs but another output
 // width, so another kernel: each element is a float32-accumulated dot product
-// of K terms in another order, rounded once to the 16-bit dtype. The check
-// holds each element to eager's own distance from a float64 GEMM plus two
-// units of the dtype's relative spacing (2^-10 float16, 2^-7 bfloat16) of the
-// float64 value, plus the dtype's smallest subnormal: the padded result may
-// round the other way, never be further off than eager by more than that.
+// of K terms in another order, rounded once to the 16-bit dtype. Summing in
+// another order moves a float32 sum by up to about K * 2^-24 times the sum of
+// the terms' magnitudes, which near a cancellation (an output near 0) is many
+// units of the output's own spacing. So the check holds each element to
+// eager's own distance from a float64 GEMM, plus two units of the dtype's
+// relative spacing (2^-10 float16, 2^-7 bfloat16) of the float64 value, plus
+// 2 * K * 2^-24 * (|self| |weight|^T) at that element (the float32 summation
+// bound, twice for the two orders), plus the dtype's smallest subnormal. A
+// wrong element (another row or column, a value never written) is off by
+// about the output's own magnitude, far outside.
 // What the copies could get wrong is checked apart from the values: buffers
 // filled with NaN before the plan writes them (an element left unwritten
 // stays NaN where the reference is finite), eager's sizes and strides, the
@@ -77,23 +83,31 @@ std::string compareWithFloat64(const MmInput& in, const at::Tensor& got, const a
                                const MmPadVariant& v, const std::function<bool()>& yieldPoint) {
   const int64_t blockRows = std::max<int64_t>(1, kCheckBlockBytes / (8 * v.n));
   const at::Tensor w64 = in.weight.to(at::kDouble);
+  const at::Tensor w64Abs = w64.abs();
+  const double summation = 2.0 * static_cast<double>(v.k) * 0x1p-24;
   for (int64_t r0 = 0; r0 < v.m; r0 += blockRows) {
     if (yieldPoint && !yieldPoint()) return "interrupted";
     const int64_t rows = std::min(blockRows, v.m - r0);
-    const at::Tensor ref = at::mm(in.self.narrow(0, r0, rows).to(at::kDouble), w64.t());
+    const at::Tensor a64 = in.self.narrow(0, r0, rows).to(at::kDouble);
+    const at::Tensor ref = at::mm(a64, w64.t());
     const at::Tensor g = got.narrow(0, r0, rows).to(at::kDouble);
     const at::Tensor e = eager.narrow(0, r0, rows).to(at::kDouble);
-    const at::Tensor bound =
-        (e - ref).abs_().add_(ref.abs().mul_(2 * relativeSpacing(v.dtype))).add_(smallestSubnormal(v.dtype));
+    const at::Tensor bound = (e - ref)
+                                 .abs_()
+                                 .add_(ref.abs().mul_(2 * relativeSpacing(v.dtype)))
+                                 .add_(at::mm(a64.abs(), w64Abs.t()).mul_(summation))
+                                 .add_(smallestSubnormal(v.dtype));
     const at::Tensor bad = (g - ref).abs_().gt(bound).logical_or_(g.isnan());
     const int64_t count = bad.sum().item<int64_t>();
     if (count > 0) {
       const int64_t flat = bad.flatten().nonzero().index({0}).item<int64_t>();
       const int64_t r = flat / v.n, c = flat % v.n;
-      return std::to_string(count) + " element(s) outside the bound; first at [" + std::to_string(r0 + r) + ", " +
-             std::to_string(c) + "]: got " + std::to_string(g.index({r, c}).item<double>()) + ", eager " +
-             std::to_string(e.index({r, c}).item<double>()) + ", float64 " +
-             std::to_string(ref.index({r, c}).item<double>());
+      std::ostringstream why;
+      why.precision(9);
+      why << count << " element(s) outside the bound; first at [" << r0 + r << ", " << c << "]: got "
+          << g.index({r, c}).item<double>() << ", eager " << e.index({r, c}).item<double>() << ", float64 "
+          << ref.index({r, c}).item<double>() << ", bound " << bound.index({r, c}).item<double>();
+      return why.str();
     }
   }
   return "";
@@ -135,9 +149,9 @@ int64_t bytesNeeded(const MmPadVariant& v, int device) {
   const int64_t e = 2;
   const int64_t l2 = at::cuda::getDeviceProperties(device)->l2CacheSize;
   // self and weight twice (two draws), the padded weight, the wide result, eager's, the plan's and the check's
-  // results, the float64 blocks (reference, got, eager, bound), the flush buffer.
+  // results, the float64 blocks (reference, |self| |weight|^T, got, eager, bound), the flush buffer.
   return e * (2 * (v.m * v.k + v.n * v.k) + v.paddedN() * v.k + v.m * v.paddedN() + 4 * v.m * v.n) +
-         4 * kCheckBlockBytes + 2 * l2;
+         6 * kCheckBlockBytes + 2 * l2;
 }
 
 Plan planOf(const MmPadVariant& v, const MmPadParams& p, const std::string& cubin, int device) {

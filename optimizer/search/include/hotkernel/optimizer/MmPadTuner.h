@@ -27,7 +27,8 @@ AtenReference mmPadAtenReference(const kernels::MmPadVariant& v);
 // aten::mm's result on `device`, else what failed. On inputs drawn at v's
 // shape: the result has eager's sizes and strides; every element, written
 // over buffers filled with NaN, is within |eager - ref| + 2 units of the
-// dtype's relative spacing of a float64 GEMM's ref; a second run gives the
+// dtype's relative spacing of a float64 GEMM's ref + the float32 summation
+// bound of its dot product (2 * K * 2^-24 * (|self| |weight|^T)); a second run gives the
 // same bits; with a NaN in self and an infinity in the weight, NaN and
 // infinities fall where eager's do. `yieldPoint` is called before each unit
 // of GPU work (false: "interrupted").
