@@ -78,17 +78,20 @@ at::Tensor runPlan(const Plan& plan, const MmInput& in, const MmPadVariant& v, a
 double relativeSpacing(kernels::DType dtype) { return dtype == kernels::DType::BFloat16 ? 0x1p-7 : 0x1p-10; }
 double smallestSubnormal(kernels::DType dtype) { return dtype == kernels::DType::BFloat16 ? 0x1p-133 : 0x1p-24; }
 
-// "" or the first element outside the bound of Note [Padded GEMM checks].
-std::string compareWithFloat64(const MmInput& in, const at::Tensor& got, const at::Tensor& eager,
-                               const MmPadVariant& v, const std::function<bool()>& yieldPoint) {
+}  // namespace
+
+std::string mmValuesWithinBound(const at::Tensor& self, const at::Tensor& weight, const at::Tensor& got,
+                                const at::Tensor& eager, kernels::DType dtype,
+                                const std::function<bool()>& yieldPoint) {
+  const MmPadVariant v{dtype, self.size(0), weight.size(0), self.size(1)};
   const int64_t blockRows = std::max<int64_t>(1, kCheckBlockBytes / (8 * v.n));
-  const at::Tensor w64 = in.weight.to(at::kDouble);
+  const at::Tensor w64 = weight.to(at::kDouble);
   const at::Tensor w64Abs = w64.abs();
   const double summation = 2.0 * static_cast<double>(v.k) * 0x1p-24;
   for (int64_t r0 = 0; r0 < v.m; r0 += blockRows) {
     if (yieldPoint && !yieldPoint()) return "interrupted";
     const int64_t rows = std::min(blockRows, v.m - r0);
-    const at::Tensor a64 = in.self.narrow(0, r0, rows).to(at::kDouble);
+    const at::Tensor a64 = self.narrow(0, r0, rows).to(at::kDouble);
     const at::Tensor ref = at::mm(a64, w64.t());
     const at::Tensor g = got.narrow(0, r0, rows).to(at::kDouble);
     const at::Tensor e = eager.narrow(0, r0, rows).to(at::kDouble);
@@ -113,6 +116,8 @@ std::string compareWithFloat64(const MmInput& in, const at::Tensor& got, const a
   return "";
 }
 
+namespace {
+
 std::string checkWith(const Plan& plan, const MmPadVariant& v, int device, const std::function<bool()>& yieldPoint,
                       at::Generator& gen) {
   if (yieldPoint && !yieldPoint()) return "interrupted";
@@ -125,7 +130,7 @@ std::string checkWith(const Plan& plan, const MmPadVariant& v, int device, const
   if (got.sizes() != eager.sizes() || got.strides() != eager.strides() || got.dtype() != eager.dtype()) {
     return "its result is not shaped like eager's";
   }
-  std::string why = compareWithFloat64(in, got, eager, v, yieldPoint);
+  std::string why = mmValuesWithinBound(in.self, in.weight, got, eager, v.dtype, yieldPoint);
   if (!why.empty()) return why == "interrupted" ? why : "values: " + why;
   if (yieldPoint && !yieldPoint()) return "interrupted";
   const at::Tensor again = runPlan(plan, in, v);

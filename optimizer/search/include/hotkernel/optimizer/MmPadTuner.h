@@ -35,6 +35,15 @@ AtenReference mmPadAtenReference(const kernels::MmPadVariant& v);
 std::string checkMmPadPlan(const Plan& plan, const kernels::MmPadVariant& v, int device,
                            const std::function<bool()>& yieldPoint = {});
 
+// The value check of Note [Padded GEMM checks] on any device: "" when every
+// element of `got` (self [M, K] times weight [N, K] transposed, `dtype`) is
+// within the bound of a float64 GEMM given eager's result, else how many are
+// not and the first (with its bound). The float64 GEMM runs by row blocks;
+// `yieldPoint` before each (false: "interrupted").
+std::string mmValuesWithinBound(const at::Tensor& self, const at::Tensor& weight, const at::Tensor& got,
+                                const at::Tensor& eager, kernels::DType dtype,
+                                const std::function<bool()>& yieldPoint = {});
+
 // Run on the calling thread on `device` (own stream, relaxed capture mode).
 // Throws Error when the variant cannot be tuned (not served, NVRTC missing,
 // over options.memoryCapBytes) or "tuning interrupted"; failed candidates are
