@@ -20,8 +20,8 @@ std::optional<at::Tensor> tryPlan(c10::DispatchKeySet ks, const at::Tensor& self
     const Plan* plan = MmPadOverride::state().plans.load()->find(*key);
     if (!plan) return std::nullopt;
     void* stream = self.is_cuda() ? c10::cuda::getCurrentCUDAStream(self.device().index()).stream() : nullptr;
-    at::Tensor out = runPaddedMm(*plan->launcher, self, mat2, kernels::mmPadVariantOf(*key).paddedN(),
-                                 [ks](const at::Tensor& a, const at::Tensor& b) {
+    at::Tensor out = runPaddedMm(*plan->launcher, self, mat2, at::Tensor(), kernels::mmPadVariantOf(*key).paddedN(),
+                                 [ks](const at::Tensor& a, const at::Tensor& b, const at::Tensor&) {
                                    return MmPadOverride::callOriginal(ks, a, b);
                                  },
                                  stream);

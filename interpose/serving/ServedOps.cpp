@@ -1,5 +1,6 @@
 #include "hotkernel/interpose/ServedOps.h"
 
+#include "AddmmPadOverride.h"
 #include "CrossEntropyOverride.h"
 #include "LayerNormOverride.h"
 #include "MmPadOverride.h"
@@ -82,6 +83,8 @@ const std::vector<ServedOp>& servedOps() {
           ReduceOverride::state(ReduceOp::Min), &installReduce<ReduceOp::Min>, &recordedReduceKey<ReduceOp::Min>),
       row(MmPadOverride::kOpName, kernels::mmPadDescriptor(), MmPadOverride::state(), &MmPadOverride::install,
           &MmPadOverride::recordedKey),
+      row(AddmmPadOverride::kOpName, kernels::addmmPadDescriptor(), AddmmPadOverride::state(),
+          &AddmmPadOverride::install, &AddmmPadOverride::recordedKey),
   };
   return *rows;
 }

@@ -16,6 +16,7 @@ const std::vector<const FamilyDescriptor*>& allFamilies() {
                                               &layerNormDescriptor(), &crossEntropyDescriptor()};
     for (ReduceOp op : kAllReduceOps) f.push_back(&reduceDescriptor(op));
     f.push_back(&mmPadDescriptor());
+    f.push_back(&addmmPadDescriptor());
     return f;
   }();
   return kFamilies;

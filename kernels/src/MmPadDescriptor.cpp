@@ -1,6 +1,7 @@
-// The descriptor of mm_pad_n (Note [Family descriptors]): keys are rows = m,
-// cols = n, inner = k, no options; the family's own servesKey, so the inner
-// extent is its k, not a middle-dim layout.
+// The descriptors of mm_pad_n and addmm_pad_n (Note [Family descriptors]):
+// keys are rows = m, cols = n, inner = k, and addmm's the bias option; the
+// families' own servesKey, so the inner extent is their k, not a middle-dim
+// layout.
 #include "FamilyPlan.h"
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/MmPadFamily.h"
@@ -8,22 +9,32 @@
 namespace hotkernel::kernels {
 namespace {
 
-bool servesKey(const VariantKey& key) { return key.options == 0 && MmPadFamily::guardVariant(mmPadVariantOf(key)); }
+// kOptions: 0 for mm_pad_n, the bias option for addmm_pad_n.
+template <int32_t kOptions>
+bool servesKey(const VariantKey& key) {
+  return key.options == kOptions && MmPadFamily::guardVariant(mmPadVariantOf(key));
+}
 double bytesMoved(const VariantKey& key) { return MmPadFamily::bytesMoved(mmPadVariantOf(key)); }
 
+template <int32_t kOptions>
 Plan makePlan(const VariantKey& key, const nlohmann::json& params, const std::string& cubin, int device) {
-  HOTKERNEL_CHECK(key.options == 0, "mm_pad_n keys carry no options: ", variantString(key));
+  const char* name = kOptions == 0 ? MmPadFamily::kName : MmPadFamily::kAddmmName;
+  HOTKERNEL_CHECK(key.options == kOptions, name, " does not take the variant ", variantString(key));
   return detail::familyPlan<MmPadFamily>(key, mmPadVariantOf(key), MmPadParams::fromJson(params), cubin, device,
-                                         MmPadFamily::kName);
+                                         name);
 }
 
-const FamilyDescriptor kMmPad{MmPadFamily::kName, "aten::mm", MmPadFamily::kKernelName, 0, &servesKey, &bytesMoved,
-                              &makePlan};
+const FamilyDescriptor kMmPad{MmPadFamily::kName,  "aten::mm",     MmPadFamily::kKernelName, 0,
+                              &servesKey<0>,       &bytesMoved,    &makePlan<0>};
+const FamilyDescriptor kAddmmPad{MmPadFamily::kAddmmName,           "aten::addmm",
+                                 MmPadFamily::kKernelName,          variant_options::kBias,
+                                 &servesKey<variant_options::kBias>, &bytesMoved,
+                                 &makePlan<variant_options::kBias>};
 
 }  // namespace
 
 MmPadVariant mmPadVariantOf(const VariantKey& key) {
-  return MmPadVariant{static_cast<DType>(key.dtype), key.rows, key.cols, key.inner};
+  return MmPadVariant{static_cast<DType>(key.dtype), key.rows, key.cols, key.inner, hasBias(key)};
 }
 
 VariantKey mmPadKeyOf(const MmPadVariant& v, int device) {
@@ -33,9 +44,11 @@ VariantKey mmPadKeyOf(const MmPadVariant& v, int device) {
   key.rows = v.m;
   key.cols = v.n;
   key.inner = v.k;
+  key.options = v.bias ? variant_options::kBias : 0;
   return key;
 }
 
 const FamilyDescriptor& mmPadDescriptor() { return kMmPad; }
+const FamilyDescriptor& addmmPadDescriptor() { return kAddmmPad; }
 
 }  // namespace hotkernel::kernels

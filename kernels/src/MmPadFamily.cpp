@@ -15,7 +15,9 @@
 // is padded with zero rows to [N8, K], the GEMM computes [M, N8] (its last
 // N8 - N columns are dot products with zero rows, never read), and the first
 // N columns are copied into a contiguous [M, N]: eager's shape, strides and
-// dtype. Both copies are one kernel, hk_pad_rows. The values are those of
+// dtype. With addmm's bias, the bias is padded with zeros to [N8] the same
+// way and the GEMM is ATen's addmm (its beta and alpha as given). Every copy
+// is one kernel, hk_pad_rows. The values are those of
 // another cuBLAS kernel on the same inputs (fp32 accumulation in another
 // order): the tuner checks them against a float64 GEMM and times the whole
 // plan against ATen's mm, and the family is opt-in (HOTKERNEL_OPS).
@@ -99,7 +101,7 @@ LaunchGeometry MmPadFamily::launchGeometry(const MmPadVariant& v, const MmPadPar
 double MmPadFamily::bytesMoved(const MmPadVariant& v) {
   const double e = static_cast<double>(elementSize(v.dtype));
   const double m = static_cast<double>(v.m), n = static_cast<double>(v.n), k = static_cast<double>(v.k);
-  return (m * k + n * k + m * n) * e;
+  return (m * k + n * k + m * n + (v.bias ? n : 0.0)) * e;
 }
 
 }  // namespace hotkernel::kernels

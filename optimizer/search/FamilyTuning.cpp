@@ -140,6 +140,7 @@ const std::vector<FamilyTuner>& tuners() {
       t.push_back({kernels::reduceDescriptor(op), &reduceTuner, &reduceReference, &reduceTuneSpecOf});
     }
     t.push_back({kernels::mmPadDescriptor(), &mmPadTuner, &mmPadReference, nullptr, &checkCachedMmPad});
+    t.push_back({kernels::addmmPadDescriptor(), &mmPadTuner, &mmPadReference, nullptr, &checkCachedMmPad});
     return t;
   }();
   return kTuners;

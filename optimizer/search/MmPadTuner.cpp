@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/ops/addmm_cuda_dispatch.h>
 #include <ATen/ops/mm_cuda_dispatch.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -56,6 +57,7 @@ constexpr const char* kInterrupted = "tuning interrupted";
 struct MmInput {
   at::Tensor self;    // [m, k]
   at::Tensor weight;  // [n, k]; the op's mat2 is weight.t()
+  at::Tensor bias;    // [n] for addmm, else undefined
 };
 
 MmInput drawInput(const MmPadVariant& v, int device, at::Generator& gen) {
@@ -64,14 +66,19 @@ MmInput drawInput(const MmPadVariant& v, int device, at::Generator& gen) {
   MmInput in;
   in.self = at::randn({v.m, v.k}, gen, opts).to(dt);
   in.weight = at::randn({v.n, v.k}, gen, opts).mul_(1.0 / std::sqrt(static_cast<double>(v.k))).to(dt);
+  if (v.bias) in.bias = at::randn({v.n}, gen, opts).to(dt);
   return in;
 }
 
-at::Tensor atenMm(const at::Tensor& a, const at::Tensor& b) { return at::cuda::mm(a, b); }
+// ATen's op below the dispatcher: mm, or addmm with beta = alpha = 1 when a bias is given.
+at::Tensor atenMm(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias) {
+  return bias.defined() ? at::cuda::addmm(bias, a, b) : at::cuda::mm(a, b);
+}
+at::Tensor eagerOf(const MmInput& in) { return atenMm(in.self, in.weight.t(), in.bias); }
 
 at::Tensor runPlan(const Plan& plan, const MmInput& in, const MmPadVariant& v, at::Tensor w8 = {},
                    at::Tensor out = {}) {
-  return runPaddedMm(*plan.launcher, in.self, in.weight.t(), v.paddedN(), &atenMm,
+  return runPaddedMm(*plan.launcher, in.self, in.weight.t(), in.bias, v.paddedN(), &atenMm,
                      at::cuda::getCurrentCUDAStream().stream(), std::move(w8), std::move(out));
 }
 
@@ -80,10 +87,11 @@ double smallestSubnormal(kernels::DType dtype) { return dtype == kernels::DType:
 
 }  // namespace
 
-std::string mmValuesWithinBound(const at::Tensor& self, const at::Tensor& weight, const at::Tensor& got,
-                                const at::Tensor& eager, kernels::DType dtype,
+std::string mmValuesWithinBound(const at::Tensor& self, const at::Tensor& weight, const at::Tensor& bias,
+                                const at::Tensor& got, const at::Tensor& eager, kernels::DType dtype,
                                 const std::function<bool()>& yieldPoint) {
-  const MmPadVariant v{dtype, self.size(0), weight.size(0), self.size(1)};
+  const MmPadVariant v{dtype, self.size(0), weight.size(0), self.size(1), bias.defined()};
+  const at::Tensor b64 = v.bias ? bias.to(at::kDouble) : at::Tensor();
   const int64_t blockRows = std::max<int64_t>(1, kCheckBlockBytes / (8 * v.n));
   const at::Tensor w64 = weight.to(at::kDouble);
   const at::Tensor w64Abs = w64.abs();
@@ -92,13 +100,18 @@ std::string mmValuesWithinBound(const at::Tensor& self, const at::Tensor& weight
     if (yieldPoint && !yieldPoint()) return "interrupted";
     const int64_t rows = std::min(blockRows, v.m - r0);
     const at::Tensor a64 = self.narrow(0, r0, rows).to(at::kDouble);
-    const at::Tensor ref = at::mm(a64, w64.t());
+    at::Tensor ref = at::mm(a64, w64.t());
+    at::Tensor magnitude = at::mm(a64.abs(), w64Abs.t());
+    if (v.bias) {
+      ref.add_(b64);
+      magnitude.add_(b64.abs());
+    }
     const at::Tensor g = got.narrow(0, r0, rows).to(at::kDouble);
     const at::Tensor e = eager.narrow(0, r0, rows).to(at::kDouble);
     const at::Tensor bound = (e - ref)
                                  .abs_()
                                  .add_(ref.abs().mul_(2 * relativeSpacing(v.dtype)))
-                                 .add_(at::mm(a64.abs(), w64Abs.t()).mul_(summation))
+                                 .add_(magnitude.mul_(summation))
                                  .add_(smallestSubnormal(v.dtype));
     const at::Tensor bad = (g - ref).abs_().gt(bound).logical_or_(g.isnan());
     const int64_t count = bad.sum().item<int64_t>();
@@ -122,7 +135,7 @@ std::string checkWith(const Plan& plan, const MmPadVariant& v, int device, const
                       at::Generator& gen) {
   if (yieldPoint && !yieldPoint()) return "interrupted";
   MmInput in = drawInput(v, device, gen);
-  const at::Tensor eager = atenMm(in.self, in.weight.t());
+  const at::Tensor eager = eagerOf(in);
   at::Tensor w8 = at::full({v.paddedN(), v.k}, NAN, in.self.options());
   at::Tensor out = at::full({v.m, v.n}, NAN, in.self.options());
   const at::Tensor got = runPlan(plan, in, v, w8, out);
@@ -130,7 +143,7 @@ std::string checkWith(const Plan& plan, const MmPadVariant& v, int device, const
   if (got.sizes() != eager.sizes() || got.strides() != eager.strides() || got.dtype() != eager.dtype()) {
     return "its result is not shaped like eager's";
   }
-  std::string why = mmValuesWithinBound(in.self, in.weight, got, eager, v.dtype, yieldPoint);
+  std::string why = mmValuesWithinBound(in.self, in.weight, in.bias, got, eager, v.dtype, yieldPoint);
   if (!why.empty()) return why == "interrupted" ? why : "values: " + why;
   if (yieldPoint && !yieldPoint()) return "interrupted";
   const at::Tensor again = runPlan(plan, in, v);
@@ -140,7 +153,7 @@ std::string checkWith(const Plan& plan, const MmPadVariant& v, int device, const
   // Special values: a NaN in self's row 0, an infinity in the weight's last row.
   in.self.index_put_({0, 0}, NAN);
   in.weight.index_put_({v.n - 1, v.k - 1}, INFINITY);
-  const at::Tensor eagerSpecial = atenMm(in.self, in.weight.t());
+  const at::Tensor eagerSpecial = eagerOf(in);
   const at::Tensor gotSpecial = runPlan(plan, in, v);
   if (!gotSpecial.defined()) return "the plan did not run on special values";
   if (!at::equal(gotSpecial.isnan(), eagerSpecial.isnan()) || !at::equal(gotSpecial.isposinf(), eagerSpecial.isposinf()) ||
@@ -159,8 +172,12 @@ int64_t bytesNeeded(const MmPadVariant& v, int device) {
          6 * kCheckBlockBytes + 2 * l2;
 }
 
+const kernels::FamilyDescriptor& descriptorOf(const MmPadVariant& v) {
+  return v.bias ? kernels::addmmPadDescriptor() : kernels::mmPadDescriptor();
+}
+
 Plan planOf(const MmPadVariant& v, const MmPadParams& p, const std::string& cubin, int device) {
-  return kernels::mmPadDescriptor().makePlan(kernels::mmPadKeyOf(v, device), p.toJson(), cubin, device);
+  return descriptorOf(v).makePlan(kernels::mmPadKeyOf(v, device), p.toJson(), cubin, device);
 }
 
 }  // namespace
@@ -172,10 +189,10 @@ AtenReference mmPadAtenReference(const MmPadVariant& v) {
     MmInput in = drawInput(v, device, gen);
     TimedInput t;
     t.in = in.self;
-    t.args.columns = {in.weight};
+    t.args.columns = {in.weight, in.bias};
     return t;
   };
-  r.call = [](const TimedInput& t) { atenMm(t.in, t.args.columns.at(0).t()); };
+  r.call = [](const TimedInput& t) { atenMm(t.in, t.args.columns.at(0).t(), t.args.columns.at(1)); };
   return r;
 }
 
@@ -186,20 +203,20 @@ std::string checkMmPadPlan(const Plan& plan, const MmPadVariant& v, int device,
 }
 
 TuneOutcome tuneMmPad(const MmPadVariant& v, int device, const TunerOptions& options) {
-  HOTKERNEL_CHECK(MmPadFamily::guardVariant(v), "the mm_pad_n family cannot serve this variant");
+  HOTKERNEL_CHECK(MmPadFamily::guardVariant(v), descriptorOf(v).name, " cannot serve this variant");
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
   c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
   c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
   const int64_t need = bytesNeeded(v, device);
-  HOTKERNEL_CHECK(options.memoryCapBytes <= 0 || need <= options.memoryCapBytes, "tuning mm_pad_n ",
+  HOTKERNEL_CHECK(options.memoryCapBytes <= 0 || need <= options.memoryCapBytes, "tuning ", descriptorOf(v).name, " ",
                   kernels::variantString(kernels::mmPadKeyOf(v, device)), " needs ~", need >> 20,
                   " MiB of GPU memory, over the optimizer's cap of ", options.memoryCapBytes >> 20, " MiB");
   const std::string arch = queryDevice(device).nvrtcArch();
   const std::vector<MmPadParams> points = MmPadFamily::parameterSpace(v);
 
   TuneOutcome outcome;
-  outcome.family = MmPadFamily::kName;
+  outcome.family = descriptorOf(v).name;
   outcome.metrics.arch = arch;
   at::Generator gen = timingGenerator(device);
   HOTKERNEL_CHECK(!options.yieldPoint || options.yieldPoint(), kInterrupted);
@@ -242,7 +259,7 @@ TuneOutcome tuneMmPad(const MmPadVariant& v, int device, const TunerOptions& opt
     at::Tensor last;
     Comparison cmp;
     try {
-      cmp = benchmarkInterleaved([&] { atenMm(timed.self, timed.weight.t()); },
+      cmp = benchmarkInterleaved([&] { eagerOf(timed); },
                                  [&] { last = runPlan(plan, timed, v); }, device, bo);
     } catch (const std::exception& e) {
       HOTKERNEL_CHECK(std::string(e.what()).find("interrupted") == std::string::npos, kInterrupted);
@@ -303,7 +320,7 @@ std::string checkCachedMmPad(const VariantKey& key, const std::string& paramsJso
   }
   const std::vector<MmPadParams> all = MmPadFamily::allParameterPoints();
   if (std::find(all.begin(), all.end(), p) == all.end()) {
-    return "its parameters " + paramsJson + " are not a point of mm_pad_n's space";
+    return "its parameters " + paramsJson + " are not a point of " + descriptorOf(v).name + "'s space";
   }
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(key.device));
   c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);

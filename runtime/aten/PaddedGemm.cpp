@@ -25,8 +25,9 @@ bool aligned(const at::Tensor& t, size_t alignment) {
 
 }  // namespace
 
-at::Tensor runPaddedMm(const KernelLauncher& pad, const at::Tensor& self, const at::Tensor& mat2, int64_t n8,
-                       const MmKernel& mm, void* stream, at::Tensor w8, at::Tensor out) {
+at::Tensor runPaddedMm(const KernelLauncher& pad, const at::Tensor& self, const at::Tensor& mat2,
+                       const at::Tensor& bias, int64_t n8, const MmKernel& mm, void* stream, at::Tensor w8,
+                       at::Tensor out) {
   const int64_t m = self.size(0), k = self.size(1), n = mat2.size(1);
   const size_t alignment = pad.alignment();
   if (!w8.defined()) w8 = at::empty({n8, k}, self.options());
@@ -34,7 +35,14 @@ at::Tensor runPaddedMm(const KernelLauncher& pad, const at::Tensor& self, const 
   if (!aligned(w8, alignment) || !aligned(out, alignment)) return {};
   // mat2 = w.t(): its storage is w [N, K], row-major.
   if (!padRows(pad, mat2.const_data_ptr(), w8.mutable_data_ptr(), n8, k, n, k, k, stream)) return {};
-  const at::Tensor wide = mm(self, w8.t());
+  at::Tensor b8;
+  if (bias.defined()) {
+    b8 = at::empty({n8}, bias.options());
+    if (!aligned(b8, alignment) || !padRows(pad, bias.const_data_ptr(), b8.mutable_data_ptr(), 1, n8, 1, n, n, stream)) {
+      return {};
+    }
+  }
+  const at::Tensor wide = mm(self, w8.t(), b8);
   if (!wide.defined() || wide.dim() != 2 || wide.size(0) != m || wide.size(1) != n8 || !wide.is_contiguous()) {
     return {};
   }

@@ -1,6 +1,7 @@
-// The mm_pad_n family end to end on a GPU (Note [Padded GEMMs]): every point's
-// plan passes the family's checks (Note [Padded GEMM checks]) on small and odd
-// shapes; GPT-2's LM head ([8192, 768] x [768, 50257] fp16) goes through
+// The padded-GEMM families end to end on a GPU (Note [Padded GEMMs]): every
+// point's plan passes the families' checks (Note [Padded GEMM checks]) on small
+// and odd shapes, with and without a bias; BERT's MLM head (F.linear with a
+// bias) served through the aten::addmm override; GPT-2's LM head ([8192, 768] x [768, 50257] fp16) goes through
 // Engine::optimizeVariant (tuner, checks, decision in the cache under
 // "mm_pad_n", plan published), and F.linear then hits the aten::mm override
 // under inference mode, with autograd on (ATen's own gradient) and inside a
@@ -13,6 +14,7 @@
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <ATen/ops/addmm_cuda_dispatch.h>
 #include <ATen/ops/mm_cuda_dispatch.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -47,17 +49,18 @@ Plan compiledPlan(const MmPadVariant& v, const MmPadParams& p) {
   const std::string cubin =
       compileToCubin(MmPadFamily::source(), "pad_rows.cu", queryDevice(0).nvrtcArch(), MmPadFamily::compileOptions(p))
           .cubin;
-  return kernels::mmPadDescriptor().makePlan(kernels::mmPadKeyOf(v, 0), p.toJson(), cubin, 0);
+  const kernels::FamilyDescriptor& f = v.bias ? kernels::addmmPadDescriptor() : kernels::mmPadDescriptor();
+  return f.makePlan(kernels::mmPadKeyOf(v, 0), p.toJson(), cubin, 0);
 }
 
 // |got - eager| within two units of the dtype's relative spacing of eager, plus an absolute floor for values
 // near 0 (the sum of K products of both signs): the family's check holds the plan to a float64 GEMM instead.
-void expectNearEager(const at::Tensor& got, const at::Tensor& eager, const char* what) {
+void expectNearEager(const at::Tensor& got, const at::Tensor& eager, const char* what, double spacing = 2.0 / 1024) {
   ASSERT_EQ(got.sizes(), eager.sizes()) << what;
   ASSERT_EQ(got.strides(), eager.strides()) << what;
   ASSERT_EQ(got.scalar_type(), eager.scalar_type()) << what;
   const at::Tensor g = got.to(at::kFloat), e = eager.to(at::kFloat);
-  const double worst = ((g - e).abs() - e.abs().mul(2.0 / 1024)).max().item<double>();
+  const double worst = ((g - e).abs() - e.abs().mul(spacing)).max().item<double>();
   EXPECT_LE(worst, 1e-2) << what;
   EXPECT_FALSE(g.isnan().any().item<bool>()) << what;
 }
@@ -66,7 +69,8 @@ TEST(MmPadGpuTest, GivenEveryPointWhenItsPlanIsCheckedOnOddShapesThenTheChecksPa
   REQUIRE_CUDA_AND_NVRTC();
   c10::cuda::CUDAGuard guard(0);
   for (const MmPadVariant& v : {MmPadVariant{DType::Float16, 300, 1001, 64}, MmPadVariant{DType::BFloat16, 7, 13, 16},
-                                MmPadVariant{DType::BFloat16, 1, 50257, 8}}) {
+                                MmPadVariant{DType::BFloat16, 1, 50257, 8},
+                                MmPadVariant{DType::BFloat16, 300, 1001, 64, /*bias=*/true}}) {
     for (const MmPadParams& p : MmPadFamily::allParameterPoints()) {
       EXPECT_EQ(checkMmPadPlan(compiledPlan(v, p), v, 0), "")
           << p.describe() << " on " << kernels::variantString(kernels::mmPadKeyOf(v, 0));
@@ -149,6 +153,27 @@ TEST(MmPadRuntimeGpuTest, GivenGpt2sLmHeadWhenOptimizedThenLinearHitsThePaddedPl
   at::cuda::getCurrentCUDAStream(0).synchronize();
   side.synchronize();
   expectNearEager(captured, eager, "graph replay");
+}
+
+// BERT's MLM head (F.linear with a bias, vocabulary 30,522) on fewer tokens: a checked addmm_pad_n plan published
+// by hand, then at::linear with the bias hits the aten::addmm override (F.linear of a 3-d contiguous input with a
+// bias is addmm on the flattened input) within the bound of eager.
+TEST(MmPadRuntimeGpuTest, GivenACheckedAddmmPlanWhenLinearWithABiasIsCalledThenTheAddmmOverrideServesIt) {
+  REQUIRE_CUDA_AND_NVRTC();
+  installServedOp(servedOp("aten::addmm"), c10::DispatchKey::CUDA, nullptr);
+  const MmPadVariant v{DType::BFloat16, 4096, 30522, 768, /*bias=*/true};
+  const Plan plan = compiledPlan(v, MmPadFamily::parameterSpace(v).front());
+  ASSERT_EQ(checkMmPadPlan(plan, v, 0), "");
+  plansOf(servedOp("aten::addmm")).publish(plan);
+  const auto opts = at::TensorOptions().device(at::kCUDA, 0).dtype(at::kBFloat16);
+  const at::Tensor x = at::randn({8, 512, 768}, opts);
+  const at::Tensor w = at::randn({30522, 768}, opts).mul_(1.0 / std::sqrt(768.0));
+  const at::Tensor b = at::randn({30522}, opts);
+  const at::Tensor eager = at::cuda::addmm(b, x.reshape({4096, 768}), w.t()).reshape({8, 512, 30522});
+  const uint64_t hits = hitsOf(servedOp("aten::addmm"));
+  at::InferenceMode inference;
+  expectNearEager(at::linear(x, w, b), eager, "linear with bias", 2.0 / 128);
+  EXPECT_EQ(hitsOf(servedOp("aten::addmm")), hits + 1);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// The aten::mm trampoline of the mm_pad_n family (interpose/serving/MmPadOverride):
-// a planned call runs the padded GEMM (runPaddedMm: the pad, the original mm,
-// the copy), everything else the original kernel. Exercised on the CPU
+// The aten::mm and aten::addmm trampolines of the padded-GEMM families
+// (interpose/serving/MmPadOverride, AddmmPadOverride): a planned call runs the
+// padded GEMM (runPaddedMm: the pads, the original mm or addmm, the copy),
+// everything else the original kernel. Exercised on the CPU
 // dispatch key with a launcher that plays hk_pad_rows on the host (the CUDA key
 // runs the same trampoline; tests/gpu/MmPadGpuTest.cpp runs the real kernel).
 #include <gtest/gtest.h>
@@ -11,9 +12,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "AddmmPadOverride.h"
 #include "MmPadOverride.h"
 #include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/kernels/MmPadFamily.h"
+#include "hotkernel/kernels/VariantOptions.h"
 
 namespace hotkernel {
 namespace {
@@ -146,6 +149,84 @@ TEST(MmPadKeyTest, GivenCallsWhenKeyedThenOnlyTheLinearLayoutOfAMisalignedSixtee
   EXPECT_FALSE(MmPadOverride::keyOf(self, bf16({16, 16}).t()).has_value());             // N aligned
   EXPECT_FALSE(MmPadOverride::keyOf(self.unsqueeze(0), w.t()).has_value());             // not 2-d
   EXPECT_FALSE(MmPadOverride::keyOf(self, bf16({13, 8}).t()).has_value());              // K mismatch
+}
+
+const ServedOp& addmmOp() { return servedOp("aten::addmm"); }
+
+class AddmmPadOverrideTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    AddmmPadOverride::install(c10::DispatchKey::CPU);
+    launcher_ = std::make_shared<HostPadLauncher>();
+    const VariantKey key = kernels::mmPadKeyOf({kernels::DType::BFloat16, 6, 13, 16, /*bias=*/true}, -1);
+    plansOf(addmmOp()).publish(Plan{key, launcher_, "host pad_rows 6x13x16 bias"});
+  }
+  void SetUp() override {
+    launcher_->failAt = 0;
+    launcher_->calls = 0;
+    launcher_->shapes.clear();
+    setServedOpsEnabled(true);
+  }
+  static at::Tensor original(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, double beta,
+                             double alpha) {
+    setServedOpsEnabled(false);
+    at::Tensor r = at::addmm(bias, a, b, beta, alpha);
+    setServedOpsEnabled(true);
+    return r;
+  }
+  static std::shared_ptr<HostPadLauncher> launcher_;
+};
+std::shared_ptr<HostPadLauncher> AddmmPadOverrideTest::launcher_;
+
+TEST_F(AddmmPadOverrideTest, GivenAPlannedLinearWithBiasWhenCalledThenThePaddedPlanAddsTheBiasWithBetaAndAlpha) {
+  const at::Tensor self = bf16({6, 16}), w = bf16({13, 16}), bias = bf16({13});
+  for (const auto& [beta, alpha] : {std::pair{1.0, 1.0}, std::pair{0.5, 2.0}}) {
+    launcher_->shapes.clear();
+    const uint64_t hits = hitsOf(addmmOp());
+    const at::Tensor out = at::addmm(bias, self, w.t(), beta, alpha);
+    EXPECT_EQ(hitsOf(addmmOp()), hits + 1);
+    const at::Tensor eager = original(bias, self, w.t(), beta, alpha);
+    EXPECT_EQ(out.sizes(), eager.sizes());
+    EXPECT_EQ(out.strides(), eager.strides());
+    EXPECT_TRUE(at::allclose(out.to(at::kFloat), eager.to(at::kFloat), 2e-2, 2e-2)) << beta << " " << alpha;
+    // The weight to [16, 16], the bias to [1, 16] (zeros after 13), then the product into [6, 13].
+    ASSERT_EQ(launcher_->shapes.size(), 3u);
+    EXPECT_EQ(launcher_->shapes[0], (std::vector<int64_t>{16, 16, 13, 16, 16}));
+    EXPECT_EQ(launcher_->shapes[1], (std::vector<int64_t>{1, 16, 1, 13, 13}));
+    EXPECT_EQ(launcher_->shapes[2], (std::vector<int64_t>{6, 13, 6, 13, 16}));
+  }
+}
+
+TEST_F(AddmmPadOverrideTest, GivenOtherBiasesOrAFailedLaunchWhenCalledThenTheOriginalRuns) {
+  const at::Tensor self = bf16({6, 16}), w = bf16({13, 16});
+  // A full [M, N] bias, a [1, N] one, a strided one, a broadcast [1]: not the linear layout.
+  for (const at::Tensor& bias : {bf16({6, 13}), bf16({1, 13}), bf16({26}).as_strided({13}, {2}), bf16({1})}) {
+    const uint64_t misses = missesOf(addmmOp());
+    const at::Tensor out = at::addmm(bias, self, w.t());
+    EXPECT_EQ(missesOf(addmmOp()), misses + 1) << bias.sizes();
+    EXPECT_TRUE(at::equal(out, original(bias, self, w.t(), 1.0, 1.0))) << bias.sizes();
+  }
+  EXPECT_EQ(launcher_->calls.load(), 0);
+  const at::Tensor bias = bf16({13});
+  for (int failAt : {1, 2, 3}) {  // the weight's pad, the bias's, the copy
+    launcher_->calls = 0;
+    launcher_->failAt = failAt;
+    const uint64_t misses = missesOf(addmmOp());
+    const at::Tensor out = at::addmm(bias, self, w.t());
+    EXPECT_EQ(missesOf(addmmOp()), misses + 1) << failAt;
+    EXPECT_TRUE(at::equal(out, original(bias, self, w.t(), 1.0, 1.0))) << failAt;
+  }
+}
+
+TEST(AddmmPadKeyTest, GivenABiasWhenKeyedThenTheMmLayoutWithTheBiasOption) {
+  const at::Tensor self = bf16({6, 16}), w = bf16({13, 16});
+  const std::optional<VariantKey> key = AddmmPadOverride::keyOf(bf16({13}), self, w.t());
+  ASSERT_TRUE(key.has_value());
+  EXPECT_EQ(key->options, kernels::variant_options::kBias);
+  EXPECT_EQ(key->cols, 13);
+  EXPECT_FALSE(AddmmPadOverride::keyOf(bf16({13}), self, bf16({16, 13})).has_value());  // row-major mat2
+  EXPECT_FALSE(AddmmPadOverride::keyOf(bf16({14}), self, w.t()).has_value());           // bias of another size
+  EXPECT_FALSE(AddmmPadOverride::keyOf(at::Tensor(), self, w.t()).has_value());
 }
 
 }  // namespace

@@ -113,6 +113,24 @@ TEST(MmPadFamilyTest, GivenTheDescriptorWhenAskedThenItServesMmKeysOnly) {
   EXPECT_THROW(f->makePlan(withOptions, MmPadParams{}.toJson(), "not a cubin", 0), Error);
 }
 
+TEST(MmPadFamilyTest, GivenTheAddmmDescriptorWhenAskedThenItServesBiasKeysOfAddmmOnly) {
+  const FamilyDescriptor* f = familyForOp("aten::addmm");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f, &addmmPadDescriptor());
+  EXPECT_EQ(familyNamed("addmm_pad_n"), f);
+  MmPadVariant v = gpt2Head();
+  v.bias = true;
+  const VariantKey key = mmPadKeyOf(v, 0);
+  EXPECT_EQ(key.options, variant_options::kBias);
+  EXPECT_EQ(variantString(key), "dtype=float16;rows=8192;cols=50257;inner=768;bias=1");
+  EXPECT_TRUE(mmPadVariantOf(key).bias);
+  EXPECT_TRUE(f->servesKey(key));
+  EXPECT_FALSE(mmPadDescriptor().servesKey(key));  // each op its own family
+  EXPECT_FALSE(f->servesKey(mmPadKeyOf(gpt2Head(), 0)));
+  EXPECT_DOUBLE_EQ(f->bytesMoved(key), MmPadFamily::bytesMoved(gpt2Head()) + 50257.0 * 2);
+  EXPECT_THROW(f->makePlan(mmPadKeyOf(gpt2Head(), 0), MmPadParams{}.toJson(), "not a cubin", 0), Error);
+}
+
 #define SKIP_WITHOUT_NVRTC() \
   if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcUnavailableReason()
 

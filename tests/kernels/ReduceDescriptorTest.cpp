@@ -104,8 +104,8 @@ TEST(ReduceDescriptorTest, GivenAKeyWithAnInnerExtentWhenAskedOfAnotherFamilyThe
     if (reduceOpOfFamily(f->name)) continue;
     // The softmax ops have a middle-dim layout of their own (SoftmaxDimFamilyTest).
     if (f == &softmaxDescriptor(SoftmaxOp::Softmax) || f == &softmaxDescriptor(SoftmaxOp::LogSoftmax)) continue;
-    // mm_pad_n's inner extent is its GEMM's k: it serves only keys with one (MmPadFamilyTest).
-    if (f == &mmPadDescriptor()) continue;
+    // The padded GEMMs' inner extent is their k: they serve only keys with one (MmPadFamilyTest).
+    if (f == &mmPadDescriptor() || f == &addmmPadDescriptor()) continue;
     VariantKey k = key;
     if (f == &crossEntropyDescriptor()) k.options = reductionOptions(1);
     if (f == &rmsNormDescriptor() || f == &layerNormDescriptor()) k.options = variant_options::kWeight;

@@ -30,41 +30,53 @@ Gemm draw(at::ScalarType dtype, uint64_t seed) {
 }
 
 // The same products summed in float32 in another order: eight K chunks in reverse, each reversed.
-at::Tensor otherOrder(const Gemm& g) {
+at::Tensor otherOrderFloat(const Gemm& g) {
   const at::Tensor a = g.self.to(at::kFloat).flip(1), w = g.weight.to(at::kFloat).flip(1);
   at::Tensor sum = at::zeros({a.size(0), w.size(0)});
   for (int64_t k0 = 0; k0 < a.size(1); k0 += 96) sum.add_(at::mm(a.narrow(1, k0, 96), w.narrow(1, k0, 96).t()));
-  return sum.to(g.self.scalar_type());
+  return sum;
 }
+at::Tensor otherOrder(const Gemm& g) { return otherOrderFloat(g).to(g.self.scalar_type()); }
 
 TEST(MmPadCheckTest, GivenTheProductsSummedInAnotherOrderWhenCheckedThenWithinTheBound) {
   for (const auto& [dtype, d] : {std::pair{at::kHalf, DType::Float16}, std::pair{at::kBFloat16, DType::BFloat16}}) {
     for (uint64_t seed : {1, 2, 3}) {
       const Gemm g = draw(dtype, seed);
       const at::Tensor got = otherOrder(g);
-      EXPECT_EQ(mmValuesWithinBound(g.self, g.weight, got, g.eager, d), "") << seed;
-      EXPECT_EQ(mmValuesWithinBound(g.self, g.weight, g.eager, g.eager, d), "") << seed;
+      EXPECT_EQ(mmValuesWithinBound(g.self, g.weight, at::Tensor(), got, g.eager, d), "") << seed;
+      EXPECT_EQ(mmValuesWithinBound(g.self, g.weight, at::Tensor(), g.eager, g.eager, d), "") << seed;
     }
   }
+}
+
+TEST(MmPadCheckTest, GivenABiasWhenCheckedThenItIsPartOfTheReferenceAndTheBound) {
+  const Gemm g = draw(at::kBFloat16, 11);
+  const at::Tensor bias = at::randn({13}).to(at::kBFloat16);
+  const at::Tensor eager = at::addmm(bias.to(at::kFloat), g.self.to(at::kFloat), g.weight.to(at::kFloat).t())
+                               .to(at::kBFloat16);
+  const at::Tensor got = otherOrderFloat(g).add_(bias.to(at::kFloat)).to(at::kBFloat16);  // rounded once
+  EXPECT_EQ(mmValuesWithinBound(g.self, g.weight, bias, got, eager, DType::BFloat16), "");
+  // A result that left the bias out is off by the bias everywhere.
+  EXPECT_NE(mmValuesWithinBound(g.self, g.weight, bias, otherOrder(g), eager, DType::BFloat16), "");
 }
 
 TEST(MmPadCheckTest, GivenAMisplacedUnwrittenOrFarOffElementWhenCheckedThenItFails) {
   const Gemm g = draw(at::kHalf, 7);
   at::Tensor swapped = g.eager.clone();
   swapped.select(1, 3).copy_(g.eager.select(1, 4));
-  EXPECT_NE(mmValuesWithinBound(g.self, g.weight, swapped, g.eager, DType::Float16), "");
+  EXPECT_NE(mmValuesWithinBound(g.self, g.weight, at::Tensor(), swapped, g.eager, DType::Float16), "");
   at::Tensor unwritten = g.eager.clone();
   unwritten.index_put_({5, 12}, NAN);
-  const std::string why = mmValuesWithinBound(g.self, g.weight, unwritten, g.eager, DType::Float16);
+  const std::string why = mmValuesWithinBound(g.self, g.weight, at::Tensor(), unwritten, g.eager, DType::Float16);
   EXPECT_NE(why.find("1 element(s) outside the bound; first at [5, 12]"), std::string::npos) << why;
   at::Tensor off = g.eager.clone();
   off.index_put_({63, 0}, off.index({63, 0}).item<double>() + 0.05);  // ~50 float16 units at 1, far past the bound
-  EXPECT_NE(mmValuesWithinBound(g.self, g.weight, off, g.eager, DType::Float16), "");
+  EXPECT_NE(mmValuesWithinBound(g.self, g.weight, at::Tensor(), off, g.eager, DType::Float16), "");
 }
 
 TEST(MmPadCheckTest, GivenAYieldPointThatSaysStopWhenCheckedThenInterrupted) {
   const Gemm g = draw(at::kHalf, 9);
-  EXPECT_EQ(mmValuesWithinBound(g.self, g.weight, g.eager, g.eager, DType::Float16, [] { return false; }),
+  EXPECT_EQ(mmValuesWithinBound(g.self, g.weight, at::Tensor(), g.eager, g.eager, DType::Float16, [] { return false; }),
             "interrupted");
 }
 

@@ -1,17 +1,20 @@
 #pragma once
-// The mm_pad_n family: aten::mm(self [M, K], mat2 [K, N]) on CUDA, float16 /
-// bfloat16, where mat2 is a transposed contiguous weight (w.t() of w [N, K]:
-// F.linear's layout) and N is not a multiple of 8, computed as a GEMM padded
-// to N8 = N rounded up to 8 (Note [Padded GEMMs] in src/MmPadFamily.cpp):
+// The padded-GEMM families: aten::mm(self [M, K], mat2 [K, N]) (mm_pad_n) and
+// aten::addmm(bias [N], self, mat2, beta, alpha) (addmm_pad_n: F.linear with a
+// bias) on CUDA, float16 / bfloat16, where mat2 is a transposed contiguous
+// weight (w.t() of w [N, K]: F.linear's layout) and N is not a multiple of 8,
+// computed as a GEMM padded to N8 = N rounded up to 8 (Note [Padded GEMMs] in
+// src/MmPadFamily.cpp):
 //   w8  = [N8, K], w's rows then zero rows          (hk_pad_rows)
-//   buf = mm(self, w8.t())  [M, N8]                 (ATen's own mm: cuBLAS)
+//   b8  = [N8], the bias then zeros (addmm)          (hk_pad_rows)
+//   buf = mm(self, w8.t()) or addmm(b8, self, w8.t(), beta, alpha)  [M, N8]  (ATen's own: cuBLAS)
 //   out = buf[:, :N] as a contiguous [M, N]         (hk_pad_rows)
-// The family's kernel is the copy (kernels/gemm/pad_rows.cu); the GEMM is
-// ATen's. The op override (interpose/serving/MmPadOverride) runs the three
-// steps; the optimizer's tuner (optimizer/search/MmPadTuner) times the whole
-// plan against ATen's mm and checks its values.
+// The families' kernel is the copy (kernels/gemm/pad_rows.cu); the GEMM is
+// ATen's. The op overrides (interpose/serving/MmPadOverride, AddmmPadOverride)
+// run the steps; the optimizer's tuner (optimizer/search/MmPadTuner) times the
+// whole plan against ATen's op and checks its values.
 //
-// A key: rows = M, cols = N, inner = K, no options.
+// A key: rows = M, cols = N, inner = K; the bias option for addmm_pad_n.
 
 #include <cstddef>
 #include <cstdint>
@@ -35,17 +38,19 @@ struct MmPadVariant {
   int64_t m = 0;
   int64_t n = 0;
   int64_t k = 0;
+  bool bias = false;  // addmm: a bias [N] added (beta * bias + alpha * self @ mat2)
   // N rounded up to a multiple of 8: the padded GEMM's output width.
   int64_t paddedN() const { return (n + 7) / 8 * 8; }
 };
 
 struct FamilyDescriptor;
-// The variant a plan-table key stands for (rows = m, cols = n, inner = k).
+// The variant a plan-table key stands for (rows = m, cols = n, inner = k, the bias option).
 MmPadVariant mmPadVariantOf(const VariantKey& key);
 // Its key on `device`.
 VariantKey mmPadKeyOf(const MmPadVariant& v, int device);
-// The descriptor of mm_pad_n (Note [Family descriptors]).
+// The descriptors of mm_pad_n (aten::mm) and addmm_pad_n (aten::addmm) (Note [Family descriptors]).
 const FamilyDescriptor& mmPadDescriptor();
+const FamilyDescriptor& addmmPadDescriptor();
 
 // One point of the copy kernel's space; becomes HK_THREADS and HK_VEC.
 struct MmPadParams {
@@ -61,7 +66,8 @@ struct MmPadParams {
 
 class MmPadFamily {
  public:
-  static constexpr const char* kName = "mm_pad_n";  // the cache's family
+  static constexpr const char* kName = "mm_pad_n";         // the cache's family of aten::mm
+  static constexpr const char* kAddmmName = "addmm_pad_n";  // the cache's family of aten::addmm
   static constexpr const char* kSourceName = "pad_rows";  // the embedded source
   // extern "C" __global__ void hk_pad_rows(const void* src, void* dst, long long dstRows, long long dstCols,
   //                                        long long srcRows, long long srcCols, long long srcLd)
@@ -95,8 +101,8 @@ class MmPadFamily {
   // 2^20 / threads CTAs; the smaller copy runs on the same grid.
   static LaunchGeometry launchGeometry(const MmPadVariant& v, const MmPadParams& p);
 
-  // Ideal DRAM traffic of the op (what ATen's mm must move at least): self and
-  // the weight read once, the output written once.
+  // Ideal DRAM traffic of the op (what ATen's mm must move at least): self,
+  // the weight and the bias read once, the output written once.
   static double bytesMoved(const MmPadVariant& v);
 };
 
