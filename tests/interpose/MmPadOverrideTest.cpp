@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/kernels/MmPadFamily.h"
 #include "hotkernel/kernels/VariantOptions.h"
+#include "hotkernel/optimizer/MmPadTuner.h"
 
 namespace hotkernel {
 namespace {
@@ -92,6 +94,29 @@ TEST_F(MmPadOverrideTest, GivenAPlannedLinearLayoutWhenCalledThenPaddedPlanGives
   ASSERT_EQ(launcher_->shapes.size(), 2u);
   EXPECT_EQ(launcher_->shapes[0], (std::vector<int64_t>{16, 16, 13, 16, 16}));
   EXPECT_EQ(launcher_->shapes[1], (std::vector<int64_t>{6, 13, 6, 13, 16}));
+}
+
+// Random shapes of both dtypes, each with its own plan: every result has eager's layout and is within the bound of
+// Note [Padded GEMM checks] (the CPU GEMM on the padded weight sums in its own order too).
+TEST_F(MmPadOverrideTest, GivenRandomShapesWhenPlannedThenEveryResultIsWithinTheBoundOfEager) {
+  at::manual_seed(17);
+  for (int i = 0; i < 40; ++i) {
+    // m >= 7: the other tests call m = 6 shapes expecting the one plan published for them.
+    const int64_t m = 7 + at::randint(34, {1}).item<int64_t>(), k = 8 * (1 + at::randint(8, {1}).item<int64_t>());
+    int64_t n = 1 + at::randint(60, {1}).item<int64_t>();
+    if (n % 8 == 0) ++n;
+    const bool half = i % 2 == 0;
+    const at::ScalarType dt = half ? at::kHalf : at::kBFloat16;
+    const kernels::DType d = half ? kernels::DType::Float16 : kernels::DType::BFloat16;
+    plansOf(mmOp()).publish(Plan{kernels::mmPadKeyOf({d, m, n, k}, -1), launcher_, "host pad_rows"});
+    const at::Tensor self = at::randn({m, k}).to(dt), w = at::randn({n, k}).div_(std::sqrt(double(k))).to(dt);
+    const uint64_t hits = hitsOf(mmOp());
+    const at::Tensor out = at::mm(self, w.t());
+    ASSERT_EQ(hitsOf(mmOp()), hits + 1) << m << "x" << n << "x" << k;
+    const at::Tensor eager = original(self, w.t());
+    EXPECT_EQ(out.strides(), eager.strides());
+    EXPECT_EQ(mmValuesWithinBound(self, w, at::Tensor(), out, eager, d), "") << m << "x" << n << "x" << k;
+  }
 }
 
 TEST_F(MmPadOverrideTest, GivenOtherLayoutsShapesOrDtypesWhenCalledThenTheOriginalRunsAndNoLaunch) {
