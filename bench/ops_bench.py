@@ -43,7 +43,10 @@ N-d x, shapes AxBxC...), softmax_dim0 and log_softmax_dim0 (dim 0, shapes AxB...
 traffic: x read once, the output written once): `--cases softmax_dim` (the
 softmax ops are in HOTKERNEL_OPS' default). `--cases softmax_400k`: softmax and
 log_softmax over the last dim of float32 [4096, 400000] (6.1 GiB, tuned on a row
-subset). `--list` prints the cases with their variant and ideal traffic and
+subset). linear and linear_bias: F.linear of x [M, K] by a weight [N, K], without and with a bias
+(aten::mm, aten::addmm; shapes MxKxN; traffic: x, the weight and the bias read once, the output written once):
+`--cases lm_heads` (GPT-2's and BERT's LM heads, N not a multiple of 8), with mm,addmm in HOTKERNEL_OPS
+(not in its default). `--list` prints the cases with their variant and ideal traffic and
 exits, without a GPU.
 
 Output: "hotkernel-bench" v1 JSON, benchmark "ops", one result per case, and a
@@ -192,6 +195,26 @@ def log_softmax_dim0(t):
     return torch.log_softmax(t, 0)
 
 
+def linear_setup(shape, dtype, gen, bias=False):
+    """F.linear of x [M, K] by a weight [N, K] (scaled by 1/sqrt(K): outputs of unit size), with a bias [N] or not:
+    aten::addmm or aten::mm, what GPT-2's LM head (no bias) and BERT's MLM head (a bias) call."""
+    m, k, n = shape
+    w = (torch.randn(n, k, device="cuda", generator=gen) / k ** 0.5).to(dtype)
+    b = torch.randn(n, device="cuda", generator=gen).to(dtype) if bias else None
+
+    def linear(t):
+        return torch.nn.functional.linear(t, w, b)
+
+    def linear64(t):
+        return torch.nn.functional.linear(t.double(), w.double(), None if b is None else b.double())
+
+    return linear, linear64, [w] + ([b] if bias else [])
+
+
+# The GEMM ops: a case's shape is MxKxN (x [M, K], the weight [N, K]); the variant is rows M, cols N, inner K.
+GEMM_OPS = {"linear": False, "linear_bias": True}
+
+
 def plain(fn, ref64):
     return lambda cols, dtype, gen: (fn, ref64, [])
 
@@ -200,6 +223,9 @@ def plain(fn, ref64):
 # tensors it reads), ATen op the dispatcher sees, the variant string's flags)
 OPS = {
     "softmax": (plain(softmax, lambda x: torch.softmax(x.double(), -1)), "aten::_softmax", ""),
+    # 16-bit GEMMs whose N is not a multiple of 8 are served padded (mm / addmm in HOTKERNEL_OPS; not in its default).
+    "linear": (lambda shape, dtype, gen: linear_setup(shape, dtype, gen), "aten::mm", ""),
+    "linear_bias": (lambda shape, dtype, gen: linear_setup(shape, dtype, gen, bias=True), "aten::addmm", ";bias=1"),
     "log_softmax": (plain(log_softmax, lambda x: torch.log_softmax(x.double(), -1)), "aten::_log_softmax", ""),
     "rms_norm": (rms_norm_setup, "aten::_fused_rms_norm", ";weight=1"),
     "layer_norm": (layer_norm_setup, "aten::native_layer_norm", ";weight=1;bias=1"),
@@ -284,21 +310,24 @@ SOFTMAX_DIM_CASES = ",".join(
 # `--cases softmax_400k`: issue 19's rows of 400k float32 columns (6.1 GiB, more
 # than the optimizer's memory cap holds whole: tuned on a row subset).
 SOFTMAX_400K_CASES = "softmax:float32:4096x400000,log_softmax:float32:4096x400000"
+# `--cases lm_heads`: GPT-2's LM head (fp16, 16 x 512 tokens, vocabulary 50,257, no bias) and BERT's MLM head
+# (bf16, 32 x 512 tokens, vocabulary 30,522, a bias), with mm,addmm in HOTKERNEL_OPS.
+LM_HEAD_CASES = "linear:float16:8192x768x50257,linear_bias:bfloat16:16384x768x30522"
 PRESETS = {"norms": NORM_CASES, "norms_long": NORM_LONG_CASES, "cross_entropy": CROSS_ENTROPY_CASES,
            "reductions": REDUCTION_CASES, "reductions_dim": REDUCTION_DIM_CASES, "softmax_dim": SOFTMAX_DIM_CASES,
-           "softmax_400k": SOFTMAX_400K_CASES}
+           "softmax_400k": SOFTMAX_400K_CASES, "lm_heads": LM_HEAD_CASES}
 
 
 # Ops whose output row r depends on input row r alone (over the last dimension): their float64 check can go by row
 # blocks, which keeps a multi-GB variant's check (softmax_400k: 13 GB of float64 a copy) within the GPU's memory.
 ROWWISE_OPS = {"softmax", "log_softmax", "rms_norm", "layer_norm", "sum", "mean", "amax", "argmax", "amin", "argmin",
-               "max", "min"}
+               "max", "min", "linear", "linear_bias"}
 
 
 def max_error(op, x, out, ref64, block_bytes=1 << 30):
     """The largest |out - ref| over the elements where the float64 reference is finite (0 when none is)."""
     rows = x.shape[0] if x.dim() >= 2 else 1
-    per_row = max(1, x.numel() // max(rows, 1)) * 8
+    per_row = max(1, x.numel() // max(rows, 1), out.numel() // max(rows, 1)) * 8  # float64 of the wider row
     step = rows if op not in ROWWISE_OPS else max(1, block_bytes // per_row)
     worst = 0.0
     for r0 in range(0, rows, step):
@@ -423,6 +452,9 @@ def middle_dim_extents(shape, d):
 def variant_of(op, dtype_name, shape):
     """The variant string hotkernel's status names the case's variant by."""
     flags = OPS[op][2]
+    if op in GEMM_OPS:  # kernels::variantString's order: inner before the bias flag
+        m, k, n = shape
+        return f"dtype={dtype_name};rows={m};cols={n};inner={k}{flags}"
     if op in MIDDLE_DIM_OPS:
         outer, dim, inner = middle_dim_extents(shape, MIDDLE_DIM_OPS[op])
         return variant_string(dtype_name, outer, dim, flags, inner=inner)
@@ -433,6 +465,9 @@ def ideal_bytes(op, shape, element_size, column_bytes):
     """Ideal traffic: x read, out written, the per-column tensors read once
     (the norms' float32 statistics, 4-8 bytes a row, are left out);
     cross_entropy: the logits read once and the int64 targets (its output is one scalar)."""
+    if op in GEMM_OPS:  # x and the weight read once, the output written once, the bias read once
+        m, k, n = shape
+        return (m * k + m * n) * element_size + column_bytes
     numel, rows = prod(shape), prod(shape[:-1])
     if op == "cross_entropy":
         return numel * element_size + rows * 8
@@ -460,8 +495,12 @@ def run_case(hk, timer, op, dtype_name, shape, args, copy_bps):
     dtype = DTYPES[dtype_name]
     rows, cols = prod(shape[:-1]), shape[-1]
     gen = torch.Generator(device="cuda").manual_seed(1234 + rows + cols)
-    x = (torch.randn(*shape, device="cuda", generator=gen) * 3).to(dtype)
-    fn, ref64, columns = setup(cols, dtype, gen)
+    if op in GEMM_OPS:  # x [M, K]
+        x = torch.randn(shape[0], shape[1], device="cuda", generator=gen).to(dtype)
+        fn, ref64, columns = setup(shape, dtype, gen)
+    else:
+        x = (torch.randn(*shape, device="cuda", generator=gen) * 3).to(dtype)
+        fn, ref64, columns = setup(cols, dtype, gen)
     idle, waited = make_hot(hk, fn, x, args.hot_calls, args.tune_timeout)
     variant = variant_of(op, dtype_name, shape)
     decision, kernel = decision_of(hk.status(), aten_op, variant)
@@ -525,7 +564,10 @@ def parse_cases(text):
             sys.exit(f"ops_bench: malformed case '{item}' (want op:dtype:ROWSxCOLS, or AxBxC... for the _dim ops)")
         if op not in OPS or dtype not in DTYPES or min(shape) < 1:
             sys.exit(f"ops_bench: unknown op/dtype or bad shape in '{item}' (ops: {', '.join(OPS)})")
-        if op in MIDDLE_DIM_OPS:  # a size after the op's dim, and more than one element after it
+        if op in GEMM_OPS:
+            if len(shape) != 3:
+                sys.exit(f"ops_bench: '{item}': {op} takes MxKxN (x [M, K], the weight [N, K])")
+        elif op in MIDDLE_DIM_OPS:  # a size after the op's dim, and more than one element after it
             d = MIDDLE_DIM_OPS[op]
             if len(shape) < d + 2 or middle_dim_extents(shape, d)[2] < 2:
                 sys.exit(f"ops_bench: '{item}': {op} needs sizes after dim {d} of more than one element "
@@ -543,6 +585,12 @@ def list_cases(cases):
     for op, dtype, shape in cases:
         size = torch.empty((), dtype=DTYPES[dtype]).element_size()
         columns = sum(flag in OPS[op][2] for flag in (";weight=1", ";bias=1")) * shape[-1] * size
+        if op in GEMM_OPS:  # the weight [N, K] and the bias [N]
+            m, k, n = shape
+            columns = (n * k + (n if GEMM_OPS[op] else 0)) * size
+            print(f"| {op} | {OPS[op][1]} | {dtype} | {shape_text(shape)} | {variant_of(op, dtype, shape)} | "
+                  f"{m * k * size / 2**30:.3f} | {ideal_bytes(op, shape, size, columns) / 2**30:.3f} |")
+            continue
         print(f"| {op} | {OPS[op][1]} | {dtype} | {shape_text(shape)} | {variant_of(op, dtype, shape)} | "
               f"{prod(shape) * size / 2**30:.3f} | {ideal_bytes(op, shape, size, columns) / 2**30:.3f} |")
 

@@ -30,7 +30,7 @@
 #   lib/libhotkernel_preload.so, built against the same torch: tools/gpu/prebuild.sh) instead of building (minutes of
 #   device time saved).
 # HOTKERNEL_OPS_CASES: the ops step's --cases: a preset of bench/ops_bench.py (norms, norms_long, cross_entropy, reductions,
-#   reductions_dim, softmax_dim, softmax_400k) or op:dtype:shape,... (default: ops_bench.py's default cases).
+#   reductions_dim, softmax_dim, softmax_400k, lm_heads) or op:dtype:shape,... (default: ops_bench.py's default cases).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${OUT:-$ROOT/out}"
@@ -99,11 +99,12 @@ fi
 if want ops; then
   log "bench: ops (softmax, log_softmax) vs eager and torch.compile, side by side"
   OPSCACHE="$(mktemp -d)/cache"
-  # The reductions are not in HOTKERNEL_OPS' default: their presets name them (unless the caller set HOTKERNEL_OPS);
-  # softmax_dim and softmax_400k need only the default's _softmax and _log_softmax.
+  # The reductions and the padded GEMMs are not in HOTKERNEL_OPS' default: their presets name them (unless the
+  # caller set HOTKERNEL_OPS); softmax_dim and softmax_400k need only the default's _softmax and _log_softmax.
   OPS_LIST="${HOTKERNEL_OPS:-}"
   case "${HOTKERNEL_OPS_CASES:-}" in
     reductions|reductions_dim) OPS_LIST="${OPS_LIST:-sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim}" ;;
+    lm_heads) OPS_LIST="${OPS_LIST:-mm,addmm}" ;;
   esac
   env ${OPS_LIST:+HOTKERNEL_OPS="$OPS_LIST"} HOTKERNEL_CACHE_DIR="$OPSCACHE" HOTKERNEL_SAMPLE=1 HOTKERNEL_LOG_LEVEL=info \
     LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
