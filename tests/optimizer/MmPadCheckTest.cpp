@@ -8,6 +8,10 @@
 #include <string>
 
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/FamilyDescriptor.h"
+#include "hotkernel/kernels/MmPadFamily.h"
+#include "hotkernel/optimizer/CachedKernelCheck.h"
+#include "hotkernel/optimizer/FamilyTuning.h"
 #include "hotkernel/optimizer/MmPadTuner.h"
 
 namespace hotkernel {
@@ -78,6 +82,22 @@ TEST(MmPadCheckTest, GivenAYieldPointThatSaysStopWhenCheckedThenInterrupted) {
   const Gemm g = draw(at::kHalf, 9);
   EXPECT_EQ(mmValuesWithinBound(g.self, g.weight, at::Tensor(), g.eager, g.eager, DType::Float16, [] { return false; }),
             "interrupted");
+}
+
+// A cached entry of either padded-GEMM family goes through the family's own check (ownCachedCheckOf), which refuses
+// parameters outside the whitelist and unreadable ones before any GPU work: no device is needed to see it.
+TEST(MmPadCheckTest, GivenACachedEntryWithParametersOutsideTheSpaceWhenCheckedThenRefusedBeforeAnyGpuWork) {
+  for (const kernels::FamilyDescriptor* f : {&kernels::mmPadDescriptor(), &kernels::addmmPadDescriptor()}) {
+    EXPECT_EQ(ownCachedCheckOf(*f), &checkCachedMmPad) << f->name;
+    const VariantKey key = kernels::mmPadKeyOf({DType::Float16, 64, 1001, 256, f == &kernels::addmmPadDescriptor()}, 0);
+    ASSERT_TRUE(f->servesKey(key)) << f->name;
+    const std::string outside = checkCachedKernel(*f, key, R"({"threads":96,"vec":8})", "no cubin", TunerOptions{});
+    EXPECT_NE(outside.find("not a point of " + std::string(f->name)), std::string::npos) << outside;
+    const std::string unreadable = checkCachedKernel(*f, key, "{threads", "no cubin", TunerOptions{});
+    EXPECT_NE(unreadable.find("unreadable"), std::string::npos) << unreadable;
+  }
+  // The row families keep the harness path (no own check).
+  EXPECT_EQ(ownCachedCheckOf(*kernels::familyForOp("aten::_softmax")), nullptr);
 }
 
 }  // namespace
