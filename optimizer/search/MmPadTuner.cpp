@@ -156,7 +156,8 @@ std::string checkWith(const Plan& plan, const MmPadVariant& v, int device, const
   const at::Tensor eagerSpecial = eagerOf(in);
   const at::Tensor gotSpecial = runPlan(plan, in, v);
   if (!gotSpecial.defined()) return "the plan did not run on special values";
-  if (!at::equal(gotSpecial.isnan(), eagerSpecial.isnan()) || !at::equal(gotSpecial.isposinf(), eagerSpecial.isposinf()) ||
+  if (!at::equal(gotSpecial.isnan(), eagerSpecial.isnan()) ||
+      !at::equal(gotSpecial.isposinf(), eagerSpecial.isposinf()) ||
       !at::equal(gotSpecial.isneginf(), eagerSpecial.isneginf())) {
     return "special values: NaN or infinities where eager has none, or the other way round";
   }

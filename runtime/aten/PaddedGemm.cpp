@@ -38,9 +38,8 @@ at::Tensor runPaddedMm(const KernelLauncher& pad, const at::Tensor& self, const 
   at::Tensor b8;
   if (bias.defined()) {
     b8 = at::empty({n8}, bias.options());
-    if (!aligned(b8, alignment) || !padRows(pad, bias.const_data_ptr(), b8.mutable_data_ptr(), 1, n8, 1, n, n, stream)) {
-      return {};
-    }
+    if (!aligned(b8, alignment)) return {};
+    if (!padRows(pad, bias.const_data_ptr(), b8.mutable_data_ptr(), 1, n8, 1, n, n, stream)) return {};
   }
   const at::Tensor wide = mm(self, w8.t(), b8);
   if (!wide.defined() || wide.dim() != 2 || wide.size(0) != m || wide.size(1) != n8 || !wide.is_contiguous()) {

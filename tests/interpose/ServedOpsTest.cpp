@@ -40,7 +40,8 @@ TEST(ServedOpsTest, GivenOpNamesInEverySpellingWhenLookedUpThenTheirRow) {
 }
 
 TEST(ServedOpsTest, GivenNamesNoRowHasWhenLookedUpThenNoneAndServedOpThrows) {
-  for (const char* name : {"layer_norm", "aten::rms_norm", "aten::bmm", "aten::mm.out", "aten::max.other", "aten::max.dim_max", "aten::min.names_dim",
+  for (const char* name : {"layer_norm", "aten::rms_norm", "aten::bmm", "aten::mm.out", "aten::max.other",
+                           "aten::max.dim_max", "aten::min.names_dim",
                            "aten::sum.dim_DimnameList",
                            "aten::nll_loss_forward", "", "aten::"}) {
     EXPECT_EQ(servedOpOf(name), nullptr) << name;

@@ -214,7 +214,8 @@ TEST(MmPadFamilyHostTest, GivenEveryPointWhenItPadsAWeightAndCopiesAnOutputOnThe
     const HostPadRows kernel(p);
     // The weight [n, k] padded to [n8, k], and the [m, n8] output copied into [m, n]: n odd, so the copy's
     // vectors cross rows; small grids so that the grid-stride loop runs several times.
-    for (const auto& [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{3, 9, 8}, {5, 1, 16}, {7, 13, 24}}) {
+    using Shape = std::tuple<int64_t, int64_t, int64_t>;
+    for (const auto& [m, n, k] : std::vector<Shape>{{3, 9, 8}, {5, 1, 16}, {7, 13, 24}}) {
       const int64_t n8 = (n + 7) / 8 * 8;
       std::vector<uint16_t> weight(static_cast<size_t>(n * k)), wide(static_cast<size_t>(m * n8));
       for (size_t i = 0; i < weight.size(); ++i) weight[i] = static_cast<uint16_t>(0x3c00 + i);
