@@ -17,6 +17,8 @@
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/Harness.h"
+#include "hotkernel/optimizer/Ranking.h"
+#include "hotkernel/optimizer/TargetBudget.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Logging.h"
@@ -225,7 +227,16 @@ TuneOutcome tuneMmPad(const MmPadVariant& v, int device, const TunerOptions& opt
   std::optional<size_t> best;
   std::optional<Comparison> bestCmp;
   std::vector<std::string> cubins(points.size());
+  size_t evaluated = 0;
+  SearchStop stop = SearchStop::Exhausted;
   for (size_t i = 0; i < points.size(); ++i) {
+    // The target's budget (Note [Stopping a target's search]): the points not reached are not evaluated; the best
+    // so far is kept. Near the roofline is not a stop here: the GEMM's own time dominates every point's.
+    if (i > 0 && options.clock && options.clock->budgetSpent()) {
+      stop = SearchStop::OutOfTime;
+      break;
+    }
+    ++evaluated;
     CandidateRecord rec;
     rec.candidateId = static_cast<int64_t>(i);
     rec.origin = "seed";
@@ -292,11 +303,16 @@ TuneOutcome tuneMmPad(const MmPadVariant& v, int device, const TunerOptions& opt
     outcome.metrics.candidates.push_back(std::move(rec));
   }
   SearchSummary summary;
-  summary.evaluations = static_cast<int>(points.size());
+  summary.evaluations = static_cast<int>(evaluated);
   summary.rounds = 1;
-  summary.stop = SearchStop::Exhausted;
+  summary.stop = stop;
   summary.validPoints = points.size();
   outcome.metrics.search = summary;
+  if (options.clock) {
+    outcome.metrics.target = options.clock->summary(
+        bestCmp ? bestCmp->candidate.median : 0.0,
+        stop == SearchStop::OutOfTime ? TargetStop::BudgetSpent : TargetStop::None);
+  }
   if (best) {
     CandidateRecord& rec = outcome.metrics.candidates[*best];
     rec.accepted = true;

@@ -51,6 +51,9 @@ std::string mmValuesWithinBound(const at::Tensor& self, const at::Tensor& weight
 // Throws Error when the variant cannot be tuned (not served, NVRTC missing,
 // over options.memoryCapBytes) or "tuning interrupted"; failed candidates are
 // recorded in metrics. The outcome's family is "mm_pad_n" or "addmm_pad_n".
+// With options.clock, no further point is started once the target's budget is
+// spent (the best so far is kept; the search's stop "OutOfTime") and the
+// outcome's metrics carry the target's summary.
 TuneOutcome tuneMmPad(const kernels::MmPadVariant& v, int device, const TunerOptions& options = {});
 
 // The check of a cached mm_pad_n kernel before first use (Note [Cached kernels
