@@ -34,7 +34,7 @@ TEST(IdleGateTest, GivenOptimizerThreadWhenItRunsOpsThenItsActivityIsIgnored) {
 
 // The gate resumes after idleMs without serving activity; a serving thread descheduled for longer than that on a
 // loaded machine looks idle to it (rightly). The idle window is therefore 100 ms, far above a time slice of the
-// 1 ms serving loop, so that only the traffic's end can open it (20 ms failed under a parallel ctest on 2 cores).
+// 1 ms serving loop, so that only the traffic's end can open it, also on a loaded machine.
 TEST(IdleGateTest, GivenServingTrafficWhenOptimizerWaitsThenItResumesOnlyAfterTrafficStops) {
   IdleGate& g = IdleGate::instance();
   std::atomic<bool> serving{true};
