@@ -68,7 +68,8 @@ double GpuTargetMeasurer::measureSecondsPerCall(const std::string& op, const Var
   HOTKERNEL_CHECK(key.rows >= 1 && key.cols >= 1, "bad variant ", key.rows, "x", key.cols);
   const int device = key.device;
   const auto dtype = static_cast<kernels::DType>(key.dtype);
-  // The timed input: [rows, cols], or [rows, cols * inner] for a key with an inner extent (no overflow: servesKey).
+  // The timed input: [rows, cols], or [rows, cols * inner] for a key with an inner extent (no overflow: servesKey),
+  // unless the family draws its own (AtenReference::input: the padded GEMMs' self and weight).
   const int64_t cols = kernels::rowLength(key);
   const int64_t l2 = at::cuda::getDeviceProperties(device)->l2CacheSize;
   // The call its tuner times candidates against (Note [The ATen reference]).

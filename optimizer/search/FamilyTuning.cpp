@@ -22,8 +22,8 @@ using kernels::SoftmaxOp;
 // One row per family: its descriptor, its tuner, its ATen reference (Note
 // [The ATen reference]) and its tuner's spec (Note [A tuner's spec]), each
 // given the descriptor, so that one function serves the families of several ops.
-// A family that is not a row op (mm_pad_n) has no spec and its own check of a
-// cached kernel instead.
+// A family that is not a row op (the padded GEMMs: mm_pad_n, addmm_pad_n) has
+// no spec and its own check of a cached kernel instead.
 struct FamilyTuner {
   const kernels::FamilyDescriptor& family;
   TuneOutcome (*tune)(const kernels::FamilyDescriptor& family, const VariantKey& key, const TunerOptions& options);
