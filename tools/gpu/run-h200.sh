@@ -10,10 +10,12 @@
 # OpenSSL headers) travel as Debian .deb files in .deps/debs (fetch them here
 # with tools/gpu/fetch-debs.sh) and are extracted into .deps/root.
 #
-#   tools/gpu/run-h200.sh [all|build|test|ops|models|fusion|fusion_engine|sdpa|fuzz_gpu|bench|overhead|warmup|demo|exit|fleet]...
+#   tools/gpu/run-h200.sh [all|build|test|gpu_bins|ops|models|fusion|fusion_engine|sdpa|fuzz_gpu|bench|overhead|warmup|demo|exit|fleet]...
 # HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu -R Fusion|Reduce": split on spaces, no quotes).
 # HOTKERNEL_TEST_DEADLINE_S: the test step stops after this many seconds (its logs and junit still come back:
 #   keep it under the device call's limit minus the build and what follows); default: no deadline.
+# gpu_bins: the GPU test binaries a prebuilt folder carries (mm_pad_runtime_gpu_tests), run directly, each with its
+#   gtest XML and log in $OUT (no ctest: a prebuilt folder has no build tree).
 # HOTKERNEL_MODELS: the models step's --models (default all: llama,gpt2-eager,gpt2-sdpa,bert).
 # HOTKERNEL_MODELS_ARGS: extra model_bench.py arguments (e.g. "--fusion": the hotkernel arm fuses chains).
 # HOTKERNEL_MODELS_TAG: the models step writes bench-models-TAG.{json,log} and its experiments log so (default no tag),
@@ -72,7 +74,7 @@ if [ -n "${HOTKERNEL_PREBUILT_DIR:-}" ]; then
   SITE="$("$HOTKERNEL_PYTHON" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')"
   export LD_LIBRARY_PATH="$SITE/torch/lib:$(ls -d "$SITE"/nvidia/*/lib 2>/dev/null | tr '\n' ':')/usr/local/cuda/lib64:$LD_LIBRARY_PATH"
   log "prebuilt: $BUILD (no build)"
-elif want build || want test || want ops || want models || want fusion || want fusion_engine || want fuzz_gpu || want bench || want overhead || want warmup || want demo || want exit || want fleet; then
+elif want build || want test || want gpu_bins || want ops || want models || want fusion || want fusion_engine || want fuzz_gpu || want bench || want overhead || want warmup || want demo || want exit || want fleet; then
   log "build"
   HOTKERNEL_JOBS=16 "$ROOT/tools/setup.sh" >"$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
   log "build ok"
@@ -95,6 +97,13 @@ if want test; then
     done | tee -a "$OUT/ctest.log"
   fi
   (cd "$BUILD" && ctest -L gpu -N) | tail -1
+fi
+if printf '%s\n' "${STEPS[@]}" | grep -qx gpu_bins; then  # named only: `all`'s test step runs them through ctest
+  log "GPU test binaries: mm_pad_runtime_gpu_tests"
+  for t in mm_pad_runtime_gpu_tests; do
+    "$BUILD/bin/$t" --gtest_output="xml:$OUT/$t.xml" >"$OUT/$t.log" 2>&1 || rc=1
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]" "$OUT/$t.log" | tail -5
+  done
 fi
 if want ops; then
   log "bench: ops (softmax, log_softmax) vs eager and torch.compile, side by side"
