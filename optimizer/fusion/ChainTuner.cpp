@@ -336,13 +336,21 @@ TuneOutcome tuneChain(const ChainVariant& v, const TunerOptions& options) {
   for (ChainCandidate* c : timed) {
     if (c->comparison && (!best || c->comparison->candidate.median < best->comparison->candidate.median)) best = c;
   }
+  // Note [Which candidate is accepted] (Search.h): the finalists' re-timing is the highest level.
+  std::vector<TimedCandidateCost> costs;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const ChainCandidate& c = candidates[i];
+    if (!c.comparison) continue;
+    costs.push_back({i, c.level, c.comparison->candidate.median, c.comparison->clears(options.minSpeedup)});
+  }
+  const std::optional<size_t> accepted = acceptedCandidate(costs);
 
   TuneOutcome outcome;
   outcome.metrics.arch = arch;
   for (size_t i = 0; i < candidates.size(); ++i) {
     CandidateRecord r = recordOf(i, candidates[i]);
     ChainCandidate& c = candidates[i];
-    if (&c == best && c.comparison->clears(options.minSpeedup)) {
+    if (accepted && i == *accepted) {
       r.accepted = true;
       outcome.accepted = true;
       outcome.family = chain::kChainFamily;

@@ -365,6 +365,15 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
   HOTKERNEL_CHECK(!interrupted, "tuning interrupted");  // Note [Interrupted tuning]
 
   const Candidate* best = search.best();
+  // Note [Which candidate is accepted] (Search.h).
+  std::vector<TimedCandidateCost> timed;
+  for (size_t i = 0; i < search.lineage.size(); ++i) {
+    const Candidate& c = search.lineage[i];
+    const Measured& m = measured[c.point];
+    if (!c.ok() || !m.comparison) continue;
+    timed.push_back({i, c.budgetLevel, *c.cost, m.comparison->clears(options.minSpeedup)});
+  }
+  const std::optional<size_t> accepted = acceptedCandidate(timed);
   for (const Candidate& c : search.lineage) {
     const Measured& m = measured[c.point];
     const FamilyPoint point = FamilyPoint::fromSearchPoint(c.point);
@@ -397,7 +406,7 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
       record.speedupCi = ConfidenceInterval{cmp.speedup.low, cmp.speedup.high};
       record.pairs = cmp.speedup.n;
       record.budgetLevel = m.level;
-      const bool accept = best && &c == best && cmp.clears(options.minSpeedup);
+      const bool accept = accepted && &c == &search.lineage[*accepted];
       record.accepted = accept;
       if (accept) {
         bestSpeedup = cmp.speedup.median;

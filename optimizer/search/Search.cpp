@@ -234,4 +234,14 @@ SearchResult runSearch(const SearchSpace& space, const Evaluator& evaluate, cons
   return runSearchBatched(space, batch, options, observer);
 }
 
+std::optional<size_t> acceptedCandidate(const std::vector<TimedCandidateCost>& timed) {
+  const TimedCandidateCost* chosen = nullptr;
+  for (const TimedCandidateCost& t : timed) {
+    if (!t.clears) continue;
+    if (!chosen || t.level > chosen->level || (t.level == chosen->level && t.cost < chosen->cost)) chosen = &t;
+  }
+  if (!chosen) return std::nullopt;
+  return chosen->index;
+}
+
 }  // namespace hotkernel

@@ -472,3 +472,22 @@ TEST(SearchTest, GivenPointWhenDescribedThenNamesInOrder) {
 
 }  // namespace
 }  // namespace hotkernel
+
+namespace hotkernel {
+namespace {
+
+// Note [Which candidate is accepted].
+TEST(AcceptedCandidateTest, GivenTimedCandidatesWhenChoosingThenTheFastestThatClearsAtTheHighestLevelWhereAnyDoes) {
+  EXPECT_EQ(acceptedCandidate({}), std::nullopt);
+  EXPECT_EQ(acceptedCandidate({{0, 2, 10.0, false}, {1, 2, 12.0, false}}), std::nullopt);
+  // The search's best (lowest cost at the top level) clears: it is accepted.
+  EXPECT_EQ(acceptedCandidate({{0, 2, 10.0, true}, {1, 2, 12.0, true}, {2, 1, 9.0, true}}), std::optional<size_t>(0));
+  // The best's CI does not clear (pairs spread wide); a slower candidate of that level clears: it, not ATen.
+  EXPECT_EQ(acceptedCandidate({{0, 0, 70.6, false}, {1, 0, 71.4, false}, {2, 0, 74.7, true}, {3, 0, 88.3, false}}),
+            std::optional<size_t>(2));
+  // A clearing candidate re-measured at a higher level wins over a cheaper one cleared at a lower level only.
+  EXPECT_EQ(acceptedCandidate({{4, 0, 8.0, true}, {5, 1, 9.5, true}, {6, 1, 9.0, false}}), std::optional<size_t>(5));
+}
+
+}  // namespace
+}  // namespace hotkernel

@@ -192,6 +192,23 @@ struct SearchResult {
   const Candidate* best() const { return bestId >= 0 ? &lineage[static_cast<size_t>(bestId)] : nullptr; }
 };
 
+// Note [Which candidate is accepted]
+// A tuner accepts the fastest candidate whose speed-up CI clears its
+// threshold: among the candidates timed at the highest budget level at which
+// any clears (costs of one level compare; a higher level's CI rests on more
+// pairs), the one of lowest cost. The search's best (lowest cost at the
+// highest level) is that candidate when its CI clears; when its median is
+// the fastest but its pairs spread too wide to clear, a slower candidate whose
+// CI does clear is accepted rather than ATen kept.
+struct TimedCandidateCost {
+  size_t index = 0;    // the caller's index of the candidate
+  int level = 0;       // the budget level of its timing
+  double cost = 0;     // its cost at that level
+  bool clears = false;  // its speed-up CI clears the tuner's threshold
+};
+// The index (TimedCandidateCost::index) of the accepted candidate, or nullopt when none clears.
+std::optional<size_t> acceptedCandidate(const std::vector<TimedCandidateCost>& timed);
+
 // Called after each evaluation (of a new candidate or a re-measurement) with
 // the candidate's updated node, e.g. to append it to the experiment log.
 using SearchObserver = std::function<void(const Candidate& candidate)>;
