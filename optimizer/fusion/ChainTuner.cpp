@@ -364,7 +364,10 @@ TuneOutcome tuneChain(const ChainVariant& v, const TunerOptions& options) {
   }
   outcome.metrics.search = SearchSummary{0, evaluations, 2, stop, space.size()};
   if (options.clock) {
-    const double bestUs = best ? best->comparison->candidate.median : 0.0;
+    // What it will run: the accepted candidate's time when one is, else the fastest correct one's.
+    const double bestUs = accepted ? candidates[*accepted].comparison->candidate.median
+                          : best  ? best->comparison->candidate.median
+                                  : 0.0;
     outcome.metrics.target = options.clock->summary(bestUs, targetStopOf(stop));
   }
   return outcome;

@@ -428,7 +428,10 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
   const double bestUs = best && best->ok() ? *best->cost * rowScale : 0.0;
   if (spec.variantRows > spec.rows) outcome.metrics.tunedRows = spec.rows;
   if (bestUsOut) *bestUsOut = bestUs;
-  if (options.clock) outcome.metrics.target = options.clock->summary(bestUs, targetStopOf(search.stop));
+  // The target's best is what it will run: the accepted candidate's time when one is (Note [Which candidate is
+  // accepted]: not always the fastest median), else the fastest correct one's.
+  const double targetUs = accepted ? *search.lineage[*accepted].cost * rowScale : bestUs;
+  if (options.clock) outcome.metrics.target = options.clock->summary(targetUs, targetStopOf(search.stop));
   return outcome;
 }
 
