@@ -50,5 +50,6 @@ VariantKey mmPadKeyOf(const MmPadVariant& v, int device) {
 
 const FamilyDescriptor& mmPadDescriptor() { return kMmPad; }
 const FamilyDescriptor& addmmPadDescriptor() { return kAddmmPad; }
+const FamilyDescriptor& mmPadDescriptorOf(const MmPadVariant& v) { return v.bias ? kAddmmPad : kMmPad; }
 
 }  // namespace hotkernel::kernels

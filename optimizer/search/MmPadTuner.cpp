@@ -175,12 +175,8 @@ int64_t bytesNeeded(const MmPadVariant& v, int device) {
          6 * kCheckBlockBytes + 2 * l2;
 }
 
-const kernels::FamilyDescriptor& descriptorOf(const MmPadVariant& v) {
-  return v.bias ? kernels::addmmPadDescriptor() : kernels::mmPadDescriptor();
-}
-
 Plan planOf(const MmPadVariant& v, const MmPadParams& p, const std::string& cubin, int device) {
-  return descriptorOf(v).makePlan(kernels::mmPadKeyOf(v, device), p.toJson(), cubin, device);
+  return kernels::mmPadDescriptorOf(v).makePlan(kernels::mmPadKeyOf(v, device), p.toJson(), cubin, device);
 }
 
 }  // namespace
@@ -206,20 +202,21 @@ std::string checkMmPadPlan(const Plan& plan, const MmPadVariant& v, int device,
 }
 
 TuneOutcome tuneMmPad(const MmPadVariant& v, int device, const TunerOptions& options) {
-  HOTKERNEL_CHECK(MmPadFamily::guardVariant(v), descriptorOf(v).name, " cannot serve this variant");
+  HOTKERNEL_CHECK(MmPadFamily::guardVariant(v), kernels::mmPadDescriptorOf(v).name, " cannot serve this variant");
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
   c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
   c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
   const int64_t need = bytesNeeded(v, device);
-  HOTKERNEL_CHECK(options.memoryCapBytes <= 0 || need <= options.memoryCapBytes, "tuning ", descriptorOf(v).name, " ",
-                  kernels::variantString(kernels::mmPadKeyOf(v, device)), " needs ~", need >> 20,
+  HOTKERNEL_CHECK(options.memoryCapBytes <= 0 || need <= options.memoryCapBytes, "tuning ",
+                  kernels::mmPadDescriptorOf(v).name, " ", kernels::variantString(kernels::mmPadKeyOf(v, device)),
+                  " needs ~", need >> 20,
                   " MiB of GPU memory, over the optimizer's cap of ", options.memoryCapBytes >> 20, " MiB");
   const std::string arch = queryDevice(device).nvrtcArch();
   const std::vector<MmPadParams> points = MmPadFamily::parameterSpace(v);
 
   TuneOutcome outcome;
-  outcome.family = descriptorOf(v).name;
+  outcome.family = kernels::mmPadDescriptorOf(v).name;
   outcome.metrics.arch = arch;
   at::Generator gen = timingGenerator(device);
   HOTKERNEL_CHECK(!options.yieldPoint || options.yieldPoint(), kInterrupted);
@@ -337,7 +334,7 @@ std::string checkCachedMmPad(const VariantKey& key, const std::string& paramsJso
   }
   const std::vector<MmPadParams> all = MmPadFamily::allParameterPoints();
   if (std::find(all.begin(), all.end(), p) == all.end()) {
-    return "its parameters " + paramsJson + " are not a point of " + descriptorOf(v).name + "'s space";
+    return "its parameters " + paramsJson + " are not a point of " + kernels::mmPadDescriptorOf(v).name + "'s space";
   }
   c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(key.device));
   c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);

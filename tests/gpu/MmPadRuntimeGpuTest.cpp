@@ -49,8 +49,7 @@ Plan compiledPlan(const MmPadVariant& v, const MmPadParams& p) {
   const std::string cubin =
       compileToCubin(MmPadFamily::source(), "pad_rows.cu", queryDevice(0).nvrtcArch(), MmPadFamily::compileOptions(p))
           .cubin;
-  const kernels::FamilyDescriptor& f = v.bias ? kernels::addmmPadDescriptor() : kernels::mmPadDescriptor();
-  return f.makePlan(kernels::mmPadKeyOf(v, 0), p.toJson(), cubin, 0);
+  return kernels::mmPadDescriptorOf(v).makePlan(kernels::mmPadKeyOf(v, 0), p.toJson(), cubin, 0);
 }
 
 // |got - eager| within two units of the dtype's relative spacing of eager, plus an absolute floor for values

@@ -126,6 +126,8 @@ TEST(MmPadFamilyTest, GivenTheAddmmDescriptorWhenAskedThenItServesBiasKeysOfAddm
   EXPECT_TRUE(mmPadVariantOf(key).bias);
   EXPECT_TRUE(f->servesKey(key));
   EXPECT_FALSE(mmPadDescriptor().servesKey(key));  // each op its own family
+  EXPECT_EQ(&mmPadDescriptorOf(v), f);
+  EXPECT_EQ(&mmPadDescriptorOf(gpt2Head()), &mmPadDescriptor());
   EXPECT_FALSE(f->servesKey(mmPadKeyOf(gpt2Head(), 0)));
   EXPECT_DOUBLE_EQ(f->bytesMoved(key), MmPadFamily::bytesMoved(gpt2Head()) + 50257.0 * 2);
   EXPECT_THROW(f->makePlan(mmPadKeyOf(gpt2Head(), 0), MmPadParams{}.toJson(), "not a cubin", 0), Error);

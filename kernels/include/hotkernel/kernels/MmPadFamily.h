@@ -51,6 +51,8 @@ VariantKey mmPadKeyOf(const MmPadVariant& v, int device);
 // The descriptors of mm_pad_n (aten::mm) and addmm_pad_n (aten::addmm) (Note [Family descriptors]).
 const FamilyDescriptor& mmPadDescriptor();
 const FamilyDescriptor& addmmPadDescriptor();
+// The descriptor of v's op: addmm_pad_n with a bias, else mm_pad_n.
+const FamilyDescriptor& mmPadDescriptorOf(const MmPadVariant& v);
 
 // One point of the copy kernel's space; becomes HK_THREADS and HK_VEC.
 struct MmPadParams {
