@@ -46,8 +46,13 @@ log_softmax over the last dim of float32 [4096, 400000] (6.1 GiB, tuned on a row
 subset). linear and linear_bias: F.linear of x [M, K] by a weight [N, K], without and with a bias
 (aten::mm, aten::addmm; shapes MxKxN; traffic: x, the weight and the bias read once, the output written once):
 `--cases lm_heads` (GPT-2's and BERT's LM heads, N not a multiple of 8), with mm,addmm in HOTKERNEL_OPS
-(not in its default). `--list` prints the cases with their variant and ideal traffic and
-exits, without a GPU.
+(not in its default). attention and attention_causal: F.scaled_dot_product_attention of query, key and value
+head views of [B, L, H * D] projections (HF's layout; enable_gqa when the key/value heads are fewer; is_causal for
+attention_causal; no mask; shapes BxHxHKVxLxSxD: batch, query heads, key/value heads, queries, keys, head dim;
+traffic: q, k, v read once, the output written once): `--cases sdpa` (the shapes of bench/sdpa_bench.py, BERT's
+without its mask), with scaled_dot_product_attention in HOTKERNEL_OPS (not in its default): hotkernel runs the
+backend measured fastest for the variant, or PyTorch's own pick. `--list` prints the cases with their variant and
+ideal traffic and exits, without a GPU.
 
 Output: "hotkernel-bench" v1 JSON, benchmark "ops", one result per case, and a
 Markdown table on stdout (the README's table is pasted from it). The JSON's
@@ -215,6 +220,39 @@ def linear_setup(shape, dtype, gen, bias=False):
 GEMM_OPS = {"linear": False, "linear_bias": True}
 
 
+def attention_setup(shape, dtype, gen, causal):
+    """F.scaled_dot_product_attention as HF's sdpa_attention_forward calls it: head views [B, H, N, D] of
+    [B, N, H * D] projections, no mask, enable_gqa with fewer key/value heads. Returns the query too."""
+    b, h, hkv, l, s, d = shape
+    q = torch.randn(b, l, h, d, device="cuda", generator=gen).to(dtype).transpose(1, 2)
+    k = torch.randn(b, s, hkv, d, device="cuda", generator=gen).to(dtype).transpose(1, 2)
+    v = torch.randn(b, s, hkv, d, device="cuda", generator=gen).to(dtype).transpose(1, 2)
+    gqa = h != hkv
+
+    def attention(t):
+        return torch.nn.functional.scaled_dot_product_attention(t, k, v, is_causal=causal, enable_gqa=gqa)
+
+    def attention64(t):
+        return torch.nn.functional.scaled_dot_product_attention(t.double(), k.double(), v.double(),
+                                                                is_causal=causal, enable_gqa=gqa)
+
+    return q, attention, attention64, [k, v]
+
+
+# The attention ops: a case's shape is BxHxHKVxLxSxD; the value is is_causal.
+ATTENTION_OPS = {"attention": False, "attention_causal": True}
+
+
+def layout_class(t):
+    """kernels::sdpaLayoutOf: 0 contiguous [B, H, N, D], 1 the head view of [B, N, H, D], 2 of a fused
+    [B, N, 3 * H * D]; a dimension of size 1 matches any stride."""
+    b, h, n, d = t.shape
+    for cls, want in enumerate(((h * n * d, n * d, d, 1), (n * h * d, d, h * d, 1), (3 * n * h * d, d, 3 * h * d, 1))):
+        if all(size == 1 or stride == w for size, stride, w in zip(t.shape, t.stride(), want)):
+            return cls
+    return -1
+
+
 def plain(fn, ref64):
     return lambda cols, dtype, gen: (fn, ref64, [])
 
@@ -226,6 +264,9 @@ OPS = {
     # 16-bit GEMMs whose N is not a multiple of 8 are served padded (mm / addmm in HOTKERNEL_OPS; not in its default).
     "linear": (lambda shape, dtype, gen: linear_setup(shape, dtype, gen), "aten::mm", ""),
     "linear_bias": (lambda shape, dtype, gen: linear_setup(shape, dtype, gen, bias=True), "aten::addmm", ";bias=1"),
+    # Attention (scaled_dot_product_attention in HOTKERNEL_OPS; not in its default): setup in run_case.
+    "attention": (None, "aten::scaled_dot_product_attention", ""),
+    "attention_causal": (None, "aten::scaled_dot_product_attention", ""),
     "log_softmax": (plain(log_softmax, lambda x: torch.log_softmax(x.double(), -1)), "aten::_log_softmax", ""),
     "rms_norm": (rms_norm_setup, "aten::_fused_rms_norm", ";weight=1"),
     "layer_norm": (layer_norm_setup, "aten::native_layer_norm", ";weight=1;bias=1"),
@@ -313,9 +354,16 @@ SOFTMAX_400K_CASES = "softmax:float32:4096x400000,log_softmax:float32:4096x40000
 # `--cases lm_heads`: GPT-2's LM head (fp16, 16 x 512 tokens, vocabulary 50,257, no bias) and BERT's MLM head
 # (bf16, 32 x 512 tokens, vocabulary 30,522, a bias), with mm,addmm in HOTKERNEL_OPS.
 LM_HEAD_CASES = "linear:float16:8192x768x50257,linear_bias:bfloat16:16384x768x30522"
+# `--cases sdpa`: bench/sdpa_bench.py's attention shapes (Llama prefill and decode with grouped heads, GPT-2, BERT
+# without its padding mask, a long prefill and decode, head dim 80, a float32 ViT), with scaled_dot_product_attention
+# in HOTKERNEL_OPS.
+SDPA_CASES = ("attention_causal:bfloat16:8x16x8x512x512x128,attention:bfloat16:8x16x8x1x544x128,"
+              "attention_causal:float16:16x12x12x512x512x64,attention:bfloat16:32x12x12x512x512x64,"
+              "attention_causal:bfloat16:1x32x8x4096x4096x128,attention:bfloat16:1x32x8x1x8192x128,"
+              "attention_causal:float16:8x32x32x1024x1024x80,attention:float32:32x12x12x197x197x64")
 PRESETS = {"norms": NORM_CASES, "norms_long": NORM_LONG_CASES, "cross_entropy": CROSS_ENTROPY_CASES,
            "reductions": REDUCTION_CASES, "reductions_dim": REDUCTION_DIM_CASES, "softmax_dim": SOFTMAX_DIM_CASES,
-           "softmax_400k": SOFTMAX_400K_CASES, "lm_heads": LM_HEAD_CASES}
+           "softmax_400k": SOFTMAX_400K_CASES, "lm_heads": LM_HEAD_CASES, "sdpa": SDPA_CASES}
 
 
 # Ops whose output row r depends on input row r alone (over the last dimension): their float64 check can go by row
@@ -452,6 +500,11 @@ def middle_dim_extents(shape, d):
 def variant_of(op, dtype_name, shape):
     """The variant string hotkernel's status names the case's variant by."""
     flags = OPS[op][2]
+    if op in ATTENTION_OPS:  # kernels::variantString of kernels::sdpaKeyOf
+        b, h, hkv, l, s, d = shape
+        q_cls, kv_cls = (0 if l == 1 else 1), (0 if s == 1 else 1)  # attention_setup's head views
+        return (f"dtype={dtype_name};rows={b};cols={l};inner={s};more={h},{hkv},{d},{d};layouts={q_cls}{kv_cls}{kv_cls}"
+                + (";causal=1" if ATTENTION_OPS[op] else "") + (";gqa=1" if hkv != h else ""))
     if op in GEMM_OPS:  # kernels::variantString's order: inner before the bias flag
         m, k, n = shape
         return f"dtype={dtype_name};rows={m};cols={n};inner={k}{flags}"
@@ -465,6 +518,9 @@ def ideal_bytes(op, shape, element_size, column_bytes):
     """Ideal traffic: x read, out written, the per-column tensors read once
     (the norms' float32 statistics, 4-8 bytes a row, are left out);
     cross_entropy: the logits read once and the int64 targets (its output is one scalar)."""
+    if op in ATTENTION_OPS:  # q, k, v read once, the output written once
+        b, h, hkv, l, s, d = shape
+        return (2 * b * h * l * d + 2 * b * hkv * s * d) * element_size
     if op in GEMM_OPS:  # x and the weight read once, the output written once, the bias read once
         m, k, n = shape
         return (m * k + m * n) * element_size + column_bytes
@@ -495,7 +551,9 @@ def run_case(hk, timer, op, dtype_name, shape, args, copy_bps):
     dtype = DTYPES[dtype_name]
     rows, cols = prod(shape[:-1]), shape[-1]
     gen = torch.Generator(device="cuda").manual_seed(1234 + rows + cols)
-    if op in GEMM_OPS:  # x [M, K]
+    if op in ATTENTION_OPS:  # the query
+        x, fn, ref64, columns = attention_setup(shape, dtype, gen, ATTENTION_OPS[op])
+    elif op in GEMM_OPS:  # x [M, K]
         x = torch.randn(shape[0], shape[1], device="cuda", generator=gen).to(dtype)
         fn, ref64, columns = setup(shape, dtype, gen)
     else:
@@ -503,6 +561,9 @@ def run_case(hk, timer, op, dtype_name, shape, args, copy_bps):
         fn, ref64, columns = setup(cols, dtype, gen)
     idle, waited = make_hot(hk, fn, x, args.hot_calls, args.tune_timeout)
     variant = variant_of(op, dtype_name, shape)
+    if op in ATTENTION_OPS:
+        layouts = "".join(str(layout_class(t)) for t in [x] + columns)
+        assert f"layouts={layouts}" in variant, (variant, layouts)
     decision, kernel = decision_of(hk.status(), aten_op, variant)
 
     torch._dynamo.reset()
@@ -564,7 +625,10 @@ def parse_cases(text):
             sys.exit(f"ops_bench: malformed case '{item}' (want op:dtype:ROWSxCOLS, or AxBxC... for the _dim ops)")
         if op not in OPS or dtype not in DTYPES or min(shape) < 1:
             sys.exit(f"ops_bench: unknown op/dtype or bad shape in '{item}' (ops: {', '.join(OPS)})")
-        if op in GEMM_OPS:
+        if op in ATTENTION_OPS:
+            if len(shape) != 6 or shape[1] % shape[2] != 0 or shape[4] < 2:
+                sys.exit(f"ops_bench: '{item}': {op} takes BxHxHKVxLxSxD (H a multiple of HKV, S >= 2)")
+        elif op in GEMM_OPS:
             if len(shape) != 3:
                 sys.exit(f"ops_bench: '{item}': {op} takes MxKxN (x [M, K], the weight [N, K])")
         elif op in MIDDLE_DIM_OPS:  # a size after the op's dim, and more than one element after it
@@ -585,6 +649,11 @@ def list_cases(cases):
     for op, dtype, shape in cases:
         size = torch.empty((), dtype=DTYPES[dtype]).element_size()
         columns = sum(flag in OPS[op][2] for flag in (";weight=1", ";bias=1")) * shape[-1] * size
+        if op in ATTENTION_OPS:  # the query, then key and value
+            b, h, hkv, l, s, d = shape
+            print(f"| {op} | {OPS[op][1]} | {dtype} | {shape_text(shape)} | {variant_of(op, dtype, shape)} | "
+                  f"{b * h * l * d * size / 2**30:.3f} | {ideal_bytes(op, shape, size, 0) / 2**30:.3f} |")
+            continue
         if op in GEMM_OPS:  # the weight [N, K] and the bias [N]
             m, k, n = shape
             columns = (n * k + (n if GEMM_OPS[op] else 0)) * size

@@ -84,8 +84,12 @@ std::string invariantViolation(const Entry& e, int64_t cubinBytes) {
     if (e.family.empty()) return "decision 'kernel' without kernel family";
   } else if (e.decision == kDecisionKeepAten) {
     if (cubinBytes != 0) return "decision 'keep_aten' with a cubin";
+  } else if (e.decision == kDecisionAtenBackend) {
+    if (cubinBytes != 0) return "decision 'aten_backend' with a cubin";
+    if (!e.kernelName.empty()) return "decision 'aten_backend' with a kernel name";
+    if (e.family.empty()) return "decision 'aten_backend' without family";
   } else {
-    return "unknown decision '" + e.decision + "' (expected 'kernel' or 'keep_aten')";
+    return "unknown decision '" + e.decision + "' (expected 'kernel', 'keep_aten' or 'aten_backend')";
   }
   return "";
 }

@@ -23,10 +23,10 @@
 //     op               TEXT NOT NULL,    -- "aten::_softmax"
 //     variant          TEXT NOT NULL,    -- canonical variant string
 //     fingerprint_json TEXT NOT NULL,    -- Fingerprint::canonicalJson(), for display
-//     decision         TEXT NOT NULL,    -- 'kernel' | 'keep_aten'
+//     decision         TEXT NOT NULL,    -- 'kernel' | 'keep_aten' | 'aten_backend' (Note [Decision values])
 //     family           TEXT NOT NULL,    -- kernel family
 //     params           TEXT NOT NULL,    -- JSON parameter point
-//     kernel_name      TEXT NOT NULL,    -- entry symbol in the cubin ('' for keep_aten)
+//     kernel_name      TEXT NOT NULL,    -- entry symbol in the cubin ('' for keep_aten, aten_backend)
 //     cubin_sha256     TEXT NOT NULL,    -- lowercase hex SHA-256 of cubin
 //     metrics          TEXT NOT NULL,    -- JSON measurements
 //     created_unix     INTEGER NOT NULL, -- seconds since the epoch
@@ -36,7 +36,7 @@
 //     signature        TEXT NOT NULL,    -- 'hmac-sha256-v1:<hex>' when put() had a key, else ''
 //                                        -- (Note [Entry signature, v1] in EntryRecord.h; '' for rows
 //                                        -- written before format 3)
-//     cubin            BLOB NOT NULL,    -- raw cubin (zero-length for keep_aten); last, so reading
+//     cubin            BLOB NOT NULL,    -- raw cubin (zero-length for keep_aten, aten_backend); last, so reading
 //                                        -- the other columns never touches its overflow pages
 //     PRIMARY KEY (fingerprint, op, variant)
 //   );
@@ -53,6 +53,15 @@
 // both with every signature '').
 // Version 3 adds the signature column: a version-2 hotkernel would write rows
 // without it, so the version is bumped rather than the column added silently.
+//
+// Note [Decision values]
+// 'kernel': launch the cubin (family, params, kernel_name, a cubin required);
+// 'keep_aten': the measured ATen kernel stays (no cubin); 'aten_backend': run
+// the one of ATen's own implementations that params names (the attention
+// family's choice: family and params required, no cubin, no kernel name).
+// 'aten_backend' came without a version bump: a reader that does not know it
+// verifies such a row as malformed and loads nothing from it, which is what it
+// must do, while every other row of the file stays readable.
 
 #include "Schema.h"
 

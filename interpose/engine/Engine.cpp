@@ -172,7 +172,10 @@ bool Engine::publishEntry(const cache::Entry& e, int device, EntryOrigin origin)
   if (!served) return false;
   // Note [Entries a process loads]: a refused entry leaves its variant undecided, so the optimizer may tune it
   // again and replace the entry.
-  if (e.decision == "kernel") {
+  // A choice among ATen's own implementations (the attention family) runs no code of the cache: admitted by its
+  // family, published without a check of a kernel.
+  const bool plan = e.decision == cache::kDecisionKernel || e.decision == cache::kDecisionAtenBackend;
+  if (plan) {
     if (const std::string why = engine::entryRefusal(e.family, served->family, config().trustAgentEntries);
         !why.empty()) {
       HOTKERNEL_LOG_ONCE(Warn, "refused-entry:" + e.op + ":" + e.variant)
@@ -181,7 +184,9 @@ bool Engine::publishEntry(const cache::Entry& e, int device, EntryOrigin origin)
     }
     // Note [Held entries]: an agent kernel, or any kernel of the shared tier, is checked by the optimizer
     // thread first; ATen until then.
-    if (origin == EntryOrigin::Remote || (origin == EntryOrigin::Cache && engine::checkedBeforePublishing(e.family))) {
+    const bool held = origin == EntryOrigin::Remote ||
+                      (origin == EntryOrigin::Cache && engine::checkedBeforePublishing(e.family));
+    if (e.decision == cache::kDecisionKernel && held) {
       holdEntry(e, device, origin);
       return false;
     }
@@ -190,7 +195,7 @@ bool Engine::publishEntry(const cache::Entry& e, int device, EntryOrigin origin)
     std::lock_guard<std::mutex> guard(mu_);
     decisions_.insert(decisionKey(e.op, e.variant));
   }
-  if (e.decision != "kernel") return false;
+  if (!plan) return false;
   try {
     // The variant string carries the norm ops' weight / bias flags: the plan
     // lands under the key their trampolines look up.

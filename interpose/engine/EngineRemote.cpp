@@ -55,7 +55,7 @@ bool Engine::admitRemoteEntry(const cache::Entry& entry, const VariantKey& key,
   // Note [Entries a process loads] (entryRefusal, makePlan), and for a kernel Note [Cached kernels checked
   // before first use]: held, checked here once, then published and stored in the own cache (checkHeldEntry).
   publishEntry(entry, key.device, EntryOrigin::Remote);
-  if (entry.decision == "kernel") {
+  if (entry.decision == cache::kDecisionKernel) {
     if (checkHeldEntry(entry.op, key, yieldPoint) != HeldEntryStep::Published) return false;  // tune it here
   } else {
     {

@@ -7,12 +7,14 @@
 #include "OverrideState.h"
 #include "ReduceOverride.h"
 #include "RmsNormOverride.h"
+#include "SdpaOverride.h"
 #include "SoftmaxOverride.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
 #include "hotkernel/kernels/MmPadFamily.h"
 #include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
+#include "hotkernel/kernels/SdpaFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -85,6 +87,8 @@ const std::vector<ServedOp>& servedOps() {
           &MmPadOverride::recordedKey),
       row(AddmmPadOverride::kOpName, kernels::addmmPadDescriptor(), AddmmPadOverride::state(),
           &AddmmPadOverride::install, &AddmmPadOverride::recordedKey),
+      row(SdpaOverride::kOpName, kernels::sdpaDescriptor(), SdpaOverride::state(), &SdpaOverride::install,
+          &SdpaOverride::recordedKey),
   };
   return *rows;
 }

@@ -11,7 +11,8 @@ constexpr int32_t kFields = variant_options::kReductionMask;
 bool isCrossEntropyKey(const VariantKey& key) { return detail::optionsWithin(key, kFields) && reductionOf(key) >= 0; }
 
 bool servesKey(const VariantKey& key) {
-  return isCrossEntropyKey(key) && key.inner == 0 && CrossEntropyFamily::guardVariant(crossEntropyVariantOf(key));
+  return isCrossEntropyKey(key) && key.inner == 0 && !key.hasMore() &&
+         CrossEntropyFamily::guardVariant(crossEntropyVariantOf(key));
 }
 double bytesMoved(const VariantKey& key) { return CrossEntropyFamily::bytesMoved(crossEntropyVariantOf(key)); }
 

@@ -5,6 +5,7 @@
 #include "hotkernel/kernels/MmPadFamily.h"
 #include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
+#include "hotkernel/kernels/SdpaFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 
 namespace hotkernel::kernels {
@@ -17,6 +18,7 @@ const std::vector<const FamilyDescriptor*>& allFamilies() {
     for (ReduceOp op : kAllReduceOps) f.push_back(&reduceDescriptor(op));
     f.push_back(&mmPadDescriptor());
     f.push_back(&addmmPadDescriptor());
+    f.push_back(&sdpaDescriptor());
     return f;
   }();
   return kFamilies;

@@ -9,7 +9,7 @@ namespace {
 constexpr int32_t kFields = variant_options::kWeight | variant_options::kBias;
 
 bool servesKey(const VariantKey& key) {
-  return detail::optionsWithin(key, kFields) && key.inner == 0 &&
+  return detail::optionsWithin(key, kFields) && key.inner == 0 && !key.hasMore() &&
          LayerNormFamily::guardVariant(layerNormVariantOf(key));
 }
 double bytesMoved(const VariantKey& key) { return LayerNormFamily::bytesMoved(layerNormVariantOf(key)); }

@@ -12,7 +12,7 @@ namespace {
 // kOptions: 0 for mm_pad_n, the bias option for addmm_pad_n.
 template <int32_t kOptions>
 bool servesKey(const VariantKey& key) {
-  return key.options == kOptions && MmPadFamily::guardVariant(mmPadVariantOf(key));
+  return key.options == kOptions && !key.hasMore() && MmPadFamily::guardVariant(mmPadVariantOf(key));
 }
 double bytesMoved(const VariantKey& key) { return MmPadFamily::bytesMoved(mmPadVariantOf(key)); }
 

@@ -23,7 +23,7 @@ bool middleDim(const VariantKey& key) { return key.inner != 0; }
 
 template <ReduceOp kOp>
 bool servesKey(const VariantKey& key) {
-  if (key.options != 0) return false;
+  if (key.options != 0 || key.hasMore()) return false;
   return middleDim(key) ? ReduceDimFamily::guardVariant(reduceDimVariantOf(key, kOp))
                         : ReduceFamily::guardVariant(reduceVariantOf(key, kOp));
 }

@@ -9,7 +9,8 @@ namespace {
 constexpr int32_t kFields = variant_options::kWeight;
 
 bool servesKey(const VariantKey& key) {
-  return detail::optionsWithin(key, kFields) && key.inner == 0 && RmsNormFamily::guardVariant(rmsNormVariantOf(key));
+  return detail::optionsWithin(key, kFields) && key.inner == 0 && !key.hasMore() &&
+         RmsNormFamily::guardVariant(rmsNormVariantOf(key));
 }
 double bytesMoved(const VariantKey& key) { return RmsNormFamily::bytesMoved(rmsNormVariantOf(key)); }
 

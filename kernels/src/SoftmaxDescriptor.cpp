@@ -33,7 +33,7 @@ Plan softmaxPlan(const VariantKey& key, const nlohmann::json& params, const std:
 }
 
 bool servesKey(const VariantKey& key) {
-  if (key.options != 0) return false;
+  if (key.options != 0 || key.hasMore()) return false;
   return middleDim(key) ? SoftmaxDimFamily::guardVariant(softmaxDimVariantOf(key))
                         : SoftmaxFamily::guardVariant(softmaxVariantOf(key));
 }

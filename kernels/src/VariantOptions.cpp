@@ -27,11 +27,21 @@ std::string variantString(const VariantKey& key) {
   std::string s = "dtype=" + std::string(dtypeName(static_cast<DType>(key.dtype))) +
                   ";rows=" + std::to_string(key.rows) + ";cols=" + std::to_string(key.cols);
   if (key.inner != 0) s += ";inner=" + std::to_string(key.inner);
+  if (key.hasMore()) {
+    s += ";more=" + std::to_string(key.more[0]) + "," + std::to_string(key.more[1]) + "," +
+         std::to_string(key.more[2]) + "," + std::to_string(key.more[3]);
+  }
   if (hasWeight(key)) s += ";weight=1";
   if (hasBias(key)) s += ";bias=1";
   if (reductionOf(key) >= 0) {
     s += std::string(";reduction=") + reductionName(static_cast<CrossEntropyReduction>(reductionOf(key)));
   }
+  if ((key.options & variant_options::kLayoutMask) != 0) {
+    s += ";layouts=" + std::to_string(layoutOf(key, 0)) + std::to_string(layoutOf(key, 1)) +
+         std::to_string(layoutOf(key, 2));
+  }
+  if ((key.options & variant_options::kCausal) != 0) s += ";causal=1";
+  if ((key.options & variant_options::kGqa) != 0) s += ";gqa=1";
   return s;
 }
 
@@ -69,9 +79,32 @@ std::optional<VariantKey> parseVariantString(const std::string& s, int device) {
       }
       if (r < 0) return std::nullopt;
       k.options = (k.options & ~variant_options::kReductionMask) | reductionOptions(r);
-    } else if (name == "weight" || name == "bias") {
+    } else if (name == "more") {
+      std::stringstream values(value);
+      std::string item;
+      int n = 0;
+      while (std::getline(values, item, ',')) {
+        const std::optional<int64_t> m = wholeInt64(item);
+        if (!m || *m < 1 || n == 4) return std::nullopt;
+        k.more[n++] = *m;
+      }
+      if (n != 4 || value.back() == ',') return std::nullopt;
+    } else if (name == "layouts") {
+      if (value.size() != 3) return std::nullopt;
+      int32_t classes[3];
+      for (int i = 0; i < 3; ++i) {
+        if (value[i] < '0' || value[i] > '3') return std::nullopt;
+        classes[i] = value[i] - '0';
+      }
+      k.options = (k.options & ~variant_options::kLayoutMask) | layoutOptions(classes[0], classes[1], classes[2]);
+    } else if (name == "weight" || name == "bias" || name == "causal" || name == "gqa") {
       if (value != "0" && value != "1") return std::nullopt;
-      if (value == "1") k.options |= name == "weight" ? variant_options::kWeight : variant_options::kBias;
+      if (value == "1") {
+        k.options |= name == "weight"   ? variant_options::kWeight
+                     : name == "bias"   ? variant_options::kBias
+                     : name == "causal" ? variant_options::kCausal
+                                        : variant_options::kGqa;
+      }
     }
   }
   if (!(haveDtype && haveRows && haveCols) || k.rows < 1 || k.cols < 1) return std::nullopt;

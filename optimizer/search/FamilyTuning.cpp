@@ -9,6 +9,7 @@
 #include "hotkernel/optimizer/NormTuner.h"
 #include "hotkernel/optimizer/ReduceDimTuner.h"
 #include "hotkernel/optimizer/ReduceTuner.h"
+#include "hotkernel/optimizer/SdpaTuner.h"
 #include "hotkernel/optimizer/SoftmaxDimTuner.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
 #include "hotkernel/runtime/Check.h"
@@ -22,8 +23,9 @@ using kernels::SoftmaxOp;
 // One row per family: its descriptor, its tuner, its ATen reference (Note
 // [The ATen reference]) and its tuner's spec (Note [A tuner's spec]), each
 // given the descriptor, so that one function serves the families of several ops.
-// A family that is not a row op (the padded GEMMs: mm_pad_n, addmm_pad_n) has
-// no spec and its own check of a cached kernel instead.
+// A family that is not a row op (the padded GEMMs: mm_pad_n, addmm_pad_n; the
+// attention backends: sdpa_backend) has no spec and its own check of a cached
+// kernel instead.
 struct FamilyTuner {
   const kernels::FamilyDescriptor& family;
   TuneOutcome (*tune)(const kernels::FamilyDescriptor& family, const VariantKey& key, const TunerOptions& options);
@@ -121,6 +123,14 @@ AtenReference mmPadReference(const kernels::FamilyDescriptor&, const VariantKey&
   return mmPadAtenReference(kernels::mmPadVariantOf(key));
 }
 
+TuneOutcome sdpaTuner(const kernels::FamilyDescriptor&, const VariantKey& key, const TunerOptions& options) {
+  return tuneSdpa(kernels::sdpaVariantOf(key), key.device, options);
+}
+
+AtenReference sdpaOriginal(const kernels::FamilyDescriptor&, const VariantKey& key) {
+  return sdpaAtenReference(kernels::sdpaVariantOf(key));
+}
+
 AtenReference crossEntropyReference(const kernels::FamilyDescriptor&, const VariantKey& key) {
   return crossEntropyAtenReference(kernels::crossEntropyVariantOf(key).reduction);
 }
@@ -141,6 +151,7 @@ const std::vector<FamilyTuner>& tuners() {
     }
     t.push_back({kernels::mmPadDescriptor(), &mmPadTuner, &mmPadReference, nullptr, &checkCachedMmPad});
     t.push_back({kernels::addmmPadDescriptor(), &mmPadTuner, &mmPadReference, nullptr, &checkCachedMmPad});
+    t.push_back({kernels::sdpaDescriptor(), &sdpaTuner, &sdpaOriginal, nullptr, &checkCachedSdpa});
     return t;
   }();
   return kTuners;

@@ -16,7 +16,8 @@ cache::Entry resultEntry(const DeviceFingerprints& fingerprints, int device, con
   entry.family = out.accepted ? out.family : servedFamily;
   entry.metrics = out.metrics.toJson().dump();  // Note [Tune metrics JSON]
   if (out.accepted) {
-    entry.decision = cache::kDecisionKernel;
+    // A choice among ATen's own implementations (the attention family) carries no cubin.
+    entry.decision = out.cubin.empty() ? cache::kDecisionAtenBackend : cache::kDecisionKernel;
     entry.params = out.paramsJson.dump();
     entry.kernelName = out.kernelName;
     entry.cubin = out.cubin;

@@ -135,6 +135,21 @@ TEST(CacheStoreTest, GivenInvalidEntryWhenPutThenThrowsAndStoresNothing) {
       {"kernel without name", [](Entry& e) { e.kernelName.clear(); }, "without kernel name"},
       {"keep_aten with cubin", [](Entry& e) { e.decision = kDecisionKeepAten; }, "with a cubin"},
       {"unknown decision", [](Entry& e) { e.decision = "maybe"; }, "unknown decision"},
+      {"aten_backend with cubin", [](Entry& e) { e.decision = kDecisionAtenBackend; }, "'aten_backend' with a cubin"},
+      {"aten_backend with a kernel name",
+       [](Entry& e) {
+         e.decision = kDecisionAtenBackend;
+         e.cubin.clear();
+       },
+       "'aten_backend' with a kernel name"},
+      {"aten_backend without family",
+       [](Entry& e) {
+         e.decision = kDecisionAtenBackend;
+         e.cubin.clear();
+         e.kernelName.clear();
+         e.family.clear();
+       },
+       "'aten_backend' without family"},
       {"empty op", [](Entry& e) { e.op.clear(); }, "empty fingerprint, op or variant"},
       {"fingerprint of another environment", [](Entry& e) { e.fingerprint = testFingerprint("A100").key(); },
        "is not the key of fingerprintJson"},
@@ -193,6 +208,24 @@ TEST(CacheStoreTest, GivenCubinAndItsHashBothRewrittenWhenGetThenRefused) {
   RawDb(tmp.path())
       .exec("UPDATE entries SET cubin = CAST('" + other + "' AS BLOB), cubin_sha256 = '" + sha256Hex(other) + "'");
   EXPECT_FALSE(store->get(e.fingerprint, kOp, kVariant).has_value());
+}
+
+TEST(CacheStoreTest, GivenAnAtenBackendChoiceWhenPutAndReadThenItRoundTripsWithoutACubin) {
+  TempDir tmp;
+  auto store = CacheStore::open(tmp.path());
+  Entry e = kernelEntry("aten::scaled_dot_product_attention", kVariant);
+  e.decision = kDecisionAtenBackend;
+  e.family = "sdpa_backend";
+  e.params = R"({"backend":"cudnn","format":"hotkernel-attention-choice","version":1})";
+  e.kernelName.clear();
+  e.cubin.clear();
+  store->put(e);
+  const std::optional<Entry> got = store->get(e.fingerprint, e.op, e.variant);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->decision, kDecisionAtenBackend);
+  EXPECT_EQ(got->params, e.params);
+  EXPECT_EQ(got->cubinBytes, 0);
+  EXPECT_EQ(store->verify().at(0).status, VerifyStatus::Ok);
 }
 
 TEST(CacheStoreTest, GivenDecisionFlippedToKeepAtenWhenVerifyThenMalformed) {

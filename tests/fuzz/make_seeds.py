@@ -169,7 +169,9 @@ def variant_string():
     for name, text in [("softmax.txt", "dtype=bfloat16;rows=4096;cols=32000"),
                        ("norm.txt", "dtype=float16;rows=32;cols=4096;weight=1;bias=1"),
                        ("cross-entropy.txt", "dtype=bfloat16;rows=32;cols=128256;reduction=mean"),
-                       ("reduce-dim.txt", "dtype=float32;rows=64;cols=4096;inner=1024")]:
+                       ("reduce-dim.txt", "dtype=float32;rows=64;cols=4096;inner=1024"),
+                       ("attention.txt",
+                        "dtype=bfloat16;rows=1;cols=4096;inner=4096;more=32,8,128,128;layouts=111;causal=1;gqa=1")]:
         write("fuzz_variant_string", name, text)
 
 

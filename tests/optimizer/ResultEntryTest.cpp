@@ -56,6 +56,22 @@ TEST(ResultEntryTest, GivenARejectedResultWhenTheEntryIsMadeThenItKeepsAtenUnder
   EXPECT_EQ(e.metrics, R"({"candidates":[]})");
 }
 
+TEST(ResultEntryTest, GivenAnAcceptedChoiceWithoutACubinWhenTheEntryIsMadeThenItIsAnAtenBackendDecision) {
+  DeviceFingerprints fps;
+  fps.set(0, testing::fakeFingerprint("NVIDIA H200"));
+  TuneOutcome out;
+  out.accepted = true;
+  out.family = "sdpa_backend";
+  out.paramsJson = {{"format", "hotkernel-attention-choice"}, {"version", 1}, {"backend", "cudnn"}};
+  out.metrics.kernel = KernelMetrics{};
+  const cache::Entry e = resultEntry(fps, 0, "aten::scaled_dot_product_attention", "v", "sdpa_backend", out);
+  EXPECT_EQ(e.decision, cache::kDecisionAtenBackend);
+  EXPECT_EQ(e.family, "sdpa_backend");
+  EXPECT_EQ(nlohmann::json::parse(e.params), out.paramsJson);
+  EXPECT_TRUE(e.cubin.empty());
+  EXPECT_TRUE(e.kernelName.empty());
+}
+
 TEST(ResultEntryTest, GivenADeviceWithNoFingerprintWhenAnEntryIsMadeThenItThrowsInsteadOfStoringUnderAnother) {
   DeviceFingerprints fps;
   fps.set(0, testing::fakeFingerprint("NVIDIA H200"));

@@ -45,7 +45,7 @@ struct ProfileOptions {
 // What the cache holds for a variant on this machine.
 struct CachedState {
   bool looked = false;   // the machine's fingerprint is known and the cache exists
-  std::string decision;  // "kernel", "keep_aten", or "" (no verified entry)
+  std::string decision;  // "kernel", "keep_aten", "aten_backend", or "" (no verified entry)
   std::string speedup;   // "1.84x" or "-"
   std::optional<double> speedupValue;
 };
@@ -120,7 +120,7 @@ json cachedJson(const CachedState& c) {
 std::string cachedText(const CachedState& c) {
   if (!c.looked) return "?";
   if (c.decision.empty()) return "-";
-  return c.decision == "kernel" ? "kernel " + c.speedup : c.decision;
+  return c.decision == "kernel" || c.decision == "aten_backend" ? c.decision + " " + c.speedup : c.decision;
 }
 
 void printJson(const ProfileOptions& o, const ProfileView& view, const CacheLookup& cache) {

@@ -14,7 +14,7 @@
 # HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu -R Fusion|Reduce": split on spaces, no quotes).
 # HOTKERNEL_TEST_DEADLINE_S: the test step stops after this many seconds (its logs and junit still come back:
 #   keep it under the device call's limit minus the build and what follows); default: no deadline.
-# gpu_bins: the GPU test binaries a prebuilt folder carries (mm_pad_runtime_gpu_tests), run directly, each with its
+# gpu_bins: the GPU test binaries a prebuilt folder carries (mm_pad_runtime_gpu_tests, sdpa_runtime_gpu_tests), run directly, each with its
 #   gtest XML and log in $OUT (no ctest: a prebuilt folder has no build tree).
 # HOTKERNEL_MODELS: the models step's --models (default all: llama,gpt2-eager,gpt2-sdpa,bert).
 # HOTKERNEL_MODELS_ARGS: extra model_bench.py arguments (e.g. "--fusion": the hotkernel arm fuses chains).
@@ -32,7 +32,7 @@
 #   lib/libhotkernel_preload.so, built against the same torch: tools/gpu/prebuild.sh) instead of building (minutes of
 #   device time saved).
 # HOTKERNEL_OPS_CASES: the ops step's --cases: a preset of bench/ops_bench.py (norms, norms_long, cross_entropy, reductions,
-#   reductions_dim, softmax_dim, softmax_400k, lm_heads) or op:dtype:shape,... (default: ops_bench.py's default cases).
+#   reductions_dim, softmax_dim, softmax_400k, lm_heads, sdpa) or op:dtype:shape,... (default: ops_bench.py's default cases).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${OUT:-$ROOT/out}"
@@ -99,8 +99,8 @@ if want test; then
   (cd "$BUILD" && ctest -L gpu -N) | tail -1
 fi
 if printf '%s\n' "${STEPS[@]}" | grep -qx gpu_bins; then  # named only: `all`'s test step runs them through ctest
-  log "GPU test binaries: mm_pad_runtime_gpu_tests"
-  for t in mm_pad_runtime_gpu_tests; do
+  log "GPU test binaries: mm_pad_runtime_gpu_tests sdpa_runtime_gpu_tests"
+  for t in mm_pad_runtime_gpu_tests sdpa_runtime_gpu_tests; do
     "$BUILD/bin/$t" --gtest_output="xml:$OUT/$t.xml" >"$OUT/$t.log" 2>&1 || rc=1
     grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]" "$OUT/$t.log" | tail -5
   done
@@ -108,12 +108,13 @@ fi
 if want ops; then
   log "bench: ops (softmax, log_softmax) vs eager and torch.compile, side by side"
   OPSCACHE="$(mktemp -d)/cache"
-  # The reductions and the padded GEMMs are not in HOTKERNEL_OPS' default: their presets name them (unless the
+  # The reductions, the padded GEMMs and attention are not in HOTKERNEL_OPS' default: their presets name them (unless the
   # caller set HOTKERNEL_OPS); softmax_dim and softmax_400k need only the default's _softmax and _log_softmax.
   OPS_LIST="${HOTKERNEL_OPS:-}"
   case "${HOTKERNEL_OPS_CASES:-}" in
     reductions|reductions_dim) OPS_LIST="${OPS_LIST:-sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim}" ;;
     lm_heads) OPS_LIST="${OPS_LIST:-mm,addmm}" ;;
+    sdpa) OPS_LIST="${OPS_LIST:-scaled_dot_product_attention}" ;;
   esac
   env ${OPS_LIST:+HOTKERNEL_OPS="$OPS_LIST"} HOTKERNEL_CACHE_DIR="$OPSCACHE" HOTKERNEL_SAMPLE=1 HOTKERNEL_LOG_LEVEL=info \
     LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \

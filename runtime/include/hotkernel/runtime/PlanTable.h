@@ -28,7 +28,9 @@ namespace hotkernel {
 // passes, a mode such as cross_entropy_loss's reduction: Note [Variant
 // options] in kernels/VariantOptions.h), and a third extent, `inner`, for the
 // keys that have one (0 for two-extent keys; a reduction over a middle dim is
-// rows = outer, cols = the reduced extent, inner = the kept extent after it).
+// rows = outer, cols = the reduced extent, inner = the kept extent after it),
+// and four more extents, `more`, for the keys of ops with more dimensions
+// (all 0 for every other key; attention: heads, key/value heads, head dims).
 // This layer stores, compares and hashes the word and the extents; it knows
 // no family.
 struct VariantKey {
@@ -38,9 +40,12 @@ struct VariantKey {
   int64_t cols = 0;
   int32_t options = 0;  // family-defined; 0: none
   int64_t inner = 0;    // family-defined third extent; 0: none
+  int64_t more[4] = {};  // family-defined further extents; all 0: none
+  bool hasMore() const { return more[0] != 0 || more[1] != 0 || more[2] != 0 || more[3] != 0; }
   bool operator==(const VariantKey& o) const {
     return dtype == o.dtype && device == o.device && rows == o.rows && cols == o.cols && options == o.options &&
-           inner == o.inner;
+           inner == o.inner && more[0] == o.more[0] && more[1] == o.more[1] && more[2] == o.more[2] &&
+           more[3] == o.more[3];
   }
 };
 
@@ -51,6 +56,7 @@ struct VariantKeyHash {
     h ^= (static_cast<uint64_t>(static_cast<uint32_t>(k.dtype)) << 32) | static_cast<uint32_t>(k.device);
     h ^= static_cast<uint64_t>(static_cast<uint32_t>(k.options)) << 48;
     h ^= static_cast<uint64_t>(k.inner) * 0xD6E8FEB86659FD93ull;
+    for (int64_t m : k.more) h = (h ^ static_cast<uint64_t>(m)) * 0x100000001B3ull + (h >> 29);
     return static_cast<size_t>(h * 0xBF58476D1CE4E5B9ull);
   }
 };
