@@ -16,6 +16,7 @@
 #include "hotkernel/kernels/ReduceDimFamily.h"
 #include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
+#include "hotkernel/kernels/SdpaFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/runtime/Check.h"
@@ -106,6 +107,8 @@ TEST(ReduceDescriptorTest, GivenAKeyWithAnInnerExtentWhenAskedOfAnotherFamilyThe
     if (f == &softmaxDescriptor(SoftmaxOp::Softmax) || f == &softmaxDescriptor(SoftmaxOp::LogSoftmax)) continue;
     // The padded GEMMs' inner extent is their k: they serve only keys with one (MmPadFamilyTest).
     if (f == &mmPadDescriptor() || f == &addmmPadDescriptor()) continue;
+    // Attention keys have an inner extent (the keys) and four more (SdpaFamilyTest).
+    if (f == &sdpaDescriptor()) continue;
     VariantKey k = key;
     if (f == &crossEntropyDescriptor()) k.options = reductionOptions(1);
     if (f == &rmsNormDescriptor() || f == &layerNormDescriptor()) k.options = variant_options::kWeight;
