@@ -50,9 +50,10 @@ Per model the script
      The same steps give each implementation's timeline (profile.timeline:
      Note [A step's timeline]) and its busiest kernels (profile.topKernels).
 
-With --fusion the hotkernel arm also fuses chains of small ops (the deferral engine,
-HOTKERNEL_FUSION=1; the script runs itself again with the variable set, since the library
-reads it when it starts; eager is hotkernel_set_enabled(0), which switches fusion off too,
+The hotkernel arm fuses chains of small ops (the deferral engine, HOTKERNEL_FUSION, on by
+default in the library); --no-fusion measures the served ops alone (HOTKERNEL_FUSION=0) and
+--fusion insists on fusion (the script runs itself again with the variable set, since the
+library reads it when it starts; eager is hotkernel_set_enabled(0), which switches fusion off too,
 and torch.compile runs with hotkernel off as before). The warm-up then repeats (at most
 twice more, within --tune-timeout) while the status's hot or ready chains still change:
 a deferred chain can leave the rest of its window to be learned as a new one. Reported
@@ -1034,9 +1035,18 @@ def main():
     ap.add_argument("--smoke", action="store_true",
                     help="tiny configs, on the GPU if there is one else the CPU; the preload is optional")
     ap.add_argument("--fusion", action="store_true",
-                    help="the hotkernel arm fuses chains too (HOTKERNEL_FUSION=1; needs the preload)")
+                    help="the hotkernel arm fuses chains (HOTKERNEL_FUSION=1, the library's default; needs the preload)")
+    ap.add_argument("--no-fusion", action="store_true",
+                    help="the hotkernel arm does not fuse chains (HOTKERNEL_FUSION=0: the served ops only)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
+    if args.fusion and args.no_fusion:
+        sys.exit("model_bench: --fusion and --no-fusion exclude each other")
+    if args.no_fusion and os.environ.get("HOTKERNEL_FUSION") != "0":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:],
+                  dict(os.environ, HOTKERNEL_FUSION="0"))
     if args.fusion and os.environ.get("HOTKERNEL_FUSION") != "1":
         # The library reads HOTKERNEL_FUSION when it starts (with torch): run again with it set.
         if "libhotkernel_preload" not in os.environ.get("LD_PRELOAD", ""):
@@ -1081,7 +1091,9 @@ def main():
     def document():
         doc = {"format": "hotkernel-bench", "version": 1, "benchmark": "models",
                "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-               "machine": machine_info, "smoke": args.smoke, "fusion": args.fusion,
+               "machine": machine_info, "smoke": args.smoke,
+               # Whether the hotkernel arm fused chains: the library's state (on by default), not only --fusion.
+               "fusion": bool((hk_top.get("fusion") or {}).get("on")) if hk else False,
                "method": "per model and phase: eager (hotkernel_set_enabled(0)), hotkernel and torch.compile "
                          "(dynamic=False, default mode) of the same step interleaved in rotating order, CUDA events "
                          "around the step, L2 flushed and the GPU idle before it; medians and 95% CIs of paired "

@@ -45,8 +45,8 @@ softmax ops are in HOTKERNEL_OPS' default). `--cases softmax_400k`: softmax and
 log_softmax over the last dim of float32 [4096, 400000] (6.1 GiB, tuned on a row
 subset). linear and linear_bias: F.linear of x [M, K] by a weight [N, K], without and with a bias
 (aten::mm, aten::addmm; shapes MxKxN; traffic: x, the weight and the bias read once, the output written once):
-`--cases lm_heads` (GPT-2's and BERT's LM heads, N not a multiple of 8), with mm,addmm in HOTKERNEL_OPS
-(not in its default). attention and attention_causal: F.scaled_dot_product_attention of query, key and value
+`--cases lm_heads` (GPT-2's and BERT's LM heads, N not a multiple of 8; mm,addmm are in HOTKERNEL_OPS'
+default). attention and attention_causal: F.scaled_dot_product_attention of query, key and value
 head views of [B, L, H * D] projections (HF's layout; enable_gqa when the key/value heads are fewer; is_causal for
 attention_causal; no mask; shapes BxHxHKVxLxSxD: batch, query heads, key/value heads, queries, keys, head dim;
 traffic: q, k, v read once, the output written once): `--cases sdpa` (the shapes of bench/sdpa_bench.py, BERT's

@@ -5,7 +5,7 @@
     python3 bench/readme_results.py --check    # exit 1 when either differs from what the JSON gives (ctest readme_results)
 
 Sources (hotkernel-bench v1 JSON, bench/README.md describes each program):
-  bench/results/h200-models-latest.json               model_bench.py: end to end, per model and phase
+  bench/results/h200-models-fusion-defaults-latest.json  model_bench.py: end to end with the defaults, per model and phase
   bench/results/h200-ops-latest.json                  ops_bench.py: the default served ops
   bench/results/h200-ops-extrema-subset-latest.json   ops_bench.py: amin / argmin and a few more
   bench/results/h200-fusion-engine-latest.json        fusion_engine_bench.py: HF-style blocks with HOTKERNEL_FUSION=1
@@ -20,7 +20,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
 CHART = os.path.join(ROOT, "docs", "images", "h200-models.svg")
-MODELS = "bench/results/h200-models-latest.json"
+MODELS = "bench/results/h200-models-fusion-defaults-latest.json"
 OPS = ["bench/results/h200-ops-latest.json", "bench/results/h200-ops-extrema-subset-latest.json"]
 FUSION = "bench/results/h200-fusion-engine-latest.json"
 MODELS_FUSION = "bench/results/h200-models-fusion-latest.json"
@@ -65,9 +65,12 @@ def models_rows(doc):
 
 def models_table(doc):
     m = doc["machine"]
-    lines = [f"End to end, HF transformers models with random weights ({m['gpu']}, torch {m['torch']}, "
-             f"{doc['date'][:10]}; `bench/model_bench.py`, `{MODELS}`): the latency of a step, hotkernel "
-             "and `torch.compile` against eager, paired medians with 95% intervals.", "",
+    ops = doc.get("environment", {}).get("HOTKERNEL_OPS", "the default")
+    fused = "fused chains on" if doc.get("fusion") else "fused chains off"
+    lines = [f"End to end with the defaults (`HOTKERNEL_OPS={ops}`, {fused}), HF transformers models with random "
+             f"weights ({m['gpu']}, torch {m['torch']}, {doc['date'][:10]}; `bench/model_bench.py`, `{MODELS}`): "
+             "the latency of a step, hotkernel and `torch.compile` against eager, paired medians with 95% "
+             "intervals.", "",
              "| model | phase | hotkernel vs eager | torch.compile vs eager | hotkernel vs torch.compile | "
              "GPU time in hotkernel's kernels |",
              "|---|---|---|---|---|---|"]
@@ -99,7 +102,7 @@ def ops_table(docs):
 
 def fusion_table(doc):
     m = doc["machine"]
-    lines = [f"Fused chains (`HOTKERNEL_FUSION=1`, experimental; {m['gpu']}, {doc['date'][:10]}; "
+    lines = [f"Fused chains (`HOTKERNEL_FUSION=1`, on by default since 2026-12-05; {m['gpu']}, {doc['date'][:10]}; "
              f"`bench/fusion_engine_bench.py`, `{FUSION}`): HF transformers' blocks as their eager code, learned, "
              "tuned and fused by the process itself, against eager in the same process:", "",
              "| block | dtype | tokens | vs eager | vs torch.compile | fused chains per call |",
@@ -118,8 +121,9 @@ def fusion_table(doc):
 
 def models_fusion_table(doc):
     m = doc["machine"]
-    lines = [f"Whole models with fused chains (`HOTKERNEL_FUSION=1`; {m['gpu']}, {doc['date'][:10]}; "
-             f"`bench/model_bench.py --fusion`, `{MODELS_FUSION}`), wall time of a step and GPU time per step:", "",
+    lines = [f"Whole models with fused chains and the served ops of that day, the padded GEMMs not among them "
+             f"(`HOTKERNEL_FUSION=1`; {m['gpu']}, {doc['date'][:10]}; `bench/model_bench.py --fusion`, "
+             f"`{MODELS_FUSION}`), wall time of a step and GPU time per step:", "",
              "| model | phase | hotkernel vs eager | hotkernel vs torch.compile | GPU time eager / hotkernel / "
              "torch.compile |", "|---|---|---|---|---|"]
     for r in models_rows(doc):

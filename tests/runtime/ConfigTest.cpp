@@ -95,12 +95,14 @@ TEST(ConfigTest, GivenNoEnvironmentWhenReadThenDefaults) {
   EXPECT_TRUE(c.optimize);
   EXPECT_EQ(c.hotCalls, 50);
   EXPECT_EQ(c.cacheDir, "/tmp/hk-config-test");
-  ASSERT_EQ(c.ops.size(), 5u);
+  ASSERT_EQ(c.ops.size(), 7u);
   EXPECT_EQ(c.ops[0], "_softmax");
   EXPECT_EQ(c.ops[1], "_log_softmax");
   EXPECT_EQ(c.ops[2], "_fused_rms_norm");
   EXPECT_EQ(c.ops[3], "native_layer_norm");
   EXPECT_EQ(c.ops[4], "cross_entropy_loss");
+  EXPECT_EQ(c.ops[5], "mm");
+  EXPECT_EQ(c.ops[6], "addmm");
 }
 
 TEST(ConfigTest, GivenOffSwitchAndBadNumberWhenReadThenDisabledAndDefaultKept) {
@@ -187,13 +189,13 @@ TEST(ConfigTest, GivenIdleMaxUtilWhenReadThenPercentClampedOrUnusedForBadValues)
   }
 }
 
-TEST(ConfigTest, GivenHotkernelFusionWhenReadThenOffByDefaultAndOnlyABooleanTurnsItOn) {
+TEST(ConfigTest, GivenHotkernelFusionWhenReadThenOnByDefaultAndOnlyABooleanTurnsItOff) {
   unsetenv("HOTKERNEL_FUSION");
-  EXPECT_FALSE(Config::fromEnvironment().fusion);
+  EXPECT_TRUE(Config::fromEnvironment().fusion);
   EXPECT_TRUE(readWith("HOTKERNEL_FUSION", "1").config.fusion);
   EXPECT_FALSE(readWith("HOTKERNEL_FUSION", "0").config.fusion);
   const Read r = readWith("HOTKERNEL_FUSION", "fast");
-  EXPECT_FALSE(r.config.fusion);
+  EXPECT_TRUE(r.config.fusion);  // the default, with a warning
   EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION='fast'"), 1u) << r.logged;
 }
 

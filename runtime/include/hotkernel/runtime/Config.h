@@ -8,14 +8,14 @@
 // | HOTKERNEL_CACHE_PATH          | (unset)                      | directories separated by ':' | read-only caches read after HOTKERNEL_CACHE_DIR, first match wins; may be root's (Note [Cache tiers] in hotkernel/cache/CacheTiers.h) |
 // | HOTKERNEL_CACHE_KEY_FILE      | (unset)                      | a file path | HMAC key of the cache entries: set, only entries signed with it load (Note [Cache key file] in hotkernel/cache/EntryKey.h) |
 // | HOTKERNEL_OPTIMIZE            | 1                            | as HOTKERNEL | 0: only use cached kernels, never optimize in-process |
-// | HOTKERNEL_FUSION              | 0                            | as HOTKERNEL | 1: learn hot chains of small ops and run them as fused kernels (issue 20; hotkernel/interpose/FusionEngine.h) |
+// | HOTKERNEL_FUSION              | 1                            | as HOTKERNEL | 1: learn hot chains of small ops and run them as fused kernels (hotkernel/interpose/FusionEngine.h); 0: off |
 // | HOTKERNEL_FUSION_START        | always                       | always, busy | busy: a chain starts only when its stream has work queued, else its first call runs eagerly (Note [Idle streams] in hotkernel/interpose/FusionEngine.h) |
 // | HOTKERNEL_NVTX                | 1                            | as HOTKERNEL | 0: no NVTX range around plan launches (Note [NVTX ranges around plan launches] in hotkernel/runtime/NvtxRange.h) |
 // | HOTKERNEL_CUPTI               | 0                            | as HOTKERNEL | 1: the recorder attributes GPU time to the sampled ops with CUPTI's activity API (Note [GPU time from CUPTI] in hotkernel/runtime/CuptiActivitySource.h) |
 // | HOTKERNEL_TRUST_AGENT_ENTRIES | 0                            | as HOTKERNEL | 1: cached agent kernels load too (Note [Entries a process loads] in interpose/engine/EntryAdmission.h) |
 // | HOTKERNEL_HOT_CALLS           | 50                           | 1 .. kMaxHotCalls (10^12) | calls of one variant before it is queued for optimization |
 // | HOTKERNEL_PROFILE             | (unset)                      | a file path; %p: the process id, %%: a % | file the recorded variants are written to at exit and on SIGTERM (JSON; profilePathFor) |
-// | HOTKERNEL_OPS                 | _softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss | comma list | ops to override |
+// | HOTKERNEL_OPS                 | _softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss,mm,addmm | comma list | ops to override |
 // | HOTKERNEL_IDLE_MS             | 50                           | 1 .. kMaxIdleMs (86400000, a day) | the optimizer works only after this long without serving GPU ops |
 // | HOTKERNEL_OPT_MEM_MB          | 25% of the device's memory   | 1 .. kMaxOptimizerMemoryMb (2^30 MiB = 1 PiB) | GPU memory the background optimizer may use |
 // | HOTKERNEL_IDLE_MAX_UTIL       | (unset)                      | 0 .. 100 | the device's NVML utilization must also be at most this before the optimizer starts or resumes |
@@ -79,7 +79,7 @@ struct Config {
   std::string cacheKeyFile;  // HOTKERNEL_CACHE_KEY_FILE; empty: entries are not signed
   std::vector<std::string> cachePath;  // HOTKERNEL_CACHE_PATH's directories, in order
   bool optimize = true;
-  bool fusion = false;  // HOTKERNEL_FUSION
+  bool fusion = true;  // HOTKERNEL_FUSION
   bool fusionStartBusy = false;  // HOTKERNEL_FUSION_START=busy
   bool nvtx = true;     // HOTKERNEL_NVTX
   bool cupti = false;   // HOTKERNEL_CUPTI
