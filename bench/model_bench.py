@@ -27,7 +27,8 @@ Per model the script
      background optimizer tunes meanwhile: compiling leaves the GPU mostly idle)
      and waits for the optimizer, all within --tune-timeout seconds;
   3. checks the max abs difference of the logits (hotkernel and torch.compile)
-     and of the loss (hotkernel) against eager, and whether the greedy tokens agree;
+     and of the loss (hotkernel) against eager, and whether the greedy tokens agree
+     (eagerAgain: eager's own tokens twice, the control of the other two);
   4. times each phase (prefill / forward: one call; decode: the greedy loop,
      reported per token) for three implementations of the same step:
        eager     hotkernel switched off (hotkernel_set_enabled(0)): ATen's kernels
@@ -831,6 +832,10 @@ def run_model(name, spec, hk, timer, device, args):
     if decoder:
         accuracy["decodeTokensEqualEager"] = {}
         agree = accuracy["decodeTokensEqualEager"]
+        # The control: eager's own tokens again. False means the model's eager decode is not deterministic run to
+        # run (an attention backend's or a GEMM's), and then the other two say nothing about hotkernel or compile.
+        with hotkernel_off(hk):
+            agree["eagerAgain"] = bool(torch.equal(decoder.run(decoder.token)[0], ref_decode))
         if hk:
             agree["hotkernel"] = bool(torch.equal(decoder.run(decoder.token)[0], ref_decode))
         if "decode" in compiled:
