@@ -17,6 +17,7 @@
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/Harness.h"
+#include "hotkernel/optimizer/ListedTuning.h"
 #include "hotkernel/optimizer/Ranking.h"
 #include "hotkernel/optimizer/TargetBudget.h"
 #include "hotkernel/runtime/Check.h"
@@ -221,104 +222,30 @@ TuneOutcome tuneMmPad(const MmPadVariant& v, int device, const TunerOptions& opt
   at::Generator gen = timingGenerator(device);
   HOTKERNEL_CHECK(!options.yieldPoint || options.yieldPoint(), kInterrupted);
   const MmInput timed = drawInput(v, device, gen);
-  std::optional<size_t> best;
-  std::optional<Comparison> bestCmp;
   std::vector<std::string> cubins(points.size());
-  size_t evaluated = 0;
-  SearchStop stop = SearchStop::Exhausted;
+  std::vector<Plan> plans(points.size());
+  std::vector<ListedCandidate> candidates;
   for (size_t i = 0; i < points.size(); ++i) {
-    // The target's budget (Note [Stopping a target's search]): the points not reached are not evaluated; the best
-    // so far is kept. Near the roofline is not a stop here: the GEMM's own time dominates every point's.
-    if (i > 0 && options.clock && options.clock->budgetSpent()) {
-      stop = SearchStop::OutOfTime;
-      break;
-    }
-    ++evaluated;
-    CandidateRecord rec;
-    rec.candidateId = static_cast<int64_t>(i);
-    rec.origin = "seed";
-    rec.round = 0;
-    rec.params = points[i].toJson();
-    HOTKERNEL_CHECK(!options.yieldPoint || options.yieldPoint(), kInterrupted);
-    Plan plan;
-    try {
-      const NvrtcOutput compiled = compileToCubin(MmPadFamily::source(), "pad_rows.cu", arch,
-                                                  MmPadFamily::compileOptions(points[i]));
+    ListedCandidate c;
+    c.params = points[i].toJson();
+    c.prepare = [&, i](CandidateRecord& rec) {
+      const NvrtcOutput compiled =
+          compileToCubin(MmPadFamily::source(), "pad_rows.cu", arch, MmPadFamily::compileOptions(points[i]));
       rec.compileSeconds = compiled.compileSeconds;
       cubins[i] = compiled.cubin;
-      plan = planOf(v, points[i], cubins[i], device);
-    } catch (const std::exception& e) {
-      rec.stage = "compile";
-      rec.error = std::string(e.what()).substr(0, 300);
-      outcome.metrics.candidates.push_back(std::move(rec));
-      continue;
-    }
-    const std::string why = checkWith(plan, v, device, options.yieldPoint, gen);
-    HOTKERNEL_CHECK(why != "interrupted", kInterrupted);
-    rec.stages = std::map<std::string, StageRecord>{{"checks", StageRecord{why.empty(), why}}};
-    if (!why.empty()) {
-      rec.stage = "harness";
-      rec.error = "checks: " + why;
-      outcome.metrics.candidates.push_back(std::move(rec));
-      continue;
-    }
-    BenchmarkOptions bo;
-    bo.pairs = options.pairs;
-    bo.beforePair = options.yieldPoint;
-    at::Tensor last;
-    Comparison cmp;
-    try {
-      cmp = benchmarkInterleaved([&] { eagerOf(timed); },
-                                 [&] { last = runPlan(plan, timed, v); }, device, bo);
-    } catch (const std::exception& e) {
-      HOTKERNEL_CHECK(std::string(e.what()).find("interrupted") == std::string::npos, kInterrupted);
-      rec.stage = "benchmark";
-      rec.error = e.what();
-      outcome.metrics.candidates.push_back(std::move(rec));
-      continue;
-    }
-    // The timed output checked too (Note [Timed outputs are checked] in FamilyTuner.cpp): the same bits as a
-    // checked run on the timed input.
-    const at::Tensor checked = runPlan(plan, timed, v);
-    if (!last.defined() || !checked.defined() || !at::equal(last.view(at::kShort), checked.view(at::kShort))) {
-      rec.stage = "timed";
-      rec.error = "timed: the last timed call's output differs from a checked run's";
-      outcome.metrics.candidates.push_back(std::move(rec));
-      continue;
-    }
-    rec.atenUs = cmp.baseline.median;
-    rec.kernelUs = cmp.candidate.median;
-    rec.speedup = cmp.speedup.median;
-    rec.speedupCi = ConfidenceInterval{cmp.speedup.low, cmp.speedup.high};
-    rec.pairs = cmp.speedup.n;
-    rec.budgetLevel = 0;
-    rec.accepted = false;
-    if (cmp.clears(options.minSpeedup) && (!bestCmp || cmp.candidate.median < bestCmp->candidate.median)) {
-      best = outcome.metrics.candidates.size();
-      bestCmp = cmp;
-    }
-    outcome.metrics.candidates.push_back(std::move(rec));
+      plans[i] = planOf(v, points[i], cubins[i], device);
+      return std::string();
+    };
+    c.check = [&, i] { return checkWith(plans[i], v, device, options.yieldPoint, gen); };
+    c.run = [&, i] { return runPlan(plans[i], timed, v); };
+    candidates.push_back(std::move(c));
   }
-  SearchSummary summary;
-  summary.evaluations = static_cast<int>(evaluated);
-  summary.rounds = 1;
-  summary.stop = stop;
-  summary.validPoints = points.size();
-  outcome.metrics.search = summary;
-  if (options.clock) {
-    outcome.metrics.target = options.clock->summary(
-        bestCmp ? bestCmp->candidate.median : 0.0,
-        stop == SearchStop::OutOfTime ? TargetStop::BudgetSpent : TargetStop::None);
-  }
+  const std::optional<size_t> best = tuneListed(candidates, [&] { eagerOf(timed); }, device, options, outcome.metrics);
   if (best) {
-    CandidateRecord& rec = outcome.metrics.candidates[*best];
-    rec.accepted = true;
-    const size_t i = static_cast<size_t>(rec.candidateId);
     outcome.accepted = true;
-    outcome.paramsJson = points[i].toJson();
+    outcome.paramsJson = points[*best].toJson();
     outcome.kernelName = MmPadFamily::kKernelName;
-    outcome.cubin = cubins[i];
-    outcome.metrics.kernel = KernelMetrics::of(*bestCmp, 0.0);
+    outcome.cubin = cubins[*best];
   }
   return outcome;
 }

@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "hotkernel/kernels/VariantOptions.h"
-#include "hotkernel/optimizer/Benchmark.h"
+#include "hotkernel/optimizer/ListedTuning.h"
 #include "hotkernel/runtime/AttentionBackendCall.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -237,83 +237,19 @@ TuneOutcome tuneSdpa(const SdpaVariant& v, int device, const TunerOptions& optio
   at::Generator gen = timingGenerator(device);
   HOTKERNEL_CHECK(!options.yieldPoint || options.yieldPoint(), kInterrupted);
   const SdpaInput timed = drawSdpaInput(v, device, gen);
-  std::optional<size_t> best;
-  std::optional<Comparison> bestCmp;
-  size_t evaluated = 0;
-  SearchStop stop = SearchStop::Exhausted;
-  for (size_t i = 0; i < backends.size(); ++i) {
-    if (i > 0 && options.clock && options.clock->budgetSpent()) {
-      stop = SearchStop::OutOfTime;
-      break;
-    }
-    ++evaluated;
-    CandidateRecord rec;
-    rec.candidateId = static_cast<int64_t>(i);
-    rec.origin = "seed";
-    rec.round = 0;
-    rec.params = SdpaParams{backends[i]}.toJson();
-    const std::string why = checkSdpaBackend(backends[i], v, device, options.yieldPoint);
-    HOTKERNEL_CHECK(why != "interrupted", kInterrupted);
-    rec.stages = std::map<std::string, StageRecord>{{"checks", StageRecord{why.empty(), why}}};
-    if (!why.empty()) {
-      rec.stage = "harness";
-      rec.error = "checks: " + why;
-      outcome.metrics.candidates.push_back(std::move(rec));
-      continue;
-    }
-    BenchmarkOptions bo;
-    bo.pairs = options.pairs;
-    bo.beforePair = options.yieldPoint;
-    at::Tensor last;
-    Comparison cmp;
-    try {
-      cmp = benchmarkInterleaved([&] { eagerOf(v, timed); }, [&] { last = backendOf(backends[i], v, timed); },
-                                 device, bo);
-    } catch (const std::exception& e) {
-      HOTKERNEL_CHECK(std::string(e.what()).find("interrupted") == std::string::npos, kInterrupted);
-      rec.stage = "benchmark";
-      rec.error = e.what();
-      outcome.metrics.candidates.push_back(std::move(rec));
-      continue;
-    }
-    // The timed output checked too: the same bits as a checked run on the timed input.
-    const at::Tensor checked = backendOf(backends[i], v, timed);
-    if (!last.defined() || !at::equal(last.contiguous().view(at::kByte), checked.contiguous().view(at::kByte))) {
-      rec.stage = "timed";
-      rec.error = "timed: the last timed call's output differs from a checked run's";
-      outcome.metrics.candidates.push_back(std::move(rec));
-      continue;
-    }
-    rec.atenUs = cmp.baseline.median;
-    rec.kernelUs = cmp.candidate.median;
-    rec.speedup = cmp.speedup.median;
-    rec.speedupCi = ConfidenceInterval{cmp.speedup.low, cmp.speedup.high};
-    rec.pairs = cmp.speedup.n;
-    rec.budgetLevel = 0;
-    rec.accepted = false;
-    if (cmp.clears(options.minSpeedup) && (!bestCmp || cmp.candidate.median < bestCmp->candidate.median)) {
-      best = outcome.metrics.candidates.size();
-      bestCmp = cmp;
-    }
-    outcome.metrics.candidates.push_back(std::move(rec));
+  std::vector<ListedCandidate> candidates;
+  for (AttentionBackend backend : backends) {
+    ListedCandidate c;
+    c.params = SdpaParams{backend}.toJson();
+    c.check = [&, backend] { return checkSdpaBackend(backend, v, device, options.yieldPoint); };
+    c.run = [&, backend] { return backendOf(backend, v, timed); };
+    candidates.push_back(std::move(c));
   }
-  SearchSummary summary;
-  summary.evaluations = static_cast<int>(evaluated);
-  summary.rounds = 1;
-  summary.stop = stop;
-  summary.validPoints = backends.size();
-  outcome.metrics.search = summary;
-  if (options.clock) {
-    outcome.metrics.target = options.clock->summary(
-        bestCmp ? bestCmp->candidate.median : 0.0,
-        stop == SearchStop::OutOfTime ? TargetStop::BudgetSpent : TargetStop::None);
-  }
+  const std::optional<size_t> best =
+      tuneListed(candidates, [&] { eagerOf(v, timed); }, device, options, outcome.metrics);
   if (best) {
-    CandidateRecord& rec = outcome.metrics.candidates[*best];
-    rec.accepted = true;
     outcome.accepted = true;
-    outcome.paramsJson = SdpaParams{backends[static_cast<size_t>(rec.candidateId)]}.toJson();
-    outcome.metrics.kernel = KernelMetrics::of(*bestCmp, 0.0);
+    outcome.paramsJson = SdpaParams{backends[*best]}.toJson();
   }
   return outcome;
 }
