@@ -350,6 +350,7 @@ TuneOutcome tuneChain(const ChainVariant& v, const TunerOptions& options) {
   for (size_t i = 0; i < candidates.size(); ++i) {
     CandidateRecord r = recordOf(i, candidates[i]);
     ChainCandidate& c = candidates[i];
+    if (c.comparison) r.clears = c.comparison->clears(options.minSpeedup);
     if (accepted && i == *accepted) {
       r.accepted = true;
       outcome.accepted = true;

@@ -408,6 +408,7 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
       record.budgetLevel = m.level;
       const bool accept = accepted && &c == &search.lineage[*accepted];
       record.accepted = accept;
+      record.clears = cmp.clears(options.minSpeedup);
       if (accept) {
         bestSpeedup = cmp.speedup.median;
         outcome.accepted = true;

@@ -93,6 +93,7 @@ std::optional<size_t> tuneListed(const std::vector<ListedCandidate>& candidates,
     rec.pairs = cmp.speedup.n;
     rec.budgetLevel = 0;
     rec.accepted = false;
+    rec.clears = cmp.clears(options.minSpeedup);
     if (cmp.clears(options.minSpeedup) && (!bestCmp || cmp.candidate.median < bestCmp->candidate.median)) {
       best = i;
       bestCmp = cmp;

@@ -301,6 +301,7 @@ void askAgent(const SoftmaxVariant& v, int device, const std::string& arch, cons
       log.speedupCi = ConfidenceInterval{cmp.speedup.low, cmp.speedup.high};
       const bool accept = cmp.clears(options.minSpeedup);
       log.accepted = accept;
+      log.clears = accept;
       if (accept && cmp.speedup.median > bestSpeedup) {
         bestSpeedup = cmp.speedup.median;
         outcome.accepted = true;

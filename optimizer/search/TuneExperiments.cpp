@@ -42,8 +42,10 @@ std::vector<Experiment> tuneExperiments(const std::string& fingerprint, const st
     if (!c.error.empty()) {
       e.reason = c.stage + ": " + c.error.substr(0, 500);
     } else if (!chosen) {
-      e.reason = c.accepted.value_or(false) ? "correct and faster, but not the fastest"
-                                            : "correct, but its speed-up CI does not clear the threshold";
+      // Note [Which candidate is accepted] (Search.h): one that clears may lose to another that clears.
+      const bool clears = c.clears.value_or(c.accepted.value_or(false));
+      e.reason = clears ? "correct and faster than ATen, but another candidate was accepted"
+                        : "correct, but its speed-up CI does not clear the threshold";
     } else {
       e.reason = "fastest correct candidate; swapped in";
       closeSearch(e, out.metrics);

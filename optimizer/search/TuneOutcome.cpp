@@ -55,6 +55,7 @@ json CandidateRecord::toJson() const {
   putIf(j, "pairs", pairs);
   putIf(j, "budgetLevel", budgetLevel);
   putIf(j, "accepted", accepted);
+  putIf(j, "clears", clears);
   return j;
 }
 

@@ -207,7 +207,20 @@ TEST(TuneOutcomeTest, GivenNoAcceptedKernelWhenItsExperimentsAreMadeThenAKeptAte
   // A faster candidate that was not the one chosen says so.
   out = familyOutcome();
   out.metrics.candidates[0].accepted = true;
-  EXPECT_EQ(tuneExperiments("fp", "op", "v", out)[0].reason, "correct and faster, but not the fastest");
+  EXPECT_EQ(tuneExperiments("fp", "op", "v", out)[0].reason,
+            "correct and faster than ATen, but another candidate was accepted");
+}
+
+TEST(TuneOutcomeTest, GivenTimedCandidatesThatClearTheThresholdButLostWhenLoggedThenTheReasonSaysAnotherWasAccepted) {
+  TuneOutcome out = familyOutcome();
+  out.metrics.candidates[0].accepted = false;
+  out.metrics.candidates[0].clears = true;  // its CI clears; another was accepted (Note [Which candidate is accepted])
+  EXPECT_EQ(tuneExperiments("fp", "op", "v", out)[0].reason,
+            "correct and faster than ATen, but another candidate was accepted");
+  out.metrics.candidates[0].clears = false;
+  EXPECT_EQ(tuneExperiments("fp", "op", "v", out)[0].reason,
+            "correct, but its speed-up CI does not clear the threshold");
+  EXPECT_EQ(out.metrics.candidates[0].toJson().at("clears"), false);
 }
 
 }  // namespace

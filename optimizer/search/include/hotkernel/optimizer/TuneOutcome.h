@@ -23,7 +23,7 @@
 // "attempt", "mutation", "params", "kernelName", "compileSeconds", "stages"
 // {stage: "pass" | "fail: <detail>"}, "harnessSeed" (decimal text),
 // "maxAbsError", "stage", "error", "atenUs", "kernelUs", "speedup",
-// "speedupCi", "pairs", "budgetLevel", "accepted". The experiment log's lines
+// "speedupCi", "pairs", "budgetLevel", "accepted", "clears". The experiment log's lines
 // are made from the typed records (TuneExperiments.h), not from this JSON.
 
 #include <cstddef>
@@ -100,7 +100,8 @@ struct CandidateRecord {
   std::optional<ConfidenceInterval> speedupCi;   // its 95% CI
   std::optional<size_t> pairs;                   // interleaved pairs timed
   std::optional<int> budgetLevel;                // the search's budget level of that timing
-  std::optional<bool> accepted;                  // timed: whether it was chosen (its CI clears the threshold)
+  std::optional<bool> accepted;                  // timed: whether it was chosen
+  std::optional<bool> clears;                    // timed: whether its speed-up CI clears the tuner's threshold
 
   nlohmann::json toJson() const;
 };
