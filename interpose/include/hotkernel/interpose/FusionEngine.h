@@ -3,7 +3,7 @@
 // deferrable ops that learn hot chains and defer the calls of chains that
 // have a validated fused kernel, flushed by the next call that does not
 // continue them or by any command hotkernel does not issue (the shim's
-// hook). Off unless HOTKERNEL_FUSION=1.
+// hook). On unless HOTKERNEL_FUSION=0.
 //
 // Note [The fusion engine's lock]
 // One mutex guards the learner, the pending chain and the catalog pointer.
