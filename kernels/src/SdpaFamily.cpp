@@ -165,10 +165,8 @@ bool SdpaFamily::guardVariant(const SdpaVariant& v) {
   for (int32_t layout : v.layouts) {
     if (layout < 0 || layout > 2) return false;
   }
-  return elements(v.batch, v.heads, v.queries, std::max(v.headDim, v.valueDim)) > 0 &&
-         elements(v.batch, v.kvHeads, v.keys, std::max(v.headDim, v.valueDim)) > 0 &&
-         // Layout 2's storage spans three times the tensor's elements.
-         elements(3 * v.batch, v.heads, v.queries, std::max(v.headDim, v.valueDim)) > 0 &&
+  // Layout 2's storage spans three times the tensor's elements: the bound holds for that storage.
+  return elements(3 * v.batch, v.heads, v.queries, std::max(v.headDim, v.valueDim)) > 0 &&
          elements(3 * v.batch, v.kvHeads, v.keys, std::max(v.headDim, v.valueDim)) > 0;
 }
 

@@ -9,20 +9,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <optional>
 #include <sstream>
 
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/VariantOptions.h"
-#include "hotkernel/optimizer/Benchmark.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/ListedTuning.h"
-#include "hotkernel/optimizer/Ranking.h"
-#include "hotkernel/optimizer/TargetBudget.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
-#include "hotkernel/runtime/Logging.h"
 #include "hotkernel/runtime/Nvrtc.h"
 #include "hotkernel/runtime/PaddedGemm.h"
 

@@ -10,10 +10,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <sstream>
 
 #include "hotkernel/kernels/VariantOptions.h"
+#include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/ListedTuning.h"
 #include "hotkernel/runtime/AttentionBackendCall.h"
 #include "hotkernel/runtime/Check.h"
@@ -45,17 +45,6 @@ using kernels::SdpaVariant;
 
 constexpr int64_t kReferenceBlockBytes = int64_t{256} << 20;
 constexpr const char* kInterrupted = "tuning interrupted";
-
-at::ScalarType scalarTypeOfDType(kernels::DType d) {
-  switch (d) {
-    case kernels::DType::Float16:
-      return at::kHalf;
-    case kernels::DType::BFloat16:
-      return at::kBFloat16;
-    default:
-      return at::kFloat;
-  }
-}
 
 double relativeSpacing(kernels::DType d) { return d == kernels::DType::BFloat16 ? 0x1p-7 : 0x1p-10; }
 
@@ -105,7 +94,7 @@ std::optional<SdpaParams> paramsOf(const std::string& paramsJson, std::string* w
 
 SdpaInput drawSdpaInput(const SdpaVariant& v, int device, at::Generator& gen) {
   const auto opts = at::TensorOptions()
-                        .dtype(scalarTypeOfDType(v.dtype))
+                        .dtype(scalarTypeOf(v.dtype))
                         .device(device >= 0 ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device))
                                             : at::Device(at::kCPU));
   SdpaInput in;

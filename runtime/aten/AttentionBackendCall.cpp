@@ -16,21 +16,17 @@
 namespace hotkernel {
 namespace {
 
-using PriorityOrder = std::array<at::SDPBackend, at::num_sdp_backends>;
-
-// The order PyTorch had when the override was installed. Written once (under
-// call_once) before any served call reads it.
-PriorityOrder& defaultOrder() {
-  static PriorityOrder order{};
-  return order;
-}
-std::once_flag& defaultOrderOnce() {
-  static std::once_flag once;
-  return once;
-}
-std::atomic<bool>& defaultOrderKnown() {
-  static std::atomic<bool> known{false};
-  return known;
+// The priority order PyTorch had when the override was installed: `order` is
+// written once, under `once`, then `known` is set (release); readers check
+// `known` (acquire) before reading `order`.
+struct DefaultOrder {
+  std::once_flag once;
+  std::atomic<bool> known{false};
+  std::array<at::SDPBackend, at::num_sdp_backends> order{};
+};
+DefaultOrder& defaults() {
+  static DefaultOrder d;
+  return d;
 }
 
 }  // namespace
@@ -62,9 +58,10 @@ at::Tensor runAttentionBackend(AttentionBackend backend, const at::Tensor& query
 }
 
 void rememberAttentionDefaults() {
-  std::call_once(defaultOrderOnce(), [] {
-    defaultOrder() = at::globalContext().sDPPriorityOrder();
-    defaultOrderKnown().store(true, std::memory_order_release);
+  DefaultOrder& d = defaults();
+  std::call_once(d.once, [&d] {
+    d.order = at::globalContext().sDPPriorityOrder();
+    d.known.store(true, std::memory_order_release);
   });
 }
 
@@ -86,8 +83,9 @@ bool attentionBackendAllowed(AttentionBackend backend) {
       enabled = ctx.userEnabledMathSDP();
       break;
   }
-  if (!enabled || !defaultOrderKnown().load(std::memory_order_acquire)) return false;
-  return at::globalContext().sDPPriorityOrder() == defaultOrder();
+  const DefaultOrder& d = defaults();
+  if (!enabled || !d.known.load(std::memory_order_acquire)) return false;
+  return at::globalContext().sDPPriorityOrder() == d.order;
 }
 
 }  // namespace hotkernel
