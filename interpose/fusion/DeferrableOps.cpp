@@ -76,15 +76,18 @@ std::vector<ResolvedOp> resolveDeferrableOps() {
   return resolved;
 }
 
-std::vector<ResolvedOp> resolvePassingOps() {
-  static constexpr const char* kNames[] = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"};
+namespace {
+
+// Resolves the functional overloads `names` (absent ones said at debug level), indexed from `firstIndex`.
+std::vector<ResolvedOp> resolveOthers(const std::vector<const char*>& names, size_t firstIndex, bool passing) {
   std::vector<ResolvedOp> resolved;
   auto& dispatcher = c10::Dispatcher::singleton();
-  for (const char* name : kNames) {
+  for (const char* name : names) {
     ResolvedOp r;
-    r.index = deferrableOps().size() + resolved.size();  // after every deferrable op: never a chain step
+    r.index = firstIndex + resolved.size();  // after every deferrable op: never a chain step
     r.qualified = name;
-    r.passing = true;
+    r.passing = passing;
+    r.flushing = !passing;
     r.op = dispatcher.findSchema({name, ""});
     if (!r.op) {
       HOTKERNEL_LOG(Debug) << "fusion: " << name << " is not in this torch";
@@ -94,6 +97,50 @@ std::vector<ResolvedOp> resolvePassingOps() {
     resolved.push_back(std::move(r));
   }
   return resolved;
+}
+
+const std::vector<const char*>& passingOpNames() {
+  static const std::vector<const char*> names = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"};
+  return names;
+}
+
+}  // namespace
+
+std::vector<ResolvedOp> resolvePassingOps() { return resolveOthers(passingOpNames(), deferrableOps().size(), true); }
+
+const std::vector<const char*>& flushingOpNames() {
+  static const std::vector<const char*> names = {
+      // cuDNN
+      "aten::_scaled_dot_product_cudnn_attention",
+      "aten::_cudnn_attention_forward",
+      "aten::cudnn_convolution",
+      "aten::cudnn_convolution_transpose",
+      "aten::cudnn_convolution_relu",
+      "aten::cudnn_convolution_add_relu",
+      "aten::cudnn_batch_norm",
+      "aten::_cudnn_rnn",
+      "aten::_cudnn_ctc_loss",
+      "aten::cudnn_grid_sampler",
+      "aten::cudnn_affine_grid_generator",
+      // cuBLAS / cuBLASLt / cuSPARSELt, besides the GEMMs a chain lets pass
+      "aten::addmv",
+      "aten::dot",
+      "aten::vdot",
+      "aten::addbmm",
+      "aten::_addmm_activation",
+      "aten::_scaled_mm",
+      "aten::_int_mm",
+      "aten::_cslt_sparse_mm",
+      // cuFFT
+      "aten::_fft_c2c",
+      "aten::_fft_r2c",
+      "aten::_fft_c2r",
+  };
+  return names;
+}
+
+std::vector<ResolvedOp> resolveFlushingOps() {
+  return resolveOthers(flushingOpNames(), deferrableOps().size() + passingOpNames().size(), false);
 }
 
 }  // namespace hotkernel::fusion

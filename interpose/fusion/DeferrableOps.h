@@ -46,6 +46,7 @@ struct ResolvedOp {
   std::optional<c10::OperatorHandle> out;  // nullopt for copy_ replays
   size_t functionalArgs = 0;               // arguments of the functional schema
   bool passing = false;                    // an op a pending chain lets pass (Note [Ops a chain lets pass])
+  bool flushing = false;                   // an op that flushes first (Note [Ops that flush first])
 };
 
 // Resolves every op of the table; an op whose out= overload is missing or
@@ -70,5 +71,28 @@ std::vector<ResolvedOp> resolveDeferrableOps();
 // The GEMMs the engine lets pass: functional overloads only (an out= or
 // in-place form writes a tensor the caller chose).
 std::vector<ResolvedOp> resolvePassingOps();
+
+// Note [Ops that flush first]
+// An op whose kernels run in a library that carries its own static CUDA
+// runtime (cuDNN, cuBLAS, cuBLASLt, cuSPARSELt, cuFFT) issues its first
+// command from inside one of that runtime's calls: the runtime reaches the
+// driver through the entry points the shim wraps, and the shim's hook then
+// launches the pending chain inside that runtime call. CUDA runs it in
+// order, but CUPTI reports the nested launch under the runtime call's
+// correlation id, so a torch.profiler session sees two launches start one
+// flow and its collection fails (an internal assert; the whole profile is
+// lost). The engine takes these ops over to flush before their original at
+// the dispatcher: the same point of the program (no Python code runs
+// between the call and its first command), outside any runtime call. The
+// learning window ends there too, as at a foreign command. The shim's hook
+// stays the net for what reaches CUDA without such an op (a Triton kernel,
+// an extension, NCCL).
+//
+// The ops: functional overloads with a backend kernel of their own (never a
+// CompositeImplicitAutograd one, whose autograd a backend kernel would hide).
+const std::vector<const char*>& flushingOpNames();
+
+// The resolved flushing ops (indexed after the passing ops).
+std::vector<ResolvedOp> resolveFlushingOps();
 
 }  // namespace hotkernel::fusion

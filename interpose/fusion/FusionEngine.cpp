@@ -68,6 +68,7 @@ FusionEngine::FusionEngine(std::unique_ptr<CommandGate> gate, FusionOptions opti
     : state_(std::make_unique<State>(std::move(gate), options)) {
   state_->ops = resolveDeferrableOps();
   for (ResolvedOp& r : resolvePassingOps()) state_->ops.push_back(std::move(r));
+  for (ResolvedOp& r : resolveFlushingOps()) state_->ops.push_back(std::move(r));
   state_->originals.resize(state_->ops.size());
   for (size_t i = 0; i < state_->ops.size(); ++i) state_->opIndex[&state_->ops[i].op->schema()] = i;
   state_->setCatalog(std::make_shared<ChainCatalog>());
@@ -98,15 +99,22 @@ void FusionEngine::install(c10::DispatchKey key) {
   State& s = *state_;
   std::lock_guard<std::mutex> guard(s.installMu);
   if (s.installed[k].load()) return;
-  for (size_t i = 0; i < s.ops.size(); ++i) s.originals[i][k] = s.ops[i].op->getComputedKernelForDispatchKey(key);
+  // A flushing op without a kernel for this key (a CUDA library this torch was built without) is left alone.
+  auto takenOver = [key](const ResolvedOp& r) { return !r.flushing || r.op->hasKernelForDispatchKey(key); };
+  for (size_t i = 0; i < s.ops.size(); ++i) {
+    if (takenOver(s.ops[i])) s.originals[i][k] = s.ops[i].op->getComputedKernelForDispatchKey(key);
+  }
   // Leaked: deregistering while serving is unsafe.
   auto* lib = new torch::Library(torch::Library::IMPL, "aten", key, __FILE__, __LINE__);
+  size_t taken = 0;
   for (const ResolvedOp& r : s.ops) {
+    if (!takenOver(r)) continue;
     const std::string name = r.qualified.substr(6);  // without "aten::"
     lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&boxedTrampoline>());
+    ++taken;
   }
   s.installed[k].store(true, std::memory_order_release);
-  HOTKERNEL_LOG(Info) << "fusion: " << s.ops.size() << " deferrable or passing ops on " << c10::toString(key)
+  HOTKERNEL_LOG(Info) << "fusion: " << taken << " deferrable, passing or flushing ops on " << c10::toString(key)
                       << (s.gate->covers() ? "" : " (learning only: the shim's command hook is not in the process)");
 }
 
@@ -140,6 +148,15 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
   if (tInsideOriginal || !enabled_.load(std::memory_order_relaxed) || !s.gate->covers()) return runOriginal();
   // Another backend's arguments (Note [The key a trampoline runs for]): not this engine's call.
   if (key != backendKeyOf(ks)) return runOriginal();
+  if (r.flushing) {  // Note [Ops that flush first]: what is pending runs now, outside the library's calls
+    std::unique_lock<std::timed_mutex> lock(s.mu);
+    OwnCommands own(*s.gate);
+    s.flushPending(*this);
+    s.closeWindow();
+    s.publishPending();
+    lock.unlock();
+    return runOriginal();
+  }
 
   std::vector<c10::IValue> args(stack->end() - static_cast<std::ptrdiff_t>(r.functionalArgs), stack->end());
   const std::optional<c10::Device> device = callDevice(args);

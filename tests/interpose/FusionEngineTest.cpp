@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "DeferrableOps.h"
 #include "HigherKeyCall.h"
 #include "hotkernel/interpose/CommandGate.h"
 #include "hotkernel/chain/ChainBuilder.h"
@@ -366,6 +367,37 @@ TEST_F(FusionEngineTest, GivenAPendingChainWhenAMatmulReadsItsResultOrAViewOfItT
     const at::Tensor want = eager([&] { return at::mm(view ? wantOut.narrow(0, 8, 16) : wantOut, w); });
     EXPECT_LE(worstRelative(got, want), 1.0 / 16) << "view " << view;
     EXPECT_LE(worstRelative(out, wantOut), 1.0 / 64);
+  }
+}
+
+// Note [Ops that flush first]: a CPU kernel issues no command, so only the engine's trampoline can have flushed.
+TEST_F(FusionEngineTest, GivenAPendingChainWhenAnOpOfALibraryWithItsOwnRuntimeIsCalledThenTheChainRunsBeforeIt) {
+  at::Tensor x = at::randn({64, 256}).to(at::kBFloat16), w = at::randn({256}).to(at::kBFloat16);
+  auto kernels = learnAndPublish([&] { return rmsNorm(x, w); });
+  ASSERT_EQ(kernels.size(), 1u);
+  const at::Tensor want = eager([&] { return rmsNorm(x, w); });
+  at::Tensor a = at::randn({128}), b = at::randn({128});
+  const at::Tensor wantDot = eager([&] { return at::dot(a, b); });
+  at::Tensor got = rmsNorm(x, w);
+  ASSERT_EQ(gGate->pending, 1);
+  const uint64_t windows = engine().stats().windows;
+  at::Tensor gotDot = at::dot(a, b);  // reads none of the chain's values
+  EXPECT_EQ(kernels[0]->launches, 1);
+  EXPECT_EQ(engine().stats().fusedFlushes, 1u);
+  EXPECT_EQ(engine().stats().passedCalls, 0u);
+  EXPECT_EQ(gGate->pending, 0);
+  EXPECT_EQ(engine().stats().windows, windows + 1);  // the learning window ends there too
+  EXPECT_TRUE(at::equal(gotDot, wantDot));
+  EXPECT_LE(worstRelative(got, want), 1.0 / 64);
+}
+
+TEST_F(FusionEngineTest, GivenTheFlushingOpsWhenResolvedThenEachIsAFunctionalOpWithABackendKernelOfItsOwn) {
+  const std::vector<ResolvedOp> ops = resolveFlushingOps();
+  EXPECT_GE(ops.size(), 10u);  // this torch has cuDNN's, cuBLAS's and cuFFT's
+  for (const ResolvedOp& r : ops) {
+    EXPECT_TRUE(r.flushing && !r.passing) << r.qualified;
+    EXPECT_FALSE(r.op->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) << r.qualified;
+    EXPECT_GE(r.index, deferrableOps().size()) << r.qualified;  // never a chain step
   }
 }
 
