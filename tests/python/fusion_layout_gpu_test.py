@@ -13,7 +13,10 @@ An attention block as HF writes it, under the preload with HOTKERNEL_FUSION=1 in
 The engine learns these chains, tunes them on memory in their layouts (Note [Chain values in a layout])
 and swaps fused kernels in. Checks: strided variants were tuned and at least one was accepted, fused
 flushes happened and no flush failed, and the block's output is within the fused kernels' tolerance of
-the same block with hotkernel switched off (ATen op by op).
+the same block with hotkernel switched off (ATen op by op). Then torch.profiler around the rotary
+embedding of q, left pending, and cuDNN's attention after it (Note [Ops that flush first]): the profile's
+results build (a flush from inside cuDNN's runtime call made its collection fail) and the attention's output
+is within tolerance of eager's.
 Exit 77 (ctest SKIP_RETURN_CODE) without a CUDA device.
 """
 import json
@@ -102,4 +105,35 @@ assert segmented, "the rotary window on q and k of fewer heads was not segmented
 err = ((got.float() - want.float()).abs() / (want.float().abs() + 1)).max().item()
 print(f"fused block vs eager: worst relative difference {err:.4g}")
 assert math.isfinite(err) and err < 0.1, err  # fp16 through a matmul after the fused chains
+# torch.profiler over a chain pending when cuDNN's attention starts (Note [Ops that flush first]).
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+
+k_full = torch.randn(batch, heads, seq, head_dim, device=dev, dtype=dt)
+v_full = torch.randn(batch, heads, seq, head_dim, device=dev, dtype=dt)
+
+
+def rotary_then_attention(x):
+    q = (x @ w_qkv)[..., :hidden].view(batch, seq, heads, head_dim).transpose(1, 2)
+    c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+    q = q * c + rotate_half(q) * s  # the learned segment of q: deferred, pending at the attention
+    return torch.nn.functional.scaled_dot_product_attention(q, k_full, v_full)
+
+
+with torch.no_grad(), sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+    lib.hotkernel_set_enabled(0)
+    ref = rotary_then_attention(x0)
+    lib.hotkernel_set_enabled(1)
+    before = status().get("fusion", {}).get("fused_flushes", 0)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                            torch.profiler.ProfilerActivity.CUDA]) as prof:
+        out = rotary_then_attention(x0)
+        torch.cuda.synchronize()
+    names = {e.key for e in prof.key_averages()}  # raised inside the profiler's collection before the fix
+after = status().get("fusion", {}).get("fused_flushes", 0)
+assert after > before, ("the rotary chain was not fused under the profiler", before, after)
+assert any("cudnn" in n for n in names), sorted(names)
+err = ((out.float() - ref.float()).abs() / (ref.float().abs() + 1)).max().item()
+print(f"rotary then cuDNN attention under torch.profiler: {after - before} fused flushes, worst relative "
+      f"difference {err:.4g}")
+assert math.isfinite(err) and err < 0.1, err
 print("fusion_layout_gpu_test: ok")
