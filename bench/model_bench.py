@@ -36,7 +36,9 @@ Per model the script
        compile   torch.compile(step, dynamic=False) (default mode), hotkernel off
      interleaved in rotating order, CUDA events around the step, L2 flushed and
      the GPU idle before it: the time a serving loop sees, host time included
-     where the GPU waits for it (the host time of each is reported next to it);
+     where the GPU waits for it (next to it the host's time in the same calls,
+     `hostUs` medians and `hostSamplesUs`: a step whose time exceeds its host
+     time waited for the GPU);
      medians and 95% CIs of each and of the paired ratios come from
      hotkernel_compare_samples (a Python twin of it when the library is absent);
      beside them the ratio of the fastest samples ("best of N": host interference
@@ -83,6 +85,7 @@ import math
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -279,14 +282,17 @@ class CudaTimer:
         torch.cuda.synchronize()
 
     def start(self, fn):
-        """Enqueues one timed call; returns what us() resolves after a sync."""
+        """Enqueues one timed call; returns what us() resolves after a sync and the host's time in the call
+        (us), the GPU idle before it."""
         self.flush.zero_()
         torch.cuda.synchronize()
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         e0.record()
+        t0 = time.perf_counter()
         fn()
+        host = (time.perf_counter() - t0) * 1e6
         e1.record()
-        return e0, e1
+        return (e0, e1), host
 
     @staticmethod
     def us(pending):
@@ -303,24 +309,12 @@ class CpuTimer:
     def start(self, fn):
         t0 = time.perf_counter()
         fn()
-        return (time.perf_counter() - t0) * 1e6
+        us = (time.perf_counter() - t0) * 1e6
+        return us, us
 
     @staticmethod
     def us(pending):
         return pending
-
-
-def host_us(timer, fn, calls=3):
-    """The host time of one call, the GPU idle before it (median of a few): next to the
-    step's time, it says whether the step is bound by the host or by the GPU."""
-    times = []
-    for _ in range(calls):
-        timer.sync()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    timer.sync()
-    return sorted(times)[len(times) // 2] * 1e6
 
 
 def time_impls(hk, timer, impls, reps, per):
@@ -328,16 +322,19 @@ def time_impls(hk, timer, impls, reps, per):
     divides each sample (decode: tokens per loop). Medians and CIs of each and of the
     paired ratios: eager / X (X faster when > 1) and compile / hotkernel."""
     names = list(impls)
-    out = {"hostUs": {n: round(host_us(timer, impls[n]) / per, 2) for n in names}}
     samples = {n: [] for n in names}
+    host = {n: [] for n in names}  # the host's time in each timed call: beside the step's, host- or GPU-bound
     for rep in range(reps):
         order = names[rep % len(names):] + names[:rep % len(names)]
         pending = []
         for n in order:
-            pending.append((n, timer.start(impls[n])))
+            p, h = timer.start(impls[n])
+            pending.append((n, p))
+            host[n].append(h / per)
             timer.sync()
         for n, p in pending:
             samples[n].append(timer.us(p) / per)
+    out = {"hostUs": {n: round(statistics.median(host[n]), 2) for n in names}}
     out["eagerUs"] = median_ci(samples["eager"]) if len(names) == 1 else None
     for n in names[1:]:
         c = compare(hk, samples["eager"], samples[n])
@@ -352,6 +349,7 @@ def time_impls(hk, timer, impls, reps, per):
     if "hotkernel" in names and "compile" in names:
         out["hotkernelBestSpeedupVsCompile"] = round(min(samples["compile"]) / min(samples["hotkernel"]), 4)
     out["samplesUs"] = {n: [round(v, 2) for v in s] for n, s in samples.items()}
+    out["hostSamplesUs"] = {n: [round(v, 2) for v in s] for n, s in host.items()}
     return out
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """model_bench.step_timeline on synthetic profiler events (no GPU, no model): the device's busy time is the
 union of its intervals, idle the rest of the host's window, and only the host calls that wait for the
-device count as waits, asynchronous copies apart (Note [A step's timeline])."""
+device count as waits, asynchronous copies apart (Note [A step's timeline]); time_impls reports the host's time
+in the same calls it times, per call and as medians."""
 import os
 import sys
 import types
@@ -44,6 +45,37 @@ class StepTimelineTest(unittest.TestCase):
 
     def test_given_no_device_events_when_summed_then_there_is_no_timeline(self):
         self.assertIsNone(model_bench.step_timeline([event("aten::mm", 0, 10)], steps=1))
+
+
+class FakeTimer:
+    """A timer whose step time is the host time plus a fixed wait for the device, per implementation."""
+
+    def __init__(self, host_us, wait_us):
+        self.host_us, self.wait_us, self.calls = host_us, wait_us, []
+
+    def sync(self):
+        pass
+
+    def start(self, fn):
+        name = fn()
+        self.calls.append(name)
+        return (name, self.host_us[name] + self.wait_us[name]), self.host_us[name]
+
+    @staticmethod
+    def us(pending):
+        return pending[1]
+
+
+class TimeImplsTest(unittest.TestCase):
+    def test_given_a_host_bound_and_a_gpu_bound_arm_when_timed_then_each_samples_host_time_in_the_same_calls(self):
+        timer = FakeTimer({"eager": 800.0, "hotkernel": 600.0}, {"eager": 0.0, "hotkernel": 400.0})
+        impls = {"eager": lambda: "eager", "hotkernel": lambda: "hotkernel"}
+        out = model_bench.time_impls(None, timer, impls, 7, 2)
+        self.assertEqual(len(timer.calls), 14)  # no untimed calls besides the timed ones
+        self.assertEqual(out["hostUs"], {"eager": 400.0, "hotkernel": 300.0})  # per token (2 a call)
+        self.assertEqual(out["hostSamplesUs"]["hotkernel"], [300.0] * 7)
+        self.assertEqual(out["samplesUs"]["hotkernel"], [500.0] * 7)  # the wait for the device on top
+        self.assertAlmostEqual(out["hotkernelSpeedupVsEager"]["median"], 0.8)
 
 
 if __name__ == "__main__":
