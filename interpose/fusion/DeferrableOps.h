@@ -78,10 +78,10 @@ std::vector<ResolvedOp> resolvePassingOps();
 // command from inside one of that runtime's calls: the runtime reaches the
 // driver through the entry points the shim wraps, and the shim's hook then
 // launches the pending chain inside that runtime call. CUDA runs it in
-// order, but CUPTI reports the nested launch under the runtime call's
-// correlation id, so a torch.profiler session sees two launches start one
-// flow and its collection fails (an internal assert; the whole profile is
-// lost). The engine takes these ops over to flush before their original at
+// order, but the nested launch is reported as part of the runtime call
+// (one correlation id, two launches), and a torch.profiler session then
+// fails to build its results (an internal assert on a flow started twice;
+// the whole profile is lost). The engine takes these ops over to flush before their original at
 // the dispatcher: the same point of the program (no Python code runs
 // between the call and its first command), outside any runtime call. The
 // learning window ends there too, as at a foreign command. The shim's hook
