@@ -750,6 +750,19 @@ class Program {
     addReg(std::move(out), ofValue ? r : -1);
   }
 
+  // An op of a library with its own CUDA runtime (Note [Ops that flush first]): no command comes before it (on
+  // the CPU none reaches the hook at all), so a pending value it reads is written only if the engine flushed at
+  // its call. Contiguous float32 values only (dot's), read whole.
+  void flushingOp(int r) {
+    const at::Tensor t = regs_[static_cast<size_t>(r)].t;
+    if (t.scalar_type() != at::kFloat || t.dim() < 1 || t.numel() == 0 || !t.is_contiguous()) return;
+    count("flushingOps");
+    if (pending(r)) count("flushingOpsOnPending");
+    if (engine_ && fuzzGate().pending() != 0) count("flushingOpsWhilePending");
+    const at::Tensor flat = t.view({-1});
+    addReg(at::dot(flat, flat), r);
+  }
+
   // A step on another thread: its call flushes what is pending (Note [The fusion engine's lock]).
   void threadStep(const TStep& s, int a, int b) {
     count("threadSteps");
@@ -818,7 +831,7 @@ class Program {
     int r = anyAlive();
     if (r < 0) return;
     const bool free = untouchable.count(r) == 0;
-    switch (ch_.pick(13)) {
+    switch (ch_.pick(14)) {
       case 0: command(kCommandKinds[ch_.pick(5)]); break;
       case 1: if (streams) switchStream(); break;
       case 2: view(r); break;
@@ -837,6 +850,7 @@ class Program {
         }
         break;
       case 11: matmul(r); break;
+      case 12: flushingOp(r); break;
       default: {
         // A step of the vocabulary outside any template on a held value.
         const at::Tensor& t = regs_[static_cast<size_t>(r)].t;

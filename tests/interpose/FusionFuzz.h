@@ -15,8 +15,10 @@
 // on fresh or earlier values, mutated at random (a changed scalar, a
 // truncation, a command, a stream switch, a step on another thread, a view,
 // an in-place or metadata change, `.item()` in the middle of a chain), with
-// random actions between them (the same ones, foreign ops, held and dropped
-// values), sometimes while another thread runs ops of its own. All random
+// random actions between them (the same ones, foreign ops, GEMMs a chain lets
+// pass, ops that flush first with no command before them (Note [Ops that
+// flush first]), held and dropped values), sometimes while another thread
+// runs ops of its own. All random
 // choices go through one recorder: the eager run draws them, the engine run
 // replays them, so both run the same program. At the end (a synchronize)
 // every value still held and every `.item()` is compared: bit for bit,
