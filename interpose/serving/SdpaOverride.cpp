@@ -2,6 +2,7 @@
 
 #include <ATen/core/grad_mode.h>
 #include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/ops/_fused_sdp_choice.h>
 #include <ATen/ops/scaled_dot_product_attention_compositeimplicitautograd_dispatch.h>
 #include <ATen/ops/scaled_dot_product_attention_ops.h>
 
@@ -9,6 +10,7 @@
 #include "RecordedArgs.h"
 #include "hotkernel/kernels/SdpaFamily.h"
 #include "hotkernel/runtime/AttentionBackendCall.h"
+#include "hotkernel/runtime/AttentionDefaults.h"
 #include "hotkernel/runtime/Logging.h"
 
 // Note [The user's backend switches]
@@ -18,10 +20,31 @@
 // that: the chosen backend runs only while PyTorch itself may use it and the
 // priority order is the one the process started with; otherwise the
 // composite runs and picks under the process's switches (the choice was
-// measured against PyTorch's default pick, which no longer holds).
+// measured against PyTorch's default pick, which no longer holds). The
+// order compared is the one PyTorch settles on by itself, read at the first
+// call either trampoline sees (Note [PyTorch's settled priority order]).
 
 namespace hotkernel {
 namespace {
+
+// Note [PyTorch's settled priority order]: PyTorch's own selection for the
+// first call, before the call runs anything else.
+void settleDefaults(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                    const std::optional<at::Tensor>& attnMask, double dropoutP, bool isCausal,
+                    std::optional<double> scale, bool enableGqa) noexcept {
+  AttentionDefaults& defaults = AttentionDefaults::process();
+  if (defaults.settled()) return;
+  try {
+    defaults.settle([&] {
+      (void)at::_fused_sdp_choice(query, key, value, attnMask, dropoutP, isCausal, scale, enableGqa);
+    });
+  } catch (const std::exception& e) {
+    HOTKERNEL_LOG_ONCE(Info, "sdpa-settle") << "PyTorch's attention selection failed for a call; its own choice "
+                                               "runs until one succeeds: " << e.what();
+  } catch (...) {
+    HOTKERNEL_LOG_ONCE(Info, "sdpa-settle") << "PyTorch's attention selection failed for a call (unknown error)";
+  }
+}
 
 bool aligned(const at::Tensor& t) {
   return reinterpret_cast<uintptr_t>(t.const_data_ptr()) % kernels::SdpaChoice::kAlignment == 0;
@@ -40,7 +63,7 @@ std::optional<at::Tensor> tryPlan(const at::Tensor& query, const at::Tensor& key
     if (!plan) return std::nullopt;
     const auto* choice = dynamic_cast<const kernels::SdpaChoice*>(plan->launcher.get());
     if (choice == nullptr || !aligned(query) || !aligned(key) || !aligned(value)) return std::nullopt;
-    if (!attentionBackendAllowed(choice->backend())) {
+    if (!AttentionDefaults::process().allows(choice->backend())) {
       HOTKERNEL_LOG_ONCE(Info, "sdpa-switches")
           << "attention backends switched or reordered by the process: PyTorch's own choice runs "
              "(Note [The user's backend switches])";
@@ -62,6 +85,7 @@ at::Tensor sdpaTrampoline(c10::DispatchKeySet, const at::Tensor& query, const at
                           const at::Tensor& value, const std::optional<at::Tensor>& attnMask, double dropoutP,
                           bool isCausal, std::optional<double> scale, bool enableGqa) {
   OverrideState& s = SdpaOverride::state();
+  settleDefaults(query, key, value, attnMask, dropoutP, isCausal, scale, enableGqa);
   if (servingEnabled()) {
     if (std::optional<at::Tensor> r = tryPlan(query, key, value, attnMask, dropoutP, isCausal, scale, enableGqa)) {
       s.hits.fetch_add(1, std::memory_order_relaxed);
@@ -77,6 +101,7 @@ at::Tensor sdpaTrampoline(c10::DispatchKeySet, const at::Tensor& query, const at
 at::Tensor sdpaAutogradTrampoline(c10::DispatchKeySet ks, const at::Tensor& query, const at::Tensor& key,
                                   const at::Tensor& value, const std::optional<at::Tensor>& attnMask,
                                   double dropoutP, bool isCausal, std::optional<double> scale, bool enableGqa) {
+  settleDefaults(query, key, value, attnMask, dropoutP, isCausal, scale, enableGqa);
   if (sdpaNeedsGrad(query, key, value, attnMask)) {
     return SdpaOverride::callOriginal(query, key, value, attnMask, dropoutP, isCausal, scale, enableGqa);
   }
@@ -139,7 +164,7 @@ at::Tensor SdpaOverride::callOriginal(const at::Tensor& query, const at::Tensor&
 
 void SdpaOverride::install(c10::DispatchKey backendKey) {
   // Note [The user's backend switches]: the order PyTorch starts with, before any user code can change it.
-  rememberAttentionDefaults();
+  AttentionDefaults::process().remember();
   const c10::DispatchKey autogradKey = c10::getAutogradKeyFromBackend(c10::toBackendComponent(backendKey));
   HOTKERNEL_CHECK(autogradKey != c10::DispatchKey::AutogradOther, "no autograd key for ",
                   c10::toString(backendKey));

@@ -1,35 +1,14 @@
 #include "hotkernel/runtime/AttentionBackendCall.h"
 
-#include <ATen/Context.h>
 #include <ATen/ops/_scaled_dot_product_attention_math.h>
 #include <ATen/ops/_scaled_dot_product_cudnn_attention.h>
 #include <ATen/ops/_scaled_dot_product_efficient_attention.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
 
-#include <array>
-#include <atomic>
-#include <mutex>
-
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel {
-namespace {
-
-// The priority order PyTorch had when the override was installed: `order` is
-// written once, under `once`, then `known` is set (release); readers check
-// `known` (acquire) before reading `order`.
-struct DefaultOrder {
-  std::once_flag once;
-  std::atomic<bool> known{false};
-  std::array<at::SDPBackend, at::num_sdp_backends> order{};
-};
-DefaultOrder& defaults() {
-  static DefaultOrder d;
-  return d;
-}
-
-}  // namespace
 
 at::Tensor runAttentionBackend(AttentionBackend backend, const at::Tensor& query, const at::Tensor& key,
                                const at::Tensor& value, bool isCausal, std::optional<double> scale, bool enableGqa) {
@@ -55,37 +34,6 @@ at::Tensor runAttentionBackend(AttentionBackend backend, const at::Tensor& query
                                                                          scale));
   }
   HOTKERNEL_THROW("unknown attention backend ", static_cast<int32_t>(backend));
-}
-
-void rememberAttentionDefaults() {
-  DefaultOrder& d = defaults();
-  std::call_once(d.once, [&d] {
-    d.order = at::globalContext().sDPPriorityOrder();
-    d.known.store(true, std::memory_order_release);
-  });
-}
-
-bool attentionBackendAllowed(AttentionBackend backend) {
-  const at::Context& ctx = at::globalContext();
-  bool enabled = false;
-  switch (backend) {
-    case AttentionBackend::Flash:
-    case AttentionBackend::FlashCpu:
-      enabled = ctx.userEnabledFlashSDP();
-      break;
-    case AttentionBackend::Efficient:
-      enabled = ctx.userEnabledMemEfficientSDP();
-      break;
-    case AttentionBackend::Cudnn:
-      enabled = ctx.userEnabledCuDNNSDP();
-      break;
-    case AttentionBackend::Math:
-      enabled = ctx.userEnabledMathSDP();
-      break;
-  }
-  const DefaultOrder& d = defaults();
-  if (!enabled || !d.known.load(std::memory_order_acquire)) return false;
-  return at::globalContext().sDPPriorityOrder() == d.order;
 }
 
 }  // namespace hotkernel

@@ -19,14 +19,4 @@ namespace hotkernel {
 at::Tensor runAttentionBackend(AttentionBackend backend, const at::Tensor& query, const at::Tensor& key,
                                const at::Tensor& value, bool isCausal, std::optional<double> scale, bool enableGqa);
 
-// Whether the process's switches let PyTorch itself use `backend` now
-// (torch.backends.cuda.enable_flash_sdp and its siblings, which the
-// torch.nn.attention.sdpa_kernel context sets), and its priority order is the
-// one it had at the first call of rememberAttentionDefaults (the override's
-// install, inside `import torch`): a process that names its backends or
-// their order keeps PyTorch's own choice (Note [The user's backend switches]
-// in interpose/serving/SdpaOverride.cpp).
-bool attentionBackendAllowed(AttentionBackend backend);
-void rememberAttentionDefaults();
-
 }  // namespace hotkernel
