@@ -6,12 +6,12 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${HOTKERNEL_BUILD_DIR:-$ROOT/build}"
-TARGETS=(fusion_fuzz_gpu fusion_fuzz hotkernel_cli cupti_gpu_tests mm_pad_runtime_gpu_tests sdpa_runtime_gpu_tests
+TARGETS=(fusion_fuzz_gpu fusion_fuzz hotkernel_cli cupti_gpu_tests mm_pad_runtime_gpu_tests sdpa_runtime_gpu_tests softmax_dim_gpu_tests
          chain_kernel_tool hotkernel hotkernel_preload)
 cmake --build "$BUILD" -j "${HOTKERNEL_JOBS:-2}" --target "${TARGETS[@]}"
 DEST="$ROOT/.deps/prebuilt"
 mkdir -p "$DEST/bin" "$DEST/lib"
-cp "$BUILD"/bin/{fusion_fuzz_gpu,fusion_fuzz,hotkernel,cupti_gpu_tests,mm_pad_runtime_gpu_tests,sdpa_runtime_gpu_tests} \
+cp "$BUILD"/bin/{fusion_fuzz_gpu,fusion_fuzz,hotkernel,cupti_gpu_tests,mm_pad_runtime_gpu_tests,sdpa_runtime_gpu_tests,softmax_dim_gpu_tests} \
   "$BUILD"/bin/chain_kernel_tool "$DEST/bin/"
 cp "$BUILD"/lib/libhotkernel.so "$BUILD"/lib/libhotkernel_preload.so "$DEST/lib/"
 git -C "$ROOT" rev-parse --short HEAD >"$DEST/BUILT_AT"
