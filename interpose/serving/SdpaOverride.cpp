@@ -2,7 +2,6 @@
 
 #include <ATen/core/grad_mode.h>
 #include <ATen/core/LegacyTypeDispatch.h>
-#include <ATen/ops/_fused_sdp_choice.h>
 #include <ATen/ops/scaled_dot_product_attention_compositeimplicitautograd_dispatch.h>
 #include <ATen/ops/scaled_dot_product_attention_ops.h>
 
@@ -35,9 +34,7 @@ void settleDefaults(const at::Tensor& query, const at::Tensor& key, const at::Te
   AttentionDefaults& defaults = AttentionDefaults::process();
   if (defaults.settled()) return;
   try {
-    defaults.settle([&] {
-      (void)at::_fused_sdp_choice(query, key, value, attnMask, dropoutP, isCausal, scale, enableGqa);
-    });
+    defaults.settleOn(query, key, value, attnMask, dropoutP, isCausal, scale, enableGqa);
   } catch (const std::exception& e) {
     HOTKERNEL_LOG_ONCE(Info, "sdpa-settle") << "PyTorch's attention selection failed for a call; its own choice "
                                                "runs until one succeeds: " << e.what();

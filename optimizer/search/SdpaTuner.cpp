@@ -16,6 +16,7 @@
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/ListedTuning.h"
 #include "hotkernel/runtime/AttentionBackendCall.h"
+#include "hotkernel/runtime/AttentionDefaults.h"
 #include "hotkernel/runtime/Check.h"
 
 // Note [Attention checks]
@@ -62,6 +63,8 @@ at::Tensor drawInLayout(int32_t layout, int64_t b, int64_t h, int64_t n, int64_t
 }
 
 at::Tensor eagerOf(const SdpaVariant& v, const SdpaInput& in) {
+  // Note [PyTorch's settled priority order]: this may be the process's first selection (a tuner before any call).
+  AttentionDefaults::process().settleOn(in.query, in.key, in.value, std::nullopt, 0.0, v.causal, std::nullopt, v.gqa());
   return at::compositeimplicitautograd::scaled_dot_product_attention(in.query, in.key, in.value, std::nullopt, 0.0,
                                                                      v.causal, std::nullopt, v.gqa());
 }

@@ -1,5 +1,7 @@
 #include "hotkernel/runtime/AttentionDefaults.h"
 
+#include <ATen/ops/_fused_sdp_choice.h>
+
 namespace hotkernel {
 
 AttentionDefaults& AttentionDefaults::process() {
@@ -39,6 +41,13 @@ void AttentionDefaults::settle(const std::function<void()>& select) {
     order_ = at::globalContext().sDPPriorityOrder();
   }
   settled_.store(true, std::memory_order_release);
+}
+
+void AttentionDefaults::settleOn(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                                 const std::optional<at::Tensor>& attnMask, double dropoutP, bool isCausal,
+                                 std::optional<double> scale, bool enableGqa) {
+  if (settled()) return;
+  settle([&] { (void)at::_fused_sdp_choice(query, key, value, attnMask, dropoutP, isCausal, scale, enableGqa); });
 }
 
 bool AttentionDefaults::allows(AttentionBackend backend) const {
