@@ -161,6 +161,7 @@ std::string tensorArgId(const at::Tensor& t, c10::Device device, ValueTable& val
 std::string captureArgs(const std::vector<c10::IValue>& args, c10::Device device, ValueTable& values,
                         chain::RecordedCall& call) {
   call.args.clear();
+  call.args.reserve(args.size());
   for (const c10::IValue& v : args) {
     if (v.isNone()) {
       call.args.push_back(chain::RecordedArg::none());

@@ -238,9 +238,7 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
     std::optional<std::vector<at::Tensor>> outputs;
     try {
       for (int attempt = 0; attempt < 2 && !outputs && enabled_.load(); ++attempt) {
-        if (!s.pending) {
-          s.pending = std::make_unique<PendingChain>(s.catalog, *device, stream, key, s.options.poisonDeferredOutputs);
-        }
+        if (!s.pending) s.startPending(*device, stream, key);
         const bool wasEmpty = s.pending->empty();
         outputs = s.pending->take(r, args);
         if (outputs || wasEmpty) break;
@@ -260,7 +258,7 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
       for (at::Tensor& t : *outputs) torch::jit::push(*stack, std::move(t));
       return;
     }
-    if (s.pending && s.pending->empty()) s.pending.reset();
+    if (s.pending && s.pending->empty()) s.retirePending();
   } else if (s.pending) {
     s.flushPending(*this);
   }

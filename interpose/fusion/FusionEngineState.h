@@ -65,6 +65,8 @@ struct FusionEngine::State {
   std::optional<c10::Device> windowDevice;
   std::optional<c10::Stream> windowStream;
   std::unique_ptr<PendingChain> pending;
+  // Note [A spare pending chain]: the last flushed chain, empty, restarted by the next start.
+  std::unique_ptr<PendingChain> spare;
   std::optional<std::thread::id> owner;
   std::string lastUnfused;  // FusionStats::lastUnfused
   // Note [Sampled learning]
@@ -100,6 +102,21 @@ struct FusionEngine::State {
           onHot(located);
         }) {}
 
+  // Precondition: mu held; `pending` empty or null. Note [A spare pending chain]
+  void retirePending() {
+    if (pending) spare = std::move(pending);
+  }
+  // Precondition: mu held, no chain pending. The chain a start takes (the spare, restarted, or a new one).
+  PendingChain& startPending(c10::Device device, c10::Stream stream, c10::DispatchKey key) {
+    if (spare) {
+      pending = std::move(spare);
+      pending->restart(catalog, device, stream, key, options.poisonDeferredOutputs);
+    } else {
+      pending = std::make_unique<PendingChain>(catalog, device, stream, key, options.poisonDeferredOutputs);
+    }
+    return *pending;
+  }
+
   // Precondition: mu held.
   // A skipped window keeps the hook on: the next command ends it (Note [Sampled learning]).
   void publishPending() { gate->setPending((pending && !pending->empty()) || learner.open() || skipping ? 1 : 0); }
@@ -107,7 +124,7 @@ struct FusionEngine::State {
   // Precondition: mu held, inside the own-command guard.
   bool flushPending(FusionEngine& engine) {
     if (!pending || pending->empty()) {
-      pending.reset();  // an empty chain holds the catalog of its time: never reused after a flush
+      retirePending();
       return true;
     }
     PendingChain::Flush how;
@@ -120,7 +137,7 @@ struct FusionEngine::State {
       refusedInARow.erase(pending->lastFusedKey());  // erasing a std::string key does not allocate
     }
     if (const std::string& refused = pending->lastRefusedKey(); !refused.empty()) noteRefusal(refused, why);
-    pending.reset();
+    retirePending();
     switch (how) {
       case PendingChain::Flush::Fused:
         fusedFlushes.fetch_add(1, std::memory_order_relaxed);

@@ -12,6 +12,20 @@
 
 namespace hotkernel::fusion {
 
+void PendingChain::restart(std::shared_ptr<const ChainCatalog> catalog, c10::Device device, c10::Stream stream,
+                           c10::DispatchKey backend, bool poison) {
+  HOTKERNEL_INTERNAL_ASSERT(empty(), "restarting a chain that pends");
+  reset();  // what a take that threw left (values it numbered before it threw)
+  catalog_ = std::move(catalog);
+  device_ = device;
+  stream_ = stream;
+  backend_ = backend;
+  poison_ = poison;
+  lastFusedKey_ = nullptr;
+  lastUnfusedWhy_.clear();
+  lastRefusedKey_.clear();
+}
+
 std::optional<std::vector<at::Tensor>> PendingChain::take(const ResolvedOp& op,
                                                           const std::vector<c10::IValue>& args) {
   const size_t mark = values_.size();
@@ -32,7 +46,8 @@ std::optional<std::vector<at::Tensor>> PendingChain::take(const ResolvedOp& op,
   // metadata is the first candidate's whose step has this op and arguments
   // (the model's): the arguments' metadata is the table's, the outputs' the
   // model's.
-  std::vector<size_t> next;
+  std::vector<size_t>& next = next_;
+  next.clear();
   const chain::RecordedCall* model = nullptr;
   const chain::TensorMetas* modelMetas = nullptr;
   for (size_t index : *from) {
@@ -88,7 +103,7 @@ std::optional<std::vector<at::Tensor>> PendingChain::take(const ResolvedOp& op,
     }
   }
   for (int64_t id : call.outputs) d.outputs.push_back(values_.taken(id));
-  candidates_ = std::move(next);
+  candidates_.swap(next);
   calls_.push_back(std::move(call));
   deferred_.push_back(std::move(d));
   return outputs;

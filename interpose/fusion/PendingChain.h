@@ -38,6 +38,18 @@ class PendingChain {
                c10::DispatchKey backend, bool poison = false)
       : catalog_(std::move(catalog)), device_(device), stream_(stream), backend_(backend), poison_(poison) {}
 
+  // Note [A spare pending chain]
+  // A chain's vectors (its calls, deferred calls, values and candidates)
+  // grow from empty to a handful of entries per chain, a few allocations a
+  // call on the deferral's hot path. The engine keeps the empty chain of the
+  // last flush and restarts it for the next one (a chain's vectors keep their
+  // capacity when cleared), with the catalog, device and stream of its start:
+  // a restarted chain holds nothing of its previous one (not even the values
+  // a take that threw had numbered).
+  // Precondition: empty().
+  void restart(std::shared_ptr<const ChainCatalog> catalog, c10::Device device, c10::Stream stream,
+               c10::DispatchKey backend, bool poison);
+
   // Takes `args` of `op` as the chain's next step (the first one when the
   // chain is empty) if a candidate has it; returns its outputs, or nullopt
   // (nothing changed) when no candidate continues with it.
@@ -88,6 +100,7 @@ class PendingChain {
   std::vector<chain::RecordedCall> calls_;
   std::vector<Deferred> deferred_;
   std::vector<size_t> candidates_;  // catalog indices still matching every call taken
+  std::vector<size_t> next_;        // take()'s scratch for the next candidates (its capacity kept)
   const std::string* lastFusedKey_ = nullptr;  // into catalog_, which this chain holds: no copy a flush
   std::string lastUnfusedWhy_;
   std::string lastRefusedKey_;

@@ -803,6 +803,18 @@ TEST_F(FusionEngineTest, GivenAnErrorInsideTheEngineWhenACallIsTakenThenFusionSw
   EXPECT_FALSE(engine().enabled());  // switching it on again does not bring it back
   EXPECT_EQ(engine().stats().deferredCalls, 0u);
   EXPECT_EQ(gGate->pending, 0);
+  // The test engine's reset switches it back on. The chain the error left (values it numbered before the throw) is
+  // the spare that the next start restarts: it starts clean (Note [A spare pending chain]).
+  engine().resetForTest();
+  at::Tensor g2 = at::randn({32, 128}), u2 = at::randn({32, 128});  // not the values the spare numbered
+  auto kernels = learnAndPublish([&] { return swiglu(g2, u2); });
+  ASSERT_EQ(kernels.size(), 1u);
+  at::Tensor again = swiglu(g2, u2);
+  EXPECT_TRUE(engine().enabled());
+  EXPECT_EQ(engine().stats().deferredCalls, 2u);
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, 1);
+  EXPECT_LE(worstRelative(again, eager([&] { return swiglu(g2, u2); })), 1e-5);  // float32, fused rounding
 }
 
 TEST_F(FusionEngineTest, GivenHfRotaryOnATransposedProjectionWhenLearnedThenItIsHotAsAStridedFiveCallChainWithCat) {
