@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Host-side cost of one call of small CUDA ops, for comparing processes with
-and without the hotkernel preload (and with the reductions in HOTKERNEL_OPS).
+and without the hotkernel preload (and with or without the reductions in HOTKERNEL_OPS).
 
 Each op runs on a tensor small enough that its GPU time is far below the
 host's launch cost, in a loop of `--calls` calls between two

@@ -95,7 +95,7 @@ import torch
 
 ALL_MODELS = ("llama", "gpt2-eager", "gpt2-sdpa", "bert")
 # HOTKERNEL_OPS' default (README.md): the ops hotkernel overrides when the variable is unset.
-DEFAULT_HOTKERNEL_OPS = "_softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss,mm,addmm"
+DEFAULT_HOTKERNEL_OPS = "_softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss,mm,addmm,sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim"
 T0 = time.perf_counter()
 
 

@@ -3,6 +3,7 @@
 // names, the C API's plan count and switch over all rows.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 #include <string>
 
@@ -12,6 +13,7 @@
 #include "hotkernel/kernels/ReduceFamily.h"
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/Config.h"
 
 namespace hotkernel {
 namespace {
@@ -37,6 +39,16 @@ TEST(ServedOpsTest, GivenOpNamesInEverySpellingWhenLookedUpThenTheirRow) {
   EXPECT_EQ(servedOpOf("max"), &servedOp("aten::max.dim"));
   EXPECT_EQ(servedOpOf("aten::min"), &servedOp("aten::min.dim"));
   EXPECT_NE(&servedOp("aten::max.dim"), &servedOp("aten::min.dim"));
+}
+
+TEST(ServedOpsTest, GivenHotkernelOpsUnsetWhenTheDefaultIsReadThenARowServesEachOfItsOps) {
+  const char* was = std::getenv("HOTKERNEL_OPS");
+  const std::string saved = was != nullptr ? was : "";
+  unsetenv("HOTKERNEL_OPS");
+  const Config c = Config::fromEnvironment();
+  if (was != nullptr) setenv("HOTKERNEL_OPS", saved.c_str(), 1);
+  ASSERT_FALSE(c.ops.empty());
+  for (const std::string& op : c.ops) EXPECT_NE(servedOpOf(op), nullptr) << op;
 }
 
 TEST(ServedOpsTest, GivenNamesNoRowHasWhenLookedUpThenNoneAndServedOpThrows) {

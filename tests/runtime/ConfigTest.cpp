@@ -95,14 +95,10 @@ TEST(ConfigTest, GivenNoEnvironmentWhenReadThenDefaults) {
   EXPECT_TRUE(c.optimize);
   EXPECT_EQ(c.hotCalls, 50);
   EXPECT_EQ(c.cacheDir, "/tmp/hk-config-test");
-  ASSERT_EQ(c.ops.size(), 7u);
-  EXPECT_EQ(c.ops[0], "_softmax");
-  EXPECT_EQ(c.ops[1], "_log_softmax");
-  EXPECT_EQ(c.ops[2], "_fused_rms_norm");
-  EXPECT_EQ(c.ops[3], "native_layer_norm");
-  EXPECT_EQ(c.ops[4], "cross_entropy_loss");
-  EXPECT_EQ(c.ops[5], "mm");
-  EXPECT_EQ(c.ops[6], "addmm");
+  const std::vector<std::string> want{"_softmax", "_log_softmax", "_fused_rms_norm", "native_layer_norm",
+                                      "cross_entropy_loss", "mm", "addmm", "sum.dim_IntList", "mean.dim",
+                                      "amax", "argmax", "amin", "argmin", "max.dim", "min.dim"};
+  EXPECT_EQ(c.ops, want);
 }
 
 TEST(ConfigTest, GivenOffSwitchAndBadNumberWhenReadThenDisabledAndDefaultKept) {

@@ -113,7 +113,7 @@ fi
 if want ops; then
   log "bench: ops (softmax, log_softmax) vs eager and torch.compile, side by side"
   OPSCACHE="$(mktemp -d)/cache"
-  # The reductions, the padded GEMMs and attention are not in HOTKERNEL_OPS' default: their presets name them (unless the
+  # The reductions' and the padded GEMMs' presets name only their own ops, attention's its op (not in the default) (unless the
   # caller set HOTKERNEL_OPS); softmax_dim and softmax_400k need only the default's _softmax and _log_softmax.
   OPS_LIST="${HOTKERNEL_OPS:-}"
   case "${HOTKERNEL_OPS_CASES:-}" in
@@ -208,21 +208,21 @@ if want bench; then
   tail -25 "$OUT/bench.log"
 fi
 if want overhead; then
-  log "bench: host cost per call of small ops: no preload, the preload's default ops, the reductions served too"
+  log "bench: host cost per call of small ops: no preload, the preload's default ops (the reductions served), the default without the reductions"
   OC="$(mktemp -d)/cache"
   RUNS="$(mktemp -d)"  # the per-process JSON stay out of $OUT (the device tool returns few files): merged below
-  RED="_softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss,sum.dim_IntList,mean.dim,amax,argmax"
+  NORED="_softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss,mm,addmm"
   runs=()
   for round in 1 2; do
-    for cfg in none default reductions; do
+    for cfg in none default no-reductions; do
       f="$RUNS/overhead-$cfg-$round.json"; runs+=("$f")
       case $cfg in
         none) env "$HOTKERNEL_PYTHON" "$ROOT/bench/dispatch_overhead.py" --label none --out "$f" ;;
         default) HOTKERNEL_CACHE_DIR="$OC" HOTKERNEL_OPTIMIZE=0 LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
           "$HOTKERNEL_PYTHON" "$ROOT/bench/dispatch_overhead.py" --label default --out "$f" ;;
-        reductions) HOTKERNEL_CACHE_DIR="$OC" HOTKERNEL_OPTIMIZE=0 HOTKERNEL_OPS="$RED" \
+        no-reductions) HOTKERNEL_CACHE_DIR="$OC" HOTKERNEL_OPTIMIZE=0 HOTKERNEL_OPS="$NORED" \
           LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
-          "$HOTKERNEL_PYTHON" "$ROOT/bench/dispatch_overhead.py" --label reductions --out "$f" ;;
+          "$HOTKERNEL_PYTHON" "$ROOT/bench/dispatch_overhead.py" --label no-reductions --out "$f" ;;
       esac >>"$OUT/overhead.log" 2>&1 || rc=1
     done
   done

@@ -15,7 +15,8 @@
 // | HOTKERNEL_TRUST_AGENT_ENTRIES | 0                            | as HOTKERNEL | 1: cached agent kernels load too (Note [Entries a process loads] in interpose/engine/EntryAdmission.h) |
 // | HOTKERNEL_HOT_CALLS           | 50                           | 1 .. kMaxHotCalls (10^12) | calls of one variant before it is queued for optimization |
 // | HOTKERNEL_PROFILE             | (unset)                      | a file path; %p: the process id, %%: a % | file the recorded variants are written to at exit and on SIGTERM (JSON; profilePathFor) |
-// | HOTKERNEL_OPS                 | _softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss,mm,addmm | comma list | ops to override |
+// | HOTKERNEL_OPS                 | _softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss,mm,addmm,
+// |                               | sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim | comma list | ops to override |
 // | HOTKERNEL_IDLE_MS             | 50                           | 1 .. kMaxIdleMs (86400000, a day) | the optimizer works only after this long without serving GPU ops |
 // | HOTKERNEL_OPT_MEM_MB          | 25% of the device's memory   | 1 .. kMaxOptimizerMemoryMb (2^30 MiB = 1 PiB) | GPU memory the background optimizer may use |
 // | HOTKERNEL_IDLE_MAX_UTIL       | (unset)                      | 0 .. 100 | the device's NVML utilization must also be at most this before the optimizer starts or resumes |
