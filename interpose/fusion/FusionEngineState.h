@@ -106,15 +106,14 @@ struct FusionEngine::State {
   void retirePending() {
     if (pending) spare = std::move(pending);
   }
-  // Precondition: mu held, no chain pending. The chain a start takes (the spare, restarted, or a new one).
-  PendingChain& startPending(c10::Device device, c10::Stream stream, c10::DispatchKey key) {
+  // Precondition: mu held, `pending` null. The chain a start takes: the spare, restarted, or a new one.
+  void startPending(c10::Device device, c10::Stream stream, c10::DispatchKey key) {
     if (spare) {
       pending = std::move(spare);
       pending->restart(catalog, device, stream, key, options.poisonDeferredOutputs);
     } else {
       pending = std::make_unique<PendingChain>(catalog, device, stream, key, options.poisonDeferredOutputs);
     }
-    return *pending;
   }
 
   // Precondition: mu held.

@@ -17,11 +17,10 @@
 // (torch.backends.cuda.enable_flash_sdp(False), the sdpa_kernel context) or
 // reorder them (sdpa_kernel(..., set_priority=True)). The served call honours
 // that: the chosen backend runs only while PyTorch itself may use it and the
-// priority order is the one the process started with; otherwise the
-// composite runs and picks under the process's switches (the choice was
-// measured against PyTorch's default pick, which no longer holds). The
-// order compared is the one PyTorch settles on by itself, read at the first
-// call either trampoline sees (Note [PyTorch's settled priority order]).
+// priority order is the one PyTorch settles on by itself (Note [PyTorch's
+// settled priority order]); otherwise the composite runs and picks under the
+// process's switches (the choice was measured against PyTorch's default
+// pick, which no longer holds).
 
 namespace hotkernel {
 namespace {
