@@ -37,6 +37,7 @@ const std::vector<DeferrableOp>& deferrableOps() {
       {"aten::cat", "", "out"},  // Tensor[] tensors, int dim: HF's rotate_half
       {"aten::_softmax", "", "out"},  // Note [Softmax in a chain]
       {"aten::_log_softmax", "", "out"},
+      {"aten::native_layer_norm", "", "out"},  // Note [LayerNorm in a chain]: out0, out1, out2
   };
   return ops;
 }
@@ -64,8 +65,9 @@ std::vector<ResolvedOp> resolveDeferrableOps() {
     r.functionalArgs = r.op->schema().arguments().size();
     if (d.outOverload != nullptr) {
       r.out = dispatcher.findSchema({d.name, d.outOverload});
-      if (!r.out || r.out->schema().arguments().size() != r.functionalArgs + 1 ||
-          r.out->schema().returns().size() != 1) {
+      const size_t results = r.op->schema().returns().size();  // one out= argument each
+      if (!r.out || r.out->schema().arguments().size() != r.functionalArgs + results ||
+          r.out->schema().returns().size() != results) {
         HOTKERNEL_LOG(Debug) << "fusion: " << r.qualified << " has no usable ." << d.outOverload
                              << " overload; it is not deferred";
         continue;

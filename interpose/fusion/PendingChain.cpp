@@ -162,7 +162,7 @@ bool PendingChain::replay() noexcept {
       Deferred& d = deferred_[i];
       if (d.op->out) {
         torch::jit::Stack stack = d.args;
-        stack.emplace_back(d.outputs.at(0));
+        for (const at::Tensor& out : d.outputs) stack.emplace_back(out);  // out= takes every result, in order
         d.op->out->redispatchBoxed(c10::DispatchKeySet(backend_), &stack);
       } else {
         d.outputs.at(0).copy_(d.args.at(0).toTensor());

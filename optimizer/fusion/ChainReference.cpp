@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "hotkernel/chain/ChainLayerNorm.h"
 #include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/ChainSoftmax.h"
 #include "hotkernel/runtime/Check.h"
@@ -169,17 +170,32 @@ std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::ve
     const size_t u = static_cast<size_t>(i);
     return numbers[u] ? wrappedNumber(*numbers[u]) : tensors[u];
   };
-  // Note [Softmax groups]: a group runs as the call eager made; its other nodes are never computed.
+  // Note [Softmax groups], Note [LayerNorm groups]: a group runs as the call eager made; its other nodes are
+  // never computed.
   std::vector<const chain::SoftmaxGroup*> softmaxAt(nodes.size(), nullptr);
+  std::vector<const chain::LayerNormGroup*> layerNormAt(nodes.size(), nullptr);
   std::vector<bool> skipped(nodes.size(), false);
   const std::vector<chain::SoftmaxGroup> groups = chain::findSoftmaxGroups(ir);
   for (const chain::SoftmaxGroup& g : groups) {
     softmaxAt[static_cast<size_t>(g.result)] = &g;
     for (int n : g.internal) skipped[static_cast<size_t>(n)] = true;
   }
+  const std::vector<chain::LayerNormGroup> norms = chain::findLayerNormGroups(ir);
+  for (const chain::LayerNormGroup& g : norms) {
+    layerNormAt[static_cast<size_t>(g.result)] = &g;
+    for (int n : g.internal) skipped[static_cast<size_t>(n)] = true;
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     if (skipped[i]) continue;
+    if (const chain::LayerNormGroup* g = layerNormAt[i]) {
+      const at::Tensor& x = tensors[static_cast<size_t>(g->input)];
+      auto column = [&](int node) {
+        return node < 0 ? std::optional<at::Tensor>() : std::optional<at::Tensor>(tensors[static_cast<size_t>(node)]);
+      };
+      tensors[i] = std::get<0>(at::native_layer_norm(x, {x.size(-1)}, column(g->weight), column(g->bias), g->eps));
+      continue;
+    }
     if (const chain::SoftmaxGroup* g = softmaxAt[i]) {
       const at::Tensor& x = tensors[static_cast<size_t>(g->input)];
       // half_to_float is ATen's for float16 alone; a bfloat16 x is widened first, as eager code widens it.

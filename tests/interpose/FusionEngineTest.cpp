@@ -250,6 +250,57 @@ TEST_F(FusionEngineTest, GivenAPublishedChainWhenItRunsAgainThenItIsDeferredAndR
   EXPECT_LE(worstRelative(got, want), 1.0 / 64);  // the fused rounding: within a bf16 unit or so
 }
 
+// Note [LayerNorm in a chain]: GPT-2's `hidden = attn_output + residual; residual = hidden; ln_2(hidden)`.
+// The sum is held (the block adds it again after its MLP) and written by the fused kernel; the norm's mean and
+// rstd, dropped by F.layer_norm, are not.
+TEST_F(FusionEngineTest, GivenAResidualAddAndALayerNormWhenPublishedThenTheyAreDeferredAndFusedWithinTheChainTolerance) {
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    engine().resetForTest();
+    gGate->covered = true;
+    at::Tensor a = at::randn({4, 16, 96}).to(dtype), r = at::randn({4, 16, 96}).to(dtype);
+    at::Tensor w = at::randn({96}).to(dtype), b = at::randn({96}).to(dtype);
+    at::Tensor residual;
+    auto block = [&] {
+      residual = a + r;
+      return at::layer_norm(residual, {96}, w, b, 1e-5);
+    };
+    auto kernels = learnAndPublish(block);
+    ASSERT_EQ(kernels.size(), 1u) << engine().patternsJson();
+    const at::Tensor want = eager(block);
+    const at::Tensor wantResidual = residual;
+    const uint64_t deferred = engine().stats().deferredCalls;
+    const at::Tensor got = block();
+    EXPECT_EQ(engine().stats().deferredCalls, deferred + 2) << toString(dtype);
+    EXPECT_EQ(kernels[0]->launches, 0);
+    foreignCommand();
+    EXPECT_EQ(kernels[0]->launches, 1) << toString(dtype) << " " << engine().stats().lastUnfused;
+    EXPECT_TRUE(same(residual, wantResidual)) << "the sum is the add's own rounding";
+    EXPECT_LE(worstRelative(got, want), dtype == at::kFloat ? 1e-5 : 1.0 / 64) << toString(dtype);
+  }
+}
+
+// The stats kept by the caller (native_layer_norm called directly): every result is written, by the kernel or
+// by the replay, and each is within the tolerance of eager's.
+TEST_F(FusionEngineTest, GivenALayerNormWhoseMeanAndRstdAreKeptWhenTheChainRunsThenAllThreeResultsAreEagers) {
+  at::Tensor a = at::randn({8, 64}), r = at::randn({8, 64}), w = at::randn({64});
+  auto block = [&] { return at::native_layer_norm(a + r, {64}, w, std::nullopt, 1e-5); };
+  auto kernels = learnAndPublish([&] { return std::get<0>(block()); });
+  ASSERT_EQ(kernels.size(), 1u) << engine().patternsJson();
+  engine().setEnabled(false);
+  const auto want = block();
+  engine().setEnabled(true);
+  const uint64_t unfused = engine().stats().unfusedFlushes;
+  const auto got = block();
+  foreignCommand();
+  // The kernel learned writes the norm alone (the stats were dropped then): the held stats make the chain replay,
+  // through native_layer_norm.out with all three results.
+  EXPECT_EQ(engine().stats().unfusedFlushes, unfused + 1);
+  EXPECT_EQ(kernels[0]->launches, 0);
+  EXPECT_LE(worstRelative(std::get<0>(got), std::get<0>(want)), 1e-5);
+  EXPECT_LE(worstRelative(std::get<1>(got), std::get<1>(want)), 1e-5);
+  EXPECT_LE(worstRelative(std::get<2>(got), std::get<2>(want)), 1e-5);
+}
+
 // Note [Idle streams]: with a probe that finds the stream idle, the chain's first call runs eagerly and so does
 // the rest (nothing pending to continue); the result is eager's, and the next start asks again: busy, it defers.
 TEST_F(FusionEngineTest, GivenAStreamProbeWhenTheStreamIsIdleThenTheChainRunsEagerlyAndWhenBusyItDefers) {

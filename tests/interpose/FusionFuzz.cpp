@@ -95,6 +95,7 @@ enum class Op : uint8_t {
   SoftmaxRow, LogSoftmaxRow,  // aten::_softmax / _log_softmax over the last dim (Note [Softmax in a chain])
   Clone,       // a contiguous copy (of the strided first input: Note [Relayout copies])
   RotateHalf,  // HF's rotate_half: cat([-x2, x1], -1) of the halves x1, x2 (views) of a full value
+  LayerNormRow,  // F.layer_norm over the last dim, weight `b` or none (Note [LayerNorm in a chain])
 };
 enum class Shape : uint8_t { Full, Col, Row, Zero };
 
@@ -180,6 +181,9 @@ at::Tensor applyStep(const TStep& s, const at::Tensor& a, const at::Tensor& b) {
       const int64_t half = a.size(-1) / 2;
       return at::cat({at::neg(a.slice(-1, half)), a.slice(-1, 0, half)}, -1);
     }
+    case Op::LayerNormRow:
+      return at::layer_norm(a, {a.size(-1)}, b.defined() ? std::optional<at::Tensor>(b) : std::nullopt, std::nullopt,
+                            1e-5);
   }
   return a;
 }
@@ -289,6 +293,24 @@ class TemplateMaker {
       const int x = pick(3) != 0 ? 0 : a;
       const GenValue& vx = values_[static_cast<size_t>(x)];
       if (vx.shape == Shape::Full) return push(TStep{Op::RotateHalf, x}, unary(x, vx.bound, false, false));
+    }
+    // GPT-2's and BERT's ln(x + residual): of the first input (uniform in [-2, 2], so rows far from constant:
+    // a norm of a nearly constant row magnifies any rounding) or of its sum with a new full input; a weight in
+    // half of them.
+    if (pick(100) < 6 && values_[0].shape == Shape::Full) {
+      int x = 0;
+      if (pick(2) == 0) {
+        const int r = addInput(Shape::Full, values_[0].dtype, false);
+        x = push(TStep{Op::AddT, 0, r}, GenValue{Shape::Full, values_[0].dtype, values_[0].bound + 2, false, false});
+      }
+      int w = -1;
+      if (pick(2) == 0) {
+        w = addInput(Shape::Col, values_[static_cast<size_t>(x)].dtype, false);
+        if (x >= w) ++x;
+      }
+      const double bound = std::sqrt(static_cast<double>(t_.cols)) * (w >= 0 ? 2.0 : 1.0);
+      return push(TStep{Op::LayerNormRow, x, w},
+                  GenValue{Shape::Full, values_[static_cast<size_t>(x)].dtype, bound, false, false});
     }
     // A contiguous copy, mostly of the first input (strided in a quarter of the templates).
     if (pick(100) < 5) {
@@ -590,6 +612,10 @@ class Program {
       count("rotateHalfSteps");
       if (ofPending) count("rotateHalfOfPending");  // its halves are views of an unwritten value
       if (engine_ && fuzzEngine().stats().deferredCalls >= before + 2) count("rotateHalfDeferred");
+    }
+    if (s.op == Op::LayerNormRow) {
+      count("layerNormSteps");
+      if (engine_ && fuzzEngine().stats().deferredCalls > before) count("layerNormDeferred");
     }
     if (s.op == Op::Clone) {
       count("cloneSteps");
@@ -1150,6 +1176,7 @@ struct Pool {
   size_t chainsWithLayouts = 0;  // strided values (Note [Chain layouts])
   size_t chainsWithCat = 0;
   size_t chainsWithSoftmax = 0;  // _softmax or _log_softmax (Note [Softmax in a chain])
+  size_t chainsWithLayerNorm = 0;  // native_layer_norm (Note [LayerNorm in a chain])
   size_t relayoutCopies = 0;     // chains of one copy (Note [Relayout copies])
   size_t chainsWithoutKernel = 0;  // the kernel maker had none: not published
 };
@@ -1225,6 +1252,7 @@ Pool learnPool(uint64_t seed, int templates, LaunchLog& log, const FuzzOptions& 
       if (holds([](const chain::RecordedCall& c) { return c.op == "aten::_softmax" || c.op == "aten::_log_softmax"; })) {
         ++pool.chainsWithSoftmax;
       }
+      if (holds([](const chain::RecordedCall& c) { return c.op == "aten::native_layer_norm"; })) ++pool.chainsWithLayerNorm;
       if (chain::isRelayoutCopy(h.build)) ++pool.relayoutCopies;
     }
   }
@@ -1284,6 +1312,7 @@ FuzzReport runFusionFuzz(const FuzzOptions& options) {
       report.counts["poolChainsWithLayouts"] += pool.chainsWithLayouts;
       report.counts["poolChainsWithCat"] += pool.chainsWithCat;
       report.counts["poolChainsWithSoftmax"] += pool.chainsWithSoftmax;
+      report.counts["poolChainsWithLayerNorm"] += pool.chainsWithLayerNorm;
       report.counts["poolRelayoutCopies"] += pool.relayoutCopies;
       report.counts["poolChainsWithoutKernel"] += pool.chainsWithoutKernel;
     }

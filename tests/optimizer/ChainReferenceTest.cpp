@@ -13,6 +13,7 @@
 
 #include "../ChainDifference.h"
 #include "hotkernel/chain/ChainInterpreter.h"
+#include "hotkernel/chain/ChainLayerNorm.h"
 #include "hotkernel/chain/NamedChains.h"
 #include "hotkernel/chain/RandomChain.h"
 #include "hotkernel/optimizer/ChainReference.h"
@@ -72,6 +73,8 @@ TEST(ChainReferenceTest, GivenNormMlpAndResidualChainsWhenRunByCpuAtenThenTheInt
       {"swiglu bf16", chain::swigluChain(DType::BFloat16)},
       {"swiglu fp16", chain::swigluChain(DType::Float16)},
       {"residual add + cast", chain::residualAddCastChain(DType::BFloat16, DType::Float32)},
+      {"residual add + layer_norm bf16", chain::residualLayerNormChain(DType::BFloat16, 1e-5)},
+      {"residual add + layer_norm fp16 without bias", chain::residualLayerNormChain(DType::Float16, 1e-5, true, false)},
   };
   for (const Named& c : chains) {
     const ChainDifference d = runBoth(c.ir, 64, 256, 7);
@@ -120,6 +123,30 @@ TEST(ChainReferenceTest, GivenSoftmaxChainsWhenRunByAtenThenTheyAreTheSoftmaxCal
   const std::vector<at::Tensor> out =
       runChainWithAten(chain::attentionSoftmaxChain(DType::Float16, 0.125), {{scores}, {mask}}, rows, cols);
   EXPECT_TRUE(at::equal(out[0], at::softmax(scores * 0.125 + mask, -1)));
+}
+
+// Note [LayerNorm groups]: the norm runs as eager's native_layer_norm call, bit for bit; the residual sum as its add.
+TEST(ChainReferenceTest, GivenResidualLayerNormChainsWhenRunByAtenThenTheNormIsTheNativeLayerNormCallBitForBit) {
+  const int64_t rows = 24, cols = 96;
+  for (const DType d : {DType::Float32, DType::BFloat16, DType::Float16}) {
+    const at::ScalarType t = chainScalarType(d);
+    const at::Tensor x = at::randn({rows, cols}).to(t), r = at::randn({rows, cols}).to(t);
+    const at::Tensor w = at::randn({cols}).to(t), b = at::randn({cols}).to(t);
+    for (bool affine : {true, false}) {
+      const ChainIR ir = chain::residualLayerNormChain(d, 1e-5, affine, affine);
+      ASSERT_EQ(chain::findLayerNormGroups(ir).size(), 1u) << chain::shortDTypeName(d);
+      std::vector<ChainReferenceInput> inputs = {{x}, {r}};
+      if (affine) inputs.insert(inputs.end(), {{w}, {b}});
+      const std::vector<at::Tensor> out = runChainWithAten(ir, inputs, rows, cols);
+      ASSERT_EQ(out.size(), 2u);
+      const at::Tensor sum = x + r;
+      const at::Tensor want = affine ? std::get<0>(at::native_layer_norm(sum, {cols}, w, b, 1e-5))
+                                     : std::get<0>(at::native_layer_norm(sum, {cols}, std::nullopt, std::nullopt, 1e-5));
+      EXPECT_TRUE(at::equal(out[0], sum)) << chain::shortDTypeName(d);
+      EXPECT_EQ(out[1].scalar_type(), t);
+      EXPECT_TRUE(at::equal(out[1], want)) << chain::shortDTypeName(d) << " affine " << affine;
+    }
+  }
 }
 
 TEST(ChainReferenceTest, GivenValuesInTheSubnormalRangeWhenMeasuredThenOneRoundingStepIsOneUnit) {

@@ -7,7 +7,9 @@
 #include <set>
 #include <sstream>
 
+#include "CompositeLowering.h"
 #include "OpRules.h"
+#include "ResultLayout.h"
 #include "TensorIteratorLayout.h"
 #include "TensorPlacement.h"
 #include "hotkernel/runtime/Check.h"
@@ -64,21 +66,27 @@ class Builder {
       if (op == r.schema) rule = &r;
     }
     HOTKERNEL_REQUIRE(rule != nullptr,
-                      "unsupported op: not a chain op (pointwise, cast, last-dim reduction or softmax)");
-    HOTKERNEL_REQUIRE(call.outputs.size() == 1, "the call returns ", call.outputs.size(), " tensors, a chain op one");
-    const int64_t out = call.outputs[0];
-    for (const RecordedArg& a : call.args) {
-      for (int64_t id : a.tensorIds()) {
-        HOTKERNEL_REQUIRE(id != out, "the result %", out, " aliases an argument, which ends a chain");
+                      "unsupported op: not a chain op (pointwise, cast, last-dim reduction, softmax or layer_norm)");
+    const size_t results = rule->form == Form::LayerNorm ? 3 : 1;
+    HOTKERNEL_REQUIRE(call.outputs.size() == results, "the call returns ", call.outputs.size(), " tensors where ",
+                      rule->schema, " returns ", results);
+    for (int64_t out : call.outputs) {
+      for (const RecordedArg& a : call.args) {
+        for (int64_t id : a.tensorIds()) {
+          HOTKERNEL_REQUIRE(id != out, "the result %", out, " aliases an argument, which ends a chain");
+        }
       }
+      HOTKERNEL_REQUIRE(nodeOf_.count(out) == 0 && read_.count(out) == 0, "value %", out,
+                        " was already returned or read before this call returns it");
     }
-    HOTKERNEL_REQUIRE(nodeOf_.count(out) == 0 && read_.count(out) == 0, "value %", out,
-                      " was already returned or read before this call returns it");
-    const int node = apply(*rule, call);
-    check(node, out);
-    checkResultLayout(*rule, call, out);
-    nodeOf_[out] = node;
-    produced_.push_back(out);
+    const std::vector<int> nodes = rule->form == Form::LayerNorm ? layerNorm(call) : std::vector<int>{apply(*rule, call)};
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const int64_t out = call.outputs[k];
+      check(nodes[k], out);
+      detail::checkResultLayout(*rule, call, metas_, out, k);
+      nodeOf_[out] = nodes[k];
+      produced_.push_back(out);
+    }
   }
 
   ChainBuild finish(const std::vector<int64_t>& liveOutputs) {
@@ -175,58 +183,6 @@ class Builder {
 
   Placement placement(int64_t id) const {
     return detail::placeTensor(meta(id), id, full_, widthFixed_, options_.layouts);
-  }
-
-  // The recorded result's strides must be the ones ATen allocates (Note
-  // [Result layouts as ATen allocates them]).
-  void checkResultLayout(const OpRule& rule, const RecordedCall& call, int64_t out) const {
-    const TensorMeta& got = meta(out);
-    std::optional<TensorMeta> want;
-    switch (rule.form) {
-      case Form::Reduce:
-        return;  // Row and RowFlat values are contiguous (placement)
-      case Form::Cast:
-        want = TensorMeta{got.scalarType, meta(call.args.at(0).value).sizes,
-                          detail::emptyLikeStrides(meta(call.args.at(0).value))};
-        break;
-      case Form::Clone: {
-        const TensorMeta& self = meta(call.args.at(0).value);
-        want = TensorMeta{got.scalarType, self.sizes,
-                          cloneContiguous(call) ? detail::contiguousStrides(self.sizes) : detail::emptyLikeStrides(self)};
-        break;
-      }
-      case Form::Softmax: {  // contiguous whatever the input's strides (the structured kernel's meta)
-        const std::vector<int64_t>& sizes = meta(call.args.at(0).value).sizes;
-        want = TensorMeta{got.scalarType, sizes, detail::contiguousStrides(sizes)};
-        break;
-      }
-      case Form::Cat: {
-        std::vector<int64_t> sizes = meta(call.args.at(0).ints.at(0)).sizes;
-        sizes.back() = 0;
-        for (int64_t id : call.args[0].ints) sizes.back() += meta(id).sizes.back();
-        want = TensorMeta{got.scalarType, sizes, detail::contiguousStrides(sizes)};
-        break;
-      }
-      default: {
-        std::vector<const TensorMeta*> operands;
-        for (const RecordedArg& a : call.args) {
-          if (a.kind == RecordedArg::Kind::Tensor) operands.push_back(&meta(a.value));
-          if (a.kind == RecordedArg::Kind::Scalar && operands.size() < 2) operands.push_back(nullptr);
-        }
-        if (rule.form == Form::Rsub && operands.size() == 2) std::swap(operands[0], operands[1]);
-        if (rule.form != Form::BinaryTensor && rule.form != Form::BinaryScalar && rule.form != Form::Rsub) {
-          operands.resize(1);
-        }
-        want = detail::tensorIteratorResult(operands);
-        break;
-      }
-    }
-    HOTKERNEL_REQUIRE(want.has_value() && want->sizes == got.sizes, "the result %", out, " has sizes ",
-                      join(got.sizes), " where ATen's broadcast gives ", want ? join(want->sizes) : "none");
-    bool same = true;  // a dim of size 1 has any stride
-    for (size_t d = 0; d < got.sizes.size(); ++d) same = same && (got.sizes[d] == 1 || got.strides[d] == want->strides[d]);
-    HOTKERNEL_REQUIRE(same, "the result %", out, " has strides ", join(got.strides), " where ATen allocates ",
-                      join(want->strides), " (Note [Result layouts as ATen allocates them])");
   }
 
   // The node of a tensor argument: an earlier result, or a new input.
@@ -335,12 +291,14 @@ class Builder {
       }
       case Form::Clone: {
         argCount(call, 2);
-        (void)cloneContiguous(call);  // refuses a memory format other than preserve and contiguous
+        (void)detail::cloneContiguous(call);  // refuses a memory format other than preserve and contiguous
         const int x = operand(call.args[0]);
         return ir_.addCast(x, ir_.node(x).dtype);
       }
       case Form::Softmax:
         return softmax(rule, call);
+      case Form::LayerNorm:
+        break;  // three results: layerNorm()
       case Form::Cat: {
         argCount(call, 2);
         const RecordedArg& list = call.args[0];
@@ -366,31 +324,41 @@ class Builder {
     HOTKERNEL_INTERNAL_ASSERT(false, "unhandled form");
   }
 
-  // clone's memory_format: true for torch.contiguous_format, false for none
-  // or torch.preserve_format (the result strides of empty_like); Error for
-  // another.
-  static bool cloneContiguous(const RecordedCall& call) {
-    const RecordedArg* format = argAt(call, 1);
-    if (format == nullptr || format->kind == RecordedArg::Kind::None) return false;
-    HOTKERNEL_REQUIRE(format->kind == RecordedArg::Kind::Scalar, "clone's memory_format must be a memory format");
-    const auto f = static_cast<int64_t>(format->scalar);
-    HOTKERNEL_REQUIRE(f == kContiguousFormat || f == kPreserveFormat, "clone to memory format ", f,
-                      ": a chain writes contiguous or preserved strides");
-    return f == kContiguousFormat;
-  }
-  // c10::MemoryFormat's values as the recorder sees them (an int).
-  static constexpr int64_t kContiguousFormat = 0;
-  static constexpr int64_t kPreserveFormat = 1;
 
-  // Note [Softmax in a chain]
-  // aten::_softmax(x, dim, half_to_float) and aten::_log_softmax over the
-  // last dim become the nodes of ATen's CUDA kernels, all in float32 (their
-  // accscalar for 16-bit inputs, float32's own for float32): m = amax(x),
-  // d = x - m, e = exp(d), s = sum(e), then e / s (softmax) or d - log(s)
-  // (log_softmax), cast to the result's dtype (the input's, float32 with
-  // half_to_float). The row is reduced twice (a sum reads the max: a row
-  // kernel's second pass) and the result is rounded once, as ATen rounds
-  // it. ATen's kernels take any strides and allocate a contiguous result.
+  // Note [LayerNorm in a chain]: the checks, then the nodes (CompositeLowering.h).
+  std::vector<int> layerNorm(const RecordedCall& call) {
+    argCount(call, 5);
+    HOTKERNEL_REQUIRE(call.args.size() == 5, "native_layer_norm takes 5 arguments, got ", call.args.size());
+    const RecordedArg& self = call.args[0];
+    const std::vector<int64_t>& sizes = meta(self.value).sizes;
+    const RecordedArg& shape = call.args[1];
+    HOTKERNEL_REQUIRE(shape.kind == RecordedArg::Kind::IntList && shape.ints.size() == 1 && !sizes.empty() &&
+                          shape.ints[0] == sizes.back(),
+                      "normalized_shape ", join(shape.ints), " of a tensor of sizes ", join(sizes),
+                      ": a chain normalizes the last dim alone");
+    HOTKERNEL_REQUIRE(meta(self.value).strides == detail::contiguousStrides(sizes),
+                      "a layer_norm input that is not contiguous (ATen copies it first)");
+    const int x = operand(self);
+    int columns[2] = {-1, -1};  // weight, bias
+    for (size_t i : {size_t{2}, size_t{3}}) {
+      const RecordedArg& a = call.args[i];
+      if (a.kind == RecordedArg::Kind::None) continue;
+      HOTKERNEL_REQUIRE(a.kind == RecordedArg::Kind::Tensor && meta(a.value).sizes == shape.ints,
+                        i == 2 ? "the weight" : "the bias", " is not a ", join(shape.ints), " tensor");
+      columns[i - 2] = operand(a);
+    }
+    const detail::LayerNormNodes n =
+        detail::addLayerNorm(ir_, x, columns[0], columns[1], scalarArg(call, 4, 0.0, "eps"), ir_.node(x).dtype);
+    std::vector<int> results{n.out};
+    for (size_t k : {size_t{1}, size_t{2}}) {  // the mean and rstd in the dtypes the call returned them
+      const int stat = k == 1 ? n.mean : n.rstd;
+      const DType want = dtypeOf(meta(call.outputs[k]), call.outputs[k]);
+      results.push_back(want == DType::Float32 ? stat : ir_.addCast(stat, want));
+    }
+    return results;
+  }
+
+  // Note [Softmax in a chain]: the checks, then the nodes (CompositeLowering.h).
   int softmax(const OpRule& rule, const RecordedCall& call) {
     argCount(call, 3);
     const RecordedArg& self = call.args[0];
@@ -403,19 +371,12 @@ class Builder {
     const RecordedArg* halfToFloat = argAt(call, 2);
     HOTKERNEL_REQUIRE(halfToFloat != nullptr && halfToFloat->kind == RecordedArg::Kind::Bool,
                       "half_to_float must be a bool");
-    int x = operand(self);
+    const int x = operand(self);
     const DType in = ir_.node(x).dtype;
     const DType out = dtypeOf(meta(call.outputs[0]), call.outputs[0]);
     HOTKERNEL_REQUIRE(out == (halfToFloat->flag ? DType::Float32 : in), "the result is ", dtypeName(out), " from a ",
                       dtypeName(in), " input with half_to_float=", halfToFloat->flag ? "True" : "False");
-    if (in != DType::Float32) x = ir_.addCast(x, DType::Float32);
-    const int m = ir_.addReduce(OpKind::Amax, x, /*keepdim=*/true, -1);
-    const int shifted = ir_.addBinary(OpKind::Sub, x, m);
-    const int e = ir_.addUnary(OpKind::Exp, shifted);
-    const int sum = ir_.addReduce(OpKind::Sum, e, /*keepdim=*/true, -1);
-    const int y = rule.op == OpKind::Log ? ir_.addBinary(OpKind::Sub, shifted, ir_.addUnary(OpKind::Log, sum))
-                                         : ir_.addBinary(OpKind::Div, e, sum);
-    return out == DType::Float32 ? y : ir_.addCast(y, out);
+    return detail::addSoftmax(ir_, x, out, rule.op == OpKind::Log);
   }
 
   // The recorded result must be what the node says ATen returns.

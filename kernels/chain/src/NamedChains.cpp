@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include "CompositeLowering.h"
+
 namespace hotkernel::chain {
 
 ChainIR rmsNormChain(DType dtype, double eps, bool weight) {
@@ -115,26 +117,22 @@ ChainLayout rotaryLayout(const RotaryShape& shape) {
   return normalizeLayout(rotaryChain(DType::BFloat16, d), rotaryRows(shape), d, layout);
 }
 
-namespace {
-
-// The nodes of Note [Softmax in a chain] over node x; returns the result's node.
-int addSoftmax(ChainIR& ir, int x, DType out, bool log) {
-  const int xf = ir.node(x).dtype == DType::Float32 ? x : ir.addCast(x, DType::Float32);
-  const int m = ir.addReduce(OpKind::Amax, xf, /*keepdim=*/true);
-  const int shifted = ir.addBinary(OpKind::Sub, xf, m);
-  const int e = ir.addUnary(OpKind::Exp, shifted);
-  const int sum = ir.addReduce(OpKind::Sum, e, /*keepdim=*/true);
-  const int y = log ? ir.addBinary(OpKind::Sub, shifted, ir.addUnary(OpKind::Log, sum))
-                    : ir.addBinary(OpKind::Div, e, sum);
-  return out == DType::Float32 ? y : ir.addCast(y, out);
-}
-
-}  // namespace
-
 ChainIR softmaxChain(DType dtype, bool log) {
   ChainIR ir;
   const int x = ir.addInput(dtype, ShapeClass::Full);
-  ir.markOutput(addSoftmax(ir, x, dtype, log));
+  ir.markOutput(detail::addSoftmax(ir, x, dtype, log));
+  return ir;
+}
+
+ChainIR residualLayerNormChain(DType dtype, double eps, bool weight, bool bias) {
+  ChainIR ir;
+  const int x = ir.addInput(dtype, ShapeClass::Full);
+  const int residual = ir.addInput(dtype, ShapeClass::Full);
+  const int sum = ir.addBinary(OpKind::Add, x, residual);
+  const int w = weight ? ir.addInput(dtype, ShapeClass::Column) : -1;
+  const int b = bias ? ir.addInput(dtype, ShapeClass::Column) : -1;
+  ir.markOutput(sum);
+  ir.markOutput(detail::addLayerNorm(ir, sum, w, b, eps, dtype).out);
   return ir;
 }
 
@@ -144,7 +142,7 @@ ChainIR attentionSoftmaxChain(DType dtype, double scale) {
   const int scaled = ir.addBinary(OpKind::Mul, scores, ir.addConstant(scale));
   const int mask = ir.addInput(dtype, ShapeClass::Full);
   const int masked = ir.addBinary(OpKind::Add, scaled, mask);
-  ir.markOutput(addSoftmax(ir, masked, dtype, false));
+  ir.markOutput(detail::addSoftmax(ir, masked, dtype, false));
   return ir;
 }
 

@@ -9,7 +9,7 @@
 
 namespace hotkernel::chain::rules {
 
-enum class Form { Unary, Gelu, Pow, BinaryTensor, BinaryScalar, Rsub, Cast, Clone, Reduce, Cat, Softmax };
+enum class Form { Unary, Gelu, Pow, BinaryTensor, BinaryScalar, Rsub, Cast, Clone, Reduce, Cat, Softmax, LayerNorm };
 
 struct OpRule {
   const char* schema;  // name with overload
@@ -17,7 +17,7 @@ struct OpRule {
   OpKind op;
 };
 
-inline constexpr std::array<OpRule, 31> kRules = {{
+inline constexpr std::array<OpRule, 32> kRules = {{
     {"aten::neg", Form::Unary, OpKind::Neg},
     {"aten::exp", Form::Unary, OpKind::Exp},
     {"aten::log", Form::Unary, OpKind::Log},
@@ -50,6 +50,8 @@ inline constexpr std::array<OpRule, 31> kRules = {{
     // Note [Softmax in a chain]: op Div for softmax, Log for log_softmax (its last step).
     {"aten::_softmax", Form::Softmax, OpKind::Div},
     {"aten::_log_softmax", Form::Softmax, OpKind::Log},
+    // Note [LayerNorm in a chain]: three results (out, mean, rstd).
+    {"aten::native_layer_norm", Form::LayerNorm, OpKind::Mean},
 }};
 
 // The ops that return a view of their argument: they end a chain.

@@ -436,5 +436,63 @@ TEST(ChainBuilderTest, GivenACloneOfAHeadViewWhenBuiltThenItIsARelayoutCopyAndOt
   EXPECT_FALSE(isRelayoutCopy(twoOps));
 }
 
+
+// GPT-2's block: `hidden = attn_output + residual`, then `ln_2(hidden)` (Note [LayerNorm in a chain]).
+TEST(ChainBuilderTest, GivenAResidualAddAndALayerNormRecordedWhenBuiltThenTheNormIsTwoRowMeansInFloat32) {
+  for (DType d : {DType::Float32, DType::BFloat16, DType::Float16}) {
+    const char* type = dtypeName(d);
+    const TensorMetas m = {
+        {1, contiguous(type, {2, 8, 64})},   {2, contiguous(type, {2, 8, 64})},  {3, contiguous(type, {64})},
+        {4, contiguous(type, {64})},         {5, contiguous(type, {2, 8, 64})},  {6, contiguous(type, {2, 8, 64})},
+        {7, contiguous("float32", {2, 8, 1})}, {8, contiguous("float32", {2, 8, 1})},
+    };
+    const std::vector<RecordedCall> calls = {
+        call("aten::add.Tensor", {A::tensor(1), A::tensor(2), A::number(1)}, 5),
+        RecordedCall{"aten::native_layer_norm",
+                     {A::tensor(5), A::intList({64}), A::tensor(3), A::tensor(4), A::number(1e-5)},
+                     {6, 7, 8}},
+    };
+    // The residual sum is kept (the block adds it again after the MLP), the mean and rstd are dropped.
+    const ChainBuild b = buildChain(calls, m, {5, 6});
+    ASSERT_TRUE(b.ok()) << type << ": " << b.reason;
+    EXPECT_EQ(b.rows, 16);
+    EXPECT_EQ(b.cols, 64);
+    EXPECT_EQ(b.inputValues, (std::vector<int64_t>{1, 2, 3, 4}));
+    EXPECT_EQ(b.outputValues, (std::vector<int64_t>{5, 6}));
+    int means = 0;
+    for (const Node& n : b.chain.nodes()) means += n.op == OpKind::Mean ? 1 : 0;
+    EXPECT_EQ(means, 2) << "the mean, then the variance";
+    EXPECT_EQ(b.chain.node(b.chain.outputs()[1]).dtype, d);
+    EXPECT_EQ(chainKey(b.chain).sha256, chainKey(residualLayerNormChain(d, 1e-5)).sha256) << type;
+    // Every result, the statistics included, when all are live.
+    const ChainBuild all = buildChain(calls, m, {5, 6, 7, 8});
+    ASSERT_TRUE(all.ok()) << all.reason;
+    EXPECT_EQ(all.chain.node(all.chain.outputs()[3]).dtype, DType::Float32);
+    EXPECT_EQ(all.chain.node(all.chain.outputs()[3]).shape, ShapeClass::Row);
+  }
+}
+
+TEST(ChainBuilderTest, GivenALayerNormOverMoreThanTheLastDimOrStridedOrMisshapedWhenBuiltThenItIsRefused) {
+  const TensorMetas m = {
+      {1, contiguous("float32", {4, 8, 16})}, {3, contiguous("float32", {16})},      {4, contiguous("float32", {8, 16})},
+      {6, contiguous("float32", {4, 8, 16})}, {7, contiguous("float32", {4, 8, 1})}, {8, contiguous("float32", {4, 8, 1})},
+  };
+  auto norm = [](std::vector<int64_t> shape, A weight) {
+    return std::vector<RecordedCall>{RecordedCall{
+        "aten::native_layer_norm", {A::tensor(1), A::intList(std::move(shape)), weight, A::none(), A::number(1e-5)},
+        {6, 7, 8}}};
+  };
+  ASSERT_TRUE(buildChain(norm({16}, A::tensor(3)), m).ok());
+  ASSERT_TRUE(buildChain(norm({16}, A::none()), m).ok());
+  expectRefused(norm({8, 16}, A::none()), m, "normalizes the last dim alone");
+  expectRefused(norm({16}, A::tensor(4)), m, "the weight is not a [16] tensor");
+  TensorMetas strided = m;
+  strided[1].strides = {16, 64, 1};
+  expectRefused(norm({16}, A::none()), strided, "not contiguous");
+  expectRefused({RecordedCall{"aten::native_layer_norm",
+                              {A::tensor(1), A::intList({16}), A::none(), A::none(), A::number(1e-5)}, {6}}},
+                m, "returns 3");
+}
+
 }  // namespace
 }  // namespace hotkernel::chain

@@ -3,6 +3,8 @@
 // folded segments) against the interpreter, without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -267,6 +269,9 @@ TEST(ChainKernelHostTest, GivenRowChainsWhenEveryPointOfTheirSpacesRunsOnTheHost
       {"rms_norm fp16 without weight", rmsNormChain(DType::Float16, 1e-5, false), {}, 3, 96, 2},
       {"softmax fp32", softmaxChain(DType::Float32), {}, 4, 200, 3},
       {"log_softmax bf16", softmaxChain(DType::BFloat16, true), {}, 4, 64, 4},
+      {"residual add + layer_norm bf16", residualLayerNormChain(DType::BFloat16, 1e-5), {}, 5, 768, 6},
+      {"residual add + layer_norm fp32 without bias", residualLayerNormChain(DType::Float32, 1e-12, true, false), {},
+       3, 96, 7},
       {"attention scores fp16", attentionSoftmaxChain(DType::Float16, 0.125), attentionSoftmaxLayout({2, 3, 4, 64}),
        24, 64, 5}};
   for (uint64_t seed = 0; seed < 10; ++seed) {
@@ -286,6 +291,9 @@ TEST(ChainKernelHostTest, GivenRowChainsWhenEveryPointOfTheirSpacesRunsOnTheHost
     }
   }
   ASSERT_GE(kernels.size(), 40u);
+  for (size_t c = 0; c < cases.size(); ++c) {
+    EXPECT_NE(std::count(caseOf.begin(), caseOf.end(), c), 0) << cases[c].name << ": no point of its space runs here";
+  }
   const HostKernelBatch batch(kernels);
   for (size_t k = 0; k < kernels.size(); ++k) {
     const Case& c = cases[caseOf[k]];

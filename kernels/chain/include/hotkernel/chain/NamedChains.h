@@ -62,6 +62,14 @@ ChainLayout rotaryLayout(const RotaryShape& shape);
 // it (Note [Softmax in a chain]): x's dtype in and out. Input x, Full.
 ChainIR softmaxChain(DType dtype, bool log = false);
 
+// GPT-2's and BERT's `layer_norm(x + residual)` over the last dim, the sum
+// kept (GPT-2 adds it again after the MLP), as the chain builder lowers
+// aten::native_layer_norm (Note [LayerNorm in a chain]):
+//   add(x, residual); native_layer_norm(sum, [C], weight?, bias?, eps)
+// Inputs (x, residual) Full, then weight and bias Column, all of `dtype`;
+// outputs (sum, out) of `dtype` (the mean and rstd dropped).
+ChainIR residualLayerNormChain(DType dtype, double eps, bool weight = true, bool bias = true);
+
 // The attention scores of HF's eager attention (GPT-2, BERT, ViT):
 // softmax(scores * scale + mask, dim=-1), scores [batch, heads, queries,
 // keys] (the q @ k^T bmm's result), mask [batch, 1, queries, keys] (HF's

@@ -1,0 +1,144 @@
+#include "hotkernel/chain/ChainLayerNorm.h"
+
+#include <algorithm>
+
+namespace hotkernel::chain {
+namespace {
+
+class Matcher {
+ public:
+  explicit Matcher(const ChainIR& ir) : ir_(ir), users_(ir.size()), isOutput_(ir.size(), false) {
+    for (size_t i = 0; i < ir.size(); ++i) {
+      for (int o : ir.nodes()[i].operands) users_[static_cast<size_t>(o)].push_back(static_cast<int>(i));
+    }
+    for (int o : ir.outputs()) isOutput_[static_cast<size_t>(o)] = true;
+  }
+
+  // A group whose result is node r (for a 16-bit x the cast back to x's dtype, for a float32 x the float32 norm),
+  // or none.
+  bool match(int r, LayerNormGroup& g) const {
+    std::vector<int> internal;
+    const bool castBack = node(r).op == OpKind::Cast;
+    int y = castBack ? node(r).operands.at(0) : r;
+    if (castBack) internal.push_back(y);
+    if (node(y).dtype != DType::Float32) return false;
+    g = LayerNormGroup{};
+    // Unwind [add bias], then [mul weight], down to mul(d, rstd).
+    if (const int bias = columnOperand(y, OpKind::Add); bias >= 0) {
+      g.bias = columnInput(bias, internal);
+      y = node(y).operands[0];
+      internal.push_back(y);
+    }
+    if (const int weight = columnOperand(y, OpKind::Mul); weight >= 0) {
+      g.weight = columnInput(weight, internal);
+      y = node(y).operands[0];
+      internal.push_back(y);
+    }
+    const Node& normed = node(y);
+    if (normed.op != OpKind::Mul || normed.operands.size() != 2) return false;
+    const int d = normed.operands[0], rstd = normed.operands[1];
+    if (node(rstd).op != OpKind::Rsqrt) return false;
+    const int shifted = node(rstd).operands.at(0);
+    const Node& plusEps = node(shifted);
+    if (plusEps.op != OpKind::Add || plusEps.operands.size() != 2 || plusEps.scalar != 1.0 ||
+        node(plusEps.operands[1]).op != OpKind::Constant) {
+      return false;
+    }
+    const int var = plusEps.operands[0], eps = plusEps.operands[1];
+    if (!isRowMean(var) || node(node(var).operands[0]).op != OpKind::Mul) return false;
+    const int square = node(var).operands[0];
+    if (node(square).operands != std::vector<int>{d, d}) return false;
+    const Node& diff = node(d);
+    if (diff.op != OpKind::Sub || diff.operands.size() != 2 || diff.scalar != 1.0) return false;
+    const int xf = diff.operands[0], mean = diff.operands[1];
+    if (!isRowMean(mean) || node(mean).operands[0] != xf) return false;
+    if (node(xf).shape != ShapeClass::Full || node(xf).dtype != DType::Float32) return false;
+    for (int n : {d, rstd, shifted, eps, var, square, mean}) internal.push_back(n);
+    g.eps = node(eps).scalar;
+    g.input = xf;
+    // A 16-bit x is widened for the group and its result cast back to x's dtype (the call read and wrote that
+    // dtype); a float32 x is neither (a cast after its norm is the caller's own op).
+    const Node& widened = node(xf);
+    const bool wide = widened.op == OpKind::Cast && node(widened.operands.at(0)).dtype != DType::Float32;
+    if (wide != castBack) return false;
+    if (wide) {
+      if (node(r).dtype != node(widened.operands[0]).dtype || !readOnlyBy(xf, {mean, d})) return false;
+      g.input = widened.operands[0];
+      internal.push_back(xf);
+    }
+    g.result = r;
+    // Every node but the result is read only inside the group and is no output.
+    std::vector<int> members = internal;
+    members.push_back(g.result);
+    for (int n : internal) {
+      if (isOutput_[static_cast<size_t>(n)]) return false;
+      for (int u : users_[static_cast<size_t>(n)]) {
+        if (std::find(members.begin(), members.end(), u) == members.end()) return false;
+      }
+    }
+    std::sort(internal.begin(), internal.end());
+    g.internal = std::move(internal);
+    return true;
+  }
+
+ private:
+  const Node& node(int i) const { return ir_.node(i); }
+
+  bool isRowMean(int n) const {
+    const Node& m = node(n);
+    return m.op == OpKind::Mean && m.keepdim && m.operands.size() == 1;
+  }
+
+  // Node y's second operand when y is `op` of a value and a float32 Column (a weight or bias), else -1.
+  int columnOperand(int y, OpKind op) const {
+    const Node& n = node(y);
+    if (n.op != op || n.operands.size() != 2 || (op == OpKind::Add && n.scalar != 1.0)) return -1;  // add's alpha
+    const int c = n.operands[1];
+    return node(c).shape == ShapeClass::Column && node(c).dtype == DType::Float32 ? c : -1;
+  }
+
+  // The column as the call read it: a widened 16-bit column's source (the cast joins the group).
+  int columnInput(int c, std::vector<int>& internal) const {
+    const Node& n = node(c);
+    if (n.op == OpKind::Cast && node(n.operands.at(0)).dtype != DType::Float32) {
+      internal.push_back(c);
+      return n.operands[0];
+    }
+    return c;
+  }
+
+  bool readOnlyBy(int n, const std::vector<int>& readers) const {
+    if (isOutput_[static_cast<size_t>(n)]) return false;
+    for (int u : users_[static_cast<size_t>(n)]) {
+      if (std::find(readers.begin(), readers.end(), u) == readers.end()) return false;
+    }
+    return true;
+  }
+
+  const ChainIR& ir_;
+  std::vector<std::vector<int>> users_;
+  std::vector<bool> isOutput_;
+};
+
+}  // namespace
+
+std::vector<LayerNormGroup> findLayerNormGroups(const ChainIR& ir) {
+  const Matcher matcher(ir);
+  std::vector<LayerNormGroup> groups;
+  for (size_t r = 0; r < ir.size(); ++r) {
+    LayerNormGroup g;
+    if (matcher.match(static_cast<int>(r), g)) groups.push_back(std::move(g));
+  }
+  // A float32 norm without its weight or bias is a norm too: keep the largest group, whose result is no other
+  // group's internal node.
+  std::vector<bool> internal(ir.size(), false);
+  for (const LayerNormGroup& g : groups) {
+    for (int n : g.internal) internal[static_cast<size_t>(n)] = true;
+  }
+  groups.erase(std::remove_if(groups.begin(), groups.end(),
+                              [&](const LayerNormGroup& g) { return internal[static_cast<size_t>(g.result)]; }),
+               groups.end());
+  return groups;  // by result ascending
+}
+
+}  // namespace hotkernel::chain

@@ -1,0 +1,35 @@
+#include "CompositeLowering.h"
+
+namespace hotkernel::chain::detail {
+namespace {
+
+int asFloat32(ChainIR& ir, int x) { return ir.node(x).dtype == DType::Float32 ? x : ir.addCast(x, DType::Float32); }
+
+}  // namespace
+
+int addSoftmax(ChainIR& ir, int x, DType out, bool log) {
+  const int xf = asFloat32(ir, x);
+  const int m = ir.addReduce(OpKind::Amax, xf, /*keepdim=*/true);
+  const int shifted = ir.addBinary(OpKind::Sub, xf, m);
+  const int e = ir.addUnary(OpKind::Exp, shifted);
+  const int sum = ir.addReduce(OpKind::Sum, e, /*keepdim=*/true);
+  const int y = log ? ir.addBinary(OpKind::Sub, shifted, ir.addUnary(OpKind::Log, sum))
+                    : ir.addBinary(OpKind::Div, e, sum);
+  return out == DType::Float32 ? y : ir.addCast(y, out);
+}
+
+LayerNormNodes addLayerNorm(ChainIR& ir, int x, int weight, int bias, double eps, DType out) {
+  LayerNormNodes n;
+  const int xf = asFloat32(ir, x);
+  n.mean = ir.addReduce(OpKind::Mean, xf, /*keepdim=*/true);
+  const int d = ir.addBinary(OpKind::Sub, xf, n.mean);
+  const int var = ir.addReduce(OpKind::Mean, ir.addBinary(OpKind::Mul, d, d), /*keepdim=*/true);
+  n.rstd = ir.addUnary(OpKind::Rsqrt, ir.addBinary(OpKind::Add, var, ir.addConstant(eps)));
+  int y = ir.addBinary(OpKind::Mul, d, n.rstd);
+  if (weight >= 0) y = ir.addBinary(OpKind::Mul, y, asFloat32(ir, weight));
+  if (bias >= 0) y = ir.addBinary(OpKind::Add, y, asFloat32(ir, bias));
+  n.out = out == DType::Float32 ? y : ir.addCast(y, out);
+  return n;
+}
+
+}  // namespace hotkernel::chain::detail

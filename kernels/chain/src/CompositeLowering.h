@@ -1,0 +1,43 @@
+#pragma once
+// The IR of ATen's composite row ops as a chain computes them (internal to
+// the chain library): the chain builder lowers a recorded call through these,
+// and the named chains build the same nodes, so a recorded chain and its named
+// one have one key.
+
+#include "hotkernel/chain/ChainIR.h"
+
+namespace hotkernel::chain::detail {
+
+// Note [Softmax in a chain]
+// aten::_softmax(x, dim, half_to_float) and aten::_log_softmax over the
+// last dim become the nodes of ATen's CUDA kernels, all in float32 (their
+// accscalar for 16-bit inputs, float32's own for float32): m = amax(x),
+// d = x - m, e = exp(d), s = sum(e), then e / s (softmax) or d - log(s)
+// (log_softmax), cast to the result's dtype (the input's, float32 with
+// half_to_float). The row is reduced twice (a sum reads the max: a row
+// kernel's second pass) and the result is rounded once, as ATen rounds
+// it. ATen's kernels take any strides and allocate a contiguous result.
+// Returns the result's node.
+int addSoftmax(ChainIR& ir, int x, DType out, bool log);
+
+// Note [LayerNorm in a chain]
+// aten::native_layer_norm(x, [C], weight?, bias?, eps) over the last dim
+// of a contiguous x becomes, in float32 (ATen's accumulation for 16-bit
+// inputs, float32's own): mean = mean(x), d = x - mean, var = mean(d * d),
+// rstd = rsqrt(var + eps), y = d * rstd (* weight) (+ bias), cast to x's
+// dtype; its three results are y, mean and rstd (keepdim rows, float32 as
+// ATen's CUDA kernel returns them). ATen's kernel accumulates the variance
+// by Welford's method in one pass; the chain's two-pass variance differs
+// from it by float32 rounding, so a fused norm stays within the chain's
+// tolerance of eager, not bitwise. The mean and rstd are written only where
+// referenced (a caller that keeps them: autograd, which never defers, or an
+// explicit call).
+struct LayerNormNodes {
+  int out = -1;   // in `out`'s dtype
+  int mean = -1;  // float32
+  int rstd = -1;  // float32
+};
+// `weight`, `bias`: their nodes (any dtype, Column), or -1 for none.
+LayerNormNodes addLayerNorm(ChainIR& ir, int x, int weight, int bias, double eps, DType out);
+
+}  // namespace hotkernel::chain::detail
