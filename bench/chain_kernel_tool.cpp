@@ -9,7 +9,9 @@
 //
 // --chain is rmsnorm (LlamaRMSNorm with its weight; --eps, default 1e-6),
 // swiglu, newgelu, residual-add-cast (--to, the cast's dtype, default
-// float32), rotary (HF's apply_rotary_pos_emb for one of q or k as the
+// float32), residual-layernorm (GPT-2's and BERT's layer_norm(x + residual)
+// with its weight and bias, the sum kept: chain::residualLayerNormChain;
+// --eps), rotary (HF's apply_rotary_pos_emb for one of q or k as the
 // dispatcher delivers it: chain::rotaryChain in chain::rotaryLayout; --shape
 // is BATCHxHEADSxSEQxHEADDIM, the chain's view [BATCH * HEADS * SEQ, HEADDIM])
 // or attention-softmax (HF's eager attention scores: softmax(scores * scale +
@@ -34,7 +36,7 @@
 // {
 //   "format": "hotkernel-chain-kernels", "version": 2,
 //   "chain": "rmsnorm", "dtype": "bfloat16",
-//   "eps": 1e-06,                        // rmsnorm only
+//   "eps": 1e-06,                        // rmsnorm and residual-layernorm only
 //   "to": "float32",                     // residual-add-cast only
 //   "rotary": {"batch": 1, "heads": 32, "seq": 4096, "headDim": 128},  // rotary only
 //   "attention": {"batch": 16, "heads": 12, "queries": 512, "keys": 512, "scale": 0.125},  // attention-softmax only
@@ -171,28 +173,30 @@ DType parseDTypeArg(const std::string& text, const char* option) {
 ChainIR buildChain(const Args& a, const CLI::App& app) {
   const DType dtype = parseDTypeArg(a.dtype, "--dtype");
   const bool epsGiven = app.count("--eps") > 0, toGiven = app.count("--to") > 0;
-  if (epsGiven && a.chain != "rmsnorm") throw UsageError{"--eps is rmsnorm's; --chain " + a.chain + " has none"};
+  const bool takesEps = a.chain == "rmsnorm" || a.chain == "residual-layernorm";
+  if (epsGiven && !takesEps) {
+    throw UsageError{"--eps is rmsnorm's and residual-layernorm's; --chain " + a.chain + " has none"};
+  }
   if (app.count("--scale") > 0 && a.chain != "attention-softmax") {
     throw UsageError{"--scale is attention-softmax's; --chain " + a.chain + " has none"};
   }
   if (toGiven && a.chain != "residual-add-cast") {
     throw UsageError{"--to is residual-add-cast's; --chain " + a.chain + " has none"};
   }
-  if (a.chain == "rmsnorm") {
-    if (!std::isfinite(a.eps) || a.eps <= 0) {
-      std::ostringstream text;
-      text << "bad --eps " << a.eps << " (want a finite value > 0)";
-      throw UsageError{text.str()};
-    }
-    return hotkernel::chain::rmsNormChain(dtype, a.eps);
+  if (takesEps && (!std::isfinite(a.eps) || a.eps <= 0)) {
+    std::ostringstream text;
+    text << "bad --eps " << a.eps << " (want a finite value > 0)";
+    throw UsageError{text.str()};
   }
+  if (a.chain == "rmsnorm") return hotkernel::chain::rmsNormChain(dtype, a.eps);
+  if (a.chain == "residual-layernorm") return hotkernel::chain::residualLayerNormChain(dtype, a.eps);
   if (a.chain == "swiglu") return hotkernel::chain::swigluChain(dtype);
   if (a.chain == "newgelu") return hotkernel::chain::newGeluChain(dtype);
   if (a.chain == "residual-add-cast") {
     return hotkernel::chain::residualAddCastChain(dtype, parseDTypeArg(a.to, "--to"));
   }
   throw UsageError{"unknown --chain '" + a.chain +
-                   "' (rmsnorm, swiglu, newgelu, residual-add-cast, rotary, attention-softmax)"};
+                   "' (rmsnorm, swiglu, newgelu, residual-add-cast, residual-layernorm, rotary, attention-softmax)"};
 }
 
 // A --shape of four extents AxBxCxD (`form` names them, `example` shows one), each >= 1.
@@ -442,7 +446,7 @@ int run(const Args& a, const CLI::App& app) {
                              {"version", kManifestVersion},
                              {"chain", a.chain},
                              {"dtype", hotkernel::kernels::dtypeName(parseDTypeArg(a.dtype, "--dtype"))}};
-  if (a.chain == "rmsnorm") manifest["eps"] = a.eps;
+  if (a.chain == "rmsnorm" || a.chain == "residual-layernorm") manifest["eps"] = a.eps;
   if (a.chain == "residual-add-cast") manifest["to"] = hotkernel::kernels::dtypeName(parseDTypeArg(a.to, "--to"));
   if (rotary) {
     manifest["rotary"] = {{"batch", rotaryShape.batch},
@@ -509,7 +513,7 @@ int main(int argc, char** argv) {
   app.add_option("--chain", a.chain, "rmsnorm, swiglu, newgelu, residual-add-cast, rotary or attention-softmax")
       ->required();
   app.add_option("--dtype", a.dtype, "the chain's dtype: float32, float16, bfloat16")->capture_default_str();
-  app.add_option("--eps", a.eps, "rmsnorm's eps")->capture_default_str();
+  app.add_option("--eps", a.eps, "rmsnorm's and residual-layernorm's eps")->capture_default_str();
   app.add_option("--to", a.to, "residual-add-cast's cast dtype")->capture_default_str();
   app.add_option("--scale", a.scale, "attention-softmax's scale of the scores")->capture_default_str();
   app.add_option("--shape", a.shape, "ROWSxCOLS of the chain's [rows, cols] view (rotary: BxHxSxD; attention-softmax: BxHxQxK)")

@@ -12,6 +12,8 @@ Each case is a chain written as HF transformers writes it:
   swiglu             LlamaMLP's activation: F.silu(g) * u         (inputs g, u)
   newgelu            GPT-2's NewGELUActivation: 0.5 * x * (1.0 + tanh(sqrt(2 / pi) * (x + 0.044715 * pow(x, 3.0))))
   residual-add-cast  s = residual + h; (s, s.to(float32)): a residual add and the next norm's cast
+  residual-layernorm GPT-2's and BERT's s = x + residual; (s, F.layer_norm(s, (C,), weight, bias, 1e-5)): a
+                     residual add into nn.LayerNorm, the sum kept (inputs x, residual, weight, bias)
   rotary             HF's apply_rotary_pos_emb for one of q or k: x = proj.view(b, s, h, d).transpose(1, 2);
                      x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1), rotate_half with torch.cat
                      (inputs proj [b, s, h * d], cos, sin [b, s, d]; the case's shape is BxHxSxD); the fused
@@ -88,13 +90,16 @@ MANTISSA_BITS = {torch.float32: 23, torch.float16: 10, torch.bfloat16: 7}
 # the k of a model with 8 key-value heads.
 DEFAULT_CASES = ("rmsnorm:bfloat16:4096x4096,swiglu:bfloat16:16384x8192,newgelu:bfloat16:8192x3072,"
                  "newgelu:float16:8192x3072,residual-add-cast:bfloat16:4096x4096,"
+                 "residual-layernorm:bfloat16:4096x768,residual-layernorm:float16:16384x1024,"
                  "rotary:bfloat16:1x32x4096x128,rotary:bfloat16:1x8x4096x128,"
                  "attention-softmax:float16:16x12x512x512")
 # --smoke: an odd row count (a last CTA of row kernels with fewer rows), short rows.
 SMOKE_CASES = ("rmsnorm:bfloat16:37x512,swiglu:bfloat16:37x512,newgelu:bfloat16:37x384,"
-               "newgelu:float16:37x384,residual-add-cast:bfloat16:37x512,rotary:float16:2x4x37x64,"
+               "newgelu:float16:37x384,residual-add-cast:bfloat16:37x512,residual-layernorm:bfloat16:37x768,"
+               "rotary:float16:2x4x37x64,"
                "attention-softmax:float16:2x3x37x64")
 ATTENTION_SCALE = 0.125  # GPT-2's head_dim ** -0.5
+LAYER_NORM_EPS = 1e-5  # nn.LayerNorm's default, GPT-2's layer_norm_epsilon
 
 
 # ----------------------------------------------------------------------------
@@ -122,6 +127,11 @@ def new_gelu(input):
 def residual_add_cast(residual, h):
     s = residual + h
     return s, s.to(torch.float32)
+
+
+def residual_layer_norm(x, residual, weight, bias):
+    s = x + residual
+    return s, F.layer_norm(s, (s.shape[-1],), weight, bias, LAYER_NORM_EPS)
 
 
 def rotate_half(x):
@@ -152,6 +162,7 @@ FUNCTIONS = {
     "newgelu": "NewGELUActivation: 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * "
                "(x + 0.044715 * torch.pow(x, 3.0))))",
     "residual-add-cast": "s = residual + h; (s, s.to(torch.float32))",
+    "residual-layernorm": "s = x + residual; (s, F.layer_norm(s, (C,), weight, bias, 1e-5))",
     "rotary": "x = proj.view(b, s, h, d).transpose(1, 2); x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1)",
     "attention-softmax": "torch.softmax(scores * 0.125 + mask, dim=-1), mask [b, 1, q, k] shared by the heads",
 }
@@ -170,10 +181,13 @@ class Case:
         self.tool_args = ["--eps", repr(eps)] if chain == "rmsnorm" else []
         if chain == "residual-add-cast":
             self.tool_args = ["--to", "float32"]
+        if chain == "residual-layernorm":
+            self.tool_args = ["--eps", repr(LAYER_NORM_EPS)]
         if chain == "attention-softmax":
             self.tool_args = ["--scale", repr(ATTENTION_SCALE)]
         self.fn = {"rmsnorm": lambda: llama_rms_norm(eps), "swiglu": lambda: swiglu, "newgelu": lambda: new_gelu,
                    "residual-add-cast": lambda: residual_add_cast,
+                   "residual-layernorm": lambda: residual_layer_norm,
                    "rotary": lambda: hf_rotary(*rotary) if rotary else None,
                    "attention-softmax": lambda: attention_softmax}[chain]()
 
@@ -197,7 +211,7 @@ class Case:
             return [(b, h, q, k), (b, 1, q, k)]
         full, column = (self.rows, self.cols), (self.cols,)
         return {"rmsnorm": [full, column], "swiglu": [full, full], "newgelu": [full],
-                "residual-add-cast": [full, full]}[self.chain]
+                "residual-add-cast": [full, full], "residual-layernorm": [full, full, column, column]}[self.chain]
 
     def kernel_inputs(self, inputs):
         """The tensors hk_chain reads, in its input order: for rotary the memory of x (the
@@ -268,6 +282,9 @@ class Case:
             c1, c2 = (torch.tensor(c, dtype=torch.float32).item() for c in (0.044715, math.sqrt(2.0 / math.pi)))
             return [0.5 * x[0] * (1.0 + torch.tanh(c2 * (x[0] + c1 * x[0].pow(3.0))))]
         s = x[0] + x[1]
+        if self.chain == "residual-layernorm":
+            d = s - s.mean(-1, keepdim=True)
+            return [s, d * torch.rsqrt(d.pow(2).mean(-1, keepdim=True) + LAYER_NORM_EPS) * x[2] + x[3]]
         return [s, s]
 
 
@@ -292,10 +309,12 @@ def parse_cases(text, eps):
         except ValueError:
             sys.exit(f"fusion_bench: malformed case '{item}' (want chain:dtype:ROWSxCOLS, rotary:dtype:BxHxSxD, "
                      "attention-softmax:dtype:BxHxQxK)")
-        if chain not in ("rmsnorm", "swiglu", "newgelu", "residual-add-cast", "rotary", "attention-softmax") \
+        if chain not in ("rmsnorm", "swiglu", "newgelu", "residual-add-cast", "residual-layernorm", "rotary",
+                         "attention-softmax") \
                 or dtype not in DTYPES or rows < 1 or cols < 1:
             sys.exit(f"fusion_bench: unknown chain/dtype or bad shape in '{item}' "
-                     "(chains: rmsnorm, swiglu, newgelu, residual-add-cast, rotary, attention-softmax)")
+                     "(chains: rmsnorm, swiglu, newgelu, residual-add-cast, residual-layernorm, rotary, "
+                     "attention-softmax)")
         cases.append(Case(chain, dtype, rows, cols, eps, rotary, attention))
     return cases
 

@@ -41,6 +41,10 @@ CASES = {
     "residual-add-cast": ("bfloat16", (37, 512), ["--to", "float32"],
                           [("input", "bfloat16", "full"), ("input", "bfloat16", "full"),
                            ("output", "bfloat16", "full"), ("output", "float32", "full")]),
+    "residual-layernorm": ("bfloat16", (37, 768), ["--eps", "1e-05"],
+                           [("input", "bfloat16", "full"), ("input", "bfloat16", "full"),
+                            ("input", "bfloat16", "column"), ("input", "bfloat16", "column"),
+                            ("output", "bfloat16", "full"), ("output", "bfloat16", "full")]),
     # HF's rotary on x of [batch 2, heads 4, seq 37, head dim 64]: the view [2 * 4 * 37, 64].
     "rotary": ("bfloat16", (2 * 4 * 37, 64), ["--shape", "2x4x37x64"],
                [("input", "bfloat16", "full")] * 5 + [("output", "bfloat16", "full")]),
@@ -72,7 +76,7 @@ def check_manifest(chain, dtype, rows, cols, expected, out_dir, eps=1e-05, min_p
     expect(m["kernel"] == "hk_chain", f"{what}: kernel {m['kernel']}")
     expect(m["ir"]["format"] == "hotkernel-chain" and m["ir"]["outputs"], f"{what}: no chain IR")
     expect(m["nvrtcVersion"] >= 12000, f"{what}: nvrtcVersion {m['nvrtcVersion']}")
-    if chain == "rmsnorm":
+    if chain in ("rmsnorm", "residual-layernorm"):
         expect(m.get("eps") == eps, f"{what}: eps {m.get('eps')}")
     if chain == "residual-add-cast":
         expect(m.get("to") == "float32", f"{what}: to {m.get('to')}")
@@ -161,7 +165,7 @@ def main():
             (["--chain", "swiglu", "--shape", "4"], "bad --shape"),
             (["--chain", "swiglu", "--shape", "0x8"], "bad --shape"),
             (["--chain", "swiglu", "--shape", "4x8", "--dtype", "int8"], "bad --dtype"),
-            (["--chain", "swiglu", "--shape", "4x8", "--eps", "1e-5"], "--eps is rmsnorm's"),
+            (["--chain", "swiglu", "--shape", "4x8", "--eps", "1e-5"], "--eps is rmsnorm's and residual-layernorm's"),
             (["--chain", "rmsnorm", "--shape", "4x8", "--eps", "0"], "bad --eps"),
             (["--chain", "newgelu", "--shape", "4x8", "--to", "float32"], "--to is residual-add-cast's"),
             (["--chain", "swiglu", "--shape", "4x8", "--scale", "0.5"], "--scale is attention-softmax's"),
