@@ -324,10 +324,8 @@ class Builder {
     HOTKERNEL_INTERNAL_ASSERT(false, "unhandled form");
   }
 
-
   // Note [LayerNorm in a chain]: the checks, then the nodes (CompositeLowering.h).
   std::vector<int> layerNorm(const RecordedCall& call) {
-    argCount(call, 5);
     HOTKERNEL_REQUIRE(call.args.size() == 5, "native_layer_norm takes 5 arguments, got ", call.args.size());
     const RecordedArg& self = call.args[0];
     const std::vector<int64_t>& sizes = meta(self.value).sizes;
