@@ -2,17 +2,14 @@
 
 #include <algorithm>
 
+#include "SubgraphUses.h"
+
 namespace hotkernel::chain {
 namespace {
 
 class Matcher {
  public:
-  explicit Matcher(const ChainIR& ir) : ir_(ir), users_(ir.size()), isOutput_(ir.size(), false) {
-    for (size_t i = 0; i < ir.size(); ++i) {
-      for (int o : ir.nodes()[i].operands) users_[static_cast<size_t>(o)].push_back(static_cast<int>(i));
-    }
-    for (int o : ir.outputs()) isOutput_[static_cast<size_t>(o)] = true;
-  }
+  explicit Matcher(const ChainIR& ir) : uses_(ir) {}
 
   // A group whose result is node r (for a 16-bit x the cast back to x's dtype, for a float32 x the float32 norm),
   // or none.
@@ -67,22 +64,14 @@ class Matcher {
       internal.push_back(xf);
     }
     g.result = r;
-    // Every node but the result is read only inside the group and is no output.
-    std::vector<int> members = internal;
-    members.push_back(g.result);
-    for (int n : internal) {
-      if (isOutput_[static_cast<size_t>(n)]) return false;
-      for (int u : users_[static_cast<size_t>(n)]) {
-        if (std::find(members.begin(), members.end(), u) == members.end()) return false;
-      }
-    }
+    if (!uses_.closed(internal, g.result)) return false;
     std::sort(internal.begin(), internal.end());
     g.internal = std::move(internal);
     return true;
   }
 
  private:
-  const Node& node(int i) const { return ir_.node(i); }
+  const Node& node(int i) const { return uses_.node(i); }
 
   bool isRowMean(int n) const {
     const Node& m = node(n);
@@ -107,17 +96,9 @@ class Matcher {
     return c;
   }
 
-  bool readOnlyBy(int n, const std::vector<int>& readers) const {
-    if (isOutput_[static_cast<size_t>(n)]) return false;
-    for (int u : users_[static_cast<size_t>(n)]) {
-      if (std::find(readers.begin(), readers.end(), u) == readers.end()) return false;
-    }
-    return true;
-  }
+  bool readOnlyBy(int n, const std::vector<int>& readers) const { return uses_.readOnlyBy(n, readers); }
 
-  const ChainIR& ir_;
-  std::vector<std::vector<int>> users_;
-  std::vector<bool> isOutput_;
+  detail::SubgraphUses uses_;
 };
 
 }  // namespace

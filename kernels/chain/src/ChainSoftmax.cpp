@@ -2,17 +2,14 @@
 
 #include <algorithm>
 
+#include "SubgraphUses.h"
+
 namespace hotkernel::chain {
 namespace {
 
 class Matcher {
  public:
-  explicit Matcher(const ChainIR& ir) : ir_(ir), users_(ir.size()), isOutput_(ir.size(), false) {
-    for (size_t i = 0; i < ir.size(); ++i) {
-      for (int o : ir.nodes()[i].operands) users_[static_cast<size_t>(o)].push_back(static_cast<int>(i));
-    }
-    for (int o : ir.outputs()) isOutput_[static_cast<size_t>(o)] = true;
-  }
+  explicit Matcher(const ChainIR& ir) : uses_(ir) {}
 
   // A group whose (pre-cast) result is node r, or none.
   bool match(int r, SoftmaxGroup& g) const {
@@ -56,8 +53,8 @@ class Matcher {
       g.input = widened.operands[0];
       internal.push_back(xf);
       // Its result cast back to x's dtype: the call wrote that dtype; else half_to_float.
-      const std::vector<int>& users = users_[static_cast<size_t>(r)];
-      if (!isOutput_[static_cast<size_t>(r)] && users.size() == 1 && node(users[0]).op == OpKind::Cast &&
+      const std::vector<int>& users = uses_.users(r);
+      if (!uses_.isOutput(r) && users.size() == 1 && node(users[0]).op == OpKind::Cast &&
           node(users[0]).dtype == node(g.input).dtype) {
         internal.push_back(r);
         g.result = users[0];
@@ -65,39 +62,23 @@ class Matcher {
         g.halfToFloat = true;
       }
     }
-    // Every node but the result is read only inside the group and is no output.
-    std::vector<int> members = internal;
-    members.push_back(g.result);
-    for (int n : internal) {
-      if (isOutput_[static_cast<size_t>(n)]) return false;
-      for (int u : users_[static_cast<size_t>(n)]) {
-        if (std::find(members.begin(), members.end(), u) == members.end()) return false;
-      }
-    }
+    if (!uses_.closed(internal, g.result)) return false;
     std::sort(internal.begin(), internal.end());
     g.internal = std::move(internal);
     return true;
   }
 
  private:
-  const Node& node(int i) const { return ir_.node(i); }
+  const Node& node(int i) const { return uses_.node(i); }
 
   bool isRowSum(int s, int e) const {
     const Node& n = node(s);
     return n.op == OpKind::Sum && n.keepdim && n.operands.at(0) == e;
   }
 
-  bool readOnlyBy(int n, const std::vector<int>& readers) const {
-    if (isOutput_[static_cast<size_t>(n)]) return false;
-    for (int u : users_[static_cast<size_t>(n)]) {
-      if (std::find(readers.begin(), readers.end(), u) == readers.end()) return false;
-    }
-    return true;
-  }
+  bool readOnlyBy(int n, const std::vector<int>& readers) const { return uses_.readOnlyBy(n, readers); }
 
-  const ChainIR& ir_;
-  std::vector<std::vector<int>> users_;
-  std::vector<bool> isOutput_;
+  detail::SubgraphUses uses_;
 };
 
 }  // namespace

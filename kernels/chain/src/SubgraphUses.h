@@ -1,0 +1,49 @@
+#pragma once
+// Who reads each node of a chain and which nodes are outputs (internal): what
+// the group finders (ChainSoftmax.cpp, ChainLayerNorm.cpp) ask of a subgraph
+// that one ATen call computed.
+
+#include <algorithm>
+#include <vector>
+
+#include "hotkernel/chain/ChainIR.h"
+
+namespace hotkernel::chain::detail {
+
+class SubgraphUses {
+ public:
+  explicit SubgraphUses(const ChainIR& ir) : ir_(ir), users_(ir.size()), isOutput_(ir.size(), false) {
+    for (size_t i = 0; i < ir.size(); ++i) {
+      for (int o : ir.nodes()[i].operands) users_[static_cast<size_t>(o)].push_back(static_cast<int>(i));
+    }
+    for (int o : ir.outputs()) isOutput_[static_cast<size_t>(o)] = true;
+  }
+
+  const Node& node(int i) const { return ir_.node(i); }
+  bool isOutput(int n) const { return isOutput_[static_cast<size_t>(n)]; }
+  const std::vector<int>& users(int n) const { return users_[static_cast<size_t>(n)]; }
+
+  // Whether node n is no output and read only by `readers`.
+  bool readOnlyBy(int n, const std::vector<int>& readers) const {
+    if (isOutput(n)) return false;
+    for (int u : users(n)) {
+      if (std::find(readers.begin(), readers.end(), u) == readers.end()) return false;
+    }
+    return true;
+  }
+
+  // Whether a group is what one call computed: every node of `internal` is no output and read only by the
+  // group (its internal nodes and its result).
+  bool closed(const std::vector<int>& internal, int result) const {
+    std::vector<int> members = internal;
+    members.push_back(result);
+    return std::all_of(internal.begin(), internal.end(), [&](int n) { return readOnlyBy(n, members); });
+  }
+
+ private:
+  const ChainIR& ir_;
+  std::vector<std::vector<int>> users_;
+  std::vector<bool> isOutput_;
+};
+
+}  // namespace hotkernel::chain::detail
