@@ -125,7 +125,7 @@ void ValueTable::clear() {
   metas_.clear();
 }
 
-std::optional<c10::Device> callDevice(const std::vector<c10::IValue>& args) {
+std::optional<c10::Device> callDevice(c10::ArrayRef<c10::IValue> args) {
   for (const c10::IValue& v : args) {
     if (v.isTensor()) {
       const at::Tensor& t = v.toTensor();
@@ -158,7 +158,7 @@ std::string tensorArgId(const at::Tensor& t, c10::Device device, ValueTable& val
 
 }  // namespace
 
-std::string captureArgs(const std::vector<c10::IValue>& args, c10::Device device, ValueTable& values,
+std::string captureArgs(c10::ArrayRef<c10::IValue> args, c10::Device device, ValueTable& values,
                         chain::RecordedCall& call) {
   call.args.clear();
   call.args.reserve(args.size());
@@ -212,7 +212,7 @@ std::string captureArgs(const std::vector<c10::IValue>& args, c10::Device device
   return "";
 }
 
-bool readsAValue(const std::vector<c10::IValue>& args, const ValueTable& values) {
+bool readsAValue(c10::ArrayRef<c10::IValue> args, const ValueTable& values) {
   auto reads = [&](const c10::IValue& v) {
     if (!v.isTensor()) return false;
     const at::Tensor& t = v.toTensor();

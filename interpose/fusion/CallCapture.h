@@ -115,17 +115,17 @@ std::optional<c10::ScalarType> scalarTypeOf(const std::string& name);
 
 // The tensor arguments' device (the first tensor, alone or in a list, that
 // is not a wrapped number), or nullopt when there is none.
-std::optional<c10::Device> callDevice(const std::vector<c10::IValue>& args);
+std::optional<c10::Device> callDevice(c10::ArrayRef<c10::IValue> args);
 
 // Reads a call's arguments (the schema's, in order) into `call.args`,
 // numbering new tensors in `values`. Returns "" or why the call cannot take
 // part in a chain (Note [What a chain may hold]); on a refusal `values` may
 // hold tensors added for this call (the caller drops the table).
-std::string captureArgs(const std::vector<c10::IValue>& args, c10::Device device, ValueTable& values,
+std::string captureArgs(c10::ArrayRef<c10::IValue> args, c10::Device device, ValueTable& values,
                         chain::RecordedCall& call);
 
 // Whether a tensor of `args` (or of a list among them) is a value of
 // `values` or shares storage with one.
-bool readsAValue(const std::vector<c10::IValue>& args, const ValueTable& values);
+bool readsAValue(c10::ArrayRef<c10::IValue> args, const ValueTable& values);
 
 }  // namespace hotkernel::fusion

@@ -158,7 +158,8 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
     return runOriginal();
   }
 
-  std::vector<c10::IValue> args(stack->end() - static_cast<std::ptrdiff_t>(r.functionalArgs), stack->end());
+  // The call's arguments in place on the stack: valid until the original runs (it pops them) or they are dropped.
+  const c10::ArrayRef<c10::IValue> args(stack->data() + (stack->size() - r.functionalArgs), r.functionalArgs);
   const std::optional<c10::Device> device = callDevice(args);
   const std::thread::id self = std::this_thread::get_id();
   std::unique_lock<std::timed_mutex> lock(s.mu);
@@ -263,20 +264,20 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
     s.flushPending(*this);
   }
 
-  // Learning (Note [Learning chains]).
+  // Learning (Note [Learning chains]): the arguments outlive the original's call only in a learned window.
+  // A skipped window learns nothing (Note [Sampled learning]).
+  std::optional<std::vector<c10::IValue>> learned;
+  if (!s.skipping) learned = args.vec();
   runOriginal();
-  std::vector<at::Tensor> outs;
   const size_t returns = op.schema().returns().size();
   bool tensors = stack->size() >= returns;
-  for (size_t i = 0; tensors && i < returns; ++i) {
-    const c10::IValue& v = (*stack)[stack->size() - returns + i];
-    tensors = v.isTensor();
-    if (tensors) outs.push_back(v.toTensor());
-  }
-  if (tensors) {
-    s.learnCall(r, args, *device, stream, outs);
-  } else {
+  for (size_t i = 0; tensors && i < returns; ++i) tensors = (*stack)[stack->size() - returns + i].isTensor();
+  if (!tensors) {
     s.closeWindow();
+  } else if (learned) {
+    std::vector<at::Tensor> outs;
+    for (size_t i = 0; i < returns; ++i) outs.push_back((*stack)[stack->size() - returns + i].toTensor());
+    s.learnCall(r, *learned, *device, stream, outs);
   }
   s.publishPending();
 }

@@ -178,7 +178,7 @@ struct FusionEngine::State {
   // their values or runs on another stream; what it does not read stays.
   // Returns false when a flush failed.
   // Precondition: mu held, inside the own-command guard.
-  bool letPass(FusionEngine& engine, const std::vector<c10::IValue>& args, c10::Device device, c10::Stream stream) {
+  bool letPass(FusionEngine& engine, c10::ArrayRef<c10::IValue> args, c10::Device device, c10::Stream stream) {
     bool ok = true;
     if (pending && !pending->empty() &&
         (pending->device() != device || pending->stream() != stream || readsAValue(args, pending->values()))) {
@@ -194,7 +194,7 @@ struct FusionEngine::State {
   // Appends a call that ran (or was deferred) with `outputs` to the learning
   // window; anything that cannot take part ends the window.
   // Precondition: mu held.
-  void learnCall(const ResolvedOp& r, const std::vector<c10::IValue>& args, c10::Device device, c10::Stream stream,
+  void learnCall(const ResolvedOp& r, c10::ArrayRef<c10::IValue> args, c10::Device device, c10::Stream stream,
                  const std::vector<at::Tensor>& outputs) noexcept {
     if (skipping) return;  // Note [Sampled learning]
     try {
@@ -208,7 +208,7 @@ struct FusionEngine::State {
   }
 
   // Precondition: mu held.
-  void learnCallOrThrow(const ResolvedOp& r, const std::vector<c10::IValue>& args, c10::Device device,
+  void learnCallOrThrow(const ResolvedOp& r, c10::ArrayRef<c10::IValue> args, c10::Device device,
                         c10::Stream stream, const std::vector<at::Tensor>& outputs) {
     if (learner.open() && (windowDevice != device || windowStream != stream)) closeWindow();
     const bool plain = std::all_of(outputs.begin(), outputs.end(), [&](const at::Tensor& t) {

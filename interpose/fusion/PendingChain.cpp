@@ -27,7 +27,7 @@ void PendingChain::restart(std::shared_ptr<const ChainCatalog> catalog, c10::Dev
 }
 
 std::optional<std::vector<at::Tensor>> PendingChain::take(const ResolvedOp& op,
-                                                          const std::vector<c10::IValue>& args) {
+                                                          c10::ArrayRef<c10::IValue> args) {
   const size_t mark = values_.size();
   chain::RecordedCall call;
   call.op = op.qualified;
@@ -90,7 +90,7 @@ std::optional<std::vector<at::Tensor>> PendingChain::take(const ResolvedOp& op,
     HOTKERNEL_INTERNAL_ASSERT(added == id, "output numbered ", added, " where the pattern has ", id);
     outputs.push_back(std::move(out));
   }
-  Deferred d{&op, args, {}};
+  Deferred d{&op, args.vec(), {}};
   for (size_t k = 0; k < call.args.size() && k < d.args.size(); ++k) {
     const chain::RecordedArg& a = call.args[k];
     if (a.kind == chain::RecordedArg::Kind::Tensor) {

@@ -53,7 +53,7 @@ class PendingChain {
   // Takes `args` of `op` as the chain's next step (the first one when the
   // chain is empty) if a candidate has it; returns its outputs, or nullopt
   // (nothing changed) when no candidate continues with it.
-  std::optional<std::vector<at::Tensor>> take(const ResolvedOp& op, const std::vector<c10::IValue>& args);
+  std::optional<std::vector<at::Tensor>> take(const ResolvedOp& op, c10::ArrayRef<c10::IValue> args);
 
   enum class Flush { Fused, Unfused, Failed };
   // Computes the chain (fused or unfused); the chain is empty afterwards.
