@@ -11,7 +11,9 @@
 // alpha, mul, div, `to(dtype)` (a clone for a cast to the value's own
 // dtype: Note [Relayout copies]), sum / mean / amax over the last dim with
 // the node's keepdim, and cat along the last dim; a softmax group (Note
-// [Softmax groups]) is one aten::_softmax or aten::_log_softmax. A Scalar operand (a constant, or a Scalar input's float
+// [Softmax groups]) is one aten::_softmax or aten::_log_softmax, a layer_norm
+// group (Note [LayerNorm groups]) one aten::native_layer_norm (through the
+// dispatcher: a variant hotkernel serves runs its kernel). A Scalar operand (a constant, or a Scalar input's float
 // value) is a wrapped number, a 0-dim double CPU tensor marked as Python
 // wraps a number, so TensorIterator casts it to the common dtype exactly as
 // it does in eager code. Every intermediate is materialized in its dtype, as
