@@ -21,9 +21,10 @@ std::string tensorProblem(const at::Tensor& t, c10::Device device) {
 
 }  // namespace
 
-chain::TensorMeta metaOf(const at::Tensor& t) {
-  chain::TensorMeta m;
-  m.scalarType = c10::toString(t.scalar_type());
+namespace {
+
+// `t`'s metadata into `m`, whose vectors keep their capacity (Note [Recycled metadata nodes]).
+void fillMeta(const at::Tensor& t, chain::TensorMeta& m) {
   // torch's names: "Float" -> "float32" and so on, as chain::dtypeName spells them.
   switch (t.scalar_type()) {
     case c10::ScalarType::Float: m.scalarType = "float32"; break;
@@ -33,10 +34,17 @@ chain::TensorMeta metaOf(const at::Tensor& t) {
     case c10::ScalarType::Long: m.scalarType = "int64"; break;
     case c10::ScalarType::Int: m.scalarType = "int32"; break;
     case c10::ScalarType::Bool: m.scalarType = "bool"; break;
-    default: break;
+    default: m.scalarType = c10::toString(t.scalar_type()); break;
   }
-  m.sizes = t.sizes().vec();
-  m.strides = t.strides().vec();
+  m.sizes.assign(t.sizes().begin(), t.sizes().end());
+  m.strides.assign(t.strides().begin(), t.strides().end());
+}
+
+}  // namespace
+
+chain::TensorMeta metaOf(const at::Tensor& t) {
+  chain::TensorMeta m;
+  fillMeta(t, m);
   return m;
 }
 
@@ -74,7 +82,15 @@ int64_t ValueTable::add(const at::Tensor& t, bool produced) {
   }
   const int64_t id = static_cast<int64_t>(entries_.size());
   entries_.push_back(std::move(e));
-  metas_[id] = metaOf(t);
+  if (spareMetas_.empty()) {
+    metas_.emplace(id, metaOf(t));
+  } else {
+    chain::TensorMetas::node_type node = std::move(spareMetas_.back());
+    spareMetas_.pop_back();
+    node.key() = id;
+    fillMeta(t, node.mapped());
+    metas_.insert(std::move(node));
+  }
   return id;
 }
 
@@ -116,13 +132,17 @@ bool ValueTable::aliasesAValue(const at::Tensor& t, bool producedOnly) const {
 void ValueTable::truncate(size_t size) {
   while (entries_.size() > size) {
     entries_.pop_back();
-    metas_.erase(static_cast<int64_t>(entries_.size()));
+    recycle(metas_.extract(static_cast<int64_t>(entries_.size())));
   }
 }
 
 void ValueTable::clear() {
   entries_.clear();
-  metas_.clear();
+  while (!metas_.empty()) recycle(metas_.extract(metas_.begin()));
+}
+
+void ValueTable::recycle(chain::TensorMetas::node_type node) {
+  if (node && spareMetas_.size() < kMaxSpareMetas) spareMetas_.push_back(std::move(node));
 }
 
 std::optional<c10::Device> callDevice(c10::ArrayRef<c10::IValue> args) {

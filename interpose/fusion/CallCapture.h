@@ -104,9 +104,18 @@ class ValueTable {
     std::optional<c10::weak_intrusive_ptr<c10::TensorImpl>> weakImpl;  // the caller's, in both kinds
     std::optional<c10::weak_intrusive_ptr<c10::StorageImpl>> weakStorage;
   };
+  // Note [Recycled metadata nodes]
+  // Each value's metadata is a map node holding two vectors: three
+  // allocations a value, on the deferral's hot path. The nodes of values
+  // the table forgets (truncate, clear) are kept, up to kMaxSpareMetas, and
+  // the next values reuse them, their vectors' capacity included.
+  static constexpr size_t kMaxSpareMetas = 64;
+  void recycle(chain::TensorMetas::node_type node);
+
   bool strong_;
   std::vector<Entry> entries_;
   chain::TensorMetas metas_;
+  std::vector<chain::TensorMetas::node_type> spareMetas_;
 };
 
 chain::TensorMeta metaOf(const at::Tensor& t);

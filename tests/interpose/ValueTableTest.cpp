@@ -3,6 +3,8 @@
 // referenced elsewhere (Note [A pending chain holds no caller's TensorImpl]).
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include <ATen/ATen.h>
 
 #include "CallCapture.h"
@@ -58,6 +60,34 @@ TEST(ValueTableTest, GivenAWeakTableWhenTheCallerDropsItsTensorThenItIsNotRefere
   EXPECT_EQ(table.find(same), id);
   same.reset();
   EXPECT_FALSE(table.referencedElsewhere(id));
+}
+
+// Note [Recycled metadata nodes]: values added after a clear or a truncate reuse the forgotten values' nodes; each
+// has its own metadata, whatever rank and dtype the node held before.
+TEST(ValueTableTest, GivenForgottenValuesWhenOthersAreAddedThenEachHasItsOwnMetadata) {
+  for (bool strong : {true, false}) {
+    ValueTable table(strong);
+    const at::Tensor a = at::randn({2, 3, 4}), b = at::randn({5, 6}).t(), c = at::randn({7}).to(at::kBFloat16);
+    table.add(a);
+    table.add(b);
+    table.clear();
+    EXPECT_EQ(table.size(), 0u);
+    EXPECT_TRUE(table.metas().empty());
+    const int64_t ic = table.add(c);
+    const int64_t ia = table.add(a);
+    ASSERT_EQ(table.metas().size(), 2u);
+    EXPECT_EQ(table.metas().at(ic).sizes, std::vector<int64_t>{7});
+    EXPECT_EQ(table.metas().at(ic).strides, std::vector<int64_t>{1});
+    EXPECT_EQ(table.metas().at(ic).scalarType, "bfloat16");
+    EXPECT_EQ(table.metas().at(ia).sizes, (std::vector<int64_t>{2, 3, 4}));
+    EXPECT_EQ(table.metas().at(ia).scalarType, "float32");
+    table.truncate(1);  // forgets `a` again
+    const int64_t ib = table.add(b);
+    EXPECT_EQ(ib, 1);
+    EXPECT_EQ(table.metas().at(ib).sizes, (std::vector<int64_t>{6, 5}));
+    EXPECT_EQ(table.metas().at(ib).strides, (std::vector<int64_t>{1, 6}));
+    EXPECT_TRUE(table.unchangedSinceAdded(ib, b));
+  }
 }
 
 }  // namespace
