@@ -67,7 +67,7 @@ def models_table(doc):
     m = doc["machine"]
     ops = doc.get("environment", {}).get("HOTKERNEL_OPS", "the default")
     fused = "fused chains on" if doc.get("fusion") else "fused chains off"
-    lines = [f"End to end with the defaults (`HOTKERNEL_OPS={ops}`, {fused}), HF transformers models with random "
+    lines = [f"End to end with `HOTKERNEL_OPS={ops}` ({fused}), HF transformers models with random "
              f"weights ({m['gpu']}, torch {m['torch']}, {doc['date'][:10]}; `bench/model_bench.py`, `{MODELS}`): "
              "the latency of a step, hotkernel and `torch.compile` against eager, paired medians with 95% "
              "intervals.", "",
