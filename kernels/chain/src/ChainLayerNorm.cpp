@@ -59,7 +59,7 @@ class Matcher {
     const bool wide = widened.op == OpKind::Cast && node(widened.operands.at(0)).dtype != DType::Float32;
     if (wide != castBack) return false;
     if (wide) {
-      if (node(r).dtype != node(widened.operands[0]).dtype || !readOnlyBy(xf, {mean, d})) return false;
+      if (node(r).dtype != node(widened.operands[0]).dtype || !uses_.readOnlyBy(xf, {mean, d})) return false;
       g.input = widened.operands[0];
       internal.push_back(xf);
     }
@@ -96,20 +96,13 @@ class Matcher {
     return c;
   }
 
-  bool readOnlyBy(int n, const std::vector<int>& readers) const { return uses_.readOnlyBy(n, readers); }
-
   detail::SubgraphUses uses_;
 };
 
 }  // namespace
 
 std::vector<LayerNormGroup> findLayerNormGroups(const ChainIR& ir) {
-  const Matcher matcher(ir);
-  std::vector<LayerNormGroup> groups;
-  for (size_t r = 0; r < ir.size(); ++r) {
-    LayerNormGroup g;
-    if (matcher.match(static_cast<int>(r), g)) groups.push_back(std::move(g));
-  }
+  std::vector<LayerNormGroup> groups = detail::groupsAtEachNode<LayerNormGroup>(ir, Matcher(ir));
   // A float32 norm without its weight or bias is a norm too: keep the largest group, whose result is no other
   // group's internal node.
   std::vector<bool> internal(ir.size(), false);

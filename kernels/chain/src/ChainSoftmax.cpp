@@ -49,7 +49,7 @@ class Matcher {
     // A 16-bit x widened for the group: the call read x.
     const Node& widened = node(xf);
     if (widened.op == OpKind::Cast && node(widened.operands.at(0)).dtype != DType::Float32 &&
-        readOnlyBy(xf, {m, d})) {
+        uses_.readOnlyBy(xf, {m, d})) {
       g.input = widened.operands[0];
       internal.push_back(xf);
       // Its result cast back to x's dtype: the call wrote that dtype; else half_to_float.
@@ -76,20 +76,13 @@ class Matcher {
     return n.op == OpKind::Sum && n.keepdim && n.operands.at(0) == e;
   }
 
-  bool readOnlyBy(int n, const std::vector<int>& readers) const { return uses_.readOnlyBy(n, readers); }
-
   detail::SubgraphUses uses_;
 };
 
 }  // namespace
 
 std::vector<SoftmaxGroup> findSoftmaxGroups(const ChainIR& ir) {
-  const Matcher matcher(ir);
-  std::vector<SoftmaxGroup> groups;
-  for (size_t r = 0; r < ir.size(); ++r) {
-    SoftmaxGroup g;
-    if (matcher.match(static_cast<int>(r), g)) groups.push_back(std::move(g));
-  }
+  std::vector<SoftmaxGroup> groups = detail::groupsAtEachNode<SoftmaxGroup>(ir, Matcher(ir));
   std::sort(groups.begin(), groups.end(), [](const SoftmaxGroup& a, const SoftmaxGroup& b) { return a.result < b.result; });
   return groups;
 }

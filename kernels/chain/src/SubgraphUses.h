@@ -4,6 +4,7 @@
 // that one ATen call computed.
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "hotkernel/chain/ChainIR.h"
@@ -45,5 +46,17 @@ class SubgraphUses {
   std::vector<std::vector<int>> users_;
   std::vector<bool> isOutput_;
 };
+
+// The groups `matcher` finds ending at each node of `ir`, in node order
+// (Matcher::match(int node, Group&) -> bool).
+template <typename Group, typename Matcher>
+std::vector<Group> groupsAtEachNode(const ChainIR& ir, const Matcher& matcher) {
+  std::vector<Group> groups;
+  for (size_t r = 0; r < ir.size(); ++r) {
+    Group g;
+    if (matcher.match(static_cast<int>(r), g)) groups.push_back(std::move(g));
+  }
+  return groups;
+}
 
 }  // namespace hotkernel::chain::detail
