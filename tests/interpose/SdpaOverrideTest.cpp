@@ -21,6 +21,7 @@
 #include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/kernels/SdpaFamily.h"
 #include "hotkernel/runtime/AttentionBackend.h"
+#include "hotkernel/runtime/AttentionDefaults.h"
 
 namespace hotkernel {
 namespace {
@@ -219,6 +220,16 @@ TEST_F(SdpaOverrideTest, GivenThePriorityOrderChangedWhenCalledThenPyTorchsOwnCh
   EXPECT_EQ(hits(), before);
   (void)sdpa(q, k, v);
   EXPECT_EQ(hits(), before + 1);
+}
+
+// Note [PyTorch's settled priority order]: the trampoline settles the baseline on PyTorch's selection for its first
+// call, served or not (ctest runs each test in a process of its own: here the first attention call of the process).
+TEST_F(SdpaOverrideTest, GivenAnAttentionCallWhenItReachesTheTrampolineThenThePriorityBaselineIsSettled) {
+  const at::Tensor q = input(1, 4, 8, 16), k = input(1, 4, 8, 16), v = input(1, 4, 8, 16);
+  c10::InferenceMode inference;
+  (void)sdpa(q, k, v, /*causal=*/true);  // no plan: PyTorch's own choice runs
+  EXPECT_TRUE(AttentionDefaults::process().settled());
+  EXPECT_TRUE(AttentionDefaults::process().allows(AttentionBackend::Math));
 }
 
 TEST_F(SdpaOverrideTest, GivenServingSwitchedOffWhenCalledThenTheOriginalRuns) {
