@@ -141,7 +141,8 @@ void ValueTable::clear() {
   while (!metas_.empty()) recycle(metas_.extract(metas_.begin()));
 }
 
-void ValueTable::recycle(chain::TensorMetas::node_type node) {
+void ValueTable::recycle(chain::TensorMetas::node_type node) noexcept {
+  // Within the reserved capacity: no allocation, no throw. A node past it is freed here.
   if (node && spareMetas_.size() < kMaxSpareMetas) spareMetas_.push_back(std::move(node));
 }
 

@@ -48,7 +48,9 @@ class ValueTable {
   // `strong`: the table keeps every value's storage alive through its own
   // TensorImpl (a pending chain: the caching allocator cannot hand out their
   // storage); else it keeps weak references only (a learning window).
-  explicit ValueTable(bool strong) : strong_(strong) {}
+  explicit ValueTable(bool strong) : strong_(strong) {
+    spareMetas_.reserve(kMaxSpareMetas);  // recycle() never allocates: clear() runs in noexcept flushes
+  }
 
   // The id of `t`'s TensorImpl, or -1 when the table does not hold it.
   int64_t find(const at::Tensor& t) const;
@@ -108,9 +110,11 @@ class ValueTable {
   // Each value's metadata is a map node holding two vectors: three
   // allocations a value, on the deferral's hot path. The nodes of values
   // the table forgets (truncate, clear) are kept, up to kMaxSpareMetas, and
-  // the next values reuse them, their vectors' capacity included.
+  // the next values reuse them, their vectors' capacity included. The spare
+  // list's capacity is reserved up front, so forgetting never allocates (a
+  // chain's flush, noexcept, clears its table).
   static constexpr size_t kMaxSpareMetas = 64;
-  void recycle(chain::TensorMetas::node_type node);
+  void recycle(chain::TensorMetas::node_type node) noexcept;
 
   bool strong_;
   std::vector<Entry> entries_;
