@@ -176,6 +176,10 @@ def argmax_dim1(t):
     return t.argmax(1)
 
 
+def argmin_dim1(t):
+    return t.argmin(1)
+
+
 def max_dim1(t):
     return torch.max(t, 1)
 
@@ -288,6 +292,7 @@ OPS = {
     "mean_dim1": (plain(mean_dim1, lambda x: x.double().mean(1)), "aten::mean.dim", ""),
     "amax_dim1": (plain(amax_dim1, lambda x: torch.amax(x.double(), 1)), "aten::amax", ""),
     "argmax_dim1": (plain(argmax_dim1, lambda x: x.double().argmax(1)), "aten::argmax", ""),
+    "argmin_dim1": (plain(argmin_dim1, lambda x: x.double().argmin(1)), "aten::argmin", ""),
     "max_dim1": (plain(max_dim1, lambda x: torch.max(x.double(), 1)), "aten::max.dim", ""),
     "min_dim1": (plain(min_dim1, lambda x: torch.min(x.double(), 1)), "aten::min.dim", ""),
     # softmax / log_softmax over dim 1 of an N-d tensor and over dim 0 (the middle-dim layout too).
@@ -297,8 +302,8 @@ OPS = {
     "log_softmax_dim0": (plain(log_softmax_dim0, lambda x: torch.log_softmax(x.double(), 0)), "aten::_log_softmax", ""),
 }
 REDUCTIONS = ("sum", "mean", "amax", "argmax", "amin", "argmin", "max", "min")
-DIM1_REDUCTIONS = ("sum_dim1", "mean_dim1", "amax_dim1", "argmax_dim1", "max_dim1", "min_dim1")
-INDEX_REDUCTIONS = ("argmax", "argmin", "argmax_dim1")
+DIM1_REDUCTIONS = ("sum_dim1", "mean_dim1", "amax_dim1", "argmax_dim1", "argmin_dim1", "max_dim1", "min_dim1")
+INDEX_REDUCTIONS = ("argmax", "argmin", "argmax_dim1", "argmin_dim1")
 PAIR_REDUCTIONS = ("max", "min", "max_dim1", "min_dim1")  # a value and an int64 index a result
 # The ops over a dim that is not the last, and that dim. Their variant is the
 # middle-dim key [outer, dim, inner]: the product of the sizes before the dim,
@@ -338,7 +343,7 @@ REDUCTION_CASES = ",".join(
 # (issue 19's target: >= 90% of the copy bandwidth, >= 1.1x eager), the same in
 # bfloat16, and a small float32 one.
 REDUCTION_DIM_CASES = ",".join(
-    f"{op}:{shape}" for op in ("sum_dim1", "mean_dim1", "amax_dim1", "argmax_dim1", "max_dim1")
+    f"{op}:{shape}" for op in ("sum_dim1", "mean_dim1", "amax_dim1", "argmax_dim1", "argmin_dim1", "max_dim1", "min_dim1")
     for shape in ("float32:64x2048x4096", "bfloat16:64x2048x4096", "float32:16x1024x512"))
 # `--cases softmax_dim`: softmax and log_softmax over dim 1 of contiguous 3-d
 # tensors (float32 of 1 GiB, bfloat16 of 256 MiB, a small float32 one) and over
@@ -684,7 +689,7 @@ def main():
     ap.add_argument("--cases", default=DEFAULT_CASES,
                     help="comma list of op:dtype:ROWSxCOLS (ops: softmax, log_softmax, rms_norm, layer_norm, "
                          "cross_entropy, sum, mean, amax, argmax, amin, argmin, max, min; over dim 1 of AxBxC...: "
-                         "sum_dim1, mean_dim1, amax_dim1, argmax_dim1, max_dim1, min_dim1, softmax_dim1, "
+                         "sum_dim1, mean_dim1, amax_dim1, argmax_dim1, argmin_dim1, max_dim1, min_dim1, softmax_dim1, "
                          "log_softmax_dim1; over dim 0 of AxB...: softmax_dim0, log_softmax_dim0), or a preset: "
                          f"{', '.join(PRESETS)}")
     ap.add_argument("--reps", type=int, default=31, help="timed rounds (each times all three)")

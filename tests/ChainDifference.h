@@ -8,6 +8,13 @@
 // hundreds of columns give fp16 probabilities under 2^-14, where one step of
 // the last bit is 2^-24 whatever the value. Measuring there with y's own
 // exponent counts one rounding step as 2^(emin - e) units.
+//
+// Note [Units of a cancelling output]
+// An output that ends in a sum of terms of opposite signs (a LayerNorm's
+// y * w + b) can be near 0 where its terms are not: a last-bit difference
+// of the float32 terms is then many steps of the tiny result, or any number
+// of them where one side rounds to exactly 0. Such an output is measured at
+// the spacing of max(|y|, floor), floor being its terms' magnitude.
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -34,8 +41,9 @@ struct ChainDifference {
   double worstUnits = 0;  // largest |got - want| in units of the spacing at want
 };
 
+// floor: Note [Units of a cancelling output] (0: the spacing at the wanted value itself).
 inline ChainDifference compareWithInterpreted(const at::Tensor& got, const std::vector<float>& want,
-                                              chain::DType dtype) {
+                                              chain::DType dtype, float floor = 0) {
   const at::Tensor flat = got.to(at::kFloat).cpu().contiguous().reshape({-1});
   EXPECT_EQ(flat.numel(), static_cast<int64_t>(want.size()));
   ChainDifference d;
@@ -45,7 +53,8 @@ inline ChainDifference compareWithInterpreted(const at::Tensor& got, const std::
     const float x = a[i], y = want[static_cast<size_t>(i)];
     if (x == y || (std::isnan(x) && std::isnan(y))) continue;
     ++d.differing;
-    d.worstUnits = std::max(d.worstUnits, std::fabs(static_cast<double>(x) - y) / chainSpacingAt(y, dtype));
+    const float at = std::max(std::fabs(y), floor);
+    d.worstUnits = std::max(d.worstUnits, std::fabs(static_cast<double>(x) - y) / chainSpacingAt(at, dtype));
   }
   return d;
 }

@@ -24,6 +24,7 @@
 //   HK_TX      threads along inner: 32, 64 or 128
 //   HK_TY      threads along the reduced dim: a power of two, HK_TX * HK_TY <= 1024
 //   HK_VEC     consecutive inner elements a thread reads at once, a power of two, <= 16 bytes
+//   HK_UNROLL  rows a thread loads before it folds them: 1, 2, 4 or 8 (Note [Rows in flight])
 //
 // Entry point (ReduceDimFamily::kKernelName):
 //   extern "C" __global__ void hk_reduce_dim(const void* in, void* out, long long outer,
@@ -50,9 +51,19 @@
 // increasing order and keeps the first of equal values, and the tree's merge
 // is the total order of ATen's GreaterOrNan / LessOrNan, so the result is the
 // first index of the extremum whatever the layout.
+//
+// Note [Rows in flight]
+// A thread's loads are independent of its fold, but one load a loop trip
+// leaves a single 16-byte request in flight per thread, too few to cover the
+// memory latency at full bandwidth. A thread therefore loads HK_UNROLL of its
+// rows (r, r + HK_TY, ...) into registers before it folds them, in the same
+// increasing order, so the result is bit for bit the HK_UNROLL == 1 one (the
+// sums add in the same order, the index ops see the same sequence); the rows
+// past the last full batch go one at a time.
 
-#if !defined(HK_DTYPE) || !defined(HK_OP) || !defined(HK_TX) || !defined(HK_TY) || !defined(HK_VEC)
-#error "reduce_dim.cu needs HK_DTYPE, HK_OP, HK_TX, HK_TY and HK_VEC"
+#if !defined(HK_DTYPE) || !defined(HK_OP) || !defined(HK_TX) || !defined(HK_TY) || !defined(HK_VEC) || \
+    !defined(HK_UNROLL)
+#error "reduce_dim.cu needs HK_DTYPE, HK_OP, HK_TX, HK_TY, HK_VEC and HK_UNROLL"
 #endif
 
 #define HK_OP_SUM 0
@@ -75,6 +86,7 @@ static_assert(HK_OP >= 0 && HK_OP <= 7,
 static_assert(HK_TX == 32 || HK_TX == 64 || HK_TX == 128, "HK_TX must be 32, 64 or 128");
 static_assert(HK_TY >= 1 && (HK_TY & (HK_TY - 1)) == 0 && HK_THREADS <= 1024,
               "HK_TY must be a power of two with HK_TX * HK_TY <= 1024");
+static_assert(HK_UNROLL == 1 || HK_UNROLL == 2 || HK_UNROLL == 4 || HK_UNROLL == 8, "HK_UNROLL must be 1, 2, 4 or 8");
 
 // The input is read once (Note [Streaming L2 hints] in hk_prelude.cuh): 16-byte
 // loads tell L2 to drop it first.
@@ -124,6 +136,25 @@ __device__ __forceinline__ float hk_merge_value(float a, float b) {
 #endif
 }
 
+// Folds row r's HK_VEC values into a thread's partials (idx unused by the value ops).
+__device__ __forceinline__ void hk_fold(float (&acc)[HK_VEC], int (&idx)[HK_VEC], const float (&x)[HK_VEC], int r) {
+#pragma unroll
+  for (int j = 0; j < HK_VEC; ++j) {
+#if HK_IS_SUM
+    acc[j] += x[j];
+#elif HK_IS_ARG
+    if (hk_ahead(x[j], r, acc[j], idx[j])) {
+      acc[j] = x[j];
+      idx[j] = r;
+    }
+#else
+    acc[j] = hk_merge_value(acc[j], x[j]);
+#endif
+  }
+  (void)idx;
+  (void)r;
+}
+
 // At least one CTA an SM: ptxas may take up to 65536 / HK_THREADS registers a thread.
 #if HK_IS_PAIR
 extern "C" __global__ void __launch_bounds__(HK_THREADS, 1)
@@ -155,34 +186,31 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS, 1)
     const long long v = (work % tiles) * HK_TX + tx;  // this thread's vector along inner
     const bool live = v < vectors;
     float acc[HK_VEC];
-#if HK_IS_ARG
     int idx[HK_VEC];
-#endif
 #pragma unroll
     for (int j = 0; j < HK_VEC; ++j) {
       acc[j] = hk_start();
-#if HK_IS_ARG
       idx[j] = 0x7fffffff;  // no element yet: any real one is ahead
-#endif
     }
     if (live) {
       const hk_pack* src = reinterpret_cast<const hk_pack*>(in + o * reduced * inner) + v;
-      for (long long r = ty; r < reduced; r += HK_TY) {
+      long long r = ty;
+      // Note [Rows in flight]: whole batches of HK_UNROLL rows, then the rest one at a time.
+      for (; r + (HK_UNROLL - 1) * HK_TY < reduced; r += HK_UNROLL * HK_TY) {
+        hk_pack batch[HK_UNROLL];
+#pragma unroll
+        for (int u = 0; u < HK_UNROLL; ++u) batch[u] = hk_load(src + (r + u * HK_TY) * vectors, drop);
+#pragma unroll
+        for (int u = 0; u < HK_UNROLL; ++u) {
+          float x[HK_VEC];
+          hk_unpack(batch[u], x);
+          hk_fold(acc, idx, x, static_cast<int>(r + u * HK_TY));
+        }
+      }
+      for (; r < reduced; r += HK_TY) {
         float x[HK_VEC];
         hk_unpack(hk_load(src + r * vectors, drop), x);
-#pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) {
-#if HK_IS_SUM
-          acc[j] += x[j];
-#elif HK_IS_ARG
-          if (hk_ahead(x[j], static_cast<int>(r), acc[j], idx[j])) {
-            acc[j] = x[j];
-            idx[j] = static_cast<int>(r);
-          }
-#else
-          acc[j] = hk_merge_value(acc[j], x[j]);
-#endif
-        }
+        hk_fold(acc, idx, x, static_cast<int>(r));
       }
     }
     // The HK_TY partials of each position, in a fixed tree.

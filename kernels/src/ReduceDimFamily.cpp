@@ -11,6 +11,7 @@
 namespace hotkernel::kernels {
 namespace {
 
+using detail::contains;
 using detail::contiguous;
 using detail::isMiddleDimTile;
 using detail::knownDType;
@@ -19,8 +20,6 @@ using detail::middleDimGuesses;
 using detail::middleDimSharedBytes;
 using detail::middleDimTiles;
 using detail::MiddleDimTile;
-
-constexpr size_t kMaxSpaceSize = 12;
 
 bool knownOp(ReduceOp op) {
   for (ReduceOp o : kAllReduceOps) {
@@ -34,13 +33,14 @@ MiddleDimTile tileOf(const ReduceDimParams& p) { return {p.tx, p.ty, p.vec}; }
 // The index ops (max.dim and min.dim among them) keep an int32 index with each float.
 bool isPoint(DType dtype, ReduceOp op, const ReduceDimParams& p) {
   if (!knownOp(op) || !isMiddleDimTile(dtype, tileOf(p))) return false;
+  if (!contains(std::begin(ReduceDimFamily::kUnrolls), std::end(ReduceDimFamily::kUnrolls), p.unroll)) return false;
   const size_t perPosition = sizeof(float) + (reduceOpInfo(op).index ? sizeof(int32_t) : 0);
   return middleDimSharedBytes(tileOf(p), perPosition) <= ReduceDimFamily::kMaxSharedBytes;
 }
 
 }  // namespace
 
-nlohmann::json ReduceDimParams::toJson() const { return {{"tx", tx}, {"ty", ty}, {"vec", vec}}; }
+nlohmann::json ReduceDimParams::toJson() const { return {{"tx", tx}, {"ty", ty}, {"vec", vec}, {"unroll", unroll}}; }
 
 ReduceDimParams ReduceDimParams::fromJson(const nlohmann::json& j) {
   HOTKERNEL_CHECK(j.is_object(), "middle-dim reduction params must be a JSON object: ", j.dump());
@@ -52,11 +52,17 @@ ReduceDimParams ReduceDimParams::fromJson(const nlohmann::json& j) {
   p.tx = j.at("tx").get<int>();
   p.ty = j.at("ty").get<int>();
   p.vec = j.at("vec").get<int>();
+  if (j.contains("unroll")) {
+    HOTKERNEL_CHECK(j.at("unroll").is_number_integer(), "middle-dim reduction params' 'unroll' must be an integer: ",
+                    j.dump());
+    p.unroll = j.at("unroll").get<int>();
+  }
   return p;
 }
 
 std::string ReduceDimParams::describe() const {
-  return "tx=" + std::to_string(tx) + " ty=" + std::to_string(ty) + " vec=" + std::to_string(vec);
+  return "tx=" + std::to_string(tx) + " ty=" + std::to_string(ty) + " vec=" + std::to_string(vec) +
+         " unroll=" + std::to_string(unroll);
 }
 
 ReduceDimVariant reduceDimVariantOf(const VariantKey& key, ReduceOp op) {
@@ -139,22 +145,33 @@ size_t ReduceDimFamily::outputAlignment(ReduceOp op, DType dtype, size_t inputAl
 std::vector<ReduceDimParams> ReduceDimFamily::allParameterPoints(DType dtype, ReduceOp op) {
   std::vector<ReduceDimParams> out;
   for (const MiddleDimTile& t : middleDimTiles(dtype)) {
-    const ReduceDimParams p{t.tx, t.ty, t.vec};
-    if (isPoint(dtype, op, p)) out.push_back(p);
+    for (int unroll : kUnrolls) {
+      const ReduceDimParams p{t.tx, t.ty, t.vec, unroll};
+      if (isPoint(dtype, op, p)) out.push_back(p);
+    }
   }
   return out;
 }
 
 // The guesses of Note [Middle-dim parameter ranking] (MiddleDimTiles.cpp),
-// each with its rows halved until it fits the shared memory bound.
+// each with its rows halved until it fits the shared memory bound, loading 4
+// rows at a time (Note [Rows in flight]); the first guess also with 1 and 8.
 std::vector<ReduceDimParams> ReduceDimFamily::parameterSpace(const ReduceDimVariant& v) {
   std::vector<ReduceDimParams> out;
   if (!guardVariant(v)) return out;
-  for (const MiddleDimTile& t : middleDimGuesses(v.dtype, v.outer, v.reduced, v.inner)) {
-    ReduceDimParams p{t.tx, t.ty, t.vec};
-    while (p.ty > 1 && !isPoint(v.dtype, v.op, p)) p.ty /= 2;
+  const auto add = [&](ReduceDimParams p) {
     if (out.size() < kMaxSpaceSize && guardParams(v, p) && std::find(out.begin(), out.end(), p) == out.end()) {
       out.push_back(p);
+    }
+  };
+  bool first = true;
+  for (const MiddleDimTile& t : middleDimGuesses(v.dtype, v.outer, v.reduced, v.inner)) {
+    ReduceDimParams p{t.tx, t.ty, t.vec, 4};
+    while (p.ty > 1 && !isPoint(v.dtype, v.op, p)) p.ty /= 2;
+    add(p);
+    if (first) {
+      for (int unroll : {1, 8}) add({p.tx, p.ty, p.vec, unroll});
+      first = false;
     }
   }
   HOTKERNEL_INTERNAL_ASSERT(!out.empty(), "empty middle-dim parameter space for inner=", v.inner);
@@ -167,7 +184,8 @@ std::vector<std::string> ReduceDimFamily::compileOptions(DType dtype, const Redu
   HOTKERNEL_CHECK(isPoint(dtype, op, p), "not a middle-dim reduction point for ", dtypeName(dtype), " ",
                   knownOp(op) ? reduceOpName(op) : "?", ": ", p.describe());
   return {"-DHK_DTYPE=" + std::to_string(static_cast<int>(dtype)), "-DHK_OP=" + std::to_string(static_cast<int>(op)),
-          "-DHK_TX=" + std::to_string(p.tx), "-DHK_TY=" + std::to_string(p.ty), "-DHK_VEC=" + std::to_string(p.vec)};
+          "-DHK_TX=" + std::to_string(p.tx), "-DHK_TY=" + std::to_string(p.ty), "-DHK_VEC=" + std::to_string(p.vec),
+          "-DHK_UNROLL=" + std::to_string(p.unroll)};
 }
 
 LaunchGeometry ReduceDimFamily::launchGeometry(const ReduceDimVariant& v, const ReduceDimParams& p) {

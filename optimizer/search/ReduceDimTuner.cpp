@@ -80,10 +80,11 @@ at::Tensor middleSumBound(const at::Tensor& in, const at::Tensor& ref, ReduceOp 
   return atenError.add_(absSum.mul_(t.sumRel)).add_(r.abs().mul_(t.outRel)).add_(t.outAbs).to(at::kFloat);
 }
 
-// The middle-dim axes on the search's (middleDimFillRows in FamilyTuner.h).
-FamilyPoint toPoint(const ReduceDimParams& p) { return FamilyPoint{p.threads(), p.ty, p.vec, 0, 1}; }
+// The middle-dim axes on the search's (middleDimFillRows in FamilyTuner.h); the rows a thread loads at once
+// (Note [Rows in flight] in reduce_dim.cu) on its items axis.
+FamilyPoint toPoint(const ReduceDimParams& p) { return FamilyPoint{p.threads(), p.ty, p.vec, p.unroll, 1}; }
 ReduceDimParams toParams(const FamilyPoint& p) {
-  return ReduceDimParams{p.threads / std::max(p.rowsPerCta, 1), p.rowsPerCta, p.vec};
+  return ReduceDimParams{p.threads / std::max(p.rowsPerCta, 1), p.rowsPerCta, p.vec, p.items};
 }
 
 }  // namespace

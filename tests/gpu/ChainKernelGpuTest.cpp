@@ -41,6 +41,7 @@ using chain::ShapeClass;
 struct Named {
   std::string name;
   ChainIR ir;
+  float unitsFloor = 0;  // Note [Units of a cancelling output] (tests/ChainDifference.h)
 };
 
 std::vector<Named> namedChains() {
@@ -56,7 +57,11 @@ std::vector<Named> namedChains() {
           // Note [Softmax in a chain]: the reference runs them as aten::_softmax / _log_softmax (Note [Softmax groups]).
           {"softmax bf16", chain::softmaxChain(DType::BFloat16)},
           {"log_softmax fp16", chain::softmaxChain(DType::Float16, true)},
-          {"attention scores fp16", chain::attentionSoftmaxChain(DType::Float16, 0.125)}};
+          {"attention scores fp16", chain::attentionSoftmaxChain(DType::Float16, 0.125)},
+          // Note [LayerNorm in a chain]: the reference runs the group as one aten::native_layer_norm.
+          // The bias cancels y * w in places: units at the terms' magnitude (inputs in [-2, 2]).
+          {"residual layer_norm bf16", chain::residualLayerNormChain(DType::BFloat16, 1e-5), 2.0f},
+          {"residual layer_norm fp16 no affine", chain::residualLayerNormChain(DType::Float16, 1e-12, false, false)}};
 }
 
 // Random CUDA inputs in [-2, 2] of each input's dtype, and their values for the interpreter.
@@ -96,7 +101,7 @@ TEST(ChainKernelGpuTest, GivenTheHfChainsWhenRunByCudaAtenThenTheInterpretersAte
     const auto want = chain::interpretChain(c.ir, rows, cols, in.values, chain::EvalMode::AtenOrder);
     for (size_t o = 0; o < aten.size(); ++o) {
       const DType dtype = c.ir.nodes()[static_cast<size_t>(c.ir.outputs()[o])].dtype;
-      const ChainDifference d = compareWithInterpreted(aten[o], want[o], dtype);
+      const ChainDifference d = compareWithInterpreted(aten[o], want[o], dtype, c.unitsFloor);
       std::printf("[chain rules] %s output %zu: %lld of %lld differ, worst %.1f units\n", c.name.c_str(), o,
                   static_cast<long long>(d.differing), static_cast<long long>(d.total), d.worstUnits);
       // The row sums' order aside, the interpreter is CUDA ATen's chain: a last bit of the float32
@@ -149,7 +154,7 @@ TEST(ChainKernelGpuTest, GivenTheHfChainsWhenRunAsFusedKernelsThenTheyComputeThe
       ASSERT_TRUE(launcher->launchArgs(chain::chainKernelArgs(c.ir, args, outPointers, rows, cols), stream));
       for (size_t o = 0; o < outs.size(); ++o) {
         const DType dtype = c.ir.nodes()[static_cast<size_t>(c.ir.outputs()[o])].dtype;
-        const ChainDifference vsFused = compareWithInterpreted(outs[o], fused[o], dtype);
+        const ChainDifference vsFused = compareWithInterpreted(outs[o], fused[o], dtype, c.unitsFloor);
         // The same arithmetic as the interpreter's Fused mode: the device's exp / tanh and the row sum's
         // order move a result by at most a unit or two of its dtype.
         EXPECT_LE(vsFused.worstUnits, 2.0) << "output " << o;

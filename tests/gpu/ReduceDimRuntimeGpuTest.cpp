@@ -188,6 +188,49 @@ TEST(ReduceDimRuntimeGpuTest, GivenHarnessValidatedPlansWhenEveryOpAndDTypeReduc
   EXPECT_EQ(missesOf(servedOp("aten::sum.dim_IntList")), misses + 3);
 }
 
+TEST(ReduceDimRuntimeGpuTest, GivenEveryUnrollOfATileWhenServedThenTheResultsAreTheOneRowAtATimeBits) {
+  // Note [Rows in flight]: loading rows in batches changes nothing in the fold's order. reduced = 4099 leaves
+  // a remainder after every batch size; ties and a NaN make the index ops' order visible.
+  REQUIRE_CUDA_AND_NVRTC();
+  (void)cacheDir();
+  at::manual_seed(23);
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Argmax, ReduceOp::Amin}) {
+    const ServedOp& served = servedOp(kernels::reduceAtenOpName(op));
+    installServedOp(served, c10::DispatchKey::CUDA, nullptr);
+    for (DType dtype : {DType::Float32, DType::BFloat16}) {
+      SCOPED_TRACE(std::string(kernels::reduceOpName(op)) + " " + kernels::dtypeName(dtype));
+      const ReduceDimVariant v{dtype, 3, 4099, 256, op};
+      const VariantKey key = kernels::reduceDimKeyOf(v, 0);
+      // Whole numbers for the index ops (many ties), fractions for the sums (the order of additions shows).
+      at::Tensor x = at::randn({3, 4099, 256}, at::TensorOptions().device(at::kCUDA, 0));
+      if (kernels::reduceOpInfo(op).index) x.round_();
+      x = x.to(torchType(dtype));
+      x.select(0, 1).select(1, 7).select(0, 4000).fill_(std::numeric_limits<float>::quiet_NaN());
+      const ReduceDimParams first = ReduceDimFamily::parameterSpace(v).front();
+      at::Tensor one;
+      for (int unroll : ReduceDimFamily::kUnrolls) {
+        const ReduceDimParams p{first.tx, first.ty, first.vec, unroll};
+        ASSERT_TRUE(ReduceDimFamily::guardParams(v, p)) << p.describe();
+        plansOf(served).publish(kernels::reduceDescriptor(op).makePlan(key, p.toJson(), cubinOf(dtype, op, p), 0));
+        const uint64_t hits = hitsOf(served);
+        const at::Tensor out = callOp(op, x, 1, false);
+        ASSERT_EQ(hitsOf(served), hits + 1) << p.describe();
+        if (unroll == 1) {
+          one = out;
+          continue;
+        }
+        const at::Tensor same = kernels::reduceOpInfo(op).index ? out == one : (out == one) | (out.isnan() & one.isnan());
+        EXPECT_TRUE(at::all(same).item<bool>()) << p.describe();
+        if (!kernels::reduceOpInfo(op).index) {  // bit for bit, -0.0 and NaN payloads included
+          EXPECT_TRUE(at::equal(out.view(torchType(dtype) == at::kFloat ? at::kInt : at::kShort),
+                                one.view(torchType(dtype) == at::kFloat ? at::kInt : at::kShort)))
+              << p.describe();
+        }
+      }
+    }
+  }
+}
+
 TEST(ReduceDimRuntimeGpuTest, GivenAHotFp32MiddleDimAmaxWhenOptimizedThenItIsCachedUnderTheOpsFamilyAndServed) {
   REQUIRE_CUDA_AND_NVRTC();
   (void)cacheDir();

@@ -197,7 +197,7 @@ TEST(ReduceDimFamilyTest, GivenEveryPointThenWithinTheTemplatesLimitsAndTheShare
         const size_t perPosition = reduceOpInfo(op).index ? 8 : 4;
         EXPECT_LE(static_cast<size_t>(p.ty * p.tx * p.vec) * perPosition, ReduceDimFamily::kMaxSharedBytes)
             << p.describe();
-        EXPECT_EQ(ReduceDimFamily::compileOptions(d, p, op).size(), 5u);
+        EXPECT_EQ(ReduceDimFamily::compileOptions(d, p, op).size(), 6u);
       }
       // The index ops keep twice the bytes a position: never more points than the values.
       EXPECT_LE(ReduceDimFamily::allParameterPoints(d, ReduceOp::Argmax).size(),
@@ -207,9 +207,23 @@ TEST(ReduceDimFamilyTest, GivenEveryPointThenWithinTheTemplatesLimitsAndTheShare
   EXPECT_THROW(ReduceDimFamily::compileOptions(DType::Float32, {48, 1, 1}, ReduceOp::Sum), Error);
   EXPECT_THROW(ReduceDimFamily::compileOptions(DType::Float32, {32, 3, 1}, ReduceOp::Sum), Error);
   EXPECT_THROW(ReduceDimFamily::compileOptions(DType::Float32, {32, 1, 8}, ReduceOp::Sum), Error);  // 32 bytes
+  EXPECT_THROW(ReduceDimFamily::compileOptions(DType::Float32, {32, 1, 4, 3}, ReduceOp::Sum), Error);  // unroll 3
+  EXPECT_THROW(ReduceDimFamily::compileOptions(DType::Float32, {32, 1, 4, 16}, ReduceOp::Sum), Error);
 }
 
-TEST(ReduceDimFamilyTest, GivenVariantsWhenAskedForTheSpaceThenAtMostTwelveGuardedPointsWithAScalarOne) {
+TEST(ReduceDimFamilyTest, GivenATileWhenListedThenEveryUnrollOfItIsAPoint) {
+  const std::vector<P> points = ReduceDimFamily::allParameterPoints(DType::Float32, ReduceOp::Argmax);
+  for (int unroll : ReduceDimFamily::kUnrolls) {
+    EXPECT_NE(std::find(points.begin(), points.end(), P{128, 4, 4, unroll}), points.end()) << unroll;
+  }
+  EXPECT_EQ(points.size() % std::size(ReduceDimFamily::kUnrolls), 0u);
+  const V v = middle();
+  EXPECT_TRUE(ReduceDimFamily::guardParams(v, {128, 4, 4, 8}));
+  EXPECT_FALSE(ReduceDimFamily::guardParams(v, {128, 4, 4, 0}));
+  EXPECT_FALSE(ReduceDimFamily::guardParams(v, {128, 4, 4, 5}));
+}
+
+TEST(ReduceDimFamilyTest, GivenVariantsWhenAskedForTheSpaceThenAtMostTheCapOfGuardedPointsWithAScalarOne) {
   const std::vector<V> variants = {middle(),
                                    middle(ReduceOp::Argmax, DType::BFloat16),
                                    {DType::Float16, 1, 100000, 2, ReduceOp::Amin},
@@ -220,7 +234,7 @@ TEST(ReduceDimFamilyTest, GivenVariantsWhenAskedForTheSpaceThenAtMostTwelveGuard
     SCOPED_TRACE(std::to_string(v.outer) + "x" + std::to_string(v.reduced) + "x" + std::to_string(v.inner));
     const std::vector<P> space = ReduceDimFamily::parameterSpace(v);
     ASSERT_FALSE(space.empty());
-    EXPECT_LE(space.size(), 12u);
+    EXPECT_LE(space.size(), ReduceDimFamily::kMaxSpaceSize);
     for (const P& p : space) EXPECT_TRUE(ReduceDimFamily::guardParams(v, p)) << p.describe();
     EXPECT_TRUE(std::any_of(space.begin(), space.end(), [](const P& p) { return p.vec == 1; }));
     for (size_t i = 0; i < space.size(); ++i) {
@@ -233,6 +247,18 @@ TEST(ReduceDimFamilyTest, GivenVariantsWhenAskedForTheSpaceThenAtMostTwelveGuard
   EXPECT_EQ(ReduceDimFamily::parameterSpace({DType::BFloat16, 4096, 3, 6, ReduceOp::Mean}).front().vec, 2);
   EXPECT_EQ(ReduceDimFamily::parameterSpace({DType::BFloat16, 4096, 3, 6, ReduceOp::Mean}).front().tx, 32);
   EXPECT_TRUE(ReduceDimFamily::parameterSpace({DType::Float32, 4, 4, 1, ReduceOp::Sum}).empty());
+}
+
+TEST(ReduceDimFamilyTest, GivenAVariantWhenAskedForTheSpaceThenTheGuessLoadsFourRowsAtOnceWithItsOneAndEightRowTwins) {
+  // Note [Rows in flight]: the first guess at unroll 4, then the same tile at 1 (one row a trip) and 8.
+  for (const V& v : {middle(), middle(ReduceOp::Max, DType::BFloat16), V{DType::Float16, 1, 100000, 2, ReduceOp::Sum}}) {
+    const std::vector<P> space = ReduceDimFamily::parameterSpace(v);
+    ASSERT_GE(space.size(), 3u);
+    EXPECT_EQ(space[0].unroll, 4);
+    EXPECT_EQ(space[1], (P{space[0].tx, space[0].ty, space[0].vec, 1}));
+    EXPECT_EQ(space[2], (P{space[0].tx, space[0].ty, space[0].vec, 8}));
+    for (size_t i = 3; i < space.size(); ++i) EXPECT_EQ(space[i].unroll, 4) << space[i].describe();
+  }
 }
 
 TEST(ReduceDimFamilyTest, GivenPointsWhenAskedForGeometryBytesAndPointersThenOneCtaPerTile) {
@@ -257,9 +283,12 @@ TEST(ReduceDimFamilyTest, GivenPointsWhenAskedForGeometryBytesAndPointersThenOne
 }
 
 TEST(ReduceDimFamilyTest, GivenParamsWhenRoundTrippedThroughJsonThenEqualAndMalformedOnesThrow) {
-  const P p{64, 8, 2};
+  const P p{64, 8, 2, 8};
   EXPECT_EQ(P::fromJson(nlohmann::json::parse(p.toJson().dump())), p);
-  EXPECT_EQ(p.describe(), "tx=64 ty=8 vec=2");
+  EXPECT_EQ(p.describe(), "tx=64 ty=8 vec=2 unroll=8");
+  // A plan stored before the unroll loaded one row at a time.
+  EXPECT_EQ(P::fromJson({{"tx", 64}, {"ty", 8}, {"vec", 2}}), (P{64, 8, 2, 1}));
+  EXPECT_THROW(P::fromJson({{"tx", 64}, {"ty", 8}, {"vec", 2}, {"unroll", "4"}}), Error);
   EXPECT_THROW(P::fromJson(nlohmann::json::array()), Error);
   EXPECT_THROW(P::fromJson({{"tx", 32}, {"ty", 1}}), Error);
   EXPECT_THROW(P::fromJson({{"tx", 32}, {"ty", "8"}, {"vec", 1}}), Error);
@@ -283,8 +312,10 @@ TEST(ReduceDimFamilyCompileTest, GivenEveryOpAndDTypeAtTheLargestPointsWhenCompi
       auto most = [&](auto key) { return *std::max_element(points.begin(), points.end(), [&](const P& a, const P& b) {
                                     return key(a) < key(b);
                                   }); };
+      // The most rows in flight (unroll 8) at the widest vector: the most registers.
       for (const P& p : {most([](const P& q) { return q.ty * q.tx * q.vec; }), most([](const P& q) { return q.threads(); }),
-                         most([](const P& q) { return q.vec * 1000 - q.ty; }), points.front()}) {
+                         most([](const P& q) { return q.vec * 1000 - q.ty; }),
+                         most([](const P& q) { return q.unroll * 10000 + q.vec * 1000 + q.threads(); }), points.front()}) {
         jobs.push_back({d, p, op});
       }
     }
@@ -316,12 +347,13 @@ TEST(ReduceDimFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompil
   if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcUnavailableReason();
   const std::string source = ReduceDimFamily::source();
   const std::vector<std::vector<std::string>> bad = {
-      {"-DHK_DTYPE=0", "-DHK_OP=8", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1"},
-      {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=48", "-DHK_TY=1", "-DHK_VEC=1"},
-      {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=128", "-DHK_TY=16", "-DHK_VEC=1"},  // 2048 threads
-      {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=32", "-DHK_TY=3", "-DHK_VEC=1"},
-      {"-DHK_DTYPE=3", "-DHK_OP=0", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1"},
-      {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=32", "-DHK_TY=1"},  // missing define
+      {"-DHK_DTYPE=0", "-DHK_OP=8", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1", "-DHK_UNROLL=1"},
+      {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=48", "-DHK_TY=1", "-DHK_VEC=1", "-DHK_UNROLL=1"},
+      {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=128", "-DHK_TY=16", "-DHK_VEC=1", "-DHK_UNROLL=1"},  // 2048 threads
+      {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=32", "-DHK_TY=3", "-DHK_VEC=1", "-DHK_UNROLL=1"},
+      {"-DHK_DTYPE=3", "-DHK_OP=0", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1", "-DHK_UNROLL=1"},
+      {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1", "-DHK_UNROLL=3"},
+      {"-DHK_DTYPE=0", "-DHK_OP=0", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1"},  // missing define
   };
   for (const std::vector<std::string>& options : bad) {
     EXPECT_THROW(hotkernel::testutil::compileCached(source, "reduce_dim.cu", "sm_90a", options), Error) << options.back();

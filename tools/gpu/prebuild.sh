@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# Fills .deps/prebuilt with what run-h200.sh's fuzz_gpu, models and fusion steps, the CUPTI tests and the mm_pad_n
-# and sdpa_backend runtime GPU tests run (HOTKERNEL_PREBUILT_DIR), built here against the project venv's torch: a device call that carries `.deps`
-# then skips the build.
+# Fills .deps/prebuilt with what run-h200.sh's fuzz_gpu, models and fusion steps and its gpu_bins step (the GPU test
+# binaries in GPU_TESTS) run (HOTKERNEL_PREBUILT_DIR), built here against the project venv's torch: a device call that
+# carries `.deps` then skips the build.
 #   tools/gpu/prebuild.sh            (build folder: $HOTKERNEL_BUILD_DIR or build/)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${HOTKERNEL_BUILD_DIR:-$ROOT/build}"
-TARGETS=(fusion_fuzz_gpu fusion_fuzz hotkernel_cli cupti_gpu_tests mm_pad_runtime_gpu_tests sdpa_runtime_gpu_tests softmax_dim_gpu_tests
-         chain_kernel_tool hotkernel hotkernel_preload)
+GPU_TESTS=(cupti_gpu_tests mm_pad_runtime_gpu_tests sdpa_runtime_gpu_tests softmax_dim_gpu_tests reduce_dim_runtime_gpu_tests
+           reduce_pair_runtime_gpu_tests chain_gpu_tests chain_tuner_gpu_tests fusion_engine_gpu_tests)
+TARGETS=(fusion_fuzz_gpu fusion_fuzz hotkernel_cli "${GPU_TESTS[@]}" chain_kernel_tool hotkernel hotkernel_preload)
 cmake --build "$BUILD" -j "${HOTKERNEL_JOBS:-2}" --target "${TARGETS[@]}"
 DEST="$ROOT/.deps/prebuilt"
 mkdir -p "$DEST/bin" "$DEST/lib"
-cp "$BUILD"/bin/{fusion_fuzz_gpu,fusion_fuzz,hotkernel,cupti_gpu_tests,mm_pad_runtime_gpu_tests,sdpa_runtime_gpu_tests,softmax_dim_gpu_tests} \
-  "$BUILD"/bin/chain_kernel_tool "$DEST/bin/"
+for b in fusion_fuzz_gpu fusion_fuzz hotkernel chain_kernel_tool "${GPU_TESTS[@]}"; do cp "$BUILD/bin/$b" "$DEST/bin/"; done
 cp "$BUILD"/lib/libhotkernel.so "$BUILD"/lib/libhotkernel_preload.so "$DEST/lib/"
+# The copies lose their static symbol tables (a fifth of their size; the dynamic ones stay): a call carries 64 MiB.
+strip --strip-unneeded "$DEST"/bin/* "$DEST"/lib/*.so
 git -C "$ROOT" rev-parse --short HEAD >"$DEST/BUILT_AT"
 [ -z "$(git -C "$ROOT" status --porcelain --untracked-files=no)" ] || echo "(with uncommitted changes)" >>"$DEST/BUILT_AT"
 echo "prebuilt at $(head -1 "$DEST/BUILT_AT") in $DEST ($(du -sh "$DEST" | cut -f1)); carry .deps"

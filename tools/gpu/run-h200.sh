@@ -14,9 +14,9 @@
 # HOTKERNEL_CTEST_ARGS: extra ctest arguments for the test step (e.g. "-L gpu -R Fusion|Reduce": split on spaces, no quotes).
 # HOTKERNEL_TEST_DEADLINE_S: the test step stops after this many seconds (its logs and junit still come back:
 #   keep it under the device call's limit minus the build and what follows); default: no deadline.
-# gpu_bins: the GPU test binaries a prebuilt folder carries (mm_pad_runtime_gpu_tests, sdpa_runtime_gpu_tests,
-#   softmax_dim_gpu_tests), run directly, one process a test as ctest runs them, each with its gtest XML and the
-#   binary's log in $OUT (no ctest: a prebuilt folder has no build tree).
+# gpu_bins: the GPU test binaries a prebuilt folder carries (HOTKERNEL_GPU_BINS, default: every *_gpu_tests in its
+#   bin/), run directly, one process a test as ctest runs them, each with its gtest XML and the binary's log in $OUT
+#   (no ctest: a prebuilt folder has no build tree); HOTKERNEL_GPU_FILTER: a gtest filter for all of them.
 # HOTKERNEL_MODELS: the models step's --models (default all: llama,gpt2-eager,gpt2-sdpa,bert).
 # HOTKERNEL_MODELS_ARGS: extra model_bench.py arguments (e.g. "--fusion": the hotkernel arm fuses chains).
 # HOTKERNEL_MODELS_TAG: the models step writes bench-models-TAG.{json,log} and its experiments log so (default no tag),
@@ -101,10 +101,12 @@ if want test; then
 fi
 if printf '%s\n' "${STEPS[@]}" | grep -qx gpu_bins; then  # named only: `all`'s test step runs them through ctest
   # Each test in a process of its own, as ctest runs them (a test must not pass on what an earlier one left).
-  for t in mm_pad_runtime_gpu_tests sdpa_runtime_gpu_tests softmax_dim_gpu_tests; do
-    [ -x "$BUILD/bin/$t" ] || continue
+  BINS="${HOTKERNEL_GPU_BINS:-$(cd "$BUILD/bin" && ls -1 ./*_gpu_tests 2>/dev/null | sed 's|^\./||' | tr '\n' ' ')}"
+  for t in $BINS; do
+    [ -x "$BUILD/bin/$t" ] || { log "GPU test binary: $t missing"; rc=1; continue; }
     log "GPU test binary: $t (one process a test)"
-    for name in $("$BUILD/bin/$t" --gtest_list_tests | awk '/^[^ ]/{s=$1} /^  /{print s $1}'); do
+    for name in $("$BUILD/bin/$t" --gtest_list_tests --gtest_filter="${HOTKERNEL_GPU_FILTER:-*}" |
+                  awk '/^[^ ]/{s=$1} /^  /{print s $1}'); do
       "$BUILD/bin/$t" --gtest_filter="$name" --gtest_output="xml:$OUT/$t-$name.xml" >>"$OUT/$t.log" 2>&1 || rc=1
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[       OK \]" "$OUT/$t.log" | tail -1
     done

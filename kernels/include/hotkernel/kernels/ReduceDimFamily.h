@@ -45,17 +45,21 @@ VariantKey reduceDimKeyOf(const ReduceDimVariant& v, int32_t device);
 struct ReduceDimParams {
   int tx = 32;  // threads along inner: 32, 64 or 128
   int ty = 8;   // threads along the reduced dim: a power of two, tx * ty <= 1024
-  int vec = 1;  // consecutive inner elements a thread reads at once
+  int vec = 1;     // consecutive inner elements a thread reads at once
+  int unroll = 1;  // rows a thread loads before folding them: 1, 2, 4 or 8 (Note [Rows in flight])
 
   int threads() const { return tx * ty; }
-  bool operator==(const ReduceDimParams& o) const { return tx == o.tx && ty == o.ty && vec == o.vec; }
+  bool operator==(const ReduceDimParams& o) const {
+    return tx == o.tx && ty == o.ty && vec == o.vec && unroll == o.unroll;
+  }
   bool operator!=(const ReduceDimParams& o) const { return !(*this == o); }
 
-  nlohmann::json toJson() const;  // {"tx":32,"ty":8,"vec":4}
-  // Throws Error unless `j` is an object with integer tx, ty and vec. Does not
-  // check validity: guardParams does.
+  nlohmann::json toJson() const;  // {"tx":32,"ty":8,"vec":4,"unroll":4}
+  // Throws Error unless `j` is an object with integer tx, ty and vec (and
+  // unroll, 1 where absent: plans written before it loaded one row at a
+  // time). Does not check validity: guardParams does.
   static ReduceDimParams fromJson(const nlohmann::json& j);
-  std::string describe() const;  // "tx=32 ty=8 vec=4"
+  std::string describe() const;  // "tx=32 ty=8 vec=4 unroll=4"
 };
 
 class ReduceDimFamily {
@@ -66,6 +70,8 @@ class ReduceDimFamily {
   // the pair ops (max.dim, min.dim) take the indices after the values:
   // hk_reduce_dim(const void* in, void* values, void* indices, long long outer, long long reduced, long long inner).
   static constexpr const char* kKernelName = "hk_reduce_dim";
+  static constexpr int kUnrolls[] = {1, 2, 4, 8};  // HK_UNROLL's values
+  static constexpr size_t kMaxSpaceSize = 14;
   // The template's indices are int32.
   static constexpr int64_t kMaxReduced = (int64_t{1} << 31) - 1;
   // Static shared memory a CTA may use: the partials of its tile (floats, and
@@ -104,14 +110,15 @@ class ReduceDimFamily {
 
   // Every point for `dtype` and `op` (the guard's whitelist): tx, ty and vec
   // within the template's limits and the shared memory bound (the index ops
-  // keep twice the bytes a position).
+  // keep twice the bytes a position), each with every unroll of kUnrolls.
   static std::vector<ReduceDimParams> allParameterPoints(DType dtype, ReduceOp op);
-  // Up to 12 points worth measuring for v, best guess first (Note [Middle-dim
-  // parameter ranking]); always a vec == 1 point. Empty iff !guardVariant(v).
+  // Up to kMaxSpaceSize points worth measuring for v, best guess first (Note
+  // [Middle-dim parameter ranking], then Note [Rows in flight]'s unrolls);
+  // always a vec == 1 point. Empty iff !guardVariant(v).
   static std::vector<ReduceDimParams> parameterSpace(const ReduceDimVariant& v);
 
   static std::string source();
-  // -DHK_DTYPE=, -DHK_OP=, -DHK_TX=, -DHK_TY=, -DHK_VEC=. Throws Error if `p`
+  // -DHK_DTYPE=, -DHK_OP=, -DHK_TX=, -DHK_TY=, -DHK_VEC=, -DHK_UNROLL=. Throws Error if `p`
   // is not a point for (dtype, op).
   static std::vector<std::string> compileOptions(DType dtype, const ReduceDimParams& p, ReduceOp op);
   // One CTA per (outer index, tile of tx * vec inner positions), at most
