@@ -55,7 +55,7 @@ def main():
     ap.add_argument("--model", default="llama", help="a model of bench/model_bench.py (default llama)")
     ap.add_argument("--steps", type=int, default=20, help="timed steps per mode and round")
     ap.add_argument("--rounds", type=int, default=3, help="off/on rounds, interleaved")
-    ap.add_argument("--tune-timeout", type=float, default=90.0)
+    ap.add_argument("--tune-timeout", type=float, default=90.0, help="seconds to learn and tune chains at most")
     ap.add_argument("--py-spy", default="", help="py-spy binary: sample each mode's steps (native frames)")
     ap.add_argument("--rate", type=int, default=1000, help="py-spy samples a second")
     ap.add_argument("--out", required=True)
@@ -77,36 +77,44 @@ def main():
 
     with torch.no_grad():  # as model_bench.py runs its models
         start = time.perf_counter()
-        for _ in range(3):  # learn, tune, learn again (a deferred chain can leave the rest of its window)
+        # Learn, tune, learn again until the ready chains stop changing (a deferred chain can leave the rest of its
+        # window to be learned; the optimizer picks up a hot chain a moment after it is reported).
+        last, stable = None, 0
+        while time.perf_counter() - start < args.tune_timeout and stable < 2:
             for _ in range(75):
                 forward()
             torch.cuda.synchronize()
-            time.sleep(0.2)
+            time.sleep(2.0)
             hk.wait_idle(max(args.tune_timeout - (time.perf_counter() - start), 1.0))
-        status = hk.status()
-        fusion = status.get("fusion", {})
-        print(f"probe: tuned in {time.perf_counter() - start:.1f} s; fusion ready chains {fusion.get('ready_chains')}",
-              flush=True)
+            fusion = hk.status().get("fusion", {})
+            now = (fusion.get("hot_chains"), fusion.get("ready_chains"))
+            stable = stable + 1 if now == last else 0
+            last = now
+        print(f"probe: tuned in {time.perf_counter() - start:.1f} s; fusion hot / ready chains {last}", flush=True)
         samples = {"off": [], "on": []}
         for r in range(args.rounds):
             for mode in ("off", "on"):
                 hk.set_enabled(1 if mode == "on" else 0)
                 host_steps(forward, 3)  # settle
-                spy = None
-                if args.py_spy and r == 0:
-                    spy = subprocess.Popen([args.py_spy, "record", "--native", "--nonblocking", "--rate", str(args.rate),
-                                            "--format", "raw", "--pid", str(os.getpid()),
-                                            "-o", os.path.join(args.out, f"pyspy-{mode}.txt")],
-                                           stdout=subprocess.DEVNULL, stderr=open(os.path.join(args.out, f"pyspy-{mode}.log"), "w"))
-                    time.sleep(1.0)  # attached
                 samples[mode] += host_steps(forward, args.steps)
-                if spy:
-                    spy.send_signal(2)  # SIGINT: py-spy writes its file and exits
-                    try:
-                        spy.wait(timeout=60)
-                    except subprocess.TimeoutExpired:
-                        spy.kill()
+        if args.py_spy:
+            # Sampled apart from the timed rounds: py-spy's native mode stops the process at each sample.
+            for mode in ("off", "on"):
+                hk.set_enabled(1 if mode == "on" else 0)
+                host_steps(forward, 3)
+                spy = subprocess.Popen([args.py_spy, "record", "--native", "--rate", str(args.rate), "--format", "raw",
+                                        "--pid", str(os.getpid()), "-o", os.path.join(args.out, f"pyspy-{mode}.txt")],
+                                       stdout=subprocess.DEVNULL,
+                                       stderr=open(os.path.join(args.out, f"pyspy-{mode}.log"), "w"))
+                time.sleep(1.0)  # attached
+                host_steps(forward, args.steps)
+                spy.send_signal(2)  # SIGINT: py-spy writes its file and exits
+                try:
+                    spy.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    spy.kill()
         hk.set_enabled(1)
+        fusion = hk.status().get("fusion", {})
     report = {"model": args.model, "steps": args.steps, "rounds": args.rounds,
               "hostUs": {m: {"median": round(statistics.median(s), 1), "samples": [round(x, 1) for x in s]}
                          for m, s in samples.items()},
