@@ -15,6 +15,7 @@
 //   HK_TY      threads along the softmax dim: a power of two, HK_TX * HK_TY <= 1024
 //   HK_VEC     consecutive inner elements a thread reads at once, a power of two, <= 16 bytes
 //   HK_LOG     0: softmax, 1: log_softmax
+//   HK_UNROLL  rows a thread loads at once in each pass: 1, 2, 4 or 8 (Note [Rows in flight] in reduce_dim.cu)
 //
 // Entry point (SoftmaxDimFamily::kKernelName):
 //   extern "C" __global__ void hk_softmax_dim(const void* in, void* out, long long outer,
@@ -36,10 +37,16 @@
 // halving), so the result does not depend on timing. Second pass: the same
 // threads read their rows again and write exp(x - max) / sum (float32: ATen's
 // expf, times 1 / sum) or (x - max) - log(sum). An element is read before the
-// thread that reads it writes it, so in == out is correct.
+// thread that reads it writes it, so in == out is correct. Both passes load
+// HK_UNROLL of a thread's rows before using them, in index order (Note [Rows
+// in flight] in reduce_dim.cu): the same pairs and outputs at every unroll.
 
-#if !defined(HK_DTYPE) || !defined(HK_TX) || !defined(HK_TY) || !defined(HK_VEC) || !defined(HK_LOG)
-#error "softmax_dim.cu needs HK_DTYPE, HK_TX, HK_TY, HK_VEC and HK_LOG"
+#if !defined(HK_DTYPE) || !defined(HK_TX) || !defined(HK_TY) || !defined(HK_VEC) || !defined(HK_LOG) || \
+    !defined(HK_UNROLL)
+#error "softmax_dim.cu needs HK_DTYPE, HK_TX, HK_TY, HK_VEC, HK_LOG and HK_UNROLL"
+#endif
+#if HK_UNROLL != 1 && HK_UNROLL != 2 && HK_UNROLL != 4 && HK_UNROLL != 8
+#error "HK_UNROLL must be 1, 2, 4 or 8"
 #endif
 
 #define HK_THREADS (HK_TX * HK_TY)
@@ -69,6 +76,31 @@ __device__ __forceinline__ void hk_pair_push(float& m, float& s, float x) {
   }
 }
 
+// Pushes one row's vector into a thread's pairs.
+__device__ __forceinline__ void hk_push_pack(float (&m)[HK_VEC], float (&s)[HK_VEC], const hk_pack& p) {
+  float x[HK_VEC];
+  hk_unpack(p, x);
+#pragma unroll
+  for (int j = 0; j < HK_VEC; ++j) hk_pair_push(m[j], s[j], x[j]);
+}
+
+// One row's output vector: exp(x - max) * (1 / sum), or (x - max) - log(sum); k is 1 / sum or log(sum).
+__device__ __forceinline__ hk_pack hk_output(const hk_pack& in, const float (&rowMax)[HK_VEC], const float (&k)[HK_VEC]) {
+  float x[HK_VEC];
+  hk_unpack(in, x);
+  hk_pack p;
+#pragma unroll
+  for (int j = 0; j < HK_VEC; ++j) {
+    const float d = x[j] - rowMax[j];
+#if HK_LOG
+    p.v[j] = hk_from_float(d - k[j]);
+#else
+    p.v[j] = hk_from_float(hk_exp(d) * k[j]);
+#endif
+  }
+  return p;
+}
+
 // At least one CTA an SM: ptxas may take up to 65536 / HK_THREADS registers a thread.
 extern "C" __global__ void __launch_bounds__(HK_THREADS, 1)
     hk_softmax_dim(const void* in_, void* out_, long long outer, long long dim, long long inner) {
@@ -95,12 +127,15 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS, 1)
       s[j] = 0.0f;
     }
     if (live) {
-      for (long long r = ty; r < dim; r += HK_TY) {
-        float x[HK_VEC];
-        hk_unpack(in[base + r * vectors], x);
+      long long r = ty;
+      for (; r + (HK_UNROLL - 1) * HK_TY < dim; r += HK_UNROLL * HK_TY) {
+        hk_pack batch[HK_UNROLL];
 #pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) hk_pair_push(m[j], s[j], x[j]);
+        for (int u = 0; u < HK_UNROLL; ++u) batch[u] = in[base + (r + u * HK_TY) * vectors];
+#pragma unroll
+        for (int u = 0; u < HK_UNROLL; ++u) hk_push_pack(m, s, batch[u]);
       }
+      for (; r < dim; r += HK_TY) hk_push_pack(m, s, in[base + r * vectors]);
     }
 #pragma unroll
     for (int j = 0; j < HK_VEC; ++j) {
@@ -135,21 +170,15 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS, 1)
     // The next tile writes the shared arrays again: wait until every thread has read them.
     __syncthreads();
     if (live) {
-      for (long long r = ty; r < dim; r += HK_TY) {
-        float x[HK_VEC];
-        hk_unpack(in[base + r * vectors], x);
-        hk_pack p;
+      long long r = ty;
+      for (; r + (HK_UNROLL - 1) * HK_TY < dim; r += HK_UNROLL * HK_TY) {
+        hk_pack batch[HK_UNROLL];
 #pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) {
-          const float d = x[j] - rowMax[j];
-#if HK_LOG
-          p.v[j] = hk_from_float(d - k[j]);
-#else
-          p.v[j] = hk_from_float(hk_exp(d) * k[j]);
-#endif
-        }
-        out[base + r * vectors] = p;
+        for (int u = 0; u < HK_UNROLL; ++u) batch[u] = in[base + (r + u * HK_TY) * vectors];
+#pragma unroll
+        for (int u = 0; u < HK_UNROLL; ++u) out[base + (r + u * HK_TY) * vectors] = hk_output(batch[u], rowMax, k);
       }
+      for (; r < dim; r += HK_TY) out[base + r * vectors] = hk_output(in[base + r * vectors], rowMax, k);
     }
   }
 }

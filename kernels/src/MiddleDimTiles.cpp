@@ -24,6 +24,7 @@ bool isMiddleDimTile(DType dtype, const MiddleDimTile& t) {
   if (!knownDType(dtype)) return false;
   if (!isPowerOfTwo(t.vec) || t.vec > maxVec(dtype)) return false;
   if (!contains(std::begin(kMiddleDimTxChoices), std::end(kMiddleDimTxChoices), t.tx)) return false;
+  if (!contains(std::begin(kMiddleDimUnrolls), std::end(kMiddleDimUnrolls), t.unroll)) return false;
   return isPowerOfTwo(t.ty) && t.ty <= kMiddleDimMaxTy && t.threads() <= 1024;
 }
 
@@ -37,8 +38,10 @@ std::vector<MiddleDimTile> middleDimTiles(DType dtype) {
   for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
     for (int tx : kMiddleDimTxChoices) {
       for (int ty = 1; ty <= kMiddleDimMaxTy; ty *= 2) {
-        const MiddleDimTile t{tx, ty, vec};
-        if (isMiddleDimTile(dtype, t)) out.push_back(t);
+        for (int unroll : kMiddleDimUnrolls) {
+          const MiddleDimTile t{tx, ty, vec, unroll};
+          if (isMiddleDimTile(dtype, t)) out.push_back(t);
+        }
       }
     }
   }
@@ -51,7 +54,8 @@ std::vector<MiddleDimTile> middleDimTiles(DType dtype) {
 // then enough threads along the dim that the CTAs (one per outer index and
 // tile) keep about kFillThreads threads busy, never more rows per CTA than
 // the dim has. Around that guess: half and twice the rows, the other tile
-// widths, narrower vectors, and a vec == 1 point.
+// widths, narrower vectors, and a vec == 1 point. Every guess loads 4 rows at
+// once (Note [Rows in flight] in reduce_dim.cu); the first also 1 and 8.
 std::vector<MiddleDimTile> middleDimGuesses(DType dtype, int64_t outer, int64_t dim, int64_t inner) {
   const int vec = widestVec(dtype, inner);
   const int64_t vectors = inner / vec;
@@ -60,16 +64,19 @@ std::vector<MiddleDimTile> middleDimGuesses(DType dtype, int64_t outer, int64_t 
   const int64_t wanted = ceilDiv(kFillThreads, std::max<int64_t>(ctas * tx, 1));
   const int ty = static_cast<int>(std::clamp<int64_t>(nextPowerOfTwo(std::min(wanted, nextPowerOfTwo(dim))), 1,
                                                       std::min(kMiddleDimMaxTy, 1024 / tx)));
+  constexpr int kUnroll = 4;
   std::vector<MiddleDimTile> out;
-  out.push_back({tx, ty, vec});
-  out.push_back({tx, std::max(ty / 2, 1), vec});
-  out.push_back({tx, std::min(ty * 2, kMiddleDimMaxTy), vec});
-  for (int otherTx : kMiddleDimTxChoices) out.push_back({otherTx, ty, vec});
-  if (vec > 1) out.push_back({tx, ty, vec / 2});
-  out.push_back({tx, std::max(ty, 4), vec});
-  out.push_back({32, std::min(ty * 2, kMiddleDimMaxTy), 1});
-  out.push_back({32, 8, 1});
-  out.push_back({32, 1, 1});
+  out.push_back({tx, ty, vec, kUnroll});
+  out.push_back({tx, ty, vec, 1});
+  out.push_back({tx, ty, vec, 8});
+  out.push_back({tx, std::max(ty / 2, 1), vec, kUnroll});
+  out.push_back({tx, std::min(ty * 2, kMiddleDimMaxTy), vec, kUnroll});
+  for (int otherTx : kMiddleDimTxChoices) out.push_back({otherTx, ty, vec, kUnroll});
+  if (vec > 1) out.push_back({tx, ty, vec / 2, kUnroll});
+  out.push_back({tx, std::max(ty, 4), vec, kUnroll});
+  out.push_back({32, std::min(ty * 2, kMiddleDimMaxTy), 1, kUnroll});
+  out.push_back({32, 8, 1, kUnroll});
+  out.push_back({32, 1, 1, kUnroll});
   return out;
 }
 

@@ -10,30 +10,27 @@
 #include <vector>
 
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/MiddleDimParams.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"  // LaunchGeometry
 
 namespace hotkernel::kernels::detail {
 
-// tx lanes of vec elements along inner, ty rows along the dim; tx * ty threads.
-struct MiddleDimTile {
-  int tx = 32;
-  int ty = 1;
-  int vec = 1;
-  int threads() const { return tx * ty; }
-};
+// tx lanes of vec elements along inner, ty rows along the dim (tx * ty
+// threads), unroll rows a thread loads at once: a point of either family.
+using MiddleDimTile = MiddleDimParams;
 
 constexpr int kMiddleDimTxChoices[] = {32, 64, 128};
 constexpr int kMiddleDimMaxTy = 32;
 
 // A tile the middle-dim kernels compile for dtype, ignoring shared memory:
 // tx one of kMiddleDimTxChoices, ty and vec powers of two (ty <= 32, vec
-// within 16 bytes), at most 1024 threads.
+// within 16 bytes), at most 1024 threads, unroll one of kMiddleDimUnrolls.
 bool isMiddleDimTile(DType dtype, const MiddleDimTile& t);
 
 // Shared memory of a tile that keeps bytesPerPosition per (row, lane, element).
 size_t middleDimSharedBytes(const MiddleDimTile& t, size_t bytesPerPosition);
 
-// Every tile of dtype (isMiddleDimTile), vec outermost, then tx, then ty.
+// Every tile of dtype (isMiddleDimTile), vec outermost, then tx, then ty, then unroll.
 std::vector<MiddleDimTile> middleDimTiles(DType dtype);
 
 // The ranked guesses for [outer, dim, inner] (Note [Middle-dim parameter

@@ -11,7 +11,6 @@
 namespace hotkernel::kernels {
 namespace {
 
-using detail::contains;
 using detail::contiguous;
 using detail::isMiddleDimTile;
 using detail::knownDType;
@@ -28,42 +27,14 @@ bool knownOp(ReduceOp op) {
   return false;
 }
 
-MiddleDimTile tileOf(const ReduceDimParams& p) { return {p.tx, p.ty, p.vec}; }
-
 // The index ops (max.dim and min.dim among them) keep an int32 index with each float.
 bool isPoint(DType dtype, ReduceOp op, const ReduceDimParams& p) {
-  if (!knownOp(op) || !isMiddleDimTile(dtype, tileOf(p))) return false;
-  if (!contains(std::begin(ReduceDimFamily::kUnrolls), std::end(ReduceDimFamily::kUnrolls), p.unroll)) return false;
+  if (!knownOp(op) || !isMiddleDimTile(dtype, p)) return false;
   const size_t perPosition = sizeof(float) + (reduceOpInfo(op).index ? sizeof(int32_t) : 0);
-  return middleDimSharedBytes(tileOf(p), perPosition) <= ReduceDimFamily::kMaxSharedBytes;
+  return middleDimSharedBytes(p, perPosition) <= ReduceDimFamily::kMaxSharedBytes;
 }
 
 }  // namespace
-
-nlohmann::json ReduceDimParams::toJson() const { return {{"tx", tx}, {"ty", ty}, {"vec", vec}, {"unroll", unroll}}; }
-
-ReduceDimParams ReduceDimParams::fromJson(const nlohmann::json& j) {
-  HOTKERNEL_CHECK(j.is_object(), "middle-dim reduction params must be a JSON object: ", j.dump());
-  for (const char* key : {"tx", "ty", "vec"}) {
-    HOTKERNEL_CHECK(j.contains(key) && j.at(key).is_number_integer(), "middle-dim reduction params need an integer '",
-                    key, "': ", j.dump());
-  }
-  ReduceDimParams p;
-  p.tx = j.at("tx").get<int>();
-  p.ty = j.at("ty").get<int>();
-  p.vec = j.at("vec").get<int>();
-  if (j.contains("unroll")) {
-    HOTKERNEL_CHECK(j.at("unroll").is_number_integer(), "middle-dim reduction params' 'unroll' must be an integer: ",
-                    j.dump());
-    p.unroll = j.at("unroll").get<int>();
-  }
-  return p;
-}
-
-std::string ReduceDimParams::describe() const {
-  return "tx=" + std::to_string(tx) + " ty=" + std::to_string(ty) + " vec=" + std::to_string(vec) +
-         " unroll=" + std::to_string(unroll);
-}
 
 ReduceDimVariant reduceDimVariantOf(const VariantKey& key, ReduceOp op) {
   return ReduceDimVariant{static_cast<DType>(key.dtype), key.rows, key.cols, key.inner, op};
@@ -145,33 +116,20 @@ size_t ReduceDimFamily::outputAlignment(ReduceOp op, DType dtype, size_t inputAl
 std::vector<ReduceDimParams> ReduceDimFamily::allParameterPoints(DType dtype, ReduceOp op) {
   std::vector<ReduceDimParams> out;
   for (const MiddleDimTile& t : middleDimTiles(dtype)) {
-    for (int unroll : kUnrolls) {
-      const ReduceDimParams p{t.tx, t.ty, t.vec, unroll};
-      if (isPoint(dtype, op, p)) out.push_back(p);
-    }
+    if (isPoint(dtype, op, t)) out.push_back(t);
   }
   return out;
 }
 
 // The guesses of Note [Middle-dim parameter ranking] (MiddleDimTiles.cpp),
-// each with its rows halved until it fits the shared memory bound, loading 4
-// rows at a time (Note [Rows in flight]); the first guess also with 1 and 8.
+// each with its rows halved until it fits the shared memory bound.
 std::vector<ReduceDimParams> ReduceDimFamily::parameterSpace(const ReduceDimVariant& v) {
   std::vector<ReduceDimParams> out;
   if (!guardVariant(v)) return out;
-  const auto add = [&](ReduceDimParams p) {
+  for (ReduceDimParams p : middleDimGuesses(v.dtype, v.outer, v.reduced, v.inner)) {
+    while (p.ty > 1 && !isPoint(v.dtype, v.op, p)) p.ty /= 2;
     if (out.size() < kMaxSpaceSize && guardParams(v, p) && std::find(out.begin(), out.end(), p) == out.end()) {
       out.push_back(p);
-    }
-  };
-  bool first = true;
-  for (const MiddleDimTile& t : middleDimGuesses(v.dtype, v.outer, v.reduced, v.inner)) {
-    ReduceDimParams p{t.tx, t.ty, t.vec, 4};
-    while (p.ty > 1 && !isPoint(v.dtype, v.op, p)) p.ty /= 2;
-    add(p);
-    if (first) {
-      for (int unroll : {1, 8}) add({p.tx, p.ty, p.vec, unroll});
-      first = false;
     }
   }
   HOTKERNEL_INTERNAL_ASSERT(!out.empty(), "empty middle-dim parameter space for inner=", v.inner);
@@ -189,7 +147,7 @@ std::vector<std::string> ReduceDimFamily::compileOptions(DType dtype, const Redu
 }
 
 LaunchGeometry ReduceDimFamily::launchGeometry(const ReduceDimVariant& v, const ReduceDimParams& p) {
-  return middleDimGeometry(v.outer, v.inner, tileOf(p));
+  return middleDimGeometry(v.outer, v.inner, p);
 }
 
 double ReduceDimFamily::bytesMoved(const ReduceDimVariant& v) {

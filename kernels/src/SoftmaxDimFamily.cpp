@@ -19,36 +19,12 @@ using detail::middleDimSharedBytes;
 using detail::middleDimTiles;
 using detail::MiddleDimTile;
 
-constexpr size_t kMaxSpaceSize = 12;
-
-MiddleDimTile tileOf(const SoftmaxDimParams& p) { return {p.tx, p.ty, p.vec}; }
-
 // Each position keeps a (max, sum) pair of floats.
 bool isPoint(DType dtype, const SoftmaxDimParams& p) {
-  return isMiddleDimTile(dtype, tileOf(p)) &&
-         middleDimSharedBytes(tileOf(p), 2 * sizeof(float)) <= SoftmaxDimFamily::kMaxSharedBytes;
+  return isMiddleDimTile(dtype, p) && middleDimSharedBytes(p, 2 * sizeof(float)) <= SoftmaxDimFamily::kMaxSharedBytes;
 }
 
 }  // namespace
-
-nlohmann::json SoftmaxDimParams::toJson() const { return {{"tx", tx}, {"ty", ty}, {"vec", vec}}; }
-
-SoftmaxDimParams SoftmaxDimParams::fromJson(const nlohmann::json& j) {
-  HOTKERNEL_CHECK(j.is_object(), "middle-dim softmax params must be a JSON object: ", j.dump());
-  for (const char* key : {"tx", "ty", "vec"}) {
-    HOTKERNEL_CHECK(j.contains(key) && j.at(key).is_number_integer(), "middle-dim softmax params need an integer '",
-                    key, "': ", j.dump());
-  }
-  SoftmaxDimParams p;
-  p.tx = j.at("tx").get<int>();
-  p.ty = j.at("ty").get<int>();
-  p.vec = j.at("vec").get<int>();
-  return p;
-}
-
-std::string SoftmaxDimParams::describe() const {
-  return "tx=" + std::to_string(tx) + " ty=" + std::to_string(ty) + " vec=" + std::to_string(vec);
-}
 
 SoftmaxDimVariant softmaxDimVariantOf(const VariantKey& key) {
   return SoftmaxDimVariant{static_cast<DType>(key.dtype), key.rows, key.cols, key.inner};
@@ -101,8 +77,7 @@ size_t SoftmaxDimFamily::requiredAlignment(DType dtype, const SoftmaxDimParams& 
 std::vector<SoftmaxDimParams> SoftmaxDimFamily::allParameterPoints(DType dtype) {
   std::vector<SoftmaxDimParams> out;
   for (const MiddleDimTile& t : middleDimTiles(dtype)) {
-    const SoftmaxDimParams p{t.tx, t.ty, t.vec};
-    if (isPoint(dtype, p)) out.push_back(p);
+    if (isPoint(dtype, t)) out.push_back(t);
   }
   return out;
 }
@@ -115,8 +90,7 @@ std::vector<SoftmaxDimParams> SoftmaxDimFamily::allParameterPoints(DType dtype) 
 std::vector<SoftmaxDimParams> SoftmaxDimFamily::parameterSpace(const SoftmaxDimVariant& v) {
   std::vector<SoftmaxDimParams> out;
   if (!guardVariant(v)) return out;
-  for (const MiddleDimTile& t : middleDimGuesses(v.dtype, v.outer, v.dim, v.inner)) {
-    SoftmaxDimParams p{t.tx, t.ty, t.vec};
+  for (SoftmaxDimParams p : middleDimGuesses(v.dtype, v.outer, v.dim, v.inner)) {
     while (p.ty > 1 && !isPoint(v.dtype, p)) p.ty /= 2;
     if (out.size() < kMaxSpaceSize && guardParams(v, p) && std::find(out.begin(), out.end(), p) == out.end()) {
       out.push_back(p);
@@ -132,11 +106,11 @@ std::vector<std::string> SoftmaxDimFamily::compileOptions(DType dtype, const Sof
   HOTKERNEL_CHECK(isPoint(dtype, p), "not a middle-dim softmax point for ", dtypeName(dtype), ": ", p.describe());
   return {"-DHK_DTYPE=" + std::to_string(static_cast<int>(dtype)), "-DHK_TX=" + std::to_string(p.tx),
           "-DHK_TY=" + std::to_string(p.ty), "-DHK_VEC=" + std::to_string(p.vec),
-          std::string("-DHK_LOG=") + (op == SoftmaxOp::LogSoftmax ? "1" : "0")};
+          "-DHK_UNROLL=" + std::to_string(p.unroll), std::string("-DHK_LOG=") + (op == SoftmaxOp::LogSoftmax ? "1" : "0")};
 }
 
 LaunchGeometry SoftmaxDimFamily::launchGeometry(const SoftmaxDimVariant& v, const SoftmaxDimParams& p) {
-  return middleDimGeometry(v.outer, v.inner, tileOf(p));
+  return middleDimGeometry(v.outer, v.inner, p);
 }
 
 double SoftmaxDimFamily::bytesMoved(const SoftmaxDimVariant& v) {

@@ -50,9 +50,9 @@ std::string firstBadPosition(const at::Tensor& bad, const at::Tensor& value, con
 }
 
 // The middle-dim axes on the search's (middleDimFillRows in FamilyTuner.h).
-FamilyPoint toPoint(const SoftmaxDimParams& p) { return FamilyPoint{p.threads(), p.ty, p.vec, 0, 1}; }
+FamilyPoint toPoint(const SoftmaxDimParams& p) { return FamilyPoint{p.threads(), p.ty, p.vec, p.unroll, 1}; }
 SoftmaxDimParams toParams(const FamilyPoint& p) {
-  return SoftmaxDimParams{p.threads / std::max(p.rowsPerCta, 1), p.rowsPerCta, p.vec};
+  return SoftmaxDimParams{p.threads / std::max(p.rowsPerCta, 1), p.rowsPerCta, p.vec, p.items};
 }
 
 }  // namespace

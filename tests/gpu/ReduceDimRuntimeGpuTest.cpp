@@ -208,7 +208,7 @@ TEST(ReduceDimRuntimeGpuTest, GivenEveryUnrollOfATileWhenServedThenTheResultsAre
       x.select(0, 1).select(1, 7).select(0, 4000).fill_(std::numeric_limits<float>::quiet_NaN());
       const ReduceDimParams first = ReduceDimFamily::parameterSpace(v).front();
       at::Tensor one;
-      for (int unroll : ReduceDimFamily::kUnrolls) {
+      for (int unroll : kernels::kMiddleDimUnrolls) {
         const ReduceDimParams p{first.tx, first.ty, first.vec, unroll};
         ASSERT_TRUE(ReduceDimFamily::guardParams(v, p)) << p.describe();
         plansOf(served).publish(kernels::reduceDescriptor(op).makePlan(key, p.toJson(), cubinOf(dtype, op, p), 0));

@@ -202,6 +202,41 @@ TEST(SoftmaxDimGpuTest, GivenAMiddleDimPlanWhenRunInPlaceThenAsAten) {
   EXPECT_LE(excessOverBound(y, ref, v.dtype, v.dim, SoftmaxOp::Softmax), 0.0);
 }
 
+TEST(SoftmaxDimGpuTest, GivenEveryUnrollOfATileWhenRunThenTheOneRowAtATimeBits) {
+  // Note [Rows in flight] (reduce_dim.cu): both passes load rows in batches, the pairs fold in the same order.
+  // dim = 4099 leaves a remainder after every batch size.
+  REQUIRE_CUDA();
+  if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcUnavailableReason();
+  for (DType d : {DType::Float32, DType::BFloat16}) {
+    for (SoftmaxOp op : {SoftmaxOp::Softmax, SoftmaxOp::LogSoftmax}) {
+      const kernels::SoftmaxDimVariant v{d, 3, 4099, 256};
+      const SoftmaxDimParams first = SoftmaxDimFamily::parameterSpace(v).front();
+      const at::Tensor x = drawInput({v.outer, v.dim, v.inner}, v.dtype);
+      at::Tensor one;
+      for (int unroll : kernels::kMiddleDimUnrolls) {
+        const SoftmaxDimParams p{first.tx, first.ty, first.vec, unroll};
+        SCOPED_TRACE(std::string(kernels::dtypeName(d)) + (op == SoftmaxOp::LogSoftmax ? " log_softmax " : " softmax ") +
+                     p.describe());
+        ASSERT_TRUE(SoftmaxDimFamily::guardParams(v, p));
+        const NvrtcOutput c = compileToCubin(SoftmaxDimFamily::source(), "softmax_dim.cu", archOf(),
+                                             SoftmaxDimFamily::compileOptions(v.dtype, p, op));
+        const Plan plan = kernels::softmaxDescriptor(op).makePlan(kernels::softmaxDimKeyOf(v, 0), p.toJson(), c.cubin, 0);
+        at::Tensor y = at::empty_like(x);
+        ASSERT_TRUE(plan.launcher->launchArgs(
+            KernelArgs().pointer(x.const_data_ptr()).pointer(y.mutable_data_ptr()).int64(v.outer).int64(v.dim).int64(v.inner),
+            at::cuda::getCurrentCUDAStream(0).stream()));
+        if (unroll == 1) {
+          EXPECT_LE(excessOverBound(y, atenOf(x, 1, op), v.dtype, v.dim, op), 0.0);
+          one = y;
+          continue;
+        }
+        const at::ScalarType bits = d == DType::Float32 ? at::kInt : at::kShort;
+        EXPECT_TRUE(at::equal(y.view(bits), one.view(bits)));
+      }
+    }
+  }
+}
+
 // A cap that holds a quarter of the outer rows; any correct kernel not far
 // slower than ATen is accepted, so that there is a plan to check.
 TEST(SoftmaxDimGpuTest, GivenAMiddleDimVariantOverTheCapWhenTunedThenOnASubsetOfOuterRowsAndThePlanServesAll) {

@@ -126,12 +126,12 @@ TEST(SoftmaxDimFamilyTest, GivenPointsWhenGuardedForAVariantThenInnerMustTakeThe
   EXPECT_FALSE(SoftmaxDimFamily::guardParams(V{DType::Float32, 4, 100, 24}, P{32, 8, 8}));  // 32 bytes
 }
 
-TEST(SoftmaxDimFamilyTest, GivenVariantsWhenAskedForTheSpaceThenAtMostTwelveGuardedPointsWithAScalarOne) {
+TEST(SoftmaxDimFamilyTest, GivenVariantsWhenAskedForTheSpaceThenAtMostTheCapOfGuardedPointsWithAScalarOne) {
   for (const V& v : {middle(), middle(DType::BFloat16), V{DType::Float16, 8, 3, 2}, V{DType::Float32, 1, 100000, 6},
                      V{DType::BFloat16, 4096, 50, 1000}}) {
     const std::vector<P> space = SoftmaxDimFamily::parameterSpace(v);
     ASSERT_FALSE(space.empty());
-    EXPECT_LE(space.size(), 12u);
+    EXPECT_LE(space.size(), SoftmaxDimFamily::kMaxSpaceSize);
     bool scalar = false;
     for (const P& p : space) {
       EXPECT_TRUE(SoftmaxDimFamily::guardParams(v, p)) << p.describe();
@@ -144,6 +144,23 @@ TEST(SoftmaxDimFamilyTest, GivenVariantsWhenAskedForTheSpaceThenAtMostTwelveGuar
   EXPECT_EQ(SoftmaxDimFamily::parameterSpace(middle(DType::BFloat16)).front().vec, 8);
   EXPECT_EQ(SoftmaxDimFamily::parameterSpace(V{DType::BFloat16, 4, 8, 6}).front().vec, 2);
   EXPECT_TRUE(SoftmaxDimFamily::parameterSpace(V{DType::Float32, 4, 8, 1}).empty());
+}
+
+TEST(SoftmaxDimFamilyTest, GivenAVariantWhenAskedForTheSpaceThenTheGuessLoadsFourRowsAtOnceWithItsOneAndEightRowTwins) {
+  // Note [Rows in flight] (reduce_dim.cu), in both passes of the softmax.
+  for (const V& v : {middle(), middle(DType::BFloat16), V{DType::Float32, 1, 100000, 6}}) {
+    const std::vector<P> space = SoftmaxDimFamily::parameterSpace(v);
+    ASSERT_GE(space.size(), 3u);
+    EXPECT_EQ(space[0].unroll, 4);
+    EXPECT_EQ(space[1], (P{space[0].tx, space[0].ty, space[0].vec, 1}));
+    EXPECT_EQ(space[2], (P{space[0].tx, space[0].ty, space[0].vec, 8}));
+  }
+  const std::vector<P> points = SoftmaxDimFamily::allParameterPoints(DType::Float32);
+  for (int unroll : kMiddleDimUnrolls) {
+    EXPECT_NE(std::find(points.begin(), points.end(), P{128, 4, 4, unroll}), points.end()) << unroll;
+  }
+  EXPECT_FALSE(SoftmaxDimFamily::guardParams(middle(), P{32, 8, 4, 3}));
+  EXPECT_THROW(SoftmaxDimFamily::compileOptions(DType::Float32, P{32, 8, 4, 16}), Error);
 }
 
 TEST(SoftmaxDimFamilyTest, GivenPointsWhenAskedForGeometryBytesAndPointersThenOneCtaPerTile) {
@@ -165,9 +182,10 @@ TEST(SoftmaxDimFamilyTest, GivenPointsWhenAskedForGeometryBytesAndPointersThenOn
 }
 
 TEST(SoftmaxDimFamilyTest, GivenParamsWhenRoundTrippedThroughJsonThenEqualAndMalformedOnesThrow) {
-  const P p{64, 16, 2};
+  const P p{64, 16, 2, 2};
   EXPECT_EQ(P::fromJson(p.toJson()), p);
-  EXPECT_EQ(p.describe(), "tx=64 ty=16 vec=2");
+  EXPECT_EQ(p.describe(), "tx=64 ty=16 vec=2 unroll=2");
+  EXPECT_EQ(P::fromJson({{"tx", 64}, {"ty", 16}, {"vec", 2}}), (P{64, 16, 2, 1}));  // stored before the unroll
   EXPECT_THROW(P::fromJson(nlohmann::json::array()), Error);
   EXPECT_THROW(P::fromJson({{"tx", 32}, {"ty", 8}}), Error);
   // A last-dim point is not a middle-dim one (Note [Two softmax layouts]).
@@ -216,7 +234,8 @@ TEST(SoftmaxDimFamilyCompileTest, GivenBothOpsAndEveryDTypeAtTheLargestPointsWhe
     };
     for (SoftmaxOp op : {SoftmaxOp::Softmax, SoftmaxOp::LogSoftmax}) {
       for (const P& p : {most([](const P& q) { return q.ty * q.tx * q.vec; }), most([](const P& q) { return q.threads(); }),
-                         most([](const P& q) { return q.vec * 1000 - q.ty; }), points.front()}) {
+                         most([](const P& q) { return q.vec * 1000 - q.ty; }),
+                         most([](const P& q) { return q.unroll * 10000 + q.vec * 1000 + q.threads(); }), points.front()}) {
         jobs.push_back({d, p, op});
       }
     }
@@ -248,11 +267,12 @@ TEST(SoftmaxDimFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompi
   if (!nvrtcAvailable()) GTEST_SKIP() << nvrtcUnavailableReason();
   const std::string source = SoftmaxDimFamily::source();
   const std::vector<std::vector<std::string>> bad = {
-      {"-DHK_DTYPE=0", "-DHK_TX=48", "-DHK_TY=1", "-DHK_VEC=1", "-DHK_LOG=0"},
-      {"-DHK_DTYPE=0", "-DHK_TX=128", "-DHK_TY=16", "-DHK_VEC=1", "-DHK_LOG=0"},  // 2048 threads
-      {"-DHK_DTYPE=0", "-DHK_TX=32", "-DHK_TY=3", "-DHK_VEC=1", "-DHK_LOG=0"},
-      {"-DHK_DTYPE=0", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1", "-DHK_LOG=2"},
-      {"-DHK_DTYPE=3", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1", "-DHK_LOG=0"},
+      {"-DHK_DTYPE=0", "-DHK_TX=48", "-DHK_TY=1", "-DHK_VEC=1", "-DHK_LOG=0", "-DHK_UNROLL=1"},
+      {"-DHK_DTYPE=0", "-DHK_TX=128", "-DHK_TY=16", "-DHK_VEC=1", "-DHK_LOG=0", "-DHK_UNROLL=1"},  // 2048 threads
+      {"-DHK_DTYPE=0", "-DHK_TX=32", "-DHK_TY=3", "-DHK_VEC=1", "-DHK_LOG=0", "-DHK_UNROLL=1"},
+      {"-DHK_DTYPE=0", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1", "-DHK_LOG=2", "-DHK_UNROLL=1"},
+      {"-DHK_DTYPE=3", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1", "-DHK_LOG=0", "-DHK_UNROLL=1"},
+      {"-DHK_DTYPE=0", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1", "-DHK_LOG=0", "-DHK_UNROLL=5"},
       {"-DHK_DTYPE=0", "-DHK_TX=32", "-DHK_TY=1", "-DHK_VEC=1"},  // missing define
   };
   for (const std::vector<std::string>& options : bad) {

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/MiddleDimParams.h"
 #include "hotkernel/kernels/ReduceFamily.h"  // ReduceOp, ReduceCall, LaunchGeometry
 #include "hotkernel/runtime/PlanTable.h"        // VariantKey
 
@@ -41,26 +42,8 @@ ReduceDimVariant reduceDimVariantOf(const VariantKey& key, ReduceOp op);
 // The plan-table key of `v` on `device` (the inverse of reduceDimVariantOf).
 VariantKey reduceDimKeyOf(const ReduceDimVariant& v, int32_t device);
 
-// One point of the parameter space; becomes the HK_* defines of the template.
-struct ReduceDimParams {
-  int tx = 32;  // threads along inner: 32, 64 or 128
-  int ty = 8;   // threads along the reduced dim: a power of two, tx * ty <= 1024
-  int vec = 1;     // consecutive inner elements a thread reads at once
-  int unroll = 1;  // rows a thread loads before folding them: 1, 2, 4 or 8 (Note [Rows in flight])
-
-  int threads() const { return tx * ty; }
-  bool operator==(const ReduceDimParams& o) const {
-    return tx == o.tx && ty == o.ty && vec == o.vec && unroll == o.unroll;
-  }
-  bool operator!=(const ReduceDimParams& o) const { return !(*this == o); }
-
-  nlohmann::json toJson() const;  // {"tx":32,"ty":8,"vec":4,"unroll":4}
-  // Throws Error unless `j` is an object with integer tx, ty and vec (and
-  // unroll, 1 where absent: plans written before it loaded one row at a
-  // time). Does not check validity: guardParams does.
-  static ReduceDimParams fromJson(const nlohmann::json& j);
-  std::string describe() const;  // "tx=32 ty=8 vec=4 unroll=4"
-};
+// One point of the parameter space (MiddleDimParams.h): the template's HK_TX, HK_TY, HK_VEC, HK_UNROLL.
+using ReduceDimParams = MiddleDimParams;
 
 class ReduceDimFamily {
  public:
@@ -70,7 +53,6 @@ class ReduceDimFamily {
   // the pair ops (max.dim, min.dim) take the indices after the values:
   // hk_reduce_dim(const void* in, void* values, void* indices, long long outer, long long reduced, long long inner).
   static constexpr const char* kKernelName = "hk_reduce_dim";
-  static constexpr int kUnrolls[] = {1, 2, 4, 8};  // HK_UNROLL's values
   static constexpr size_t kMaxSpaceSize = 14;
   // The template's indices are int32.
   static constexpr int64_t kMaxReduced = (int64_t{1} << 31) - 1;
@@ -110,7 +92,7 @@ class ReduceDimFamily {
 
   // Every point for `dtype` and `op` (the guard's whitelist): tx, ty and vec
   // within the template's limits and the shared memory bound (the index ops
-  // keep twice the bytes a position), each with every unroll of kUnrolls.
+  // keep twice the bytes a position), each with every unroll of kMiddleDimUnrolls.
   static std::vector<ReduceDimParams> allParameterPoints(DType dtype, ReduceOp op);
   // Up to kMaxSpaceSize points worth measuring for v, best guess first (Note
   // [Middle-dim parameter ranking], then Note [Rows in flight]'s unrolls);

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/MiddleDimParams.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"  // SoftmaxOp, LaunchGeometry
 #include "hotkernel/runtime/PlanTable.h"       // VariantKey
 
@@ -52,22 +53,8 @@ struct SoftmaxLayout {
 };
 bool softmaxLayoutOf(const int64_t* sizes, int64_t ndim, int64_t dim, SoftmaxLayout* layout);
 
-// One point of the parameter space; becomes the HK_* defines of the template.
-struct SoftmaxDimParams {
-  int tx = 32;  // threads along inner: 32, 64 or 128
-  int ty = 8;   // threads along the softmax dim: a power of two <= 32, tx * ty <= 1024
-  int vec = 1;  // consecutive inner elements a thread reads at once
-
-  int threads() const { return tx * ty; }
-  bool operator==(const SoftmaxDimParams& o) const { return tx == o.tx && ty == o.ty && vec == o.vec; }
-  bool operator!=(const SoftmaxDimParams& o) const { return !(*this == o); }
-
-  nlohmann::json toJson() const;  // {"tx":32,"ty":8,"vec":4}
-  // Throws Error unless `j` is an object with integer tx, ty and vec. Does
-  // not check validity: guardParams does.
-  static SoftmaxDimParams fromJson(const nlohmann::json& j);
-  std::string describe() const;  // "tx=32 ty=8 vec=4"
-};
+// One point of the parameter space (MiddleDimParams.h): the template's HK_TX, HK_TY, HK_VEC, HK_UNROLL.
+using SoftmaxDimParams = MiddleDimParams;
 
 class SoftmaxDimFamily {
  public:
@@ -80,6 +67,7 @@ class SoftmaxDimFamily {
   // Static shared memory a CTA uses: a (max, sum) pair of floats for each of
   // its tx * vec positions and ty rows.
   static constexpr size_t kMaxSharedBytes = 48 * 1024;
+  static constexpr size_t kMaxSpaceSize = 14;
 
   // A known dtype, outer >= 1, 1 <= dim <= kMaxDim, inner >= 2,
   // outer * dim * inner * elementSize without int64 overflow.
@@ -92,15 +80,15 @@ class SoftmaxDimFamily {
   static size_t requiredAlignment(DType dtype, const SoftmaxDimParams& p);  // vec * elementSize
 
   // Every point for `dtype` (the guard's whitelist): tx, ty and vec within
-  // the template's limits and kMaxSharedBytes.
+  // the template's limits and kMaxSharedBytes, each with every unroll of kMiddleDimUnrolls.
   static std::vector<SoftmaxDimParams> allParameterPoints(DType dtype);
-  // Up to 12 points worth measuring for v, best guess first (Note
+  // Up to kMaxSpaceSize points worth measuring for v, best guess first (Note
   // [Middle-dim softmax ranking] in src/SoftmaxDimFamily.cpp); always a
   // vec == 1 point. Empty iff !guardVariant(v).
   static std::vector<SoftmaxDimParams> parameterSpace(const SoftmaxDimVariant& v);
 
   static std::string source();
-  // -DHK_DTYPE=, -DHK_TX=, -DHK_TY=, -DHK_VEC=, -DHK_LOG=. Throws Error if `p`
+  // -DHK_DTYPE=, -DHK_TX=, -DHK_TY=, -DHK_VEC=, -DHK_UNROLL=, -DHK_LOG=. Throws Error if `p`
   // is not a point for dtype.
   static std::vector<std::string> compileOptions(DType dtype, const SoftmaxDimParams& p,
                                                  SoftmaxOp op = SoftmaxOp::Softmax);
