@@ -9,7 +9,8 @@ file per mode, so the frames that differ between the two show what the preload a
 
   LD_PRELOAD=build/lib/libhotkernel_preload.so python3 tools/gpu/probe-host-time.py --out DIR [--py-spy PATH]
 
-Writes DIR/host-time.json (per mode: host microseconds per step, median and samples) and, with --py-spy,
+Writes DIR/host-time.json (per mode: host microseconds per step, median and samples; with --py-spy, each mode's
+frames by their share of the forward's samples, hotkernel's frames' share among them) and, with --py-spy,
 DIR/pyspy-{off,on}.txt (py-spy's raw format: one collapsed stack and its sample count a line).
 """
 import argparse
@@ -36,6 +37,34 @@ def allow_any_tracer():
         libc.prctl(0x59616D61, ctypes.c_ulong(-1 & 0xFFFFFFFFFFFFFFFF), 0, 0, 0)  # PR_SET_PTRACER, ANY
     except (OSError, AttributeError):
         pass
+
+
+def summarize(path, top=40):
+    """py-spy's raw file (one collapsed stack and its count a line) as shares of the samples in the model's forward:
+    each frame's inclusive share (the frames under it included) and its own (leaf) share, the largest first."""
+    stacks = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                stack, _, count = line.rstrip("\n").rpartition(" ")
+                if stack and count.isdigit():
+                    stacks[stack] = stacks.get(stack, 0) + int(count)
+    except OSError as e:
+        return {"error": str(e)}
+    forward = {k: v for k, v in stacks.items() if "forward" in k}
+    total = sum(forward.values())
+    inclusive, own = {}, {}
+    for stack, count in forward.items():
+        frames = [f.split(" (")[0] for f in stack.split(";")]
+        for name in set(frames):
+            inclusive[name] = inclusive.get(name, 0) + count
+        own[frames[-1]] = own.get(frames[-1], 0) + count
+    def shares(d):
+        return [[name, round(c / total, 4)] for name, c in sorted(d.items(), key=lambda kv: -kv[1])[:top]] if total else []
+    hk = sum(c for k, c in forward.items() if "hotkernel" in k)
+    return {"samples": sum(stacks.values()), "forwardSamples": total,
+            "hotkernelShare": round(hk / total, 4) if total else None,
+            "inclusive": shares(inclusive), "own": shares(own)}
 
 
 def host_steps(fn, n):
@@ -115,11 +144,13 @@ def main():
                     spy.kill()
         hk.set_enabled(1)
         fusion = hk.status().get("fusion", {})
+    spied = {mode: summarize(os.path.join(args.out, f"pyspy-{mode}.txt")) for mode in ("off", "on")} if args.py_spy else {}
     report = {"model": args.model, "steps": args.steps, "rounds": args.rounds,
               "hostUs": {m: {"median": round(statistics.median(s), 1), "samples": [round(x, 1) for x in s]}
                          for m, s in samples.items()},
               "fusion": {k: fusion.get(k) for k in ("ready_chains", "hot_chains", "deferred_calls", "fused_flushes",
-                                                    "passed_calls")}}
+                                                    "passed_calls")},
+              "pySpy": spied}
     with open(os.path.join(args.out, "host-time.json"), "w") as f:
         json.dump(report, f, indent=1)
     print(f"probe: host us per step: off {report['hostUs']['off']['median']}, on {report['hostUs']['on']['median']}")
