@@ -1,25 +1,22 @@
 #include "hotkernel/kernels/MiddleDimParams.h"
 
-#include "hotkernel/runtime/Check.h"
+#include <limits>
+
+#include "hotkernel/runtime/JsonFields.h"
 
 namespace hotkernel::kernels {
 
 nlohmann::json MiddleDimParams::toJson() const { return {{"tx", tx}, {"ty", ty}, {"vec", vec}, {"unroll", unroll}}; }
 
 MiddleDimParams MiddleDimParams::fromJson(const nlohmann::json& j) {
-  HOTKERNEL_CHECK(j.is_object(), "middle-dim params must be a JSON object: ", j.dump());
-  for (const char* key : {"tx", "ty", "vec"}) {
-    HOTKERNEL_CHECK(j.contains(key) && j.at(key).is_number_integer(), "middle-dim params need an integer '", key,
-                    "': ", j.dump());
-  }
+  const std::string where = "middle-dim params";
+  constexpr int64_t kMin = std::numeric_limits<int>::min(), kMax = std::numeric_limits<int>::max();
+  (void)jsonfield::object(j, where);
   MiddleDimParams p;
-  p.tx = j.at("tx").get<int>();
-  p.ty = j.at("ty").get<int>();
-  p.vec = j.at("vec").get<int>();
-  if (j.contains("unroll")) {
-    HOTKERNEL_CHECK(j.at("unroll").is_number_integer(), "middle-dim params' 'unroll' must be an integer: ", j.dump());
-    p.unroll = j.at("unroll").get<int>();
-  }
+  p.tx = static_cast<int>(jsonfield::integer(j, "tx", where, kMin, kMax));
+  p.ty = static_cast<int>(jsonfield::integer(j, "ty", where, kMin, kMax));
+  p.vec = static_cast<int>(jsonfield::integer(j, "vec", where, kMin, kMax));
+  p.unroll = static_cast<int>(jsonfield::optionalInteger(j, "unroll", where, kMin, kMax).value_or(1));
   return p;
 }
 

@@ -81,7 +81,7 @@ TEST(ReduceDescriptorTest, GivenParamsOfTheOtherLayoutOrThatDoNotFitWhenMakingPl
   for (ReduceOp op : kAllReduceOps) {
     const FamilyDescriptor& d = reduceDescriptor(op);
     // Each layout's params JSON lacks the other's required keys.
-    EXPECT_NE(errorOf([&] { d.makePlan(middleKey(), lastDimPoint.toJson(), "not a cubin", 0); }).find("'tx'"),
+    EXPECT_NE(errorOf([&] { d.makePlan(middleKey(), lastDimPoint.toJson(), "not a cubin", 0); }).find("misses \"tx\""),
               std::string::npos);
     EXPECT_NE(errorOf([&] {
                 d.makePlan(VariantKey{static_cast<int32_t>(DType::Float32), 0, 32, 4096}, middlePoint.toJson(),

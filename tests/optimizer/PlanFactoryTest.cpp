@@ -212,7 +212,7 @@ TEST(PlanFactoryTest, GivenMiddleDimEntriesWhenMakingPlansThenOnlyTheFamiliesWit
               std::string::npos)
         << family;
     EXPECT_NE(errorOf([&] { makePlan(family, k, kernels::SoftmaxParams{256, 1, 0}.toJson(), "", "not a cubin", 0); })
-                  .find("middle-dim params need"),
+                  .find("middle-dim params misses"),
               std::string::npos)
         << family;
   }
