@@ -40,6 +40,17 @@
 // thread that reads it writes it, so in == out is correct. Both passes load
 // HK_UNROLL of a thread's rows before using them, in index order (Note [Rows
 // in flight] in reduce_dim.cu): the same pairs and outputs at every unroll.
+//
+// Note [Compensated middle-dim sums]
+// A thread folds dim / HK_TY rows in sequence (hundreds on a long dim at a
+// small HK_TY), where the last-dim kernels' threads fold a few before a tree:
+// a plain float32 running sum of that many terms drifts by more than the
+// family's bound. The running sum is compensated (Kahan: c carries what the
+// last addition lost; a rescale when the maximum rises scales c with s), so a
+// thread's sum is within a few roundings of exact whatever its row count; c is
+// folded into s once before the tree. No contraction (__fadd_rn / __fsub_rn),
+// so the compensation is not optimized away and the bits do not depend on the
+// compiler's fma choices.
 
 #if !defined(HK_DTYPE) || !defined(HK_TX) || !defined(HK_TY) || !defined(HK_VEC) || !defined(HK_LOG) || \
     !defined(HK_UNROLL)
@@ -63,25 +74,35 @@ static_assert(HK_LOG == 0 || HK_LOG == 1, "HK_LOG must be 0 or 1");
 
 #include "hk_prelude.cuh"
 
-// Folds one element into the running pair (m, s): one exp unless x raises
-// the maximum. exp(x - x) is 1 for a finite x and NaN for +inf (ATen's
-// exp(inf - inf) in the sum); -inf elements add exp(-inf - base) = 0
-// (Note [Online pairs]); a NaN fails the comparison and makes s NaN.
-__device__ __forceinline__ void hk_pair_push(float& m, float& s, float x) {
+// Folds one element into the running pair (m, s), s compensated by c (Note
+// [Compensated middle-dim sums]): one exp unless x raises the maximum.
+// exp(x - x) is 1 for a finite x and NaN for +inf (ATen's exp(inf - inf) in
+// the sum); -inf elements add exp(-inf - base) = 0 (Note [Online pairs]); a
+// NaN fails the comparison and makes s (and c) NaN.
+__device__ __forceinline__ void hk_pair_push(float& m, float& s, float& c, float x) {
+  float t;
   if (x > m) {
-    s = __fadd_rn(__fmul_rn(s, hk_exp(m - x)), hk_exp(x - x));
+    const float r = hk_exp(m - x);
+    s = __fmul_rn(s, r);
+    c = __fmul_rn(c, r);
+    t = hk_exp(x - x);
     m = x;
   } else {
-    s = __fadd_rn(s, hk_exp(x - hk_pair_base(m)));
+    t = hk_exp(x - hk_pair_base(m));
   }
+  const float y = __fsub_rn(t, c);
+  const float u = __fadd_rn(s, y);
+  c = __fsub_rn(__fsub_rn(u, s), y);
+  s = u;
 }
 
 // Pushes one row's vector into a thread's pairs.
-__device__ __forceinline__ void hk_push_pack(float (&m)[HK_VEC], float (&s)[HK_VEC], const hk_pack& p) {
+__device__ __forceinline__ void hk_push_pack(float (&m)[HK_VEC], float (&s)[HK_VEC], float (&c)[HK_VEC],
+                                             const hk_pack& p) {
   float x[HK_VEC];
   hk_unpack(p, x);
 #pragma unroll
-  for (int j = 0; j < HK_VEC; ++j) hk_pair_push(m[j], s[j], x[j]);
+  for (int j = 0; j < HK_VEC; ++j) hk_pair_push(m[j], s[j], c[j], x[j]);
 }
 
 // One row's output vector: exp(x - max) * (1 / sum), or (x - max) - log(sum); k is 1 / sum or log(sum).
@@ -120,11 +141,12 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS, 1)
     const long long v = (work % tiles) * HK_TX + tx;  // this thread's vector along inner
     const bool live = v < vectors;
     const long long base = o * dim * vectors + v;  // vector (o, 0, v)
-    float m[HK_VEC], s[HK_VEC];
+    float m[HK_VEC], s[HK_VEC], c[HK_VEC];
 #pragma unroll
     for (int j = 0; j < HK_VEC; ++j) {
       m[j] = hk_neg_inf();
       s[j] = 0.0f;
+      c[j] = 0.0f;
     }
     if (live) {
       long long r = ty;
@@ -133,14 +155,14 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS, 1)
 #pragma unroll
         for (int u = 0; u < HK_UNROLL; ++u) batch[u] = in[base + (r + u * HK_TY) * vectors];
 #pragma unroll
-        for (int u = 0; u < HK_UNROLL; ++u) hk_push_pack(m, s, batch[u]);
+        for (int u = 0; u < HK_UNROLL; ++u) hk_push_pack(m, s, c, batch[u]);
       }
-      for (; r < dim; r += HK_TY) hk_push_pack(m, s, in[base + r * vectors]);
+      for (; r < dim; r += HK_TY) hk_push_pack(m, s, c, in[base + r * vectors]);
     }
 #pragma unroll
     for (int j = 0; j < HK_VEC; ++j) {
       hk_max[ty][tx * HK_VEC + j] = m[j];
-      hk_sum[ty][tx * HK_VEC + j] = s[j];
+      hk_sum[ty][tx * HK_VEC + j] = __fsub_rn(s[j], c[j]);  // the compensation folded in once
     }
     __syncthreads();
 #pragma unroll
