@@ -5,7 +5,11 @@ AND torch.compile, measured side by side in one process on one GPU.
 
 Run under the preload (tools/gpu/run-h200.sh models does):
     LD_PRELOAD=build/lib/libhotkernel_preload.so HOTKERNEL_CACHE_DIR=$(mktemp -d)/c \\
-        HOTKERNEL_SAMPLE=1 python3 bench/model_bench.py --out models.json
+        python3 bench/model_bench.py --out models.json
+with the recorder's default sampling (HOTKERNEL_SAMPLE=0.05), as a serving process runs: at
+HOTKERNEL_SAMPLE=1 the recorder takes every op's inputs, host time that a host-bound step of
+the hotkernel arm (and of eager, which runs in the same process) pays and torch.compile's
+graph (few dispatcher calls) does not.
 
 Models (--models, default all), sized so that eager prefill is bound by the GPU,
 not by HF's Python (a step's host time is ~8-15 ms on the H200 machine):

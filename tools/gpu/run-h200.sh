@@ -134,7 +134,9 @@ if want models; then
   log "bench: HF transformers models (random weights) under the preload vs eager and torch.compile, side by side"
   MODELSCACHE="$(mktemp -d)/cache"
   MODELS_OUT="$OUT/bench-models${HOTKERNEL_MODELS_TAG:+-$HOTKERNEL_MODELS_TAG}"
-  HOTKERNEL_CACHE_DIR="$MODELSCACHE" HOTKERNEL_SAMPLE=1 HOTKERNEL_LOG_LEVEL=info \
+  # The recorder's default sampling (HOTKERNEL_SAMPLE unset, unless the caller set it): at 1 it records every
+  # op's inputs, host time the hotkernel arm of a host-bound step pays and torch.compile's does not.
+  HOTKERNEL_CACHE_DIR="$MODELSCACHE" HOTKERNEL_LOG_LEVEL=info \
     LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
     "$HOTKERNEL_PYTHON" "$ROOT/bench/model_bench.py" ${HOTKERNEL_MODELS:+--models "$HOTKERNEL_MODELS"} ${HOTKERNEL_MODELS_ARGS:-} \
     --out "$MODELS_OUT.json" >"$MODELS_OUT.log" 2>&1 || rc=1
