@@ -11,19 +11,31 @@
 namespace hotkernel::chain {
 namespace {
 
-// Bytes a tensor argument spans in the variant's layout (tensor argument
-// `tensorArg` of chainTensorArgs: Note [Chain layouts]).
-uint64_t bytesOf(const ChainVariant& v, const ChainArg& arg, size_t tensorArg) {
-  const int64_t elements = layoutSpan(v.ir, v.layout, tensorArg, v.rows, v.cols);
-  return static_cast<uint64_t>(elements) * kernels::elementSize(arg.dtype);
-}
-
 bool overlaps(const void* a, uint64_t aBytes, const void* b, uint64_t bBytes) {
   const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
   return x < y + bBytes && y < x + aBytes;
 }
 
 }  // namespace
+
+std::vector<uint64_t> chainSpanBytes(const ChainVariant& v, const std::vector<ChainArg>& layout) {
+  size_t outputs = 0;
+  for (const ChainArg& a : layout) outputs += a.kind == ChainArg::Kind::Output ? 1 : 0;
+  const size_t tensorInputs = chainTensorArgs(v.ir).size() - outputs;  // Note [Chain layouts]: inputs, then outputs
+  std::vector<uint64_t> spans;
+  spans.reserve(layout.size());
+  size_t t = 0, o = 0;
+  for (const ChainArg& a : layout) {
+    if (a.kind != ChainArg::Kind::Input && a.kind != ChainArg::Kind::Output) {  // a Scalar input, rows, cols
+      spans.push_back(0);
+      continue;
+    }
+    const size_t tensorArg = a.kind == ChainArg::Kind::Input ? t++ : tensorInputs + o++;
+    const int64_t elements = layoutSpan(v.ir, v.layout, tensorArg, v.rows, v.cols);
+    spans.push_back(static_cast<uint64_t>(elements) * kernels::elementSize(a.dtype));
+  }
+  return spans;
+}
 
 ChainPlan makeChainPlan(const ChainVariant& v, const std::string& paramsText, const std::string& cubin) {
   const std::optional<ChainKernelParams> p = readChainEntry(paramsText, v);
@@ -32,6 +44,7 @@ ChainPlan makeChainPlan(const ChainVariant& v, const std::string& paramsText, co
   plan.variant = v;
   plan.params = *p;
   plan.layout = chainKernelLayout(v.ir, *p);
+  plan.spanBytes = chainSpanBytes(v, plan.layout);
   plan.description = std::string(kChainFamily) + "[" + p->describe() + "] for " + chainVariantString(v);
   const LaunchGeometry g = chainLaunchGeometry(v.ir, *p, v.rows, v.cols, v.layout);
   plan.launcher = CudaKernelLauncher::load(v.device, cubin, kChainKernelName,
@@ -70,24 +83,24 @@ std::string chainLaunchRefusal(const ChainPlan& plan, const std::vector<ChainInp
            std::to_string(inputs.size()) + " and " + std::to_string(outputs.size());
   }
   // Every output's span against every input's and every other output's.
-  const size_t tensorInputs = chainTensorArgs(plan.variant.ir).size() - outputs.size();
+  std::vector<uint64_t> computed;
+  if (plan.spanBytes.size() != plan.layout.size()) computed = chainSpanBytes(plan.variant, plan.layout);
+  const std::vector<uint64_t>& spans = computed.empty() ? plan.spanBytes : computed;
   size_t o = 0;
-  for (const ChainArg& a : plan.layout) {
-    if (a.kind != ChainArg::Kind::Output) continue;
+  for (size_t k = 0; k < plan.layout.size(); ++k) {
+    if (plan.layout[k].kind != ChainArg::Kind::Output) continue;
     const void* p = outputs[o];
-    const uint64_t bytes = bytesOf(plan.variant, a, tensorInputs + o);
-    size_t i = 0, q = 0, t = 0;
-    for (const ChainArg& b : plan.layout) {
+    size_t i = 0, q = 0;
+    for (size_t m = 0; m < plan.layout.size(); ++m) {
+      const ChainArg& b = plan.layout[m];
       if (b.kind == ChainArg::Kind::Input) {
-        if (overlaps(p, bytes, inputs[i].pointer, bytesOf(plan.variant, b, t))) {
+        if (overlaps(p, spans[k], inputs[i].pointer, spans[m])) {
           return "output " + std::to_string(o) + " overlaps input " + std::to_string(i);
         }
-      } else if (b.kind == ChainArg::Kind::Output && q != o &&
-                 overlaps(p, bytes, outputs[q], bytesOf(plan.variant, b, tensorInputs + q))) {
+      } else if (b.kind == ChainArg::Kind::Output && q != o && overlaps(p, spans[k], outputs[q], spans[m])) {
         return "output " + std::to_string(o) + " overlaps output " + std::to_string(q);
       }
       if (b.kind == ChainArg::Kind::Input || b.kind == ChainArg::Kind::ScalarInput) ++i;
-      if (b.kind == ChainArg::Kind::Input) ++t;
       if (b.kind == ChainArg::Kind::Output) ++q;
     }
     ++o;

@@ -44,27 +44,51 @@ TEST(ChainPlanTest, GivenAFittingCallWhenCheckedThenItIsAccepted) {
   EXPECT_EQ(chainLaunchRefusal(plan, {{b.x(), 0}, {b.weight(), 0}}, {b.out()}), "");
 }
 
-TEST(ChainPlanTest, GivenCallsThatDoNotFitWhenCheckedThenEachIsRefusedWithItsReason) {
+TEST(ChainPlanTest, GivenAVariantWhenItsSpansAreMadeThenEachTensorParameterSpansItsBytesAndTheRestNone) {
   const ChainPlan plan = rmsPlan();
-  Buffers b;
-  const char* x = static_cast<const char*>(b.x());
-  auto refusal = [&](std::vector<ChainInputValue> in, std::vector<void*> out) {
-    return chainLaunchRefusal(plan, in, out);
-  };
-  EXPECT_EQ(refusal({{b.x(), 0}}, {b.out()}), "too few inputs");
-  EXPECT_NE(refusal({{b.x(), 0}, {b.weight(), 0}, {b.x(), 0}}, {b.out()}).find("takes 2 inputs and 1 outputs"),
-            std::string::npos);
-  EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {}), "too few outputs");
-  EXPECT_EQ(refusal({{nullptr, 0}, {b.weight(), 0}}, {b.out()}), "input 0 is null");
-  EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {nullptr}), "output 0 is null");
-  // One bf16 element off: vec 8 loads need 16 bytes.
-  EXPECT_EQ(refusal({{x + 2, 0}, {b.weight(), 0}}, {b.out()}), "input 0 is not aligned to 16 bytes");
-  EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {static_cast<char*>(b.out()) + 2}),
-            "output 0 is not aligned to 16 bytes");
-  // The output over the input (in place), or over its tail.
-  EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {const_cast<char*>(x)}), "output 0 overlaps input 0");
-  EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {const_cast<char*>(x) + 64 * 4096 * 2 - 16}),
-            "output 0 overlaps input 0");
+  const std::vector<uint64_t> spans = chainSpanBytes(plan.variant, plan.layout);
+  ASSERT_EQ(spans.size(), plan.layout.size());
+  std::vector<uint64_t> tensors;
+  for (size_t k = 0; k < spans.size(); ++k) {
+    const ChainArg::Kind kind = plan.layout[k].kind;
+    if (kind == ChainArg::Kind::Input || kind == ChainArg::Kind::Output) {
+      tensors.push_back(spans[k]);
+    } else {
+      EXPECT_EQ(spans[k], 0u) << "parameter " << k;
+    }
+  }
+  // x [64, 4096], weight [4096], out [64, 4096], bf16.
+  EXPECT_EQ(tensors, (std::vector<uint64_t>{64 * 4096 * 2, 4096 * 2, 64 * 4096 * 2}));
+}
+
+TEST(ChainPlanTest, GivenCallsThatDoNotFitWhenCheckedThenEachIsRefusedWithItsReason) {
+  // A plan with its spans made (as makeChainPlan makes it) and one without (computed at the check): the same reasons.
+  ChainPlan withSpans = rmsPlan();
+  withSpans.spanBytes = chainSpanBytes(withSpans.variant, withSpans.layout);
+  for (const ChainPlan& plan : {rmsPlan(), withSpans}) {
+    SCOPED_TRACE(plan.spanBytes.empty() ? "spans computed at the check" : "spans made with the plan");
+    Buffers b;
+    const char* x = static_cast<const char*>(b.x());
+    auto refusal = [&](std::vector<ChainInputValue> in, std::vector<void*> out) {
+      return chainLaunchRefusal(plan, in, out);
+    };
+    EXPECT_EQ(refusal({{b.x(), 0}}, {b.out()}), "too few inputs");
+    EXPECT_NE(refusal({{b.x(), 0}, {b.weight(), 0}, {b.x(), 0}}, {b.out()}).find("takes 2 inputs and 1 outputs"),
+              std::string::npos);
+    EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {}), "too few outputs");
+    EXPECT_EQ(refusal({{nullptr, 0}, {b.weight(), 0}}, {b.out()}), "input 0 is null");
+    EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {nullptr}), "output 0 is null");
+    // One bf16 element off: vec 8 loads need 16 bytes.
+    EXPECT_EQ(refusal({{x + 2, 0}, {b.weight(), 0}}, {b.out()}), "input 0 is not aligned to 16 bytes");
+    EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {static_cast<char*>(b.out()) + 2}),
+              "output 0 is not aligned to 16 bytes");
+    // The output over the input (in place), or over its tail.
+    EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {const_cast<char*>(x)}), "output 0 overlaps input 0");
+    EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {const_cast<char*>(x) + 64 * 4096 * 2 - 16}),
+              "output 0 overlaps input 0");
+    // Just past the weight's end: no overlap.
+    EXPECT_EQ(refusal({{b.x(), 0}, {b.weight(), 0}}, {const_cast<char*>(x) + 64 * 4096 * 2 + 4096 * 2}), "");
+  }
 }
 
 TEST(ChainPlanTest, GivenTwoOutputsWhenTheyOverlapThenRefused) {

@@ -17,6 +17,7 @@
 // runs the chain unfused. The harness checks these refusals on every
 // candidate (chainLaunchRefusal, the edge-case stage).
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ struct ChainPlan {
   ChainVariant variant;
   ChainKernelParams params;
   std::vector<ChainArg> layout;  // hk_chain's parameters (chainKernelLayout)
+  // Bytes each parameter of `layout` spans in the variant's layout (0 but for tensors): chainSpanBytes, made
+  // once by makeChainPlan for the launch guard's overlap checks. A plan built without it gets them computed at
+  // each launch.
+  std::vector<uint64_t> spanBytes;
   std::shared_ptr<const CudaKernelLauncher> launcher;
   std::string description;       // "chain[t256 v8 r1 i0] for chain=...;rows=...;cols=...;dev=N"
 };
@@ -39,6 +44,10 @@ struct ChainPlan {
 // chain plan from a cache entry]). Error for a refused entry (the reason),
 // a keep_aten entry, or a cubin that does not load.
 ChainPlan makeChainPlan(const ChainVariant& v, const std::string& paramsText, const std::string& cubin);
+
+// The bytes each parameter of `layout` (chainKernelLayout of v.ir) spans in v's layout, rows and cols: a tensor
+// input's or output's elements (layoutSpan) times its element size, 0 for the others (Scalar inputs, rows, cols).
+std::vector<uint64_t> chainSpanBytes(const ChainVariant& v, const std::vector<ChainArg>& layout);
 
 // "" when a call with these inputs (one per chain input: a tensor's pointer
 // or a Scalar input's value) and outputs fits `plan`, else why not.
