@@ -21,6 +21,7 @@
 #include "hotkernel/optimizer/ChainLayoutValues.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/TargetBudget.h"
+#include "hotkernel/optimizer/TunerScope.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/ExitGate.h"
@@ -35,17 +36,6 @@ using chain::ChainVariant;
 
 constexpr int kFirstPairs = 9;  // the first timing of every candidate
 constexpr size_t kFinalists = 3;  // timed again with options.pairs
-
-// The device, a stream of its own and relaxed capture mode for the whole tuning (as the families' tuners).
-struct TunerScope {
-  explicit TunerScope(int device)
-      : deviceGuard(static_cast<c10::DeviceIndex>(device)),
-        captureGuard(cudaStreamCaptureModeRelaxed),
-        streamGuard(at::cuda::getStreamFromPool(false, device)) {}
-  c10::cuda::CUDAGuard deviceGuard;
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard;
-  c10::cuda::CUDAStreamGuard streamGuard;
-};
 
 struct ChainCandidate {
   ChainKernelParams params;

@@ -13,6 +13,7 @@
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/FamilyTuning.h"
 #include "hotkernel/optimizer/Harness.h"
+#include "hotkernel/optimizer/TunerScope.h"
 #include "hotkernel/runtime/Check.h"
 
 namespace hotkernel {
@@ -63,10 +64,7 @@ std::string checkCachedKernel(const kernels::FamilyDescriptor& family, const Var
     }
   }
   const int device = key.device;
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  // Never invalidate another thread's graph capture.
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
+  TunerScope scope(device);  // Note [A tuner's scope]
   try {
     const FamilyTuneSpec spec = familyTuneSpecOf(family, key, options);
     const auto point = std::find_if(spec.validPoints.begin(), spec.validPoints.end(),

@@ -15,6 +15,7 @@
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/SlicedInput.h"
+#include "hotkernel/optimizer/TunerScope.h"
 #include "hotkernel/runtime/StreamWorkspace.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
@@ -262,9 +263,7 @@ FamilyTuneSpec crossEntropyTuneSpec(const CrossEntropyVariant& v, int device, co
 TuneOutcome tuneCrossEntropy(const CrossEntropyVariant& v, int device, const TunerOptions& options) {
   HOTKERNEL_CHECK(CrossEntropyFamily::guardVariant(v), "cross_entropy family cannot serve this variant");
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
+  TunerScope scope(device);  // Note [A tuner's scope]
   const FamilyTuneSpec spec = crossEntropyTuneSpec(v, device, options);
   const std::string arch = queryDevice(device).nvrtcArch();
   double bestSpeedup = 0;

@@ -16,6 +16,7 @@
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/ListedTuning.h"
+#include "hotkernel/optimizer/TunerScope.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -200,9 +201,7 @@ std::string checkMmPadPlan(const Plan& plan, const MmPadVariant& v, int device,
 TuneOutcome tuneMmPad(const MmPadVariant& v, int device, const TunerOptions& options) {
   HOTKERNEL_CHECK(MmPadFamily::guardVariant(v), kernels::mmPadDescriptorOf(v).name, " cannot serve this variant");
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
+  TunerScope scope(device);  // Note [A tuner's scope]
   const int64_t need = bytesNeeded(v, device);
   HOTKERNEL_CHECK(options.memoryCapBytes <= 0 || need <= options.memoryCapBytes, "tuning ",
                   kernels::mmPadDescriptorOf(v).name, " ", kernels::variantString(kernels::mmPadKeyOf(v, device)),
@@ -258,9 +257,7 @@ std::string checkCachedMmPad(const VariantKey& key, const std::string& paramsJso
   if (std::find(all.begin(), all.end(), p) == all.end()) {
     return "its parameters " + paramsJson + " are not a point of " + kernels::mmPadDescriptorOf(v).name + "'s space";
   }
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(key.device));
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, key.device));
+  TunerScope scope(key.device);  // Note [A tuner's scope]
   const int64_t need = bytesNeeded(v, key.device);
   if (options.memoryCapBytes > 0 && need > options.memoryCapBytes) {
     return "its check needs ~" + std::to_string(need >> 20) + " MiB, over the optimizer's cap";

@@ -14,6 +14,7 @@
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/SlicedInput.h"
+#include "hotkernel/optimizer/TunerScope.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -259,19 +260,6 @@ namespace {
 
 FamilyPoint toPoint(const NormParams& p) { return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, p.cluster}; }
 NormParams toParams(const FamilyPoint& p) { return NormParams{p.threads, p.vec, p.items, p.rowsPerCta, p.cluster}; }
-
-// The calling thread's device, a stream of its own, and relaxed capture mode
-// (never invalidate another thread's graph capture: Note in DESIGN), for the
-// whole of a tuner: its benchmark inputs included.
-struct TunerScope {
-  explicit TunerScope(int device)
-      : deviceGuard(static_cast<c10::DeviceIndex>(device)),
-        captureGuard(cudaStreamCaptureModeRelaxed),
-        streamGuard(at::cuda::getStreamFromPool(false, device)) {}
-  c10::cuda::CUDAGuard deviceGuard;
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard;
-  c10::cuda::CUDAStreamGuard streamGuard;
-};
 
 // The rows a norm spec's variant (spec.rows: all of them) is tuned on: about
 // ten row buffers a row (the harness's and the timed calls' inputs, out,

@@ -20,6 +20,7 @@
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/ReduceTuner.h"
 #include "hotkernel/optimizer/TuningRows.h"
+#include "hotkernel/optimizer/TunerScope.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -230,9 +231,7 @@ FamilyTuneSpec reduceDimTuneSpec(const ReduceDimVariant& v, int device, const Tu
 TuneOutcome tuneReduceDim(const ReduceDimVariant& v, int device, const TunerOptions& options) {
   HOTKERNEL_CHECK(ReduceDimFamily::guardVariant(v), "the middle-dim reduction family cannot serve this variant");
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
+  TunerScope scope(device);  // Note [A tuner's scope]
   const DeviceInfo info = queryDevice(device);
   const FamilyTuneSpec spec = reduceDimTuneSpec(v, device, options);
   double bestSpeedup = 0;

@@ -20,6 +20,7 @@
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/SlicedInput.h"
+#include "hotkernel/optimizer/TunerScope.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -214,9 +215,7 @@ FamilyTuneSpec reduceTuneSpec(const ReduceVariant& v, int device, const TunerOpt
 TuneOutcome tuneReduce(const ReduceVariant& v, int device, const TunerOptions& options) {
   HOTKERNEL_CHECK(ReduceFamily::guardVariant(v), "the reduction family cannot serve this variant");
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
+  TunerScope scope(device);  // Note [A tuner's scope]
   const DeviceInfo info = queryDevice(device);
   const FamilyTuneSpec spec = reduceTuneSpec(v, device, options);
   const std::string arch = info.nvrtcArch();

@@ -15,6 +15,7 @@
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/ListedTuning.h"
+#include "hotkernel/optimizer/TunerScope.h"
 #include "hotkernel/runtime/AttentionBackendCall.h"
 #include "hotkernel/runtime/AttentionDefaults.h"
 #include "hotkernel/runtime/Check.h"
@@ -215,9 +216,7 @@ AtenReference sdpaAtenReference(const SdpaVariant& v) {
 
 TuneOutcome tuneSdpa(const SdpaVariant& v, int device, const TunerOptions& options) {
   HOTKERNEL_CHECK(SdpaFamily::guardVariant(v), SdpaFamily::kName, " cannot serve this variant");
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
+  TunerScope scope(device);  // Note [A tuner's scope]
   const int64_t need = bytesNeeded(v, device);
   HOTKERNEL_CHECK(options.memoryCapBytes <= 0 || need <= options.memoryCapBytes, "tuning ", SdpaFamily::kName,
                   " ", kernels::variantString(kernels::sdpaKeyOf(v, device)), " needs ~", need >> 20,
@@ -254,9 +253,7 @@ std::string checkCachedSdpa(const VariantKey& key, const std::string& paramsJson
   if (!p) return why;
   const SdpaVariant v = kernels::sdpaVariantOf(key);
   if (key.device >= 0) {
-    c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(key.device));
-    c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-    c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, key.device));
+    TunerScope scope(key.device);  // Note [A tuner's scope]
     const int64_t need = bytesNeeded(v, key.device);
     if (options.memoryCapBytes > 0 && need > options.memoryCapBytes) {
       return "its check needs ~" + std::to_string(need >> 20) + " MiB, over the optimizer's cap";

@@ -14,6 +14,7 @@
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/TuningRows.h"
+#include "hotkernel/optimizer/TunerScope.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -234,10 +235,7 @@ FamilyTuneSpec softmaxDimTuneSpec(const SoftmaxDimVariant& v, int device, const 
 TuneOutcome tuneSoftmaxDim(const SoftmaxDimVariant& v, int device, const TunerOptions& options, SoftmaxOp op) {
   HOTKERNEL_CHECK(SoftmaxDimFamily::guardVariant(v), "the middle-dim softmax family cannot serve this variant");
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  // Never invalidate another thread's graph capture.
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  c10::cuda::CUDAStreamGuard streamGuard(at::cuda::getStreamFromPool(false, device));
+  TunerScope scope(device);  // Note [A tuner's scope]
   const DeviceInfo info = queryDevice(device);
   const FamilyTuneSpec spec = softmaxDimTuneSpec(v, device, options, op);
   double bestSpeedup = 0;

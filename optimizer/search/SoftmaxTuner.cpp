@@ -27,6 +27,7 @@
 #include "hotkernel/optimizer/Search.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/SlicedInput.h"
+#include "hotkernel/optimizer/TunerScope.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Logging.h"
@@ -405,11 +406,7 @@ TuneOutcome tuneSoftmax(const SoftmaxVariant& v, int device, const TunerOptions&
   HOTKERNEL_CHECK(SoftmaxFamily::guardVariant(v), "softmax family cannot serve this variant");
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
   const std::string arch = queryDevice(device).nvrtcArch();
-  c10::cuda::CUDAGuard deviceGuard(static_cast<c10::DeviceIndex>(device));
-  // Never invalidate another thread's graph capture (Note in DESIGN: capture safety).
-  c10::cuda::CUDAStreamCaptureModeGuard captureGuard(cudaStreamCaptureModeRelaxed);
-  at::cuda::CUDAStream stream = at::cuda::getStreamFromPool(false, device);
-  c10::cuda::CUDAStreamGuard streamGuard(stream);
+  TunerScope scope(device);  // Note [A tuner's scope]
   const FamilyTuneSpec fs = softmaxTuneSpec(v, device, options, op);
   double bestSpeedup = 0, bestUs = 0;
   TuneOutcome outcome = tuneFamily(fs, device, arch, options, bestSpeedup, &bestUs);
