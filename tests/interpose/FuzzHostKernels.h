@@ -103,6 +103,7 @@ hostKernelMaker(HostKernelCounts& counts) {
       plan.variant = chain::ChainVariant{h.ir, h.rows, h.cols, hot[chainOf[i]].device, h.layout};
       plan.params = h.params;
       plan.layout = chain::chainKernelLayout(h.ir, h.params);
+      plan.spanBytes = chain::chainSpanBytes(plan.variant, plan.layout);  // as makeChainPlan makes them
       plan.description = "host chain[" + h.params.describe() + "] for " + hot[chainOf[i]].key.substr(0, 16);
       out[chainOf[i]] =
           loggedKernel(std::make_shared<HostPlanKernel>(batch, i, std::move(plan)), log, chainTolerance(h.ir));
