@@ -81,18 +81,17 @@ at::Tensor atenSoftmaxMiddleDim(const at::Tensor& x, SoftmaxOp op, int64_t inner
 // (Note [Log-softmax logsumexp]).
 //
 // Note [Middle-dim softmax bound]
-// ATen's middle-dim kernel sums a position's terms in one float32 chain per
-// thread, up to the whole dim (a thread a position once inner is past 64):
-// on a dim of thousands its sum, and so every output of the position, is off
-// by more than the family's bound, which assumes the tree-shaped sums of the
-// last-dim kernels (float32 over a dim of 4099: ATen and a correct kernel
-// 1.2e-5 apart relative, the bound 8.2e-6). The check against ATen therefore
-// allows ATen's own distance from the float64 result besides the bound, as
-// the norms' rstd does (Note [Norm harness bounds]): a candidate passes when
-// it is within the bound of ATen or no further from ATen than ATen is from
-// float64 plus the bound. The float64 check holds the candidate itself to the
-// family's bound (the kernel's compensated sums: Note [Compensated middle-dim
-// sums] in softmax_dim.cu).
+// ATen's middle-dim kernel sums a position's terms in long float32 chains,
+// a thread's share of the dim each, so on a long dim its sum, and every
+// output of the position with it, can be further from float64 than the
+// family's bound, which assumes the tree-shaped sums of the last-dim kernels
+// (docs/design/softmax.md, "Long dims in float32"). The check against ATen
+// therefore allows ATen's own distance from the float64 result besides the
+// bound, as the norms' rstd does (Note [Norm harness bounds]): a candidate
+// passes when it is within the bound of ATen or no further from ATen than
+// ATen is from float64 plus the bound. The float64 check holds the candidate
+// itself to the family's bound (the kernel's compensated sums: Note
+// [Compensated middle-dim sums] in softmax_dim.cu).
 RowOpSpec softmaxDimSpec(SoftmaxOp op, int64_t inner) {
   HOTKERNEL_CHECK(inner >= 2, "a middle-dim softmax keeps at least 2 inner positions, got ", inner);
   RowOpSpec spec;
