@@ -1125,6 +1125,8 @@ def main():
                          f"ratios ({'hotkernel_compare_samples' if hk else 'its Python twin'}); GPU time per step and "
                          "ops ranked by self CUDA time from torch.profiler (CPU and CUDA activities)",
                "reps": args.reps, "tuneTimeoutSeconds": args.tune_timeout, "environment": environment,
+               # The recorder's sampling the arms ran with (the environment's, else the library's default).
+               "recorderSampling": env_number("HOTKERNEL_SAMPLE", 0.05) if hk else None,
                "hotkernel": hk_top, "results": results, "seconds": round(time.perf_counter() - T0, 1)}
         if hk:
             doc["hotkernel"]["optimizer"] = hk.status().get("optimizer")
