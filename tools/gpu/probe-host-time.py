@@ -10,7 +10,9 @@ file per mode, so the frames that differ between the two show what the preload a
   LD_PRELOAD=build/lib/libhotkernel_preload.so python3 tools/gpu/probe-host-time.py --out DIR [--py-spy PATH]
 
 Writes DIR/host-time.json (per mode: host microseconds per step, median and samples; with --py-spy, each mode's
-frames by their share of the forward's samples, hotkernel's frames' share among them) and, with --py-spy,
+frames by their share of the forward's samples, the share of samples with a hotkernel frame on the stack, and
+hotkernel's own share: samples whose deepest frame outside libc, libstdc++ and libc10 is hotkernel's, ranked by
+that frame) and, with --py-spy,
 DIR/pyspy-{off,on}.txt (py-spy's raw format: one collapsed stack and its sample count a line).
 """
 import argparse
@@ -62,9 +64,23 @@ def summarize(path, top=40):
     def shares(d):
         return [[name, round(c / total, 4)] for name, c in sorted(d.items(), key=lambda kv: -kv[1])[:top]] if total else []
     hk = sum(c for k, c in forward.items() if "hotkernel" in k)
+    # hotkernel's own host time: samples whose deepest frame outside the helper libraries (allocation, locks,
+    # strings, refcounts) is one of hotkernel's, charged to that frame. The inclusive share above also holds the
+    # original kernels a trampoline calls.
+    helpers = ("(libc.so", "(libstdc++.so", "(libc10.so", "(libm.so", "(ld-linux")
+    owned = {}
+    for stack, count in forward.items():
+        frames = stack.split(";")
+        i = len(frames) - 1
+        while i > 0 and any(h in frames[i] for h in helpers):
+            i -= 1
+        if "(libhotkernel" in frames[i]:
+            name = frames[i].split(" (")[0]
+            owned[name] = owned.get(name, 0) + count
     return {"samples": sum(stacks.values()), "forwardSamples": total,
             "hotkernelShare": round(hk / total, 4) if total else None,
-            "inclusive": shares(inclusive), "own": shares(own)}
+            "hotkernelOwnedShare": round(sum(owned.values()) / total, 4) if total else None,
+            "ownedBy": shares(owned), "inclusive": shares(inclusive), "own": shares(own)}
 
 
 def host_steps(fn, n):
