@@ -698,6 +698,12 @@ def env_number(name, default):
         return default
 
 
+def recorder_sampling():
+    """HOTKERNEL_SAMPLE as the library reads it: a probability in (0, 1], anything else the default 0.05."""
+    p = env_number("HOTKERNEL_SAMPLE", 0.05)
+    return p if p <= 1 else 0.05
+
+
 def max_abs_diff(a, b):
     d = (a.float() - b.float()).abs().max().item()
     return d if math.isfinite(d) else None  # JSON has no NaN / inf: None means non-finite
@@ -751,7 +757,7 @@ def run_model(name, spec, hk, timer, device, args):
     hot_calls = min(env_number("HOTKERNEL_HOT_CALLS", 50), 10_000)
     # Every variant is called at least once a step; x1.5 (x3 when sampled) covers the
     # recorder's sampling, whose estimate reaches HOT_CALLS after ~HOT_CALLS calls.
-    sample = env_number("HOTKERNEL_SAMPLE", 0.05)
+    sample = recorder_sampling()
     hot_steps = math.ceil(hot_calls * (1.5 if sample >= 1 else 3)) if hk else 0
     if args.smoke:
         hot_steps = min(hot_steps, 3)
@@ -1153,7 +1159,7 @@ def main():
                          "ops ranked by self CUDA time from torch.profiler (CPU and CUDA activities)",
                "reps": args.reps, "tuneTimeoutSeconds": args.tune_timeout, "environment": environment,
                # The recorder's sampling the arms ran with (the environment's, else the library's default).
-               "recorderSampling": env_number("HOTKERNEL_SAMPLE", 0.05) if hk else None,
+               "recorderSampling": recorder_sampling() if hk else None,
                "hotkernel": hk_top, "results": results, "seconds": round(time.perf_counter() - T0, 1)}
         if hk:
             doc["hotkernel"]["optimizer"] = hk.status().get("optimizer")

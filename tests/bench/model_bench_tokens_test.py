@@ -59,5 +59,23 @@ class DecoderMarginsTest(unittest.TestCase):
         self.assertEqual(out.tolist(), [[1, 1], [2, 2]])
 
 
+class RecorderSamplingTest(unittest.TestCase):
+    def test_given_each_setting_when_read_then_as_the_library_reads_it(self):
+        cases = {None: 0.05, "1": 1.0, "0.25": 0.25, "2": 0.05, "0": 0.05, "-1": 0.05, "x": 0.05, "nan": 0.05}
+        saved = os.environ.get("HOTKERNEL_SAMPLE")
+        try:
+            for value, want in cases.items():
+                if value is None:
+                    os.environ.pop("HOTKERNEL_SAMPLE", None)
+                else:
+                    os.environ["HOTKERNEL_SAMPLE"] = value
+                self.assertEqual(model_bench.recorder_sampling(), want, value)
+        finally:
+            if saved is None:
+                os.environ.pop("HOTKERNEL_SAMPLE", None)
+            else:
+                os.environ["HOTKERNEL_SAMPLE"] = saved
+
+
 if __name__ == "__main__":
     unittest.main()
