@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """model_bench.token_agreement on synthetic greedy decodes (no GPU, no model): per sequence the first step where the
 tokens differ from eager's, the sequences that agree throughout, and eager's top-1 minus top-2 logit at the first
-differences (the largest of them), which tells a near-tie flip from a wrong token; Decoder.run's margins."""
+differences (the largest of them), which tells a near-tie flip from a wrong token; Decoder.run's margins; the
+recorder's sampling the results report (recorder_sampling: HOTKERNEL_SAMPLE as the library reads it)."""
 import os
 import sys
 import unittest
