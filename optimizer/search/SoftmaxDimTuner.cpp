@@ -105,13 +105,12 @@ RowOpSpec softmaxDimSpec(SoftmaxOp op, int64_t inner) {
     return refs[0].to(at::kFloat).abs().nan_to_num_(0.0, 0.0, 0.0).mul_(b.relative).add_(b.absolute);
   };
   // Note [Middle-dim softmax bound]: the check against ATen allows ATen's own distance from float64 besides.
-  out.boundWithArgs = [log, inner, op](const at::Tensor& in, const RowOpArgs&, const std::vector<at::Tensor>& refs,
-                                       DType d) {
-    const SoftmaxFamily::Bound b =
-        log ? SoftmaxFamily::logSoftmaxTolerance(d) : SoftmaxFamily::softmaxBound(d, in.size(1) / inner);
-    const at::Tensor ref = refs[0].to(at::kDouble);
-    const at::Tensor own = (ref - atenSoftmaxMiddleDim(in.to(at::kDouble), op, inner)).abs_().nan_to_num_(0.0, 0.0, 0.0);
-    return ref.abs().nan_to_num_(0.0, 0.0, 0.0).mul_(b.relative).add_(b.absolute).add_(own).to(at::kFloat);
+  out.boundWithArgs = [familyBound = out.bound, inner, op](const at::Tensor& in, const RowOpArgs&,
+                                                           const std::vector<at::Tensor>& refs, DType d) {
+    const at::Tensor own = (refs[0].to(at::kDouble) - atenSoftmaxMiddleDim(in.to(at::kDouble), op, inner))
+                               .abs_()
+                               .nan_to_num_(0.0, 0.0, 0.0);
+    return familyBound(in, refs, d).add_(own.to(at::kFloat));
   };
   out.rowLocalBound = true;
   spec.outputs = {out};
