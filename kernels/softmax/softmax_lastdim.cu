@@ -20,6 +20,9 @@
 //               16-byte vectors: Note [Split streaming])
 //   HK_SMEM     (optional, default 0) 1: with HK_CLUSTER > 1 and 16-byte vectors, the slice is
 //               staged in dynamic shared memory instead of registers (Note [Shared-memory slices])
+//   HK_PIPE     (optional, default 0) 1: with HK_SMEM, two stages: the next row's slice is staged
+//               while the current one is reduced and written (Note [Pipelined slices] in
+//               kernels/src/SoftmaxSpace.cpp; the grid gives each cluster several rows)
 //   HK_LOG      (optional, default 0) 1: log_softmax instead of softmax
 // A row is served by HK_ROW_THREADS = HK_THREADS / HK_ROWS threads.
 //
@@ -331,6 +334,9 @@ extern "C" __global__ void HK_BOUNDS
 #ifndef HK_SMEM
 #define HK_SMEM 0
 #endif
+#ifndef HK_PIPE
+#define HK_PIPE 0
+#endif
 // Note [Rescaled split softmax]
 // Decode rows ([32, 128256]) fill the GPU with one wave of cluster CTAs that
 // all read, then all compute, then all write: the arithmetic between the
@@ -371,11 +377,16 @@ extern "C" __global__ void HK_BOUNDS
 #if HK_SMEM
 static_assert(HK_CLUSTER > 1 && HK_PACK_BYTES == 16 && HK_ITEMS > 0,
               "HK_SMEM needs a cluster, 16-byte vectors and items to stage");
+static_assert(HK_PIPE == 0 || HK_PIPE == 1, "HK_PIPE must be 0 or 1");
 __device__ __forceinline__ void hk_cp_async(void* smem, const void* gmem) {
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(gmem) : "memory");
 }
 __device__ __forceinline__ void hk_cp_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+// Pipelined stages: the copies issued since the last commit form a group; a
+// thread waits for all its groups but the newest (the next row's).
+__device__ __forceinline__ void hk_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void hk_cp_async_wait_prior() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 
 // Issues the copies of this thread's vectors of a row's slice [begin, end)
 // into `stage`; slots past the slice's end get -inf (Note [Lean softmax]: no
@@ -405,7 +416,9 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
     hk_softmax_lastdim(const void* in_, void* out_, long long rows, long long cols) {
   __shared__ float hk_buf[2][HK_THREADS / 32];
 #if HK_SMEM
-  extern __shared__ hk_pack hk_stage[];  // HK_ITEMS * HK_THREADS vectors (Note [Shared-memory slices])
+  // HK_ITEMS * HK_THREADS vectors (Note [Shared-memory slices]); twice that with HK_PIPE, the stage of row k
+  // of this CTA at (k & 1) * HK_ITEMS * HK_THREADS.
+  extern __shared__ hk_pack hk_stage[];
 #endif
   __shared__ hk_pushed_pairs hk_pairs;  // the cluster's pairs, pushed by every CTA (Note [Pushed cluster pairs])
 #if HK_ITEMS == 0
@@ -424,6 +437,14 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
   // Clusters are HK_CLUSTER consecutive CTAs; the grid is a multiple of HK_CLUSTER.
   const long long clusters = gridDim.x / HK_CLUSTER;
   hk_pushed_init(hk_pairs);
+#if HK_PIPE
+  // The first row's slice (Note [Pipelined slices]); each row then stages the next before it waits.
+  if (blockIdx.x / HK_CLUSTER < rows) {
+    hk_stage_slice(hk_stage, reinterpret_cast<const hk_pack*>(in + (blockIdx.x / HK_CLUSTER) * cols), begin, end,
+                   tid);
+  }
+  hk_cp_async_commit();
+#endif
   int k = 0;  // this CTA's rows so far
   for (long long row = blockIdx.x / HK_CLUSTER; row < rows; row += clusters) {
     // A next row (grids of more rows than clusters only): every warp has read
@@ -483,14 +504,26 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
     float m = mt;
     hk_row_pair(m, s, hk_buf[0], hk_buf[1]);
 #else
-#if HK_SMEM
+#if HK_PIPE
+    // This row's slice was staged one row ago; the next row's goes into the other stage, which this thread
+    // last read in the previous row's write pass (each thread stages and reads only its own vectors, and the
+    // barrier above ordered the previous row's accesses), then this thread waits for all but that group.
+    const hk_pack* const stage = hk_stage + (k & 1) * (HK_ITEMS * HK_THREADS);
+    if (row + clusters < rows) {
+      hk_stage_slice(hk_stage + ((k + 1) & 1) * (HK_ITEMS * HK_THREADS),
+                     reinterpret_cast<const hk_pack*>(in + (row + clusters) * cols), begin, end, tid);
+    }
+    hk_cp_async_commit();  // an empty group after the last row: complete at once
+    hk_cp_async_wait_prior();
+#elif HK_SMEM
+    const hk_pack* const stage = hk_stage;
     hk_stage_slice(hk_stage, src, begin, end, tid);
     hk_cp_async_wait();
 #endif
 #if HK_SMEM
-#define HK_ITEM_BEGIN(i)                               \
-  const hk_pack hk_p = hk_stage[(i) * HK_THREADS + tid]; \
-  float hk_f[HK_VEC];                                    \
+#define HK_ITEM_BEGIN(i)                             \
+  const hk_pack hk_p = stage[(i) * HK_THREADS + tid]; \
+  float hk_f[HK_VEC];                                  \
   hk_unpack(hk_p, hk_f);
 #define HK_X(i, j) hk_f[j]
 #else

@@ -24,6 +24,7 @@ nlohmann::json SoftmaxParams::toJson() const {
   nlohmann::json j = {{"threads", threads}, {"vec", vec}, {"items", items}, {"rowsPerCta", rowsPerCta}};
   if (cluster != 1) j["cluster"] = cluster;
   if (smem) j["smem"] = true;
+  if (clusterRows != 1) j["clusterRows"] = clusterRows;
   return j;
 }
 
@@ -50,6 +51,11 @@ SoftmaxParams SoftmaxParams::fromJson(const nlohmann::json& j) {
     HOTKERNEL_CHECK(j.at("smem").is_boolean(), "softmax params need a boolean 'smem': ", j.dump());
     p.smem = j.at("smem").get<bool>();
   }
+  if (j.contains("clusterRows")) {
+    HOTKERNEL_CHECK(j.at("clusterRows").is_number_integer(), "softmax params need an integer 'clusterRows': ",
+                    j.dump());
+    p.clusterRows = j.at("clusterRows").get<int>();
+  }
   return p;
 }
 
@@ -57,6 +63,7 @@ std::string SoftmaxParams::describe() const {
   return "threads=" + std::to_string(threads) + " vec=" + std::to_string(vec) + " items=" + std::to_string(items) +
          (rowsPerCta != 1 ? " rowsPerCta=" + std::to_string(rowsPerCta) : std::string()) +
          (cluster != 1 ? " cluster=" + std::to_string(cluster) : std::string()) +
+         (clusterRows != 1 ? " clusterRows=" + std::to_string(clusterRows) : std::string()) +
          (smem ? " (shared-memory-resident)" : items > 0 ? " (register-resident)" : " (streaming)");
 }
 

@@ -54,6 +54,7 @@ std::vector<std::string> SoftmaxFamily::compileOptions(DType dtype, const Softma
       "-DHK_ITEMS=" + std::to_string(p.items)};
   if (p.cluster != 1) options.push_back("-DHK_CLUSTER=" + std::to_string(p.cluster));
   if (p.smem) options.push_back("-DHK_SMEM=1");
+  if (p.clusterRows > 1) options.push_back("-DHK_PIPE=1");
   if (op == SoftmaxOp::LogSoftmax) options.push_back("-DHK_LOG=1");
   return options;
 }
@@ -62,12 +63,16 @@ LaunchGeometry SoftmaxFamily::launchGeometry(const SoftmaxVariant& v, const Soft
   constexpr int64_t kMaxGridX = std::numeric_limits<int32_t>::max();  // cuLaunchKernel's limit for gridDim.x
   LaunchGeometry g;
   const int64_t cluster = std::max(p.cluster, 1);
-  const int64_t ctas = p.rowsPerCta > 0 ? ceilDiv(v.rows, p.rowsPerCta) * cluster : v.rows * cluster;
+  const int64_t ctas = p.clusterRows > 1  ? ceilDiv(v.rows, p.clusterRows) * cluster
+                       : p.rowsPerCta > 0 ? ceilDiv(v.rows, p.rowsPerCta) * cluster
+                                          : v.rows * cluster;
   // A whole number of clusters (the kernel's clusters are `cluster` consecutive CTAs).
   g.gridX = static_cast<unsigned>(std::clamp<int64_t>(ctas, cluster, kMaxGridX / cluster * cluster));
   g.blockX = static_cast<unsigned>(p.threads);
-  g.sharedBytes = p.smem ? static_cast<unsigned>(p.threads * p.items * p.vec * static_cast<int>(elementSize(v.dtype)))
-                         : 0;
+  const int stages = p.clusterRows > 1 ? 2 : 1;  // Note [Pipelined slices]
+  g.sharedBytes =
+      p.smem ? static_cast<unsigned>(stages * p.threads * p.items * p.vec * static_cast<int>(elementSize(v.dtype)))
+             : 0;
   return g;
 }
 

@@ -44,6 +44,10 @@ constexpr int kClusterThreadChoices[] = {256, 512, 1024};
 constexpr int kSmemThreadChoices[] = {256, 512};
 constexpr int kSmemItemChoices[] = {1, 2, 3, 4, 6, 8, 12, 16};
 constexpr int kMaxSmemItems = 16;
+// Pipelined slices (Note [Pipelined slices] below): the most dynamic shared
+// memory the two stages may take (sm_90 gives a CTA 227 KB; the rest is left
+// to the kernel's static buffers).
+constexpr int64_t kMaxPipelinedStageBytes = 224 * 1024;
 // Slices streamed twice (Note [Split streaming] in the template): CTA sizes;
 // 16-byte vectors only (the L2 hints need them).
 constexpr int kSplitStreamThreadChoices[] = {512, 1024};
@@ -72,11 +76,19 @@ namespace detail {
 bool isSoftmaxPoint(DType dtype, const SoftmaxParams& p) {
   if (!isPowerOfTwo(p.vec) || p.vec > maxVec(dtype)) return false;
   if (p.smem) {
+    if (p.clusterRows != 1) {
+      if (!contains(std::begin(SoftmaxFamily::kPipelinedClusterRows), std::end(SoftmaxFamily::kPipelinedClusterRows),
+                    p.clusterRows)) {
+        return false;
+      }
+      if (2 * static_cast<int64_t>(p.threads) * p.items * 16 > kMaxPipelinedStageBytes) return false;
+    }
     return p.cluster != 1 && contains(std::begin(kClusterChoices), std::end(kClusterChoices), p.cluster) &&
            p.rowsPerCta == 1 && p.vec == maxVec(dtype) &&
            contains(std::begin(kSmemThreadChoices), std::end(kSmemThreadChoices), p.threads) && p.items >= 1 &&
            p.items <= kMaxSmemItems;
   }
+  if (p.clusterRows != 1) return false;  // pipelining is of staged slices only
   if (p.cluster != 1 && p.items == 0) {
     return contains(std::begin(kClusterChoices), std::end(kClusterChoices), p.cluster) && p.rowsPerCta == 1 &&
            p.vec == maxVec(dtype) &&
@@ -140,6 +152,26 @@ std::vector<SoftmaxParams> streamingPoints(const SoftmaxVariant& v, int vec) {
 // tightStaged: `p` with the fewest items that hold a slice of `slice` vectors.
 SoftmaxParams tightStaged(SoftmaxParams p, int64_t slice) {
   p.items = static_cast<int>(std::max<int64_t>(1, ceilDiv(slice, p.threads)));
+  return p;
+}
+
+// Note [Pipelined slices]
+// A staged point's CTA loads its slice, waits for all of it, reduces it,
+// waits at the cluster's exchange and writes it out: its loads and its writes
+// never overlap, and a cluster a row means the GPU starts a new cluster of
+// 16 CTAs, which needs 16 free CTA slots on one GPC at once, for every row.
+// Many rows of a length only a 16-CTA cluster stages (float32 [4096,
+// 400000]) reach about 82% of the copy bandwidth that way on the H200
+// (docs/design/softmax.md). A pipelined point serves clusterRows rows per
+// cluster in turn and stages the next row's slice in a second buffer while
+// the current one is reduced and written, so each SM has loads in flight
+// at every barrier, and 4 or 16 times fewer clusters are started. Its
+// arithmetic is the staged point's: the outputs are the same bits. Offered
+// for many rows, as the twin (4 rows a cluster) of each staged point whose
+// two stages fit (16 rows a cluster is one step of the search's variant axis
+// away: FamilyPoint::variant carries clusterRows).
+SoftmaxParams pipelined(SoftmaxParams p, int clusterRows) {
+  p.clusterRows = clusterRows;
   return p;
 }
 
@@ -238,6 +270,11 @@ std::vector<SoftmaxParams> clusterPoints(const SoftmaxVariant& v, int vec) {
   std::stable_sort(staged.begin(), staged.end(), [](const SoftmaxParams& a, const SoftmaxParams& b) {
     return a.threads * a.items < b.threads * b.items;
   });
+  // Each staged point's pipelined twin right after it (Note [Pipelined slices]).
+  for (size_t i = 0; i < staged.size(); ++i) {
+    const SoftmaxParams twin = pipelined(staged[i], SoftmaxFamily::kPipelinedClusterRows[0]);
+    if (SoftmaxFamily::guardParams(v, twin)) staged.insert(staged.begin() + static_cast<std::ptrdiff_t>(++i), twin);
+  }
   staged.insert(staged.end(), registers.begin(), registers.end());
   // Long rows: the split-streaming points first (Note [Split streaming]), in
   // the order measured on the H200 (bf16 and fp32 [8192, 128256]): 512 x

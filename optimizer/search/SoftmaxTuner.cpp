@@ -342,7 +342,8 @@ FamilyTuneSpec softmaxTuneSpec(const SoftmaxVariant& v, int device, const TunerO
   // family's guesses for this variant.
   const RowOpSpec spec = softmaxSpec(op);
   auto toFamilyPoint = [](const SoftmaxParams& p) {
-    return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, p.cluster, p.smem ? 1 : 0};
+    // variant: 0 registers or streaming, 1 staged, k > 1 staged and pipelined over k rows a cluster.
+    return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, p.cluster, !p.smem ? 0 : std::max(1, p.clusterRows)};
   };
   auto toParams = [](const FamilyPoint& p) {
     SoftmaxParams s;
@@ -352,6 +353,7 @@ FamilyTuneSpec softmaxTuneSpec(const SoftmaxVariant& v, int device, const TunerO
     s.items = p.items;
     s.cluster = p.cluster;
     s.smem = p.variant != 0;
+    s.clusterRows = p.variant > 1 ? p.variant : 1;
     return s;
   };
   FamilyTuneSpec fs;
@@ -373,6 +375,16 @@ FamilyTuneSpec softmaxTuneSpec(const SoftmaxVariant& v, int device, const TunerO
     fs.seeds.push_back(toFamilyPoint(p));
     // A seed outside the listed points (a tight staged slice: Note [Tight staged slices]) is searched too.
     if (listed.insert(fs.seeds.back().toSearchPoint()).second) fs.validPoints.push_back(fs.seeds.back());
+    // So are a staged seed's pipelined twins with every count of rows a cluster (the space seeds the first:
+    // Note [Pipelined slices]), one step of the variant axis from it.
+    for (int clusterRows : SoftmaxFamily::kPipelinedClusterRows) {
+      if (!p.smem) break;
+      SoftmaxParams twin = p;
+      twin.clusterRows = clusterRows;
+      if (SoftmaxFamily::guardParams(v, twin) && listed.insert(toFamilyPoint(twin).toSearchPoint()).second) {
+        fs.validPoints.push_back(toFamilyPoint(twin));
+      }
+    }
   }
   // The harness holds about eight row buffers at once, the timed calls two
   // inputs and two checked outputs besides theirs: a variant whose rows do not

@@ -178,6 +178,12 @@ TEST(SoftmaxGpuTest, GivenClusterAndLogPointsWhenRunThroughTheHarnessThenAllFive
     tight.smem = true;
     cases.push_back({kernels::SoftmaxOp::Softmax, {DType::Float32, 3, 400000}, tight});
     cases.push_back({kernels::SoftmaxOp::LogSoftmax, {DType::Float32, 2, 400000}, tight});
+    // Its pipelined twins (Note [Pipelined slices]): one cluster serves the harness's rows in turn.
+    kernels::SoftmaxParams piped = tight;
+    piped.clusterRows = 4;
+    cases.push_back({kernels::SoftmaxOp::Softmax, {DType::Float32, 7, 400000}, piped});
+    piped.clusterRows = 16;
+    cases.push_back({kernels::SoftmaxOp::LogSoftmax, {DType::Float32, 5, 400000}, piped});
     // Split streaming (Note [Split streaming]).
     cases.push_back({kernels::SoftmaxOp::Softmax, {DType::BFloat16, 300, 65536}, {1024, 8, 0, 1, 4}});
     cases.push_back({kernels::SoftmaxOp::Softmax, {DType::Float16, 2, 128256}, {512, 8, 0, 1, 16}});
@@ -255,6 +261,67 @@ TEST(SoftmaxGpuTest, GivenClusterPointsWhenTheGridHoldsFewerClustersThanRowsThen
     for (unsigned clusters : {1u, 2u, 3u}) {
       const at::Tensor got = run(clusters);
       EXPECT_TRUE(got.equal(full)) << clusters << " clusters: max difference " << maxErr(got, full);
+    }
+  }
+}
+
+// Note [Pipelined slices]: a pipelined point computes what its staged twin computes, row by row, with the next
+// row's slice staged while the current one is reduced and written; rows the grid gives a cluster in turn (4 and
+// 16, and a last cluster with fewer), in place too, softmax and log_softmax: the staged twin's bits.
+TEST(SoftmaxGpuTest, GivenAPipelinedPointWhenRunThenTheSameBitsAsItsStagedTwin) {
+  REQUIRE_CUDA();
+  const DeviceInfo info = queryDevice(0);
+  if (info.ccMajor < 9) GTEST_SKIP() << "thread-block clusters need sm_90";
+  struct Case {
+    kernels::SoftmaxOp op;
+    kernels::SoftmaxVariant v;
+    kernels::SoftmaxParams staged;
+  };
+  kernels::SoftmaxParams tight{512, 4, 13, 1, 16};
+  tight.smem = true;
+  kernels::SoftmaxParams bf16{256, 8, 4, 1, 4};
+  bf16.smem = true;
+  const std::vector<Case> cases = {
+      {kernels::SoftmaxOp::Softmax, {DType::Float32, 37, 400000}, tight},
+      {kernels::SoftmaxOp::LogSoftmax, {DType::Float32, 21, 399996}, tight},
+      {kernels::SoftmaxOp::Softmax, {DType::BFloat16, 131, 20000}, bf16},
+      {kernels::SoftmaxOp::LogSoftmax, {DType::BFloat16, 70, 32000}, bf16},
+  };
+  auto load = [&](const Case& c, const kernels::SoftmaxParams& p) {
+    const std::string cubin = compileToCubin(SoftmaxFamily::source(), "softmax.cu", info.nvrtcArch(),
+                                             SoftmaxFamily::compileOptions(c.v.dtype, p, c.op))
+                                  .cubin;
+    const kernels::LaunchGeometry g = SoftmaxFamily::launchGeometry(c.v, p);
+    return CudaKernelLauncher::load(0, cubin, SoftmaxFamily::kKernelName,
+                                    LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
+                                    SoftmaxFamily::requiredAlignment(c.v.dtype, p), p.describe());
+  };
+  for (const Case& c : cases) {
+    const at::Tensor x = (at::randn({c.v.rows, c.v.cols}, at::kCUDA) * 5).to(scalar(c.v.dtype));
+    auto run = [&](const std::shared_ptr<CudaKernelLauncher>& launcher, const at::Tensor& in, at::Tensor out) {
+      EXPECT_TRUE(launcher->launch(RowKernelArgs{in.const_data_ptr(), out.mutable_data_ptr(), c.v.rows, c.v.cols},
+                                   at::cuda::getCurrentCUDAStream().stream()));
+      at::cuda::getCurrentCUDAStream().synchronize();
+      return out;
+    };
+    ASSERT_TRUE(SoftmaxFamily::guardParams(c.v, c.staged));
+    const at::Tensor want = run(load(c, c.staged), x, at::full_like(x, std::numeric_limits<float>::quiet_NaN()));
+    ASSERT_FALSE(want.isnan().any().item<bool>());
+    const at::Tensor aten = c.op == kernels::SoftmaxOp::Softmax ? at::cuda::_softmax(x, -1, false)
+                                                                : at::cuda::_log_softmax(x, -1, false);
+    if (c.op == kernels::SoftmaxOp::Softmax) EXPECT_LE(maxErr(want, aten), SoftmaxFamily::tolerance(c.v.dtype, c.v.cols));
+    for (int clusterRows : SoftmaxFamily::kPipelinedClusterRows) {
+      kernels::SoftmaxParams piped = c.staged;
+      piped.clusterRows = clusterRows;
+      SCOPED_TRACE(std::string(kernels::softmaxOpName(c.op)) + " " + kernels::dtypeName(c.v.dtype) + " " +
+                   std::to_string(c.v.rows) + "x" + std::to_string(c.v.cols) + " " + piped.describe());
+      ASSERT_TRUE(SoftmaxFamily::guardParams(c.v, piped));
+      const auto launcher = load(c, piped);
+      const at::Tensor got = run(launcher, x, at::full_like(x, std::numeric_limits<float>::quiet_NaN()));
+      EXPECT_TRUE(got.equal(want)) << "max difference " << maxErr(got, want);
+      const at::Tensor inPlace = x.clone();
+      run(launcher, inPlace, inPlace);
+      EXPECT_TRUE(inPlace.equal(want)) << "in place: max difference " << maxErr(inPlace, want);
     }
   }
 }

@@ -55,14 +55,23 @@ struct Traits<SoftmaxFamily> {
   // The spaces the optimizer asks for: any GPU, and sm_90 (clusters).
   static constexpr int kComputeCapabilities[] = {0, 90};
   static std::vector<Params> space(const Variant& v, int cc) { return SoftmaxFamily::parameterSpace(v, cc); }
-  // Every option set a point compiles under (the ops the template serves).
+  // Every option set a point compiles under (the ops the template serves); a staged point's also as its
+  // pipelined twin (a seed the space adds beside the listed points: Note [Pipelined slices]).
   static std::vector<std::vector<std::string>> optionSets(DType d, const Params& p) {
-    return {SoftmaxFamily::compileOptions(d, p), SoftmaxFamily::compileOptions(d, p, SoftmaxOp::LogSoftmax)};
+    std::vector<std::vector<std::string>> out = {SoftmaxFamily::compileOptions(d, p),
+                                                 SoftmaxFamily::compileOptions(d, p, SoftmaxOp::LogSoftmax)};
+    Params piped = p;
+    piped.clusterRows = SoftmaxFamily::kPipelinedClusterRows[0];
+    if (p.smem && SoftmaxFamily::guardParams({d, 1, p.cluster * p.threads * p.items * p.vec}, piped)) {
+      out.push_back(SoftmaxFamily::compileOptions(d, piped));
+    }
+    return out;
   }
   static std::vector<std::string> options(const Variant& v, const Params& p) {
     return SoftmaxFamily::compileOptions(v.dtype, p);
   }
   static int cluster(const Params& p) { return p.cluster; }
+  static int clusterRows(const Params& p) { return p.clusterRows; }
   static int minComputeCapability(const Params& p) { return p.minComputeCapability(); }
 };
 
@@ -75,6 +84,7 @@ struct NormTraitsBase {
   static constexpr int kComputeCapabilities[] = {0};
   static std::vector<Params> space(const Variant& v, int) { return Family::parameterSpace(v); }
   static int cluster(const Params&) { return 1; }
+  static int clusterRows(const Params&) { return 1; }
   static int minComputeCapability(const Params&) { return 0; }
 };
 
@@ -138,6 +148,7 @@ struct Traits<CrossEntropyFamily> {
     return CrossEntropyFamily::compileOptions(v.dtype, p, v.reduction);
   }
   static int cluster(const Params& p) { return p.cluster; }
+  static int clusterRows(const Params&) { return 1; }
   static int minComputeCapability(const Params& p) { return p.minComputeCapability(); }
 };
 
@@ -165,6 +176,7 @@ struct Traits<ReduceFamily> {
     return ReduceFamily::compileOptions(v.dtype, p, v.op);
   }
   static int cluster(const Params&) { return 1; }
+  static int clusterRows(const Params&) { return 1; }
   static int minComputeCapability(const Params&) { return 0; }
 };
 
@@ -230,7 +242,7 @@ class FamilyConformanceTest : public ::testing::Test {
     if (g.gridX < 1 || g.gridX > kMaxGridX || g.gridX % cluster != 0) return fail() << "grid out of range";
     if (g.sharedBytes > kMaxSharedOptIn) return fail() << "more dynamic shared memory than the H200 allows";
     // The grid covers the rows, or is as large as a launch can be (the kernel strides).
-    const int64_t rowsCovered = static_cast<int64_t>(g.gridX) / cluster * p.rowsPerCta;
+    const int64_t rowsCovered = static_cast<int64_t>(g.gridX) / cluster * p.rowsPerCta * T::clusterRows(p);
     if (rowsCovered < v.rows && static_cast<int64_t>(g.gridX) + cluster <= kMaxGridX) {
       return fail() << "the grid covers " << rowsCovered << " rows";
     }

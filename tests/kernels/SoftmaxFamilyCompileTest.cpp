@@ -115,6 +115,15 @@ TEST(SoftmaxFamilyCompileTest, GivenEveryPointOfEveryDTypeWhenCompiledForSm90aTh
     tight.smem = true;
     jobs.push_back({d, tight, "sm_90a"});
   }
+  // Pipelined slices (Note [Pipelined slices]): the tight float32 point and a bf16 staged point
+  // (clusterRows changes the grid only: one compile each covers both counts).
+  for (const auto& [d, p] : {std::pair{DType::Float32, SoftmaxParams{512, 4, 13, 1, 16}},
+                             std::pair{DType::BFloat16, SoftmaxParams{256, 8, 8, 1, 4}}}) {
+    SoftmaxParams piped = p;
+    piped.smem = true;
+    piped.clusterRows = 4;
+    jobs.push_back({d, piped, "sm_90a"});
+  }
   const std::vector<Result> results = compileAll(jobs);
   expectAllCompiledWithoutSpills(jobs, results);
 

@@ -325,6 +325,52 @@ TEST(SoftmaxFamilyTest, GivenRowsNoPortableClusterStagesWhenAskedForTheSpaceThen
   for (const P& p : SoftmaxFamily::parameterSpace({DType::BFloat16, 8192, 128256}, 90)) EXPECT_LE(p.cluster, 8);
 }
 
+// Note [Pipelined slices]: many rows get each staged point's pipelined twin (4 rows a cluster) right after it; the
+// twin takes two stages of shared memory, a quarter of the clusters and the define; the whitelist takes 4 and 16
+// rows a cluster of staged points whose two stages fit, nothing else.
+TEST(SoftmaxFamilyTest, GivenManyRowsOfAStagedLengthWhenAskedForTheSpaceThenEachStagedPointHasItsPipelinedTwin) {
+  const V many{DType::Float32, 4096, 400000};
+  const std::vector<P> space = SoftmaxFamily::parameterSpace(many, 90);
+  P tight{512, 4, 13, 1, 16};
+  tight.smem = true;
+  P piped = tight;
+  piped.clusterRows = 4;
+  const auto at = std::find(space.begin(), space.end(), tight);
+  ASSERT_NE(at, space.end());
+  ASSERT_NE(at + 1, space.end());
+  EXPECT_EQ(*(at + 1), piped);
+  const LaunchGeometry g = SoftmaxFamily::launchGeometry(many, piped);
+  EXPECT_EQ(g.sharedBytes, 2u * 512 * 13 * 16);
+  EXPECT_EQ(g.gridX, 4096u / 4 * 16);
+  EXPECT_EQ(SoftmaxFamily::launchGeometry({DType::Float32, 4097, 400000}, piped).gridX, (4096u / 4 + 1) * 16);
+  const std::vector<std::string> options = SoftmaxFamily::compileOptions(DType::Float32, piped);
+  EXPECT_NE(std::find(options.begin(), options.end(), "-DHK_PIPE=1"), options.end());
+  const std::vector<std::string> plain = SoftmaxFamily::compileOptions(DType::Float32, tight);
+  EXPECT_EQ(std::find(plain.begin(), plain.end(), "-DHK_PIPE=1"), plain.end());
+  // The whitelist: 4 and 16 rows a cluster, staged points only, two stages within 224 KB.
+  P sixteen = piped;
+  sixteen.clusterRows = 16;
+  EXPECT_TRUE(SoftmaxFamily::guardParams(many, sixteen));
+  P two = piped;
+  two.clusterRows = 2;
+  EXPECT_FALSE(SoftmaxFamily::guardParams(many, two));
+  P registers{1024, 4, 4, 1, 16};
+  ASSERT_TRUE(SoftmaxFamily::guardParams({DType::Float32, 3, 100000}, registers));
+  registers.clusterRows = 4;
+  EXPECT_FALSE(SoftmaxFamily::guardParams({DType::Float32, 3, 100000}, registers));
+  P wide = smemPoint(512, 4, 16, 16);  // 128 KB a stage: two do not fit
+  ASSERT_TRUE(SoftmaxFamily::guardParams(many, wide));
+  wide.clusterRows = 4;
+  EXPECT_FALSE(SoftmaxFamily::guardParams(many, wide));
+  // Few rows (a row per cluster already leaves nothing to pipeline) get none; nor do the listed points.
+  for (const P& p : SoftmaxFamily::parameterSpace({DType::Float32, 32, 400000}, 90)) EXPECT_EQ(p.clusterRows, 1);
+  for (DType d : kAllDTypes) {
+    for (const P& p : SoftmaxFamily::allParameterPoints(d)) EXPECT_EQ(p.clusterRows, 1) << p.describe();
+  }
+  // A pipelined twin is only offered where it fits and is valid.
+  for (const P& p : space) EXPECT_TRUE(SoftmaxFamily::guardParams(many, p)) << p.describe();
+}
+
 TEST(SoftmaxFamilyTest, GivenAClusterPointWhenAskedForGeometryThenClusterCtasPerRowInWholeClusters) {
   const LaunchGeometry g = SoftmaxFamily::launchGeometry({DType::BFloat16, 8192, 128256}, P{1024, 8, 4, 1, 4});
   EXPECT_EQ(g.gridX, 8192u * 4);
@@ -541,6 +587,14 @@ TEST(SoftmaxFamilyTest, GivenParamsWhenJsonRoundTrippedThenTheirTextAndDefaults)
   EXPECT_EQ((P{256, 8, 4, 1, 16}.toJson().dump()), R"({"cluster":16,"items":4,"rowsPerCta":1,"threads":256,"vec":8})");
   EXPECT_EQ(P::fromJson(nlohmann::json::parse(P{256, 8, 4, 1, 16}.toJson().dump())), (P{256, 8, 4, 1, 16}));
   EXPECT_EQ(P::fromJson(nlohmann::json::parse(smemPoint(256, 8, 4, 16).toJson().dump())), smemPoint(256, 8, 4, 16));
+  P piped = smemPoint(512, 4, 13, 16);
+  piped.clusterRows = 4;
+  EXPECT_EQ(piped.toJson().dump(),
+            R"({"cluster":16,"clusterRows":4,"items":13,"rowsPerCta":1,"smem":true,"threads":512,"vec":4})");
+  EXPECT_EQ(P::fromJson(nlohmann::json::parse(piped.toJson().dump())), piped);
+  EXPECT_THROW(P::fromJson({{"threads", 512}, {"vec", 4}, {"items", 13}, {"clusterRows", "4"}}), Error);
+  // Entries written before clusterRows existed read as a row a cluster.
+  EXPECT_EQ(P::fromJson(smemPoint(512, 4, 13, 16).toJson()).clusterRows, 1);
   // Entries written before rowsPerCta existed read as one row per CTA.
   EXPECT_EQ(P::fromJson({{"threads", 512}, {"vec", 8}, {"items", 8}}), (P{512, 8, 8, 1}));
 }
@@ -556,6 +610,9 @@ TEST(SoftmaxFamilyTest, GivenParamsWhenDescribedThenNamesEveryFieldAndTheAlgorit
   EXPECT_EQ(P({128, 8, 1, 8}).describe(), "threads=128 vec=8 items=1 rowsPerCta=8 (register-resident)");
   EXPECT_EQ(smemPoint(256, 8, 8, 8).describe(), "threads=256 vec=8 items=8 cluster=8 (shared-memory-resident)");
   EXPECT_EQ(P({256, 8, 4, 1, 16}).describe(), "threads=256 vec=8 items=4 cluster=16 (register-resident)");
+  P piped = smemPoint(512, 4, 13, 16);
+  piped.clusterRows = 4;
+  EXPECT_EQ(piped.describe(), "threads=512 vec=4 items=13 cluster=16 clusterRows=4 (shared-memory-resident)");
 }
 
 // (The template's path, entry point and prelude: FamilyConformanceTest.)

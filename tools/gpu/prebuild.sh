@@ -3,11 +3,14 @@
 # binaries in GPU_TESTS) run (HOTKERNEL_PREBUILT_DIR), built here against the project venv's torch: a device call that
 # carries `.deps` then skips the build.
 #   tools/gpu/prebuild.sh            (build folder: $HOTKERNEL_BUILD_DIR or build/)
+# HOTKERNEL_PREBUILT_GPU_TESTS: the GPU test binaries to carry, space-separated (default the list below; a call
+#   carries at most 64 MiB, so a few at a time).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${HOTKERNEL_BUILD_DIR:-$ROOT/build}"
 GPU_TESTS=(cupti_gpu_tests mm_pad_runtime_gpu_tests sdpa_runtime_gpu_tests softmax_dim_gpu_tests reduce_dim_runtime_gpu_tests
            reduce_pair_runtime_gpu_tests chain_gpu_tests chain_tuner_gpu_tests fusion_engine_gpu_tests)
+if [ -n "${HOTKERNEL_PREBUILT_GPU_TESTS:-}" ]; then read -r -a GPU_TESTS <<<"$HOTKERNEL_PREBUILT_GPU_TESTS"; fi
 TARGETS=(fusion_fuzz_gpu fusion_fuzz hotkernel_cli "${GPU_TESTS[@]}" chain_kernel_tool hotkernel hotkernel_preload)
 cmake --build "$BUILD" -j "${HOTKERNEL_JOBS:-2}" --target "${TARGETS[@]}"
 DEST="$ROOT/.deps/prebuilt"

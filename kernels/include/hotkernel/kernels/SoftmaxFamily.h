@@ -62,6 +62,9 @@ struct SoftmaxParams {
                        // 1024 threads, 16-byte vectors; "split streaming")
   bool smem = false;   // with cluster > 1: the slice staged in shared memory (cp.async, 16-byte vectors)
                        // instead of registers: `items` vectors a thread, threads * items * 16 bytes a CTA
+  int clusterRows = 1;  // with smem: rows each cluster serves in turn; > 1 (4 or 16): the next row's slice is
+                        // staged while the current one is normalized, in a second buffer (twice the shared
+                        // memory; Note [Pipelined slices] in src/SoftmaxSpace.cpp)
 
   int rowThreads() const { return threads / rowsPerCta; }
   bool registerResident() const { return items > 0; }
@@ -69,28 +72,30 @@ struct SoftmaxParams {
   int minComputeCapability() const { return cluster > 1 ? 90 : 0; }
   bool operator==(const SoftmaxParams& o) const {
     return threads == o.threads && vec == o.vec && items == o.items && rowsPerCta == o.rowsPerCta &&
-           cluster == o.cluster && smem == o.smem;
+           cluster == o.cluster && smem == o.smem && clusterRows == o.clusterRows;
   }
   bool operator!=(const SoftmaxParams& o) const { return !(*this == o); }
 
-  // {"items":8,"rowsPerCta":1,"threads":512,"vec":8}, plus "cluster" when it is not 1 and
-  // "smem":true when set.
+  // {"items":8,"rowsPerCta":1,"threads":512,"vec":8}, plus "cluster" and "clusterRows" when they are not 1
+  // and "smem":true when set.
   nlohmann::json toJson() const;
   // Throws Error unless `j` is an object with integer threads, vec and items
-  // (and rowsPerCta and cluster, 1 when absent; a boolean smem, false when
-  // absent). Does not check validity: guardParams does.
+  // (and rowsPerCta, cluster and clusterRows, 1 when absent; a boolean smem,
+  // false when absent). Does not check validity: guardParams does.
   static SoftmaxParams fromJson(const nlohmann::json& j);
   // "threads=512 vec=8 items=8 (register-resident)",
   // "threads=128 vec=8 items=1 rowsPerCta=8 (register-resident)",
   // "threads=1024 vec=8 items=2 cluster=8 (register-resident)",
   // "threads=256 vec=8 items=8 cluster=8 (shared-memory-resident)",
+  // "threads=512 vec=4 items=13 cluster=16 clusterRows=4 (shared-memory-resident)",
   // "threads=1024 vec=8 items=0 cluster=4 (streaming)"
   std::string describe() const;
 };
 
 // How to launch one compiled point for one variant. sharedBytes is the
 // dynamic shared memory: the staged slice of a shared-memory-resident point
-// (threads * items * 16 bytes, the same for every variant), else 0.
+// (threads * items * 16 bytes, twice that when pipelined; the same for every
+// variant), else 0.
 struct LaunchGeometry {
   unsigned gridX = 1;
   unsigned blockX = 1;
@@ -109,6 +114,10 @@ class SoftmaxFamily {
   // __launch_bounds__(threads) allows, so that ptxas does not spill
   // (SoftmaxFamilyCompileTest checks the ptxas report of every point).
   static constexpr int kRegisterFileElements = 32768;
+  // The rows a pipelined staged point's cluster serves in turn (SoftmaxParams::clusterRows; Note [Pipelined
+  // slices] in src/SoftmaxSpace.cpp): the space offers the first as each staged point's twin, the tuner searches
+  // both.
+  static constexpr int kPipelinedClusterRows[] = {4, 16};
 
   // Whether the family can serve the variant at all: rows >= 1, 1 <= cols <= kMaxCols,
   // rows * cols without overflow.
@@ -148,8 +157,9 @@ class SoftmaxFamily {
   static std::vector<std::string> compileOptions(DType dtype, const SoftmaxParams& p,
                                                  SoftmaxOp op = SoftmaxOp::Softmax);
 
-  // One CTA of `threads` per `rowsPerCta` rows, or `cluster` CTAs per row; the
-  // kernel strides over rows when they exceed the grid limit.
+  // One CTA of `threads` per `rowsPerCta` rows, or `cluster` CTAs per row (per
+  // `clusterRows` rows when pipelined); the kernel strides over rows when they
+  // exceed the grid.
   static LaunchGeometry launchGeometry(const SoftmaxVariant& v, const SoftmaxParams& p);
 
   // Ideal DRAM traffic: the input read once and the output written once.

@@ -29,7 +29,8 @@ namespace hotkernel {
 struct FamilyPoint {
   int threads = 0, rowsPerCta = 1, vec = 1, items = 0, cluster = 1;
   // 1: the family's other kernel at the same geometry (the architecture tier's flag): softmax's slice
-  // staged in shared memory (SoftmaxParams::smem); 0 for cross_entropy, the norms and reductions.
+  // staged in shared memory (SoftmaxParams::smem), and k > 1 staged and pipelined over k rows a cluster
+  // (SoftmaxParams::clusterRows); 0 for cross_entropy, the norms and reductions.
   int variant = 0;
   SearchPoint toSearchPoint() const;
   static FamilyPoint fromSearchPoint(const SearchPoint& p);
