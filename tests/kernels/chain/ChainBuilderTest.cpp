@@ -411,6 +411,13 @@ TEST(ChainBuilderTest, GivenACloneOfAHeadViewWhenBuiltThenItIsARelayoutCopyAndOt
     EXPECT_TRUE(isRelayoutCopy(buildChain(clone, {{1, head}, {2, preserved}}, {2}, ChainBuildOptions{true})));
     expectRefused(clone, m, "strides");
   }
+  // The attention output's transpose back (GPT-2's merge of the heads: [b, h, s, d] viewed as [b, s, h, d],
+  // reshape's contiguous clone) is one too.
+  const TensorMeta merged{"float16", {b, s, h, d}, {h * s * d, d, s * d, 1}};
+  const ChainBuild back = buildChain(contiguousClone, {{1, merged}, {2, contiguous("float16", {b, s, h, d})}}, {2},
+                                     ChainBuildOptions{true});
+  ASSERT_TRUE(back.ok()) << back.reason;
+  EXPECT_TRUE(isRelayoutCopy(back));
   // A clone of a contiguous value changes no layout: a chain, but no relayout copy.
   const TensorMetas dense = {{1, contiguous("float16", {b, h, s, d})}, {2, contiguous("float16", {b, h, s, d})}};
   const ChainBuild plain = buildChain(contiguousClone, dense, {2}, ChainBuildOptions{true});
