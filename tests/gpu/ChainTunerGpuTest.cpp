@@ -289,15 +289,15 @@ TEST(ChainTunerGpuTest, GivenInfiniteLayerNormWeightsWhenRunFusedThenInfinitiesD
       const at::Tensor sum = ref[0].to(at::kDouble);
       const at::Tensor mean = sum.mean(-1, true);
       const at::Tensor z = (sum - mean) / (sum - mean).pow(2).mean(-1, true).sqrt();
-      const at::Tensor near = z.abs().lt(1e-5);
+      const at::Tensor near = z.abs().lt(1e-4);
       EXPECT_FALSE((differ & near.logical_not()).any().item<bool>())
-          << "seed " << seed << ": an infinity of another sign where |x - mean| / std >= 1e-5, largest such |z| "
+          << "seed " << seed << ": an infinity of another sign where |x - mean| / std >= 1e-4, largest such |z| "
           << z.abs().masked_select(differ).max().item<double>();
       flips += differ.sum().item<int64_t>();
       elements += w.isinf().sum().item<int64_t>() * kRows;
     }
   }
-  std::printf("[infinite weights] %lld of %lld infinite outputs of another sign than ATen's (all at |z| < 1e-5)\n",
+  std::printf("[infinite weights] %lld of %lld infinite outputs of another sign than ATen's (all at |z| < 1e-4)\n",
               static_cast<long long>(flips), static_cast<long long>(elements));
 }
 
