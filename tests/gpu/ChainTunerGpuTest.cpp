@@ -283,21 +283,22 @@ TEST(ChainTunerGpuTest, GivenInfiniteLayerNormWeightsWhenRunFusedThenInfinitiesD
       c10::cuda::getCurrentCUDAStream(0).synchronize();
       EXPECT_TRUE(at::equal(got[0], ref[0])) << "the residual sum";
       const at::Tensor g = got[1].to(at::kFloat), r = ref[1].to(at::kFloat);
-      EXPECT_TRUE(at::equal(g.isnan(), r.isnan())) << "seed " << seed;
-      const at::Tensor differ = (g.isinf() | r.isinf()) & g.ne(r) & g.isnan().logical_not();
+      // An infinity of the other sign, or NaN on one side only (0 * inf where one mean makes x - mean exactly 0).
+      const at::Tensor differ =
+          ((g.isinf() | r.isinf()) & g.ne(r) & g.isnan().logical_not()) | g.isnan().ne(r.isnan());
       // The normalized value in float64 from the residual sum as stored (bf16), in units of the row's std.
       const at::Tensor sum = ref[0].to(at::kDouble);
       const at::Tensor mean = sum.mean(-1, true);
       const at::Tensor z = (sum - mean) / (sum - mean).pow(2).mean(-1, true).sqrt();
       const at::Tensor near = z.abs().lt(1e-4);
       EXPECT_FALSE((differ & near.logical_not()).any().item<bool>())
-          << "seed " << seed << ": an infinity of another sign where |x - mean| / std >= 1e-4, largest such |z| "
+          << "seed " << seed << ": an infinity of another sign (or a NaN) where |x - mean| / std >= 1e-4, largest such |z| "
           << z.abs().masked_select(differ).max().item<double>();
       flips += differ.sum().item<int64_t>();
       elements += w.isinf().sum().item<int64_t>() * kRows;
     }
   }
-  std::printf("[infinite weights] %lld of %lld infinite outputs of another sign than ATen's (all at |z| < 1e-4)\n",
+  std::printf("[infinite weights] %lld of %lld infinite outputs not ATen's (all at |z| < 1e-4)\n",
               static_cast<long long>(flips), static_cast<long long>(elements));
 }
 
