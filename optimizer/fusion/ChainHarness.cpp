@@ -190,20 +190,36 @@ std::vector<ChainReferenceInput> mapTensors(const std::vector<ChainReferenceInpu
 // one in 24 rows at most for Full and Row inputs (reductions spread a NaN
 // over its row; a broadcast element reaches every row that reads it), one
 // element of a Column input.
+// Note [Infinite broadcast inputs]
+// A chain with reductions may multiply a broadcast input by a value a
+// reduction centred (layer_norm's (sum - mean) * rstd * w): an infinite w
+// then gives each row an infinity with the sign of that value. A fused
+// kernel centres its intermediates as computed in float32 (it rounds outputs
+// and casts, not what they feed: Note [Interpreter modes tolerance]), eager
+// the 16-bit values it stored, and where the rounding moves a value across
+// the row's mean the signs differ (or one side is exactly 0 and gives NaN):
+// both within the chain's tolerance before the infinity, neither wrong
+// (ChainTunerGpuTest's infinite-weights test shows it for every kind of
+// point). So the broadcast (Column and Row) inputs of such a chain get NaNs
+// only; their Full inputs, and every input of a chain without reductions, get
+// all three.
 std::vector<ChainReferenceInput> withSpecials(const ChainIR& ir, int64_t rows,
                                               const std::vector<ChainReferenceInput>& in, at::Generator& gen) {
   std::vector<ChainReferenceInput> out = in;
   const std::vector<int> nodes = ir.inputs();
+  const bool reductions = ir.hasReductions();
   for (size_t k = 0; k < out.size(); ++k) {
     ChainReferenceInput& r = out[k];
     if (!r.tensor.defined()) continue;
     r.tensor = r.tensor.clone();
     const int64_t numel = r.tensor.numel();
-    const int64_t count =
-        ir.node(nodes[k]).shape == ShapeClass::Column ? 1 : std::max<int64_t>(1, rows / 24);
+    const ShapeClass shape = ir.node(nodes[k]).shape;
+    const int64_t count = shape == ShapeClass::Column ? 1 : std::max<int64_t>(1, rows / 24);
+    const bool nanOnly = reductions && shape != ShapeClass::Full;  // Note [Infinite broadcast inputs]
     at::Tensor flat = r.tensor.view({-1});
     for (double v : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
                      -std::numeric_limits<double>::infinity()}) {
+      if (nanOnly && !std::isnan(v)) continue;
       const at::Tensor idx = at::randint(0, numel, {count}, gen, r.tensor.options().dtype(at::kLong));
       flat.index_fill_(0, idx, v);
     }

@@ -242,17 +242,17 @@ TEST(ChainTunerGpuTest, GivenATamperedChainEntryWhenLoadedThenNoPlanIsMade) {
   }
 }
 
-// The residual layer_norm chain with infinite weights in many columns: out = (x - mean) * rstd * w + b, so an
-// infinite w[c] gives each row's infinity the sign of its normalized value there, and where that value is within
-// the float32 mean's rounding of zero, the fused kernel's (a two-pass mean) and ATen's (Welford) signs may differ:
-// neither is wrong. The kernel's infinities and NaNs agree with ATen's everywhere else (the stability stage's
-// NaN-and-infinities draw once failed a streaming point on an H100 at one such element; this measures how often
-// that happens and that it is only that).
-TEST(ChainTunerGpuTest, GivenInfiniteLayerNormWeightsWhenRunFusedThenInfinitiesDifferFromAtensOnlyWhereTheNormIsNearZero) {
+// Note [Infinite broadcast inputs] (optimizer/fusion/ChainHarness.cpp): the residual layer_norm chain with infinite
+// weights in a quarter of the columns. out = (sum - mean) * rstd * w + b, so an infinite w[c] gives each row an
+// infinity with the sign of its normalized value there. A fused kernel normalizes the residual sum as computed in
+// float32 (it rounds outputs, not the intermediates they feed: Note [Interpreter modes tolerance]), eager the sum
+// as stored in bf16; where rounding the sum moves it across the row's mean, the two signs differ (or one side is
+// exactly 0 and gives NaN). Every infinity or NaN of the kernel's that is not ATen's is such an element, at every
+// kind of point (streaming, registers); everywhere else they agree.
+TEST(ChainTunerGpuTest, GivenInfiniteLayerNormWeightsWhenRunFusedThenInfinitiesDifferOnlyWhereRoundingTheSumFlipsTheNorm) {
   REQUIRE_CUDA_AND_NVRTC();
   const ChainVariant v{chain::residualLayerNormChain(DType::BFloat16, 1e-12), kRows, kCols, 0};
   const std::string arch = queryDevice(0).nvrtcArch();
-  const auto cuda = at::TensorOptions().device(at::kCUDA);
   int64_t flips = 0, elements = 0;
   for (const chain::ChainKernelParams& p : {chain::ChainKernelParams{128, 4, 1, 0}, chain::ChainKernelParams{256, 8, 1, 2},
                                             chain::ChainKernelParams{512, 8, 1, 0}}) {
@@ -283,22 +283,30 @@ TEST(ChainTunerGpuTest, GivenInfiniteLayerNormWeightsWhenRunFusedThenInfinitiesD
       c10::cuda::getCurrentCUDAStream(0).synchronize();
       EXPECT_TRUE(at::equal(got[0], ref[0])) << "the residual sum";
       const at::Tensor g = got[1].to(at::kFloat), r = ref[1].to(at::kFloat);
-      // An infinity of the other sign, or NaN on one side only (0 * inf where one mean makes x - mean exactly 0).
       const at::Tensor differ =
           ((g.isinf() | r.isinf()) & g.ne(r) & g.isnan().logical_not()) | g.isnan().ne(r.isnan());
-      // The normalized value in float64 from the residual sum as stored (bf16), in units of the row's std.
-      const at::Tensor sum = ref[0].to(at::kDouble);
-      const at::Tensor mean = sum.mean(-1, true);
-      const at::Tensor z = (sum - mean) / (sum - mean).pow(2).mean(-1, true).sqrt();
-      const at::Tensor near = z.abs().lt(1e-4);
-      EXPECT_FALSE((differ & near.logical_not()).any().item<bool>())
-          << "seed " << seed << ": an infinity of another sign (or a NaN) where |x - mean| / std >= 1e-4, largest such |z| "
-          << z.abs().masked_select(differ).max().item<double>();
+      // The normalized value's sign in float64: of the float32 sum (the kernel's) and of the stored bf16 sum
+      // (eager's), each against its own row mean; "explained" where they differ or either is within 1e-6 of a
+      // std of zero (the float32 means' own rounding).
+      auto centred = [](const at::Tensor& t) {
+        const at::Tensor d = t - t.mean(-1, true);
+        return d / d.pow(2).mean(-1, true).sqrt();
+      };
+      const at::Tensor zFused = centred(inputs[0].tensor.to(at::kFloat).add(inputs[1].tensor.to(at::kFloat)).to(at::kDouble));
+      const at::Tensor zEager = centred(ref[0].to(at::kDouble));
+      const at::Tensor explained =
+          zFused.sign().ne(zEager.sign()) | zFused.abs().lt(1e-6) | zEager.abs().lt(1e-6);
+      const at::Tensor unexplained = differ & explained.logical_not();
+      EXPECT_FALSE(unexplained.any().item<bool>())
+          << "seed " << seed << ": " << unexplained.sum().item<int64_t>()
+          << " infinities (or NaNs) not ATen's where rounding the sum keeps the norm's sign, largest |z| "
+          << zEager.abs().masked_select(unexplained).max().item<double>();
       flips += differ.sum().item<int64_t>();
       elements += w.isinf().sum().item<int64_t>() * kRows;
     }
   }
-  std::printf("[infinite weights] %lld of %lld infinite outputs not ATen's (all at |z| < 1e-4)\n",
+  EXPECT_GT(flips, 0) << "no rounding flipped a norm's sign: the premise of Note [Infinite broadcast inputs] is stale";
+  std::printf("[infinite weights] %lld of %lld infinite outputs not ATen's, each where rounding the sum flips the norm\n",
               static_cast<long long>(flips), static_cast<long long>(elements));
 }
 

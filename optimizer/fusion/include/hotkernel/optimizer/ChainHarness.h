@@ -20,7 +20,9 @@
 //                  draws three more inputs instead (uniform, normal, uniform
 //                  again under another pre-fill of random bits);
 //  3. stability    inputs x3, x0.01, negated, all zeros, and NaN, +inf and
-//                  -inf at random elements of every tensor input: NaN exactly
+//                  -inf at random elements of every tensor input (NaN only
+//                  in the broadcast inputs of a chain with reductions: Note
+//                  [Infinite broadcast inputs] in ChainHarness.cpp): NaN exactly
 //                  where ATen's output is NaN, infinities equal, the rest
 //                  within the bound; every op of the vocabulary is defined on
 //                  infinities (IEEE float32, the same in both), so none is
