@@ -161,8 +161,8 @@ SoftmaxParams tightStaged(SoftmaxParams p, int64_t slice) {
 // never overlap, and a cluster a row means the GPU starts a new cluster of
 // 16 CTAs, which needs 16 free CTA slots on one GPC at once, for every row.
 // Many rows of a length only a 16-CTA cluster stages (float32 [4096,
-// 400000]) reach about 82% of the copy bandwidth that way on the H200
-// (docs/design/softmax.md). A pipelined point serves clusterRows rows per
+// 400000]) stay short of the copy bandwidth that way (docs/design/softmax.md
+// has the measurements). A pipelined point serves clusterRows rows per
 // cluster in turn and stages the next row's slice in a second buffer while
 // the current one is reduced and written, so each SM has loads in flight
 // at every barrier, and 4 or 16 times fewer clusters are started. Its
