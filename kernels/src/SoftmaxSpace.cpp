@@ -165,11 +165,11 @@ SoftmaxParams tightStaged(SoftmaxParams p, int64_t slice) {
 // has the measurements). A pipelined point serves clusterRows rows per
 // cluster in turn and stages the next row's slice in a second buffer while
 // the current one is reduced and written, so each SM has loads in flight
-// at every barrier, and 4 or 16 times fewer clusters are started. Its
+// at every barrier, and 16 or 4 times fewer clusters are started. Its
 // arithmetic is the staged point's: the outputs are the same bits. Offered
-// for many rows, as the twin (4 rows a cluster) of each staged point whose
-// two stages fit (16 rows a cluster is one step of the search's variant axis
-// away: FamilyPoint::variant carries clusterRows).
+// for many rows, as the twin (16 rows a cluster) of each staged point whose
+// two stages fit (4 rows a cluster, a shorter tail, is one step of the
+// search's variant axis away: FamilyPoint::variant carries clusterRows).
 SoftmaxParams pipelined(SoftmaxParams p, int clusterRows) {
   p.clusterRows = clusterRows;
   return p;

@@ -325,32 +325,33 @@ TEST(SoftmaxFamilyTest, GivenRowsNoPortableClusterStagesWhenAskedForTheSpaceThen
   for (const P& p : SoftmaxFamily::parameterSpace({DType::BFloat16, 8192, 128256}, 90)) EXPECT_LE(p.cluster, 8);
 }
 
-// Note [Pipelined slices]: many rows get each staged point's pipelined twin (4 rows a cluster) right after it; the
-// twin takes two stages of shared memory, a quarter of the clusters and the define; the whitelist takes 4 and 16
-// rows a cluster of staged points whose two stages fit, nothing else.
+// Note [Pipelined slices]: many rows get each staged point's pipelined twin (16 rows a cluster) right after it;
+// the twin takes two stages of shared memory, a sixteenth of the clusters and the define; the whitelist takes 16
+// and 4 rows a cluster of staged points whose two stages fit, nothing else.
 TEST(SoftmaxFamilyTest, GivenManyRowsOfAStagedLengthWhenAskedForTheSpaceThenEachStagedPointHasItsPipelinedTwin) {
   const V many{DType::Float32, 4096, 400000};
   const std::vector<P> space = SoftmaxFamily::parameterSpace(many, 90);
   P tight{512, 4, 13, 1, 16};
   tight.smem = true;
   P piped = tight;
-  piped.clusterRows = 4;
+  piped.clusterRows = 16;
   const auto at = std::find(space.begin(), space.end(), tight);
   ASSERT_NE(at, space.end());
   ASSERT_NE(at + 1, space.end());
   EXPECT_EQ(*(at + 1), piped);
   const LaunchGeometry g = SoftmaxFamily::launchGeometry(many, piped);
   EXPECT_EQ(g.sharedBytes, 2u * 512 * 13 * 16);
-  EXPECT_EQ(g.gridX, 4096u / 4 * 16);
-  EXPECT_EQ(SoftmaxFamily::launchGeometry({DType::Float32, 4097, 400000}, piped).gridX, (4096u / 4 + 1) * 16);
+  EXPECT_EQ(g.gridX, 4096u / 16 * 16);
+  EXPECT_EQ(SoftmaxFamily::launchGeometry({DType::Float32, 4097, 400000}, piped).gridX, (4096u / 16 + 1) * 16);
   const std::vector<std::string> options = SoftmaxFamily::compileOptions(DType::Float32, piped);
   EXPECT_NE(std::find(options.begin(), options.end(), "-DHK_PIPE=1"), options.end());
   const std::vector<std::string> plain = SoftmaxFamily::compileOptions(DType::Float32, tight);
   EXPECT_EQ(std::find(plain.begin(), plain.end(), "-DHK_PIPE=1"), plain.end());
-  // The whitelist: 4 and 16 rows a cluster, staged points only, two stages within 224 KB.
-  P sixteen = piped;
-  sixteen.clusterRows = 16;
-  EXPECT_TRUE(SoftmaxFamily::guardParams(many, sixteen));
+  // The whitelist: 16 and 4 rows a cluster, staged points only, two stages within 224 KB.
+  P four = piped;
+  four.clusterRows = 4;
+  EXPECT_TRUE(SoftmaxFamily::guardParams(many, four));
+  EXPECT_EQ(SoftmaxFamily::launchGeometry(many, four).gridX, 4096u / 4 * 16);
   P two = piped;
   two.clusterRows = 2;
   EXPECT_FALSE(SoftmaxFamily::guardParams(many, two));

@@ -62,7 +62,7 @@ struct SoftmaxParams {
                        // 1024 threads, 16-byte vectors; "split streaming")
   bool smem = false;   // with cluster > 1: the slice staged in shared memory (cp.async, 16-byte vectors)
                        // instead of registers: `items` vectors a thread, threads * items * 16 bytes a CTA
-  int clusterRows = 1;  // with smem: rows each cluster serves in turn; > 1 (4 or 16): the next row's slice is
+  int clusterRows = 1;  // with smem: rows each cluster serves in turn; > 1 (16 or 4): the next row's slice is
                         // staged while the current one is normalized, in a second buffer (twice the shared
                         // memory; Note [Pipelined slices] in src/SoftmaxSpace.cpp)
 
@@ -115,9 +115,9 @@ class SoftmaxFamily {
   // (SoftmaxFamilyCompileTest checks the ptxas report of every point).
   static constexpr int kRegisterFileElements = 32768;
   // The rows a pipelined staged point's cluster serves in turn (SoftmaxParams::clusterRows; Note [Pipelined
-  // slices] in src/SoftmaxSpace.cpp): the space offers the first as each staged point's twin, the tuner searches
-  // both.
-  static constexpr int kPipelinedClusterRows[] = {4, 16};
+  // slices] in src/SoftmaxSpace.cpp): the space offers the first as each staged point's twin (16: the faster of
+  // the two where measured, docs/design/softmax.md), the tuner searches both.
+  static constexpr int kPipelinedClusterRows[] = {16, 4};
 
   // Whether the family can serve the variant at all: rows >= 1, 1 <= cols <= kMaxCols,
   // rows * cols without overflow.
