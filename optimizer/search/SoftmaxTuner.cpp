@@ -375,10 +375,10 @@ FamilyTuneSpec softmaxTuneSpec(const SoftmaxVariant& v, int device, const TunerO
     fs.seeds.push_back(toFamilyPoint(p));
     // A seed outside the listed points (a tight staged slice: Note [Tight staged slices]) is searched too.
     if (listed.insert(fs.seeds.back().toSearchPoint()).second) fs.validPoints.push_back(fs.seeds.back());
-    // So are a staged seed's pipelined twins with every count of rows a cluster (the space seeds the first:
-    // Note [Pipelined slices]), one step of the variant axis from it.
+    // A pipelined seed (the space seeds the first count, for many rows: Note [Pipelined slices]) brings its
+    // twins with the other counts, one step of the variant axis from it.
     for (int clusterRows : SoftmaxFamily::kPipelinedClusterRows) {
-      if (!p.smem) break;
+      if (p.clusterRows == 1) break;
       SoftmaxParams twin = p;
       twin.clusterRows = clusterRows;
       if (SoftmaxFamily::guardParams(v, twin) && listed.insert(toFamilyPoint(twin).toSearchPoint()).second) {
