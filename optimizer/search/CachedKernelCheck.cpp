@@ -75,7 +75,8 @@ std::string checkCachedKernel(const kernels::FamilyDescriptor& family, const Var
     HarnessOptions ho;
     ho.yieldPoint = options.yieldPoint;
     const HarnessReport h =
-        runHarness(spec.harnessSpec, spec.candidate(*point, cubin), spec.dtype, spec.rows, spec.cols, device, ho);
+        runHarness(spec.harnessSpec, spec.candidate(*point, cubin), spec.dtype, spec.harnessRowCount(), spec.cols,
+                   device, ho);
     if (!h.passed) {
       HOTKERNEL_CHECK(h.failure()->detail != "interrupted", kInterrupted);
       return std::string(toString(h.failure()->stage)) + " stage: " + h.failure()->detail;

@@ -174,23 +174,30 @@ std::vector<TimedInput> drawTimedInputs(const RowOpSpec& spec, kernels::DType dt
   return inputs;
 }
 
-void chooseTuningRows(FamilyTuneSpec& spec, int device, int rowBuffers, const TunerOptions& options) {
+void chooseTuningRows(FamilyTuneSpec& spec, int device, int rowBuffers, const TunerOptions& options,
+                      int timedBuffers) {
   int maxRowsPerCta = 1;
   for (const FamilyPoint& p : spec.validPoints) maxRowsPerCta = std::max(maxRowsPerCta, p.rowsPerCta);
   const cudaDeviceProp* prop = at::cuda::getDeviceProperties(device);
-  chooseTuningRows(spec, device, rowBuffers, fillRows(prop->multiProcessorCount, maxRowsPerCta), options);
+  chooseTuningRows(spec, device, rowBuffers, fillRows(prop->multiProcessorCount, maxRowsPerCta), options,
+                   timedBuffers);
 }
 
 void chooseTuningRows(FamilyTuneSpec& spec, int device, int rowBuffers, int64_t fillRows,
-                      const TunerOptions& options) {
+                      const TunerOptions& options, int timedBuffers) {
+  HOTKERNEL_CHECK(timedBuffers >= 0 && timedBuffers <= rowBuffers, "timed buffers ", timedBuffers,
+                  " of a row of ", rowBuffers);
   const cudaDeviceProp* prop = at::cuda::getDeviceProperties(device);
+  const int64_t rowBytes = spec.cols * static_cast<int64_t>(kernels::elementSize(spec.dtype));
   TuningMemory memory;
-  memory.bytesPerRow = rowBuffers * spec.cols * static_cast<int64_t>(kernels::elementSize(spec.dtype));
+  memory.bytesPerRow = rowBuffers * rowBytes;
   memory.fixedBytes = 2 * static_cast<int64_t>(prop->l2CacheSize);
-  const int64_t rows = tuningRowsWithinCap(spec.family, spec.rows, spec.cols, fillRows, memory,
-                                           options.memoryCapBytes);
-  spec.variantRows = rows < spec.rows ? spec.rows : 0;
-  spec.rows = rows;
+  memory.timedBytesPerRow = timedBuffers * rowBytes;
+  const TuningRowCounts rows =
+      tuningRowsWithinCap(spec.family, spec.rows, spec.cols, fillRows, memory, options.memoryCapBytes);
+  spec.variantRows = rows.timed < spec.rows ? spec.rows : 0;
+  spec.rows = rows.timed;
+  spec.harnessRows = rows.harness < rows.timed ? rows.harness : 0;
 }
 
 int64_t middleDimFillRows(int64_t inner, const std::vector<FamilyPoint>& valid, int smCount) {
@@ -322,8 +329,8 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
       if (!m.harness) {
         HarnessOptions ho;
         ho.yieldPoint = yieldPoint;
-        m.harness = runHarness(spec.harnessSpec, spec.candidate(point, m.cubin), spec.dtype, spec.rows, spec.cols,
-                               device, ho);
+        m.harness = runHarness(spec.harnessSpec, spec.candidate(point, m.cubin), spec.dtype,
+                               spec.harnessRowCount(), spec.cols, device, ho);
       }
       if (!m.harness->passed) {
         const StageResult* f = m.harness->failure();
@@ -428,6 +435,7 @@ TuneOutcome tuneFamily(const FamilyTuneSpec& spec, int device, const std::string
                                          spec.validPoints.size()};
   const double bestUs = best && best->ok() ? *best->cost * rowScale : 0.0;
   if (spec.variantRows > spec.rows) outcome.metrics.tunedRows = spec.rows;
+  if (spec.harnessRows > 0) outcome.metrics.harnessRows = spec.harnessRows;
   if (bestUsOut) *bestUsOut = bestUs;
   // The target's best is what it will run: the accepted candidate's time when one is (Note [Which candidate is
   // accepted]: not always the fastest median), else the fastest correct one's.

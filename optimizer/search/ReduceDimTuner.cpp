@@ -197,11 +197,14 @@ FamilyTuneSpec reduceDimTuneSpec(const ReduceDimVariant& v, int device, const Tu
   // The harness's input, its stress sets and float64 copies (about 12
   // input-sized buffers at 16 bits) and the L2 flush: a variant whose outer
   // rows do not fit the cap is tuned on a subset of them, never fewer than
-  // fill the GPU (Note [Tuning on a row subset]).
+  // fill the GPU (Note [Tuning on a row subset]); one with no such subset runs
+  // its harness on fewer rows than its timed calls, whose two inputs and the
+  // float64 copy of their checks take about 7 such buffers a row (Note [A
+  // harness on fewer rows]).
   chooseTuningRows(spec, device, /*rowBuffers=*/12,
                    middleDimFillRows(v.inner, spec.validPoints,
                                      at::cuda::getDeviceProperties(device)->multiProcessorCount),
-                   options);
+                   options, /*timedBuffers=*/7);
   spec.compileOptions = [v](const FamilyPoint& p) {
     return ReduceDimFamily::compileOptions(v.dtype, toParams(p), v.op);
   };

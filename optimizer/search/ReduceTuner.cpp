@@ -188,8 +188,11 @@ FamilyTuneSpec reduceTuneSpec(const ReduceVariant& v, int device, const TunerOpt
   for (const ReduceParams& p : ReduceFamily::parameterSpace(v)) spec.seeds.push_back(toPoint(p));
   // The harness's input, its stress sets and float64 copies (about 12
   // input-sized buffers at 16 bits) and the L2 flush: a variant whose rows do
-  // not fit the cap is tuned on a row subset (Note [Tuning on a row subset]).
-  chooseTuningRows(spec, device, 12, options);
+  // not fit the cap is tuned on a row subset (Note [Tuning on a row subset]);
+  // one of too few rows for a subset runs its harness on fewer rows than its
+  // timed calls (two inputs and the float64 copy of their checks: about 7
+  // such buffers a row; Note [A harness on fewer rows]).
+  chooseTuningRows(spec, device, 12, options, /*timedBuffers=*/7);
   spec.compileOptions = [v](const FamilyPoint& p) { return ReduceFamily::compileOptions(v.dtype, toParams(p), v.op); };
   spec.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
   spec.candidate = [v](const FamilyPoint& p, const std::string& cubin) {

@@ -88,6 +88,7 @@ json TuneMetrics::toJson() const {
   putIf(j, "reduction", reduction);
   putIf(j, "op", op);
   putIf(j, "tunedRows", tunedRows);
+  putIf(j, "harnessRows", harnessRows);
   return j;
 }
 

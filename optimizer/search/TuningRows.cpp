@@ -48,6 +48,23 @@ namespace hotkernel {
 // cross_entropy stays out: its mean and sum reductions fold every row into
 // one value (across CTAs, through a workspace), so the full variant's result
 // is not made of rows a subset checks.
+
+// Note [A harness on fewer rows]
+// A row subset must fill the GPU to time candidates as the variant runs
+// them; a variant of few long rows (a middle-dim reduction of 64 outer rows
+// of 32 MiB, whose CTAs per row cannot fill the GPU on fewer) has no such
+// subset, and its harness (about 12 input-sized buffers) may not fit the cap
+// where its timed calls (two inputs and a float64 copy for the checks of
+// their outputs) do. A family whose outputs are small (the reductions) then
+// runs the harness on fewer rows than the timed calls: the five stages on
+// `harness` rows (at least kFewestHarnessRows, or all of a variant with
+// fewer), the timed calls on `timed` rows, as many of the variant's as fit
+// beside them, never fewer than fill the GPU. The kernel is row-independent
+// (above), so the harness's rows check the code every row runs; the timed
+// calls' outputs are checked too (Note [Timed outputs are checked] in
+// FamilyTuner.cpp), so every row the search's costs come from is checked
+// against the reference as well. Only a variant the cap refuses otherwise
+// is tuned so: the rows of one that fits are as before.
 int64_t TuningMemory::bytes(int64_t rows) const {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   if (rows > 0 && bytesPerRow > (kMax - fixedBytes) / rows) return kMax;
@@ -77,11 +94,40 @@ std::optional<int64_t> tuningRowCount(int64_t variantRows, int64_t fill, const T
   return fit;
 }
 
-int64_t tuningRowsWithinCap(const std::string& what, int64_t variantRows, int64_t cols, int64_t fill,
-                            const TuningMemory& memory, int64_t capBytes) {
+std::optional<TuningRowCounts> tuningRowCounts(int64_t variantRows, int64_t fill, const TuningMemory& memory,
+                                               int64_t capBytes) {
   const std::optional<int64_t> rows = tuningRowCount(variantRows, fill, memory, capBytes);
+  if (rows) return TuningRowCounts{*rows, *rows};
+  HOTKERNEL_CHECK(memory.timedBytesPerRow >= 0, "negative timed bytes a row: ", memory.timedBytesPerRow);
+  if (memory.timedBytesPerRow == 0) return std::nullopt;
+  const int64_t fewestTimed = std::min(fill, variantRows);
+  const int64_t fewestHarness = std::min(kFewestHarnessRows, fewestTimed);
+  // Room for the timed calls beside the fewest harness rows (bytes() saturates: no overflow).
+  const int64_t harnessFloor = memory.bytes(fewestHarness);
+  if (harnessFloor >= capBytes) return std::nullopt;
+  const int64_t timed = std::min(variantRows, (capBytes - harnessFloor) / memory.timedBytesPerRow);
+  if (timed < fewestTimed) return std::nullopt;
+  const int64_t left = capBytes - memory.fixedBytes - timed * memory.timedBytesPerRow;
+  const int64_t harness = std::min(timed, left / memory.bytesPerRow);
+  HOTKERNEL_INTERNAL_ASSERT(harness >= fewestHarness, "the harness rows left beside the timed calls: ", harness);
+  return TuningRowCounts{timed, harness};
+}
+
+TuningRowCounts tuningRowsWithinCap(const std::string& what, int64_t variantRows, int64_t cols, int64_t fill,
+                                    const TuningMemory& memory, int64_t capBytes) {
+  const std::optional<TuningRowCounts> rows = tuningRowCounts(variantRows, fill, memory, capBytes);
   if (rows) return *rows;
   const int64_t fewest = std::min(fill, variantRows);
+  if (memory.timedBytesPerRow > 0) {
+    // The least a split takes (Note [A harness on fewer rows]); saturating like bytes().
+    const int64_t harness = std::min(kFewestHarnessRows, fewest);
+    TuningMemory timed;
+    timed.bytesPerRow = memory.timedBytesPerRow;
+    timed.fixedBytes = memory.bytes(harness);
+    HOTKERNEL_THROW("tuning ", what, " ", variantRows, "x", cols, " needs ~", timed.bytes(fewest) >> 20,
+                    " MiB of GPU memory even with its timed calls on ", fewest, " rows and its harness on ",
+                    harness, ", over the cap of ", capBytes >> 20, " MiB");
+  }
   if (fewest == variantRows) {
     HOTKERNEL_THROW("tuning ", what, " ", variantRows, "x", cols, " needs ~", memory.bytes(variantRows) >> 20,
                     " MiB of GPU memory, over the cap of ", capBytes >> 20, " MiB");

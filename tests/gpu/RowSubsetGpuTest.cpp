@@ -2,7 +2,9 @@
 // tuning does not fit a small memory cap is validated and timed on fewer rows
 // (recorded as tunedRows); the accepted kernel's plan, made for the full
 // variant, serves every row of it within the family's bound against ATen. A
-// cap that cannot hold the rows that fill the GPU refuses the variant.
+// cap that cannot hold the rows that fill the GPU refuses the variant; a
+// middle-dim reduction of too few outer rows for a subset runs its harness on
+// fewer rows than its timed calls (recorded as harnessRows).
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "hotkernel/kernels/ReduceDimFamily.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/kernels/SoftmaxFamily.h"
 #include "hotkernel/kernels/VariantOptions.h"
@@ -22,6 +25,7 @@
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/NormTuner.h"
 #include "hotkernel/optimizer/PlanFactory.h"
+#include "hotkernel/optimizer/ReduceDimTuner.h"
 #include "hotkernel/optimizer/SoftmaxTuner.h"
 #include "hotkernel/optimizer/TargetBudget.h"
 #include "hotkernel/optimizer/TuningRows.h"
@@ -169,6 +173,40 @@ TEST(RowSubsetGpuTest, GivenTheVariantsRooflineWhenTunedOnASubsetThenTheSearchCo
   // tuned-rows time scaled to all rows.
   EXPECT_NEAR(t.metrics.target->at("bestUs").get<double>(), t.metrics.kernel->kernelUs * 4,
               1e-9 * t.metrics.kernel->kernelUs);
+}
+
+// Note [A harness on fewer rows]: fp32 argmax over dim 1 of [64, 512, 1024], whose 64 outer rows (2 tiles of
+// 512 positions each at the widest point) cannot fill the GPU on fewer, under a cap that holds its timed calls on
+// all rows and the harness on 8: tuned so, and the plan (made for the variant) gives ATen's indices everywhere.
+TEST(RowSubsetGpuTest, GivenAMiddleDimReductionWhoseHarnessOverrunsTheCapWhenTunedThenTheHarnessRunsOnFewerRows) {
+  REQUIRE_CUDA();
+  const kernels::ReduceDimVariant v{DType::Float32, 64, 512, 1024, kernels::ReduceOp::Argmax};
+  ASSERT_TRUE(kernels::ReduceDimFamily::guardVariant(v));
+  const int64_t cols = v.reduced * v.inner;
+  TuningMemory memory = memoryOf(12, cols, v.dtype);
+  memory.timedBytesPerRow = 7 * cols * 4;
+  TunerOptions o;
+  o.memoryCapBytes = memory.bytes(8) + v.outer * memory.timedBytesPerRow;
+  o.minSpeedup = 0.5;
+  o.searchEvaluations = 8;
+  ASSERT_FALSE(tuningRowCount(v.outer, v.outer, memory, o.memoryCapBytes).has_value());
+
+  const TuneOutcome t = tuneReduceDim(v, 0, o);
+  ASSERT_TRUE(t.metrics.harnessRows.has_value()) << t.metrics.toJson().dump(2);
+  EXPECT_EQ(*t.metrics.harnessRows, 8);
+  EXPECT_EQ(t.metrics.toJson().at("harnessRows"), 8);
+  EXPECT_FALSE(t.metrics.tunedRows.has_value());  // timed on all 64 outer rows
+  ASSERT_TRUE(t.accepted) << t.metrics.toJson().dump(2);
+
+  const VariantKey key = kernels::reduceDimKeyOf(v, 0);
+  const Plan plan = makePlan(t.family, key, t.paramsJson, t.kernelName, t.cubin, 0);
+  at::Tensor in;
+  std::vector<at::Tensor> outs;
+  EXPECT_EQ(servesAllRows(reduceDimSpec(v.op, v.inner), plan, v.dtype, v.outer, cols, &in, &outs), "");
+  ASSERT_EQ(outs.size(), 1u);
+  // Every outer row's indices are ATen's, those past the harness's rows included.
+  const at::Tensor ref = atenReduceMiddleDim(in, v.op, v.inner);
+  EXPECT_TRUE(at::equal(outs[0].reshape(ref.sizes()), ref));
 }
 
 TEST(RowSubsetGpuTest, GivenCapUnderTheRowsThatFillTheGpuWhenTunedThenRefusedNamingTheFewestRows) {

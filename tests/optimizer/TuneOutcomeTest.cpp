@@ -153,6 +153,16 @@ TEST(TuneOutcomeTest, GivenATuningOnARowSubsetWhenWrittenThenTunedRowsIsThereAnd
   EXPECT_EQ(j.at("arch"), "sm_90a");
 }
 
+TEST(TuneOutcomeTest, GivenAHarnessOnFewerRowsWhenWrittenThenHarnessRowsIsThereAndAbsentOtherwise) {
+  TuneMetrics split = familyOutcome().metrics;
+  EXPECT_FALSE(split.toJson().contains("harnessRows"));  // the harness on the timed calls' rows
+  split.harnessRows = 12;
+  const json j = split.toJson();
+  EXPECT_EQ(j.at("harnessRows"), 12);
+  EXPECT_FALSE(j.contains("tunedRows"));  // the timed calls on all of the variant's rows
+  EXPECT_EQ(j.at("speedup"), 1.24);
+}
+
 TEST(TuneOutcomeTest, GivenAnAcceptedOutcomeWhenItsExperimentsAreMadeThenOneLinePerCandidateAndTheStopOnTheChosen) {
   const std::vector<Experiment> lines = tuneExperiments("fp", "aten::_softmax", "v", familyOutcome());
   ASSERT_EQ(lines.size(), 3u);  // no kept_aten line

@@ -1,6 +1,8 @@
 // The rows a row family's tuner tunes on (Note [Tuning on a row subset]):
 // all of them when they fit the cap, else the most that fit, never fewer
-// than fill the GPU; refused when not even those fit.
+// than fill the GPU; for a family that allows it, else the harness on fewer
+// rows than the timed calls (Note [A harness on fewer rows]); refused when
+// not even those fit.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -136,8 +138,86 @@ TEST(TuningRowsTest, GivenFewRowsOverTheCapWhenTuningRowsWithinCapThenErrorNames
 TEST(TuningRowsTest, GivenSubsetThatFitsWhenTuningRowsWithinCapThenTheSubset) {
   const TuningMemory m = longRows();
   const int64_t cap = int64_t{35} << 30;
+  const int64_t subset = *tuningRowCount(4096, fillRows(132, 1), m, cap);
   EXPECT_EQ(tuningRowsWithinCap("softmax_lastdim", 4096, 400000, fillRows(132, 1), m, cap),
-            *tuningRowCount(4096, fillRows(132, 1), m, cap));
+            (TuningRowCounts{subset, subset}));
+}
+
+// fp32 [64, 2048, 4096] argmax over dim 1 as the middle-dim tuner sees it: 64
+// outer rows of 32 MiB, 12 buffers a harness row, 7 a timed row, and CTAs of
+// one tile of 512 positions (8 a row: 132 rows to fill 132 SMs).
+TuningMemory middleDimRows() {
+  TuningMemory m;
+  const int64_t rowBytes = int64_t{2048} * 4096 * 4;
+  m.bytesPerRow = 12 * rowBytes;
+  m.timedBytesPerRow = 7 * rowBytes;
+  m.fixedBytes = 2 * 50 * kMiB;
+  return m;
+}
+
+TEST(TuningRowsTest, GivenFewOuterRowsWhoseHarnessOverrunsTheCapWhenTuningRowCountsThenTheHarnessRunsOnFewerRows) {
+  const TuningMemory m = middleDimRows();
+  const int64_t fill = fillRowsOfCtas(132, 8);
+  ASSERT_GT(fill, 64);  // no subset of the 64 outer rows fills the GPU
+  const int64_t cap = int64_t{20269} * kMiB;  // an 80 GB GPU's optimizer cap
+  ASSERT_GT(m.bytes(64), cap);
+  EXPECT_FALSE(tuningRowCount(64, fill, m, cap).has_value());
+  const std::optional<TuningRowCounts> rows = tuningRowCounts(64, fill, m, cap);
+  ASSERT_TRUE(rows.has_value());
+  EXPECT_EQ(rows->timed, 64);  // the timed calls on all rows
+  EXPECT_EQ(rows->harness, (cap - m.fixedBytes - 64 * m.timedBytesPerRow) / m.bytesPerRow);
+  EXPECT_GE(rows->harness, kFewestHarnessRows);
+  EXPECT_LT(rows->harness, 64);
+  EXPECT_LE(m.fixedBytes + rows->timed * m.timedBytesPerRow + rows->harness * m.bytesPerRow, cap);
+}
+
+TEST(TuningRowsTest, GivenTheCapHoldsTheTimedRowsAndTheFewestHarnessRowsExactlyWhenTuningRowCountsThenThoseRows) {
+  const TuningMemory m = middleDimRows();
+  const int64_t fill = fillRowsOfCtas(132, 8);
+  const int64_t cap = m.bytes(kFewestHarnessRows) + 64 * m.timedBytesPerRow;
+  EXPECT_EQ(tuningRowCounts(64, fill, m, cap), (TuningRowCounts{64, kFewestHarnessRows}));
+  EXPECT_FALSE(tuningRowCounts(64, fill, m, cap - 1).has_value());  // one byte less: a timed row short
+}
+
+TEST(TuningRowsTest, GivenManyRowsWhenTheTimedCallsFitOnlyASubsetThenTheyRunOnTheMostThatFitAboveTheFill) {
+  // 4096 rows, the fill 1056: the timed calls on fewer rows than the variant's, but never fewer than the fill.
+  TuningMemory m = longRows();
+  m.timedBytesPerRow = 7 * 400000 * 4;
+  const int64_t fill = fillRows(132, 1);
+  const int64_t cap = m.bytes(kFewestHarnessRows) + 1500 * m.timedBytesPerRow;
+  ASSERT_FALSE(tuningRowCount(4096, fill, m, cap).has_value());
+  EXPECT_EQ(tuningRowCounts(4096, fill, m, cap), (TuningRowCounts{1500, kFewestHarnessRows}));
+  const int64_t tooSmall = m.bytes(kFewestHarnessRows) + (fill - 1) * m.timedBytesPerRow;
+  EXPECT_FALSE(tuningRowCounts(4096, fill, m, tooSmall).has_value());
+}
+
+TEST(TuningRowsTest, GivenAVariantOfFewerRowsThanTheFewestHarnessRowsWhenTheCapRefusesItThenSoDoesTheSplit) {
+  // The harness would run on all 2 rows: a split holds more than the variant whole.
+  const TuningMemory m = middleDimRows();
+  EXPECT_FALSE(tuningRowCounts(2, 1000, m, m.bytes(2) - 1).has_value());
+  EXPECT_EQ(tuningRowCounts(2, 1000, m, m.bytes(2)), (TuningRowCounts{2, 2}));
+}
+
+TEST(TuningRowsTest, GivenNoTimedBytesWhenTheCapRefusesTheVariantThenNoSplit) {
+  TuningMemory m = middleDimRows();
+  m.timedBytesPerRow = 0;
+  EXPECT_FALSE(tuningRowCounts(64, fillRowsOfCtas(132, 8), m, int64_t{20269} * kMiB).has_value());
+  EXPECT_EQ(tuningRowCounts(64, fillRowsOfCtas(132, 8), m, m.bytes(64)), (TuningRowCounts{64, 64}));
+}
+
+TEST(TuningRowsTest, GivenASplitOverTheCapWhenTuningRowsWithinCapThenErrorNamesTheSplitsNeed) {
+  const TuningMemory m = middleDimRows();
+  const int64_t need = m.bytes(kFewestHarnessRows) + 64 * m.timedBytesPerRow;
+  try {
+    tuningRowsWithinCap("argmax_lastdim", 64, 2048 * 4096, fillRowsOfCtas(132, 8), m, need - 1);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("tuning argmax_lastdim 64x8388608 needs ~" + std::to_string(need >> 20) +
+                        " MiB of GPU memory even with its timed calls on 64 rows and its harness on 4, over the cap"),
+              std::string::npos)
+        << what;
+  }
 }
 
 }  // namespace

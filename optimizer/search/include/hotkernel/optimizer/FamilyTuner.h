@@ -86,6 +86,10 @@ struct FamilyTuneSpec {
   // the variant's own rows, which the outcome's tunedRows and the target's
   // roofline refer to; 0: `rows` are all of them.
   int64_t variantRows = 0;
+  // The five-stage harness's rows when fewer than `rows` (Note [A harness on
+  // fewer rows] in TuningRows.cpp); 0: `rows`.
+  int64_t harnessRows = 0;
+  int64_t harnessRowCount() const { return harnessRows > 0 ? harnessRows : rows; }
   std::vector<FamilyPoint> validPoints;  // every point that fits the variant (the guard's whitelist)
   std::vector<FamilyPoint> seeds;        // the family's best guesses, best first
   std::function<std::vector<std::string>(const FamilyPoint&)> compileOptions;
@@ -138,11 +142,15 @@ std::vector<TimedInput> drawTimedInputs(const RowOpSpec& spec, kernels::DType dt
 // spec.validPoints set. Each row takes `rowBuffers` row-sized buffers of
 // spec.dtype, the flush buffer twice the device's L2; the rows that fill the
 // GPU come from its SMs and the most rows a CTA among spec.validPoints.
-// Error when not even those fit.
-void chooseTuningRows(FamilyTuneSpec& spec, int device, int rowBuffers, const TunerOptions& options);
+// `timedBuffers` > 0: a timed row alone takes that many row-sized buffers, and
+// a variant the cap refuses otherwise may run its harness on fewer rows than
+// its timed calls (spec.harnessRows: Note [A harness on fewer rows] in
+// TuningRows.cpp). Error when not even those fit.
+void chooseTuningRows(FamilyTuneSpec& spec, int device, int rowBuffers, const TunerOptions& options,
+                      int timedBuffers = 0);
 // The same with the rows that fill the GPU given (the middle-dim families, whose CTAs tile an outer row).
 void chooseTuningRows(FamilyTuneSpec& spec, int device, int rowBuffers, int64_t fillRows,
-                      const TunerOptions& options);
+                      const TunerOptions& options, int timedBuffers = 0);
 
 // The middle-dim families' points on the search's axes: threads = tx * ty
 // (the CTA), rows per CTA = ty (the dim's rows a CTA reads at once), vec; no

@@ -19,6 +19,8 @@
 //   "tunedRows": the rows tuned on when fewer than the variant's (Note
 //            [Tuning on a row subset] in TuningRows.cpp; "atenUs", "kernelUs"
 //            and the candidates' times are then for those rows); absent: all.
+//   "harnessRows": the rows the five-stage harness ran on when fewer than the
+//            timed calls' (Note [A harness on fewer rows] in TuningRows.cpp); absent: the same.
 // A candidate's keys: "candidateId", "parentId", "origin", "round",
 // "attempt", "mutation", "params", "kernelName", "compileSeconds", "stages"
 // {stage: "pass" | "fail: <detail>"}, "harnessSeed" (decimal text),
@@ -125,6 +127,7 @@ struct TuneMetrics {
   std::string reduction;                    // cross_entropy's reduction ("none", "mean", "sum"); "" otherwise
   std::string op;                           // a last-dim reduction's op ("sum", ...); "" otherwise
   std::optional<int64_t> tunedRows;         // the rows tuned on when fewer than the variant's; none: all
+  std::optional<int64_t> harnessRows;       // the harness's rows when fewer than the timed calls'; none: the same
 
   nlohmann::json toJson() const;
 };
