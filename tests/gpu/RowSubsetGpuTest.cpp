@@ -85,7 +85,13 @@ std::string servesAllRows(const RowOpSpec& single, const Plan& plan, DType dtype
       at::randn({rows, cols}, at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, 0)).mul_(4.0).to(
           scalarTypeOf(dtype));
   std::vector<at::Tensor> outs = allocateOutputs(spec, in);
-  for (at::Tensor& o : outs) o.fill_(std::numeric_limits<float>::quiet_NaN());
+  for (at::Tensor& o : outs) {  // a row left unwritten fails: NaN, or the least int64 for indices
+    if (o.scalar_type() == at::kLong) {
+      o.fill_(std::numeric_limits<int64_t>::min());
+    } else {
+      o.fill_(std::numeric_limits<float>::quiet_NaN());
+    }
+  }
   if (!plan.launcher->launchArgs(spec.kernelArgs(in, args, outs), at::cuda::getCurrentCUDAStream(0).stream())) {
     return "the plan did not launch";
   }
