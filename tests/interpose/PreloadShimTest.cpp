@@ -271,14 +271,15 @@ struct ProbeCounts {
   int compiles = -1, foreign = -1, handled = -1;
 };
 
-ProbeCounts runSignalProbe(const std::string& env, const std::string& nvrtc) {
+// `status` gets the probe's exit status; a probe that did not print its counts fails the test when `required`.
+ProbeCounts runSignalProbe(const std::string& env, const std::string& nvrtc, bool required, int* status) {
   const std::string probe = std::string(HOTKERNEL_TEST_BINARY_DIR) + "/bin/nvrtc_signal_probe";
-  int status = 0;
-  const std::string out = run(env + " " + probe + " " + nvrtc, &status);
+  const std::string out = run(env + " " + probe + " " + nvrtc, status);
   ProbeCounts c;
-  if (status != 0 || std::sscanf(out.c_str(), "compiles %d foreign %d handled %d", &c.compiles, &c.foreign,
-                                 &c.handled) != 3) {
-    ADD_FAILURE() << "probe failed (status " << status << "): " << out;
+  if ((*status != 0 || std::sscanf(out.c_str(), "compiles %d foreign %d handled %d", &c.compiles, &c.foreign,
+                                   &c.handled) != 3) &&
+      required) {
+    ADD_FAILURE() << "probe failed (status " << *status << "): " << out;
   }
   return c;
 }
@@ -288,13 +289,17 @@ TEST(PreloadShimTest, GivenAHostSigtermHandlerWhenNvrtcCompilesUnderTheShimThenT
   const char* env = std::getenv("HOTKERNEL_NVRTC_PATH");
   const std::string nvrtc = env && *env ? env : "/usr/local/cuda/lib64/libnvrtc.so";
   if (!exists(nvrtc)) GTEST_SKIP() << "no NVRTC at " << nvrtc;
-  const ProbeCounts shim = runSignalProbe("LD_PRELOAD=" + kShim, nvrtc);
+  int status = 0;
+  const ProbeCounts shim = runSignalProbe("LD_PRELOAD=" + kShim, nvrtc, true, &status);
   EXPECT_GT(shim.compiles, 0) << "the probe compiled nothing: the check saw no compile";
   EXPECT_EQ(shim.foreign, 0) << "a SIGINT / SIGTERM handler other than the host's was installed during a compile";
   EXPECT_EQ(shim.handled, 20) << "every SIGTERM raised during the compiles reaches the host's handler";
-  // Without the shim NVRTC swaps the handlers in (what the shim prevents); said, not required.
-  const ProbeCounts plain = runSignalProbe("", nvrtc);
-  if (plain.foreign == 0) {
+  // Without the shim NVRTC swaps the handlers in (what the shim prevents); said, not required. A SIGTERM that
+  // meets NVRTC's own handler ends the probe (an exit status, no counts): the very failure the shim prevents.
+  const ProbeCounts plain = runSignalProbe("", nvrtc, false, &status);
+  if (status != 0) {
+    std::printf("note: without the shim a SIGTERM ended the probe (status %d): NVRTC's handler took it\n", status);
+  } else if (plain.foreign == 0) {
     std::printf("note: this NVRTC installed no signal handler during the probe's compiles\n");
   }
 }
