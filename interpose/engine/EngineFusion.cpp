@@ -29,6 +29,7 @@
 #include "EngineFusion.h"
 #include "EntryAdmission.h"
 #include "StatusDocument.h"
+#include "hotkernel/chain/ChainParameterSpace.h"
 #include "hotkernel/chain/ChainPlan.h"
 #include "hotkernel/chain/ChainVariant.h"
 #include "hotkernel/interpose/Engine.h"
@@ -171,6 +172,24 @@ void Engine::optimizeChain(const OptimizerJob& job) {
       cached = readTiers_[i]->get(fingerprintKey, chain::kChainOp, variant);
     }
   }
+  // A cached kernel that keeps float32 intermediates, in a process that asks for eager's rounding: tuned again
+  // (Note [Eager rounding on request] in hotkernel/chain/ChainParameterSpace.h).
+  std::optional<chain::ChainPlan> cachedPlan;
+  if (cached && cached->decision == cache::kDecisionKernel && cached->family == chain::kChainFamily) {
+    try {
+      cachedPlan = chain::makeChainPlan(v, cached->params, cached->cubin);
+    } catch (const std::exception& e) {
+      HOTKERNEL_LOG_ONCE(Warn, "bad-chain-entry:" + variant)
+          << "cached chain kernel " << variant << " refused (" << e.what() << "); the chain runs unfused";
+    }
+    if (cachedPlan && !chain::chainParamsRoundAsAsked(v.ir, cachedPlan->params, config().fusionEagerRounding)) {
+      HOTKERNEL_LOG_ONCE(Info, "chain-entry-rounding:" + variant)
+          << "cached chain kernel " << variant << " keeps float32 intermediates; HOTKERNEL_FUSION_ROUNDING=eager "
+          << "tunes it again";
+      cached.reset();
+      cachedPlan.reset();
+    }
+  }
   if (cached) {
     {
       std::lock_guard<std::mutex> guard(mu_);
@@ -182,17 +201,13 @@ void Engine::optimizeChain(const OptimizerJob& job) {
           << "cached chain entry " << variant << " of family '" << cached->family << "' refused";
       return;
     }
-    try {
-      publishPlan(*hot, chain::makeChainPlan(v, cached->params, cached->cubin));
-    } catch (const std::exception& e) {
-      HOTKERNEL_LOG_ONCE(Warn, "bad-chain-entry:" + variant)
-          << "cached chain kernel " << variant << " refused (" << e.what() << "); the chain runs unfused";
-    }
+    if (cachedPlan) publishPlan(*hot, std::move(*cachedPlan));
     return;
   }
   if (!config().optimize) return;
   TunerOptions options;
   options.yieldPoint = [this] { return yieldToServing(); };
+  options.chainEagerRounding = config().fusionEagerRounding;
   options.memoryCapBytes = config().optimizerMemoryMb > 0
                                ? config().optimizerMemoryMb << 20
                                : static_cast<int64_t>(at::cuda::getDeviceProperties(v.device)->totalGlobalMem / 4);

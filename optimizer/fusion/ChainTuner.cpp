@@ -248,7 +248,8 @@ TuneOutcome tuneChain(const ChainVariant& v, const TunerOptions& options) {
   }
   const size_t count = std::min(space.size(), static_cast<size_t>(std::max(1, options.searchEvaluations)));
   std::vector<ChainCandidate> candidates(count);
-  for (size_t i = 0; i < count; ++i) candidates[i].params = space[i];
+  const std::vector<ChainKernelParams> first = chain::firstChainPoints(space, count, v.ir, options.chainEagerRounding);
+  for (size_t i = 0; i < count; ++i) candidates[i].params = first[i];
   compileCandidates(v, arch, candidates, 0);
 
   const double bound = chainTolerance(v.ir);
@@ -289,10 +290,12 @@ TuneOutcome tuneChain(const ChainVariant& v, const TunerOptions& options) {
   };
   evaluate(0);
   // Note [ATen rounding in a fused kernel]: when no point passed the harness, the same points rounding
-  // every 16-bit value as ATen does.
+  // every 16-bit value as ATen does (unless they did already: Note [Eager rounding on request]).
   const bool anyPassed = std::any_of(candidates.begin(), candidates.end(),
                                      [](const ChainCandidate& c) { return c.harness && c.harness->passed; });
-  if (!anyPassed && stop != SearchStop::OutOfTime && chain::atenRoundingApplies(v.ir)) {
+  const bool roundedAlready = std::all_of(candidates.begin(), candidates.end(),
+                                          [](const ChainCandidate& c) { return c.params.atenRounding; });
+  if (!anyPassed && !roundedAlready && stop != SearchStop::OutOfTime && chain::atenRoundingApplies(v.ir)) {
     const size_t first = candidates.size();
     for (size_t i = 0; i < count; ++i) {
       ChainCandidate c;

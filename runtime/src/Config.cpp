@@ -35,6 +35,16 @@ bool parseFusionStartBusy() {
   return false;
 }
 
+// HOTKERNEL_FUSION_ROUNDING: "fused" (the default, also unset or empty) or "eager"; anything else warns once
+// and takes the default.
+bool parseFusionEagerRounding() {
+  const std::string v = env("HOTKERNEL_FUSION_ROUNDING");
+  if (v.empty() || v == "fused") return false;
+  if (v == "eager") return true;
+  HOTKERNEL_LOG(Warn) << "HOTKERNEL_FUSION_ROUNDING='" << v << "' is not fused or eager; using fused";
+  return false;
+}
+
 // Note [Reading numeric variables]: an integer in [minimum, maximum]; unset or empty: `fallback`
 // (silently); malformed or below the range: `fallback`, above it: `maximum`, each with one warning.
 // `fallbackText` says what the fallback means in the warning ("50", "none (not used)").
@@ -123,6 +133,7 @@ Config Config::fromEnvironment() {
   c.optimize = parseBool("HOTKERNEL_OPTIMIZE", true);
   c.fusion = parseBool("HOTKERNEL_FUSION", true);
   c.fusionStartBusy = parseFusionStartBusy();
+  c.fusionEagerRounding = parseFusionEagerRounding();
   c.nvtx = parseBool("HOTKERNEL_NVTX", true);
   c.cupti = parseBool("HOTKERNEL_CUPTI", false);
   c.trustAgentEntries = parseBool("HOTKERNEL_TRUST_AGENT_ENTRIES", false);

@@ -205,6 +205,16 @@ TEST(ConfigTest, GivenHotkernelFusionStartWhenReadThenAlwaysByDefaultAndOnlyBusy
   EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION_START='1'"), 1u) << r.logged;
 }
 
+TEST(ConfigTest, GivenHotkernelFusionRoundingWhenReadThenFusedByDefaultAndOnlyEagerRoundsAsEager) {
+  unsetenv("HOTKERNEL_FUSION_ROUNDING");
+  EXPECT_FALSE(Config::fromEnvironment().fusionEagerRounding);
+  EXPECT_TRUE(readWith("HOTKERNEL_FUSION_ROUNDING", "eager").config.fusionEagerRounding);
+  EXPECT_FALSE(readWith("HOTKERNEL_FUSION_ROUNDING", "fused").config.fusionEagerRounding);
+  const Read r = readWith("HOTKERNEL_FUSION_ROUNDING", "aten");
+  EXPECT_FALSE(r.config.fusionEagerRounding);
+  EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION_ROUNDING='aten'"), 1u) << r.logged;
+}
+
 TEST(ConfigTest, GivenHotkernelNvtxWhenReadThenOnByDefaultAndOnlyABooleanTurnsItOff) {
   unsetenv("HOTKERNEL_NVTX");
   EXPECT_TRUE(Config::fromEnvironment().nvtx);

@@ -192,6 +192,20 @@ TEST(DoctorCommandTest, GivenHotkernelFusionStartWhenDoctorThenKnownAndResolvedT
   }
 }
 
+TEST(DoctorCommandTest, GivenHotkernelFusionRoundingWhenDoctorThenKnownAndResolvedToFusedOrEager) {
+  TempDir tmp;
+  for (const auto& [value, resolved] :
+       {std::pair<std::string, std::string>{"eager", "eager"}, {"fused", "fused"}, {"exact", "fused"}}) {
+    json j = doctorJson({{"HOTKERNEL_CACHE_DIR", tmp.path()}, {"HOTKERNEL_FUSION_ROUNDING", value}});
+    std::map<std::string, json> byName;
+    for (const json& v : j["environment"]) byName[v["name"]] = v;
+    ASSERT_EQ(byName.count("HOTKERNEL_FUSION_ROUNDING"), 1u) << j.dump(2);
+    EXPECT_EQ(byName["HOTKERNEL_FUSION_ROUNDING"]["known"], true);
+    EXPECT_EQ(byName["HOTKERNEL_FUSION_ROUNDING"]["resolved"].get<std::string>().rfind(resolved + ":", 0), 0u)
+        << value << ": " << byName["HOTKERNEL_FUSION_ROUNDING"].dump();
+  }
+}
+
 TEST(DoctorCommandTest, GivenKeyFilesWhenDoctorThenTheKeyInUseOrTheRefusalWithoutASourceLocation) {
   TempDir tmp;
   const std::string key = tmp.sub("key");

@@ -126,6 +126,12 @@ const std::map<std::string, std::function<std::string()>>& resolvers() {
                     ? std::string("busy: a chain starts only on a stream with work queued")
                     : std::string("always: a chain starts whenever its first op is called");
        }},
+      {"HOTKERNEL_FUSION_ROUNDING",
+       [] {
+         return config().fusionEagerRounding
+                    ? std::string("eager: fused chains round each 16-bit value as eager stores it")
+                    : std::string("fused: fused chains keep their intermediates in float32");
+       }},
       {"HOTKERNEL_NVTX",
        [] {
          return config().nvtx ? std::string("on: an NVTX range names each plan launch (seen under a profiler)")

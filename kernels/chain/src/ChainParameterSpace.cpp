@@ -104,4 +104,16 @@ std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t ro
   return space;
 }
 
+std::vector<ChainKernelParams> firstChainPoints(const std::vector<ChainKernelParams>& space, size_t count,
+                                                const ChainIR& ir, bool eagerRounding) {
+  const bool round = eagerRounding && atenRoundingApplies(ir);
+  std::vector<ChainKernelParams> out(space.begin(), space.begin() + std::min(count, space.size()));
+  for (ChainKernelParams& p : out) p.atenRounding = p.atenRounding || round;
+  return out;
+}
+
+bool chainParamsRoundAsAsked(const ChainIR& ir, const ChainKernelParams& p, bool eagerRounding) {
+  return !eagerRounding || p.atenRounding || !atenRoundingApplies(ir);
+}
+
 }  // namespace hotkernel::chain

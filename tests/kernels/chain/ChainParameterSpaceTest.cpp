@@ -135,5 +135,42 @@ TEST(ChainParameterSpaceTest, GivenAbsurdVariantsWhenEnumeratedThenTheSpaceIsEmp
   EXPECT_TRUE(chainParameterSpace(wide, 64, 64).empty());
 }
 
+// Note [Eager rounding on request]: with eager rounding, the first points of a chain that computes a 16-bit value
+// all round as eager does; a float32 chain's and the default's are the space's own.
+TEST(ChainParameterSpaceTest, GivenEagerRoundingWhenTheFirstPointsAreTakenThenEachRoundsAsEagerWhereThatChangesTheKernel) {
+  const ChainIR bf16 = rmsNormChain(DType::BFloat16, 1e-6);
+  const ChainIR fp32 = rmsNormChain(DType::Float32, 1e-6);
+  ASSERT_TRUE(atenRoundingApplies(bf16));
+  ASSERT_FALSE(atenRoundingApplies(fp32));
+  const std::vector<ChainKernelParams> space = chainParameterSpace(bf16, 4096, 4096);
+  ASSERT_GT(space.size(), 3u);
+  const std::vector<ChainKernelParams> eager = firstChainPoints(space, 3, bf16, true);
+  ASSERT_EQ(eager.size(), 3u);
+  for (size_t i = 0; i < eager.size(); ++i) {
+    ChainKernelParams expected = space[i];
+    expected.atenRounding = true;
+    EXPECT_EQ(eager[i], expected) << eager[i].describe();
+  }
+  const std::vector<ChainKernelParams> fused = firstChainPoints(space, 3, bf16, false);
+  EXPECT_EQ(fused, std::vector<ChainKernelParams>(space.begin(), space.begin() + 3));
+  const std::vector<ChainKernelParams> fp32Space = chainParameterSpace(fp32, 4096, 4096);
+  EXPECT_EQ(firstChainPoints(fp32Space, 2, fp32, true),
+            std::vector<ChainKernelParams>(fp32Space.begin(), fp32Space.begin() + 2));
+  EXPECT_EQ(firstChainPoints(space, space.size() + 5, bf16, true).size(), space.size());  // at most the space
+}
+
+TEST(ChainParameterSpaceTest, GivenEagerRoundingWhenACachedPointIsCheckedThenOnlyAPointRoundingAsEagerServesA16BitChain) {
+  const ChainIR bf16 = swigluChain(DType::BFloat16);
+  const ChainIR fp32 = swigluChain(DType::Float32);
+  ChainKernelParams fusedPoint;
+  ChainKernelParams atenPoint;
+  atenPoint.atenRounding = true;
+  EXPECT_FALSE(chainParamsRoundAsAsked(bf16, fusedPoint, true));  // tuned again
+  EXPECT_TRUE(chainParamsRoundAsAsked(bf16, atenPoint, true));
+  EXPECT_TRUE(chainParamsRoundAsAsked(fp32, fusedPoint, true));  // rounding changes nothing there
+  EXPECT_TRUE(chainParamsRoundAsAsked(bf16, fusedPoint, false));  // the default serves both kinds
+  EXPECT_TRUE(chainParamsRoundAsAsked(bf16, atenPoint, false));
+}
+
 }  // namespace
 }  // namespace hotkernel::chain

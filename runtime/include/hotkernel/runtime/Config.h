@@ -10,6 +10,7 @@
 // | HOTKERNEL_OPTIMIZE            | 1                            | as HOTKERNEL | 0: only use cached kernels, never optimize in-process |
 // | HOTKERNEL_FUSION              | 1                            | as HOTKERNEL | 1: learn hot chains of small ops and run them as fused kernels (hotkernel/interpose/FusionEngine.h); 0: off |
 // | HOTKERNEL_FUSION_START        | always                       | always, busy | busy: a chain starts only when its stream has work queued, else its first call runs eagerly (Note [Idle streams] in hotkernel/interpose/FusionEngine.h) |
+// | HOTKERNEL_FUSION_ROUNDING     | fused                        | fused, eager | eager: a fused chain rounds every 16-bit value it computes as eager ATen stores it (Note [Eager rounding on request] in hotkernel/chain/ChainParameterSpace.h) |
 // | HOTKERNEL_NVTX                | 1                            | as HOTKERNEL | 0: no NVTX range around plan launches (Note [NVTX ranges around plan launches] in hotkernel/runtime/NvtxRange.h) |
 // | HOTKERNEL_CUPTI               | 0                            | as HOTKERNEL | 1: the recorder attributes GPU time to the sampled ops with CUPTI's activity API (Note [GPU time from CUPTI] in hotkernel/runtime/CuptiActivitySource.h) |
 // | HOTKERNEL_TRUST_AGENT_ENTRIES | 0                            | as HOTKERNEL | 1: cached agent kernels load too (Note [Entries a process loads] in interpose/engine/EntryAdmission.h) |
@@ -82,6 +83,7 @@ struct Config {
   bool optimize = true;
   bool fusion = true;  // HOTKERNEL_FUSION
   bool fusionStartBusy = false;  // HOTKERNEL_FUSION_START=busy
+  bool fusionEagerRounding = false;  // HOTKERNEL_FUSION_ROUNDING=eager
   bool nvtx = true;     // HOTKERNEL_NVTX
   bool cupti = false;   // HOTKERNEL_CUPTI
   bool trustAgentEntries = false;  // HOTKERNEL_TRUST_AGENT_ENTRIES

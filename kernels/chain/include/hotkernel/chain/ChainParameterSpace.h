@@ -37,4 +37,29 @@ int chainWidestVec(const ChainIR& ir);
 std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t rows, int64_t cols,
                                                    const ChainLayout& layout = {});
 
+// Note [Eager rounding on request]
+// A fused kernel keeps its intermediates in float32 (Note [ATen rounding in a
+// fused kernel]): closer to float64 than eager, and so not eager's bits,
+// which a greedy decode may turn into another token where two logits nearly
+// tie. A process that asks for eager's rounding (HOTKERNEL_FUSION_ROUNDING=
+// eager) tunes every chain that computes a 16-bit value on atenRounding points
+// only: each such value rounded as eager stores it, at a few instructions a
+// value and no memory traffic; a reduction still sums in its own order, so a
+// chain with one stays within its tolerance of eager rather than bitwise. Its
+// process serves a cached kernel entry only when the entry rounds so; another
+// (tuned by a process of the default rounding) is tuned again and replaced.
+// A process of the default rounding serves both kinds: its tuner falls back to
+// atenRounding points itself when no fused one passes the harness.
+
+// The points tuneChain tries first (Note [Chain tuning]): the first `count` of
+// `space`, each with atenRounding when `eagerRounding` and the chain computes a
+// 16-bit value (atenRoundingApplies; Note [Eager rounding on request]).
+std::vector<ChainKernelParams> firstChainPoints(const std::vector<ChainKernelParams>& space, size_t count,
+                                                const ChainIR& ir, bool eagerRounding);
+
+// Whether a kernel at `p` rounds as a process of `eagerRounding` serves
+// (Note [Eager rounding on request]): any point without it; with it, an
+// atenRounding point, or any point of a chain that computes no 16-bit value.
+bool chainParamsRoundAsAsked(const ChainIR& ir, const ChainKernelParams& p, bool eagerRounding);
+
 }  // namespace hotkernel::chain

@@ -18,7 +18,9 @@
 // options.pairs, and the fastest of those is accepted when its speed-up CI
 // clears options.minSpeedup. When no point passes the harness and the chain
 // computes a 16-bit value, the same points are tried again rounding every
-// such value as ATen does (Note [ATen rounding in a fused kernel]). A
+// such value as ATen does (Note [ATen rounding in a fused kernel]); with
+// options.chainEagerRounding only such points are tried (Note [Eager rounding
+// on request] in hotkernel/chain/ChainParameterSpace.h). A
 // candidate whose launch fails while timed is
 // dropped. The yield point runs between bounded units of work (a harness
 // launch, a benchmark pair); when it says stop, tuneChain throws Error

@@ -35,6 +35,10 @@ struct TunerOptions {
   // these holds; metrics.target records the stop. The caller wraps
   // yieldPoint with it. Null: the search's own limits only.
   const TargetClock* clock = nullptr;
+  // Chains only (tuneChain): every point of a chain that computes a 16-bit
+  // value rounds each such value as eager ATen does (Note [Eager rounding on
+  // request] in hotkernel/chain/ChainParameterSpace.h).
+  bool chainEagerRounding = false;
 };
 
 }  // namespace hotkernel
