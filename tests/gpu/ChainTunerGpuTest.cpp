@@ -210,6 +210,60 @@ TEST(ChainTunerGpuTest, GivenTheNamedChainsWhenTunedThenAKernelEntryIsCachedRelo
   }
 }
 
+// Note [Eager rounding on request]: tuned with chainEagerRounding, a 16-bit chain is tried only at points that
+// round as ATen does, and its kernel's outputs differ from eager's op-by-op run in no more elements than the
+// default tuning's kernel (printed: how many of each).
+TEST(ChainTunerGpuTest, GivenEagerRoundingWhenA16BitChainIsTunedThenOnlyAtenRoundedPointsAndNoFartherFromEager) {
+  REQUIRE_CUDA_AND_NVRTC();
+  void* stream = c10::cuda::getCurrentCUDAStream(0).stream();
+  for (const Named& c : namedChains()) {
+    if (c.name != "swiglu bf16" && c.name != "rms_norm bf16" && c.name != "new_gelu bf16") continue;
+    SCOPED_TRACE(c.name);
+    const ChainVariant v{c.make(), kRows, kCols, 0};
+    ASSERT_TRUE(chain::atenRoundingApplies(v.ir));
+    int64_t differing[2] = {0, 0};
+    for (const bool eagerRounding : {false, true}) {
+      TunerOptions options;
+      options.pairs = 9;
+      options.chainEagerRounding = eagerRounding;
+      const TuneOutcome outcome = tuneChain(v, options);
+      ASSERT_TRUE(outcome.accepted) << (eagerRounding ? "eager" : "fused") << " rounding: nothing accepted";
+      for (const CandidateRecord& r : outcome.metrics.candidates) {
+        EXPECT_EQ(r.params->value("rounding", "") == "aten", eagerRounding) << r.params->dump();
+      }
+      EXPECT_EQ(outcome.metrics.candidates.size(), chain::chainParameterSpace(v.ir, kRows, kCols).size());
+      const chain::ChainPlan plan = chain::makeChainPlan(v, outcome.paramsJson.dump(), outcome.cubin);
+      EXPECT_EQ(plan.params.atenRounding, eagerRounding);
+      at::manual_seed(17);
+      std::vector<ChainReferenceInput> inputs;
+      for (int node : v.ir.inputs()) {
+        const chain::Node& n = v.ir.node(node);
+        ChainReferenceInput r;
+        r.tensor = (at::rand(chainValueSizes(n.shape, kRows, chain::extentOf(n, kCols)),
+                             at::TensorOptions().device(at::kCUDA)) * 4 - 2)
+                       .to(chainScalarType(n.dtype));
+        inputs.push_back(r);
+      }
+      const std::vector<at::Tensor> aten = runChainWithAten(v.ir, inputs, kRows, kCols);
+      std::vector<at::Tensor> outs;
+      std::vector<void*> outPointers;
+      for (const at::Tensor& a : aten) {
+        outs.push_back(at::full_like(a, std::nan("")));
+        outPointers.push_back(outs.back().mutable_data_ptr());
+      }
+      ASSERT_TRUE(chain::launchChainPlan(plan, chainInputValues(inputs), outPointers, stream));
+      EXPECT_EQ(compareChainOutputs(outs, aten, chainTolerance(v.ir)), "");
+      for (size_t o = 0; o < outs.size(); ++o) {
+        differing[eagerRounding] += outs[o].ne(aten[o]).sum().item<int64_t>();
+      }
+      std::printf("[eager rounding] %s, %s rounding (%s): %lld of %lld outputs differ from eager's\n",
+                  c.name.c_str(), eagerRounding ? "eager" : "fused", plan.params.describe().c_str(),
+                  static_cast<long long>(differing[eagerRounding]), static_cast<long long>(kRows * kCols));
+    }
+    EXPECT_LE(differing[1], differing[0]);
+  }
+}
+
 TEST(ChainTunerGpuTest, GivenATamperedChainEntryWhenLoadedThenNoPlanIsMade) {
   REQUIRE_CUDA_AND_NVRTC();
   const Fingerprint fp = testFingerprint();
