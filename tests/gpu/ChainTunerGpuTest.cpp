@@ -106,6 +106,33 @@ std::string tempCacheDir() {
   return made ? std::string(made) : tmpl;
 }
 
+// The chain's inputs at [kRows, kCols] on the GPU, uniform in [-2, 2), in its dtypes.
+std::vector<ChainReferenceInput> uniformInputs(const ChainIR& ir) {
+  std::vector<ChainReferenceInput> inputs;
+  for (int node : ir.inputs()) {
+    const chain::Node& n = ir.node(node);
+    ChainReferenceInput r;
+    r.tensor = (at::rand(chainValueSizes(n.shape, kRows, chain::extentOf(n, kCols)),
+                         at::TensorOptions().device(at::kCUDA)) * 4 - 2)
+                   .to(chainScalarType(n.dtype));
+    inputs.push_back(r);
+  }
+  return inputs;
+}
+
+// Outputs shaped like `like`, NaN-filled so that an element a kernel leaves unwritten shows.
+std::vector<at::Tensor> nanLike(const std::vector<at::Tensor>& like) {
+  std::vector<at::Tensor> outs;
+  for (const at::Tensor& a : like) outs.push_back(at::full_like(a, std::nan("")));
+  return outs;
+}
+
+std::vector<void*> pointersOf(const std::vector<at::Tensor>& outs) {
+  std::vector<void*> p;
+  for (const at::Tensor& o : outs) p.push_back(o.data_ptr());
+  return p;
+}
+
 // tuneChain with 21 interleaved pairs, each candidate's stage and speed-up printed (the run's log).
 TuneOutcome tunePrinted(const ChainVariant& v, const std::string& label) {
   TunerOptions options;
@@ -167,26 +194,15 @@ TEST(ChainTunerGpuTest, GivenTheNamedChainsWhenTunedThenAKernelEntryIsCachedRelo
     const chain::ChainPlan plan = chain::makeChainPlan(fresh, entry->params, entry->cubin);
 
     at::manual_seed(11);
-    std::vector<ChainReferenceInput> inputs;
+    const std::vector<ChainReferenceInput> inputs = uniformInputs(fresh.ir);
     std::vector<std::vector<float>> values;
-    for (int node : fresh.ir.inputs()) {
-      const chain::Node& n = fresh.ir.node(node);
-      ChainReferenceInput r;
-      r.tensor = (at::rand(chainValueSizes(n.shape, kRows, chain::extentOf(n, kCols)), at::TensorOptions().device(at::kCUDA)) *
-                      4 -
-                  2)
-                     .to(chainScalarType(n.dtype));
+    for (const ChainReferenceInput& r : inputs) {
       const at::Tensor f = r.tensor.to(at::kFloat).cpu().contiguous().reshape({-1});
       values.emplace_back(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
-      inputs.push_back(r);
     }
     const std::vector<at::Tensor> aten = runChainWithAten(fresh.ir, inputs, kRows, kCols);
-    std::vector<at::Tensor> outs;
-    std::vector<void*> outPointers;
-    for (const at::Tensor& a : aten) {
-      outs.push_back(at::full_like(a, std::nan("")));
-      outPointers.push_back(outs.back().mutable_data_ptr());
-    }
+    std::vector<at::Tensor> outs = nanLike(aten);
+    const std::vector<void*> outPointers = pointersOf(outs);
     ASSERT_TRUE(chain::launchChainPlan(plan, chainInputValues(inputs), outPointers, stream));
     // The interpreter's mode that the kernel's rounding follows: an ATen-rounded kernel stores every 16-bit
     // value as ATen's op by op run does.
@@ -235,23 +251,10 @@ TEST(ChainTunerGpuTest, GivenEagerRoundingWhenA16BitChainIsTunedThenOnlyAtenRoun
       const chain::ChainPlan plan = chain::makeChainPlan(v, outcome.paramsJson.dump(), outcome.cubin);
       EXPECT_EQ(plan.params.atenRounding, eagerRounding);
       at::manual_seed(17);
-      std::vector<ChainReferenceInput> inputs;
-      for (int node : v.ir.inputs()) {
-        const chain::Node& n = v.ir.node(node);
-        ChainReferenceInput r;
-        r.tensor = (at::rand(chainValueSizes(n.shape, kRows, chain::extentOf(n, kCols)),
-                             at::TensorOptions().device(at::kCUDA)) * 4 - 2)
-                       .to(chainScalarType(n.dtype));
-        inputs.push_back(r);
-      }
+      const std::vector<ChainReferenceInput> inputs = uniformInputs(v.ir);
       const std::vector<at::Tensor> aten = runChainWithAten(v.ir, inputs, kRows, kCols);
-      std::vector<at::Tensor> outs;
-      std::vector<void*> outPointers;
-      for (const at::Tensor& a : aten) {
-        outs.push_back(at::full_like(a, std::nan("")));
-        outPointers.push_back(outs.back().mutable_data_ptr());
-      }
-      ASSERT_TRUE(chain::launchChainPlan(plan, chainInputValues(inputs), outPointers, stream));
+      const std::vector<at::Tensor> outs = nanLike(aten);
+      ASSERT_TRUE(chain::launchChainPlan(plan, chainInputValues(inputs), pointersOf(outs), stream));
       EXPECT_EQ(compareChainOutputs(outs, aten, chainTolerance(v.ir)), "");
       for (size_t o = 0; o < outs.size(); ++o) {
         differing[eagerRounding] += outs[o].ne(aten[o]).sum().item<int64_t>();
