@@ -118,12 +118,13 @@ TuningRowCounts tuningRowsWithinCap(const std::string& what, int64_t variantRows
   const std::optional<TuningRowCounts> rows = tuningRowCounts(variantRows, fill, memory, capBytes);
   if (rows) return *rows;
   const int64_t fewest = std::min(fill, variantRows);
-  if (memory.timedBytesPerRow > 0) {
-    // The least a split takes (Note [A harness on fewer rows]); saturating like bytes().
-    const int64_t harness = std::min(kFewestHarnessRows, fewest);
-    TuningMemory timed;
-    timed.bytesPerRow = memory.timedBytesPerRow;
-    timed.fixedBytes = memory.bytes(harness);
+  // The least a split takes (Note [A harness on fewer rows]; saturating like bytes()), named when it is less
+  // than the fewest rows whole.
+  const int64_t harness = std::min(kFewestHarnessRows, fewest);
+  TuningMemory timed;
+  timed.bytesPerRow = memory.timedBytesPerRow;
+  timed.fixedBytes = memory.bytes(harness);
+  if (memory.timedBytesPerRow > 0 && timed.bytes(fewest) < memory.bytes(fewest)) {
     HOTKERNEL_THROW("tuning ", what, " ", variantRows, "x", cols, " needs ~", timed.bytes(fewest) >> 20,
                     " MiB of GPU memory even with its timed calls on ", fewest, " rows and its harness on ",
                     harness, ", over the cap of ", capBytes >> 20, " MiB");

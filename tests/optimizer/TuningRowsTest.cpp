@@ -198,6 +198,21 @@ TEST(TuningRowsTest, GivenAVariantOfFewerRowsThanTheFewestHarnessRowsWhenTheCapR
   EXPECT_EQ(tuningRowCounts(2, 1000, m, m.bytes(2)), (TuningRowCounts{2, 2}));
 }
 
+TEST(TuningRowsTest, GivenASplitNeedingMoreThanTheFewestRowsWholeWhenRefusedThenErrorNamesTheWholeRowsNeed) {
+  // 2 rows: a split (both harness rows besides 2 timed ones) takes more than the 2 rows whole.
+  const TuningMemory m = middleDimRows();
+  try {
+    tuningRowsWithinCap("argmax_lastdim", 2, 2048 * 4096, 1000, m, m.bytes(2) - 1);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("tuning argmax_lastdim 2x8388608 needs ~" + std::to_string(m.bytes(2) >> 20) +
+                        " MiB of GPU memory, over the cap of "),
+              std::string::npos)
+        << what;
+  }
+}
+
 TEST(TuningRowsTest, GivenNoTimedBytesWhenTheCapRefusesTheVariantThenNoSplit) {
   TuningMemory m = middleDimRows();
   m.timedBytesPerRow = 0;
