@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The open issues' GPU measurements in one device call, from a prebuilt folder (tools/gpu/prebuild.sh; carry
+# .deps), within a time budget: issue 19's softmax / log_softmax [4096, 400000], the float32 middle-dim
+# argmax / max / argmin / min, the models (issue 20's llama prefill against torch.compile) and the few-rows norms.
+# The targets are the H200's: on another GPU nothing runs unless OPEN_TARGETS_ANY_GPU=1.
+#
+#   CALL_LIMIT=560 tools/gpu/open-targets.sh        # seconds this call may take (default 560)
+# Steps, in order, each skipped when the budget left is too small for it: softmax_400k (<= 170 s),
+# reductions (<= 110 s), models (all four with >= 230 s left, else llama alone with >= 100 s), norms_long
+# (the rest, >= 70 s). Each step's JSON, log and experiments land in $OUT under the step's name
+# (softmax-400k-bench-ops.json, ...); everything is packed into $OUT/000-all.tgz.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT" || exit 1
+export HOTKERNEL_PREBUILT_DIR="${HOTKERNEL_PREBUILT_DIR:-.deps/prebuilt}"
+OUT="${OUT:-$ROOT/out}"
+mkdir -p "$OUT"
+T0=$(date +%s)
+LIMIT=${CALL_LIMIT:-560}
+el() { echo "[open-targets +$(( $(date +%s) - T0 ))s] $*"; }
+left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
+keep() {  # keep the ops step's files under the step's name
+  for f in bench-ops.json bench-ops.log bench-ops-experiments.txt; do mv "$OUT/$f" "$OUT/$1-$f" 2>/dev/null; done
+}
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+el "gpu: $GPU (prebuilt: $(head -1 "$HOTKERNEL_PREBUILT_DIR/BUILT_AT" 2>/dev/null))"
+if ! echo "$GPU" | grep -q H200 && [ "${OPEN_TARGETS_ANY_GPU:-0}" != 1 ]; then
+  el "not an H200: nothing run (OPEN_TARGETS_ANY_GPU=1 runs the steps anyway)"
+  exit 0
+fi
+R=$(left)
+if [ "$R" -gt 60 ]; then
+  el "softmax_400k"
+  HOTKERNEL_OPS_CASES=softmax_400k timeout $(( R < 175 ? R - 5 : 170 )) tools/gpu/run-h200.sh ops 2>&1 |
+    grep -v "^tar" | grep "^|" | tail -3
+  keep softmax-400k
+fi
+R=$(left)
+if [ "$R" -gt 60 ]; then
+  el "float32 middle-dim reductions"
+  HOTKERNEL_OPS_CASES="argmax_dim1:float32:64x2048x4096,max_dim1:float32:64x2048x4096,argmin_dim1:float32:64x2048x4096,min_dim1:float32:64x2048x4096" \
+    HOTKERNEL_OPS=sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim \
+    timeout $(( R < 115 ? R - 5 : 110 )) tools/gpu/run-h200.sh ops 2>&1 | grep -v "^tar" | grep "^|" | tail -4
+  keep reductions-dim
+fi
+R=$(left)
+el "models ($R s left)"
+if [ "$R" -gt 230 ]; then
+  timeout $(( R - 10 )) tools/gpu/run-h200.sh models 2>&1 | grep -v "^tar" | grep -A8 "^| model"
+elif [ "$R" -gt 100 ]; then
+  HOTKERNEL_MODELS=llama timeout $(( R - 10 )) tools/gpu/run-h200.sh models 2>&1 | grep -v "^tar" | grep -A4 "^| model"
+fi
+R=$(left)
+if [ "$R" -gt 70 ]; then
+  el "norms_long"
+  HOTKERNEL_OPS_CASES=norms_long timeout $(( R - 5 )) tools/gpu/run-h200.sh ops 2>&1 | grep -v "^tar" | grep "^|" | tail -4
+  keep norms-long
+fi
+el "done"
+tar czf /tmp/000-all.tgz -C "$OUT" . && mv /tmp/000-all.tgz "$OUT/000-all.tgz"
