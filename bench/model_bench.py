@@ -383,7 +383,12 @@ def category(op):
 # to pageable memory (an .item(), a torch.tensor(..., device="cuda")) waits for the stream there, so
 # their time, not their count, says how long the host sat waiting. A step whose GPU time drops while
 # its wall time does not shows here as idle time or waiting that grew: the overlap of host and device
-# lost, not the host's cost (GPT-2 eager under fusion).
+# lost, not the host's cost (GPT-2 eager under fusion). The idle time is split by the length of its gaps (the
+# device's idle intervals in the window, before its first and after its last kernel included): gaps of at least
+# LONG_GAP_US (idleLongGaps, their count and time) are the device waiting through a stretch of host work (a
+# prologue after a synchronization, a host-bound stretch of Python), the shorter ones (idleShortGapsUs) the
+# bubbles between launches a host only just ahead of the device leaves.
+LONG_GAP_US = 50.0
 WAIT_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
               "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemcpyDtoH", "cuMemcpyHtoD")
 COPY_CALLS = ("cudaMemcpyAsync", "cuMemcpyAsync", "cuMemcpyDtoHAsync", "cuMemcpyHtoDAsync", "cuMemcpyDtoDAsync")
@@ -405,16 +410,26 @@ def step_timeline(events, steps):
             device.append((start, end))
     if not host or not device:
         return None
-    window = max(end for _, end in host) - min(start for start, _ in host)
+    first, last = min(start for start, _ in host), max(end for _, end in host)
+    window = last - first
     busy, reach = 0.0, None
+    gaps = []  # the device's idle intervals inside the host's window
     for start, end in sorted(device):
         if reach is None or start > reach:
+            gap_from = first if reach is None else reach
+            if min(start, last) > gap_from:
+                gaps.append(min(start, last) - gap_from)
             busy += end - start
             reach = end
         elif end > reach:
             busy += end - reach
             reach = end
+    if reach is not None and last > reach:
+        gaps.append(last - max(reach, first))
+    long_gaps = [g for g in gaps if g >= LONG_GAP_US]
     return {"windowUs": window / steps, "gpuBusyUs": busy / steps, "gpuIdleUs": max(0.0, window - busy) / steps,
+            "idleLongGaps": len(long_gaps) / steps, "idleLongGapsUs": sum(long_gaps) / steps,
+            "idleShortGapsUs": (sum(gaps) - sum(long_gaps)) / steps,
             "syncCalls": len(waits) / steps, "syncWaitUs": sum(waits) / steps,
             "asyncCopyCalls": len(copies) / steps, "asyncCopyUs": sum(copies) / steps}
 
@@ -1028,7 +1043,8 @@ def markdown(results):
             label = "GPU time" if prof["timeBase"].startswith("self CUDA") else "CPU time"
             totals = ", ".join(f"{n} {v:.0f} us" for n, v in prof["totalUsPerStep"].items())
             timeline = "; ".join(f"{n}: window {t['windowUs']:.0f} us, GPU busy {t['gpuBusyUs']:.0f} / idle "
-                                 f"{t['gpuIdleUs']:.0f} us, {t['syncCalls']:g} waits of {t['syncWaitUs']:.0f} us, "
+                                 f"{t['gpuIdleUs']:.0f} us ({t['idleLongGaps']:g} gaps of >= {LONG_GAP_US:g} us: "
+                                 f"{t['idleLongGapsUs']:.0f} us), {t['syncCalls']:g} waits of {t['syncWaitUs']:.0f} us, "
                                  f"{t['asyncCopyCalls']:g} async copies of {t['asyncCopyUs']:.0f} us"
                                  for n, t in (prof.get("timeline") or {}).items() if t)
             lines += ["", f"{r['model']} {e['phase']}: ATen ops by {prof['timeBase']} {under}, per {e['unit']} "

@@ -43,6 +43,24 @@ class StepTimelineTest(unittest.TestCase):
         self.assertEqual(t["asyncCopyCalls"], 0.5)
         self.assertEqual(t["asyncCopyUs"], 0.5)
 
+    def test_given_a_long_wait_and_launch_bubbles_when_summed_then_the_idle_time_splits_by_gap_length(self):
+        # Host window 0-1000; device idle 0-300 (a prologue), busy 300-500, 10 us bubbles at 500-510 and
+        # 600-610, busy to 900, idle 900-1000 (the tail): 300 + 100 in long gaps, 20 in short ones.
+        events = [event("aten::embedding", 0, 290), event("cudaStreamSynchronize", 290, 1000),
+                  event("gemm", 300, 500, device=True), event("hk_chain", 510, 600, device=True),
+                  event("gemm", 610, 900, device=True)]
+        t = model_bench.step_timeline(events, steps=1)
+        self.assertEqual(t["gpuIdleUs"], 420)
+        self.assertEqual(t["idleLongGaps"], 2)
+        self.assertEqual(t["idleLongGapsUs"], 400)
+        self.assertEqual(t["idleShortGapsUs"], 20)
+        self.assertEqual(t["idleLongGapsUs"] + t["idleShortGapsUs"], t["gpuIdleUs"])
+
+    def test_given_device_work_outside_the_host_window_when_summed_then_only_gaps_inside_it_count(self):
+        events = [event("aten::mm", 100, 200), event("gemm", 50, 120, device=True), event("gemm", 150, 260, device=True)]
+        t = model_bench.step_timeline(events, steps=1)
+        self.assertEqual(t["idleLongGapsUs"] + t["idleShortGapsUs"], 30)  # 120-150 only
+
     def test_given_no_device_events_when_summed_then_there_is_no_timeline(self):
         self.assertIsNone(model_bench.step_timeline([event("aten::mm", 0, 10)], steps=1))
 
