@@ -293,9 +293,8 @@ TuneOutcome tuneChain(const ChainVariant& v, const TunerOptions& options) {
   // every 16-bit value as ATen does (unless they did already: Note [Eager rounding on request]).
   const bool anyPassed = std::any_of(candidates.begin(), candidates.end(),
                                      [](const ChainCandidate& c) { return c.harness && c.harness->passed; });
-  const bool roundedAlready = std::all_of(candidates.begin(), candidates.end(),
-                                          [](const ChainCandidate& c) { return c.params.atenRounding; });
-  if (!anyPassed && !roundedAlready && stop != SearchStop::OutOfTime && chain::atenRoundingApplies(v.ir)) {
+  if (!anyPassed && !options.chainEagerRounding && stop != SearchStop::OutOfTime &&
+      chain::atenRoundingApplies(v.ir)) {
     const size_t first = candidates.size();
     for (size_t i = 0; i < count; ++i) {
       ChainCandidate c;
