@@ -11,11 +11,15 @@ BUILD="${HOTKERNEL_BUILD_DIR:-$ROOT/build}"
 GPU_TESTS=(cupti_gpu_tests mm_pad_runtime_gpu_tests sdpa_runtime_gpu_tests softmax_dim_gpu_tests reduce_dim_runtime_gpu_tests
            reduce_pair_runtime_gpu_tests chain_gpu_tests chain_tuner_gpu_tests fusion_engine_gpu_tests)
 if [ -n "${HOTKERNEL_PREBUILT_GPU_TESTS:-}" ]; then read -r -a GPU_TESTS <<<"$HOTKERNEL_PREBUILT_GPU_TESTS"; fi
-TARGETS=(fusion_fuzz_gpu fusion_fuzz hotkernel_cli "${GPU_TESTS[@]}" chain_kernel_tool hotkernel hotkernel_preload)
+# The sandbox helpers go beside the binaries: the agent and sandbox tests in gpu_tests look for them there (a
+# prebuilt folder has no build tree).
+TARGETS=(fusion_fuzz_gpu fusion_fuzz hotkernel_cli "${GPU_TESTS[@]}" chain_kernel_tool hotkernel hotkernel_preload
+         hotkernel_sandbox_compile hotkernel_sandbox_run)
 cmake --build "$BUILD" -j "${HOTKERNEL_JOBS:-2}" --target "${TARGETS[@]}"
 DEST="$ROOT/.deps/prebuilt"
 mkdir -p "$DEST/bin" "$DEST/lib"
-for b in fusion_fuzz_gpu fusion_fuzz hotkernel chain_kernel_tool "${GPU_TESTS[@]}"; do cp "$BUILD/bin/$b" "$DEST/bin/"; done
+for b in fusion_fuzz_gpu fusion_fuzz hotkernel chain_kernel_tool hotkernel-sandbox-compile hotkernel-sandbox-run \
+         "${GPU_TESTS[@]}"; do cp "$BUILD/bin/$b" "$DEST/bin/"; done
 cp "$BUILD"/lib/libhotkernel.so "$BUILD"/lib/libhotkernel_preload.so "$DEST/lib/"
 # The binaries lose their static symbol tables (a fifth of their size; the dynamic ones stay): a call carries 64 MiB.
 # The libraries keep theirs (under 1 MB): a profiler on the device (py-spy --native in probe-host-time.py) names
