@@ -6,9 +6,9 @@
 #
 #   CALL_LIMIT=560 tools/gpu/open-targets.sh        # seconds this call may take (default 560)
 # Steps, in order, each skipped when the budget left is too small for it: softmax_400k (<= 170 s),
-# reductions (<= 110 s), models (all four with >= 230 s left, else llama alone with >= 100 s), norms_long
-# (the rest, >= 70 s). Each step's JSON, log and experiments land in $OUT under the step's name
-# (softmax-400k-bench-ops.json, ...); everything is packed into $OUT/000-all.tgz.
+# reductions (<= 110 s), norms_long (<= 110 s, with >= 70 s left), models (the rest: all four with >= 230 s
+# left, cut where the time ends, else llama alone with >= 100 s). Each step's JSON, log and experiments land in
+# $OUT under the step's name (softmax-400k-bench-ops.json, ...); everything is packed into $OUT/000-all.tgz.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT" || exit 1
@@ -44,17 +44,18 @@ if [ "$R" -gt 60 ]; then
   keep reductions-dim
 fi
 R=$(left)
+if [ "$R" -gt 70 ]; then
+  el "norms_long"
+  HOTKERNEL_OPS_CASES=norms_long timeout $(( R < 115 ? R - 5 : 110 )) tools/gpu/run-h200.sh ops 2>&1 | grep -v "^tar" |
+    grep "^|" | tail -4
+  keep norms-long
+fi
+R=$(left)
 el "models ($R s left)"
 if [ "$R" -gt 230 ]; then
   timeout $(( R - 10 )) tools/gpu/run-h200.sh models 2>&1 | grep -v "^tar" | grep -A8 "^| model"
 elif [ "$R" -gt 100 ]; then
   HOTKERNEL_MODELS=llama timeout $(( R - 10 )) tools/gpu/run-h200.sh models 2>&1 | grep -v "^tar" | grep -A4 "^| model"
-fi
-R=$(left)
-if [ "$R" -gt 70 ]; then
-  el "norms_long"
-  HOTKERNEL_OPS_CASES=norms_long timeout $(( R - 5 )) tools/gpu/run-h200.sh ops 2>&1 | grep -v "^tar" | grep "^|" | tail -4
-  keep norms-long
 fi
 el "done"
 tar czf /tmp/000-all.tgz -C "$OUT" . && mv /tmp/000-all.tgz "$OUT/000-all.tgz"
