@@ -20,7 +20,7 @@ namespace hotkernel {
 RankingOptions Engine::rankingOptions() {
   // One pass of the background optimizer splits 10 minutes over what is
   // queued (re-split each time a job is picked), at least 30 s per target;
-  // stop at 90% of the roofline or after 8 rounds without improvement.
+  // stop at 95% of the roofline or after 8 rounds without improvement.
   return RankingOptions{};
 }
 

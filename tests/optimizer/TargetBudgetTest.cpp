@@ -71,11 +71,11 @@ TEST(TargetBudgetTest, GivenYieldPointThatRefusesWhenWrappedThenRefusalPassesThr
 TEST(TargetBudgetTest, GivenRooflineWhenAppliedToSearchThenGoodEnoughIsRooflineOverFractionInMicroseconds) {
   FakeTime time;
   TargetClock clock(budget(10, 90e-6), time.fn());
-  EXPECT_DOUBLE_EQ(clock.goodEnoughUs(), 100.0);  // 90 us / 0.9
+  EXPECT_DOUBLE_EQ(clock.goodEnoughUs(), 90.0 / 0.95);  // 90 us / 0.95 (Note [Done near the roofline])
   SearchOptions so;
   so.maxRoundsWithoutImprovement = 8;
   clock.applyTo(so);
-  EXPECT_DOUBLE_EQ(so.goodEnoughCost, 100.0);
+  EXPECT_DOUBLE_EQ(so.goodEnoughCost, 90.0 / 0.95);
   EXPECT_EQ(so.maxRoundsWithoutImprovement, 3);
   ASSERT_TRUE(static_cast<bool>(so.outOfTime));
   EXPECT_FALSE(so.outOfTime());
@@ -98,11 +98,12 @@ TEST(TargetBudgetTest, GivenBestTimesWhenStopAskedThenRooflineThenBudgetThenStal
   TargetClock clock(budget(10, 90e-6), time.fn());
   EXPECT_EQ(clock.stop(0, 0), TargetStop::None);            // nothing found yet
   EXPECT_EQ(clock.stop(120, 2), TargetStop::None);          // 75% of the roofline
-  EXPECT_EQ(clock.stop(99.9, 0), TargetStop::NearRoofline);  // 90.09%
+  EXPECT_EQ(clock.stop(99.9, 0), TargetStop::None);          // 90.09%: < 95%
+  EXPECT_EQ(clock.stop(94.5, 0), TargetStop::NearRoofline);  // 95.24%
   EXPECT_EQ(clock.stop(120, 3), TargetStop::NoImprovement);
   time.now += 11;
   EXPECT_EQ(clock.stop(120, 3), TargetStop::BudgetSpent);
-  EXPECT_EQ(clock.stop(95, 3), TargetStop::NearRoofline);  // reaching the roofline wins
+  EXPECT_EQ(clock.stop(94, 3), TargetStop::NearRoofline);  // reaching the roofline wins
 }
 
 TEST(TargetBudgetTest, GivenSearchStopsWhenMappedThenTargetStopReasons) {

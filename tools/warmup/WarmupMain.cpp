@@ -9,7 +9,7 @@
 // once, and the saving is (estimated calls x ATen time) x headroom to the
 // roofline. The budget is split over the targets in proportion to their
 // saving (re-split over what is left after each target); a target whose ATen
-// kernel already runs at >= 90% of its roofline is recorded as "keep ATen"
+// kernel already runs at >= 95% of its roofline is recorded as "keep ATen"
 // without a search. Variants that already have a decision in the cache are
 // skipped, so a second run resumes where the first stopped. The budget is
 // also checked before every unit of GPU work; a target cut short is left

@@ -28,7 +28,9 @@
 // A reduction only reads its bytes, so it might seem to need a read peak
 // above the copy's. It does not: ATen's sums over the same large buffers read
 // at the copy's bandwidth (docs/design/optimizer.md), so the copy's peak
-// prices every family's bytes, reads and writes alike.
+// prices every family's bytes, reads and writes alike; the few percent reads
+// gain on larger inputs are what Note [Done near the roofline] (Ranking.h)
+// leaves room for.
 //
 // Runs on the calling thread with relaxed graph-capture mode and the
 // benchmark's own stream; calls the yield point before each timed run.

@@ -1,6 +1,6 @@
 #pragma once
 // The stop rules of one target's search, applied while it runs: its share of
-// the optimizer's time, ~90% of its roofline, N rounds without improvement.
+// the optimizer's time, ~95% of its roofline, N rounds without improvement.
 // No torch, no GPU.
 //
 // Note [Stopping a target's search]
@@ -12,7 +12,7 @@
 //   - hands the search goodEnoughCost() (the roofline time / 0.9, in the
 //     search's unit, microseconds per call) and outOfTime() (budget spent),
 //     and maxRoundsWithoutImprovement, so the search stops at the first of:
-//     a candidate within 90% of the roofline, the budget, N rounds in a row
+//     a candidate within 95% of the roofline, the budget, N rounds in a row
 //     without a better candidate (SearchStop GoodEnough, OutOfTime,
 //     NoImprovement);
 //   - asks stop(bestUs, ...) before each further round of work (external
@@ -39,7 +39,7 @@ namespace hotkernel {
 struct TargetBudget {
   double budgetSeconds = 0;           // optimizer time for the target, waits excluded; 0: no limit
   double rooflineSecondsPerCall = 0;  // 0: unknown, no near-roofline stop
-  double doneRooflineFraction = 0.9;  // best time within this fraction of the roofline: done
+  double doneRooflineFraction = 0.95;  // best time within this fraction of the roofline: done (Ranking.h)
   int maxRoundsWithoutImprovement = 0;  // 0: the search's own default
 
   // The budget and roofline the ranking gave `target`, with the options' stop rules.
