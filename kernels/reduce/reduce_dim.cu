@@ -136,17 +136,36 @@ __device__ __forceinline__ float hk_merge_value(float a, float b) {
 #endif
 }
 
-// Folds row r's HK_VEC values into a thread's partials (idx unused by the value ops).
+// Note [Folding rows in order]
+// A thread folds its rows in increasing order, so the row r it folds is past
+// every index it holds: of ATen's order only "NaN first, then the extremum,
+// equal values keep the lower index" is left to decide, and r is taken
+// exactly when the held value is not NaN and x is NaN or strictly beyond it,
+// the rule of the last-dim family's vectors (Note [Two-level argmax] in
+// reduce_lastdim.cu). Written with `&`, it is two compares and two selects an
+// element and no branch; hk_ahead's general order (any two indices) took
+// about three times that with a branch per element, which bounded the 16-bit
+// index ops (twice the elements a byte of float32) below the memory's speed.
+// The start makes the rule exact: the held value starts at -inf (+inf for the
+// minima) with the index of the thread's first row, which a first row of -inf
+// (+inf) then keeps, as ATen would; a thread without rows holds an index
+// >= reduced, behind every real one of an equal value in the tree.
+
+// Folds row r's HK_VEC values into a thread's partials (idx unused by the value ops); r is past every index
+// held (Note [Folding rows in order]).
 __device__ __forceinline__ void hk_fold(float (&acc)[HK_VEC], int (&idx)[HK_VEC], const float (&x)[HK_VEC], int r) {
 #pragma unroll
   for (int j = 0; j < HK_VEC; ++j) {
 #if HK_IS_SUM
     acc[j] += x[j];
 #elif HK_IS_ARG
-    if (hk_ahead(x[j], r, acc[j], idx[j])) {
-      acc[j] = x[j];
-      idx[j] = r;
-    }
+#if HK_IS_MIN
+    const bool take = (acc[j] == acc[j]) & !(x[j] >= acc[j]);
+#else
+    const bool take = (acc[j] == acc[j]) & !(x[j] <= acc[j]);
+#endif
+    acc[j] = take ? x[j] : acc[j];
+    idx[j] = take ? r : idx[j];
 #else
     acc[j] = hk_merge_value(acc[j], x[j]);
 #endif
@@ -190,7 +209,7 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS, 1)
 #pragma unroll
     for (int j = 0; j < HK_VEC; ++j) {
       acc[j] = hk_start();
-      idx[j] = 0x7fffffff;  // no element yet: any real one is ahead
+      idx[j] = ty;  // the thread's first row (Note [Folding rows in order])
     }
     if (live) {
       const hk_pack* src = reinterpret_cast<const hk_pack*>(in + o * reduced * inner) + v;

@@ -229,6 +229,73 @@ TEST(ReduceDimRuntimeGpuTest, GivenEveryUnrollOfATileWhenServedThenTheResultsAre
   }
 }
 
+TEST(ReduceDimRuntimeGpuTest, GivenColumnsOfInfinitiesZerosAndNaNsWhenTheIndexOpsFoldThemThenAtensIndices) {
+  // Note [Folding rows in order]: a thread's fold decides by "NaN first, then strictly beyond" from a start of
+  // -inf (+inf) at its first row. Columns where that start is all there is (only -inf or +inf), ties of +0 and
+  // -0, NaNs late or twice, and extents that leave threads without rows (reduced < ty) or with a remainder after
+  // every batch; the tiles span ty 1 to 32 and every unroll.
+  REQUIRE_CUDA_AND_NVRTC();
+  (void)cacheDir();
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (ReduceOp op : {ReduceOp::Argmax, ReduceOp::Argmin}) {
+    const ServedOp& served = servedOp(kernels::reduceAtenOpName(op));
+    installServedOp(served, c10::DispatchKey::CUDA, nullptr);
+    for (DType dtype : {DType::Float32, DType::BFloat16}) {
+      for (int64_t reduced : {int64_t{1}, int64_t{3}, int64_t{37}, int64_t{4099}}) {
+        const int64_t outer = 2, inner = 64;
+        const ReduceDimVariant v{dtype, outer, reduced, inner, op};
+        const VariantKey key = kernels::reduceDimKeyOf(v, 0);
+        at::Tensor x = at::randn({outer, reduced, inner}, at::TensorOptions().device(at::kCUDA, 0)).round_();
+        auto col = [&](int64_t c) { return x.select(0, outer - 1).select(1, c); };  // [reduced] of one position
+        col(0).fill_(-inf);
+        col(1).fill_(inf);
+        col(2).fill_(-inf);
+        col(2)[reduced - 1].fill_(1.0f);
+        col(3).fill_(inf);
+        col(3)[reduced - 1].fill_(-1.0f);
+        col(4).fill_(0.0f);
+        if (reduced > 1) col(4).slice(0, 1, reduced, 2).fill_(-0.0f);  // +0, -0, +0, ...: ties, the first index
+        col(5)[reduced - 1].fill_(nan);                                   // a NaN in the last row
+        if (reduced >= 6) {
+          col(6)[2].fill_(nan);
+          col(6)[5].fill_(nan);  // two NaNs: the first
+          col(7).fill_(-inf);
+          col(7)[3].fill_(inf);
+          col(7)[reduced - 1].fill_(inf);  // +inf twice after -inf: the first
+        }
+        x = x.to(torchType(dtype));
+        const at::Tensor ref = atenReduceMiddleDim(x.view({outer, reduced * inner}), op, inner);
+        for (int ty : {1, 4, 32}) {
+          const int vec = dtype == DType::Float32 || ty == 32 ? 4 : 8;  // 16 bytes, or the shared memory's bound
+          for (int unroll : kernels::kMiddleDimUnrolls) {
+            const ReduceDimParams p{32, ty, vec, unroll};
+            SCOPED_TRACE(std::string(kernels::reduceOpName(op)) + " " + kernels::dtypeName(dtype) + " reduced " +
+                         std::to_string(reduced) + " " + p.describe());
+            ASSERT_TRUE(ReduceDimFamily::guardParams(v, p));
+            plansOf(served).publish(kernels::reduceDescriptor(op).makePlan(key, p.toJson(), cubinOf(dtype, op, p), 0));
+            const uint64_t hits = hitsOf(served);
+            const at::Tensor out = callOp(op, x, 1, false);
+            ASSERT_EQ(hitsOf(served), hits + 1);
+            EXPECT_TRUE(meetsAten(op, x, out, ref));
+          }
+        }
+        // What ATen gives those columns, so that a change on its side shows here.
+        const at::Tensor last = ref.select(0, outer - 1).cpu();
+        EXPECT_EQ(last[0].item<int64_t>(), 0);
+        EXPECT_EQ(last[1].item<int64_t>(), 0);
+        EXPECT_EQ(last[2].item<int64_t>(), op == ReduceOp::Argmax ? reduced - 1 : 0);
+        EXPECT_EQ(last[3].item<int64_t>(), op == ReduceOp::Argmax ? 0 : reduced - 1);
+        EXPECT_EQ(last[4].item<int64_t>(), 0);
+        EXPECT_EQ(last[5].item<int64_t>(), reduced - 1);
+        if (reduced >= 6) {
+          EXPECT_EQ(last[6].item<int64_t>(), 2);
+          EXPECT_EQ(last[7].item<int64_t>(), op == ReduceOp::Argmax ? 3 : 0);
+        }
+      }
+    }
+  }
+}
+
 TEST(ReduceDimRuntimeGpuTest, GivenAHotFp32MiddleDimAmaxWhenOptimizedThenItIsCachedUnderTheOpsFamilyAndServed) {
   REQUIRE_CUDA_AND_NVRTC();
   (void)cacheDir();
