@@ -119,21 +119,21 @@ __device__ __forceinline__ bool hk_ahead(float a, int ia, float b, int ib) {
 #endif
 }
 
-// The value extrema's merge: NaN first, then the extremum; equal values (only
-// +0 and -0 differ in bits) give the AND (maximum: +0) or OR (minimum: -0) of
-// their bits, whichever side they come from.
+// The value extrema's merge: NaN first (a's before b's), then the extremum;
+// equal values (only +0 and -0 differ in bits) give the AND (maximum: +0) or
+// OR (minimum: -0) of their bits, whichever side they come from. Selects, not
+// branches: it runs once an element in a thread's fold (Note [Folding rows in
+// order] has why that matters).
 __device__ __forceinline__ float hk_merge_value(float a, float b) {
-  if (a != a) return a;
-  if (b != b) return b;
 #if HK_IS_MIN
-  if (a < b) return a;
-  if (b < a) return b;
-  return __int_as_float(__float_as_int(a) | __float_as_int(b));
+  const bool beyond = b < a;
+  const float tie = __int_as_float(__float_as_int(a) | __float_as_int(b));
 #else
-  if (a > b) return a;
-  if (b > a) return b;
-  return __int_as_float(__float_as_int(a) & __float_as_int(b));
+  const bool beyond = b > a;
+  const float tie = __int_as_float(__float_as_int(a) & __float_as_int(b));
 #endif
+  const float notNan = (b != b) | beyond ? b : (a == b ? tie : a);  // a is a number here
+  return a != a ? a : notNan;
 }
 
 // Note [Folding rows in order]
