@@ -9,7 +9,7 @@
 //   - wraps its yield point with it: time spent waiting there for the GPU to
 //     go idle is serving time, not optimizer time, and is not charged to the
 //     target's budget;
-//   - hands the search goodEnoughCost() (the roofline time / 0.9, in the
+//   - hands the search goodEnoughCost() (the roofline time / doneRooflineFraction, in the
 //     search's unit, microseconds per call) and outOfTime() (budget spent),
 //     and maxRoundsWithoutImprovement, so the search stops at the first of:
 //     a candidate within 95% of the roofline, the budget, N rounds in a row
