@@ -8,6 +8,9 @@ Sources (hotkernel-bench v1 JSON, bench/README.md describes each program):
   bench/results/h200-models-fusion-defaults-latest.json  model_bench.py: end to end with the defaults, per model and phase
   bench/results/h200-ops-latest.json                  ops_bench.py: the default served ops
   bench/results/h200-ops-extrema-subset-latest.json   ops_bench.py: amin / argmin and a few more
+  bench/results/h200-ops-softmax-400k-latest.json     ops_bench.py --cases softmax_400k (issue 19's long rows)
+  bench/results/h200-ops-reductions-dim-float32-latest.json  ops_bench.py: float32 extrema over a middle dim
+  bench/results/h200-ops-norms-long-latest.json       ops_bench.py --cases norms_long (few very long rows)
   bench/results/h200-fusion-engine-latest.json        fusion_engine_bench.py: HF-style blocks with HOTKERNEL_FUSION=1
   bench/results/h200-models-fusion-latest.json        model_bench.py --fusion: end to end with HOTKERNEL_FUSION=1
 The block sits between the two marker lines below in README.md; everything else in the README is hand-written.
@@ -21,7 +24,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
 CHART = os.path.join(ROOT, "docs", "images", "h200-models.svg")
 MODELS = "bench/results/h200-models-fusion-defaults-latest.json"
-OPS = ["bench/results/h200-ops-latest.json", "bench/results/h200-ops-extrema-subset-latest.json"]
+OPS = ["bench/results/h200-ops-latest.json", "bench/results/h200-ops-extrema-subset-latest.json",
+       "bench/results/h200-ops-softmax-400k-latest.json", "bench/results/h200-ops-reductions-dim-float32-latest.json",
+       "bench/results/h200-ops-norms-long-latest.json"]
 FUSION = "bench/results/h200-fusion-engine-latest.json"
 MODELS_FUSION = "bench/results/h200-models-fusion-latest.json"
 BLOCKS = {"rmsnorm": "LlamaRMSNorm", "swiglu-mlp": "LlamaMLP (SwiGLU)", "gelu-mlp": "GPT2MLP (new GELU)",
@@ -83,20 +88,35 @@ def models_table(doc):
     return lines
 
 
-def ops_table(docs):
-    lines = ["Per op (`bench/ops_bench.py`: hotkernel's kernel for the variant against eager ATen and "
-             "`torch.compile` of the op alone, in one process; "
-             + ", ".join(f"`{rel}`" for rel, _ in docs) + "; [bench/README.md](bench/README.md) has every case):",
-             "", "| op | dtype | shape | vs eager | vs torch.compile | served by |", "|---|---|---|---|---|---|"]
+def ops_rows(docs):
+    """The measured cases of `docs` in order; a case (op, dtype, shape) measured in several keeps the row of the
+    newest document (by its date) in the place of its first."""
+    rows, where = [], {}
     for _, doc in docs:
         for r in doc["results"]:
             if "speedupVsEager" not in r:
                 continue
-            served = "ATen (kept)" if r.get("decision") != "kernel" else r.get("kernel", "kernel").split(" for ")[0]
-            shape = "[" + ", ".join(str(s) for s in r["shape"]) + "]"
-            vs_compile = ratio(r["speedupVsCompile"]) if r.get("speedupVsCompile") else "-"
-            lines.append(f"| {r['op']} | {DTYPES.get(r['dtype'], r['dtype'])} | {shape} | "
-                         f"{ratio(r['speedupVsEager'])} | {vs_compile} | {served} |")
+            key = (r["op"], r["dtype"], tuple(r["shape"]))
+            if key not in where:
+                where[key] = len(rows)
+                rows.append((doc["date"], r))
+            elif doc["date"] > rows[where[key]][0]:
+                rows[where[key]] = (doc["date"], r)
+    return [r for _, r in rows]
+
+
+def ops_table(docs):
+    lines = ["Per op (`bench/ops_bench.py`: hotkernel's kernel for the variant against eager ATen and "
+             "`torch.compile` of the op alone, in one process; "
+             + ", ".join(f"`{rel}`" for rel, _ in docs) + ", the newest where a case is in several; "
+             "[bench/README.md](bench/README.md) has every case):",
+             "", "| op | dtype | shape | vs eager | vs torch.compile | served by |", "|---|---|---|---|---|---|"]
+    for r in ops_rows(docs):
+        served = "ATen (kept)" if r.get("decision") != "kernel" else r.get("kernel", "kernel").split(" for ")[0]
+        shape = "[" + ", ".join(str(s) for s in r["shape"]) + "]"
+        vs_compile = ratio(r["speedupVsCompile"]) if r.get("speedupVsCompile") else "-"
+        lines.append(f"| {r['op']} | {DTYPES.get(r['dtype'], r['dtype'])} | {shape} | "
+                     f"{ratio(r['speedupVsEager'])} | {vs_compile} | {served} |")
     return lines
 
 

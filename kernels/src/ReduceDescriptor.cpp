@@ -14,7 +14,9 @@
 // key [rows, cols] with ReduceParams; >= 2 a middle-dim key [outer = rows,
 // reduced = cols, inner] with ReduceDimParams. The layouts' params JSON share
 // no required key (threads / vec / unroll against tx / ty / vec), so a cache
-// entry of one layout never becomes a plan of the other.
+// entry of one layout never becomes a plan of the other. A middle-dim plan's
+// description starts with "<op>_dim" (ReduceDimFamily::displayName), so the
+// log and the benchmarks say which kernel serves.
 
 namespace hotkernel::kernels {
 namespace {
@@ -39,7 +41,7 @@ Plan makePlan(const VariantKey& key, const nlohmann::json& params, const std::st
   HOTKERNEL_CHECK(key.options == 0, "a reduction key has no options: ", variantString(key));
   if (middleDim(key)) {
     return detail::familyPlan<ReduceDimFamily>(key, reduceDimVariantOf(key, kOp), ReduceDimParams::fromJson(params),
-                                               cubin, device, reduceFamilyName(kOp));
+                                               cubin, device, ReduceDimFamily::displayName(kOp));
   }
   return detail::familyPlan<ReduceFamily>(key, reduceVariantOf(key, kOp), ReduceParams::fromJson(params), cubin,
                                           device, reduceFamilyName(kOp));

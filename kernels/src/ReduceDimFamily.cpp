@@ -138,6 +138,8 @@ std::vector<ReduceDimParams> ReduceDimFamily::parameterSpace(const ReduceDimVari
 
 std::string ReduceDimFamily::source() { return expandPrelude(kernelSource(kName).text); }
 
+std::string ReduceDimFamily::displayName(ReduceOp op) { return std::string(reduceOpName(op)) + "_dim"; }
+
 std::vector<std::string> ReduceDimFamily::compileOptions(DType dtype, const ReduceDimParams& p, ReduceOp op) {
   HOTKERNEL_CHECK(isPoint(dtype, op, p), "not a middle-dim reduction point for ", dtypeName(dtype), " ",
                   knownOp(op) ? reduceOpName(op) : "?", ": ", p.describe());

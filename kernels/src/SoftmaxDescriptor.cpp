@@ -25,8 +25,10 @@ template <SoftmaxOp kOp>
 Plan softmaxPlan(const VariantKey& key, const nlohmann::json& params, const std::string& cubin, int device) {
   HOTKERNEL_CHECK(key.options == 0, "a softmax variant has no options: ", variantString(key));
   if (middleDim(key)) {
+    // The description names the middle-dim kernel; the cache family stays the last-dim one's.
+    const char* name = kOp == SoftmaxOp::Softmax ? "softmax_dim" : "log_softmax_dim";
     return detail::familyPlan<SoftmaxDimFamily>(key, softmaxDimVariantOf(key), SoftmaxDimParams::fromJson(params),
-                                                cubin, device, softmaxFamilyName(kOp));
+                                                cubin, device, name);
   }
   return detail::familyPlan<SoftmaxFamily>(key, softmaxVariantOf(key), SoftmaxParams::fromJson(params), cubin, device,
                                            softmaxFamilyName(kOp));

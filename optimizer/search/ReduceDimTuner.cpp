@@ -157,7 +157,7 @@ HarnessCandidate reduceDimCandidate(const ReduceDimVariant& v, const ReduceDimPa
   HarnessCandidate c;
   c.cubin = cubin;
   c.kernelName = ReduceDimFamily::kKernelName;
-  c.description = std::string(kernels::reduceFamilyName(v.op)) + "[" + p.describe() + "]";
+  c.description = ReduceDimFamily::displayName(v.op) + "[" + p.describe() + "]";
   // Note [A family's harness candidate] (FamilyCandidate.h), with a shape read as [rows, cols / inner, inner].
   const auto reshaped = [v](int64_t rows, int64_t cols) {
     ReduceDimVariant w = v;

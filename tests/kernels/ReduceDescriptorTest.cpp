@@ -88,10 +88,11 @@ TEST(ReduceDescriptorTest, GivenParamsOfTheOtherLayoutOrThatDoNotFitWhenMakingPl
                            "not a cubin", 0);
               }).find("'threads'"),
               std::string::npos);
-    // A vector of 4 does not divide an inner extent of 1023: the guard refuses, naming the op's family.
+    // A vector of 4 does not divide an inner extent of 1023: the guard refuses, naming the op's middle-dim
+    // kernel ("argmax_dim": ReduceDimFamily::displayName).
     const std::string what =
         errorOf([&] { d.makePlan(middleKey(1023), ReduceDimParams{32, 8, 4}.toJson(), "not a cubin", 0); });
-    EXPECT_NE(what.find(std::string("do not fit ") + reduceFamilyName(op) + " "), std::string::npos) << what;
+    EXPECT_NE(what.find(std::string("do not fit ") + reduceOpName(op) + "_dim "), std::string::npos) << what;
     EXPECT_NE(what.find(";inner=1023"), std::string::npos) << what;
     VariantKey flagged = middleKey();
     flagged.options = variant_options::kBias;

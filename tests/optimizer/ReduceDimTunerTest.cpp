@@ -34,7 +34,7 @@ TEST(ReduceDimTunerTest, GivenACandidateWhenTheHarnessAsksAboutOtherShapesThenTh
   const HarnessCandidate c = reduceDimCandidate(v, p, "cubin bytes");
   EXPECT_EQ(c.cubin, "cubin bytes");
   EXPECT_EQ(c.kernelName, ReduceDimFamily::kKernelName);
-  EXPECT_EQ(c.description, "argmax_lastdim[tx=128 ty=4 vec=8 unroll=1]");
+  EXPECT_EQ(c.description, "argmax_dim[tx=128 ty=4 vec=8 unroll=1]");
   EXPECT_EQ(c.alignment, 16u);         // 8 bf16
   EXPECT_EQ(c.outputAlignment, 64u);   // 8 int64
   for (auto [rows, reduced] : std::vector<std::pair<int64_t, int64_t>>{{32, 4096}, {1, 4096}, {33, 7}, {5, 1}}) {
@@ -130,7 +130,7 @@ TEST(ReduceDimTunerTest, GivenAPairOpInEitherLayoutWhenItsSpecIsMadeThenValuesBi
 TEST(ReduceDimTunerTest, GivenAPairCandidateWhenItsPointersAreGuardedThenTheValuesAlignToTheirVector) {
   const ReduceDimVariant v{DType::Float32, 32, 64, 1024, ReduceOp::Min};
   const HarnessCandidate c = reduceDimCandidate(v, {32, 8, 4}, "x");
-  EXPECT_EQ(c.description, "min_lastdim[tx=32 ty=8 vec=4 unroll=1]");
+  EXPECT_EQ(c.description, "min_dim[tx=32 ty=8 vec=4 unroll=1]");
   EXPECT_EQ(c.outputAlignment, 16u);  // 4 float values (the indices: one int64 at a time)
   alignas(128) static char buf[8192];
   EXPECT_TRUE(c.acceptsPointers(buf, buf + 4096));

@@ -100,6 +100,10 @@ class ReduceDimFamily {
   static std::vector<ReduceDimParams> parameterSpace(const ReduceDimVariant& v);
 
   static std::string source();
+  // What a middle-dim plan's or candidate's description starts with: "<op>_dim" ("argmax_dim"). The cache
+  // family stays the last-dim one's (Note [Two layouts, one family] in src/ReduceDescriptor.cpp); the name says
+  // which kernel serves.
+  static std::string displayName(ReduceOp op);
   // -DHK_DTYPE=, -DHK_OP=, -DHK_TX=, -DHK_TY=, -DHK_VEC=, -DHK_UNROLL=. Throws Error if `p`
   // is not a point for (dtype, op).
   static std::vector<std::string> compileOptions(DType dtype, const ReduceDimParams& p, ReduceOp op);
