@@ -9,6 +9,11 @@
 # reductions (<= 110 s), norms_long (<= 110 s, with >= 70 s left), models (the rest: all four with >= 230 s
 # left, cut where the time ends, else llama alone with >= 100 s). Each step's JSON, log and experiments land in
 # $OUT under the step's name (softmax-400k-bench-ops.json, ...); everything is packed into $OUT/000-all.tgz.
+# OPEN_TARGETS_STEPS picks and orders the steps (default "softmax reductions norms models"); "fuzz" is issue 20's
+# GPU fuzz on the H200 (OPEN_TARGETS_FUZZ_PROGRAMS, default 100008, in 12 processes, seeds from
+# OPEN_TARGETS_FUZZ_SEED, default 2001, each process stopping after OPEN_TARGETS_FUZZ_SECONDS, default 250, or 20 s
+# before the budget ends), e.g.
+#   OPEN_TARGETS_STEPS="fuzz models" tools/gpu/open-targets.sh
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT" || exit 1
@@ -28,34 +33,58 @@ if ! echo "$GPU" | grep -q H200 && [ "${OPEN_TARGETS_ANY_GPU:-0}" != 1 ]; then
   el "not an H200: nothing run (OPEN_TARGETS_ANY_GPU=1 runs the steps anyway)"
   exit 0
 fi
-R=$(left)
-if [ "$R" -gt 60 ]; then
-  el "softmax_400k"
-  HOTKERNEL_OPS_CASES=softmax_400k timeout $(( R < 175 ? R - 5 : 170 )) tools/gpu/run-h200.sh ops 2>&1 |
-    grep -v "^tar" | grep "^|" | tail -3
-  keep softmax-400k
-fi
-R=$(left)
-if [ "$R" -gt 60 ]; then
-  el "float32 middle-dim reductions"
-  HOTKERNEL_OPS_CASES="argmax_dim1:float32:64x2048x4096,max_dim1:float32:64x2048x4096,argmin_dim1:float32:64x2048x4096,min_dim1:float32:64x2048x4096" \
-    HOTKERNEL_OPS=sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim \
-    timeout $(( R < 115 ? R - 5 : 110 )) tools/gpu/run-h200.sh ops 2>&1 | grep -v "^tar" | grep "^|" | tail -4
-  keep reductions-dim
-fi
-R=$(left)
-if [ "$R" -gt 70 ]; then
-  el "norms_long"
-  HOTKERNEL_OPS_CASES=norms_long timeout $(( R < 115 ? R - 5 : 110 )) tools/gpu/run-h200.sh ops 2>&1 | grep -v "^tar" |
-    grep "^|" | tail -4
-  keep norms-long
-fi
-R=$(left)
-el "models ($R s left)"
-if [ "$R" -gt 230 ]; then
-  timeout $(( R - 10 )) tools/gpu/run-h200.sh models 2>&1 | grep -v "^tar" | grep -A8 "^| model"
-elif [ "$R" -gt 100 ]; then
-  HOTKERNEL_MODELS=llama timeout $(( R - 10 )) tools/gpu/run-h200.sh models 2>&1 | grep -v "^tar" | grep -A4 "^| model"
-fi
+step_softmax() {
+  R=$(left)
+  if [ "$R" -gt 60 ]; then
+    el "softmax_400k"
+    HOTKERNEL_OPS_CASES=softmax_400k timeout $(( R < 175 ? R - 5 : 170 )) tools/gpu/run-h200.sh ops 2>&1 |
+      grep -v "^tar" | grep "^|" | tail -3
+    keep softmax-400k
+  fi
+}
+step_reductions() {
+  R=$(left)
+  if [ "$R" -gt 60 ]; then
+    el "float32 middle-dim reductions"
+    HOTKERNEL_OPS_CASES="argmax_dim1:float32:64x2048x4096,max_dim1:float32:64x2048x4096,argmin_dim1:float32:64x2048x4096,min_dim1:float32:64x2048x4096" \
+      HOTKERNEL_OPS=sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim \
+      timeout $(( R < 115 ? R - 5 : 110 )) tools/gpu/run-h200.sh ops 2>&1 | grep -v "^tar" | grep "^|" | tail -4
+    keep reductions-dim
+  fi
+}
+step_norms() {
+  R=$(left)
+  if [ "$R" -gt 70 ]; then
+    el "norms_long"
+    HOTKERNEL_OPS_CASES=norms_long timeout $(( R < 115 ? R - 5 : 110 )) tools/gpu/run-h200.sh ops 2>&1 | grep -v "^tar" |
+      grep "^|" | tail -4
+    keep norms-long
+  fi
+}
+step_models() {
+  R=$(left)
+  el "models ($R s left)"
+  if [ "$R" -gt 230 ]; then
+    timeout $(( R - 10 )) tools/gpu/run-h200.sh models 2>&1 | grep -v "^tar" | grep -A8 "^| model"
+  elif [ "$R" -gt 100 ]; then
+    HOTKERNEL_MODELS=llama timeout $(( R - 10 )) tools/gpu/run-h200.sh models 2>&1 | grep -v "^tar" | grep -A4 "^| model"
+  fi
+}
+step_fuzz() {
+  R=$(left)
+  if [ "$R" -gt 90 ]; then
+    el "GPU fuzz ($R s left)"
+    local budget=$(( R - 20 < ${OPEN_TARGETS_FUZZ_SECONDS:-250} ? R - 20 : ${OPEN_TARGETS_FUZZ_SECONDS:-250} ))
+    HOTKERNEL_FUZZ_GPU_PROGRAMS=${OPEN_TARGETS_FUZZ_PROGRAMS:-100008} HOTKERNEL_FUZZ_GPU_PROCS=12 \
+      HOTKERNEL_FUZZ_GPU_SEED=${OPEN_TARGETS_FUZZ_SEED:-2001} HOTKERNEL_FUZZ_GPU_DEADLINE_S=$budget \
+      timeout $(( budget + 15 )) tools/gpu/run-h200.sh fuzz_gpu 2>&1 | grep -v "^tar" | grep "programs" | tail -3
+  fi
+}
+for step in ${OPEN_TARGETS_STEPS:-softmax reductions norms models}; do
+  case "$step" in
+    softmax | reductions | norms | models | fuzz) "step_$step" ;;
+    *) el "unknown step '$step' (softmax, reductions, norms, models, fuzz): skipped" ;;
+  esac
+done
 el "done"
 tar czf /tmp/000-all.tgz -C "$OUT" . && mv /tmp/000-all.tgz "$OUT/000-all.tgz"
