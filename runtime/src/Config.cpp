@@ -25,23 +25,13 @@ bool parseBool(const char* name, bool fallback) {
   return fallback;
 }
 
-// HOTKERNEL_FUSION_START: "always" (the default, also unset or empty) or "busy"; anything else warns once and
-// takes the default.
-bool parseFusionStartBusy() {
-  const std::string v = env("HOTKERNEL_FUSION_START");
-  if (v.empty() || v == "always") return false;
-  if (v == "busy") return true;
-  HOTKERNEL_LOG(Warn) << "HOTKERNEL_FUSION_START='" << v << "' is not always or busy; using always";
-  return false;
-}
-
-// HOTKERNEL_FUSION_ROUNDING: "fused" (the default, also unset or empty) or "eager"; anything else warns once
-// and takes the default.
-bool parseFusionEagerRounding() {
-  const std::string v = env("HOTKERNEL_FUSION_ROUNDING");
-  if (v.empty() || v == "fused") return false;
-  if (v == "eager") return true;
-  HOTKERNEL_LOG(Warn) << "HOTKERNEL_FUSION_ROUNDING='" << v << "' is not fused or eager; using fused";
+// A variable of two named values: `off` (the default, also unset or empty) or `on`; anything else warns once
+// and takes `off`. Whether it is `on`.
+bool parseTwoWay(const char* name, const char* off, const char* on) {
+  const std::string v = env(name);
+  if (v.empty() || v == off) return false;
+  if (v == on) return true;
+  HOTKERNEL_LOG(Warn) << name << "='" << v << "' is not " << off << " or " << on << "; using " << off;
   return false;
 }
 
@@ -132,8 +122,8 @@ Config Config::fromEnvironment() {
   }
   c.optimize = parseBool("HOTKERNEL_OPTIMIZE", true);
   c.fusion = parseBool("HOTKERNEL_FUSION", true);
-  c.fusionStartBusy = parseFusionStartBusy();
-  c.fusionEagerRounding = parseFusionEagerRounding();
+  c.fusionStartBusy = parseTwoWay("HOTKERNEL_FUSION_START", "always", "busy");
+  c.fusionEagerRounding = parseTwoWay("HOTKERNEL_FUSION_ROUNDING", "fused", "eager");
   c.nvtx = parseBool("HOTKERNEL_NVTX", true);
   c.cupti = parseBool("HOTKERNEL_CUPTI", false);
   c.trustAgentEntries = parseBool("HOTKERNEL_TRUST_AGENT_ENTRIES", false);
