@@ -24,17 +24,24 @@
 //   HK_CLUSTER     (optional, default 1) 2, 4, 8 or 16 (16: non-portable, the launcher opts in), with
 //                  HK_ROWS == 1, sm_90+: a thread-block cluster of HK_CLUSTER CTAs serves each row
 //                  (Note [Split norm rows over a cluster])
+//   HK_SPLIT       (optional, default 1) > 1, with HK_ROWS == 1, HK_CLUSTER == 1 and HK_ITEMS == 0,
+//                  sm_70+: HK_SPLIT CTAs of a cooperative grid serve each row (Note [Split norm rows
+//                  over a cooperative grid])
 //
 // Entry point (RmsNormFamily::kKernelName):
 //   extern "C" __global__ void hk_rms_norm(const void* in, const void* weight, void* out,
-//                                          float* rstd, long long rows, long long cols, float eps)
-// `weight` is ignored when HK_HAS_WEIGHT == 0. rstd[r] is written for every row.
+//                                          float* rstd, long long rows, long long cols, float eps,
+//                                          float* partials, unsigned* counter)
+// `weight` is ignored when HK_HAS_WEIGHT == 0. rstd[r] is written for every row. `partials` and
+// `counter` are used only when HK_SPLIT > 1 (null otherwise): rows * HK_SPLIT floats of scratch,
+// and a counter that is 0 at launch and 0 again when the kernel ends.
 //
 // Preconditions (checked on the host by RmsNormFamily's guards, not here):
 //   cols % HK_VEC == 0; in, weight and out aligned to HK_VEC * sizeof(element);
 //   rstd aligned to 4; cols <= HK_ROW_THREADS * HK_VEC * HK_ITEMS when HK_ITEMS > 0;
 //   cols <= HK_CLUSTER * HK_ROW_THREADS * HK_VEC * HK_ITEMS when HK_ITEMS > 0 and HK_CLUSTER > 1;
-//   cols <= 2^30; gridDim.x * HK_ROWS >= rows, and gridDim.x == rows * HK_CLUSTER when HK_CLUSTER > 1
+//   cols <= 2^30; gridDim.x * HK_ROWS >= rows, gridDim.x == rows * HK_CLUSTER when HK_CLUSTER > 1,
+//   and gridDim.x == rows * HK_SPLIT, launched cooperatively, when HK_SPLIT > 1
 //   (RmsNormFamily::launchGeometry).
 //
 // Note [One row group a CTA]
@@ -71,6 +78,26 @@
 // and the result does not depend on which CTA writes what. One row a cluster:
 // the grid is rows * HK_CLUSTER CTAs (Note [One row group a CTA]).
 //
+// Note [Split norm rows over a cooperative grid]
+// Clusters alone cannot spread a few rows over the GPU: a cluster's CTAs
+// share one GPC and 16 is the widest, so 4 rows keep 64 SMs busy at most.
+// With HK_SPLIT > 1 the HK_SPLIT consecutive CTAs of a row are independent
+// CTAs of one grid, launched cooperatively so that all of them are resident
+// at once (Note [Cooperative launches] in runtime/CudaKernelLauncher.h): CTA
+// `rank` streams vectors [rank * chunk, (rank + 1) * chunk) of the row once,
+// writes its slice's sum of squares to partials[blockIdx.x], and its thread 0
+// arrives at `counter` (an atomic add with release semantics, after a
+// barrier that orders the CTA's work before it) and spins, with acquire
+// loads, until the whole grid has arrived. Each CTA then adds its row's
+// HK_SPLIT partials in rank order, so every CTA computes the same rstd bit
+// for bit, and streams its slice again (mostly from L2) to write the output.
+// Leaving, thread 0 adds to the counter once more; the CTA whose add makes it
+// 2 * gridDim.x is the last to leave, every other CTA being past its spin and
+// done with the counter, and sets it back to 0, so the next launch on the
+// stream finds it at 0 (StreamWorkspaces keeps one such counter per stream;
+// the harness fails a candidate that leaves it non-zero). One barrier for
+// the whole grid rather than one a row: one counter, and the grid is one wave.
+//
 // Reductions: Note [Norm deterministic reductions] in layer_norm.cu.
 
 #if !defined(HK_DTYPE) || !defined(HK_THREADS) || !defined(HK_ROWS) || !defined(HK_VEC) || !defined(HK_ITEMS) || \
@@ -81,8 +108,10 @@
 #define HK_ROW_THREADS (HK_THREADS / HK_ROWS)
 #define HK_ROW_WARPS (HK_ROW_THREADS / 32)  // warps per row when a row spans warps (HK_ROWS == 1)
 // Streaming: vectors each thread loads before it uses the first (16 elements,
-// at most 8 accesses), as in softmax_lastdim.cu.
-#define HK_STREAM_UNROLL (HK_VEC >= 2 ? 16 / HK_VEC : 8)
+// at most 8 accesses), as in softmax_lastdim.cu; at least 4 in a grid split,
+// where each CTA streams one short slice and the loads in flight, not the
+// loop, set its pace (docs/design/norms.md).
+#define HK_STREAM_UNROLL (HK_VEC >= 2 ? (HK_SPLIT > 1 && 16 / HK_VEC < 4 ? 4 : 16 / HK_VEC) : 8)
 // Pass 2 re-reads the row mostly from L2 (shorter latency) and loads the
 // column arrays next to it: a batch of HK_STREAM_UNROLL >> (arrays present)
 // vectors (at least 1) keeps x and its arrays within HK_STREAM_UNROLL
@@ -103,6 +132,11 @@ static_assert(HK_HAS_WEIGHT == 0 || HK_HAS_WEIGHT == 1, "HK_HAS_WEIGHT must be 0
 static_assert(HK_CLUSTER == 1 || ((HK_CLUSTER == 2 || HK_CLUSTER == 4 || HK_CLUSTER == 8 || HK_CLUSTER == 16) &&
                                   HK_ROWS == 1),
               "HK_CLUSTER must be 1, or 2, 4, 8 or 16 with HK_ROWS == 1");
+#ifndef HK_SPLIT
+#define HK_SPLIT 1
+#endif
+static_assert(HK_SPLIT == 1 || (HK_SPLIT > 1 && HK_ROWS == 1 && HK_CLUSTER == 1 && HK_ITEMS == 0),
+              "HK_SPLIT > 1 needs HK_ROWS == 1, HK_CLUSTER == 1 and HK_ITEMS == 0");
 
 // Launch bounds: Note [Norm launch bounds] in layer_norm.cu.
 #define HK_LAUNCH_BOUNDS __launch_bounds__(HK_THREADS, 1)
@@ -136,6 +170,17 @@ __device__ __forceinline__ float hk_scale(float x, float r, hk_elem w) {
 #else
   return r * x;
 #endif
+}
+
+// Vectors [begin, end) of part `rank` of a row's `parts` slices of ceil(nvec /
+// parts) vectors (the last shorter, trailing ones empty): a split row's CTA.
+struct hk_slice {
+  int begin, end;
+};
+__device__ __forceinline__ hk_slice hk_slice_of(int nvec, int parts, int rank) {
+  const int chunk = (nvec + parts - 1) / parts;
+  const int begin = min(nvec, rank * chunk);
+  return {begin, min(nvec, begin + chunk)};
 }
 
 // The slice helpers: vectors [begin, end) of one row, thread `tid` of the
@@ -267,11 +312,74 @@ __device__ __forceinline__ void hk_stream_write(const hk_pack* src, hk_pack* dst
 }
 #endif  // HK_ITEMS > 0
 
-#if HK_CLUSTER == 1
+#if HK_SPLIT > 1
+// The grid's barrier (Note [Split norm rows over a cooperative grid]), by
+// thread 0 of each CTA after a barrier of its own CTA.
+__device__ __forceinline__ void hk_grid_arrive_and_wait(unsigned* counter, unsigned total) {
+  unsigned seen;
+  asm volatile("atom.add.release.gpu.global.u32 %0, [%1], 1;" : "=r"(seen) : "l"(counter) : "memory");
+  while (seen < total) {
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+  }
+}
+
+// Leaving: the last CTA out sets the counter back to 0.
+__device__ __forceinline__ void hk_grid_leave(unsigned* counter, unsigned total) {
+  unsigned seen;
+  asm volatile("atom.add.relaxed.gpu.global.u32 %0, [%1], 1;" : "=r"(seen) : "l"(counter) : "memory");
+  if (seen == 2 * total - 1) atomicExch(counter, 0u);
+}
+
+// Note [Split norm rows over a cooperative grid].
 extern "C" __global__ void HK_LAUNCH_BOUNDS
     hk_rms_norm(const void* in_, const void* weight_, void* out_, float* rstd, long long rows, long long cols,
-                float eps) {
+                float eps, float* partials, unsigned* counter) {
   __shared__ float hk_buf[HK_THREADS / 32];
+  __shared__ float hk_sumsq;  // the row's sum of squares, from thread 0
+  const hk_elem* in = static_cast<const hk_elem*>(in_);
+  hk_elem* out = static_cast<hk_elem*>(out_);
+  const hk_pack* weight = static_cast<const hk_pack*>(weight_);
+#ifdef HK_COLS
+  cols = HK_COLS;  // Note [Specialized columns]
+#endif
+  const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
+  const int rank = static_cast<int>(blockIdx.x % HK_SPLIT);
+  const hk_slice slice = hk_slice_of(nvec, HK_SPLIT, rank);
+  const int begin = slice.begin, end = slice.end;
+  const int tid = threadIdx.x;
+  const float fcols = static_cast<float>(cols);
+  (void)weight;
+  (void)rows;  // the grid is rows * HK_SPLIT: every run of HK_SPLIT CTAs has its row
+  const long long row = blockIdx.x / HK_SPLIT;
+  const hk_pack* src = reinterpret_cast<const hk_pack*>(in + row * cols);
+  hk_pack* dst = reinterpret_cast<hk_pack*>(out + row * cols);
+  const unsigned long long keep = hk_policy_evict_last();
+  const unsigned long long drop = hk_policy_evict_first();
+  // hk_row_sum ends with every thread holding the CTA's sum.
+  const float part = hk_row_sum(hk_stream_sumsq(src, begin, end, tid, keep), hk_buf);
+  if (tid == 0) {
+    partials[blockIdx.x] = part;
+    hk_grid_arrive_and_wait(counter, gridDim.x);
+    // The row's partials in rank order: every CTA of the row the same sum.
+    const float* mine = partials + row * HK_SPLIT;
+    float ss = 0.0f;
+#pragma unroll
+    for (int c = 0; c < HK_SPLIT; ++c) ss += __ldcg(mine + c);
+    hk_sumsq = ss;
+    hk_grid_leave(counter, gridDim.x);
+  }
+  __syncthreads();
+  const float r = hk_rstd(hk_sumsq, fcols, eps);
+  if (rank == 0 && tid == 0) rstd[row] = r;
+  hk_stream_write(src, dst, weight, begin, end, tid, r, keep, drop);
+}
+#elif HK_CLUSTER == 1
+extern "C" __global__ void HK_LAUNCH_BOUNDS
+    hk_rms_norm(const void* in_, const void* weight_, void* out_, float* rstd, long long rows, long long cols,
+                float eps, float* partials, unsigned* counter) {
+  __shared__ float hk_buf[HK_THREADS / 32];
+  (void)partials;
+  (void)counter;
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   hk_elem* out = static_cast<hk_elem*>(out_);
   const hk_pack* weight = static_cast<const hk_pack*>(weight_);
@@ -313,9 +421,11 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
 // Note [Split norm rows over a cluster].
 extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_LAUNCH_BOUNDS
     hk_rms_norm(const void* in_, const void* weight_, void* out_, float* rstd, long long rows, long long cols,
-                float eps) {
+                float eps, float* partials, unsigned* counter) {
   __shared__ float hk_buf[HK_THREADS / 32];
   __shared__ hk_pushed_pairs hk_pairs;  // the cluster's sums, pushed by every CTA
+  (void)partials;
+  (void)counter;
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   hk_elem* out = static_cast<hk_elem*>(out_);
   const hk_pack* weight = static_cast<const hk_pack*>(weight_);
@@ -323,10 +433,9 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_LAUNCH_BOUNDS
   cols = HK_COLS;  // Note [Specialized columns]
 #endif
   const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
-  const int chunk = (nvec + HK_CLUSTER - 1) / HK_CLUSTER;
   const unsigned rank = hk_cluster_rank();
-  const int begin = min(nvec, static_cast<int>(rank) * chunk);
-  const int end = min(nvec, begin + chunk);
+  const hk_slice slice = hk_slice_of(nvec, HK_CLUSTER, static_cast<int>(rank));
+  const int begin = slice.begin, end = slice.end;
   const int tid = threadIdx.x;
   const float fcols = static_cast<float>(cols);
   (void)weight;

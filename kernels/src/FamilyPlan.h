@@ -25,7 +25,7 @@ Plan familyPlan(const VariantKey& key, const Variant& v, const Params& params, c
   plan.key = key;
   plan.description = familyName + "[" + params.describe() + "] for " + variantString(key);
   plan.launcher = CudaKernelLauncher::load(device, cubin, Family::kKernelName,
-                                           ::hotkernel::LaunchGeometry{g.gridX, g.blockX, g.sharedBytes},
+                                           ::hotkernel::LaunchGeometry{g.gridX, g.blockX, g.sharedBytes, g.cooperative},
                                            Family::requiredAlignment(v.dtype, params), plan.description);
   return plan;
 }

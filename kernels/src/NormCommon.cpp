@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "FamilyMath.h"
@@ -31,6 +32,10 @@ constexpr size_t kMaxSpaceSize = 12;
 constexpr int kClusterChoices[] = {2, 4, 8, 16};
 constexpr int kClusterThreadChoices[] = {256, 512, 1024};
 constexpr int kSplitStreamThreadChoices[] = {512, 1024};
+// Split rows over a cooperative grid (Note [Split norm rows over a cooperative grid] in
+// kernels/norm/rms_norm.cu): CTAs a row, streamed slices of 16-byte vectors at 512 or 1024 threads.
+constexpr int kGridSplitChoices[] = {4, 8, 16, 32, 64};
+constexpr int kMaxGridSplit = 64;
 // Note [Norm split-row points]
 // A guess, to be measured like every point. Fewer rows than kFewRows leave SMs
 // idle with a CTA a row (H200: 132 SMs, two 1024-thread CTAs each), and rows
@@ -44,10 +49,24 @@ constexpr int kSplitStreamThreadChoices[] = {512, 1024};
 // larger ones, then the smaller; per cluster size, the register slice with
 // the fewest items at 1024 and 512 threads where the slice fits in
 // registers, then the streamed slice at 1024 and 512 threads.
+//
+// Grid-split points serve rows too few for clusters to fill the GPU (rows *
+// 16 CTAs below a wave): a cluster's CTAs share one GPC, and 16 is the widest
+// cluster, so 4 rows reach at most 64 SMs. A cooperative grid spreads a row
+// over any number of SMs: per CTA size, the split that puts the most CTAs
+// within one co-resident wave (kGridWaveCtas: one CTA an SM, as the
+// templates' launch bounds let a CTA of 512 threads take the registers of two)
+// first, then half of it. They lead the space where clusters
+// cannot fill a wave and the rows are long enough (kGridLeadMinCols) for a
+// slice a CTA to outweigh the grid's barrier, and follow the cluster points
+// otherwise (at least kSplitMinorShare of the head for the second kind).
 constexpr int64_t kFewRows = 264;
 constexpr int64_t kClusterMinCols = 65536;
 constexpr int64_t kClusterTargetCtas = 120;
+constexpr int64_t kGridWaveCtas = 128;
+constexpr int64_t kGridLeadMinCols = int64_t{1} << 20;
 constexpr size_t kSplitHead = 6;
+constexpr size_t kSplitMinorShare = 2;
 
 struct Shape {
   DType dtype;
@@ -86,6 +105,26 @@ std::vector<NormParams> splitRowPoints(const Shape& s, int vec) {
   return out;
 }
 
+// The grid-split points for `s` at width `vec` (the dtype's widest), best guess first (Note [Norm
+// split-row points]).
+std::vector<NormParams> gridSplitPoints(const Shape& s, int vec) {
+  std::vector<NormParams> best, halves;
+  for (int threads : {1024, 512}) {
+    const int64_t wave = kGridWaveCtas;
+    int split = 0;
+    for (int c : kGridSplitChoices) {
+      if (s.rows * c <= wave) split = c;
+    }
+    if (split == 0) continue;
+    const NormParams p{threads, vec, 0, 1, 1, split};
+    const NormParams half{threads, vec, 0, 1, 1, split / 2};
+    if (detail::normGuardParams(s.dtype, s.rows, s.cols, p, false, true)) best.push_back(p);
+    if (detail::normGuardParams(s.dtype, s.rows, s.cols, half, false, true)) halves.push_back(half);
+  }
+  best.insert(best.end(), halves.begin(), halves.end());
+  return best;
+}
+
 // Note [Norm parameter ranking]
 // Softmax_lastdim's (Note [Register point ranking] in RowPoints.h): both are
 // one-read, one-write row kernels bound by memory. Not measured separately
@@ -118,6 +157,7 @@ bool within(double got, double ref, double bound) {
 nlohmann::json NormParams::toJson() const {
   nlohmann::json j = {{"threads", threads}, {"vec", vec}, {"items", items}, {"rowsPerCta", rowsPerCta}};
   if (cluster != 1) j["cluster"] = cluster;
+  if (split != 1) j["split"] = split;
   return j;
 }
 
@@ -139,6 +179,10 @@ NormParams NormParams::fromJson(const nlohmann::json& j) {
     HOTKERNEL_CHECK(j.at("cluster").is_number_integer(), "norm params need an integer 'cluster': ", j.dump());
     p.cluster = j.at("cluster").get<int>();
   }
+  if (j.contains("split")) {
+    HOTKERNEL_CHECK(j.at("split").is_number_integer(), "norm params need an integer 'split': ", j.dump());
+    p.split = j.at("split").get<int>();
+  }
   return p;
 }
 
@@ -146,6 +190,7 @@ std::string NormParams::describe() const {
   return "threads=" + std::to_string(threads) + " vec=" + std::to_string(vec) + " items=" + std::to_string(items) +
          (rowsPerCta != 1 ? " rowsPerCta=" + std::to_string(rowsPerCta) : std::string()) +
          (cluster != 1 ? " cluster=" + std::to_string(cluster) : std::string()) +
+         (split != 1 ? " split=" + std::to_string(split) : std::string()) +
          (items > 0 ? " (register-resident)" : " (streaming)");
 }
 
@@ -162,8 +207,13 @@ bool NormTolerance::meanWithin(double got, double ref, double refRstd) const {
 
 namespace detail {
 
-bool normIsPoint(DType dtype, const NormParams& p, bool clusters) {
+bool normIsPoint(DType dtype, const NormParams& p, bool clusters, bool grid) {
   if (!knownDType(dtype) || !isPowerOfTwo(p.vec) || p.vec > maxVec(dtype)) return false;
+  if (p.split != 1) {
+    return grid && p.cluster == 1 && p.rowsPerCta == 1 && p.items == 0 && p.vec == maxVec(dtype) &&
+           contains(std::begin(kSplitStreamThreadChoices), std::end(kSplitStreamThreadChoices), p.threads) &&
+           contains(std::begin(kGridSplitChoices), std::end(kGridSplitChoices), p.split);
+  }
   if (p.cluster != 1) {
     if (!clusters || p.rowsPerCta != 1) return false;
     if (!contains(std::begin(kClusterChoices), std::end(kClusterChoices), p.cluster)) return false;
@@ -185,7 +235,7 @@ bool normIsPoint(DType dtype, const NormParams& p, bool clusters) {
   return p.items * p.vec <= std::min(kNormMaxRegisterValues, kNormRegisterFile / p.threads);
 }
 
-std::vector<NormParams> normAllPoints(DType dtype, bool clusters) {
+std::vector<NormParams> normAllPoints(DType dtype, bool clusters, bool grid) {
   std::vector<NormParams> out;
   for (int threads : kThreadChoices) {
     for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
@@ -214,6 +264,13 @@ std::vector<NormParams> normAllPoints(DType dtype, bool clusters) {
       }
     }
   }
+  for (int split : kGridSplitChoices) {
+    if (!grid) break;
+    for (int threads : kSplitStreamThreadChoices) {
+      const NormParams p{threads, maxVec(dtype), 0, 1, 1, split};
+      if (normIsPoint(dtype, p, clusters, grid)) out.push_back(p);
+    }
+  }
   return out;
 }
 
@@ -225,29 +282,41 @@ bool normGuardShape(DType dtype, int64_t rows, int64_t cols) {
   return rows <= maxElements / cols;
 }
 
-bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p, bool clusters) {
-  if (!normGuardShape(dtype, rows, cols) || !normIsPoint(dtype, p, clusters)) return false;
+bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p, bool clusters, bool grid) {
+  if (!normGuardShape(dtype, rows, cols) || !normIsPoint(dtype, p, clusters, grid)) return false;
   if (p.vec > 1 && cols % p.vec != 0) return false;
   // A cluster's CTA holds ceil(vectors / cluster) of them: within threads * items when cols is within this.
   if (p.items > 0 && cols > static_cast<int64_t>(p.cluster) * p.rowThreads() * p.vec * p.items) return false;
   if (p.cluster > 1 && rows > kNormMaxCtas / p.cluster) return false;  // the grid is rows * cluster CTAs
+  if (p.split > 1 && rows > kNormMaxGridCtas / p.split) return false;  // ... rows * split CTAs
   return true;
 }
 
 std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, bool clusters,
-                                           int computeCapability) {
+                                           int computeCapability, bool grid) {
   std::vector<NormParams> out;
   if (!normGuardShape(dtype, rows, cols)) return out;
   const Shape s{dtype, rows, cols};
   auto add = [&](const NormParams& p, size_t limit) {
-    if (out.size() < limit && normGuardParams(dtype, rows, cols, p, clusters) &&
+    if (out.size() < limit && normGuardParams(dtype, rows, cols, p, clusters, grid) &&
         std::find(out.begin(), out.end(), p) == out.end()) {
       out.push_back(p);
     }
   };
   const int vec = widestVec(dtype, cols);
-  if (clusters && computeCapability >= 90 && rows < kFewRows && cols >= kClusterMinCols) {
-    for (const NormParams& p : splitRowPoints(s, vec)) add(p, kSplitHead);
+  if (rows < kFewRows && cols >= kClusterMinCols) {  // Note [Norm split-row points]
+    const std::vector<NormParams> cluster =
+        clusters && computeCapability >= 90 ? splitRowPoints(s, vec) : std::vector<NormParams>{};
+    const std::vector<NormParams> gridded =
+        grid && computeCapability >= 70 && vec == maxVec(dtype) ? gridSplitPoints(s, vec) : std::vector<NormParams>{};
+    const bool gridFirst =
+        rows * kClusterChoices[std::size(kClusterChoices) - 1] < kClusterTargetCtas && cols >= kGridLeadMinCols;
+    const std::vector<NormParams>& lead = gridFirst ? gridded : cluster;
+    const std::vector<NormParams>& minor = gridFirst ? cluster : gridded;
+    const size_t leadShare = minor.empty() ? kSplitHead : kSplitHead - kSplitMinorShare;
+    for (const NormParams& p : lead) add(p, leadShare);
+    for (const NormParams& p : minor) add(p, kSplitHead);
+    for (const NormParams& p : lead) add(p, kSplitHead);
   }
   const std::vector<NormParams> wide = registerPoints(s, vec);
   const std::vector<NormParams> multi = multiRowPoints(s, vec);
@@ -284,16 +353,21 @@ std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t co
 LaunchGeometry normLaunchGeometry(int64_t rows, const NormParams& p) {
   HOTKERNEL_INTERNAL_ASSERT(p.rowsPerCta >= 1 && p.cluster >= 1 && rows >= 1, "norm launch for ", rows, " rows of ",
                             p.describe());
-  // Split rows: one cluster of `cluster` consecutive CTAs a row.
-  const int64_t ctas = p.cluster > 1 ? rows * p.cluster : ceilDiv(rows, p.rowsPerCta);
+  // Split rows: one cluster of `cluster` (a run of `split`) consecutive CTAs a row.
+  const int64_t ctas = p.cluster > 1 ? rows * p.cluster : p.split > 1 ? rows * p.split : ceilDiv(rows, p.rowsPerCta);
   // The kernels serve one row group a CTA: a grid that does not cover the rows would skip some.
   HOTKERNEL_INTERNAL_ASSERT(ctas <= kNormMaxCtas, "norm launch of ", ctas, " CTAs (the shape guard refuses it)");
   LaunchGeometry g;
   g.gridX = static_cast<unsigned>(ctas);
   g.blockX = static_cast<unsigned>(p.threads);
   g.sharedBytes = 0;
+  g.cooperative = p.split > 1;  // Note [Cooperative launches] in runtime/CudaKernelLauncher.h
   return g;
 }
+
+int64_t normWorkspaceFloats(int64_t rows, const NormParams& p) { return p.split > 1 ? rows * p.split + 1 : 0; }
+
+int64_t normMaxWorkspaceFloats(int64_t rows) { return std::min(rows * kMaxGridSplit, kNormMaxGridCtas) + 1; }
 
 std::vector<std::string> normCompileOptions(DType dtype, const NormParams& p) {
   std::vector<std::string> options = {
@@ -301,6 +375,7 @@ std::vector<std::string> normCompileOptions(DType dtype, const NormParams& p) {
       "-DHK_ROWS=" + std::to_string(p.rowsPerCta), "-DHK_VEC=" + std::to_string(p.vec),
       "-DHK_ITEMS=" + std::to_string(p.items)};
   if (p.cluster != 1) options.push_back("-DHK_CLUSTER=" + std::to_string(p.cluster));
+  if (p.split != 1) options.push_back("-DHK_SPLIT=" + std::to_string(p.split));
   return options;
 }
 

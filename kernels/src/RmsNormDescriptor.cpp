@@ -16,8 +16,11 @@ double bytesMoved(const VariantKey& key) { return RmsNormFamily::bytesMoved(rmsN
 
 Plan makePlan(const VariantKey& key, const nlohmann::json& params, const std::string& cubin, int device) {
   HOTKERNEL_CHECK(detail::optionsWithin(key, kFields), "rms_norm takes no bias: ", variantString(key));
-  return detail::familyPlan<RmsNormFamily>(key, rmsNormVariantOf(key), NormParams::fromJson(params), cubin, device,
-                                           RmsNormFamily::kName);
+  const RmsNormVariant v = rmsNormVariantOf(key);
+  const NormParams p = NormParams::fromJson(params);
+  Plan plan = detail::familyPlan<RmsNormFamily>(key, v, p, cubin, device, RmsNormFamily::kName);
+  plan.workspaceFloats = RmsNormFamily::workspaceFloats(v, p);
+  return plan;
 }
 
 const FamilyDescriptor kRmsNorm{RmsNormFamily::kName, "aten::_fused_rms_norm", RmsNormFamily::kKernelName, kFields,

@@ -41,7 +41,7 @@ HarnessCandidate familyCandidate(const Variant& v, const Params& p, const std::s
   };
   c.geometry = [reshaped, p](int64_t rows, int64_t cols) {
     const kernels::LaunchGeometry g = Family::launchGeometry(reshaped(rows, cols), p);
-    return LaunchGeometry{g.gridX, g.blockX, g.sharedBytes};
+    return LaunchGeometry{g.gridX, g.blockX, g.sharedBytes, g.cooperative};
   };
   c.acceptsShape = [reshaped, p](int64_t rows, int64_t cols) {
     const Variant w = reshaped(rows, cols);

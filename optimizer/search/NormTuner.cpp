@@ -18,6 +18,7 @@
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"
+#include "hotkernel/runtime/StreamWorkspace.h"
 
 namespace hotkernel {
 namespace {
@@ -82,6 +83,10 @@ const void* pointerOf(const at::Tensor& t) { return t.defined() ? t.const_data_p
 // rows) such a chain errs by more than the family's statRel, whose sqrt(cols)
 // growth assumes errors of random sign: on 2,097,152 bfloat16 columns ATen's
 // rstd and a correct kernel's were 5.0e-5 apart relative, statRel 4.5e-5.
+// rms_norm's out carries that error too (out = w * rstd * x): its bound adds
+// |ref| times ATen's relative rstd error of the row. Rows of one value repeated
+// make ATen's chains round the same way at every step: on [8, 4194304] fp32 a
+// correct cluster kernel's out was 2.0e-4 from ATen's, the bound 1.28e-4.
 at::Tensor atenRstdError(const at::Tensor& in, const at::Tensor& refRstd, double eps) {
   const at::Tensor x = in.to(at::kDouble);
   const at::Tensor var = (x - x.mean(1, /*keepdim=*/true)).square_().mean(1);
@@ -113,6 +118,17 @@ RowOpSpec rmsNormSpec(bool hasWeight) {
                   [](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
                     const NormTolerance t = RmsNormFamily::tolerance(d, in.size(1));
                     return refs[0].to(at::kFloat).abs().mul_(t.outRel).add_(t.outAbs);
+                  },
+                  [](const at::Tensor& in, const RowOpArgs& a, const std::vector<at::Tensor>& refs, DType d) {
+                    const NormTolerance t = RmsNormFamily::tolerance(d, in.size(1));
+                    const double eps = a.scalars[0].value_or(RmsNormFamily::defaultEps(DType::Float32));
+                    // ATen's relative rstd error of each row (Note [Norm harness bounds]); 0 where rstd is 0.
+                    const at::Tensor relative = atenRmsRstdError(in, refs[1], eps)
+                                                    .div_(refs[1].to(at::kFloat).abs())
+                                                    .nan_to_num_(0.0, 0.0, 0.0)
+                                                    .unsqueeze(1);
+                    const at::Tensor ref = refs[0].to(at::kFloat).abs();
+                    return ref.mul(relative.add(t.outRel)).add_(t.outAbs);
                   }},
       RowOpOutput{"rstd", true,
                   [](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
@@ -148,6 +164,9 @@ RowOpSpec rmsNormSpec(bool hasWeight) {
                     : in.scalar_type() == at::kHalf ? DType::Float16
                                                     : DType::BFloat16;
     const float eps = a.scalars[0] ? static_cast<float>(*a.scalars[0]) : RmsNormFamily::defaultEps(d);
+    // The workspace follows the outputs where the harness adds one; its last float is the counter.
+    float* partials = outs.size() > 2 ? outs[2].mutable_data_ptr<float>() : nullptr;
+    void* counter = outs.size() > 2 ? partials + (outs[2].numel() - 1) : nullptr;
     return KernelArgs()
         .pointer(in.const_data_ptr())
         .pointer(pointerOf(a.columns[0]))
@@ -155,8 +174,15 @@ RowOpSpec rmsNormSpec(bool hasWeight) {
         .pointer(outs[1].mutable_data_ptr())
         .int64(in.size(0))
         .int64(in.size(1))
-        .float32(eps);
+        .float32(eps)
+        .pointer(partials)
+        .pointer(counter);
   };
+  // Every candidate gets a workspace large enough for any point (a grid-split point's partials and
+  // counter: Note [Split norm rows over a cooperative grid] in kernels/norm/rms_norm.cu); the
+  // harness checks that it leaves the counter at 0. The other points ignore it.
+  spec.workspaceFloats = [](int64_t rows, int64_t) { return RmsNormFamily::maxWorkspaceFloats(rows); };
+  spec.workspaceZeroTail = 1;
   return spec;
 }
 
@@ -246,6 +272,14 @@ HarnessCandidate rmsNormCandidate(const kernels::RmsNormVariant& v, const NormPa
                                   bool colsSpecialized) {
   HarnessCandidate c = detail::familyCandidate<RmsNormFamily>(v, p, cubin, RmsNormFamily::kName);
   finishNormCandidate(c, v.cols, colsSpecialized);
+  if (p.split > 1) {
+    // A grid split's grid grows with the rows and must stay co-resident (Note [Cooperative launches]):
+    // the harness's shapes keep to the variant's rows or fewer, whose grids are no wider than the
+    // variant's own. A grid the GPU cannot hold at the variant's rows fails its launch there.
+    c.acceptsShape = [family = c.acceptsShape, rows = v.rows](int64_t r, int64_t n) {
+      return r <= rows && family(r, n);
+    };
+  }
   return c;
 }
 
@@ -258,8 +292,16 @@ HarnessCandidate layerNormCandidate(const kernels::LayerNormVariant& v, const No
 
 namespace {
 
-FamilyPoint toPoint(const NormParams& p) { return FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, p.cluster}; }
-NormParams toParams(const FamilyPoint& p) { return NormParams{p.threads, p.vec, p.items, p.rowsPerCta, p.cluster}; }
+// A grid-split point is the search's `cluster` axis (CTAs a row) with variant 1, the family's
+// other kernel at that geometry (FamilyPoint::variant).
+FamilyPoint toPoint(const NormParams& p) {
+  return p.split > 1 ? FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, p.split, 1}
+                     : FamilyPoint{p.threads, p.rowsPerCta, p.vec, p.items, p.cluster, 0};
+}
+NormParams toParams(const FamilyPoint& p) {
+  return p.variant == 1 ? NormParams{p.threads, p.vec, p.items, p.rowsPerCta, 1, p.cluster}
+                        : NormParams{p.threads, p.vec, p.items, p.rowsPerCta, p.cluster, 1};
+}
 
 // The rows a norm spec's variant (spec.rows: all of them) is tuned on: about
 // ten row buffers a row (the harness's and the timed calls' inputs, out,
@@ -327,6 +369,17 @@ FamilyTuneSpec rmsNormTuneSpec(const kernels::RmsNormVariant& v, int device, con
   // The timed calls: the original kernel and a plan, each allocating out and rstd.
   spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, spec.rows, v.cols, device, options.yieldPoint);
   spec.atenCall = atenReferenceOfSpec(spec.harnessSpec).call;
+  // A plan is called as the trampoline calls it: a grid-split plan takes the stream's persistent
+  // workspace (Note [A persistent workspace per stream]); only harness-validated candidates (the
+  // counter left at 0) are timed.
+  spec.planCall = [kernelArgs = spec.harnessSpec.kernelArgs](const Plan& plan, const TimedInput& t,
+                                                             const std::vector<at::Tensor>& outs) {
+    std::vector<at::Tensor> launchOuts = outs;
+    if (plan.workspaceFloats > 0) {
+      launchOuts.push_back(StreamWorkspaces::global().forLaunchLike(plan.workspaceFloats, t.in));
+    }
+    return plan.launcher->launchArgs(kernelArgs(t.in, t.args, launchOuts), at::cuda::getCurrentCUDAStream().stream());
+  };
   return spec;
 }
 

@@ -44,6 +44,7 @@ DriverState loadDriver() {
             resolve(h, "cuFuncSetAttribute", a.cuFuncSetAttribute, s.why) &&
             resolve(h, "cuFuncGetAttribute", a.cuFuncGetAttribute, s.why) &&
             resolve(h, "cuLaunchKernel", a.cuLaunchKernel, s.why) &&
+            resolve(h, "cuLaunchCooperativeKernel", a.cuLaunchCooperativeKernel, s.why) &&
             resolve(h, "cuGetErrorString", a.cuGetErrorString, s.why);
   if (!ok) return s;
   CUresult r = a.cuInit(0);

@@ -36,6 +36,16 @@ CUresult prepareFunction(const CudaDriverApi& driver, CUfunction function, unsig
   return CUDA_SUCCESS;
 }
 
+CUresult launchKernelOn(const CudaDriverApi& driver, CUfunction function, const LaunchGeometry& geometry,
+                        CUstream stream, void** params) {
+  if (geometry.cooperative) {  // Note [Cooperative launches]
+    return driver.cuLaunchCooperativeKernel(function, geometry.gridX, 1, 1, geometry.blockX, 1, 1,
+                                            geometry.sharedBytes, stream, params);
+  }
+  return driver.cuLaunchKernel(function, geometry.gridX, 1, 1, geometry.blockX, 1, 1, geometry.sharedBytes, stream,
+                               params, nullptr);
+}
+
 std::shared_ptr<CudaKernelLauncher> CudaKernelLauncher::load(int ordinal, const std::string& cubin,
                                                              const std::string& kernelName, LaunchGeometry geometry,
                                                              size_t alignment, std::string description) {
@@ -98,8 +108,7 @@ CUresult CudaKernelLauncher::launchStatus(const KernelArgs& args, void* stream,
   if (current != context_ && (r = d->cuCtxSetCurrent(context_)) != CUDA_SUCCESS) return r;
   void* params[KernelArgs::kMaxArgs];
   args.fillParams(params);
-  r = d->cuLaunchKernel(function_, geometry.gridX, 1, 1, geometry.blockX, 1, 1, geometry.sharedBytes,
-                        static_cast<CUstream>(stream), params, nullptr);
+  r = launchKernelOn(*d, function_, geometry, static_cast<CUstream>(stream), params);
   if (r != CUDA_SUCCESS) {
     HOTKERNEL_LOG_ONCE(Warn, "launch-failed:" + description_)
         << "launching " << description_ << " failed (" << cudaErrorString(r) << "); using the ATen kernel";

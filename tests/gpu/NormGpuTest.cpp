@@ -21,6 +21,7 @@
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/runtime/CudaDriver.h"
+#include "hotkernel/runtime/CudaKernelLauncher.h"
 #include "hotkernel/runtime/Nvrtc.h"
 
 namespace hotkernel {
@@ -164,15 +165,32 @@ class NormGpuTest : public ::testing::Test {
       const float kernelEps = eps ? static_cast<float>(*eps) : RmsNormFamily::defaultEps(c.dtype);
       at::Tensor out = at::full_like(x, std::numeric_limits<float>::quiet_NaN());
       at::Tensor rstd = at::full({c.rows}, std::numeric_limits<float>::quiet_NaN(), x.options().dtype(at::kFloat));
-      ASSERT_TRUE(plan.launcher->launchArgs(KernelArgs()
-                                                .pointer(x.const_data_ptr())
-                                                .pointer(weight ? weight->const_data_ptr() : nullptr)
-                                                .pointer(out.mutable_data_ptr())
-                                                .pointer(rstd.mutable_data_ptr())
-                                                .int64(c.rows)
-                                                .int64(c.cols)
-                                                .float32(kernelEps),
-                                            stream()));
+      // A grid-split point's workspace: NaN partials, the counter (its last float) at 0.
+      ASSERT_EQ(plan.workspaceFloats, RmsNormFamily::workspaceFloats({c.dtype, c.rows, c.cols, c.hasWeight}, c.params));
+      at::Tensor work;
+      if (plan.workspaceFloats > 0) {
+        work = at::full({plan.workspaceFloats}, std::numeric_limits<float>::quiet_NaN(), x.options().dtype(at::kFloat));
+        work[plan.workspaceFloats - 1].zero_();
+      }
+      float* partials = work.defined() ? work.mutable_data_ptr<float>() : nullptr;
+      // Twice for a grid-split point (the second launch finds the counter the first left), once otherwise.
+      for (int launch = 0; launch < (work.defined() ? 2 : 1); ++launch) {
+        ASSERT_TRUE(plan.launcher->launchArgs(KernelArgs()
+                                                  .pointer(x.const_data_ptr())
+                                                  .pointer(weight ? weight->const_data_ptr() : nullptr)
+                                                  .pointer(out.mutable_data_ptr())
+                                                  .pointer(rstd.mutable_data_ptr())
+                                                  .int64(c.rows)
+                                                  .int64(c.cols)
+                                                  .float32(kernelEps)
+                                                  .pointer(partials)
+                                                  .pointer(partials ? partials + plan.workspaceFloats - 1 : nullptr),
+                                              stream()));
+        if (work.defined()) {
+          // Stop before another launch if the kernel left the counter set (it would not find 0).
+          ASSERT_EQ(work[plan.workspaceFloats - 1].view(at::kInt).item<int32_t>(), 0) << "the counter, launch " << launch;
+        }
+      }
       auto [refOut, refRstd] = at::cuda::_fused_rms_norm(x, {c.cols}, weight, eps);
       // What the family documents ATen returns: rstd float32 per row, shape [rows, 1].
       ASSERT_EQ(refRstd.scalar_type(), at::kFloat);
@@ -287,6 +305,81 @@ TEST_F(NormGpuTest, GivenRmsNormSplitRowPointsWhenRunOnFewLongRowsThenOutAndRstd
   checkRmsNormCases(cases);
 }
 
+// Note [Split norm rows over a cooperative grid]: the grid-split points the spaces start with for
+// few long rows, every split and CTA size, rows with fewer vectors than CTAs (ranks with an empty
+// slice) and chunks the CTAs divide unevenly, each launched twice on one workspace, against ATen.
+TEST_F(NormGpuTest, GivenRmsNormGridSplitPointsWhenRunOnFewLongRowsThenOutAndRstdMatchAtenAndTheCounterIsLeftAtZero) {
+  const DeviceInfo info = queryDevice(0);
+  if (info.ccMajor < 7) GTEST_SKIP() << "the grid split needs sm_70";
+  std::vector<Case> cases;
+  auto add = [&](const kernels::RmsNormVariant& v, const NormParams& p, bool specialized) {
+    ASSERT_TRUE(RmsNormFamily::guardParams(v, p)) << v.rows << "x" << v.cols << " " << p.describe();
+    cases.push_back(Case{v.dtype, v.rows, v.cols, v.hasWeight, false, p, "", ""});
+    cases.back().specialized = specialized;
+  };
+  for (DType d : kernels::kAllDTypes) {
+    const int widest = static_cast<int>(16 / kernels::elementSize(d));
+    const std::pair<int64_t, int64_t> shapes[] = {{1, 65536}, {3, 1048576 + 8 * widest}, {4, 2097152},
+                                                  {5, 131072 + 3 * widest}};
+    for (auto [rows, cols] : shapes) {
+      for (bool w : {true, false}) {
+        const kernels::RmsNormVariant v{d, rows, cols, w};
+        int split = 0;
+        for (const NormParams& p : RmsNormFamily::parameterSpace(v, info.ccMajor * 10 + info.ccMinor)) {
+          if (p.split == 1) continue;
+          add(v, p, w || split % 2 == 0);
+          ++split;
+        }
+        EXPECT_GT(split, 0) << kernels::dtypeName(d) << " [" << rows << ", " << cols << "]: no grid-split point";
+      }
+    }
+    for (int split : {4, 8, 16, 32, 64}) {
+      for (int threads : {512, 1024}) {
+        add({d, 2, 262144 + 5 * widest, true}, NormParams{threads, widest, 0, 1, 1, split}, split % 16 != 0);
+      }
+    }
+    add({d, 2, 24 * widest, true}, NormParams{1024, widest, 0, 1, 1, 64}, true);  // 24 vectors: 40 idle CTAs a row
+  }
+  checkRmsNormCases(cases);
+}
+
+// Note [Cooperative launches]: a grid wider than the GPU keeps resident (1024 CTAs of 1024 threads,
+// one an SM) is refused at launch, not left to hang; the stream and the context stay usable.
+TEST_F(NormGpuTest, GivenAGridSplitWiderThanTheGpuKeepsResidentWhenLaunchedThenRefusedAndTheContextStaysUsable) {
+  const DeviceInfo info = queryDevice(0);
+  if (info.ccMajor < 7) GTEST_SKIP() << "the grid split needs sm_70";
+  ASSERT_LT(info.smCount, 1024) << "a GPU with 1024 SMs keeps this grid resident";
+  Case c{DType::BFloat16, 16, 65536, true, false, NormParams{1024, 8, 0, 1, 1, 64}, "", ""};
+  c.cubin = compileToCubin(RmsNormFamily::source(), "rms_norm.cu", info.nvrtcArch(),
+                           RmsNormFamily::compileOptions(c.dtype, c.params, true, c.cols))
+                .cubin;
+  Plan plan = kernels::rmsNormDescriptor().makePlan(c.key(), c.params.toJson(), c.cubin, 0);
+  const auto* launcher = dynamic_cast<const CudaKernelLauncher*>(plan.launcher.get());
+  ASSERT_NE(launcher, nullptr);
+  EXPECT_TRUE(launcher->geometry().cooperative);
+  EXPECT_EQ(launcher->geometry().gridX, 1024u);
+  const at::Tensor x = input(c), w = column(c, 2.0, -1.0);
+  at::Tensor out = at::empty_like(x);
+  at::Tensor rstd = at::empty({c.rows}, x.options().dtype(at::kFloat));
+  at::Tensor work = at::zeros({plan.workspaceFloats}, x.options().dtype(at::kFloat));
+  const KernelArgs args = KernelArgs()
+                              .pointer(x.const_data_ptr())
+                              .pointer(w.const_data_ptr())
+                              .pointer(out.mutable_data_ptr())
+                              .pointer(rstd.mutable_data_ptr())
+                              .int64(c.rows)
+                              .int64(c.cols)
+                              .float32(1e-6f)
+                              .pointer(work.mutable_data_ptr())
+                              .pointer(work.mutable_data_ptr<float>() + plan.workspaceFloats - 1);
+  EXPECT_EQ(launcher->launchStatus(args, stream(), launcher->geometry()), CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+  // The stream still runs work, and nothing of the refused launch ran.
+  EXPECT_EQ(cudaStreamSynchronize(at::cuda::getCurrentCUDAStream().stream()), cudaSuccess);
+  EXPECT_EQ(work[plan.workspaceFloats - 1].item<float>(), 0.0f);
+  EXPECT_TRUE(at::allclose(at::rms_norm(x, {c.cols}, w, 1e-6).to(at::kFloat),
+                           std::get<0>(at::cuda::_fused_rms_norm(x, {c.cols}, w, 1e-6)).to(at::kFloat)));
+}
+
 TEST_F(NormGpuTest, GivenLayerNormPointsWhenRunOnOddSizesThenOutMeanAndRstdMatchAten) {
   std::vector<Case> cases;
   const std::pair<bool, bool> configs[] = {{true, true}, {false, false}, {true, false}, {false, true}};
@@ -361,7 +454,9 @@ TEST_F(NormGpuTest, GivenThreeDimensionalInputWhenRunAsFoldedRowsThenMatchesAten
                                             .pointer(rstd.mutable_data_ptr())
                                             .int64(c.rows)
                                             .int64(c.cols)
-                                            .float32(1e-6f),
+                                            .float32(1e-6f)
+                                            .pointer(nullptr)
+                                            .pointer(nullptr),
                                         stream()));
   auto [refOut, refRstd] = at::cuda::_fused_rms_norm(x, {cols}, w, 1e-6);
   EXPECT_EQ(refRstd.sizes(), rstd.sizes());

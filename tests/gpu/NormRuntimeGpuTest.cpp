@@ -14,6 +14,8 @@
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <ATen/ops/_fused_rms_norm_cuda_dispatch.h>
 #include <ATen/ops/native_layer_norm_cuda_dispatch.h>
 
@@ -36,6 +38,7 @@
 #include "hotkernel/optimizer/PlanFactory.h"
 #include "hotkernel/runtime/CudaDriver.h"
 #include "hotkernel/runtime/Nvrtc.h"
+#include "hotkernel/runtime/StreamWorkspace.h"
 
 namespace hotkernel {
 namespace {
@@ -221,6 +224,79 @@ TEST(NormRuntimeGpuTest, GivenHotBf16LayerNormWithWeightAndBiasWhenOptimizedThen
   (void)at::layer_norm(x, {kCols}, w, std::nullopt, eps);
   EXPECT_EQ(hitsOf(servedOp("aten::native_layer_norm")), hits + 2);
   EXPECT_EQ(missesOf(servedOp("aten::native_layer_norm")), misses + 1);
+}
+
+// Note [Split norm rows over a cooperative grid] as the trampoline serves it: a grid-split plan for
+// few long rows, validated by the harness (which checks the counter is left at 0), takes the
+// stream's persistent workspace (Note [A persistent workspace per stream]) call after call, a
+// side stream's own, and a fresh one inside a captured CUDA graph; every result is bit for bit the
+// first (the partials are summed in a fixed order) and within the family's tolerance of ATen.
+TEST(NormRuntimeGpuTest, GivenAGridSplitRmsNormPlanWhenServedOnStreamsAndInAGraphThenEveryCallMatchesAten) {
+  REQUIRE_CUDA_AND_NVRTC();
+  (void)cacheDir();
+  installServedOp(servedOp("aten::_fused_rms_norm"), c10::DispatchKey::CUDA, nullptr);
+  const int64_t rows = 4, cols = int64_t{1} << 21;
+  const kernels::RmsNormVariant v{DType::BFloat16, rows, cols, true};
+  VariantKey key{static_cast<int32_t>(DType::BFloat16), 0, rows, cols};
+  key.options = kernels::variant_options::kWeight;
+  const NormParams p{1024, 8, 0, 1, 1, 32};
+  ASSERT_TRUE(RmsNormFamily::guardParams(v, p));
+  const std::string cubin = compileToCubin(RmsNormFamily::source(), "rms_norm.cu", queryDevice(0).nvrtcArch(),
+                                           RmsNormFamily::compileOptions(DType::BFloat16, p, true, cols))
+                                .cubin;
+  const HarnessReport report =
+      runHarness(rmsNormSpec(true), rmsNormCandidate(v, p, cubin, /*colsSpecialized=*/true), DType::BFloat16, rows,
+                 cols, 0);
+  ASSERT_TRUE(report.passed) << (report.failure() ? report.failure()->detail : std::string());
+  Plan plan = kernels::rmsNormDescriptor().makePlan(key, p.toJson(), cubin, 0);
+  ASSERT_EQ(plan.workspaceFloats, rows * 32 + 1);
+  plansOf(servedOp("aten::_fused_rms_norm")).publish(std::move(plan));
+
+  const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, 0);
+  const at::Tensor x = at::randn({rows, cols}, opts).mul_(2.0).add_(0.5).to(at::kBFloat16);
+  const at::Tensor w = at::rand({cols}, opts).mul_(2.0).sub_(1.0).to(at::kBFloat16);
+  const double eps = 1e-6;
+  c10::InferenceMode inference;
+  const uint64_t hits = hitsOf(servedOp("aten::_fused_rms_norm"));
+  const at::Tensor first = at::rms_norm(x, {cols}, w, eps);
+  ASSERT_EQ(hitsOf(servedOp("aten::_fused_rms_norm")), hits + 1) << "the plan did not serve the call";
+  auto [ref, refRstd] = at::cuda::_fused_rms_norm(x, {cols}, w, eps);
+  const NormTolerance t = RmsNormFamily::tolerance(DType::BFloat16, cols);
+  expectWithin(first, ref, ref.to(at::kDouble).abs() * t.outRel + t.outAbs, "grid-split rms_norm out");
+  auto [out, rstd] = at::_fused_rms_norm(x, {cols}, w, eps);
+  expectWithin(rstd.view({rows, 1}), refRstd, refRstd.to(at::kDouble).abs() * t.statRel, "grid-split rms_norm rstd");
+
+  // One stream, one counter, call after call.
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(at::equal(at::rms_norm(x, {cols}, w, eps), first)) << "call " << i;
+  // A second stream: its own buffer.
+  const at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+  {
+    c10::cuda::CUDAStreamGuard guard(side);
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(at::equal(at::rms_norm(x, {cols}, w, eps), first)) << "side stream " << i;
+    side.synchronize();
+  }
+  // A graph captured on a third stream: a fresh workspace, its counter zeroed by a node of the graph.
+  const at::cuda::CUDAStream capture = at::cuda::getStreamFromPool();
+  at::cuda::CUDAGraph graph;
+  at::Tensor captured;
+  {
+    c10::cuda::CUDAStreamGuard guard(capture);
+    const uint64_t before = hitsOf(servedOp("aten::_fused_rms_norm"));
+    graph.capture_begin();
+    captured = at::rms_norm(x, {cols}, w, eps);
+    graph.capture_end();
+    EXPECT_EQ(hitsOf(servedOp("aten::_fused_rms_norm")), before + 1) << "the capture did not take the plan";
+    for (int i = 0; i < 3; ++i) {
+      graph.replay();
+      EXPECT_TRUE(at::equal(at::rms_norm(x, {cols}, w, eps), first)) << "eager between replays " << i;
+      EXPECT_TRUE(at::equal(captured, first)) << "replay " << i;
+    }
+    capture.synchronize();
+  }
+  EXPECT_TRUE(at::equal(at::rms_norm(x, {cols}, w, eps), first)) << "after the graph, on the first stream";
+  // The stream's counter is back at 0 after all of it.
+  const at::Tensor work = StreamWorkspaces::global().forLaunchLike(rows * 32 + 1, x);
+  EXPECT_EQ(work[rows * 32].view(at::kInt).item<int32_t>(), 0);
 }
 
 }  // namespace

@@ -30,12 +30,15 @@ class AbiLauncher : public KernelLauncher {
   bool launch(const RowKernelArgs&, void*) const noexcept override { return false; }
   bool launchArgs(const KernelArgs& a, void* stream) const noexcept override {
     ++calls;
-    if (fail || stream != nullptr || a.size() != (layerNorm_ ? 9u : 7u)) return false;
+    // Both take 9 arguments: layer_norm's end with eps, rms_norm's with eps and its workspace's two pointers.
+    if (fail || stream != nullptr || a.size() != 9u) return false;
     const size_t outIdx = layerNorm_ ? 3 : 2;
     const int64_t rows = a.int64At(layerNorm_ ? 6 : 4), cols = a.int64At(layerNorm_ ? 7 : 5);
     weight = a.pointerAt(1);
     bias = layerNorm_ ? a.pointerAt(2) : nullptr;
-    eps = a.float32At(a.size() - 1);
+    eps = a.float32At(layerNorm_ ? 8 : 6);
+    workspace = layerNorm_ ? nullptr : a.pointerAt(7);
+    counter = layerNorm_ ? nullptr : a.pointerAt(8);
     float* out = static_cast<float*>(const_cast<void*>(a.pointerAt(outIdx)));
     for (int64_t i = 0; i < rows * cols; ++i) out[i] = 0.25f;
     for (size_t s = outIdx + 1; s < outIdx + (layerNorm_ ? 3 : 2); ++s) {
@@ -50,6 +53,8 @@ class AbiLauncher : public KernelLauncher {
   mutable const void* weight = nullptr;
   mutable const void* bias = nullptr;
   mutable float eps = 0;
+  mutable const void* workspace = nullptr;  // rms_norm's partials and counter (a grid-split plan's)
+  mutable const void* counter = nullptr;
   std::atomic<bool> fail{false};
 
  private:
@@ -96,6 +101,29 @@ TEST_F(RmsNormOverrideTest, GivenPlannedVariantWhenCalledThenPlanGetsWeightAndEp
   EXPECT_TRUE(at::equal(rstd.reshape({6}), at::arange(6, at::kFloat)));
   EXPECT_EQ(launcher_->weight, w.const_data_ptr());
   EXPECT_FLOAT_EQ(launcher_->eps, 1e-3f);
+  EXPECT_EQ(launcher_->workspace, nullptr) << "a plan without a workspace gets none";
+  EXPECT_EQ(launcher_->counter, nullptr);
+}
+
+// A grid-split plan (Plan::workspaceFloats > 0) gets the stream's persistent workspace: the partials
+// at its start, the counter its last float, which is 0 (Note [A persistent workspace per stream]).
+TEST_F(RmsNormOverrideTest, GivenAPlanWithAWorkspaceWhenCalledThenTheLaunchGetsTheStreamsWorkspaceAndItsLastFloatAsCounter) {
+  Plan plan{key(4, 64, kernels::variant_options::kWeight), launcher_, "abi 4x64 weight, a workspace"};
+  plan.workspaceFloats = 4 * 8 + 1;
+  plansOf(servedOp("aten::_fused_rms_norm")).publish(plan);
+  at::Tensor x = at::randn({4, 64}), w = at::randn({64});
+  const uint64_t hits = hitsOf(servedOp("aten::_fused_rms_norm"));
+  auto [out, rstd] = at::_fused_rms_norm(x, {64}, w, 1e-3);
+  EXPECT_EQ(hitsOf(servedOp("aten::_fused_rms_norm")), hits + 1);
+  EXPECT_TRUE(isPattern(out));
+  ASSERT_NE(launcher_->workspace, nullptr);
+  const float* partials = static_cast<const float*>(launcher_->workspace);
+  EXPECT_EQ(launcher_->counter, partials + 4 * 8);
+  EXPECT_EQ(*static_cast<const float*>(launcher_->counter), 0.0f);
+  // The next call finds the same buffer.
+  const void* first = launcher_->workspace;
+  (void)at::_fused_rms_norm(x, {64}, w, 1e-3);
+  EXPECT_EQ(launcher_->workspace, first);
 }
 
 TEST_F(RmsNormOverrideTest, GivenEpsNoneWhenCalledThenKernelGetsFloatEpsilon) {

@@ -64,9 +64,18 @@ TEST(LayerNormFamilyTest, GivenEveryDTypeWhenListingAllPointsThenRmsNormsWhiteli
     EXPECT_TRUE(seen.count({1024, 1, 0, 1})) << "no scalar streaming point";
     EXPECT_TRUE(seen.count({128, 1, 1, 32})) << "no four-threads-per-row point";
     // The same whitelist as rms_norm (Note [Norm register budget]: weight and
-    // bias are loaded after the reductions and do not count), split-row points included.
+    // bias are loaded after the reductions and do not count), cluster points included,
+    // but for rms_norm's grid-split points (its template alone has them).
     EXPECT_EQ(all, detail::normAllPoints(d, /*clusters=*/true)) << dtypeName(d);
-    EXPECT_EQ(all, RmsNormFamily::allParameterPoints(d)) << dtypeName(d);
+    std::vector<P> rmsWithoutGridSplit;
+    for (const P& p : RmsNormFamily::allParameterPoints(d)) {
+      if (p.split == 1) rmsWithoutGridSplit.push_back(p);
+    }
+    EXPECT_EQ(all, rmsWithoutGridSplit) << dtypeName(d);
+    for (const P& p : all) EXPECT_EQ(p.split, 1) << p.describe();
+    EXPECT_FALSE(LayerNormFamily::guardParams({d, 4, int64_t{1} << 21, true, true}, 
+                                               P{1024, static_cast<int>(16 / elementSize(d)), 0, 1, 1, 32}))
+        << "no grid split for layer_norm";
   }
 }
 

@@ -100,8 +100,9 @@ inline void printRegisters(const char* title, const std::vector<CompileJob>& job
   for (size_t i = 0; i < jobs.size(); ++i) {
     const NormParams& p = jobs[i].params;
     char key[80];
-    std::snprintf(key, sizeof(key), "%-8s t=%4d r=%2d v=%d%s", dtypeName(jobs[i].dtype), p.threads, p.rowsPerCta,
-                  p.vec, p.cluster != 1 ? (" c=" + std::to_string(p.cluster)).c_str() : "");
+    std::snprintf(key, sizeof(key), "%-8s t=%4d r=%2d v=%d%s%s", dtypeName(jobs[i].dtype), p.threads, p.rowsPerCta,
+                  p.vec, p.cluster != 1 ? (" c=" + std::to_string(p.cluster)).c_str() : "",
+                  p.split != 1 ? (" s=" + std::to_string(p.split)).c_str() : "");
     rows[key] += " i" + std::to_string(p.items) + ":" + std::to_string(results[i].registers);
   }
   std::printf("%s, items:registers\n", title);
@@ -116,6 +117,7 @@ inline std::vector<NormParams> spreadOf(DType dtype, const std::vector<NormParam
   std::map<std::tuple<int, int, int>, NormParams> largest;
   for (const NormParams& p : all) {
     if (p.cluster != 1) continue;  // sm_90+ only: clusterSample
+    if (p.split != 1) continue;    // compiledPoints compiles every grid-split point
     if (p.vec != 1 && p.vec != static_cast<int>(16 / elementSize(dtype))) continue;
     if (p.items == 0) {
       out.push_back(p);
@@ -159,7 +161,8 @@ inline std::vector<NormParams> clusterSample(DType dtype, const std::vector<Norm
   return out;
 }
 
-// The one-CTA-a-row points of `all` and clusterSample's.
+// The points of `all` without a cluster (one CTA a row, or a row split over a cooperative grid) and
+// clusterSample's.
 inline std::vector<NormParams> compiledPoints(DType dtype, const std::vector<NormParams>& all) {
   std::vector<NormParams> out;
   for (const NormParams& p : all) {

@@ -361,6 +361,118 @@ TEST(RmsNormFamilyTest, GivenAClusterPointWhenAskedForGeometryAndOptionsThenAClu
   }
 }
 
+// --- split rows over a cooperative grid (Note [Split norm rows over a cooperative grid]) -------
+
+// A grid-split point: `split` CTAs a row, streamed, at the dtype's widest vector.
+P gridPoint(int threads, int vec, int split) { return P{threads, vec, 0, 1, 1, split}; }
+
+TEST(RmsNormFamilyTest, GivenGridSplitPointsWhenGuardedThenStreamedWidestSlicesAndAGridOfAtMost1024Ctas) {
+  const V four{DType::BFloat16, 4, int64_t{1} << 21, true};
+  EXPECT_TRUE(RmsNormFamily::guardParams(four, gridPoint(1024, 8, 32)));
+  EXPECT_TRUE(RmsNormFamily::guardParams(four, gridPoint(512, 8, 64)));
+  // The grid is rows * split CTAs, at most detail::kNormMaxGridCtas (the workspace's bound).
+  EXPECT_TRUE(RmsNormFamily::guardParams({DType::BFloat16, 16, 1 << 20}, gridPoint(1024, 8, 64)));
+  EXPECT_FALSE(RmsNormFamily::guardParams({DType::BFloat16, 17, 1 << 20}, gridPoint(1024, 8, 64)));
+  // Outside the whitelist: register slices, narrow vectors, several rows a CTA, with a cluster, other
+  // splits and CTA sizes.
+  EXPECT_FALSE(RmsNormFamily::guardParams(four, P{1024, 8, 4, 1, 1, 32}));
+  EXPECT_FALSE(RmsNormFamily::guardParams(four, gridPoint(1024, 4, 32)));
+  EXPECT_FALSE(RmsNormFamily::guardParams(four, P{128, 8, 0, 8, 1, 32}));
+  EXPECT_FALSE(RmsNormFamily::guardParams(four, P{1024, 8, 0, 1, 4, 32}));
+  EXPECT_FALSE(RmsNormFamily::guardParams(four, gridPoint(1024, 8, 24)));
+  EXPECT_FALSE(RmsNormFamily::guardParams(four, gridPoint(1024, 8, 128)));
+  EXPECT_FALSE(RmsNormFamily::guardParams(four, gridPoint(256, 8, 32)));
+  // Columns the widest vector does not divide.
+  EXPECT_FALSE(RmsNormFamily::guardParams({DType::BFloat16, 4, (int64_t{1} << 21) + 4}, gridPoint(1024, 8, 32)));
+  for (DType d : kAllDTypes) {
+    size_t gridPoints = 0;
+    for (const P& p : RmsNormFamily::allParameterPoints(d)) {
+      if (p.split == 1) continue;
+      ++gridPoints;
+      EXPECT_EQ(p.items, 0) << p.describe();
+      EXPECT_EQ(p.cluster, 1) << p.describe();
+      EXPECT_EQ(p.vec, static_cast<int>(16 / elementSize(d))) << p.describe();
+      EXPECT_EQ(p.minComputeCapability(), 70) << p.describe();
+    }
+    EXPECT_EQ(gridPoints, 10u) << dtypeName(d) << ": splits 4 to 64 at 512 and 1024 threads";
+  }
+}
+
+TEST(RmsNormFamilyTest, GivenGridSplitParamsWhenWrittenAsJsonOrTextThenTheSplitOnlyWhenGridSplit) {
+  EXPECT_EQ(gridPoint(1024, 8, 32).toJson().dump(), R"({"items":0,"rowsPerCta":1,"split":32,"threads":1024,"vec":8})");
+  EXPECT_EQ(P::fromJson(gridPoint(1024, 8, 32).toJson()), gridPoint(1024, 8, 32));
+  EXPECT_EQ(P::fromJson({{"threads", 1024}, {"vec", 8}, {"items", 0}}).split, 1);
+  EXPECT_EQ((P{1024, 8, 0}.toJson().count("split")), 0u) << "one-CTA entries keep their bytes";
+  EXPECT_THROW(P::fromJson({{"threads", 1024}, {"vec", 8}, {"items", 0}, {"split", 32.5}}), Error);
+  EXPECT_EQ(gridPoint(1024, 8, 32).describe(), "threads=1024 vec=8 items=0 split=32 (streaming)");
+  EXPECT_NE(gridPoint(1024, 8, 32), (P{1024, 8, 0}));
+  EXPECT_NE(gridPoint(1024, 8, 32), (P{1024, 8, 0, 1, 32}));
+}
+
+TEST(RmsNormFamilyTest, GivenFourRowsOfTwoMillionWhenAskedForTheSpaceThenGridSplitPointsLeadAndClustersFollow) {
+  // 4 rows: clusters of 16 reach 64 CTAs; a grid of 32 CTAs a row makes a wave of 128 (one CTA an SM)
+  // at 1024 and 512 threads, then half of it; then the cluster points.
+  const V four{DType::BFloat16, 4, int64_t{1} << 21, true};
+  const std::vector<P> space = RmsNormFamily::parameterSpace(four, 90);
+  ASSERT_GE(space.size(), 6u);
+  EXPECT_EQ(space[0], gridPoint(1024, 8, 32));
+  EXPECT_EQ(space[1], gridPoint(512, 8, 32));
+  EXPECT_EQ(space[2], gridPoint(1024, 8, 16));
+  EXPECT_EQ(space[3], gridPoint(512, 8, 16));
+  EXPECT_GT(space[4].cluster, 1) << space[4].describe();
+  EXPECT_GT(space[5].cluster, 1) << space[5].describe();
+  for (const P& p : space) EXPECT_TRUE(RmsNormFamily::guardParams(four, p)) << p.describe();
+  // One row of 65536: too short for the grid to lead; the clusters do, two grid points follow.
+  const std::vector<P> one = RmsNormFamily::parameterSpace({DType::BFloat16, 1, 65536, true}, 90);
+  EXPECT_GT(one.front().cluster, 1) << one.front().describe();
+  EXPECT_EQ(std::count_if(one.begin(), one.end(), [](const P& p) { return p.split > 1; }), 2);
+  // Without clusters (sm_80) the grid points alone lead; without a known GPU none.
+  const std::vector<P> sm80 = RmsNormFamily::parameterSpace(four, 80);
+  EXPECT_EQ(sm80.front(), gridPoint(1024, 8, 32));
+  for (const P& p : sm80) EXPECT_EQ(p.cluster, 1) << p.describe();
+  for (const P& p : RmsNormFamily::parameterSpace(four, 0)) EXPECT_EQ(p.split, 1) << p.describe();
+  // 8 rows of fp32 4M: clusters of 16 make a wave and lead; two grid points follow.
+  const std::vector<P> eight = RmsNormFamily::parameterSpace({DType::Float32, 8, int64_t{1} << 22, true}, 90);
+  EXPECT_EQ(eight.front(), (P{1024, 4, 0, 1, 16}));
+  EXPECT_EQ(std::count_if(eight.begin(), eight.end(), [](const P& p) { return p.split > 1; }), 2);
+  // Many rows, short rows, and columns the widest vector does not divide: no grid point.
+  for (const V& v : {V{DType::BFloat16, 16384, 8192, true}, V{DType::BFloat16, 4, 32768, true},
+                     V{DType::BFloat16, 4, (int64_t{1} << 21) + 4, true}}) {
+    for (const P& p : RmsNormFamily::parameterSpace(v, 90)) EXPECT_EQ(p.split, 1) << name(v) << p.describe();
+  }
+}
+
+TEST(RmsNormFamilyTest, GivenAGridSplitPointWhenAskedForGeometryWorkspaceAndOptionsThenACooperativeGridAndTheDefine) {
+  const V four{DType::BFloat16, 4, int64_t{1} << 21, true};
+  const LaunchGeometry g = RmsNormFamily::launchGeometry(four, gridPoint(1024, 8, 32));
+  EXPECT_EQ(g.gridX, 128u);
+  EXPECT_EQ(g.blockX, 1024u);
+  EXPECT_EQ(g.sharedBytes, 0u);
+  EXPECT_TRUE(g.cooperative);
+  EXPECT_FALSE(RmsNormFamily::launchGeometry(four, P{1024, 8, 0, 1, 16}).cooperative);
+  EXPECT_FALSE(RmsNormFamily::launchGeometry(four, P{1024, 8, 0}).cooperative);
+  // One partial a CTA, then the counter; nothing for the other points.
+  EXPECT_EQ(RmsNormFamily::workspaceFloats(four, gridPoint(1024, 8, 32)), 4 * 32 + 1);
+  EXPECT_EQ(RmsNormFamily::workspaceFloats(four, P{1024, 8, 0, 1, 16}), 0);
+  EXPECT_EQ(RmsNormFamily::workspaceFloats(four, P{1024, 8, 0}), 0);
+  // The harness's: enough for every point of the row count.
+  for (int64_t rows : {1, 4, 15, 16, 17, 1000, 100000}) {
+    const V v{DType::BFloat16, rows, int64_t{1} << 20, true};
+    for (const P& p : RmsNormFamily::allParameterPoints(DType::BFloat16)) {
+      if (RmsNormFamily::guardParams(v, p)) {
+        EXPECT_LE(RmsNormFamily::workspaceFloats(v, p), RmsNormFamily::maxWorkspaceFloats(rows)) << p.describe();
+      }
+    }
+  }
+  EXPECT_EQ(RmsNormFamily::maxWorkspaceFloats(4), 4 * 64 + 1);
+  EXPECT_EQ(RmsNormFamily::maxWorkspaceFloats(100000), 1024 + 1);
+  const std::vector<std::string> o = RmsNormFamily::compileOptions(DType::BFloat16, gridPoint(1024, 8, 32), true);
+  EXPECT_NE(std::find(o.begin(), o.end(), "-DHK_SPLIT=32"), o.end());
+  for (const std::string& option : RmsNormFamily::compileOptions(DType::BFloat16, P{1024, 8, 0, 1, 16}, true)) {
+    EXPECT_EQ(option.rfind("-DHK_SPLIT", 0), std::string::npos) << option;
+  }
+}
+
 TEST(RmsNormFamilyTest, GivenVariantsWhenAskedForBytesThenOneReadOneWriteTheWeightAndRstd) {
   EXPECT_DOUBLE_EQ(RmsNormFamily::bytesMoved({DType::BFloat16, 16384, 8192, true}),
                    2.0 * 16384 * 8192 * 2 + 8192 * 2 + 16384 * 4);
@@ -524,6 +636,23 @@ TEST(RmsNormFamilyCompileTest, GivenDefinesOutsideTheTemplatesLimitsWhenCompiled
   EXPECT_THROW(hotkernel::testutil::compileCached(source, "rms_norm.cu", "sm_80",
                               RmsNormFamily::compileOptions(DType::Float32, P{1024, 4, 0, 1, 4}, true)),
                Error);
+  // A grid split streams one row a CTA, without a cluster.
+  const std::vector<std::string> split = {"-DHK_DTYPE=0", "-DHK_THREADS=1024", "-DHK_VEC=4", "-DHK_HAS_WEIGHT=1",
+                                          "-DHK_SPLIT=32"};
+  for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
+           {"-DHK_ROWS=1", "-DHK_ITEMS=4"}, {"-DHK_ROWS=2", "-DHK_ITEMS=0"}, {"-DHK_ROWS=1", "-DHK_ITEMS=0", "-DHK_CLUSTER=4"}}) {
+    std::vector<std::string> options = split;
+    options.insert(options.end(), extra.begin(), extra.end());
+    EXPECT_THROW(hotkernel::testutil::compileCached(source, "rms_norm.cu", "sm_90a", options), Error) << extra.back();
+  }
+}
+
+// The grid split needs sm_70's acquire / release atomics, not clusters: it compiles for sm_80.
+TEST(RmsNormFamilyCompileTest, GivenAGridSplitPointWhenCompiledForSm80ThenACubinWithoutSpills) {
+  SKIP_WITHOUT_NVRTC();
+  const std::vector<testutil::CompileJob> jobs = {{DType::BFloat16, gridPoint(1024, 8, 32), {"-DHK_HAS_WEIGHT=1"}, "sm_80"},
+                                                  {DType::Float32, gridPoint(512, 4, 64), {"-DHK_HAS_WEIGHT=0"}, "sm_80"}};
+  testutil::expectAllCompiledWithoutSpills(jobs, compileRms(jobs));
 }
 
 }  // namespace

@@ -1,10 +1,13 @@
-// prepareFunction (Note [Function attributes before launch]) against a table of
-// fake driver calls: which attributes a loaded function gets before its first
-// launch, and how a failing call is reported. No GPU or libcuda needed.
+// prepareFunction (Note [Function attributes before launch]) and launchKernelOn
+// (Note [Cooperative launches]) against a table of fake driver calls: which
+// attributes a loaded function gets before its first launch, how a failing
+// call is reported, and which launch call a geometry takes. No GPU or libcuda
+// needed.
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -120,6 +123,75 @@ TEST_F(PrepareFunctionTest, GivenADriverThatCannotReportClustersWhenPreparedThen
   EXPECT_EQ(prepareFunction(driver_, kFunction, 0, &step), CUDA_SUCCESS);
   EXPECT_TRUE(fake.sets.empty());
   EXPECT_STREQ(step, "untouched");
+}
+
+// What the fake launch calls saw.
+struct FakeLaunch {
+  std::string call;  // "plain" or "cooperative"
+  unsigned grid = 0, block = 0, shared = 0;
+  CUstream stream = nullptr;
+  void** params = nullptr;
+  CUresult status = CUDA_SUCCESS;
+};
+FakeLaunch launched;
+
+CUresult fakeLaunch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                    unsigned shared, CUstream stream, void** params, void** extra) {
+  EXPECT_EQ(f, kFunction);
+  EXPECT_EQ(gy * gz * by * bz, 1u);
+  EXPECT_EQ(extra, nullptr);
+  launched = FakeLaunch{"plain", gx, bx, shared, stream, params, launched.status};
+  return launched.status;
+}
+
+CUresult fakeCooperativeLaunch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned shared, CUstream stream, void** params) {
+  EXPECT_EQ(f, kFunction);
+  EXPECT_EQ(gy * gz * by * bz, 1u);
+  launched = FakeLaunch{"cooperative", gx, bx, shared, stream, params, launched.status};
+  return launched.status;
+}
+
+class LaunchKernelOnTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    launched = FakeLaunch{};
+    std::memset(&driver_, 0, sizeof(driver_));  // any other call would crash the test
+    driver_.cuLaunchKernel = fakeLaunch;
+    driver_.cuLaunchCooperativeKernel = fakeCooperativeLaunch;
+  }
+  CudaDriverApi driver_;
+  CUstream const stream_ = reinterpret_cast<CUstream>(0x77);
+  void* params_[1] = {nullptr};
+};
+
+TEST_F(LaunchKernelOnTest, GivenAPlainGeometryWhenLaunchedThenCuLaunchKernelWithItsGridBlockAndSharedMemory) {
+  EXPECT_EQ(launchKernelOn(driver_, kFunction, LaunchGeometry{12, 256, 4096}, stream_, params_), CUDA_SUCCESS);
+  EXPECT_EQ(launched.call, "plain");
+  EXPECT_EQ(launched.grid, 12u);
+  EXPECT_EQ(launched.block, 256u);
+  EXPECT_EQ(launched.shared, 4096u);
+  EXPECT_EQ(launched.stream, stream_);
+  EXPECT_EQ(launched.params, params_);
+}
+
+TEST_F(LaunchKernelOnTest, GivenACooperativeGeometryWhenLaunchedThenCuLaunchCooperativeKernel) {
+  LaunchGeometry g{128, 1024, 0};
+  g.cooperative = true;
+  EXPECT_EQ(launchKernelOn(driver_, kFunction, g, stream_, params_), CUDA_SUCCESS);
+  EXPECT_EQ(launched.call, "cooperative");
+  EXPECT_EQ(launched.grid, 128u);
+  EXPECT_EQ(launched.block, 1024u);
+  EXPECT_EQ(launched.stream, stream_);
+  EXPECT_EQ(launched.params, params_);
+}
+
+TEST_F(LaunchKernelOnTest, GivenAGridTooWideToBeCoResidentWhenLaunchedThenTheDriversRefusalIsReturned) {
+  launched.status = CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  LaunchGeometry g{100000, 1024, 0};
+  g.cooperative = true;
+  EXPECT_EQ(launchKernelOn(driver_, kFunction, g, stream_, params_), CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+  EXPECT_EQ(launched.call, "cooperative");
 }
 
 }  // namespace

@@ -15,7 +15,10 @@ torch.compile(F.rms_norm) with the project's method: CUDA events around one
 call, L2 flushed before it, the GPU kept busy while the call is enqueued, all
 candidates interleaved in rotating order; medians and paired ratios per
 repetition (median and 2.5/97.5 percentiles). Points are
-THREADSxVECxITEMS (register-resident when ITEMS > 0).
+THREADSxVECxITEMS (register-resident when ITEMS > 0), or THREADSxVECx0sSPLIT
+for a row split over SPLIT CTAs of a cooperative grid (Note [Split norm rows
+over a cooperative grid]; launched with cuLaunchCooperativeKernel and a
+zeroed workspace, as the trampoline does).
 
 This is a probe for template experiments behind probe overrides (Note [Norm
 occupancy probe]; the knobs are this program's, PROBE_KNOBS below, applied to
@@ -135,8 +138,9 @@ def compile_cubin(nvrtc, src, arch, options):
 def parse_points(text):
     points = []
     for item in text.split(","):
-        t, v, i = (int(x) for x in item.lower().split("x"))
-        points.append({"threads": t, "vec": v, "items": i, "rowsPerCta": 1})
+        geometry, _, split = item.lower().partition("s")
+        t, v, i = (int(x) for x in geometry.split("x"))
+        points.append({"threads": t, "vec": v, "items": i, "rowsPerCta": 1, "split": int(split or 1)})
     return points
 
 
@@ -154,7 +158,10 @@ def candidates(args):
         for tag, extra in parse_experiments(args.experiment):
             opts = [f"-DHK_DTYPE={DTYPE_CODE[args.dtype]}", f"-DHK_THREADS={p['threads']}", "-DHK_ROWS=1",
                     f"-DHK_VEC={p['vec']}", f"-DHK_ITEMS={p['items']}", "-DHK_HAS_WEIGHT=1"] + extra
-            name = f"{p['threads']}x{p['vec']}x{p['items']}" + (f" [{tag}]" if tag else "")
+            if p["split"] > 1:
+                opts.append(f"-DHK_SPLIT={p['split']}")
+            name = (f"{p['threads']}x{p['vec']}x{p['items']}" + (f"s{p['split']}" if p["split"] > 1 else "") +
+                    (f" [{tag}]" if tag else ""))
             out.append({"name": name, "params": p, "experiment": tag, "options": opts})
     return out
 
@@ -174,15 +181,23 @@ class Kernel:
         if rc != 0:
             raise RuntimeError(f"{what} failed: CUresult {rc}")
 
-    def launch(self, torch, x, w, out, rstd, eps, threads):
+    def launch(self, torch, x, w, out, rstd, eps, threads, split=1, work=None):
+        """`work`: a grid split's float32 workspace (rows * split partials, then the counter at 0)."""
         rows, cols = x.shape
+        partials = work.data_ptr() if work is not None else None
+        counter = partials + 4 * (work.numel() - 1) if work is not None else None
         args = [ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(w.data_ptr()), ctypes.c_void_p(out.data_ptr()),
                 ctypes.c_void_p(rstd.data_ptr()), ctypes.c_longlong(rows), ctypes.c_longlong(cols),
-                ctypes.c_float(eps)]
+                ctypes.c_float(eps), ctypes.c_void_p(partials), ctypes.c_void_p(counter)]
         params = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
         stream = torch.cuda.current_stream().cuda_stream
-        self.check(self.cuda.cuLaunchKernel(self.fn, rows, 1, 1, threads, 1, 1, 0, ctypes.c_void_p(stream), params,
-                                            None), "cuLaunchKernel")
+        if split > 1:
+            self.check(self.cuda.cuLaunchCooperativeKernel(self.fn, rows * split, 1, 1, threads, 1, 1, 0,
+                                                           ctypes.c_void_p(stream), params),
+                       "cuLaunchCooperativeKernel")
+        else:
+            self.check(self.cuda.cuLaunchKernel(self.fn, rows, 1, 1, threads, 1, 1, 0, ctypes.c_void_p(stream),
+                                                params, None), "cuLaunchKernel")
 
 
 class TritonKernel:
@@ -312,6 +327,8 @@ def main():
     cuda = ctypes.CDLL("libcuda.so.1")
     cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
         ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+    cuda.cuLaunchCooperativeKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+        ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
     cuda.cuModuleLoadData.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p]
     cuda.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_char_p]
     cuda.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p]
@@ -344,13 +361,17 @@ def main():
         k = Kernel(cuda, c["cubin"])
         out = torch.empty_like(x)
         rstd = torch.empty(rows, device="cuda", dtype=torch.float32)
-        k.launch(torch, x, w, out, rstd, eps, c["params"]["threads"])
+        split = c["params"]["split"]
+        work = torch.zeros(rows * split + 1, device="cuda", dtype=torch.float32) if split > 1 else None
+        k.launch(torch, x, w, out, rstd, eps, c["params"]["threads"], split, work)
         torch.cuda.synchronize()
+        if work is not None and work[-1].view(torch.int32).item() != 0:
+            raise RuntimeError(f"{c['name']} left its counter at {work[-1].view(torch.int32).item()}")
         err = (out.float() - ref_out.float()).abs().max().item()
         rerr = ((rstd - ref_rstd.reshape(-1)).abs() / ref_rstd.reshape(-1).abs()).max().item()
         c.update(kernel=k, registers=k.registers, maxAbsErr=err, maxRstdRelErr=rerr)
-        timed.append((c["name"], (lambda k=k, out=out, rstd=rstd, t=c["params"]["threads"]:
-                                  k.launch(torch, x, w, out, rstd, eps, t))))
+        timed.append((c["name"], (lambda k=k, out=out, rstd=rstd, t=c["params"]["threads"], s=split, wk=work:
+                                  k.launch(torch, x, w, out, rstd, eps, t, s, wk))))
         print(f"{c['name']}: {k.registers} registers, max |err| {err:.3g}, rstd rel err {rerr:.3g}", flush=True)
 
     if args.triton:
@@ -372,7 +393,7 @@ def main():
                   f"max |err| {err:.3g}", flush=True)
 
     # The project's benchmark method, as ops_bench.py runs it (same module).
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
     from ops_bench import Timer, copy_bandwidth, machine
     timer = Timer()
     copy_gbps = copy_bandwidth(timer) / 1e9

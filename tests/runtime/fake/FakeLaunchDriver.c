@@ -61,6 +61,10 @@ EXPORT int cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsig
   if (hook) hook();
   return atomic_load(&g_launchStatus);
 }
+EXPORT int cuLaunchCooperativeKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                     unsigned bz, unsigned shared, void* stream, void** params) {
+  return cuLaunchKernel(fn, gx, gy, gz, bx, by, bz, shared, stream, params, 0);
+}
 EXPORT int cuGetErrorString(int status, const char** text) {
   *text = status == 0 ? "no error" : "fake launch driver error";
   return 0;

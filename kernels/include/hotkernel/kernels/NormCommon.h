@@ -27,26 +27,30 @@ struct NormParams {
   int rowsPerCta = 1;  // 1: a CTA per row; > 1: short rows, rowThreads() <= 32 threads (part of one warp) per row
   int cluster = 1;     // > 1: a thread-block cluster of `cluster` CTAs per row, each a slice (sm_90+;
                        // Note [Split norm rows over a cluster] in kernels/norm/rms_norm.cu); rowsPerCta 1
+  int split = 1;       // > 1: `split` CTAs of a cooperative grid per row, each a slice, exchanging their sums
+                       // through a workspace (Note [Split norm rows over a cooperative grid] in
+                       // kernels/norm/rms_norm.cu); rowsPerCta 1, cluster 1, streaming
 
   int rowThreads() const { return threads / rowsPerCta; }
   bool registerResident() const { return items > 0; }
   // The oldest compute capability that runs the point (x10: 90 = sm_90); 0: any.
-  int minComputeCapability() const { return cluster > 1 ? 90 : 0; }
+  // Clusters need sm_90; the grid split's acquire / release atomics sm_70.
+  int minComputeCapability() const { return cluster > 1 ? 90 : split > 1 ? 70 : 0; }
   bool operator==(const NormParams& o) const {
     return threads == o.threads && vec == o.vec && items == o.items && rowsPerCta == o.rowsPerCta &&
-           cluster == o.cluster;
+           cluster == o.cluster && split == o.split;
   }
   bool operator!=(const NormParams& o) const { return !(*this == o); }
 
-  // {"items":4,"rowsPerCta":1,"threads":256,"vec":8}; "cluster" only when != 1, so the entries of
-  // one-CTA points keep their bytes (and digests).
+  // {"items":4,"rowsPerCta":1,"threads":256,"vec":8}; "cluster" and "split" only when != 1, so the
+  // entries of one-CTA points keep their bytes (and digests).
   nlohmann::json toJson() const;
   // Throws Error unless `j` is an object with integer threads, vec and items
-  // (and rowsPerCta, cluster: 1 when absent). Does not check validity: guardParams does.
+  // (and rowsPerCta, cluster, split: 1 when absent). Does not check validity: guardParams does.
   static NormParams fromJson(const nlohmann::json& j);
   // "threads=256 vec=8 items=4 (register-resident)", "threads=1024 vec=8 items=0 (streaming)",
   // "threads=128 vec=8 items=1 rowsPerCta=8 (register-resident)",
-  // "threads=1024 vec=8 items=0 cluster=16 (streaming)"
+  // "threads=1024 vec=8 items=0 cluster=16 (streaming)", "threads=1024 vec=8 items=0 split=32 (streaming)"
   std::string describe() const;
 };
 
@@ -85,13 +89,17 @@ constexpr int kNormRegisterFile = 32768;
 constexpr int64_t kNormMaxCols = int64_t{1} << 30;
 // cuLaunchKernel's limit for gridDim.x: the most row groups a launch covers.
 constexpr int64_t kNormMaxCtas = (int64_t{1} << 31) - 1;
+// The widest grid of a grid-split point (rows * split CTAs): above what any GPU keeps resident at
+// once, so the launch, not this bound, says whether a grid fits (Note [Cooperative launches]); it
+// bounds the workspace (normMaxWorkspaceFloats).
+constexpr int64_t kNormMaxGridCtas = 1024;
 
 // Whether `p` is a point of the norm families for `dtype` (the whitelist); cluster points (split rows)
-// only when `clusters` (a family whose template has them).
-bool normIsPoint(DType dtype, const NormParams& p, bool clusters);
+// only when `clusters`, grid-split points only when `grid` (a family whose template has them).
+bool normIsPoint(DType dtype, const NormParams& p, bool clusters, bool grid = false);
 
-// Every point for `dtype`, in a fixed order (the cluster points last, when `clusters`).
-std::vector<NormParams> normAllPoints(DType dtype, bool clusters);
+// Every point for `dtype`, in a fixed order (the cluster points, then the grid-split points last).
+std::vector<NormParams> normAllPoints(DType dtype, bool clusters, bool grid = false);
 
 // 1 <= rows <= kNormMaxCtas (a launch covers the rows: Note [One row group a CTA] in
 // kernels/norm/rms_norm.cu), 1 <= cols <= kNormMaxCols, rows * cols * elementSize
@@ -99,22 +107,33 @@ std::vector<NormParams> normAllPoints(DType dtype, bool clusters);
 bool normGuardShape(DType dtype, int64_t rows, int64_t cols);
 
 // normGuardShape, normIsPoint, cols % vec == 0 when vec > 1, the row (a cluster's row) fits when
-// register-resident, and a cluster point's grid (rows * cluster CTAs) within kNormMaxCtas.
-bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p, bool clusters);
+// register-resident, a cluster point's grid (rows * cluster CTAs) within kNormMaxCtas, a grid-split
+// point's (rows * split CTAs) within kNormMaxGridCtas.
+bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p, bool clusters,
+                     bool grid = false);
 
 // Up to 12 points, best guess first (Note [Norm parameter ranking]); every one
 // passes normGuardParams; always a streaming point and a vec == 1 point.
-// Split-row points (Note [Norm split-row points]) first for few long rows, when `clusters` and
-// computeCapability >= 90 (x10; 0: unknown, no cluster point). Empty iff !normGuardShape.
+// Split-row points (Note [Norm split-row points]) first for few long rows: cluster points when
+// `clusters` and computeCapability >= 90 (x10; 0: unknown, no split point), grid-split points when
+// `grid` and computeCapability >= 70. Empty iff !normGuardShape.
 std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, bool clusters,
-                                           int computeCapability);
+                                           int computeCapability, bool grid = false);
 
-// One CTA of `threads` per `rowsPerCta` rows, or `cluster` CTAs per row: the grid covers the rows.
-// Precondition: normGuardParams.
+// One CTA of `threads` per `rowsPerCta` rows, or `cluster` (`split`) CTAs per row: the grid covers
+// the rows; a grid-split point's launch is cooperative. Precondition: normGuardParams.
 LaunchGeometry normLaunchGeometry(int64_t rows, const NormParams& p);
 
+// The float32 workspace a launch of `p` on `rows` rows takes: 0, or for a grid-split point one
+// partial sum a CTA (rows * split) and then the counter, which must be 0 at launch and is 0 again
+// when the kernel ends (Note [Split norm rows over a cooperative grid]).
+int64_t normWorkspaceFloats(int64_t rows, const NormParams& p);
+// At least normWorkspaceFloats(rows, p) for every point p: what a caller that does not know the
+// point allocates (the harness).
+int64_t normMaxWorkspaceFloats(int64_t rows);
+
 // The common defines: -DHK_DTYPE=, -DHK_THREADS=, -DHK_ROWS=, -DHK_VEC=, -DHK_ITEMS=, and
-// -DHK_CLUSTER= when cluster != 1.
+// -DHK_CLUSTER= when cluster != 1, -DHK_SPLIT= when split != 1.
 std::vector<std::string> normCompileOptions(DType dtype, const NormParams& p);
 
 // Appends -DHK_COLS=cols when cols > 0: a cubin for that column count only

@@ -48,7 +48,9 @@ class RmsNormFamily {
  public:
   static constexpr const char* kName = "rms_norm";  // also the embedded source's name
   // extern "C" __global__ void hk_rms_norm(const void* in, const void* weight /* nullable */, void* out,
-  //                                        float* rstd, long long rows, long long cols, float eps)
+  //                                        float* rstd, long long rows, long long cols, float eps,
+  //                                        float* partials, unsigned* counter /* both nullable */)
+  // partials and counter: a grid-split point's workspace (workspaceFloats), else null.
   static constexpr const char* kKernelName = "hk_rms_norm";
   static constexpr int64_t kMaxCols = detail::kNormMaxCols;
 
@@ -63,7 +65,7 @@ class RmsNormFamily {
 
   // Whether `p` is one of allParameterPoints(v.dtype) and correct for v:
   // cols % vec == 0 when vec > 1, cols <= cluster * rowThreads * vec * items when register-resident,
-  // rows * cluster <= 2^31 - 1.
+  // rows * cluster <= 2^31 - 1, rows * split <= detail::kNormMaxGridCtas.
   static bool guardParams(const RmsNormVariant& v, const RmsNormParams& p);
 
   // Per-call guard: in, out non-null and aligned to requiredAlignment(); weight
@@ -77,9 +79,10 @@ class RmsNormFamily {
   static size_t requiredAlignment(DType dtype, const RmsNormParams& p);
 
   // Up to 12 points worth measuring for v, best guess first; every one passes
-  // guardParams; always a streaming point and a vec == 1 point; split-row (cluster) points first for few
-  // long rows when computeCapability (x10) >= 90 (Note [Norm split-row points] in src/NormCommon.cpp).
-  // Empty iff !guardVariant(v). (Whether the GPU runs clusters is the caller's: minComputeCapability.)
+  // guardParams; always a streaming point and a vec == 1 point; split-row points first for few long
+  // rows: cluster points when computeCapability (x10) >= 90, grid-split points when >= 70 (Note
+  // [Norm split-row points] in src/NormCommon.cpp). Empty iff !guardVariant(v). (Whether the GPU
+  // runs them is the caller's: minComputeCapability.)
   static std::vector<RmsNormParams> parameterSpace(const RmsNormVariant& v, int computeCapability = 0);
 
   // Every point the family can produce for `dtype` (the guard's whitelist).
@@ -95,9 +98,16 @@ class RmsNormFamily {
   static std::vector<std::string> compileOptions(DType dtype, const RmsNormParams& p, bool hasWeight,
                                                  int64_t cols = 0);
 
-  // One CTA of `threads` per `rowsPerCta` rows, or `cluster` CTAs per row, covering the rows (the guards
-  // refuse grids of more than 2^31 - 1 CTAs). No dynamic shared memory.
+  // One CTA of `threads` per `rowsPerCta` rows, or `cluster` (`split`) CTAs per row, covering the rows
+  // (the guards refuse grids of more than 2^31 - 1 CTAs); cooperative for a grid-split point. No
+  // dynamic shared memory.
   static LaunchGeometry launchGeometry(const RmsNormVariant& v, const RmsNormParams& p);
+
+  // The float32 workspace a launch of `p` takes (0: none; partials null, counter null): for a
+  // grid-split point rows * split partial sums, then the counter (its last float, 0 at launch,
+  // left 0; StreamWorkspaces). maxWorkspaceFloats(rows) covers every point on `rows` rows.
+  static int64_t workspaceFloats(const RmsNormVariant& v, const RmsNormParams& p);
+  static int64_t maxWorkspaceFloats(int64_t rows);
 
   // Ideal DRAM traffic: x read once, out written once, the weight read once,
   // rstd written (4 bytes a row).

@@ -100,6 +100,9 @@ struct LaunchGeometry {
   unsigned gridX = 1;
   unsigned blockX = 1;
   unsigned sharedBytes = 0;
+  // Every CTA of the grid must be resident at once: the grid-split norms
+  // (Note [Cooperative launches] in runtime/CudaKernelLauncher.h).
+  bool cooperative = false;
 };
 
 class SoftmaxFamily {

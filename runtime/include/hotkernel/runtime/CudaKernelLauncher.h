@@ -22,7 +22,24 @@ struct LaunchGeometry {
   unsigned gridX = 1;
   unsigned blockX = 1;
   unsigned sharedBytes = 0;
+  // The kernel waits for other CTAs of its grid: launched cooperatively
+  // (Note [Cooperative launches]).
+  bool cooperative = false;
 };
+
+// Note [Cooperative launches]
+// A kernel whose CTAs wait for each other through global memory (the
+// grid-split norms: Note [Split norm rows over a cooperative grid] in
+// kernels/norm/rms_norm.cu) only finishes when every CTA of its grid is
+// resident at once; a plain launch does not promise that, and a CTA spinning
+// for one that never gets an SM would hang the stream. Such a geometry is
+// launched with cuLaunchCooperativeKernel, which either runs the whole grid
+// co-resident or fails at once with CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE
+// (a grid wider than the GPU, or than the SMs MPS grants the process); the
+// failure is reported like any launch failure and the call runs ATen.
+// Returns the launch's status; `params` is cuLaunchKernel's kernelParams.
+CUresult launchKernelOn(const CudaDriverApi& driver, CUfunction function, const LaunchGeometry& geometry,
+                        CUstream stream, void** params);
 
 // The widest cluster (CTAs) every sm_90 GPU launches; wider ones are "non-portable".
 constexpr int kPortableClusterSize = 8;

@@ -89,6 +89,10 @@ struct Plan {
   VariantKey key;
   std::shared_ptr<const KernelLauncher> launcher;
   std::string description;  // family + params, for logs
+  // float32 scratch a launch takes (0: none), its last float a counter that
+  // must be 0 at launch: the caller takes it from StreamWorkspaces (a
+  // grid-split rms_norm point: RmsNormFamily::workspaceFloats).
+  int64_t workspaceFloats = 0;
 };
 
 class PlanTable {
