@@ -324,10 +324,11 @@ NORM_CASES = (
     "layer_norm:bfloat16:32x4096,layer_norm:bfloat16:4096x4096,layer_norm:bfloat16:16384x8192"
 )
 # `--cases norms_long`: issue 19's few very long rows (<= 32 rows of >= 1M columns; target >= torch.compile):
-# rms_norm and layer_norm split them over a cluster on sm_90+.
+# rms_norm and layer_norm split them over a cluster on sm_90+, or over a cooperative grid where rows are too few for
+# clusters to fill the GPU.
 NORM_LONG_CASES = (
     "rms_norm:float32:8x4194304,rms_norm:bfloat16:32x1048576,rms_norm:bfloat16:4x2097152,"
-    "layer_norm:float32:8x4194304"
+    "layer_norm:float32:8x4194304,layer_norm:bfloat16:4x2097152"
 )
 # `--cases cross_entropy`: decode (one and 32 rows of a 128k vocabulary), a batch of 32000 classes, a large LM head.
 CROSS_ENTROPY_CASES = (

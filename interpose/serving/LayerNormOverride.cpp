@@ -40,6 +40,7 @@ std::optional<Result> tryPlan(const at::Tensor& input, c10::SymIntArrayRef symSh
     at::Tensor rstd = at::empty(call->statShape, statOpts);
     if (!pointerAligned(out.const_data_ptr(), align)) return std::nullopt;
     void* stream = input.is_cuda() ? c10::cuda::getCurrentCUDAStream(input.device().index()).stream() : nullptr;
+    const NormWorkspace work = normWorkspaceFor(*plan, input, stream);
     if (!plan->launcher->launchArgs(KernelArgs()
                                         .pointer(input.const_data_ptr())
                                         .pointer(w)
@@ -49,7 +50,9 @@ std::optional<Result> tryPlan(const at::Tensor& input, c10::SymIntArrayRef symSh
                                         .pointer(rstd.mutable_data_ptr())
                                         .int64(key.rows)
                                         .int64(key.cols)
-                                        .float32(static_cast<float>(eps)),
+                                        .float32(static_cast<float>(eps))
+                                        .pointer(work.partials)
+                                        .pointer(work.counter),
                                     stream)) {
       return std::nullopt;
     }

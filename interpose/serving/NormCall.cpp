@@ -4,6 +4,7 @@
 #include "RecordedArgs.h"
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/kernels/VariantOptions.h"
+#include "hotkernel/runtime/StreamWorkspace.h"
 
 namespace hotkernel {
 namespace {
@@ -42,6 +43,15 @@ std::optional<NormCall> normCallOf(const at::Tensor& input, at::IntArrayRef norm
   call.statShape.assign(input.sizes().begin(), input.sizes().begin() + (nd - nn));
   call.statShape.insert(call.statShape.end(), static_cast<size_t>(nn), 1);
   return call;
+}
+
+NormWorkspace normWorkspaceFor(const Plan& plan, const at::Tensor& input, void* stream) {
+  NormWorkspace w;
+  if (plan.workspaceFloats <= 0) return w;
+  w.buffer = StreamWorkspaces::global().forLaunchOn(plan.workspaceFloats, input, stream);
+  w.partials = w.buffer.mutable_data_ptr<float>();
+  w.counter = w.partials + (w.buffer.numel() - 1);
+  return w;
 }
 
 std::optional<VariantKey> recordedNormKey(const at::RecordFunction& call, bool hasBiasArgument) {

@@ -33,4 +33,17 @@ std::optional<NormCall> normCallOf(const at::Tensor& input, at::IntArrayRef norm
 // `hasBiasArgument`: native_layer_norm's schema (rms_norm has no bias).
 std::optional<VariantKey> recordedNormKey(const at::RecordFunction& call, bool hasBiasArgument);
 
+// A norm launch's last two arguments: a grid-split plan's partials and counter
+// (Plan::workspaceFloats > 0), from the stream's persistent workspace (Note [A
+// persistent workspace per stream]), the counter its last float; null for
+// any other plan. `buffer` keeps the workspace alive for the launch.
+struct NormWorkspace {
+  at::Tensor buffer;
+  float* partials = nullptr;
+  void* counter = nullptr;
+};
+// Precondition: `stream` is the current CUDA stream of `input`'s device (null
+// for a CPU tensor). May throw (allocation): the trampolines catch it.
+NormWorkspace normWorkspaceFor(const Plan& plan, const at::Tensor& input, void* stream);
+
 }  // namespace hotkernel

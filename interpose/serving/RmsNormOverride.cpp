@@ -8,7 +8,6 @@
 #include "NormCall.h"
 #include "hotkernel/kernels/RmsNormFamily.h"
 #include "hotkernel/kernels/VariantOptions.h"
-#include "hotkernel/runtime/StreamWorkspace.h"
 
 namespace hotkernel {
 namespace {
@@ -34,13 +33,7 @@ std::optional<Result> tryPlan(const at::Tensor& input, at::IntArrayRef normalize
     const auto dtype = static_cast<kernels::DType>(key.dtype);
     const float e = eps ? static_cast<float>(*eps) : kernels::RmsNormFamily::defaultEps(dtype);
     void* stream = input.is_cuda() ? c10::cuda::getCurrentCUDAStream(input.device().index()).stream() : nullptr;
-    // A grid-split plan's partials and counter: the stream's persistent workspace (Note [A
-    // persistent workspace per stream]), the counter its last float.
-    const at::Tensor work = plan->workspaceFloats > 0
-                                ? StreamWorkspaces::global().forLaunchOn(plan->workspaceFloats, input, stream)
-                                : at::Tensor();
-    float* partials = work.defined() ? work.mutable_data_ptr<float>() : nullptr;
-    void* counter = work.defined() ? partials + (work.numel() - 1) : nullptr;
+    const NormWorkspace work = normWorkspaceFor(*plan, input, stream);
     if (!plan->launcher->launchArgs(KernelArgs()
                                         .pointer(input.const_data_ptr())
                                         .pointer(w)
@@ -49,8 +42,8 @@ std::optional<Result> tryPlan(const at::Tensor& input, at::IntArrayRef normalize
                                         .int64(key.rows)
                                         .int64(key.cols)
                                         .float32(e)
-                                        .pointer(partials)
-                                        .pointer(counter),
+                                        .pointer(work.partials)
+                                        .pointer(work.counter),
                                     stream)) {
       return std::nullopt;
     }

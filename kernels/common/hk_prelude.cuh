@@ -485,3 +485,36 @@ __device__ __forceinline__ void hk_pushed_exchange(hk_pushed_pairs& x, float m, 
   hk_pushed_wait(x, k);
 }
 #endif  // HK_CLUSTER > 1
+
+// Vectors [begin, end) of part `rank` of a row's `parts` slices of ceil(nvec /
+// parts) vectors (the last shorter, trailing ones empty): a split row's CTA
+// (the norms' clusters and grid splits).
+struct hk_slice {
+  int begin, end;
+};
+__device__ __forceinline__ hk_slice hk_slice_of(int nvec, int parts, int rank) {
+  const int chunk = (nvec + parts - 1) / parts;
+  const int begin = min(nvec, rank * chunk);
+  return {begin, min(nvec, begin + chunk)};
+}
+
+#if defined(HK_SPLIT) && HK_SPLIT > 1
+// The grid barrier of a cooperative launch (Note [Split norm rows over a
+// cooperative grid] in rms_norm.cu), by thread 0 of each CTA after a barrier
+// of its own CTA: an add with release semantics, then acquire loads until the
+// whole grid has arrived.
+__device__ __forceinline__ void hk_grid_arrive_and_wait(unsigned* counter, unsigned total) {
+  unsigned seen;
+  asm volatile("atom.add.release.gpu.global.u32 %0, [%1], 1;" : "=r"(seen) : "l"(counter) : "memory");
+  while (seen < total) {
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+  }
+}
+
+// Leaving (thread 0, done with the counter): the last CTA out sets it back to 0.
+__device__ __forceinline__ void hk_grid_leave(unsigned* counter, unsigned total) {
+  unsigned seen;
+  asm volatile("atom.add.relaxed.gpu.global.u32 %0, [%1], 1;" : "=r"(seen) : "l"(counter) : "memory");
+  if (seen == 2 * total - 1) atomicExch(counter, 0u);
+}
+#endif  // HK_SPLIT > 1

@@ -25,18 +25,25 @@
 //   HK_CLUSTER     (optional, default 1) 2, 4, 8 or 16 (16: non-portable, the launcher opts in), with
 //                  HK_ROWS == 1, sm_90+: a thread-block cluster of HK_CLUSTER CTAs serves each row
 //                  (Note [Split layer norm rows])
+//   HK_SPLIT       (optional, default 1) > 1, with HK_ROWS == 1, HK_CLUSTER == 1 and HK_ITEMS == 0,
+//                  sm_70+: HK_SPLIT CTAs of a cooperative grid serve each row (Note [Split layer
+//                  norm rows])
 //
 // Entry point (LayerNormFamily::kKernelName):
 //   extern "C" __global__ void hk_layer_norm(const void* in, const void* weight, const void* bias,
 //                                            void* out, float* mean, float* rstd,
-//                                            long long rows, long long cols, float eps)
+//                                            long long rows, long long cols, float eps,
+//                                            float* partials, unsigned* counter)
 // `weight` / `bias` are ignored when their define is 0. mean[r] and rstd[r] are
-// written for every row.
+// written for every row. `partials` and `counter` are used only when HK_SPLIT > 1
+// (null otherwise): 2 * rows * HK_SPLIT floats of scratch, and a counter that is
+// 0 at launch and 0 again when the kernel ends.
 //
 // Preconditions (checked on the host by LayerNormFamily's guards, not here):
 //   cols % HK_VEC == 0; in, weight, bias and out aligned to HK_VEC * sizeof(element);
 //   mean and rstd aligned to 4; cols <= HK_CLUSTER * HK_ROW_THREADS * HK_VEC * HK_ITEMS when
-//   HK_ITEMS > 0; cols <= 2^30; gridDim.x == rows * HK_CLUSTER when HK_CLUSTER > 1.
+//   HK_ITEMS > 0; cols <= 2^30; gridDim.x == rows * HK_CLUSTER when HK_CLUSTER > 1, and
+//   gridDim.x == rows * HK_SPLIT, launched cooperatively, when HK_SPLIT > 1.
 //
 // Note [Layer norm statistics]
 // Register-resident: the corrected two-pass algorithm (Chan, Golub and
@@ -88,7 +95,12 @@
 // follow from the ranks' slice sizes. Every CTA merges the HK_CLUSTER triples
 // in rank order with the bitwise-symmetric merge, so the cluster agrees on
 // mean and rstd bit for bit; an empty slice (a row of fewer vectors than
-// CTAs) is a count of 0, which the merge skips.
+// CTAs) is a count of 0, which the merge skips. With HK_SPLIT > 1 the row's
+// HK_SPLIT CTAs are CTAs of one cooperative grid, streamed slices: each writes
+// its (mean, M2) pair to partials[2 * blockIdx.x], meets the grid at the
+// counter and merges its row's pairs in rank order the same way (Note [Split
+// norm rows over a cooperative grid] in rms_norm.cu, which resets the counter
+// the same way).
 //
 // Note [Norm deterministic reductions]
 // As in softmax_lastdim.cu: per-thread sums in index order, then an xor
@@ -105,8 +117,9 @@
 #define HK_ROW_THREADS (HK_THREADS / HK_ROWS)
 #define HK_ROW_WARPS (HK_ROW_THREADS / 32)  // warps per row when a row spans warps (HK_ROWS == 1)
 // Streaming: vectors each thread loads before it uses the first (16 elements,
-// at most 8 accesses), as in softmax_lastdim.cu.
-#define HK_STREAM_UNROLL (HK_VEC >= 2 ? 16 / HK_VEC : 8)
+// at most 8 accesses), as in softmax_lastdim.cu; at least 4 in a grid split
+// (as rms_norm.cu's).
+#define HK_STREAM_UNROLL (HK_VEC >= 2 ? (HK_SPLIT > 1 && 16 / HK_VEC < 4 ? 4 : 16 / HK_VEC) : 8)
 // Pass 2 re-reads the row mostly from L2 (shorter latency) and loads the
 // column arrays next to it: a batch of HK_STREAM_UNROLL >> (arrays present)
 // vectors (at least 1) keeps x and its arrays within HK_STREAM_UNROLL
@@ -128,6 +141,11 @@ static_assert(HK_HAS_BIAS == 0 || HK_HAS_BIAS == 1, "HK_HAS_BIAS must be 0 or 1"
 static_assert(HK_CLUSTER == 1 || ((HK_CLUSTER == 2 || HK_CLUSTER == 4 || HK_CLUSTER == 8 || HK_CLUSTER == 16) &&
                                   HK_ROWS == 1),
               "HK_CLUSTER must be 1, or 2, 4, 8 or 16 with HK_ROWS == 1");
+#ifndef HK_SPLIT
+#define HK_SPLIT 1
+#endif
+static_assert(HK_SPLIT == 1 || (HK_SPLIT > 1 && HK_ROWS == 1 && HK_CLUSTER == 1 && HK_ITEMS == 0),
+              "HK_SPLIT > 1 needs HK_ROWS == 1, HK_CLUSTER == 1 and HK_ITEMS == 0");
 
 // Note [Norm launch bounds]
 // __launch_bounds__(HK_THREADS, 1): at most HK_THREADS threads, at least one
@@ -435,15 +453,75 @@ __device__ __forceinline__ void hk_stream_write(const hk_pack* src, hk_pack* dst
 }
 #endif  // HK_ITEMS > 0
 
-#if HK_CLUSTER == 1
+#if HK_SPLIT > 1
+// Note [Split layer norm rows], over a cooperative grid.
 extern "C" __global__ void HK_LAUNCH_BOUNDS
     hk_layer_norm(const void* in_, const void* weight_, const void* bias_, void* out_, float* mean_out,
-                  float* rstd_out, long long rows, long long cols, float eps) {
+                  float* rstd_out, long long rows, long long cols, float eps, float* partials, unsigned* counter) {
+  __shared__ float hk_buf[4][HK_THREADS / 32];
+  __shared__ float hk_moments[2];  // the row's (mean, M2) about the shift, from thread 0
+  const hk_elem* in = static_cast<const hk_elem*>(in_);
+  hk_elem* out = static_cast<hk_elem*>(out_);
+  const hk_pack* weight = static_cast<const hk_pack*>(weight_);
+  const hk_pack* bias = static_cast<const hk_pack*>(bias_);
+#ifdef HK_COLS
+  cols = HK_COLS;  // Note [Specialized columns] in rms_norm.cu
+#endif
+  const int nvec = static_cast<int>(cols / HK_VEC);  // exact: cols % HK_VEC == 0 (guard)
+  const int rank = static_cast<int>(blockIdx.x % HK_SPLIT);
+  const hk_slice slice = hk_slice_of(nvec, HK_SPLIT, rank);
+  const int tid = threadIdx.x;
+  const float fcols = static_cast<float>(cols);
+  (void)weight;
+  (void)bias;
+  (void)rows;  // the grid is rows * HK_SPLIT: every run of HK_SPLIT CTAs has its row
+  const long long row = blockIdx.x / HK_SPLIT;
+  const long long offset = row * cols;
+  const hk_pack* src = reinterpret_cast<const hk_pack*>(in + offset);
+  hk_pack* dst = reinterpret_cast<hk_pack*>(out + offset);
+  const unsigned long long keep = hk_policy_evict_last();
+  const unsigned long long drop = hk_policy_evict_first();
+  // The shift is the row's first element in every CTA of the row.
+  float shift = hk_to_float(in[offset]);
+  if (!(fabsf(shift) <= 0x1p64f)) shift = 0.0f;
+  const hk_stats st = hk_row_stats(hk_stream_stats(src, slice.begin, slice.end, tid, shift, keep), hk_buf);
+  if (tid == 0) {
+    partials[2 * blockIdx.x] = st.mean;
+    partials[2 * blockIdx.x + 1] = st.m2;
+    hk_grid_arrive_and_wait(counter, gridDim.x);
+    // The row's pairs in rank order, the counts from the ranks' slices: every CTA the same bits.
+    const float* mine = partials + 2 * row * HK_SPLIT;
+    hk_stats total{0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int c = 0; c < HK_SPLIT; ++c) {
+      const hk_slice theirs = hk_slice_of(nvec, HK_SPLIT, c);
+      const float n = static_cast<float>((theirs.end - theirs.begin) * HK_VEC);
+      total = hk_stats_merge(total, hk_stats{n, __ldcg(mine + 2 * c), __ldcg(mine + 2 * c + 1)});
+    }
+    hk_moments[0] = total.mean;
+    hk_moments[1] = total.m2;
+    hk_grid_leave(counter, gridDim.x);
+  }
+  __syncthreads();
+  const float mean = __fadd_rn(shift, hk_moments[0]);
+  const float r = rsqrtf(__fdiv_rn(hk_moments[1], fcols) + eps);
+  if (rank == 0 && tid == 0) {
+    mean_out[row] = mean;
+    rstd_out[row] = r;
+  }
+  hk_stream_write(src, dst, weight, bias, slice.begin, slice.end, tid, mean, r, drop);
+}
+#elif HK_CLUSTER == 1
+extern "C" __global__ void HK_LAUNCH_BOUNDS
+    hk_layer_norm(const void* in_, const void* weight_, const void* bias_, void* out_, float* mean_out,
+                  float* rstd_out, long long rows, long long cols, float eps, float* partials, unsigned* counter) {
   // One buffer per reduction (the sum, the overflow rescue, the paired
   // deviations; three for the streaming triples) so that one row's
   // reductions need no barrier between them; rows after the first are fenced
   // at the loop's end.
   __shared__ float hk_buf[4][HK_THREADS / 32];
+  (void)partials;
+  (void)counter;
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   hk_elem* out = static_cast<hk_elem*>(out_);
   const hk_pack* weight = static_cast<const hk_pack*>(weight_);
@@ -539,9 +617,11 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
 // Note [Split layer norm rows].
 extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_LAUNCH_BOUNDS
     hk_layer_norm(const void* in_, const void* weight_, const void* bias_, void* out_, float* mean_out,
-                  float* rstd_out, long long rows, long long cols, float eps) {
+                  float* rstd_out, long long rows, long long cols, float eps, float* partials, unsigned* counter) {
   __shared__ float hk_buf[4][HK_THREADS / 32];
   __shared__ hk_pushed_pairs hk_pairs;  // the cluster's (mean, M2) pairs, pushed by every CTA
+  (void)partials;
+  (void)counter;
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   hk_elem* out = static_cast<hk_elem*>(out_);
   const hk_pack* weight = static_cast<const hk_pack*>(weight_);

@@ -172,17 +172,6 @@ __device__ __forceinline__ float hk_scale(float x, float r, hk_elem w) {
 #endif
 }
 
-// Vectors [begin, end) of part `rank` of a row's `parts` slices of ceil(nvec /
-// parts) vectors (the last shorter, trailing ones empty): a split row's CTA.
-struct hk_slice {
-  int begin, end;
-};
-__device__ __forceinline__ hk_slice hk_slice_of(int nvec, int parts, int rank) {
-  const int chunk = (nvec + parts - 1) / parts;
-  const int begin = min(nvec, rank * chunk);
-  return {begin, min(nvec, begin + chunk)};
-}
-
 // The slice helpers: vectors [begin, end) of one row, thread `tid` of the
 // row's HK_ROW_THREADS taking begin + tid, begin + tid + HK_ROW_THREADS, ...
 // (each warp's accesses contiguous). The whole row (begin 0) for a CTA's
@@ -313,23 +302,6 @@ __device__ __forceinline__ void hk_stream_write(const hk_pack* src, hk_pack* dst
 #endif  // HK_ITEMS > 0
 
 #if HK_SPLIT > 1
-// The grid's barrier (Note [Split norm rows over a cooperative grid]), by
-// thread 0 of each CTA after a barrier of its own CTA.
-__device__ __forceinline__ void hk_grid_arrive_and_wait(unsigned* counter, unsigned total) {
-  unsigned seen;
-  asm volatile("atom.add.release.gpu.global.u32 %0, [%1], 1;" : "=r"(seen) : "l"(counter) : "memory");
-  while (seen < total) {
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
-  }
-}
-
-// Leaving: the last CTA out sets the counter back to 0.
-__device__ __forceinline__ void hk_grid_leave(unsigned* counter, unsigned total) {
-  unsigned seen;
-  asm volatile("atom.add.relaxed.gpu.global.u32 %0, [%1], 1;" : "=r"(seen) : "l"(counter) : "memory");
-  if (seen == 2 * total - 1) atomicExch(counter, 0u);
-}
-
 // Note [Split norm rows over a cooperative grid].
 extern "C" __global__ void HK_LAUNCH_BOUNDS
     hk_rms_norm(const void* in_, const void* weight_, void* out_, float* rstd, long long rows, long long cols,

@@ -16,8 +16,11 @@ double bytesMoved(const VariantKey& key) { return LayerNormFamily::bytesMoved(la
 
 Plan makePlan(const VariantKey& key, const nlohmann::json& params, const std::string& cubin, int device) {
   HOTKERNEL_CHECK(detail::optionsWithin(key, kFields), "not a layer_norm variant: ", variantString(key));
-  return detail::familyPlan<LayerNormFamily>(key, layerNormVariantOf(key), NormParams::fromJson(params), cubin,
-                                             device, LayerNormFamily::kName);
+  const LayerNormVariant v = layerNormVariantOf(key);
+  const NormParams p = NormParams::fromJson(params);
+  Plan plan = detail::familyPlan<LayerNormFamily>(key, v, p, cubin, device, LayerNormFamily::kName);
+  plan.workspaceFloats = LayerNormFamily::workspaceFloats(v, p);
+  return plan;
 }
 
 const FamilyDescriptor kLayerNorm{LayerNormFamily::kName, "aten::native_layer_norm", LayerNormFamily::kKernelName,

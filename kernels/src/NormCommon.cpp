@@ -365,9 +365,13 @@ LaunchGeometry normLaunchGeometry(int64_t rows, const NormParams& p) {
   return g;
 }
 
-int64_t normWorkspaceFloats(int64_t rows, const NormParams& p) { return p.split > 1 ? rows * p.split + 1 : 0; }
+int64_t normWorkspaceFloats(int64_t rows, const NormParams& p, int valuesPerCta) {
+  return p.split > 1 ? rows * p.split * valuesPerCta + 1 : 0;
+}
 
-int64_t normMaxWorkspaceFloats(int64_t rows) { return std::min(rows * kMaxGridSplit, kNormMaxGridCtas) + 1; }
+int64_t normMaxWorkspaceFloats(int64_t rows, int valuesPerCta) {
+  return std::min(rows * kMaxGridSplit, kNormMaxGridCtas) * valuesPerCta + 1;
+}
 
 std::vector<std::string> normCompileOptions(DType dtype, const NormParams& p) {
   std::vector<std::string> options = {

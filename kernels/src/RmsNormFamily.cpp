@@ -102,10 +102,10 @@ LaunchGeometry RmsNormFamily::launchGeometry(const RmsNormVariant& v, const RmsN
 }
 
 int64_t RmsNormFamily::workspaceFloats(const RmsNormVariant& v, const RmsNormParams& p) {
-  return detail::normWorkspaceFloats(v.rows, p);
+  return detail::normWorkspaceFloats(v.rows, p, 1);
 }
 
-int64_t RmsNormFamily::maxWorkspaceFloats(int64_t rows) { return detail::normMaxWorkspaceFloats(rows); }
+int64_t RmsNormFamily::maxWorkspaceFloats(int64_t rows) { return detail::normMaxWorkspaceFloats(rows, 1); }
 
 double RmsNormFamily::bytesMoved(const RmsNormVariant& v) {
   const double e = static_cast<double>(elementSize(v.dtype));

@@ -100,6 +100,15 @@ at::Tensor atenRmsRstdError(const at::Tensor& in, const at::Tensor& refRstd, dou
   return (refRstd.to(at::kDouble) - rstd64).abs_().nan_to_num_(0.0, 0.0, 0.0).to(at::kFloat);
 }
 
+// A norm launch's last two arguments (Note [Split norm rows over a cooperative grid] in
+// kernels/norm/rms_norm.cu): the workspace the harness or planCall appends after the outputs
+// (`outs[first]`, its last float the counter), else null.
+KernelArgs& withWorkspace(KernelArgs& args, const std::vector<at::Tensor>& outs, size_t first) {
+  float* partials = outs.size() > first ? outs[first].mutable_data_ptr<float>() : nullptr;
+  void* counter = outs.size() > first ? partials + (outs[first].numel() - 1) : nullptr;
+  return args.pointer(partials).pointer(counter);
+}
+
 at::Tensor rowScale(const at::Tensor& in, const at::Tensor& refRstd) {
   at::Tensor r = refRstd.to(at::kFloat);
   at::Tensor maxAbs = in.to(at::kFloat).abs().amax(1);
@@ -164,19 +173,15 @@ RowOpSpec rmsNormSpec(bool hasWeight) {
                     : in.scalar_type() == at::kHalf ? DType::Float16
                                                     : DType::BFloat16;
     const float eps = a.scalars[0] ? static_cast<float>(*a.scalars[0]) : RmsNormFamily::defaultEps(d);
-    // The workspace follows the outputs where the harness adds one; its last float is the counter.
-    float* partials = outs.size() > 2 ? outs[2].mutable_data_ptr<float>() : nullptr;
-    void* counter = outs.size() > 2 ? partials + (outs[2].numel() - 1) : nullptr;
-    return KernelArgs()
-        .pointer(in.const_data_ptr())
+    KernelArgs args;
+    args.pointer(in.const_data_ptr())
         .pointer(pointerOf(a.columns[0]))
         .pointer(outs[0].mutable_data_ptr())
         .pointer(outs[1].mutable_data_ptr())
         .int64(in.size(0))
         .int64(in.size(1))
-        .float32(eps)
-        .pointer(partials)
-        .pointer(counter);
+        .float32(eps);
+    return withWorkspace(args, outs, 2);
   };
   // Every candidate gets a workspace large enough for any point (a grid-split point's partials and
   // counter: Note [Split norm rows over a cooperative grid] in kernels/norm/rms_norm.cu); the
@@ -237,8 +242,8 @@ RowOpSpec layerNormSpec(bool hasWeight, bool hasBias) {
     return std::get<0>(at::cuda::native_layer_norm(in64, {in64.size(1)}, optionalOf(w), optionalOf(b), *a.scalars[0]));
   };
   spec.kernelArgs = [](const at::Tensor& in, const RowOpArgs& a, const std::vector<at::Tensor>& outs) {
-    return KernelArgs()
-        .pointer(in.const_data_ptr())
+    KernelArgs args;
+    args.pointer(in.const_data_ptr())
         .pointer(pointerOf(a.columns[0]))
         .pointer(pointerOf(a.columns[1]))
         .pointer(outs[0].mutable_data_ptr())
@@ -247,7 +252,11 @@ RowOpSpec layerNormSpec(bool hasWeight, bool hasBias) {
         .int64(in.size(0))
         .int64(in.size(1))
         .float32(static_cast<float>(*a.scalars[0]));
+    return withWorkspace(args, outs, 3);
   };
+  // As rms_norm's: a workspace for any point, the counter checked.
+  spec.workspaceFloats = [](int64_t rows, int64_t) { return LayerNormFamily::maxWorkspaceFloats(rows); };
+  spec.workspaceZeroTail = 1;
   return spec;
 }
 
@@ -257,13 +266,34 @@ namespace {
 // cubin compiled for one column count (Note [Specialized columns] in
 // kernels/norm/rms_norm.cu) runs on that count only, the harness's sweep
 // varying the rows.
-void finishNormCandidate(HarnessCandidate& c, int64_t cols, bool colsSpecialized) {
+void finishNormCandidate(HarnessCandidate& c, int64_t rows, int64_t cols, const NormParams& p, bool colsSpecialized) {
   c.acceptsPointers = [align = c.alignment](const void* in, const void* out) {
     return in != out && kernels::detail::normAligned(in, align) && kernels::detail::normAligned(out, align);
   };
   if (colsSpecialized) {
     c.acceptsShape = [family = c.acceptsShape, cols](int64_t r, int64_t n) { return n == cols && family(r, n); };
   }
+  if (p.split > 1) {
+    // A grid split's grid grows with the rows and must stay co-resident (Note [Cooperative launches]):
+    // the harness's shapes keep to the variant's rows or fewer, whose grids are no wider than the
+    // variant's own. A grid the GPU cannot hold at the variant's rows fails its launch there.
+    c.acceptsShape = [family = c.acceptsShape, rows](int64_t r, int64_t n) { return r <= rows && family(r, n); };
+  }
+}
+
+// A plan called as the trampolines call it: a grid-split plan takes the stream's persistent
+// workspace (Note [A persistent workspace per stream]); only harness-validated candidates (the
+// counter left at 0) are timed or spot-checked.
+std::function<bool(const Plan&, const TimedInput&, const std::vector<at::Tensor>&)> normPlanCall(
+    const RowOpSpec& harnessSpec) {
+  return [kernelArgs = harnessSpec.kernelArgs](const Plan& plan, const TimedInput& t,
+                                               const std::vector<at::Tensor>& outs) {
+    std::vector<at::Tensor> launchOuts = outs;
+    if (plan.workspaceFloats > 0) {
+      launchOuts.push_back(StreamWorkspaces::global().forLaunchLike(plan.workspaceFloats, t.in));
+    }
+    return plan.launcher->launchArgs(kernelArgs(t.in, t.args, launchOuts), at::cuda::getCurrentCUDAStream().stream());
+  };
 }
 
 }  // namespace
@@ -271,22 +301,14 @@ void finishNormCandidate(HarnessCandidate& c, int64_t cols, bool colsSpecialized
 HarnessCandidate rmsNormCandidate(const kernels::RmsNormVariant& v, const NormParams& p, const std::string& cubin,
                                   bool colsSpecialized) {
   HarnessCandidate c = detail::familyCandidate<RmsNormFamily>(v, p, cubin, RmsNormFamily::kName);
-  finishNormCandidate(c, v.cols, colsSpecialized);
-  if (p.split > 1) {
-    // A grid split's grid grows with the rows and must stay co-resident (Note [Cooperative launches]):
-    // the harness's shapes keep to the variant's rows or fewer, whose grids are no wider than the
-    // variant's own. A grid the GPU cannot hold at the variant's rows fails its launch there.
-    c.acceptsShape = [family = c.acceptsShape, rows = v.rows](int64_t r, int64_t n) {
-      return r <= rows && family(r, n);
-    };
-  }
+  finishNormCandidate(c, v.rows, v.cols, p, colsSpecialized);
   return c;
 }
 
 HarnessCandidate layerNormCandidate(const kernels::LayerNormVariant& v, const NormParams& p,
                                     const std::string& cubin, bool colsSpecialized) {
   HarnessCandidate c = detail::familyCandidate<LayerNormFamily>(v, p, cubin, LayerNormFamily::kName);
-  finishNormCandidate(c, v.cols, colsSpecialized);
+  finishNormCandidate(c, v.rows, v.cols, p, colsSpecialized);
   return c;
 }
 
@@ -369,17 +391,7 @@ FamilyTuneSpec rmsNormTuneSpec(const kernels::RmsNormVariant& v, int device, con
   // The timed calls: the original kernel and a plan, each allocating out and rstd.
   spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, spec.rows, v.cols, device, options.yieldPoint);
   spec.atenCall = atenReferenceOfSpec(spec.harnessSpec).call;
-  // A plan is called as the trampoline calls it: a grid-split plan takes the stream's persistent
-  // workspace (Note [A persistent workspace per stream]); only harness-validated candidates (the
-  // counter left at 0) are timed.
-  spec.planCall = [kernelArgs = spec.harnessSpec.kernelArgs](const Plan& plan, const TimedInput& t,
-                                                             const std::vector<at::Tensor>& outs) {
-    std::vector<at::Tensor> launchOuts = outs;
-    if (plan.workspaceFloats > 0) {
-      launchOuts.push_back(StreamWorkspaces::global().forLaunchLike(plan.workspaceFloats, t.in));
-    }
-    return plan.launcher->launchArgs(kernelArgs(t.in, t.args, launchOuts), at::cuda::getCurrentCUDAStream().stream());
-  };
+  spec.planCall = normPlanCall(spec.harnessSpec);
   return spec;
 }
 
@@ -429,6 +441,7 @@ FamilyTuneSpec layerNormTuneSpec(const kernels::LayerNormVariant& v, int device,
   // The timed calls: the original kernel and a plan, each allocating out, mean and rstd.
   spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, spec.rows, v.cols, device, options.yieldPoint);
   spec.atenCall = atenReferenceOfSpec(spec.harnessSpec).call;
+  spec.planCall = normPlanCall(spec.harnessSpec);
   return spec;
 }
 

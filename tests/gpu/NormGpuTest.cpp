@@ -133,6 +133,19 @@ void compileCases(std::vector<Case>& cases, const std::string& source, const cha
   });
 }
 
+// A grid-split plan's workspace as a fresh one looks to the kernel: NaN partials, the counter (its
+// last float) at 0; undefined for a plan without one.
+at::Tensor workspaceFor(const Plan& plan, const at::Tensor& like) {
+  if (plan.workspaceFloats <= 0) return at::Tensor();
+  at::Tensor work = at::full({plan.workspaceFloats}, std::numeric_limits<float>::quiet_NaN(), like.options().dtype(at::kFloat));
+  work[plan.workspaceFloats - 1].zero_();
+  return work;
+}
+float* partialsOf(const at::Tensor& work) { return work.defined() ? work.mutable_data_ptr<float>() : nullptr; }
+void* counterOf(const at::Tensor& work) { return work.defined() ? partialsOf(work) + (work.numel() - 1) : nullptr; }
+// Whether the kernel left the counter at 0 (what the next launch on the workspace needs).
+bool counterCleared(const at::Tensor& work) { return !work.defined() || work[-1].view(at::kInt).item<int32_t>() == 0; }
+
 class NormGpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -165,14 +178,8 @@ class NormGpuTest : public ::testing::Test {
       const float kernelEps = eps ? static_cast<float>(*eps) : RmsNormFamily::defaultEps(c.dtype);
       at::Tensor out = at::full_like(x, std::numeric_limits<float>::quiet_NaN());
       at::Tensor rstd = at::full({c.rows}, std::numeric_limits<float>::quiet_NaN(), x.options().dtype(at::kFloat));
-      // A grid-split point's workspace: NaN partials, the counter (its last float) at 0.
       ASSERT_EQ(plan.workspaceFloats, RmsNormFamily::workspaceFloats({c.dtype, c.rows, c.cols, c.hasWeight}, c.params));
-      at::Tensor work;
-      if (plan.workspaceFloats > 0) {
-        work = at::full({plan.workspaceFloats}, std::numeric_limits<float>::quiet_NaN(), x.options().dtype(at::kFloat));
-        work[plan.workspaceFloats - 1].zero_();
-      }
-      float* partials = work.defined() ? work.mutable_data_ptr<float>() : nullptr;
+      const at::Tensor work = workspaceFor(plan, x);
       // Twice for a grid-split point (the second launch finds the counter the first left), once otherwise.
       for (int launch = 0; launch < (work.defined() ? 2 : 1); ++launch) {
         ASSERT_TRUE(plan.launcher->launchArgs(KernelArgs()
@@ -183,13 +190,11 @@ class NormGpuTest : public ::testing::Test {
                                                   .int64(c.rows)
                                                   .int64(c.cols)
                                                   .float32(kernelEps)
-                                                  .pointer(partials)
-                                                  .pointer(partials ? partials + plan.workspaceFloats - 1 : nullptr),
+                                                  .pointer(partialsOf(work))
+                                                  .pointer(counterOf(work)),
                                               stream()));
-        if (work.defined()) {
-          // Stop before another launch if the kernel left the counter set (it would not find 0).
-          ASSERT_EQ(work[plan.workspaceFloats - 1].view(at::kInt).item<int32_t>(), 0) << "the counter, launch " << launch;
-        }
+        // Stop before another launch if the kernel left the counter set (it would not find 0).
+        ASSERT_TRUE(counterCleared(work)) << "launch " << launch;
       }
       auto [refOut, refRstd] = at::cuda::_fused_rms_norm(x, {c.cols}, weight, eps);
       // What the family documents ATen returns: rstd float32 per row, shape [rows, 1].
@@ -223,17 +228,25 @@ class NormGpuTest : public ::testing::Test {
       const auto statOpts = x.options().dtype(at::kFloat);
       at::Tensor mean = at::full({c.rows}, std::numeric_limits<float>::quiet_NaN(), statOpts);
       at::Tensor rstd = at::full({c.rows}, std::numeric_limits<float>::quiet_NaN(), statOpts);
-      ASSERT_TRUE(plan.launcher->launchArgs(KernelArgs()
-                                                .pointer(x.const_data_ptr())
-                                                .pointer(weight ? weight->const_data_ptr() : nullptr)
-                                                .pointer(bias ? bias->const_data_ptr() : nullptr)
-                                                .pointer(out.mutable_data_ptr())
-                                                .pointer(mean.mutable_data_ptr())
-                                                .pointer(rstd.mutable_data_ptr())
-                                                .int64(c.rows)
-                                                .int64(c.cols)
-                                                .float32(static_cast<float>(eps)),
-                                            stream()));
+      ASSERT_EQ(plan.workspaceFloats,
+                LayerNormFamily::workspaceFloats({c.dtype, c.rows, c.cols, c.hasWeight, c.hasBias}, c.params));
+      const at::Tensor work = workspaceFor(plan, x);
+      for (int launch = 0; launch < (work.defined() ? 2 : 1); ++launch) {
+        ASSERT_TRUE(plan.launcher->launchArgs(KernelArgs()
+                                                  .pointer(x.const_data_ptr())
+                                                  .pointer(weight ? weight->const_data_ptr() : nullptr)
+                                                  .pointer(bias ? bias->const_data_ptr() : nullptr)
+                                                  .pointer(out.mutable_data_ptr())
+                                                  .pointer(mean.mutable_data_ptr())
+                                                  .pointer(rstd.mutable_data_ptr())
+                                                  .int64(c.rows)
+                                                  .int64(c.cols)
+                                                  .float32(static_cast<float>(eps))
+                                                  .pointer(partialsOf(work))
+                                                  .pointer(counterOf(work)),
+                                              stream()));
+        ASSERT_TRUE(counterCleared(work)) << "launch " << launch;
+      }
       auto [refOut, refMean, refRstd] = at::cuda::native_layer_norm(x, {c.cols}, weight, bias, eps);
       // What the family documents ATen returns on CUDA: mean and rstd float32, shape [rows, 1].
       ASSERT_EQ(refMean.scalar_type(), at::kFloat);
@@ -370,8 +383,8 @@ TEST_F(NormGpuTest, GivenAGridSplitWiderThanTheGpuKeepsResidentWhenLaunchedThenR
                               .int64(c.rows)
                               .int64(c.cols)
                               .float32(1e-6f)
-                              .pointer(work.mutable_data_ptr())
-                              .pointer(work.mutable_data_ptr<float>() + plan.workspaceFloats - 1);
+                              .pointer(partialsOf(work))
+                              .pointer(counterOf(work));
   EXPECT_EQ(launcher->launchStatus(args, stream(), launcher->geometry()), CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
   // The stream still runs work, and nothing of the refused launch ran.
   EXPECT_EQ(cudaStreamSynchronize(at::cuda::getCurrentCUDAStream().stream()), cudaSuccess);
@@ -429,6 +442,42 @@ TEST_F(NormGpuTest, GivenLayerNormSplitRowPointsWhenRunOnFewLongRowsThenOutMeanA
     add({d, 3, 30000, false, true}, NormParams{512, widest, 4, 1, 4}, true);  // up to 7,500 vectors: 4 CTAs of 2,048
     add({d, 2, 24, true, true}, NormParams{256, 1, 1, 1, 16}, false);         // 24 vectors: 8 CTAs with nothing to do
     add({d, 7, 13, false, false}, NormParams{1024, 1, 1, 1, 8}, true);        // odd, scalar
+  }
+  checkLayerNormCases(cases);
+}
+
+// Note [Split layer norm rows] over a cooperative grid: the grid-split points of few long rows,
+// every split and CTA size, uneven and empty slices, each launched twice on one workspace, against
+// ATen (rows offset far from zero: the harness's shifted stage, which the tuner runs).
+TEST_F(NormGpuTest, GivenLayerNormGridSplitPointsWhenRunOnFewLongRowsThenOutMeanAndRstdMatchAtenAndTheCounterIsLeftAtZero) {
+  const DeviceInfo info = queryDevice(0);
+  if (info.ccMajor < 7) GTEST_SKIP() << "the grid split needs sm_70";
+  std::vector<Case> cases;
+  auto add = [&](const kernels::LayerNormVariant& v, const NormParams& p, bool specialized) {
+    ASSERT_TRUE(LayerNormFamily::guardParams(v, p)) << v.rows << "x" << v.cols << " " << p.describe();
+    cases.push_back(Case{v.dtype, v.rows, v.cols, v.hasWeight, v.hasBias, p, "", ""});
+    cases.back().specialized = specialized;
+  };
+  for (DType d : kernels::kAllDTypes) {
+    const int widest = static_cast<int>(16 / kernels::elementSize(d));
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4, 2097152}, {3, 1048576 + 8 * widest}}) {
+      for (bool wb : {true, false}) {
+        const kernels::LayerNormVariant v{d, rows, cols, wb, wb};
+        int split = 0;
+        for (const NormParams& p : LayerNormFamily::parameterSpace(v, info.ccMajor * 10 + info.ccMinor)) {
+          if (p.split == 1) continue;
+          add(v, p, wb || split % 2 == 0);
+          ++split;
+        }
+        EXPECT_GT(split, 0) << kernels::dtypeName(d) << " [" << rows << ", " << cols << "]: no grid-split point";
+      }
+    }
+    for (int split : {4, 16, 64}) {
+      for (int threads : {512, 1024}) {
+        add({d, 2, 262144 + 5 * widest, true, true}, NormParams{threads, widest, 0, 1, 1, split}, split != 16);
+      }
+    }
+    add({d, 2, 24 * widest, true, false}, NormParams{1024, widest, 0, 1, 1, 64}, true);  // 40 idle CTAs a row
   }
   checkLayerNormCases(cases);
 }

@@ -30,15 +30,15 @@ class AbiLauncher : public KernelLauncher {
   bool launch(const RowKernelArgs&, void*) const noexcept override { return false; }
   bool launchArgs(const KernelArgs& a, void* stream) const noexcept override {
     ++calls;
-    // Both take 9 arguments: layer_norm's end with eps, rms_norm's with eps and its workspace's two pointers.
-    if (fail || stream != nullptr || a.size() != 9u) return false;
+    // Both end with eps and the workspace's two pointers: layer_norm's 11 arguments, rms_norm's 9.
+    if (fail || stream != nullptr || a.size() != (layerNorm_ ? 11u : 9u)) return false;
     const size_t outIdx = layerNorm_ ? 3 : 2;
     const int64_t rows = a.int64At(layerNorm_ ? 6 : 4), cols = a.int64At(layerNorm_ ? 7 : 5);
     weight = a.pointerAt(1);
     bias = layerNorm_ ? a.pointerAt(2) : nullptr;
-    eps = a.float32At(layerNorm_ ? 8 : 6);
-    workspace = layerNorm_ ? nullptr : a.pointerAt(7);
-    counter = layerNorm_ ? nullptr : a.pointerAt(8);
+    eps = a.float32At(a.size() - 3);
+    workspace = a.pointerAt(a.size() - 2);
+    counter = a.pointerAt(a.size() - 1);
     float* out = static_cast<float*>(const_cast<void*>(a.pointerAt(outIdx)));
     for (int64_t i = 0; i < rows * cols; ++i) out[i] = 0.25f;
     for (size_t s = outIdx + 1; s < outIdx + (layerNorm_ ? 3 : 2); ++s) {

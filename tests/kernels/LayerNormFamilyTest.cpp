@@ -64,19 +64,29 @@ TEST(LayerNormFamilyTest, GivenEveryDTypeWhenListingAllPointsThenRmsNormsWhiteli
     EXPECT_TRUE(seen.count({1024, 1, 0, 1})) << "no scalar streaming point";
     EXPECT_TRUE(seen.count({128, 1, 1, 32})) << "no four-threads-per-row point";
     // The same whitelist as rms_norm (Note [Norm register budget]: weight and
-    // bias are loaded after the reductions and do not count), cluster points included,
-    // but for rms_norm's grid-split points (its template alone has them).
-    EXPECT_EQ(all, detail::normAllPoints(d, /*clusters=*/true)) << dtypeName(d);
-    std::vector<P> rmsWithoutGridSplit;
-    for (const P& p : RmsNormFamily::allParameterPoints(d)) {
-      if (p.split == 1) rmsWithoutGridSplit.push_back(p);
-    }
-    EXPECT_EQ(all, rmsWithoutGridSplit) << dtypeName(d);
-    for (const P& p : all) EXPECT_EQ(p.split, 1) << p.describe();
-    EXPECT_FALSE(LayerNormFamily::guardParams({d, 4, int64_t{1} << 21, true, true}, 
-                                               P{1024, static_cast<int>(16 / elementSize(d)), 0, 1, 1, 32}))
-        << "no grid split for layer_norm";
+    // bias are loaded after the reductions and do not count), cluster and grid-split points included.
+    EXPECT_EQ(all, detail::normAllPoints(d, /*clusters=*/true, /*grid=*/true)) << dtypeName(d);
+    EXPECT_EQ(all, RmsNormFamily::allParameterPoints(d)) << dtypeName(d);
   }
+}
+
+// Note [Split layer norm rows] over a cooperative grid: rms_norm's points, a (mean, M2) pair a CTA.
+TEST(LayerNormFamilyTest, GivenAGridSplitPointWhenAskedForGeometryWorkspaceAndSpaceThenACooperativeGridOfPairs) {
+  const V four{DType::BFloat16, 4, int64_t{1} << 21, true, true};
+  const P p{1024, 8, 0, 1, 1, 32};
+  ASSERT_TRUE(LayerNormFamily::guardParams(four, p));
+  const LaunchGeometry g = LayerNormFamily::launchGeometry(four, p);
+  EXPECT_EQ(g.gridX, 128u);
+  EXPECT_TRUE(g.cooperative);
+  EXPECT_EQ(LayerNormFamily::workspaceFloats(four, p), 2 * 4 * 32 + 1);
+  EXPECT_EQ(LayerNormFamily::workspaceFloats(four, P{1024, 8, 0, 1, 16}), 0);
+  EXPECT_EQ(LayerNormFamily::maxWorkspaceFloats(4), 2 * 4 * 64 + 1);
+  EXPECT_EQ(LayerNormFamily::maxWorkspaceFloats(100000), 2 * 1024 + 1);
+  const std::vector<std::string> o = LayerNormFamily::compileOptions(DType::BFloat16, p, true, true);
+  EXPECT_NE(std::find(o.begin(), o.end(), "-DHK_SPLIT=32"), o.end());
+  // The space leads with them for 4 rows of 2M, as rms_norm's does.
+  EXPECT_EQ(LayerNormFamily::parameterSpace(four, 90).front(), p);
+  EXPECT_EQ(LayerNormFamily::parameterSpace(four, 90), RmsNormFamily::parameterSpace({DType::BFloat16, 4, int64_t{1} << 21, true}, 90));
 }
 
 TEST(LayerNormFamilyTest, GivenTheRegisterBudgetWhenAskedForTheLongestResidentRowThen32KiForEveryDType) {

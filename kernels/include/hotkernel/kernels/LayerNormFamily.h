@@ -53,7 +53,9 @@ class LayerNormFamily {
   static constexpr const char* kName = "layer_norm";  // also the embedded source's name
   // extern "C" __global__ void hk_layer_norm(const void* in, const void* weight /* nullable */,
   //                                          const void* bias /* nullable */, void* out, float* mean,
-  //                                          float* rstd, long long rows, long long cols, float eps)
+  //                                          float* rstd, long long rows, long long cols, float eps,
+  //                                          float* partials, unsigned* counter /* both nullable */)
+  // partials and counter: a grid-split point's workspace (workspaceFloats), else null.
   static constexpr const char* kKernelName = "hk_layer_norm";
   static constexpr int64_t kMaxCols = detail::kNormMaxCols;
 
@@ -77,9 +79,10 @@ class LayerNormFamily {
   static size_t requiredAlignment(DType dtype, const LayerNormParams& p);
 
   // Up to 12 points worth measuring for v, best guess first; every one passes
-  // guardParams; always a streaming point and a vec == 1 point; split-row (cluster) points first for few
-  // long rows when computeCapability (x10) >= 90 (Note [Norm split-row points] in src/NormCommon.cpp).
-  // Empty iff !guardVariant(v). (Whether the GPU runs clusters is the caller's: minComputeCapability.)
+  // guardParams; always a streaming point and a vec == 1 point; split-row points first for few long
+  // rows: cluster points when computeCapability (x10) >= 90, grid-split points when >= 70 (Note
+  // [Norm split-row points] in src/NormCommon.cpp). Empty iff !guardVariant(v). (Whether the GPU
+  // runs them is the caller's: minComputeCapability.)
   static std::vector<LayerNormParams> parameterSpace(const LayerNormVariant& v, int computeCapability = 0);
 
   // Every point the family can produce for `dtype` (the guard's whitelist).
@@ -97,6 +100,12 @@ class LayerNormFamily {
   // One CTA of `threads` per `rowsPerCta` rows, covering the rows (the guards
   // refuse more than 2^31 - 1 rows). No dynamic shared memory.
   static LaunchGeometry launchGeometry(const LayerNormVariant& v, const LayerNormParams& p);
+
+  // The float32 workspace a launch of `p` takes (0: none; partials null, counter null): for a
+  // grid-split point a (mean, M2) pair a CTA (2 * rows * split floats), then the counter (its last
+  // float, 0 at launch, left 0; StreamWorkspaces). maxWorkspaceFloats(rows) covers every point.
+  static int64_t workspaceFloats(const LayerNormVariant& v, const LayerNormParams& p);
+  static int64_t maxWorkspaceFloats(int64_t rows);
 
   // Ideal DRAM traffic: x read once, out written once, weight and bias read
   // once each, mean and rstd written (8 bytes a row).

@@ -124,13 +124,14 @@ std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t co
 // the rows; a grid-split point's launch is cooperative. Precondition: normGuardParams.
 LaunchGeometry normLaunchGeometry(int64_t rows, const NormParams& p);
 
-// The float32 workspace a launch of `p` on `rows` rows takes: 0, or for a grid-split point one
-// partial sum a CTA (rows * split) and then the counter, which must be 0 at launch and is 0 again
-// when the kernel ends (Note [Split norm rows over a cooperative grid]).
-int64_t normWorkspaceFloats(int64_t rows, const NormParams& p);
-// At least normWorkspaceFloats(rows, p) for every point p: what a caller that does not know the
-// point allocates (the harness).
-int64_t normMaxWorkspaceFloats(int64_t rows);
+// The float32 workspace a launch of `p` on `rows` rows takes: 0, or for a grid-split point
+// `valuesPerCta` partials a CTA (rms_norm's sum of squares: 1; layer_norm's mean and M2: 2) and
+// then the counter, which must be 0 at launch and is 0 again when the kernel ends (Note [Split norm
+// rows over a cooperative grid] in kernels/norm/rms_norm.cu).
+int64_t normWorkspaceFloats(int64_t rows, const NormParams& p, int valuesPerCta);
+// At least normWorkspaceFloats(rows, p, valuesPerCta) for every point p: what a caller that does not
+// know the point allocates (the harness).
+int64_t normMaxWorkspaceFloats(int64_t rows, int valuesPerCta);
 
 // The common defines: -DHK_DTYPE=, -DHK_THREADS=, -DHK_ROWS=, -DHK_VEC=, -DHK_ITEMS=, and
 // -DHK_CLUSTER= when cluster != 1, -DHK_SPLIT= when split != 1.
