@@ -14,6 +14,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <type_traits>
 
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
@@ -131,6 +132,42 @@ void compileCases(std::vector<Case>& cases, const std::string& source, const cha
       cases[i].error = e.what();
     }
   });
+}
+
+// Appends `p` on `v` (which the family's guard must accept) to `cases`.
+void addCase(std::vector<Case>& cases, const kernels::RmsNormVariant& v, const NormParams& p, bool specialized) {
+  ASSERT_TRUE(RmsNormFamily::guardParams(v, p)) << v.rows << "x" << v.cols << " " << p.describe();
+  cases.push_back(Case{v.dtype, v.rows, v.cols, v.hasWeight, false, p, "", ""});
+  cases.back().specialized = specialized;
+}
+void addCase(std::vector<Case>& cases, const kernels::LayerNormVariant& v, const NormParams& p, bool specialized) {
+  ASSERT_TRUE(LayerNormFamily::guardParams(v, p)) << v.rows << "x" << v.cols << " " << p.describe();
+  cases.push_back(Case{v.dtype, v.rows, v.cols, v.hasWeight, v.hasBias, p, "", ""});
+  cases.back().specialized = specialized;
+}
+
+// The split-row points of the family's space for every dtype, each shape and with and without the
+// column arrays: the cluster points (`grid` false) or the grid-split ones, every other one compiled
+// for any columns where the arrays are absent. Each variant must have at least one.
+template <typename Family, typename Variant>
+void addSpaceSplitPoints(std::vector<Case>& cases, const std::vector<std::pair<int64_t, int64_t>>& shapes,
+                         int computeCapability, bool grid) {
+  for (DType d : kernels::kAllDTypes) {
+    for (auto [rows, cols] : shapes) {
+      for (bool arrays : {true, false}) {
+        Variant v{d, rows, cols};
+        v.hasWeight = arrays;
+        if constexpr (std::is_same_v<Variant, kernels::LayerNormVariant>) v.hasBias = arrays;
+        int split = 0;
+        for (const NormParams& p : Family::parameterSpace(v, computeCapability)) {
+          if (grid ? p.split == 1 : p.cluster == 1) continue;
+          addCase(cases, v, p, arrays || split % 2 == 0);
+          ++split;
+        }
+        EXPECT_GT(split, 0) << kernels::dtypeName(d) << " [" << rows << ", " << cols << "]: no split-row point";
+      }
+    }
+  }
 }
 
 // A grid-split plan's workspace as a fresh one looks to the kernel: NaN partials, the counter (its
@@ -289,25 +326,12 @@ TEST_F(NormGpuTest, GivenRmsNormSplitRowPointsWhenRunOnFewLongRowsThenOutAndRstd
   if (info.ccMajor < 9) GTEST_SKIP() << "thread-block clusters need sm_90";
   std::vector<Case> cases;
   auto add = [&](const kernels::RmsNormVariant& v, const NormParams& p, bool specialized) {
-    ASSERT_TRUE(RmsNormFamily::guardParams(v, p)) << v.rows << "x" << v.cols << " " << p.describe();
-    cases.push_back(Case{v.dtype, v.rows, v.cols, v.hasWeight, false, p, "", ""});
-    cases.back().specialized = specialized;
+    addCase(cases, v, p, specialized);
   };
-  const std::pair<int64_t, int64_t> shapes[] = {{1, 65536}, {3, 1048576 + 8}, {8, 300000}, {5, 131072 + 8}};
+  addSpaceSplitPoints<RmsNormFamily, kernels::RmsNormVariant>(
+      cases, {{1, 65536}, {3, 1048576 + 8}, {8, 300000}, {5, 131072 + 8}}, 90, /*grid=*/false);
   for (DType d : kernels::kAllDTypes) {
     const int widest = static_cast<int>(16 / kernels::elementSize(d));
-    for (auto [rows, cols] : shapes) {
-      for (bool w : {true, false}) {
-        const kernels::RmsNormVariant v{d, rows, cols, w};
-        int split = 0;
-        for (const NormParams& p : RmsNormFamily::parameterSpace(v, 90)) {
-          if (p.cluster == 1) continue;
-          add(v, p, w || split % 2 == 0);
-          ++split;
-        }
-        EXPECT_GT(split, 0) << kernels::dtypeName(d) << " [" << rows << ", " << cols << "]: no split-row point";
-      }
-    }
     for (int cluster : {2, 4, 8, 16}) {
       add({d, 2, 262144 + 8 * widest, true}, NormParams{1024, widest, 0, 1, cluster}, true);
     }
@@ -326,26 +350,14 @@ TEST_F(NormGpuTest, GivenRmsNormGridSplitPointsWhenRunOnFewLongRowsThenOutAndRst
   if (info.ccMajor < 7) GTEST_SKIP() << "the grid split needs sm_70";
   std::vector<Case> cases;
   auto add = [&](const kernels::RmsNormVariant& v, const NormParams& p, bool specialized) {
-    ASSERT_TRUE(RmsNormFamily::guardParams(v, p)) << v.rows << "x" << v.cols << " " << p.describe();
-    cases.push_back(Case{v.dtype, v.rows, v.cols, v.hasWeight, false, p, "", ""});
-    cases.back().specialized = specialized;
+    addCase(cases, v, p, specialized);
   };
+  // Columns every dtype's widest vector divides, some unevenly over the CTAs.
+  addSpaceSplitPoints<RmsNormFamily, kernels::RmsNormVariant>(
+      cases, {{1, 65536}, {3, 1048576 + 64}, {4, 2097152}, {5, 131072 + 24}}, info.ccMajor * 10 + info.ccMinor,
+      /*grid=*/true);
   for (DType d : kernels::kAllDTypes) {
     const int widest = static_cast<int>(16 / kernels::elementSize(d));
-    const std::pair<int64_t, int64_t> shapes[] = {{1, 65536}, {3, 1048576 + 8 * widest}, {4, 2097152},
-                                                  {5, 131072 + 3 * widest}};
-    for (auto [rows, cols] : shapes) {
-      for (bool w : {true, false}) {
-        const kernels::RmsNormVariant v{d, rows, cols, w};
-        int split = 0;
-        for (const NormParams& p : RmsNormFamily::parameterSpace(v, info.ccMajor * 10 + info.ccMinor)) {
-          if (p.split == 1) continue;
-          add(v, p, w || split % 2 == 0);
-          ++split;
-        }
-        EXPECT_GT(split, 0) << kernels::dtypeName(d) << " [" << rows << ", " << cols << "]: no grid-split point";
-      }
-    }
     for (int split : {4, 8, 16, 32, 64}) {
       for (int threads : {512, 1024}) {
         add({d, 2, 262144 + 5 * widest, true}, NormParams{threads, widest, 0, 1, 1, split}, split % 16 != 0);
@@ -417,25 +429,12 @@ TEST_F(NormGpuTest, GivenLayerNormSplitRowPointsWhenRunOnFewLongRowsThenOutMeanA
   if (info.ccMajor < 9) GTEST_SKIP() << "thread-block clusters need sm_90";
   std::vector<Case> cases;
   auto add = [&](const kernels::LayerNormVariant& v, const NormParams& p, bool specialized) {
-    ASSERT_TRUE(LayerNormFamily::guardParams(v, p)) << v.rows << "x" << v.cols << " " << p.describe();
-    cases.push_back(Case{v.dtype, v.rows, v.cols, v.hasWeight, v.hasBias, p, "", ""});
-    cases.back().specialized = specialized;
+    addCase(cases, v, p, specialized);
   };
-  const std::pair<int64_t, int64_t> shapes[] = {{1, 65536}, {3, 1048576 + 8}, {8, 300000}, {5, 131072 + 8}};
+  addSpaceSplitPoints<LayerNormFamily, kernels::LayerNormVariant>(
+      cases, {{1, 65536}, {3, 1048576 + 8}, {8, 300000}, {5, 131072 + 8}}, 90, /*grid=*/false);
   for (DType d : kernels::kAllDTypes) {
     const int widest = static_cast<int>(16 / kernels::elementSize(d));
-    for (auto [rows, cols] : shapes) {
-      for (bool wb : {true, false}) {
-        const kernels::LayerNormVariant v{d, rows, cols, wb, wb};
-        int split = 0;
-        for (const NormParams& p : LayerNormFamily::parameterSpace(v, 90)) {
-          if (p.cluster == 1) continue;
-          add(v, p, wb || split % 2 == 0);
-          ++split;
-        }
-        EXPECT_GT(split, 0) << kernels::dtypeName(d) << " [" << rows << ", " << cols << "]: no split-row point";
-      }
-    }
     for (int cluster : {2, 4, 8, 16}) {
       add({d, 2, 262144 + 8 * widest, true, false}, NormParams{1024, widest, 0, 1, cluster}, true);
     }
@@ -454,24 +453,12 @@ TEST_F(NormGpuTest, GivenLayerNormGridSplitPointsWhenRunOnFewLongRowsThenOutMean
   if (info.ccMajor < 7) GTEST_SKIP() << "the grid split needs sm_70";
   std::vector<Case> cases;
   auto add = [&](const kernels::LayerNormVariant& v, const NormParams& p, bool specialized) {
-    ASSERT_TRUE(LayerNormFamily::guardParams(v, p)) << v.rows << "x" << v.cols << " " << p.describe();
-    cases.push_back(Case{v.dtype, v.rows, v.cols, v.hasWeight, v.hasBias, p, "", ""});
-    cases.back().specialized = specialized;
+    addCase(cases, v, p, specialized);
   };
+  addSpaceSplitPoints<LayerNormFamily, kernels::LayerNormVariant>(
+      cases, {{4, 2097152}, {3, 1048576 + 64}}, info.ccMajor * 10 + info.ccMinor, /*grid=*/true);
   for (DType d : kernels::kAllDTypes) {
     const int widest = static_cast<int>(16 / kernels::elementSize(d));
-    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4, 2097152}, {3, 1048576 + 8 * widest}}) {
-      for (bool wb : {true, false}) {
-        const kernels::LayerNormVariant v{d, rows, cols, wb, wb};
-        int split = 0;
-        for (const NormParams& p : LayerNormFamily::parameterSpace(v, info.ccMajor * 10 + info.ccMinor)) {
-          if (p.split == 1) continue;
-          add(v, p, wb || split % 2 == 0);
-          ++split;
-        }
-        EXPECT_GT(split, 0) << kernels::dtypeName(d) << " [" << rows << ", " << cols << "]: no grid-split point";
-      }
-    }
     for (int split : {4, 16, 64}) {
       for (int threads : {512, 1024}) {
         add({d, 2, 262144 + 5 * widest, true, true}, NormParams{threads, widest, 0, 1, 1, split}, split != 16);
