@@ -64,7 +64,8 @@ class LayerNormFamily {
   static bool guardVariant(const LayerNormVariant& v);
 
   // Whether `p` is one of allParameterPoints(v.dtype) and correct for v:
-  // cols % vec == 0 when vec > 1, cols <= rowThreads * vec * items when register-resident.
+  // cols % vec == 0 when vec > 1, cols <= cluster * rowThreads * vec * items when register-resident,
+  // rows * cluster <= 2^31 - 1, rows * split <= detail::kNormMaxGridCtas.
   static bool guardParams(const LayerNormVariant& v, const LayerNormParams& p);
 
   // Per-call guard: in, out non-null and aligned to requiredAlignment(); weight
@@ -97,8 +98,9 @@ class LayerNormFamily {
   static std::vector<std::string> compileOptions(DType dtype, const LayerNormParams& p, bool hasWeight,
                                                  bool hasBias, int64_t cols = 0);
 
-  // One CTA of `threads` per `rowsPerCta` rows, covering the rows (the guards
-  // refuse more than 2^31 - 1 rows). No dynamic shared memory.
+  // One CTA of `threads` per `rowsPerCta` rows, or `cluster` (`split`) CTAs per row, covering the rows
+  // (the guards refuse grids of more than 2^31 - 1 CTAs); cooperative for a grid-split point. No
+  // dynamic shared memory.
   static LaunchGeometry launchGeometry(const LayerNormVariant& v, const LayerNormParams& p);
 
   // The float32 workspace a launch of `p` takes (0: none; partials null, counter null): for a

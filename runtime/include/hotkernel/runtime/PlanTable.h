@@ -91,7 +91,7 @@ struct Plan {
   std::string description;  // family + params, for logs
   // float32 scratch a launch takes (0: none), its last float a counter that
   // must be 0 at launch: the caller takes it from StreamWorkspaces (a
-  // grid-split rms_norm point: RmsNormFamily::workspaceFloats).
+  // grid-split norm point: RmsNormFamily / LayerNormFamily::workspaceFloats).
   int64_t workspaceFloats = 0;
 };
 

@@ -1,8 +1,8 @@
 #pragma once
 // The float32 scratch a cross_entropy launch takes (its rows' losses, then a
-// ticket counter that must be 0 at launch), and a grid-split rms_norm launch
-// (its CTAs' partial sums, then the grid barrier's counter: Note [Split norm
-// rows over a cooperative grid] in kernels/norm/rms_norm.cu), kept per
+// ticket counter that must be 0 at launch), and a grid-split norm launch (its
+// CTAs' partials, then the grid barrier's counter: Note [Split norm rows over
+// a cooperative grid] in kernels/norm/rms_norm.cu), kept per
 // (device, stream) so that a served call neither allocates it nor launches a
 // fill kernel to zero the counter (Note [A persistent workspace per stream]).
 

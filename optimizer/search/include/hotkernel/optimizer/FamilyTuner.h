@@ -30,8 +30,8 @@ struct FamilyPoint {
   int threads = 0, rowsPerCta = 1, vec = 1, items = 0, cluster = 1;
   // 1: the family's other kernel at the same geometry (the architecture tier's flag): softmax's slice
   // staged in shared memory (SoftmaxParams::smem), and k > 1 staged and pipelined over k rows a cluster
-  // (SoftmaxParams::clusterRows); rms_norm's row split over a cooperative grid of `cluster` CTAs a
-  // row (NormParams::split); 0 for cross_entropy, layer_norm and reductions.
+  // (SoftmaxParams::clusterRows); the norms' row split over a cooperative grid of `cluster` CTAs a
+  // row (NormParams::split); 0 for cross_entropy and reductions.
   int variant = 0;
   SearchPoint toSearchPoint() const;
   static FamilyPoint fromSearchPoint(const SearchPoint& p);
