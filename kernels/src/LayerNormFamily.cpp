@@ -46,11 +46,6 @@ double noise(int64_t cols) {
   return 4e-6 * std::max(1.0, std::sqrt(static_cast<double>(std::max<int64_t>(cols, 1)) / 16384.0));
 }
 
-// Split rows over a cluster and over a cooperative grid (Note [Split layer norm rows] in
-// kernels/norm/layer_norm.cu).
-constexpr bool kClusters = true;
-constexpr bool kGrid = true;
-
 }  // namespace
 
 bool LayerNormFamily::guardVariant(const LayerNormVariant& v) {
@@ -58,7 +53,7 @@ bool LayerNormFamily::guardVariant(const LayerNormVariant& v) {
 }
 
 bool LayerNormFamily::guardParams(const LayerNormVariant& v, const LayerNormParams& p) {
-  return detail::normGuardParams(v.dtype, v.rows, v.cols, p, kClusters, kGrid);
+  return detail::normGuardParams(v.dtype, v.rows, v.cols, p);
 }
 
 size_t LayerNormFamily::requiredAlignment(DType dtype, const LayerNormParams& p) {
@@ -77,18 +72,18 @@ bool LayerNormFamily::guardPointers(const void* in, const void* weight, const vo
 }
 
 std::vector<LayerNormParams> LayerNormFamily::parameterSpace(const LayerNormVariant& v, int computeCapability) {
-  return detail::normParameterSpace(v.dtype, v.rows, v.cols, kClusters, computeCapability, kGrid);
+  return detail::normParameterSpace(v.dtype, v.rows, v.cols, computeCapability);
 }
 
 std::vector<LayerNormParams> LayerNormFamily::allParameterPoints(DType dtype) {
-  return detail::normAllPoints(dtype, kClusters, kGrid);
+  return detail::normAllPoints(dtype);
 }
 
 std::string LayerNormFamily::source() { return expandPrelude(kernelSource(kName).text); }
 
 std::vector<std::string> LayerNormFamily::compileOptions(DType dtype, const LayerNormParams& p, bool hasWeight,
                                                          bool hasBias, int64_t cols) {
-  HOTKERNEL_CHECK(detail::normIsPoint(dtype, p, kClusters, kGrid), "not a layer_norm parameter point for ",
+  HOTKERNEL_CHECK(detail::normIsPoint(dtype, p), "not a layer_norm parameter point for ",
                   dtypeName(dtype), ": ", p.describe());
   std::vector<std::string> options = detail::normCompileOptions(dtype, p);
   options.push_back(std::string("-DHK_HAS_WEIGHT=") + (hasWeight ? "1" : "0"));

@@ -74,7 +74,7 @@ struct Shape {
 };
 
 bool guardParams(const Shape& s, const NormParams& p) {
-  return detail::normGuardParams(s.dtype, s.rows, s.cols, p, /*clusters=*/false);
+  return detail::normGuardParams(s.dtype, s.rows, s.cols, p);
 }
 
 // The split-row points for `s` at width `vec`, best guess first (Note [Norm split-row points]).
@@ -93,13 +93,13 @@ std::vector<NormParams> splitRowPoints(const Shape& s, int vec) {
       for (int items : kItemChoices) {
         if (items == 0 || static_cast<int64_t>(threads) * items < slice) continue;
         const NormParams p{threads, vec, items, 1, cluster};
-        if (detail::normGuardParams(s.dtype, s.rows, s.cols, p, /*clusters=*/true)) out.push_back(p);
+        if (detail::normGuardParams(s.dtype, s.rows, s.cols, p)) out.push_back(p);
         break;  // the fewest items for this CTA size
       }
     }
     for (int threads : {1024, 512}) {
       const NormParams p{threads, vec, 0, 1, cluster};
-      if (detail::normGuardParams(s.dtype, s.rows, s.cols, p, /*clusters=*/true)) out.push_back(p);
+      if (detail::normGuardParams(s.dtype, s.rows, s.cols, p)) out.push_back(p);
     }
   }
   return out;
@@ -118,8 +118,8 @@ std::vector<NormParams> gridSplitPoints(const Shape& s, int vec) {
     if (split == 0) continue;
     const NormParams p{threads, vec, 0, 1, 1, split};
     const NormParams half{threads, vec, 0, 1, 1, split / 2};
-    if (detail::normGuardParams(s.dtype, s.rows, s.cols, p, false, true)) best.push_back(p);
-    if (detail::normGuardParams(s.dtype, s.rows, s.cols, half, false, true)) halves.push_back(half);
+    if (detail::normGuardParams(s.dtype, s.rows, s.cols, p)) best.push_back(p);
+    if (detail::normGuardParams(s.dtype, s.rows, s.cols, half)) halves.push_back(half);
   }
   best.insert(best.end(), halves.begin(), halves.end());
   return best;
@@ -207,15 +207,15 @@ bool NormTolerance::meanWithin(double got, double ref, double refRstd) const {
 
 namespace detail {
 
-bool normIsPoint(DType dtype, const NormParams& p, bool clusters, bool grid) {
+bool normIsPoint(DType dtype, const NormParams& p) {
   if (!knownDType(dtype) || !isPowerOfTwo(p.vec) || p.vec > maxVec(dtype)) return false;
   if (p.split != 1) {
-    return grid && p.cluster == 1 && p.rowsPerCta == 1 && p.items == 0 && p.vec == maxVec(dtype) &&
+    return p.cluster == 1 && p.rowsPerCta == 1 && p.items == 0 && p.vec == maxVec(dtype) &&
            contains(std::begin(kSplitStreamThreadChoices), std::end(kSplitStreamThreadChoices), p.threads) &&
            contains(std::begin(kGridSplitChoices), std::end(kGridSplitChoices), p.split);
   }
   if (p.cluster != 1) {
-    if (!clusters || p.rowsPerCta != 1) return false;
+    if (p.rowsPerCta != 1) return false;
     if (!contains(std::begin(kClusterChoices), std::end(kClusterChoices), p.cluster)) return false;
     if (p.items == 0) {
       return p.vec == maxVec(dtype) &&
@@ -235,13 +235,13 @@ bool normIsPoint(DType dtype, const NormParams& p, bool clusters, bool grid) {
   return p.items * p.vec <= std::min(kNormMaxRegisterValues, kNormRegisterFile / p.threads);
 }
 
-std::vector<NormParams> normAllPoints(DType dtype, bool clusters, bool grid) {
+std::vector<NormParams> normAllPoints(DType dtype) {
   std::vector<NormParams> out;
   for (int threads : kThreadChoices) {
     for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
       for (int items : kItemChoices) {
         NormParams p{threads, vec, items, 1};
-        if (normIsPoint(dtype, p, clusters)) out.push_back(p);
+        if (normIsPoint(dtype, p)) out.push_back(p);
       }
     }
   }
@@ -249,26 +249,24 @@ std::vector<NormParams> normAllPoints(DType dtype, bool clusters, bool grid) {
     for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
       for (int items : kMultiRowItemChoices) {
         NormParams p{kMultiRowThreads, vec, items, kMultiRowThreads / rowThreads};
-        if (normIsPoint(dtype, p, clusters)) out.push_back(p);
+        if (normIsPoint(dtype, p)) out.push_back(p);
       }
     }
   }
   for (int cluster : kClusterChoices) {
-    if (!clusters) break;
     for (int threads : kThreadChoices) {
       for (int vec = 1; vec <= maxVec(dtype); vec *= 2) {
         for (int items : kItemChoices) {
           NormParams p{threads, vec, items, 1, cluster};
-          if (normIsPoint(dtype, p, clusters)) out.push_back(p);
+          if (normIsPoint(dtype, p)) out.push_back(p);
         }
       }
     }
   }
   for (int split : kGridSplitChoices) {
-    if (!grid) break;
     for (int threads : kSplitStreamThreadChoices) {
       const NormParams p{threads, maxVec(dtype), 0, 1, 1, split};
-      if (normIsPoint(dtype, p, clusters, grid)) out.push_back(p);
+      if (normIsPoint(dtype, p)) out.push_back(p);
     }
   }
   return out;
@@ -282,8 +280,8 @@ bool normGuardShape(DType dtype, int64_t rows, int64_t cols) {
   return rows <= maxElements / cols;
 }
 
-bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p, bool clusters, bool grid) {
-  if (!normGuardShape(dtype, rows, cols) || !normIsPoint(dtype, p, clusters, grid)) return false;
+bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p) {
+  if (!normGuardShape(dtype, rows, cols) || !normIsPoint(dtype, p)) return false;
   if (p.vec > 1 && cols % p.vec != 0) return false;
   // A cluster's CTA holds ceil(vectors / cluster) of them: within threads * items when cols is within this.
   if (p.items > 0 && cols > static_cast<int64_t>(p.cluster) * p.rowThreads() * p.vec * p.items) return false;
@@ -292,13 +290,12 @@ bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& 
   return true;
 }
 
-std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, bool clusters,
-                                           int computeCapability, bool grid) {
+std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, int computeCapability) {
   std::vector<NormParams> out;
   if (!normGuardShape(dtype, rows, cols)) return out;
   const Shape s{dtype, rows, cols};
   auto add = [&](const NormParams& p, size_t limit) {
-    if (out.size() < limit && normGuardParams(dtype, rows, cols, p, clusters, grid) &&
+    if (out.size() < limit && normGuardParams(dtype, rows, cols, p) &&
         std::find(out.begin(), out.end(), p) == out.end()) {
       out.push_back(p);
     }
@@ -306,9 +303,9 @@ std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t co
   const int vec = widestVec(dtype, cols);
   if (rows < kFewRows && cols >= kClusterMinCols) {  // Note [Norm split-row points]
     const std::vector<NormParams> cluster =
-        clusters && computeCapability >= 90 ? splitRowPoints(s, vec) : std::vector<NormParams>{};
+        computeCapability >= 90 ? splitRowPoints(s, vec) : std::vector<NormParams>{};
     const std::vector<NormParams> gridded =
-        grid && computeCapability >= 70 && vec == maxVec(dtype) ? gridSplitPoints(s, vec) : std::vector<NormParams>{};
+        computeCapability >= 70 && vec == maxVec(dtype) ? gridSplitPoints(s, vec) : std::vector<NormParams>{};
     const bool gridFirst =
         rows * kClusterChoices[std::size(kClusterChoices) - 1] < kClusterTargetCtas && cols >= kGridLeadMinCols;
     const std::vector<NormParams>& lead = gridFirst ? gridded : cluster;

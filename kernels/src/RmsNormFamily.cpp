@@ -56,12 +56,8 @@ float RmsNormFamily::defaultEps(DType /*dtype*/) { return std::numeric_limits<fl
 
 bool RmsNormFamily::guardVariant(const RmsNormVariant& v) { return detail::normGuardShape(v.dtype, v.rows, v.cols); }
 
-// The template has both split-row kernels: clusters and the cooperative grid.
-constexpr bool kClusters = true;
-constexpr bool kGrid = true;
-
 bool RmsNormFamily::guardParams(const RmsNormVariant& v, const RmsNormParams& p) {
-  return detail::normGuardParams(v.dtype, v.rows, v.cols, p, kClusters, kGrid);
+  return detail::normGuardParams(v.dtype, v.rows, v.cols, p);
 }
 
 size_t RmsNormFamily::requiredAlignment(DType dtype, const RmsNormParams& p) {
@@ -78,18 +74,18 @@ bool RmsNormFamily::guardPointers(const void* in, const void* weight, const void
 }
 
 std::vector<RmsNormParams> RmsNormFamily::parameterSpace(const RmsNormVariant& v, int computeCapability) {
-  return detail::normParameterSpace(v.dtype, v.rows, v.cols, kClusters, computeCapability, kGrid);
+  return detail::normParameterSpace(v.dtype, v.rows, v.cols, computeCapability);
 }
 
 std::vector<RmsNormParams> RmsNormFamily::allParameterPoints(DType dtype) {
-  return detail::normAllPoints(dtype, kClusters, kGrid);
+  return detail::normAllPoints(dtype);
 }
 
 std::string RmsNormFamily::source() { return expandPrelude(kernelSource(kName).text); }
 
 std::vector<std::string> RmsNormFamily::compileOptions(DType dtype, const RmsNormParams& p, bool hasWeight,
                                                        int64_t cols) {
-  HOTKERNEL_CHECK(detail::normIsPoint(dtype, p, kClusters, kGrid), "not an rms_norm parameter point for ",
+  HOTKERNEL_CHECK(detail::normIsPoint(dtype, p), "not an rms_norm parameter point for ",
                   dtypeName(dtype), ": ", p.describe());
   std::vector<std::string> options = detail::normCompileOptions(dtype, p);
   options.push_back(std::string("-DHK_HAS_WEIGHT=") + (hasWeight ? "1" : "0"));

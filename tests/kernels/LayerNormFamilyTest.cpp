@@ -65,7 +65,7 @@ TEST(LayerNormFamilyTest, GivenEveryDTypeWhenListingAllPointsThenRmsNormsWhiteli
     EXPECT_TRUE(seen.count({128, 1, 1, 32})) << "no four-threads-per-row point";
     // The same whitelist as rms_norm (Note [Norm register budget]: weight and
     // bias are loaded after the reductions and do not count), cluster and grid-split points included.
-    EXPECT_EQ(all, detail::normAllPoints(d, /*clusters=*/true, /*grid=*/true)) << dtypeName(d);
+    EXPECT_EQ(all, detail::normAllPoints(d)) << dtypeName(d);
     EXPECT_EQ(all, RmsNormFamily::allParameterPoints(d)) << dtypeName(d);
   }
 }

@@ -94,12 +94,12 @@ constexpr int64_t kNormMaxCtas = (int64_t{1} << 31) - 1;
 // bounds the workspace (normMaxWorkspaceFloats).
 constexpr int64_t kNormMaxGridCtas = 1024;
 
-// Whether `p` is a point of the norm families for `dtype` (the whitelist); cluster points (split rows)
-// only when `clusters`, grid-split points only when `grid` (a family whose template has them).
-bool normIsPoint(DType dtype, const NormParams& p, bool clusters, bool grid = false);
+// Whether `p` is a point of the norm families for `dtype` (the whitelist; both templates have the
+// cluster and the grid-split kernels).
+bool normIsPoint(DType dtype, const NormParams& p);
 
 // Every point for `dtype`, in a fixed order (the cluster points, then the grid-split points last).
-std::vector<NormParams> normAllPoints(DType dtype, bool clusters, bool grid = false);
+std::vector<NormParams> normAllPoints(DType dtype);
 
 // 1 <= rows <= kNormMaxCtas (a launch covers the rows: Note [One row group a CTA] in
 // kernels/norm/rms_norm.cu), 1 <= cols <= kNormMaxCols, rows * cols * elementSize
@@ -109,16 +109,14 @@ bool normGuardShape(DType dtype, int64_t rows, int64_t cols);
 // normGuardShape, normIsPoint, cols % vec == 0 when vec > 1, the row (a cluster's row) fits when
 // register-resident, a cluster point's grid (rows * cluster CTAs) within kNormMaxCtas, a grid-split
 // point's (rows * split CTAs) within kNormMaxGridCtas.
-bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p, bool clusters,
-                     bool grid = false);
+bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& p);
 
 // Up to 12 points, best guess first (Note [Norm parameter ranking]); every one
 // passes normGuardParams; always a streaming point and a vec == 1 point.
 // Split-row points (Note [Norm split-row points]) first for few long rows: cluster points when
-// `clusters` and computeCapability >= 90 (x10; 0: unknown, no split point), grid-split points when
-// `grid` and computeCapability >= 70. Empty iff !normGuardShape.
-std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, bool clusters,
-                                           int computeCapability, bool grid = false);
+// computeCapability >= 90 (x10; 0: unknown, no split point), grid-split points when >= 70. Empty iff
+// !normGuardShape.
+std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, int computeCapability);
 
 // One CTA of `threads` per `rowsPerCta` rows, or `cluster` (`split`) CTAs per row: the grid covers
 // the rows; a grid-split point's launch is cooperative. Precondition: normGuardParams.
