@@ -20,9 +20,9 @@
 //               16-byte vectors: Note [Split streaming])
 //   HK_SMEM     (optional, default 0) 1: with HK_CLUSTER > 1 and 16-byte vectors, the slice is
 //               staged in dynamic shared memory instead of registers (Note [Shared-memory slices])
-//   HK_PIPE     (optional, default 0) 1: with HK_SMEM, two stages: the next row's slice is staged
-//               while the current one is reduced and written (Note [Pipelined slices] in
-//               kernels/src/SoftmaxSpace.cpp; the grid gives each cluster several rows)
+//   HK_PIPE     (optional, default 0) 1: with HK_SMEM, each thread refills a slot of its stage with
+//               the cluster's next row right after writing that slot's output (Note [Pipelined
+//               slices] in kernels/src/SoftmaxSpace.cpp; the grid gives each cluster several rows)
 //   HK_LOG      (optional, default 0) 1: log_softmax instead of softmax
 // A row is served by HK_ROW_THREADS = HK_THREADS / HK_ROWS threads.
 //
@@ -383,10 +383,6 @@ __device__ __forceinline__ void hk_cp_async(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(gmem) : "memory");
 }
 __device__ __forceinline__ void hk_cp_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-// Pipelined stages: the copies issued since the last commit form a group; a
-// thread waits for all its groups but the newest (the next row's).
-__device__ __forceinline__ void hk_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-__device__ __forceinline__ void hk_cp_async_wait_prior() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 
 // Issues the copies of this thread's vectors of a row's slice [begin, end)
 // into `stage`; slots past the slice's end get -inf (Note [Lean softmax]: no
@@ -416,8 +412,7 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
     hk_softmax_lastdim(const void* in_, void* out_, long long rows, long long cols) {
   __shared__ float hk_buf[2][HK_THREADS / 32];
 #if HK_SMEM
-  // HK_ITEMS * HK_THREADS vectors (Note [Shared-memory slices]); twice that with HK_PIPE, the stage of row k
-  // of this CTA at (k & 1) * HK_ITEMS * HK_THREADS.
+  // HK_ITEMS * HK_THREADS vectors (Note [Shared-memory slices]), thread t's item i at i * HK_THREADS + t.
   extern __shared__ hk_pack hk_stage[];
 #endif
   __shared__ hk_pushed_pairs hk_pairs;  // the cluster's pairs, pushed by every CTA (Note [Pushed cluster pairs])
@@ -438,12 +433,11 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
   const long long clusters = gridDim.x / HK_CLUSTER;
   hk_pushed_init(hk_pairs);
 #if HK_PIPE
-  // The first row's slice (Note [Pipelined slices]); each row then stages the next before it waits.
+  // The first row's slice (Note [Pipelined slices]); each row's write pass then refills the stage with the next.
   if (blockIdx.x / HK_CLUSTER < rows) {
     hk_stage_slice(hk_stage, reinterpret_cast<const hk_pack*>(in + (blockIdx.x / HK_CLUSTER) * cols), begin, end,
                    tid);
   }
-  hk_cp_async_commit();
 #endif
   int k = 0;  // this CTA's rows so far
   for (long long row = blockIdx.x / HK_CLUSTER; row < rows; row += clusters) {
@@ -453,6 +447,9 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
     if (k > 0) __syncthreads();
     const hk_pack* src = reinterpret_cast<const hk_pack*>(in + row * cols);
     hk_pack* dst = reinterpret_cast<hk_pack*>(out + row * cols);
+#if HK_PIPE
+    const hk_pack* next = reinterpret_cast<const hk_pack*>(in + (row + clusters) * cols);  // if row + clusters < rows
+#endif
 #if HK_ITEMS == 0
     // Pass 1 over the slice (Note [Split streaming]): the CTA's online pair.
     float m = hk_neg_inf();
@@ -504,20 +501,13 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
     float m = mt;
     hk_row_pair(m, s, hk_buf[0], hk_buf[1]);
 #else
-#if HK_PIPE
-    // This row's slice was staged one row ago; the next row's goes into the other stage, which this thread
-    // last read in the previous row's write pass (each thread stages and reads only its own vectors, and the
-    // barrier above ordered the previous row's accesses), then this thread waits for all but that group.
-    const hk_pack* const stage = hk_stage + (k & 1) * (HK_ITEMS * HK_THREADS);
-    if (row + clusters < rows) {
-      hk_stage_slice(hk_stage + ((k + 1) & 1) * (HK_ITEMS * HK_THREADS),
-                     reinterpret_cast<const hk_pack*>(in + (row + clusters) * cols), begin, end, tid);
-    }
-    hk_cp_async_commit();  // an empty group after the last row: complete at once
-    hk_cp_async_wait_prior();
-#elif HK_SMEM
+#if HK_SMEM
     const hk_pack* const stage = hk_stage;
+#if !HK_PIPE
     hk_stage_slice(hk_stage, src, begin, end, tid);
+#endif
+    // With HK_PIPE this row's copies were issued before the loop (the first row) or by the previous row's write
+    // pass; its slots past the slice's end still hold the first row's -inf (a refill writes slice slots only).
     hk_cp_async_wait();
 #endif
 #if HK_SMEM
@@ -648,6 +638,11 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_BOUNDS
 #endif
         }
         dst[v] = p;
+#if HK_PIPE
+        // Note [Pipelined slices]: the slot's next row. The store above took the output computed from the
+        // slot's read, so the copy issues after that read has returned.
+        if (row + clusters < rows) hk_cp_async(hk_stage + (i * HK_THREADS + tid), next + v);
+#endif
       }
     }
 #endif  // HK_ITEMS == 0

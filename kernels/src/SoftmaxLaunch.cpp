@@ -69,10 +69,9 @@ LaunchGeometry SoftmaxFamily::launchGeometry(const SoftmaxVariant& v, const Soft
   // A whole number of clusters (the kernel's clusters are `cluster` consecutive CTAs).
   g.gridX = static_cast<unsigned>(std::clamp<int64_t>(ctas, cluster, kMaxGridX / cluster * cluster));
   g.blockX = static_cast<unsigned>(p.threads);
-  const int stages = p.clusterRows > 1 ? 2 : 1;  // Note [Pipelined slices]
-  g.sharedBytes =
-      p.smem ? static_cast<unsigned>(stages * p.threads * p.items * p.vec * static_cast<int>(elementSize(v.dtype)))
-             : 0;
+  // One stage, pipelined or not (Note [Pipelined slices]).
+  g.sharedBytes = p.smem ? static_cast<unsigned>(p.threads * p.items * p.vec * static_cast<int>(elementSize(v.dtype)))
+                         : 0;
   return g;
 }
 

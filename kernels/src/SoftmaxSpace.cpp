@@ -44,10 +44,6 @@ constexpr int kClusterThreadChoices[] = {256, 512, 1024};
 constexpr int kSmemThreadChoices[] = {256, 512};
 constexpr int kSmemItemChoices[] = {1, 2, 3, 4, 6, 8, 12, 16};
 constexpr int kMaxSmemItems = 16;
-// Pipelined slices (Note [Pipelined slices] below): the most dynamic shared
-// memory the two stages may take (sm_90 gives a CTA 227 KB; the rest is left
-// to the kernel's static buffers).
-constexpr int64_t kMaxPipelinedStageBytes = 224 * 1024;
 // Slices streamed twice (Note [Split streaming] in the template): CTA sizes;
 // 16-byte vectors only (the L2 hints need them).
 constexpr int kSplitStreamThreadChoices[] = {512, 1024};
@@ -81,7 +77,6 @@ bool isSoftmaxPoint(DType dtype, const SoftmaxParams& p) {
                     p.clusterRows)) {
         return false;
       }
-      if (2 * static_cast<int64_t>(p.threads) * p.items * 16 > kMaxPipelinedStageBytes) return false;
     }
     return p.cluster != 1 && contains(std::begin(kClusterChoices), std::end(kClusterChoices), p.cluster) &&
            p.rowsPerCta == 1 && p.vec == maxVec(dtype) &&
@@ -163,13 +158,17 @@ SoftmaxParams tightStaged(SoftmaxParams p, int64_t slice) {
 // Many rows of a length only a 16-CTA cluster stages (float32 [4096,
 // 400000]) stay short of the copy bandwidth that way (docs/design/softmax.md
 // has the measurements). A pipelined point serves clusterRows rows per
-// cluster in turn and stages the next row's slice in a second buffer while
-// the current one is reduced and written, so each SM has loads in flight
-// at every barrier, and 16 or 4 times fewer clusters are started. Its
-// arithmetic is the staged point's: the outputs are the same bits. Offered
-// for many rows, as the twin (16 rows a cluster) of each staged point whose
-// two stages fit (4 rows a cluster, a shorter tail, is one step of the
-// search's variant axis away: FamilyPoint::variant carries clusterRows).
+// cluster in turn, and its write pass refills the stage: a thread issues the
+// copy of a slot's vector of the cluster's next row right after it stored
+// that slot's output, so the next row's loads are in flight while this row
+// is written, in the one stage (a second stage would halve the CTAs an SM
+// holds: the tight float32 point's 104 KB fit twice an SM, 208 KB once), and
+// 16 or 4 times fewer clusters are started. Each thread stages and reads only
+// its own slots, so no barrier guards a refill. Its arithmetic is the staged
+// point's: the outputs are the same bits. Offered for many rows, as the twin
+// (16 rows a cluster) of each staged point (4 rows a cluster, a shorter
+// tail, is one step of the search's variant axis away: FamilyPoint::variant
+// carries clusterRows).
 SoftmaxParams pipelined(SoftmaxParams p, int clusterRows) {
   p.clusterRows = clusterRows;
   return p;

@@ -3,6 +3,7 @@
 
     softmax_probe.py [--rows 4096] [--cols 400000] [--log] [--point 16x512x13]
                      [--variant TAG:ROWS_A_CLUSTER[:-DOPT=1,...] ...] [--reps 15] [--out FILE]
+                     [--template FILE]
                      [--compile-only DIR]
 
 Compiles kernels/softmax/softmax_lastdim.cu (hk_prelude.cuh expanded in place, as SoftmaxFamily::source()
@@ -94,8 +95,8 @@ PROBE_EDITS = [
 ]
 
 
-def source():
-    with open(os.path.join(ROOT, "kernels/softmax/softmax_lastdim.cu")) as f:
+def source(template=""):
+    with open(template or os.path.join(ROOT, "kernels/softmax/softmax_lastdim.cu")) as f:
         text = f.read()
     for old, new in PROBE_EDITS:
         if text.count(old) != 1:
@@ -181,6 +182,7 @@ def main():
     ap.add_argument("--log", action="store_true", help="log_softmax instead of softmax")
     ap.add_argument("--point", default="16x512x13", help="CLUSTERxTHREADSxITEMS of the staged point")
     ap.add_argument("--variant", action="append", default=[], help="TAG:ROWS_A_CLUSTER[:-DOPT=1,...] (repeatable)")
+    ap.add_argument("--template", default="", help="the template to edit (default kernels/softmax/softmax_lastdim.cu)")
     ap.add_argument("--arch", default="sm_90a")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--no-compile", action="store_true", help="do not time torch.compile")
@@ -189,7 +191,7 @@ def main():
     args = ap.parse_args()
 
     nvrtc = find_nvrtc()
-    src = source()
+    src = source(args.template)
     cands = candidates(args)
     for c in cands:
         c["cubin"] = compile_cubin(nvrtc, src, args.arch, c["options"])

@@ -62,9 +62,9 @@ struct SoftmaxParams {
                        // 1024 threads, 16-byte vectors; "split streaming")
   bool smem = false;   // with cluster > 1: the slice staged in shared memory (cp.async, 16-byte vectors)
                        // instead of registers: `items` vectors a thread, threads * items * 16 bytes a CTA
-  int clusterRows = 1;  // with smem: rows each cluster serves in turn; > 1 (16 or 4): the next row's slice is
-                        // staged while the current one is normalized, in a second buffer (twice the shared
-                        // memory; Note [Pipelined slices] in src/SoftmaxSpace.cpp)
+  int clusterRows = 1;  // with smem: rows each cluster serves in turn; > 1 (16 or 4): the write pass refills
+                        // each slot of the stage with the next row's vector (one stage; Note [Pipelined
+                        // slices] in src/SoftmaxSpace.cpp)
 
   int rowThreads() const { return threads / rowsPerCta; }
   bool registerResident() const { return items > 0; }
