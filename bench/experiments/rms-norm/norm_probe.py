@@ -284,6 +284,36 @@ def triton_configs():
     return lines or ["no Triton launcher found"]
 
 
+def load_driver():
+    """libcuda through ctypes, with the argument types of the calls the probes make."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+        ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+    cuda.cuLaunchCooperativeKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+        ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+    cuda.cuModuleLoadData.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p]
+    cuda.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_char_p]
+    cuda.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p]
+    cuda.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    return cuda
+
+
+def time_interleaved(torch, timer, timed, reps):
+    """The project's benchmark method, as ops_bench.py runs it: `timed` is [(name, fn)], warmed up once, then
+    `reps` rounds each timing every fn once (ops_bench.Timer: CUDA events, L2 flushed), the order rotated a round.
+    Returns {name: [microseconds a round]}."""
+    for _, fn in timed:
+        fn()
+    samples = {name: [] for name, _ in timed}
+    for rep in range(reps):
+        order = timed[rep % len(timed):] + timed[:rep % len(timed)]
+        events = [(name, timer.time_us(fn)) for name, fn in order]
+        torch.cuda.synchronize()
+        for name, (e0, e1) in events:
+            samples[name].append(e0.elapsed_time(e1) * 1e3)
+    return samples
+
+
 def percentile(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, max(0, int(round(q * (len(xs) - 1)))))]
@@ -324,14 +354,7 @@ def main():
     import torch
     import torch.nn.functional as F
 
-    cuda = ctypes.CDLL("libcuda.so.1")
-    cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
-        ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
-    cuda.cuLaunchCooperativeKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
-        ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
-    cuda.cuModuleLoadData.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p]
-    cuda.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_char_p]
-    cuda.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p]
+    cuda = load_driver()
     torch.cuda.init()
 
     dt = getattr(torch, args.dtype)
@@ -403,15 +426,7 @@ def main():
     timer = Timer()
     copy_gbps = copy_bandwidth(timer) / 1e9
 
-    for _, fn in timed:  # warm-up
-        fn()
-    samples = {name: [] for name, _ in timed}
-    for rep in range(args.reps):
-        order = timed[rep % len(timed):] + timed[:rep % len(timed)]
-        events = [(name, timer.time_us(fn)) for name, fn in order]
-        torch.cuda.synchronize()
-        for name, (e0, e1) in events:
-            samples[name].append(e0.elapsed_time(e1) * 1e3)
+    samples = time_interleaved(torch, timer, timed, args.reps)
 
     moved = 2 * rows * cols * x.element_size() + cols * x.element_size() + rows * 4
     med = {name: statistics.median(v) for name, v in samples.items()}

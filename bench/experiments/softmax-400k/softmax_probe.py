@@ -41,7 +41,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(ROOT, "bench", "experiments", "rms-norm"))
-from norm_probe import compile_cubin, find_nvrtc, percentile  # noqa: E402  (the probes' NVRTC and statistics)
+from norm_probe import (  # noqa: E402  (the probes' NVRTC, driver, timing and statistics)
+    compile_cubin, find_nvrtc, load_driver, percentile, time_interleaved)
 
 # (text of the production template, its replacement): each must occur exactly once.
 PROBE_EDITS = [
@@ -205,13 +206,7 @@ def main():
 
     import torch
 
-    cuda = ctypes.CDLL("libcuda.so.1")
-    cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
-        ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
-    cuda.cuModuleLoadData.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p]
-    cuda.cuModuleGetFunction.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_char_p]
-    cuda.cuFuncGetAttribute.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_void_p]
-    cuda.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    cuda = load_driver()
     torch.cuda.init()
 
     rows, cols = args.rows, args.cols
@@ -247,15 +242,7 @@ def main():
     from ops_bench import Timer, copy_bandwidth, machine
     timer = Timer()
     copy_gbps = copy_bandwidth(timer) / 1e9
-    for _, fn in timed:
-        fn()
-    samples = {name: [] for name, _ in timed}
-    for rep in range(args.reps):
-        order = timed[rep % len(timed):] + timed[:rep % len(timed)]
-        events = [(name, timer.time_us(fn)) for name, fn in order]
-        torch.cuda.synchronize()
-        for name, (e0, e1) in events:
-            samples[name].append(e0.elapsed_time(e1) * 1e3)
+    samples = time_interleaved(torch, timer, timed, args.reps)
 
     moved = 2 * rows * cols * 4
     med = {name: statistics.median(v) for name, v in samples.items()}
