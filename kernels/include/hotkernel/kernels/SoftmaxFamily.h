@@ -118,8 +118,8 @@ class SoftmaxFamily {
   // (SoftmaxFamilyCompileTest checks the ptxas report of every point).
   static constexpr int kRegisterFileElements = 32768;
   // The rows a pipelined staged point's cluster serves in turn (SoftmaxParams::clusterRows; Note [Pipelined
-  // slices] in src/SoftmaxSpace.cpp): the space offers the first as each staged point's twin (16: the faster of
-  // the two where measured, docs/design/softmax.md), the tuner searches both.
+  // slices] in src/SoftmaxSpace.cpp): the space offers the first as each staged point's twin, the tuner searches
+  // both (the two are within a few percent of each other where measured: docs/design/softmax.md).
   static constexpr int kPipelinedClusterRows[] = {16, 4};
 
   // Whether the family can serve the variant at all: rows >= 1, 1 <= cols <= kMaxCols,
