@@ -17,6 +17,9 @@ TARGETS=(fusion_fuzz_gpu fusion_fuzz hotkernel_cli "${GPU_TESTS[@]}" chain_kerne
          hotkernel_sandbox_compile hotkernel_sandbox_run)
 cmake --build "$BUILD" -j "${HOTKERNEL_JOBS:-2}" --target "${TARGETS[@]}"
 DEST="$ROOT/.deps/prebuilt"
+# Binaries of an earlier prebuild that this one does not rebuild would run against this build's libraries (another
+# ABI): the folder holds only what this run copies.
+rm -rf "$DEST/bin"
 mkdir -p "$DEST/bin" "$DEST/lib"
 for b in fusion_fuzz_gpu fusion_fuzz hotkernel chain_kernel_tool hotkernel-sandbox-compile hotkernel-sandbox-run \
          "${GPU_TESTS[@]}"; do cp "$BUILD/bin/$b" "$DEST/bin/"; done
