@@ -265,9 +265,10 @@ TEST(SoftmaxGpuTest, GivenClusterPointsWhenTheGridHoldsFewerClustersThanRowsThen
   }
 }
 
-// Note [Pipelined slices]: a pipelined point computes what its staged twin computes, row by row, with the next
-// row's slice staged while the current one is reduced and written; rows the grid gives a cluster in turn (4 and
-// 16, and a last cluster with fewer), in place too, softmax and log_softmax: the staged twin's bits.
+// Note [Pipelined slices]: a pipelined point computes what its staged twin computes, row by row, with each slot of
+// the stage refilled with the next row during the current row's write pass; rows the grid gives a cluster in turn
+// (4 and 16, and a last cluster with fewer), slices with slots past their end (which keep the first row's -inf),
+// the widest stage (16 items, 128 KB), in place too, softmax and log_softmax: the staged twin's bits.
 TEST(SoftmaxGpuTest, GivenAPipelinedPointWhenRunThenTheSameBitsAsItsStagedTwin) {
   REQUIRE_CUDA();
   const DeviceInfo info = queryDevice(0);
@@ -281,11 +282,14 @@ TEST(SoftmaxGpuTest, GivenAPipelinedPointWhenRunThenTheSameBitsAsItsStagedTwin) 
   tight.smem = true;
   kernels::SoftmaxParams bf16{256, 8, 4, 1, 4};
   bf16.smem = true;
+  kernels::SoftmaxParams wide{512, 4, 16, 1, 16};
+  wide.smem = true;
   const std::vector<Case> cases = {
       {kernels::SoftmaxOp::Softmax, {DType::Float32, 37, 400000}, tight},
       {kernels::SoftmaxOp::LogSoftmax, {DType::Float32, 21, 399996}, tight},
       {kernels::SoftmaxOp::Softmax, {DType::BFloat16, 131, 20000}, bf16},
       {kernels::SoftmaxOp::LogSoftmax, {DType::BFloat16, 70, 32000}, bf16},
+      {kernels::SoftmaxOp::Softmax, {DType::Float32, 19, 480000}, wide},
   };
   auto load = [&](const Case& c, const kernels::SoftmaxParams& p) {
     const std::string cubin = compileToCubin(SoftmaxFamily::source(), "softmax.cu", info.nvrtcArch(),
