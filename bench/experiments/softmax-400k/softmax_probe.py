@@ -16,17 +16,22 @@ all candidates interleaved in rotating order; paired ratios per repetition, medi
 
 A variant's ROWS_A_CLUSTER sets the grid: ceil(rows / R) clusters, each serving rows r, r + clusters, ...
 (the template's row loop; production launches one row a cluster unless pipelined). Its options may set the
-probe's knobs, which the production template does not have (PROBE_EDITS below rewrite its text; without them a
-candidate compiles the production kernel):
+probe's knobs, which the production template does not have (the probe rewrites its text; without a knob's define
+a candidate compiles the template's kernel). The knobs depend on the template given (--template; which one it is,
+the probe tells from its text), each with its own default variants:
+- the template before 7c15234 (`git show 44b68c0:kernels/softmax/softmax_lastdim.cu`; HK_PIPE=1 there is the
+  two-stage pipeline), PROBE_EDITS_TWO_STAGE:
   HK_PROBE_OVERLAP=1     with R > 1: a thread issues the cp.async of its slot for the cluster's next row
                          right after it wrote that slot's output, so the next row's loads overlap this row's
                          write pass in one stage (each thread stages and reads only its own slots; two CTAs
-                         an SM, where HK_PIPE's two stages leave one)
+                         an SM, where HK_PIPE's two stages leave one); production's HK_PIPE since 7c15234
   HK_PROBE_STORE_HINT=1  the output stores with an L2 evict_first policy
   HK_PROBE_CP_HINT=1     the staging cp.async with an L2 evict_first policy
-HK_PIPE=1 (production's pipelined twin, two stages) is a plain option.
+- the template since 7c15234 (the default; HK_PIPE=1 is the one-stage refill), PROBE_EDITS_REFILL:
+  HK_PROBE_ONLINE=1      (max, sum) pairs reduced over the CTA, each thread's terms against its own maximum
 
-JSON written (format "hotkernel-softmax-probe", version 1): machine, date, op, shape, copy bandwidth and per
+JSON written (format "hotkernel-softmax-probe", version 1): machine, date, op, template ("two-stage" or
+"refill"; absent in files of the first runs, which were "two-stage"), shape, copy bandwidth and per
 candidate {name, options, rowsPerCluster, registers, sharedBytes, medianUs, copyFraction, vsEager, vsCompile,
 maxAbsErr, samplesUs}.
 """
@@ -44,8 +49,8 @@ sys.path.insert(0, os.path.join(ROOT, "bench", "experiments", "rms-norm"))
 from norm_probe import (  # noqa: E402  (the probes' NVRTC, driver, timing and statistics)
     compile_cubin, find_nvrtc, load_driver, percentile, time_interleaved)
 
-# (text of the production template, its replacement): each must occur exactly once.
-PROBE_EDITS = [
+# (text of the template before 7c15234, its replacement): each must occur exactly once.
+PROBE_EDITS_TWO_STAGE = [
     # The staging copy, with the knob's L2 policy (first: the refill below has the same text).
     ('  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(gmem) : "memory");',
      "#if HK_PROBE_CP_HINT\n"
@@ -96,10 +101,30 @@ PROBE_EDITS = [
 ]
 
 
+# The same for the template since 7c15234 (pipelined points refill one stage):
+#   HK_PROBE_ONLINE=1  the CTA reduces (max, sum) pairs, each thread's sum taken against its own maximum (one CTA
+#                      barrier less between the staged slice and the cluster's exchange; not ATen's terms: the
+#                      output differs in the last bits)
+PROBE_EDITS_REFILL = [
+    ("    m = hk_row_max(m, hk_buf[0]);\n    const float base = hk_pair_base(m);\n",
+     "#ifndef HK_PROBE_ONLINE\n#define HK_PROBE_ONLINE 0\n#endif\n"
+     "#if !HK_PROBE_ONLINE\n    m = hk_row_max(m, hk_buf[0]);\n#endif\n    const float base = hk_pair_base(m);\n"),
+    ("    s = hk_row_sum(s, hk_buf[1]);\n#endif  // HK_ITEMS == 0",
+     "#if HK_PROBE_ONLINE\n    hk_row_pair(m, s, hk_buf[0], hk_buf[1]);\n#else\n    s = hk_row_sum(s, hk_buf[1]);\n#endif\n"
+     "#endif  // HK_ITEMS == 0"),
+]
+
+
+def template_kind(text):
+    """"two-stage" for the template before 7c15234 (HK_PIPE: a second stage), else "refill"."""
+    return "two-stage" if "hk_cp_async_wait_prior" in text else "refill"
+
+
 def source(template=""):
     with open(template or os.path.join(ROOT, "kernels/softmax/softmax_lastdim.cu")) as f:
         text = f.read()
-    for old, new in PROBE_EDITS:
+    edits = PROBE_EDITS_TWO_STAGE if template_kind(text) == "two-stage" else PROBE_EDITS_REFILL
+    for old, new in edits:
         if text.count(old) != 1:
             raise RuntimeError(f"kernels/softmax/softmax_lastdim.cu changed: {old[:60]!r} is not there once")
         text = text.replace(old, new)
@@ -110,7 +135,7 @@ def source(template=""):
     return text.replace(include, prelude)
 
 
-DEFAULT_VARIANTS = [
+DEFAULT_VARIANTS_TWO_STAGE = [
     "tight:1",
     "tight-r4:4",
     "tight-r16:16",
@@ -121,17 +146,25 @@ DEFAULT_VARIANTS = [
     "overlap-r16-hints:16:-DHK_PROBE_OVERLAP=1,-DHK_PROBE_STORE_HINT=1,-DHK_PROBE_CP_HINT=1",
     "pipelined-r16:16:-DHK_PIPE=1",
 ]
+DEFAULT_VARIANTS_REFILL = [
+    "tight:1",
+    "refill-r4:4:-DHK_PIPE=1",
+    "refill-r16:16:-DHK_PIPE=1",
+    "online:1:-DHK_PROBE_ONLINE=1",
+    "online-refill-r4:4:-DHK_PIPE=1,-DHK_PROBE_ONLINE=1",
+    "online-refill-r16:16:-DHK_PIPE=1,-DHK_PROBE_ONLINE=1",
+]
 
 
-def candidates(args):
+def candidates(args, kind):
     cluster, threads, items = (int(x) for x in args.point.lower().split("x"))
     base = ["-DHK_DTYPE=0", f"-DHK_THREADS={threads}", "-DHK_ROWS=1", "-DHK_VEC=4", f"-DHK_ITEMS={items}",
             f"-DHK_CLUSTER={cluster}", "-DHK_SMEM=1"] + (["-DHK_LOG=1"] if args.log else [])
     out = []
-    for spec in args.variant or DEFAULT_VARIANTS:
+    for spec in args.variant or (DEFAULT_VARIANTS_TWO_STAGE if kind == "two-stage" else DEFAULT_VARIANTS_REFILL):
         tag, rows_a_cluster, *rest = spec.split(":", 2)
         extra = [o for o in (rest[0] if rest else "").split(",") if o]
-        stages = 2 if "-DHK_PIPE=1" in extra else 1
+        stages = 2 if kind == "two-stage" and "-DHK_PIPE=1" in extra else 1
         out.append({"name": f"{cluster}x{threads}x{items} {tag}", "options": base + extra, "cluster": cluster,
                     "threads": threads, "rowsPerCluster": int(rows_a_cluster),
                     "sharedBytes": stages * threads * items * 16})
@@ -193,7 +226,8 @@ def main():
 
     nvrtc = find_nvrtc()
     src = source(args.template)
-    cands = candidates(args)
+    kind = template_kind(src)
+    cands = candidates(args, kind)
     for c in cands:
         c["cubin"] = compile_cubin(nvrtc, src, args.arch, c["options"])
     if args.compile_only:
@@ -271,6 +305,7 @@ def main():
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": machine(),
         "op": "log_softmax" if args.log else "softmax",
+        "template": kind,
         "dtype": "float32",
         "shape": [rows, cols],
         "copyGBps": copy_gbps,
