@@ -9,8 +9,9 @@
 # reductions (<= 110 s), norms_long (<= 150 s, with >= 70 s left), models (the rest: all four with >= 230 s
 # left, cut where the time ends, else llama alone with >= 100 s). Each step's JSON, log and experiments land in
 # $OUT under the step's name (softmax-400k-bench-ops.json, ...); everything is packed into $OUT/000-all.tgz.
-# OPEN_TARGETS_STEPS picks and orders the steps (default "softmax reductions norms models"); "fuzz" is issue 20's
-# GPU fuzz on the H200 (OPEN_TARGETS_FUZZ_PROGRAMS, default 100008, in 12 processes, seeds from
+# OPEN_TARGETS_STEPS picks and orders the steps (default "softmax reductions norms models"); "probe" is
+# bench/experiments/softmax-400k/softmax_probe.py on the current template (<= 130 s, with >= 90 s left); "fuzz"
+# is issue 20's GPU fuzz on the H200 (OPEN_TARGETS_FUZZ_PROGRAMS, default 100008, in 12 processes, seeds from
 # OPEN_TARGETS_FUZZ_SEED, default 2001, each process stopping after OPEN_TARGETS_FUZZ_SECONDS, default 250, or 20 s
 # before the budget ends), e.g.
 #   OPEN_TARGETS_STEPS="fuzz models" tools/gpu/open-targets.sh
@@ -70,6 +71,15 @@ step_models() {
     HOTKERNEL_MODELS=llama timeout $(( R - 10 )) tools/gpu/run-h200.sh models 2>&1 | grep -v "^tar" | grep -A4 "^| model"
   fi
 }
+step_probe() {
+  R=$(left)
+  if [ "$R" -gt 90 ]; then
+    el "softmax [4096, 400000] probe"
+    timeout $(( R < 135 ? R - 5 : 130 )) python3 bench/experiments/softmax-400k/softmax_probe.py \
+      --out "$OUT/softmax-400k-probe.json" >"$OUT/softmax-400k-probe.log" 2>&1
+    tail -9 "$OUT/softmax-400k-probe.log"
+  fi
+}
 step_fuzz() {
   R=$(left)
   if [ "$R" -gt 90 ]; then
@@ -82,8 +92,8 @@ step_fuzz() {
 }
 for step in ${OPEN_TARGETS_STEPS:-softmax reductions norms models}; do
   case "$step" in
-    softmax | reductions | norms | models | fuzz) "step_$step" ;;
-    *) el "unknown step '$step' (softmax, reductions, norms, models, fuzz): skipped" ;;
+    softmax | reductions | norms | models | fuzz | probe) "step_$step" ;;
+    *) el "unknown step '$step' (softmax, reductions, norms, models, fuzz, probe): skipped" ;;
   esac
 done
 el "done"
