@@ -71,7 +71,8 @@ PROBE_EDITS_TWO_STAGE = [
      "__device__ __forceinline__ void hk_probe_store(hk_pack* a, const hk_pack& p) {\n"
      "#if HK_PROBE_STORE_HINT\n"
      "  const unsigned int* r = reinterpret_cast<const unsigned int*>(&p);\n"
-     "  asm volatile(\"st.global.L2::cache_hint.v4.u32 [%0], {%1,%2,%3,%4}, %5;\" ::\"l\"(a), \"r\"(r[0]), \"r\"(r[1]),\n"
+     "  asm volatile(\"st.global.L2::cache_hint.v4.u32 [%0], {%1,%2,%3,%4}, %5;\"\n"
+     "               ::\"l\"(a), \"r\"(r[0]), \"r\"(r[1]),\n"
      "               \"r\"(r[2]), \"r\"(r[3]), \"l\"(hk_probe_evict_first()) : \"memory\");\n"
      "#else\n  *a = p;\n#endif\n}\n"
      # The refill of a slot: issued after the slot's output store, which waits for the slot's shared-memory
@@ -110,7 +111,8 @@ PROBE_EDITS_REFILL = [
      "#ifndef HK_PROBE_ONLINE\n#define HK_PROBE_ONLINE 0\n#endif\n"
      "#if !HK_PROBE_ONLINE\n    m = hk_row_max(m, hk_buf[0]);\n#endif\n    const float base = hk_pair_base(m);\n"),
     ("    s = hk_row_sum(s, hk_buf[1]);\n#endif  // HK_ITEMS == 0",
-     "#if HK_PROBE_ONLINE\n    hk_row_pair(m, s, hk_buf[0], hk_buf[1]);\n#else\n    s = hk_row_sum(s, hk_buf[1]);\n#endif\n"
+     "#if HK_PROBE_ONLINE\n    hk_row_pair(m, s, hk_buf[0], hk_buf[1]);\n"
+     "#else\n    s = hk_row_sum(s, hk_buf[1]);\n#endif\n"
      "#endif  // HK_ITEMS == 0"),
 ]
 
