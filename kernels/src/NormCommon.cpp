@@ -35,7 +35,7 @@ constexpr int kSplitStreamThreadChoices[] = {512, 1024};
 // Split rows over a cooperative grid (Note [Split norm rows over a cooperative grid] in
 // kernels/norm/rms_norm.cu): CTAs a row, streamed slices of 16-byte vectors at 512 or 1024 threads.
 constexpr int kGridSplitChoices[] = {4, 8, 16, 32, 64};
-constexpr int kMaxGridSplit = 64;
+constexpr int kMaxGridSplit = kGridSplitChoices[std::size(kGridSplitChoices) - 1];
 // Note [Norm split-row points]
 // A guess, to be measured like every point. Fewer rows than kFewRows leave SMs
 // idle with a CTA a row (H200: 132 SMs, two 1024-thread CTAs each), and rows
@@ -108,14 +108,13 @@ std::vector<NormParams> splitRowPoints(const Shape& s, int vec) {
 // The grid-split points for `s` at width `vec` (the dtype's widest), best guess first (Note [Norm
 // split-row points]).
 std::vector<NormParams> gridSplitPoints(const Shape& s, int vec) {
+  int split = 0;  // the widest split whose grid fits one wave
+  for (int c : kGridSplitChoices) {
+    if (s.rows * c <= kGridWaveCtas) split = c;
+  }
+  if (split == 0) return {};
   std::vector<NormParams> best, halves;
   for (int threads : {1024, 512}) {
-    const int64_t wave = kGridWaveCtas;
-    int split = 0;
-    for (int c : kGridSplitChoices) {
-      if (s.rows * c <= wave) split = c;
-    }
-    if (split == 0) continue;
     const NormParams p{threads, vec, 0, 1, 1, split};
     const NormParams half{threads, vec, 0, 1, 1, split / 2};
     if (detail::normGuardParams(s.dtype, s.rows, s.cols, p)) best.push_back(p);
