@@ -15,10 +15,27 @@
 //                                          long long srcRows, long long srcCols, long long srcLd)
 // Preconditions (MmPadFamily's guards, on the host): dst aligned to HK_VEC * 2
 // bytes, src to 2; srcRows <= dstRows, srcCols <= dstCols <= srcLd or srcRows
-// <= 1; dst does not overlap src. The grid is any size: a grid-stride loop
+// <= 1; dst does not overlap src. A 16-byte aligned source is read in whole
+// aligned 16-byte vectors (Note [Shifted source vectors]): up to 7 elements
+// past a row's srcCols, within the vector that holds its last element (no
+// page boundary crossed; the values are not used). The grid is any size: a grid-stride loop
 // covers the destination, each thread HK_VEC consecutive elements of it (one
 // aligned vector store), then the last dstRows * dstCols % HK_VEC elements one
 // each.
+//
+// Note [Shifted source vectors]
+// With N odd, the output copy's destination rows start at every 2-byte
+// offset, so a destination vector and its source elements are never aligned
+// alike. A thread keeps the (row, column) of its vector and steps it by the
+// grid stride (one division per thread, not one per vector). A vector inside
+// one destination row whose elements all come from the source is read, when
+// HK_VEC is 8, the source 16-byte aligned and srcLd a multiple of 8, as the
+// one or two aligned 16-byte source vectors that hold it, shifted by the
+// column's offset in them (c % 8: the same for the whole row, so a warp
+// takes one branch of the shift's switch); the second vector is the next
+// thread's first, which the L1 serves. Vectors that cross a row end or reach
+// past the source (one a row, and the zero padding) are built element by
+// element; vectors wholly past the source are zeros.
 
 #if !defined(HK_THREADS) || !defined(HK_VEC)
 #error "pad_rows.cu needs HK_THREADS and HK_VEC"
@@ -35,6 +52,34 @@ __device__ __forceinline__ hk_bits hk_source_at(const hk_bits* src, long long r,
   return (r < srcRows && c < srcCols) ? src[r * srcLd + c] : (hk_bits)0;
 }
 
+#if HK_VEC == 8
+// Elements [SH, SH + 8) of the concatenation a, b (Note [Shifted source vectors]).
+template <int SH>
+__device__ __forceinline__ hk_bits_pack hk_shifted(const hk_bits_pack& a, const hk_bits_pack& b) {
+  hk_bits_pack out;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) out.v[j] = j + SH < 8 ? a.v[(j + SH) % 8] : b.v[(j + SH) % 8];
+  return out;
+}
+
+// The 8 source elements from index s on, from the aligned vectors that hold them; sh = s % 8.
+__device__ __forceinline__ hk_bits_pack hk_load_shifted(const hk_bits* src, long long s, int sh) {
+  const hk_bits_pack* at = reinterpret_cast<const hk_bits_pack*>(src + (s - sh));
+  const hk_bits_pack a = at[0];
+  if (sh == 0) return a;
+  const hk_bits_pack b = at[1];
+  switch (sh) {
+    case 1: return hk_shifted<1>(a, b);
+    case 2: return hk_shifted<2>(a, b);
+    case 3: return hk_shifted<3>(a, b);
+    case 4: return hk_shifted<4>(a, b);
+    case 5: return hk_shifted<5>(a, b);
+    case 6: return hk_shifted<6>(a, b);
+    default: return hk_shifted<7>(a, b);
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(HK_THREADS)
     hk_pad_rows(const void* srcPtr, void* dstPtr, long long dstRows, long long dstCols, long long srcRows,
                 long long srcCols, long long srcLd) {
@@ -44,23 +89,45 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
   const long long packs = total / HK_VEC;
   const long long stride = (long long)gridDim.x * HK_THREADS;
   const long long first = (long long)blockIdx.x * HK_THREADS + threadIdx.x;
+#if HK_VEC == 8
+  const bool vectorSource = ((unsigned long long)srcPtr % 16) == 0 && srcLd % 8 == 0;
+#endif
+  // The pack's first element at (r, c), stepped by the stride's (dr, dc) rows and columns.
+  const long long strideElements = stride * HK_VEC;
+  const long long dr = strideElements / dstCols, dc = strideElements - dr * dstCols;
+  long long r = (first * HK_VEC) / dstCols;
+  long long c = first * HK_VEC - r * dstCols;
   for (long long p = first; p < packs; p += stride) {
-    long long r = (p * HK_VEC) / dstCols;
-    long long c = p * HK_VEC - r * dstCols;
     hk_bits_pack out;
+    if (c + HK_VEC <= dstCols && (r >= srcRows || c >= srcCols)) {
 #pragma unroll
-    for (int j = 0; j < HK_VEC; ++j) {
-      out.v[j] = hk_source_at(src, r, c, srcRows, srcCols, srcLd);
-      if (++c == dstCols) {
-        c = 0;
-        ++r;
+      for (int j = 0; j < HK_VEC; ++j) out.v[j] = 0;
+#if HK_VEC == 8
+    } else if (vectorSource && c + 8 <= srcCols) {  // inside the row and the source (the branch above)
+      out = hk_load_shifted(src, r * srcLd + c, (int)(c % 8));
+#endif
+    } else {
+      long long er = r, ec = c;
+#pragma unroll
+      for (int j = 0; j < HK_VEC; ++j) {
+        out.v[j] = hk_source_at(src, er, ec, srcRows, srcCols, srcLd);
+        if (++ec == dstCols) {
+          ec = 0;
+          ++er;
+        }
       }
     }
     reinterpret_cast<hk_bits_pack*>(dst)[p] = out;
+    c += dc;
+    r += dr;
+    if (c >= dstCols) {
+      c -= dstCols;
+      ++r;
+    }
   }
   const long long i = packs * HK_VEC + first;  // the tail: fewer than HK_VEC elements
   if (i < total) {
-    const long long r = i / dstCols;
-    dst[i] = hk_source_at(src, r, i - r * dstCols, srcRows, srcCols, srcLd);
+    const long long tr = i / dstCols;
+    dst[i] = hk_source_at(src, tr, i - tr * dstCols, srcRows, srcCols, srcLd);
   }
 }

@@ -215,9 +215,10 @@ TEST(MmPadFamilyHostTest, GivenEveryPointWhenItPadsAWeightAndCopiesAnOutputOnThe
   for (const MmPadParams& p : MmPadFamily::allParameterPoints()) {
     const HostPadRows kernel(p);
     // The weight [n, k] padded to [n8, k], and the [m, n8] output copied into [m, n]: n odd, so the copy's
-    // vectors cross rows; small grids so that the grid-stride loop runs several times.
+    // vectors cross rows and its rows start at every offset of a 16-byte source vector (the shifted loads of
+    // vec 8, Note [Shifted source vectors]); small grids so that the grid-stride loop runs several times.
     using Shape = std::tuple<int64_t, int64_t, int64_t>;
-    for (const auto& [m, n, k] : std::vector<Shape>{{3, 9, 8}, {5, 1, 16}, {7, 13, 24}}) {
+    for (const auto& [m, n, k] : std::vector<Shape>{{3, 9, 8}, {5, 1, 16}, {7, 13, 24}, {17, 61, 8}}) {
       const int64_t n8 = (n + 7) / 8 * 8;
       std::vector<uint16_t> weight(static_cast<size_t>(n * k)), wide(static_cast<size_t>(m * n8));
       for (size_t i = 0; i < weight.size(); ++i) weight[i] = static_cast<uint16_t>(0x3c00 + i);
@@ -228,6 +229,12 @@ TEST(MmPadFamilyHostTest, GivenEveryPointWhenItPadsAWeightAndCopiesAnOutputOnThe
         EXPECT_EQ(w8, expected(weight, n8, k, n, k, k)) << p.describe() << " pad " << m << "x" << n << "x" << k;
         kernel(grid, wide.data(), out.data(), m, n, m, n, n8);
         EXPECT_EQ(out, expected(wide, m, n, m, n, n8)) << p.describe() << " copy " << m << "x" << n << "x" << k;
+        // A source 2-byte but not 16-byte aligned (the shifted vectors need 16): element by element.
+        std::vector<uint16_t> misaligned(wide.size() + 1);
+        std::copy(wide.begin(), wide.end(), misaligned.begin() + 1);
+        std::fill(out.begin(), out.end(), uint16_t{0xffff});
+        kernel(grid, misaligned.data() + 1, out.data(), m, n, m, n, n8);
+        EXPECT_EQ(out, expected(wide, m, n, m, n, n8)) << p.describe() << " misaligned copy " << m << "x" << n;
       }
     }
   }
