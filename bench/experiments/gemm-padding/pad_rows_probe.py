@@ -19,8 +19,6 @@ registers, medianUs, copyFraction, vsAten, vsBase (the same point of --base), sa
 """
 import argparse
 import ctypes
-import datetime
-import json
 import os
 import statistics
 import sys
@@ -28,8 +26,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(ROOT, "bench", "experiments", "rms-norm"))
-from norm_probe import (  # noqa: E402  (the probes' NVRTC, driver, timing and statistics)
-    compile_cubin, find_nvrtc, load_driver, percentile, time_interleaved)
+from norm_probe import (  # noqa: E402  (the probes' NVRTC, driver, timing, statistics and JSON)
+    LoadedFunction, compile_cubin, find_nvrtc, load_driver, paired_ratio, time_interleaved, write_cubins,
+    write_probe_json)
 
 TEMPLATE = os.path.join(ROOT, "kernels", "gemm", "pad_rows.cu")
 MAX_THREADS_IN_GRID = 1 << 20
@@ -41,20 +40,9 @@ COPIES = [
 ]
 
 
-class Kernel:
+class Kernel(LoadedFunction):
     def __init__(self, cuda, image):
-        self.cuda = cuda
-        self.module, self.fn = ctypes.c_void_p(), ctypes.c_void_p()
-        self.check(cuda.cuModuleLoadData(ctypes.byref(self.module), image), "cuModuleLoadData")
-        self.check(cuda.cuModuleGetFunction(ctypes.byref(self.fn), self.module, b"hk_pad_rows"), "cuModuleGetFunction")
-        regs = ctypes.c_int()
-        self.check(cuda.cuFuncGetAttribute(ctypes.byref(regs), 4, self.fn), "cuFuncGetAttribute")
-        self.registers = regs.value
-
-    @staticmethod
-    def check(rc, what):
-        if rc != 0:
-            raise RuntimeError(f"{what} failed: CUresult {rc}")
+        super().__init__(cuda, image, b"hk_pad_rows")
 
     def launch(self, torch, src, dst, shape, threads, vec):
         dst_rows, dst_cols, src_rows, src_cols, src_ld = shape
@@ -90,11 +78,7 @@ def main():
             cands.append({"name": f"{tag} {threads}x{vec}", "template": tag, "threads": threads, "vec": vec,
                           "cubin": cubin})
     if args.compile_only:
-        os.makedirs(args.compile_only, exist_ok=True)
-        for c in cands:
-            with open(os.path.join(args.compile_only, c["name"].replace(" ", "_") + ".cubin"), "wb") as f:
-                f.write(c["cubin"])
-        print(f"wrote {len(cands)} cubins to {args.compile_only}")
+        write_cubins(args.compile_only, cands)
         return 0
 
     import torch
@@ -139,20 +123,16 @@ def main():
         moved = 2 * dst.element_size() * dst_rows * dst_cols  # read once, written once (the zeros only written)
         med = {n: statistics.median(v) for n, v in samples.items()}
 
-        def ratios(a, b):
-            r = [y / x for x, y in zip(samples[a], samples[b])]
-            return {"median": statistics.median(r), "low": percentile(r, 0.025), "high": percentile(r, 0.975)}
-
         entries = []
         for n, _ in timed:
             c = next((c for c in cands if c["name"] == n), {})
             e = {"name": n, "template": c.get("template", "aten"), "threads": c.get("threads"), "vec": c.get("vec"),
                  "registers": c["kernel"].registers if c else None, "medianUs": med[n],
-                 "copyFraction": moved / (med[n] * 1e-6) / (copy_gbps * 1e9), "vsAten": ratios(n, "aten"),
-                 "samplesUs": samples[n]}
+                 "copyFraction": moved / (med[n] * 1e-6) / (copy_gbps * 1e9),
+                 "vsAten": paired_ratio(samples, n, "aten"), "samplesUs": samples[n]}
             base = f"base {c['threads']}x{c['vec']}" if c.get("template") == "current" else ""
             if base in samples:
-                e["vsBase"] = ratios(n, base)
+                e["vsBase"] = paired_ratio(samples, n, base)
             entries.append(e)
             print(f"{name:16s} {n:16s} {med[n]:8.1f} us {100 * e['copyFraction']:5.1f}% copy  vs aten "
                   f"{e['vsAten']['median']:.3f}x" + (f"  vs base {e['vsBase']['median']:.3f}x "
@@ -162,20 +142,8 @@ def main():
                        "bytes": moved, "candidates": entries})
         del src, dst
 
-    doc = {
-        "format": "hotkernel-pad-rows-probe",
-        "version": 1,
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": machine(),
-        "copyGBps": copy_gbps,
-        "reps": args.reps,
-        "method": "CUDA events per call, L2 flushed before each, GPU kept busy while enqueued, candidates "
-                  "interleaved in rotating order; ratios paired per repetition (median, 2.5/97.5 percentiles)",
-        "copies": report,
-    }
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-    print(f"written {args.out}")
+    write_probe_json(args.out, "hotkernel-pad-rows-probe", 1, machine(),
+                     {"copyGBps": copy_gbps, "reps": args.reps, "copies": report})
     return 0
 
 

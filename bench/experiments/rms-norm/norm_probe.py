@@ -166,12 +166,15 @@ def candidates(args):
     return out
 
 
-class Kernel:
-    def __init__(self, cuda, image):
+class LoadedFunction:
+    """The kernel `name` of a cubin or PTX image, loaded through the driver (load_driver()): module, fn and its
+    register count. The probes' kernels derive from it."""
+
+    def __init__(self, cuda, image, name):
         self.cuda, self.image = cuda, image
         self.module, self.fn = ctypes.c_void_p(), ctypes.c_void_p()
-        self.check(cuda.cuModuleLoadData(ctypes.byref(self.module), self.image), "cuModuleLoadData")
-        self.check(cuda.cuModuleGetFunction(ctypes.byref(self.fn), self.module, b"hk_rms_norm"), "cuModuleGetFunction")
+        self.check(cuda.cuModuleLoadData(ctypes.byref(self.module), image), "cuModuleLoadData")
+        self.check(cuda.cuModuleGetFunction(ctypes.byref(self.fn), self.module, name), "cuModuleGetFunction")
         regs = ctypes.c_int()
         self.check(cuda.cuFuncGetAttribute(ctypes.byref(regs), 4, self.fn), "cuFuncGetAttribute")  # NUM_REGS
         self.registers = regs.value
@@ -180,6 +183,11 @@ class Kernel:
     def check(rc, what):
         if rc != 0:
             raise RuntimeError(f"{what} failed: CUresult {rc}")
+
+
+class Kernel(LoadedFunction):
+    def __init__(self, cuda, image):
+        super().__init__(cuda, image, b"hk_rms_norm")
 
     def launch(self, torch, x, w, out, rstd, eps, threads, split=1, work=None):
         """`work`: a grid split's float32 workspace (rows * split partials, then the counter at 0)."""
@@ -217,13 +225,8 @@ class TritonKernel:
         self.name = meta["name"].encode()
         self.threads = 32 * int(meta["num_warps"])
         self.shared = int(meta.get("shared", 0))
-        self.cuda = cuda
-        self.module, self.fn = ctypes.c_void_p(), ctypes.c_void_p()
-        Kernel.check(cuda.cuModuleLoadData(ctypes.byref(self.module), self.image), "cuModuleLoadData (PTX)")
-        Kernel.check(cuda.cuModuleGetFunction(ctypes.byref(self.fn), self.module, self.name), "cuModuleGetFunction")
-        regs = ctypes.c_int()
-        Kernel.check(cuda.cuFuncGetAttribute(ctypes.byref(regs), 4, self.fn), "cuFuncGetAttribute")
-        self.registers = regs.value
+        loaded = LoadedFunction(cuda, self.image, self.name)
+        self.cuda, self.module, self.fn, self.registers = cuda, loaded.module, loaded.fn, loaded.registers
 
     def launch(self, torch, x, w, out):
         rows, cols = x.shape
@@ -319,6 +322,38 @@ def percentile(xs, q):
     return xs[min(len(xs) - 1, max(0, int(round(q * (len(xs) - 1)))))]
 
 
+METHOD = ("CUDA events per call, L2 flushed before each, GPU kept busy while enqueued, candidates "
+          "interleaved in rotating order; ratios paired per repetition (median, 2.5/97.5 percentiles)")
+
+
+def paired_ratio(samples, name, base):
+    """`name`'s speed-up over `base` from time_interleaved's samples: base / name per round, median and the
+    2.5 / 97.5 percentiles."""
+    r = [b / a for a, b in zip(samples[name], samples[base])]
+    return {"median": statistics.median(r), "low": percentile(r, 0.025), "high": percentile(r, 0.975)}
+
+
+def write_cubins(folder, cands):
+    """--compile-only: each candidate's cubin as FOLDER/<its name, spaces as underscores, no brackets>.cubin."""
+    os.makedirs(folder, exist_ok=True)
+    for c in cands:
+        name = c["name"].replace(" ", "_").replace("[", "").replace("]", "")
+        with open(os.path.join(folder, name + ".cubin"), "wb") as f:
+            f.write(c["cubin"])
+    print(f"wrote {len(cands)} cubins to {folder}")
+
+
+def write_probe_json(path, fmt, version, machine, fields):
+    """A probe's JSON: format, version, date (UTC), machine (ops_bench.machine()), the method, then `fields`."""
+    doc = {"format": fmt, "version": version,
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "machine": machine, "method": METHOD}
+    doc.update(fields)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    print(f"written {path}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=16384)
@@ -343,12 +378,7 @@ def main():
     for c in cands:
         c["cubin"] = compile_cubin(nvrtc, src, args.arch, c["options"])
     if args.compile_only:
-        os.makedirs(args.compile_only, exist_ok=True)
-        for c in cands:
-            name = c["name"].replace(" ", "_").replace("[", "").replace("]", "")
-            with open(os.path.join(args.compile_only, name + ".cubin"), "wb") as f:
-                f.write(c["cubin"])
-        print(f"wrote {len(cands)} cubins to {args.compile_only}")
+        write_cubins(args.compile_only, cands)
         return 0
 
     import torch
@@ -433,8 +463,6 @@ def main():
     print(f"copy bandwidth {copy_gbps:.0f} GB/s; eager {med['eager']:.1f} us, compile {med['compile']:.1f} us")
     for c in [{"name": "eager"}, {"name": "compile"}] + [c for c in cands if "dropped" not in c]:
         name = c["name"]
-        ratios_c = [b / a for a, b in zip(samples[name], samples["compile"])]
-        ratios_e = [b / a for a, b in zip(samples[name], samples["eager"])]
         entry = {
             "name": name,
             "params": c.get("params"),
@@ -443,10 +471,8 @@ def main():
             "registers": c.get("registers"),
             "medianUs": med[name],
             "copyFraction": moved / (med[name] * 1e-6) / (copy_gbps * 1e9),
-            "vsCompile": {"median": statistics.median(ratios_c), "low": percentile(ratios_c, 0.025),
-                          "high": percentile(ratios_c, 0.975)},
-            "vsEager": {"median": statistics.median(ratios_e), "low": percentile(ratios_e, 0.025),
-                        "high": percentile(ratios_e, 0.975)},
+            "vsCompile": paired_ratio(samples, name, "compile"),
+            "vsEager": paired_ratio(samples, name, "eager"),
             "maxAbsErr": c.get("maxAbsErr"),
             "maxRstdRelErr": c.get("maxRstdRelErr"),
             "samplesUs": samples[name],
@@ -456,23 +482,14 @@ def main():
               f"vs compile {entry['vsCompile']['median']:.3f}x [{entry['vsCompile']['low']:.3f}, "
               f"{entry['vsCompile']['high']:.3f}]  regs {c.get('registers')}", flush=True)
 
-    doc = {
-        "format": "hotkernel-norm-probe",
-        "version": 1,
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": machine(),
+    write_probe_json(args.out, "hotkernel-norm-probe", 1, machine(), {
         "op": "rms_norm (weight, eps=None)",
         "dtype": args.dtype,
         "shape": [rows, cols],
         "copyGBps": copy_gbps,
         "reps": args.reps,
-        "method": "CUDA events per call, L2 flushed before each, GPU kept busy while enqueued, candidates "
-                  "interleaved in rotating order; ratios paired per repetition (median, 2.5/97.5 percentiles)",
         "candidates": report,
-    }
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-    print(f"written {args.out}")
+    })
     return 0
 
 

@@ -37,8 +37,6 @@ maxAbsErr, samplesUs}.
 """
 import argparse
 import ctypes
-import datetime
-import json
 import os
 import statistics
 import sys
@@ -46,8 +44,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(ROOT, "bench", "experiments", "rms-norm"))
-from norm_probe import (  # noqa: E402  (the probes' NVRTC, driver, timing and statistics)
-    compile_cubin, find_nvrtc, load_driver, percentile, time_interleaved)
+from norm_probe import (  # noqa: E402  (the probes' NVRTC, driver, timing, statistics and JSON)
+    LoadedFunction, compile_cubin, find_nvrtc, load_driver, paired_ratio, time_interleaved, write_cubins,
+    write_probe_json)
 
 # (text of the template before 7c15234, its replacement): each must occur exactly once.
 PROBE_EDITS_TWO_STAGE = [
@@ -173,24 +172,12 @@ def candidates(args, kind):
     return out
 
 
-class Kernel:
+class Kernel(LoadedFunction):
     def __init__(self, cuda, image, shared, cluster):
-        self.cuda = cuda
-        self.module, self.fn = ctypes.c_void_p(), ctypes.c_void_p()
-        self.check(cuda.cuModuleLoadData(ctypes.byref(self.module), image), "cuModuleLoadData")
-        self.check(cuda.cuModuleGetFunction(ctypes.byref(self.fn), self.module, b"hk_softmax_lastdim"),
-                   "cuModuleGetFunction")
+        super().__init__(cuda, image, b"hk_softmax_lastdim")
         self.check(cuda.cuFuncSetAttribute(self.fn, 8, shared), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED)")
         if cluster > 8:
             self.check(cuda.cuFuncSetAttribute(self.fn, 14, 1), "cuFuncSetAttribute(NON_PORTABLE_CLUSTER)")
-        regs = ctypes.c_int()
-        self.check(cuda.cuFuncGetAttribute(ctypes.byref(regs), 4, self.fn), "cuFuncGetAttribute")
-        self.registers = regs.value
-
-    @staticmethod
-    def check(rc, what):
-        if rc != 0:
-            raise RuntimeError(f"{what} failed: CUresult {rc}")
 
     def launch(self, torch, x, out, c):
         rows, cols = x.shape
@@ -233,11 +220,7 @@ def main():
     for c in cands:
         c["cubin"] = compile_cubin(nvrtc, src, args.arch, c["options"])
     if args.compile_only:
-        os.makedirs(args.compile_only, exist_ok=True)
-        for c in cands:
-            with open(os.path.join(args.compile_only, c["name"].replace(" ", "_") + ".cubin"), "wb") as f:
-                f.write(c["cubin"])
-        print(f"wrote {len(cands)} cubins to {args.compile_only}")
+        write_cubins(args.compile_only, cands)
         return 0
 
     import torch
@@ -285,40 +268,27 @@ def main():
     print(f"copy bandwidth {copy_gbps:.0f} GB/s; eager {med['eager']:.1f} us" +
           (f", compile {med['compile']:.1f} us" if "compile" in med else ""))
 
-    def ratios(name, base):
-        r = [b / a for a, b in zip(samples[name], samples[base])]
-        return {"median": statistics.median(r), "low": percentile(r, 0.025), "high": percentile(r, 0.975)}
-
     for c in [{"name": n} for n, _ in timed if n in ("eager", "compile")] + [c for c in cands if "dropped" not in c]:
         name = c["name"]
         entry = {k: c.get(k) for k in ("name", "options", "rowsPerCluster", "registers", "sharedBytes", "maxAbsErr")}
         entry.update(medianUs=med[name], copyFraction=moved / (med[name] * 1e-6) / (copy_gbps * 1e9),
-                     vsEager=ratios(name, "eager"), samplesUs=samples[name])
+                     vsEager=paired_ratio(samples, name, "eager"), samplesUs=samples[name])
         if "compile" in samples:
-            entry["vsCompile"] = ratios(name, "compile")
+            entry["vsCompile"] = paired_ratio(samples, name, "compile")
         report.append(entry)
         print(f"{name:36s} {med[name]:8.1f} us  {100 * entry['copyFraction']:5.1f}% copy  vs eager "
               f"{entry['vsEager']['median']:.3f}x [{entry['vsEager']['low']:.3f}, {entry['vsEager']['high']:.3f}]"
               f"  regs {c.get('registers')}", flush=True)
 
-    doc = {
-        "format": "hotkernel-softmax-probe",
-        "version": 1,
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "machine": machine(),
+    write_probe_json(args.out, "hotkernel-softmax-probe", 1, machine(), {
         "op": "log_softmax" if args.log else "softmax",
         "template": kind,
         "dtype": "float32",
         "shape": [rows, cols],
         "copyGBps": copy_gbps,
         "reps": args.reps,
-        "method": "CUDA events per call, L2 flushed before each, GPU kept busy while enqueued, candidates "
-                  "interleaved in rotating order; ratios paired per repetition (median, 2.5/97.5 percentiles)",
         "candidates": report,
-    }
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-    print(f"written {args.out}")
+    })
     return 0
 
 
