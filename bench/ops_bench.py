@@ -57,7 +57,9 @@ ideal traffic and exits, without a GPU.
 Output: "hotkernel-bench" v1 JSON, benchmark "ops", one result per case, and a
 Markdown table on stdout (the README's table is pasted from it). The JSON's
 "environment" holds the HOTKERNEL_* variables the run saw (HOTKERNEL_OPS, the
-sampling, ...; added within v1, absent from files written before it).
+sampling, ...; added within v1, absent from files written before it). Each
+result's "outputStrides" holds the strides of each implementation's output
+(eager, hotkernel, compile; added within v1 on 2026-12-06, absent before).
 """
 import argparse
 import ctypes
@@ -588,8 +590,13 @@ def run_case(hk, timer, op, dtype_name, shape, args, copy_bps):
 
     impls = {"eager": eager, "hotkernel": lambda: fn(x), "compile": lambda: compiled(x)}
     names = list(impls)
-    # Max error against float64, each implementation once.
-    errors = {name: max_error(op, x, first_output(impls[name]()), ref64) for name in names}
+    # Max error against float64 and the output's strides (torch.compile may return another layout than eager's,
+    # e.g. a padded row stride), each implementation once.
+    errors, strides = {}, {}
+    for name in names:
+        out = first_output(impls[name]())
+        errors[name], strides[name] = max_error(op, x, out, ref64), list(out.stride())
+        del out
     for _ in range(args.warmup):
         for name in names:
             impls[name]()
@@ -615,7 +622,7 @@ def run_case(hk, timer, op, dtype_name, shape, args, copy_bps):
         "bytes": nbytes, "hotkernelGBps": gbps, "copyFraction": gbps * 1e9 / copy_bps,
         "eagerGBps": nbytes / (vs_eager["baseline"]["median"] * 1e-6) / 1e9,
         "compileGBps": nbytes / (vs_compile["baseline"]["median"] * 1e-6) / 1e9,
-        "maxErrorVsFloat64": errors, "compileSeconds": round(compile_seconds, 2),
+        "maxErrorVsFloat64": errors, "outputStrides": strides, "compileSeconds": round(compile_seconds, 2),
         "samplesUs": {k: [round(v, 3) for v in s] for k, s in samples.items()},
     }
 
