@@ -13,7 +13,11 @@
 # bench/experiments/softmax-400k/softmax_probe.py on the current template (<= 130 s, with >= 90 s left); "fuzz"
 # is issue 20's GPU fuzz on the H200 (OPEN_TARGETS_FUZZ_PROGRAMS, default 100008, in 12 processes, seeds from
 # OPEN_TARGETS_FUZZ_SEED, default 2001, each process stopping after OPEN_TARGETS_FUZZ_SECONDS, default 250, or 20 s
-# before the budget ends), e.g.
+# before the budget ends); "fusion" is issue 20's fused chain kernels against eager and torch.compile
+# (fusion_bench.py's default cases, <= 120 s, with >= 60 s left); "lm_heads" the padded GEMMs of GPT-2's and BERT's
+# heads through the tuner (ops_bench.py --cases lm_heads, HOTKERNEL_OPS=mm,addmm, <= 120 s, with >= 50 s left);
+# "pad_probe" bench/experiments/gemm-padding/pad_rows_probe.py against OPEN_TARGETS_PAD_BASE (an earlier
+# pad_rows.cu, default none: the current template alone; <= 75 s, with >= 50 s left), e.g.
 #   OPEN_TARGETS_STEPS="fuzz models" tools/gpu/open-targets.sh
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -90,11 +94,39 @@ step_fuzz() {
       timeout $(( budget + 15 )) tools/gpu/run-h200.sh fuzz_gpu 2>&1 | grep -v "^tar" | grep "programs" | tail -3
   fi
 }
+step_fusion() {
+  R=$(left)
+  if [ "$R" -gt 60 ]; then
+    el "fused chain kernels"
+    timeout $(( R < 125 ? R - 5 : 120 )) tools/gpu/run-h200.sh fusion 2>&1 | grep -v "^tar" | grep "^|" | tail -12
+  fi
+}
+step_lm_heads() {
+  R=$(left)
+  if [ "$R" -gt 50 ]; then
+    el "LM heads (padded GEMMs)"
+    HOTKERNEL_OPS_CASES=lm_heads timeout $(( R < 125 ? R - 5 : 120 )) tools/gpu/run-h200.sh ops 2>&1 | grep -v "^tar" |
+      grep "^|" | tail -3
+    keep lm-heads
+  fi
+}
+step_pad_probe() {
+  R=$(left)
+  if [ "$R" -gt 50 ]; then
+    el "pad_rows probe"
+    timeout $(( R < 80 ? R - 5 : 75 )) python3 bench/experiments/gemm-padding/pad_rows_probe.py \
+      ${OPEN_TARGETS_PAD_BASE:+--base "$OPEN_TARGETS_PAD_BASE"} --out "$OUT/pad-rows-probe.json" \
+      >"$OUT/pad-rows-probe.log" 2>&1
+    grep -v "registers" "$OUT/pad-rows-probe.log" | tail -16
+  fi
+}
+STEPS_KNOWN="softmax reductions norms models fuzz probe fusion lm_heads pad_probe"
 for step in ${OPEN_TARGETS_STEPS:-softmax reductions norms models}; do
-  case "$step" in
-    softmax | reductions | norms | models | fuzz | probe) "step_$step" ;;
-    *) el "unknown step '$step' (softmax, reductions, norms, models, fuzz, probe): skipped" ;;
-  esac
+  if echo " $STEPS_KNOWN " | grep -q " $step "; then
+    "step_$step"
+  else
+    el "unknown step '$step' ($STEPS_KNOWN): skipped"
+  fi
 done
 el "done"
 tar czf /tmp/000-all.tgz -C "$OUT" . && mv /tmp/000-all.tgz "$OUT/000-all.tgz"
