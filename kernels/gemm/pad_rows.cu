@@ -103,7 +103,7 @@ extern "C" __global__ void __launch_bounds__(HK_THREADS)
 #pragma unroll
       for (int j = 0; j < HK_VEC; ++j) out.v[j] = 0;
 #if HK_VEC == 8
-    } else if (vectorSource && c + 8 <= srcCols) {  // inside the row and the source (the branch above)
+    } else if (vectorSource && c + 8 <= dstCols && r < srcRows && c + 8 <= srcCols) {  // in the row and the source
       out = hk_load_shifted(src, r * srcLd + c, (int)(c % 8));
 #endif
     } else {

@@ -235,6 +235,11 @@ TEST(MmPadFamilyHostTest, GivenEveryPointWhenItPadsAWeightAndCopiesAnOutputOnThe
         std::fill(out.begin(), out.end(), uint16_t{0xffff});
         kernel(grid, misaligned.data() + 1, out.data(), m, n, m, n, n8);
         EXPECT_EQ(out, expected(wide, m, n, m, n, n8)) << p.describe() << " misaligned copy " << m << "x" << n;
+        // One source row longer than the destination's rows (the precondition's srcRows <= 1 case): the vectors
+        // that cross into the next destination row take zeros there, not the source row's further elements.
+        std::fill(out.begin(), out.end(), uint16_t{0xffff});
+        kernel(grid, wide.data(), out.data(), m, n, 1, std::min<int64_t>(n8, n + 7), n8);
+        EXPECT_EQ(out, expected(wide, m, n, 1, std::min<int64_t>(n8, n + 7), n8)) << p.describe() << " long row";
       }
     }
   }
