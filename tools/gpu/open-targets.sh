@@ -38,41 +38,32 @@ if ! echo "$GPU" | grep -q H200 && [ "${OPEN_TARGETS_ANY_GPU:-0}" != 1 ]; then
   el "not an H200: nothing run (OPEN_TARGETS_ANY_GPU=1 runs the steps anyway)"
   exit 0
 fi
-step_softmax() {
+# One ops_bench.py step: ops_step LABEL CASES KEEP_AS MIN_LEFT MAX_SECONDS TABLE_LINES (run when more than MIN_LEFT
+# seconds are left, for at most MAX_SECONDS; its files kept under KEEP_AS).
+ops_step() {
   R=$(left)
-  if [ "$R" -gt 60 ]; then
-    el "softmax_400k"
-    HOTKERNEL_OPS_CASES=softmax_400k timeout $(( R < 175 ? R - 5 : 170 )) tools/gpu/run-h200.sh ops 2>&1 |
-      grep -v "^tar" | grep "^|" | tail -3
-    keep softmax-400k
+  if [ "$R" -gt "$4" ]; then
+    el "$1"
+    HOTKERNEL_OPS_CASES="$2" timeout $(( R < $5 + 5 ? R - 5 : $5 )) tools/gpu/run-h200.sh ops 2>&1 | grep -v "^tar" |
+      grep "^|" | tail -"$6"
+    keep "$3"
   fi
 }
+step_softmax() { ops_step softmax_400k softmax_400k softmax-400k 60 170 3; }
 step_reductions() {
-  R=$(left)
-  if [ "$R" -gt 60 ]; then
-    el "float32 middle-dim reductions"
-    HOTKERNEL_OPS_CASES="argmax_dim1:float32:64x2048x4096,max_dim1:float32:64x2048x4096,argmin_dim1:float32:64x2048x4096,min_dim1:float32:64x2048x4096" \
-      HOTKERNEL_OPS=sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim \
-      timeout $(( R < 115 ? R - 5 : 110 )) tools/gpu/run-h200.sh ops 2>&1 | grep -v "^tar" | grep "^|" | tail -4
-    keep reductions-dim
-  fi
+  local s=float32:64x2048x4096
+  HOTKERNEL_OPS=sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim ops_step \
+    "float32 middle-dim reductions" "argmax_dim1:$s,max_dim1:$s,argmin_dim1:$s,min_dim1:$s" reductions-dim 60 110 4
 }
-step_norms() {
-  R=$(left)
-  if [ "$R" -gt 70 ]; then
-    el "norms_long"
-    HOTKERNEL_OPS_CASES=norms_long timeout $(( R < 155 ? R - 5 : 150 )) tools/gpu/run-h200.sh ops 2>&1 | grep -v "^tar" |
-      grep "^|" | tail -5
-    keep norms-long
-  fi
-}
+step_norms() { ops_step norms_long norms_long norms-long 70 150 5; }
 step_models() {
   R=$(left)
   el "models ($R s left)"
   if [ "$R" -gt 230 ]; then
     timeout $(( R - 10 )) tools/gpu/run-h200.sh models 2>&1 | grep -v "^tar" | grep -A8 "^| model"
   elif [ "$R" -gt 100 ]; then
-    HOTKERNEL_MODELS=llama timeout $(( R - 10 )) tools/gpu/run-h200.sh models 2>&1 | grep -v "^tar" | grep -A4 "^| model"
+    HOTKERNEL_MODELS=llama timeout $(( R - 10 )) tools/gpu/run-h200.sh models 2>&1 | grep -v "^tar" |
+      grep -A4 "^| model"
   fi
 }
 step_probe() {
@@ -101,15 +92,7 @@ step_fusion() {
     timeout $(( R < 125 ? R - 5 : 120 )) tools/gpu/run-h200.sh fusion 2>&1 | grep -v "^tar" | grep "^|" | tail -12
   fi
 }
-step_lm_heads() {
-  R=$(left)
-  if [ "$R" -gt 50 ]; then
-    el "LM heads (padded GEMMs)"
-    HOTKERNEL_OPS_CASES=lm_heads timeout $(( R < 125 ? R - 5 : 120 )) tools/gpu/run-h200.sh ops 2>&1 | grep -v "^tar" |
-      grep "^|" | tail -3
-    keep lm-heads
-  fi
-}
+step_lm_heads() { ops_step "LM heads (padded GEMMs)" lm_heads lm-heads 50 120 3; }
 step_pad_probe() {
   R=$(left)
   if [ "$R" -gt 50 ]; then
