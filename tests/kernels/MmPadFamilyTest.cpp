@@ -223,6 +223,8 @@ TEST(MmPadFamilyHostTest, GivenEveryPointWhenItPadsAWeightAndCopiesAnOutputOnThe
       std::vector<uint16_t> weight(static_cast<size_t>(n * k)), wide(static_cast<size_t>(m * n8));
       for (size_t i = 0; i < weight.size(); ++i) weight[i] = static_cast<uint16_t>(0x3c00 + i);
       for (size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<uint16_t>(0x4000 + 3 * i);
+      // The copy's source 16-byte aligned, as a GEMM's buffer is: vec 8 takes the shifted loads.
+      ASSERT_EQ(reinterpret_cast<uintptr_t>(wide.data()) % 16, 0u);
       for (unsigned grid : {1u, 2u}) {
         std::vector<uint16_t> w8(static_cast<size_t>(n8 * k), 0xffff), out(static_cast<size_t>(m * n), 0xffff);
         kernel(grid, weight.data(), w8.data(), n8, k, n, k, k);
