@@ -473,6 +473,23 @@ class Timer:
         return e0, e1
 
 
+def time_interleaved(timer, timed, reps, warmup=1):
+    """The project's benchmark method: `timed` is [(name, fn)], each run `warmup` times, then `reps` rounds each
+    timing every fn once (Timer: CUDA events, L2 flushed), the order rotated a round so that no fn always runs
+    first. Returns {name: [microseconds a round]}. The probes under bench/experiments/ time with it too."""
+    for _ in range(warmup):
+        for _, fn in timed:
+            fn()
+    samples = {name: [] for name, _ in timed}
+    for rep in range(reps):
+        order = timed[rep % len(timed):] + timed[:rep % len(timed)]
+        events = [(name, timer.time_us(fn)) for name, fn in order]
+        torch.cuda.synchronize()
+        for name, (e0, e1) in events:
+            samples[name].append(e0.elapsed_time(e1) * 1e3)
+    return samples
+
+
 def copy_bandwidth(timer, reps=15):
     """Device copy bandwidth (bytes read + written per second), 512 MiB."""
     src = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
@@ -597,16 +614,7 @@ def run_case(hk, timer, op, dtype_name, shape, args, copy_bps):
         out = first_output(impls[name]())
         errors[name], strides[name] = max_error(op, x, out, ref64), list(out.stride())
         del out
-    for _ in range(args.warmup):
-        for name in names:
-            impls[name]()
-    samples = {name: [] for name in names}
-    for rep in range(args.reps):
-        order = names[rep % 3:] + names[:rep % 3]  # rotate: no implementation always runs first
-        events = [(name, timer.time_us(impls[name])) for name in order]
-        torch.cuda.synchronize()
-        for name, (e0, e1) in events:
-            samples[name].append(e0.elapsed_time(e1) * 1e3)
+    samples = time_interleaved(timer, list(impls.items()), args.reps, warmup=args.warmup)
     vs_eager = hk.compare(samples["eager"], samples["hotkernel"])
     vs_compile = hk.compare(samples["compile"], samples["hotkernel"])
     compile_vs_eager = hk.compare(samples["eager"], samples["compile"])

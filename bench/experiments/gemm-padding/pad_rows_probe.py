@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(ROOT, "bench", "experiments", "rms-norm"))
 from norm_probe import (  # noqa: E402  (the probes' NVRTC, driver, timing, statistics and JSON)
-    LoadedFunction, compile_cubin, find_nvrtc, load_driver, paired_ratio, time_interleaved, write_cubins,
+    LoadedFunction, compile_cubin, find_nvrtc, load_driver, paired_ratio, write_cubins,
     write_probe_json)
 
 TEMPLATE = os.path.join(ROOT, "kernels", "gemm", "pad_rows.cu")
@@ -83,7 +83,7 @@ def main():
 
     import torch
     sys.path.insert(0, os.path.join(ROOT, "bench"))
-    from ops_bench import Timer, copy_bandwidth, machine
+    from ops_bench import Timer, copy_bandwidth, machine, time_interleaved
 
     cuda = load_driver()
     torch.zeros(1, device="cuda")  # the primary context, current: the driver's module loads need it
@@ -119,7 +119,7 @@ def main():
             timed.append((c["name"], lambda c=c, src=src, dst=dst, shape=shape:
                           c["kernel"].launch(torch, src, dst, shape, c["threads"], c["vec"])))
         del ref
-        samples = time_interleaved(torch, timer, timed, args.reps)
+        samples = time_interleaved(timer, timed, args.reps)
         moved = 2 * dst.element_size() * dst_rows * dst_cols  # read once, written once (the zeros only written)
         med = {n: statistics.median(v) for n, v in samples.items()}
 

@@ -301,22 +301,6 @@ def load_driver():
     return cuda
 
 
-def time_interleaved(torch, timer, timed, reps):
-    """The project's benchmark method, as ops_bench.py runs it: `timed` is [(name, fn)], warmed up once, then
-    `reps` rounds each timing every fn once (ops_bench.Timer: CUDA events, L2 flushed), the order rotated a round.
-    Returns {name: [microseconds a round]}."""
-    for _, fn in timed:
-        fn()
-    samples = {name: [] for name, _ in timed}
-    for rep in range(reps):
-        order = timed[rep % len(timed):] + timed[:rep % len(timed)]
-        events = [(name, timer.time_us(fn)) for name, fn in order]
-        torch.cuda.synchronize()
-        for name, (e0, e1) in events:
-            samples[name].append(e0.elapsed_time(e1) * 1e3)
-    return samples
-
-
 def percentile(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, max(0, int(round(q * (len(xs) - 1)))))]
@@ -327,7 +311,7 @@ METHOD = ("CUDA events per call, L2 flushed before each, GPU kept busy while enq
 
 
 def paired_ratio(samples, name, base):
-    """`name`'s speed-up over `base` from time_interleaved's samples: base / name per round, median and the
+    """`name`'s speed-up over `base` from ops_bench.time_interleaved's samples: base / name per round, median and the
     2.5 / 97.5 percentiles."""
     r = [b / a for a, b in zip(samples[name], samples[base])]
     return {"median": statistics.median(r), "low": percentile(r, 0.025), "high": percentile(r, 0.975)}
@@ -452,11 +436,11 @@ def main():
 
     # The project's benchmark method, as ops_bench.py runs it (same module).
     sys.path.insert(0, os.path.join(ROOT, "bench"))
-    from ops_bench import Timer, copy_bandwidth, machine
+    from ops_bench import Timer, copy_bandwidth, machine, time_interleaved
     timer = Timer()
     copy_gbps = copy_bandwidth(timer) / 1e9
 
-    samples = time_interleaved(torch, timer, timed, args.reps)
+    samples = time_interleaved(timer, timed, args.reps)
 
     moved = 2 * rows * cols * x.element_size() + cols * x.element_size() + rows * 4
     med = {name: statistics.median(v) for name, v in samples.items()}

@@ -45,7 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(ROOT, "bench", "experiments", "rms-norm"))
 from norm_probe import (  # noqa: E402  (the probes' NVRTC, driver, timing, statistics and JSON)
-    LoadedFunction, compile_cubin, find_nvrtc, load_driver, paired_ratio, time_interleaved, write_cubins,
+    LoadedFunction, compile_cubin, find_nvrtc, load_driver, paired_ratio, write_cubins,
     write_probe_json)
 
 # (text of the template before 7c15234, its replacement): each must occur exactly once.
@@ -258,10 +258,10 @@ def main():
     del ref
 
     sys.path.insert(0, os.path.join(ROOT, "bench"))
-    from ops_bench import Timer, copy_bandwidth, machine
+    from ops_bench import Timer, copy_bandwidth, machine, time_interleaved
     timer = Timer()
     copy_gbps = copy_bandwidth(timer) / 1e9
-    samples = time_interleaved(torch, timer, timed, args.reps)
+    samples = time_interleaved(timer, timed, args.reps)
 
     moved = 2 * rows * cols * 4
     med = {name: statistics.median(v) for name, v in samples.items()}
