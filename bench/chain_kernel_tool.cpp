@@ -18,10 +18,9 @@
 // mask, -1) with the mask shared by the heads: chain::attentionSoftmaxChain in
 // chain::attentionSoftmaxLayout; --shape is BATCHxHEADSxQUERIESxKEYS, --scale
 // default 0.125). Without --points the chain kind's default set is compiled: for an
-// elementwise chain, 128-1024 threads at the widest vector (16 bytes, or the
-// widest that divides cols) and 256 at half of it, plus 128-512 threads folded
-// where the chain's cats cut equal segments (rotary; Note [Folded segments] in
-// kernels/chain/src/ChainCodegen.cpp); for a row chain, the streaming kernel at 128-1024 threads, the
+// elementwise chain, the tuner's space (chainParameterSpace: 128-1024 threads
+// at the widest vector and half of it, 2 and 4 vectors a thread a step at the
+// widest, each folded too where the chain's cats cut equal segments); for a row chain, the streaming kernel at 128-1024 threads, the
 // register-resident one with the fewest items that hold the row (at most 16;
 // 8 with 32 threads a row), and 4 or 8 rows a CTA (32 threads a row), each at
 // the widest vector and some at half of it. A point the shape rules out (chainVariantProblem) is listed as skipped
@@ -100,6 +99,7 @@
 #include "hotkernel/chain/ChainCodegen.h"
 #include "hotkernel/chain/ChainJson.h"
 #include "hotkernel/chain/ChainLayout.h"
+#include "hotkernel/chain/ChainParameterSpace.h"
 #include "hotkernel/chain/NamedChains.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Nvrtc.h"
@@ -238,21 +238,16 @@ int itemsFor(int64_t cols, int rowThreads, int vec) {
   return items <= 16 ? static_cast<int>(items) : 0;
 }
 
-// The chain kind's default points (see the header comment). The widest
-// vector is 16 bytes of the first input's dtype, halved until it divides cols.
-std::vector<ChainKernelParams> defaultPoints(const ChainIR& ir, int64_t cols) {
+// The chain kind's default points (see the header comment): an elementwise
+// chain's are the tuner's own space; a row chain's widest vector is 16 bytes
+// of the first input's dtype, halved until it divides cols.
+std::vector<ChainKernelParams> defaultPoints(const ChainIR& ir, int64_t rows, int64_t cols,
+                                             const hotkernel::chain::ChainLayout& layout) {
+  if (!ir.hasReductions()) return hotkernel::chain::chainParameterSpace(ir, rows, cols, layout);
   int wide = static_cast<int>(16 / hotkernel::kernels::elementSize(ir.node(ir.inputs().front()).dtype));
   while (wide > 1 && cols % wide != 0) wide /= 2;
   const int half = std::max(1, wide / 2);
   std::vector<ChainKernelParams> points;
-  if (!ir.hasReductions()) {
-    for (int threads : {128, 256, 512, 1024}) addUnique(&points, {threads, wide, 1, 0});
-    addUnique(&points, {256, half, 1, 0});
-    if (hotkernel::chain::chainFoldWidth(ir, cols) > 0) {
-      for (int threads : {128, 256, 512}) addUnique(&points, {threads, wide, 1, 0, false, true});
-    }
-    return points;
-  }
   for (int threads : {128, 256, 512, 1024}) addUnique(&points, {threads, wide, 1, 0});
   for (int threads : {128, 256, 512, 1024}) {
     if (const int items = itemsFor(cols, threads, wide)) addUnique(&points, {threads, wide, 1, items});
@@ -385,7 +380,7 @@ int run(const Args& a, const CLI::App& app) {
 
   std::vector<ChainKernelParams> candidates;
   if (a.points.empty()) {
-    candidates = defaultPoints(ir, cols);
+    candidates = defaultPoints(ir, rows, cols, layout);
   } else {
     size_t start = 0;
     while (start <= a.points.size()) {

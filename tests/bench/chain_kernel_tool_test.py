@@ -104,13 +104,16 @@ def check_manifest(chain, dtype, rows, cols, expected, out_dir, eps=1e-05, min_p
         if reductions:
             grid = math.ceil(rows / prm["rowsPerCta"])
         else:
-            expect(prm["rowsPerCta"] == 1 and prm["items"] == 0, f"{pw}: a row point for an elementwise chain")
+            expect(prm["rowsPerCta"] == 1 and prm["items"] in (0, 2, 4), f"{pw}: a row point for an elementwise chain")
             width = cols // 2 if folded else cols  # folded: one thread a vector position of each half
-            grid = min(math.ceil(rows * width // prm["vec"] / prm["threads"]), MAX_POINTWISE_CTAS)
+            # Note [Unrolled elementwise chains]: items vectors a thread a step.
+            per_cta = prm["threads"] * max(prm["items"], 1)
+            grid = min(math.ceil(rows * width // prm["vec"] / per_cta), MAX_POINTWISE_CTAS)
         expect(p["grid"] == grid, f"{pw}: grid {p['grid']}, want {grid}")
         expect(cols % prm["vec"] == 0, f"{pw}: vec {prm['vec']} does not divide {cols}")
         rows_per_thread = prm["threads"] // prm["rowsPerCta"]
-        expect(prm["items"] == 0 or cols <= rows_per_thread * prm["vec"] * prm["items"], f"{pw}: items too few")
+        expect(prm["items"] == 0 or not reductions or cols <= rows_per_thread * prm["vec"] * prm["items"],
+               f"{pw}: items too few")
         kinds = [(a["kind"], a.get("dtype"), a.get("shape")) for a in p["args"]]
         expect(kinds == expected + [("rows", None, None), ("cols", None, None)], f"{pw}: args {kinds}")
         nodes = [a["node"] for a in p["args"] if "node" in a]

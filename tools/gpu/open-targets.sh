@@ -14,8 +14,9 @@
 # is issue 20's GPU fuzz on the H200 (OPEN_TARGETS_FUZZ_PROGRAMS, default 100008, in 12 processes, seeds from
 # OPEN_TARGETS_FUZZ_SEED, default 2001, each process stopping after OPEN_TARGETS_FUZZ_SECONDS, default 250, or 20 s
 # before the budget ends); "fusion" is issue 20's fused chain kernels against eager and torch.compile
-# (fusion_bench.py's default cases, <= 120 s, with >= 60 s left); "lm_heads" the padded GEMMs of GPT-2's and BERT's
-# heads through the tuner (ops_bench.py --cases lm_heads, HOTKERNEL_OPS=mm,addmm, <= 120 s, with >= 50 s left);
+# (fusion_bench.py's cases, HOTKERNEL_FUSION_CASES or its default, <= OPEN_TARGETS_FUSION_SECONDS, default 120 s,
+# with >= 60 s left); "lm_heads" the padded GEMMs of GPT-2's and BERT's heads through the tuner (ops_bench.py
+# --cases lm_heads, HOTKERNEL_OPS=mm,addmm, <= 120 s, with >= 50 s left);
 # "pad_probe" bench/experiments/gemm-padding/pad_rows_probe.py against OPEN_TARGETS_PAD_BASE (an earlier
 # pad_rows.cu, default none: the current template alone; <= 75 s, with >= 50 s left), e.g.
 #   OPEN_TARGETS_STEPS="fuzz models" tools/gpu/open-targets.sh
@@ -89,7 +90,9 @@ step_fusion() {
   R=$(left)
   if [ "$R" -gt 60 ]; then
     el "fused chain kernels"
-    timeout $(( R < 125 ? R - 5 : 120 )) tools/gpu/run-h200.sh fusion 2>&1 | grep -v "^tar" | grep "^|" | tail -12
+    local most=${OPEN_TARGETS_FUSION_SECONDS:-120}
+    timeout $(( R < most + 5 ? R - 5 : most )) tools/gpu/run-h200.sh fusion 2>&1 | grep -v "^tar" | grep "^|" |
+      tail -12
   fi
 }
 step_lm_heads() { ops_step "LM heads (padded GEMMs)" lm_heads lm-heads 50 120 3; }

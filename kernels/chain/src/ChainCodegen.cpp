@@ -72,15 +72,17 @@ void Emitter::signature() {
   params.push_back("long long cols");
   for (size_t k = 0; k < params.size(); ++k) os_ << (k ? ", " : "") << params[k];
   os_ << ") {\n";
+  // Note [Unrolled elementwise chains]: the unrolled kernel's pointers are restrict.
+  const char* restrictQualifier = unrolled() ? "__restrict__ " : "";
   for (int in : ir_.inputs()) {
     const Node& n = nodes_[static_cast<size_t>(in)];
     if (n.shape == ShapeClass::Scalar) continue;
-    os_ << "  const " << storageType(n.dtype) << "* in" << in << " = static_cast<const " << storageType(n.dtype)
-        << "*>(in" << in << "_);\n";
+    os_ << "  const " << storageType(n.dtype) << "* " << restrictQualifier << "in" << in << " = static_cast<const "
+        << storageType(n.dtype) << "*>(in" << in << "_);\n";
   }
   for (size_t m = 0; m < ir_.outputs().size(); ++m) {
     const char* t = storageType(nodes_[static_cast<size_t>(ir_.outputs()[m])].dtype);
-    os_ << "  " << t << "* out" << m << " = static_cast<" << t << "*>(out" << m << "_);\n";
+    os_ << "  " << t << "* " << restrictQualifier << "out" << m << " = static_cast<" << t << "*>(out" << m << "_);\n";
   }
 }
 
@@ -92,8 +94,8 @@ std::string Emitter::ref(int o) const {
   if (n.op == OpKind::Constant) return floatLiteral(static_cast<float>(n.scalar));
   if (n.op == OpKind::Input) {
     if (scope == Scope::Uniform) return "s" + id;
-    if (scope == Scope::Row) return "r" + id;
-    return p_.items > 0 ? "x" + id + "[hk_it][j]" : "x" + id + "[j]";
+    if (scope == Scope::Row) return "r" + id + item_;
+    return rowKernel_ && p_.items > 0 ? "x" + id + "[hk_it][j]" : "x" + id + item_ + "[j]";
   }
   return scope == Scope::Row && rowKernel_ ? "r" + id : "v" + id;
 }
@@ -137,13 +139,12 @@ void Emitter::emitLoads(const std::set<int>& inputs, const std::string& indent, 
     const std::string id = std::to_string(o);
     const std::string tag = accessTag(n.dtype);
     if (scopeOf(n.shape) == Scope::Row) {
-      os_ << indent << "const float r" << id << " = hk_ld_" << tag << "(in" << id << " + row);\n";
+      emitScalarLoad(indent, "r" + id, "hk_ld_" + tag + "(in" + id + " + row)");
       continue;
     }
     const std::string offset = n.shape == ShapeClass::Column ? (pointwise ? "hk_cv * HK_VEC" : "hk_v * HK_VEC")
                                                              : (pointwise ? "hk_v * HK_VEC" : rowBase(o) + " + hk_v * HK_VEC");
-    os_ << indent << "float x" << id << "[HK_VEC];\n";
-    os_ << indent << "hk_load_" << tag << "(in" << id << " + " << offset << ", x" << id << ");\n";
+    emitVectorLoad(indent, "x" + id, "hk_load_" + tag + "(in" + id + " + " + offset);
   }
 }
 
@@ -167,9 +168,13 @@ void Emitter::pointwiseBody() {
   for (const Node& n : nodes_) rowCol = rowCol || (n.op == OpKind::Input && n.shape != ShapeClass::Full && n.shape != ShapeClass::Scalar);
   for (int o : ir_.outputs()) rowCol = rowCol || nodes_[static_cast<size_t>(o)].shape != ShapeClass::Full;
   os_ << "  const long long hk_cvec = cols / HK_VEC;\n  const long long hk_nvec = rows * hk_cvec;\n";
-  os_ << "  for (long long hk_v = static_cast<long long>(blockIdx.x) * HK_THREADS + threadIdx.x; hk_v < hk_nvec;\n"
-         "       hk_v += static_cast<long long>(gridDim.x) * HK_THREADS) {\n";
+  vectorLoop([&] { pointwiseVector(computed, inputs, rowCol); });
+}
+
+// The plain elementwise kernel's statements for the vector hk_v.
+void Emitter::pointwiseVector(const std::set<int>& computed, const std::set<int>& inputs, bool rowCol) {
   if (rowCol) os_ << "    const long long row = hk_v / hk_cvec;\n    const long long hk_cv = hk_v - row * hk_cvec;\n";
+  positionEnd();
   emitLoads(inputs, "    ", true);
   for (size_t m = 0; m < ir_.outputs().size(); ++m) os_ << "    float o" << m << "[HK_VEC];\n";
   os_ << "#pragma unroll\n    for (int j = 0; j < HK_VEC; ++j) {\n";
@@ -187,7 +192,6 @@ void Emitter::pointwiseBody() {
       os_ << "    if (hk_cv == 0) hk_st_" << tag << "(out" << id << " + row, o" << id << "[0]);\n";
     }
   }
-  os_ << "  }\n";
 }
 
 void Emitter::rowLoop(const std::set<int>& computed, const std::set<int>& inputs, const std::set<int>& kept,

@@ -63,8 +63,26 @@ class Emitter {
   // segment's statements after its loads and computed nodes.
   void segments(const std::vector<int>& targets, const std::string& indent,
                 const std::function<std::string()>& inner);
-  // The grid-stride loop's head over `perRow` vectors a row, naming the vector's column `column`.
-  void vectorLoopHead(const char* perRow, const char* column);
+  // What `write` writes to os_, returned instead.
+  std::string captured(const std::function<void()>& write);
+  // Whether the kernel is elementwise with items > 0 (Note [Unrolled elementwise chains]).
+  bool unrolled() const { return !rowKernel_ && p_.items > 0; }
+  // The elementwise kernels' loop over the hk_nvec vectors, `perVector` writing the statements for the vector
+  // hk_v: its position, positionEnd(), then its loads through emitVectorLoad / emitScalarLoad, then the rest
+  // (Note [Unrolled elementwise chains]).
+  void vectorLoop(const std::function<void()>& perVector);
+  // Gathering: what the body wrote so far is the vector's position.
+  void positionEnd();
+  // `float name[HK_VEC]; call, name);` (call: "hk_load_bf16(in0 + offset"), or gathered.
+  void emitVectorLoad(const std::string& indent, const std::string& name, const std::string& call);
+  // `const float name = call;`, or gathered.
+  void emitScalarLoad(const std::string& indent, const std::string& name, const std::string& call);
+  // The statements that place the vector hk_v, `perRow` vectors a row: its row, its column `column`, the row
+  // offsets and the Row inputs.
+  void vectorPosition(const char* perRow, const char* column);
+  void foldedPointwiseVector();
+  void segmentedPointwiseVector();
+  void pointwiseVector(const std::set<int>& computed, const std::set<int>& inputs, bool rowCol);
   void foldedPointwiseBody();
   void segmentedPointwiseBody();
   void pointwiseBody();
@@ -99,6 +117,16 @@ class Emitter {
   bool rowKernel_ = false;
   std::map<int, int> keptFrom_;  // element node -> the row kernel pass that computes and keeps it
   int pass_ = 0;                 // the row kernel pass being emitted; 0 outside it
+  // Note [Unrolled elementwise chains]: while a body is written for the full step (gather_), its loads go to
+  // loads_ and its position to position_, and an input's value is its array at hk_u (item_).
+  struct VectorLoad {
+    bool scalar;
+    std::string name, call;
+  };
+  bool gather_ = false;
+  std::string item_;
+  std::string position_;
+  std::vector<VectorLoad> loads_;
   std::ostringstream os_;
 };
 

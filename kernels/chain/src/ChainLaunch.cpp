@@ -38,8 +38,11 @@ void checkChainKernel(const ChainIR& ir, const ChainKernelParams& p) {
                     "at most one warp of ", p.threads, " threads");
   HOTKERNEL_REQUIRE(p.items >= 0 && p.items <= 16, "chain kernel items ", p.items, " is not in [0, 16]");
   if (!ir.hasReductions()) {
-    HOTKERNEL_REQUIRE(p.rowsPerCta == 1 && p.items == 0, "a chain without reductions is elementwise: rowsPerCta 1 ",
-                      "and items 0, got ", p.describe());
+    HOTKERNEL_REQUIRE(p.rowsPerCta == 1 && p.items <= kMaxPointwiseItems, "a chain without reductions is ",
+                      "elementwise: rowsPerCta 1 and items at most ", kMaxPointwiseItems, ", got ", p.describe());
+    // Note [Unrolled elementwise chains]: the segmented body's loads depend on the vector's segment.
+    HOTKERNEL_REQUIRE(p.items == 0 || p.fold || chainCatBoundaries(ir).empty(), "an elementwise chain with Cat ",
+                      "segments takes items only folded, got ", p.describe());
   }
   HOTKERNEL_REQUIRE(!ir.hasReductions() || !ir.hasCat(), "a chain with reductions and a cat has no kernel: ",
                     "the row kernel does not evaluate cats (it runs unfused)");
@@ -137,7 +140,7 @@ LaunchGeometry chainLaunchGeometry(const ChainIR& ir, const ChainKernelParams& p
   } else {
     // Folded: one thread a vector position of one segment (Note [Folded segments]).
     const int64_t width = p.fold ? chainFoldWidth(ir, cols) : cols;
-    const int64_t ctas = ceilDiv(rows * (width / p.vec), p.threads);
+    const int64_t ctas = ceilDiv(rows * (width / p.vec), int64_t{p.threads} * std::max(p.items, 1));
     g.gridX = static_cast<unsigned>(ctas < kMaxPointwiseCtas ? ctas : kMaxPointwiseCtas);
   }
   g.sharedBytes = 0;  // the row kernel's reduction buffers are static

@@ -83,6 +83,15 @@ std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t ro
         candidates.push_back({threads, vec, 1, 0});
         if (fold) candidates.push_back({threads, vec, 1, 0, false, true});
       }
+      // Note [Unrolled elementwise chains]: at the widest vec only; a chain with Cat segments only folded.
+      if (vec != vecs.front()) continue;
+      const bool segments = !chainCatBoundaries(ir).empty();
+      for (int items : {2, 4}) {
+        for (int threads : {128, 256}) {
+          if (!segments) candidates.push_back({threads, vec, 1, items});
+          if (fold) candidates.push_back({threads, vec, 1, items, false, true});
+        }
+      }
       continue;
     }
     for (int threads = 64; threads <= 1024; threads *= 2) {

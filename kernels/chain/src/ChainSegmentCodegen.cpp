@@ -39,9 +39,9 @@ std::string Emitter::refAt(int o, int64_t shift) const {
   const std::string suffix = scope == Scope::Element && shift != 0 ? "s" + std::to_string(shift) : "";
   if (n.op == OpKind::Input) {
     if (scope == Scope::Uniform) return "s" + id;
-    if (scope == Scope::Row) return "r" + id;
-    if (p_.fold) return "x" + id + "a" + std::to_string(segLo_ - shift) + "[j]";  // Note [Folded segments]
-    return "x" + id + suffix + "[j]";
+    if (scope == Scope::Row) return "r" + id + item_;
+    if (p_.fold) return "x" + id + "a" + std::to_string(segLo_ - shift) + item_ + "[j]";  // Note [Folded segments]
+    return "x" + id + suffix + item_ + "[j]";
   }
   return scope == Scope::Row && rowKernel_ ? "r" + id : "v" + id + suffix;
 }
@@ -78,9 +78,7 @@ void Emitter::emitLoadsAt(const std::set<std::pair<int, int64_t>>& inputs, const
     const std::string name = "x" + std::to_string(o) + (shift != 0 ? "s" + std::to_string(shift) : "");
     const std::string column = shift != 0 ? "(hk_c - " + std::to_string(shift) + ")" : "hk_c";
     const std::string base = n.shape == ShapeClass::Full ? "hk_o" + std::to_string(argOfInput(o)) + " + " : "";
-    os_ << indent << "float " << name << "[HK_VEC];\n";
-    os_ << indent << "hk_load_" << accessTag(n.dtype) << "(in" << o << " + " << base << column << ", " << name
-        << ");\n";
+    emitVectorLoad(indent, name, std::string("hk_load_") + accessTag(n.dtype) + "(in" + std::to_string(o) + " + " + base + column);
   }
 }
 
@@ -89,6 +87,8 @@ void Emitter::segments(const std::vector<int>& targets, const std::string& inden
   std::vector<int64_t> starts = {0};
   const std::vector<int64_t> cuts = chainCatBoundaries(ir_);  // of the outputs: the targets of every pass
   starts.insert(starts.end(), cuts.begin(), cuts.end());
+  // Note [Unrolled elementwise chains]: a segment's loads are its own (checkChainKernel).
+  HOTKERNEL_INTERNAL_ASSERT(!gather_ || starts.size() == 1, "gathered loads of a chain with Cat segments");
   for (size_t k = 0; k < starts.size(); ++k) {
     segLo_ = starts[k];
     std::set<std::pair<int, int64_t>> computed, inputs;
@@ -117,18 +117,18 @@ void Emitter::segments(const std::vector<int>& targets, const std::string& inden
   segLo_ = 0;
 }
 
-// The grid-stride loop over the vectors of `perRow` a row: the row, the
-// vector's first column `column`, the row offsets and the Row inputs.
-void Emitter::vectorLoopHead(const char* perRow, const char* column) {
-  os_ << "  for (long long hk_v = static_cast<long long>(blockIdx.x) * HK_THREADS + threadIdx.x; hk_v < hk_nvec;\n"
-         "       hk_v += static_cast<long long>(gridDim.x) * HK_THREADS) {\n";
+// The vector hk_v of `perRow` a row: the row, the vector's first column
+// `column`, the row offsets and the Row inputs.
+void Emitter::vectorPosition(const char* perRow, const char* column) {
   os_ << "    const long long row = hk_v / " << perRow << ";\n"
       << "    const int " << column << " = static_cast<int>(hk_v - row * " << perRow << ") * HK_VEC;\n";
   rowOffsets("row", "    ");
+  positionEnd();
   for (int in : ir_.inputs()) {
     const Node& n = nodes_[static_cast<size_t>(in)];
     if (scopeOf(n.shape) != Scope::Row) continue;
-    os_ << "    const float r" << in << " = hk_ld_" << accessTag(n.dtype) << "(in" << in << " + row);\n";
+    const std::string id = std::to_string(in);
+    emitScalarLoad("    ", "r" + id, std::string("hk_ld_") + accessTag(n.dtype) + "(in" + id + " + row)");
   }
 }
 
@@ -148,10 +148,16 @@ void Emitter::vectorLoopHead(const char* perRow, const char* column) {
 void Emitter::foldedPointwiseBody() {
   const int64_t w = chainFoldWidth(ir_, ir_.width());
   HOTKERNEL_INTERNAL_ASSERT(w > 0, "fold without equal segments (checkChainKernel)");
-  const int64_t segments = ir_.width() / w;
   os_ << "  const long long hk_fvec = " << w << "LL / HK_VEC;\n  const long long hk_nvec = rows * hk_fvec;\n"
       << "  (void)cols;\n";
-  vectorLoopHead("hk_fvec", "hk_p");
+  vectorLoop([&] { foldedPointwiseVector(); });
+}
+
+// The folded kernel's statements for the vector position hk_v.
+void Emitter::foldedPointwiseVector() {
+  const int64_t w = chainFoldWidth(ir_, ir_.width());
+  const int64_t segments = ir_.width() / w;
+  vectorPosition("hk_fvec", "hk_p");
   std::vector<std::set<std::pair<int, int64_t>>> computed(static_cast<size_t>(segments));
   std::set<std::pair<int, int64_t>> loads;  // (input node, column relative to hk_p)
   for (int64_t k = 0; k < segments; ++k) {
@@ -165,8 +171,7 @@ void Emitter::foldedPointwiseBody() {
     const std::string name = "x" + std::to_string(o) + "a" + std::to_string(at);
     const std::string base = n.shape == ShapeClass::Full ? "hk_o" + std::to_string(argOfInput(o)) + " + " : "";
     const std::string column = at != 0 ? "(hk_p + " + std::to_string(at) + ")" : "hk_p";
-    os_ << "    float " << name << "[HK_VEC];\n";
-    os_ << "    hk_load_" << accessTag(n.dtype) << "(in" << o << " + " << base << column << ", " << name << ");\n";
+    emitVectorLoad("    ", name, std::string("hk_load_") + accessTag(n.dtype) + "(in" + std::to_string(o) + " + " + base + column);
   }
   for (int64_t k = 0; k < segments; ++k) {
     segLo_ = k * w;
@@ -201,7 +206,6 @@ void Emitter::foldedPointwiseBody() {
       }
     }
   }
-  os_ << "  }\n";
 }
 
 // The elementwise kernel of a chain with a layout or a Cat (Note [Chain
@@ -210,7 +214,12 @@ void Emitter::segmentedPointwiseBody() {
   const int64_t width = ir_.width();
   os_ << "  const long long hk_cvec = " << (width > 0 ? std::to_string(width) + "LL / HK_VEC" : "cols / HK_VEC")
       << ";\n  const long long hk_nvec = rows * hk_cvec;\n  (void)cols;\n";
-  vectorLoopHead("hk_cvec", "hk_c");
+  vectorLoop([&] { segmentedPointwiseVector(); });
+}
+
+// The segmented kernel's statements for the vector hk_v.
+void Emitter::segmentedPointwiseVector() {
+  vectorPosition("hk_cvec", "hk_c");
   for (size_t m = 0; m < ir_.outputs().size(); ++m) os_ << "    float o" << m << "[HK_VEC];\n";
   segments(ir_.outputs(), "    ", [&] {
     std::string text;
@@ -230,7 +239,6 @@ void Emitter::segmentedPointwiseBody() {
       os_ << "    if (hk_c == 0) hk_st_" << tag << "(out" << id << " + row, o" << id << "[0]);\n";
     }
   }
-  os_ << "  }\n";
 }
 
 }  // namespace hotkernel::chain::detail

@@ -110,7 +110,10 @@ TEST(ChainCodegenTest, GivenParametersWhenCheckedThenOutOfRangeOnesAreRefused) {
   EXPECT_THROW(generateChainSource(rms, ChainKernelParams{256, 4, 2, 0}), Error);  // 128 threads a row
   EXPECT_THROW(generateChainSource(rms, ChainKernelParams{256, 4, 1, 17}), Error);
   EXPECT_NO_THROW(generateChainSource(rms, ChainKernelParams{256, 4, 8, 1}));
-  EXPECT_THROW(generateChainSource(swigluChain(DType::BFloat16), ChainKernelParams{256, 4, 1, 2}), Error);
+  // Elementwise: one row a CTA, at most 8 vectors a thread a step (Note [Unrolled elementwise chains]).
+  EXPECT_NO_THROW(generateChainSource(swigluChain(DType::BFloat16), ChainKernelParams{256, 4, 1, 8}));
+  EXPECT_THROW(generateChainSource(swigluChain(DType::BFloat16), ChainKernelParams{256, 4, 1, 9}), Error);
+  EXPECT_THROW(generateChainSource(swigluChain(DType::BFloat16), ChainKernelParams{256, 4, 2, 0}), Error);
   ChainIR wide;
   int acc = wide.addInput(DType::Float32, ShapeClass::Full);
   for (int k = 0; k < 10; ++k) acc = wide.addBinary(OpKind::Add, acc, wide.addInput(DType::Float32, ShapeClass::Full));
@@ -275,6 +278,81 @@ TEST(ChainCodegenTest, GivenTheRotaryChainWhenGeneratedThenTheLayoutIsConstantsA
             generateChainSource(swigluChain(DType::BFloat16), ChainKernelParams{256, 8}));
   EXPECT_EQ(generateChainSource(rotaryChain(DType::BFloat16, 128), ChainKernelParams{256, 8}).find("// layout"),
             std::string::npos);
+}
+
+// Note [Unrolled elementwise chains]: at items k a thread takes k vectors a step, HK_THREADS apart; where all k
+// exist it loads every vector's inputs into arrays before any arithmetic or store, and the last step runs the
+// one-vector body guarded; the pointers are restrict and the grid k times smaller; items 0 is the one-vector
+// kernel, unchanged, without restrict.
+TEST(ChainCodegenTest, GivenUnrolledElementwisePointsWhenGeneratedThenEveryVectorsLoadsComeFirstWithRestrictPointers) {
+  const ChainIR swiglu = swigluChain(DType::BFloat16);
+  const std::string one = kernelOf(generateChainSource(swiglu, ChainKernelParams{256, 8}));
+  EXPECT_EQ(one.find("__restrict__"), std::string::npos) << one;
+  EXPECT_EQ(one.find("long long hk_t "), std::string::npos) << one;
+  const std::string four = kernelOf(generateChainSource(swiglu, ChainKernelParams{256, 8, 1, 4}));
+  EXPECT_NE(four.find("const unsigned short* __restrict__ in0 = "), std::string::npos) << four;
+  EXPECT_NE(four.find("  unsigned short* __restrict__ out0 = "), std::string::npos) << four;
+  EXPECT_NE(four.find("hk_t += static_cast<long long>(gridDim.x) * (HK_THREADS * HK_ITEMS)"), std::string::npos)
+      << four;
+  const size_t full = four.find("if (hk_t + (HK_ITEMS - 1) * HK_THREADS < hk_nvec) {");
+  const size_t partial = four.find("hk_u < HK_ITEMS && hk_t + hk_u * HK_THREADS < hk_nvec");
+  ASSERT_NE(full, std::string::npos) << four;
+  ASSERT_NE(partial, std::string::npos) << four;
+  // The full step: both inputs of every vector into arrays, then the arithmetic on them and the stores.
+  EXPECT_NE(four.find("float x0[HK_ITEMS][HK_VEC];"), std::string::npos) << four;
+  const size_t lastLoad = four.find("hk_load_bf16(in1 + hk_v * HK_VEC, x1[hk_u]);");
+  ASSERT_NE(lastLoad, std::string::npos) << four;
+  EXPECT_LT(four.find("hk_load_bf16(in0 + hk_v * HK_VEC, x0[hk_u]);"), lastLoad) << four;
+  const size_t firstStore = four.find("hk_store_bf16(out0 + hk_v * HK_VEC");
+  EXPECT_LT(lastLoad, four.find("x0[hk_u][j]")) << four;
+  EXPECT_LT(lastLoad, firstStore) << four;
+  EXPECT_LT(firstStore, partial) << four;
+  EXPECT_EQ(count(four, "const long long hk_v = hk_t + hk_u * HK_THREADS;"), 3u) << four;  // loads, rest, last step
+  EXPECT_EQ(count(four, "hk_store_bf16(out0 + hk_v * HK_VEC"), 2u) << four;
+  EXPECT_EQ(count(four, "hk_load_bf16("), 4u) << four;  // gate and up, in each step kind
+  EXPECT_EQ(count(four.substr(partial), "[hk_u]"), 0u) << "the last step is the one-vector body";
+  // The grid: items times fewer CTAs, under the same cap.
+  EXPECT_EQ(chainLaunchGeometry(swiglu, ChainKernelParams{256, 8, 1, 4}, 4096, 4096).gridX, 2048u);
+  EXPECT_EQ(chainLaunchGeometry(swiglu, ChainKernelParams{256, 8}, 4096, 4096).gridX, 8192u);
+  EXPECT_EQ(chainLaunchGeometry(swiglu, ChainKernelParams{128, 2, 1, 2}, 100, 64).gridX, 13u);  // 3200 vectors
+  EXPECT_EQ(chainLaunchGeometry(swiglu, ChainKernelParams{256, 8, 1, 2}, 16384, 8192 * 8).gridX, kMaxPointwiseCtas);
+  // Folded rotary: every load of both halves gathered; the Row-free layout offsets are the position.
+  const ChainLayout layout = rotaryLayout({1, 8, 4096, 128});
+  const ChainIR rotary = rotaryChain(DType::BFloat16, 128);
+  const std::string folded = kernelOf(generateChainSource(rotary, ChainKernelParams{128, 8, 1, 2, false, true}, layout));
+  EXPECT_EQ(count(folded, "hk_store_bf16(out0 + hk_o5 + "), 4u) << folded;  // both halves, full and last step
+  EXPECT_EQ(count(folded, "hk_load_bf16(in0 + hk_o0 + (hk_p + 64), x0a64[hk_u]);"), 1u) << folded;
+  EXPECT_NE(folded.find("__restrict__ in0"), std::string::npos) << folded;
+  EXPECT_LT(folded.rfind("[hk_u]);"), folded.find("__fmul_rn")) << folded;
+  // Unfolded, a Cat's segments pick their loads per vector: no items there.
+  EXPECT_THROW(generateChainSource(rotary, ChainKernelParams{128, 8, 1, 2}, layout), Error);
+  // A layout without a Cat (GPT-2's relayout copy of a head view): one segment, its loads gathered.
+  const std::string copy = kernelOf(generateChainSource(relayoutCopyChain(DType::Float16), ChainKernelParams{128, 8, 1, 4},
+                                                        headViewCopyLayout({16, 12, 512, 64}, 3)));
+  EXPECT_NE(copy.find("float x0[HK_ITEMS][HK_VEC];"), std::string::npos) << copy;
+  EXPECT_LT(copy.find("x0[hk_u]);"), copy.find("hk_store_f16(")) << copy;
+  // A row kernel's items keep their meaning (the row in registers): no unrolled loop, no restrict.
+  const std::string rms = kernelOf(generateChainSource(rmsNormChain(DType::BFloat16, 1e-6), ChainKernelParams{256, 8, 1, 2}));
+  EXPECT_EQ(rms.find("long long hk_t "), std::string::npos) << rms;
+  EXPECT_EQ(rms.find("__restrict__"), std::string::npos) << rms;
+}
+
+TEST(ChainCodegenTest, GivenUnrolledElementwisePointsWhenCompiledWithNvrtcThenEachIsACubinWithoutSpills) {
+  SKIP_WITHOUT_NVRTC();
+  std::vector<ChainCompileJob> jobs;
+  for (int items : {2, 4, 8}) {
+    const std::string i = std::to_string(items);
+    jobs.push_back({"swiglu_bf16_i" + i, swigluChain(DType::BFloat16), ChainKernelParams{256, 8, 1, items}});
+    jobs.push_back({"new_gelu_f32_i" + i, newGeluChain(DType::Float32), ChainKernelParams{128, 4, 1, items}});
+    jobs.push_back({"residual_add_cast_i" + i, residualAddCastChain(DType::BFloat16, DType::Float32),
+                    ChainKernelParams{128, 8, 1, items}});
+    jobs.push_back({"relayout_copy_i" + i, relayoutCopyChain(DType::Float16), ChainKernelParams{128, 8, 1, items},
+                    "sm_90a", headViewCopyLayout({16, 12, 512, 64}, 3)});
+    jobs.push_back({"rotary_k_folded_i" + i, rotaryChain(DType::BFloat16, 128),
+                    ChainKernelParams{128, 8, 1, items, false, true}, "sm_90a", rotaryLayout({1, 8, 4096, 128})});
+  }
+  jobs.push_back({"swiglu_bf16_i4_sm80", swigluChain(DType::BFloat16), ChainKernelParams{256, 8, 1, 4}, "sm_80"});
+  testutil::expectCompiledWithoutSpills(jobs, testutil::compileChains(jobs));
 }
 
 // Note [Folded segments]: one thread a position in each half, every load before any arithmetic or store, a

@@ -233,8 +233,9 @@ TEST(ChainKernelHostTest, GivenRandomChainsWithCatsInRandomLayoutsWhenRunOnTheHo
             << "output " << m << " element " << e << ": " << got[m][e] << " vs " << want[m][e];
       }
     }
-    // The folded point follows its segmented twin in the space (chainParameterSpace's order).
-    if (h.params.fold) {
+    // The folded one-vector point follows its segmented twin in the space (chainParameterSpace's order); an
+    // unrolled one has no unfolded twin (Note [Unrolled elementwise chains]).
+    if (h.params.fold && h.params.items == 0) {
       ASSERT_GT(k, 0u);
       ChainKernelParams twin = h.params;
       twin.fold = false;
@@ -250,6 +251,81 @@ TEST(ChainKernelHostTest, GivenRandomChainsWithCatsInRandomLayoutsWhenRunOnTheHo
     previous = got;
   }
   EXPECT_GE(foldedCompared, 24);
+}
+
+// Note [Unrolled elementwise chains]: elementwise chains without a Cat, contiguous (the plain kernel) and in random
+// strided and broadcast layouts (one segment), at every point of their spaces up to 256 threads, the unrolled ones
+// among them, over vector counts that leave the last step partial: each computes the interpreter's Fused mode
+// (within a 16-bit unit where a libm function is called), writes every element and nothing between rows, and an
+// unrolled point gives the one-vector point's bits at the same threads and vec.
+TEST(ChainKernelHostTest, GivenElementwiseChainsWithoutCatsWhenEveryPointRunsOnTheHostThenUnrolledAndOneVectorPointsAgree) {
+  struct Case {
+    std::string name;
+    ChainIR ir;
+    ChainLayout layout;
+    int64_t rows, cols;
+    uint64_t seed;
+  };
+  std::vector<Case> cases = {{"swiglu bf16", swigluChain(DType::BFloat16), {}, 37, 96, 1},
+                             {"new_gelu fp16", newGeluChain(DType::Float16), {}, 5, 328, 2},
+                             {"residual add + cast", residualAddCastChain(DType::BFloat16, DType::Float32), {}, 9, 40, 3},
+                             {"relayout copy fp16", relayoutCopyChain(DType::Float16), headViewCopyLayout({2, 3, 7, 16}, 3),
+                              2 * 3 * 7, 16, 4}};
+  for (uint64_t seed = 0, added = 0; seed < 400 && added < 12; ++seed) {
+    RandomChainOptions o;
+    o.reductions = false;
+    const ChainIR ir = randomChain(2000 + seed, o);
+    if (ir.hasCat()) continue;
+    const ChainLayout layout = seed % 2 == 0 ? ChainLayout{} : randomChainLayout(ir, {5, 7}, 48, seed);
+    cases.push_back({"random " + std::to_string(2000 + seed), ir, layout, 35, 48, seed});
+    ++added;
+  }
+  std::vector<HostKernel> kernels;
+  std::vector<size_t> caseOf;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    for (const ChainKernelParams& p : chainParameterSpace(cases[c].ir, cases[c].rows, cases[c].cols, cases[c].layout)) {
+      if (p.threads > 256) continue;  // the host runs every thread: two sizes are enough
+      kernels.push_back({cases[c].ir, p, cases[c].layout, cases[c].rows, cases[c].cols});
+      caseOf.push_back(c);
+    }
+  }
+  const HostKernelBatch batch(kernels);
+  int unrolled = 0, compared = 0;
+  std::vector<std::vector<std::vector<float>>> oneVector(cases.size() * 2048);  // (case, threads, vec) -> outputs
+  const auto slot = [](size_t c, const ChainKernelParams& p) { return c * 2048 + static_cast<size_t>(p.threads) + p.vec; };
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const Case& c = cases[caseOf[k]];
+    const HostKernel& h = kernels[k];
+    SCOPED_TRACE(c.name + " at " + h.params.describe() + ", layout " + layoutText(h.layout));
+    const auto memory = randomChainInputs(h.ir, c.rows, c.cols, h.layout, c.seed);
+    const auto want = interpretChain(h.ir, c.rows, c.cols, h.layout, memory, EvalMode::Fused);
+    std::vector<std::vector<bool>> written;
+    const auto got = runOnHost(batch, k, h, memory, &written);
+    for (size_t m = 0; m < got.size(); ++m) {
+      ASSERT_EQ(got[m].size(), want[m].size());
+      for (size_t e = 0; e < got[m].size(); ++e) {
+        ASSERT_FALSE(std::isnan(got[m][e]) && !std::isnan(want[m][e])) << "output " << m << " element " << e
+                                                                         << " not written";
+        ASSERT_LE(std::fabs(static_cast<double>(got[m][e]) - want[m][e]), 0x1p-7 * (1.0 + std::fabs(want[m][e])))
+            << "output " << m << " element " << e << ": " << got[m][e] << " vs " << want[m][e];
+      }
+    }
+    if (h.params.items == 0 && !h.params.fold) {
+      oneVector[slot(caseOf[k], h.params)] = got;
+    } else if (h.params.items > 0) {
+      ++unrolled;
+      const auto& base = oneVector[slot(caseOf[k], h.params)];
+      ASSERT_EQ(base.size(), got.size()) << "the one-vector point comes first in the space";
+      for (size_t m = 0; m < got.size(); ++m) {
+        for (size_t e = 0; e < got[m].size(); ++e) {
+          ASSERT_TRUE(sameBits(got[m][e], base[m][e])) << "output " << m << " element " << e << " differs unrolled";
+        }
+      }
+      ++compared;
+    }
+  }
+  EXPECT_GE(unrolled, 4 * static_cast<int>(cases.size()));
+  EXPECT_EQ(compared, unrolled);
 }
 
 // Row kernels (Note [Chain kernels]) on the host, each CTA as host threads: the named row chains (RMSNorm,

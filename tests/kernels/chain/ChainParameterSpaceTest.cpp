@@ -48,7 +48,11 @@ TEST(ChainParameterSpaceTest, GivenTheNamedChainsAtModelShapesWhenEnumeratedThen
         EXPECT_TRUE(seen.insert(p.describe()).second) << "twice: " << p.describe();
         if (!c.ir.hasReductions()) {
           EXPECT_EQ(p.rowsPerCta, 1);
-          EXPECT_EQ(p.items, 0);
+          // Note [Unrolled elementwise chains]: 2 or 4 vectors a step at 128 or 256 threads.
+          if (p.items != 0) {
+            EXPECT_TRUE(p.items == 2 || p.items == 4) << p.describe();
+            EXPECT_TRUE(p.threads == 128 || p.threads == 256) << p.describe();
+          }
         }
       }
     }
@@ -70,6 +74,32 @@ TEST(ChainParameterSpaceTest, GivenSixteenBitAndFloat32ChainsWhenEnumeratedThenV
   // cols 4 * odd: only the widths that divide it; an odd count: vec 1.
   EXPECT_EQ(vecsOf(chainParameterSpace(swigluChain(DType::BFloat16), 64, 4100)), (std::set<int>{4}));
   EXPECT_EQ(vecsOf(chainParameterSpace(newGeluChain(DType::BFloat16), 64, 4097)), (std::set<int>{1}));
+}
+
+// Note [Unrolled elementwise chains]: the unrolled points at the widest vec only, after the one-vector points.
+TEST(ChainParameterSpaceTest, GivenAnElementwiseChainWhenEnumeratedThenUnrolledPointsComeAtTheWidestVecAfterTheOthers) {
+  const std::vector<ChainKernelParams> space = chainParameterSpace(swigluChain(DType::BFloat16), 4096, 8192);
+  std::vector<ChainKernelParams> unrolled;
+  size_t firstUnrolled = space.size(), lastPlain = 0;
+  for (size_t k = 0; k < space.size(); ++k) {
+    if (space[k].items > 0) {
+      unrolled.push_back(space[k]);
+      firstUnrolled = std::min(firstUnrolled, k);
+    } else {
+      lastPlain = k;
+    }
+  }
+  const std::vector<ChainKernelParams> expected = {{128, 8, 1, 2}, {256, 8, 1, 2}, {128, 8, 1, 4}, {256, 8, 1, 4}};
+  EXPECT_EQ(unrolled, expected);
+  // vec 8's one-vector points, then its unrolled ones, then vec 4's.
+  EXPECT_LT(firstUnrolled, lastPlain);
+  EXPECT_EQ(space[lastPlain].vec, 4);
+  EXPECT_EQ(space.size(), 12u);
+  // A chain with Cat segments: the unrolled points folded only.
+  for (const ChainKernelParams& p :
+       chainParameterSpace(rotaryChain(DType::BFloat16, 128), 8 * 4096, 128, rotaryLayout({1, 8, 4096, 128}))) {
+    if (p.items > 0) EXPECT_TRUE(p.fold) << p.describe();
+  }
 }
 
 TEST(ChainParameterSpaceTest, GivenARowChainWhenEnumeratedThenThreadsFollowColsAndRegisterPointsHoldTheRow) {
@@ -100,21 +130,26 @@ TEST(ChainParameterSpaceTest, GivenARowChainWhenEnumeratedThenThreadsFollowColsA
   for (const ChainKernelParams& p : chainParameterSpace(rms, 2, 1 << 20)) EXPECT_EQ(p.items, 0) << p.describe();
 }
 
-// Note [Folded segments]: rotary's space holds each elementwise point folded too, right after it; a chain
-// without equal cat segments holds none.
+// Note [Folded segments]: rotary's space holds each one-vector elementwise point folded too, right after it, and
+// its unrolled points folded only; a chain without equal cat segments holds none.
 TEST(ChainParameterSpaceTest, GivenRotaryWhenEnumeratedThenEachPointComesFoldedToo) {
   const ChainIR ir = rotaryChain(DType::BFloat16, 128);
   const std::vector<ChainKernelParams> space = chainParameterSpace(ir, 32 * 4096, 128, rotaryLayout({1, 32, 4096, 128}));
-  size_t folded = 0;
+  size_t folded = 0, unrolled = 0;
   for (size_t k = 0; k < space.size(); ++k) {
     if (!space[k].fold) continue;
+    if (space[k].items > 0) {  // Note [Unrolled elementwise chains]: folded only
+      ++unrolled;
+      continue;
+    }
     ++folded;
     ASSERT_GT(k, 0u);
     ChainKernelParams twin = space[k];
     twin.fold = false;
     EXPECT_EQ(space[k - 1], twin);
   }
-  EXPECT_EQ(folded * 2, space.size());
+  EXPECT_EQ(folded * 2 + unrolled, space.size());
+  EXPECT_EQ(unrolled, 4u);
   for (const ChainKernelParams& p : chainParameterSpace(swigluChain(DType::BFloat16), 4096, 8192)) EXPECT_FALSE(p.fold);
 }
 

@@ -29,7 +29,10 @@
 // was written). "fold" came after version 2 was first written without a
 // version step: only a folded kernel writes it, and a reader from before it
 // refuses such an entry as an unknown key (its variant runs ATen and is tuned
-// again), which is what a version step would do. Version 1 is the same
+// again), which is what a version step would do. So did "items" above 0 for
+// an elementwise chain (Note [Unrolled elementwise chains]): a reader from
+// before it refuses such parameters as outside the generator's ranges, with
+// the same outcome. Version 1 is the same
 // without "layout" (before layouts):
 // the reader reads it as the contiguous layout; the writer writes 2. A later
 // version changes "version".

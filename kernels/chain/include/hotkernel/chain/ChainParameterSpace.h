@@ -10,7 +10,12 @@
 //    of it, each only when it divides cols, every row stride of the layout,
 //    every input's own extent and every Cat boundary; 1 when neither does.
 //  - elementwise chains (no reduction): 128, 256, 512 and 1024 threads,
-//    rowsPerCta 1, items 0 (the grid strides over the elements).
+//    rowsPerCta 1, items 0 (the grid strides over the elements, one vector
+//    a thread a step); at the widest vec also 128 and 256 threads at items 2
+//    and 4 (that many vectors a thread a step: Note [Unrolled elementwise
+//    chains] in ChainCodegen.cpp), of a chain with Cat segments only folded;
+//    each point folded too where the Cats cut equal segments (Note [Folded
+//    segments]).
 //  - row chains: one row a CTA with 64 to 1024 threads, no more threads than
 //    the row has vectors (at least 64); several rows a CTA (8, 16 or 32
 //    threads a row, 128 or 256 a CTA) only when a row has at most 64
