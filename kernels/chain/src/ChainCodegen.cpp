@@ -45,7 +45,7 @@ std::string Emitter::source() {
   for (std::string line; std::getline(lines, line);) os_ << "//   " << line << "\n";
   os_ << "#define HK_THREADS " << p_.threads << "\n#define HK_VEC " << p_.vec << "\n#define HK_ROWS "
       << p_.rowsPerCta << "\n#define HK_ITEMS " << p_.items << "\n";
-  os_ << detail::chainDeviceLibrary() << "\n";
+  os_ << detail::chainDeviceLibrary(!layout_.contiguous() || ir_.hasCat()) << "\n";  // Note [One store a vector]
   signature();
   if (rowKernel_) {
     rowBody();

@@ -13,8 +13,9 @@
 namespace hotkernel::chain::detail {
 
 // The device functions every chain kernel uses, after its HK_* defines
-// (Note [Self-contained chain sources]).
-std::string chainDeviceLibrary();
+// (Note [Self-contained chain sources]); with `ptxStores` the vector stores
+// in PTX (Note [One store a vector]).
+std::string chainDeviceLibrary(bool ptxStores);
 
 // The storage type and access suffix of a dtype: "float" / "unsigned short", "f32" / "f16" / "bf16".
 const char* storageType(DType dtype);

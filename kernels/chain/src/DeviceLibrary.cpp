@@ -134,7 +134,11 @@ __device__ __forceinline__ void hk_load_@TAG@(const @T@* p, float (&f)[HK_VEC]) 
     for (int j = 0; j < kC; ++j) f[k * kC + j] = @TO@(w.v[j]);
   }
 }
-__device__ __forceinline__ void hk_store_@TAG@(@T@* p, const float (&f)[HK_VEC]) {
+@STORE@)";
+
+// The store of an aligned struct, as the loads are written: LLVM's store
+// vectorizer merges it into one vector store where it follows the address.
+constexpr const char* kStoreStruct = R"(__device__ __forceinline__ void hk_store_@TAG@(@T@* p, const float (&f)[HK_VEC]) {
   constexpr int kC = 16 / static_cast<int>(sizeof(@T@)) < HK_VEC ? 16 / static_cast<int>(sizeof(@T@)) : HK_VEC;
   hk_chunk<@T@, kC>* c = reinterpret_cast<hk_chunk<@T@, kC>*>(p);
 #pragma unroll
@@ -147,6 +151,59 @@ __device__ __forceinline__ void hk_store_@TAG@(@T@* p, const float (&f)[HK_VEC])
 }
 )";
 
+// Note [One store a vector]
+// A kernel stores HK_VEC elements of an output in one vector store of up to
+// 16 bytes (two for eight float32 elements). Written as a store of an
+// aligned struct (kStoreStruct), LLVM's scalar replacement splits it into
+// element stores and its store vectorizer merges them again where it follows
+// the address; where the address comes from a layout's row offsets or a
+// Cat's segment it does not, and ptxas then writes one 16-byte vector as
+// four 4-byte stores (rotary, the attention scores). So a kernel of a chain
+// with a layout or a Cat gets the PTX store instead (chainDeviceLibrary's
+// ptxStores): the elements converted to their storage type, 16-bit ones
+// paired into 32-bit words (the first element in the low half, as memory
+// holds them), stored by one st.global.v4 / v2. An asm without outputs is
+// volatile: the stores keep their order among themselves, and the loads
+// (plain C++) still move across them. A contiguous chain keeps the struct
+// store, which the vectorizer merges, and with it its source (and cached
+// entries) as before: the PTX store costs registers in some row kernels
+// (rms_norm at 1024 threads: 32 to 52).
+constexpr const char* kStore16 = R"(
+__device__ __forceinline__ void hk_store_@TAG@(unsigned short* p, const float (&f)[HK_VEC]) {
+#if HK_VEC == 1
+  p[0] = @FROM@(f[0]);
+#else
+  unsigned w[HK_VEC / 2];
+#pragma unroll
+  for (int i = 0; i < HK_VEC / 2; ++i) {
+    w[i] = static_cast<unsigned>(@FROM@(f[2 * i])) | (static_cast<unsigned>(@FROM@(f[2 * i + 1])) << 16);
+  }
+#if HK_VEC == 8
+  asm("st.global.v4.b32 [%0], {%1, %2, %3, %4};" : : "l"(p), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]));
+#elif HK_VEC == 4
+  asm("st.global.v2.b32 [%0], {%1, %2};" : : "l"(p), "r"(w[0]), "r"(w[1]));
+#else
+  asm("st.global.b32 [%0], %1;" : : "l"(p), "r"(w[0]));
+#endif
+#endif
+}
+)";
+constexpr const char* kStore32 = R"(
+__device__ __forceinline__ void hk_store_@TAG@(float* p, const float (&f)[HK_VEC]) {
+#if HK_VEC == 1
+  p[0] = f[0];
+#elif HK_VEC == 2
+  asm("st.global.v2.f32 [%0], {%1, %2};" : : "l"(p), "f"(f[0]), "f"(f[1]));
+#else
+#pragma unroll
+  for (int k = 0; k < HK_VEC / 4; ++k) {
+    asm("st.global.v4.f32 [%0], {%1, %2, %3, %4};" : : "l"(p + 4 * k), "f"(f[4 * k]), "f"(f[4 * k + 1]),
+        "f"(f[4 * k + 2]), "f"(f[4 * k + 3]));
+  }
+#endif
+}
+)";
+
 std::string replaceAll(std::string text, const std::string& from, const std::string& to) {
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
     text.replace(at, from.size(), to);
@@ -154,8 +211,8 @@ std::string replaceAll(std::string text, const std::string& from, const std::str
   return text;
 }
 
-std::string access(DType dtype, const char* to, const char* from) {
-  std::string s = kAccess;
+std::string access(DType dtype, const char* to, const char* from, bool ptxStore) {
+  std::string s = replaceAll(kAccess, "@STORE@", !ptxStore ? kStoreStruct : dtype == DType::Float32 ? kStore32 : kStore16);
   s = replaceAll(s, "@TAG@", accessTag(dtype));
   s = replaceAll(s, "@T@", storageType(dtype));
   s = replaceAll(s, "@TO@", to);
@@ -178,11 +235,11 @@ const char* accessTag(DType dtype) {
   HOTKERNEL_THROW("unknown dtype code ", static_cast<int>(dtype));
 }
 
-std::string chainDeviceLibrary() {
+std::string chainDeviceLibrary(bool ptxStores) {
   std::string text = kCommon;
-  text += access(DType::Float32, "hk_id", "hk_id");
-  text += access(DType::Float16, "hk_f16_to_f32", "hk_f32_to_f16");
-  text += access(DType::BFloat16, "hk_bf16_to_f32", "hk_f32_to_bf16");
+  text += access(DType::Float32, "hk_id", "hk_id", ptxStores);
+  text += access(DType::Float16, "hk_f16_to_f32", "hk_f32_to_f16", ptxStores);
+  text += access(DType::BFloat16, "hk_bf16_to_f32", "hk_f32_to_bf16", ptxStores);
   return text;
 }
 

@@ -110,9 +110,9 @@ TEST(ChainCodegenTest, GivenParametersWhenCheckedThenOutOfRangeOnesAreRefused) {
   EXPECT_THROW(generateChainSource(rms, ChainKernelParams{256, 4, 2, 0}), Error);  // 128 threads a row
   EXPECT_THROW(generateChainSource(rms, ChainKernelParams{256, 4, 1, 17}), Error);
   EXPECT_NO_THROW(generateChainSource(rms, ChainKernelParams{256, 4, 8, 1}));
-  // Elementwise: one row a CTA, at most 8 vectors a thread a step (Note [Unrolled elementwise chains]).
-  EXPECT_NO_THROW(generateChainSource(swigluChain(DType::BFloat16), ChainKernelParams{256, 4, 1, 8}));
-  EXPECT_THROW(generateChainSource(swigluChain(DType::BFloat16), ChainKernelParams{256, 4, 1, 9}), Error);
+  // Elementwise: one row a CTA, at most 4 vectors a thread a step (Note [Unrolled elementwise chains]).
+  EXPECT_NO_THROW(generateChainSource(swigluChain(DType::BFloat16), ChainKernelParams{256, 4, 1, 4}));
+  EXPECT_THROW(generateChainSource(swigluChain(DType::BFloat16), ChainKernelParams{256, 4, 1, 5}), Error);
   EXPECT_THROW(generateChainSource(swigluChain(DType::BFloat16), ChainKernelParams{256, 4, 2, 0}), Error);
   ChainIR wide;
   int acc = wide.addInput(DType::Float32, ShapeClass::Full);
@@ -337,10 +337,37 @@ TEST(ChainCodegenTest, GivenUnrolledElementwisePointsWhenGeneratedThenEveryVecto
   EXPECT_EQ(rms.find("__restrict__"), std::string::npos) << rms;
 }
 
+// Note [One store a vector]: a chain with a layout or a Cat stores each vector by one PTX vector store (its
+// address defeats LLVM's store vectorizer); a contiguous chain keeps the struct store, its source as before.
+TEST(ChainCodegenTest, GivenLayoutAndCatChainsWhenGeneratedThenTheirVectorStoresAreWrittenInPtx) {
+  const ChainLayout rotary = rotaryLayout({1, 8, 4096, 128});
+  const std::string strided = generateChainSource(rotaryChain(DType::BFloat16, 128), ChainKernelParams{128, 8}, rotary);
+  EXPECT_NE(strided.find("st.global.v4.b32 [%0], {%1, %2, %3, %4};"), std::string::npos) << strided;
+  EXPECT_NE(strided.find("st.global.v4.f32"), std::string::npos) << "every dtype's store, float32's too";
+  // The first element in the low half of its word, as memory holds it.
+  EXPECT_NE(strided.find("w[i] = static_cast<unsigned>(hk_f32_to_bf16(f[2 * i])) | "
+                         "(static_cast<unsigned>(hk_f32_to_bf16(f[2 * i + 1])) << 16);"),
+            std::string::npos)
+      << strided;
+  EXPECT_EQ(strided.find("c[k] = w;"), std::string::npos) << strided;
+  const std::string cat = generateChainSource(rotaryChain(DType::Float16, 64), ChainKernelParams{256, 4});  // no layout
+  EXPECT_NE(cat.find("st.global.v2.b32"), std::string::npos) << cat;
+  const AttentionShape gpt2{16, 12, 512, 512};
+  EXPECT_NE(generateChainSource(attentionSoftmaxChain(DType::Float16, 0.125), ChainKernelParams{128, 8, 4, 2},
+                                attentionSoftmaxLayout(gpt2))
+                .find("st.global.v4.b32"),
+            std::string::npos);
+  for (const ChainKernelParams& p : {ChainKernelParams{256, 8}, ChainKernelParams{256, 8, 1, 4}}) {
+    const std::string plain = generateChainSource(swigluChain(DType::BFloat16), p);
+    EXPECT_EQ(plain.find("st.global"), std::string::npos) << p.describe();
+    EXPECT_NE(plain.find("c[k] = w;"), std::string::npos) << p.describe();
+  }
+}
+
 TEST(ChainCodegenTest, GivenUnrolledElementwisePointsWhenCompiledWithNvrtcThenEachIsACubinWithoutSpills) {
   SKIP_WITHOUT_NVRTC();
   std::vector<ChainCompileJob> jobs;
-  for (int items : {2, 4, 8}) {
+  for (int items : {2, 4}) {
     const std::string i = std::to_string(items);
     jobs.push_back({"swiglu_bf16_i" + i, swigluChain(DType::BFloat16), ChainKernelParams{256, 8, 1, items}});
     jobs.push_back({"new_gelu_f32_i" + i, newGeluChain(DType::Float32), ChainKernelParams{128, 4, 1, items}});
@@ -348,6 +375,9 @@ TEST(ChainCodegenTest, GivenUnrolledElementwisePointsWhenCompiledWithNvrtcThenEa
                     ChainKernelParams{128, 8, 1, items}});
     jobs.push_back({"relayout_copy_i" + i, relayoutCopyChain(DType::Float16), ChainKernelParams{128, 8, 1, items},
                     "sm_90a", headViewCopyLayout({16, 12, 512, 64}, 3)});
+    jobs.push_back({"relayout_copy_f32_i" + i, relayoutCopyChain(DType::Float32), ChainKernelParams{128, 4, 1, items},
+                    "sm_90a", headViewCopyLayout({16, 12, 512, 64}, 3)});
+    jobs.push_back({"rotary_f16_vec2_i" + i, rotaryChain(DType::Float16, 64), ChainKernelParams{128, 2, 1, items, false, true}});
     jobs.push_back({"rotary_k_folded_i" + i, rotaryChain(DType::BFloat16, 128),
                     ChainKernelParams{128, 8, 1, items, false, true}, "sm_90a", rotaryLayout({1, 8, 4096, 128})});
   }

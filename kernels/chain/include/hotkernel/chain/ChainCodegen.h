@@ -67,7 +67,7 @@ inline constexpr const char* kChainKernelName = "hk_chain";
 // Elementwise kernels stride over the grid beyond this many CTAs.
 inline constexpr unsigned kMaxPointwiseCtas = 1u << 16;
 // The most vectors an elementwise kernel's thread takes a step (Note [Unrolled elementwise chains]).
-inline constexpr int kMaxPointwiseItems = 8;
+inline constexpr int kMaxPointwiseItems = 4;
 // Row kernels index a row's vectors in int.
 inline constexpr int64_t kMaxChainCols = int64_t{1} << 30;
 
@@ -87,7 +87,7 @@ struct ChainKernelParams {
   int vec = 4;          // elements per access: 1, 2, 4 or 8
   int rowsPerCta = 1;   // row kernels: a power of two; > 1 only with threads / rowsPerCta <= 32
   int items = 0;        // row kernels: 0 streams the row; 1..16 hold it in registers. Elementwise chains: 0 one
-                        // vector a thread a step; 1..8 that many (Note [Unrolled elementwise chains])
+                        // vector a thread a step; 1..4 that many (Note [Unrolled elementwise chains])
   // Note [ATen rounding in a fused kernel]: every computed value of a 16-bit
   // dtype rounded to it, as eager ATen stores each op's result.
   bool atenRounding = false;
@@ -104,7 +104,7 @@ struct ChainKernelParams {
 };
 
 // Error (HOTKERNEL_REQUIRE) when `p` is outside the ranges above, when a
-// pointwise chain has rowsPerCta other than 1 or items over 8 (or above 0
+// pointwise chain has rowsPerCta other than 1 or items over 4 (or above 0
 // unfolded where a Cat cuts the row into segments), when fold is
 // asked of a chain whose Cats do not cut equal segments, when the
 // chain has more than 10 inputs and outputs (Note [Chain kernel arguments]),
