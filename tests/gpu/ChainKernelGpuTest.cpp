@@ -217,7 +217,9 @@ TEST(ChainKernelGpuTest, GivenHfRotaryInItsStridedLayoutWhenRunAsAFusedKernelThe
       for (const chain::ChainKernelParams& p :
            {chain::ChainKernelParams{256, 8}, chain::ChainKernelParams{128, 8}, chain::ChainKernelParams{512, 4},
             chain::ChainKernelParams{1024, 2}, chain::ChainKernelParams{128, 8, 1, 0, false, true},
-            chain::ChainKernelParams{256, 4, 1, 0, false, true}}) {
+            chain::ChainKernelParams{256, 4, 1, 0, false, true},
+            // Note [Unrolled elementwise chains]: every vector's loads first, the last step guarded.
+            chain::ChainKernelParams{128, 8, 1, 2, false, true}, chain::ChainKernelParams{256, 4, 1, 4, false, true}}) {
         if (!chain::chainVariantProblem(ir, p, rows, d, layout).empty()) continue;
         SCOPED_TRACE(std::string(chain::shortDTypeName(dtype)) + " " + chain::layoutText(layout) + " at " + p.describe());
         const std::string cubin = compileToCubin(chain::generateChainSource(ir, p, layout), "rotary.cu", arch,
