@@ -45,7 +45,10 @@ std::string Emitter::source() {
   for (std::string line; std::getline(lines, line);) os_ << "//   " << line << "\n";
   os_ << "#define HK_THREADS " << p_.threads << "\n#define HK_VEC " << p_.vec << "\n#define HK_ROWS "
       << p_.rowsPerCta << "\n#define HK_ITEMS " << p_.items << "\n";
-  os_ << detail::chainDeviceLibrary(!layout_.contiguous() || ir_.hasCat()) << "\n";  // Note [One store a vector]
+  // Note [One store a vector]: PTX stores where the address comes from a layout or a Cat, but for a row held in
+  // registers.
+  const bool ptxStores = (!layout_.contiguous() || ir_.hasCat()) && !(rowKernel_ && p_.items > 0);
+  os_ << detail::chainDeviceLibrary(ptxStores) << "\n";
   signature();
   if (rowKernel_) {
     rowBody();

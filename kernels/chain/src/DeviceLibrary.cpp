@@ -157,17 +157,18 @@ constexpr const char* kStoreStruct = R"(__device__ __forceinline__ void hk_store
 // aligned struct (kStoreStruct), LLVM's scalar replacement splits it into
 // element stores and its store vectorizer merges them again where it follows
 // the address; where the address comes from a layout's row offsets or a
-// Cat's segment it does not, and ptxas then writes one 16-byte vector as
-// four 4-byte stores (rotary, the attention scores). So a kernel of a chain
-// with a layout or a Cat gets the PTX store instead (chainDeviceLibrary's
-// ptxStores): the elements converted to their storage type, 16-bit ones
-// paired into 32-bit words (the first element in the low half, as memory
-// holds them), stored by one st.global.v4 / v2. An asm without outputs is
-// volatile: the stores keep their order among themselves, and the loads
-// (plain C++) still move across them. A contiguous chain keeps the struct
-// store, which the vectorizer merges, and with it its source (and cached
-// entries) as before: the PTX store costs registers in some row kernels
-// (rms_norm at 1024 threads: 32 to 52).
+// Cat's segment it does not, and ptxas then writes one 16-byte vector as up
+// to four 4- and 8-byte stores. So a kernel of a chain with a layout or a Cat
+// stores in PTX instead (chainDeviceLibrary's ptxStores): the elements
+// converted to their storage type, 16-bit ones paired into 32-bit words (the
+// first element in the low half, as memory holds them), stored by one
+// st.global.v4 / v2. An asm without outputs is volatile: the stores keep
+// their order among themselves, and the loads (plain C++) still move across
+// them. Two kinds of kernel keep the struct store: a contiguous chain's (the
+// vectorizer merges it; its source, and so its cached entries, stay as they
+// were) and a row kernel that holds its row in registers (items > 0), where
+// the ordered stores constrain the scheduler of a register-heavy kernel more
+// than the split stores cost (docs/design/fusion.md has the measurements).
 constexpr const char* kStore16 = R"(
 __device__ __forceinline__ void hk_store_@TAG@(unsigned short* p, const float (&f)[HK_VEC]) {
 #if HK_VEC == 1

@@ -338,7 +338,8 @@ TEST(ChainCodegenTest, GivenUnrolledElementwisePointsWhenGeneratedThenEveryVecto
 }
 
 // Note [One store a vector]: a chain with a layout or a Cat stores each vector by one PTX vector store (its
-// address defeats LLVM's store vectorizer); a contiguous chain keeps the struct store, its source as before.
+// address defeats LLVM's store vectorizer), but a row kernel holding its row in registers; a contiguous chain
+// keeps the struct store, its source as before.
 TEST(ChainCodegenTest, GivenLayoutAndCatChainsWhenGeneratedThenTheirVectorStoresAreWrittenInPtx) {
   const ChainLayout rotary = rotaryLayout({1, 8, 4096, 128});
   const std::string strided = generateChainSource(rotaryChain(DType::BFloat16, 128), ChainKernelParams{128, 8}, rotary);
@@ -352,11 +353,14 @@ TEST(ChainCodegenTest, GivenLayoutAndCatChainsWhenGeneratedThenTheirVectorStores
   EXPECT_EQ(strided.find("c[k] = w;"), std::string::npos) << strided;
   const std::string cat = generateChainSource(rotaryChain(DType::Float16, 64), ChainKernelParams{256, 4});  // no layout
   EXPECT_NE(cat.find("st.global.v2.b32"), std::string::npos) << cat;
+  // A row kernel streaming its row stores in PTX; one holding its row in registers keeps the struct store.
   const AttentionShape gpt2{16, 12, 512, 512};
-  EXPECT_NE(generateChainSource(attentionSoftmaxChain(DType::Float16, 0.125), ChainKernelParams{128, 8, 4, 2},
-                                attentionSoftmaxLayout(gpt2))
-                .find("st.global.v4.b32"),
+  const ChainIR scores = attentionSoftmaxChain(DType::Float16, 0.125);
+  EXPECT_NE(generateChainSource(scores, ChainKernelParams{128, 8, 4, 0}, attentionSoftmaxLayout(gpt2)).find("st.global.v4.b32"),
             std::string::npos);
+  const std::string resident = generateChainSource(scores, ChainKernelParams{128, 8, 4, 2}, attentionSoftmaxLayout(gpt2));
+  EXPECT_EQ(resident.find("st.global"), std::string::npos);
+  EXPECT_NE(resident.find("c[k] = w;"), std::string::npos);
   for (const ChainKernelParams& p : {ChainKernelParams{256, 8}, ChainKernelParams{256, 8, 1, 4}}) {
     const std::string plain = generateChainSource(swigluChain(DType::BFloat16), p);
     EXPECT_EQ(plain.find("st.global"), std::string::npos) << p.describe();
