@@ -20,11 +20,13 @@
 // default 0.125). Without --points the chain kind's default set is compiled: for an
 // elementwise chain, the tuner's space (chainParameterSpace: 128-1024 threads
 // at the widest vector and half of it, 2 and 4 vectors a thread a step at the
-// widest, each folded too where the chain's cats cut equal segments); for a row chain, the streaming kernel at 128-1024 threads, the
-// register-resident one with the fewest items that hold the row (at most 16;
-// 8 with 32 threads a row), and 4 or 8 rows a CTA (32 threads a row), each at
-// the widest vector and some at half of it. A point the shape rules out (chainVariantProblem) is listed as skipped
-// with the reason; an out-of-range point given in --points is a usage error.
+// widest, each folded too where the chain's cats cut equal segments); for a
+// row chain, the streaming kernel at 128-1024 threads, the register-resident
+// one with the fewest items that hold the row (at most 16; 8 with 32 threads a
+// row), and 4 or 8 rows a CTA (32 threads a row), each at the widest vector
+// and some at half of it. A point the shape rules out (chainVariantProblem)
+// is listed as skipped with the reason; an out-of-range point given in
+// --points is a usage error.
 //
 // Exit status: 0 every point compiled; 1 NVRTC is unavailable, a point failed
 // to compile (the manifest still lists it, with the error) or a file could not

@@ -78,7 +78,8 @@ void Emitter::emitLoadsAt(const std::set<std::pair<int, int64_t>>& inputs, const
     const std::string name = "x" + std::to_string(o) + (shift != 0 ? "s" + std::to_string(shift) : "");
     const std::string column = shift != 0 ? "(hk_c - " + std::to_string(shift) + ")" : "hk_c";
     const std::string base = n.shape == ShapeClass::Full ? "hk_o" + std::to_string(argOfInput(o)) + " + " : "";
-    emitVectorLoad(indent, name, std::string("hk_load_") + accessTag(n.dtype) + "(in" + std::to_string(o) + " + " + base + column);
+    const std::string call = std::string("hk_load_") + accessTag(n.dtype) + "(in" + std::to_string(o) + " + " + base;
+    emitVectorLoad(indent, name, call + column);
   }
 }
 
@@ -171,7 +172,8 @@ void Emitter::foldedPointwiseVector() {
     const std::string name = "x" + std::to_string(o) + "a" + std::to_string(at);
     const std::string base = n.shape == ShapeClass::Full ? "hk_o" + std::to_string(argOfInput(o)) + " + " : "";
     const std::string column = at != 0 ? "(hk_p + " + std::to_string(at) + ")" : "hk_p";
-    emitVectorLoad("    ", name, std::string("hk_load_") + accessTag(n.dtype) + "(in" + std::to_string(o) + " + " + base + column);
+    const std::string call = std::string("hk_load_") + accessTag(n.dtype) + "(in" + std::to_string(o) + " + " + base;
+    emitVectorLoad("    ", name, call + column);
   }
   for (int64_t k = 0; k < segments; ++k) {
     segLo_ = k * w;

@@ -138,7 +138,8 @@ __device__ __forceinline__ void hk_load_@TAG@(const @T@* p, float (&f)[HK_VEC]) 
 
 // The store of an aligned struct, as the loads are written: LLVM's store
 // vectorizer merges it into one vector store where it follows the address.
-constexpr const char* kStoreStruct = R"(__device__ __forceinline__ void hk_store_@TAG@(@T@* p, const float (&f)[HK_VEC]) {
+constexpr const char* kStoreStruct =
+    R"(__device__ __forceinline__ void hk_store_@TAG@(@T@* p, const float (&f)[HK_VEC]) {
   constexpr int kC = 16 / static_cast<int>(sizeof(@T@)) < HK_VEC ? 16 / static_cast<int>(sizeof(@T@)) : HK_VEC;
   hk_chunk<@T@, kC>* c = reinterpret_cast<hk_chunk<@T@, kC>*>(p);
 #pragma unroll
@@ -213,7 +214,8 @@ std::string replaceAll(std::string text, const std::string& from, const std::str
 }
 
 std::string access(DType dtype, const char* to, const char* from, bool ptxStore) {
-  std::string s = replaceAll(kAccess, "@STORE@", !ptxStore ? kStoreStruct : dtype == DType::Float32 ? kStore32 : kStore16);
+  const char* store = !ptxStore ? kStoreStruct : dtype == DType::Float32 ? kStore32 : kStore16;
+  std::string s = replaceAll(kAccess, "@STORE@", store);
   s = replaceAll(s, "@TAG@", accessTag(dtype));
   s = replaceAll(s, "@T@", storageType(dtype));
   s = replaceAll(s, "@TO@", to);
