@@ -21,7 +21,8 @@ namespace hotkernel::chain::detail {
 // slow-path branch of a division or a libm call between one vector's loads
 // and the next vector's otherwise), then computes and stores each; the
 // pointers are __restrict__ (a chain's outputs are fresh tensors that no
-// input aliases, and inputs are only read). The last, partial step runs the
+// input aliases, and inputs are only read; a plan's launch guard refuses an
+// output over an input, chainLaunchRefusal). The last, partial step runs the
 // one-vector body for each vector that exists. A body whose loads depend on
 // the vector's Cat segment (an unfolded chain with a Cat) has no such split:
 // checkChainKernel refuses items there. Items 0 writes the kernel as before

@@ -7,7 +7,9 @@
 // generateChainSource writes one self-contained program (Note [Self-contained
 // chain sources]) holding `extern "C" __global__ void hk_chain(...)`. A chain
 // without reductions becomes a grid-stride elementwise kernel: each thread
-// takes HK_VEC consecutive elements of one row (cols % vec == 0), loads its
+// takes HK_VEC consecutive elements of one row (cols % vec == 0; items
+// such vectors a step at items > 0: Note [Unrolled elementwise chains] in
+// ChainVectorLoop.cpp), loads its
 // Full inputs as vectors, its Column inputs at the same column, its Row inputs
 // once per vector, runs the nodes in float32 and stores only the outputs (a
 // Column output from row 0, a Row output from column 0). A chain with row
