@@ -26,7 +26,8 @@ Output (JSON, format "hotkernel-exit-stress" version 1):
    "by_way": {way: {"expected_status", "runs", "statuses": {status: n}, "mismatched", "aborts",
                     "mid_job", "exit_seconds_max"}},
    "failures": [{"way", "status", "expected", "stderr_tail"}...]}
-Exit code: 0 when nothing mismatched or aborted, else 1.
+Exit code: 0 when nothing mismatched or aborted, else 1; 2 when the program without the preload is
+unstable or ends a way otherwise than exit_stress_host.py documents (nothing to compare with).
 """
 import argparse
 import concurrent.futures as futures
@@ -47,6 +48,11 @@ ROOT = os.path.dirname(HERE)
 HOST = os.path.join(HERE, "exit_stress_host.py")
 CPU_WAYS = ["return", "sys_exit", "exception", "os_exit", "sigterm", "sigterm_handler", "sigint", "fork", "threads"]
 CUDA_WAYS = CPU_WAYS + ["capture"]
+# What each way returns without the preload (exit_stress_host.py's table; "capture" is left to its baseline).
+# A baseline that differs means the host program is broken on this machine (a hung fork child returns 8),
+# and comparing the preload's runs with it would test nothing.
+HOST_STATUSES = {"return": 0, "sys_exit": 3, "exception": 1, "os_exit": 7, "sigterm": -15, "sigterm_handler": 143,
+                 "sigint": -2, "fork": 0, "threads": 0}
 # Ways that end through the interpreter's finalization: the profile is written at exit.
 PROFILE_WAYS = {"return", "sys_exit", "exception", "sigterm_handler", "sigint", "fork", "threads", "capture"}
 
@@ -164,6 +170,14 @@ def main():
             print("baseline statuses are not stable: %s" % unstable, file=sys.stderr)
             return 2
         expected = {w: next(iter(s)) for w, s in expected.items()}
+        broken = {w: "%s (documented %s)" % (st, HOST_STATUSES[w]) for w, st in expected.items()
+                  if w in HOST_STATUSES and st != HOST_STATUSES[w]}
+        if broken:
+            print("the host program ends differently without the preload: %s" % broken, file=sys.stderr)
+            for r in base:
+                if r["way"] in broken:
+                    print("%s without the preload:\n%s" % (r["way"], r["stderr_tail"]), file=sys.stderr)
+            return 2
         base_aborted = {}
         for r in base:
             base_aborted[r["way"]] = base_aborted.get(r["way"], False) or r["aborted"]

@@ -142,8 +142,11 @@ def main():
         if pid == 0:
             import faulthandler
             faulthandler.dump_traceback_later(50, exit=False)  # a hung child says where (stderr)
-            # CPU ops in the child, too small for the intra-op thread pool
-            # (OpenMP's pool does not survive fork, with or without hotkernel).
+            # CPU ops in the child on one intra-op thread: OpenMP's pool does not
+            # survive fork, with or without hotkernel (ATen's CPU softmax opens a
+            # parallel region whatever the size, which then waits forever for the
+            # parent's pool threads).
+            torch.set_num_threads(1)
             s = torch.randn(4, 8).softmax(-1).sum()
             sys.exit(5 if abs(float(s) - 4.0) < 1e-3 else 6)
         deadline = time.monotonic() + 60

@@ -71,7 +71,7 @@ comes from elsewhere; the other HOTKERNEL_* variables are kept).
    hotkernel-off; per chain op of the block: (block - matmul) / its calls.
 
 Without CUDA nothing is timed: the script runs the same children at the smoke shapes
-on the CPU (the preload's library starts, the C API answers, fusion has no CPU
+(every block in bfloat16) on the CPU (the preload's library starts, the C API answers, fusion has no CPU
 trampolines), checks what they return, prints "nothing timed" and exits 0 (1 when a
 check fails); --out is not written.
 
@@ -134,6 +134,10 @@ DEFAULT_CASES = ("rmsnorm:bfloat16:4096,rmsnorm:float16:4096,rmsnorm:bfloat16:16
                  "gqa-rotary:bfloat16:4096,gqa-rotary:bfloat16:16,eager-attention:float16:1024")
 SMOKE_CASES = ("rmsnorm:bfloat16:64,swiglu-mlp:bfloat16:64,gelu-mlp:float16:64,residual-rmsnorm:bfloat16:64,"
                "gqa-rotary:bfloat16:64,eager-attention:float16:300")
+# Without CUDA: the smoke blocks in bfloat16 (the CPU's float16 GEMMs take a scalar path far slower than its
+# bfloat16 ones, and the CPU run checks the script, not a dtype).
+CPU_CASES = ("rmsnorm:bfloat16:64,swiglu-mlp:bfloat16:64,gelu-mlp:bfloat16:64,residual-rmsnorm:bfloat16:64,"
+             "gqa-rotary:bfloat16:64,eager-attention:bfloat16:300")
 DECODE_TOKENS = 256  # up to this many tokens a case is a decode batch [TOKENS, 1, hidden]
 ACCURACY_EPS_UNITS = 16
 CONFIGS = ("hotkernel-off", "fusion-off", "fusion-on")
@@ -920,8 +924,8 @@ def main():
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type != "cuda":
         # Without CUDA the children check the script at the smoke shapes (nothing is a result).
-        args.smoke, args.cases, args.hidden = True, SMOKE_CASES, 512
-        args.argv += ["--smoke", "--cases", SMOKE_CASES, "--hidden", "512"]
+        args.smoke, args.cases, args.hidden = True, CPU_CASES, 512
+        args.argv += ["--smoke", "--cases", CPU_CASES, "--hidden", "512"]
     if args.smoke:
         args.reps, args.calls = min(args.reps, 7), min(args.calls, 200)
         args.overhead_rounds, args.overhead_reps = min(args.overhead_rounds, 1), min(args.overhead_reps, 5)
