@@ -17,16 +17,11 @@
 // or attention-softmax (HF's eager attention scores: softmax(scores * scale +
 // mask, -1) with the mask shared by the heads: chain::attentionSoftmaxChain in
 // chain::attentionSoftmaxLayout; --shape is BATCHxHEADSxQUERIESxKEYS, --scale
-// default 0.125). Without --points the chain kind's default set is compiled: for an
-// elementwise chain, the tuner's space (chainParameterSpace: 128-1024 threads
-// at the widest vector and half of it, 2 and 4 vectors a thread a step at the
-// widest, each folded too where the chain's cats cut equal segments); for a
-// row chain, the streaming kernel at 128-1024 threads, the register-resident
-// one with the fewest items that hold the row (at most 16; 8 with 32 threads a
-// row), and 4 or 8 rows a CTA (32 threads a row), each at the widest vector
-// and some at half of it. A point the shape rules out (chainVariantProblem)
-// is listed as skipped with the reason; an out-of-range point given in
-// --points is a usage error.
+// default 0.125). Without --points the tuner's space is compiled
+// (chainParameterSpace, Note [Chain parameter space]), so that the bench
+// measures what the tuner can pick. A point the shape rules out
+// (chainVariantProblem) is listed as skipped with the reason; an out-of-range
+// point given in --points is a usage error.
 //
 // Exit status: 0 every point compiled; 1 NVRTC is unavailable, a point failed
 // to compile (the manifest still lists it, with the error) or a file could not
@@ -232,36 +227,10 @@ void addUnique(std::vector<ChainKernelParams>* points, const ChainKernelParams& 
   if (std::find(points->begin(), points->end(), p) == points->end()) points->push_back(p);
 }
 
-// The fewest items (1..16) with which `rowThreads` threads at `vec` hold a row
-// of `cols` in registers, or 0 when 16 do not.
-int itemsFor(int64_t cols, int rowThreads, int vec) {
-  const int64_t perItem = int64_t{rowThreads} * vec;
-  const int64_t items = (cols + perItem - 1) / perItem;
-  return items <= 16 ? static_cast<int>(items) : 0;
-}
-
-// The chain kind's default points (see the header comment): an elementwise
-// chain's are the tuner's own space; a row chain's widest vector is 16 bytes
-// of the first input's dtype, halved until it divides cols.
+// The chain kind's default points: the tuner's own space (the bench measures what the tuner can pick).
 std::vector<ChainKernelParams> defaultPoints(const ChainIR& ir, int64_t rows, int64_t cols,
                                              const hotkernel::chain::ChainLayout& layout) {
-  if (!ir.hasReductions()) return hotkernel::chain::chainParameterSpace(ir, rows, cols, layout);
-  int wide = static_cast<int>(16 / hotkernel::kernels::elementSize(ir.node(ir.inputs().front()).dtype));
-  while (wide > 1 && cols % wide != 0) wide /= 2;
-  const int half = std::max(1, wide / 2);
-  std::vector<ChainKernelParams> points;
-  for (int threads : {128, 256, 512, 1024}) addUnique(&points, {threads, wide, 1, 0});
-  for (int threads : {128, 256, 512, 1024}) {
-    if (const int items = itemsFor(cols, threads, wide)) addUnique(&points, {threads, wide, 1, items});
-  }
-  for (int threads : {256, 512}) {
-    if (const int items = itemsFor(cols, threads, half)) addUnique(&points, {threads, half, 1, items});
-  }
-  addUnique(&points, {128, wide, 4, 0});
-  addUnique(&points, {256, wide, 8, 0});
-  // A 32-thread row holds at most 8 items without spilling (16 spill on sm_90).
-  if (const int items = itemsFor(cols, 32, wide); items > 0 && items <= 8) addUnique(&points, {128, wide, 4, items});
-  return points;
+  return hotkernel::chain::chainParameterSpace(ir, rows, cols, layout);
 }
 
 struct Compiled {

@@ -12,6 +12,9 @@ namespace {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The most vectors a thread holds in a row of several a CTA: 32-thread rows of 16 spill on sm_90.
+constexpr int64_t kMaxSubWarpRowItems = 8;
+
 // Whether `p` is a point the generator takes and that serves [rows, cols].
 bool serves(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols, const ChainLayout& layout) {
   try {
@@ -94,14 +97,15 @@ std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t ro
       }
       continue;
     }
+    // One row a CTA: up to the first power of two that covers the row's vectors (96 vectors: 128 threads).
     for (int threads = 64; threads <= 1024; threads *= 2) {
-      if (threads > 64 && threads > vectors) break;
+      if (threads > 64 && threads / 2 >= vectors) break;
       addRowPoints(candidates, threads, vec, 1, vectors);
     }
-    if (vectors <= 64) {
-      for (int rowThreads : {8, 16, 32}) {
-        for (int threads : {128, 256}) addRowPoints(candidates, threads, vec, threads / rowThreads, vectors);
-      }
+    // Several rows a CTA, 8, 16 or 32 threads a row, where such a row fits kMaxSubWarpRowItems vectors a thread.
+    for (int rowThreads : {8, 16, 32}) {
+      if (ceilDiv(vectors, rowThreads) > kMaxSubWarpRowItems) continue;
+      for (int threads : {128, 256}) addRowPoints(candidates, threads, vec, threads / rowThreads, vectors);
     }
   }
   std::vector<ChainKernelParams> space;

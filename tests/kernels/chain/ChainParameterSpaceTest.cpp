@@ -130,6 +130,27 @@ TEST(ChainParameterSpaceTest, GivenARowChainWhenEnumeratedThenThreadsFollowColsA
   for (const ChainKernelParams& p : chainParameterSpace(rms, 2, 1 << 20)) EXPECT_EQ(p.items, 0) << p.describe();
 }
 
+// GPT-2's hidden size: 768 bf16 columns are 96 vectors at vec 8, more than two warps' worth of vectors and less
+// than four: one row a CTA up to 128 threads, and several rows a CTA at 32 and 16 threads a row (3 and 6 vectors a
+// thread), never 8 threads a row (12 vectors a thread).
+TEST(ChainParameterSpaceTest, GivenRowsOfNinetySixVectorsWhenEnumeratedThenBothOneAndSeveralRowsACtaAreTried) {
+  const std::vector<ChainKernelParams> space = chainParameterSpace(rmsNormChain(DType::BFloat16, 1e-6), 4096, 768);
+  auto has = [&](int threads, int vec, int rowsPerCta, int items) {
+    return std::find(space.begin(), space.end(), ChainKernelParams{threads, vec, rowsPerCta, items}) != space.end();
+  };
+  EXPECT_TRUE(has(128, 8, 1, 1));
+  EXPECT_FALSE(has(256, 8, 1, 0));
+  EXPECT_TRUE(has(128, 8, 4, 3));
+  EXPECT_TRUE(has(256, 8, 8, 0));
+  EXPECT_TRUE(has(128, 8, 8, 6));
+  for (const ChainKernelParams& p : space) {
+    if (p.rowsPerCta > 1) {
+      EXPECT_LE(p.items, 8) << p.describe();
+      EXPECT_GE(p.threads / p.rowsPerCta, 16) << p.describe();
+    }
+  }
+}
+
 // Note [Folded segments]: rotary's space holds each one-vector elementwise point folded too, right after it, and
 // its unrolled points folded only; a chain without equal cat segments holds none.
 TEST(ChainParameterSpaceTest, GivenRotaryWhenEnumeratedThenEachPointComesFoldedToo) {

@@ -16,11 +16,11 @@
 //    chains] in ChainCodegen.cpp), of a chain with Cat segments only folded;
 //    each point folded too where the Cats cut equal segments (Note [Folded
 //    segments]).
-//  - row chains: one row a CTA with 64 to 1024 threads, no more threads than
-//    the row has vectors (at least 64); several rows a CTA (8, 16 or 32
-//    threads a row, 128 or 256 a CTA) only when a row has at most 64
-//    vectors; each with items 0 (streaming) and, when the row fits 16
-//    registers' worth a thread, the fewest items that hold it.
+//  - row chains: one row a CTA with 64 to 1024 threads, up to the first
+//    power of two not below the row's vectors; several rows a CTA (8, 16 or
+//    32 threads a row, 128 or 256 a CTA) where such a row holds at most 8
+//    vectors a thread; each with items 0 (streaming) and, when the row fits
+//    16 vectors a thread, the fewest items that hold it.
 // The order is the search's seeds' order: the widest vec first, then
 // threads ascending. Empty when no point serves the variant (rows or cols
 // below 1, a chain of more than 10 inputs and outputs, too many rows for the
