@@ -21,7 +21,10 @@
 # HOTKERNEL_MODELS_ARGS: extra model_bench.py arguments (e.g. "--fusion": the hotkernel arm fuses chains).
 # HOTKERNEL_MODELS_TAG: the models step writes bench-models-TAG.{json,log} and its experiments log so (default no tag),
 #   e.g. a second run with HOTKERNEL_FUSION_START=busy beside the first in one call.
-# HOTKERNEL_FUSION_CASES: the fusion step's --cases (default fusion_bench.py's: the issue-20 chains).
+# HOTKERNEL_FUSION_CASES: the fusion step's --cases (default fusion_bench.py's: the issue-20 chains);
+# HOTKERNEL_FUSION_TOOL: its --tool (default the build's chain_kernel_tool, which a stand-in finds as $CHAIN_TOOL);
+# HOTKERNEL_FUSION_ARGS: more fusion_bench.py arguments; HOTKERNEL_FUSION_OUT: its files' name in $OUT
+# (default bench-fusion: bench-fusion.json and .log).
 # HOTKERNEL_FUSION_ENGINE_ARGS: extra fusion_engine_bench.py arguments for the fusion_engine step
 #   (e.g. "--cases rmsnorm:bfloat16:4096 --no-overhead").
 # HOTKERNEL_FUZZ_GPU_PROGRAMS / _PROCS / _SEED / _PER_POOL / _DEADLINE_S: the fuzz_gpu step's programs in all
@@ -145,10 +148,12 @@ if want models; then
 fi
 if want fusion; then
   log "bench: fused chain kernels (hotkernel::chain through the driver API) vs eager and torch.compile, side by side"
-  "$HOTKERNEL_PYTHON" "$ROOT/bench/fusion_bench.py" --tool "$BUILD/bin/chain_kernel_tool" \
+  FUSION_OUT="$OUT/${HOTKERNEL_FUSION_OUT:-bench-fusion}"
+  CHAIN_TOOL="$BUILD/bin/chain_kernel_tool" "$HOTKERNEL_PYTHON" "$ROOT/bench/fusion_bench.py" \
+    --tool "${HOTKERNEL_FUSION_TOOL:-$BUILD/bin/chain_kernel_tool}" ${HOTKERNEL_FUSION_ARGS:-} \
     ${HOTKERNEL_FUSION_CASES:+--cases "$HOTKERNEL_FUSION_CASES"} \
-    --out "$OUT/bench-fusion.json" >"$OUT/bench-fusion.log" 2>&1 || rc=1
-  tail -40 "$OUT/bench-fusion.log"
+    --out "$FUSION_OUT.json" >"$FUSION_OUT.log" 2>&1 || rc=1
+  tail -40 "$FUSION_OUT.log"
 fi
 if want sdpa; then
   log "bench: each SDPA backend forced against PyTorch's own choice on the model benchmark's attention shapes"
