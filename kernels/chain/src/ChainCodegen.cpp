@@ -106,7 +106,7 @@ std::string Emitter::ref(int o) const {
 // The expression of a computed (non-leaf, non-reduction) node (Note [Chain op arithmetic], Note [ATen
 // rounding in a fused kernel]).
 std::string Emitter::expr(int i) const {
-  const std::string value = detail::opExpression(nodes_, i, [this](int o) { return ref(o); });
+  const std::string value = detail::opExpression(nodes_, i, [this](int o) { return ref(o); }, p_.atenRounding);
   return p_.atenRounding ? detail::roundedAsAten(nodes_[static_cast<size_t>(i)], value) : value;
 }
 

@@ -25,8 +25,10 @@ const char* accessTag(DType dtype);
 std::string floatLiteral(float value);
 
 // The float32 expression of computed node `i` (not a leaf, reduction or
-// cat), its operands named by `ref` (Note [Chain op arithmetic]).
-std::string opExpression(const std::vector<Node>& nodes, int i, const std::function<std::string(int)>& ref);
+// cat), its operands named by `ref` (Note [Chain op arithmetic]), in a kernel
+// that rounds as ATen or not (Note [Division by a row value]).
+std::string opExpression(const std::vector<Node>& nodes, int i, const std::function<std::string(int)>& ref,
+                         bool atenRounding);
 
 // The part of Cat node `o` that holds its local column `c`, and the part's offset.
 // `value`, node n's result, rounded to n's dtype as ATen stores it: unchanged

@@ -7,7 +7,8 @@
 
 namespace hotkernel::chain::detail {
 
-std::string opExpression(const std::vector<Node>& nodes, int i, const std::function<std::string(int)>& ref) {
+std::string opExpression(const std::vector<Node>& nodes, int i, const std::function<std::string(int)>& ref,
+                         bool atenRounding) {
   const Node& n = nodes[static_cast<size_t>(i)];
   const std::string a = n.operands.empty() ? "" : ref(n.operands[0]);
   switch (n.op) {
@@ -74,7 +75,10 @@ std::string opExpression(const std::vector<Node>& nodes, int i, const std::funct
       if (bn.op == OpKind::Constant) {
         return "__fmul_rn(" + a + ", " + floatLiteral(1.0f / static_cast<float>(bn.scalar)) + ")";
       }
-      if (bn.shape == ShapeClass::Scalar) return "__fmul_rn(" + a + ", __fdiv_rn(1.0f, " + b + "))";
+      // Note [Division by a row value]: a Row divisor's reciprocal too, unless the kernel rounds as ATen.
+      if (bn.shape == ShapeClass::Scalar || (bn.shape == ShapeClass::Row && !atenRounding)) {
+        return "__fmul_rn(" + a + ", __fdiv_rn(1.0f, " + b + "))";
+      }
       return "__fdiv_rn(" + a + ", " + b + ")";
     default:
       HOTKERNEL_INTERNAL_ASSERT(false, "no expression for ", opInfo(n.op).name);

@@ -17,8 +17,21 @@
 //   add / sub with alpha != 1 as one fma (a + alpha * b), with alpha 1 as
 //   one addition; a division by a Scalar operand as a multiplication by its
 //   float32 reciprocal (ATen's div_true with a CPU scalar), by a tensor as a
-//   division. A Scalar operand is its float32 value (ATen's opmath scalar),
-//   never rounded to a 16-bit dtype first.
+//   division, except by a Row value in a fused kernel (Note [Division by a
+//   row value]). A Scalar operand is its float32 value (ATen's opmath
+//   scalar), never rounded to a 16-bit dtype first.
+//
+// Note [Division by a row value]
+// A fused kernel (the interpreter's Fused mode) divides by a Row value, a
+// keepdim reduction such as softmax's sum, as a multiplication by its
+// float32 reciprocal, which the compiler computes once a row: an IEEE
+// division a value costs a reciprocal, a Newton step and a range check (ten
+// instructions and a slow-path branch), and a softmax row kernel spends most
+// of its issue slots there. The product rounds twice where the quotient
+// rounds once (at most one more unit in the last place of the float32 value,
+// which its rounding to a 16-bit output mostly absorbs). Eager rounding
+// (ChainKernelParams::atenRounding, the AtenOrder mode) keeps ATen's
+// division, the bits eager computes.
 // On the GPU the transcendental functions are CUDA's (expf, logf, tanhf,
 // erff, rsqrtf: the ones ATen's kernels call, without fast math); on the CPU
 // the C library's, which may differ by an ulp or two: the interpreter is a
@@ -82,7 +95,8 @@ inline float unaryOp(OpKind op, float x, double param, DType dtype) {
   }
 }
 
-inline float binaryOp(OpKind op, float a, float b, double alpha, bool bIsScalar) {
+// `byReciprocal`: a division as a multiplication by b's reciprocal (Note [Chain op arithmetic]).
+inline float binaryOp(OpKind op, float a, float b, double alpha, bool byReciprocal) {
   switch (op) {
     case OpKind::Add:
       return alpha == 1.0 ? a + b : std::fma(static_cast<float>(alpha), b, a);
@@ -91,7 +105,7 @@ inline float binaryOp(OpKind op, float a, float b, double alpha, bool bIsScalar)
     case OpKind::Mul:
       return a * b;
     case OpKind::Div:
-      return bIsScalar ? a * (1.0f / b) : a / b;
+      return byReciprocal ? a * (1.0f / b) : a / b;
     default:
       HOTKERNEL_INTERNAL_ASSERT(false, "not a binary op: ", opInfo(op).name);
   }

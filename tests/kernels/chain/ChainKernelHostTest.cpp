@@ -401,5 +401,42 @@ TEST(ChainKernelHostTest, GivenRowChainsWhenEveryPointOfTheirSpacesRunsOnTheHost
   }
 }
 
+// Note [Division by a row value]: x / amax(x) (an order-free reduction, no libm) at every point of its space
+// computes the Fused mode bit for bit, a multiplication by the row maximum's reciprocal, and a point rounding as
+// ATen computes the AtenOrder mode's division; the two modes differ on these inputs, so either rule broken fails.
+TEST(ChainKernelHostTest, GivenADivisionByARowMaximumWhenEveryPointRunsOnTheHostThenFusedPointsMultiplyByTheReciprocal) {
+  ChainIR ir;
+  const int x = ir.addInput(DType::Float32, ShapeClass::Full);
+  ir.markOutput(ir.addBinary(OpKind::Div, x, ir.addReduce(OpKind::Amax, x, /*keepdim=*/true)));
+  const int64_t rows = 6, cols = 96;
+  std::vector<SpaceCase> cases = {{"x / amax(x)", ir, {}, rows, cols, 11}};
+  std::vector<size_t> caseOf;
+  std::vector<HostKernel> kernels = spaceKernels(cases, &caseOf);
+  ASSERT_GE(kernels.size(), 4u);
+  const size_t fusedPoints = kernels.size();
+  for (size_t k = 0; k < fusedPoints; ++k) {
+    HostKernel aten = kernels[k];
+    aten.params.atenRounding = true;
+    kernels.push_back(aten);
+  }
+  const std::vector<std::vector<float>> memory = randomChainInputs(ir, rows, cols, {}, 11);
+  const auto fused = interpretChain(ir, rows, cols, memory, EvalMode::Fused);
+  const auto atenOrder = interpretChain(ir, rows, cols, memory, EvalMode::AtenOrder);
+  size_t differ = 0;
+  for (size_t e = 0; e < fused[0].size(); ++e) differ += !sameBits(fused[0][e], atenOrder[0][e]);
+  ASSERT_GT(differ, 0u) << "the inputs do not tell a quotient from a product by the reciprocal";
+  const HostKernelBatch batch(kernels);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    SCOPED_TRACE(kernels[k].params.describe());
+    std::vector<std::vector<bool>> written;
+    const auto got = runOnHost(batch, k, kernels[k], memory, &written);
+    const auto& want = kernels[k].params.atenRounding ? atenOrder : fused;
+    ASSERT_EQ(got[0].size(), want[0].size());
+    for (size_t e = 0; e < got[0].size(); ++e) {
+      ASSERT_TRUE(sameBits(got[0][e], want[0][e])) << "element " << e << ": " << got[0][e] << " vs " << want[0][e];
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hotkernel::chain

@@ -1,6 +1,7 @@
 // Tests on seeded random chains (RandomChain.h): every chain validates, keys
 // and round-trips through JSON deterministically, interprets in both modes
-// within Note [Interpreter modes tolerance] (float32 chains bit for bit), and
+// within Note [Interpreter modes tolerance] (float32 chains bit for bit, unless
+// one divides by a Row value: Note [Division by a row value]), and
 // compiles with NVRTC; the generator covers the whole vocabulary.
 
 #include "hotkernel/chain/RandomChain.h"
@@ -28,6 +29,13 @@ constexpr uint64_t kChains = 2000;
 
 bool allFloat32(const ChainIR& ir) {
   return std::all_of(ir.nodes().begin(), ir.nodes().end(), [](const Node& n) { return n.dtype == DType::Float32; });
+}
+
+// Note [Division by a row value]: the Fused mode multiplies by such a divisor's reciprocal.
+bool dividesByARowValue(const ChainIR& ir) {
+  return std::any_of(ir.nodes().begin(), ir.nodes().end(), [&](const Node& n) {
+    return n.op == OpKind::Div && ir.node(n.operands[1]).shape == ShapeClass::Row;
+  });
 }
 
 TEST(RandomChainTest, GivenSeedsWhenChainsAreDrawnThenEachIsValidDeterministicAndRoundTrips) {
@@ -81,7 +89,7 @@ TEST(RandomChainTest, GivenRandomChainsWhenInterpretedInBothModesThenTheyAgreeWi
     const auto aten = interpretChain(ir, rows, cols, inputs, EvalMode::AtenOrder);
     const auto again = interpretChain(ir, rows, cols, inputs, EvalMode::AtenOrder);
     const auto fused = interpretChain(ir, rows, cols, inputs, EvalMode::Fused);
-    const bool exact = allFloat32(ir);
+    const bool exact = allFloat32(ir) && !dividesByARowValue(ir);
     bool differs = false;
     for (size_t k = 0; k < aten.size(); ++k) {
       ASSERT_EQ(std::memcmp(aten[k].data(), again[k].data(), aten[k].size() * sizeof(float)), 0) << seed;

@@ -10,10 +10,11 @@
 // arithmetic, every intermediate kept in float32, rounded only where a cast
 // to a 16-bit dtype asks for it (an explicit `.to(bfloat16)` is a value the
 // model asked for; the kernel rounds there too) and where an output is
-// stored. Both modes take a Scalar operand as its float32 value and round
-// pow's inner product as ATen does (the op's definition, Note [Chain dtypes]).
-// For a float32 chain the two modes
-// are the same computation. A row reduction sums in double in row order
+// stored, and it divides by a Row value as a multiplication by its reciprocal
+// (Note [Division by a row value] in OpMath.h). Both modes take a Scalar
+// operand as its float32 value and round pow's inner product as ATen does
+// (the op's definition, Note [Chain dtypes]). For a float32 chain without a
+// division by a Row value the two modes are the same computation. A row reduction sums in double in row order
 // (a reference for any order ATen's tree takes), rounds the sum to float32
 // and, for mean, multiplies it by ATen's factor float(rows) / float(rows *
 // cols); amax is NaN if any element is. The interpreter is deterministic: the
@@ -23,8 +24,8 @@
 // Note [Interpreter modes tolerance]
 // On chains whose values stay bounded and away from the ops' singularities
 // (what randomChain builds: Note [Random chains]), the two modes agree within
-// |aten - fused| <= 2^-4 * (1 + |fused|) for chains with 16-bit nodes, and
-// bit for bit for float32 chains. The bound covers one rounding to bfloat16
+// |aten - fused| <= 2^-4 * (1 + |fused|) for chains with 16-bit nodes or a
+// division by a Row value, and bit for bit for other float32 chains. The bound covers one rounding to bfloat16
 // (relative 2^-9) per op, amplified along a chain of up to a dozen ops whose
 // operands stay within |v| <= 8; RandomChainTest checks it on random chains
 // (docs/design/fusion.md has the margin). It is the agreement of the two
