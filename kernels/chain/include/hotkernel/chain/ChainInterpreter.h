@@ -14,22 +14,23 @@
 // (Note [Division by a row value] in OpMath.h). Both modes take a Scalar
 // operand as its float32 value and round pow's inner product as ATen does
 // (the op's definition, Note [Chain dtypes]). For a float32 chain without a
-// division by a Row value the two modes are the same computation. A row reduction sums in double in row order
-// (a reference for any order ATen's tree takes), rounds the sum to float32
-// and, for mean, multiplies it by ATen's factor float(rows) / float(rows *
-// cols); amax is NaN if any element is. The interpreter is deterministic: the
-// same chain and inputs give the same bits, and each row's results depend on
-// that row's inputs only.
+// division by a Row value the two modes are the same computation. A row
+// reduction sums in double in row order (a reference for any order ATen's
+// tree takes), rounds the sum to float32 and, for mean, multiplies it by
+// ATen's factor float(rows) / float(rows * cols); amax is NaN if any element
+// is. The interpreter is deterministic: the same chain and inputs give the
+// same bits, and each row's results depend on that row's inputs only.
 //
 // Note [Interpreter modes tolerance]
 // On chains whose values stay bounded and away from the ops' singularities
 // (what randomChain builds: Note [Random chains]), the two modes agree within
 // |aten - fused| <= 2^-4 * (1 + |fused|) for chains with 16-bit nodes or a
-// division by a Row value, and bit for bit for other float32 chains. The bound covers one rounding to bfloat16
-// (relative 2^-9) per op, amplified along a chain of up to a dozen ops whose
-// operands stay within |v| <= 8; RandomChainTest checks it on random chains
-// (docs/design/fusion.md has the margin). It is the agreement of the two
-// modes, not a harness tolerance for a kernel against ATen.
+// division by a Row value, and bit for bit for other float32 chains. The
+// bound covers one rounding to bfloat16 (relative 2^-9) per op, amplified
+// along a chain of up to a dozen ops whose operands stay within |v| <= 8;
+// RandomChainTest checks it on random chains (docs/design/fusion.md has the
+// margin). It is the agreement of the two modes, not a harness tolerance for
+// a kernel against ATen.
 
 #include <cstdint>
 #include <vector>
