@@ -192,8 +192,10 @@ KernelArgs chainKernelArgs(const ChainIR& ir, const std::vector<ChainInputValue>
 }
 
 bool atenRoundingApplies(const ChainIR& ir) {
-  return std::any_of(ir.nodes().begin(), ir.nodes().end(), [](const Node& n) {
-    return detail::roundsAsAten(n);
+  return std::any_of(ir.nodes().begin(), ir.nodes().end(), [&](const Node& n) {
+    // Note [Division by a row value]: a kernel rounding as ATen divides where a fused one multiplies.
+    const bool byRow = n.op == OpKind::Div && ir.node(n.operands[1]).shape == ShapeClass::Row;
+    return detail::roundsAsAten(n) || byRow;
   });
 }
 

@@ -31,7 +31,8 @@
 // rounds once (at most one more unit in the last place of the float32 value,
 // which its rounding to a 16-bit output mostly absorbs). Eager rounding
 // (ChainKernelParams::atenRounding, the AtenOrder mode) keeps ATen's
-// division, the bits eager computes.
+// division, the bits eager computes, so a process asking for it tunes such
+// chains, float32 ones too, at atenRounding points (atenRoundingApplies).
 // On the GPU the transcendental functions are CUDA's (expf, logf, tanhf,
 // erff, rsqrtf: the ones ATen's kernels call, without fast math); on the CPU
 // the C library's, which may differ by an ulp or two: the interpreter is a

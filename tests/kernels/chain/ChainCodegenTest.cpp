@@ -247,6 +247,15 @@ TEST(ChainCodegenTest, GivenAtenRoundingWhenGeneratedThenEvery16BitComputedValue
   aten32.atenRounding = true;
   EXPECT_EQ(kernelOf(generateChainSource(swigluChain(DType::Float32), aten32)),
             kernelOf(generateChainSource(swigluChain(DType::Float32), ChainKernelParams{256, 4, 1, 0})));
+  // Note [Division by a row value]: a float32 softmax divides by its sum when rounding as ATen, and multiplies by the
+  // sum's reciprocal otherwise.
+  const ChainIR softmax32 = softmaxChain(DType::Float32);
+  EXPECT_TRUE(atenRoundingApplies(softmax32));
+  const std::string fusedSoftmax = kernelOf(generateChainSource(softmax32, ChainKernelParams{256, 4, 1, 0}));
+  const std::string atenSoftmax = kernelOf(generateChainSource(softmax32, aten32));
+  EXPECT_NE(fusedSoftmax.find("__fdiv_rn(1.0f, r"), std::string::npos) << fusedSoftmax;
+  EXPECT_EQ(atenSoftmax.find("__fdiv_rn(1.0f, r"), std::string::npos) << atenSoftmax;
+  EXPECT_NE(atenSoftmax.find("__fdiv_rn(v"), std::string::npos) << atenSoftmax;
   SKIP_WITHOUT_NVRTC();
   std::vector<ChainCompileJob> jobs{{"rotary_bf16_aten", rotary, aten},
                                     {"swiglu_f16_aten", swigluChain(DType::Float16), aten}};

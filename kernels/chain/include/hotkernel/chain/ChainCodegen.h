@@ -122,7 +122,8 @@ std::string generateChainSource(const ChainIR& ir, const ChainKernelParams& p, c
 std::vector<std::string> chainCompileOptions();
 
 // Whether atenRounding changes `ir`'s kernel: it computes a value of a 16-bit
-// dtype other than by a cast (Note [ATen rounding in a fused kernel]).
+// dtype other than by a cast (Note [ATen rounding in a fused kernel]), or it
+// divides by a Row value (Note [Division by a row value]).
 bool atenRoundingApplies(const ChainIR& ir);
 
 // "" when the kernel at `p` serves [rows, cols] in `layout`; otherwise why

@@ -57,8 +57,8 @@ std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t ro
 // atenRounding points itself when no fused one passes the harness.
 
 // The points tuneChain tries first (Note [Chain tuning]): the first `count` of
-// `space`, each with atenRounding when `eagerRounding` and the chain computes a
-// 16-bit value (atenRoundingApplies; Note [Eager rounding on request]).
+// `space`, each with atenRounding when `eagerRounding` and that changes the
+// chain's kernel (atenRoundingApplies; Note [Eager rounding on request]).
 std::vector<ChainKernelParams> firstChainPoints(const std::vector<ChainKernelParams>& space, size_t count,
                                                 const ChainIR& ir, bool eagerRounding);
 
