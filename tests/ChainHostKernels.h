@@ -79,6 +79,14 @@ inline float hk_relu(float x) { return x < 0.0f ? 0.0f : x; }
 inline float hk_sq(float x) { return x * x; }
 inline float hk_cube(float x) { return x * x * x; }
 inline float hk_max_nan(float a, float b) { return (a != a || a > b) ? a : b; }
+inline float hk_row_scale(float b) {
+  const bool tiny = b != 0.0f && fabsf(b) < 0x1p-126f && std::isinf(1.0f / b);
+  return tiny ? 0x1p64f : 1.0f;
+}
+inline float hk_div_row(float a, float b) {
+  const float k = hk_row_scale(b);
+  return (a * (1.0f / (b * k))) * k;
+}
 // The device's accesses are pieces of at most 16 bytes, each aligned to its size.
 constexpr std::size_t hk_piece(std::size_t element) { return element * HK_VEC < 16 ? element * HK_VEC : 16; }
 inline float hk_row_sum(float v, float* buf) {

@@ -106,6 +106,12 @@ std::string Emitter::ref(int o) const {
 // The expression of a computed (non-leaf, non-reduction) node (Note [Chain op arithmetic], Note [ATen
 // rounding in a fused kernel]).
 std::string Emitter::expr(int i) const {
+  const Node& n = nodes_[static_cast<size_t>(i)];
+  if (n.op == OpKind::Div && rowKernel_ && rowDivisor(n.operands[1])) {
+    // Note [Division by a row value]: the divisor's scale and reciprocal, defined once a row (emitRowDivisor).
+    const std::string b = ref(n.operands[1]);
+    return "__fmul_rn(__fmul_rn(" + ref(n.operands[0]) + ", " + b + "_rcp), " + b + "_k)";
+  }
   const std::string value = detail::opExpression(nodes_, i, [this](int o) { return ref(o); }, p_.atenRounding);
   return p_.atenRounding ? detail::roundedAsAten(nodes_[static_cast<size_t>(i)], value) : value;
 }
@@ -305,6 +311,7 @@ void Emitter::rowBody() {
     const Node& n = nodes_[static_cast<size_t>(in)];
     if (scopeOf(n.shape) == Scope::Row) {
       os_ << "  const float r" << in << " = hk_ld_" << accessTag(n.dtype) << "(in" << in << " + (hk_live_row ? row : 0));\n";
+      emitRowDivisor(in);
     } else if (scopeOf(n.shape) == Scope::Element && p_.items > 0) {
       const std::string id = std::to_string(in), tag = accessTag(n.dtype);
       const std::string offset = n.shape == ShapeClass::Column ? "hk_v * HK_VEC" : rowBase(in) + " + hk_v * HK_VEC";
@@ -339,6 +346,7 @@ void Emitter::rowBody() {
                                                      "hk_red[" + std::to_string(reductionSlot_.at(r)) + "]");
       os_ << "  const float r" << r << " = "
           << (p_.atenRounding ? detail::roundedAsAten(nodes_[static_cast<size_t>(r)], value) : value) << ";\n";
+      emitRowDivisor(r);
     }
     emitRowNodes(phase);
   }
@@ -393,7 +401,21 @@ void Emitter::emitRowNodes(int phase) {
     const Node& n = nodes_[i];
     if (isLeaf(n) || isReduction(n) || scopeOf(n.shape) != Scope::Row || phase_[i] != phase) continue;
     os_ << "  const float r" << i << " = " << expr(static_cast<int>(i)) << ";\n";
+    emitRowDivisor(static_cast<int>(i));
   }
+}
+
+bool Emitter::rowDivisor(int o) const {
+  if (p_.atenRounding || nodes_[static_cast<size_t>(o)].shape != ShapeClass::Row) return false;
+  return std::any_of(nodes_.begin(), nodes_.end(),
+                     [o](const Node& n) { return n.op == OpKind::Div && n.operands[1] == o; });
+}
+
+void Emitter::emitRowDivisor(int o) {
+  if (!rowDivisor(o)) return;
+  const std::string r = "r" + std::to_string(o);
+  os_ << "  const float " << r << "_k = hk_row_scale(" << r << ");\n"
+      << "  const float " << r << "_rcp = __fdiv_rn(1.0f, __fmul_rn(" << r << ", " << r << "_k));\n";
 }
 
 }  // namespace detail

@@ -102,6 +102,10 @@ class Emitter {
   std::string outputBase(size_t m) const;
   // The Row-class computed nodes of `phase`, once per row.
   void emitRowNodes(int phase);
+  // Whether node `o` is a Row value a fused kernel divides by (Note [Division by a row value]).
+  bool rowDivisor(int o) const;
+  // After a row kernel's `const float r<o>`: its scale r<o>_k and reciprocal r<o>_rcp, if rowDivisor(o).
+  void emitRowDivisor(int o);
 
   const ChainIR& ir_;
   const ChainKernelParams& p_;

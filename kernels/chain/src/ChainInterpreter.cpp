@@ -144,8 +144,10 @@ std::vector<std::vector<float>> interpretChain(const ChainIR& ir, int64_t rows, 
         const std::vector<float>& bv = values[static_cast<size_t>(n.operands[1])];
         const bool aScalar = a.shape == ShapeClass::Scalar;
         // Note [Division by a row value]: the Fused mode multiplies by a Row divisor's reciprocal.
-        const bool byReciprocal =
-            b.shape == ShapeClass::Scalar || (mode == EvalMode::Fused && b.shape == ShapeClass::Row);
+        const detail::Division division = b.shape == ShapeClass::Scalar ? detail::Division::Reciprocal
+                                           : mode == EvalMode::Fused && b.shape == ShapeClass::Row
+                                               ? detail::Division::RowReciprocal
+                                               : detail::Division::Quotient;
         const int64_t rs = hasRows(n.shape) ? rows : 1;
         const int64_t cs = hasCols(n.shape) ? extent : 1;
         out.resize(static_cast<size_t>(rs * cs));
@@ -153,7 +155,7 @@ std::vector<std::vector<float>> interpretChain(const ChainIR& ir, int64_t rows, 
           for (int64_t c = 0; c < cs; ++c) {
             const float x = at(av, a.shape, r, c, extent);
             const float y = at(bv, b.shape, r, c, extent);
-            out[static_cast<size_t>(r * cs + c)] = detail::binaryOp(n.op, x, y, n.scalar, byReciprocal);
+            out[static_cast<size_t>(r * cs + c)] = detail::binaryOp(n.op, x, y, n.scalar, division);
           }
         }
         break;

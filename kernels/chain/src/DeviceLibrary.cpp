@@ -81,6 +81,18 @@ __device__ __forceinline__ float hk_relu(float x) { return x < 0.0f ? 0.0f : x; 
 __device__ __forceinline__ float hk_sq(float x) { return x * x; }
 __device__ __forceinline__ float hk_cube(float x) { return x * x * x; }
 __device__ __forceinline__ float hk_max_nan(float a, float b) { return (a != a || a > b) ? a : b; }
+// Note [Division by a row value]: a / b for a Row b is (a * (1 / (b * k))) * k, k a power of two: 1, or 2^64
+// where b is a nonzero subnormal whose own reciprocal overflows (below 2^-128). A row kernel computes k and the
+// reciprocal once a row (hk_row_scale, r<N>_k and r<N>_rcp); hk_div_row does it all for one value.
+__device__ __forceinline__ float hk_row_scale(float b) {
+  const bool tiny = b != 0.0f && fabsf(b) < __uint_as_float(0x00800000u) &&
+                    fabsf(__fdiv_rn(1.0f, b)) == __uint_as_float(0x7f800000u);
+  return tiny ? __uint_as_float(0x5f800000u) : 1.0f;  // 2^64 or 1
+}
+__device__ __forceinline__ float hk_div_row(float a, float b) {
+  const float k = hk_row_scale(b);
+  return __fmul_rn(__fmul_rn(a, __fdiv_rn(1.0f, __fmul_rn(b, k))), k);
+}
 
 // Row reductions over the HK_ROW_THREADS threads of a row (Note [Deterministic
 // chain reductions]); `buf` holds HK_ROW_WARPS floats used once.

@@ -75,10 +75,9 @@ std::string opExpression(const std::vector<Node>& nodes, int i, const std::funct
       if (bn.op == OpKind::Constant) {
         return "__fmul_rn(" + a + ", " + floatLiteral(1.0f / static_cast<float>(bn.scalar)) + ")";
       }
-      // Note [Division by a row value]: a Row divisor's reciprocal too, unless the kernel rounds as ATen.
-      if (bn.shape == ShapeClass::Scalar || (bn.shape == ShapeClass::Row && !atenRounding)) {
-        return "__fmul_rn(" + a + ", __fdiv_rn(1.0f, " + b + "))";
-      }
+      if (bn.shape == ShapeClass::Scalar) return "__fmul_rn(" + a + ", __fdiv_rn(1.0f, " + b + "))";
+      // Note [Division by a row value]: by a Row divisor's reciprocal, unless the kernel rounds as ATen.
+      if (bn.shape == ShapeClass::Row && !atenRounding) return "hk_div_row(" + a + ", " + b + ")";
       return "__fdiv_rn(" + a + ", " + b + ")";
     default:
       HOTKERNEL_INTERNAL_ASSERT(false, "no expression for ", opInfo(n.op).name);

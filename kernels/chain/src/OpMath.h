@@ -20,11 +20,17 @@
 //   division, except by a Row value in a fused kernel (Note [Division by a
 //   row value]). A Scalar operand is its float32 value (ATen's opmath
 //   scalar), never rounded to a 16-bit dtype first.
+// On the GPU the transcendental functions are CUDA's (expf, logf, tanhf,
+// erff, rsqrtf: the ones ATen's kernels call, without fast math); on the CPU
+// the C library's, which may differ by an ulp or two: the interpreter is a
+// reference within the harness's tolerance, not a bitwise oracle for them.
 //
 // Note [Division by a row value]
 // A fused kernel (the interpreter's Fused mode) divides by a Row value, a
 // keepdim reduction such as softmax's sum, as a multiplication by its
-// float32 reciprocal, which the compiler computes once a row: an IEEE
+// float32 reciprocal, computed once a row: (a * (1 / (b * k))) * k with k
+// 1, or 2^64 where b's own reciprocal overflows (a nonzero b below 2^-128,
+// where the product would be infinite and the quotient is not). An IEEE
 // division a value costs a reciprocal, a Newton step and a range check (ten
 // instructions and a slow-path branch), and a softmax row kernel spends most
 // of its issue slots there. The product rounds twice where the quotient
@@ -33,10 +39,6 @@
 // (ChainKernelParams::atenRounding, the AtenOrder mode) keeps ATen's
 // division, the bits eager computes, so a process asking for it tunes such
 // chains, float32 ones too, at atenRounding points (atenRoundingApplies).
-// On the GPU the transcendental functions are CUDA's (expf, logf, tanhf,
-// erff, rsqrtf: the ones ATen's kernels call, without fast math); on the CPU
-// the C library's, which may differ by an ulp or two: the interpreter is a
-// reference within the harness's tolerance, not a bitwise oracle for them.
 
 #include <cmath>
 
@@ -96,8 +98,11 @@ inline float unaryOp(OpKind op, float x, double param, DType dtype) {
   }
 }
 
-// `byReciprocal`: a division as a multiplication by b's reciprocal (Note [Chain op arithmetic]).
-inline float binaryOp(OpKind op, float a, float b, double alpha, bool byReciprocal) {
+// How a Div divides (Note [Chain op arithmetic]): the quotient; a times b's reciprocal (a Scalar b, as ATen);
+// a times the reciprocal of b scaled as Note [Division by a row value] says (a Row b in a fused kernel).
+enum class Division { Quotient, Reciprocal, RowReciprocal };
+
+inline float binaryOp(OpKind op, float a, float b, double alpha, Division division) {
   switch (op) {
     case OpKind::Add:
       return alpha == 1.0 ? a + b : std::fma(static_cast<float>(alpha), b, a);
@@ -106,7 +111,13 @@ inline float binaryOp(OpKind op, float a, float b, double alpha, bool byReciproc
     case OpKind::Mul:
       return a * b;
     case OpKind::Div:
-      return byReciprocal ? a * (1.0f / b) : a / b;
+      if (division == Division::Quotient) return a / b;
+      if (division == Division::RowReciprocal) {
+        // Note [Division by a row value]: hk_row_scale's k, 2^64 where b's own reciprocal overflows.
+        const float k = b != 0.0f && std::isinf(1.0f / b) ? 0x1p64f : 1.0f;
+        return (a * (1.0f / (b * k))) * k;
+      }
+      return a * (1.0f / b);
     default:
       HOTKERNEL_INTERNAL_ASSERT(false, "not a binary op: ", opInfo(op).name);
   }

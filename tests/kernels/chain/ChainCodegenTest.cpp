@@ -99,7 +99,7 @@ TEST(ChainCodegenTest, GivenPointwiseChainsWhenGeneratedThenTheyStrideTheGridAnd
   EXPECT_NE(m.find("if (row == 0) hk_store_f32(out0"), std::string::npos) << m;
   EXPECT_NE(m.find("if (hk_cv == 0) hk_st_f16(out1 + row"), std::string::npos) << m;
   EXPECT_NE(m.find("hk_store_f32(out2 + hk_v * HK_VEC"), std::string::npos) << m;
-  EXPECT_NE(m.find("__fdiv_rn("), std::string::npos) << m;
+  EXPECT_NE(m.find("hk_div_row("), std::string::npos) << m;  // by a Row value (Note [Division by a row value])
 }
 
 TEST(ChainCodegenTest, GivenParametersWhenCheckedThenOutOfRangeOnesAreRefused) {
@@ -248,13 +248,15 @@ TEST(ChainCodegenTest, GivenAtenRoundingWhenGeneratedThenEvery16BitComputedValue
   EXPECT_EQ(kernelOf(generateChainSource(swigluChain(DType::Float32), aten32)),
             kernelOf(generateChainSource(swigluChain(DType::Float32), ChainKernelParams{256, 4, 1, 0})));
   // Note [Division by a row value]: a float32 softmax divides by its sum when rounding as ATen, and multiplies by the
-  // sum's reciprocal otherwise.
+  // sum's scaled reciprocal, computed once a row, otherwise.
   const ChainIR softmax32 = softmaxChain(DType::Float32);
   EXPECT_TRUE(atenRoundingApplies(softmax32));
   const std::string fusedSoftmax = kernelOf(generateChainSource(softmax32, ChainKernelParams{256, 4, 1, 0}));
   const std::string atenSoftmax = kernelOf(generateChainSource(softmax32, aten32));
-  EXPECT_NE(fusedSoftmax.find("__fdiv_rn(1.0f, r"), std::string::npos) << fusedSoftmax;
-  EXPECT_EQ(atenSoftmax.find("__fdiv_rn(1.0f, r"), std::string::npos) << atenSoftmax;
+  EXPECT_EQ(count(fusedSoftmax, "_k = hk_row_scale(r"), 1u) << fusedSoftmax;
+  EXPECT_EQ(count(fusedSoftmax, "_rcp = __fdiv_rn(1.0f, __fmul_rn(r"), 1u) << fusedSoftmax;
+  EXPECT_EQ(fusedSoftmax.find("__fdiv_rn(v"), std::string::npos) << fusedSoftmax;
+  EXPECT_EQ(atenSoftmax.find("_rcp"), std::string::npos) << atenSoftmax;
   EXPECT_NE(atenSoftmax.find("__fdiv_rn(v"), std::string::npos) << atenSoftmax;
   SKIP_WITHOUT_NVRTC();
   std::vector<ChainCompileJob> jobs{{"rotary_bf16_aten", rotary, aten},

@@ -402,8 +402,9 @@ TEST(ChainKernelHostTest, GivenRowChainsWhenEveryPointOfTheirSpacesRunsOnTheHost
 }
 
 // Note [Division by a row value]: x / amax(x) (an order-free reduction, no libm) at every point of its space
-// computes the Fused mode bit for bit, a multiplication by the row maximum's reciprocal, and a point rounding as
-// ATen computes the AtenOrder mode's division; the two modes differ on these inputs, so either rule broken fails.
+// computes the Fused mode bit for bit, a multiplication by the row maximum's reciprocal (scaled for maxima whose
+// reciprocal overflows: two subnormal rows), and a point rounding as ATen computes the AtenOrder mode's division;
+// the two modes differ on these inputs, so either rule broken fails, and they stay within a rounding of each other.
 TEST(ChainKernelHostTest, GivenADivisionByARowMaximumWhenEveryPointRunsOnTheHostThenFusedPointsMultiplyByTheReciprocal) {
   ChainIR ir;
   const int x = ir.addInput(DType::Float32, ShapeClass::Full);
@@ -419,11 +420,21 @@ TEST(ChainKernelHostTest, GivenADivisionByARowMaximumWhenEveryPointRunsOnTheHost
     aten.params.atenRounding = true;
     kernels.push_back(aten);
   }
-  const std::vector<std::vector<float>> memory = randomChainInputs(ir, rows, cols, {}, 11);
+  std::vector<std::vector<float>> memory = randomChainInputs(ir, rows, cols, {}, 11);
+  // The last two rows subnormal, their maxima below 2^-128 (whose reciprocals overflow): 2^-140 times 1..96 and
+  // 2^-149 (the smallest float) times 1..96, where a plain product by the reciprocal would be infinite.
+  for (int64_t c = 0; c < cols; ++c) {
+    memory[0][static_cast<size_t>((rows - 2) * cols + c)] = std::ldexp(static_cast<float>(c + 1), -140);
+    memory[0][static_cast<size_t>((rows - 1) * cols + c)] = std::ldexp(static_cast<float>(c + 1), -149);
+  }
   const auto fused = interpretChain(ir, rows, cols, memory, EvalMode::Fused);
   const auto atenOrder = interpretChain(ir, rows, cols, memory, EvalMode::AtenOrder);
   size_t differ = 0;
-  for (size_t e = 0; e < fused[0].size(); ++e) differ += !sameBits(fused[0][e], atenOrder[0][e]);
+  for (size_t e = 0; e < fused[0].size(); ++e) {
+    differ += !sameBits(fused[0][e], atenOrder[0][e]);
+    // One more rounding than the quotient, never an infinity where the quotient is finite.
+    ASSERT_LE(std::fabs(fused[0][e] - atenOrder[0][e]), 0x1p-22f * std::fabs(atenOrder[0][e])) << "element " << e;
+  }
   ASSERT_GT(differ, 0u) << "the inputs do not tell a quotient from a product by the reciprocal";
   const HostKernelBatch batch(kernels);
   for (size_t k = 0; k < kernels.size(); ++k) {
