@@ -80,7 +80,7 @@ inline float hk_sq(float x) { return x * x; }
 inline float hk_cube(float x) { return x * x * x; }
 inline float hk_max_nan(float a, float b) { return (a != a || a > b) ? a : b; }
 inline float hk_row_scale(float b) {
-  const bool tiny = b != 0.0f && fabsf(b) < 0x1p-126f && std::isinf(1.0f / b);
+  const bool tiny = b != 0.0f && std::isinf(1.0f / b);
   return tiny ? 0x1p64f : 1.0f;
 }
 inline float hk_div_row(float a, float b) {

@@ -85,8 +85,7 @@ __device__ __forceinline__ float hk_max_nan(float a, float b) { return (a != a |
 // where b is a nonzero subnormal whose own reciprocal overflows (below 2^-128). A row kernel computes k and the
 // reciprocal once a row (hk_row_scale, r<N>_k and r<N>_rcp); hk_div_row does it all for one value.
 __device__ __forceinline__ float hk_row_scale(float b) {
-  const bool tiny = b != 0.0f && fabsf(b) < __uint_as_float(0x00800000u) &&
-                    fabsf(__fdiv_rn(1.0f, b)) == __uint_as_float(0x7f800000u);
+  const bool tiny = b != 0.0f && fabsf(__fdiv_rn(1.0f, b)) == __uint_as_float(0x7f800000u);
   return tiny ? __uint_as_float(0x5f800000u) : 1.0f;  // 2^64 or 1
 }
 __device__ __forceinline__ float hk_div_row(float a, float b) {
