@@ -220,8 +220,9 @@ class HostKernelBatch {
       tu << "namespace hk_k" << k << " {\n" << source << "}\n#undef HK_THREADS\n#undef HK_VEC\n#undef HK_ROWS\n"
          << "#undef HK_ITEMS\n#undef HK_ROW_THREADS\n";
       // The runner: every thread of the grid in turn, the arguments in the kernel's order.
-      // A row kernel's CTA as blockDim host threads, an elementwise kernel's threads one after the other.
-      const bool talking = h.ir.hasReductions();
+      // A row kernel's (or a transposed copy's) CTA as blockDim host threads, an elementwise kernel's threads one
+      // after the other.
+      const bool talking = h.ir.hasReductions() || h.layout.transposed();  // Note [Transposed copies]: a tile
       tu << "extern \"C\" void hk_run_" << k
          << "(unsigned grid, unsigned block, const void* const* ptrs, const float* scalars, long long rows, "
             "long long cols) {\n  gridDim.x = grid;\n  blockDim.x = block;\n"

@@ -43,7 +43,7 @@ at::Tensor chainArgumentView(const chain::ChainIR& ir, const chain::ChainLayout&
     case ShapeClass::Full: {
       std::vector<int64_t> strides = chain::layoutStrides(ir, layout, arg, rows, cols);
       sizes.push_back(chain::extentOf(n, cols));
-      strides.push_back(1);
+      strides.push_back(chain::layoutColStride(layout, arg));  // Note [Transposed layouts]
       return memory.as_strided(sizes, strides);
     }
     case ShapeClass::Column:

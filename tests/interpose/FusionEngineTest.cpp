@@ -1031,8 +1031,9 @@ TEST_F(FusionEngineTest, GivenGpt2EagerAttentionWhenLearnedThenScaleMaskAndSoftm
 }
 
 // Note [Relayout copies]: GPT-2's attention on head views of its fused QKV projection. matmul's reshapes copy q
-// and v (row copies of strided views: chains of one call) and k^T (a transpose: ATen's), and the output goes
-// back to [b, s, h * d] through another copy; with the scores' chain, four chains are learned and fused.
+// and v (row copies of strided views: chains of one call) and k^T (a transpose: Note [Transposed layouts]), and
+// the output goes back to [b, s, h * d] through another copy; with the scores' chain, five chains are learned
+// and fused.
 TEST_F(FusionEngineTest, GivenGpt2AttentionOnHeadViewsWhenLearnedThenTheRelayoutCopiesAreChainsOfOneCallAndFuse) {
   const int64_t b = 2, h = 3, s = 16, d = 8;
   const at::Tensor qkv = at::randn({b, s, 3 * h * d});
@@ -1040,21 +1041,22 @@ TEST_F(FusionEngineTest, GivenGpt2AttentionOnHeadViewsWhenLearnedThenTheRelayout
   const at::Tensor q = head(0), k = head(1), v = head(2);
   const at::Tensor mask = at::where(at::rand({b, 1, s, s}) > 0.2, at::zeros({1}), at::full({1}, -1e9));
   auto block = [&] { return gpt2EagerAttention(q, k, v, mask).transpose(1, 2).reshape({b, s, h * d}); };
-  // Reported: q's copy, the scores, v's copy (the same pattern as q's: one chain), the output's copy.
+  // Reported: q's copy, k^T's, the scores, v's copy (the same pattern as q's: one chain), the output's copy.
   auto kernels = learnAndPublish(block);
-  ASSERT_EQ(kernels.size(), 4u) << engine().patternsJson();
-  EXPECT_EQ(engine().stats().readyChains, 3u);
+  ASSERT_EQ(kernels.size(), 5u) << engine().patternsJson();
+  EXPECT_EQ(engine().stats().readyChains, 4u);
   const at::Tensor want = eager(block);
   const uint64_t deferredBefore = engine().stats().deferredCalls, fusedBefore = engine().stats().fusedFlushes;
   int launchesBefore = 0;
   for (const auto& kernel : kernels) launchesBefore += kernel->launches;
   at::Tensor got = block();
   foreignCommand();
-  EXPECT_EQ(engine().stats().deferredCalls, deferredBefore + 6);  // clone q, mul, add, _softmax, clone v, clone out
-  EXPECT_EQ(engine().stats().fusedFlushes, fusedBefore + 4);
+  // clone q, clone k^T, mul, add, _softmax, clone v, clone out
+  EXPECT_EQ(engine().stats().deferredCalls, deferredBefore + 7);
+  EXPECT_EQ(engine().stats().fusedFlushes, fusedBefore + 5);
   int launches = 0;
   for (const auto& kernel : kernels) launches += kernel->launches;
-  EXPECT_EQ(launches, launchesBefore + 4);
+  EXPECT_EQ(launches, launchesBefore + 5);
   EXPECT_TRUE(got.is_contiguous());
   EXPECT_LE(worstRelative(got, want), 1e-5);
   // A clone of a contiguous value is no chain: learned alone, it is nothing to fuse.

@@ -136,5 +136,23 @@ TEST(ChainLayoutValuesTest, GivenARelayoutCopyWhenRunByAtenOnItsViewThenTheResul
   EXPECT_TRUE(at::equal(out[0], q));
 }
 
+// Note [Transposed layouts]: k^T's memory viewed with its column stride is k^T itself, and ATen's copy of the
+// view is the contiguous k^T the chain's kernel writes.
+TEST(ChainLayoutValuesTest, GivenATransposedCopyWhenViewedAndRunByAtenThenTheResultIsTheContiguousTranspose) {
+  const chain::ChainIR ir = chain::relayoutCopyChain(DType::Float16);
+  const int64_t b = 2, h = 3, s = 5, d = 8;
+  const chain::ChainLayout layout = chain::headTransposeCopyLayout({b, h, s, d}, 3);
+  const at::Tensor qkv = at::randn({b, s, 3 * h * d}).to(at::kHalf);
+  const at::Tensor kt = qkv.narrow(-1, h * d, h * d).view({b, s, h, d}).transpose(1, 2).transpose(-1, -2);
+  std::vector<ChainReferenceInput> memory(1);
+  memory[0].tensor = qkv.reshape({-1}).narrow(0, h * d, chainArgumentElements(ir, layout, 0, b * h * d, s));
+  const std::vector<ChainReferenceInput> views = chainInputViews(ir, layout, memory, b * h * d, s);
+  EXPECT_TRUE(at::equal(views[0].tensor, kt.reshape({b, h * d, s})));
+  EXPECT_EQ(views[0].tensor.stride(-1), 3 * h * d);
+  const std::vector<at::Tensor> out = runChainWithAten(ir, views, b * h * d, s);
+  EXPECT_TRUE(out[0].is_contiguous());
+  EXPECT_TRUE(at::equal(out[0], kt.reshape({b, h * d, s})));
+}
+
 }  // namespace
 }  // namespace hotkernel

@@ -126,7 +126,10 @@ class Builder {
         result.chain.appendUnchecked(n);
         if (isInput) {
           result.inputValues.push_back(inputValues_[inputIndex]);
-          if (n.shape != ShapeClass::Scalar) layout.strides.push_back(rowStrides(inputValues_[inputIndex], n));
+          if (n.shape != ShapeClass::Scalar) {
+            layout.strides.push_back(rowStrides(inputValues_[inputIndex], n));
+            layout.colStrides.push_back(colStride(inputValues_[inputIndex], n));
+          }
         }
       }
       inputIndex += isInput;
@@ -134,6 +137,11 @@ class Builder {
     for (size_t k = 0; k < outNodes.size(); ++k) {
       result.chain.appendOutputUnchecked(renumber[static_cast<size_t>(outNodes[k])]);
       layout.strides.push_back(rowStrides(outs[k], nodes[static_cast<size_t>(outNodes[k])]));
+      layout.colStrides.push_back(colStride(outs[k], nodes[static_cast<size_t>(outNodes[k])]));
+    }
+    // Note [Transposed layouts]: column strides of 1 everywhere are no list at all.
+    if (std::all_of(layout.colStrides.begin(), layout.colStrides.end(), [](int64_t c) { return c == 1; })) {
+      layout.colStrides.clear();
     }
     result.chain.validate();
     result.outputValues = outs;
@@ -179,6 +187,11 @@ class Builder {
       next *= dims[d];
     }
     return s;
+  }
+
+  // The column stride of value `id` (node `n`): a Full value's last-dim stride, else 1.
+  int64_t colStride(int64_t id, const Node& n) const {
+    return n.shape == ShapeClass::Full ? placement(id).colStride : 1;
   }
 
   Placement placement(int64_t id) const {
@@ -408,13 +421,7 @@ class Builder {
 }  // namespace
 
 bool isRelayoutCopy(const ChainBuild& build) {
-  if (!build.ok() || build.layout.contiguous() || build.chain.size() != 2 || build.chain.outputs().size() != 1) {
-    return false;
-  }
-  const Node& in = build.chain.node(0);
-  const Node& copy = build.chain.node(1);
-  return in.op == OpKind::Input && in.shape == ShapeClass::Full && copy.op == OpKind::Cast &&
-         build.chain.outputs()[0] == 1;
+  return build.ok() && !build.layout.contiguous() && isLoneCast(build.chain);
 }
 
 ChainBuild buildChain(const std::vector<RecordedCall>& calls, const TensorMetas& tensors,

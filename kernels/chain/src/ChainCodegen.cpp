@@ -50,7 +50,9 @@ std::string Emitter::source() {
   const bool ptxStores = (!layout_.contiguous() || ir_.hasCat()) && !(rowKernel_ && p_.items > 0);
   os_ << detail::chainDeviceLibrary(ptxStores) << "\n";
   signature();
-  if (rowKernel_) {
+  if (layout_.transposed()) {
+    transposedBody();
+  } else if (rowKernel_) {
     rowBody();
   } else if (p_.fold) {
     foldedPointwiseBody();

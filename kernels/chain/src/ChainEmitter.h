@@ -98,6 +98,8 @@ class Emitter {
   // Fills keptFrom_ (Note [Values kept across passes]).
   void chooseKept();
   void rowBody();
+  // A transposed copy's tiled kernel (Note [Transposed copies]; ChainTransposeCodegen.cpp).
+  void transposedBody();
   std::string rowBase(int input) const;
   std::string outputBase(size_t m) const;
   // The Row-class computed nodes of `phase`, once per row.

@@ -38,8 +38,10 @@ void checkChainKernel(const ChainIR& ir, const ChainKernelParams& p) {
                     "at most one warp of ", p.threads, " threads");
   HOTKERNEL_REQUIRE(p.items >= 0 && p.items <= 16, "chain kernel items ", p.items, " is not in [0, 16]");
   if (!ir.hasReductions()) {
-    HOTKERNEL_REQUIRE(p.rowsPerCta == 1 && p.items <= kMaxPointwiseItems, "a chain without reductions is ",
-                      "elementwise: rowsPerCta 1 and items at most ", kMaxPointwiseItems, ", got ", p.describe());
+    // Note [Transposed copies]: a lone cast's rowsPerCta is its tile, where its layout is transposed.
+    HOTKERNEL_REQUIRE((p.rowsPerCta == 1 || isLoneCast(ir)) && p.items <= kMaxPointwiseItems,
+                      "a chain without reductions is elementwise: rowsPerCta 1 and items at most ",
+                      kMaxPointwiseItems, ", got ", p.describe());
     // Note [Unrolled elementwise chains]: the segmented body's loads depend on the vector's segment.
     HOTKERNEL_REQUIRE(p.items == 0 || p.fold || chainCatBoundaries(ir).empty(), "an elementwise chain with Cat ",
                       "segments takes items only folded, got ", p.describe());
@@ -101,6 +103,20 @@ std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, i
   }
   const std::string layoutProblem = chainLayoutProblem(ir, rows, cols, layout);
   if (!layoutProblem.empty()) return "layout: " + layoutProblem;
+  if (layout.transposed()) {
+    // Note [Transposed copies]
+    if ((p.rowsPerCta != 32 && p.rowsPerCta != 64) || p.vec != 1 || p.items != 0 || p.fold) {
+      return "a transposed copy's kernel takes a tile of 32 or 64 at vec 1, items 0, got " + p.describe();
+    }
+    if (layout.rowDims.back() < 2 || layout.strides[0].back() != 1) {
+      return "a transposed copy's innermost row dim has extent above 1 and the input's stride 1 (a normalized layout)";
+    }
+    if (rows > INT64_MAX / cols) return "rows * cols overflows";
+    return "";
+  }
+  if (!ir.hasReductions() && p.rowsPerCta != 1) {
+    return "rowsPerCta " + std::to_string(p.rowsPerCta) + " is a transposed copy's tile, the layout is not transposed";
+  }
   for (const std::vector<int64_t>& strides : layout.strides) {
     for (int64_t s : strides) {
       if (s % p.vec != 0) return "row stride " + std::to_string(s) + " is not a multiple of vec " + std::to_string(p.vec);
@@ -135,7 +151,12 @@ LaunchGeometry chainLaunchGeometry(const ChainIR& ir, const ChainKernelParams& p
                     "]: ", problem);
   LaunchGeometry g;
   g.blockX = static_cast<unsigned>(p.threads);
-  if (ir.hasReductions()) {
+  if (layout.transposed()) {
+    // Note [Transposed copies]: tiles of the innermost row dim by the columns, for each of the outer rows.
+    const int64_t inner = layout.rowDims.back();
+    const int64_t tiles = rows / inner * ceilDiv(inner, p.rowsPerCta) * ceilDiv(cols, p.rowsPerCta);
+    g.gridX = static_cast<unsigned>(tiles < kMaxPointwiseCtas ? tiles : kMaxPointwiseCtas);
+  } else if (ir.hasReductions()) {
     g.gridX = static_cast<unsigned>(ceilDiv(rows, p.rowsPerCta));
   } else {
     // Folded: one thread a vector position of one segment (Note [Folded segments]).

@@ -61,6 +61,48 @@ bool rowsDisjoint(const std::vector<int64_t>& dims, const std::vector<int64_t>& 
   return true;
 }
 
+// Note [Transposed layouts]: "" when the column strides are absent or each argument's is in range, the
+// outputs' 1 (checked before the row strides, whose checks assume columns at stride 1).
+std::string columnStridesProblem(const ChainIR& ir, const ChainLayout& layout) {
+  if (!layout.transposed()) return "";
+  const std::vector<int> args = chainTensorArgs(ir);
+  if (layout.colStrides.size() != args.size()) {
+    return "the layout lists column strides of " + std::to_string(layout.colStrides.size()) +
+           " arguments, the chain has " + std::to_string(args.size());
+  }
+  const size_t inputs = args.size() - ir.outputs().size();
+  for (size_t k = 0; k < args.size(); ++k) {
+    const int64_t c = layout.colStrides[k];
+    const std::string what = "argument " + std::to_string(k) + " (" + describeNode(ir, args[k]) + ")";
+    if (c < 1 || c > (int64_t{1} << 48)) return what + " has column stride " + std::to_string(c) + " outside [1, 2^48]";
+    if (c != 1 && k >= inputs) {
+      return what + " is an output with column stride " + std::to_string(c) + ": a chain writes columns at stride 1";
+    }
+  }
+  return "";
+}
+
+// Note [Transposed layouts]: "" when no input's columns are at a stride other than 1, or the chain is a
+// transposed copy (a lone cast, its input at stride 1 in the innermost row dim of extent above 1).
+std::string transposedCopyProblem(const ChainIR& ir, const ChainLayout& layout) {
+  const std::vector<int> args = chainTensorArgs(ir);
+  for (size_t k = 0; k < layout.colStrides.size(); ++k) {
+    if (layout.colStrides[k] == 1) continue;
+    if (!isLoneCast(ir)) {
+      return "argument " + std::to_string(k) + " (" + describeNode(ir, args[k]) + ") has its columns at stride " +
+             std::to_string(layout.colStrides[k]) + ": only a lone copy (a transpose) reads such a value";
+    }
+    for (size_t d = layout.rowDims.size(); d-- > 0;) {
+      if (layout.rowDims[d] == 1) continue;
+      if (layout.strides[0][d] == 1) return "";
+      return "a transposed copy's input has stride 1 in its innermost row dim of extent above 1, not " +
+             std::to_string(layout.strides[0][d]);
+    }
+    return "a transposed copy has a row dim of extent above 1";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::vector<int> chainTensorArgs(const ChainIR& ir) {
@@ -72,11 +114,16 @@ std::vector<int> chainTensorArgs(const ChainIR& ir) {
   return args;
 }
 
+bool isLoneCast(const ChainIR& ir) {
+  return ir.size() == 2 && ir.node(0).op == OpKind::Input && ir.node(0).shape == ShapeClass::Full &&
+         ir.node(1).op == OpKind::Cast && ir.outputs() == std::vector<int>{1};
+}
+
 int64_t extentOf(const Node& n, int64_t cols) { return n.cols > 0 ? n.cols : cols; }
 
 std::string chainLayoutProblem(const ChainIR& ir, int64_t rows, int64_t cols, const ChainLayout& layout) {
   if (layout.contiguous()) {
-    if (!layout.strides.empty()) return "a contiguous layout lists no strides";
+    if (!layout.strides.empty() || layout.transposed()) return "a contiguous layout lists no strides";
     return "";
   }
   if (layout.rowDims.size() > kMaxRowDims) {
@@ -96,6 +143,8 @@ std::string chainLayoutProblem(const ChainIR& ir, int64_t rows, int64_t cols, co
     return "the layout lists strides of " + std::to_string(layout.strides.size()) + " arguments, the chain has " +
            std::to_string(args.size());
   }
+  const std::string columns = columnStridesProblem(ir, layout);
+  if (!columns.empty()) return columns;
   const size_t inputs = args.size() - ir.outputs().size();
   for (size_t k = 0; k < args.size(); ++k) {
     const Node& n = ir.node(args[k]);
@@ -113,7 +162,7 @@ std::string chainLayoutProblem(const ChainIR& ir, int64_t rows, int64_t cols, co
       return what + " is an output whose rows overlap (strides [" + join(s, ", ") + "])";
     }
   }
-  return "";
+  return transposedCopyProblem(ir, layout);
 }
 
 ChainLayout normalizeLayout(const ChainIR& ir, int64_t rows, int64_t cols, const ChainLayout& layout) {
@@ -122,6 +171,9 @@ ChainLayout normalizeLayout(const ChainIR& ir, int64_t rows, int64_t cols, const
   if (layout.contiguous()) return layout;
   ChainLayout out;
   out.strides.resize(layout.strides.size());
+  // Note [Transposed layouts]: column strides of 1 everywhere are the normal form's empty list.
+  const bool transposed = std::any_of(layout.colStrides.begin(), layout.colStrides.end(), [](int64_t c) { return c != 1; });
+  if (transposed) out.colStrides = layout.colStrides;
   for (size_t d = 0; d < layout.rowDims.size(); ++d) {
     if (layout.rowDims[d] == 1) continue;
     const bool merge = !out.rowDims.empty() && [&] {
@@ -144,7 +196,7 @@ ChainLayout normalizeLayout(const ChainIR& ir, int64_t rows, int64_t cols, const
       out.strides[k] = contiguousStrides(ir, k, out.rowDims, cols);
     }
   }
-  bool contiguous = out.rowDims.size() == 1;
+  bool contiguous = out.rowDims.size() == 1 && !transposed;
   for (size_t k = 0; k < out.strides.size() && contiguous; ++k) {
     contiguous = out.strides[k] == contiguousStrides(ir, k, out.rowDims, cols);
   }
@@ -163,6 +215,12 @@ std::vector<int64_t> layoutStrides(const ChainIR& ir, const ChainLayout& layout,
   return layout.strides[arg];
 }
 
+int64_t layoutColStride(const ChainLayout& layout, size_t arg) {
+  if (!layout.transposed()) return 1;
+  HOTKERNEL_CHECK(arg < layout.colStrides.size(), "the layout has no column stride for argument ", arg);
+  return layout.colStrides[arg];
+}
+
 int64_t layoutRowOffset(const std::vector<int64_t>& rowDims, const std::vector<int64_t>& strides, int64_t row) {
   int64_t offset = 0;
   for (size_t d = rowDims.size(); d-- > 0;) {
@@ -178,25 +236,31 @@ int64_t layoutSpan(const ChainIR& ir, const ChainLayout& layout, size_t arg, int
   const std::vector<int64_t> strides = layoutStrides(ir, layout, arg, rows, cols);
   int64_t last = 0;
   for (size_t d = 0; d < dims.size(); ++d) last += (dims[d] - 1) * strides[d];
-  const int64_t extent = n.shape == ShapeClass::Full || n.shape == ShapeClass::Column ? extentOf(n, cols) : 1;
-  return last + extent;
+  if (n.shape == ShapeClass::Full) return last + (extentOf(n, cols) - 1) * layoutColStride(layout, arg) + 1;
+  return last + (n.shape == ShapeClass::Column ? extentOf(n, cols) : 1);
 }
 
 std::string layoutText(const ChainLayout& layout) {
   if (layout.contiguous()) return "";
   std::string text = join(layout.rowDims, "x") + ":";
-  for (size_t k = 0; k < layout.strides.size(); ++k) text += (k ? "|" : "") + join(layout.strides[k], ",");
+  for (size_t k = 0; k < layout.strides.size(); ++k) {
+    text += (k ? "|" : "") + join(layout.strides[k], ",");
+    if (layout.transposed() && k < layout.colStrides.size()) text += "@" + std::to_string(layout.colStrides[k]);
+  }
   return text;
 }
 
 nlohmann::json layoutToJson(const ChainLayout& layout) {
-  return {{"rowDims", layout.rowDims}, {"strides", layout.strides}};
+  nlohmann::json j = {{"rowDims", layout.rowDims}, {"strides", layout.strides}};
+  if (layout.transposed()) j["colStrides"] = layout.colStrides;
+  return j;
 }
 
 ChainLayout layoutFromJson(const nlohmann::json& j, const std::string& where) {
   jf::object(j, where);
   for (auto it = j.begin(); it != j.end(); ++it) {
-    HOTKERNEL_REQUIRE(it.key() == "rowDims" || it.key() == "strides", where, " has an unknown key \"", it.key(), "\"");
+    HOTKERNEL_REQUIRE(it.key() == "rowDims" || it.key() == "strides" || it.key() == "colStrides", where,
+                      " has an unknown key \"", it.key(), "\"");
   }
   ChainLayout layout;
   for (const nlohmann::json& v : jf::array(j, "rowDims", where)) {
@@ -211,6 +275,14 @@ ChainLayout layoutFromJson(const nlohmann::json& j, const std::string& where) {
       s.push_back(v.get<int64_t>());
     }
     layout.strides.push_back(std::move(s));
+  }
+  if (j.contains("colStrides")) {
+    for (const nlohmann::json& v : jf::array(j, "colStrides", where)) {
+      HOTKERNEL_REQUIRE(v.is_number_integer(), where, ".colStrides must hold integers, got ", jf::describe(v));
+      layout.colStrides.push_back(v.get<int64_t>());
+    }
+    HOTKERNEL_REQUIRE(!layout.colStrides.empty(), where, ".colStrides is empty: a layout without column strides ",
+                      "omits the key");
   }
   return layout;
 }

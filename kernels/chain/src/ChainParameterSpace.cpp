@@ -71,6 +71,12 @@ std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t ro
   ir.validate();
   std::vector<ChainKernelParams> candidates;
   if (rows < 1 || cols < 1) return candidates;
+  if (layout.transposed()) {
+    // Note [Transposed copies]: the tile side, then the CTA's threads (the first guess: 64 a side, 256 threads).
+    for (int tile : {64, 32}) {
+      for (int threads : {256, 512, 128, 1024}) candidates.push_back({threads, 1, tile, 0});
+    }
+  }
   std::vector<int> vecs;
   const int widest = chainWidestVec(ir);
   for (int v : {widest, widest / 2}) {

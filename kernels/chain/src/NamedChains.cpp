@@ -176,6 +176,15 @@ ChainLayout headViewCopyLayout(const RotaryShape& shape, int64_t parts) {
   return normalizeLayout(relayoutCopyChain(DType::Float16), b * h * s, d, layout);
 }
 
+ChainLayout headTransposeCopyLayout(const RotaryShape& shape, int64_t parts) {
+  const int64_t b = shape.batch, h = shape.heads, s = shape.seq, d = shape.headDim;
+  ChainLayout layout;
+  layout.rowDims = {b, h, d};
+  layout.strides = {{s * parts * h * d, d, 1}, {h * d * s, d * s, s}};  // k^T, its copy
+  layout.colStrides = {parts * h * d, 1};
+  return normalizeLayout(relayoutCopyChain(DType::Float16), b * h * d, s, layout);
+}
+
 int64_t attentionRows(const AttentionShape& shape) { return shape.batch * shape.heads * shape.queries; }
 
 ChainLayout attentionSoftmaxLayout(const AttentionShape& shape) {

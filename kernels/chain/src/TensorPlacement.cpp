@@ -28,12 +28,14 @@ namespace {
 
 // A Full value's row strides over the view's leading dims: aligned from
 // the right, 0 where it broadcasts (size 1 against a larger dim, or no dim).
+// A last dim at a stride other than 1 is the input of a transposed copy (Note [Transposed layouts]), which only
+// a layout reads (`transposable`).
 std::vector<int64_t> fullStrides(const TensorMeta& m, int64_t id, const std::vector<int64_t>& full,
-                                 bool contiguous) {
+                                 bool contiguous, bool transposable = false) {
   const std::vector<int64_t>& s = m.sizes;
   const size_t nd = full.size();
-  HOTKERNEL_REQUIRE(s.back() == 1 || m.strides.back() == 1, "value %", id, " has last-dim stride ",
-                    m.strides.back(), ": a chain reads rows with stride 1");
+  HOTKERNEL_REQUIRE(s.back() == 1 || m.strides.back() == 1 || (transposable && m.strides.back() > 1), "value %", id,
+                    " has last-dim stride ", m.strides.back(), ": a chain reads rows with stride 1");
   std::vector<int64_t> strides(nd - 1, 0);
   const size_t offset = nd - s.size();
   for (size_t d = 0; d + 1 < nd; ++d) {
@@ -87,7 +89,8 @@ Placement placeTensor(const TensorMeta& m, int64_t id, const std::vector<int64_t
     HOTKERNEL_REQUIRE(layouts || !sameLeading, notContiguous);
     HOTKERNEL_REQUIRE(layouts, "value %", id, " has sizes ", join(s), " against the chain's ", join(full),
                       ": a broadcast over a middle dim needs a layout (not a chain broadcast)");
-    return {ShapeClass::Full, widthFixed ? s.back() : 0, fullStrides(m, id, full, false)};
+    const int64_t colStride = s.back() == 1 ? 1 : m.strides.back();
+    return {ShapeClass::Full, widthFixed ? s.back() : 0, fullStrides(m, id, full, false, true), colStride};
   }
   HOTKERNEL_THROW("value %", id, " has sizes ", join(s), " against the chain's ", join(full),
                   ": not full, a [cols] column, a keepdim row or a reduction's [rows]: not a chain broadcast");

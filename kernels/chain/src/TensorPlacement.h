@@ -16,6 +16,7 @@ struct Placement {
   ShapeClass shape = ShapeClass::Full;
   int64_t cols = 0;
   std::vector<int64_t> strides;
+  int64_t colStride = 1;  // a Full value's last-dim stride (Note [Transposed layouts])
 };
 
 // "[a, b, c]", for messages.
@@ -26,7 +27,8 @@ int64_t numel(const std::vector<int64_t>& sizes);
 // Tensor `m` (value `id`, for messages) against the view `full` (the widest
 // tensor's sizes): Row, RowFlat and Column values contiguous, a Full value
 // contiguous or, with `layouts`, strided and broadcast over leading dims
-// (aligned from the right; last-dim stride 1). Error (HOTKERNEL_REQUIRE)
+// (aligned from the right; last-dim stride 1, or another with `layouts`: a
+// transposed copy's input, Note [Transposed layouts]). Error (HOTKERNEL_REQUIRE)
 // saying why a tensor is no chain value (Note [Building a chain from calls]).
 Placement placeTensor(const TensorMeta& m, int64_t id, const std::vector<int64_t>& full, bool widthFixed, bool layouts);
 

@@ -240,7 +240,7 @@ TEST(ChainBuilderTest, GivenHfRotaryWithoutLayoutsOrAlteredWhenBuiltThenTheReaso
   // The last dim read with a stride.
   TensorMetas strided = r.metas;
   strided[3].strides = {16 * 64, 16 * 64, 64, 2};
-  expectLayoutRefused(r.calls, strided, "value %3 has last-dim stride 2");
+  expectLayoutRefused(r.calls, strided, "has its columns at stride 2: only a lone copy (a transpose) reads such a value");
   // A part whose leading dims differ from the other's.
   TensorMetas shorter = r.metas;
   shorter[4].sizes = {1, 4, 8, 16};
@@ -262,11 +262,17 @@ TEST(ChainBuilderTest, GivenATensorIteratorOpOnPermutedOperandsWhenBuiltThenTheR
   m[2] = contiguous("float32", {4, 8});
   // add(%1 transposed, %2): the first operand decides, the result is column-major too ...
   m[3] = TensorMeta{"float32", {4, 8}, {1, 4}};
-  // ... but the chain reads rows with stride 1, so a column-major value is no chain value.
+  // ... but the chain writes rows with stride 1, so a column-major result is no chain value (and a column-major
+  // operand is only a transposed copy's: Note [Transposed layouts]).
   const ChainBuild t = buildChain({call("aten::add.Tensor", {A::tensor(1), A::tensor(2)}, 3)}, m, {},
                                   ChainBuildOptions{true});
   EXPECT_FALSE(t.ok());
-  EXPECT_NE(t.reason.find("last-dim stride 4"), std::string::npos) << t.reason;
+  EXPECT_NE(t.reason.find("is an output with column stride 4"), std::string::npos) << t.reason;
+  m[3] = contiguous("float32", {4, 8});
+  const ChainBuild u = buildChain({call("aten::add.Tensor", {A::tensor(2), A::tensor(1)}, 3)}, m, {},
+                                  ChainBuildOptions{true});
+  EXPECT_FALSE(u.ok());
+  EXPECT_NE(u.reason.find("has its columns at stride 4: only a lone copy"), std::string::npos) << u.reason;
   // [2, 3, 8] with %1 permuted over the leading dims: add(%2, %1) is contiguous (the first decides),
   // add(%1, %2) takes %1's order.
   TensorMetas p;
@@ -423,15 +429,28 @@ TEST(ChainBuilderTest, GivenACloneOfAHeadViewWhenBuiltThenItIsARelayoutCopyAndOt
   const ChainBuild plain = buildChain(contiguousClone, dense, {2}, ChainBuildOptions{true});
   ASSERT_TRUE(plain.ok()) << plain.reason;
   EXPECT_FALSE(isRelayoutCopy(plain));
-  // The result's strides must be the format's; channels_last is no chain format; k's transpose (last-dim
-  // stride not 1) is no chain value.
+  // The result's strides must be the format's; channels_last is no chain format.
   TensorMetas wrongStrides = m;
   wrongStrides[2] = head;
   expectRefused(contiguousClone, wrongStrides, "strides");
   expectRefused({call("aten::clone", {A::tensor(1), A::number(2)}, 2)}, m, "memory format 2");
+  // k's transpose (last-dim stride 3hd, stride 1 in its head dim) is a transposed copy (Note [Transposed
+  // layouts]): the head view's layout with column strides, as headTransposeCopyLayout writes it.
   const TensorMetas transposed = {{1, TensorMeta{"float16", {b, h, d, s}, {s * 3 * h * d, d, 1, 3 * h * d}}},
                                   {2, contiguous("float16", {b, h, d, s})}};
-  EXPECT_FALSE(buildChain(contiguousClone, transposed, {2}, ChainBuildOptions{true}).ok());
+  const ChainBuild kt = buildChain(contiguousClone, transposed, {2}, ChainBuildOptions{true});
+  ASSERT_TRUE(kt.ok()) << kt.reason;
+  EXPECT_TRUE(isRelayoutCopy(kt));
+  EXPECT_TRUE(kt.layout.transposed());
+  EXPECT_EQ(kt.layout, headTransposeCopyLayout(RotaryShape{b, h, s, d}, 3)) << layoutText(kt.layout);
+  EXPECT_EQ(kt.cols, s);
+  // Without the default's layouts it is no chain; with its head dim not at stride 1 it is none either.
+  EXPECT_FALSE(buildChain(contiguousClone, transposed, {2}).ok());
+  TensorMetas gathered = transposed;
+  gathered[1].strides = {s * 3 * h * d, d, 2, 3 * h * d};
+  const ChainBuild g = buildChain(contiguousClone, gathered, {2}, ChainBuildOptions{true});
+  EXPECT_FALSE(g.ok());
+  EXPECT_NE(g.reason.find("stride 1 in its innermost row dim"), std::string::npos) << g.reason;
   // A cast of the head view to another dtype (`.float()`, contiguous: empty_like of a non-dense view) is one
   // too; a cast followed by another op is a chain of more nodes, no lone copy.
   const TensorMeta widenedOut{"float32", {b, h, s, d}, {s * h * d, d, h * d, 1}};  // empty_like's order

@@ -195,7 +195,7 @@ TEST(ChainCodegenTest, GivenTheRotaryChainInItsLayoutsWhenCompiledWithNvrtcThenE
 
 // Note [Softmax in a chain]: two dependent row reductions (the sum reads the max), GPT-2's attention scores with
 // the mask broadcast over the heads, at every point of their spaces (the tuner may pick any).
-TEST(ChainCodegenTest, GivenSoftmaxChainsAndARelayoutCopyWhenCompiledAtEveryPointOfTheirSpacesThenEachIsACubinWithoutSpills) {
+TEST(ChainCodegenTest, GivenSoftmaxChainsAndRelayoutCopiesWhenCompiledAtEveryPointOfTheirSpacesThenEachIsACubinWithoutSpills) {
   SKIP_WITHOUT_NVRTC();
   std::vector<ChainCompileJob> jobs;
   const AttentionShape gpt2{16, 12, 512, 512};
@@ -211,6 +211,14 @@ TEST(ChainCodegenTest, GivenSoftmaxChainsAndARelayoutCopyWhenCompiledAtEveryPoin
        chainParameterSpace(relayoutCopyChain(DType::Float16), 16 * 12 * 512, 64, headViewCopyLayout(heads, 3))) {
     jobs.push_back({"relayout_copy_f16", relayoutCopyChain(DType::Float16), p, "sm_90a", headViewCopyLayout(heads, 3)});
   }
+  // Note [Transposed copies]: GPT-2's k^T copied contiguous, at every point of its space.
+  const size_t before = jobs.size();
+  for (const ChainKernelParams& p :
+       chainParameterSpace(relayoutCopyChain(DType::Float16), 16 * 12 * 64, 512, headTransposeCopyLayout(heads, 3))) {
+    jobs.push_back({"transposed_copy_f16", relayoutCopyChain(DType::Float16), p, "sm_90a",
+                    headTransposeCopyLayout(heads, 3)});
+  }
+  EXPECT_EQ(jobs.size() - before, 8u) << "tiles of 64 and 32 at 256, 512, 128 and 1024 threads";
   for (const ChainKernelParams& p : chainParameterSpace(softmaxChain(DType::BFloat16, true), 64, 32000)) {
     jobs.push_back({"log_softmax_bf16", softmaxChain(DType::BFloat16, true), p});
   }
@@ -225,6 +233,38 @@ TEST(ChainCodegenTest, GivenSoftmaxChainsAndARelayoutCopyWhenCompiledAtEveryPoin
   EXPECT_LT(max, sum);
   EXPECT_LT(sum, store);
   EXPECT_LT(source.find("expf(", max), sum);  // the sum's pass computes exp(x - max)
+}
+
+// Note [Transposed copies]: the tile is read along the input's stride-1 row dim and written along the output's
+// columns through a padded float32 tile; only tiles of 32 or 64 at vec 1 serve a transposed layout, and a tile
+// serves no other.
+TEST(ChainCodegenTest, GivenATransposedCopyWhenGeneratedThenItIsATiledTransposeAndOnlyTilePointsServeIt) {
+  const ChainIR copy = relayoutCopyChain(DType::BFloat16);
+  const RotaryShape heads{16, 12, 512, 64};
+  const ChainLayout kt = headTransposeCopyLayout(heads, 3);
+  const int64_t rows = 16 * 12 * 64, cols = 512;
+  const std::string source = kernelOf(generateChainSource(copy, ChainKernelParams{256, 1, 64, 0}, kt));
+  EXPECT_NE(source.find("__shared__ float hk_tile[HK_ROWS][HK_ROWS + 1];"), std::string::npos) << source;
+  EXPECT_NE(source.find("hk_ld_bf16(in0 + hk_o0 + (hk_t0 + hk_dt) + (hk_c0 + hk_dc) * 2304LL)"), std::string::npos)
+      << source;
+  EXPECT_NE(source.find("hk_st_bf16(out0 + hk_o1 + (hk_t0 + hk_dt) * 512LL + (hk_c0 + hk_dc)"), std::string::npos)
+      << source;
+  EXPECT_EQ(source.find("hk_store_"), std::string::npos) << "no vector stores";
+  // 192 (batch, head) pairs, one tile of the 64-long head dim, 8 of the 512 positions.
+  EXPECT_EQ(chainLaunchGeometry(copy, ChainKernelParams{256, 1, 64, 0}, rows, cols, kt).gridX, 192u * 8u);
+  EXPECT_EQ(chainLaunchGeometry(copy, ChainKernelParams{256, 1, 32, 0}, rows, cols, kt).gridX, 192u * 2u * 16u);
+  EXPECT_NE(chainVariantProblem(copy, ChainKernelParams{256, 8, 1, 0}, rows, cols, kt).find("a tile of 32 or 64"),
+            std::string::npos);
+  EXPECT_NE(chainVariantProblem(copy, ChainKernelParams{256, 1, 16, 0}, rows, cols, kt).find("a tile of 32 or 64"),
+            std::string::npos);
+  EXPECT_NE(chainVariantProblem(copy, ChainKernelParams{256, 1, 64, 0}, 16 * 12 * 512, 64, headViewCopyLayout(heads, 3))
+                .find("is a transposed copy's tile"),
+            std::string::npos);
+  EXPECT_THROW(checkChainKernel(swigluChain(DType::BFloat16), ChainKernelParams{256, 1, 64, 0}), Error);
+  for (const ChainKernelParams& p : chainParameterSpace(copy, rows, cols, kt)) {
+    EXPECT_EQ(p.vec, 1);
+    EXPECT_TRUE(p.rowsPerCta == 32 || p.rowsPerCta == 64) << p.describe();
+  }
 }
 
 TEST(ChainCodegenTest, GivenAtenRoundingWhenGeneratedThenEvery16BitComputedValueIsRoundedAndItCompiles) {

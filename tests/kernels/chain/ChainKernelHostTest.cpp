@@ -9,8 +9,10 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "../../ChainHostKernels.h"
@@ -356,6 +358,46 @@ TEST(ChainKernelHostTest, GivenElementwiseChainsWithoutCatsWhenEveryPointRunsOnT
     }
   }
   EXPECT_GE(unrolled, 4 * static_cast<int>(cases.size()));
+}
+
+// k^T's copy in HF's eager attention (Note [Transposed copies]): every point of its space, tiles of 64 and 32
+// with head dims and sequences that leave partial tiles, copies (and casts) each element of the transposed view
+// exactly where the interpreter reads it, and writes nothing between the copy's rows.
+TEST(ChainKernelHostTest, GivenTransposedHeadViewCopiesWhenEveryPointRunsOnTheHostThenEachCopiesEveryElementExactly) {
+  const auto castChain = [](DType from, DType to) {
+    ChainIR ir;
+    ir.markOutput(ir.addCast(ir.addInput(from, ShapeClass::Full), to));
+    return ir;
+  };
+  std::vector<SpaceCase> cases;
+  uint64_t seed = 50;
+  for (const RotaryShape shape : {RotaryShape{2, 3, 40, 24}, RotaryShape{1, 2, 70, 16}, RotaryShape{1, 1, 9, 100}}) {
+    const ChainLayout layout = headTransposeCopyLayout(shape, 3);
+    ASSERT_TRUE(layout.transposed()) << layoutText(layout);
+    const int64_t rows = shape.batch * shape.heads * shape.headDim;
+    for (const auto& [from, to] : {std::pair{DType::Float16, DType::Float16}, std::pair{DType::BFloat16, DType::BFloat16},
+                                   std::pair{DType::Float32, DType::Float32}, std::pair{DType::Float32, DType::BFloat16}}) {
+      cases.push_back({std::string(dtypeName(from)) + " -> " + dtypeName(to) + " " + layoutText(layout),
+                       castChain(from, to), layout, rows, shape.seq, ++seed});
+    }
+  }
+  std::vector<size_t> caseOf;
+  const std::vector<HostKernel> kernels = spaceKernels(cases, &caseOf);
+  std::set<int> tiles;
+  for (const HostKernel& h : kernels) tiles.insert(h.params.rowsPerCta);
+  EXPECT_EQ(tiles, (std::set<int>{32, 64})) << "both tile sides are in the space";
+  EXPECT_EQ(kernels.size(), 4 * cases.size()) << "two tiles by 128 and 256 threads for each case";
+  const HostKernelBatch batch(kernels);
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const HostKernel& h = kernels[k];
+    SCOPED_TRACE(cases[caseOf[k]].name + " at " + h.params.describe());
+    std::vector<std::vector<float>> want;
+    const auto got = runAgainstFused(batch, k, h, cases[caseOf[k]].seed, &want);
+    ASSERT_EQ(got.size(), 1u);
+    for (size_t e = 0; e < got[0].size(); ++e) {
+      ASSERT_TRUE(sameBits(got[0][e], want[0][e])) << "element " << e << ": " << got[0][e] << " vs " << want[0][e];
+    }
+  }
 }
 
 // Row kernels (Note [Chain kernels]) on the host, each CTA as host threads: the named row chains (RMSNorm,

@@ -73,6 +73,59 @@ TEST(ChainLayoutTest, GivenInvalidLayoutsWhenCheckedThenTheProblemNamesIt) {
   EXPECT_THROW(normalizeLayout(swiglu, 32, 64, {{4, 8}, {{0, 64}, {512, 64}, {0, 64}}}), Error);
 }
 
+// Note [Transposed layouts]: column strides other than 1 only for a lone copy's input, its innermost row dim at
+// stride 1; normalization keeps them (and drops a list of ones); spans, text, JSON and entries carry them.
+TEST(ChainLayoutTest, GivenColumnStridesWhenCheckedAndNormalizedThenOnlyATransposedCopysInputHasThem) {
+  const ChainIR copy = relayoutCopyChain(DType::Float16);
+  const RotaryShape shape{2, 3, 5, 8};  // b, h, s, d: k^T is [2, 3, 8, 5], rows 48, cols 5
+  const ChainLayout kt = headTransposeCopyLayout(shape, 3);
+  ASSERT_TRUE(kt.transposed());
+  EXPECT_EQ(kt.rowDims, (std::vector<int64_t>{2, 24}));  // heads and head dim merge: stride 8 = 1 * 8 in k^T
+  EXPECT_EQ(kt.strides, (std::vector<std::vector<int64_t>>{{360, 1}, {120, 5}}));
+  EXPECT_EQ(kt.colStrides, (std::vector<int64_t>{72, 1}));
+  EXPECT_EQ(chainLayoutProblem(copy, 48, 5, kt), "");
+  EXPECT_EQ(layoutText(kt), "2x24:360,1@72|120,5@1");
+  // The input spans its last row plus four columns of 72; the copy its 48 rows of 5.
+  EXPECT_EQ(layoutSpan(copy, kt, 0, 48, 5), 360 + 23 + 4 * 72 + 1);
+  EXPECT_EQ(layoutSpan(copy, kt, 1, 48, 5), 240);
+  EXPECT_EQ(layoutColStride(kt, 0), 72);
+  EXPECT_EQ(layoutColStride(ChainLayout{}, 0), 1);
+  EXPECT_EQ(layoutFromJson(layoutToJson(kt), "layout"), kt);
+  EXPECT_FALSE(layoutToJson(headViewCopyLayout(shape, 3)).contains("colStrides"));
+  nlohmann::json empty = layoutToJson(kt);
+  empty["colStrides"] = nlohmann::json::array();
+  EXPECT_THROW(layoutFromJson(empty, "layout"), Error);
+  // Column strides of 1 everywhere normalize to none: the plain layout.
+  ChainLayout ones = headViewCopyLayout(shape, 3);
+  ones.colStrides = {1, 1};
+  EXPECT_EQ(normalizeLayout(copy, 30, 8, ones), headViewCopyLayout(shape, 3));
+  auto problem = [&](const ChainIR& ir, ChainLayout l) { return chainLayoutProblem(ir, 48, 5, l); };
+  ChainLayout outputStrided = kt;
+  outputStrided.colStrides = {72, 2};
+  EXPECT_NE(problem(copy, outputStrided).find("is an output with column stride 2"), std::string::npos);
+  ChainLayout count = kt;
+  count.colStrides = {72};
+  EXPECT_NE(problem(copy, count).find("column strides of 1 arguments, the chain has 2"), std::string::npos);
+  ChainLayout zero = kt;
+  zero.colStrides = {0, 1};
+  EXPECT_NE(problem(copy, zero).find("column stride 0 outside [1, 2^48]"), std::string::npos);
+  ChainLayout gathered = kt;
+  gathered.strides[0] = {360, 2};
+  EXPECT_NE(problem(copy, gathered).find("stride 1 in its innermost row dim"), std::string::npos);
+  ChainIR negated;
+  negated.markOutput(negated.addUnary(OpKind::Neg, negated.addInput(DType::Float16, ShapeClass::Full)));
+  EXPECT_NE(problem(negated, kt).find("only a lone copy (a transpose) reads such a value"), std::string::npos);
+  // The variant string and an entry name the column strides; a plain layout's entry is refused for it.
+  const ChainVariant v{copy, 48, 5, 0, kt};
+  EXPECT_NE(chainVariantString(v).find(";layout=2x24:360,1@72|120,5@1;"), std::string::npos);
+  const ChainKernelParams tile{256, 1, 32, 0};
+  const nlohmann::json j = chainEntryParams(v, tile);
+  EXPECT_EQ(readChainEntry(j.dump(), v), tile);
+  ChainVariant plain = v;
+  plain.layout.colStrides.clear();
+  EXPECT_THROW(readChainEntry(j.dump(), plain), Error);
+}
+
 TEST(ChainLayoutTest, GivenAVariantWithALayoutWhenItsStringIsMadeThenTheLayoutIsNamedAndContiguousOnesAreUnchanged) {
   const ChainVariant v = rotaryVariant();
   const std::string s = chainVariantString(v);

@@ -108,9 +108,9 @@ TEST(ChainSegmentsTest, GivenABoundOnBuildsWhenSegmentingThenTheSearchStopsThere
   EXPECT_EQ(segmentPattern(window, kLayouts, 7).size(), 2u);
 }
 
-// Note [Relayout copies]: matmul(q, k^T) reshapes q (a row copy of a head view) and k^T (a transpose, no chain
-// value) before its bmm, in one window: q's copy is a segment of one call, k's is left to ATen.
-TEST(ChainSegmentsTest, GivenTheCopiesOfQAndKTransposedInOneWindowWhenSegmentedThenQsCopyIsASegmentOfItsOwn) {
+// Note [Relayout copies]: matmul(q, k^T) reshapes q (a row copy of a head view) and k^T (a transpose: Note
+// [Transposed layouts]) before its bmm, in one window: each copy is a segment of one call.
+TEST(ChainSegmentsTest, GivenTheCopiesOfQAndKTransposedInOneWindowWhenSegmentedThenEachCopyIsASegmentOfItsOwn) {
   using A = RecordedArg;
   const int64_t b = 2, h = 3, s = 5, d = 8;
   const std::vector<RecordedCall> calls = {
@@ -125,10 +125,15 @@ TEST(ChainSegmentsTest, GivenTheCopiesOfQAndKTransposedInOneWindowWhenSegmentedT
   };
   const ChainPattern window = canonicalPattern(calls, metas, {1, 3});
   const std::vector<PatternSegment> segs = segmentPattern(window, kLayouts);
-  ASSERT_EQ(segs.size(), 1u);
+  ASSERT_EQ(segs.size(), 2u);
   EXPECT_EQ(segs[0].first, 0u);
   EXPECT_EQ(segs[0].last, 1u);
   EXPECT_TRUE(isRelayoutCopy(segs[0].build));
+  EXPECT_FALSE(segs[0].build.layout.transposed());
+  EXPECT_EQ(segs[1].first, 1u);
+  EXPECT_EQ(segs[1].last, 2u);
+  EXPECT_TRUE(isRelayoutCopy(segs[1].build));
+  EXPECT_TRUE(segs[1].build.layout.transposed());
 }
 
 // A call no chain takes (int64 here) bounds every segment: the search runs between such barriers, so two

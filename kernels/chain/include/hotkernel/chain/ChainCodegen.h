@@ -32,6 +32,19 @@
 // segments in each thread (Note [Folded segments]); a row kernel takes a
 // layout, not a Cat (checkChainKernel refuses it: such a chain runs unfused).
 //
+// Note [Transposed copies]
+// The kernel of a transposed layout (Note [Transposed layouts] in
+// ChainLayout.h: one cast of an input whose columns are not at stride 1) is
+// a tiled transpose. Its tile is rowsPerCta (32 or 64) rows of the innermost
+// row dim, where the input has stride 1, by as many columns, where the
+// output has: a CTA reads the tile with consecutive threads on consecutive
+// rows (coalesced in the input), stages it in shared memory as float32
+// (pitch rowsPerCta + 1: no bank conflict either way), and writes it with
+// consecutive threads on consecutive columns (coalesced in the output);
+// tiles are taken grid-stride. vec is 1 and items 0: every access is one
+// element, a warp's 32 of them consecutive either way. The cast is the
+// elementwise kernel's (through float32), so the copy is exact.
+//
 // Note [Chain layouts in the source]
 // A variant's layout (Note [Chain layouts]) is written into its kernel's
 // source as constants: the row dims as the divisors that split a row index
@@ -87,7 +100,8 @@ inline constexpr int64_t kMaxChainCols = int64_t{1} << 30;
 struct ChainKernelParams {
   int threads = 256;    // threads per CTA: a power of two in [32, 1024]
   int vec = 4;          // elements per access: 1, 2, 4 or 8
-  int rowsPerCta = 1;   // row kernels: a power of two; > 1 only with threads / rowsPerCta <= 32
+  int rowsPerCta = 1;   // row kernels: a power of two; > 1 only with threads / rowsPerCta <= 32. A transposed
+                        // copy's tile side, 32 or 64 (Note [Transposed copies])
   int items = 0;        // row kernels: 0 streams the row; 1..16 hold it in registers. Elementwise chains: 0 one
                         // vector a thread a step; 1..4 that many (Note [Unrolled elementwise chains])
   // Note [ATen rounding in a fused kernel]: every computed value of a 16-bit
@@ -106,7 +120,8 @@ struct ChainKernelParams {
 };
 
 // Error (HOTKERNEL_REQUIRE) when `p` is outside the ranges above, when a
-// pointwise chain has rowsPerCta other than 1 or items over 4 (or above 0
+// pointwise chain has rowsPerCta other than 1 (but a lone cast, whose
+// transposed layout takes a tile: chainVariantProblem) or items over 4 (or above 0
 // unfolded where a Cat cuts the row into segments), when fold is
 // asked of a chain whose Cats do not cut equal segments, when the
 // chain has more than 10 inputs and outputs (Note [Chain kernel arguments]),
@@ -129,7 +144,8 @@ bool atenRoundingApplies(const ChainIR& ir);
 // "" when the kernel at `p` serves [rows, cols] in `layout`; otherwise why
 // not (cols not a multiple of vec, too long for the registers at `items`,
 // empty, too many rows for the grid, a width-fixed chain over other cols, an
-// invalid layout, a row stride or a Cat boundary that vec does not divide).
+// invalid layout, a row stride or a Cat boundary that vec does not divide,
+// a transposed layout at a point that is no tile or a tile at another layout).
 std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols,
                                 const ChainLayout& layout = {});
 

@@ -25,6 +25,17 @@
 // over another layout is another variant: ChainVariant.h), and the kernel
 // carries it as constants (Note [Chain layouts in the source] in
 // ChainCodegen.h).
+//
+// Note [Transposed layouts]
+// `colStrides` gives each tensor argument the stride of its columns; empty,
+// the normal form, is every argument's 1 (the rest of this note's layouts).
+// A column stride other than 1 is the input of a transposed copy: a chain of
+// one cast of one Full input (a clone of k^T, a `.contiguous()` of a
+// transposed view) whose input has stride 1 in the innermost row dim of
+// extent above 1, every output at column stride 1. Element (row, c) of
+// argument k is then at k's row offset + c * colStrides[k]. Its kernel is a
+// tiled transpose (Note [Transposed copies] in ChainCodegen.h); any other
+// chain over such a value runs unfused (chainLayoutProblem says why).
 
 #include <cstdint>
 #include <string>
@@ -41,15 +52,24 @@ inline constexpr size_t kMaxRowDims = 6;
 struct ChainLayout {
   std::vector<int64_t> rowDims;               // empty: contiguous
   std::vector<std::vector<int64_t>> strides;  // per tensor argument (chainTensorArgs), one per row dim
+  std::vector<int64_t> colStrides;            // per tensor argument; empty: all 1 (Note [Transposed layouts])
 
   bool contiguous() const { return rowDims.empty(); }
-  bool operator==(const ChainLayout& o) const { return rowDims == o.rowDims && strides == o.strides; }
+  // Whether an argument's columns are not at stride 1 (Note [Transposed layouts]).
+  bool transposed() const { return !colStrides.empty(); }
+  bool operator==(const ChainLayout& o) const {
+    return rowDims == o.rowDims && strides == o.strides && colStrides == o.colStrides;
+  }
   bool operator!=(const ChainLayout& o) const { return !(*this == o); }
 };
 
 // The nodes of the kernel's tensor arguments: the non-Scalar inputs in
 // input order, then the outputs.
 std::vector<int> chainTensorArgs(const ChainIR& ir);
+
+// Whether `ir` is one cast of one Full input, its only output: a copy, the one
+// chain a transposed layout serves (Note [Transposed layouts]).
+bool isLoneCast(const ChainIR& ir);
 
 // The column extent of node `n` in a variant of `cols` (its own, or cols).
 int64_t extentOf(const Node& n, int64_t cols);
@@ -68,16 +88,21 @@ std::vector<int64_t> layoutRowDims(const ChainLayout& layout, int64_t rows);
 std::vector<int64_t> layoutStrides(const ChainIR& ir, const ChainLayout& layout, size_t arg, int64_t rows,
                                    int64_t cols);
 
+// The column stride of tensor argument `arg` (1 unless the layout is transposed).
+int64_t layoutColStride(const ChainLayout& layout, size_t arg);
+
 // The offset (elements) of `row` of argument `arg`; the elements a buffer
 // of the argument spans (its last row's offset plus its extent, for an
 // argument whose strides are >= 0).
 int64_t layoutRowOffset(const std::vector<int64_t>& rowDims, const std::vector<int64_t>& strides, int64_t row);
 int64_t layoutSpan(const ChainIR& ir, const ChainLayout& layout, size_t arg, int64_t rows, int64_t cols);
 
-// "32x4096:128,4096|0,128|..." (the variant string's part); "" for the empty layout.
+// "32x4096:128,4096|0,128|..." (the variant string's part), each argument's
+// "@<column stride>" after its row strides in a transposed layout; "" for the empty layout.
 std::string layoutText(const ChainLayout& layout);
 
-// {"rowDims": [...], "strides": [[...], ...]} and its strict reader (Error naming the field).
+// {"rowDims": [...], "strides": [[...], ...]} (and "colStrides": [...] when
+// transposed) and its strict reader (Error naming the field).
 nlohmann::json layoutToJson(const ChainLayout& layout);
 ChainLayout layoutFromJson(const nlohmann::json& j, const std::string& where);
 

@@ -102,4 +102,11 @@ ChainIR relayoutCopyChain(DType dtype);
 // heads * seq, cols headDim.
 ChainLayout headViewCopyLayout(const RotaryShape& shape, int64_t parts);
 
+// The transposed layout (Note [Transposed layouts]) of matmul's reshape of
+// k^T in HF's eager attention: the head view above transposed to [batch,
+// heads, headDim, seq] (strides seq * parts * heads * headDim, headDim, 1,
+// parts * heads * headDim), copied contiguous. Rows batch * heads *
+// headDim, cols seq.
+ChainLayout headTransposeCopyLayout(const RotaryShape& shape, int64_t parts);
+
 }  // namespace hotkernel::chain
