@@ -139,8 +139,9 @@ TuneOutcome tunePrinted(const ChainVariant& v, const std::string& label) {
   options.pairs = 21;
   const TuneOutcome outcome = tuneChain(v, options);
   for (const CandidateRecord& r : outcome.metrics.candidates) {
-    std::printf("[chain tuner] %s %s: %s %s speedup %.2f\n", label.c_str(), r.params->dump().c_str(),
-                r.stage.c_str(), r.error.c_str(), r.speedup.value_or(0.0));
+    std::printf("[chain tuner] %s %s: %s %s speedup %.2f (kernel %.1f us, ATen %.1f us)\n", label.c_str(),
+                r.params->dump().c_str(), r.stage.c_str(), r.error.c_str(), r.speedup.value_or(0.0),
+                r.kernelUs.value_or(0.0), r.atenUs.value_or(0.0));
   }
   return outcome;
 }
@@ -434,7 +435,11 @@ std::vector<LaidOut> laidOutVariants() {
           // Note [Relayout copies]: GPT-2's q copied out of its fused QKV projection, against eager's clone.
           {"relayout copy fp16, q of GPT-2's QKV",
            ChainVariant{chain::relayoutCopyChain(DType::Float16), 16 * 12 * 512, 64, 0,
-                        chain::headViewCopyLayout(chain::RotaryShape{16, 12, 512, 64}, 3)}}};
+                        chain::headViewCopyLayout(chain::RotaryShape{16, 12, 512, 64}, 3)}},
+          // Note [Transposed copies]: GPT-2's k^T copied contiguous (matmul's reshape), against eager's clone.
+          {"transposed copy fp16, k^T of GPT-2's QKV",
+           ChainVariant{chain::relayoutCopyChain(DType::Float16), 16 * 12 * 64, 512, 0,
+                        chain::headTransposeCopyLayout(chain::RotaryShape{16, 12, 512, 64}, 3)}}};
 }
 
 TEST(ChainTunerGpuTest, GivenStridedVariantsWhenHarnessedThenTheLayoutsKernelPassesAndAContiguousOneFails) {
@@ -486,6 +491,13 @@ TEST(ChainTunerGpuTest, GivenStridedVariantsWhenTunedThenAKernelIsAcceptedAndIts
       out = at::empty_strided(eager.sizes(), x.strides(), opts);  // the sum follows x (Note [Chain layouts])
       for (const at::Tensor& t : {x, cos, x2, x1, sin}) values.push_back({t.const_data_ptr(), 0.0f});
       keep = {projection, cosT, sinT};
+    } else if (c.name.rfind("transposed", 0) == 0) {
+      const at::Tensor qkv = at::randn({16, 512, 3 * 12 * 64}, opts);
+      const at::Tensor kt = qkv.narrow(-1, 12 * 64, 12 * 64).view({16, 512, 12, 64}).transpose(1, 2).transpose(-1, -2);
+      eager = kt.clone(at::MemoryFormat::Contiguous);
+      out = at::empty_like(eager);
+      values.push_back({kt.const_data_ptr(), 0.0f});
+      keep = {qkv};
     } else if (c.name.rfind("relayout", 0) == 0) {
       const at::Tensor qkv = at::randn({16, 512, 3 * 12 * 64}, opts);
       const at::Tensor q = qkv.narrow(-1, 0, 12 * 64).view({16, 512, 12, 64}).transpose(1, 2);
