@@ -105,8 +105,10 @@ std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, i
   if (!layoutProblem.empty()) return "layout: " + layoutProblem;
   if (layout.transposed()) {
     // Note [Transposed copies]
-    if ((p.rowsPerCta != 32 && p.rowsPerCta != 64) || p.vec != 1 || p.items != 0 || p.fold) {
-      return "a transposed copy's kernel takes a tile of 32 or 64 at vec 1, items 0, got " + p.describe();
+    if ((p.rowsPerCta != 32 && p.rowsPerCta != 64) || p.vec != 1 || p.items != 0 || p.fold ||
+        p.threads < p.rowsPerCta || p.threads > p.rowsPerCta * p.rowsPerCta) {
+      return "a transposed copy's kernel takes a tile of 32 or 64 at vec 1, items 0, between a tile's side and its "
+             "square of threads, got " + p.describe();
     }
     if (layout.rowDims.back() < 2 || layout.strides[0].back() != 1) {
       return "a transposed copy's innermost row dim has extent above 1 and the input's stride 1 (a normalized layout)";

@@ -245,10 +245,13 @@ TEST(ChainCodegenTest, GivenATransposedCopyWhenGeneratedThenItIsATiledTransposeA
   const int64_t rows = 16 * 12 * 64, cols = 512;
   const std::string source = kernelOf(generateChainSource(copy, ChainKernelParams{256, 1, 64, 0}, kt));
   EXPECT_NE(source.find("__shared__ float hk_tile[HK_ROWS][HK_ROWS + 1];"), std::string::npos) << source;
-  EXPECT_NE(source.find("hk_ld_bf16(in0 + hk_o0 + (hk_t0 + hk_dt) + (hk_c0 + hk_dc) * 2304LL)"), std::string::npos)
+  EXPECT_NE(source.find("hk_src = in0 + hk_o0 + hk_t0 + hk_lane;"), std::string::npos) << source;
+  EXPECT_NE(source.find("hk_ld_bf16(hk_src + hk_c * 2304LL)"), std::string::npos) << source;
+  EXPECT_NE(source.find("hk_dst = out0 + hk_o1 + hk_c0 + hk_lane;"), std::string::npos) << source;
+  EXPECT_NE(source.find("hk_st_bf16(hk_dst + (hk_t0 + hk_dt) * 512LL, hk_tile[hk_lane][hk_dt]);"), std::string::npos)
       << source;
-  EXPECT_NE(source.find("hk_st_bf16(out0 + hk_o1 + (hk_t0 + hk_dt) * 512LL + (hk_c0 + hk_dc)"), std::string::npos)
-      << source;
+  // Every load of a thread comes before the tile is written.
+  EXPECT_LT(source.find("hk_ld_bf16("), source.find("hk_tile[hk_first + hk_i * (HK_THREADS / HK_ROWS)][hk_lane] ="));
   EXPECT_EQ(source.find("hk_store_"), std::string::npos) << "no vector stores";
   // 192 (batch, head) pairs, one tile of the 64-long head dim, 8 of the 512 positions.
   EXPECT_EQ(chainLaunchGeometry(copy, ChainKernelParams{256, 1, 64, 0}, rows, cols, kt).gridX, 192u * 8u);
