@@ -104,6 +104,7 @@ struct TInput {
   at::ScalarType dtype = at::kFloat;
   bool positive = false;  // values in [0.5, 2]; else [-2, 2]
   bool strided = false;   // Full: a column window of a [rows, 2 * cols] buffer (rows apart by 2 * cols)
+  bool transposed = false;  // Full: a [cols, rows] tensor transposed (columns apart by rows: Note [Transposed layouts])
 };
 
 struct TStep {
@@ -137,10 +138,12 @@ bool isScalarOp(Op op) { return op >= Op::MulS && op <= Op::RsubS; }
 // rotary's x is of the projection: Note [Chain layouts]).
 at::Tensor inputFrom(const TInput& in, int64_t cols, const at::Tensor& u) {
   at::Tensor t = (in.positive ? u * 1.5 + 0.5 : u * 4 - 2).to(in.dtype);
+  if (in.transposed) return t.t();
   return in.strided ? t.slice(-1, cols / 2, cols / 2 + cols) : t;
 }
 
 std::vector<int64_t> drawnSizes(const TInput& in, int64_t rows, int64_t cols) {
+  if (in.transposed) return {cols, rows};
   return in.strided ? std::vector<int64_t>{rows, 2 * cols} : sizesOf(in.shape, rows, cols);
 }
 
@@ -225,9 +228,13 @@ class TemplateMaker {
     base_ = kTypes[pick(3)];
     addInput(Shape::Full, base_, false);
     t_.inputs[0].strided = pick(4) == 0;
-    // A lone contiguous copy of a strided value: a chain of one call (Note [Relayout copies]).
+    // A transposed first input: a chain over it is refused (it runs unfused) but for a lone copy.
+    t_.inputs[0].transposed = !t_.inputs[0].strided && pick(16) == 0;
+    // A lone contiguous copy of a strided or transposed value: a chain of one call (Note [Relayout copies],
+    // Note [Transposed layouts]).
     if (pick(12) == 0) {
-      t_.inputs[0].strided = true;
+      t_.inputs[0].transposed = pick(2) == 0;
+      t_.inputs[0].strided = !t_.inputs[0].transposed;
       push(TStep{Op::Clone, 0}, unary(0, values_[0].bound, values_[0].nonneg, values_[0].positive));
       t_.keeps = {{true}, {true}};
       return t_;
@@ -597,6 +604,7 @@ class Program {
       t = inputFrom(in, cols, at::rand(drawnSizes(in, rows, cols), gen, at::kFloat).to(dataDevice()));
     }
     if (in.strided) count("stridedInputs");
+    if (in.transposed) count("transposedInputs");
     return addReg(std::move(t));
   }
 
@@ -1178,6 +1186,7 @@ struct Pool {
   size_t chainsWithSoftmax = 0;  // _softmax or _log_softmax (Note [Softmax in a chain])
   size_t chainsWithLayerNorm = 0;  // native_layer_norm (Note [LayerNorm in a chain])
   size_t relayoutCopies = 0;     // chains of one copy (Note [Relayout copies])
+  size_t transposedCopies = 0;   // ... of them transposed copies (Note [Transposed layouts])
   size_t chainsWithoutKernel = 0;  // the kernel maker had none: not published
 };
 
@@ -1254,6 +1263,7 @@ Pool learnPool(uint64_t seed, int templates, LaunchLog& log, const FuzzOptions& 
       }
       if (holds([](const chain::RecordedCall& c) { return c.op == "aten::native_layer_norm"; })) ++pool.chainsWithLayerNorm;
       if (chain::isRelayoutCopy(h.build)) ++pool.relayoutCopies;
+      if (chain::isRelayoutCopy(h.build) && h.build.layout.transposed()) ++pool.transposedCopies;
     }
   }
   engine.setHotCallback(nullptr);
@@ -1314,6 +1324,7 @@ FuzzReport runFusionFuzz(const FuzzOptions& options) {
       report.counts["poolChainsWithSoftmax"] += pool.chainsWithSoftmax;
       report.counts["poolChainsWithLayerNorm"] += pool.chainsWithLayerNorm;
       report.counts["poolRelayoutCopies"] += pool.relayoutCopies;
+      report.counts["poolTransposedCopies"] += pool.transposedCopies;
       report.counts["poolChainsWithoutKernel"] += pool.chainsWithoutKernel;
     }
     const uint64_t seed = mix(mix(options.seed, static_cast<uint64_t>(poolIndex)), static_cast<uint64_t>(p));
