@@ -105,13 +105,26 @@ std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, i
   if (!layoutProblem.empty()) return "layout: " + layoutProblem;
   if (layout.transposed()) {
     // Note [Transposed copies]
-    if ((p.rowsPerCta != 32 && p.rowsPerCta != 64) || p.vec != 1 || p.items != 0 || p.fold ||
-        p.threads < p.rowsPerCta || p.threads > p.rowsPerCta * p.rowsPerCta) {
-      return "a transposed copy's kernel takes a tile of 32 or 64 at vec 1, items 0, between a tile's side and its "
-             "square of threads, got " + p.describe();
+    const int lanes = p.rowsPerCta / p.vec;  // threads along a tile's side
+    if ((p.rowsPerCta != 32 && p.rowsPerCta != 64) || p.vec > 2 || p.items != 0 || p.fold || p.threads < lanes ||
+        p.threads / lanes > p.rowsPerCta) {
+      return "a transposed copy's kernel takes a tile of 32 or 64 at vec 1 or 2, items 0, between a tile's side and "
+             "its square of elements over vec threads, got " + p.describe();
     }
     if (layout.rowDims.back() < 2 || layout.strides[0].back() != 1) {
       return "a transposed copy's innermost row dim has extent above 1 and the input's stride 1 (a normalized layout)";
+    }
+    if (layout.rowDims.back() % p.vec != 0) {
+      return "the innermost row dim " + std::to_string(layout.rowDims.back()) + " is not a multiple of vec " +
+             std::to_string(p.vec);
+    }
+    // Vectors run along the input's innermost row dim (stride 1) and the output's columns (stride 1): every
+    // other stride keeps them aligned.
+    std::vector<int64_t> strides(layout.strides[0].begin(), layout.strides[0].end() - 1);
+    strides.insert(strides.end(), layout.strides[1].begin(), layout.strides[1].end());
+    strides.push_back(layoutColStride(layout, 0));
+    for (int64_t s : strides) {
+      if (s % p.vec != 0) return "stride " + std::to_string(s) + " is not a multiple of vec " + std::to_string(p.vec);
     }
     if (rows > INT64_MAX / cols) return "rows * cols overflows";
     return "";

@@ -73,8 +73,10 @@ std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t ro
   if (rows < 1 || cols < 1) return candidates;
   if (layout.transposed()) {
     // Note [Transposed copies]: the tile side, then the CTA's threads (the first guess: 64 a side, 256 threads).
-    for (int tile : {64, 32}) {
-      for (int threads : {256, 512, 128, 1024}) candidates.push_back({threads, 1, tile, 0});
+    for (int vec : {2, 1}) {
+      for (int tile : {64, 32}) {
+        for (int threads : {256, 512, 128, 1024}) candidates.push_back({threads, vec, tile, 0});
+      }
     }
   }
   std::vector<int> vecs;

@@ -218,7 +218,8 @@ TEST(ChainCodegenTest, GivenSoftmaxChainsAndRelayoutCopiesWhenCompiledAtEveryPoi
     jobs.push_back({"transposed_copy_f16", relayoutCopyChain(DType::Float16), p, "sm_90a",
                     headTransposeCopyLayout(heads, 3)});
   }
-  EXPECT_EQ(jobs.size() - before, 8u) << "tiles of 64 and 32 at 256, 512, 128 and 1024 threads";
+  EXPECT_EQ(jobs.size() - before, 15u) << "vec 2 and 1, tiles of 64 and 32 at 256, 512, 128 and 1024 threads, "
+                                          "but 1024 threads for a tile of 32 at vec 2 (512 of its vectors)";
   for (const ChainKernelParams& p : chainParameterSpace(softmaxChain(DType::BFloat16, true), 64, 32000)) {
     jobs.push_back({"log_softmax_bf16", softmaxChain(DType::BFloat16, true), p});
   }
@@ -246,13 +247,11 @@ TEST(ChainCodegenTest, GivenATransposedCopyWhenGeneratedThenItIsATiledTransposeA
   const std::string source = kernelOf(generateChainSource(copy, ChainKernelParams{256, 1, 64, 0}, kt));
   EXPECT_NE(source.find("__shared__ float hk_tile[HK_ROWS][HK_ROWS + 1];"), std::string::npos) << source;
   EXPECT_NE(source.find("hk_src = in0 + hk_o0 + hk_t0 + hk_lane;"), std::string::npos) << source;
-  EXPECT_NE(source.find("hk_ld_bf16(hk_src + hk_c * 2304LL)"), std::string::npos) << source;
+  EXPECT_NE(source.find("hk_load_bf16(hk_src + hk_c * 2304LL, hk_v[hk_i]);"), std::string::npos) << source;
   EXPECT_NE(source.find("hk_dst = out0 + hk_o1 + hk_c0 + hk_lane;"), std::string::npos) << source;
-  EXPECT_NE(source.find("hk_st_bf16(hk_dst + (hk_t0 + hk_dt) * 512LL, hk_tile[hk_lane][hk_dt]);"), std::string::npos)
-      << source;
+  EXPECT_NE(source.find("hk_store_bf16(hk_dst + (hk_t0 + hk_dt) * 512LL, hk_o);"), std::string::npos) << source;
   // Every load of a thread comes before the tile is written.
-  EXPECT_LT(source.find("hk_ld_bf16("), source.find("hk_tile[hk_first + hk_i * (HK_THREADS / HK_ROWS)][hk_lane] ="));
-  EXPECT_EQ(source.find("hk_store_"), std::string::npos) << "no vector stores";
+  EXPECT_LT(source.find("hk_load_bf16(hk_src"), source.find("hk_tile[hk_first + hk_i * HK_STEP][hk_lane + j] ="));
   // 192 (batch, head) pairs, one tile of the 64-long head dim, 8 of the 512 positions.
   EXPECT_EQ(chainLaunchGeometry(copy, ChainKernelParams{256, 1, 64, 0}, rows, cols, kt).gridX, 192u * 8u);
   EXPECT_EQ(chainLaunchGeometry(copy, ChainKernelParams{256, 1, 32, 0}, rows, cols, kt).gridX, 192u * 2u * 16u);
@@ -264,10 +263,18 @@ TEST(ChainCodegenTest, GivenATransposedCopyWhenGeneratedThenItIsATiledTransposeA
                 .find("is a transposed copy's tile"),
             std::string::npos);
   EXPECT_THROW(checkChainKernel(swigluChain(DType::BFloat16), ChainKernelParams{256, 1, 64, 0}), Error);
+  EXPECT_NE(chainVariantProblem(copy, ChainKernelParams{1024, 2, 32, 0}, rows, cols, kt).find("square of elements"),
+            std::string::npos);
   for (const ChainKernelParams& p : chainParameterSpace(copy, rows, cols, kt)) {
-    EXPECT_EQ(p.vec, 1);
+    EXPECT_TRUE(p.vec == 1 || p.vec == 2) << p.describe();
     EXPECT_TRUE(p.rowsPerCta == 32 || p.rowsPerCta == 64) << p.describe();
   }
+  // vec 2 only where it divides every stride: a column stride of 2303 leaves vec 1.
+  ChainLayout odd = kt;
+  odd.colStrides[0] = 2303;
+  EXPECT_NE(chainVariantProblem(copy, ChainKernelParams{256, 2, 64, 0}, rows, cols, odd).find("stride 2303"),
+            std::string::npos);
+  EXPECT_EQ(chainVariantProblem(copy, ChainKernelParams{256, 1, 64, 0}, rows, cols, odd), "");
 }
 
 TEST(ChainCodegenTest, GivenAtenRoundingWhenGeneratedThenEvery16BitComputedValueIsRoundedAndItCompiles) {

@@ -38,12 +38,12 @@
 // a tiled transpose. Its tile is rowsPerCta (32 or 64) rows of the innermost
 // row dim, where the input has stride 1, by as many columns, where the
 // output has: a CTA reads the tile with consecutive threads on consecutive
-// rows (coalesced in the input), each thread's rowsPerCta^2 / threads loads
-// issued before any is used (all in flight at once), stages it in shared
-// memory as float32 (pitch rowsPerCta + 1: no bank conflict either way), and
-// writes it with consecutive threads on consecutive columns (coalesced in
-// the output); tiles are taken grid-stride. vec is 1 and items 0: every access is one
-// element, a warp's 32 of them consecutive either way. The cast is the
+// rows (coalesced in the input), each thread's loads of the tile issued
+// before any is used (all in flight at once), stages it in shared memory as
+// float32 (pitch rowsPerCta + 1), and writes it with consecutive threads on
+// consecutive columns (coalesced in the output); tiles are taken
+// grid-stride. An access is vec (1 or 2) elements, along the rows when
+// loading and along the columns when storing; items is 0. The cast is the
 // elementwise kernel's (through float32), so the copy is exact.
 //
 // Note [Chain layouts in the source]

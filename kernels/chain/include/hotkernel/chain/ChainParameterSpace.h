@@ -21,9 +21,11 @@
 //    32 threads a row, 128 or 256 a CTA) where such a row holds at most 8
 //    vectors a thread; each with items 0 (streaming) and, when the row fits
 //    16 vectors a thread, the fewest items that hold it.
-//  - a transposed copy (Note [Transposed copies]): tiles of 64 and 32 a
-//    side, each with 256, 512, 128 and 1024 threads, at vec 1 and items 0,
-//    before anything else (the elementwise points serve no transposed layout).
+//  - a transposed copy (Note [Transposed copies]): at vec 2 (where it
+//    divides the strides, cols and the innermost row dim) and 1, tiles of 64
+//    and 32 a side, each with 256, 512, 128 and 1024 threads (those a tile
+//    holds), items 0, before anything else (the elementwise points serve no
+//    transposed layout).
 // The order is the search's seeds' order: the widest vec first, then
 // threads ascending. Empty when no point serves the variant (rows or cols
 // below 1, a chain of more than 10 inputs and outputs, too many rows for the
