@@ -10,6 +10,13 @@ void closeSearch(Experiment& e, const TuneMetrics& metrics) {
   if (metrics.target) addStopReason(e, nlohmann::json{{"target", *metrics.target}});
 }
 
+// Whether candidate params `c` are what the accepted entry stores: the family's params themselves, or a chain
+// entry's kernel point (its params hold the chain, the variant and the point under "kernel": ChainEntry.h).
+bool storedParams(const nlohmann::json& c, const nlohmann::json& entry) {
+  if (c == entry) return true;
+  return entry.is_object() && entry.contains("kernel") && entry.at("kernel") == c;
+}
+
 }  // namespace
 
 std::vector<Experiment> tuneExperiments(const std::string& fingerprint, const std::string& op,
@@ -37,7 +44,7 @@ std::vector<Experiment> tuneExperiments(const std::string& fingerprint, const st
     e.timings.kernelUs = c.kernelUs;
     e.timings.speedup = c.speedup;
     if (c.speedupCi) e.timings.speedupCi = {c.speedupCi->low, c.speedupCi->high};
-    const bool chosen = out.accepted && c.params == out.paramsJson && c.accepted.value_or(false);
+    const bool chosen = out.accepted && c.params && storedParams(*c.params, out.paramsJson) && c.accepted.value_or(false);
     e.decision = chosen ? ExperimentDecision::Accepted : ExperimentDecision::Rejected;
     if (!c.error.empty()) {
       e.reason = c.stage + ": " + c.error.substr(0, 500);

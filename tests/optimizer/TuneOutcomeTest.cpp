@@ -221,6 +221,22 @@ TEST(TuneOutcomeTest, GivenNoAcceptedKernelWhenItsExperimentsAreMadeThenAKeptAte
             "correct and faster than ATen, but another candidate was accepted");
 }
 
+// A chain entry's params hold the chain and the variant, its kernel point under "kernel": the candidate whose
+// point that is was swapped in (the log showed every chain candidate rejected before).
+TEST(TuneOutcomeTest, GivenAnAcceptedChainEntryWhenItsExperimentsAreMadeThenTheCandidateOfItsKernelPointIsAccepted) {
+  TuneOutcome out = familyOutcome();
+  out.family = "chain";
+  out.paramsJson = {{"format", "hotkernel-chain-entry"}, {"rows", 12288}, {"kernel", {{"threads", 512}, {"vec", 8}}}};
+  const std::vector<Experiment> lines = tuneExperiments("fp", "hotkernel::chain", "v", out);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[2].decision, ExperimentDecision::Accepted);
+  EXPECT_EQ(lines[2].reason.rfind("fastest correct candidate; swapped in", 0), 0u) << lines[2].reason;
+  EXPECT_EQ(lines[0].decision, ExperimentDecision::Rejected);
+  // Another kernel point in the entry: no candidate is the accepted one.
+  out.paramsJson["kernel"] = {{"threads", 128}, {"vec", 8}};
+  EXPECT_EQ(tuneExperiments("fp", "hotkernel::chain", "v", out)[2].decision, ExperimentDecision::Rejected);
+}
+
 TEST(TuneOutcomeTest, GivenTimedCandidatesThatClearTheThresholdButLostWhenLoggedThenTheReasonSaysAnotherWasAccepted) {
   TuneOutcome out = familyOutcome();
   out.metrics.candidates[0].accepted = false;
