@@ -17,7 +17,11 @@
 // or attention-softmax (HF's eager attention scores: softmax(scores * scale +
 // mask, -1) with the mask shared by the heads: chain::attentionSoftmaxChain in
 // chain::attentionSoftmaxLayout; --shape is BATCHxHEADSxQUERIESxKEYS, --scale
-// default 0.125). Without --points the tuner's space is compiled
+// default 0.125) or transpose-copy (matmul's contiguous copy of k^T in HF's
+// eager attention, k a head view of a fused QKV projection of three parts:
+// chain::relayoutCopyChain in chain::headTransposeCopyLayout, Note [Transposed
+// layouts]; --shape is BATCHxHEADSxSEQxHEADDIM, the chain's view [BATCH *
+// HEADS * HEADDIM, SEQ]). Without --points the tuner's space is compiled
 // (chainParameterSpace, Note [Chain parameter space]), so that the bench
 // measures what the tuner can pick. A point the shape rules out
 // (chainVariantProblem) is listed as skipped with the reason; an out-of-range
@@ -36,6 +40,7 @@
 //   "to": "float32",                     // residual-add-cast only
 //   "rotary": {"batch": 1, "heads": 32, "seq": 4096, "headDim": 128},  // rotary only
 //   "attention": {"batch": 16, "heads": 12, "queries": 512, "keys": 512, "scale": 0.125},  // attention-softmax only
+//   "transpose": {"batch": 16, "heads": 12, "seq": 512, "headDim": 64, "parts": 3},  // transpose-copy only
 //   "layout": {"rowDims": [...], "strides": [[...], ...]},  // the variant's layout; {} when contiguous
 //   "rows": 4096, "cols": 4096, "arch": "sm_90", "nvrtcVersion": 13000,
 //   "kernel": "hk_chain",                // the cubin's entry point
@@ -69,8 +74,9 @@
 // extents]) and "span" the elements its memory spans in the layout
 // (layoutSpan: rows * cols for a contiguous full value). Version 1 was the
 // same without "rotary", "layout", "cols" and "span"; "attention" came with
-// the attention-softmax chain (a reader of version 2 that does not know the
-// chain does not ask for it). A later version
+// the attention-softmax chain and "transpose" with transpose-copy (a reader
+// of version 2 that does not know the chain does not ask for it); a
+// transposed layout's "layout" holds "colStrides". A later version
 // changes "version"; readers refuse versions they do not know.
 
 #include <CLI/CLI.hpp>
@@ -114,7 +120,9 @@ constexpr int kExitUsage = 2;
 constexpr const char* kManifestFormat = "hotkernel-chain-kernels";
 constexpr int kManifestVersion = 2;
 const std::vector<std::string> kChains = {"rmsnorm", "swiglu", "newgelu", "residual-add-cast", "rotary",
-                                          "attention-softmax"};
+                                          "attention-softmax", "transpose-copy"};
+// The fused QKV projection's parts in a transpose-copy (GPT-2's c_attn: q, k, v).
+constexpr int64_t kQkvParts = 3;
 
 struct Args {
   std::string chain;
@@ -193,7 +201,8 @@ ChainIR buildChain(const Args& a, const CLI::App& app) {
     return hotkernel::chain::residualAddCastChain(dtype, parseDTypeArg(a.to, "--to"));
   }
   throw UsageError{"unknown --chain '" + a.chain +
-                   "' (rmsnorm, swiglu, newgelu, residual-add-cast, residual-layernorm, rotary, attention-softmax)"};
+                   "' (rmsnorm, swiglu, newgelu, residual-add-cast, residual-layernorm, rotary, attention-softmax, "
+                   "transpose-copy)"};
 }
 
 // A --shape of four extents AxBxCxD (`form` names them, `example` shows one), each >= 1.
@@ -220,6 +229,12 @@ hotkernel::chain::AttentionShape parseAttentionShape(const std::string& text) {
 hotkernel::chain::RotaryShape parseRotaryShape(const std::string& text) {
   const auto e = parseFourExtents(text, "rotary", "BATCHxHEADSxSEQxHEADDIM", "1x32x4096x128");
   if (e[3] < 2 || e[3] % 2 != 0) throw UsageError{"bad --shape '" + text + "': every extent >= 1, an even head dim"};
+  return hotkernel::chain::RotaryShape{e[0], e[1], e[2], e[3]};
+}
+
+// The transpose-copy chain's --shape: BATCHxHEADSxSEQxHEADDIM.
+hotkernel::chain::RotaryShape parseTransposeShape(const std::string& text) {
+  const auto e = parseFourExtents(text, "transpose-copy", "BATCHxHEADSxSEQxHEADDIM", "16x12x512x64");
   return hotkernel::chain::RotaryShape{e[0], e[1], e[2], e[3]};
 }
 
@@ -319,7 +334,8 @@ nlohmann::json argsJson(const ChainIR& ir, const ChainKernelParams& p, const hot
 
 int run(const Args& a, const CLI::App& app) {
   const bool rotary = a.chain == "rotary", attention = a.chain == "attention-softmax";
-  hotkernel::chain::RotaryShape rotaryShape;
+  const bool transpose = a.chain == "transpose-copy";
+  hotkernel::chain::RotaryShape rotaryShape, transposeShape;
   hotkernel::chain::AttentionShape attentionShape;
   hotkernel::chain::ChainLayout layout;
   ChainIR ir;
@@ -341,6 +357,18 @@ int run(const Args& a, const CLI::App& app) {
     layout = hotkernel::chain::attentionSoftmaxLayout(attentionShape);
     rows = hotkernel::chain::attentionRows(attentionShape);
     cols = attentionShape.keys;
+  } else if (transpose) {
+    if (app.count("--eps") > 0 || app.count("--to") > 0 || app.count("--scale") > 0) {
+      throw UsageError{"--eps, --to and --scale are other chains'; --chain transpose-copy has none"};
+    }
+    transposeShape = parseTransposeShape(a.shape);
+    ir = hotkernel::chain::relayoutCopyChain(parseDTypeArg(a.dtype, "--dtype"));
+    layout = hotkernel::chain::headTransposeCopyLayout(transposeShape, kQkvParts);
+    rows = transposeShape.batch * transposeShape.heads * transposeShape.headDim;
+    cols = transposeShape.seq;
+    if (!layout.transposed()) {
+      throw UsageError{"--shape '" + a.shape + "' makes no transposed copy (a sequence of 1 is a plain copy)"};
+    }
   } else {
     ir = buildChain(a, app);
     std::tie(rows, cols) = parseShape(a.shape);
@@ -425,6 +453,13 @@ int run(const Args& a, const CLI::App& app) {
                              {"queries", attentionShape.queries}, {"keys", attentionShape.keys},
                              {"scale", a.scale}};
   }
+  if (transpose) {
+    manifest["transpose"] = {{"batch", transposeShape.batch},
+                             {"heads", transposeShape.heads},
+                             {"seq", transposeShape.seq},
+                             {"headDim", transposeShape.headDim},
+                             {"parts", kQkvParts}};
+  }
   manifest["layout"] = layout.contiguous() ? nlohmann::json::object() : hotkernel::chain::layoutToJson(layout);
   manifest["rows"] = rows;
   manifest["cols"] = cols;
@@ -476,7 +511,8 @@ int main(int argc, char** argv) {
   Args a;
   CLI::App app{"Compiles a named chain's fused kernel with NVRTC at parameter points: cubins and a manifest",
                "chain_kernel_tool"};
-  app.add_option("--chain", a.chain, "rmsnorm, swiglu, newgelu, residual-add-cast, rotary or attention-softmax")
+  app.add_option("--chain", a.chain,
+                 "rmsnorm, swiglu, newgelu, residual-add-cast, rotary, attention-softmax or transpose-copy")
       ->required();
   app.add_option("--dtype", a.dtype, "the chain's dtype: float32, float16, bfloat16")->capture_default_str();
   app.add_option("--eps", a.eps, "rmsnorm's and residual-layernorm's eps")->capture_default_str();

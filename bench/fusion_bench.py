@@ -87,17 +87,18 @@ MANTISSA_BITS = {torch.float32: 23, torch.float16: 10, torch.bfloat16: 7}
 # The issue's shapes (issue 20): RMSNorm [4096, 4096], SwiGLU [16384, 8192], GPT-2's
 # new-GELU [8192, 3072] in both 16-bit dtypes, and a residual add + cast of a Llama-like
 # prefill's hidden states; HF's rotary on q of [1, 4096, 32, 128] (BxHxSxD 1x32x4096x128) and on
-# the k of a model with 8 key-value heads.
+# the k of a model with 8 key-value heads; GPT-2's k^T copied contiguous by matmul (its prefill of
+# 16 x 512 tokens, 12 heads of 64).
 DEFAULT_CASES = ("rmsnorm:bfloat16:4096x4096,swiglu:bfloat16:16384x8192,newgelu:bfloat16:8192x3072,"
                  "newgelu:float16:8192x3072,residual-add-cast:bfloat16:4096x4096,"
                  "residual-layernorm:bfloat16:4096x768,residual-layernorm:float16:16384x1024,"
                  "rotary:bfloat16:1x32x4096x128,rotary:bfloat16:1x8x4096x128,"
-                 "attention-softmax:float16:16x12x512x512")
+                 "attention-softmax:float16:16x12x512x512,transpose-copy:float16:16x12x512x64")
 # --smoke: an odd row count (a last CTA of row kernels with fewer rows), short rows.
 SMOKE_CASES = ("rmsnorm:bfloat16:37x512,swiglu:bfloat16:37x512,newgelu:bfloat16:37x384,"
                "newgelu:float16:37x384,residual-add-cast:bfloat16:37x512,residual-layernorm:bfloat16:37x768,"
                "rotary:float16:2x4x37x64,"
-               "attention-softmax:float16:2x3x37x64")
+               "attention-softmax:float16:2x3x37x64,transpose-copy:float16:2x3x37x24")
 ATTENTION_SCALE = 0.125  # GPT-2's head_dim ** -0.5
 LAYER_NORM_EPS = 1e-5  # nn.LayerNorm's default, GPT-2's layer_norm_epsilon
 
@@ -146,6 +147,15 @@ def attention_softmax(scores, mask):
     return torch.softmax(scores * ATTENTION_SCALE + mask, dim=-1)
 
 
+def hf_kt_copy(batch, heads, seq, head_dim):
+    """matmul(q, k.transpose(-1, -2))'s copy of k^T in modeling_gpt2's eager attention, k a head
+    view of the fused QKV projection (c_attn's three parts)."""
+    def kt_copy(qkv):
+        k = qkv[..., heads * head_dim:2 * heads * head_dim].view(batch, seq, heads, head_dim).transpose(1, 2)
+        return k.transpose(-1, -2).contiguous()
+    return kt_copy
+
+
 def hf_rotary(batch, heads, seq, head_dim):
     def rotary(proj, cos, sin):
         x = proj.view(batch, seq, heads, head_dim).transpose(1, 2)
@@ -165,6 +175,7 @@ FUNCTIONS = {
     "residual-layernorm": "s = x + residual; (s, F.layer_norm(s, (C,), weight, bias, 1e-5))",
     "rotary": "x = proj.view(b, s, h, d).transpose(1, 2); x * cos.unsqueeze(1) + rotate_half(x) * sin.unsqueeze(1)",
     "attention-softmax": "torch.softmax(scores * 0.125 + mask, dim=-1), mask [b, 1, q, k] shared by the heads",
+    "transpose-copy": "k = qkv[..., h*d:2*h*d].view(b, s, h, d).transpose(1, 2); k.transpose(-1, -2).contiguous()",
 }
 
 
@@ -172,9 +183,10 @@ class Case:
     """One chain at one dtype and shape: its eager function, inputs (in the kernel's
     input order), float64 reference and the tool's arguments."""
 
-    def __init__(self, chain, dtype_name, rows, cols, eps, rotary=None, attention=None):
+    def __init__(self, chain, dtype_name, rows, cols, eps, rotary=None, attention=None, transpose=None):
         self.chain, self.dtype_name, self.rows, self.cols = chain, dtype_name, rows, cols
         self.rotary = rotary  # (batch, heads, seq, head_dim) of a rotary case
+        self.transpose = transpose  # (batch, heads, seq, head_dim) of a transpose-copy case
         self.attention = attention  # (batch, heads, queries, keys) of an attention-softmax case
         self.dtype = DTYPES[dtype_name]
         self.eps = eps if chain == "rmsnorm" else None
@@ -189,17 +201,20 @@ class Case:
                    "residual-add-cast": lambda: residual_add_cast,
                    "residual-layernorm": lambda: residual_layer_norm,
                    "rotary": lambda: hf_rotary(*rotary) if rotary else None,
-                   "attention-softmax": lambda: attention_softmax}[chain]()
+                   "attention-softmax": lambda: attention_softmax,
+                   "transpose-copy": lambda: hf_kt_copy(*transpose) if transpose else None}[chain]()
 
     def label(self):
         if self.rotary:
             return f"rotary {self.dtype_name} " + "x".join(str(v) for v in self.rotary)
         if self.attention:
             return f"attention-softmax {self.dtype_name} " + "x".join(str(v) for v in self.attention)
+        if self.transpose:
+            return f"transpose-copy {self.dtype_name} " + "x".join(str(v) for v in self.transpose)
         return f"{self.chain} {self.dtype_name} {self.rows}x{self.cols}"
 
     def tool_shape(self):
-        laid_out = self.rotary or self.attention
+        laid_out = self.rotary or self.attention or self.transpose
         return "x".join(str(v) for v in laid_out) if laid_out else f"{self.rows}x{self.cols}"
 
     def input_shapes(self):
@@ -209,6 +224,9 @@ class Case:
         if self.attention:
             b, h, q, k = self.attention
             return [(b, h, q, k), (b, 1, q, k)]
+        if self.transpose:  # the fused QKV projection
+            b, h, s, d = self.transpose
+            return [(b, s, 3 * h * d)]
         full, column = (self.rows, self.cols), (self.cols,)
         return {"rmsnorm": [full, column], "swiglu": [full, full], "newgelu": [full],
                 "residual-add-cast": [full, full], "residual-layernorm": [full, full, column, column]}[self.chain]
@@ -218,6 +236,9 @@ class Case:
         projection), cos, x2 = x[..., d/2:] (the projection from d/2 on), x1 and sin, flat."""
         if self.attention:  # the scores and the mask, flat: the mask's rows are read once per head
             return [t.reshape(-1) for t in inputs]
+        if self.transpose:  # the projection's memory from k's first element on
+            b, h, s, d = self.transpose
+            return [inputs[0].reshape(-1)[h * d:]]
         if not self.rotary:
             return inputs
         proj, cos, sin = (t.reshape(-1) for t in inputs)
@@ -234,6 +255,10 @@ class Case:
         if self.attention:  # softmax allocates its result contiguous
             flat = torch.full((self.rows * self.cols,), float("nan"), dtype=self.dtype, device=device)
             return [flat.view(self.attention)], [flat]
+        if self.transpose:  # k^T contiguous: [b, h, d, s]
+            b, h, s, d = self.transpose
+            flat = torch.full((self.rows * self.cols,), float("nan"), dtype=self.dtype, device=device)
+            return [flat.view(b, h, d, s)], [flat]
         outs = [torch.full(tensor_shape(a["shape"], self.rows, self.cols), float("nan"), dtype=DTYPES[a["dtype"]],
                            device=device) for a in args if a["kind"] == "output"]
         return outs, outs
@@ -245,6 +270,8 @@ class Case:
         if self.attention:  # the scores and the probabilities once, the mask once per batch
             b, h, q, k = self.attention
             return (2 * b * h * q * k + b * q * k) * self.dtype.itemsize
+        if self.transpose:  # k read once, its copy written once
+            return 2 * self.rows * self.cols * self.dtype.itemsize
         return bytes_moved(point, self.rows, self.cols)
 
     def make_inputs(self, device, gen):
@@ -274,6 +301,8 @@ class Case:
             return [hf_rotary(*self.rotary)(x[0], x[1], x[2]).contiguous()]
         if self.attention:
             return [torch.softmax(x[0] * ATTENTION_SCALE + x[1], dim=-1)]
+        if self.transpose:  # a copy: exact
+            return [hf_kt_copy(*self.transpose)(x[0])]
         if self.chain == "rmsnorm":
             return [x[1] * (x[0] * torch.rsqrt(x[0].pow(2).mean(-1, keepdim=True) + self.eps))]
         if self.chain == "swiglu":
@@ -291,7 +320,7 @@ class Case:
 def parse_cases(text, eps):
     cases = []
     for item in text.split(","):
-        rotary = attention = None
+        rotary = attention = transpose = None
         try:
             chain, dtype, shape = item.strip().split(":")
             if chain == "rotary":
@@ -299,6 +328,11 @@ def parse_cases(text, eps):
                 if len(rotary) != 4 or min(rotary) < 1 or rotary[3] % 2:
                     raise ValueError(shape)
                 rows, cols = rotary[0] * rotary[1] * rotary[2], rotary[3]
+            elif chain == "transpose-copy":
+                transpose = tuple(int(v) for v in shape.lower().split("x"))
+                if len(transpose) != 4 or min(transpose) < 1:
+                    raise ValueError(shape)
+                rows, cols = transpose[0] * transpose[1] * transpose[3], transpose[2]
             elif chain == "attention-softmax":
                 attention = tuple(int(v) for v in shape.lower().split("x"))
                 if len(attention) != 4 or min(attention) < 1:
@@ -308,14 +342,14 @@ def parse_cases(text, eps):
                 rows, cols = (int(v) for v in shape.lower().split("x"))
         except ValueError:
             sys.exit(f"fusion_bench: malformed case '{item}' (want chain:dtype:ROWSxCOLS, rotary:dtype:BxHxSxD, "
-                     "attention-softmax:dtype:BxHxQxK)")
+                     "attention-softmax:dtype:BxHxQxK, transpose-copy:dtype:BxHxSxD)")
         if chain not in ("rmsnorm", "swiglu", "newgelu", "residual-add-cast", "residual-layernorm", "rotary",
-                         "attention-softmax") \
+                         "attention-softmax", "transpose-copy") \
                 or dtype not in DTYPES or rows < 1 or cols < 1:
             sys.exit(f"fusion_bench: unknown chain/dtype or bad shape in '{item}' "
                      "(chains: rmsnorm, swiglu, newgelu, residual-add-cast, residual-layernorm, rotary, "
-                     "attention-softmax)")
-        cases.append(Case(chain, dtype, rows, cols, eps, rotary, attention))
+                     "attention-softmax, transpose-copy)")
+        cases.append(Case(chain, dtype, rows, cols, eps, rotary, attention, transpose))
     return cases
 
 
