@@ -426,6 +426,13 @@ std::string generateChainSource(const ChainIR& ir, const ChainKernelParams& p, c
   checkChainKernel(ir, p);
   HOTKERNEL_REQUIRE(layout.contiguous() || layout.strides.size() == chainTensorArgs(ir).size(),
                     "the layout does not fit the chain (", layout.strides.size(), " argument strides)");
+  if (layout.transposed()) {
+    const std::string problem = detail::transposedPointProblem(ir, p);
+    HOTKERNEL_REQUIRE(problem.empty() && layout.colStrides.size() == 2 &&
+                          layout.strides[0].size() == layout.rowDims.size() &&
+                          layout.strides[1].size() == layout.rowDims.size(),
+                      "no transposed copy's kernel: ", problem.empty() ? "the layout does not fit the chain" : problem);
+  }
   return detail::Emitter(ir, p, layout).source();
 }
 

@@ -21,6 +21,21 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
+namespace detail {
+
+std::string transposedPointProblem(const ChainIR& ir, const ChainKernelParams& p) {
+  if (!isLoneCast(ir)) return "a transposed layout serves a lone cast only";
+  const int lanes = p.rowsPerCta / p.vec;  // threads along a tile's side
+  if ((p.rowsPerCta != 32 && p.rowsPerCta != 64) || p.vec > 2 || p.items != 0 || p.fold || p.threads < lanes ||
+      p.threads / lanes > p.rowsPerCta) {
+    return "a transposed copy's kernel takes a tile of 32 or 64 at vec 1 or 2, items 0, between a tile's side and "
+           "its square of elements over vec threads, got " + p.describe();
+  }
+  return "";
+}
+
+}  // namespace detail
+
 std::string ChainKernelParams::describe() const {
   return "t" + std::to_string(threads) + " v" + std::to_string(vec) + " r" + std::to_string(rowsPerCta) + " i" +
          std::to_string(items) + (atenRounding ? " aten" : "") + (fold ? " fold" : "");
@@ -104,13 +119,8 @@ std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, i
   const std::string layoutProblem = chainLayoutProblem(ir, rows, cols, layout);
   if (!layoutProblem.empty()) return "layout: " + layoutProblem;
   if (layout.transposed()) {
-    // Note [Transposed copies]
-    const int lanes = p.rowsPerCta / p.vec;  // threads along a tile's side
-    if ((p.rowsPerCta != 32 && p.rowsPerCta != 64) || p.vec > 2 || p.items != 0 || p.fold || p.threads < lanes ||
-        p.threads / lanes > p.rowsPerCta) {
-      return "a transposed copy's kernel takes a tile of 32 or 64 at vec 1 or 2, items 0, between a tile's side and "
-             "its square of elements over vec threads, got " + p.describe();
-    }
+    const std::string point = detail::transposedPointProblem(ir, p);
+    if (!point.empty()) return point;
     if (layout.rowDims.back() < 2 || layout.strides[0].back() != 1) {
       return "a transposed copy's innermost row dim has extent above 1 and the input's stride 1 (a normalized layout)";
     }

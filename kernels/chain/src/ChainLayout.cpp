@@ -64,7 +64,7 @@ bool rowsDisjoint(const std::vector<int64_t>& dims, const std::vector<int64_t>& 
 // Note [Transposed layouts]: "" when the column strides are absent or each argument's is in range, the
 // outputs' 1 (checked before the row strides, whose checks assume columns at stride 1).
 std::string columnStridesProblem(const ChainIR& ir, const ChainLayout& layout) {
-  if (!layout.transposed()) return "";
+  if (layout.colStrides.empty()) return "";
   const std::vector<int> args = chainTensorArgs(ir);
   if (layout.colStrides.size() != args.size()) {
     return "the layout lists column strides of " + std::to_string(layout.colStrides.size()) +
@@ -123,7 +123,7 @@ int64_t extentOf(const Node& n, int64_t cols) { return n.cols > 0 ? n.cols : col
 
 std::string chainLayoutProblem(const ChainIR& ir, int64_t rows, int64_t cols, const ChainLayout& layout) {
   if (layout.contiguous()) {
-    if (!layout.strides.empty() || layout.transposed()) return "a contiguous layout lists no strides";
+    if (!layout.strides.empty() || !layout.colStrides.empty()) return "a contiguous layout lists no strides";
     return "";
   }
   if (layout.rowDims.size() > kMaxRowDims) {

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "hotkernel/chain/ChainCodegen.h"
 #include "hotkernel/chain/ChainIR.h"
 #include "hotkernel/chain/ChainLayout.h"
 
@@ -42,6 +43,9 @@ bool roundsAsAten(const Node& n);
 std::string rowReduction(const Node& n, const std::string& partial, const std::string& buf);
 
 std::pair<int, int64_t> catPart(const std::vector<Node>& nodes, int o, int64_t c);
+
+// "" when `p` is a point of a transposed copy's kernel for `ir` (a lone cast: Note [Transposed copies]); else why not.
+std::string transposedPointProblem(const ChainIR& ir, const ChainKernelParams& p);
 
 // Statements declaring `const long long hk_o<k>`, the offset of `row` in
 // every Full tensor argument k, under `layout` (Note [Chain layouts in the source]).

@@ -263,6 +263,9 @@ TEST(ChainCodegenTest, GivenATransposedCopyWhenGeneratedThenItIsATiledTransposeA
                 .find("is a transposed copy's tile"),
             std::string::npos);
   EXPECT_THROW(checkChainKernel(swigluChain(DType::BFloat16), ChainKernelParams{256, 1, 64, 0}), Error);
+  // The generator refuses a transposed layout at a point that is no tile.
+  EXPECT_THROW(generateChainSource(copy, ChainKernelParams{256, 8, 1, 0}, kt), Error);
+  EXPECT_THROW(generateChainSource(copy, ChainKernelParams{256, 1, 64, 2}, kt), Error);
   EXPECT_NE(chainVariantProblem(copy, ChainKernelParams{1024, 2, 32, 0}, rows, cols, kt).find("square of elements"),
             std::string::npos);
   for (const ChainKernelParams& p : chainParameterSpace(copy, rows, cols, kt)) {

@@ -37,6 +37,7 @@
 // tiled transpose (Note [Transposed copies] in ChainCodegen.h); any other
 // chain over such a value runs unfused (chainLayoutProblem says why).
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -56,7 +57,9 @@ struct ChainLayout {
 
   bool contiguous() const { return rowDims.empty(); }
   // Whether an argument's columns are not at stride 1 (Note [Transposed layouts]).
-  bool transposed() const { return !colStrides.empty(); }
+  bool transposed() const {
+    return std::any_of(colStrides.begin(), colStrides.end(), [](int64_t c) { return c != 1; });
+  }
   bool operator==(const ChainLayout& o) const {
     return rowDims == o.rowDims && strides == o.strides && colStrides == o.colStrides;
   }
