@@ -142,6 +142,8 @@ class Builder {
     // Note [Transposed layouts]: column strides of 1 everywhere are no list at all.
     if (std::all_of(layout.colStrides.begin(), layout.colStrides.end(), [](int64_t c) { return c == 1; })) {
       layout.colStrides.clear();
+    } else if (isLoneCast(result.chain)) {
+      unitStrideDimLast(layout);
     }
     result.chain.validate();
     result.outputValues = outs;
@@ -187,6 +189,20 @@ class Builder {
       next *= dims[d];
     }
     return s;
+  }
+
+  // Note [Transposed layouts]: a transposed copy's kernel reads along the input's row dim at stride 1, which must
+  // be the innermost; a lone copy's rows are independent, so its row dims may come in any order (NHWC's channels,
+  // a middle dim of NCHW's view of it, go last). The last dim of extent above 1 at input stride 1 moves there.
+  static void unitStrideDimLast(ChainLayout& layout) {
+    for (size_t d = layout.rowDims.size(); d-- > 0;) {
+      if (layout.rowDims[d] == 1 || layout.strides[0][d] != 1) continue;
+      auto moveLast = [d](auto& v) { std::rotate(v.begin() + static_cast<std::ptrdiff_t>(d),
+                                                 v.begin() + static_cast<std::ptrdiff_t>(d) + 1, v.end()); };
+      moveLast(layout.rowDims);
+      for (std::vector<int64_t>& st : layout.strides) moveLast(st);
+      return;
+    }
   }
 
   // The column stride of value `id` (node `n`): a Full value's last-dim stride, else 1.

@@ -444,6 +444,15 @@ TEST(ChainBuilderTest, GivenACloneOfAHeadViewWhenBuiltThenItIsARelayoutCopyAndOt
   EXPECT_TRUE(kt.layout.transposed());
   EXPECT_EQ(kt.layout, headTransposeCopyLayout(RotaryShape{b, h, s, d}, 3)) << layoutText(kt.layout);
   EXPECT_EQ(kt.cols, s);
+  // NHWC to NCHW (a permute(0, 3, 1, 2) made contiguous): the channels, at stride 1, are a middle row dim of the
+  // result's view; they go last, so the tile reads along them.
+  const int64_t n = 2, hh = 3, w = 5, c = 8;
+  const TensorMetas nhwc = {{1, TensorMeta{"float16", {n, c, hh, w}, {hh * w * c, 1, w * c, c}}},
+                            {2, contiguous("float16", {n, c, hh, w})}};
+  const ChainBuild toNchw = buildChain(contiguousClone, nhwc, {2}, ChainBuildOptions{true});
+  ASSERT_TRUE(toNchw.ok()) << toNchw.reason;
+  EXPECT_TRUE(isRelayoutCopy(toNchw));
+  EXPECT_EQ(layoutText(toNchw.layout), "2x3x8:120,40,1@8|120,5,15@1");
   // Without the default's layouts it is no chain; with its head dim not at stride 1 it is none either.
   EXPECT_FALSE(buildChain(contiguousClone, transposed, {2}).ok());
   TensorMetas gathered = transposed;

@@ -381,6 +381,14 @@ TEST(ChainKernelHostTest, GivenTransposedHeadViewCopiesWhenEveryPointRunsOnTheHo
                        castChain(from, to), layout, rows, shape.seq, ++seed});
     }
   }
+  // NHWC [2, 3, 5, 40] to NCHW as the builder lays it out: the channels (stride 1) last among the row dims
+  // (ChainBuilderTest has the recording), the width the columns.
+  ChainLayout nchw;
+  nchw.rowDims = {2, 3, 40};
+  nchw.strides = {{600, 200, 1}, {600, 5, 15}};
+  nchw.colStrides = {40, 1};
+  ASSERT_EQ(normalizeLayout(castChain(DType::BFloat16, DType::BFloat16), 240, 5, nchw), nchw);
+  cases.push_back({"nhwc -> nchw bf16", castChain(DType::BFloat16, DType::BFloat16), nchw, 240, 5, ++seed});
   std::vector<size_t> caseOf;
   const std::vector<HostKernel> kernels = spaceKernels(cases, &caseOf);
   std::set<std::pair<int, int>> points;  // (tile, vec)

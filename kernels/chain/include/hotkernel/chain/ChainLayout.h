@@ -33,8 +33,10 @@
 // one cast of one Full input (a clone of k^T, a `.contiguous()` of a
 // transposed view) whose input has stride 1 in the innermost row dim of
 // extent above 1, every output at column stride 1. Element (row, c) of
-// argument k is then at k's row offset + c * colStrides[k]. Its kernel is a
-// tiled transpose (Note [Transposed copies] in ChainCodegen.h); any other
+// argument k is then at k's row offset + c * colStrides[k]. The builder puts
+// the input's stride-1 row dim last (a lone copy's rows are independent, any
+// order of its row dims is the same copy: NHWC to NCHW reads along the
+// channels, a middle dim of the result). Its kernel is a tiled transpose (Note [Transposed copies] in ChainCodegen.h); any other
 // chain over such a value runs unfused (chainLayoutProblem says why).
 
 #include <algorithm>
