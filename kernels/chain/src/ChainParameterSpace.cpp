@@ -72,7 +72,7 @@ std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t ro
   std::vector<ChainKernelParams> candidates;
   if (rows < 1 || cols < 1) return candidates;
   if (layout.transposed()) {
-    // Note [Transposed copies]: the tile side, then the CTA's threads (the first guess: 64 a side, 256 threads).
+    // Note [Transposed copies]: vec, the tile side, then the CTA's threads (the first guess: vec 2, 64 a side, 256 threads).
     for (int vec : {2, 1}) {
       for (int tile : {64, 32}) {
         for (int threads : {256, 512, 128, 1024}) candidates.push_back({threads, vec, tile, 0});
