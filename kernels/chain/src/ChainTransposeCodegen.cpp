@@ -9,8 +9,8 @@ namespace hotkernel::chain::detail {
 
 void Emitter::transposedBody() {
   // chainVariantProblem: a lone cast (input node 0, output node 1), the innermost row dim at input stride 1, a
-  // tile of 32 or 64 a side, at most its square of threads, and HK_VEC dividing the innermost row dim, every
-  // stride and cols: each thread holds HK_PER vectors of HK_VEC elements of the tile.
+  // tile of 32 or 64 a side, between HK_ROWS / HK_VEC and HK_ROWS^2 / HK_VEC threads, and HK_VEC dividing the
+  // innermost row dim, every stride and cols: each thread holds HK_PER vectors of HK_VEC elements of the tile.
   const std::string inner = std::to_string(layout_.rowDims.back()) + "LL";
   const std::string inStride = std::to_string(layoutColStride(layout_, 0)) + "LL";
   const std::string outStride = std::to_string(layout_.strides[1].back()) + "LL";
