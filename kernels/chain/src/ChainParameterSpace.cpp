@@ -73,9 +73,12 @@ std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t ro
   if (rows < 1 || cols < 1) return candidates;
   if (layout.transposed()) {
     // Note [Transposed copies]: vec, the tile side, then the CTA's threads (the first guess: vec 2, 64 a side, 256 threads).
+    // Each thread holds at least two vectors of the tile: one a thread leaves a single load in flight.
     for (int vec : {2, 1}) {
       for (int tile : {64, 32}) {
-        for (int threads : {256, 512, 128, 1024}) candidates.push_back({threads, vec, tile, 0});
+        for (int threads : {256, 512, 128, 1024}) {
+          if (threads * vec * 2 <= tile * tile) candidates.push_back({threads, vec, tile, 0});
+        }
       }
     }
   }

@@ -23,9 +23,10 @@
 //    16 vectors a thread, the fewest items that hold it.
 //  - a transposed copy (Note [Transposed copies]): at vec 2 (where it
 //    divides the strides, cols and the innermost row dim) and 1, tiles of 64
-//    and 32 a side, each with 256, 512, 128 and 1024 threads (those a tile
-//    holds), items 0, before anything else (the elementwise points serve no
-//    transposed layout).
+//    and 32 a side, each with 256, 512, 128 and 1024 threads where each
+//    thread holds at least two vectors of the tile (one leaves a single load
+//    in flight), items 0, before anything else (the elementwise points serve
+//    no transposed layout).
 // The order is the search's seeds' order: the widest vec first, then
 // threads ascending. Empty when no point serves the variant (rows or cols
 // below 1, a chain of more than 10 inputs and outputs, too many rows for the
