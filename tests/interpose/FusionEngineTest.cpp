@@ -82,7 +82,26 @@ class InterpreterKernel final : public FusedChainKernel {
                                        chain::EvalMode::Fused);
       for (size_t i = 0; i < outputs.size(); ++i) {
         at::Tensor f = at::from_blob(out[i].data(), {static_cast<int64_t>(out[i].size())}, at::kFloat);
-        outputs[i].copy_(f.view(outputs[i].sizes()));
+        const chain::Node& n = build_.chain.node(build_.chain.outputs()[i]);
+        if (n.shape != chain::ShapeClass::Full || build_.layout.contiguous()) {
+          outputs[i].copy_(f.view(outputs[i].sizes()));
+          continue;
+        }
+        // As a kernel writes it: row r of the layout's row dims at its offset (the layout's row order need not be
+        // the tensor's: Note [Transposed layouts]).
+        const size_t arg = tensorArg + i;
+        const int64_t extent = chain::extentOf(n, build_.cols);
+        const std::vector<int64_t> dims = chain::layoutRowDims(build_.layout, build_.rows);
+        const std::vector<int64_t> strides =
+            chain::layoutStrides(build_.chain, build_.layout, arg, build_.rows, build_.cols);
+        const at::Tensor memory =
+            at::from_blob(outputs[i].data_ptr(),
+                          {chain::layoutSpan(build_.chain, build_.layout, arg, build_.rows, build_.cols)},
+                          outputs[i].options());
+        const at::Tensor values = f.view({build_.rows, extent}).to(outputs[i].scalar_type());
+        for (int64_t r = 0; r < build_.rows; ++r) {
+          memory.narrow(0, chain::layoutRowOffset(dims, strides, r), extent).copy_(values[r]);
+        }
       }
       ++launches;
       finished.fetch_add(1);
@@ -1084,6 +1103,29 @@ TEST_F(FusionEngineTest, GivenALoneCastOfAHeadViewWhenLearnedThenItIsAChainOfOne
   foreignCommand();
   EXPECT_EQ(kernel->launches, 1);
   EXPECT_TRUE(same(got, eager([&] { return q.to(at::kFloat); })));  // a widening cast is exact
+}
+
+// Note [Transposed layouts]: NHWC to NCHW and NCHW to NHWC made contiguous are transposed copies (the first with
+// its stride-1 row dim moved last by the builder); through the engine each is one deferred call, fused exactly.
+TEST_F(FusionEngineTest, GivenChannelsLastPermutationsMadeContiguousWhenLearnedThenEachIsATransposedCopyFusedExactly) {
+  const at::Tensor nhwc = at::randn({2, 3, 5, 8}).to(at::kHalf), nchw = at::randn({2, 8, 3, 5}).to(at::kHalf);
+  const std::vector<std::function<at::Tensor()>> programs = {
+      [&] { return nhwc.permute({0, 3, 1, 2}).contiguous(); }, [&] { return nchw.permute({0, 2, 3, 1}).contiguous(); }};
+  for (const auto& program : programs) {
+    const std::vector<HotChain> hot = learnHot(program);
+    ASSERT_EQ(hot.size(), 1u) << engine().patternsJson();
+    EXPECT_TRUE(chain::isRelayoutCopy(hot[0].build));
+    EXPECT_TRUE(hot[0].build.layout.transposed()) << chain::layoutText(hot[0].build.layout);
+    auto kernel = std::make_shared<InterpreterKernel>(hot[0].build);
+    engine().publish(ReadyChain{hot[0].pattern, hot[0].build, kernel, hot[0].key});
+    const uint64_t deferredBefore = engine().stats().deferredCalls;
+    at::Tensor got = program();
+    foreignCommand();
+    EXPECT_EQ(engine().stats().deferredCalls, deferredBefore + 1);
+    EXPECT_EQ(kernel->launches, 1);
+    EXPECT_TRUE(got.is_contiguous());
+    EXPECT_TRUE(same(got, eager(program)));
+  }
 }
 
 TEST_F(FusionEngineTest, GivenAChainEndingInLogSoftmaxOfBf16WhenDeferredThenItFusesWithinTheChainTolerance) {

@@ -168,6 +168,8 @@ class InterpreterKernel final : public KernelBase {
     for (size_t k = 0; k < out.size(); ++k) {
       const chain::TensorMeta& m = pattern_.metas.at(build_.outputValues[k]);
       at::Tensor f = at::from_blob(out[k].data(), {static_cast<int64_t>(out[k].size())}, at::kFloat);
+      // The interpreter's rows are in the layout's row order, which is the value's own for every layout the
+      // fuzz makes (2-d values: no row dims for the builder to reorder, Note [Transposed layouts]).
       results.push_back(f.view(m.sizes).to(scalarTypeNamed(m.scalarType), false, /*copy=*/true));  // out[k] dies here
     }
     return results;
