@@ -242,12 +242,6 @@ void addUnique(std::vector<ChainKernelParams>* points, const ChainKernelParams& 
   if (std::find(points->begin(), points->end(), p) == points->end()) points->push_back(p);
 }
 
-// The chain kind's default points: the tuner's own space (the bench measures what the tuner can pick).
-std::vector<ChainKernelParams> defaultPoints(const ChainIR& ir, int64_t rows, int64_t cols,
-                                             const hotkernel::chain::ChainLayout& layout) {
-  return hotkernel::chain::chainParameterSpace(ir, rows, cols, layout);
-}
-
 struct Compiled {
   std::string error;
   int registers = -1;
@@ -379,7 +373,7 @@ int run(const Args& a, const CLI::App& app) {
 
   std::vector<ChainKernelParams> candidates;
   if (a.points.empty()) {
-    candidates = defaultPoints(ir, rows, cols, layout);
+    candidates = hotkernel::chain::chainParameterSpace(ir, rows, cols, layout);  // what the tuner can pick
   } else {
     size_t start = 0;
     while (start <= a.points.size()) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "CompositeLowering.h"
 #include "OpRules.h"
@@ -126,18 +127,14 @@ class Builder {
         result.chain.appendUnchecked(n);
         if (isInput) {
           result.inputValues.push_back(inputValues_[inputIndex]);
-          if (n.shape != ShapeClass::Scalar) {
-            layout.strides.push_back(rowStrides(inputValues_[inputIndex], n));
-            layout.colStrides.push_back(colStride(inputValues_[inputIndex], n));
-          }
+          if (n.shape != ShapeClass::Scalar) addArgument(layout, inputValues_[inputIndex], n);
         }
       }
       inputIndex += isInput;
     }
     for (size_t k = 0; k < outNodes.size(); ++k) {
       result.chain.appendOutputUnchecked(renumber[static_cast<size_t>(outNodes[k])]);
-      layout.strides.push_back(rowStrides(outs[k], nodes[static_cast<size_t>(outNodes[k])]));
-      layout.colStrides.push_back(colStride(outs[k], nodes[static_cast<size_t>(outNodes[k])]));
+      addArgument(layout, outs[k], nodes[static_cast<size_t>(outNodes[k])]);
     }
     // Note [Transposed layouts]: column strides of 1 everywhere are no list at all.
     if (std::all_of(layout.colStrides.begin(), layout.colStrides.end(), [](int64_t c) { return c == 1; })) {
@@ -171,24 +168,27 @@ class Builder {
     HOTKERNEL_THROW("value %", id, " is ", m.scalarType, ": a chain holds float32, float16 and bfloat16 tensors");
   }
 
-  // The row strides of value `id` (node `n`) over the view's leading dims (Note [Chain layouts]).
-  std::vector<int64_t> rowStrides(int64_t id, const Node& n) const {
-    const Placement p = placement(id);
+  // Appends value `id`'s (node `n`'s) row strides over the view's leading dims (Note [Chain layouts]) and its
+  // column stride: a Full value's last-dim stride (Note [Transposed layouts]), else 1.
+  void addArgument(ChainLayout& layout, int64_t id, const Node& n) const {
     if (n.shape == ShapeClass::Full) {
-      std::vector<int64_t> s = p.strides;
-      if (s.empty()) s.push_back(0);  // a 1-d view: one row
-      return s;
+      const Placement p = placement(id);
+      layout.strides.push_back(p.strides.empty() ? std::vector<int64_t>{0} : p.strides);  // a 1-d view: one row
+      layout.colStrides.push_back(p.colStride);
+      return;
     }
     std::vector<int64_t> dims(full_.begin(), full_.end() - 1);
     if (dims.empty()) dims.push_back(1);
     std::vector<int64_t> s(dims.size(), 0);
-    if (n.shape == ShapeClass::Column) return s;
-    int64_t next = 1;
-    for (size_t d = dims.size(); d-- > 0;) {
-      s[d] = next;
-      next *= dims[d];
+    if (n.shape != ShapeClass::Column) {
+      int64_t next = 1;
+      for (size_t d = dims.size(); d-- > 0;) {
+        s[d] = next;
+        next *= dims[d];
+      }
     }
-    return s;
+    layout.strides.push_back(std::move(s));
+    layout.colStrides.push_back(1);
   }
 
   // Note [Transposed layouts]: a transposed copy's kernel reads along the input's row dim at stride 1, which must
@@ -203,11 +203,6 @@ class Builder {
       for (std::vector<int64_t>& st : layout.strides) moveLast(st);
       return;
     }
-  }
-
-  // The column stride of value `id` (node `n`): a Full value's last-dim stride, else 1.
-  int64_t colStride(int64_t id, const Node& n) const {
-    return n.shape == ShapeClass::Full ? placement(id).colStride : 1;
   }
 
   Placement placement(int64_t id) const {

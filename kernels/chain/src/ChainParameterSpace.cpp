@@ -81,6 +81,11 @@ std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t ro
         }
       }
     }
+    std::vector<ChainKernelParams> space;
+    for (const ChainKernelParams& p : candidates) {
+      if (serves(ir, p, rows, cols, layout)) space.push_back(p);
+    }
+    return space;  // no elementwise or row point serves a transposed layout
   }
   std::vector<int> vecs;
   const int widest = chainWidestVec(ir);
