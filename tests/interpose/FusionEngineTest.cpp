@@ -19,6 +19,7 @@
 
 #include "DeferrableOps.h"
 #include "HigherKeyCall.h"
+#include "../ChainLaidOutRows.h"
 #include "hotkernel/interpose/CommandGate.h"
 #include "hotkernel/chain/ChainBuilder.h"
 #include "hotkernel/chain/ChainInterpreter.h"
@@ -87,21 +88,14 @@ class InterpreterKernel final : public FusedChainKernel {
           outputs[i].copy_(f.view(outputs[i].sizes()));
           continue;
         }
-        // As a kernel writes it: row r of the layout's row dims at its offset (the layout's row order need not be
-        // the tensor's: Note [Transposed layouts]).
+        // As a kernel writes it (the layout's row order need not be the tensor's: Note [Transposed layouts]).
         const size_t arg = tensorArg + i;
-        const int64_t extent = chain::extentOf(n, build_.cols);
-        const std::vector<int64_t> dims = chain::layoutRowDims(build_.layout, build_.rows);
-        const std::vector<int64_t> strides =
-            chain::layoutStrides(build_.chain, build_.layout, arg, build_.rows, build_.cols);
         const at::Tensor memory =
             at::from_blob(outputs[i].data_ptr(),
                           {chain::layoutSpan(build_.chain, build_.layout, arg, build_.rows, build_.cols)},
                           outputs[i].options());
-        const at::Tensor values = f.view({build_.rows, extent}).to(outputs[i].scalar_type());
-        for (int64_t r = 0; r < build_.rows; ++r) {
-          memory.narrow(0, chain::layoutRowOffset(dims, strides, r), extent).copy_(values[r]);
-        }
+        chain::testutil::writeLaidOutRows(build_.chain, build_.layout, arg, build_.rows, build_.cols,
+                                          chain::extentOf(n, build_.cols), out[i], memory);
       }
       ++launches;
       finished.fetch_add(1);

@@ -105,6 +105,9 @@ struct TInput {
   bool positive = false;  // values in [0.5, 2]; else [-2, 2]
   bool strided = false;   // Full: a column window of a [rows, 2 * cols] buffer (rows apart by 2 * cols)
   bool transposed = false;  // Full: a [cols, rows] tensor transposed (columns apart by rows: Note [Transposed layouts])
+  // Full, N-d: a contiguous tensor of sizes `drawn` with its dims permuted by `perm` (the value's dim d is the
+  // drawn tensor's dim perm[d]; empty: none), as GPT-2's heads or an NHWC image's channels are.
+  std::vector<int64_t> drawn, perm;
 };
 
 struct TStep {
@@ -132,6 +135,14 @@ std::vector<int64_t> sizesOf(Shape s, int64_t rows, int64_t cols) {
   return {};
 }
 
+// The sizes of an input's value (a permuted input's are its drawn sizes in the permuted order).
+std::vector<int64_t> valueSizes(const TInput& in, int64_t rows, int64_t cols) {
+  if (in.perm.empty()) return sizesOf(in.shape, rows, cols);
+  std::vector<int64_t> sizes;
+  for (int64_t d : in.perm) sizes.push_back(in.drawn[static_cast<size_t>(d)]);
+  return sizes;
+}
+
 bool isScalarOp(Op op) { return op >= Op::MulS && op <= Op::RsubS; }
 
 // An input's values from `u` of [0, 1): a fresh tensor, or for a strided input a window of a wider one (as
@@ -139,11 +150,13 @@ bool isScalarOp(Op op) { return op >= Op::MulS && op <= Op::RsubS; }
 at::Tensor inputFrom(const TInput& in, int64_t cols, const at::Tensor& u) {
   at::Tensor t = (in.positive ? u * 1.5 + 0.5 : u * 4 - 2).to(in.dtype);
   if (in.transposed) return t.t();
+  if (!in.perm.empty()) return t.permute(in.perm);
   return in.strided ? t.slice(-1, cols / 2, cols / 2 + cols) : t;
 }
 
 std::vector<int64_t> drawnSizes(const TInput& in, int64_t rows, int64_t cols) {
   if (in.transposed) return {cols, rows};
+  if (!in.perm.empty()) return in.drawn;
   return in.strided ? std::vector<int64_t>{rows, 2 * cols} : sizesOf(in.shape, rows, cols);
 }
 
@@ -230,6 +243,7 @@ class TemplateMaker {
     t_.inputs[0].strided = pick(4) == 0;
     // A transposed first input: a chain over it is refused (it runs unfused) but for a lone copy.
     t_.inputs[0].transposed = !t_.inputs[0].strided && pick(16) == 0;
+    if (pick(16) == 0) return permuted();
     // A lone contiguous copy of a strided or transposed value: a chain of one call (Note [Relayout copies],
     // Note [Transposed layouts]).
     if (pick(12) == 0) {
@@ -256,6 +270,64 @@ class TemplateMaker {
 
  private:
   int pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
+
+  // A 3-d or 4-d value with its dims permuted: a copy or a cast of it first (a lone one is a transposed copy
+  // where its last dim is not at stride 1, the row dims reordered by the builder so that the one at stride 1
+  // comes last: Note [Transposed layouts]; a strided chain where it is), or a step of any shape, then up to two
+  // more steps of any shape. Chains over a transposed value beyond a lone copy or cast run unfused.
+  Template permuted() {
+    static const int64_t kExtents[] = {1, 2, 3, 4, 5, 8, 16};
+    TInput in{Shape::Full, base_, false};
+    const int dims = 3 + pick(2);
+    int64_t numel = 1;
+    for (int d = 0; d < dims; ++d) {
+      int64_t e = kExtents[pick(7)];
+      while (numel * e > 4096) e /= 2;  // at most 4,096 elements
+      in.drawn.push_back(std::max<int64_t>(e, 1));
+      numel *= in.drawn.back();
+    }
+    for (int d = 0; d < dims; ++d) in.perm.push_back(d);
+    for (int d = dims - 1; d > 0; --d) std::swap(in.perm[static_cast<size_t>(d)], in.perm[static_cast<size_t>(pick(d + 1))]);
+    const std::vector<int64_t> sizes = valueSizes(in, 0, 0);
+    t_.cols = sizes.back();
+    t_.rows = numel / t_.cols;
+    t_.inputs = {in};  // in place of make()'s first input
+    values_ = {GenValue{Shape::Full, base_, 2.0, false, false}};
+    const int first = pick(4);
+    int cur = first < 2 ? push(TStep{Op::Clone, 0}, unary(0, 2.0, false, false)) : first == 2 ? cast(0) : anyShape(0);
+    for (int more = pick(3); more > 0; --more) cur = pick(3) == 0 ? cast(cur) : anyShape(cur);
+    const size_t n = t_.steps.size();
+    std::vector<bool> last(n, false), some(n, false);
+    last[n - 1] = some[n - 1] = true;
+    for (size_t k = 0; k + 1 < n; ++k) some[k] = pick(2) == 0;
+    t_.keeps = {last, some};
+    return t_;
+  }
+
+  // A cast of `a` to another of the three dtypes.
+  int cast(int a) {
+    static const at::ScalarType kTypes[] = {at::kFloat, at::kBFloat16, at::kHalf};
+    const GenValue& va = values_[static_cast<size_t>(a)];
+    at::ScalarType to = kTypes[pick(3)];
+    if (to == va.dtype) to = va.dtype == at::kFloat ? base_ == at::kFloat ? at::kBFloat16 : base_ : at::kFloat;
+    GenValue v = va;
+    v.dtype = to;
+    TStep s{Op::Cast, a};
+    s.to = to;
+    return push(s, v);
+  }
+
+  // A step of `a` alone that keeps its shape and its bound (any number of dims).
+  int anyShape(int a) {
+    const double b = values_[static_cast<size_t>(a)].bound;
+    switch (pick(5)) {
+      case 0: return push(TStep{Op::Neg, a}, unary(a, b, false, false));
+      case 1: return push(TStep{Op::Tanh, a}, unary(a, 1, false, false));
+      case 2: return push(TStep{Op::Sigmoid, a}, unary(a, 1, true, false));
+      case 3: return push(TStep{Op::Abs, a}, unary(a, b, true, false));
+      default: return push(TStep{Op::MulS, a, -1, 0.5}, unary(a, b * 0.5, false, false));
+    }
+  }
 
   int addInput(Shape shape, at::ScalarType dtype, bool positive) {
     t_.inputs.push_back(TInput{shape, dtype, positive});
@@ -394,16 +466,7 @@ class TemplateMaker {
       }
       return push(TStep{op, a, other}, v);
     }
-    if (r < 90) {
-      static const at::ScalarType kTypes[] = {at::kFloat, at::kBFloat16, at::kHalf};
-      at::ScalarType to = kTypes[pick(3)];
-      if (to == va.dtype) to = va.dtype == at::kFloat ? base_ == at::kFloat ? at::kBFloat16 : base_ : at::kFloat;
-      GenValue v = va;
-      v.dtype = to;
-      TStep s{Op::Cast, a};
-      s.to = to;
-      return push(s, v);
-    }
+    if (r < 90) return cast(a);
     if (va.shape != Shape::Full) return push(TStep{Op::Neg, a}, unary(a, va.bound, false, false));
     static const Op kReduce[] = {Op::SumRow, Op::MeanRow, Op::AmaxRow, Op::SoftmaxRow, Op::LogSoftmaxRow};
     const Op op = kReduce[pick(5)];
@@ -605,6 +668,7 @@ class Program {
     }
     if (in.strided) count("stridedInputs");
     if (in.transposed) count("transposedInputs");
+    if (!in.perm.empty()) count("permutedInputs");
     return addReg(std::move(t));
   }
 
@@ -900,7 +964,7 @@ class Program {
     std::vector<int> map(nIn + tpl.steps.size(), -1);
     for (size_t k = 0; k < nIn; ++k) {
       const TInput& in = tpl.inputs[k];
-      const std::vector<int64_t> sizes = sizesOf(in.shape, tpl.rows, tpl.cols);
+      const std::vector<int64_t> sizes = valueSizes(in, tpl.rows, tpl.cols);
       if (!in.positive && ch_.chance(0.3)) {
         std::vector<int> fit;
         for (int r : alive()) {
@@ -1187,6 +1251,8 @@ struct Pool {
   size_t chainsWithLayerNorm = 0;  // native_layer_norm (Note [LayerNorm in a chain])
   size_t relayoutCopies = 0;     // chains of one copy (Note [Relayout copies])
   size_t transposedCopies = 0;   // ... of them transposed copies (Note [Transposed layouts])
+  size_t transposedNdCopies = 0;  // ... of them over more than one row dim (a permuted N-d value)
+  size_t ndLayoutChains = 0;      // other chains over more than one row dim (a permuted N-d value's)
   size_t chainsWithoutKernel = 0;  // the kernel maker had none: not published
 };
 
@@ -1264,6 +1330,13 @@ Pool learnPool(uint64_t seed, int templates, LaunchLog& log, const FuzzOptions& 
       if (holds([](const chain::RecordedCall& c) { return c.op == "aten::native_layer_norm"; })) ++pool.chainsWithLayerNorm;
       if (chain::isRelayoutCopy(h.build)) ++pool.relayoutCopies;
       if (chain::isRelayoutCopy(h.build) && h.build.layout.transposed()) ++pool.transposedCopies;
+      if (h.build.layout.rowDims.size() > 1) {
+        if (chain::isRelayoutCopy(h.build) && h.build.layout.transposed()) {
+          ++pool.transposedNdCopies;
+        } else if (!chain::isRelayoutCopy(h.build)) {
+          ++pool.ndLayoutChains;
+        }
+      }
     }
   }
   engine.setHotCallback(nullptr);
@@ -1325,6 +1398,8 @@ FuzzReport runFusionFuzz(const FuzzOptions& options) {
       report.counts["poolChainsWithLayerNorm"] += pool.chainsWithLayerNorm;
       report.counts["poolRelayoutCopies"] += pool.relayoutCopies;
       report.counts["poolTransposedCopies"] += pool.transposedCopies;
+      report.counts["poolTransposedNdCopies"] += pool.transposedNdCopies;
+      report.counts["poolNdLayoutChains"] += pool.ndLayoutChains;
       report.counts["poolChainsWithoutKernel"] += pool.chainsWithoutKernel;
     }
     const uint64_t seed = mix(mix(options.seed, static_cast<uint64_t>(poolIndex)), static_cast<uint64_t>(p));

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "../ChainLaidOutRows.h"
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/ChainParameterSpace.h"
@@ -165,12 +166,20 @@ class InterpreterKernel final : public KernelBase {
       }
     }
     std::vector<at::Tensor> results;
+    const std::vector<int> outNodes = build_.chain.outputs();
     for (size_t k = 0; k < out.size(); ++k) {
       const chain::TensorMeta& m = pattern_.metas.at(build_.outputValues[k]);
-      at::Tensor f = at::from_blob(out[k].data(), {static_cast<int64_t>(out[k].size())}, at::kFloat);
-      // The interpreter's rows are in the layout's row order, which is the value's own for every layout the
-      // fuzz makes (2-d values: no row dims for the builder to reorder, Note [Transposed layouts]).
-      results.push_back(f.view(m.sizes).to(scalarTypeNamed(m.scalarType), false, /*copy=*/true));  // out[k] dies here
+      const chain::Node& n = build_.chain.node(outNodes[k]);
+      at::Tensor f;
+      if (n.shape == chain::ShapeClass::Full && !build_.layout.contiguous()) {
+        // As a kernel writes it: the interpreter's rows are in the layout's row order, which need not be the
+        // value's (a permuted input's transposed copy: Note [Transposed layouts]).
+        f = chain::testutil::laidOutValue(build_.chain, build_.layout, tensorArg + k, build_.rows, build_.cols,
+                                          chain::extentOf(n, build_.cols), out[k], m.sizes, m.strides);
+      } else {
+        f = at::from_blob(out[k].data(), {static_cast<int64_t>(out[k].size())}, at::kFloat).view(m.sizes);
+      }
+      results.push_back(f.to(scalarTypeNamed(m.scalarType), false, /*copy=*/true));  // out[k] dies here
     }
     return results;
   }
