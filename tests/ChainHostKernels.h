@@ -79,6 +79,15 @@ inline float hk_relu(float x) { return x < 0.0f ? 0.0f : x; }
 inline float hk_sq(float x) { return x * x; }
 inline float hk_cube(float x) { return x * x * x; }
 inline float hk_max_nan(float a, float b) { return (a != a || a > b) ? a : b; }
+inline float hk_hard_clip(float x) {
+  const float s = x + 3.0f;
+  const float lo = s < 0.0f ? 0.0f : s;
+  return 6.0f < lo ? 6.0f : lo;
+}
+inline float hk_hardsigmoid(float x) { return hk_hard_clip(x) * (1.0f / 6.0f); }
+inline float hk_hardswish(float x) { return x * hk_hard_clip(x) * (1.0f / 6.0f); }
+inline float hk_maximum(float a, float b) { return a != a ? a : b != b ? b : (a < b ? b : a); }
+inline float hk_minimum(float a, float b) { return a != a ? a : b != b ? b : (b < a ? b : a); }
 inline float hk_row_scale(float b) {
   const bool tiny = b != 0.0f && std::isinf(1.0f / b);
   return tiny ? 0x1p64f : 1.0f;

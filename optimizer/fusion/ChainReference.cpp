@@ -72,6 +72,20 @@ at::Tensor unary(const Node& n, const at::Tensor& x) {
       return at::pow(x, n.scalar);
     case OpKind::Reciprocal:
       return at::reciprocal(x);
+    case OpKind::Sin:
+      return at::sin(x);
+    case OpKind::Cos:
+      return at::cos(x);
+    case OpKind::Erf:
+      return at::erf(x);
+    case OpKind::Log1p:
+      return at::log1p(x);
+    case OpKind::Expm1:
+      return at::expm1(x);
+    case OpKind::Hardsigmoid:
+      return at::hardsigmoid(x);
+    case OpKind::Hardswish:
+      return at::hardswish(x);
     default:
       HOTKERNEL_INTERNAL_ASSERT(false, "not a unary op: ", chain::opInfo(n.op).name);
   }
@@ -88,6 +102,10 @@ at::Tensor binary(const Node& n, const at::Tensor& a, const at::Tensor& b) {
       return at::mul(a, b);
     case OpKind::Div:
       return at::div(a, b);
+    case OpKind::Maximum:
+      return at::maximum(a, b);
+    case OpKind::Minimum:
+      return at::minimum(a, b);
     default:
       HOTKERNEL_INTERNAL_ASSERT(false, "not a binary op: ", chain::opInfo(n.op).name);
   }

@@ -96,6 +96,9 @@ enum class Op : uint8_t {
   Clone,       // a contiguous copy (of the strided first input: Note [Relayout copies])
   RotateHalf,  // HF's rotate_half: cat([-x2, x1], -1) of the halves x1, x2 (views) of a full value
   LayerNormRow,  // F.layer_norm over the last dim, weight `b` or none (Note [LayerNorm in a chain])
+  Sin, Cos, Erf, Log1p, Expm1, Hardsigmoid, Hardswish,  // unary
+  ClampS, ClampMinS, ClampMaxS,  // clamp(a, -|s|, |s|), clamp_min(a, s), clamp_max(a, s) (Note [Clamp in a chain])
+  MaxT, MinT,                    // maximum, minimum
 };
 enum class Shape : uint8_t { Full, Col, Row, Zero };
 
@@ -200,6 +203,18 @@ at::Tensor applyStep(const TStep& s, const at::Tensor& a, const at::Tensor& b) {
     case Op::LayerNormRow:
       return at::layer_norm(a, {a.size(-1)}, b.defined() ? std::optional<at::Tensor>(b) : std::nullopt, std::nullopt,
                             1e-5);
+    case Op::Sin: return at::sin(a);
+    case Op::Cos: return at::cos(a);
+    case Op::Erf: return at::erf(a);
+    case Op::Log1p: return at::log1p(a);
+    case Op::Expm1: return at::expm1(a);
+    case Op::Hardsigmoid: return at::hardsigmoid(a);
+    case Op::Hardswish: return at::hardswish(a);
+    case Op::ClampS: return at::clamp(a, -std::abs(s.scalar), std::abs(s.scalar));
+    case Op::ClampMinS: return at::clamp_min(a, at::Scalar(s.scalar));
+    case Op::ClampMaxS: return at::clamp_max(a, at::Scalar(s.scalar));
+    case Op::MaxT: return at::maximum(a, b);
+    case Op::MinT: return at::minimum(a, b);
   }
   return a;
 }
@@ -400,11 +415,30 @@ class TemplateMaker {
     const GenValue va = values_[static_cast<size_t>(a)];
     const int r = pick(100);
     if (r < 35) {
-      static const Op kUnary[] = {Op::Neg, Op::Tanh, Op::Sigmoid, Op::Silu, Op::Relu, Op::Abs, Op::Gelu,
-                                  Op::GeluTanh, Op::Exp, Op::Rsqrt, Op::Sqrt, Op::Log, Op::Reciprocal};
-      const Op op = kUnary[pick(13)];
+      static const Op kUnary[] = {Op::Neg,  Op::Tanh, Op::Sigmoid, Op::Silu, Op::Relu,  Op::Abs,   Op::Gelu,
+                                  Op::GeluTanh, Op::Exp, Op::Rsqrt, Op::Sqrt, Op::Log, Op::Reciprocal, Op::Sin,
+                                  Op::Cos,  Op::Erf,  Op::Log1p, Op::Expm1, Op::Hardsigmoid, Op::Hardswish,
+                                  Op::ClampS, Op::ClampMinS, Op::ClampMaxS};
+      const Op op = kUnary[pick(23)];
       const double b = va.bound;
+      static const double kBounds[] = {0.5, 1.0, -0.25, 2.5};
+      const double c = kBounds[pick(4)];
       switch (op) {
+        case Op::Sin: case Op::Cos: case Op::Erf: return push(TStep{op, a}, unary(a, 1, false, false));
+        case Op::Hardsigmoid: return push(TStep{op, a}, unary(a, 1, true, false));
+        case Op::Hardswish: return push(TStep{op, a}, unary(a, std::max(b, 0.375), false, false));
+        case Op::Expm1: {
+          const int x = b > 3 ? push(TStep{Op::Tanh, a}, unary(a, 1, false, false)) : a;
+          return push(TStep{op, x}, unary(x, std::exp(values_[static_cast<size_t>(x)].bound), false, false));
+        }
+        case Op::Log1p: {
+          const int p = positive(a);
+          return push(TStep{op, p}, unary(p, std::log1p(values_[static_cast<size_t>(p)].bound), true, false));
+        }
+        case Op::ClampS: return push(TStep{op, a, -1, c}, unary(a, std::min(b, std::abs(c)), false, false));
+        case Op::ClampMinS:
+          return push(TStep{op, a, -1, c}, unary(a, std::max(b, std::abs(c)), va.nonneg || c >= 0, va.positive || c >= 0.25));
+        case Op::ClampMaxS: return push(TStep{op, a, -1, c}, unary(a, std::max(b, std::abs(c)), false, false));
         case Op::Neg: return push(TStep{op, a}, unary(a, b, false, false));
         case Op::Tanh: return push(TStep{op, a}, unary(a, 1, false, false));
         case Op::Sigmoid: return push(TStep{op, a}, unary(a, 1, true, false));
@@ -440,8 +474,8 @@ class TemplateMaker {
       }
     }
     if (r < 80) {
-      static const Op kBinary[] = {Op::AddT, Op::SubT, Op::MulT, Op::DivT, Op::RsubT};
-      const Op op = kBinary[pick(5)];
+      static const Op kBinary[] = {Op::AddT, Op::SubT, Op::MulT, Op::DivT, Op::RsubT, Op::MaxT, Op::MinT};
+      const Op op = kBinary[pick(7)];
       int other = -1;
       if (pick(2) == 0 && values_.size() > 1) {
         const int o = pick(static_cast<int>(values_.size()));
@@ -462,6 +496,10 @@ class TemplateMaker {
         case Op::DivT: v.bound = va2.bound * 4; v.nonneg = va2.nonneg; break;
         case Op::AddT: v.bound = va2.bound + vo.bound; v.nonneg = va2.nonneg && vo.nonneg;
           v.positive = v.nonneg && (va2.positive || vo.positive); break;
+        case Op::MaxT: v.bound = std::max(va2.bound, vo.bound); v.nonneg = va2.nonneg || vo.nonneg;
+          v.positive = va2.positive || vo.positive; break;
+        case Op::MinT: v.bound = std::max(va2.bound, vo.bound); v.nonneg = va2.nonneg && vo.nonneg;
+          v.positive = va2.positive && vo.positive; break;
         default: v.bound = va2.bound + vo.bound; break;
       }
       return push(TStep{op, a, other}, v);
@@ -688,6 +726,15 @@ class Program {
     if (s.op == Op::LayerNormRow) {
       count("layerNormSteps");
       if (engine_ && fuzzEngine().stats().deferredCalls > before) count("layerNormDeferred");
+    }
+    if (s.op >= Op::ClampS && s.op <= Op::ClampMaxS && engine_ && fuzzEngine().stats().deferredCalls > before) {
+      count("clampDeferred");
+    }
+    if ((s.op == Op::Hardswish || s.op == Op::Hardsigmoid) && engine_ && fuzzEngine().stats().deferredCalls > before) {
+      count("hardActivationDeferred");
+    }
+    if ((s.op == Op::MaxT || s.op == Op::MinT) && engine_ && fuzzEngine().stats().deferredCalls > before) {
+      count("maximumDeferred");
     }
     if (s.op == Op::Clone) {
       count("cloneSteps");

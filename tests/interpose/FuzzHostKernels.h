@@ -49,7 +49,8 @@ inline bool callsLibraryFunction(const chain::ChainIR& ir) {
   for (const chain::Node& n : ir.nodes()) {
     switch (n.op) {
       case chain::OpKind::Exp: case chain::OpKind::Log: case chain::OpKind::Tanh: case chain::OpKind::Sigmoid:
-      case chain::OpKind::Silu: case chain::OpKind::GeluErf: case chain::OpKind::GeluTanh:
+      case chain::OpKind::Silu: case chain::OpKind::GeluErf: case chain::OpKind::GeluTanh: case chain::OpKind::Sin:
+      case chain::OpKind::Cos: case chain::OpKind::Erf: case chain::OpKind::Log1p: case chain::OpKind::Expm1:
         return true;
       case chain::OpKind::PowScalar:  // powf unless a product, sqrt or reciprocal (Note [Chain op arithmetic])
         if (n.scalar != 2.0 && n.scalar != 3.0 && n.scalar != -2.0 && n.scalar != 0.5 && n.scalar != -0.5 &&

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -319,6 +320,8 @@ class Builder {
         const int x = operand(call.args[0]);
         return ir_.addCast(x, ir_.node(x).dtype);
       }
+      case Form::Clamp:
+        return clamp(rule, call);
       case Form::Softmax:
         return softmax(rule, call);
       case Form::LayerNorm:
@@ -381,6 +384,24 @@ class Builder {
   }
 
   // Note [Softmax in a chain]: the checks, then the nodes (CompositeLowering.h).
+  // Note [Clamp in a chain] (CompositeLowering.h): the bounds given, each a finite number.
+  int clamp(const OpRule& rule, const RecordedCall& call) {
+    const bool both = call.op == "aten::clamp";
+    argCount(call, both ? 3 : 2);
+    const int x = operand(call.args[0]);
+    const RecordedArg* lower = rule.op == OpKind::Maximum ? argAt(call, 1) : nullptr;
+    const RecordedArg* upper = both ? argAt(call, 2) : rule.op == OpKind::Minimum ? argAt(call, 1) : nullptr;
+    auto given = [](const RecordedArg* a) { return a != nullptr && a->kind != RecordedArg::Kind::None; };
+    HOTKERNEL_REQUIRE(given(lower) || given(upper), "clamp without a bound");
+    for (const RecordedArg* bound : {lower, upper}) {
+      if (!given(bound)) continue;
+      HOTKERNEL_REQUIRE(bound->kind == RecordedArg::Kind::Scalar, "clamp's bounds must be numbers");
+      HOTKERNEL_REQUIRE(std::isfinite(bound->scalar), "clamp to the bound ", bound->scalar, ": a chain's constants are finite");
+    }
+    auto value = [&](const RecordedArg* a) { return given(a) ? std::optional<double>(a->scalar) : std::nullopt; };
+    return detail::addClamp(ir_, x, value(lower), value(upper));
+  }
+
   int softmax(const OpRule& rule, const RecordedCall& call) {
     argCount(call, 3);
     const RecordedArg& self = call.args[0];

@@ -260,7 +260,8 @@ void Emitter::chooseKept() {
     switch (n.op) {
       case OpKind::Exp: case OpKind::Log: case OpKind::Rsqrt: case OpKind::Sqrt: case OpKind::Tanh:
       case OpKind::Sigmoid: case OpKind::Silu: case OpKind::GeluErf: case OpKind::GeluTanh:
-      case OpKind::PowScalar: case OpKind::Reciprocal: case OpKind::Div:
+      case OpKind::PowScalar: case OpKind::Reciprocal: case OpKind::Div: case OpKind::Sin: case OpKind::Cos:
+      case OpKind::Erf: case OpKind::Log1p: case OpKind::Expm1:
         return 8;
       default:
         return 1;

@@ -7,7 +7,7 @@
 namespace hotkernel::chain {
 namespace {
 
-constexpr std::array<OpInfo, 25> kOps = {{
+constexpr std::array<OpInfo, 34> kOps = {{
     {OpKind::Input, "input", OpCategory::Leaf, 0},
     {OpKind::Constant, "constant", OpCategory::Leaf, 0},
     {OpKind::Neg, "neg", OpCategory::Unary, 1},
@@ -33,6 +33,15 @@ constexpr std::array<OpInfo, 25> kOps = {{
     {OpKind::Mean, "mean", OpCategory::Reduction, 1},
     {OpKind::Amax, "amax", OpCategory::Reduction, 1},
     {OpKind::Cat, "cat", OpCategory::Join, -1},
+    {OpKind::Sin, "sin", OpCategory::Unary, 1},
+    {OpKind::Cos, "cos", OpCategory::Unary, 1},
+    {OpKind::Erf, "erf", OpCategory::Unary, 1},
+    {OpKind::Log1p, "log1p", OpCategory::Unary, 1},
+    {OpKind::Expm1, "expm1", OpCategory::Unary, 1},
+    {OpKind::Hardsigmoid, "hardsigmoid", OpCategory::Unary, 1},
+    {OpKind::Hardswish, "hardswish", OpCategory::Unary, 1},
+    {OpKind::Maximum, "maximum", OpCategory::Binary, 2},
+    {OpKind::Minimum, "minimum", OpCategory::Binary, 2},
 }};
 
 constexpr std::array<const char*, 5> kShapeNames = {"full", "column", "row", "row_flat", "scalar"};

@@ -1,5 +1,8 @@
 #include "CompositeLowering.h"
 
+#include "hotkernel/chain/Rounding.h"
+#include "hotkernel/runtime/Check.h"
+
 namespace hotkernel::chain::detail {
 namespace {
 
@@ -30,6 +33,16 @@ LayerNormNodes addLayerNorm(ChainIR& ir, int x, int weight, int bias, double eps
   if (bias >= 0) y = ir.addBinary(OpKind::Add, y, asFloat32(ir, bias));
   n.out = out == DType::Float32 ? y : ir.addCast(y, out);
   return n;
+}
+
+int addClamp(ChainIR& ir, int x, std::optional<double> lower, std::optional<double> upper) {
+  HOTKERNEL_INTERNAL_ASSERT(lower || upper, "a clamp without a bound");
+  const DType dtype = ir.node(x).dtype;
+  // Note [Clamp in a chain]: each bound as ATen's kernel compares it, in x's dtype.
+  auto bound = [&](double v) { return ir.addConstant(static_cast<double>(roundTo(dtype, static_cast<float>(v)))); };
+  if (lower) x = ir.addBinary(OpKind::Maximum, x, bound(*lower));
+  if (upper) x = ir.addBinary(OpKind::Minimum, x, bound(*upper));
+  return x;
 }
 
 }  // namespace hotkernel::chain::detail

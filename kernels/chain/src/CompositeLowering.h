@@ -4,6 +4,8 @@
 // and the named chains build the same nodes, so a recorded chain and its named
 // one have one key.
 
+#include <optional>
+
 #include "hotkernel/chain/ChainIR.h"
 
 namespace hotkernel::chain::detail {
@@ -39,5 +41,19 @@ struct LayerNormNodes {
 };
 // `weight`, `bias`: their nodes (any dtype, Column), or -1 for none.
 LayerNormNodes addLayerNorm(ChainIR& ir, int x, int weight, int bias, double eps, DType out);
+
+// Note [Clamp in a chain]
+// clamp(x, min, max) is minimum(maximum(x, min), max), clamp_min the
+// maximum alone, clamp_max the minimum alone: ATen's kernel returns a NaN x
+// as it is and otherwise min(max(x, lower), upper), which maximum and
+// minimum compute (NaN-propagating; a chain's constants are finite, so the
+// builder refuses a NaN or infinite bound), a lower bound above the upper
+// giving the upper as ATen does. ATen converts the bounds to the tensor's
+// dtype before it compares (Scalar::to<scalar_t>), so the constants are the
+// bounds rounded to x's dtype: every value the chain computes is then x's
+// own or a bound's, and the fused kernel gives eager's bits. Bounds given as
+// tensors (clamp.Tensor) are another overload, not a chain op. Returns the
+// result's node; at least one bound is given.
+int addClamp(ChainIR& ir, int x, std::optional<double> lower, std::optional<double> upper);
 
 }  // namespace hotkernel::chain::detail

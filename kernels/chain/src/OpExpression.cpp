@@ -38,6 +38,20 @@ std::string opExpression(const std::vector<Node>& nodes, int i, const std::funct
       return "fabsf(" + a + ")";
     case OpKind::Reciprocal:
       return "(1.0f / " + a + ")";
+    case OpKind::Sin:
+      return "sinf(" + a + ")";
+    case OpKind::Cos:
+      return "cosf(" + a + ")";
+    case OpKind::Erf:
+      return "erff(" + a + ")";
+    case OpKind::Log1p:
+      return "log1pf(" + a + ")";
+    case OpKind::Expm1:
+      return "expm1f(" + a + ")";
+    case OpKind::Hardsigmoid:
+      return "hk_hardsigmoid(" + a + ")";
+    case OpKind::Hardswish:
+      return "hk_hardswish(" + a + ")";
     case OpKind::PowScalar:
       if (n.scalar == 2.0) return "hk_sq(" + a + ")";
       // Note [Chain op arithmetic]: x * x rounded to a 16-bit dtype before the last step, as ATen does.
@@ -71,6 +85,10 @@ std::string opExpression(const std::vector<Node>& nodes, int i, const std::funct
       return n.scalar == 1.0 ? "__fsub_rn(" + a + ", " + b + ")" : "fmaf(" + floatLiteral(-alpha) + ", " + b + ", " + a + ")";
     case OpKind::Mul:
       return "__fmul_rn(" + a + ", " + b + ")";
+    case OpKind::Maximum:
+      return "hk_maximum(" + a + ", " + b + ")";
+    case OpKind::Minimum:
+      return "hk_minimum(" + a + ", " + b + ")";
     case OpKind::Div:
       if (bn.op == OpKind::Constant) {
         return "__fmul_rn(" + a + ", " + floatLiteral(1.0f / static_cast<float>(bn.scalar)) + ")";

@@ -9,6 +9,13 @@
 //   gelu_erf x * 0.5 * (1 + erf(x * sqrt(1/2))),
 //   gelu_tanh 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))),
 //   relu x < 0 ? 0 : x (NaN stays NaN), reciprocal 1 / x, rsqrt 1 / sqrt(x);
+//   hardsigmoid min(max(x + 3, 0), 6) * (1/6) and hardswish
+//   x * min(max(x + 3, 0), 6) * (1/6), left to right, max(a, b) as a < b ? b : a
+//   and min(a, b) as b < a ? b : a (std::max / std::min: NaN stays NaN), 1/6
+//   the float32 constant; maximum / minimum NaN if either operand is NaN,
+//   else the larger / smaller (clamp's bounds are these with its bounds as
+//   constants, rounded to the tensor's dtype as ATen's clamp rounds them);
+//   sin, cos, erf, log1p, expm1 the float32 functions;
 //   pow by 2, 3, -2 as products in the tensor's own type (x * x, then for 3
 //   that rounded to a 16-bit dtype times x, for -2 one over it rounded), by
 //   0.5, -0.5, -1 as sqrt, rsqrt, reciprocal, otherwise powf: ATen's CUDA
@@ -58,6 +65,13 @@ inline float powScalar(float x, double exponent, DType dtype) {
   return std::pow(x, static_cast<float>(exponent));
 }
 
+// hardsigmoid's and hardswish's min(max(x + 3, 0), 6) as std::max / std::min compute it (NaN stays NaN).
+inline float hardClip(float x) {
+  const float s = x + 3.0f;
+  const float lo = s < 0.0f ? 0.0f : s;
+  return 6.0f < lo ? 6.0f : lo;
+}
+
 inline float unaryOp(OpKind op, float x, double param, DType dtype) {
   switch (op) {
     case OpKind::Neg:
@@ -93,6 +107,20 @@ inline float unaryOp(OpKind op, float x, double param, DType dtype) {
       return powScalar(x, param, dtype);
     case OpKind::Reciprocal:
       return 1.0f / x;
+    case OpKind::Sin:
+      return std::sin(x);
+    case OpKind::Cos:
+      return std::cos(x);
+    case OpKind::Erf:
+      return std::erf(x);
+    case OpKind::Log1p:
+      return std::log1p(x);
+    case OpKind::Expm1:
+      return std::expm1(x);
+    case OpKind::Hardsigmoid:
+      return hardClip(x) * (1.0f / 6.0f);
+    case OpKind::Hardswish:
+      return x * hardClip(x) * (1.0f / 6.0f);
     default:
       HOTKERNEL_INTERNAL_ASSERT(false, "not a unary op: ", opInfo(op).name);
   }
@@ -110,6 +138,10 @@ inline float binaryOp(OpKind op, float a, float b, double alpha, Division divisi
       return alpha == 1.0 ? a - b : std::fma(-static_cast<float>(alpha), b, a);
     case OpKind::Mul:
       return a * b;
+    case OpKind::Maximum:
+      return std::isnan(a) ? a : std::isnan(b) ? b : (a < b ? b : a);
+    case OpKind::Minimum:
+      return std::isnan(a) ? a : std::isnan(b) ? b : (b < a ? b : a);
     case OpKind::Div:
       if (division == Division::Quotient) return a / b;
       if (division == Division::RowReciprocal) {

@@ -9,7 +9,7 @@
 
 namespace hotkernel::chain::rules {
 
-enum class Form { Unary, Gelu, Pow, BinaryTensor, BinaryScalar, Rsub, Cast, Clone, Reduce, Cat, Softmax, LayerNorm };
+enum class Form { Unary, Gelu, Pow, BinaryTensor, BinaryScalar, Rsub, Cast, Clone, Reduce, Cat, Softmax, LayerNorm, Clamp };
 
 struct OpRule {
   const char* schema;  // name with overload
@@ -17,7 +17,7 @@ struct OpRule {
   OpKind op;
 };
 
-inline constexpr std::array<OpRule, 32> kRules = {{
+inline constexpr std::array<OpRule, 44> kRules = {{
     {"aten::neg", Form::Unary, OpKind::Neg},
     {"aten::exp", Form::Unary, OpKind::Exp},
     {"aten::log", Form::Unary, OpKind::Log},
@@ -29,6 +29,19 @@ inline constexpr std::array<OpRule, 32> kRules = {{
     {"aten::relu", Form::Unary, OpKind::Relu},
     {"aten::abs", Form::Unary, OpKind::Abs},
     {"aten::reciprocal", Form::Unary, OpKind::Reciprocal},
+    {"aten::sin", Form::Unary, OpKind::Sin},
+    {"aten::cos", Form::Unary, OpKind::Cos},
+    {"aten::erf", Form::Unary, OpKind::Erf},
+    {"aten::log1p", Form::Unary, OpKind::Log1p},
+    {"aten::expm1", Form::Unary, OpKind::Expm1},
+    {"aten::hardsigmoid", Form::Unary, OpKind::Hardsigmoid},
+    {"aten::hardswish", Form::Unary, OpKind::Hardswish},
+    {"aten::maximum", Form::BinaryTensor, OpKind::Maximum},
+    {"aten::minimum", Form::BinaryTensor, OpKind::Minimum},
+    // Note [Clamp in a chain]: maximum with the lower bound, then minimum with the upper; op the first applied.
+    {"aten::clamp", Form::Clamp, OpKind::Maximum},
+    {"aten::clamp_min", Form::Clamp, OpKind::Maximum},
+    {"aten::clamp_max", Form::Clamp, OpKind::Minimum},
     {"aten::gelu", Form::Gelu, OpKind::GeluErf},
     {"aten::pow.Tensor_Scalar", Form::Pow, OpKind::PowScalar},
     {"aten::add.Tensor", Form::BinaryTensor, OpKind::Add},

@@ -40,7 +40,7 @@ struct Interval {
 
 Interval monotone(const Interval& x, double (*f)(double)) { return {f(x.lo), f(x.hi)}; }
 
-// The interval of x op y for the four binary ops (y away from zero for div).
+// The interval of x op y for the binary ops (y away from zero for div).
 Interval combine(OpKind op, const Interval& x, const Interval& y, double alpha) {
   auto span = [](std::array<double, 4> v) { return Interval{*std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end())}; };
   switch (op) {
@@ -50,6 +50,10 @@ Interval combine(OpKind op, const Interval& x, const Interval& y, double alpha) 
       return span({x.lo - alpha * y.lo, x.lo - alpha * y.hi, x.hi - alpha * y.lo, x.hi - alpha * y.hi});
     case OpKind::Mul:
       return span({x.lo * y.lo, x.lo * y.hi, x.hi * y.lo, x.hi * y.hi});
+    case OpKind::Maximum:
+      return {std::max(x.lo, y.lo), std::max(x.hi, y.hi)};
+    case OpKind::Minimum:
+      return {std::min(x.lo, y.lo), std::min(x.hi, y.hi)};
     default:
       return span({x.lo / y.lo, x.lo / y.hi, x.hi / y.lo, x.hi / y.hi});
   }
@@ -164,15 +168,16 @@ class Generator {
     }
     const int choice = rng_.below(o_.reductions ? 24 : 21);
     if (choice < 13) {  // unary
-      static constexpr std::array<OpKind, 14> kUnary = {OpKind::Neg,     OpKind::Exp,     OpKind::Log,      OpKind::Rsqrt,
-                                                        OpKind::Sqrt,    OpKind::Tanh,    OpKind::Sigmoid,  OpKind::Silu,
-                                                        OpKind::GeluErf, OpKind::GeluTanh, OpKind::Relu,    OpKind::Abs,
-                                                        OpKind::PowScalar, OpKind::Reciprocal};
-      const OpKind op = kUnary[static_cast<size_t>(rng_.below(14))];
+      static constexpr std::array<OpKind, 21> kUnary = {
+          OpKind::Neg,  OpKind::Exp,  OpKind::Log,   OpKind::Rsqrt, OpKind::Sqrt,        OpKind::Tanh,
+          OpKind::Sigmoid, OpKind::Silu, OpKind::GeluErf, OpKind::GeluTanh, OpKind::Relu, OpKind::Abs,
+          OpKind::PowScalar, OpKind::Reciprocal, OpKind::Sin, OpKind::Cos, OpKind::Erf, OpKind::Log1p,
+          OpKind::Expm1, OpKind::Hardsigmoid, OpKind::Hardswish};
+      const OpKind op = kUnary[static_cast<size_t>(rng_.below(21))];
       static constexpr std::array<double, 7> kExponents = {2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 1.5};
       const double e = kExponents[static_cast<size_t>(rng_.below(7))];
       const double m = x.magnitude();
-      const bool needsPositive = op == OpKind::Log || op == OpKind::Rsqrt || op == OpKind::Sqrt ||
+      const bool needsPositive = op == OpKind::Log || op == OpKind::Log1p || op == OpKind::Rsqrt || op == OpKind::Sqrt ||
                                  (op == OpKind::PowScalar && e != 2.0 && e != 3.0);
       if (needsPositive && !x.positive() && x.magnitude() <= 4 && rng_.chance(60)) {
         // Make a positive value for a later step: abs(x) + 1/2.
@@ -194,6 +199,12 @@ class Generator {
         case OpKind::Relu: r = {std::max(0.0, x.lo), std::max(0.0, x.hi)}; break;
         case OpKind::Abs: r = {x.lo >= 0 ? x.lo : (x.hi <= 0 ? -x.hi : 0.0), m}; break;
         case OpKind::Reciprocal: if (!x.awayFromZero()) return false; r = {1 / x.hi, 1 / x.lo}; break;
+        case OpKind::Sin: case OpKind::Cos: r = {-1, 1}; break;
+        case OpKind::Erf: r = monotone(x, std::erf); break;
+        case OpKind::Log1p: if (!x.positive()) return false; r = monotone(x, std::log1p); break;
+        case OpKind::Expm1: if (x.hi > 2) return false; r = monotone(x, std::expm1); break;
+        case OpKind::Hardsigmoid: r = {std::clamp(x.lo + 3, 0.0, 6.0) / 6, std::clamp(x.hi + 3, 0.0, 6.0) / 6}; break;
+        case OpKind::Hardswish: r = {-0.375, std::max(0.0, x.hi)}; break;
         default:  // pow
           if (e == 2.0) r = {x.lo >= 0 ? x.lo * x.lo : (x.hi <= 0 ? x.hi * x.hi : 0.0), m * m};
           else if (e == 3.0) r = {x.lo * x.lo * x.lo, x.hi * x.hi * x.hi};
@@ -206,8 +217,9 @@ class Generator {
       return true;
     }
     if (choice < 19) {  // binary
-      static constexpr std::array<OpKind, 4> kBinary = {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div};
-      const OpKind op = kBinary[static_cast<size_t>(rng_.below(4))];
+      static constexpr std::array<OpKind, 6> kBinary = {OpKind::Add, OpKind::Sub,     OpKind::Mul,
+                                                       OpKind::Div, OpKind::Maximum, OpKind::Minimum};
+      const OpKind op = kBinary[static_cast<size_t>(rng_.below(6))];
       const size_t before = ir_.size();
       const int inputsBefore = inputs_;
       const Value b = second(a);

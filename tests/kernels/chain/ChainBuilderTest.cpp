@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hotkernel/chain/ChainKey.h"
@@ -527,6 +528,59 @@ TEST(ChainBuilderTest, GivenALayerNormOverMoreThanTheLastDimOrStridedOrMisshaped
   expectRefused({RecordedCall{"aten::native_layer_norm",
                               {A::tensor(1), A::intList({16}), A::none(), A::none(), A::number(1e-5)}, {6}}},
                 m, "returns 3");
+}
+
+TEST(ChainBuilderTest, GivenTheSecondPointwiseVocabularyRecordedWhenBuiltThenEachOpIsItsNode) {
+  TensorMetas m;
+  for (int64_t id = 1; id <= 4; ++id) m[id] = contiguous("float32", {4, 32});
+  for (const auto& [op, kind] : std::vector<std::pair<std::string, OpKind>>{
+           {"aten::sin", OpKind::Sin}, {"aten::cos", OpKind::Cos}, {"aten::erf", OpKind::Erf},
+           {"aten::log1p", OpKind::Log1p}, {"aten::expm1", OpKind::Expm1}, {"aten::hardsigmoid", OpKind::Hardsigmoid},
+           {"aten::hardswish", OpKind::Hardswish}}) {
+    const ChainBuild b = buildChain({call(op, {A::tensor(1)}, 3)}, m);
+    ASSERT_TRUE(b.ok()) << op << ": " << b.reason;
+    ASSERT_EQ(b.chain.size(), 2u) << op;
+    EXPECT_EQ(b.chain.node(1).op, kind) << op;
+  }
+  // hardswish(x) then maximum with another tensor: one chain, the maximum NaN-propagating.
+  const ChainBuild both = buildChain(
+      {call("aten::hardswish", {A::tensor(1)}, 3), call("aten::minimum", {A::tensor(3), A::tensor(2)}, 4)}, m);
+  ASSERT_TRUE(both.ok()) << both.reason;
+  EXPECT_EQ(both.chain.node(both.chain.outputs()[0]).op, OpKind::Minimum);
+  EXPECT_EQ(both.inputValues, (std::vector<int64_t>{1, 2}));
+}
+
+// Note [Clamp in a chain]: maximum with the lower bound, minimum with the upper, each bound rounded to the
+// tensor's dtype as ATen's kernel rounds it before comparing.
+TEST(ChainBuilderTest, GivenClampsRecordedWhenBuiltThenTheyAreMaximumAndMinimumWithBoundsInTheTensorsDtype) {
+  TensorMetas m = {{1, contiguous("bfloat16", {4, 32})}, {3, contiguous("bfloat16", {4, 32})}};
+  const ChainBuild b = buildChain({call("aten::clamp", {A::tensor(1), A::number(0.1), A::number(6.0)}, 3)}, m);
+  ASSERT_TRUE(b.ok()) << b.reason;
+  const Node& upper = b.chain.node(b.chain.outputs()[0]);
+  ASSERT_EQ(upper.op, OpKind::Minimum);
+  EXPECT_EQ(b.chain.node(upper.operands[1]).scalar, 6.0);
+  const Node& lower = b.chain.node(upper.operands[0]);
+  ASSERT_EQ(lower.op, OpKind::Maximum);
+  EXPECT_EQ(b.chain.node(lower.operands[1]).scalar, 0.10009765625);  // bfloat16(0.1)
+  EXPECT_EQ(upper.dtype, DType::BFloat16);
+
+  const ChainBuild low = buildChain({call("aten::clamp_min", {A::tensor(1), A::number(-0.5)}, 3)}, m);
+  ASSERT_TRUE(low.ok()) << low.reason;
+  EXPECT_EQ(low.chain.node(low.chain.outputs()[0]).op, OpKind::Maximum);
+  const ChainBuild high = buildChain({call("aten::clamp", {A::tensor(1), A::none(), A::number(1.0)}, 3)}, m);
+  ASSERT_TRUE(high.ok()) << high.reason;
+  EXPECT_EQ(high.chain.size(), 3u);  // x, the bound, the minimum
+  EXPECT_EQ(high.chain.node(high.chain.outputs()[0]).op, OpKind::Minimum);
+
+  TensorMetas f = {{1, contiguous("float32", {4, 32})}, {3, contiguous("float32", {4, 32})}};
+  const ChainBuild exact = buildChain({call("aten::clamp_max", {A::tensor(1), A::number(0.1)}, 3)}, f);
+  ASSERT_TRUE(exact.ok()) << exact.reason;
+  const Node& bound = exact.chain.node(exact.chain.node(exact.chain.outputs()[0]).operands[1]);
+  EXPECT_EQ(bound.scalar, static_cast<double>(0.1f));  // float32's bound is the float nearest 0.1
+
+  expectRefused({call("aten::clamp", {A::tensor(1), A::none(), A::none()}, 3)}, m, "without a bound");
+  expectRefused({call("aten::clamp", {A::tensor(1), A::number(std::nan("")), A::number(1.0)}, 3)}, m, "finite");
+  expectRefused({call("aten::clamp_min", {A::tensor(1), A::number(-INFINITY)}, 3)}, m, "finite");
 }
 
 }  // namespace

@@ -259,5 +259,46 @@ TEST(ChainInterpreterTest, GivenSoftmaxChainsWhenInterpretedThenTheyMatchSoftmax
   }
 }
 
+// Note [Chain op arithmetic]: the second vocabulary as ATen's CUDA functors compute it: hardsigmoid and
+// hardswish through std::max / std::min (NaN stays NaN, hardswish's x * 0 keeps x's sign), maximum and minimum
+// NaN if either operand is, else a < b ? b : a and b < a ? b : a.
+TEST(ChainInterpreterTest, GivenTheSecondVocabularyWhenInterpretedThenEdgeValuesAreAtensFunctors) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {-4.0f, -3.0f, 0.0f, 3.0f, 7.0f, nan, -0.0f, 1.5f};
+  const std::vector<float> y = {1.0f, nan, -0.0f, 3.0f, -7.0f, 2.0f, 0.0f, 1.0f};
+  const int64_t n = static_cast<int64_t>(x.size());
+  auto unary = [&](OpKind op) {
+    ChainIR ir;
+    ir.markOutput(ir.addUnary(op, ir.addInput(DType::Float32, ShapeClass::Full)));
+    return interpretChain(ir, 1, n, {x}, EvalMode::AtenOrder)[0];
+  };
+  auto binary = [&](OpKind op) {
+    ChainIR ir;
+    const int a = ir.addInput(DType::Float32, ShapeClass::Full);
+    ir.markOutput(ir.addBinary(op, a, ir.addInput(DType::Float32, ShapeClass::Full)));
+    return interpretChain(ir, 1, n, {x, y}, EvalMode::AtenOrder)[0];
+  };
+  const std::vector<float> hs = unary(OpKind::Hardsigmoid), hw = unary(OpKind::Hardswish);
+  const std::vector<float> wantHs = {0.0f, 0.0f, 0.5f, 1.0f, 1.0f, nan, 0.5f, 4.5f * (1.0f / 6.0f)};
+  const std::vector<float> wantHw = {-0.0f, -0.0f, 0.0f, 3.0f, 7.0f, nan, -0.0f, 1.5f * 4.5f * (1.0f / 6.0f)};
+  const std::vector<float> mx = binary(OpKind::Maximum), mn = binary(OpKind::Minimum);
+  const std::vector<float> wantMax = {1.0f, nan, 0.0f, 3.0f, 7.0f, nan, -0.0f, 1.5f};
+  const std::vector<float> wantMin = {-4.0f, nan, 0.0f, 3.0f, -7.0f, nan, -0.0f, 1.0f};
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_TRUE(sameBits(hs[i], wantHs[i]) || (std::isnan(hs[i]) && std::isnan(wantHs[i]))) << i << ": " << hs[i];
+    EXPECT_TRUE(sameBits(hw[i], wantHw[i]) || (std::isnan(hw[i]) && std::isnan(wantHw[i]))) << i << ": " << hw[i];
+    EXPECT_TRUE(sameBits(mx[i], wantMax[i]) || (std::isnan(mx[i]) && std::isnan(wantMax[i]))) << i << ": " << mx[i];
+    EXPECT_TRUE(sameBits(mn[i], wantMin[i]) || (std::isnan(mn[i]) && std::isnan(wantMin[i]))) << i << ": " << mn[i];
+  }
+  const std::vector<float> s = unary(OpKind::Sin), c = unary(OpKind::Cos), e = unary(OpKind::Erf);
+  const std::vector<float> l = unary(OpKind::Log1p), m1 = unary(OpKind::Expm1);
+  EXPECT_FLOAT_EQ(s[3], std::sin(3.0f));
+  EXPECT_FLOAT_EQ(c[3], std::cos(3.0f));
+  EXPECT_FLOAT_EQ(e[7], std::erf(1.5f));
+  EXPECT_FLOAT_EQ(l[7], std::log1p(1.5f));
+  EXPECT_FLOAT_EQ(m1[0], std::expm1(-4.0f));
+  EXPECT_TRUE(sameBits(l[6], -0.0f) && sameBits(m1[6], -0.0f));  // log1p and expm1 keep -0
+}
+
 }  // namespace
 }  // namespace hotkernel::chain

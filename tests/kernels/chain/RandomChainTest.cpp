@@ -242,7 +242,7 @@ class ColumnReference {
 
 TEST(RandomChainTest, GivenRandomCatChainsInRandomLayoutsWhenInterpretedThenTheyEqualTheColumnReference) {
   int cats = 0, nested = 0, broadcasts = 0;
-  for (uint64_t seed = 0; seed < 300; ++seed) {
+  for (uint64_t seed = 0; seed < 600; ++seed) {
     RandomChainOptions o;
     o.reductions = false;
     o.catWidth = 16 + 8 * static_cast<int64_t>(seed % 4);

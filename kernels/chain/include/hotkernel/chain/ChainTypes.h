@@ -63,6 +63,17 @@ enum class OpKind : uint8_t {
   Amax,
   // the concatenation of its operands along the last dim (aten::cat)
   Cat,
+  // pointwise unary (appended after Cat: the codes of the ops above stay)
+  Sin,
+  Cos,
+  Erf,
+  Log1p,
+  Expm1,
+  Hardsigmoid,
+  Hardswish,
+  // pointwise binary, NaN-propagating (aten::maximum / minimum; clamp's bounds)
+  Maximum,
+  Minimum,
 };
 
 enum class OpCategory : uint8_t { Leaf, Unary, Binary, Cast, Reduction, Join };
