@@ -102,6 +102,35 @@ TEST(ChainCodegenTest, GivenPointwiseChainsWhenGeneratedThenTheyStrideTheGridAnd
   EXPECT_NE(m.find("hk_div_row("), std::string::npos) << m;  // by a Row value (Note [Division by a row value])
 }
 
+// The second vocabulary (Note [Chain op arithmetic]): every op in one chain, each dtype, an elementwise and a row
+// kernel (its sum reads them).
+TEST(ChainCodegenTest, GivenEveryOpOfTheSecondVocabularyWhenCompiledWithNvrtcThenEachIsACubinWithoutSpills) {
+  SKIP_WITHOUT_NVRTC();
+  std::vector<ChainCompileJob> jobs;
+  for (DType d : kernels::kAllDTypes) {
+    ChainIR ir;
+    const int x = ir.addInput(d, ShapeClass::Full);
+    const int y = ir.addInput(d, ShapeClass::Full);
+    int v = ir.addBinary(OpKind::Maximum, ir.addUnary(OpKind::Sin, x), ir.addUnary(OpKind::Cos, y));
+    v = ir.addBinary(OpKind::Minimum, ir.addUnary(OpKind::Erf, v), ir.addConstant(0.75));
+    v = ir.addUnary(OpKind::Hardswish, ir.addUnary(OpKind::Expm1, v));
+    v = ir.addUnary(OpKind::Log1p, ir.addUnary(OpKind::Hardsigmoid, v));
+    ChainIR rows = ir;
+    ir.markOutput(v);
+    rows.markOutput(rows.addBinary(OpKind::Div, v, rows.addReduce(OpKind::Sum, v, /*keepdim=*/true)));
+    const std::string name = std::string("vocabulary2_") + dtypeName(d);
+    jobs.push_back({name, ir, ChainKernelParams{256, 4, 1, 0}});
+    jobs.push_back({name + "_rows", rows, ChainKernelParams{128, 4, 1, 2}});
+  }
+  testutil::expectCompiledWithoutSpills(jobs, testutil::compileChains(jobs));
+  // Each op's device function or expression is in the source.
+  const std::string source = generateChainSource(jobs[0].chain, jobs[0].params);
+  for (const char* call : {"sinf(", "cosf(", "erff(", "expm1f(", "log1pf(", "hk_hardswish(", "hk_hardsigmoid(",
+                           "hk_maximum(", "hk_minimum("}) {
+    EXPECT_NE(kernelOf(source).find(call), std::string::npos) << call;
+  }
+}
+
 TEST(ChainCodegenTest, GivenParametersWhenCheckedThenOutOfRangeOnesAreRefused) {
   const ChainIR rms = rmsNormChain(DType::BFloat16, 1e-6);
   EXPECT_THROW(generateChainSource(rms, ChainKernelParams{48, 4}), Error);
