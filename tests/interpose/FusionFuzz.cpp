@@ -275,16 +275,21 @@ class TemplateMaker {
       cur = addStep(a);
       if (values_[static_cast<size_t>(cur)].bound > 8) cur = push(TStep{Op::Tanh, cur}, unary(cur, 1, false, false));
     }
-    const size_t n = t_.steps.size();
-    std::vector<bool> last(n, false), some(n, false);
-    last[n - 1] = some[n - 1] = true;
-    for (size_t k = 0; k + 1 < n; ++k) some[k] = pick(3) == 0;
-    t_.keeps = {last, some};
-    return t_;
+    return withKeeps(3);
   }
 
  private:
   int pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
+
+  // The template with its two keep sets: the last step's value alone, and that with each earlier one in `oneIn`.
+  Template withKeeps(int oneIn) {
+    const size_t n = t_.steps.size();
+    std::vector<bool> last(n, false), some(n, false);
+    last[n - 1] = some[n - 1] = true;
+    for (size_t k = 0; k + 1 < n; ++k) some[k] = pick(oneIn) == 0;
+    t_.keeps = {last, some};
+    return t_;
+  }
 
   // A 3-d or 4-d value with its dims permuted: a copy or a cast of it first (a lone one is a transposed copy
   // where its last dim is not at stride 1, the row dims reordered by the builder so that the one at stride 1
@@ -311,12 +316,7 @@ class TemplateMaker {
     const int first = pick(4);
     int cur = first < 2 ? push(TStep{Op::Clone, 0}, unary(0, 2.0, false, false)) : first == 2 ? cast(0) : anyShape(0);
     for (int more = pick(3); more > 0; --more) cur = pick(3) == 0 ? cast(cur) : anyShape(cur);
-    const size_t n = t_.steps.size();
-    std::vector<bool> last(n, false), some(n, false);
-    last[n - 1] = some[n - 1] = true;
-    for (size_t k = 0; k + 1 < n; ++k) some[k] = pick(2) == 0;
-    t_.keeps = {last, some};
-    return t_;
+    return withKeeps(2);
   }
 
   // A cast of `a` to another of the three dtypes.
