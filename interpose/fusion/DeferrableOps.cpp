@@ -29,6 +29,7 @@ const std::vector<DeferrableOp>& deferrableOps() {
       {"aten::clamp", "", "out"},  // Note [Clamp in a chain]
       {"aten::clamp_min", "", "out"},
       {"aten::clamp_max", "", "out"},
+      {"aten::hardtanh", "", "out"},
       {"aten::gelu", "", "out"},
       {"aten::pow", "Tensor_Scalar", "Tensor_Scalar_out"},
       {"aten::add", "Tensor", "out"},

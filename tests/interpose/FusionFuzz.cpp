@@ -98,6 +98,7 @@ enum class Op : uint8_t {
   LayerNormRow,  // F.layer_norm over the last dim, weight `b` or none (Note [LayerNorm in a chain])
   Sin, Cos, Erf, Log1p, Expm1, Hardsigmoid, Hardswish,  // unary
   ClampS, ClampMinS, ClampMaxS,  // clamp(a, -|s|, |s|), clamp_min(a, s), clamp_max(a, s) (Note [Clamp in a chain])
+  HardtanhS,                     // hardtanh(a, -|s|, |s|)
   MaxT, MinT,                    // maximum, minimum
 };
 enum class Shape : uint8_t { Full, Col, Row, Zero };
@@ -213,6 +214,7 @@ at::Tensor applyStep(const TStep& s, const at::Tensor& a, const at::Tensor& b) {
     case Op::ClampS: return at::clamp(a, -std::abs(s.scalar), std::abs(s.scalar));
     case Op::ClampMinS: return at::clamp_min(a, at::Scalar(s.scalar));
     case Op::ClampMaxS: return at::clamp_max(a, at::Scalar(s.scalar));
+    case Op::HardtanhS: return at::hardtanh(a, -std::abs(s.scalar), std::abs(s.scalar));
     case Op::MaxT: return at::maximum(a, b);
     case Op::MinT: return at::minimum(a, b);
   }
@@ -418,8 +420,8 @@ class TemplateMaker {
       static const Op kUnary[] = {Op::Neg,  Op::Tanh, Op::Sigmoid, Op::Silu, Op::Relu,  Op::Abs,   Op::Gelu,
                                   Op::GeluTanh, Op::Exp, Op::Rsqrt, Op::Sqrt, Op::Log, Op::Reciprocal, Op::Sin,
                                   Op::Cos,  Op::Erf,  Op::Log1p, Op::Expm1, Op::Hardsigmoid, Op::Hardswish,
-                                  Op::ClampS, Op::ClampMinS, Op::ClampMaxS};
-      const Op op = kUnary[pick(23)];
+                                  Op::ClampS, Op::ClampMinS, Op::ClampMaxS, Op::HardtanhS};
+      const Op op = kUnary[pick(24)];
       const double b = va.bound;
       static const double kBounds[] = {0.5, 1.0, -0.25, 2.5};
       const double c = kBounds[pick(4)];
@@ -435,7 +437,8 @@ class TemplateMaker {
           const int p = positive(a);
           return push(TStep{op, p}, unary(p, std::log1p(values_[static_cast<size_t>(p)].bound), true, false));
         }
-        case Op::ClampS: return push(TStep{op, a, -1, c}, unary(a, std::min(b, std::abs(c)), false, false));
+        case Op::ClampS: case Op::HardtanhS:
+          return push(TStep{op, a, -1, c}, unary(a, std::min(b, std::abs(c)), false, false));
         case Op::ClampMinS:
           return push(TStep{op, a, -1, c}, unary(a, std::max(b, std::abs(c)), va.nonneg || c >= 0, va.positive || c >= 0.25));
         case Op::ClampMaxS: return push(TStep{op, a, -1, c}, unary(a, std::max(b, std::abs(c)), false, false));
@@ -727,8 +730,8 @@ class Program {
       count("layerNormSteps");
       if (engine_ && fuzzEngine().stats().deferredCalls > before) count("layerNormDeferred");
     }
-    if (s.op >= Op::ClampS && s.op <= Op::ClampMaxS && engine_ && fuzzEngine().stats().deferredCalls > before) {
-      count("clampDeferred");
+    if (s.op >= Op::ClampS && s.op <= Op::HardtanhS && engine_ && fuzzEngine().stats().deferredCalls > before) {
+      count(s.op == Op::HardtanhS ? "hardtanhDeferred" : "clampDeferred");
     }
     if ((s.op == Op::Hardswish || s.op == Op::Hardsigmoid) && engine_ && fuzzEngine().stats().deferredCalls > before) {
       count("hardActivationDeferred");

@@ -386,7 +386,7 @@ class Builder {
   // Note [Softmax in a chain]: the checks, then the nodes (CompositeLowering.h).
   // Note [Clamp in a chain] (CompositeLowering.h): the bounds given, each a finite number.
   int clamp(const OpRule& rule, const RecordedCall& call) {
-    const bool both = call.op == "aten::clamp";
+    const bool both = call.op == "aten::clamp" || call.op == "aten::hardtanh";
     argCount(call, both ? 3 : 2);
     const int x = operand(call.args[0]);
     const RecordedArg* lower = rule.op == OpKind::Maximum ? argAt(call, 1) : nullptr;

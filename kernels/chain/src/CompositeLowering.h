@@ -48,7 +48,8 @@ LayerNormNodes addLayerNorm(ChainIR& ir, int x, int weight, int bias, double eps
 // as it is and otherwise min(max(x, lower), upper), which maximum and
 // minimum compute (NaN-propagating; a chain's constants are finite, so the
 // builder refuses a NaN or infinite bound), a lower bound above the upper
-// giving the upper as ATen does. ATen converts the bounds to the tensor's
+// giving the upper as ATen does. hardtanh(x, min_val, max_val) (F.relu6's
+// too) is ATen's clamp of its bounds. ATen converts the bounds to the tensor's
 // dtype before it compares (Scalar::to<scalar_t>), so the constants are the
 // bounds rounded to x's dtype: every value the chain computes is then x's
 // own or a bound's, and the fused kernel gives eager's bits. Bounds given as

@@ -17,7 +17,7 @@ struct OpRule {
   OpKind op;
 };
 
-inline constexpr std::array<OpRule, 44> kRules = {{
+inline constexpr std::array<OpRule, 45> kRules = {{
     {"aten::neg", Form::Unary, OpKind::Neg},
     {"aten::exp", Form::Unary, OpKind::Exp},
     {"aten::log", Form::Unary, OpKind::Log},
@@ -42,6 +42,7 @@ inline constexpr std::array<OpRule, 44> kRules = {{
     {"aten::clamp", Form::Clamp, OpKind::Maximum},
     {"aten::clamp_min", Form::Clamp, OpKind::Maximum},
     {"aten::clamp_max", Form::Clamp, OpKind::Minimum},
+    {"aten::hardtanh", Form::Clamp, OpKind::Maximum},  // F.hardtanh, F.relu6: clamp(x, min_val, max_val)
     {"aten::gelu", Form::Gelu, OpKind::GeluErf},
     {"aten::pow.Tensor_Scalar", Form::Pow, OpKind::PowScalar},
     {"aten::add.Tensor", Form::BinaryTensor, OpKind::Add},

@@ -578,6 +578,11 @@ TEST(ChainBuilderTest, GivenClampsRecordedWhenBuiltThenTheyAreMaximumAndMinimumW
   const Node& bound = exact.chain.node(exact.chain.node(exact.chain.outputs()[0]).operands[1]);
   EXPECT_EQ(bound.scalar, static_cast<double>(0.1f));  // float32's bound is the float nearest 0.1
 
+  const ChainBuild relu6 = buildChain({call("aten::hardtanh", {A::tensor(1), A::number(0.0), A::number(6.0)}, 3)}, m);
+  ASSERT_TRUE(relu6.ok()) << relu6.reason;
+  EXPECT_EQ(chainKey(relu6.chain).text,
+            chainKey(buildChain({call("aten::clamp", {A::tensor(1), A::number(0.0), A::number(6.0)}, 3)}, m).chain).text);
+
   expectRefused({call("aten::clamp", {A::tensor(1), A::none(), A::none()}, 3)}, m, "without a bound");
   expectRefused({call("aten::clamp", {A::tensor(1), A::number(std::nan("")), A::number(1.0)}, 3)}, m, "finite");
   expectRefused({call("aten::clamp_min", {A::tensor(1), A::number(-INFINITY)}, 3)}, m, "finite");
