@@ -260,7 +260,7 @@ class TemplateMaker {
     t_.inputs[0].strided = pick(4) == 0;
     // A transposed first input: a chain over it is refused (it runs unfused) but for a lone copy.
     t_.inputs[0].transposed = !t_.inputs[0].strided && pick(16) == 0;
-    if (pick(16) == 0) return permuted();
+    if (pick(10) == 0) return permuted();
     // A lone contiguous copy of a strided or transposed value: a chain of one call (Note [Relayout copies],
     // Note [Transposed layouts]).
     if (pick(12) == 0) {
