@@ -383,7 +383,6 @@ class Builder {
     return results;
   }
 
-  // Note [Softmax in a chain]: the checks, then the nodes (CompositeLowering.h).
   // Note [Clamp in a chain] (CompositeLowering.h): the bounds given, each a finite number.
   int clamp(const OpRule& rule, const RecordedCall& call) {
     const bool both = call.op == "aten::clamp" || call.op == "aten::hardtanh";
@@ -402,6 +401,7 @@ class Builder {
     return detail::addClamp(ir_, x, value(lower), value(upper));
   }
 
+  // Note [Softmax in a chain]: the checks, then the nodes (CompositeLowering.h).
   int softmax(const OpRule& rule, const RecordedCall& call) {
     argCount(call, 3);
     const RecordedArg& self = call.args[0];

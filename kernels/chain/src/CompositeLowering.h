@@ -52,7 +52,8 @@ LayerNormNodes addLayerNorm(ChainIR& ir, int x, int weight, int bias, double eps
 // too) is ATen's clamp of its bounds. ATen converts the bounds to the tensor's
 // dtype before it compares (Scalar::to<scalar_t>), so the constants are the
 // bounds rounded to x's dtype: every value the chain computes is then x's
-// own or a bound's, and the fused kernel gives eager's bits. Bounds given as
+// own or a bound's, and the fused kernel computes eager's bits (fmaxf /
+// fminf after the NaN checks, as ATen's CUDA functor). Bounds given as
 // tensors (clamp.Tensor) are another overload, not a chain op. Returns the
 // result's node; at least one bound is given.
 int addClamp(ChainIR& ir, int x, std::optional<double> lower, std::optional<double> upper);

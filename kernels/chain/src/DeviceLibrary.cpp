@@ -88,8 +88,8 @@ __device__ __forceinline__ float hk_hard_clip(float x) {
 }
 __device__ __forceinline__ float hk_hardsigmoid(float x) { return hk_hard_clip(x) * (1.0f / 6.0f); }
 __device__ __forceinline__ float hk_hardswish(float x) { return x * hk_hard_clip(x) * (1.0f / 6.0f); }
-__device__ __forceinline__ float hk_maximum(float a, float b) { return a != a ? a : b != b ? b : (a < b ? b : a); }
-__device__ __forceinline__ float hk_minimum(float a, float b) { return a != a ? a : b != b ? b : (b < a ? b : a); }
+__device__ __forceinline__ float hk_maximum(float a, float b) { return a != a ? a : b != b ? b : fmaxf(a, b); }
+__device__ __forceinline__ float hk_minimum(float a, float b) { return a != a ? a : b != b ? b : fminf(a, b); }
 // Note [Division by a row value]: a / b for a Row b is (a * (1 / (b * k))) * k, k a power of two: 1, or 2^64
 // where b is a nonzero subnormal whose own reciprocal overflows (below 2^-128). A row kernel computes k and the
 // reciprocal once a row (hk_row_scale, r<N>_k and r<N>_rcp); hk_div_row does it all for one value.

@@ -13,8 +13,10 @@
 //   x * min(max(x + 3, 0), 6) * (1/6), left to right, max(a, b) as a < b ? b : a
 //   and min(a, b) as b < a ? b : a (std::max / std::min: NaN stays NaN), 1/6
 //   the float32 constant; maximum / minimum NaN if either operand is NaN,
-//   else the larger / smaller (clamp's bounds are these with its bounds as
-//   constants, rounded to the tensor's dtype as ATen's clamp rounds them);
+//   else fmaxf / fminf on the GPU (ATen's CUDA functors; here a < b ? b : a
+//   and b < a ? b : a, ATen's CPU ones: of -0 and +0 either may come back,
+//   the same value); clamp is these with its bounds as constants, rounded to
+//   the tensor's dtype as ATen's clamp rounds them;
 //   sin, cos, erf, log1p, expm1 the float32 functions;
 //   pow by 2, 3, -2 as products in the tensor's own type (x * x, then for 3
 //   that rounded to a 16-bit dtype times x, for -2 one over it rounded), by
