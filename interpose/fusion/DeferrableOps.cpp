@@ -24,6 +24,7 @@ const std::vector<DeferrableOp>& deferrableOps() {
       {"aten::expm1", "", "out"},
       {"aten::hardsigmoid", "", "out"},
       {"aten::hardswish", "", "out"},
+      {"aten::leaky_relu", "", "out"},
       {"aten::maximum", "", "out"},
       {"aten::minimum", "", "out"},
       {"aten::clamp", "", "out"},  // Note [Clamp in a chain]

@@ -86,6 +86,8 @@ at::Tensor unary(const Node& n, const at::Tensor& x) {
       return at::hardsigmoid(x);
     case OpKind::Hardswish:
       return at::hardswish(x);
+    case OpKind::LeakyRelu:
+      return at::leaky_relu(x, n.scalar);
     default:
       HOTKERNEL_INTERNAL_ASSERT(false, "not a unary op: ", chain::opInfo(n.op).name);
   }

@@ -99,6 +99,7 @@ enum class Op : uint8_t {
   Sin, Cos, Erf, Log1p, Expm1, Hardsigmoid, Hardswish,  // unary
   ClampS, ClampMinS, ClampMaxS,  // clamp(a, -|s|, |s|), clamp_min(a, s), clamp_max(a, s) (Note [Clamp in a chain])
   HardtanhS,                     // hardtanh(a, -|s|, |s|)
+  LeakyReluS,                    // leaky_relu(a, |s| / 4)
   MaxT, MinT,                    // maximum, minimum
 };
 enum class Shape : uint8_t { Full, Col, Row, Zero };
@@ -215,6 +216,7 @@ at::Tensor applyStep(const TStep& s, const at::Tensor& a, const at::Tensor& b) {
     case Op::ClampMinS: return at::clamp_min(a, at::Scalar(s.scalar));
     case Op::ClampMaxS: return at::clamp_max(a, at::Scalar(s.scalar));
     case Op::HardtanhS: return at::hardtanh(a, -std::abs(s.scalar), std::abs(s.scalar));
+    case Op::LeakyReluS: return at::leaky_relu(a, std::abs(s.scalar) / 4);
     case Op::MaxT: return at::maximum(a, b);
     case Op::MinT: return at::minimum(a, b);
   }
@@ -310,6 +312,11 @@ class TemplateMaker {
     }
     for (int d = 0; d < dims; ++d) in.perm.push_back(d);
     for (int d = dims - 1; d > 0; --d) std::swap(in.perm[static_cast<size_t>(d)], in.perm[static_cast<size_t>(pick(d + 1))]);
+    // Half of them keep the drawn last dim last (its columns at stride 1: a strided chain over the other dims in
+    // a new order, not a transposed copy).
+    if (pick(2) == 0) {
+      std::swap(in.perm.back(), *std::find(in.perm.begin(), in.perm.end(), static_cast<int64_t>(dims - 1)));
+    }
     const std::vector<int64_t> sizes = valueSizes(in, 0, 0);
     t_.cols = sizes.back();
     t_.rows = numel / t_.cols;
@@ -420,8 +427,8 @@ class TemplateMaker {
       static const Op kUnary[] = {Op::Neg,  Op::Tanh, Op::Sigmoid, Op::Silu, Op::Relu,  Op::Abs,   Op::Gelu,
                                   Op::GeluTanh, Op::Exp, Op::Rsqrt, Op::Sqrt, Op::Log, Op::Reciprocal, Op::Sin,
                                   Op::Cos,  Op::Erf,  Op::Log1p, Op::Expm1, Op::Hardsigmoid, Op::Hardswish,
-                                  Op::ClampS, Op::ClampMinS, Op::ClampMaxS, Op::HardtanhS};
-      const Op op = kUnary[pick(24)];
+                                  Op::ClampS, Op::ClampMinS, Op::ClampMaxS, Op::HardtanhS, Op::LeakyReluS};
+      const Op op = kUnary[pick(25)];
       const double b = va.bound;
       static const double kBounds[] = {0.5, 1.0, -0.25, 2.5};
       const double c = kBounds[pick(4)];
@@ -437,6 +444,7 @@ class TemplateMaker {
           const int p = positive(a);
           return push(TStep{op, p}, unary(p, std::log1p(values_[static_cast<size_t>(p)].bound), true, false));
         }
+        case Op::LeakyReluS: return push(TStep{op, a, -1, c}, unary(a, b, false, false));
         case Op::ClampS: case Op::HardtanhS:
           return push(TStep{op, a, -1, c}, unary(a, std::min(b, std::abs(c)), false, false));
         case Op::ClampMinS:
@@ -733,6 +741,7 @@ class Program {
     if (s.op >= Op::ClampS && s.op <= Op::HardtanhS && engine_ && fuzzEngine().stats().deferredCalls > before) {
       count(s.op == Op::HardtanhS ? "hardtanhDeferred" : "clampDeferred");
     }
+    if (s.op == Op::LeakyReluS && engine_ && fuzzEngine().stats().deferredCalls > before) count("leakyReluDeferred");
     if ((s.op == Op::Hardswish || s.op == Op::Hardsigmoid) && engine_ && fuzzEngine().stats().deferredCalls > before) {
       count("hardActivationDeferred");
     }

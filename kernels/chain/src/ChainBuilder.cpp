@@ -265,6 +265,12 @@ class Builder {
         HOTKERNEL_REQUIRE(mode == "none" || mode == "tanh", "gelu approximate='", mode, "' is not 'none' or 'tanh'");
         return ir_.addUnary(mode == "tanh" ? OpKind::GeluTanh : OpKind::GeluErf, operand(call.args[0]));
       }
+      case Form::LeakyRelu: {
+        argCount(call, 2);
+        const double slope = scalarArg(call, 1, 0.01, "negative_slope");
+        HOTKERNEL_REQUIRE(std::isfinite(slope), "leaky_relu's slope ", slope, " is not finite");
+        return ir_.addUnary(OpKind::LeakyRelu, operand(call.args[0]), slope);
+      }
       case Form::Pow:
         argCount(call, 2);
         HOTKERNEL_REQUIRE(call.args.size() == 2, "pow.Tensor_Scalar takes an exponent");

@@ -63,6 +63,9 @@ Inferred infer(const std::vector<Node>& nodes, const Node& n, int index) {
     case OpCategory::Unary: {
       const Node& x = operand(0);
       HOTKERNEL_REQUIRE(x.shape != ShapeClass::Scalar, where, " applies to a scalar: fold it before the chain");
+      if (n.op == OpKind::LeakyRelu) {
+        HOTKERNEL_REQUIRE(std::isfinite(n.scalar), where, " has a non-finite slope");
+      }
       if (n.op == OpKind::PowScalar) {
         HOTKERNEL_REQUIRE(std::isfinite(n.scalar), where, " has a non-finite exponent");
       }
@@ -191,7 +194,7 @@ int ChainIR::addUnary(OpKind op, int x, double param) {
   Node n;
   n.op = op;
   n.operands = {x};
-  n.scalar = op == OpKind::PowScalar ? param : 0.0;
+  n.scalar = op == OpKind::PowScalar || op == OpKind::LeakyRelu ? param : 0.0;
   return append(n);
 }
 

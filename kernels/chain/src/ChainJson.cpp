@@ -19,6 +19,7 @@ std::set<std::string> keysOf(OpKind op, int64_t version) {
   if (category != OpCategory::Leaf) keys.insert("inputs");
   if (op == OpKind::Constant) keys.insert("value");
   if (op == OpKind::PowScalar) keys.insert("exponent");
+  if (op == OpKind::LeakyRelu) keys.insert("slope");
   if (op == OpKind::Add || op == OpKind::Sub) keys.insert("alpha");
   if (category == OpCategory::Reduction) keys.insert({"keepdim", "dim"});
   return keys;
@@ -59,6 +60,9 @@ Node readNode(const nlohmann::json& j, const std::string& where, size_t nodeCoun
     case OpKind::PowScalar:
       n.scalar = jf::number(j, "exponent", where);
       break;
+    case OpKind::LeakyRelu:
+      n.scalar = jf::number(j, "slope", where);
+      break;
     case OpKind::Add:
     case OpKind::Sub:
       n.scalar = jf::number(j, "alpha", where);
@@ -84,6 +88,7 @@ nlohmann::json chainToJson(const ChainIR& ir) {
     if (n.cols > 0) j["cols"] = n.cols;
     if (n.op == OpKind::Constant) j["value"] = n.scalar;
     if (n.op == OpKind::PowScalar) j["exponent"] = n.scalar;
+    if (n.op == OpKind::LeakyRelu) j["slope"] = n.scalar;
     if (n.op == OpKind::Add || n.op == OpKind::Sub) j["alpha"] = n.scalar;
     if (opInfo(n.op).category == OpCategory::Reduction) {
       j["keepdim"] = n.keepdim;

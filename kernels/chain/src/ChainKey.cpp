@@ -86,6 +86,9 @@ ChainKey chainKey(const ChainIR& ir) {
       case OpKind::PowScalar:
         line += " exponent=" + hexDouble(n.scalar);
         break;
+      case OpKind::LeakyRelu:
+        line += " slope=" + hexDouble(n.scalar);
+        break;
       case OpKind::Add:
       case OpKind::Sub:
         if (n.scalar != 1.0) line += " alpha=" + hexDouble(n.scalar);

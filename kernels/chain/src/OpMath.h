@@ -17,7 +17,8 @@
 //   and b < a ? b : a, ATen's CPU ones: of -0 and +0 either may come back,
 //   the same value); clamp is these with its bounds as constants, rounded to
 //   the tensor's dtype as ATen's clamp rounds them;
-//   sin, cos, erf, log1p, expm1 the float32 functions;
+//   sin, cos, erf, log1p, expm1 the float32 functions; leaky_relu
+//   x > 0 ? x : x * slope (the slope as float32; NaN stays NaN);
 //   pow by 2, 3, -2 as products in the tensor's own type (x * x, then for 3
 //   that rounded to a 16-bit dtype times x, for -2 one over it rounded), by
 //   0.5, -0.5, -1 as sqrt, rsqrt, reciprocal, otherwise powf: ATen's CUDA
@@ -123,6 +124,8 @@ inline float unaryOp(OpKind op, float x, double param, DType dtype) {
       return hardClip(x) * (1.0f / 6.0f);
     case OpKind::Hardswish:
       return x * hardClip(x) * (1.0f / 6.0f);
+    case OpKind::LeakyRelu:
+      return x > 0.0f ? x : x * static_cast<float>(param);
     default:
       HOTKERNEL_INTERNAL_ASSERT(false, "not a unary op: ", opInfo(op).name);
   }

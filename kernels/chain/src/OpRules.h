@@ -9,7 +9,7 @@
 
 namespace hotkernel::chain::rules {
 
-enum class Form { Unary, Gelu, Pow, BinaryTensor, BinaryScalar, Rsub, Cast, Clone, Reduce, Cat, Softmax, LayerNorm, Clamp };
+enum class Form { Unary, Gelu, Pow, LeakyRelu, BinaryTensor, BinaryScalar, Rsub, Cast, Clone, Reduce, Cat, Softmax, LayerNorm, Clamp };
 
 struct OpRule {
   const char* schema;  // name with overload
@@ -17,7 +17,7 @@ struct OpRule {
   OpKind op;
 };
 
-inline constexpr std::array<OpRule, 45> kRules = {{
+inline constexpr std::array<OpRule, 46> kRules = {{
     {"aten::neg", Form::Unary, OpKind::Neg},
     {"aten::exp", Form::Unary, OpKind::Exp},
     {"aten::log", Form::Unary, OpKind::Log},
@@ -36,6 +36,7 @@ inline constexpr std::array<OpRule, 45> kRules = {{
     {"aten::expm1", Form::Unary, OpKind::Expm1},
     {"aten::hardsigmoid", Form::Unary, OpKind::Hardsigmoid},
     {"aten::hardswish", Form::Unary, OpKind::Hardswish},
+    {"aten::leaky_relu", Form::LeakyRelu, OpKind::LeakyRelu},
     {"aten::maximum", Form::BinaryTensor, OpKind::Maximum},
     {"aten::minimum", Form::BinaryTensor, OpKind::Minimum},
     // Note [Clamp in a chain]: maximum with the lower bound, then minimum with the upper; op the first applied.

@@ -542,6 +542,16 @@ TEST(ChainBuilderTest, GivenTheSecondPointwiseVocabularyRecordedWhenBuiltThenEac
     ASSERT_EQ(b.chain.size(), 2u) << op;
     EXPECT_EQ(b.chain.node(1).op, kind) << op;
   }
+  // leaky_relu carries its slope: the default 0.01, or the call's; two slopes are two chains.
+  const ChainBuild leaky = buildChain({call("aten::leaky_relu", {A::tensor(1), A::number(0.2)}, 3)}, m);
+  ASSERT_TRUE(leaky.ok()) << leaky.reason;
+  EXPECT_EQ(leaky.chain.node(1).op, OpKind::LeakyRelu);
+  EXPECT_EQ(leaky.chain.node(1).scalar, 0.2);
+  const ChainBuild byDefault = buildChain({call("aten::leaky_relu", {A::tensor(1), A::none()}, 3)}, m);
+  ASSERT_TRUE(byDefault.ok()) << byDefault.reason;
+  EXPECT_EQ(byDefault.chain.node(1).scalar, 0.01);
+  EXPECT_NE(chainKey(leaky.chain).sha256, chainKey(byDefault.chain).sha256);
+  expectRefused({call("aten::leaky_relu", {A::tensor(1), A::number(INFINITY)}, 3)}, m, "not finite");
   // hardswish(x) then maximum with another tensor: one chain, the maximum NaN-propagating.
   const ChainBuild both = buildChain(
       {call("aten::hardswish", {A::tensor(1)}, 3), call("aten::minimum", {A::tensor(3), A::tensor(2)}, 4)}, m);

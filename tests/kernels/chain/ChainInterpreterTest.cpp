@@ -298,6 +298,13 @@ TEST(ChainInterpreterTest, GivenTheSecondVocabularyWhenInterpretedThenEdgeValues
   EXPECT_FLOAT_EQ(l[7], std::log1p(1.5f));
   EXPECT_FLOAT_EQ(m1[0], std::expm1(-4.0f));
   EXPECT_TRUE(sameBits(l[6], -0.0f) && sameBits(m1[6], -0.0f));  // log1p and expm1 keep -0
+  ChainIR leaky;
+  leaky.markOutput(leaky.addUnary(OpKind::LeakyRelu, leaky.addInput(DType::Float32, ShapeClass::Full), 0.25));
+  const std::vector<float> lr = interpretChain(leaky, 1, n, {x}, EvalMode::AtenOrder)[0];
+  const std::vector<float> wantLr = {-1.0f, -0.75f, 0.0f, 3.0f, 7.0f, nan, -0.0f, 1.5f};
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_TRUE(sameBits(lr[i], wantLr[i]) || (std::isnan(lr[i]) && std::isnan(wantLr[i]))) << i << ": " << lr[i];
+  }
 }
 
 }  // namespace

@@ -40,6 +40,24 @@ TEST(ChainJsonTest, GivenTheNamedChainsWhenWrittenAndReadThenTheChainAndItsKeyCo
   EXPECT_EQ(rms.at("outputs"), nlohmann::json::array({10}));
 }
 
+// The second vocabulary's ops by name, leaky_relu with its slope; a slope on another op is an unknown key.
+TEST(ChainJsonTest, GivenTheSecondVocabularyWhenWrittenAndReadThenOpsAndTheSlopeComeBack) {
+  ChainIR ir;
+  const int x = ir.addInput(DType::BFloat16, ShapeClass::Full);
+  int v = ir.addBinary(OpKind::Maximum, ir.addUnary(OpKind::Hardswish, x), ir.addConstant(0.5));
+  v = ir.addUnary(OpKind::LeakyRelu, ir.addUnary(OpKind::Sin, v), 0.125);
+  ir.markOutput(ir.addBinary(OpKind::Minimum, ir.addUnary(OpKind::Erf, v), x));
+  const nlohmann::json j = chainToJson(ir);
+  EXPECT_EQ(j.at("nodes").at(5).at("op"), "leaky_relu");
+  EXPECT_EQ(j.at("nodes").at(5).at("slope"), 0.125);
+  const ChainIR back = chainFromJsonText(j.dump());
+  EXPECT_EQ(back, ir) << j.dump();
+  EXPECT_EQ(chainKey(back).sha256, chainKey(ir).sha256);
+  nlohmann::json bad = j;
+  bad["nodes"][4]["slope"] = 0.5;  // sin takes no slope
+  EXPECT_THROW(chainFromJsonText(bad.dump()), Error);
+}
+
 TEST(ChainJsonTest, GivenBrokenDocumentsWhenReadThenEachErrorNamesTheField) {
   const nlohmann::json good = chainToJson(swigluChain(DType::BFloat16));
   auto with = [&](auto edit) {

@@ -64,7 +64,7 @@ struct Node {
   DType dtype = DType::Float32;
   ShapeClass shape = ShapeClass::Full;
   // Constant: the value (a double, as ATen's Scalar holds it); PowScalar: the
-  // exponent; Add / Sub: alpha; otherwise 0.
+  // exponent; LeakyRelu: the negative slope; Add / Sub: alpha; otherwise 0.
   double scalar = 0.0;
   bool keepdim = false;  // reductions: Row with keepdim, RowFlat without
   int dim = -1;          // reductions: the reduced dim of the logical [rows, cols] view, -1 or 1
@@ -84,7 +84,7 @@ class ChainIR {
   // `cols`: a Full or Column input's own column extent (Note [Chain column extents]).
   int addInput(DType dtype, ShapeClass shape, int64_t cols = 0);
   int addConstant(double value);
-  // A unary op; `param` is PowScalar's exponent (ignored otherwise).
+  // A unary op; `param` is PowScalar's exponent, LeakyRelu's slope (ignored otherwise).
   int addUnary(OpKind op, int x, double param = 0.0);
   // A binary op; `alpha` multiplies b in Add and Sub (ATen's alpha), must be 1 otherwise.
   int addBinary(OpKind op, int a, int b, double alpha = 1.0);

@@ -18,7 +18,7 @@
 // }
 // Every node has "op" (ChainTypes' names), "dtype" (float32, float16,
 // bfloat16) and "shape" (full, column, row, row_flat, scalar); "inputs" for
-// every op that is not a leaf; "value" for a constant, "exponent" for pow,
+// every op that is not a leaf; "value" for a constant, "exponent" for pow, "slope" for leaky_relu,
 // "alpha" for add and sub, "keepdim" and "dim" for sum, mean and amax,
 // "cols" (an integer >= 1) for a full or column value of a width-fixed chain
 // (Note [Chain column extents]), absent for extent 0; no other key. Dtypes and shapes are stated, not inferred: the reader re-infers

@@ -74,6 +74,8 @@ enum class OpKind : uint8_t {
   // pointwise binary, NaN-propagating (aten::maximum / minimum; clamp's bounds)
   Maximum,
   Minimum,
+  // pointwise unary: x > 0 ? x : x * slope (LeakyRelu carries its slope)
+  LeakyRelu,
 };
 
 enum class OpCategory : uint8_t { Leaf, Unary, Binary, Cast, Reduction, Join };
