@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../ChainDifference.h"
+#include "hotkernel/chain/ChainBuilder.h"
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/chain/ChainLayerNorm.h"
 #include "hotkernel/chain/NamedChains.h"
@@ -170,6 +171,44 @@ TEST(ChainReferenceTest, GivenAWrongInputWhenRunThenErrorNamingIt) {
   EXPECT_THROW(runChainWithAten(ir, inputs, 4, 8), Error);
   inputs.pop_back();
   EXPECT_THROW(runChainWithAten(ir, inputs, 4, 8), Error);
+}
+
+// Note [Clamp in a chain]: a recorded clamp / hardtanh of bf16 values becomes maximum / minimum with its bounds
+// rounded to bf16; run by ATen op by op, that is eager's clamp bit for bit, NaN included (a zero's sign aside).
+TEST(ChainReferenceTest, GivenRecordedClampsWhenRunByCpuAtenThenTheyAreEagersClampBitForBit) {
+  using A = chain::RecordedArg;
+  const int64_t rows = 4, cols = 16;
+  std::vector<float> v(rows * cols);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.7f * static_cast<float>(i)) * 8.0f;
+  v[3] = NAN;
+  v[5] = -0.0f;
+  v[7] = 0.1f;
+  const at::Tensor x = at::tensor(v, at::kFloat).reshape({rows, cols}).to(at::kBFloat16);
+  const chain::TensorMeta meta{"bfloat16", {rows, cols}, {cols, 1}};
+  struct Case {
+    std::string op;
+    std::vector<A> bounds;
+    at::Tensor eager;
+  };
+  const std::vector<Case> cases = {
+      {"aten::clamp", {A::number(0.1), A::number(6.0)}, at::clamp(x, 0.1, 6.0)},
+      {"aten::clamp", {A::none(), A::number(-0.3)}, at::clamp(x, std::nullopt, -0.3)},
+      {"aten::clamp_min", {A::number(-2.7)}, at::clamp_min(x, -2.7)},
+      {"aten::clamp_max", {A::number(0.0)}, at::clamp_max(x, 0.0)},
+      {"aten::hardtanh", {A::number(0.0), A::number(6.0)}, at::hardtanh(x, 0.0, 6.0)},
+  };
+  for (const Case& c : cases) {
+    std::vector<A> args = {A::tensor(1)};
+    args.insert(args.end(), c.bounds.begin(), c.bounds.end());
+    const chain::ChainBuild b = chain::buildChain({chain::RecordedCall{c.op, args, {2}}}, {{1, meta}, {2, meta}});
+    ASSERT_TRUE(b.ok()) << c.op << ": " << b.reason;
+    const std::vector<at::Tensor> got = runChainWithAten(b.chain, {ChainReferenceInput{x, 0.0}}, rows, cols);
+    ASSERT_EQ(got.size(), 1u);
+    // Bit for bit but for the sign of a zero: CPU ATen's minimum(-0, 0) is +0 where its clamp_max keeps -0 (on a
+    // GPU both are fminf).
+    const at::Tensor same = got[0].view(at::kShort).eq(c.eager.view(at::kShort)).logical_or(got[0].eq(0).logical_and(c.eager.eq(0)));
+    EXPECT_TRUE(same.all().item<bool>()) << c.op << "\n" << got[0] << c.eager;
+  }
 }
 
 }  // namespace
