@@ -27,7 +27,9 @@ norms_long` few very long rows (all four are in HOTKERNEL_OPS' default); cross_e
 class targets with every 8th row ignored; ideal traffic: the logits read once):
 `--cases cross_entropy` (cross_entropy_loss is in HOTKERNEL_OPS' default too);
 cross_entropy_none: the same with reduction none (one loss a row, no cross-row
-reduction).
+reduction); group_norm (F.group_norm, 32 groups, weight and bias, of an NxCxHxW
+input; `--cases group_norm` the diffusion shapes; native_group_norm is opt-in in
+HOTKERNEL_OPS).
 The last-dim reductions x.sum(-1), x.mean(-1), torch.amax(x, -1), x.argmax(-1),
 torch.amin(x, -1), x.argmin(-1), torch.max(x, -1), torch.min(x, -1) (ideal
 traffic: x read once, one result a row; max / min: a value and an int64 index):
@@ -103,6 +105,24 @@ def layer_norm_setup(cols, dtype, gen):
 
     return (layer_norm,
             (lambda x: torch.nn.functional.layer_norm(x.double(), (cols,), w.double(), b.double(), 1e-5)), [w, b])
+
+
+GROUP_NORM_GROUPS = 32
+
+
+def group_norm_setup(shape, dtype, gen):
+    """F.group_norm over 32 groups of an NxCxHxW input, with weight and bias (eps 1e-5): diffusion UNets' and VAEs'."""
+    channels = shape[1]
+    w = (torch.rand(channels, device="cuda", generator=gen) * 2 - 1).to(dtype)
+    b = (torch.rand(channels, device="cuda", generator=gen) - 0.5).to(dtype)
+
+    def group_norm(t):
+        return torch.nn.functional.group_norm(t, GROUP_NORM_GROUPS, w, b, 1e-5)
+
+    def reference(x):
+        return torch.nn.functional.group_norm(x.double(), GROUP_NORM_GROUPS, w.double(), b.double(), 1e-5)
+
+    return group_norm, reference, [w, b]
 
 
 def cross_entropy_setup(cols, dtype, gen, reduction="mean"):
@@ -276,6 +296,8 @@ OPS = {
     "log_softmax": (plain(log_softmax, lambda x: torch.log_softmax(x.double(), -1)), "aten::_log_softmax", ""),
     "rms_norm": (rms_norm_setup, "aten::_fused_rms_norm", ";weight=1"),
     "layer_norm": (layer_norm_setup, "aten::native_layer_norm", ";weight=1;bias=1"),
+    # NxCxHxW, 32 groups (native_group_norm in HOTKERNEL_OPS; not in its default): setup in run_case.
+    "group_norm": (group_norm_setup, "aten::native_group_norm", ";weight=1;bias=1"),
     "cross_entropy": (cross_entropy_setup, "aten::cross_entropy_loss", ";reduction=mean"),
     "cross_entropy_none": (cross_entropy_none_setup, "aten::cross_entropy_loss", ";reduction=none"),
     # The last-dim reductions (aten::sum.dim_IntList, aten::mean.dim, aten::amax, aten::argmax,
@@ -359,6 +381,12 @@ SOFTMAX_DIM_CASES = ",".join(
 # `--cases softmax_400k`: issue 19's rows of 400k float32 columns (6.1 GiB, more
 # than the optimizer's memory cap holds whole: tuned on a row subset).
 SOFTMAX_400K_CASES = "softmax:float32:4096x400000,log_softmax:float32:4096x400000"
+# GroupNorm(32) of Stable Diffusion's UNet (batch 2: classifier-free guidance, a 64 x 64 latent) and of its VAE
+# decoder (batch 1, up to 512 x 512): few rows (N * 32) of tens of thousands to millions of elements.
+GROUP_NORM_CASES = (
+    "group_norm:float16:2x320x64x64,group_norm:float16:2x640x32x32,group_norm:float16:2x1280x16x16,"
+    "group_norm:float16:2x1280x8x8,group_norm:bfloat16:2x320x64x64,group_norm:float32:2x320x64x64,"
+    "group_norm:float16:1x512x128x128,group_norm:float16:1x256x256x256,group_norm:float16:1x128x512x512")
 # `--cases lm_heads`: GPT-2's LM head (fp16, 16 x 512 tokens, vocabulary 50,257, no bias) and BERT's MLM head
 # (bf16, 32 x 512 tokens, vocabulary 30,522, a bias), with mm,addmm in HOTKERNEL_OPS.
 LM_HEAD_CASES = "linear:float16:8192x768x50257,linear_bias:bfloat16:16384x768x30522"
@@ -371,7 +399,8 @@ SDPA_CASES = ("attention_causal:bfloat16:8x16x8x512x512x128,attention:bfloat16:8
               "attention_causal:float16:8x32x32x1024x1024x80,attention:float32:32x12x12x197x197x64")
 PRESETS = {"norms": NORM_CASES, "norms_long": NORM_LONG_CASES, "cross_entropy": CROSS_ENTROPY_CASES,
            "reductions": REDUCTION_CASES, "reductions_dim": REDUCTION_DIM_CASES, "softmax_dim": SOFTMAX_DIM_CASES,
-           "softmax_400k": SOFTMAX_400K_CASES, "lm_heads": LM_HEAD_CASES, "sdpa": SDPA_CASES}
+           "softmax_400k": SOFTMAX_400K_CASES, "lm_heads": LM_HEAD_CASES, "sdpa": SDPA_CASES,
+           "group_norm": GROUP_NORM_CASES}
 
 
 # Ops whose output row r depends on input row r alone (over the last dimension): their float64 check can go by row
@@ -530,6 +559,10 @@ def variant_of(op, dtype_name, shape):
         q_cls, kv_cls = (0 if l == 1 else 1), (0 if s == 1 else 1)  # attention_setup's head views
         return (f"dtype={dtype_name};rows={b};cols={l};inner={s};more={h},{hkv},{d},{d};layouts={q_cls}{kv_cls}{kv_cls}"
                 + (";causal=1" if ATTENTION_OPS[op] else "") + (";gqa=1" if hkv != h else ""))
+    if op == "group_norm":  # kernels::variantString of kernels::groupNormKeyOf: more = {G, HxW, 1, 1}
+        n, c, h, w = shape
+        return (f"dtype={dtype_name};rows={n * GROUP_NORM_GROUPS};cols={c // GROUP_NORM_GROUPS * h * w};"
+                f"more={GROUP_NORM_GROUPS},{h * w},1,1{flags}")
     if op in GEMM_OPS:  # kernels::variantString's order: inner before the bias flag
         m, k, n = shape
         return f"dtype={dtype_name};rows={m};cols={n};inner={k}{flags}"
@@ -580,6 +613,9 @@ def run_case(hk, timer, op, dtype_name, shape, args, copy_bps):
         x, fn, ref64, columns = attention_setup(shape, dtype, gen, ATTENTION_OPS[op])
     elif op in GEMM_OPS:  # x [M, K]
         x = torch.randn(shape[0], shape[1], device="cuda", generator=gen).to(dtype)
+        fn, ref64, columns = setup(shape, dtype, gen)
+    elif op == "group_norm":  # x [N, C, H, W]
+        x = (torch.randn(*shape, device="cuda", generator=gen) * 3).to(dtype)
         fn, ref64, columns = setup(shape, dtype, gen)
     else:
         x = (torch.randn(*shape, device="cuda", generator=gen) * 3).to(dtype)
@@ -649,6 +685,10 @@ def parse_cases(text):
         if op in ATTENTION_OPS:
             if len(shape) != 6 or shape[1] % shape[2] != 0 or shape[4] < 2:
                 sys.exit(f"ops_bench: '{item}': {op} takes BxHxHKVxLxSxD (H a multiple of HKV, S >= 2)")
+        elif op == "group_norm":
+            if len(shape) != 4 or shape[1] % GROUP_NORM_GROUPS != 0 or shape[2] * shape[3] < 2:
+                sys.exit(f"ops_bench: '{item}': group_norm takes NxCxHxW (C a multiple of {GROUP_NORM_GROUPS}, "
+                         "H * W >= 2)")
         elif op in GEMM_OPS:
             if len(shape) != 3:
                 sys.exit(f"ops_bench: '{item}': {op} takes MxKxN (x [M, K], the weight [N, K])")
@@ -706,7 +746,8 @@ def main():
                     help="comma list of op:dtype:ROWSxCOLS (ops: softmax, log_softmax, rms_norm, layer_norm, "
                          "cross_entropy, sum, mean, amax, argmax, amin, argmin, max, min; over dim 1 of AxBxC...: "
                          "sum_dim1, mean_dim1, amax_dim1, argmax_dim1, argmin_dim1, max_dim1, min_dim1, softmax_dim1, "
-                         "log_softmax_dim1; over dim 0 of AxB...: softmax_dim0, log_softmax_dim0), or a preset: "
+                         "log_softmax_dim1; over dim 0 of AxB...: softmax_dim0, log_softmax_dim0; group_norm of NxCxHxW), "
+                         "or a preset: "
                          f"{', '.join(PRESETS)}")
     ap.add_argument("--reps", type=int, default=31, help="timed rounds (each times all three)")
     ap.add_argument("--warmup", type=int, default=3)

@@ -2,6 +2,7 @@
 
 #include "AddmmPadOverride.h"
 #include "CrossEntropyOverride.h"
+#include "GroupNormOverride.h"
 #include "LayerNormOverride.h"
 #include "MmPadOverride.h"
 #include "OverrideState.h"
@@ -10,6 +11,7 @@
 #include "SdpaOverride.h"
 #include "SoftmaxOverride.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
+#include "hotkernel/kernels/GroupNormFamily.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
 #include "hotkernel/kernels/MmPadFamily.h"
 #include "hotkernel/kernels/ReduceFamily.h"
@@ -65,6 +67,8 @@ const std::vector<ServedOp>& servedOps() {
           &LayerNormOverride::install, &LayerNormOverride::recordedKey),
       row(CrossEntropyOverride::kOpName, kernels::crossEntropyDescriptor(), CrossEntropyOverride::state(),
           &CrossEntropyOverride::install, &CrossEntropyOverride::recordedKey),
+      row(GroupNormOverride::kOpName, kernels::groupNormDescriptor(), GroupNormOverride::state(),
+          &GroupNormOverride::install, &GroupNormOverride::recordedKey),
       row(kernels::reduceAtenOpName(ReduceOp::Sum), kernels::reduceDescriptor(ReduceOp::Sum),
           ReduceOverride::state(ReduceOp::Sum), &installReduce<ReduceOp::Sum>, &recordedReduceKey<ReduceOp::Sum>),
       row(kernels::reduceAtenOpName(ReduceOp::Mean), kernels::reduceDescriptor(ReduceOp::Mean),

@@ -28,6 +28,9 @@
 //   HK_SPLIT       (optional, default 1) > 1, with HK_ROWS == 1, HK_CLUSTER == 1 and HK_ITEMS == 0,
 //                  sm_70+: HK_SPLIT CTAs of a cooperative grid serve each row (Note [Split layer
 //                  norm rows])
+//   HK_GROUPS      (optional; group_norm's, GroupNormFamily::compileOptions) the groups G, with
+//   HK_GROUP_HW    the spatial extent HxW and HK_COLS: aten::native_group_norm's semantics (Note
+//                  [Group norm rows])
 //
 // Entry point (LayerNormFamily::kKernelName):
 //   extern "C" __global__ void hk_layer_norm(const void* in, const void* weight, const void* bias,
@@ -147,6 +150,37 @@ static_assert(HK_CLUSTER == 1 || ((HK_CLUSTER == 2 || HK_CLUSTER == 4 || HK_CLUS
 static_assert(HK_SPLIT == 1 || (HK_SPLIT > 1 && HK_ROWS == 1 && HK_CLUSTER == 1 && HK_ITEMS == 0),
               "HK_SPLIT > 1 needs HK_ROWS == 1, HK_CLUSTER == 1 and HK_ITEMS == 0");
 
+// Note [Group norm rows]
+// aten::native_group_norm(X [N, C, *], weight [C]?, bias [C]?, N, C, HxW, G,
+// eps) on a contiguous X is this kernel over rows = N * G rows of cols =
+// (C / G) * HxW elements (a group's channels are contiguous), with three
+// differences, as ATen's CUDA kernels of torch 2.11 compute them:
+//  - mean and rstd are the input's dtype (float32 for float32 only): the row's
+//    float32 statistics rounded to it, and the output is computed from the
+//    rounded values (ATen's RowwiseMomentsCUDAKernel<T> stores T, and
+//    ComputeFusedParamsCUDAKernel reads them back); eps arrives already
+//    rounded to the dtype (ATen passes static_cast<T>(eps)), so rstd =
+//    rsqrt(var + eps) is ATen's;
+//  - the affine is per channel c = (row % G) * (C / G) + col / HxW, and ATen
+//    folds it into a = rstd * w[c], b = -a * mean + bias[c] (w 1 and bias 0
+//    when absent; float32, fma-contracted) and out = a * x + b; with neither
+//    weight nor bias, out = (x - mean) * rstd;
+//  - HxW is a multiple of HK_VEC, so every vector lies in one channel: its a
+//    and b are computed once from two scalar loads that hit L1.
+// HxW == 1 (ATen's GroupNorm1dForward, another expression) is refused by the
+// family's guard.
+#ifdef HK_GROUPS
+#define HK_GROUP_MODE 1
+#ifndef HK_COLS
+#error "group mode (HK_GROUPS) needs HK_COLS"
+#endif
+#define HK_GROUP_CHANNELS (HK_COLS / HK_GROUP_HW)  // C / G, the channels of a group
+static_assert(HK_GROUPS >= 1 && HK_GROUP_HW >= 2 && HK_GROUP_HW % HK_VEC == 0 && HK_COLS % HK_GROUP_HW == 0,
+              "HK_GROUP_HW must be >= 2, a multiple of HK_VEC and divide HK_COLS");
+#else
+#define HK_GROUP_MODE 0
+#endif
+
 // Note [Norm launch bounds]
 // __launch_bounds__(HK_THREADS, 1): at most HK_THREADS threads, at least one
 // CTA an SM. With the first argument alone, ptxas picks its own occupancy
@@ -253,6 +287,76 @@ __device__ __forceinline__ float hk_affine(float x, float mean, float r, hk_elem
   return y;
 }
 
+// What the writers read weight and bias through: the whole row's packs, or
+// in group mode the row's group's first channel (Note [Group norm rows]).
+#if HK_GROUP_MODE
+typedef const hk_elem* hk_affine_ptr;
+#else
+typedef const hk_pack* hk_affine_ptr;
+#endif
+
+__device__ __forceinline__ hk_affine_ptr hk_affine_of(const void* p, long long row) {
+#if HK_GROUP_MODE
+  return p == nullptr ? nullptr : static_cast<const hk_elem*>(p) + (row % HK_GROUPS) * HK_GROUP_CHANNELS;
+#else
+  (void)row;
+  return static_cast<const hk_pack*>(p);
+#endif
+}
+
+// The row's statistics as the kernel uses and stores them: group mode rounds
+// both to the dtype first (Note [Group norm rows]).
+__device__ __forceinline__ void hk_round_stats(float& mean, float& r) {
+#if HK_GROUP_MODE
+  mean = hk_to_float(hk_from_float(mean));
+  r = hk_to_float(hk_from_float(r));
+#else
+  (void)mean;
+  (void)r;
+#endif
+}
+
+__device__ __forceinline__ void hk_store_stats(float* mean_out, float* rstd_out, long long row, float mean, float r) {
+#if HK_GROUP_MODE
+  reinterpret_cast<hk_elem*>(mean_out)[row] = hk_from_float(mean);
+  reinterpret_cast<hk_elem*>(rstd_out)[row] = hk_from_float(r);
+#else
+  mean_out[row] = mean;
+  rstd_out[row] = r;
+#endif
+}
+
+#if HK_GROUP_MODE
+// Vector v of the row (all its elements in one channel) normalized as ATen's
+// group norm: a * x + b, or (x - mean) * r without weight and bias.
+__device__ __forceinline__ hk_pack hk_group_apply(hk_affine_ptr weight, hk_affine_ptr bias, int v,
+                                                  const float (&x)[HK_VEC], float mean, float r) {
+  hk_pack p;
+#if HK_HAS_WEIGHT || HK_HAS_BIAS
+  const int ch = (v * HK_VEC) / HK_GROUP_HW;
+#if HK_HAS_WEIGHT
+  const float a = __fmul_rn(r, hk_to_float(weight[ch]));
+#else
+  const float a = r;
+#endif
+#if HK_HAS_BIAS
+  const float b = fmaf(-a, mean, hk_to_float(bias[ch]));
+#else
+  const float b = fmaf(-a, mean, 0.0f);
+#endif
+#pragma unroll
+  for (int j = 0; j < HK_VEC; ++j) p.v[j] = hk_from_float(fmaf(a, x[j], b));
+#else
+  (void)weight;
+  (void)bias;
+  (void)v;
+#pragma unroll
+  for (int j = 0; j < HK_VEC; ++j) p.v[j] = hk_from_float(__fmul_rn(__fsub_rn(x[j], mean), r));
+#endif
+  return p;
+}
+#endif
+
 // The slice helpers: vectors [begin, end) of one row, thread `tid` of the
 // row's HK_ROW_THREADS taking begin + tid, begin + tid + HK_ROW_THREADS, ...
 // The whole row (begin 0) for a CTA's rows, a cluster rank's slice for split
@@ -309,7 +413,7 @@ __device__ __forceinline__ void hk_corrected_moments(const float (&x)[HK_ITEMS][
 // before the row loop: x alone is live across the reductions, and ptxas may
 // interleave these loads with the output as registers allow (Note [Norm
 // register budget]). They hit L1 / L2: every row reads the same.
-__device__ __forceinline__ void hk_write_slice(hk_pack* dst, const hk_pack* weight, const hk_pack* bias, int begin,
+__device__ __forceinline__ void hk_write_slice(hk_pack* dst, hk_affine_ptr weight, hk_affine_ptr bias, int begin,
                                                int end, int tid, const float (&x)[HK_ITEMS][HK_VEC], float mean,
                                                float r) {
   (void)weight;
@@ -317,6 +421,9 @@ __device__ __forceinline__ void hk_write_slice(hk_pack* dst, const hk_pack* weig
 #pragma unroll
   for (int i = 0; i < HK_ITEMS; ++i) {
     const int v = begin + i * HK_ROW_THREADS + tid;
+#if HK_GROUP_MODE
+    if (v < end) dst[v] = hk_group_apply(weight, bias, v, x[i], mean, r);
+#else
     if (v < end) {
 #if HK_HAS_WEIGHT
       const hk_pack wp = weight[v];
@@ -341,6 +448,7 @@ __device__ __forceinline__ void hk_write_slice(hk_pack* dst, const hk_pack* weig
       }
       dst[v] = p;
     }
+#endif
   }
 }
 #else
@@ -402,11 +510,30 @@ __device__ __forceinline__ hk_stats hk_stream_stats(const hk_pack* src, int begi
 }
 
 // Pass 2: re-read the slice (mostly from L2), weight and bias, write.
-__device__ __forceinline__ void hk_stream_write(const hk_pack* src, hk_pack* dst, const hk_pack* weight,
-                                                const hk_pack* bias, int begin, int end, int tid, float mean, float r,
+__device__ __forceinline__ void hk_stream_write(const hk_pack* src, hk_pack* dst, hk_affine_ptr weight,
+                                                hk_affine_ptr bias, int begin, int end, int tid, float mean, float r,
                                                 unsigned long long drop) {
   (void)weight;
   (void)bias;
+#if HK_GROUP_MODE
+  for (int v0 = begin + tid; v0 < end; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL) {
+    hk_pack p[HK_STREAM_UNROLL];
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+      const int v = v0 + u * HK_ROW_THREADS;
+      if (v < end) p[u] = hk_load_again(src + v, drop);
+    }
+#pragma unroll
+    for (int u = 0; u < HK_STREAM_UNROLL; ++u) {
+      const int v = v0 + u * HK_ROW_THREADS;
+      if (v < end) {
+        float x[HK_VEC];
+        hk_unpack(p[u], x);
+        hk_store_stream(dst + v, hk_group_apply(weight, bias, v, x, mean, r), drop);
+      }
+    }
+  }
+#else
   for (int v0 = begin + tid; v0 < end; v0 += HK_ROW_THREADS * HK_STREAM_UNROLL2) {
     hk_pack p[HK_STREAM_UNROLL2];
 #if HK_HAS_WEIGHT
@@ -450,6 +577,7 @@ __device__ __forceinline__ void hk_stream_write(const hk_pack* src, hk_pack* dst
       }
     }
   }
+#endif
 }
 #endif  // HK_ITEMS > 0
 
@@ -462,8 +590,6 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
   __shared__ float hk_moments[2];  // the row's (mean, M2) about the shift, from thread 0
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   hk_elem* out = static_cast<hk_elem*>(out_);
-  const hk_pack* weight = static_cast<const hk_pack*>(weight_);
-  const hk_pack* bias = static_cast<const hk_pack*>(bias_);
 #ifdef HK_COLS
   cols = HK_COLS;  // Note [Specialized columns] in rms_norm.cu
 #endif
@@ -472,10 +598,10 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
   const hk_slice slice = hk_slice_of(nvec, HK_SPLIT, rank);
   const int tid = threadIdx.x;
   const float fcols = static_cast<float>(cols);
-  (void)weight;
-  (void)bias;
   (void)rows;  // the grid is rows * HK_SPLIT: every run of HK_SPLIT CTAs has its row
   const long long row = blockIdx.x / HK_SPLIT;
+  const hk_affine_ptr weight = hk_affine_of(weight_, row);
+  const hk_affine_ptr bias = hk_affine_of(bias_, row);
   const long long offset = row * cols;
   const hk_pack* src = reinterpret_cast<const hk_pack*>(in + offset);
   hk_pack* dst = reinterpret_cast<hk_pack*>(out + offset);
@@ -503,12 +629,10 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
     hk_grid_leave(counter, gridDim.x);
   }
   __syncthreads();
-  const float mean = __fadd_rn(shift, hk_moments[0]);
-  const float r = rsqrtf(__fdiv_rn(hk_moments[1], fcols) + eps);
-  if (rank == 0 && tid == 0) {
-    mean_out[row] = mean;
-    rstd_out[row] = r;
-  }
+  float mean = __fadd_rn(shift, hk_moments[0]);
+  float r = rsqrtf(__fdiv_rn(hk_moments[1], fcols) + eps);
+  hk_round_stats(mean, r);
+  if (rank == 0 && tid == 0) hk_store_stats(mean_out, rstd_out, row, mean, r);
   hk_stream_write(src, dst, weight, bias, slice.begin, slice.end, tid, mean, r, drop);
 }
 #elif HK_CLUSTER == 1
@@ -524,8 +648,6 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
   (void)counter;
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   hk_elem* out = static_cast<hk_elem*>(out_);
-  const hk_pack* weight = static_cast<const hk_pack*>(weight_);
-  const hk_pack* bias = static_cast<const hk_pack*>(bias_);
 #ifdef HK_COLS
   cols = HK_COLS;  // Note [Specialized columns] in rms_norm.cu
 #endif
@@ -533,8 +655,6 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
   const int tid = threadIdx.x & (HK_ROW_THREADS - 1);  // this thread's place in its row
   const int sub = threadIdx.x / HK_ROW_THREADS;         // its row within the CTA's rows
   const float fcols = static_cast<float>(cols);
-  (void)weight;
-  (void)bias;
 
   // Every thread runs every iteration (barriers and shuffles need the whole
   // CTA / warp); a thread whose row is past the end only skips its accesses.
@@ -548,6 +668,8 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
     const long long offset = (row < rows ? row : first) * cols;
     const hk_pack* src = reinterpret_cast<const hk_pack*>(in + offset);
     hk_pack* dst = reinterpret_cast<hk_pack*>(out + offset);
+    const hk_affine_ptr weight = hk_affine_of(weight_, row);
+    const hk_affine_ptr bias = hk_affine_of(bias_, row);
 
 #if HK_ITEMS > 0
     float x[HK_ITEMS][HK_VEC];
@@ -585,11 +707,9 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
     // Pass 2, corrected (Note [Layer norm statistics]).
     float m2;
     hk_corrected_moments(x, 0, live, tid, fcols, mean, m2, hk_buf[1], hk_buf[3]);
-    const float r = rsqrtf(__fdiv_rn(m2, fcols) + eps);
-    if (tid == 0 && row < rows) {
-      mean_out[row] = mean;
-      rstd_out[row] = r;
-    }
+    float r = rsqrtf(__fdiv_rn(m2, fcols) + eps);
+    hk_round_stats(mean, r);
+    if (tid == 0 && row < rows) hk_store_stats(mean_out, rstd_out, row, mean, r);
     hk_write_slice(dst, weight, bias, 0, live, tid, x, mean, r);
 #else
     const unsigned long long keep = hk_policy_evict_last();
@@ -599,12 +719,10 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
     if (!(fabsf(shift) <= 0x1p64f)) shift = 0.0f;
     hk_stats st = hk_stream_stats(src, 0, live, tid, shift, keep);
     st = hk_row_stats(st, hk_buf);
-    const float mean = __fadd_rn(shift, st.mean);
-    const float r = rsqrtf(__fdiv_rn(st.m2, fcols) + eps);
-    if (tid == 0 && row < rows) {
-      mean_out[row] = mean;
-      rstd_out[row] = r;
-    }
+    float mean = __fadd_rn(shift, st.mean);
+    float r = rsqrtf(__fdiv_rn(st.m2, fcols) + eps);
+    hk_round_stats(mean, r);
+    if (tid == 0 && row < rows) hk_store_stats(mean_out, rstd_out, row, mean, r);
     hk_stream_write(src, dst, weight, bias, 0, live, tid, mean, r, drop);
 #endif
 #if HK_ROW_THREADS > 32
@@ -624,8 +742,6 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_LAUNCH_BOUNDS
   (void)counter;
   const hk_elem* in = static_cast<const hk_elem*>(in_);
   hk_elem* out = static_cast<hk_elem*>(out_);
-  const hk_pack* weight = static_cast<const hk_pack*>(weight_);
-  const hk_pack* bias = static_cast<const hk_pack*>(bias_);
 #ifdef HK_COLS
   cols = HK_COLS;  // Note [Specialized columns] in rms_norm.cu
 #endif
@@ -636,11 +752,11 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_LAUNCH_BOUNDS
   const int end = min(nvec, begin + chunk);
   const int tid = threadIdx.x;
   const float fcols = static_cast<float>(cols);
-  (void)weight;
-  (void)bias;
   (void)rows;  // the grid is rows * HK_CLUSTER: every cluster has its row
   hk_pushed_init(hk_pairs);
   const long long row = blockIdx.x / HK_CLUSTER;
+  const hk_affine_ptr weight = hk_affine_of(weight_, row);
+  const hk_affine_ptr bias = hk_affine_of(bias_, row);
   const long long offset = row * cols;
   const hk_pack* src = reinterpret_cast<const hk_pack*>(in + offset);
   hk_pack* dst = reinterpret_cast<hk_pack*>(out + offset);
@@ -695,12 +811,10 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_LAUNCH_BOUNDS
     const float n = static_cast<float>((min(nvec, cb + chunk) - cb) * HK_VEC);
     total = hk_stats_merge(total, hk_stats{n, hk_pairs.slot[0][c][0], hk_pairs.slot[0][c][1]});
   }
-  const float mean = __fadd_rn(shift, total.mean);
-  const float r = rsqrtf(__fdiv_rn(total.m2, fcols) + eps);
-  if (rank == 0 && tid == 0) {
-    mean_out[row] = mean;
-    rstd_out[row] = r;
-  }
+  float mean = __fadd_rn(shift, total.mean);
+  float r = rsqrtf(__fdiv_rn(total.m2, fcols) + eps);
+  hk_round_stats(mean, r);
+  if (rank == 0 && tid == 0) hk_store_stats(mean_out, rstd_out, row, mean, r);
 #if HK_ITEMS > 0
   hk_write_slice(dst, weight, bias, begin, end, tid, x, mean, r);
 #else

@@ -1,6 +1,7 @@
 // The list of families (Note [Family descriptors]): one line per cache family.
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/FamilyDescriptor.h"
+#include "hotkernel/kernels/GroupNormFamily.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
 #include "hotkernel/kernels/MmPadFamily.h"
 #include "hotkernel/kernels/ReduceFamily.h"
@@ -15,6 +16,7 @@ const std::vector<const FamilyDescriptor*>& allFamilies() {
     std::vector<const FamilyDescriptor*> f = {&softmaxDescriptor(SoftmaxOp::Softmax),
                                               &softmaxDescriptor(SoftmaxOp::LogSoftmax), &rmsNormDescriptor(),
                                               &layerNormDescriptor(), &crossEntropyDescriptor()};
+    f.push_back(&groupNormDescriptor());
     for (ReduceOp op : kAllReduceOps) f.push_back(&reduceDescriptor(op));
     f.push_back(&mmPadDescriptor());
     f.push_back(&addmmPadDescriptor());

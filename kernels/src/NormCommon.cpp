@@ -39,7 +39,7 @@ constexpr int kMaxGridSplit = kGridSplitChoices[std::size(kGridSplitChoices) - 1
 // Note [Norm split-row points]
 // A guess, to be measured like every point. Fewer rows than kFewRows leave SMs
 // idle with a CTA a row (H200: 132 SMs, two 1024-thread CTAs each), and rows
-// of kClusterMinCols elements or more are long enough for a slice per CTA to
+// of kNormClusterMinCols elements or more (a caller's splitMinCols) are long enough for a slice per CTA to
 // pay for the cluster's exchange of sums: the space then starts with up to
 // kSplitHead split-row points. The bound sits far above the hidden sizes of
 // decode (4096-16384 columns, rows one CTA reads in a few microseconds),
@@ -61,7 +61,6 @@ constexpr int kMaxGridSplit = kGridSplitChoices[std::size(kGridSplitChoices) - 1
 // slice a CTA to outweigh the grid's barrier, and follow the cluster points
 // otherwise (at least kSplitMinorShare of the head for the second kind).
 constexpr int64_t kFewRows = 264;
-constexpr int64_t kClusterMinCols = 65536;
 constexpr int64_t kClusterTargetCtas = 120;
 constexpr int64_t kGridWaveCtas = 128;
 constexpr int64_t kGridLeadMinCols = int64_t{1} << 20;
@@ -289,7 +288,8 @@ bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& 
   return true;
 }
 
-std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, int computeCapability) {
+std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, int computeCapability,
+                                           int64_t splitMinCols) {
   std::vector<NormParams> out;
   if (!normGuardShape(dtype, rows, cols)) return out;
   const Shape s{dtype, rows, cols};
@@ -300,7 +300,7 @@ std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t co
     }
   };
   const int vec = widestVec(dtype, cols);
-  if (rows < kFewRows && cols >= kClusterMinCols) {  // Note [Norm split-row points]
+  if (rows < kFewRows && cols >= splitMinCols) {  // Note [Norm split-row points]
     const std::vector<NormParams> cluster =
         computeCapability >= 90 ? splitRowPoints(s, vec) : std::vector<NormParams>{};
     const std::vector<NormParams> gridded =

@@ -5,6 +5,7 @@
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/CrossEntropyTuner.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
+#include "hotkernel/optimizer/GroupNormTuner.h"
 #include "hotkernel/optimizer/MmPadTuner.h"
 #include "hotkernel/optimizer/NormTuner.h"
 #include "hotkernel/optimizer/ReduceDimTuner.h"
@@ -57,6 +58,10 @@ TuneOutcome layerNormTuner(const kernels::FamilyDescriptor&, const VariantKey& k
   return tuneLayerNorm(kernels::layerNormVariantOf(key), key.device, options);
 }
 
+TuneOutcome groupNormTuner(const kernels::FamilyDescriptor&, const VariantKey& key, const TunerOptions& options) {
+  return tuneGroupNorm(kernels::groupNormVariantOf(key), key.device, options);
+}
+
 TuneOutcome crossEntropyTuner(const kernels::FamilyDescriptor&, const VariantKey& key,
                               const TunerOptions& options) {
   return tuneCrossEntropy(kernels::crossEntropyVariantOf(key), key.device, options);
@@ -87,6 +92,11 @@ FamilyTuneSpec layerNormTuneSpecOf(const kernels::FamilyDescriptor&, const Varia
   return layerNormTuneSpec(kernels::layerNormVariantOf(key), key.device, options);
 }
 
+FamilyTuneSpec groupNormTuneSpecOf(const kernels::FamilyDescriptor&, const VariantKey& key,
+                                   const TunerOptions& options) {
+  return groupNormTuneSpec(kernels::groupNormVariantOf(key), key.device, options);
+}
+
 FamilyTuneSpec crossEntropyTuneSpecOf(const kernels::FamilyDescriptor&, const VariantKey& key,
                                       const TunerOptions& options) {
   return crossEntropyTuneSpec(kernels::crossEntropyVariantOf(key), key.device, options);
@@ -113,6 +123,11 @@ AtenReference rmsNormReference(const kernels::FamilyDescriptor&, const VariantKe
 
 AtenReference layerNormReference(const kernels::FamilyDescriptor&, const VariantKey& key) {
   return atenReferenceOfSpec(layerNormSpec(kernels::hasWeight(key), kernels::hasBias(key)));
+}
+
+AtenReference groupNormReference(const kernels::FamilyDescriptor&, const VariantKey& key) {
+  const kernels::GroupNormVariant v = kernels::groupNormVariantOf(key);
+  return atenReferenceOfSpec(groupNormSpec(v.groups, v.hw, v.hasWeight, v.hasBias));
 }
 
 TuneOutcome mmPadTuner(const kernels::FamilyDescriptor&, const VariantKey& key, const TunerOptions& options) {
@@ -145,6 +160,7 @@ const std::vector<FamilyTuner>& tuners() {
         {kernels::rmsNormDescriptor(), &rmsNormTuner, &rmsNormReference, &rmsNormTuneSpecOf},
         {kernels::layerNormDescriptor(), &layerNormTuner, &layerNormReference, &layerNormTuneSpecOf},
         {kernels::crossEntropyDescriptor(), &crossEntropyTuner, &crossEntropyReference, &crossEntropyTuneSpecOf},
+        {kernels::groupNormDescriptor(), &groupNormTuner, &groupNormReference, &groupNormTuneSpecOf},
     };
     for (ReduceOp op : kernels::kAllReduceOps) {
       t.push_back({kernels::reduceDescriptor(op), &reduceTuner, &reduceReference, &reduceTuneSpecOf});

@@ -19,6 +19,7 @@
 #include "CompileCache.h"
 #include "FamilyShapes.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
+#include "hotkernel/kernels/GroupNormFamily.h"
 #include "hotkernel/kernels/KernelSource.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
 #include "hotkernel/kernels/ReduceFamily.h"
@@ -119,6 +120,9 @@ struct Traits<LayerNormFamily> : NormTraitsBase<LayerNormFamily, LayerNormVarian
       for (bool b : {true, false}) out.push_back(LayerNormFamily::compileOptions(d, p, w, b));
     }
     out.push_back(LayerNormFamily::compileOptions(d, p, true, true, 4096));
+    // The template's group mode is group_norm's (GroupNormFamily; its own tests compile it).
+    const GroupNormVariant group{d, 64, 10 * 4096, 32, 4096, true, true};
+    if (GroupNormFamily::guardParams(group, p)) out.push_back(GroupNormFamily::compileOptions(group, p));
     return out;
   }
   static std::vector<std::string> options(const Variant& v, const Params& p) {

@@ -116,7 +116,11 @@ bool normGuardParams(DType dtype, int64_t rows, int64_t cols, const NormParams& 
 // Split-row points (Note [Norm split-row points]) first for few long rows: cluster points when
 // computeCapability >= 90 (x10; 0: unknown, no split point), grid-split points when >= 70. Empty iff
 // !normGuardShape.
-std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, int computeCapability);
+// The shortest row whose space starts with split-row points when the rows are few (Note [Norm split-row
+// points] in src/NormCommon.cpp); group_norm passes its own (Note [Group norm split rows]).
+constexpr int64_t kNormClusterMinCols = 65536;
+std::vector<NormParams> normParameterSpace(DType dtype, int64_t rows, int64_t cols, int computeCapability,
+                                           int64_t splitMinCols = kNormClusterMinCols);
 
 // One CTA of `threads` per `rowsPerCta` rows, or `cluster` (`split`) CTAs per row: the grid covers
 // the rows; a grid-split point's launch is cooperative. Precondition: normGuardParams.

@@ -1,9 +1,9 @@
-#include "hotkernel/chain/Rounding.h"
+#include "hotkernel/kernels/Rounding.h"
 
 #include <cmath>
 #include <cstring>
 
-namespace hotkernel::chain {
+namespace hotkernel::kernels {
 namespace {
 
 uint32_t bitsOf(float f) {
@@ -76,4 +76,4 @@ bool representable(DType dtype, float f) {
   return bitsOf(roundTo(dtype, f)) == bitsOf(f);
 }
 
-}  // namespace hotkernel::chain
+}  // namespace hotkernel::kernels
