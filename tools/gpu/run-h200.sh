@@ -125,6 +125,7 @@ if want ops; then
     reductions|reductions_dim) OPS_LIST="${OPS_LIST:-sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim}" ;;
     lm_heads) OPS_LIST="${OPS_LIST:-mm,addmm}" ;;
     sdpa) OPS_LIST="${OPS_LIST:-scaled_dot_product_attention}" ;;
+    group_norm) OPS_LIST="${OPS_LIST:-native_group_norm}" ;;
   esac
   env ${OPS_LIST:+HOTKERNEL_OPS="$OPS_LIST"} HOTKERNEL_CACHE_DIR="$OPSCACHE" HOTKERNEL_SAMPLE=1 HOTKERNEL_LOG_LEVEL=info \
     LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
