@@ -90,10 +90,13 @@
 // Note [Split layer norm rows]
 // Few very long rows split over a cluster as in rms_norm.cu (Note [Split norm
 // rows over a cluster] there): CTA `rank` takes a slice of the row and
-// computes its slice's (count, mean, M2) triple as the one-CTA kernel does
-// for a row: registers by the corrected two passes (with the overflow rescue,
-// uniform within the CTA), streaming by shifted Welford batches (the shift is
-// the row's first element, the same in every CTA). The (mean, M2) pairs go
+// computes its slice's (count, mean, M2) triple of x - shift, the shift the
+// row's first element in every CTA (as when streaming): registers by the
+// corrected two passes (with the overflow rescue, uniform within the CTA),
+// streaming by shifted Welford batches. Without the shift, the slices' means
+// of a row offset far from its spread carry float32 roundings of the offset's
+// size into the merge's d^2 term, an rstd error beyond the family's bound on
+// the harness's shifted rows (docs/design/norms.md, "group_norm"). The (mean, M2) pairs go
 // to every peer (Note [Pushed cluster pairs] in hk_prelude.cuh); the counts
 // follow from the ranks' slice sizes. Every CTA merges the HK_CLUSTER triples
 // in rank order with the bitwise-symmetric merge, so the cluster agrees on
@@ -379,11 +382,13 @@ __device__ __forceinline__ void hk_load_slice(const hk_pack* src, int begin, int
 }
 
 // Pass 2 of the corrected two passes (Note [Layer norm statistics]) over the
-// slice's registers, whose `n` elements have the first mean `mean`: the
-// deviations summed (S1) and squared (S2) over the row (the CTA's part of it,
-// one barrier); then mean += S1 / n and m2 = S2 - S1 * (S1 / n).
+// slice's registers, whose `n` elements shifted by `shift` have the first mean
+// `mean`: the deviations (x - shift) - mean summed (S1) and squared (S2) over
+// the row (the CTA's part of it, one barrier); then mean += S1 / n and m2 = S2
+// - S1 * (S1 / n). A row's own CTA passes shift 0 (x - 0 is x).
 __device__ __forceinline__ void hk_corrected_moments(const float (&x)[HK_ITEMS][HK_VEC], int begin, int end, int tid,
-                                                     float n, float& mean, float& m2, float* bufA, float* bufB) {
+                                                     float n, float shift, float& mean, float& m2, float* bufA,
+                                                     float* bufB) {
   float s1 = 0.0f;
   m2 = 0.0f;
 #pragma unroll
@@ -392,7 +397,7 @@ __device__ __forceinline__ void hk_corrected_moments(const float (&x)[HK_ITEMS][
       float part1 = 0.0f, part2 = 0.0f;
 #pragma unroll
       for (int j = 0; j < HK_VEC; ++j) {
-        const float d = x[i][j] - mean;
+        const float d = (x[i][j] - shift) - mean;
         part1 += d;
         part2 = fmaf(d, d, part2);
       }
@@ -706,7 +711,7 @@ extern "C" __global__ void HK_LAUNCH_BOUNDS
     }
     // Pass 2, corrected (Note [Layer norm statistics]).
     float m2;
-    hk_corrected_moments(x, 0, live, tid, fcols, mean, m2, hk_buf[1], hk_buf[3]);
+    hk_corrected_moments(x, 0, live, tid, fcols, 0.0f, mean, m2, hk_buf[1], hk_buf[3]);
     float r = rsqrtf(__fdiv_rn(m2, fcols) + eps);
     hk_round_stats(mean, r);
     if (tid == 0 && row < rows) hk_store_stats(mean_out, rstd_out, row, mean, r);
@@ -766,15 +771,22 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_LAUNCH_BOUNDS
 #if HK_ITEMS > 0
   float x[HK_ITEMS][HK_VEC];
   hk_load_slice(src, begin, end, tid, x);
+  // The shift is the row's first element in every CTA of the cluster, as when streaming: the slices' means are
+  // then of the size of the row's spread, and the merge's differences of means lose nothing to an offset.
+  float shift = hk_to_float(in[offset]);
+  if (!(fabsf(shift) <= 0x1p64f)) shift = 0.0f;
   {
-    // The slice's statistics as the one-CTA kernel's for a row (Note [Layer norm statistics]).
+    // The slice's statistics as the one-CTA kernel's for a row (Note [Layer norm statistics]), of x - shift;
+    // lanes past the slice's end hold no element.
     float s = 0.0f;
 #pragma unroll
     for (int i = 0; i < HK_ITEMS; ++i) {
-      float part = 0.0f;
+      if (begin + i * HK_ROW_THREADS + tid < end) {
+        float part = 0.0f;
 #pragma unroll
-      for (int j = 0; j < HK_VEC; ++j) part += x[i][j];
-      s += part;
+        for (int j = 0; j < HK_VEC; ++j) part += x[i][j] - shift;
+        s += part;
+      }
     }
     float m = __fdiv_rn(hk_row_sum(s, hk_buf[0]), slice);
     if (slice > 0.0f && !isfinite(m)) {  // CTA-uniform (Note [Layer norm overflow])
@@ -782,16 +794,17 @@ extern "C" __global__ void __cluster_dims__(HK_CLUSTER, 1, 1) HK_LAUNCH_BOUNDS
       s = 0.0f;
 #pragma unroll
       for (int i = 0; i < HK_ITEMS; ++i) {
+        if (begin + i * HK_ROW_THREADS + tid < end) {
 #pragma unroll
-        for (int j = 0; j < HK_VEC; ++j) s = fmaf(x[i][j], inv, s);
+          for (int j = 0; j < HK_VEC; ++j) s = fmaf(x[i][j] - shift, inv, s);
+        }
       }
       m = hk_row_sum(s, hk_buf[2]);
     }
     float m2;
-    hk_corrected_moments(x, begin, end, tid, slice, m, m2, hk_buf[1], hk_buf[3]);
+    hk_corrected_moments(x, begin, end, tid, slice, shift, m, m2, hk_buf[1], hk_buf[3]);
     if (slice > 0.0f) st = hk_stats{slice, m, m2};
   }
-  const float shift = 0.0f;
 #else
   const unsigned long long keep = hk_policy_evict_last();
   const unsigned long long drop = hk_policy_evict_first();

@@ -88,6 +88,9 @@ RowOpSpec groupNormSpec(int64_t groups, int64_t hw, bool hasWeight, bool hasBias
                   }},
   };
   for (RowOpOutput& o : spec.outputs) o.rowLocalBound = true;
+  // mean and rstd are the input's dtype (Note [What ATen's native_group_norm returns]).
+  spec.outputs[1].perRowInInputDtype = true;
+  spec.outputs[2].perRowInInputDtype = true;
   spec.makeArgs = [groups, hw, hasWeight, hasBias](int64_t, int64_t cols, DType d, at::Generator& gen) {
     const int64_t channels = groups * (cols / hw);
     RowOpArgs a;
