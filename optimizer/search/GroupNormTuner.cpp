@@ -134,40 +134,21 @@ HarnessCandidate groupNormCandidate(const kernels::GroupNormVariant& v, const No
 
 FamilyTuneSpec groupNormTuneSpec(const kernels::GroupNormVariant& v, int device, const TunerOptions& options) {
   HOTKERNEL_CHECK(GroupNormFamily::guardVariant(v), "group_norm family cannot serve this variant");
-  FamilyTuneSpec spec;
-  spec.family = GroupNormFamily::kName;
-  spec.kernelName = GroupNormFamily::kKernelName;
-  spec.source = GroupNormFamily::source();
-  spec.program = "layer_norm.cu";
-  spec.dtype = v.dtype;
-  spec.rows = v.rows;
-  spec.cols = v.cols;
-  const DeviceInfo info = queryDevice(device);
-  const int computeCapability = info.ccMajor * 10 + info.ccMinor;
-  for (const NormParams& p : GroupNormFamily::allParameterPoints(v.dtype)) {
-    if (GroupNormFamily::guardParams(v, p) && p.minComputeCapability() <= computeCapability) {
-      spec.validPoints.push_back(toPoint(p));
-    }
-  }
-  for (const NormParams& p : GroupNormFamily::parameterSpace(v, computeCapability)) spec.seeds.push_back(toPoint(p));
+  FamilyTuneSpec spec = normTuneSpecOf<GroupNormFamily>(v, device, "layer_norm.cu");
   spec.compileOptions = [v](const FamilyPoint& p) { return GroupNormFamily::compileOptions(v, toParams(p)); };
-  spec.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
   spec.candidate = [v](const FamilyPoint& p, const std::string& cubin) {
     return groupNormCandidate(v, toParams(p), cubin, /*colsSpecialized=*/true);  // compileOptions above
   };
   spec.harnessSpec = groupNormSpec(v.groups, v.hw, v.hasWeight, v.hasBias);
-  chooseNormTuningRows(spec, device, options);
-  // The timed plan is the tuned rows' (any count: row r is group r % G); the engine makes the full
-  // variant's from the outcome.
-  kernels::GroupNormVariant tuned = v;
-  tuned.rows = spec.rows;
-  const VariantKey key = kernels::groupNormKeyOf(tuned, device);
-  spec.makePlan = [key, device](const FamilyPoint& p, const std::string& cubin) {
-    return kernels::groupNormDescriptor().makePlan(key, toParams(p).toJson(), cubin, device);
-  };
-  spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, spec.rows, v.cols, device, options.yieldPoint);
-  spec.atenCall = atenReferenceOfSpec(spec.harnessSpec).call;
-  spec.planCall = normPlanCall(spec.harnessSpec);
+  // The tuned rows may be any count (row r is group r % G).
+  finishNormTuneSpec(
+      spec, kernels::groupNormDescriptor(),
+      [v, device](int64_t rows) {
+        kernels::GroupNormVariant tuned = v;
+        tuned.rows = rows;
+        return kernels::groupNormKeyOf(tuned, device);
+      },
+      device, options);
   return spec;
 }
 

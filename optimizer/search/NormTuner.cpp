@@ -190,42 +190,22 @@ HarnessCandidate layerNormCandidate(const kernels::LayerNormVariant& v, const No
 
 FamilyTuneSpec rmsNormTuneSpec(const kernels::RmsNormVariant& v, int device, const TunerOptions& options) {
   HOTKERNEL_CHECK(RmsNormFamily::guardVariant(v), "rms_norm family cannot serve this variant");
-  FamilyTuneSpec spec;
-  spec.family = RmsNormFamily::kName;
-  spec.kernelName = RmsNormFamily::kKernelName;
-  spec.source = RmsNormFamily::source();
-  spec.program = "rms_norm.cu";
-  spec.dtype = v.dtype;
-  spec.rows = v.rows;
-  spec.cols = v.cols;
-  // Split-row (cluster) points only where the GPU runs clusters.
-  const DeviceInfo info = queryDevice(device);
-  const int computeCapability = info.ccMajor * 10 + info.ccMinor;
-  for (const NormParams& p : RmsNormFamily::allParameterPoints(v.dtype)) {
-    if (RmsNormFamily::guardParams(v, p) && p.minComputeCapability() <= computeCapability) {
-      spec.validPoints.push_back(toPoint(p));
-    }
-  }
-  for (const NormParams& p : RmsNormFamily::parameterSpace(v, computeCapability)) spec.seeds.push_back(toPoint(p));
+  FamilyTuneSpec spec = normTuneSpecOf<RmsNormFamily>(v, device, "rms_norm.cu");
   spec.compileOptions = [v](const FamilyPoint& p) {
     return RmsNormFamily::compileOptions(v.dtype, toParams(p), v.hasWeight, v.cols);
   };
-  spec.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
   spec.candidate = [v](const FamilyPoint& p, const std::string& cubin) {
     return rmsNormCandidate(v, toParams(p), cubin, /*colsSpecialized=*/true);  // compileOptions above
   };
   spec.harnessSpec = rmsNormSpec(v.hasWeight);
-  chooseNormTuningRows(spec, device, options);
-  // The timed plan is the tuned rows'; the engine makes the full variant's from the outcome.
-  VariantKey key{static_cast<int32_t>(v.dtype), device, spec.rows, v.cols};
-  key.options = kernels::weightBiasOptions(v.hasWeight, false);
-  spec.makePlan = [key, device](const FamilyPoint& p, const std::string& cubin) {
-    return kernels::rmsNormDescriptor().makePlan(key, toParams(p).toJson(), cubin, device);
-  };
-  // The timed calls: the original kernel and a plan, each allocating out and rstd.
-  spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, spec.rows, v.cols, device, options.yieldPoint);
-  spec.atenCall = atenReferenceOfSpec(spec.harnessSpec).call;
-  spec.planCall = normPlanCall(spec.harnessSpec);
+  finishNormTuneSpec(
+      spec, kernels::rmsNormDescriptor(),
+      [v, device](int64_t rows) {
+        VariantKey key{static_cast<int32_t>(v.dtype), device, rows, v.cols};
+        key.options = kernels::weightBiasOptions(v.hasWeight, false);
+        return key;
+      },
+      device, options);
   return spec;
 }
 
@@ -238,44 +218,22 @@ TuneOutcome tuneRmsNorm(const kernels::RmsNormVariant& v, int device, const Tune
 
 FamilyTuneSpec layerNormTuneSpec(const kernels::LayerNormVariant& v, int device, const TunerOptions& options) {
   HOTKERNEL_CHECK(LayerNormFamily::guardVariant(v), "layer_norm family cannot serve this variant");
-  FamilyTuneSpec spec;
-  spec.family = LayerNormFamily::kName;
-  spec.kernelName = LayerNormFamily::kKernelName;
-  spec.source = LayerNormFamily::source();
-  spec.program = "layer_norm.cu";
-  spec.dtype = v.dtype;
-  spec.rows = v.rows;
-  spec.cols = v.cols;
-  // Split-row (cluster) points only where the GPU runs clusters.
-  const DeviceInfo info = queryDevice(device);
-  const int computeCapability = info.ccMajor * 10 + info.ccMinor;
-  for (const NormParams& p : LayerNormFamily::allParameterPoints(v.dtype)) {
-    if (LayerNormFamily::guardParams(v, p) && p.minComputeCapability() <= computeCapability) {
-      spec.validPoints.push_back(toPoint(p));
-    }
-  }
-  for (const NormParams& p : LayerNormFamily::parameterSpace(v, computeCapability)) {
-    spec.seeds.push_back(toPoint(p));
-  }
+  FamilyTuneSpec spec = normTuneSpecOf<LayerNormFamily>(v, device, "layer_norm.cu");
   spec.compileOptions = [v](const FamilyPoint& p) {
     return LayerNormFamily::compileOptions(v.dtype, toParams(p), v.hasWeight, v.hasBias, v.cols);
   };
-  spec.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
   spec.candidate = [v](const FamilyPoint& p, const std::string& cubin) {
     return layerNormCandidate(v, toParams(p), cubin, /*colsSpecialized=*/true);
   };
   spec.harnessSpec = layerNormSpec(v.hasWeight, v.hasBias);
-  chooseNormTuningRows(spec, device, options);
-  // The timed plan is the tuned rows'; the engine makes the full variant's from the outcome.
-  VariantKey key{static_cast<int32_t>(v.dtype), device, spec.rows, v.cols};
-  key.options = kernels::weightBiasOptions(v.hasWeight, v.hasBias);
-  spec.makePlan = [key, device](const FamilyPoint& p, const std::string& cubin) {
-    return kernels::layerNormDescriptor().makePlan(key, toParams(p).toJson(), cubin, device);
-  };
-  // The timed calls: the original kernel and a plan, each allocating out, mean and rstd.
-  spec.timedInputs = benchInputs(spec.harnessSpec, v.dtype, spec.rows, v.cols, device, options.yieldPoint);
-  spec.atenCall = atenReferenceOfSpec(spec.harnessSpec).call;
-  spec.planCall = normPlanCall(spec.harnessSpec);
+  finishNormTuneSpec(
+      spec, kernels::layerNormDescriptor(),
+      [v, device](int64_t rows) {
+        VariantKey key{static_cast<int32_t>(v.dtype), device, rows, v.cols};
+        key.options = kernels::weightBiasOptions(v.hasWeight, v.hasBias);
+        return key;
+      },
+      device, options);
   return spec;
 }
 

@@ -173,4 +173,15 @@ std::vector<TimedInput> benchInputs(const RowOpSpec& spec, DType dtype, int64_t 
       yieldPoint);
 }
 
+void finishNormTuneSpec(FamilyTuneSpec& spec, const kernels::FamilyDescriptor& family,
+                        const std::function<VariantKey(int64_t rows)>& keyOf, int device, const TunerOptions& options) {
+  chooseNormTuningRows(spec, device, options);
+  spec.makePlan = [&family, key = keyOf(spec.rows), device](const FamilyPoint& p, const std::string& cubin) {
+    return family.makePlan(key, toParams(p).toJson(), cubin, device);
+  };
+  spec.timedInputs = benchInputs(spec.harnessSpec, spec.dtype, spec.rows, spec.cols, device, options.yieldPoint);
+  spec.atenCall = atenReferenceOfSpec(spec.harnessSpec).call;
+  spec.planCall = normPlanCall(spec.harnessSpec);
+}
+
 }  // namespace hotkernel::norm_tuning

@@ -12,10 +12,12 @@
 #include <optional>
 #include <vector>
 
+#include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/NormCommon.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
 #include "hotkernel/optimizer/Harness.h"
 #include "hotkernel/optimizer/TunerOptions.h"
+#include "hotkernel/runtime/CudaDriver.h"
 
 namespace hotkernel::norm_tuning {
 
@@ -60,5 +62,37 @@ TuneOutcome runNormSearch(const FamilyTuneSpec& spec, int device, const TunerOpt
 // The timed calls' inputs with the spec's weights, bias and eps (a yield point before each).
 std::vector<TimedInput> benchInputs(const RowOpSpec& spec, kernels::DType dtype, int64_t rows, int64_t cols,
                                     int device, const std::function<bool()>& yieldPoint);
+
+// What a norm family's tune spec holds before its tuner's own parts: the family's names and
+// source, the variant's dtype and extent, the points valid for it on `device` (split-row points
+// only where the GPU runs them) and its space's seeds, each a NormParams point.
+template <typename Family, typename Variant>
+FamilyTuneSpec normTuneSpecOf(const Variant& v, int device, const char* program) {
+  FamilyTuneSpec spec;
+  spec.family = Family::kName;
+  spec.kernelName = Family::kKernelName;
+  spec.source = Family::source();
+  spec.program = program;
+  spec.dtype = v.dtype;
+  spec.rows = v.rows;
+  spec.cols = v.cols;
+  const DeviceInfo info = queryDevice(device);
+  const int computeCapability = info.ccMajor * 10 + info.ccMinor;
+  for (const kernels::NormParams& p : Family::allParameterPoints(v.dtype)) {
+    if (Family::guardParams(v, p) && p.minComputeCapability() <= computeCapability) {
+      spec.validPoints.push_back(toPoint(p));
+    }
+  }
+  for (const kernels::NormParams& p : Family::parameterSpace(v, computeCapability)) spec.seeds.push_back(toPoint(p));
+  spec.paramsJson = [](const FamilyPoint& p) { return toParams(p).toJson(); };
+  return spec;
+}
+
+// The rest of a norm tune spec once its harness spec is set: the tuning rows, the timed plan
+// (`keyOf` the key of the tuned rows; the engine makes the full variant's plan from the outcome)
+// through `family`, the timed inputs and the timed calls (the original kernel and a plan, each
+// allocating its outputs).
+void finishNormTuneSpec(FamilyTuneSpec& spec, const kernels::FamilyDescriptor& family,
+                        const std::function<VariantKey(int64_t rows)>& keyOf, int device, const TunerOptions& options);
 
 }  // namespace hotkernel::norm_tuning
