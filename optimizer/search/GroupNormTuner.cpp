@@ -72,20 +72,8 @@ RowOpSpec groupNormSpec(int64_t groups, int64_t hw, bool hasWeight, bool hasBias
                     const at::Tensor ref = refs[0].to(at::kFloat).abs();
                     return ref.mul(t.outRel + t.statRel).add_(t.outAbs).add_(carried);
                   }},
-      RowOpOutput{"mean", true,
-                  [](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
-                    const NormTolerance t = GroupNormFamily::tolerance(d, in.size(1));
-                    return refs[1].to(at::kFloat).abs().add_(rowScale(in, refs[2])).mul_(t.statRel);
-                  }},
-      RowOpOutput{"rstd", true,
-                  [](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
-                    const NormTolerance t = GroupNormFamily::tolerance(d, in.size(1));
-                    return refs[2].to(at::kFloat).abs().mul_(t.statRel);
-                  },
-                  [](const at::Tensor& in, const RowOpArgs& a, const std::vector<at::Tensor>& refs, DType d) {
-                    const NormTolerance t = GroupNormFamily::tolerance(d, in.size(1));
-                    return refs[2].to(at::kFloat).abs().mul_(t.statRel).add_(atenRstdError(in, refs[2], *a.scalars[0]));
-                  }},
+      normMeanOutput(&GroupNormFamily::tolerance),
+      normRstdOutput(&GroupNormFamily::tolerance),
   };
   for (RowOpOutput& o : spec.outputs) o.rowLocalBound = true;
   // mean and rstd are the input's dtype (Note [What ATen's native_group_norm returns]).

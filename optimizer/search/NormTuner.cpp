@@ -120,20 +120,8 @@ RowOpSpec layerNormSpec(bool hasWeight, bool hasBias) {
                                              .unsqueeze(1);
                     return refs[0].to(at::kFloat).abs().mul_(t.outRel).add_(t.outAbs).add_(carried);
                   }},
-      RowOpOutput{"mean", true,
-                  [](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
-                    const NormTolerance t = LayerNormFamily::tolerance(d, in.size(1));
-                    return refs[1].to(at::kFloat).abs().add_(rowScale(in, refs[2])).mul_(t.statRel);
-                  }},
-      RowOpOutput{"rstd", true,
-                  [](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
-                    const NormTolerance t = LayerNormFamily::tolerance(d, in.size(1));
-                    return refs[2].to(at::kFloat).abs().mul_(t.statRel);
-                  },
-                  [](const at::Tensor& in, const RowOpArgs& a, const std::vector<at::Tensor>& refs, DType d) {
-                    const NormTolerance t = LayerNormFamily::tolerance(d, in.size(1));
-                    return refs[2].to(at::kFloat).abs().mul_(t.statRel).add_(atenRstdError(in, refs[2], *a.scalars[0]));
-                  }},
+      normMeanOutput(&LayerNormFamily::tolerance),
+      normRstdOutput(&LayerNormFamily::tolerance),
   };
   // out: refs[0], mean and rstd of its rows; mean: refs[1], and the input and rstd
   // of its rows (rowScale); rstd: refs[2], and the input of its rows (atenRstdError).

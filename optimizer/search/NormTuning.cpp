@@ -88,6 +88,28 @@ at::Tensor atenRmsRstdError(const at::Tensor& in, const at::Tensor& refRstd, dou
 // A norm launch's last two arguments (Note [Split norm rows over a cooperative grid] in
 // kernels/norm/rms_norm.cu): the workspace the harness or planCall appends after the outputs
 // (`outs[first]`, its last float the counter), else null.
+RowOpOutput normMeanOutput(NormToleranceOf tolerance) {
+  return RowOpOutput{"mean", true, [tolerance](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
+                       const double statRel = tolerance(d, in.size(1)).statRel;
+                       return refs[1].to(at::kFloat).abs().add_(rowScale(in, refs[2])).mul_(statRel);
+                     }};
+}
+
+RowOpOutput normRstdOutput(NormToleranceOf tolerance) {
+  return RowOpOutput{"rstd", true,
+                     [tolerance](const at::Tensor& in, const std::vector<at::Tensor>& refs, DType d) {
+                       return refs[2].to(at::kFloat).abs().mul_(tolerance(d, in.size(1)).statRel);
+                     },
+                     [tolerance](const at::Tensor& in, const RowOpArgs& a, const std::vector<at::Tensor>& refs,
+                                 DType d) {
+                       return refs[2]
+                           .to(at::kFloat)
+                           .abs()
+                           .mul_(tolerance(d, in.size(1)).statRel)
+                           .add_(atenRstdError(in, refs[2], *a.scalars[0]));
+                     }};
+}
+
 KernelArgs& withWorkspace(KernelArgs& args, const std::vector<at::Tensor>& outs, size_t first) {
   float* partials = outs.size() > first ? outs[first].mutable_data_ptr<float>() : nullptr;
   void* counter = outs.size() > first ? partials + (outs[first].numel() - 1) : nullptr;

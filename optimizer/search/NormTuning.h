@@ -37,6 +37,14 @@ at::Tensor atenRmsRstdError(const at::Tensor& in, const at::Tensor& refRstd, dou
 // largest |x| where rstd is 0 or not finite.
 at::Tensor rowScale(const at::Tensor& in, const at::Tensor& refRstd);
 
+// A norm family's tolerance table (its tolerance(dtype, cols)).
+using NormToleranceOf = kernels::NormTolerance (*)(kernels::DType dtype, int64_t cols);
+// The "mean" and "rstd" outputs of layer_norm's and group_norm's specs under the family's
+// statRel (Note [Norm harness bounds]): the mean's relative to the row's scale (rowScale), rstd's
+// with ATen's own error against float64 added (atenRstdError; eps the check's first scalar).
+RowOpOutput normMeanOutput(NormToleranceOf tolerance);
+RowOpOutput normRstdOutput(NormToleranceOf tolerance);
+
 // A norm launch's last two arguments: the workspace the harness or the plan
 // call appends after the outputs (`outs[first]`, its last float the counter),
 // else null.
