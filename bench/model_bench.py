@@ -21,6 +21,10 @@ not by HF's Python (a step's host time is ~8-15 ms on the H200 machine):
   gpt2-sdpa   the same with SDPA attention
   bert        BertConfig (BERT-base: 12 layers, hidden 768, vocab 30522), bf16, SDPA,
               masked-LM head; forward of 32 x 512 tokens
+  bit         (opt-in: --models bit) BitConfig (BiT-M R50x1: a pre-activation ResNet-50 whose norms are
+              GroupNorm(32) then ReLU, F.group_norm every block), bf16, image classification (1000
+              labels); forward of 32 images of 224 x 224 (a "step" is the batch; its tokensPerStep
+              counts images). Its group norms are served only with native_group_norm in HOTKERNEL_OPS
 Per model the script
   1. builds the model on the device and the inputs (seeded), and computes eager
      references (hotkernel switched off): the logits, the loss with labels, the
@@ -101,6 +105,8 @@ import warnings
 import torch
 
 ALL_MODELS = ("llama", "gpt2-eager", "gpt2-sdpa", "bert")
+# Models run only when named (--models): their served ops are not in HOTKERNEL_OPS' default.
+OPT_IN_MODELS = ("bit",)
 # HOTKERNEL_OPS' default (README.md): the ops hotkernel overrides when the variable is unset.
 DEFAULT_HOTKERNEL_OPS = "_softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss,mm,addmm,sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim"
 T0 = time.perf_counter()
@@ -568,7 +574,7 @@ def ranked_view(hk_prof, eager_prof, served, variants, hk_loaded, use_cuda, top)
 def model_specs(smoke):
     """name -> how to build the model and its inputs. Sizes run in seconds on one H200;
     --smoke shrinks every dimension."""
-    from transformers import BertConfig, GPT2Config, LlamaConfig
+    from transformers import BertConfig, BitConfig, GPT2Config, LlamaConfig
     if smoke:
         llama = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                             num_key_value_heads=2, vocab_size=1000, max_position_embeddings=256)
@@ -576,13 +582,17 @@ def model_specs(smoke):
         bert = BertConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                           vocab_size=1000, max_position_embeddings=256)
         batch, seq, tokens = 2, 32, 4
+        bit = BitConfig(embedding_size=16, hidden_sizes=[32, 64], depths=[1, 1], num_groups=8, num_labels=10)
+        image = 32
     else:
         llama = LlamaConfig(hidden_size=2048, intermediate_size=8192, num_hidden_layers=8, num_attention_heads=16,
                             num_key_value_heads=8, vocab_size=128256, max_position_embeddings=2048,
                             tie_word_embeddings=True)
         gpt2 = dict()  # GPT-2 small
         bert = BertConfig()  # BERT-base
+        bit = BitConfig(num_labels=1000)  # BiT-M R50x1
         batch, seq, tokens = 8, 512, 32
+        image = 224
     # Batches: eager prefill bound by the GPU (see the module's doc); --smoke: 2 everywhere.
     return {
         "llama": dict(config=llama, auto="causal", dtype=torch.bfloat16, attn="sdpa",
@@ -593,14 +603,18 @@ def model_specs(smoke):
                           batch=batch if smoke else 16, seq=seq, decode_tokens=0, labels="causal"),
         "bert": dict(config=bert, auto="masked", dtype=torch.bfloat16, attn="sdpa",
                      batch=batch if smoke else 32, seq=seq, decode_tokens=0, labels="masked"),
+        # An image model: seq 1 (a step's "tokens" are its images), pixel_values of image x image.
+        "bit": dict(config=bit, auto="image", dtype=torch.bfloat16, attn=None, image=image,
+                    batch=batch if smoke else 32, seq=1, decode_tokens=0, labels="class"),
     }
 
 
 def build_model(spec, device):
     """The model with random weights (HF's init), in eval mode, on the device."""
-    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
-    auto = AutoModelForCausalLM if spec["auto"] == "causal" else AutoModelForMaskedLM
-    kwargs = dict(attn_implementation=spec["attn"])
+    from transformers import AutoModelForCausalLM, AutoModelForImageClassification, AutoModelForMaskedLM
+    auto = {"causal": AutoModelForCausalLM, "masked": AutoModelForMaskedLM,
+            "image": AutoModelForImageClassification}[spec["auto"]]
+    kwargs = dict(attn_implementation=spec["attn"]) if spec["attn"] else {}
     try:  # transformers 5 names it dtype; torch_dtype is its deprecated alias
         with device:  # initialize on the device: seconds instead of minutes on the CPU
             model = auto.from_config(spec["config"], dtype=spec["dtype"], **kwargs)
@@ -613,7 +627,8 @@ def build_model(spec, device):
 def config_summary(spec, model):
     c = model.config
     keys = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-            "vocab_size", "n_layer", "n_embd", "n_head", "n_inner")
+            "vocab_size", "n_layer", "n_embd", "n_head", "n_inner", "hidden_sizes", "depths", "num_groups",
+            "num_labels")
     summary = {k: getattr(c, k) for k in keys if getattr(c, k, None) is not None}
     summary.update(cls=type(model).__name__, dtype=str(spec["dtype"]).removeprefix("torch."),
                    attention=spec["attn"], batch=spec["batch"], seq=spec["seq"],
@@ -735,20 +750,28 @@ def run_model(name, spec, hk, timer, device, args):
     model = build_model(spec, device)
     result["config"] = config_summary(spec, model)
     result["buildSeconds"] = round(time.perf_counter() - t0, 2)
-    vocab = model.config.vocab_size
-    ids = torch.randint(0, vocab, (spec["batch"], spec["seq"]), device=device, generator=gen)
-    labels = ids.clone()
-    if spec["labels"] == "masked":  # masked LM: ~15% of the positions carry a label
-        labels[torch.rand(ids.shape, device=device, generator=gen) > 0.15] = -100
     causal = spec["auto"] == "causal"
     extra = dict(use_cache=False) if causal else {}
+    if spec["auto"] == "image":  # pixel_values, one class label an image
+        size = spec["image"]
+        inputs = dict(pixel_values=torch.randn(spec["batch"], 3, size, size, device=device, generator=gen)
+                      .to(spec["dtype"]))
+        labels = torch.randint(0, model.config.num_labels, (spec["batch"],), device=device, generator=gen)
+        ids = None
+    else:
+        vocab = model.config.vocab_size
+        ids = torch.randint(0, vocab, (spec["batch"], spec["seq"]), device=device, generator=gen)
+        inputs = dict(input_ids=ids, **extra)
+        labels = ids.clone()
+        if spec["labels"] == "masked":  # masked LM: ~15% of the positions carry a label
+            labels[torch.rand(ids.shape, device=device, generator=gen) > 0.15] = -100
     progress(f"{name}: built ({result['config']['parameters'] / 1e6:.0f}M parameters) in {result['buildSeconds']} s")
 
     def forward():
-        return model(input_ids=ids, **extra).logits
+        return model(**inputs).logits
 
     def loss():
-        return model(input_ids=ids, labels=labels, **extra).loss
+        return model(**inputs, labels=labels).loss
 
     phases = {("prefill" if causal else "forward"): forward}
     decoder = None
@@ -1099,7 +1122,8 @@ def fmt_pct(v):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", default=",".join(ALL_MODELS), help=f"comma list of {', '.join(ALL_MODELS)}")
+    ap.add_argument("--models", default=",".join(ALL_MODELS),
+                    help=f"comma list of {', '.join(ALL_MODELS + OPT_IN_MODELS)} (default: {', '.join(ALL_MODELS)})")
     ap.add_argument("--reps", type=int, default=15, help="timed rounds per mode (each times every implementation)")
     ap.add_argument("--tune-timeout", type=float, default=60.0,
                     help="seconds per model from its first hot step to the optimizer's decisions (compiling included)")
@@ -1130,9 +1154,10 @@ def main():
         os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] + sys.argv[1:],
                   dict(os.environ, HOTKERNEL_FUSION="1"))
     models = [m.strip() for m in args.models.split(",") if m.strip()]
-    unknown = [m for m in models if m not in ALL_MODELS]
+    unknown = [m for m in models if m not in ALL_MODELS + OPT_IN_MODELS]
     if unknown:
-        sys.exit(f"model_bench: unknown model(s) {', '.join(unknown)} (models: {', '.join(ALL_MODELS)})")
+        sys.exit(f"model_bench: unknown model(s) {', '.join(unknown)} "
+                 f"(models: {', '.join(ALL_MODELS + OPT_IN_MODELS)})")
     if args.reps < 7:
         sys.exit("model_bench: --reps must be >= 7 (the confidence interval needs them)")
     if not torch.cuda.is_available() and not args.smoke:
