@@ -318,6 +318,9 @@ nlohmann::json Recorder::profile() const {
                             {"estimated_calls", static_cast<double>(v.sampled) / samplingProb_}};
     // Middle-dim reductions only (Note [Profile format] in Recorder.h).
     if (v.key.inner != 0) entry["inner"] = v.key.inner;
+    // The whole key (Note [Profile format]): what the fields above cannot spell (group_norm's groups and HxW,
+    // attention's extents and layouts) survives the file.
+    entry["variant"] = kernels::variantString(v.key);
     // Norm variants only, and only when set (Note [Profile format] in Recorder.h).
     if (kernels::hasWeight(v.key)) entry["weight"] = true;
     if (kernels::hasBias(v.key)) entry["bias"] = true;

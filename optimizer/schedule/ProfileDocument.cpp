@@ -121,6 +121,14 @@ RecordedVariant variantOf(const nlohmann::json& v, int device, bool withGpu, con
       }
     }
   }
+  // The whole key when the recorder wrote it (Note [Profile format]): it must agree with the fields.
+  if (std::optional<std::string> text = jf::optionalString(v, "variant", where)) {
+    const std::optional<VariantKey> whole = kernels::parseVariantString(*text, device);
+    HOTKERNEL_CHECK(whole && whole->dtype == r.key.dtype && whole->rows == r.key.rows && whole->cols == r.key.cols &&
+                        whole->inner == r.key.inner,
+                    "variant: '", *text, "' is not the variant its dtype, rows, cols and inner name");
+    r.key = *whole;
+  }
   r.sampledCalls = jf::optionalNumber(v, k.sampledCalls, where).value_or(0.0);
   r.estimatedCalls = jf::optionalNumber(v, k.estimatedCalls, where).value_or(0.0);
   r.gpu = gpuOf(v, withGpu, k, where);

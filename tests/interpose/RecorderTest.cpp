@@ -8,6 +8,7 @@
 
 #include "hotkernel/interpose/Recorder.h"
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/GroupNormFamily.h"
 #include "hotkernel/kernels/VariantOptions.h"
 
 #include "../JsonKeyCase.h"
@@ -124,6 +125,25 @@ TEST(RecorderTest, GivenNormOpsWhenRecordedThenVariantsCarryTheirWeightAndBiasFl
     }
   }
   EXPECT_EQ(seen, 4);
+}
+
+// Called once (below the hot threshold of 3), a shape of this test's own: F.group_norm's call keeps its groups and
+// HxW, in the recorder and through the profile's "variant" (Note [Profile format]).
+TEST(RecorderTest, GivenAGroupNormCallWhenRecordedThenTheProfileVariantSpellsTheWholeKey) {
+  Recorder& r = Recorder::instance();
+  (void)startRecorderOnce();
+  (void)at::group_norm(at::randn({2, 8, 5, 3}), 4, at::randn({8}), at::randn({8}), 1e-5);
+  const VariantKey key = kernels::groupNormKeyOf({kernels::DType::Float32, 8, 30, 4, 15, true, true}, -1);
+  EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::native_group_norm", key), 1.0);
+  int seen = 0;
+  const nlohmann::json profile = r.profile();
+  for (const auto& v : profile["variants"]) {
+    if (v["op"] != "aten::native_group_norm" || v["rows"] != 8 || v["cols"] != 30) continue;
+    EXPECT_EQ(v.value("variant", ""), kernels::variantString(key)) << v.dump();
+    EXPECT_EQ(v.value("variant", ""), "dtype=float32;rows=8;cols=30;more=4,15,1,1;weight=1;bias=1");
+    ++seen;
+  }
+  EXPECT_EQ(seen, 1) << profile["variants"].dump();
 }
 
 // Called once each (below the hot threshold of 3), shapes of this test's own.

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hotkernel/kernels/DType.h"
+#include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/ProfileDocument.h"
 #include "hotkernel/runtime/Check.h"
 
@@ -73,6 +74,37 @@ TEST(ProfileDocumentTest, GivenAVersion1ProfileWhenReadThenEntriesWithoutGpuTime
   EXPECT_EQ(p.variants[0].key.rows, 64);
   EXPECT_EQ(p.variants[0].key.dtype, static_cast<int32_t>(kernels::DType::BFloat16));
   EXPECT_DOUBLE_EQ(p.variants[0].estimatedCalls, 8.0);
+}
+
+// Note [Profile format]: "variant", the whole key, gives what no field spells (group_norm's groups and HxW); it must
+// name the variant its fields name.
+TEST(ProfileDocumentTest, GivenAVariantSpelledWholeWhenReadThenTheKeyCarriesItsExtentsOrAMismatchIsRefused) {
+  json p = v3WithGpu();
+  json& v = p["variants"][0];
+  v["op"] = "aten::native_group_norm";
+  v["rows"] = 64;
+  v["cols"] = 40960;
+  v["weight"] = true;
+  v["variant"] = "dtype=bfloat16;rows=64;cols=40960;more=32,4096,1,1;weight=1";
+  const RecordedProfile r = parseRecordedProfile(p, 2);
+  ASSERT_EQ(r.variants.size(), 1u);
+  const VariantKey& k = r.variants[0].key;
+  EXPECT_EQ(k.device, 2);
+  EXPECT_EQ(k.rows, 64);
+  EXPECT_EQ(k.more[0], 32);
+  EXPECT_EQ(k.more[1], 4096);
+  EXPECT_EQ(k.more[2], 1);
+  EXPECT_TRUE(kernels::hasWeight(k));
+  // Without it (a profile written before it), the fields alone: no extents.
+  v.erase("variant");
+  EXPECT_EQ(parseRecordedProfile(p, 2).variants[0].key.more[0], 0);
+  for (const char* bad : {"dtype=bfloat16;rows=65;cols=40960;more=32,4096,1,1", "dtype=float16;rows=64;cols=40960",
+                          "rows=64;cols=40960", "not a variant"}) {
+    v["variant"] = bad;
+    EXPECT_THROW(parseRecordedProfile(p, 2), Error) << bad;
+  }
+  v["variant"] = 12;
+  EXPECT_THROW(parseRecordedProfile(p, 2), Error);
 }
 
 TEST(ProfileDocumentTest, GivenAVersion2ProfileWithGpuTimeWhenReadThenEveryEntryCarriesIt) {

@@ -66,7 +66,7 @@ class Recorder {
   // {"format":"hotkernel-profile","version":3,"sampling_prob":p,
   //  "ops":[{"op":name,"sampled_calls":n,"estimated_calls":n/p,
   //          "gpu_ns":t?,"gpu_sampled_calls":m?,"estimated_gpu_ns":t/p?}...] (most frequent first),
-  //  "variants":[{"op":..,"dtype":"bf16","device":0,"rows":..,"cols":..,"inner":n?,
+  //  "variants":[{"op":..,"dtype":"bf16","device":0,"rows":..,"cols":..,"inner":n?,"variant":"dtype=...",
   //               "weight":true?,"bias":true?,"reduction":"mean"?,"sampled_calls":n,"estimated_calls":n/p,
   //               "gpu_ns":t?,"gpu_sampled_calls":m?,"estimated_gpu_ns":t/p?}...],
   //  "gpu_time":{"source":"cupti","state":"started"|"unavailable"|"held-elsewhere"|"failed"|"pending",
@@ -116,7 +116,12 @@ class Recorder {
   // third extent: rows = outer, cols = the reduced extent); a reader that
   // predates it reads such a variant as the last-dim one of [outer, reduced],
   // a real variant of the op, tuned needlessly but never served in place of
-  // another (plan keys are exact).
+  // another (plan keys are exact). "variant" (added within version 3) is the
+  // whole key as the cache spells it (kernels::variantString): readers that
+  // know it take the key from it (group_norm's groups and HxW and attention's
+  // extents and layouts have no field of their own); a reader that predates
+  // it builds the key from the fields above, which for those ops is no
+  // served key (their families need the extents), so the variant is dropped.
   nlohmann::json profile() const;
   // Estimated calls of one variant so far (sampled / p); 0 if never sampled.
   // What the optimizer's ranking takes as the target's recorded calls.
