@@ -53,7 +53,8 @@ std::optional<Result> tryPlan(const at::Tensor& input, const std::optional<at::T
                                         .pointer(rstd.mutable_data_ptr())
                                         .int64(key->rows)
                                         .int64(key->cols)
-                                        .float32(kernels::GroupNormFamily::kernelEps(static_cast<kernels::DType>(key->dtype), eps))
+                                        .float32(kernels::GroupNormFamily::kernelEps(
+                                            static_cast<kernels::DType>(key->dtype), eps))
                                         .pointer(work.partials)
                                         .pointer(work.counter),
                                     stream)) {
@@ -83,12 +84,6 @@ Result groupNormTrampoline(c10::DispatchKeySet ks, const at::Tensor& input, cons
   s.misses.fetch_add(1, std::memory_order_relaxed);
   return GroupNormOverride::callOriginal(ks, input, weight, bias, std::move(n), std::move(c), std::move(hw), group,
                                          eps);
-}
-
-std::optional<int64_t> recordedInt(const c10::IValue& v) {
-  if (v.isInt()) return v.toInt();
-  if (v.isSymInt()) return v.toSymInt().maybe_as_int();
-  return std::nullopt;
 }
 
 }  // namespace

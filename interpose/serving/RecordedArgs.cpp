@@ -2,20 +2,20 @@
 
 namespace hotkernel {
 
+std::optional<int64_t> recordedInt(const c10::IValue& v) {
+  if (v.isInt()) return v.toInt();
+  if (v.isSymInt()) return v.toSymInt().maybe_as_int();
+  return std::nullopt;
+}
+
 std::optional<std::vector<int64_t>> recordedSizes(const c10::IValue& v) {
   if (v.isIntList()) return v.toIntVector();
   if (!v.isList()) return std::nullopt;
   std::vector<int64_t> out;
   for (const c10::IValue& e : v.toListRef()) {
-    if (e.isInt()) {
-      out.push_back(e.toInt());
-    } else if (e.isSymInt()) {
-      const std::optional<int64_t> i = e.toSymInt().maybe_as_int();
-      if (!i) return std::nullopt;
-      out.push_back(*i);
-    } else {
-      return std::nullopt;
-    }
+    const std::optional<int64_t> i = recordedInt(e);
+    if (!i) return std::nullopt;
+    out.push_back(*i);
   }
   return out;
 }

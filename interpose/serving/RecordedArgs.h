@@ -11,6 +11,10 @@
 
 namespace hotkernel {
 
+// An int / SymInt argument as a concrete value; nullopt for anything else
+// (a symbolic size: no variant to record).
+std::optional<int64_t> recordedInt(const c10::IValue& v);
+
 // An int[] / SymInt[] argument as concrete sizes; nullopt for anything else
 // (a symbolic size: no variant to record).
 std::optional<std::vector<int64_t>> recordedSizes(const c10::IValue& v);
