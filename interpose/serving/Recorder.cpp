@@ -37,6 +37,16 @@ void childAfterFork() { Recorder::instance().stopGpuTimeInChild(); }
 
 }  // namespace
 
+// Note [The optimizer's own ops]
+// The optimizer thread (IdleGate::ScopedOptimizerThread) runs ATen ops of its
+// own: the harness's references and bounds (a norm's per-row amax of |x|, the
+// errors' max), the ranker's measurements, the cached-kernel checks. They are
+// not the process's workload: recorded, they would become hot variants of
+// their own (float32 amax over the harness's row subsets), be tuned on idle
+// time meant for the host's ops, stored in the cache and written to the
+// profile that `hotkernel warmup` tunes elsewhere. The callback returns at
+// once on that thread: no op, no variant, no external id.
+//
 // Note [Hotkernel's scopes in the profile]
 // The recorder watches ops (FUNCTION scopes) and, of the user scopes, only
 // hotkernel's own (names starting "hotkernel::": a fused chain's flush,
@@ -47,6 +57,7 @@ void childAfterFork() { Recorder::instance().stopGpuTimeInChild(); }
 // scopes (the program's record_function regions) are not recorded.
 std::unique_ptr<at::ObserverContext> recorderOnOpStart(const at::RecordFunction& fn) {
   try {
+    if (IdleGate::onOptimizerThread()) return nullptr;  // Note [The optimizer's own ops]
     Recorder& r = Recorder::instance();
     const char* name = fn.name();
     if (fn.scope() == at::RecordScope::USER_SCOPE && std::strncmp(name, "hotkernel::", 11) != 0) return nullptr;

@@ -4,12 +4,14 @@
 
 #include <fstream>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "hotkernel/interpose/Recorder.h"
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/kernels/GroupNormFamily.h"
 #include "hotkernel/kernels/VariantOptions.h"
+#include "hotkernel/runtime/IdleGate.h"
 
 #include "../JsonKeyCase.h"
 
@@ -79,6 +81,39 @@ TEST(RecorderTest, GivenRecorderWhenOpsRunThenVariantsCountedAndHotFiredOnce) {
   nlohmann::json back = nlohmann::json::parse(f);
   EXPECT_EQ(back["format"], "hotkernel-profile");
   EXPECT_FALSE(r.writeProfile("/nonexistent-dir/profile.json"));
+}
+
+int sampledCallsOf(const nlohmann::json& profile, const std::string& op) {
+  for (const auto& o : profile["ops"]) {
+    if (o["op"] == op) return o["sampled_calls"].get<int>();
+  }
+  return 0;
+}
+
+// Note [The optimizer's own ops]: a shape of this test's own, called past the
+// hot threshold (3) on a thread marked as the optimizer's, then on this one.
+TEST(RecorderTest, GivenOpsOnTheOptimizerThreadWhenRecordedThenTheyCountNowhereAndTurnNothingHot) {
+  HotSink& sink = startRecorderOnce();
+  Recorder& r = Recorder::instance();
+  at::Tensor x = at::randn({3, 13});
+  const VariantKey key{static_cast<int32_t>(kernels::DType::Float32), -1, 3, 13};
+  const int before = sampledCallsOf(r.profile(), "aten::_log_softmax");
+  std::thread optimizer([&] {
+    IdleGate::ScopedOptimizerThread mark;
+    for (int i = 0; i < 6; ++i) (void)at::_log_softmax(x, -1, false);
+  });
+  optimizer.join();
+
+  EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::_log_softmax", key), 0.0);
+  EXPECT_EQ(hotCount(sink, "aten::_log_softmax", 3, 13), 0);
+  EXPECT_EQ(sampledCallsOf(r.profile(), "aten::_log_softmax"), before);
+  for (const auto& v : r.profile()["variants"]) EXPECT_FALSE(v["rows"] == 3 && v["cols"] == 13) << v.dump();
+
+  // The same calls on a serving thread are recorded (the check above can fail).
+  for (int i = 0; i < 6; ++i) (void)at::_log_softmax(x, -1, false);
+  EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::_log_softmax", key), 6.0);
+  EXPECT_EQ(hotCount(sink, "aten::_log_softmax", 3, 13), 1);
+  EXPECT_EQ(sampledCallsOf(r.profile(), "aten::_log_softmax"), before + 6);
 }
 
 // Each norm variant here is called at most twice (below the hot threshold of
