@@ -29,7 +29,8 @@ class targets with every 8th row ignored; ideal traffic: the logits read once):
 cross_entropy_none: the same with reduction none (one loss a row, no cross-row
 reduction); group_norm (F.group_norm, 32 groups, weight and bias, of an NxCxHxW
 input; `--cases group_norm` the diffusion shapes; native_group_norm is opt-in in
-HOTKERNEL_OPS).
+HOTKERNEL_OPS); std_weight (HF's WeightStandardizedConv2d: F.batch_norm of a CxK convolution weight as one sample,
+training mode, no affine; `--cases std_weight` BiT's weights; native_batch_norm is opt-in in HOTKERNEL_OPS).
 The last-dim reductions x.sum(-1), x.mean(-1), torch.amax(x, -1), x.argmax(-1),
 torch.amin(x, -1), x.argmin(-1), torch.max(x, -1), torch.min(x, -1) (ideal
 traffic: x read once, one result a row; max / min: a value and an int64 index):
@@ -123,6 +124,21 @@ def group_norm_setup(shape, dtype, gen):
         return torch.nn.functional.group_norm(x.double(), GROUP_NORM_GROUPS, w.double(), b.double(), 1e-5)
 
     return group_norm, reference, [w, b]
+
+
+def std_weight_setup(cols, dtype, gen):
+    """HF's WeightStandardizedConv2d (BiT): F.batch_norm of a [C, K] weight as one sample of C channels, training
+    mode, no affine, no running statistics (eps 1e-6); served by the batch_norm family (native_batch_norm)."""
+
+    def std_weight(t):
+        return torch.nn.functional.batch_norm(t.reshape(1, t.shape[0], -1), None, None, training=True, momentum=0.0,
+                                              eps=1e-6).reshape(t.shape)
+
+    def reference(x):
+        return torch.nn.functional.batch_norm(x.double().reshape(1, x.shape[0], -1), None, None, training=True,
+                                              momentum=0.0, eps=1e-6).reshape(x.shape)
+
+    return std_weight, reference, []
 
 
 def cross_entropy_setup(cols, dtype, gen, reduction="mean"):
@@ -298,6 +314,9 @@ OPS = {
     "layer_norm": (layer_norm_setup, "aten::native_layer_norm", ";weight=1;bias=1"),
     # NxCxHxW, 32 groups (native_group_norm in HOTKERNEL_OPS; not in its default): setup in run_case.
     "group_norm": (group_norm_setup, "aten::native_group_norm", ";weight=1;bias=1"),
+    # CxK: a convolution weight of C output channels standardized (native_batch_norm in HOTKERNEL_OPS; not in its
+    # default).
+    "std_weight": (std_weight_setup, "aten::native_batch_norm", ""),
     "cross_entropy": (cross_entropy_setup, "aten::cross_entropy_loss", ";reduction=mean"),
     "cross_entropy_none": (cross_entropy_none_setup, "aten::cross_entropy_loss", ";reduction=none"),
     # The last-dim reductions (aten::sum.dim_IntList, aten::mean.dim, aten::amax, aten::argmax,
@@ -397,10 +416,14 @@ SDPA_CASES = ("attention_causal:bfloat16:8x16x8x512x512x128,attention:bfloat16:8
               "attention_causal:float16:16x12x12x512x512x64,attention:bfloat16:32x12x12x512x512x64,"
               "attention_causal:bfloat16:1x32x8x4096x4096x128,attention:bfloat16:1x32x8x1x8192x128,"
               "attention_causal:float16:8x32x32x1024x1024x80,attention:float32:32x12x12x197x197x64")
+# BiT-M R50x1's standardized convolution weights (C_out x C_in * kh * kw), bf16: the stem, 1 x 1 and 3 x 3 convs of
+# each stage (native_batch_norm in HOTKERNEL_OPS).
+STD_WEIGHT_CASES = ("std_weight:bfloat16:64x147,std_weight:bfloat16:256x64,std_weight:bfloat16:64x576,"
+                    "std_weight:bfloat16:512x4608,std_weight:bfloat16:2048x512,std_weight:bfloat16:1024x2048")
 PRESETS = {"norms": NORM_CASES, "norms_long": NORM_LONG_CASES, "cross_entropy": CROSS_ENTROPY_CASES,
            "reductions": REDUCTION_CASES, "reductions_dim": REDUCTION_DIM_CASES, "softmax_dim": SOFTMAX_DIM_CASES,
            "softmax_400k": SOFTMAX_400K_CASES, "lm_heads": LM_HEAD_CASES, "sdpa": SDPA_CASES,
-           "group_norm": GROUP_NORM_CASES}
+           "group_norm": GROUP_NORM_CASES, "std_weight": STD_WEIGHT_CASES}
 
 
 # Ops whose output row r depends on input row r alone (over the last dimension): their float64 check can go by row

@@ -2,7 +2,6 @@
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/native_group_norm_cuda_dispatch.h>
-#include <c10/cuda/CUDAStream.h>
 
 #include "FamilyDType.h"
 #include "NormCall.h"
@@ -42,24 +41,8 @@ std::optional<Result> tryPlan(const at::Tensor& input, const std::optional<at::T
     at::Tensor mean = at::empty({*n, group}, input.options());
     at::Tensor rstd = at::empty({*n, group}, input.options());
     if (!pointerAligned(out.const_data_ptr(), align)) return std::nullopt;
-    void* stream = input.is_cuda() ? c10::cuda::getCurrentCUDAStream(input.device().index()).stream() : nullptr;
-    const NormWorkspace work = normWorkspaceFor(*plan, input, stream);
-    if (!plan->launcher->launchArgs(KernelArgs()
-                                        .pointer(input.const_data_ptr())
-                                        .pointer(w)
-                                        .pointer(b)
-                                        .pointer(out.mutable_data_ptr())
-                                        .pointer(mean.mutable_data_ptr())
-                                        .pointer(rstd.mutable_data_ptr())
-                                        .int64(key->rows)
-                                        .int64(key->cols)
-                                        .float32(kernels::GroupNormFamily::kernelEps(
-                                            static_cast<kernels::DType>(key->dtype), eps))
-                                        .pointer(work.partials)
-                                        .pointer(work.counter),
-                                    stream)) {
-      return std::nullopt;
-    }
+    const float kernelEps = kernels::GroupNormFamily::kernelEps(static_cast<kernels::DType>(key->dtype), eps);
+    if (!launchLayerNormPlan(*plan, *key, input, w, b, out, mean, rstd, kernelEps)) return std::nullopt;
     return Result{out, mean, rstd};
   } catch (const std::exception& e) {
     HOTKERNEL_LOG_ONCE(Warn, "group-norm-trampoline-error")

@@ -2,7 +2,6 @@
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/native_layer_norm_cuda_dispatch.h>
-#include <c10/cuda/CUDAStream.h>
 
 #include "hotkernel/interpose/BackendKey.h"
 #include "NormCall.h"
@@ -39,23 +38,7 @@ std::optional<Result> tryPlan(const at::Tensor& input, c10::SymIntArrayRef symSh
     at::Tensor mean = at::empty(call->statShape, statOpts);
     at::Tensor rstd = at::empty(call->statShape, statOpts);
     if (!pointerAligned(out.const_data_ptr(), align)) return std::nullopt;
-    void* stream = input.is_cuda() ? c10::cuda::getCurrentCUDAStream(input.device().index()).stream() : nullptr;
-    const NormWorkspace work = normWorkspaceFor(*plan, input, stream);
-    if (!plan->launcher->launchArgs(KernelArgs()
-                                        .pointer(input.const_data_ptr())
-                                        .pointer(w)
-                                        .pointer(b)
-                                        .pointer(out.mutable_data_ptr())
-                                        .pointer(mean.mutable_data_ptr())
-                                        .pointer(rstd.mutable_data_ptr())
-                                        .int64(key.rows)
-                                        .int64(key.cols)
-                                        .float32(static_cast<float>(eps))
-                                        .pointer(work.partials)
-                                        .pointer(work.counter),
-                                    stream)) {
-      return std::nullopt;
-    }
+    if (!launchLayerNormPlan(*plan, key, input, w, b, out, mean, rstd, static_cast<float>(eps))) return std::nullopt;
     return Result{out, mean, rstd};
   } catch (const std::exception& e) {
     HOTKERNEL_LOG_ONCE(Warn, "layer-norm-trampoline-error")

@@ -1,5 +1,7 @@
 #include "NormCall.h"
 
+#include <c10/cuda/CUDAStream.h>
+
 #include "FamilyDType.h"
 #include "RecordedArgs.h"
 #include "hotkernel/kernels/DType.h"
@@ -52,6 +54,26 @@ NormWorkspace normWorkspaceFor(const Plan& plan, const at::Tensor& input, void* 
   w.partials = w.buffer.mutable_data_ptr<float>();
   w.counter = w.partials + (w.buffer.numel() - 1);
   return w;
+}
+
+bool launchLayerNormPlan(const Plan& plan, const VariantKey& key, const at::Tensor& input, const void* weight,
+                         const void* bias, const at::Tensor& out, const at::Tensor& mean, const at::Tensor& rstd,
+                         float eps) {
+  void* stream = input.is_cuda() ? c10::cuda::getCurrentCUDAStream(input.device().index()).stream() : nullptr;
+  const NormWorkspace work = normWorkspaceFor(plan, input, stream);
+  return plan.launcher->launchArgs(KernelArgs()
+                                       .pointer(input.const_data_ptr())
+                                       .pointer(weight)
+                                       .pointer(bias)
+                                       .pointer(out.mutable_data_ptr())
+                                       .pointer(mean.mutable_data_ptr())
+                                       .pointer(rstd.mutable_data_ptr())
+                                       .int64(key.rows)
+                                       .int64(key.cols)
+                                       .float32(eps)
+                                       .pointer(work.partials)
+                                       .pointer(work.counter),
+                                   stream);
 }
 
 std::optional<VariantKey> recordedNormKey(const at::RecordFunction& call, bool hasBiasArgument) {

@@ -46,4 +46,14 @@ struct NormWorkspace {
 // for a CPU tensor). May throw (allocation): the trampolines catch it.
 NormWorkspace normWorkspaceFor(const Plan& plan, const at::Tensor& input, void* stream);
 
+// Launches a plan of hk_layer_norm's argument list (layer_norm, group_norm,
+// batch_norm) on `input`'s current stream (none for a CPU tensor): `key`'s
+// rows and cols, `weight` / `bias` null when absent, `out` like the input,
+// `mean` / `rstd` of `key.rows` elements, `eps` as the kernel takes it. False
+// when the launch failed (nothing was written). May throw (the workspace's
+// allocation): the trampolines catch it.
+bool launchLayerNormPlan(const Plan& plan, const VariantKey& key, const at::Tensor& input, const void* weight,
+                         const void* bias, const at::Tensor& out, const at::Tensor& mean, const at::Tensor& rstd,
+                         float eps);
+
 }  // namespace hotkernel

@@ -2,6 +2,7 @@
 
 #include "AddmmPadOverride.h"
 #include "CrossEntropyOverride.h"
+#include "BatchNormOverride.h"
 #include "GroupNormOverride.h"
 #include "LayerNormOverride.h"
 #include "MmPadOverride.h"
@@ -11,6 +12,7 @@
 #include "SdpaOverride.h"
 #include "SoftmaxOverride.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
+#include "hotkernel/kernels/BatchNormFamily.h"
 #include "hotkernel/kernels/GroupNormFamily.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
 #include "hotkernel/kernels/MmPadFamily.h"
@@ -69,6 +71,8 @@ const std::vector<ServedOp>& servedOps() {
           &CrossEntropyOverride::install, &CrossEntropyOverride::recordedKey),
       row(GroupNormOverride::kOpName, kernels::groupNormDescriptor(), GroupNormOverride::state(),
           &GroupNormOverride::install, &GroupNormOverride::recordedKey),
+      row(BatchNormOverride::kOpName, kernels::batchNormDescriptor(), BatchNormOverride::state(),
+          &BatchNormOverride::install, &BatchNormOverride::recordedKey),
       row(kernels::reduceAtenOpName(ReduceOp::Sum), kernels::reduceDescriptor(ReduceOp::Sum),
           ReduceOverride::state(ReduceOp::Sum), &installReduce<ReduceOp::Sum>, &recordedReduceKey<ReduceOp::Sum>),
       row(kernels::reduceAtenOpName(ReduceOp::Mean), kernels::reduceDescriptor(ReduceOp::Mean),

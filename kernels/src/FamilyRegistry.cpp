@@ -1,4 +1,5 @@
 // The list of families (Note [Family descriptors]): one line per cache family.
+#include "hotkernel/kernels/BatchNormFamily.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/GroupNormFamily.h"
@@ -17,6 +18,7 @@ const std::vector<const FamilyDescriptor*>& allFamilies() {
                                               &softmaxDescriptor(SoftmaxOp::LogSoftmax), &rmsNormDescriptor(),
                                               &layerNormDescriptor(), &crossEntropyDescriptor()};
     f.push_back(&groupNormDescriptor());
+    f.push_back(&batchNormDescriptor());
     for (ReduceOp op : kAllReduceOps) f.push_back(&reduceDescriptor(op));
     f.push_back(&mmPadDescriptor());
     f.push_back(&addmmPadDescriptor());

@@ -5,6 +5,7 @@
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/optimizer/CrossEntropyTuner.h"
 #include "hotkernel/optimizer/FamilyTuner.h"
+#include "hotkernel/optimizer/BatchNormTuner.h"
 #include "hotkernel/optimizer/GroupNormTuner.h"
 #include "hotkernel/optimizer/MmPadTuner.h"
 #include "hotkernel/optimizer/NormTuner.h"
@@ -62,6 +63,10 @@ TuneOutcome groupNormTuner(const kernels::FamilyDescriptor&, const VariantKey& k
   return tuneGroupNorm(kernels::groupNormVariantOf(key), key.device, options);
 }
 
+TuneOutcome batchNormTuner(const kernels::FamilyDescriptor&, const VariantKey& key, const TunerOptions& options) {
+  return tuneBatchNorm(kernels::layerNormVariantOf(key), key.device, options);
+}
+
 TuneOutcome crossEntropyTuner(const kernels::FamilyDescriptor&, const VariantKey& key,
                               const TunerOptions& options) {
   return tuneCrossEntropy(kernels::crossEntropyVariantOf(key), key.device, options);
@@ -97,6 +102,11 @@ FamilyTuneSpec groupNormTuneSpecOf(const kernels::FamilyDescriptor&, const Varia
   return groupNormTuneSpec(kernels::groupNormVariantOf(key), key.device, options);
 }
 
+FamilyTuneSpec batchNormTuneSpecOf(const kernels::FamilyDescriptor&, const VariantKey& key,
+                                   const TunerOptions& options) {
+  return batchNormTuneSpec(kernels::layerNormVariantOf(key), key.device, options);
+}
+
 FamilyTuneSpec crossEntropyTuneSpecOf(const kernels::FamilyDescriptor&, const VariantKey& key,
                                       const TunerOptions& options) {
   return crossEntropyTuneSpec(kernels::crossEntropyVariantOf(key), key.device, options);
@@ -130,6 +140,10 @@ AtenReference groupNormReference(const kernels::FamilyDescriptor&, const Variant
   return atenReferenceOfSpec(groupNormSpec(v.groups, v.hw, v.hasWeight, v.hasBias));
 }
 
+AtenReference batchNormReference(const kernels::FamilyDescriptor&, const VariantKey&) {
+  return atenReferenceOfSpec(batchNormSpec());
+}
+
 TuneOutcome mmPadTuner(const kernels::FamilyDescriptor&, const VariantKey& key, const TunerOptions& options) {
   return tuneMmPad(kernels::mmPadVariantOf(key), key.device, options);
 }
@@ -161,6 +175,7 @@ const std::vector<FamilyTuner>& tuners() {
         {kernels::layerNormDescriptor(), &layerNormTuner, &layerNormReference, &layerNormTuneSpecOf},
         {kernels::crossEntropyDescriptor(), &crossEntropyTuner, &crossEntropyReference, &crossEntropyTuneSpecOf},
         {kernels::groupNormDescriptor(), &groupNormTuner, &groupNormReference, &groupNormTuneSpecOf},
+        {kernels::batchNormDescriptor(), &batchNormTuner, &batchNormReference, &batchNormTuneSpecOf},
     };
     for (ReduceOp op : kernels::kAllReduceOps) {
       t.push_back({kernels::reduceDescriptor(op), &reduceTuner, &reduceReference, &reduceTuneSpecOf});

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "hotkernel/kernels/CrossEntropyFamily.h"
+#include "hotkernel/kernels/BatchNormFamily.h"
 #include "hotkernel/kernels/GroupNormFamily.h"
 #include "hotkernel/kernels/LayerNormFamily.h"
 #include "hotkernel/kernels/ReduceDimFamily.h"
@@ -78,6 +79,7 @@ std::vector<FamilyCase> familyCases() {
       {"cross_entropy", kernels::crossEntropyDescriptor(), ce},
       {"group_norm", kernels::groupNormDescriptor(),
        kernels::groupNormKeyOf(kernels::GroupNormVariant{DType::BFloat16, 2 * 32, 10 * 1024, 32, 1024, true, true}, 0)},
+      {"batch_norm", kernels::batchNormDescriptor(), VariantKey{static_cast<int32_t>(DType::BFloat16), 0, 256, 576}},
       {"sum", kernels::reduceDescriptor(ReduceOp::Sum), VariantKey{static_cast<int32_t>(DType::Float32), 0, 1024, 4096}},
       {"sum middle dim", kernels::reduceDescriptor(ReduceOp::Sum),
        kernels::reduceDimKeyOf(kernels::ReduceDimVariant{DType::BFloat16, 32, 256, 512, ReduceOp::Sum}, 0)},

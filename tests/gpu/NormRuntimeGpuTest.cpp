@@ -17,6 +17,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <ATen/cuda/CUDAGraph.h>
 #include <ATen/ops/_fused_rms_norm_cuda_dispatch.h>
+#include <ATen/ops/native_batch_norm_cuda_dispatch.h>
 #include <ATen/ops/native_group_norm_cuda_dispatch.h>
 #include <ATen/ops/native_layer_norm_cuda_dispatch.h>
 
@@ -273,6 +274,69 @@ TEST(NormRuntimeGpuTest, GivenHotFp16GroupNormWhenOptimizedThenGroupNormHitsTheS
 
   const uint64_t misses = missesOf(servedOp(op));
   (void)at::group_norm(x, 32, w, std::nullopt, 1e-5);
+  EXPECT_EQ(hitsOf(servedOp(op)), hits + 2);
+  EXPECT_EQ(missesOf(servedOp(op)), misses + 1);
+}
+
+// batch_norm end to end (opt-in; Note [Batch norm of one sample]): BiT's weight standardization of a 3 x 3
+// convolution of 512 channels (bf16 [512, 512, 3, 3] as one sample of 512 channels) tuned through the engine against
+// ATen's native_batch_norm, then F.batch_norm as HF's WeightStandardizedConv2d calls it reaches the served kernel;
+// out within layer_norm's bound of ATen's, save_mean and save_invstd float32 [C]; eval mode runs ATen.
+TEST(NormRuntimeGpuTest, GivenHotBf16WeightStandardizationWhenOptimizedThenBatchNormHitsTheSwappedKernel) {
+  REQUIRE_CUDA_AND_NVRTC();
+  (void)cacheDir();
+  const std::string op = "aten::native_batch_norm";
+  installServedOp(servedOp(op), c10::DispatchKey::CUDA, nullptr);
+  constexpr int64_t kChannels = 512, kElements = 512 * 9;
+  const VariantKey key{static_cast<int32_t>(DType::BFloat16), 0, kChannels, kElements};
+  const std::string variant = kernels::variantString(key);
+  const nlohmann::json summary =
+      Engine::instance().optimizeVariant(op, key, [] { return true; }, budgetOf(op, key, 40.0));
+  std::cout << "batch_norm: " << summary.value("decision", "?") << " speed-up " << summary.value("speedup", 0.0)
+            << std::endl;
+  // ATen's two kernels (statistics a CTA a channel, then the elementwise pass) against one pass: a served kernel wins.
+  ASSERT_EQ(summary["decision"], "kernel") << summary.dump().substr(0, 3000);
+  EXPECT_FALSE(planOf(op, variant).is_null()) << Engine::instance().status()["plans"].dump();
+  const std::string fingerprint = Engine::instance().status()["fingerprint"];
+  std::unique_ptr<cache::CacheStore> store = cache::CacheStore::open(cacheDir());
+  const std::optional<cache::Entry> entry = store->get(fingerprint, op, variant);
+  ASSERT_TRUE(entry.has_value());
+  EXPECT_EQ(entry->family, "batch_norm");
+
+  const auto opts = at::TensorOptions().dtype(at::kFloat).device(at::kCUDA, 0);
+  // Conv weights of a small scale, each output channel with its own offset.
+  const at::Tensor w = (at::randn({kChannels, 512, 3, 3}, opts).mul_(0.02) + at::randn({kChannels, 1, 1, 1}, opts))
+                           .to(at::kBFloat16);
+  const double eps = 1e-6;
+  const uint64_t hits = hitsOf(servedOp(op));
+  at::Tensor y;
+  {
+    at::InferenceMode inference;
+    y = at::batch_norm(w.reshape({1, kChannels, -1}), {}, {}, {}, {}, /*training=*/true, 0.0, eps, false);
+  }
+  EXPECT_EQ(hitsOf(servedOp(op)), hits + 1);
+  auto [ref, refMean, refInvstd] = at::cuda::native_batch_norm(w.reshape({1, kChannels, -1}), std::nullopt,
+                                                               std::nullopt, std::nullopt, std::nullopt, true, 0.0, eps);
+  const NormTolerance t = LayerNormFamily::tolerance(DType::BFloat16, kElements);
+  const at::Tensor carried =
+      (refMean.to(at::kDouble).abs() * refInvstd.to(at::kDouble) * t.statRel).view({1, kChannels, 1});
+  expectWithin(y, ref, ref.to(at::kDouble).abs() * t.outRel + t.outAbs + carried, "batch_norm out");
+
+  auto [out, mean, invstd] = at::native_batch_norm(w.reshape({1, kChannels, 4, -1}), std::nullopt, std::nullopt,
+                                                   std::nullopt, std::nullopt, true, 0.1, eps);
+  EXPECT_EQ(hitsOf(servedOp(op)), hits + 2);
+  EXPECT_EQ(out.sizes(), (std::vector<int64_t>{1, kChannels, 4, kElements / 4}));
+  ASSERT_EQ(mean.sizes(), refMean.sizes());
+  EXPECT_EQ(mean.scalar_type(), refMean.scalar_type());
+  EXPECT_EQ(invstd.scalar_type(), refInvstd.scalar_type());
+  expectWithin(invstd, refInvstd, refInvstd.to(at::kDouble).abs() * t.statRel, "batch_norm invstd");
+  expectWithin(mean, refMean, (refMean.to(at::kDouble).abs() + refInvstd.to(at::kDouble).reciprocal()) * t.statRel,
+               "batch_norm mean");
+
+  // Eval mode with running statistics: ATen's.
+  const uint64_t misses = missesOf(servedOp(op));
+  (void)at::native_batch_norm(w.reshape({1, kChannels, -1}), std::nullopt, std::nullopt, at::zeros({kChannels}, opts),
+                              at::ones({kChannels}, opts), /*training=*/false, 0.0, eps);
   EXPECT_EQ(hitsOf(servedOp(op)), hits + 2);
   EXPECT_EQ(missesOf(servedOp(op)), misses + 1);
 }

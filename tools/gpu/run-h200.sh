@@ -36,7 +36,7 @@
 #   lib/libhotkernel_preload.so, built against the same torch: tools/gpu/prebuild.sh) instead of building (minutes of
 #   device time saved).
 # HOTKERNEL_OPS_CASES: the ops step's --cases: a preset of bench/ops_bench.py (norms, norms_long, cross_entropy, reductions,
-#   reductions_dim, softmax_dim, softmax_400k, lm_heads, sdpa) or op:dtype:shape,... (default: ops_bench.py's default cases).
+#   reductions_dim, softmax_dim, softmax_400k, lm_heads, sdpa, group_norm, std_weight) or op:dtype:shape,... (default: ops_bench.py's default cases).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${OUT:-$ROOT/out}"
@@ -126,6 +126,7 @@ if want ops; then
     lm_heads) OPS_LIST="${OPS_LIST:-mm,addmm}" ;;
     sdpa) OPS_LIST="${OPS_LIST:-scaled_dot_product_attention}" ;;
     group_norm) OPS_LIST="${OPS_LIST:-native_group_norm}" ;;
+    std_weight) OPS_LIST="${OPS_LIST:-native_batch_norm}" ;;
   esac
   env ${OPS_LIST:+HOTKERNEL_OPS="$OPS_LIST"} HOTKERNEL_CACHE_DIR="$OPSCACHE" HOTKERNEL_SAMPLE=1 HOTKERNEL_LOG_LEVEL=info \
     LD_PRELOAD="$BUILD/lib/libhotkernel_preload.so" \
