@@ -13,44 +13,15 @@
 
 #include "BatchNormOverride.h"
 #include "HigherKeyCall.h"
+#include "LayerNormAbiLauncher.h"
 #include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/kernels/DType.h"
 
 namespace hotkernel {
 namespace {
 
-// Plays hk_layer_norm's ABI for float32: out = 0.25 everywhere, each statistic
-// its row index; records what it got.
-class BatchAbiLauncher : public KernelLauncher {
- public:
-  bool launch(const RowKernelArgs&, void*) const noexcept override { return false; }
-  bool launchArgs(const KernelArgs& a, void* stream) const noexcept override {
-    ++calls;
-    if (fail || stream != nullptr || a.size() != 11u) return false;
-    rows = a.int64At(6);
-    cols = a.int64At(7);
-    weight = a.pointerAt(1);
-    bias = a.pointerAt(2);
-    eps = a.float32At(8);
-    float* out = static_cast<float*>(const_cast<void*>(a.pointerAt(3)));
-    for (int64_t i = 0; i < rows * cols; ++i) out[i] = 0.25f;
-    for (size_t s = 4; s < 6; ++s) {
-      float* stat = static_cast<float*>(const_cast<void*>(a.pointerAt(s)));
-      for (int64_t r = 0; r < rows; ++r) stat[r] = static_cast<float>(r);
-    }
-    return true;
-  }
-  size_t alignment() const override { return 16; }
-  std::string describe() const override { return "batch abi"; }
-  mutable std::atomic<int> calls{0};
-  mutable int64_t rows = 0, cols = 0;
-  mutable const void* weight = reinterpret_cast<const void*>(1);
-  mutable const void* bias = reinterpret_cast<const void*>(1);
-  mutable float eps = 0;
-  std::atomic<bool> fail{false};
-};
-
-bool isPattern(const at::Tensor& t) { return at::all(t == 0.25).item<bool>(); }
+using BatchAbiLauncher = LayerNormAbiLauncher;
+bool isPattern(const at::Tensor& t) { return isLayerNormAbiPattern(t); }
 
 // A weight of 6 output channels, 4 input channels, 3 x 3: one sample of 6 channels of 36 elements.
 VariantKey plannedKey() { return VariantKey{static_cast<int32_t>(kernels::DType::Float32), -1, 6, 36}; }
