@@ -3,6 +3,9 @@
 #include <ATen/ATen.h>
 #include <ATen/ops/native_batch_norm_cuda_dispatch.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "FamilyCandidate.h"
 #include "NormTuning.h"
 #include "hotkernel/kernels/FamilyDescriptor.h"
@@ -26,6 +29,25 @@ std::vector<at::Tensor> batchNormRows(const at::Tensor& in, double eps) {
   return {out.reshape({rows, cols}), mean, invstd};
 }
 
+// Note [Near-max inputs of a batch norm]
+// ATen's batch norm statistics kernel merges its threads' means as
+// (n * mean + n' * mean') / (n + n') and their squared deviations as
+// (mean - mean')^2 * n * n' / (n + n'), in float32: with the stability
+// stage's default "near max" inputs (a quarter of the dtype's max) those
+// products overflow, and the mean and invstd it returns are NaN or infinite
+// depending on its thread layout, where the row's true statistics are finite
+// (layer_norm's kernel, and ATen's layer_norm, return them). ATen's result
+// is no reference there, so the check asks for magnitudes at which no
+// float32 product or square of the statistics overflows: sqrt(FLT_MAX /
+// (4 cols)), or the dtype's quarter max when smaller (float16). Large values
+// are still checked (about 1e17 for a row of 4,608 elements); the other
+// stress inputs are layer_norm's.
+double batchNormNearMax(kernels::DType d, int64_t cols) {
+  const double quarterMax = (d == kernels::DType::Float16 ? 65504.0 : 3.3895313892515355e38) / 4.0;
+  const double noOverflow = std::sqrt(3.4028234663852886e38 / (4.0 * static_cast<double>(std::max<int64_t>(cols, 1))));
+  return std::min(quarterMax, noOverflow);
+}
+
 bool validVariant(const kernels::LayerNormVariant& v) {
   return !v.hasWeight && !v.hasBias && LayerNormFamily::guardVariant(v);
 }
@@ -38,6 +60,7 @@ RowOpSpec batchNormSpec() {
   spec.op = "aten::native_batch_norm";
   spec.references = [](const at::Tensor& in, const RowOpArgs& a) { return batchNormRows(in, *a.scalars[0]); };
   spec.references64 = [](const at::Tensor& in64, const RowOpArgs& a) { return batchNormRows(in64, *a.scalars[0])[0]; };
+  spec.nearMaxMagnitude = &batchNormNearMax;  // Note [Near-max inputs of a batch norm]
   return spec;
 }
 
