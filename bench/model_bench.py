@@ -24,7 +24,9 @@ not by HF's Python (a step's host time is ~8-15 ms on the H200 machine):
   bit         (opt-in: --models bit) BitConfig (BiT-M R50x1: a pre-activation ResNet-50 whose norms are
               GroupNorm(32) then ReLU, F.group_norm every block), bf16, image classification (1000
               labels); forward of 32 images of 224 x 224 (a "step" is the batch; its tokensPerStep
-              counts images). Its group norms are served only with native_group_norm in HOTKERNEL_OPS
+              counts images). Its group norms are served only with native_group_norm in HOTKERNEL_OPS,
+              its convolutions' weight standardization (F.batch_norm of each weight) only with
+              native_batch_norm
 Per model the script
   1. builds the model on the device and the inputs (seeded), and computes eager
      references (hotkernel switched off): the logits, the loss with labels, the
