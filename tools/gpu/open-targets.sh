@@ -17,6 +17,8 @@
 # (fusion_bench.py's cases, HOTKERNEL_FUSION_CASES or its default, <= OPEN_TARGETS_FUSION_SECONDS, default 120 s,
 # with >= 60 s left); "lm_heads" the padded GEMMs of GPT-2's and BERT's heads through the tuner (ops_bench.py
 # --cases lm_heads, HOTKERNEL_OPS=mm,addmm, <= 120 s, with >= 50 s left);
+# "group_norm", "std_weight": ops_bench.py's presets with native_group_norm / native_batch_norm (<= 150 s / 110 s);
+# "bit": BiT in the model benchmark with both served (<= 145 s, with >= 80 s left);
 # "pad_probe" bench/experiments/gemm-padding/pad_rows_probe.py against OPEN_TARGETS_PAD_BASE (an earlier
 # pad_rows.cu, default none: the current template alone; <= 75 s, with >= 50 s left), e.g.
 #   OPEN_TARGETS_STEPS="fuzz models" tools/gpu/open-targets.sh
@@ -96,6 +98,19 @@ step_fusion() {
   fi
 }
 step_lm_heads() { ops_step "LM heads (padded GEMMs)" lm_heads lm-heads 50 120 3; }
+# The opt-in norms that join the default after an H200 run (Note [Default served ops]): group_norm's diffusion shapes,
+# batch_norm's weight standardization, and BiT end to end with both served.
+step_group_norm() { HOTKERNEL_OPS=native_group_norm ops_step "group_norm (diffusion shapes)" group_norm group-norm 60 150 9; }
+step_std_weight() { HOTKERNEL_OPS=native_batch_norm ops_step "batch_norm (weight standardization)" std_weight std-weight 50 110 6; }
+step_bit() {
+  R=$(left)
+  if [ "$R" -gt 80 ]; then
+    el "BiT with group_norm and batch_norm ($R s left)"
+    HOTKERNEL_OPS="_softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss,mm,addmm,sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim,native_group_norm,native_batch_norm" \
+      HOTKERNEL_MODELS=bit HOTKERNEL_MODELS_TAG=bit timeout $(( R < 150 ? R - 5 : 145 )) tools/gpu/run-h200.sh models \
+      2>&1 | grep -v "^tar" | grep -A3 "^| model"
+  fi
+}
 step_pad_probe() {
   R=$(left)
   if [ "$R" -gt 50 ]; then
@@ -106,7 +121,7 @@ step_pad_probe() {
     grep -v "registers" "$OUT/pad-rows-probe.log" | tail -16
   fi
 }
-STEPS_KNOWN="softmax reductions norms models fuzz probe fusion lm_heads pad_probe"
+STEPS_KNOWN="softmax reductions norms models fuzz probe fusion lm_heads pad_probe group_norm std_weight bit"
 for step in ${OPEN_TARGETS_STEPS:-softmax reductions norms models}; do
   if echo " $STEPS_KNOWN " | grep -q " $step "; then
     "step_$step"
