@@ -142,7 +142,7 @@ Config Config::fromEnvironment() {
   std::string ops = env("HOTKERNEL_OPS");
   // The default: every op family that runs clean end to end on the H200 (the gpu tests and bench/ops_bench.py;
   // Note [Default served ops] in docs/design/runtime.md says when each joined).
-  if (ops.empty()) ops = "_softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss,mm,addmm,sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim";
+  if (ops.empty()) ops = kDefaultServedOps;
   std::stringstream ss(ops);
   std::string item;
   while (std::getline(ss, item, ',')) {

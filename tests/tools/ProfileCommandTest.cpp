@@ -94,18 +94,41 @@ TEST(ProfileCommandTest, GivenAProfileWithGpuTimeWhenShownThenOpsRankedByGpuTime
   EXPECT_TRUE(contains(r.out, "ops a family of this build serves: 20.0% of the GPU time")) << r.out;
 }
 
+// Note [Opt-in ops in the view]: a served op outside HOTKERNEL_OPS' default is marked opt-in, and the line below
+// the table names what to add; a profile with no such op prints no such line.
+TEST(ProfileCommandTest, GivenAnOptInOpInTheProfileWhenShownThenItIsMarkedAndTheOpsToNameAreSaid) {
+  TempDir tmp;
+  json p = profileWithGpu();
+  p["ops"].push_back(entry(3, "aten::native_group_norm", 50, 5e5));
+  const std::string path = write(tmp, "p.json", p.dump());
+  auto r = runCli({"profile", path, "--dir", tmp.sub("cache")});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const size_t row = r.out.find("aten::native_group_norm");
+  ASSERT_NE(row, std::string::npos) << r.out;
+  EXPECT_TRUE(contains(r.out.substr(row, r.out.find('\n', row) - row), "opt-in")) << r.out;
+  EXPECT_TRUE(contains(r.out, "opt-in: served only when named in HOTKERNEL_OPS, e.g. HOTKERNEL_OPS=_softmax,"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, ",min.dim,native_group_norm\n")) << r.out;
+
+  auto plain = runCli({"profile", write(tmp, "q.json", profileWithGpu().dump()), "--dir", tmp.sub("cache")});
+  ASSERT_EQ(plain.exitCode, 0) << plain.err;
+  EXPECT_FALSE(contains(plain.out, "opt-in")) << plain.out;
+}
+
 TEST(ProfileCommandTest, GivenJsonWhenShownThenOneObjectWithFormatAndVersionFirstAndTopApplied) {
   TempDir tmp;
   const std::string p = write(tmp, "p.json", profileWithGpu().dump());
   auto r = runCli({"profile", p, "--json", "--top", "2", "--dir", tmp.sub("cache")});
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("{\n  \"format\": \"hotkernel-profile-view\",\n  \"version\": 1,", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.rfind("{\n  \"format\": \"hotkernel-profile-view\",\n  \"version\": 2,", 0), 0u) << r.out;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["ranked_by"], "gpu_time");
   EXPECT_EQ(j["shown_ops"], 2);
   ASSERT_EQ(j["ops"].size(), 2u);
   EXPECT_EQ(j["ops"][0]["op"], "aten::bmm");
   EXPECT_EQ(j["ops"][0]["served"], false);
+  EXPECT_TRUE(j["ops"][0]["opt_in"].is_null());
+  EXPECT_TRUE(j["ops"][1]["opt_in"].is_null());  // _softmax: in HOTKERNEL_OPS' default
   EXPECT_DOUBLE_EQ(j["ops"][0]["share"].get<double>(), 0.7);
   EXPECT_EQ(j["ops"][1]["variants"][0]["family"], "softmax_lastdim");
   // No cache here: nothing is cached for any variant, whatever the machine.

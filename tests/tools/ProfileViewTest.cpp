@@ -69,6 +69,37 @@ TEST(ProfileViewTest, GivenAProfileWithGpuTimeWhenViewedThenRankedByGpuTimeWithS
   EXPECT_EQ(v.ops[1].variants[0].variant, "dtype=float32;rows=64;cols=1000");
 }
 
+// Note [Opt-in ops in the view]: group_norm's and batch_norm's families serve their ops only when named in
+// HOTKERNEL_OPS; softmax and the sum overloads are in its default; bmm no family serves.
+TEST(ProfileViewTest, GivenOpsServedByDefaultOptInOrNotAtAllWhenViewedThenOnlyTheOptInOnesNameTheirEntries) {
+  RecordedProfile p;
+  p.version = 3;
+  p.ops = {op("aten::native_group_norm", 40), op("aten::native_batch_norm", 30), op("aten::_softmax", 20),
+           op("aten::sum", 10), op("aten::bmm", 5)};
+  const ProfileView v = buildProfileView({p}, RankBy::Calls);
+  ASSERT_EQ(v.ops.size(), 5u);
+  for (const ViewOp& o : v.ops) {
+    SCOPED_TRACE(o.op);
+    if (o.op == "aten::native_group_norm") {
+      EXPECT_TRUE(o.served);
+      EXPECT_EQ(o.optIn, "native_group_norm");
+    } else if (o.op == "aten::native_batch_norm") {
+      EXPECT_TRUE(o.served);
+      EXPECT_EQ(o.optIn, "native_batch_norm");
+    } else if (o.op == "aten::bmm") {
+      EXPECT_FALSE(o.served);
+      EXPECT_EQ(o.optIn, "");
+    } else {
+      EXPECT_TRUE(o.served);
+      EXPECT_EQ(o.optIn, "");
+    }
+  }
+  const OpEntries sum = servedOpEntries("aten::sum");
+  EXPECT_EQ(sum.entries, std::vector<std::string>{"sum.dim_IntList"});
+  EXPECT_TRUE(sum.inDefault);
+  EXPECT_TRUE(servedOpEntries("aten::view").entries.empty());
+}
+
 TEST(ProfileViewTest, GivenByCallsWhenViewedThenRankedByCallsWithSharesOfAllCalls) {
   const ProfileView v = buildProfileView({withGpu()}, RankBy::Calls);
   EXPECT_EQ(v.by, RankBy::Calls);

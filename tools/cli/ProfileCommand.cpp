@@ -17,6 +17,7 @@
 #include "TextTable.h"
 #include "WarmupArgs.h"
 #include "hotkernel/cache/CacheStore.h"
+#include "hotkernel/runtime/Config.h"
 
 namespace hotkernel::cli {
 namespace {
@@ -24,14 +25,15 @@ namespace {
 using cache::CacheStore;
 using json = nlohmann::ordered_json;
 
-// --json: {"format":"hotkernel-profile-view","version":1,"files":[..],"ranked_by":"gpu_time"|"calls",
+// --json: {"format":"hotkernel-profile-view","version":2,"files":[..],"ranked_by":"gpu_time"|"calls",
 //   "profiles_with_gpu_time":N,"total_estimated_calls":x,"total_gpu_ns":x|null,"served_share":x,
 //   "machine":{"known","fingerprints":[..],"unknown":null|why},"cache":{"database","found"},
-//   "ops":[{"rank","op","served","estimated_calls","estimated_gpu_ns":x|null,"share",
+//   "ops":[{"rank","op","served","opt_in":null|"native_group_norm","estimated_calls","estimated_gpu_ns":x|null,"share",
 //     "variants":[{"op","variant","family":..|null,"estimated_calls","estimated_gpu_ns":x|null,"share",
 //       "cached":null|{"decision","speedup":x|null}}]}],"shown_ops":N,"notes":[..]}; keys in this order.
 constexpr const char* kViewFormat = "hotkernel-profile-view";
-constexpr int kViewVersion = 1;
+// Version 2 adds each op's "opt_in" (Note [Opt-in ops in the view] in ProfileView.h); otherwise version 1's.
+constexpr int kViewVersion = 2;
 constexpr int64_t kMaxTop = 1000000;
 
 struct ProfileOptions {
@@ -141,6 +143,7 @@ void printJson(const ProfileOptions& o, const ProfileView& view, const CacheLook
     ops.push_back({{"rank", i + 1},
                    {"op", op.op},
                    {"served", op.served},
+                   {"opt_in", op.optIn.empty() ? json(nullptr) : json(op.optIn)},
                    {"estimated_calls", op.estimatedCalls},
                    {"estimated_gpu_ns", orNull(op.estimatedGpuNs)},
                    {"share", op.share},
@@ -183,7 +186,8 @@ void printTable(const ProfileOptions& o, const ProfileView& view, const CacheLoo
     const ViewOp& op = view.ops[i];
     std::vector<std::string> row = {std::to_string(i + 1), op.op, formatCalls(op.estimatedCalls)};
     if (gpu) row.push_back(formatNs(op.estimatedGpuNs.value_or(0.0)));
-    for (const std::string& cell : {formatShare(op.share), std::string(op.served ? "yes" : "-"), std::string()}) {
+    const std::string served = !op.served ? "-" : op.optIn.empty() ? "yes" : "opt-in";
+    for (const std::string& cell : {formatShare(op.share), served, std::string()}) {
       row.push_back(cell);
     }
     table.addRow(std::move(row));
@@ -200,6 +204,15 @@ void printTable(const ProfileOptions& o, const ProfileView& view, const CacheLoo
   std::cout << table.render();
   std::cout << "ops a family of this build serves: " << formatShare(view.servedShare) << " of "
             << (gpu ? "the GPU time" : "the calls") << "\n";
+  // Note [Opt-in ops in the view]: the shown ops HOTKERNEL_OPS' default leaves out, and what serves them.
+  std::string optIn;
+  for (size_t i = 0; i < shown; ++i) {
+    if (!view.ops[i].optIn.empty()) optIn += (optIn.empty() ? "" : ",") + view.ops[i].optIn;
+  }
+  if (!optIn.empty()) {
+    std::cout << "opt-in: served only when named in HOTKERNEL_OPS, e.g. HOTKERNEL_OPS=" << kDefaultServedOps << ","
+              << optIn << "\n";
+  }
   if (shown < view.ops.size()) {
     std::cout << (view.ops.size() - shown) << " more ops not shown (--top " << o.top << ")\n";
   }

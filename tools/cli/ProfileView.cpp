@@ -7,6 +7,7 @@
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/VariantOptions.h"
 #include "hotkernel/runtime/Check.h"
+#include "hotkernel/runtime/Config.h"
 
 namespace hotkernel::cli {
 namespace {
@@ -19,6 +20,29 @@ const std::set<std::string>& servedBaseNames() {
     return out;
   }();
   return names;
+}
+
+std::vector<std::string> defaultEntries() {
+  std::vector<std::string> out;
+  std::string entry;
+  for (const char* c = kDefaultServedOps;; ++c) {
+    if (*c == ',' || *c == '\0') {
+      if (!entry.empty()) out.push_back(entry);
+      entry.clear();
+      if (*c == '\0') break;
+    } else {
+      entry += *c;
+    }
+  }
+  return out;
+}
+
+std::string optInOf(const std::string& name) {
+  const OpEntries e = servedOpEntries(name);
+  if (e.inDefault) return "";
+  std::string out;
+  for (const std::string& entry : e.entries) out += (out.empty() ? "" : ",") + entry;
+  return out;
 }
 
 std::string familyServing(const std::string& op, const VariantKey& key) {
@@ -91,6 +115,7 @@ ProfileView buildProfileView(const std::vector<RecordedProfile>& profiles, std::
       ViewOp op;
       op.op = name;
       op.served = servedBaseNames().count(name) > 0;
+      if (op.served) op.optIn = optInOf(name);
       view.ops.push_back(std::move(op));
     }
     return view.ops[it->second];
@@ -149,6 +174,20 @@ ProfileView buildProfileView(const std::vector<RecordedProfile>& profiles, std::
   view.servedShare = std::min(1.0, view.servedShare);
   rank(view.ops, view.by);
   return view;
+}
+
+OpEntries servedOpEntries(const std::string& name) {
+  static const std::vector<std::string> defaults = defaultEntries();
+  OpEntries out;
+  for (const kernels::FamilyDescriptor* f : kernels::allFamilies()) {
+    if (recordedOpName(f->atenOp) != name) continue;
+    std::string entry = f->atenOp;
+    if (entry.rfind("aten::", 0) == 0) entry.erase(0, 6);
+    if (std::find(out.entries.begin(), out.entries.end(), entry) != out.entries.end()) continue;
+    out.entries.push_back(entry);
+    out.inDefault |= std::find(defaults.begin(), defaults.end(), entry) != defaults.end();
+  }
+  return out;
 }
 
 }  // namespace hotkernel::cli

@@ -38,6 +38,9 @@ struct ViewVariant {
 struct ViewOp {
   std::string op;  // as RecordFunction names it
   bool served = false;  // a family of this build serves some overload of it
+  // The HOTKERNEL_OPS names that turn a served op on when HOTKERNEL_OPS' default serves no overload of it
+  // ("native_group_norm"); "" for an op served by default or not served at all (Note [Opt-in ops in the view]).
+  std::string optIn;
   double estimatedCalls = 0;
   std::optional<double> estimatedGpuNs;
   double share = 0;
@@ -58,6 +61,19 @@ struct ProfileView {
 // `by`: nullopt picks GPU time when every profile carries it, else calls.
 // Throws Error for RankBy::GpuTime when no profile carries GPU time.
 ProfileView buildProfileView(const std::vector<RecordedProfile>& profiles, std::optional<RankBy> by);
+
+// Note [Opt-in ops in the view]
+// A family of this build serving an op does not make a process serve it: the op must be in HOTKERNEL_OPS, whose
+// default (kDefaultServedOps) leaves the newer families out. The view names, for a served op that no default
+// entry covers, the entries that turn it on, so that a user profiling a model sees what to add (the recording
+// process's own HOTKERNEL_OPS is not in the profile: the view speaks of the default).
+// The HOTKERNEL_OPS entries (without "aten::") of this build's families for the op RecordFunction names
+// `name`, and whether the default names any of them.
+struct OpEntries {
+  std::vector<std::string> entries;
+  bool inDefault = false;
+};
+OpEntries servedOpEntries(const std::string& name);
 
 // "base" name of an overload-qualified op: "aten::sum.dim_IntList" -> "aten::sum".
 std::string recordedOpName(const std::string& op);

@@ -131,6 +131,12 @@ std::string lazyVariable(LazyVariable variable);
 // Default cache dir for this user: $XDG_CACHE_HOME/hotkernel, else $HOME/.cache/hotkernel.
 std::string defaultCacheDir();
 
+// HOTKERNEL_OPS' default: the ops served without being named (Note [Default served ops] in
+// docs/design/runtime.md); every other op a family serves is opt-in.
+inline constexpr const char* kDefaultServedOps =
+    "_softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss,mm,addmm,sum.dim_IntList,mean.dim,"
+    "amax,argmax,amin,argmin,max.dim,min.dim";
+
 // The profile file of process `pid` for a HOTKERNEL_PROFILE value: each "%p"
 // becomes the pid, "%%" a single "%"; any other "%" stays as it is. Several
 // workers started with one environment (HOTKERNEL_PROFILE=profile-%p.json)
