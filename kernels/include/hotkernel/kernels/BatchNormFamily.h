@@ -18,7 +18,7 @@
 // family is layer_norm's kernel (layer_norm.cu, its parameters and space)
 // under a family name of its own: its keys are layer_norm keys without
 // options (rows = C, cols = K), and the tuner validates and times it against
-// ATen's native_batch_norm itself (optimizer/search/NormTuner.cpp), not
+// ATen's native_batch_norm itself (optimizer/search/BatchNormTuner.cpp), not
 // against native_layer_norm. Any other batch norm (N > 1, eval mode, running
 // statistics to update, an affine) runs ATen: the served-op trampoline's
 // guard (interpose/serving/BatchNormOverride.h).
