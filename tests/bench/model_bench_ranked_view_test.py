@@ -93,11 +93,12 @@ class AggregateEventsTest(unittest.TestCase):
 class DefaultOpsTest(unittest.TestCase):
     def test_given_the_librarys_default_ops_when_the_bench_names_them_then_they_are_the_same(self):
         import re
-        config = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "runtime", "src", "Config.cpp")
+        config = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "runtime", "include",
+                              "hotkernel", "runtime", "Config.h")
         with open(config) as f:
-            found = re.search(r'if \(ops\.empty\(\)\) ops = "([^"]+)";', f.read())
-        self.assertIsNotNone(found, "HOTKERNEL_OPS' default not found in runtime/src/Config.cpp")
-        self.assertEqual(model_bench.DEFAULT_HOTKERNEL_OPS, found.group(1))
+            found = re.search(r'kDefaultServedOps =((?:\s*"[^"]*")+);', f.read())
+        self.assertIsNotNone(found, "HOTKERNEL_OPS' default (kDefaultServedOps) not found in runtime Config.h")
+        self.assertEqual(model_bench.DEFAULT_HOTKERNEL_OPS, "".join(re.findall(r'"([^"]*)"', found.group(1))))
 
 
 if __name__ == "__main__":
