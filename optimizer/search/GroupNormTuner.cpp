@@ -96,17 +96,7 @@ RowOpSpec groupNormSpec(int64_t groups, int64_t hw, bool hasWeight, bool hasBias
     return groupNormRows(in64, w, b, groups, hw, *a.scalars[0])[0];
   };
   spec.kernelArgs = [](const at::Tensor& in, const RowOpArgs& a, const std::vector<at::Tensor>& outs) {
-    KernelArgs args;
-    args.pointer(in.const_data_ptr())
-        .pointer(pointerOf(a.columns[0]))
-        .pointer(pointerOf(a.columns[1]))
-        .pointer(outs[0].mutable_data_ptr())
-        .pointer(outs[1].mutable_data_ptr())
-        .pointer(outs[2].mutable_data_ptr())
-        .int64(in.size(0))
-        .int64(in.size(1))
-        .float32(GroupNormFamily::kernelEps(dtypeOfInput(in), *a.scalars[0]));
-    return withWorkspace(args, outs, 3);
+    return layerNormKernelArgs(in, a, outs, GroupNormFamily::kernelEps(dtypeOfInput(in), *a.scalars[0]));
   };
   spec.workspaceFloats = [](int64_t rows, int64_t) { return GroupNormFamily::maxWorkspaceFloats(rows); };
   spec.workspaceZeroTail = 1;

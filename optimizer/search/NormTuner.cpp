@@ -144,17 +144,7 @@ RowOpSpec layerNormSpec(bool hasWeight, bool hasBias) {
     return std::get<0>(at::cuda::native_layer_norm(in64, {in64.size(1)}, optionalOf(w), optionalOf(b), *a.scalars[0]));
   };
   spec.kernelArgs = [](const at::Tensor& in, const RowOpArgs& a, const std::vector<at::Tensor>& outs) {
-    KernelArgs args;
-    args.pointer(in.const_data_ptr())
-        .pointer(pointerOf(a.columns[0]))
-        .pointer(pointerOf(a.columns[1]))
-        .pointer(outs[0].mutable_data_ptr())
-        .pointer(outs[1].mutable_data_ptr())
-        .pointer(outs[2].mutable_data_ptr())
-        .int64(in.size(0))
-        .int64(in.size(1))
-        .float32(static_cast<float>(*a.scalars[0]));
-    return withWorkspace(args, outs, 3);
+    return layerNormKernelArgs(in, a, outs, static_cast<float>(*a.scalars[0]));
   };
   // As rms_norm's: a workspace for any point, the counter checked.
   spec.workspaceFloats = [](int64_t rows, int64_t) { return LayerNormFamily::maxWorkspaceFloats(rows); };

@@ -110,6 +110,21 @@ RowOpOutput normRstdOutput(NormToleranceOf tolerance) {
                      }};
 }
 
+KernelArgs layerNormKernelArgs(const at::Tensor& in, const RowOpArgs& a, const std::vector<at::Tensor>& outs,
+                               float eps) {
+  KernelArgs args;
+  args.pointer(in.const_data_ptr())
+      .pointer(pointerOf(a.columns[0]))
+      .pointer(pointerOf(a.columns[1]))
+      .pointer(outs[0].mutable_data_ptr())
+      .pointer(outs[1].mutable_data_ptr())
+      .pointer(outs[2].mutable_data_ptr())
+      .int64(in.size(0))
+      .int64(in.size(1))
+      .float32(eps);
+  return withWorkspace(args, outs, 3);
+}
+
 KernelArgs& withWorkspace(KernelArgs& args, const std::vector<at::Tensor>& outs, size_t first) {
   float* partials = outs.size() > first ? outs[first].mutable_data_ptr<float>() : nullptr;
   void* counter = outs.size() > first ? partials + (outs[first].numel() - 1) : nullptr;

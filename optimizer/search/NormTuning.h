@@ -49,6 +49,10 @@ RowOpOutput normRstdOutput(NormToleranceOf tolerance);
 // call appends after the outputs (`outs[first]`, its last float the counter),
 // else null.
 KernelArgs& withWorkspace(KernelArgs& args, const std::vector<at::Tensor>& outs, size_t first);
+// hk_layer_norm's argument list in a check (layer_norm, group_norm, batch_norm): the check's columns 0 and 1 as
+// weight and bias (null when undefined), out, mean and rstd, `eps` as the kernel takes it, then the workspace.
+KernelArgs layerNormKernelArgs(const at::Tensor& in, const RowOpArgs& a, const std::vector<at::Tensor>& outs,
+                               float eps);
 
 // What every norm candidate adds to its family's: in != out, both aligned; a
 // cubin compiled for one column count runs on that count only; a grid split

@@ -4,6 +4,8 @@
 // fail against ATen's overflowed statistics on a GPU).
 #include <gtest/gtest.h>
 
+#include <ATen/ATen.h>
+
 #include <cmath>
 #include <limits>
 
@@ -26,6 +28,28 @@ TEST(BatchNormTunerTest, GivenTheSpecWhenMadeThenLayerNormsOutputsUnderTheBatchN
   EXPECT_TRUE(static_cast<bool>(spec.references64));
   EXPECT_FALSE(spec.infinitiesDefined);
   EXPECT_FALSE(static_cast<bool>(layer.nearMaxMagnitude));  // layer_norm keeps the default quarter max
+}
+
+// hk_layer_norm's argument list as the check passes it (the one layer_norm, group_norm and batch_norm share).
+TEST(BatchNormTunerTest, GivenACheckWithoutWeightWhenItsArgumentsAreMadeThenHkLayerNormsListWithNullColumns) {
+  const RowOpSpec spec = batchNormSpec();
+  const at::Tensor in = at::zeros({4, 8});
+  const std::vector<at::Tensor> outs = {at::empty({4, 8}), at::empty({4}), at::empty({4}), at::zeros({5})};
+  RowOpArgs a;
+  a.columns = {at::Tensor(), at::Tensor()};
+  a.scalars = {1e-5};
+  const KernelArgs args = spec.kernelArgs(in, a, outs);
+  ASSERT_EQ(args.size(), 11u);
+  EXPECT_EQ(args.pointerAt(0), in.const_data_ptr());
+  EXPECT_EQ(args.pointerAt(1), nullptr);
+  EXPECT_EQ(args.pointerAt(2), nullptr);
+  EXPECT_EQ(args.pointerAt(3), outs[0].const_data_ptr());
+  EXPECT_EQ(args.pointerAt(5), outs[2].const_data_ptr());
+  EXPECT_EQ(args.int64At(6), 4);
+  EXPECT_EQ(args.int64At(7), 8);
+  EXPECT_FLOAT_EQ(args.float32At(8), 1e-5f);
+  EXPECT_EQ(args.pointerAt(9), outs[3].const_data_ptr());  // the workspace's partials, its last float the counter
+  EXPECT_EQ(args.pointerAt(10), static_cast<const float*>(outs[3].const_data_ptr()) + 4);
 }
 
 TEST(BatchNormTunerTest, GivenRowLengthsWhenNearMaxIsAskedThenNoFloat32ProductOfTheStatisticsOverflows) {

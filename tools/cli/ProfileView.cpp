@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "hotkernel/kernels/FamilyDescriptor.h"
 #include "hotkernel/kernels/VariantOptions.h"
@@ -24,15 +25,9 @@ const std::set<std::string>& servedBaseNames() {
 
 std::vector<std::string> defaultEntries() {
   std::vector<std::string> out;
-  std::string entry;
-  for (const char* c = kDefaultServedOps;; ++c) {
-    if (*c == ',' || *c == '\0') {
-      if (!entry.empty()) out.push_back(entry);
-      entry.clear();
-      if (*c == '\0') break;
-    } else {
-      entry += *c;
-    }
+  std::stringstream ss(kDefaultServedOps);
+  for (std::string entry; std::getline(ss, entry, ',');) {
+    if (!entry.empty()) out.push_back(entry);
   }
   return out;
 }
