@@ -31,8 +31,12 @@ comes from elsewhere; the other HOTKERNEL_* variables are kept).
                        views of 64, matmul(q, k^T) * 64 ** -0.5 + a causal mask shared by the heads,
                        softmax, matmul(., v), the output transposed back and made contiguous (the copies
                        of q, v and the output are relayout chains, the scores one softmax chain)
+     groupnorm-silu    diffusers' ResnetBlock2D norm and activation: F.silu(nn.GroupNorm(32, 320)(x)) on
+                       x [2, 320, s, s], TOKENS = s * s (4096: Stable Diffusion's UNet at 64 x 64)
+     groupnorm-relu    HF's BiT (BitGroupNormActivation): F.relu(nn.GroupNorm(32, 256)(x)) on
+                       x [32, 256, s, s], TOKENS = s * s (3136: BiT-M R50x1's first stage)
    on [1, TOKENS, hidden] (a prefill), or [TOKENS, 1, hidden] up to 256 tokens (a decode
-   batch of one token per sequence). The child
+   batch of one token per sequence); the group norm blocks on images of TOKENS pixels. The child
      a. computes eager references (hotkernel_set_enabled(0));
      b. learns: calls every block, with hotkernel on, exactly as it is timed below (the
         block between two foreign commands) HOTKERNEL_HOT_CALLS + 2 times, compiles the
@@ -123,21 +127,26 @@ from model_bench import Hotkernel, compare  # noqa: E402  (the C API and the pai
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-BLOCKS = ("rmsnorm", "swiglu-mlp", "gelu-mlp", "residual-rmsnorm", "gqa-rotary", "eager-attention")
+BLOCKS = ("rmsnorm", "swiglu-mlp", "gelu-mlp", "residual-rmsnorm", "gqa-rotary", "eager-attention", "groupnorm-silu",
+          "groupnorm-relu")
 PREFILL_ONLY = ("eager-attention",)  # its scores are [heads, tokens, tokens]: no one-token decode
+# The group norm blocks: (batch, channels, the activation) on square images of TOKENS pixels.
+IMAGE_BLOCKS = {"groupnorm-silu": (2, 320, F.silu), "groupnorm-relu": (32, 256, F.relu)}
 # Issue 20's blocks at a Llama-8B-like hidden size: a prefill of 4096 tokens in both
 # 16-bit dtypes where HF models use them, and a decode batch of 16 one-token sequences.
 DEFAULT_CASES = ("rmsnorm:bfloat16:4096,rmsnorm:float16:4096,rmsnorm:bfloat16:16,"
                  "swiglu-mlp:bfloat16:4096,swiglu-mlp:bfloat16:16,"
                  "gelu-mlp:float16:4096,gelu-mlp:bfloat16:4096,gelu-mlp:float16:16,"
                  "residual-rmsnorm:bfloat16:4096,residual-rmsnorm:bfloat16:16,"
-                 "gqa-rotary:bfloat16:4096,gqa-rotary:bfloat16:16,eager-attention:float16:1024")
+                 "gqa-rotary:bfloat16:4096,gqa-rotary:bfloat16:16,eager-attention:float16:1024,"
+                 "groupnorm-silu:float16:4096,groupnorm-silu:float16:1024,groupnorm-relu:bfloat16:3136,"
+                 "groupnorm-relu:bfloat16:196")
 SMOKE_CASES = ("rmsnorm:bfloat16:64,swiglu-mlp:bfloat16:64,gelu-mlp:float16:64,residual-rmsnorm:bfloat16:64,"
-               "gqa-rotary:bfloat16:64,eager-attention:float16:300")
+               "gqa-rotary:bfloat16:64,eager-attention:float16:300,groupnorm-silu:float16:64,groupnorm-relu:bfloat16:16")
 # Without CUDA: the smoke blocks in bfloat16 (the CPU's float16 GEMMs take a scalar path far slower than its
 # bfloat16 ones, and the CPU run checks the script, not a dtype).
 CPU_CASES = ("rmsnorm:bfloat16:64,swiglu-mlp:bfloat16:64,gelu-mlp:bfloat16:64,residual-rmsnorm:bfloat16:64,"
-             "gqa-rotary:bfloat16:64,eager-attention:bfloat16:300")
+             "gqa-rotary:bfloat16:64,eager-attention:bfloat16:300,groupnorm-silu:bfloat16:64,groupnorm-relu:bfloat16:16")
 DECODE_TOKENS = 256  # up to this many tokens a case is a decode batch [TOKENS, 1, hidden]
 ACCURACY_EPS_UNITS = 16
 CONFIGS = ("hotkernel-off", "fusion-off", "fusion-on")
@@ -180,6 +189,8 @@ FUNCTIONS = {
                   "apply_rotary_pos_emb(q, k, cos, sin)",
     "eager-attention": "GPT2Attention, eager: c_attn split into head views, softmax(q @ k^T * d ** -0.5 + causal mask) "
                        "@ v, transposed back and made contiguous",
+    "groupnorm-silu": "diffusers' ResnetBlock2D: F.silu(nn.GroupNorm(32, 320, eps=1e-5)(x)) on [2, 320, s, s]",
+    "groupnorm-relu": "HF's BitGroupNormActivation: F.relu(nn.GroupNorm(32, 256, eps=1e-5)(x)) on [32, 256, s, s]",
 }
 
 
@@ -207,6 +218,9 @@ class Case:
         self.intermediate = {"swiglu-mlp": round(3.5 * hidden / 256) * 256 or 256,
                              "gelu-mlp": 4 * hidden}.get(block, 0)
         self.shape = (tokens, 1, hidden) if tokens <= DECODE_TOKENS else (1, tokens, hidden)
+        if block in IMAGE_BLOCKS:
+            side = math.isqrt(tokens)
+            self.shape = (IMAGE_BLOCKS[block][0], IMAGE_BLOCKS[block][1], side, side)
         self.fn = None
         self.inputs = []
 
@@ -252,6 +266,12 @@ class Case:
                 return q * c + rotate_half(q) * sn, k * c + rotate_half(k) * sn
             self.fn = gqa_rotary
             self.inputs = [randn(*self.shape)]
+        elif self.block in IMAGE_BLOCKS:
+            channels, act = IMAGE_BLOCKS[self.block][1], IMAGE_BLOCKS[self.block][2]
+            w = (torch.rand(channels, device=device, generator=gen) * 2 - 0.5).to(dt)
+            b = randn(channels, scale=0.1)
+            self.fn = lambda x: act(F.group_norm(x, 32, w, b, 1e-5))
+            self.inputs = [randn(*self.shape, scale=2.0)]
         elif self.block == "eager-attention":
             d = 64
             heads = h // d
@@ -293,6 +313,8 @@ def parse_cases(text, hidden):
         if block not in BLOCKS or dtype not in ("float16", "bfloat16") or tokens < 1:
             sys.exit(f"fusion_engine_bench: unknown block or dtype, or bad token count in '{item}' "
                      f"(blocks: {', '.join(BLOCKS)}; dtypes: float16, bfloat16)")
+        if block in IMAGE_BLOCKS and math.isqrt(tokens) ** 2 != tokens:
+            sys.exit(f"fusion_engine_bench: '{item}': {block} takes a square image (TOKENS a square)")
         if block in PREFILL_ONLY and tokens <= DECODE_TOKENS:
             sys.exit(f"fusion_engine_bench: '{item}': {block} is a prefill block (more than {DECODE_TOKENS} tokens)")
         cases.append(Case(block, dtype, tokens, hidden))

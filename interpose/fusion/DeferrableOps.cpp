@@ -52,6 +52,7 @@ const std::vector<DeferrableOp>& deferrableOps() {
       {"aten::_softmax", "", "out"},  // Note [Softmax in a chain]
       {"aten::_log_softmax", "", "out"},
       {"aten::native_layer_norm", "", "out"},  // Note [LayerNorm in a chain]: out0, out1, out2
+      {"aten::native_group_norm", "", "out"},  // Note [GroupNorm in a chain]: out0, out1, out2
   };
   return ops;
 }

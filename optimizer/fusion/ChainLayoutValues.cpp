@@ -32,6 +32,17 @@ int64_t chainArgumentElements(const chain::ChainIR& ir, const chain::ChainLayout
   return 0;
 }
 
+int64_t chainColumnSplit(const chain::ChainLayout& layout) {
+  int64_t split = 0;
+  for (int64_t r : layout.colRepeats) {
+    if (r > 1 && (split == 0 || r < split)) split = r;
+  }
+  for (int64_t r : layout.colRepeats) {
+    HOTKERNEL_CHECK(r == 1 || r % split == 0, "column repeats ", r, " and ", split, " do not nest");
+  }
+  return split;
+}
+
 at::Tensor chainArgumentView(const chain::ChainIR& ir, const chain::ChainLayout& layout, size_t arg,
                              const at::Tensor& memory, int64_t rows, int64_t cols) {
   const int64_t elements = chainArgumentElements(ir, layout, arg, rows, cols);
@@ -39,17 +50,32 @@ at::Tensor chainArgumentView(const chain::ChainIR& ir, const chain::ChainLayout&
                   elements, " elements, got ", memory.sizes());
   const chain::Node& n = ir.node(chain::chainTensorArgs(ir)[arg]);
   std::vector<int64_t> sizes = chain::layoutRowDims(layout, rows);
+  const int64_t split = chainColumnSplit(layout);  // Note [Chain values in a group view]
   switch (n.shape) {
     case ShapeClass::Full: {
       std::vector<int64_t> strides = chain::layoutStrides(ir, layout, arg, rows, cols);
-      sizes.push_back(chain::extentOf(n, cols));
-      strides.push_back(chain::layoutColStride(layout, arg));  // Note [Transposed layouts]
-      return memory.as_strided(sizes, strides);
+      const int64_t extent = chain::extentOf(n, cols), colStride = chain::layoutColStride(layout, arg);
+      if (split == 0) {
+        sizes.push_back(extent);
+        strides.push_back(colStride);  // Note [Transposed layouts]
+        return memory.as_strided(sizes, strides);
+      }
+      const int64_t repeat = chain::layoutColRepeat(layout, arg);
+      std::vector<int64_t> splitSizes = sizes;
+      splitSizes.insert(splitSizes.end(), {extent / split, split});
+      if (repeat == 1 || repeat == split || repeat == extent) {
+        strides.push_back(repeat == 1 ? split * colStride : repeat == split ? colStride : 0);
+        strides.push_back(repeat == 1 ? colStride : 0);
+        return memory.as_strided(splitSizes, strides);
+      }
+      sizes.insert(sizes.end(), {extent / repeat, repeat});
+      strides.insert(strides.end(), {colStride, 0});
+      return memory.as_strided(sizes, strides).reshape(splitSizes);
     }
     case ShapeClass::Column:
-      return memory.narrow(0, 0, elements);
+      return split == 0 ? memory.narrow(0, 0, elements) : memory.narrow(0, 0, elements).view({elements / split, split});
     case ShapeClass::Row:
-      sizes.push_back(1);
+      sizes.insert(sizes.end(), split == 0 ? 1 : 2, 1);
       return memory.narrow(0, 0, elements).view(sizes);
     case ShapeClass::RowFlat:
       return memory.narrow(0, 0, elements).view(sizes);
@@ -75,7 +101,8 @@ std::vector<ChainReferenceInput> chainInputViews(const chain::ChainIR& ir, const
 
 std::vector<at::Tensor> chainAtenValues(const chain::ChainIR& ir, const chain::ChainLayout& layout,
                                         const std::vector<ChainReferenceInput>& memory, int64_t rows, int64_t cols) {
-  std::vector<at::Tensor> ref = runChainWithAten(ir, chainInputViews(ir, layout, memory, rows, cols), rows, cols);
+  std::vector<at::Tensor> ref =
+      runChainWithAten(ir, chainInputViews(ir, layout, memory, rows, cols), rows, cols, chainColumnSplit(layout));
   for (size_t o = 0; o < ref.size(); ++o) ref[o] = chainValueOf(ir.node(ir.outputs()[o]), ref[o], rows, cols);
   return ref;
 }

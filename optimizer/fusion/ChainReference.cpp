@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "hotkernel/chain/ChainGroupNorm.h"
 #include "hotkernel/chain/ChainLayerNorm.h"
 #include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/ChainSoftmax.h"
@@ -114,19 +115,45 @@ at::Tensor binary(const Node& n, const at::Tensor& a, const at::Tensor& b) {
   return {};
 }
 
-at::Tensor reduction(const Node& n, const at::Tensor& x) {
-  const int64_t dim = -1;
+at::Tensor reduction(const Node& n, const at::Tensor& x, bool split) {
+  const std::vector<int64_t> dims = split ? std::vector<int64_t>{-2, -1} : std::vector<int64_t>{-1};
   switch (n.op) {
     case OpKind::Sum:
-      return at::sum(x, {dim}, n.keepdim);
+      return at::sum(x, dims, n.keepdim);
     case OpKind::Mean:
-      return at::mean(x, {dim}, n.keepdim);
+      return at::mean(x, dims, n.keepdim);
     case OpKind::Amax:
-      return at::amax(x, {dim}, n.keepdim);
+      return at::amax(x, dims, n.keepdim);
     default:
       HOTKERNEL_INTERNAL_ASSERT(false, "not a reduction: ", chain::opInfo(n.op).name);
   }
   return {};
+}
+
+// Note [GroupNorm groups]: the group as the call eager made, over values whose columns split as [C / G, HxW].
+// The groups come from the weight's (else the bias's) row strides: C / G over the dims of the groups, 0 over the
+// samples'; without either, each row is a sample of one group (the same normalization).
+at::Tensor groupNormOf(const chain::GroupNormGroup& g, const std::vector<at::Tensor>& tensors, int64_t rows) {
+  const at::Tensor& x = tensors[static_cast<size_t>(g.input)];
+  const int64_t perGroup = x.size(-2), hw = x.size(-1);
+  auto value = [&](int node) {
+    return node < 0 ? std::optional<at::Tensor>() : std::optional<at::Tensor>(tensors[static_cast<size_t>(node)]);
+  };
+  std::optional<at::Tensor> weight = value(g.weight), bias = value(g.bias);
+  const std::optional<at::Tensor>& any = weight ? weight : bias;
+  int64_t groups = 1;
+  if (any) {
+    for (int64_t d = 0; d + 2 < any->dim(); ++d) groups *= any->stride(d) != 0 ? any->size(d) : 1;
+  }
+  const int64_t samples = any ? rows / groups : rows, channels = groups * perGroup;
+  auto raw = [&](std::optional<at::Tensor>& t) {  // the [C] tensor the call read
+    if (t) t = t->as_strided({channels}, {1});
+  };
+  raw(weight);
+  raw(bias);
+  const at::Tensor out = std::get<0>(at::native_group_norm(x.reshape({samples, channels, hw}), weight, bias, samples,
+                                                           channels, hw, any ? groups : 1, g.eps));
+  return out.view(x.sizes());
 }
 
 }  // namespace
@@ -145,7 +172,7 @@ at::ScalarType chainScalarType(chain::DType dtype) {
 }
 
 std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::vector<ChainReferenceInput>& inputs,
-                                         int64_t rows, int64_t cols) {
+                                         int64_t rows, int64_t cols, int64_t split) {
   const std::vector<int> inputNodes = ir.inputs();
   HOTKERNEL_CHECK(inputs.size() == inputNodes.size(), "the chain takes ", inputNodes.size(), " inputs, got ",
                   inputs.size());
@@ -159,8 +186,8 @@ std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::ve
   for (size_t k = 0; k < inputNodes.size(); ++k) {
     const Node& n = nodes[static_cast<size_t>(inputNodes[k])];
     const at::Tensor& t = inputs[k].tensor;
-    if (n.shape == ShapeClass::Full && t.defined() && t.dim() >= 2) {
-      rowDims.assign(t.sizes().begin(), t.sizes().end() - 1);
+    if (n.shape == ShapeClass::Full && t.defined() && t.dim() >= (split > 0 ? 3 : 2)) {
+      rowDims.assign(t.sizes().begin(), t.sizes().end() - (split > 0 ? 2 : 1));
       break;
     }
   }
@@ -174,12 +201,17 @@ std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::ve
       continue;
     }
     const at::Tensor& t = inputs[k].tensor;
-    // The value in the row shape: rowDims + [extent] (Full), + [1] (Row), rowDims (RowFlat); [extent] (Column).
+    // The value in the row shape: rowDims + [extent] (Full), + [1] (Row), rowDims (RowFlat); [extent] (Column);
+    // with a split, the columns as [extent / split, split] (Row: [1, 1]).
+    const int64_t extent = chain::extentOf(n, cols);
+    HOTKERNEL_CHECK(split == 0 || extent % split == 0, "input ", k, "'s extent ", extent, " does not split by ", split);
+    const std::vector<int64_t> columns = split > 0 ? std::vector<int64_t>{extent / split, split}
+                                                   : std::vector<int64_t>{extent};
     std::vector<int64_t> rowShape = rowDims;
-    if (n.shape == ShapeClass::Full) rowShape.push_back(chain::extentOf(n, cols));
-    if (n.shape == ShapeClass::Row) rowShape.push_back(1);
-    const std::vector<int64_t> flat = chainValueSizes(n.shape, rows, chain::extentOf(n, cols));
-    if (n.shape == ShapeClass::Column) rowShape = flat;
+    if (n.shape == ShapeClass::Full) rowShape.insert(rowShape.end(), columns.begin(), columns.end());
+    if (n.shape == ShapeClass::Row) rowShape.insert(rowShape.end(), columns.size(), 1);
+    const std::vector<int64_t> flat = chainValueSizes(n.shape, rows, extent);
+    if (n.shape == ShapeClass::Column) rowShape = columns;
     const bool fits = t.defined() && t.scalar_type() == chainScalarType(n.dtype) &&
                       (t.sizes().vec() == rowShape || (n.shape != ShapeClass::Full && t.sizes().vec() == flat));
     HOTKERNEL_CHECK(fits, "input ", k, " must be a ", chain::shapeClassName(n.shape), " tensor of ",
@@ -205,9 +237,20 @@ std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::ve
     layerNormAt[static_cast<size_t>(g.result)] = &g;
     for (int n : g.internal) skipped[static_cast<size_t>(n)] = true;
   }
+  std::vector<const chain::GroupNormGroup*> groupNormAt(nodes.size(), nullptr);
+  const std::vector<chain::GroupNormGroup> groupNorms =
+      split > 0 ? chain::findGroupNormGroups(ir) : std::vector<chain::GroupNormGroup>{};
+  for (const chain::GroupNormGroup& g : groupNorms) {
+    groupNormAt[static_cast<size_t>(g.result)] = &g;
+    for (int n : g.internal) skipped[static_cast<size_t>(n)] = true;
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     if (skipped[i]) continue;
+    if (const chain::GroupNormGroup* g = groupNormAt[i]) {
+      tensors[i] = groupNormOf(*g, tensors, rows);
+      continue;
+    }
     if (const chain::LayerNormGroup* g = layerNormAt[i]) {
       const at::Tensor& x = tensors[static_cast<size_t>(g->input)];
       auto column = [&](int node) {
@@ -243,7 +286,7 @@ std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::ve
         break;
       }
       case chain::OpCategory::Reduction:
-        tensors[i] = reduction(n, tensors[static_cast<size_t>(n.operands.at(0))]);
+        tensors[i] = reduction(n, tensors[static_cast<size_t>(n.operands.at(0))], split > 0);
         break;
       case chain::OpCategory::Join: {
         std::vector<at::Tensor> parts;

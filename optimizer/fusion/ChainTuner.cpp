@@ -93,6 +93,7 @@ Timed timeCandidate(const ChainPlan& plan, const std::vector<std::vector<ChainRe
                     double bound, const std::function<bool()>& yieldPoint) {
   const ChainVariant& v = plan.variant;
   const size_t n = inputs.size();
+  const int64_t split = chainColumnSplit(v.layout);  // Note [Chain values in a group view]
   std::vector<std::vector<chain::ChainInputValue>> values;
   std::vector<std::vector<ChainReferenceInput>> views;
   for (const auto& in : inputs) {
@@ -116,7 +117,7 @@ Timed timeCandidate(const ChainPlan& plan, const std::vector<std::vector<ChainRe
   };
   Timed result;
   result.comparison = benchmarkInterleaved(
-      [&] { (void)runChainWithAten(v.ir, views[atenNext++ % n], v.rows, v.cols); },
+      [&] { (void)runChainWithAten(v.ir, views[atenNext++ % n], v.rows, v.cols, split); },
       [&] {
         if (launchFailed) return;
         const std::vector<at::Tensor> outs = !checkedCall ? emptyOutputs(v, false) : lastOuts.empty() ? firstOuts : lastOuts;

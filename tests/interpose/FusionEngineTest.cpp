@@ -105,6 +105,7 @@ class InterpreterKernel final : public FusedChainKernel {
     }
   }
   std::string describe() const override { return "interpreter"; }
+  const chain::ChainBuild& build() const { return build_; }
   int launches = 0;
   std::atomic<int> delayMs{0};      // a slow launch: the flush holds the engine's lock that long
   std::atomic<bool> inside{false};  // a launch has begun
@@ -312,6 +313,37 @@ TEST_F(FusionEngineTest, GivenALayerNormWhoseMeanAndRstdAreKeptWhenTheChainRunsT
   EXPECT_LE(worstRelative(std::get<0>(got), std::get<0>(want)), 1e-5);
   EXPECT_LE(worstRelative(std::get<1>(got), std::get<1>(want)), 1e-5);
   EXPECT_LE(worstRelative(std::get<2>(got), std::get<2>(want)), 1e-5);
+}
+
+// Note [The group view]: diffusers' `self.nonlinearity(self.norm1(hidden))` (GroupNorm(32) then SiLU) and BiT's
+// GroupNorm then ReLU: learned over the group view (the weight and bias repeated over each channel's HxW),
+// deferred and fused, the norm's result, mean and rstd (dropped by F.group_norm) never written.
+TEST_F(FusionEngineTest, GivenAGroupNormAndItsActivationWhenPublishedThenTheyAreDeferredAndFusedOverTheGroupView) {
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    for (bool silu : {true, false}) {
+      engine().resetForTest();
+      gGate->covered = true;
+      at::Tensor x = at::randn({2, 64, 6, 5}).to(dtype) * 2 + 1;
+      at::Tensor w = at::randn({64}).to(dtype), b = at::randn({64}).to(dtype);
+      auto block = [&] {
+        const at::Tensor h = at::group_norm(x, 32, w, b, 1e-5);
+        return silu ? at::silu(h) : at::relu(h);
+      };
+      auto kernels = learnAndPublish(block);
+      ASSERT_EQ(kernels.size(), 1u) << engine().patternsJson();
+      EXPECT_EQ(kernels[0]->build().layout.colRepeats, (std::vector<int64_t>{1, 30, 30, 1}))
+          << chain::layoutText(kernels[0]->build().layout);
+      const at::Tensor want = eager(block);
+      const uint64_t deferred = engine().stats().deferredCalls;
+      const at::Tensor got = block();
+      EXPECT_EQ(engine().stats().deferredCalls, deferred + 2) << toString(dtype);
+      EXPECT_EQ(kernels[0]->launches, 0);
+      foreignCommand();
+      EXPECT_EQ(kernels[0]->launches, 1) << toString(dtype) << " " << engine().stats().lastUnfused;
+      EXPECT_EQ(got.sizes(), want.sizes());
+      EXPECT_LE(worstRelative(got, want), dtype == at::kFloat ? 1e-5 : 1.0 / 32) << toString(dtype) << " " << silu;
+    }
+  }
 }
 
 // Note [Idle streams]: with a probe that finds the stream idle, the chain's first call runs eagerly and so does

@@ -4,8 +4,10 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
 #include <vector>
 
+#include "hotkernel/chain/ChainBuilder.h"
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/chain/NamedChains.h"
 #include "hotkernel/optimizer/ChainLayoutValues.h"
@@ -152,6 +154,70 @@ TEST(ChainLayoutValuesTest, GivenATransposedCopyWhenViewedAndRunByAtenThenTheRes
   const std::vector<at::Tensor> out = runChainWithAten(ir, views, b * h * d, s);
   EXPECT_TRUE(out[0].is_contiguous());
   EXPECT_TRUE(at::equal(out[0], kt.reshape({b, h * d, s})));
+}
+
+// Note [Chain values in a group view]: diffusers' group norm + SiLU over its group view. The weight and bias
+// are [C, 1] broadcasts over HxW of their own memory (no copy), x a view of its memory, and ATen on the views
+// runs one native_group_norm: eager's F.silu(F.group_norm(x)) bit for bit; the interpreter agrees within float32
+// rounding.
+TEST(ChainLayoutValuesTest, GivenGroupNormMemoryWhenViewedInTheGroupViewThenAtenRunsEagersGroupNormOnIt) {
+  for (const chain::GroupNormShape& shape : {chain::GroupNormShape{2, 8, 6, 4}, chain::GroupNormShape{1, 16, 9, 8}}) {
+    for (DType dtype : {DType::Float32, DType::BFloat16}) {
+      const at::ScalarType type = dtype == DType::Float32 ? at::kFloat : at::kBFloat16;
+      const ChainIR ir = chain::groupNormActChain(dtype, 1e-5, chain::OpKind::Silu);
+      const chain::ChainLayout layout = chain::groupNormActLayout(shape);
+      const int64_t rows = chain::groupNormRows(shape), cols = chain::groupNormCols(shape);
+      ASSERT_EQ(chainColumnSplit(layout), shape.hw);
+      const at::Tensor x = (at::randn({shape.batch, shape.channels, shape.hw}) * 3 + 1).to(type);
+      const at::Tensor w = at::randn({shape.channels}).to(type), b = at::randn({shape.channels}).to(type);
+      std::vector<ChainReferenceInput> memory(3);
+      memory[0].tensor = x.reshape({-1});
+      memory[1].tensor = w;
+      memory[2].tensor = b;
+      const std::vector<ChainReferenceInput> views = chainInputViews(ir, layout, memory, rows, cols);
+      EXPECT_EQ(views[1].tensor.data_ptr(), w.data_ptr());  // a view, not a copy
+      EXPECT_EQ(views[1].tensor.stride(-1), 0);               // the channel's value over its HxW
+      EXPECT_EQ(views[0].tensor.size(-1), shape.hw);
+      const std::vector<at::Tensor> out = runChainWithAten(ir, views, rows, cols, chainColumnSplit(layout));
+      ASSERT_EQ(out.size(), 1u);
+      const at::Tensor eager = at::silu(at::group_norm(x, shape.groups, w, b, 1e-5));
+      EXPECT_TRUE(at::equal(out[0].reshape(eager.sizes()), eager)) << kernels::dtypeName(dtype);
+      EXPECT_TRUE(at::equal(chainAtenValues(ir, layout, memory, rows, cols)[0].reshape(eager.sizes()), eager));
+      // The interpreter reads the same memory through the layout (repeats and all).
+      std::vector<std::vector<float>> values = {floatsOf(x), floatsOf(w), floatsOf(b)};
+      const auto fused = chain::interpretChain(ir, rows, cols, layout, values, chain::EvalMode::Fused);
+      const std::vector<float> want = floatsOf(eager);
+      ASSERT_EQ(fused[0].size(), want.size());
+      const double tol = dtype == DType::Float32 ? 1e-5 : 0x1p-6;
+      for (size_t e = 0; e < want.size(); ++e) {
+        ASSERT_NEAR(fused[0][e], want[e], tol * (1.0 + std::fabs(want[e]))) << kernels::dtypeName(dtype) << " " << e;
+      }
+    }
+  }
+}
+
+// Without a group (the chain keeps the norm's mean: no single call computed it) ATen runs the nodes one by one
+// over the split columns: the reductions over both column dims, within rounding of eager's group norm.
+TEST(ChainLayoutValuesTest, GivenAGroupNormChainKeepingItsMeanWhenRunByAtenThenItsNodesReduceOverTheWholeGroup) {
+  const chain::GroupNormShape shape{2, 8, 6, 4};
+  chain::RecordedChain r = chain::groupNormActRecording(DType::Float32, shape, 1e-5, chain::OpKind::Silu);
+  const chain::ChainBuild kept = chain::buildChain(r.calls, r.metas, {7, 5}, chain::ChainBuildOptions{true});
+  ASSERT_TRUE(kept.ok()) << kept.reason;
+  const at::Tensor x = at::randn({2, 8, 6}), w = at::randn({8}), b = at::randn({8});
+  std::vector<ChainReferenceInput> memory(3);
+  memory[0].tensor = x.reshape({-1});
+  memory[1].tensor = w;
+  memory[2].tensor = b;
+  const std::vector<at::Tensor> out = chainAtenValues(kept.chain, kept.layout, memory, kept.rows, kept.cols);
+  ASSERT_EQ(out.size(), 2u);
+  const auto eager = at::native_group_norm(x, w, b, 2, 8, 6, 4, 1e-5);
+  EXPECT_TRUE(at::allclose(out[0].reshape({2, 8, 6}), at::silu(std::get<0>(eager)), 1e-5, 1e-5));
+  EXPECT_TRUE(at::allclose(out[1].reshape({2, 4}), std::get<1>(eager), 1e-5, 1e-6));
+  // Repeats that do not nest have no split.
+  chain::ChainLayout odd = kept.layout;
+  odd.colRepeats = {1, 6, 4, 1, 1};
+  EXPECT_THROW(chainColumnSplit(odd), Error);
+  EXPECT_EQ(chainColumnSplit(chain::ChainLayout{}), 0);
 }
 
 }  // namespace

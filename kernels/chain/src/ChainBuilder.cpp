@@ -9,7 +9,9 @@
 #include <sstream>
 #include <utility>
 
+#include "CallArgs.h"
 #include "CompositeLowering.h"
+#include "GroupView.h"
 #include "OpRules.h"
 #include "ResultLayout.h"
 #include "TensorIteratorLayout.h"
@@ -23,9 +25,14 @@ using rules::Form;
 using rules::kRules;
 using rules::kViewOps;
 using rules::OpRule;
+using detail::argAt;
+using detail::argCount;
+using detail::dtypeOf;
 using detail::join;
 using detail::numel;
+using detail::GroupView;
 using detail::Placement;
+using detail::scalarArg;
 
 bool hasColumns(ShapeClass s) { return s == ShapeClass::Full || s == ShapeClass::Column; }
 
@@ -33,8 +40,22 @@ class Builder {
  public:
   Builder(const TensorMetas& metas, const ChainBuildOptions& options) : metas_(metas), options_(options) {}
 
-  // The chain's [rows, cols] view from its widest tensor.
+  // The chain's [rows, cols] view from its widest tensor, or a group norm's group view (Note [The group view]).
   void chooseView(const std::vector<RecordedCall>& calls) {
+    for (const RecordedCall& call : calls) {
+      if (call.op != "aten::native_group_norm") continue;
+      const GroupView g = detail::groupViewOf(call, metas_);
+      HOTKERNEL_REQUIRE(!group_ || (group_->x == g.x && group_->groups == g.groups), "group norms of x ",
+                        join(group_ ? group_->x : g.x), " in ", group_ ? group_->groups : g.groups, " groups and of x ",
+                        join(g.x), " in ", g.groups, ": a chain holds one group view");
+      group_ = g;
+    }
+    if (group_) {
+      full_ = group_->view();
+      cols_ = full_.back();
+      rows_ = full_[0] * full_[1];
+      return;
+    }
     for (const RecordedCall& call : calls) {
       std::vector<int64_t> ids = call.outputs;
       for (const RecordedArg& a : call.args) {
@@ -69,7 +90,12 @@ class Builder {
     }
     HOTKERNEL_REQUIRE(rule != nullptr,
                       "unsupported op: not a chain op (pointwise, cast, last-dim reduction, softmax or layer_norm)");
-    const size_t results = rule->form == Form::LayerNorm ? 3 : 1;
+    const bool norm = rule->form == Form::LayerNorm || rule->form == Form::GroupNorm;
+    HOTKERNEL_REQUIRE(!group_ || !(rule->form == Form::Reduce || rule->form == Form::Softmax ||
+                                   rule->form == Form::LayerNorm || rule->form == Form::Cat),
+                      "reduces or joins over the last dim of a chain over a group norm's groups ",
+                      "(Note [The group view])");
+    const size_t results = norm ? 3 : 1;
     HOTKERNEL_REQUIRE(call.outputs.size() == results, "the call returns ", call.outputs.size(), " tensors where ",
                       rule->schema, " returns ", results);
     for (int64_t out : call.outputs) {
@@ -81,7 +107,9 @@ class Builder {
       HOTKERNEL_REQUIRE(nodeOf_.count(out) == 0 && read_.count(out) == 0, "value %", out,
                         " was already returned or read before this call returns it");
     }
-    const std::vector<int> nodes = rule->form == Form::LayerNorm ? layerNorm(call) : std::vector<int>{apply(*rule, call)};
+    const std::vector<int> nodes = rule->form == Form::LayerNorm   ? layerNorm(call)
+                                   : rule->form == Form::GroupNorm ? groupNorm(call)
+                                                                   : std::vector<int>{apply(*rule, call)};
     for (size_t k = 0; k < nodes.size(); ++k) {
       const int64_t out = call.outputs[k];
       check(nodes[k], out);
@@ -138,10 +166,14 @@ class Builder {
       addArgument(layout, outs[k], nodes[static_cast<size_t>(outNodes[k])]);
     }
     // Note [Transposed layouts]: column strides of 1 everywhere are no list at all.
+    // Note [Repeated columns]: repeats of 1 everywhere are no list at all.
+    if (std::all_of(layout.colRepeats.begin(), layout.colRepeats.end(), [](int64_t r) { return r == 1; })) {
+      layout.colRepeats.clear();
+    }
     if (std::all_of(layout.colStrides.begin(), layout.colStrides.end(), [](int64_t c) { return c == 1; })) {
       layout.colStrides.clear();
     } else if (isLoneCast(result.chain)) {
-      unitStrideDimLast(layout);
+      detail::unitStrideDimLast(layout);
     }
     result.chain.validate();
     result.outputValues = outs;
@@ -156,18 +188,7 @@ class Builder {
   }
 
  private:
-  const TensorMeta& meta(int64_t id) const {
-    auto it = metas_.find(id);
-    HOTKERNEL_REQUIRE(it != metas_.end(), "value %", id, " has no tensor metadata");
-    return it->second;
-  }
-
-  static DType dtypeOf(const TensorMeta& m, int64_t id) {
-    for (DType d : kernels::kAllDTypes) {
-      if (m.scalarType == dtypeName(d)) return d;
-    }
-    HOTKERNEL_THROW("value %", id, " is ", m.scalarType, ": a chain holds float32, float16 and bfloat16 tensors");
-  }
+  const TensorMeta& meta(int64_t id) const { return detail::metaOf(metas_, id); }
 
   // Appends value `id`'s (node `n`'s) row strides over the view's leading dims (Note [Chain layouts]) and its
   // column stride: a Full value's last-dim stride (Note [Transposed layouts]), else 1.
@@ -176,6 +197,7 @@ class Builder {
       const Placement p = placement(id);
       layout.strides.push_back(p.strides.empty() ? std::vector<int64_t>{0} : p.strides);  // a 1-d view: one row
       layout.colStrides.push_back(p.colStride);
+      layout.colRepeats.push_back(p.colRepeat);
       return;
     }
     std::vector<int64_t> dims(full_.begin(), full_.end() - 1);
@@ -190,24 +212,15 @@ class Builder {
     }
     layout.strides.push_back(std::move(s));
     layout.colStrides.push_back(1);
+    layout.colRepeats.push_back(1);
   }
 
-  // Note [Transposed layouts]: a transposed copy's kernel reads along the input's row dim at stride 1, which must
-  // be the innermost; a lone copy's rows are independent, so its row dims may come in any order (NHWC's channels,
-  // a middle dim of NCHW's view of it, go last). The last dim of extent above 1 at input stride 1 moves there.
-  static void unitStrideDimLast(ChainLayout& layout) {
-    for (size_t d = layout.rowDims.size(); d-- > 0;) {
-      if (layout.rowDims[d] == 1 || layout.strides[0][d] != 1) continue;
-      auto moveLast = [d](auto& v) { std::rotate(v.begin() + static_cast<std::ptrdiff_t>(d),
-                                                 v.begin() + static_cast<std::ptrdiff_t>(d) + 1, v.end()); };
-      moveLast(layout.rowDims);
-      for (std::vector<int64_t>& st : layout.strides) moveLast(st);
-      return;
-    }
-  }
 
   Placement placement(int64_t id) const {
-    return detail::placeTensor(meta(id), id, full_, widthFixed_, options_.layouts);
+    if (!group_) return detail::placeTensor(meta(id), id, full_, widthFixed_, options_.layouts);
+    if (groupStats_.count(id) != 0) return {ShapeClass::Row, 0, {}};
+    if (channelValues_.count(id) != 0) return detail::channelPlacement(*group_);
+    return detail::placeInGroupView(*group_, meta(id), id, options_.layouts);
   }
 
   // The node of a tensor argument: an earlier result, or a new input.
@@ -215,6 +228,8 @@ class Builder {
 
   int operand(const RecordedArg& a) {
     HOTKERNEL_REQUIRE(a.kind == RecordedArg::Kind::Tensor, "expected a tensor argument");
+    HOTKERNEL_REQUIRE(groupStats_.count(a.value) == 0, "reads %", a.value,
+                      ", a group norm's mean or rstd: a chain returns them only (Note [The group view])");
     read_.insert(a.value);
     auto it = nodeOf_.find(a.value);
     if (it != nodeOf_.end()) return it->second;
@@ -225,28 +240,12 @@ class Builder {
     return node;
   }
 
-  static const RecordedArg* argAt(const RecordedCall& call, size_t i) {
-    return i < call.args.size() ? &call.args[i] : nullptr;
-  }
-
-  static double scalarArg(const RecordedCall& call, size_t i, double fallback, const char* what) {
-    const RecordedArg* a = argAt(call, i);
-    if (a == nullptr || a->kind == RecordedArg::Kind::None) return fallback;
-    HOTKERNEL_REQUIRE(a->kind == RecordedArg::Kind::Scalar, what, " must be a number");
-    return a->scalar;
-  }
-
   // A tensor or a wrapped number.
   int tensorOrScalar(const RecordedCall& call, size_t i) {
     const RecordedArg* a = argAt(call, i);
     HOTKERNEL_REQUIRE(a != nullptr, "argument ", i, " is missing");
     if (a->kind == RecordedArg::Kind::Scalar) return ir_.addConstant(a->scalar);
     return operand(*a);
-  }
-
-  static void argCount(const RecordedCall& call, size_t most) {
-    HOTKERNEL_REQUIRE(call.args.size() >= 1 && call.args.size() <= most, "takes 1 to ", most,
-                      " arguments, got ", call.args.size());
   }
 
   int apply(const OpRule& rule, const RecordedCall& call) {
@@ -298,18 +297,8 @@ class Builder {
         return ir_.addCast(x, dtypeOf(meta(call.outputs[0]), call.outputs[0]));
       }
       case Form::Reduce: {
-        argCount(call, 4);
+        const bool keepdim = detail::reduceKeepdim(call, metas_);
         const RecordedArg& self = call.args[0];
-        const size_t nd = meta(self.value).sizes.size();
-        const RecordedArg* dims = argAt(call, 1);
-        HOTKERNEL_REQUIRE(dims != nullptr && dims->kind == RecordedArg::Kind::IntList && dims->ints.size() == 1,
-                          "reduces ", dims != nullptr ? join(dims->ints) : "every dim",
-                          ": a chain reduces the last dim alone");
-        const int64_t d = dims->ints[0];
-        HOTKERNEL_REQUIRE(d == -1 || d == static_cast<int64_t>(nd) - 1, "reduces dim ", d, " of a ", nd,
-                          "-d tensor: a chain reduces the last dim alone");
-        const RecordedArg* keep = argAt(call, 2);
-        HOTKERNEL_REQUIRE(keep == nullptr || keep->kind == RecordedArg::Kind::Bool, "keepdim must be a bool");
         int x = operand(self);
         const DType in = ir_.node(x).dtype;
         const DType out = dtypeOf(meta(call.outputs[0]), call.outputs[0]);
@@ -318,7 +307,7 @@ class Builder {
                             " reduction: a chain widens only");
           x = ir_.addCast(x, DType::Float32);  // the widening is exact: sum in float32
         }
-        return ir_.addReduce(rule.op, x, keep != nullptr && keep->flag, -1);
+        return ir_.addReduce(rule.op, x, keepdim, -1);
       }
       case Form::Clone: {
         argCount(call, 2);
@@ -331,26 +320,11 @@ class Builder {
       case Form::Softmax:
         return softmax(rule, call);
       case Form::LayerNorm:
-        break;  // three results: layerNorm()
+      case Form::GroupNorm:
+        break;  // three results: layerNorm(), groupNorm()
       case Form::Cat: {
-        argCount(call, 2);
-        const RecordedArg& list = call.args[0];
-        HOTKERNEL_REQUIRE(list.kind == RecordedArg::Kind::TensorList && !list.ints.empty(),
-                          "cat takes a list of one or more tensors");
-        const size_t nd = meta(list.ints[0]).sizes.size();
-        const RecordedArg* dim = argAt(call, 1);
-        const int64_t d = dim == nullptr || dim->kind == RecordedArg::Kind::None ? 0 : static_cast<int64_t>(dim->scalar);
-        HOTKERNEL_REQUIRE(dim == nullptr || dim->kind == RecordedArg::Kind::None || dim->kind == RecordedArg::Kind::Scalar,
-                          "cat's dim must be a number");
-        HOTKERNEL_REQUIRE(nd >= 1 && (d == -1 || d == static_cast<int64_t>(nd) - 1), "cat along dim ", d, " of ", nd,
-                          "-d tensors: a chain joins along the last dim only");
         std::vector<int> parts;
-        for (int64_t id : list.ints) {
-          const std::vector<int64_t>& s = meta(id).sizes;
-          HOTKERNEL_REQUIRE(s.size() == nd && std::equal(s.begin(), s.end() - 1, meta(list.ints[0]).sizes.begin()),
-                            "cat's part %", id, " has sizes ", join(s), ": the parts differ in a leading dim");
-          parts.push_back(operand(id));
-        }
+        for (int64_t id : detail::catParts(call, metas_)) parts.push_back(operand(id));
         return ir_.addCat(parts);
       }
     }
@@ -387,6 +361,24 @@ class Builder {
       results.push_back(want == DType::Float32 ? stat : ir_.addCast(stat, want));
     }
     return results;
+  }
+
+  // Note [GroupNorm in a chain]: the checks (the geometry: groupGeometry), then the nodes (CompositeLowering.h).
+  std::vector<int> groupNorm(const RecordedCall& call) {
+    const int x = operand(call.args[0]);
+    int perChannel[2] = {-1, -1};  // weight, bias
+    for (size_t i : {size_t{1}, size_t{2}}) {
+      if (call.args[i].kind == RecordedArg::Kind::None) continue;
+      HOTKERNEL_REQUIRE(nodeOf_.count(call.args[i].value) == 0, "the ", i == 1 ? "weight" : "bias", " %",
+                        call.args[i].value, " is read before the group norm");
+      channelValues_.insert(call.args[i].value);
+      perChannel[i - 1] = operand(call.args[i]);
+    }
+    const detail::GroupNormNodes n = detail::addGroupNorm(ir_, x, perChannel[0], perChannel[1],
+                                                          scalarArg(call, 7, 0.0, "eps"));
+    groupStats_.insert(call.outputs[1]);
+    groupStats_.insert(call.outputs[2]);
+    return {n.out, n.mean, n.rstd};
   }
 
   // Note [Clamp in a chain] (CompositeLowering.h): the bounds given, each a finite number.
@@ -443,6 +435,9 @@ class Builder {
 
   const TensorMetas& metas_;
   ChainBuildOptions options_;
+  std::optional<GroupView> group_;  // a chain over a group norm's groups
+  std::set<int64_t> channelValues_;  // the group norms' weights and biases
+  std::set<int64_t> groupStats_;     // the group norms' mean and rstd results
   bool widthFixed_ = false;  // the calls hold a cat (Note [Chain column extents])
   ChainIR ir_;
   std::vector<int64_t> full_;

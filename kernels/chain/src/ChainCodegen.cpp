@@ -48,7 +48,7 @@ std::string Emitter::source() {
   // Note [One store a vector]: PTX stores where the address comes from a layout or a Cat, but for a row held in
   // registers.
   const bool ptxStores = (!layout_.contiguous() || ir_.hasCat()) && !(rowKernel_ && p_.items > 0);
-  os_ << detail::chainDeviceLibrary(ptxStores) << "\n";
+  os_ << repeatedLoaders() << detail::chainDeviceLibrary(ptxStores) << "\n";
   signature();
   if (layout_.transposed()) {
     transposedBody();
@@ -151,6 +151,10 @@ void Emitter::emitLoads(const std::set<int>& inputs, const std::string& indent, 
     const std::string tag = accessTag(n.dtype);
     if (scopeOf(n.shape) == Scope::Row) {
       emitScalarLoad(indent, "r" + id, "hk_ld_" + tag + "(in" + id + " + row)");
+      continue;
+    }
+    if (!pointwise && repeat(o) > 1) {
+      emitVectorLoad(indent, "x" + id, repeatedLoad(o));
       continue;
     }
     const std::string offset = n.shape == ShapeClass::Column ? (pointwise ? "hk_cv * HK_VEC" : "hk_v * HK_VEC")
@@ -318,9 +322,10 @@ void Emitter::rowBody() {
     } else if (scopeOf(n.shape) == Scope::Element && p_.items > 0) {
       const std::string id = std::to_string(in), tag = accessTag(n.dtype);
       const std::string offset = n.shape == ShapeClass::Column ? "hk_v * HK_VEC" : rowBase(in) + " + hk_v * HK_VEC";
+      const std::string load = repeat(in) > 1 ? repeatedLoad(in) : "hk_load_" + tag + "(in" + id + " + " + offset;
       os_ << "  float x" << id << "[HK_ITEMS][HK_VEC];\n#pragma unroll\n  for (int hk_it = 0; hk_it < HK_ITEMS; ++hk_it) {\n"
           << "    const int hk_v = hk_it * HK_ROW_THREADS + hk_tid;\n"
-          << "    if (hk_v < hk_live) {\n      hk_load_" << tag << "(in" << id << " + " << offset << ", x" << id
+          << "    if (hk_v < hk_live) {\n      " << load << ", x" << id
           << "[hk_it]);\n    } else {\n#pragma unroll\n      for (int j = 0; j < HK_VEC; ++j) x" << id
           << "[hk_it][j] = 0.0f;\n    }\n  }\n";
     }
@@ -395,6 +400,30 @@ std::string Emitter::rowBase(int input) const {
   return layout_.contiguous() ? "hk_base" : "hk_o" + std::to_string(argOfInput(input));
 }
 
+int64_t Emitter::repeat(int input) const {
+  return nodes_[static_cast<size_t>(input)].shape == ShapeClass::Full ? layoutColRepeat(layout_, argOfInput(input)) : 1;
+}
+
+// Note [Repeated columns]: the vector at column hk_v * HK_VEC of a repeated input, one element load a column
+// (HK_LOAD_REPEAT: repeatedLoaders).
+std::string Emitter::repeatedLoad(int input) const {
+  const Node& n = nodes_[static_cast<size_t>(input)];
+  return std::string("HK_LOAD_REPEAT(hk_ld_") + accessTag(n.dtype) + ", in" + std::to_string(input) + " + " +
+         rowBase(input) + ", static_cast<long long>(hk_v) * HK_VEC, " + std::to_string(repeat(input)) + "LL";
+}
+
+// The macro repeatedLoad calls, ahead of the device library (Note [Self-contained chain sources]: a macro, so the
+// host tests' library in its place serves it too); nothing for a chain without repeats, whose source stays as it
+// was.
+std::string Emitter::repeatedLoaders() const {
+  bool any = false;
+  for (int in : ir_.inputs()) any = any || repeat(in) > 1;
+  if (!any) return "";
+  return "#define HK_LOAD_REPEAT(LD, P, FIRST, REPEAT, F) \\\n"
+         "  do { _Pragma(\"unroll\") for (int hk_j = 0; hk_j < HK_VEC; ++hk_j) "
+         "(F)[hk_j] = LD((P) + ((FIRST) + hk_j) / (REPEAT)); } while (0)\n";
+}
+
 std::string Emitter::outputBase(size_t m) const {
   return layout_.contiguous() ? "hk_base" : "hk_o" + std::to_string(argOfOutput(m));
 }
@@ -425,6 +454,8 @@ void Emitter::emitRowDivisor(int o) {
 
 std::string generateChainSource(const ChainIR& ir, const ChainKernelParams& p, const ChainLayout& layout) {
   checkChainKernel(ir, p);
+  HOTKERNEL_REQUIRE(!layout.repeated() || ir.hasReductions(),
+                    "a repeated input (Note [Repeated columns]) is read by a row kernel only: the chain has no reduction");
   HOTKERNEL_REQUIRE(layout.contiguous() || layout.strides.size() == chainTensorArgs(ir).size(),
                     "the layout does not fit the chain (", layout.strides.size(), " argument strides)");
   if (layout.transposed()) {

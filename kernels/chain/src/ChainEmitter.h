@@ -54,6 +54,12 @@ class Emitter {
                  std::set<std::pair<int, int64_t>>& inputs) const;
   // The tensor argument index of input node `o` or output `m`.
   size_t argOfInput(int o) const { return inputArg_.at(o); }
+  // A Full input's column repeat (Note [Repeated columns]); 1 for any other input.
+  int64_t repeat(int input) const;
+  // The call that loads a repeated input's vector at hk_v (without ", name);" as emitVectorLoad takes it).
+  std::string repeatedLoad(int input) const;
+  // The macro repeatedLoad calls.
+  std::string repeatedLoaders() const;
   size_t argOfOutput(size_t m) const { return inputArg_.size() + m; }
   // Declares hk_o<k>, the row offset of every Full tensor argument k, at row `row`.
   void rowOffsets(const std::string& row, const std::string& indent);

@@ -115,11 +115,12 @@ std::vector<std::vector<float>> interpretChain(const ChainIR& ir, int64_t rows, 
         if (memory) {
           const std::vector<int64_t> strides = layoutStrides(ir, layout, nextTensorArg, rows, cols);
           const int64_t colStride = layoutColStride(layout, nextTensorArg);
+          const int64_t repeat = layoutColRepeat(layout, nextTensorArg);  // Note [Repeated columns]
           out.resize(static_cast<size_t>(count));
           for (int64_t r = 0; r < rows; ++r) {
             const int64_t base = layoutRowOffset(rowDims, strides, r);
             for (int64_t c = 0; c < extent; ++c) {
-              out[static_cast<size_t>(r * extent + c)] = buffer[static_cast<size_t>(base + c * colStride)];
+              out[static_cast<size_t>(r * extent + c)] = buffer[static_cast<size_t>(base + c / repeat * colStride)];
             }
           }
         } else {

@@ -142,8 +142,12 @@ std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, i
   if (!ir.hasReductions() && p.rowsPerCta != 1) {
     return "rowsPerCta " + std::to_string(p.rowsPerCta) + " is a transposed copy's tile, the layout is not transposed";
   }
-  for (const std::vector<int64_t>& strides : layout.strides) {
-    for (int64_t s : strides) {
+  if (layout.repeated() && !ir.hasReductions()) {
+    return "a repeated input (Note [Repeated columns]) is read by a row kernel only, the chain has no reduction";
+  }
+  for (size_t k = 0; k < layout.strides.size(); ++k) {
+    if (layoutColRepeat(layout, k) > 1) continue;  // Note [Repeated columns]: element loads, any alignment
+    for (int64_t s : layout.strides[k]) {
       if (s % p.vec != 0) return "row stride " + std::to_string(s) + " is not a multiple of vec " + std::to_string(p.vec);
     }
   }

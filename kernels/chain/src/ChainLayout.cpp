@@ -82,6 +82,34 @@ std::string columnStridesProblem(const ChainIR& ir, const ChainLayout& layout) {
   return "";
 }
 
+// Note [Repeated columns]: "" when the repeats are absent, or each is in range and only a Full input of a layout
+// that is not transposed repeats, dividing its extent.
+std::string columnRepeatsProblem(const ChainIR& ir, const ChainLayout& layout, int64_t cols) {
+  if (layout.colRepeats.empty()) return "";
+  const std::vector<int> args = chainTensorArgs(ir);
+  if (layout.colRepeats.size() != args.size()) {
+    return "the layout lists column repeats of " + std::to_string(layout.colRepeats.size()) +
+           " arguments, the chain has " + std::to_string(args.size());
+  }
+  const size_t inputs = args.size() - ir.outputs().size();
+  for (size_t k = 0; k < args.size(); ++k) {
+    const int64_t r = layout.colRepeats[k];
+    const Node& n = ir.node(args[k]);
+    const std::string what = "argument " + std::to_string(k) + " (" + describeNode(ir, args[k]) + ")";
+    if (r < 1 || r > (int64_t{1} << 30)) return what + " has column repeat " + std::to_string(r) + " outside [1, 2^30]";
+    if (r == 1) continue;
+    if (k >= inputs) return what + " is an output with column repeat " + std::to_string(r) + ": a chain writes every column";
+    if (n.shape != ShapeClass::Full) return what + " is a " + shapeClassName(n.shape) + " value with column repeat " +
+                                           std::to_string(r) + ": only a Full input repeats";
+    if (extentOf(n, cols) % r != 0) {
+      return what + " has column repeat " + std::to_string(r) + ", which does not divide its extent " +
+             std::to_string(extentOf(n, cols));
+    }
+    if (layout.transposed()) return what + " repeats its columns in a transposed layout";
+  }
+  return "";
+}
+
 // Note [Transposed layouts]: "" when no input's columns are at a stride other than 1, or the chain is a
 // transposed copy (a lone cast, its input at stride 1 in the innermost row dim of extent above 1).
 std::string transposedCopyProblem(const ChainIR& ir, const ChainLayout& layout) {
@@ -123,7 +151,9 @@ int64_t extentOf(const Node& n, int64_t cols) { return n.cols > 0 ? n.cols : col
 
 std::string chainLayoutProblem(const ChainIR& ir, int64_t rows, int64_t cols, const ChainLayout& layout) {
   if (layout.contiguous()) {
-    if (!layout.strides.empty() || !layout.colStrides.empty()) return "a contiguous layout lists no strides";
+    if (!layout.strides.empty() || !layout.colStrides.empty() || !layout.colRepeats.empty()) {
+      return "a contiguous layout lists no strides";
+    }
     return "";
   }
   if (layout.rowDims.size() > kMaxRowDims) {
@@ -145,6 +175,8 @@ std::string chainLayoutProblem(const ChainIR& ir, int64_t rows, int64_t cols, co
   }
   const std::string columns = columnStridesProblem(ir, layout);
   if (!columns.empty()) return columns;
+  const std::string repeats = columnRepeatsProblem(ir, layout, cols);
+  if (!repeats.empty()) return repeats;
   const size_t inputs = args.size() - ir.outputs().size();
   for (size_t k = 0; k < args.size(); ++k) {
     const Node& n = ir.node(args[k]);
@@ -174,6 +206,8 @@ ChainLayout normalizeLayout(const ChainIR& ir, int64_t rows, int64_t cols, const
   // Note [Transposed layouts]: column strides of 1 everywhere are the normal form's empty list.
   const bool transposed = std::any_of(layout.colStrides.begin(), layout.colStrides.end(), [](int64_t c) { return c != 1; });
   if (transposed) out.colStrides = layout.colStrides;
+  // Note [Repeated columns]: repeats of 1 everywhere are the normal form's empty list.
+  if (layout.repeated()) out.colRepeats = layout.colRepeats;
   for (size_t d = 0; d < layout.rowDims.size(); ++d) {
     if (layout.rowDims[d] == 1) continue;
     const bool merge = !out.rowDims.empty() && [&] {
@@ -196,7 +230,7 @@ ChainLayout normalizeLayout(const ChainIR& ir, int64_t rows, int64_t cols, const
       out.strides[k] = contiguousStrides(ir, k, out.rowDims, cols);
     }
   }
-  bool contiguous = out.rowDims.size() == 1 && !transposed;
+  bool contiguous = out.rowDims.size() == 1 && !transposed && !layout.repeated();
   for (size_t k = 0; k < out.strides.size() && contiguous; ++k) {
     contiguous = out.strides[k] == contiguousStrides(ir, k, out.rowDims, cols);
   }
@@ -221,6 +255,12 @@ int64_t layoutColStride(const ChainLayout& layout, size_t arg) {
   return layout.colStrides[arg];
 }
 
+int64_t layoutColRepeat(const ChainLayout& layout, size_t arg) {
+  if (!layout.repeated()) return 1;
+  HOTKERNEL_CHECK(arg < layout.colRepeats.size(), "the layout has no column repeat for argument ", arg);
+  return layout.colRepeats[arg];
+}
+
 int64_t layoutRowOffset(const std::vector<int64_t>& rowDims, const std::vector<int64_t>& strides, int64_t row) {
   int64_t offset = 0;
   for (size_t d = rowDims.size(); d-- > 0;) {
@@ -236,7 +276,9 @@ int64_t layoutSpan(const ChainIR& ir, const ChainLayout& layout, size_t arg, int
   const std::vector<int64_t> strides = layoutStrides(ir, layout, arg, rows, cols);
   int64_t last = 0;
   for (size_t d = 0; d < dims.size(); ++d) last += (dims[d] - 1) * strides[d];
-  if (n.shape == ShapeClass::Full) return last + (extentOf(n, cols) - 1) * layoutColStride(layout, arg) + 1;
+  if (n.shape == ShapeClass::Full) {
+    return last + (extentOf(n, cols) - 1) / layoutColRepeat(layout, arg) * layoutColStride(layout, arg) + 1;
+  }
   return last + (n.shape == ShapeClass::Column ? extentOf(n, cols) : 1);
 }
 
@@ -246,6 +288,7 @@ std::string layoutText(const ChainLayout& layout) {
   for (size_t k = 0; k < layout.strides.size(); ++k) {
     text += (k ? "|" : "") + join(layout.strides[k], ",");
     if (layout.transposed() && k < layout.colStrides.size()) text += "@" + std::to_string(layout.colStrides[k]);
+    if (layout.repeated() && k < layout.colRepeats.size()) text += "/" + std::to_string(layout.colRepeats[k]);
   }
   return text;
 }
@@ -253,14 +296,16 @@ std::string layoutText(const ChainLayout& layout) {
 nlohmann::json layoutToJson(const ChainLayout& layout) {
   nlohmann::json j = {{"rowDims", layout.rowDims}, {"strides", layout.strides}};
   if (layout.transposed()) j["colStrides"] = layout.colStrides;
+  if (layout.repeated()) j["colRepeats"] = layout.colRepeats;
   return j;
 }
 
 ChainLayout layoutFromJson(const nlohmann::json& j, const std::string& where) {
   jf::object(j, where);
   for (auto it = j.begin(); it != j.end(); ++it) {
-    HOTKERNEL_REQUIRE(it.key() == "rowDims" || it.key() == "strides" || it.key() == "colStrides", where,
-                      " has an unknown key \"", it.key(), "\"");
+    HOTKERNEL_REQUIRE(it.key() == "rowDims" || it.key() == "strides" || it.key() == "colStrides" ||
+                          it.key() == "colRepeats",
+                      where, " has an unknown key \"", it.key(), "\"");
   }
   ChainLayout layout;
   for (const nlohmann::json& v : jf::array(j, "rowDims", where)) {
@@ -282,6 +327,14 @@ ChainLayout layoutFromJson(const nlohmann::json& j, const std::string& where) {
       layout.colStrides.push_back(v.get<int64_t>());
     }
     HOTKERNEL_REQUIRE(!layout.colStrides.empty(), where, ".colStrides is empty: a layout without column strides ",
+                      "omits the key");
+  }
+  if (j.contains("colRepeats")) {
+    for (const nlohmann::json& v : jf::array(j, "colRepeats", where)) {
+      HOTKERNEL_REQUIRE(v.is_number_integer(), where, ".colRepeats must hold integers, got ", jf::describe(v));
+      layout.colRepeats.push_back(v.get<int64_t>());
+    }
+    HOTKERNEL_REQUIRE(!layout.colRepeats.empty(), where, ".colRepeats is empty: a layout without column repeats ",
                       "omits the key");
   }
   return layout;

@@ -50,8 +50,9 @@ namespace {
 
 // Whether every row stride, input extent and Cat boundary is a multiple of `vec`.
 bool vecFits(const ChainIR& ir, const ChainLayout& layout, int vec) {
-  for (const std::vector<int64_t>& strides : layout.strides) {
-    for (int64_t s : strides) {
+  for (size_t k = 0; k < layout.strides.size(); ++k) {
+    if (layoutColRepeat(layout, k) > 1) continue;  // Note [Repeated columns]: element loads
+    for (int64_t s : layout.strides[k]) {
       if (s % vec != 0) return false;
     }
   }

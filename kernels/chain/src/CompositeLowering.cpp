@@ -35,6 +35,32 @@ LayerNormNodes addLayerNorm(ChainIR& ir, int x, int weight, int bias, double eps
   return n;
 }
 
+GroupNormNodes addGroupNorm(ChainIR& ir, int x, int weight, int bias, double eps) {
+  const DType dtype = ir.node(x).dtype;
+  auto rounded = [&](int v) { return dtype == DType::Float32 ? v : ir.addCast(v, dtype); };
+  const int xf = asFloat32(ir, x);
+  const int mean = ir.addReduce(OpKind::Mean, xf, /*keepdim=*/true);
+  const int d = ir.addBinary(OpKind::Sub, xf, mean);
+  const int var = ir.addReduce(OpKind::Mean, ir.addBinary(OpKind::Mul, d, d), /*keepdim=*/true);
+  const double epsT = static_cast<double>(roundTo(dtype, static_cast<float>(eps)));
+  const int rstd = ir.addUnary(OpKind::Rsqrt, ir.addBinary(OpKind::Add, var, ir.addConstant(epsT)));
+  GroupNormNodes n;
+  n.mean = rounded(mean);
+  n.rstd = rounded(rstd);
+  const int meanR = asFloat32(ir, n.mean), rstdR = asFloat32(ir, n.rstd);
+  int y = -1;
+  if (weight >= 0 || bias >= 0) {
+    const int a = weight >= 0 ? ir.addBinary(OpKind::Mul, rstdR, asFloat32(ir, weight)) : rstdR;
+    const int am = ir.addBinary(OpKind::Mul, a, meanR);
+    const int b = bias >= 0 ? ir.addBinary(OpKind::Sub, asFloat32(ir, bias), am) : ir.addUnary(OpKind::Neg, am);
+    y = ir.addBinary(OpKind::Add, ir.addBinary(OpKind::Mul, a, xf), b);
+  } else {
+    y = ir.addBinary(OpKind::Mul, ir.addBinary(OpKind::Sub, xf, meanR), rstdR);
+  }
+  n.out = rounded(y);
+  return n;
+}
+
 int addClamp(ChainIR& ir, int x, std::optional<double> lower, std::optional<double> upper) {
   HOTKERNEL_INTERNAL_ASSERT(lower || upper, "a clamp without a bound");
   const DType dtype = ir.node(x).dtype;

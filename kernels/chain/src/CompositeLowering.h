@@ -42,6 +42,30 @@ struct LayerNormNodes {
 // `weight`, `bias`: their nodes (any dtype, Column), or -1 for none.
 LayerNormNodes addLayerNorm(ChainIR& ir, int x, int weight, int bias, double eps, DType out);
 
+// Note [GroupNorm in a chain]
+// aten::native_group_norm(x, weight?, bias?, N, C, HxW, G, eps) of a
+// contiguous x [N, C, *] normalizes each group of C / G channels over its
+// (C / G) * HxW elements: over the chain's group view (Note [The group view]
+// in ChainBuilder.h) a group is a row, and the nodes are those of ATen's
+// CUDA kernel, in float32: mean = mean(x), d = x - mean, var = mean(d * d),
+// rstd = rsqrt(var + eps) with eps rounded to x's dtype first (ATen's
+// static_cast<T>(eps)); mean and rstd rounded to x's dtype (ATen stores
+// them so, and its affine reads them back); then with a weight or a bias
+// ATen's fused parameters a = rstd * weight, b = bias - a * mean and
+// y = a * x + b, without either y = (x - mean) * rstd; y cast to x's dtype.
+// `weight` and `bias` are per-channel values (Full inputs of column repeat
+// HxW: Note [Repeated columns]). ATen's moments are Welford's and its
+// a * x + b a fused multiply-add: the fused norm is within the chain's
+// tolerance of eager, not bitwise (as for LayerNorm). The mean and rstd
+// results are rows (one a group, [N, G] in memory) in x's dtype.
+struct GroupNormNodes {
+  int out = -1;   // in `out`'s dtype
+  int mean = -1;  // in x's dtype
+  int rstd = -1;  // in x's dtype
+};
+// `weight`, `bias`: their nodes (x's dtype, Full repeated), or -1 for none.
+GroupNormNodes addGroupNorm(ChainIR& ir, int x, int weight, int bias, double eps);
+
 // Note [Clamp in a chain]
 // clamp(x, min, max) is minimum(maximum(x, min), max), clamp_min the
 // maximum alone, clamp_max the minimum alone: ATen's kernel returns a NaN x

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "CompositeLowering.h"
+#include "hotkernel/runtime/Check.h"
 
 namespace hotkernel::chain {
 
@@ -194,6 +195,53 @@ ChainLayout attentionSoftmaxLayout(const AttentionShape& shape) {
   const std::vector<int64_t> dense = {h * q * k, q * k, k};
   layout.strides = {dense, {q * k, 0, k}, dense};  // scores, mask, the output
   return normalizeLayout(attentionSoftmaxChain(DType::Float16, 1.0), attentionRows(shape), k, layout);
+}
+
+ChainIR groupNormActChain(DType dtype, double eps, OpKind act) {
+  ChainIR ir;
+  const int x = ir.addInput(dtype, ShapeClass::Full);
+  const int w = ir.addInput(dtype, ShapeClass::Full);
+  const int b = ir.addInput(dtype, ShapeClass::Full);
+  ir.markOutput(ir.addUnary(act, detail::addGroupNorm(ir, x, w, b, eps).out));
+  return ir;
+}
+
+RecordedChain groupNormActRecording(DType dtype, const GroupNormShape& shape, double eps, OpKind act) {
+  const int64_t n = shape.batch, c = shape.channels, hw = shape.hw, g = shape.groups;
+  const std::string type = dtypeName(dtype);
+  const TensorMeta full{type, {n, c, hw}, {c * hw, hw, 1}};
+  const TensorMeta stats{type, {n, g}, {g, 1}};
+  HOTKERNEL_REQUIRE(opInfo(act).category == OpCategory::Unary, opInfo(act).name, " is no unary op");
+  const std::string op = opInfo(act).name;  // silu, relu: the IR's name is ATen's
+  using A = RecordedArg;
+  RecordedChain r;
+  r.calls = {
+      {"aten::native_group_norm",
+       {A::tensor(1), A::tensor(2), A::tensor(3), A::number(static_cast<double>(n)), A::number(static_cast<double>(c)),
+        A::number(static_cast<double>(hw)), A::number(static_cast<double>(g)), A::number(eps)},
+       {4, 5, 6}},
+      {"aten::" + op, {A::tensor(4)}, {7}},
+  };
+  const TensorMeta channel{type, {c}, {1}};
+  r.metas = {{1, full}, {2, channel}, {3, channel}, {4, full}, {5, stats}, {6, stats}, {7, full}};
+  return r;
+}
+
+int64_t groupNormRows(const GroupNormShape& shape) { return shape.batch * shape.groups; }
+
+int64_t groupNormCols(const GroupNormShape& shape) { return shape.channels / shape.groups * shape.hw; }
+
+ChainLayout groupNormActLayout(const GroupNormShape& shape) {
+  const int64_t n = shape.batch, g = shape.groups, cols = groupNormCols(shape);
+  ChainLayout layout;
+  layout.rowDims = {n, g};
+  const std::vector<int64_t> dense = {g * cols, cols};
+  const std::vector<int64_t> channel = {0, shape.channels / g};
+  layout.strides = {dense, channel, channel, dense};  // x, weight, bias, the output
+  layout.colStrides = {1, 1, 1, 1};
+  layout.colRepeats = {1, shape.hw, shape.hw, 1};
+  return normalizeLayout(groupNormActChain(DType::Float16, 1e-5, OpKind::Silu), groupNormRows(shape),
+                         groupNormCols(shape), layout);
 }
 
 }  // namespace hotkernel::chain

@@ -9,7 +9,10 @@
 
 namespace hotkernel::chain::rules {
 
-enum class Form { Unary, Gelu, Pow, LeakyRelu, BinaryTensor, BinaryScalar, Rsub, Cast, Clone, Reduce, Cat, Softmax, LayerNorm, Clamp };
+enum class Form {
+  Unary, Gelu, Pow, LeakyRelu, BinaryTensor, BinaryScalar, Rsub, Cast, Clone, Reduce, Cat, Softmax, LayerNorm, GroupNorm,
+  Clamp
+};
 
 struct OpRule {
   const char* schema;  // name with overload
@@ -17,7 +20,7 @@ struct OpRule {
   OpKind op;
 };
 
-inline constexpr std::array<OpRule, 46> kRules = {{
+inline constexpr std::array<OpRule, 47> kRules = {{
     {"aten::neg", Form::Unary, OpKind::Neg},
     {"aten::exp", Form::Unary, OpKind::Exp},
     {"aten::log", Form::Unary, OpKind::Log},
@@ -67,6 +70,8 @@ inline constexpr std::array<OpRule, 46> kRules = {{
     {"aten::_log_softmax", Form::Softmax, OpKind::Log},
     // Note [LayerNorm in a chain]: three results (out, mean, rstd).
     {"aten::native_layer_norm", Form::LayerNorm, OpKind::Mean},
+    // Note [GroupNorm in a chain]: three results (out, mean, rstd), over the group view.
+    {"aten::native_group_norm", Form::GroupNorm, OpKind::Mean},
 }};
 
 // The ops that return a view of their argument: they end a chain.

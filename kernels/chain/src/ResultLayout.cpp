@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "CallArgs.h"
 #include "TensorIteratorLayout.h"
 #include "TensorPlacement.h"
 #include "hotkernel/runtime/Check.h"
@@ -16,12 +17,6 @@ using rules::Form;
 // c10::MemoryFormat's values as the recorder sees them (an int).
 constexpr int64_t kContiguousFormat = 0;
 constexpr int64_t kPreserveFormat = 1;
-
-const TensorMeta& metaOf(const TensorMetas& metas, int64_t id) {
-  auto it = metas.find(id);
-  HOTKERNEL_REQUIRE(it != metas.end(), "value %", id, " has no tensor metadata");
-  return it->second;
-}
 
 }  // namespace
 
@@ -43,7 +38,8 @@ void checkResultLayout(const rules::OpRule& rule, const RecordedCall& call, cons
   switch (rule.form) {
     case Form::Reduce:
       return;  // Row and RowFlat values are contiguous (placement)
-    case Form::LayerNorm: {
+    case Form::LayerNorm:
+    case Form::GroupNorm: {
       if (result != 0) return;  // the mean and rstd: Row values, contiguous (placement)
       const std::vector<int64_t>& sizes = meta(call.args.at(0).value).sizes;
       want = TensorMeta{got.scalarType, sizes, contiguousStrides(sizes)};  // a contiguous input (the guard)

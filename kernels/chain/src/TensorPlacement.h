@@ -17,6 +17,7 @@ struct Placement {
   int64_t cols = 0;
   std::vector<int64_t> strides;
   int64_t colStride = 1;  // a Full value's last-dim stride (Note [Transposed layouts])
+  int64_t colRepeat = 1;  // a Full value's column repeat (Note [Repeated columns])
 };
 
 // "[a, b, c]", for messages.

@@ -14,6 +14,7 @@
 #include "hotkernel/chain/ChainKey.h"
 #include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/NamedChains.h"
+#include "hotkernel/chain/Rounding.h"
 
 namespace hotkernel::chain {
 namespace {
@@ -596,6 +597,117 @@ TEST(ChainBuilderTest, GivenClampsRecordedWhenBuiltThenTheyAreMaximumAndMinimumW
   expectRefused({call("aten::clamp", {A::tensor(1), A::none(), A::none()}, 3)}, m, "without a bound");
   expectRefused({call("aten::clamp", {A::tensor(1), A::number(std::nan("")), A::number(1.0)}, 3)}, m, "finite");
   expectRefused({call("aten::clamp_min", {A::tensor(1), A::number(-INFINITY)}, 3)}, m, "finite");
+}
+
+}  // namespace
+}  // namespace hotkernel::chain
+
+namespace hotkernel::chain {
+namespace {
+
+// Note [The group view]: diffusers' norm + SiLU and BiT's norm + ReLU are the named chains over [N * G, C / G * HxW],
+// the weight and bias per-channel values; only with layouts (the repeats are no contiguous layout).
+TEST(ChainBuilderTest, GivenAGroupNormAndItsActivationRecordedWhenBuiltThenTheyAreTheNamedChainOverTheGroupView) {
+  for (DType d : {DType::Float32, DType::BFloat16, DType::Float16}) {
+    for (OpKind act : {OpKind::Silu, OpKind::Relu}) {
+      const GroupNormShape shape{2, 64, 49, 32};
+      const RecordedChain r = groupNormActRecording(d, shape, 1e-5, act);
+      const ChainBuild b = buildChain(r.calls, r.metas, {7}, ChainBuildOptions{true});  // mean and rstd dropped
+      ASSERT_TRUE(b.ok()) << dtypeName(d) << ": " << b.reason;
+      EXPECT_EQ(b.rows, 64);
+      EXPECT_EQ(b.cols, 2 * 49);
+      EXPECT_EQ(b.inputValues, (std::vector<int64_t>{1, 2, 3}));
+      EXPECT_EQ(b.outputValues, std::vector<int64_t>{7});
+      EXPECT_EQ(chainKey(b.chain).sha256, chainKey(groupNormActChain(d, 1e-5, act)).sha256);
+      EXPECT_EQ(b.layout, groupNormActLayout(shape)) << layoutText(b.layout);
+      EXPECT_NE(buildChain(r.calls, r.metas, {7}).reason.find("not contiguous"), std::string::npos);
+    }
+  }
+  // x as [N, C, H, W] (HxW the product of the spatial dims) is the same view.
+  RecordedChain r = groupNormActRecording(DType::Float16, {2, 64, 49, 32}, 1e-5, OpKind::Silu);
+  for (int64_t id : {1, 4, 7}) r.metas[id] = contiguous("float16", {2, 64, 7, 7});
+  const ChainBuild fourD = buildChain(r.calls, r.metas, {7}, ChainBuildOptions{true});
+  ASSERT_TRUE(fourD.ok()) << fourD.reason;
+  EXPECT_EQ(fourD.layout, groupNormActLayout({2, 64, 49, 32}));
+  // The statistics when kept: rows in x's dtype, the eps rounded to it.
+  const ChainBuild stats = buildChain(r.calls, r.metas, {7, 5, 6}, ChainBuildOptions{true});
+  ASSERT_TRUE(stats.ok()) << stats.reason;
+  EXPECT_EQ(stats.chain.node(stats.chain.outputs()[1]).shape, ShapeClass::Row);
+  EXPECT_EQ(stats.chain.node(stats.chain.outputs()[2]).dtype, DType::Float16);
+  bool roundedEps = false;
+  for (const Node& n : stats.chain.nodes()) {
+    roundedEps = roundedEps || (n.op == OpKind::Constant && n.scalar == static_cast<double>(roundTo(DType::Float16, 1e-5f)));
+  }
+  EXPECT_TRUE(roundedEps) << "eps as ATen's static_cast<half>(eps)";
+}
+
+// Note [The group view]: a residual [N, C, H, W] addend is a Full value of the view, a [N, C, 1, 1] one (a time
+// embedding) a per-channel value of row strides (C, C / G), a per-sample [N, 1, 1, 1] one repeats over the row.
+TEST(ChainBuilderTest, GivenAddendsAfterAGroupNormWhenBuiltThenEachIsPlacedByItsStridesOverTheView) {
+  RecordedChain r = groupNormActRecording(DType::BFloat16, {4, 32, 16, 8}, 1e-6, OpKind::Silu);
+  auto withAddend = [&](TensorMeta addend) {
+    RecordedChain c = r;
+    c.calls.push_back({"aten::add.Tensor", {A::tensor(7), A::tensor(8), A::number(1)}, {9}});
+    c.metas[8] = std::move(addend);
+    c.metas[9] = c.metas[7];
+    return buildChain(c.calls, c.metas, {9}, ChainBuildOptions{true});
+  };
+  const ChainBuild residual = withAddend(contiguous("bfloat16", {4, 32, 16}));
+  ASSERT_TRUE(residual.ok()) << residual.reason;
+  EXPECT_EQ(residual.layout.strides[3], (std::vector<int64_t>{8 * 64, 64}));  // x's own strides over [N, G]
+  EXPECT_EQ(residual.layout.colRepeats[3], 1);
+  const ChainBuild temb = withAddend(contiguous("bfloat16", {4, 32, 1}));
+  ASSERT_TRUE(temb.ok()) << temb.reason;
+  EXPECT_EQ(temb.layout.strides[3], (std::vector<int64_t>{32, 4}));
+  EXPECT_EQ(temb.layout.colRepeats[3], 16);
+  const ChainBuild sample = withAddend(contiguous("bfloat16", {4, 1, 1}));
+  ASSERT_TRUE(sample.ok()) << sample.reason;
+  EXPECT_EQ(sample.layout.strides[3], (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(sample.layout.colRepeats[3], 64);
+  // A spatial map shared by the channels is no value of the view; nor are channels at a stride.
+  EXPECT_NE(withAddend(contiguous("bfloat16", {16})).reason.find("varies over the spatial dims"), std::string::npos);
+  EXPECT_NE(withAddend(TensorMeta{"bfloat16", {4, 32, 1}, {64, 2, 1}}).reason.find("at stride 2"), std::string::npos);
+}
+
+TEST(ChainBuilderTest, GivenWhatAGroupViewCannotHoldWhenBuiltThenTheReasonNamesIt) {
+  const RecordedChain r = groupNormActRecording(DType::Float16, {2, 64, 49, 32}, 1e-5, OpKind::Silu);
+  const ChainBuildOptions layouts{true};
+  auto refusedWith = [&](const RecordedChain& c, const std::string& text) {
+    const ChainBuild b = buildChain(c.calls, c.metas, {c.calls.back().outputs[0]}, layouts);
+    EXPECT_FALSE(b.ok());
+    EXPECT_NE(b.reason.find(text), std::string::npos) << b.reason;
+  };
+  RecordedChain reduced = r;  // a reduction over x's last dim inside the view
+  reduced.calls.push_back({"aten::sum.dim_IntList", {A::tensor(7), A::intList({-1}), A::boolean(true), A::none()}, {8}});
+  reduced.metas[8] = contiguous("float16", {2, 64, 1});
+  refusedWith(reduced, "reduces or joins over the last dim");
+  RecordedChain readsStats = r;
+  readsStats.calls.push_back({"aten::mul.Tensor", {A::tensor(5), A::tensor(6)}, {8}});
+  readsStats.metas[8] = readsStats.metas[5];
+  refusedWith(readsStats, "a group norm's mean or rstd");
+  RecordedChain wideWeight = r;
+  wideWeight.metas[2].scalarType = "float32";
+  refusedWith(wideWeight, "the weight is float32 where x is float16");
+  RecordedChain wrongHw = r;
+  wrongHw.calls[0].args[5] = A::number(48);
+  refusedWith(wrongHw, "HxW");
+  RecordedChain strided = r;
+  strided.metas[1].strides = {49, 98, 1};
+  refusedWith(strided, "not contiguous");
+  RecordedChain uneven = r;
+  uneven.calls[0].args[6] = A::number(24);
+  refusedWith(uneven, "64 channels in 24 groups");
+  RecordedChain flat = r;
+  flat.metas[1] = contiguous("float16", {2, 64});
+  refusedWith(flat, "HxW 1 is ATen's other expression");
+  RecordedChain twoViews = r;  // a second group norm of another geometry
+  twoViews.calls.push_back({"aten::native_group_norm",
+                            {A::tensor(7), A::none(), A::none(), A::number(2), A::number(64), A::number(49),
+                             A::number(16), A::number(1e-5)},
+                            {8, 9, 10}});
+  twoViews.metas[8] = twoViews.metas[7];
+  twoViews.metas[9] = twoViews.metas[10] = contiguous("float16", {2, 16});
+  refusedWith(twoViews, "a chain holds one group view");
 }
 
 }  // namespace

@@ -209,6 +209,47 @@ TEST(ChainInterpreterTest, GivenRotaryInItsLayoutWhenInterpretedThenEachModeMatc
 
 // Note [Softmax in a chain]: every node in float32, the result rounded once; against softmax and
 // log_softmax computed here in double, with the mask broadcast over the heads as GPT-2's attention adds it.
+// Note [GroupNorm in a chain] over Note [The group view]: each group of C / G channels of HxW elements is a row;
+// the weight and bias repeat over each channel's HxW columns. float32 (no statistic rounding): within float32
+// rounding of the group norm and SiLU computed in double.
+TEST(ChainInterpreterTest, GivenAGroupNormAndSiluInTheGroupViewWhenInterpretedThenEachGroupIsNormalizedPerChannel) {
+  const GroupNormShape shape{2, 8, 6, 4};  // C / G = 2, rows 8, cols 12
+  const int64_t rows = groupNormRows(shape), cols = groupNormCols(shape);
+  const ChainIR ir = groupNormActChain(DType::Float32, 1e-5, OpKind::Silu);
+  const ChainLayout layout = groupNormActLayout(shape);
+  std::vector<float> x(static_cast<size_t>(2 * 8 * 6)), w(8), b(8);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i)) * 3.0 + 0.5);
+  for (size_t c = 0; c < 8; ++c) {
+    w[c] = 0.5f + 0.25f * static_cast<float>(c);
+    b[c] = -1.0f + 0.3f * static_cast<float>(c);
+  }
+  for (EvalMode mode : {EvalMode::AtenOrder, EvalMode::Fused}) {
+    const std::vector<std::vector<float>> out = interpretChain(ir, rows, cols, layout, {x, w, b}, mode);
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(out[0].size(), static_cast<size_t>(rows * cols));
+    for (int64_t n = 0; n < 2; ++n) {
+      for (int64_t g = 0; g < 4; ++g) {
+        double sum = 0, sq = 0;
+        for (int64_t e = 0; e < cols; ++e) sum += x[static_cast<size_t>((n * 4 + g) * cols + e)];
+        const double mean = sum / static_cast<double>(cols);
+        for (int64_t e = 0; e < cols; ++e) {
+          const double d = x[static_cast<size_t>((n * 4 + g) * cols + e)] - mean;
+          sq += d * d;
+        }
+        const double rstd = 1.0 / std::sqrt(sq / static_cast<double>(cols) + 1e-5);
+        for (int64_t e = 0; e < cols; ++e) {
+          const int64_t c = g * 2 + e / 6;
+          const size_t at = static_cast<size_t>((n * 4 + g) * cols + e);
+          const double y = (x[at] - mean) * rstd * w[static_cast<size_t>(c)] + b[static_cast<size_t>(c)];
+          const double want = y / (1.0 + std::exp(-y));
+          EXPECT_NEAR(out[0][at], want, 1e-5 * (1.0 + std::fabs(want))) << evalModeName(mode) << " n " << n << " g "
+                                                                          << g << " column " << e;
+        }
+      }
+    }
+  }
+}
+
 TEST(ChainInterpreterTest, GivenSoftmaxChainsWhenInterpretedThenTheyMatchSoftmaxInDoubleWithinOneRounding) {
   const int64_t rows = 6, cols = 50;
   const std::vector<float> x = bfValues(rows * cols, 5);

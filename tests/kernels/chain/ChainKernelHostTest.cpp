@@ -421,7 +421,14 @@ TEST(ChainKernelHostTest, GivenRowChainsWhenEveryPointOfTheirSpacesRunsOnTheHost
       {"residual add + layer_norm fp32 without bias", residualLayerNormChain(DType::Float32, 1e-12, true, false), {},
        3, 96, 7},
       {"attention scores fp16", attentionSoftmaxChain(DType::Float16, 0.125), attentionSoftmaxLayout({2, 3, 4, 64}),
-       24, 64, 5}};
+       24, 64, 5},
+      // Note [Repeated columns]: per-channel weight and bias over a repeat vec divides or does not.
+      {"group_norm + silu fp16 (repeat 12)", groupNormActChain(DType::Float16, 1e-5, OpKind::Silu),
+       groupNormActLayout({2, 8, 12, 4}), 8, 24, 8},
+      {"group_norm + silu bf16 (repeat 16, one sample)", groupNormActChain(DType::BFloat16, 1e-6, OpKind::Silu),
+       groupNormActLayout({1, 16, 16, 8}), 8, 32, 9},
+      {"group_norm + relu fp32 (repeat 9)", groupNormActChain(DType::Float32, 1e-5, OpKind::Relu),
+       groupNormActLayout({3, 4, 9, 2}), 6, 18, 10}};
   for (uint64_t seed = 0; seed < 10; ++seed) {
     RandomChainOptions o;
     o.maxCols = 64;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "hotkernel/chain/ChainCodegen.h"
 #include "hotkernel/chain/ChainEntry.h"
 #include "hotkernel/chain/ChainKey.h"
 #include "hotkernel/chain/ChainParameterSpace.h"
@@ -124,6 +125,88 @@ TEST(ChainLayoutTest, GivenColumnStridesWhenCheckedAndNormalizedThenOnlyATranspo
   ChainVariant plain = v;
   plain.layout.colStrides.clear();
   EXPECT_THROW(readChainEntry(j.dump(), plain), Error);
+}
+
+// Note [Repeated columns]: a group norm's per-channel weight and bias repeat over HxW columns at row strides
+// (0, C / G); normalization keeps the repeats (and drops a list of ones), the span is the [C] tensor, text, JSON,
+// variant strings and entries carry them, and every misuse is named.
+TEST(ChainLayoutTest, GivenColumnRepeatsWhenCheckedAndNormalizedThenOnlyAFullInputRepeatsDividingItsExtent) {
+  const ChainIR gn = groupNormActChain(DType::Float16, 1e-5, OpKind::Silu);  // args: x, weight, bias, out
+  const GroupNormShape shape{2, 320, 4096, 32};
+  const int64_t rows = groupNormRows(shape), cols = groupNormCols(shape);
+  EXPECT_EQ(rows, 64);
+  EXPECT_EQ(cols, 40960);
+  const ChainLayout l = groupNormActLayout(shape);
+  ASSERT_TRUE(l.repeated());
+  EXPECT_FALSE(l.transposed());
+  EXPECT_EQ(l.rowDims, (std::vector<int64_t>{2, 32}));
+  EXPECT_EQ(l.strides, (std::vector<std::vector<int64_t>>{{32 * cols, cols}, {0, 10}, {0, 10}, {32 * cols, cols}}));
+  EXPECT_EQ(l.colRepeats, (std::vector<int64_t>{1, 4096, 4096, 1}));
+  EXPECT_EQ(chainLayoutProblem(gn, rows, cols, l), "");
+  EXPECT_EQ(layoutText(l), "2x32:1310720,40960/1|0,10/4096|0,10/4096|1310720,40960/1");
+  EXPECT_EQ(layoutSpan(gn, l, 1, rows, cols), 320);  // the weight: C elements
+  EXPECT_EQ(layoutSpan(gn, l, 0, rows, cols), 2 * 320 * 4096);
+  EXPECT_EQ(layoutColRepeat(l, 1), 4096);
+  EXPECT_EQ(layoutColRepeat(l, 0), 1);
+  EXPECT_EQ(layoutColRepeat(ChainLayout{}, 1), 1);
+  EXPECT_EQ(layoutFromJson(layoutToJson(l), "layout"), l);
+  EXPECT_FALSE(layoutToJson(rotaryLayout(kQ)).contains("colRepeats"));
+  nlohmann::json empty = layoutToJson(l);
+  empty["colRepeats"] = nlohmann::json::array();
+  EXPECT_THROW(layoutFromJson(empty, "layout"), Error);
+  // One sample: the batch dim goes, the groups stay apart from the columns.
+  const ChainLayout one = groupNormActLayout({1, 64, 49, 32});
+  EXPECT_EQ(one.rowDims, std::vector<int64_t>{32});
+  EXPECT_EQ(one.strides[1], std::vector<int64_t>{2});
+  // Repeats of 1 everywhere normalize to none.
+  ChainLayout ones = groupNormActLayout(shape);
+  ones.colRepeats = {1, 1, 1, 1};
+  ones.strides[1] = ones.strides[2] = {0, 0};  // now a broadcast Full value over the rows
+  EXPECT_TRUE(normalizeLayout(gn, rows, cols, ones).colRepeats.empty());
+  auto problem = [&](ChainLayout bad) { return chainLayoutProblem(gn, rows, cols, bad); };
+  ChainLayout output = l;
+  output.colRepeats = {1, 4096, 4096, 2};
+  EXPECT_NE(problem(output).find("is an output with column repeat 2"), std::string::npos);
+  ChainLayout count = l;
+  count.colRepeats = {1, 4096};
+  EXPECT_NE(problem(count).find("column repeats of 2 arguments, the chain has 4"), std::string::npos);
+  ChainLayout zero = l;
+  zero.colRepeats = {0, 4096, 4096, 1};
+  EXPECT_NE(problem(zero).find("column repeat 0 outside [1, 2^30]"), std::string::npos);
+  ChainLayout odd = l;
+  odd.colRepeats = {1, 4095, 4096, 1};
+  EXPECT_NE(problem(odd).find("does not divide its extent 40960"), std::string::npos);
+  ChainLayout transposed = l;
+  transposed.colStrides = {2, 1, 1, 1};
+  EXPECT_FALSE(problem(transposed).empty());
+  const ChainIR rms = rmsNormChain(DType::BFloat16, 1e-6);  // args: x, weight (column), out
+  EXPECT_NE(chainLayoutProblem(rms, 4, 64, {{4}, {{64}, {0}, {64}}, {}, {1, 2, 1}}).find("only a Full input repeats"),
+            std::string::npos);
+  EXPECT_NE(chainLayoutProblem(gn, rows, cols, ChainLayout{{}, {}, {}, {1, 1, 1, 1}}).find("lists no strides"),
+            std::string::npos);
+  // The variant string and an entry name the repeats; the layout without them is another variant.
+  const ChainVariant v{gn, rows, cols, 0, l};
+  EXPECT_NE(chainVariantString(v).find("/4096"), std::string::npos);
+  const ChainKernelParams p{1024, 8, 1, 0};
+  EXPECT_EQ(chainVariantProblem(v.ir, p, v.rows, v.cols, v.layout), "");
+  const nlohmann::json j = chainEntryParams(v, p);
+  EXPECT_EQ(readChainEntry(j.dump(), v), p);
+  ChainVariant plain = v;
+  plain.layout.colRepeats.clear();
+  EXPECT_THROW(readChainEntry(j.dump(), plain), Error);
+  // A repeated input's loads are element loads: its row stride 10 need not be a multiple of vec 8.
+  const std::vector<ChainKernelParams> space = chainParameterSpace(v.ir, v.rows, v.cols, v.layout);
+  ASSERT_FALSE(space.empty());
+  EXPECT_EQ(space.front().vec, 8);
+  // An elementwise chain never reads a repeated input (only the row kernel does).
+  ChainIR scaled;
+  scaled.markOutput(scaled.addBinary(OpKind::Mul, scaled.addInput(DType::Float16, ShapeClass::Full),
+                                     scaled.addInput(DType::Float16, ShapeClass::Full)));
+  const ChainLayout scaledLayout{{2, 32}, {{32 * cols, cols}, {0, 10}, {32 * cols, cols}}, {}, {1, 4096, 1}};
+  EXPECT_EQ(chainLayoutProblem(scaled, rows, cols, scaledLayout), "");
+  EXPECT_NE(chainVariantProblem(scaled, {256, 8, 1, 0}, rows, cols, scaledLayout).find("row kernel only"),
+            std::string::npos);
+  EXPECT_THROW(generateChainSource(scaled, {256, 8, 1, 0}, scaledLayout), Error);
 }
 
 TEST(ChainLayoutTest, GivenAVariantWithALayoutWhenItsStringIsMadeThenTheLayoutIsNamedAndContiguousOnesAreUnchanged) {

@@ -48,6 +48,28 @@
 
 namespace hotkernel::chain {
 
+// Note [The group view]
+// A sequence holding an aten::native_group_norm (Note [GroupNorm in a
+// chain]) is built over the norm's group view instead: its x, a contiguous
+// [N, C, *spatial] of HxW = prod(spatial) >= 2 elements a channel in G
+// groups, is [N * G, (C / G) * HxW], a group a row (the row dims [N, G]).
+// Every other tensor is read against x's sizes (aligned from the right,
+// broadcasting as TensorIterator does) and placed in the view by its
+// strides over N, C and the spatial dims: varying over the spatial dims
+// densely and over C at stride HxW (x's own layout, any N stride), a Full
+// value; constant over the spatial dims and contiguous over C (a [C, 1, 1]
+// or [N, C, 1, 1] addend), a Full value of column repeat HxW (Note
+// [Repeated columns]) with row strides (its N stride, C / G); constant over
+// C and the spatial dims, column repeat the row's width; anything else
+// (a spatial map shared by the channels, C at another stride) is refused.
+// The norm's weight and bias ([C], contiguous) are per-channel values
+// (row strides 0 and C / G, repeat HxW); its mean and rstd ([N, G]) are
+// rows, results only (a call that reads them is refused). Every group norm
+// of the sequence has x's geometry, and the view has no other reduction,
+// softmax, layer_norm or cat (they reduce or join over x's last dim, not a
+// group). A layout with a per-channel value is not contiguous (it
+// repeats), so such chains need `options.layouts`.
+
 struct ChainBuild {
   ChainIR chain;
   // Empty when the chain was built; otherwise "call 3 (aten::add_.Tensor(...)): in-place op ..."

@@ -60,7 +60,7 @@ std::vector<std::vector<float>> interpretChain(const ChainIR& ir, int64_t rows, 
 
 // The same in a variant's `layout` (Note [Chain layouts]): a Full input's
 // buffer is its memory, layoutSpan elements with element (row, c) at
-// layoutRowOffset(row) + c * layoutColStride (the contiguous layout's is its [rows, extent]
+// layoutRowOffset(row) + c / layoutColRepeat * layoutColStride (the contiguous layout's is its [rows, extent]
 // values, as above); the other classes' buffers are as above. Values have
 // their own column extents (Note [Chain column extents]; a width-fixed
 // chain's cols must be its width) and a Cat takes each element from the

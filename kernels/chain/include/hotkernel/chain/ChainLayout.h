@@ -38,6 +38,18 @@
 // order of its row dims is the same copy: NHWC to NCHW reads along the
 // channels, a middle dim of the result). Its kernel is a tiled transpose (Note [Transposed copies] in ChainCodegen.h); any other
 // chain over such a value runs unfused (chainLayoutProblem says why).
+//
+// Note [Repeated columns]
+// `colRepeats` gives each tensor argument a repeat R >= 1; empty, the normal
+// form, is every argument's 1. Element (row, c) of an argument of repeat R
+// is at its row offset + (c / R) * its column stride: each of its elements
+// stands for R consecutive columns. It is how a chain over a group norm's
+// view (rows of one group, [N * G, (C / G) * HxW]) reads a per-channel
+// value: the norm's weight and bias ([C]: row strides 0 over N and C / G over
+// G, repeat HxW), a [N, C, 1, 1] addend alike (row strides C and C / G). Only
+// a Full input repeats, R divides the columns, the layout is not transposed,
+// and only a row kernel reads such an input (one element load a column, not
+// one vector: the value is small and stays in L1).
 
 #include <algorithm>
 #include <cstdint>
@@ -56,14 +68,19 @@ struct ChainLayout {
   std::vector<int64_t> rowDims;               // empty: contiguous
   std::vector<std::vector<int64_t>> strides;  // per tensor argument (chainTensorArgs), one per row dim
   std::vector<int64_t> colStrides;            // per tensor argument; empty: all 1 (Note [Transposed layouts])
+  std::vector<int64_t> colRepeats;            // per tensor argument; empty: all 1 (Note [Repeated columns])
 
   bool contiguous() const { return rowDims.empty(); }
+  // Whether an argument's elements repeat over columns (Note [Repeated columns]).
+  bool repeated() const {
+    return std::any_of(colRepeats.begin(), colRepeats.end(), [](int64_t r) { return r != 1; });
+  }
   // Whether an argument's columns are not at stride 1 (Note [Transposed layouts]).
   bool transposed() const {
     return std::any_of(colStrides.begin(), colStrides.end(), [](int64_t c) { return c != 1; });
   }
   bool operator==(const ChainLayout& o) const {
-    return rowDims == o.rowDims && strides == o.strides && colStrides == o.colStrides;
+    return rowDims == o.rowDims && strides == o.strides && colStrides == o.colStrides && colRepeats == o.colRepeats;
   }
   bool operator!=(const ChainLayout& o) const { return !(*this == o); }
 };
@@ -96,6 +113,9 @@ std::vector<int64_t> layoutStrides(const ChainIR& ir, const ChainLayout& layout,
 // The column stride of tensor argument `arg` (1 unless the layout is transposed).
 int64_t layoutColStride(const ChainLayout& layout, size_t arg);
 
+// The column repeat of tensor argument `arg` (1 unless the layout repeats columns).
+int64_t layoutColRepeat(const ChainLayout& layout, size_t arg);
+
 // The offset (elements) of `row` of argument `arg`; the elements a buffer
 // of the argument spans (its last row's offset plus its extent, for an
 // argument whose strides are >= 0).
@@ -103,11 +123,13 @@ int64_t layoutRowOffset(const std::vector<int64_t>& rowDims, const std::vector<i
 int64_t layoutSpan(const ChainIR& ir, const ChainLayout& layout, size_t arg, int64_t rows, int64_t cols);
 
 // "32x4096:128,4096|0,128|..." (the variant string's part), each argument's
-// "@<column stride>" after its row strides in a transposed layout; "" for the empty layout.
+// "@<column stride>" after its row strides in a transposed layout and its
+// "/<repeat>" in a repeated one; "" for the empty layout.
 std::string layoutText(const ChainLayout& layout);
 
 // {"rowDims": [...], "strides": [[...], ...]} (and "colStrides": [...] when
-// transposed) and its strict reader (Error naming the field).
+// transposed, "colRepeats": [...] when repeated) and its strict reader (Error
+// naming the field).
 nlohmann::json layoutToJson(const ChainLayout& layout);
 ChainLayout layoutFromJson(const nlohmann::json& j, const std::string& where);
 

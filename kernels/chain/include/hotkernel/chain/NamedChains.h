@@ -109,4 +109,30 @@ ChainLayout headViewCopyLayout(const RotaryShape& shape, int64_t parts);
 // headDim, cols seq.
 ChainLayout headTransposeCopyLayout(const RotaryShape& shape, int64_t parts);
 
+// An nn.GroupNorm and its activation as diffusers' ResnetBlock2D (SiLU) and
+// HF's BiT (ReLU) run them, as the chain builder lowers
+// aten::native_group_norm over its group view (Note [The group view]):
+//   native_group_norm(x, weight, bias, N, C, HxW, G, eps); act(out)
+// `act` Silu or Relu (a unary op whose IR name is ATen's). Inputs (x Full, then
+// weight and bias Full of column repeat HxW), all of `dtype`; one output,
+// act(out), of `dtype` (the norm's result, mean and rstd dropped).
+ChainIR groupNormActChain(DType dtype, double eps, OpKind act);
+
+struct GroupNormShape {
+  int64_t batch = 2;
+  int64_t channels = 320;
+  int64_t hw = 4096;  // 64 x 64
+  int64_t groups = 32;
+};
+
+// Its recorded calls (value ids: x 1, weight 2, bias 3; the norm's results
+// 4, 5, 6; the activation's 7), x as [batch, channels, hw] (a 3-d input:
+// HxW is the product of the spatial dims, one or several), and the
+// variant's extents and normalized layout: rows batch * groups, cols
+// channels / groups * hw.
+RecordedChain groupNormActRecording(DType dtype, const GroupNormShape& shape, double eps, OpKind act);
+int64_t groupNormRows(const GroupNormShape& shape);
+int64_t groupNormCols(const GroupNormShape& shape);
+ChainLayout groupNormActLayout(const GroupNormShape& shape);
+
 }  // namespace hotkernel::chain

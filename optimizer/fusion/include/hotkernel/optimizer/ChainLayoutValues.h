@@ -21,6 +21,21 @@
 // Full buffer is the [rows, extent] value row by row, and nothing changes for
 // a contiguous variant (the same draws, the same reference).
 
+//
+// Note [Chain values in a group view]
+// A layout with repeated columns (Note [Repeated columns]: a group norm's
+// per-channel values over rows of C / G channels of HxW elements) has no
+// strided view [extent] of a repeated value: element c is the buffer's
+// c / R. So such a variant's values come with their columns split at the
+// smallest repeat S (chainColumnSplit: HxW): a Full value is rowDims +
+// [extent / S, S], a repeated one of R = S strides + [1, 0] (a [C, 1]
+// broadcast over HxW, as eager's per-channel tensors are), one of R = its
+// extent strides + [0, 0] (one value a row); a repeat between the two is
+// copied into that shape. ATen runs the chain on those views with
+// runChainWithAten's `split` (reductions over both column dims, a group
+// norm as aten::native_group_norm), so the reference reads what eager read
+// and times what eager ran.
+
 #include <cstdint>
 #include <vector>
 
@@ -36,6 +51,11 @@ namespace hotkernel {
 // the count of the chain's tensor inputs.
 size_t chainFirstOutputArg(const chain::ChainIR& ir);
 
+// The column split of a layout's values (Note [Chain values in a group
+// view]): its smallest repeat above 1, or 0 for a layout without repeats;
+// Error when a repeat is no multiple of it.
+int64_t chainColumnSplit(const chain::ChainLayout& layout);
+
 // The elements of tensor argument `arg`'s buffer (layoutSpan; for a Row or
 // RowFlat argument rows, for a Column its extent).
 int64_t chainArgumentElements(const chain::ChainIR& ir, const chain::ChainLayout& layout, size_t arg, int64_t rows,
@@ -43,7 +63,8 @@ int64_t chainArgumentElements(const chain::ChainIR& ir, const chain::ChainLayout
 
 // The value of tensor argument `arg` over `memory` (a 1-d tensor of at least
 // chainArgumentElements elements, its first element the argument's): a view,
-// never a copy (Note [Chain values in a layout]).
+// never a copy (Note [Chain values in a layout]), but for a repeat between
+// the split and the extent (Note [Chain values in a group view]).
 at::Tensor chainArgumentView(const chain::ChainIR& ir, const chain::ChainLayout& layout, size_t arg,
                              const at::Tensor& memory, int64_t rows, int64_t cols);
 

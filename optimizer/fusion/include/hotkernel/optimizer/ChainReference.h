@@ -43,8 +43,15 @@ struct ChainReferenceInput {
 // shape (chainValueOf makes them [rows, extent] again). Error
 // (HOTKERNEL_CHECK) on a wrong count of inputs or a tensor of the wrong
 // dtype or shape for its input.
+// With `split` > 0 (Note [Chain values in a group view] in
+// ChainLayoutValues.h) every value's columns come as [cols / split, split]:
+// Full inputs rowDims + [extent / split, split], Row inputs rowDims + [1, 1],
+// Column inputs [extent / split, split]; a reduction is over both. A group
+// norm (Note [GroupNorm groups]) then runs as aten::native_group_norm of x
+// viewed [N, C, split], its groups read from the weight's (or the bias's)
+// row strides.
 std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::vector<ChainReferenceInput>& inputs,
-                                         int64_t rows, int64_t cols);
+                                         int64_t rows, int64_t cols, int64_t split = 0);
 
 // The sizes of a chain value of `shape` over [rows, cols]: [rows, cols] Full,
 // [cols] Column, [rows, 1] Row, [rows] RowFlat, [] Scalar.
