@@ -101,6 +101,7 @@ enum class Op : uint8_t {
   HardtanhS,                     // hardtanh(a, -|s|, |s|)
   LeakyReluS,                    // leaky_relu(a, |s| / 4)
   MaxT, MinT,                    // maximum, minimum
+  GroupNormS,  // F.group_norm(a, groups s, weight b[0], bias b[1]) (b: [2, C], or none) (Note [GroupNorm in a chain])
 };
 enum class Shape : uint8_t { Full, Col, Row, Zero };
 
@@ -219,6 +220,10 @@ at::Tensor applyStep(const TStep& s, const at::Tensor& a, const at::Tensor& b) {
     case Op::LeakyReluS: return at::leaky_relu(a, std::abs(s.scalar) / 4);
     case Op::MaxT: return at::maximum(a, b);
     case Op::MinT: return at::minimum(a, b);
+    case Op::GroupNormS: {  // the weight and bias are rows of one [2, C] input (selects: views of an input)
+      const auto row = [&](int64_t k) { return b.defined() ? std::optional<at::Tensor>(b.select(0, k)) : std::nullopt; };
+      return at::group_norm(a, static_cast<int64_t>(s.scalar), row(0), row(1), 1e-5);
+    }
   }
   return a;
 }
@@ -263,6 +268,7 @@ class TemplateMaker {
     // A transposed first input: a chain over it is refused (it runs unfused) but for a lone copy.
     t_.inputs[0].transposed = !t_.inputs[0].strided && pick(16) == 0;
     if (pick(10) == 0) return permuted();
+    if (pick(10) == 0) return grouped();
     // A lone contiguous copy of a strided or transposed value: a chain of one call (Note [Relayout copies],
     // Note [Transposed layouts]).
     if (pick(12) == 0) {
@@ -293,6 +299,65 @@ class TemplateMaker {
     for (size_t k = 0; k + 1 < n; ++k) some[k] = pick(oneIn) == 0;
     t_.keeps = {last, some};
     return t_;
+  }
+
+  // Note [The group view]: a group norm of a contiguous [N, C, *spatial] value (one or two spatial dims, HxW >= 2;
+  // G of 1, 2, 4 or 8 groups of 1 to 3 channels), with a weight and a bias in two thirds of them, then one to
+  // three steps as a UNet's or BiT's block takes it: an activation, an addend of x's sizes (a residual) or of
+  // [N, C, 1, ...] (a time embedding), a step of any shape. On the CPU in float32 only: for a 16-bit x the CPU's
+  // ATen group norm normalizes with its float32 statistics where CUDA's (and so the chain: Note [GroupNorm in a
+  // chain]) uses them rounded to x's dtype, which a group of nearly equal values magnifies far past any
+  // tolerance; the suite on a GPU draws every dtype against CUDA's kernel.
+  Template grouped() {
+    if (fuzzDevice() == c10::DeviceType::CPU) base_ = at::kFloat;
+    static const int64_t kGroups[] = {1, 2, 4, 8};
+    static const int64_t kSpatial[] = {2, 3, 4, 5, 8};
+    const int64_t groups = kGroups[pick(4)], channels = groups * (1 + pick(3));
+    TInput x{Shape::Full, base_, false};
+    x.drawn = {1 + pick(3), channels};
+    for (int d = 1 + pick(2); d > 0; --d) x.drawn.push_back(kSpatial[pick(5)]);
+    for (size_t d = 0; d < x.drawn.size(); ++d) x.perm.push_back(static_cast<int64_t>(d));
+    const std::vector<int64_t> sizes = x.drawn;
+    t_.cols = sizes.back();
+    t_.rows = 1;
+    for (size_t d = 0; d + 1 < sizes.size(); ++d) t_.rows *= sizes[d];
+    t_.inputs = {x};
+    values_ = {GenValue{Shape::Full, base_, 2.0, false, false}};
+    // An input of `drawn` sizes, contiguous (the identity permutation).
+    auto nd = [&](std::vector<int64_t> drawn, bool positive) {
+      const int k = addInput(Shape::Full, base_, positive);
+      t_.inputs[static_cast<size_t>(k)].drawn = drawn;
+      for (size_t d = 0; d < drawn.size(); ++d) t_.inputs[static_cast<size_t>(k)].perm.push_back(static_cast<int64_t>(d));
+      return k;
+    };
+    const int affine = pick(3) != 0 ? nd({2, channels}, false) : -1;
+    double hw = 1;
+    for (size_t d = 2; d < sizes.size(); ++d) hw *= static_cast<double>(sizes[d]);
+    const double bound = std::sqrt(hw * static_cast<double>(channels / groups)) * (affine >= 0 ? 2.0 : 1.0) + 2.0;
+    int cur = push(TStep{Op::GroupNormS, 0, affine, static_cast<double>(groups)}, GenValue{Shape::Full, base_, bound, false, false});
+    for (int more = 1 + pick(3); more > 0; --more) {
+      const double b = values_[static_cast<size_t>(cur)].bound;
+      switch (pick(5)) {
+        case 0: cur = push(TStep{Op::Silu, cur}, unary(cur, b, false, false)); break;
+        case 1: cur = push(TStep{Op::Relu, cur}, unary(cur, b, true, false)); break;
+        case 2: {  // a residual of x's sizes
+          const int r = nd(sizes, false);
+          cur = push(TStep{Op::AddT, cur, r}, unary(cur, b + 2, false, false));
+          break;
+        }
+        case 3: {  // a time embedding: one value a sample and channel
+          std::vector<int64_t> temb(sizes.size(), 1);
+          temb[0] = sizes[0];
+          temb[1] = sizes[1];
+          const int e = nd(temb, false);
+          cur = push(TStep{Op::AddT, cur, e}, unary(cur, b + 2, false, false));
+          break;
+        }
+        default: cur = anyShape(cur);
+      }
+      if (values_[static_cast<size_t>(cur)].bound > 8) cur = push(TStep{Op::Tanh, cur}, unary(cur, 1, false, false));
+    }
+    return withKeeps(2);
   }
 
   // A 3-d or 4-d value with its dims permuted: a copy or a cast of it first (a lone one is a transposed copy
@@ -737,6 +802,10 @@ class Program {
     if (s.op == Op::LayerNormRow) {
       count("layerNormSteps");
       if (engine_ && fuzzEngine().stats().deferredCalls > before) count("layerNormDeferred");
+    }
+    if (s.op == Op::GroupNormS) {
+      count("groupNormSteps");
+      if (engine_ && fuzzEngine().stats().deferredCalls > before) count("groupNormDeferred");
     }
     if (s.op >= Op::ClampS && s.op <= Op::HardtanhS && engine_ && fuzzEngine().stats().deferredCalls > before) {
       count(s.op == Op::HardtanhS ? "hardtanhDeferred" : "clampDeferred");
@@ -1308,6 +1377,7 @@ struct Pool {
   size_t chainsWithCat = 0;
   size_t chainsWithSoftmax = 0;  // _softmax or _log_softmax (Note [Softmax in a chain])
   size_t chainsWithLayerNorm = 0;  // native_layer_norm (Note [LayerNorm in a chain])
+  size_t chainsWithGroupNorm = 0;  // native_group_norm (Note [GroupNorm in a chain])
   size_t relayoutCopies = 0;     // chains of one copy (Note [Relayout copies])
   size_t transposedCopies = 0;   // ... of them transposed copies (Note [Transposed layouts])
   size_t transposedNdCopies = 0;  // ... of them over more than one row dim (a permuted N-d value)
@@ -1387,6 +1457,7 @@ Pool learnPool(uint64_t seed, int templates, LaunchLog& log, const FuzzOptions& 
         ++pool.chainsWithSoftmax;
       }
       if (holds([](const chain::RecordedCall& c) { return c.op == "aten::native_layer_norm"; })) ++pool.chainsWithLayerNorm;
+      if (holds([](const chain::RecordedCall& c) { return c.op == "aten::native_group_norm"; })) ++pool.chainsWithGroupNorm;
       if (chain::isRelayoutCopy(h.build)) ++pool.relayoutCopies;
       if (chain::isRelayoutCopy(h.build) && h.build.layout.transposed()) ++pool.transposedCopies;
       if (h.build.layout.rowDims.size() > 1) {
@@ -1455,6 +1526,7 @@ FuzzReport runFusionFuzz(const FuzzOptions& options) {
       report.counts["poolChainsWithCat"] += pool.chainsWithCat;
       report.counts["poolChainsWithSoftmax"] += pool.chainsWithSoftmax;
       report.counts["poolChainsWithLayerNorm"] += pool.chainsWithLayerNorm;
+      report.counts["poolChainsWithGroupNorm"] += pool.chainsWithGroupNorm;
       report.counts["poolRelayoutCopies"] += pool.relayoutCopies;
       report.counts["poolTransposedCopies"] += pool.transposedCopies;
       report.counts["poolTransposedNdCopies"] += pool.transposedNdCopies;
