@@ -31,12 +31,12 @@ class Matcher {
     internal.insert(internal.end(), tail.begin(), tail.end());
     // The statistics: [a float32 value rounded to x's dtype and back].
     const int mean = unrounded(meanR, internal), rstd = unrounded(rstdR, internal);
-    if (!isRowMean(mean) || node(mean).operands[0] != xf || node(rstd).op != OpKind::Rsqrt) return false;
+    if (!uses_.isRowMean(mean) || node(mean).operands[0] != xf || node(rstd).op != OpKind::Rsqrt) return false;
     const int plusEps = node(rstd).operands.at(0);
     const Node& add = node(plusEps);
     if (add.op != OpKind::Add || add.scalar != 1.0 || node(add.operands.at(1)).op != OpKind::Constant) return false;
     const int var = add.operands[0], eps = add.operands[1];
-    if (!isRowMean(var) || node(node(var).operands[0]).op != OpKind::Mul) return false;
+    if (!uses_.isRowMean(var) || node(node(var).operands[0]).op != OpKind::Mul) return false;
     const int square = node(var).operands[0];
     const int d = node(square).operands.at(0);
     if (node(square).operands != std::vector<int>{d, d} || node(d).op != OpKind::Sub || node(d).scalar != 1.0 ||
@@ -66,11 +66,6 @@ class Matcher {
  private:
   const Node& node(int i) const { return uses_.node(i); }
 
-  bool isRowMean(int n) const {
-    const Node& m = node(n);
-    return m.op == OpKind::Mean && m.keepdim && m.operands.size() == 1;
-  }
-
   bool binary(int n, OpKind op, int& a, int& b) const {
     const Node& v = node(n);
     if (v.op != op || v.operands.size() != 2 || ((op == OpKind::Add || op == OpKind::Sub) && v.scalar != 1.0)) {
@@ -87,7 +82,7 @@ class Matcher {
     if (!binary(y, OpKind::Add, ax, b) || !binary(ax, OpKind::Mul, a, xf)) return false;
     int am2 = -1;
     if (binary(b, OpKind::Sub, g.bias, am2)) {
-      g.bias = asCalled(g.bias, internal);
+      g.bias = uses_.asCalled(g.bias, internal);
     } else if (node(b).op == OpKind::Neg) {
       am2 = node(b).operands.at(0);
     } else {
@@ -101,7 +96,7 @@ class Matcher {
     } else {
       int w = -1;
       if (!binary(a, OpKind::Mul, rstdR, w)) return false;
-      g.weight = asCalled(w, internal);
+      g.weight = uses_.asCalled(w, internal);
       internal.push_back(a);
     }
     for (int n : {ax, b, am}) internal.push_back(n);
@@ -113,16 +108,6 @@ class Matcher {
     if (!binary(y, OpKind::Mul, centered, rstdR) || !binary(centered, OpKind::Sub, xf, meanR)) return false;
     internal.push_back(centered);
     return true;
-  }
-
-  // A per-channel value as the call read it: a widened 16-bit input's source (the cast joins the group).
-  int asCalled(int v, std::vector<int>& internal) const {
-    const Node& n = node(v);
-    if (n.op == OpKind::Cast && node(n.operands.at(0)).dtype != DType::Float32) {
-      internal.push_back(v);
-      return n.operands[0];
-    }
-    return v;
   }
 
   // A statistic's float32 value: through [cast to x's dtype, cast back] (both join the group).

@@ -22,12 +22,12 @@ class Matcher {
     g = LayerNormGroup{};
     // Unwind [add bias], then [mul weight], down to mul(d, rstd).
     if (const int bias = columnOperand(y, OpKind::Add); bias >= 0) {
-      g.bias = columnInput(bias, internal);
+      g.bias = uses_.asCalled(bias, internal);
       y = node(y).operands[0];
       internal.push_back(y);
     }
     if (const int weight = columnOperand(y, OpKind::Mul); weight >= 0) {
-      g.weight = columnInput(weight, internal);
+      g.weight = uses_.asCalled(weight, internal);
       y = node(y).operands[0];
       internal.push_back(y);
     }
@@ -42,13 +42,13 @@ class Matcher {
       return false;
     }
     const int var = plusEps.operands[0], eps = plusEps.operands[1];
-    if (!isRowMean(var) || node(node(var).operands[0]).op != OpKind::Mul) return false;
+    if (!uses_.isRowMean(var) || node(node(var).operands[0]).op != OpKind::Mul) return false;
     const int square = node(var).operands[0];
     if (node(square).operands != std::vector<int>{d, d}) return false;
     const Node& diff = node(d);
     if (diff.op != OpKind::Sub || diff.operands.size() != 2 || diff.scalar != 1.0) return false;
     const int xf = diff.operands[0], mean = diff.operands[1];
-    if (!isRowMean(mean) || node(mean).operands[0] != xf) return false;
+    if (!uses_.isRowMean(mean) || node(mean).operands[0] != xf) return false;
     if (node(xf).shape != ShapeClass::Full || node(xf).dtype != DType::Float32) return false;
     for (int n : {d, rstd, shifted, eps, var, square, mean}) internal.push_back(n);
     g.eps = node(eps).scalar;
@@ -73,27 +73,12 @@ class Matcher {
  private:
   const Node& node(int i) const { return uses_.node(i); }
 
-  bool isRowMean(int n) const {
-    const Node& m = node(n);
-    return m.op == OpKind::Mean && m.keepdim && m.operands.size() == 1;
-  }
-
   // Node y's second operand when y is `op` of a value and a float32 Column (a weight or bias), else -1.
   int columnOperand(int y, OpKind op) const {
     const Node& n = node(y);
     if (n.op != op || n.operands.size() != 2 || (op == OpKind::Add && n.scalar != 1.0)) return -1;  // add's alpha
     const int c = n.operands[1];
     return node(c).shape == ShapeClass::Column && node(c).dtype == DType::Float32 ? c : -1;
-  }
-
-  // The column as the call read it: a widened 16-bit column's source (the cast joins the group).
-  int columnInput(int c, std::vector<int>& internal) const {
-    const Node& n = node(c);
-    if (n.op == OpKind::Cast && node(n.operands.at(0)).dtype != DType::Float32) {
-      internal.push_back(c);
-      return n.operands[0];
-    }
-    return c;
   }
 
   detail::SubgraphUses uses_;

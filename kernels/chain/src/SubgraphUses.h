@@ -33,6 +33,22 @@ class SubgraphUses {
     return true;
   }
 
+  // Whether node n is a row mean: a keepdim mean of one operand.
+  bool isRowMean(int n) const {
+    const Node& m = node(n);
+    return m.op == OpKind::Mean && m.keepdim && m.operands.size() == 1;
+  }
+
+  // Value v as a call read it: a widened 16-bit value's source (the widening cast joins `internal`), else v.
+  int asCalled(int v, std::vector<int>& internal) const {
+    const Node& n = node(v);
+    if (n.op == OpKind::Cast && node(n.operands.at(0)).dtype != DType::Float32) {
+      internal.push_back(v);
+      return n.operands[0];
+    }
+    return v;
+  }
+
   // Whether a group is what one call computed: every node of `internal` is no output and read only by the
   // group (its internal nodes and its result).
   bool closed(const std::vector<int>& internal, int result) const {
