@@ -35,6 +35,12 @@ comes from elsewhere; the other HOTKERNEL_* variables are kept).
                        x [2, 320, s, s], TOKENS = s * s (4096: Stable Diffusion's UNet at 64 x 64)
      groupnorm-relu    HF's BiT (BitGroupNormActivation): F.relu(nn.GroupNorm(32, 256)(x)) on
                        x [32, 256, s, s], TOKENS = s * s (3136: BiT-M R50x1's first stage)
+     temb-groupnorm-silu
+                       diffusers' ResnetBlock2D after conv1: F.silu(norm2(x + temb[:, :, None, None])) on
+                       x [2, 640, s, s] with the time embedding's projection temb [2, 640]
+     vae-groupnorm-silu
+                       diffusers' VAE decoder's norm and activation: F.silu(nn.GroupNorm(32, 512)(x)) on
+                       x [1, 512, s, s] (TOKENS 16384: 128 x 128, 32 groups of 262,144 elements)
    on [1, TOKENS, hidden] (a prefill), or [TOKENS, 1, hidden] up to 256 tokens (a decode
    batch of one token per sequence); the group norm blocks on images of TOKENS pixels. The child
      a. computes eager references (hotkernel_set_enabled(0));
@@ -128,10 +134,11 @@ from model_bench import Hotkernel, compare  # noqa: E402  (the C API and the pai
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 BLOCKS = ("rmsnorm", "swiglu-mlp", "gelu-mlp", "residual-rmsnorm", "gqa-rotary", "eager-attention", "groupnorm-silu",
-          "groupnorm-relu")
+          "groupnorm-relu", "temb-groupnorm-silu", "vae-groupnorm-silu")
 PREFILL_ONLY = ("eager-attention",)  # its scores are [heads, tokens, tokens]: no one-token decode
 # The group norm blocks: (batch, channels, the activation) on square images of TOKENS pixels.
-IMAGE_BLOCKS = {"groupnorm-silu": (2, 320, F.silu), "groupnorm-relu": (32, 256, F.relu)}
+IMAGE_BLOCKS = {"groupnorm-silu": (2, 320, F.silu), "groupnorm-relu": (32, 256, F.relu),
+                "temb-groupnorm-silu": (2, 640, F.silu), "vae-groupnorm-silu": (1, 512, F.silu)}
 # Issue 20's blocks at a Llama-8B-like hidden size: a prefill of 4096 tokens in both
 # 16-bit dtypes where HF models use them, and a decode batch of 16 one-token sequences.
 DEFAULT_CASES = ("rmsnorm:bfloat16:4096,rmsnorm:float16:4096,rmsnorm:bfloat16:16,"
@@ -142,11 +149,13 @@ DEFAULT_CASES = ("rmsnorm:bfloat16:4096,rmsnorm:float16:4096,rmsnorm:bfloat16:16
                  "groupnorm-silu:float16:4096,groupnorm-silu:float16:1024,groupnorm-relu:bfloat16:3136,"
                  "groupnorm-relu:bfloat16:196")
 SMOKE_CASES = ("rmsnorm:bfloat16:64,swiglu-mlp:bfloat16:64,gelu-mlp:float16:64,residual-rmsnorm:bfloat16:64,"
-               "gqa-rotary:bfloat16:64,eager-attention:float16:300,groupnorm-silu:float16:64,groupnorm-relu:bfloat16:16")
+               "gqa-rotary:bfloat16:64,eager-attention:float16:300,groupnorm-silu:float16:64,groupnorm-relu:bfloat16:16,"
+               "temb-groupnorm-silu:float16:16,vae-groupnorm-silu:float16:64")
 # Without CUDA: the smoke blocks in bfloat16 (the CPU's float16 GEMMs take a scalar path far slower than its
 # bfloat16 ones, and the CPU run checks the script, not a dtype).
 CPU_CASES = ("rmsnorm:bfloat16:64,swiglu-mlp:bfloat16:64,gelu-mlp:bfloat16:64,residual-rmsnorm:bfloat16:64,"
-             "gqa-rotary:bfloat16:64,eager-attention:bfloat16:300,groupnorm-silu:bfloat16:64,groupnorm-relu:bfloat16:16")
+             "gqa-rotary:bfloat16:64,eager-attention:bfloat16:300,groupnorm-silu:bfloat16:64,groupnorm-relu:bfloat16:16,"
+             "temb-groupnorm-silu:bfloat16:16,vae-groupnorm-silu:bfloat16:64")
 DECODE_TOKENS = 256  # up to this many tokens a case is a decode batch [TOKENS, 1, hidden]
 ACCURACY_EPS_UNITS = 16
 CONFIGS = ("hotkernel-off", "fusion-off", "fusion-on")
@@ -191,6 +200,8 @@ FUNCTIONS = {
                        "@ v, transposed back and made contiguous",
     "groupnorm-silu": "diffusers' ResnetBlock2D: F.silu(nn.GroupNorm(32, 320, eps=1e-5)(x)) on [2, 320, s, s]",
     "groupnorm-relu": "HF's BitGroupNormActivation: F.relu(nn.GroupNorm(32, 256, eps=1e-5)(x)) on [32, 256, s, s]",
+    "temb-groupnorm-silu": "diffusers' ResnetBlock2D: F.silu(norm2(x + temb[:, :, None, None])) on [2, 640, s, s]",
+    "vae-groupnorm-silu": "diffusers' VAE decoder: F.silu(nn.GroupNorm(32, 512, eps=1e-5)(x)) on [1, 512, s, s]",
 }
 
 
@@ -270,8 +281,12 @@ class Case:
             channels, act = IMAGE_BLOCKS[self.block][1], IMAGE_BLOCKS[self.block][2]
             w = (torch.rand(channels, device=device, generator=gen) * 2 - 0.5).to(dt)
             b = randn(channels, scale=0.1)
-            self.fn = lambda x: act(F.group_norm(x, 32, w, b, 1e-5))
-            self.inputs = [randn(*self.shape, scale=2.0)]
+            if self.block == "temb-groupnorm-silu":
+                self.fn = lambda x, temb: act(F.group_norm(x + temb[:, :, None, None], 32, w, b, 1e-5))
+                self.inputs = [randn(*self.shape, scale=2.0), randn(self.shape[0], channels)]
+            else:
+                self.fn = lambda x: act(F.group_norm(x, 32, w, b, 1e-5))
+                self.inputs = [randn(*self.shape, scale=2.0)]
         elif self.block == "eager-attention":
             d = 64
             heads = h // d
