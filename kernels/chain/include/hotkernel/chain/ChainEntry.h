@@ -11,10 +11,14 @@
 //   "chain": { ... },                  // the chain, Note [Chain JSON, v2]
 //   "chainSha256": "<64 hex>",          // chainKey(chain).sha256, as in the variant string
 //   "rows": R, "cols": C,               // the variant's extents
-//   "layout": {"rowDims": [...], "strides": [[...], ...]},  // only for a variant with a layout
+//   "layout": {"rowDims": [...], "strides": [[...], ...]},  // only for a variant with a layout; with
+//             "colStrides": [...] for a transposed one, "colRepeats": [...] for a repeated one
+//             (layoutToJson: a reader from before either key refuses the entry)
 //   "kernel": {"threads": 256, "vec": 8, "rowsPerCta": 1, "items": 0,
 //              "rounding": "aten",       // optional, "fused" when absent (Note [ATen rounding in a fused kernel])
-//              "fold": true},            // optional, false when absent (Note [Folded segments])
+//              "fold": true,             // optional, false when absent (Note [Folded segments])
+//              "cluster": 8},            // optional, 1 when absent (Note [Rows split over a cluster]; a reader
+//                                        // from before the key refuses the entry)
 //   "sourceSha256": "<64 hex>"          // SHA-256 of generateChainSource(chain, kernel, layout)
 // }
 // "kernel" and "sourceSha256" are present exactly in a kernel entry; a
