@@ -45,10 +45,12 @@ std::string Emitter::source() {
   for (std::string line; std::getline(lines, line);) os_ << "//   " << line << "\n";
   os_ << "#define HK_THREADS " << p_.threads << "\n#define HK_VEC " << p_.vec << "\n#define HK_ROWS "
       << p_.rowsPerCta << "\n#define HK_ITEMS " << p_.items << "\n";
+  if (p_.cluster > 1) os_ << "#define HK_CLUSTER " << p_.cluster << "\n";  // Note [Rows split over a cluster]
   // Note [One store a vector]: PTX stores where the address comes from a layout or a Cat, but for a row held in
   // registers.
   const bool ptxStores = (!layout_.contiguous() || ir_.hasCat()) && !(rowKernel_ && p_.items > 0);
   os_ << repeatedLoaders() << detail::chainDeviceLibrary(ptxStores) << "\n";
+  if (p_.cluster > 1) os_ << detail::chainClusterLibrary();
   signature();
   if (layout_.transposed()) {
     transposedBody();
@@ -66,7 +68,8 @@ std::string Emitter::source() {
 }
 
 void Emitter::signature() {
-  os_ << "extern \"C\" __global__ void __launch_bounds__(HK_THREADS) " << kChainKernelName << "(";
+  os_ << "extern \"C\" __global__ void " << (p_.cluster > 1 ? "__cluster_dims__(HK_CLUSTER, 1, 1) " : "")
+      << "__launch_bounds__(HK_THREADS) " << kChainKernelName << "(";
   std::vector<std::string> params;
   for (int in : ir_.inputs()) {
     const bool scalar = nodes_[static_cast<size_t>(in)].shape == ShapeClass::Scalar;
@@ -220,9 +223,9 @@ void Emitter::rowLoop(const std::set<int>& computed, const std::set<int>& inputs
 void Emitter::rowPassHead(const std::set<int>& inputs) {
   if (p_.items > 0) {
     os_ << "#pragma unroll\n  for (int hk_it = 0; hk_it < HK_ITEMS; ++hk_it) {\n"
-           "    const int hk_v = hk_it * HK_ROW_THREADS + hk_tid;\n    if (hk_v < hk_live) {\n";
+           "    const int hk_v = " << firstVector() << "hk_it * HK_ROW_THREADS + hk_tid;\n    if (hk_v < hk_live) {\n";
   } else {
-    os_ << "  for (int hk_v = hk_tid; hk_v < hk_live; hk_v += HK_ROW_THREADS) {\n    {\n";
+    os_ << "  for (int hk_v = " << firstVector() << "hk_tid; hk_v < hk_live; hk_v += HK_ROW_THREADS) {\n    {\n";
     emitLoads(inputs, "      ", false);
   }
 }
@@ -304,13 +307,43 @@ void Emitter::chooseKept() {
   pass_ = 0;
 }
 
+// Note [Rows split over a cluster]
+// A row kernel runs one CTA a row (or several rows a CTA): a variant of few
+// long rows (a VAE's group norm: 32 rows of 262,144 elements) keeps as many
+// SMs busy as it has rows. With `cluster` C > 1 (one row a CTA) a
+// thread-block cluster of C CTAs serves each row: the grid is rows * C, the
+// cluster's rank r CTA takes the slice of ceil(vectors / C) vectors from
+// r * chunk (hk_v0), and every pass of the kernel runs over that slice only,
+// streamed or held in registers. A reduction reduces the slice in the CTA as
+// before (hk_row_sum / hk_row_max), thread 0 publishes the CTA's total in its
+// hk_part slot (one a reduction, never reused), a cluster barrier, and every
+// CTA reads the C totals from the peers' shared memory (mapa, ld.shared::
+// cluster) and combines them in rank order: each CTA of the cluster holds the
+// same bits, so the row's later passes agree. A last cluster barrier keeps
+// each CTA's shared memory alive until its peers have read it. Row outputs
+// are written by rank 0; Full and Column outputs by each CTA for its slice.
+// The sum's order differs from the one-CTA kernel's (C partial sums, then
+// their sum), within the chain's tolerance as any point's is. The kernel
+// carries the cluster as __cluster_dims__ and HK_CLUSTER (sm_90); a kernel
+// without a cluster writes none of it, so its source and cached entries stay
+// as they were.
 void Emitter::rowBody() {
   os_ << "  __shared__ float hk_red[" << reductionSlot_.size() << "][HK_THREADS / 32];\n";
   os_ << "  const int hk_nvec = static_cast<int>(cols / HK_VEC);\n"
-         "  const int hk_tid = threadIdx.x & (HK_ROW_THREADS - 1);\n"
-         "  const long long row = static_cast<long long>(blockIdx.x) * HK_ROWS + threadIdx.x / HK_ROW_THREADS;\n"
-         "  const bool hk_live_row = row < rows;\n  const int hk_live = hk_live_row ? hk_nvec : 0;\n"
-         "  const long long hk_base = (hk_live_row ? row : 0) * cols;\n"
+         "  const int hk_tid = threadIdx.x & (HK_ROW_THREADS - 1);\n";
+  if (p_.cluster > 1) {
+    // Note [Rows split over a cluster]: the cluster's row, and this CTA's slice of its vectors.
+    os_ << "  __shared__ float hk_part[" << reductionSlot_.size() << "];\n"
+           "  const long long row = static_cast<long long>(blockIdx.x) / HK_CLUSTER;\n"
+           "  const unsigned hk_rank = hk_cta_rank();\n  const bool hk_live_row = row < rows;\n"
+           "  const int hk_chunk = (hk_nvec + HK_CLUSTER - 1) / HK_CLUSTER;\n"
+           "  const int hk_v0 = min(hk_nvec, static_cast<int>(hk_rank) * hk_chunk);\n"
+           "  const int hk_live = hk_live_row ? min(hk_nvec, hk_v0 + hk_chunk) : hk_v0;\n";
+  } else {
+    os_ << "  const long long row = static_cast<long long>(blockIdx.x) * HK_ROWS + threadIdx.x / HK_ROW_THREADS;\n"
+           "  const bool hk_live_row = row < rows;\n  const int hk_live = hk_live_row ? hk_nvec : 0;\n";
+  }
+  os_ << "  const long long hk_base = (hk_live_row ? row : 0) * cols;\n"
          "  const float hk_mean_factor = __fdiv_rn(static_cast<float>(rows), static_cast<float>(rows * cols));\n"
          "  (void)hk_mean_factor;\n  (void)hk_red;\n";
   if (!layout_.contiguous()) rowOffsets("(hk_live_row ? row : 0)", "  ");
@@ -324,7 +357,7 @@ void Emitter::rowBody() {
       const std::string offset = n.shape == ShapeClass::Column ? "hk_v * HK_VEC" : rowBase(in) + " + hk_v * HK_VEC";
       const std::string load = repeat(in) > 1 ? repeatedLoad(in) : "hk_load_" + tag + "(in" + id + " + " + offset;
       os_ << "  float x" << id << "[HK_ITEMS][HK_VEC];\n#pragma unroll\n  for (int hk_it = 0; hk_it < HK_ITEMS; ++hk_it) {\n"
-          << "    const int hk_v = hk_it * HK_ROW_THREADS + hk_tid;\n"
+          << "    const int hk_v = " << firstVector() << "hk_it * HK_ROW_THREADS + hk_tid;\n"
           << "    if (hk_v < hk_live) {\n      " << load << ", x" << id
           << "[hk_it]);\n    } else {\n#pragma unroll\n      for (int j = 0; j < HK_VEC; ++j) x" << id
           << "[hk_it][j] = 0.0f;\n    }\n  }\n";
@@ -350,8 +383,9 @@ void Emitter::rowBody() {
     }
     rowLoop(computed, inputs, kept, inner.str(), "");
     for (int r : reductions) {
+      const std::string slot = std::to_string(reductionSlot_.at(r));
       const std::string value = detail::rowReduction(nodes_[static_cast<size_t>(r)], "a" + std::to_string(r),
-                                                     "hk_red[" + std::to_string(reductionSlot_.at(r)) + "]");
+                                                     "hk_red[" + slot + "]", p_.cluster > 1 ? "&hk_part[" + slot + "]" : "");
       os_ << "  const float r" << r << " = "
           << (p_.atenRounding ? detail::roundedAsAten(nodes_[static_cast<size_t>(r)], value) : value) << ";\n";
       emitRowDivisor(r);
@@ -389,10 +423,16 @@ void Emitter::rowBody() {
     const int o = ir_.outputs()[m];
     const Node& n = nodes_[static_cast<size_t>(o)];
     if (scopeOf(n.shape) != Scope::Row) continue;
-    os_ << "  if (hk_tid == 0 && hk_live_row) hk_st_" << accessTag(n.dtype) << "(out" << m << " + row, " << ref(o)
-        << ");\n";
+    os_ << "  if (hk_tid == 0 && hk_live_row" << (p_.cluster > 1 ? " && hk_rank == 0" : "") << ") hk_st_"
+        << accessTag(n.dtype) << "(out" << m << " + row, " << ref(o) << ");\n";
   }
+  // Note [Rows split over a cluster]: the peers read this CTA's hk_part until their last reduction.
+  if (p_.cluster > 1) os_ << "  hk_cluster_sync();\n";
 }
+
+// The first vector of this CTA's part of the row: a cluster's slice (Note [Rows split over a cluster]), else 0
+// (nothing written, so a kernel without a cluster keeps its source).
+std::string Emitter::firstVector() const { return p_.cluster > 1 ? "hk_v0 + " : ""; }
 
 // A Full input's or output's row in the row kernel: hk_base, or its own
 // offset under a layout (Note [Chain layouts in the source]).

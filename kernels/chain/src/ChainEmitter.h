@@ -60,6 +60,8 @@ class Emitter {
   std::string repeatedLoad(int input) const;
   // The macro repeatedLoad calls.
   std::string repeatedLoaders() const;
+  // "hk_v0 + " in a cluster's kernel, else "".
+  std::string firstVector() const;
   size_t argOfOutput(size_t m) const { return inputArg_.size() + m; }
   // Declares hk_o<k>, the row offset of every Full tensor argument k, at row `row`.
   void rowOffsets(const std::string& row, const std::string& indent);

@@ -27,12 +27,13 @@ nlohmann::json chainParamsToJson(const ChainKernelParams& p) {
   nlohmann::json j = {{"threads", p.threads}, {"vec", p.vec}, {"rowsPerCta", p.rowsPerCta}, {"items", p.items}};
   if (p.atenRounding) j["rounding"] = "aten";  // absent: "fused" (Note [Chain entry params, v2])
   if (p.fold) j["fold"] = true;                // absent: false
+  if (p.cluster != 1) j["cluster"] = p.cluster;  // absent: 1 (Note [Rows split over a cluster])
   return j;
 }
 
 ChainKernelParams chainParamsFromJson(const nlohmann::json& j, const std::string& where) {
   jf::object(j, where);
-  onlyKeys(j, {"threads", "vec", "rowsPerCta", "items", "rounding", "fold"}, where);
+  onlyKeys(j, {"threads", "vec", "rowsPerCta", "items", "rounding", "fold", "cluster"}, where);
   ChainKernelParams p;
   p.threads = static_cast<int>(jf::integer(j, "threads", where, 1, 1024));
   p.vec = static_cast<int>(jf::integer(j, "vec", where, 1, 8));
@@ -45,6 +46,7 @@ ChainKernelParams chainParamsFromJson(const nlohmann::json& j, const std::string
     p.atenRounding = rounding == "aten";
   }
   if (jf::present(j, "fold")) p.fold = jf::boolean(j, "fold", where);
+  if (jf::present(j, "cluster")) p.cluster = static_cast<int>(jf::integer(j, "cluster", where, 2, 8));
   return p;
 }
 

@@ -38,7 +38,8 @@ std::string transposedPointProblem(const ChainIR& ir, const ChainKernelParams& p
 
 std::string ChainKernelParams::describe() const {
   return "t" + std::to_string(threads) + " v" + std::to_string(vec) + " r" + std::to_string(rowsPerCta) + " i" +
-         std::to_string(items) + (atenRounding ? " aten" : "") + (fold ? " fold" : "");
+         std::to_string(items) + (atenRounding ? " aten" : "") + (fold ? " fold" : "") +
+         (cluster > 1 ? " c" + std::to_string(cluster) : "");
 }
 
 void checkChainKernel(const ChainIR& ir, const ChainKernelParams& p) {
@@ -52,6 +53,9 @@ void checkChainKernel(const ChainIR& ir, const ChainKernelParams& p) {
                     "chain kernel rowsPerCta ", p.rowsPerCta, " is not 1 or a power of two leaving each row ",
                     "at most one warp of ", p.threads, " threads");
   HOTKERNEL_REQUIRE(p.items >= 0 && p.items <= 16, "chain kernel items ", p.items, " is not in [0, 16]");
+  HOTKERNEL_REQUIRE(p.cluster == 1 || ((p.cluster == 2 || p.cluster == 4 || p.cluster == 8) && ir.hasReductions() &&
+                                       p.rowsPerCta == 1),
+                    "chain kernel cluster ", p.cluster, " is not 1, or 2, 4 or 8 for a row kernel of one row a CTA");
   if (!ir.hasReductions()) {
     // Note [Transposed copies]: a lone cast's rowsPerCta is its tile, where its layout is transposed.
     HOTKERNEL_REQUIRE((p.rowsPerCta == 1 || isLoneCast(ir)) && p.items <= kMaxPointwiseItems,
@@ -162,11 +166,15 @@ std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, i
   if (ir.hasReductions()) {
     if (cols > kMaxChainCols) return "cols " + std::to_string(cols) + " is over 2^30";
     const int64_t rowThreads = p.threads / p.rowsPerCta;
-    if (p.items > 0 && cols > rowThreads * p.vec * p.items) {
-      return "cols " + std::to_string(cols) + " is over the registers' " + std::to_string(rowThreads * p.vec * p.items) +
-             " at " + p.describe();
+    // Note [Rows split over a cluster]: a CTA's slice of ceil(vectors / cluster) vectors.
+    const int64_t slice = ceilDiv(cols / p.vec, p.cluster) * p.vec;
+    if (p.items > 0 && slice > rowThreads * p.vec * p.items) {
+      return "cols " + std::to_string(cols) + " is over the registers' " +
+             std::to_string(rowThreads * p.vec * p.items * p.cluster) + " at " + p.describe();
     }
-    if (ceilDiv(rows, p.rowsPerCta) > int64_t{0x7fffffff}) return "rows " + std::to_string(rows) + " is over the grid";
+    if (ceilDiv(rows, p.rowsPerCta) * p.cluster > int64_t{0x7fffffff}) {
+      return "rows " + std::to_string(rows) + " is over the grid";
+    }
   } else if (rows > INT64_MAX / cols) {
     return "rows * cols overflows";
   }
@@ -186,7 +194,7 @@ LaunchGeometry chainLaunchGeometry(const ChainIR& ir, const ChainKernelParams& p
     const int64_t tiles = rows / inner * ceilDiv(inner, p.rowsPerCta) * ceilDiv(cols, p.rowsPerCta);
     g.gridX = static_cast<unsigned>(tiles < kMaxPointwiseCtas ? tiles : kMaxPointwiseCtas);
   } else if (ir.hasReductions()) {
-    g.gridX = static_cast<unsigned>(ceilDiv(rows, p.rowsPerCta));
+    g.gridX = static_cast<unsigned>(ceilDiv(rows, p.rowsPerCta) * p.cluster);  // Note [Rows split over a cluster]
   } else {
     // Folded: one thread a vector position of one segment (Note [Folded segments]).
     const int64_t width = p.fold ? chainFoldWidth(ir, cols) : cols;

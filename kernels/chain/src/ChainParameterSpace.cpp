@@ -15,6 +15,14 @@ int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // The most vectors a thread holds in a row of several a CTA: 32-thread rows of 16 spill on sm_90.
 constexpr int64_t kMaxSubWarpRowItems = 8;
 
+// Note [Rows split over a cluster]: clusters are offered to variants of fewer rows than two CTAs an SM would need
+// on an H100 or H200 (132 SMs), each row at least this many vectors.
+constexpr int64_t kClusterRowsBelow = 264;
+constexpr int64_t kClusterMinVectors = 1024;
+// A cluster's CTA holds its slice in registers only with 512 threads of at most 32 elements each (the group norm's
+// points with more, or with 1024 threads, spill on sm_90).
+constexpr int64_t kClusterRegisterElements = 32;
+
 // Whether `p` is a point the generator takes and that serves [rows, cols].
 bool serves(const ChainIR& ir, const ChainKernelParams& p, int64_t rows, int64_t cols, const ChainLayout& layout) {
   try {
@@ -123,6 +131,20 @@ std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t ro
     for (int rowThreads : {8, 16, 32}) {
       if (ceilDiv(vectors, rowThreads) > kMaxSubWarpRowItems) continue;
       for (int threads : {128, 256}) addRowPoints(candidates, threads, vec, threads / rowThreads, vectors);
+    }
+    // Few long rows: each split over a cluster of 2, 4 or 8 CTAs (Note [Rows split over a cluster]), at the widest
+    // vec, streamed or held in registers where the slice fits kClusterRegisterElements.
+    if (rows < kClusterRowsBelow && vectors >= kClusterMinVectors && vec == vecs.front()) {
+      for (int cluster : {2, 4, 8}) {
+        const int64_t slice = ceilDiv(vectors, cluster);
+        for (int threads : {512, 1024}) {
+          candidates.push_back({threads, vec, 1, 0, false, false, cluster});
+          const int64_t items = ceilDiv(slice, threads);
+          if (threads == 512 && items * vec <= kClusterRegisterElements) {
+            candidates.push_back({threads, vec, 1, static_cast<int>(items), false, false, cluster});
+          }
+        }
+      }
     }
   }
   std::vector<ChainKernelParams> space;

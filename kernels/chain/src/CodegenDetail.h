@@ -40,7 +40,13 @@ bool roundsAsAten(const Node& n);
 
 // A row reduction's result from its thread's partial `partial` and the
 // CTA's shared buffer `buf` (Amax, Sum, Mean).
-std::string rowReduction(const Node& n, const std::string& partial, const std::string& buf);
+// With `clusterPart` (a __shared__ float of the reduction: Note [Rows split over a cluster]) the CTA's total is
+// combined with the cluster's peers' in rank order.
+std::string rowReduction(const Node& n, const std::string& partial, const std::string& buf,
+                         const std::string& clusterPart = "");
+// The device functions of a cluster's row kernel (rank, barrier, peers' shared memory, the cluster's sum and
+// max), emitted after the device library for a kernel with HK_CLUSTER only.
+std::string chainClusterLibrary();
 
 std::pair<int, int64_t> catPart(const std::vector<Node>& nodes, int o, int64_t c);
 

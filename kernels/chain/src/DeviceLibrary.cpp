@@ -267,6 +267,48 @@ std::string chainDeviceLibrary(bool ptxStores) {
   return text;
 }
 
+std::string chainClusterLibrary() {
+  return R"HK(#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "HK_CLUSTER needs sm_90 or later (thread-block clusters)"
+#endif
+__device__ __forceinline__ unsigned hk_cta_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void hk_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The float at `local` (this CTA's shared memory) in the CTA of cluster rank `rank`.
+__device__ __forceinline__ float hk_peer_ld(const float* local, unsigned rank) {
+  unsigned a;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(a) : "r"(static_cast<unsigned>(__cvta_generic_to_shared(local))), "r"(rank));
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory");
+  return v;
+}
+// The cluster's total of each CTA's `s` (the same in every thread of the CTA): published in `part`, then every
+// CTA adds the ranks' in rank order, so that each holds the same bits.
+__device__ __forceinline__ float hk_cluster_sum(float s, float* part) {
+  if (threadIdx.x == 0) *part = s;
+  hk_cluster_sync();
+  float t = 0.0f;
+#pragma unroll
+  for (unsigned r = 0; r < HK_CLUSTER; ++r) t += hk_peer_ld(part, r);
+  return t;
+}
+__device__ __forceinline__ float hk_cluster_max(float m, float* part) {
+  if (threadIdx.x == 0) *part = m;
+  hk_cluster_sync();
+  float t = hk_neg_inf();
+#pragma unroll
+  for (unsigned r = 0; r < HK_CLUSTER; ++r) t = hk_max_nan(t, hk_peer_ld(part, r));
+  return t;
+}
+)HK";
+}
+
 std::string floatLiteral(float value) {
   unsigned bits;
   static_assert(sizeof bits == sizeof value, "float is 32 bits");

@@ -113,11 +113,13 @@ std::string roundedAsAten(const Node& n, const std::string& value) {
   return roundsAsAten(n) ? std::string("hk_round_") + accessTag(n.dtype) + "(" + value + ")" : value;
 }
 
-std::string rowReduction(const Node& n, const std::string& partial, const std::string& buf) {
-  if (n.op == OpKind::Amax) return "hk_row_max(" + partial + ", " + buf + ")";
-  if (n.op == OpKind::Sum) return "hk_row_sum(" + partial + ", " + buf + ")";
-  HOTKERNEL_INTERNAL_ASSERT(n.op == OpKind::Mean, "no row reduction ", opInfo(n.op).name);
-  return "__fmul_rn(hk_row_sum(" + partial + ", " + buf + "), hk_mean_factor)";
+std::string rowReduction(const Node& n, const std::string& partial, const std::string& buf,
+                         const std::string& clusterPart) {
+  const bool max = n.op == OpKind::Amax;
+  HOTKERNEL_INTERNAL_ASSERT(max || n.op == OpKind::Sum || n.op == OpKind::Mean, "no row reduction ", opInfo(n.op).name);
+  std::string total = std::string(max ? "hk_row_max(" : "hk_row_sum(") + partial + ", " + buf + ")";
+  if (!clusterPart.empty()) total = std::string(max ? "hk_cluster_max(" : "hk_cluster_sum(") + total + ", " + clusterPart + ")";
+  return n.op == OpKind::Mean ? "__fmul_rn(" + total + ", hk_mean_factor)" : total;
 }
 
 std::pair<int, int64_t> catPart(const std::vector<Node>& nodes, int o, int64_t c) {

@@ -573,3 +573,54 @@ TEST(ChainCodegenTest, GivenCatBoundariesAndStridesWhenVariantsAreCheckedThenVec
 
 }  // namespace
 }  // namespace hotkernel::chain
+
+namespace hotkernel::chain {
+namespace {
+
+// Note [Rows split over a cluster]: a cluster's row kernel carries __cluster_dims__, takes its slice from hk_v0,
+// combines each reduction with the peers' (rank 0 alone writes row outputs) and waits for them before it exits;
+// a kernel without a cluster has none of it. Every cluster point of the VAE's and a UNet block's group norm and of
+// a long-row softmax compiles for sm_90a without spills; sm_80 has no clusters.
+TEST(ChainCodegenTest, GivenClusterPointsWhenGeneratedThenEachCtaReducesItsSliceWithItsPeersAndTheyCompile) {
+  const GroupNormShape vae{1, 512, 128 * 128, 32};
+  const ChainIR gn = groupNormActChain(DType::Float16, 1e-5, OpKind::Silu);
+  const ChainLayout layout = groupNormActLayout(vae);
+  const ChainKernelParams clustered{1024, 8, 1, 8, false, false, 4};
+  const std::string source = generateChainSource(gn, clustered, layout);
+  const std::string kernel = kernelOf(source);
+  EXPECT_NE(source.find("#define HK_CLUSTER 4"), std::string::npos);
+  EXPECT_NE(kernel.find("__cluster_dims__(HK_CLUSTER, 1, 1)"), std::string::npos);
+  EXPECT_NE(kernel.find("const int hk_v = hk_v0 + hk_it * HK_ROW_THREADS + hk_tid;"), std::string::npos) << kernel;
+  EXPECT_EQ(count(kernel, "hk_cluster_sum("), 2u) << "the mean and the variance";
+  EXPECT_EQ(count(kernel, "hk_cluster_sync();"), 1u) << "the last barrier before the CTA exits";
+  const std::string plain = generateChainSource(gn, ChainKernelParams{1024, 8, 1, 0}, layout);
+  for (const char* text : {"HK_CLUSTER", "__cluster_dims__", "hk_v0", "hk_cluster_"}) {
+    EXPECT_EQ(plain.find(text), std::string::npos) << text;
+  }
+  // A row output (the softmax's sum kept) is written by rank 0 alone.
+  ChainIR sums;
+  const int x = sums.addInput(DType::Float32, ShapeClass::Full);
+  sums.markOutput(sums.addReduce(OpKind::Amax, x, true));
+  EXPECT_NE(kernelOf(generateChainSource(sums, {1024, 4, 1, 0, false, false, 2})).find("hk_live_row && hk_rank == 0"),
+            std::string::npos);
+  SKIP_WITHOUT_NVRTC();
+  std::vector<ChainCompileJob> jobs;
+  for (const ChainKernelParams& p : chainParameterSpace(gn, groupNormRows(vae), groupNormCols(vae), layout)) {
+    if (p.cluster > 1) jobs.push_back({"group_norm_silu_vae", gn, p, "sm_90a", layout});
+  }
+  ASSERT_GE(jobs.size(), 6u);
+  const GroupNormShape unet{2, 640, 64 * 64, 32};  // register-resident cluster points too
+  for (const ChainKernelParams& p :
+       chainParameterSpace(gn, groupNormRows(unet), groupNormCols(unet), groupNormActLayout(unet))) {
+    if (p.cluster > 1) jobs.push_back({"group_norm_silu_unet", gn, p, "sm_90a", groupNormActLayout(unet)});
+  }
+  for (const ChainKernelParams& p : chainParameterSpace(softmaxChain(DType::BFloat16), 8, 1 << 18)) {
+    if (p.cluster > 1) jobs.push_back({"softmax_bf16_long", softmaxChain(DType::BFloat16), p});
+  }
+  testutil::expectCompiledWithoutSpills(jobs, testutil::compileChains(jobs));
+  const std::vector<ChainCompileJob> old = {{"cluster_sm80", gn, clustered, "sm_80", layout}};
+  EXPECT_FALSE(testutil::compileChains(old)[0].ok) << "clusters need sm_90";
+}
+
+}  // namespace
+}  // namespace hotkernel::chain

@@ -10,8 +10,10 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "hotkernel/chain/NamedChains.h"
+#include "hotkernel/runtime/Check.h"
 
 namespace hotkernel::chain {
 namespace {
@@ -126,8 +128,54 @@ TEST(ChainParameterSpaceTest, GivenARowChainWhenEnumeratedThenThreadsFollowColsA
     }
   }
   EXPECT_TRUE(multiRow);
-  // Rows far longer than 16 registers a thread can hold: streaming only.
+  // Rows far longer than 16 registers a thread can hold: streaming only (a cluster's slice too).
   for (const ChainKernelParams& p : chainParameterSpace(rms, 2, 1 << 20)) EXPECT_EQ(p.items, 0) << p.describe();
+}
+
+// Note [Rows split over a cluster]: few long rows (a VAE's group norm: 32 rows of 262,144) take clusters of 2, 4
+// and 8 CTAs at the widest vec, each a legal point whose slice its registers hold; many rows (BiT's 1,024) or
+// short ones (4,096 columns) take none, and the points before clusters are unchanged.
+TEST(ChainParameterSpaceTest, GivenFewLongRowsWhenEnumeratedThenClustersSplitThemAndOtherVariantsTakeNone) {
+  const GroupNormShape vae{1, 512, 128 * 128, 32};
+  const ChainIR gn = groupNormActChain(DType::Float16, 1e-5, OpKind::Silu);
+  const std::vector<ChainKernelParams> space =
+      chainParameterSpace(gn, groupNormRows(vae), groupNormCols(vae), groupNormActLayout(vae));
+  // The UNet's 640-channel block at 64 x 64 (64 rows of 10,240 vectors): slices a CTA's registers hold too.
+  const GroupNormShape unet{2, 640, 64 * 64, 32};
+  int resident = 0;
+  for (const ChainKernelParams& p :
+       chainParameterSpace(gn, groupNormRows(unet), groupNormCols(unet), groupNormActLayout(unet))) {
+    if (p.cluster == 1 || p.items == 0) continue;
+    ++resident;
+    EXPECT_GE(int64_t{p.threads} * p.vec * p.items * p.cluster, groupNormCols(unet)) << p.describe();
+    EXPECT_EQ(p.threads, 512) << p.describe();
+    EXPECT_LE(p.vec * p.items, 32) << p.describe();
+  }
+  EXPECT_GT(resident, 0);
+  std::set<int> clusters;
+  for (const ChainKernelParams& p : space) {
+    EXPECT_EQ(chainVariantProblem(gn, p, groupNormRows(vae), groupNormCols(vae), groupNormActLayout(vae)), "")
+        << p.describe();
+    if (p.cluster == 1) continue;
+    clusters.insert(p.cluster);
+    EXPECT_EQ(p.vec, 8) << p.describe();
+    EXPECT_EQ(p.rowsPerCta, 1) << p.describe();
+    EXPECT_EQ(p.items, 0) << p.describe() << ": a slice of 4,096 vectors or more spills in registers";
+  }
+  EXPECT_EQ(clusters, (std::set<int>{2, 4, 8}));
+  EXPECT_LE(space.size(), 40u) << "the tuner tries the first 40 points";
+  const ChainIR rms = rmsNormChain(DType::BFloat16, 1e-6);
+  for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{1024, 25088}, {8, 4096}, {4096, 4096}}) {
+    for (const ChainKernelParams& p : chainParameterSpace(rms, rows, cols)) EXPECT_EQ(p.cluster, 1) << p.describe();
+  }
+  // A cluster is a row kernel's of one row a CTA: refused elsewhere.
+  EXPECT_THROW(checkChainKernel(rms, {256, 8, 2, 0, false, false, 2}), Error);
+  EXPECT_THROW(checkChainKernel(rms, {256, 8, 1, 0, false, false, 3}), Error);
+  EXPECT_THROW(checkChainKernel(swigluChain(DType::BFloat16), {256, 8, 1, 0, false, false, 2}), Error);
+  EXPECT_NO_THROW(checkChainKernel(rms, {1024, 8, 1, 4, false, false, 8}));
+  EXPECT_EQ((ChainKernelParams{1024, 8, 1, 4, false, false, 8}).describe(), "t1024 v8 r1 i4 c8");
+  // The grid: a cluster's CTAs for each row.
+  EXPECT_EQ(chainLaunchGeometry(rms, {1024, 8, 1, 0, false, false, 4}, 32, 1 << 18).gridX, 128u);
 }
 
 // GPT-2's hidden size: 768 bf16 columns are 96 vectors at vec 8, more than two warps' worth of vectors and less

@@ -114,6 +114,27 @@ TEST(ChainVariantTest, GivenAFoldedKernelWhenWrittenAndReadThenFoldComesBackBoun
   expectRefused(bad.dump(), v, "fold");
 }
 
+// Note [Rows split over a cluster]: "cluster" is written only when above 1 and bound to the source like the rest;
+// a value outside 2..8, or a cluster of a point that does not serve the variant, is refused.
+TEST(ChainVariantTest, GivenAClusterKernelWhenWrittenAndReadThenTheClusterComesBackBoundToItsSource) {
+  const GroupNormShape vae{1, 512, 128 * 128, 32};
+  const ChainVariant v{groupNormActChain(DType::Float16, 1e-5, OpKind::Silu), groupNormRows(vae), groupNormCols(vae), 0,
+                       groupNormActLayout(vae)};
+  const ChainKernelParams p{1024, 8, 1, 0, false, false, 8};
+  const nlohmann::json j = chainEntryParams(v, p);
+  EXPECT_EQ(j.at("kernel").at("cluster"), 8);
+  const std::optional<ChainKernelParams> back = readChainEntry(j.dump(), v);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, p);
+  EXPECT_FALSE(chainEntryParams(v, ChainKernelParams{1024, 8}).at("kernel").contains("cluster"));
+  nlohmann::json dropped = j;
+  dropped["kernel"].erase("cluster");
+  expectRefused(dropped.dump(), v, "sourceSha256 is not the source this build generates");
+  nlohmann::json bad = j;
+  bad["kernel"]["cluster"] = 16;
+  expectRefused(bad.dump(), v, "cluster");
+}
+
 TEST(ChainVariantTest, GivenAKeepAtenEntryWhenReadThenItNamesTheChainAndHoldsNoKernel) {
   const ChainVariant v{swigluChain(DType::Float32), 64, 1024, 0};
   const nlohmann::json j = chainEntryParams(v, std::nullopt);

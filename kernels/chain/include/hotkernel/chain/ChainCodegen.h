@@ -112,11 +112,16 @@ struct ChainKernelParams {
   // thread evaluates one vector position in every segment (Note [Folded
   // segments] in ChainCodegen.cpp; chainFoldWidth says where it applies).
   bool fold = false;
+  // Row kernels of one row a CTA: a thread-block cluster of this many CTAs
+  // (1, 2, 4 or 8) splits each row into slices (Note [Rows split over a
+  // cluster] in ChainCodegen.cpp); 1 is the kernel as before clusters.
+  int cluster = 1;
 
-  std::string describe() const;  // "t256 v4 r1 i0", "t256 v4 r1 i0 aten", "t128 v8 r1 i0 fold"
+  // "t256 v4 r1 i0", "t256 v4 r1 i0 aten", "t128 v8 r1 i0 fold", "t1024 v8 r1 i0 c8"
+  std::string describe() const;
   bool operator==(const ChainKernelParams& o) const {
     return threads == o.threads && vec == o.vec && rowsPerCta == o.rowsPerCta && items == o.items &&
-           atenRounding == o.atenRounding && fold == o.fold;
+           atenRounding == o.atenRounding && fold == o.fold && cluster == o.cluster;
   }
 };
 
@@ -126,7 +131,8 @@ struct ChainKernelParams {
 // unfolded where a Cat cuts the row into segments), when fold is
 // asked of a chain whose Cats do not cut equal segments, when the
 // chain has more than 10 inputs and outputs (Note [Chain kernel arguments]),
-// or when a chain with reductions has a Cat (Note [Chain kernels]).
+// or when a chain with reductions has a Cat (Note [Chain kernels]), or a
+// cluster other than 1 is asked of other than a row kernel of one row a CTA.
 void checkChainKernel(const ChainIR& ir, const ChainKernelParams& p);
 
 // The CUDA source of the chain's kernel at `p` (Note [Chain kernels]);

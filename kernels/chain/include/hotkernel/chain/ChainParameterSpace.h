@@ -20,7 +20,12 @@
 //    power of two not below the row's vectors; several rows a CTA (8, 16 or
 //    32 threads a row, 128 or 256 a CTA) where such a row holds at most 8
 //    vectors a thread; each with items 0 (streaming) and, when the row fits
-//    16 vectors a thread, the fewest items that hold it.
+//    16 vectors a thread, the fewest items that hold it. A variant of fewer
+//    than 264 rows of at least 1,024 vectors also takes, at the widest vec,
+//    each row split over a cluster of 2, 4 or 8 CTAs of 512 or 1024 threads,
+//    streamed or (512 threads) with the fewest items that hold the CTA's
+//    slice where that is at most 32 elements a thread (more, or 1024
+//    threads, spill: Note [Rows split over a cluster] in ChainCodegen.cpp).
 //  - a transposed copy (Note [Transposed copies]): at vec 2 (where it
 //    divides the strides, cols and the innermost row dim) and 1, tiles of 64
 //    and 32 a side, each with 256, 512, 128 and 1024 threads where each
