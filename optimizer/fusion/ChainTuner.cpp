@@ -230,13 +230,18 @@ void compileCandidates(const ChainVariant& v, const std::string& arch, std::vect
 TuneOutcome tuneChain(const ChainVariant& v, const TunerOptions& options) {
   HOTKERNEL_CHECK(nvrtcAvailable(), "NVRTC is unavailable");
   const std::string variant = chain::chainVariantString(v);
-  const std::vector<ChainKernelParams> space = chain::chainParameterSpace(v.ir, v.rows, v.cols, v.layout);
+  std::vector<ChainKernelParams> space = chain::chainParameterSpace(v.ir, v.rows, v.cols, v.layout);
+  const std::string arch = queryDevice(v.device).nvrtcArch();
+  // Note [Rows split over a cluster]: thread-block clusters are sm_90's; an older GPU tunes the other points.
+  if (!chain::chainArchHasClusters(arch)) {
+    space.erase(std::remove_if(space.begin(), space.end(), [](const ChainKernelParams& p) { return p.cluster > 1; }),
+                space.end());
+  }
   HOTKERNEL_CHECK(!space.empty(), "no chain kernel point serves ", variant);
   TunerScope scope(v.device);
   const int64_t needed = memoryNeeded(v, v.device);
   HOTKERNEL_CHECK(options.memoryCapBytes <= 0 || needed <= options.memoryCapBytes, "tuning ", variant, " needs ",
                   needed, " bytes of GPU memory, over the cap of ", options.memoryCapBytes);
-  const std::string arch = queryDevice(v.device).nvrtcArch();
   // Note [Interrupted tuning]: the first stop is remembered; nothing more runs and nothing is stored.
   bool interrupted = false;
   std::function<bool()> yieldPoint;

@@ -41,6 +41,13 @@ void addRowPoints(std::vector<ChainKernelParams>& out, int threads, int vec, int
 
 }  // namespace
 
+bool chainArchHasClusters(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0 || arch.size() < 5) return false;
+  int major = 0;
+  for (size_t i = 3; i < arch.size() && arch[i] >= '0' && arch[i] <= '9'; ++i) major = major * 10 + (arch[i] - '0');
+  return major >= 90;
+}
+
 int chainWidestVec(const ChainIR& ir) {
   size_t narrowest = 0;
   std::vector<int> tensors = ir.inputs();

@@ -174,6 +174,12 @@ TEST(ChainParameterSpaceTest, GivenFewLongRowsWhenEnumeratedThenClustersSplitThe
   EXPECT_THROW(checkChainKernel(swigluChain(DType::BFloat16), {256, 8, 1, 0, false, false, 2}), Error);
   EXPECT_NO_THROW(checkChainKernel(rms, {1024, 8, 1, 4, false, false, 8}));
   EXPECT_EQ((ChainKernelParams{1024, 8, 1, 4, false, false, 8}).describe(), "t1024 v8 r1 i4 c8");
+  // Clusters are sm_90's: an older GPU's tuner leaves them out.
+  EXPECT_TRUE(chainArchHasClusters("sm_90a"));
+  EXPECT_TRUE(chainArchHasClusters("sm_100"));
+  EXPECT_FALSE(chainArchHasClusters("sm_80"));
+  EXPECT_FALSE(chainArchHasClusters("sm_89"));
+  EXPECT_FALSE(chainArchHasClusters("compute_90"));
   // The grid: a cluster's CTAs for each row.
   EXPECT_EQ(chainLaunchGeometry(rms, {1024, 8, 1, 0, false, false, 4}, 32, 1 << 18).gridX, 128u);
 }

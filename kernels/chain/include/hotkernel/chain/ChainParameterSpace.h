@@ -38,11 +38,17 @@
 // grid, a chain with reductions and a Cat): the variant is then run unfused.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "hotkernel/chain/ChainCodegen.h"
 
 namespace hotkernel::chain {
+
+// Whether NVRTC's `arch` ("sm_90a", "sm_80") has thread-block clusters (sm_90
+// and later): a tuner on an older GPU leaves the cluster points out (Note [Rows
+// split over a cluster] in ChainRowCodegen.cpp).
+bool chainArchHasClusters(const std::string& arch);
 
 // The widest vec of `ir` (Note [Chain parameter space]): 16 bytes of its
 // narrowest Full or Column tensor value; 4 when it has none.
