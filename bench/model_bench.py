@@ -27,6 +27,10 @@ not by HF's Python (a step's host time is ~8-15 ms on the H200 machine):
               counts images). Its group norms are served only with native_group_norm in HOTKERNEL_OPS,
               its convolutions' weight standardization (F.batch_norm of each weight) only with
               native_batch_norm
+  resnet      (opt-in: --models resnet) ResNetConfig (ResNet-50: bottleneck blocks of convolutions, each
+              followed by an eval-mode BatchNorm2d and ReLU), bf16, image classification (1000 labels);
+              forward of 32 images of 224 x 224: a CNN whose norms hotkernel does not serve (eval batch
+              norms), measured for its ranked view of where the time goes
 Per model the script
   1. builds the model on the device and the inputs (seeded), and computes eager
      references (hotkernel switched off): the logits, the loss with labels, the
@@ -108,7 +112,7 @@ import torch
 
 ALL_MODELS = ("llama", "gpt2-eager", "gpt2-sdpa", "bert")
 # Models run only when named (--models): their served ops are not in HOTKERNEL_OPS' default.
-OPT_IN_MODELS = ("bit",)
+OPT_IN_MODELS = ("bit", "resnet")
 # HOTKERNEL_OPS' default (README.md): the ops hotkernel overrides when the variable is unset.
 DEFAULT_HOTKERNEL_OPS = "_softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss,mm,addmm,sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim"
 T0 = time.perf_counter()
@@ -576,7 +580,7 @@ def ranked_view(hk_prof, eager_prof, served, variants, hk_loaded, use_cuda, top)
 def model_specs(smoke):
     """name -> how to build the model and its inputs. Sizes run in seconds on one H200;
     --smoke shrinks every dimension."""
-    from transformers import BertConfig, BitConfig, GPT2Config, LlamaConfig
+    from transformers import BertConfig, BitConfig, GPT2Config, LlamaConfig, ResNetConfig
     if smoke:
         llama = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                             num_key_value_heads=2, vocab_size=1000, max_position_embeddings=256)
@@ -585,6 +589,7 @@ def model_specs(smoke):
                           vocab_size=1000, max_position_embeddings=256)
         batch, seq, tokens = 2, 32, 4
         bit = BitConfig(embedding_size=16, hidden_sizes=[32, 64], depths=[1, 1], num_groups=8, num_labels=10)
+        resnet = ResNetConfig(embedding_size=16, hidden_sizes=[32, 64], depths=[1, 1], num_labels=10)
         image = 32
     else:
         llama = LlamaConfig(hidden_size=2048, intermediate_size=8192, num_hidden_layers=8, num_attention_heads=16,
@@ -593,6 +598,7 @@ def model_specs(smoke):
         gpt2 = dict()  # GPT-2 small
         bert = BertConfig()  # BERT-base
         bit = BitConfig(num_labels=1000)  # BiT-M R50x1
+        resnet = ResNetConfig(num_labels=1000)  # ResNet-50
         batch, seq, tokens = 8, 512, 32
         image = 224
     # Batches: eager prefill bound by the GPU (see the module's doc); --smoke: 2 everywhere.
@@ -608,6 +614,8 @@ def model_specs(smoke):
         # An image model: seq 1 (a step's "tokens" are its images), pixel_values of image x image.
         "bit": dict(config=bit, auto="image", dtype=torch.bfloat16, attn=None, image=image,
                     batch=batch if smoke else 32, seq=1, decode_tokens=0, labels="class"),
+        "resnet": dict(config=resnet, auto="image", dtype=torch.bfloat16, attn=None, image=image,
+                       batch=batch if smoke else 32, seq=1, decode_tokens=0, labels="class"),
     }
 
 
