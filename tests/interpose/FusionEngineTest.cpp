@@ -346,6 +346,31 @@ TEST_F(FusionEngineTest, GivenAGroupNormAndItsActivationWhenPublishedThenTheyAre
   }
 }
 
+// native_group_norm called directly, its mean and rstd kept: the kernel learned from F.group_norm writes the norm's
+// activation alone, so the held statistics make the chain replay through native_group_norm.out with all three
+// results, each eager's.
+TEST_F(FusionEngineTest, GivenAGroupNormWhoseMeanAndRstdAreKeptWhenTheChainRunsThenItReplaysAllThreeResults) {
+  at::Tensor x = at::randn({2, 8, 3, 4}), w = at::randn({8}), b = at::randn({8});
+  auto learned = [&] { return at::silu(at::group_norm(x, 4, w, b, 1e-5)); };
+  auto kernels = learnAndPublish(learned);
+  ASSERT_EQ(kernels.size(), 1u) << engine().patternsJson();
+  auto block = [&] {
+    auto r = at::native_group_norm(x, w, b, 2, 8, 12, 4, 1e-5);
+    return std::make_tuple(at::silu(std::get<0>(r)), std::get<1>(r), std::get<2>(r));
+  };
+  engine().setEnabled(false);
+  const auto want = block();
+  engine().setEnabled(true);
+  const uint64_t unfused = engine().stats().unfusedFlushes;
+  const auto got = block();
+  foreignCommand();
+  EXPECT_EQ(engine().stats().unfusedFlushes, unfused + 1);
+  EXPECT_EQ(kernels[0]->launches, 0);
+  EXPECT_TRUE(same(std::get<0>(got), std::get<0>(want))) << "replayed: eager's bits";
+  EXPECT_TRUE(same(std::get<1>(got), std::get<1>(want)));
+  EXPECT_TRUE(same(std::get<2>(got), std::get<2>(want)));
+}
+
 // Note [Idle streams]: with a probe that finds the stream idle, the chain's first call runs eagerly and so does
 // the rest (nothing pending to continue); the result is eager's, and the next start asks again: busy, it defers.
 TEST_F(FusionEngineTest, GivenAStreamProbeWhenTheStreamIsIdleThenTheChainRunsEagerlyAndWhenBusyItDefers) {
