@@ -232,7 +232,8 @@ class HostKernelBatch {
       // The runner: every thread of the grid in turn, the arguments in the kernel's order.
       // A row kernel's (or a transposed copy's) CTA as blockDim host threads, an elementwise kernel's threads one
       // after the other.
-      const bool talking = h.ir.hasReductions() || h.layout.transposed();  // Note [Transposed copies]: a tile
+      // Note [Transposed copies]: a tile; a repeated chain's row kernel (Note [Repeated columns]) too.
+      const bool talking = h.ir.hasReductions() || h.layout.transposed() || h.layout.repeated();
       tu << "extern \"C\" void hk_run_" << k
          << "(unsigned grid, unsigned block, const void* const* ptrs, const float* scalars, long long rows, "
             "long long cols) {\n  gridDim.x = grid;\n  blockDim.x = block;\n"

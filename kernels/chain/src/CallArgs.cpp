@@ -3,6 +3,7 @@
 #include "CallArgs.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "TensorPlacement.h"
 #include "hotkernel/runtime/Check.h"
@@ -60,6 +61,23 @@ bool reduceKeepdim(const RecordedCall& call, const TensorMetas& metas) {
   const RecordedArg* keep = argAt(call, 2);
   HOTKERNEL_REQUIRE(keep == nullptr || keep->kind == RecordedArg::Kind::Bool, "keepdim must be a bool");
   return keep != nullptr && keep->flag;
+}
+
+ClampBounds clampBounds(const RecordedCall& call, bool lowerFirst) {
+  const bool both = call.op == "aten::clamp" || call.op == "aten::hardtanh";
+  argCount(call, both ? 3 : 2);
+  const RecordedArg* lower = lowerFirst ? argAt(call, 1) : nullptr;
+  const RecordedArg* upper = both ? argAt(call, 2) : !lowerFirst ? argAt(call, 1) : nullptr;
+  auto given = [](const RecordedArg* a) { return a != nullptr && a->kind != RecordedArg::Kind::None; };
+  HOTKERNEL_REQUIRE(given(lower) || given(upper), "clamp without a bound");
+  ClampBounds b;
+  for (const RecordedArg* bound : {lower, upper}) {
+    if (!given(bound)) continue;
+    HOTKERNEL_REQUIRE(bound->kind == RecordedArg::Kind::Scalar, "clamp's bounds must be numbers");
+    HOTKERNEL_REQUIRE(std::isfinite(bound->scalar), "clamp to the bound ", bound->scalar, ": a chain's constants are finite");
+    (bound == lower ? b.lower : b.upper) = bound->scalar;
+  }
+  return b;
 }
 
 std::vector<int64_t> catParts(const RecordedCall& call, const TensorMetas& metas) {

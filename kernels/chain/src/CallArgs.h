@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "hotkernel/chain/ChainLayout.h"
@@ -33,5 +34,13 @@ bool reduceKeepdim(const RecordedCall& call, const TensorMetas& metas);
 // cat (tensors, dim): the parts' value ids; Error unless it joins one or more tensors along the last dim, equal
 // in every leading dim.
 std::vector<int64_t> catParts(const RecordedCall& call, const TensorMetas& metas);
+
+// clamp / clamp_min / clamp_max / hardtanh (self, bounds...): the bounds given (Note [Clamp in a chain]);
+// `lowerFirst`: the op's first bound is a lower one (clamp, clamp_min, hardtanh). Error unless at least one bound
+// is given, each a finite number.
+struct ClampBounds {
+  std::optional<double> lower, upper;
+};
+ClampBounds clampBounds(const RecordedCall& call, bool lowerFirst);
 
 }  // namespace hotkernel::chain::detail

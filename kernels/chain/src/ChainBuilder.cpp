@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
@@ -42,14 +43,7 @@ class Builder {
 
   // The chain's [rows, cols] view from its widest tensor, or a group norm's group view (Note [The group view]).
   void chooseView(const std::vector<RecordedCall>& calls) {
-    for (const RecordedCall& call : calls) {
-      if (call.op != "aten::native_group_norm") continue;
-      const GroupView g = detail::groupViewOf(call, metas_);
-      HOTKERNEL_REQUIRE(!group_ || (group_->x == g.x && group_->groups == g.groups), "group norms of x ",
-                        join(group_ ? group_->x : g.x), " in ", group_ ? group_->groups : g.groups, " groups and of x ",
-                        join(g.x), " in ", g.groups, ": a chain holds one group view");
-      group_ = g;
-    }
+    group_ = detail::sequenceGroupView(calls, metas_);
     if (group_) {
       full_ = group_->view();
       cols_ = full_.back();
@@ -91,11 +85,12 @@ class Builder {
     HOTKERNEL_REQUIRE(rule != nullptr,
                       "unsupported op: not a chain op (pointwise, cast, last-dim reduction, softmax or layer_norm)");
     const bool norm = rule->form == Form::LayerNorm || rule->form == Form::GroupNorm;
+    const bool batchNorm = rule->form == Form::BatchNorm;
     HOTKERNEL_REQUIRE(!group_ || !(rule->form == Form::Reduce || rule->form == Form::Softmax ||
                                    rule->form == Form::LayerNorm || rule->form == Form::Cat),
                       "reduces or joins over the last dim of a chain over a group norm's groups ",
                       "(Note [The group view])");
-    const size_t results = norm ? 3 : 1;
+    const size_t results = norm ? 3 : batchNorm ? (op == "aten::cudnn_batch_norm" ? 4 : 3) : 1;
     HOTKERNEL_REQUIRE(call.outputs.size() == results, "the call returns ", call.outputs.size(), " tensors where ",
                       rule->schema, " returns ", results);
     for (int64_t out : call.outputs) {
@@ -109,9 +104,14 @@ class Builder {
     }
     const std::vector<int> nodes = rule->form == Form::LayerNorm   ? layerNorm(call)
                                    : rule->form == Form::GroupNorm ? groupNorm(call)
+                                   : batchNorm                     ? batchNormEval(call)
                                                                    : std::vector<int>{apply(*rule, call)};
     for (size_t k = 0; k < nodes.size(); ++k) {
       const int64_t out = call.outputs[k];
+      if (nodes[k] < 0) {  // Note [Eval BatchNorm in a chain]: an empty result, no chain value
+        emptyResults_.insert(out);
+        continue;
+      }
       check(nodes[k], out);
       detail::checkResultLayout(*rule, call, metas_, out, k);
       nodeOf_[out] = nodes[k];
@@ -230,6 +230,7 @@ class Builder {
     HOTKERNEL_REQUIRE(a.kind == RecordedArg::Kind::Tensor, "expected a tensor argument");
     HOTKERNEL_REQUIRE(groupStats_.count(a.value) == 0, "reads %", a.value,
                       ", a group norm's mean or rstd: a chain returns them only (Note [The group view])");
+    HOTKERNEL_REQUIRE(emptyResults_.count(a.value) == 0, "reads %", a.value, ", an eval batch norm's empty result");
     read_.insert(a.value);
     auto it = nodeOf_.find(a.value);
     if (it != nodeOf_.end()) return it->second;
@@ -321,7 +322,8 @@ class Builder {
         return softmax(rule, call);
       case Form::LayerNorm:
       case Form::GroupNorm:
-        break;  // three results: layerNorm(), groupNorm()
+      case Form::BatchNorm:
+        break;  // three or four results: layerNorm(), groupNorm(), batchNormEval()
       case Form::Cat: {
         std::vector<int> parts;
         for (int64_t id : detail::catParts(call, metas_)) parts.push_back(operand(id));
@@ -366,37 +368,43 @@ class Builder {
   // Note [GroupNorm in a chain]: the checks (the geometry: groupGeometry), then the nodes (CompositeLowering.h).
   std::vector<int> groupNorm(const RecordedCall& call) {
     const int x = operand(call.args[0]);
-    int perChannel[2] = {-1, -1};  // weight, bias
-    for (size_t i : {size_t{1}, size_t{2}}) {
-      if (call.args[i].kind == RecordedArg::Kind::None) continue;
-      HOTKERNEL_REQUIRE(nodeOf_.count(call.args[i].value) == 0, "the ", i == 1 ? "weight" : "bias", " %",
-                        call.args[i].value, " is read before the group norm");
-      channelValues_.insert(call.args[i].value);
-      perChannel[i - 1] = operand(call.args[i]);
-    }
-    const detail::GroupNormNodes n = detail::addGroupNorm(ir_, x, perChannel[0], perChannel[1],
-                                                          scalarArg(call, 7, 0.0, "eps"));
+    const std::vector<int> c = perChannel(call, {1, 2});  // weight, bias
+    const detail::GroupNormNodes n = detail::addGroupNorm(ir_, x, c[0], c[1], scalarArg(call, 7, 0.0, "eps"));
     groupStats_.insert(call.outputs[1]);
     groupStats_.insert(call.outputs[2]);
     return {n.out, n.mean, n.rstd};
   }
 
+  // A norm's per-channel values at argument `indices` (-1 for None), each first read here (Note [The group view]).
+  std::vector<int> perChannel(const RecordedCall& call, std::initializer_list<size_t> indices) {
+    std::vector<int> nodes;
+    for (size_t i : indices) {
+      const RecordedArg& a = call.args[i];
+      if (a.kind == RecordedArg::Kind::None) {
+        nodes.push_back(-1);
+        continue;
+      }
+      HOTKERNEL_REQUIRE(nodeOf_.count(a.value) == 0, "the norm's per-channel %", a.value, " is read before it");
+      channelValues_.insert(a.value);
+      nodes.push_back(operand(a));
+    }
+    return nodes;
+  }
+
+  // Note [Eval BatchNorm in a chain]: the per-channel values (the checks: batchNormViewOf), then the node; the
+  // empty results are -1.
+  std::vector<int> batchNormEval(const RecordedCall& call) {
+    const int x = operand(call.args[0]);
+    const std::vector<int> c = perChannel(call, {1, 2, 3, 4});  // weight, bias, running mean, running variance
+    std::vector<int> nodes(call.outputs.size(), -1);
+    nodes[0] = detail::addBatchNormEval(ir_, x, c[0], c[1], c[2], c[3], scalarArg(call, 7, 0.0, "eps"));
+    return nodes;
+  }
+
   // Note [Clamp in a chain] (CompositeLowering.h): the bounds given, each a finite number.
   int clamp(const OpRule& rule, const RecordedCall& call) {
-    const bool both = call.op == "aten::clamp" || call.op == "aten::hardtanh";
-    argCount(call, both ? 3 : 2);
-    const int x = operand(call.args[0]);
-    const RecordedArg* lower = rule.op == OpKind::Maximum ? argAt(call, 1) : nullptr;
-    const RecordedArg* upper = both ? argAt(call, 2) : rule.op == OpKind::Minimum ? argAt(call, 1) : nullptr;
-    auto given = [](const RecordedArg* a) { return a != nullptr && a->kind != RecordedArg::Kind::None; };
-    HOTKERNEL_REQUIRE(given(lower) || given(upper), "clamp without a bound");
-    for (const RecordedArg* bound : {lower, upper}) {
-      if (!given(bound)) continue;
-      HOTKERNEL_REQUIRE(bound->kind == RecordedArg::Kind::Scalar, "clamp's bounds must be numbers");
-      HOTKERNEL_REQUIRE(std::isfinite(bound->scalar), "clamp to the bound ", bound->scalar, ": a chain's constants are finite");
-    }
-    auto value = [&](const RecordedArg* a) { return given(a) ? std::optional<double>(a->scalar) : std::nullopt; };
-    return detail::addClamp(ir_, x, value(lower), value(upper));
+    const detail::ClampBounds b = detail::clampBounds(call, rule.op == OpKind::Maximum);
+    return detail::addClamp(ir_, operand(call.args[0]), b.lower, b.upper);
   }
 
   // Note [Softmax in a chain]: the checks, then the nodes (CompositeLowering.h).
@@ -438,6 +446,7 @@ class Builder {
   std::optional<GroupView> group_;  // a chain over a group norm's groups
   std::set<int64_t> channelValues_;  // the group norms' weights and biases
   std::set<int64_t> groupStats_;     // the group norms' mean and rstd results
+  std::set<int64_t> emptyResults_;   // an eval batch norm's empty results
   bool widthFixed_ = false;  // the calls hold a cat (Note [Chain column extents])
   ChainIR ir_;
   std::vector<int64_t> full_;

@@ -32,7 +32,7 @@ Emitter::Emitter(const ChainIR& ir, const ChainKernelParams& p, const ChainLayou
     }
     phases_ = std::max(phases_, phase_[i]);
   }
-  rowKernel_ = phases_ > 0;
+  rowKernel_ = chainUsesRowKernel(ir, layout);
   segmented_ = ir.hasCat() || (!layout.contiguous() && !rowKernel_);
 }
 
@@ -250,8 +250,6 @@ std::string Emitter::outputBase(size_t m) const {
 
 std::string generateChainSource(const ChainIR& ir, const ChainKernelParams& p, const ChainLayout& layout) {
   checkChainKernel(ir, p);
-  HOTKERNEL_REQUIRE(!layout.repeated() || ir.hasReductions(),
-                    "a repeated input (Note [Repeated columns]) is read by a row kernel only: the chain has no reduction");
   HOTKERNEL_REQUIRE(layout.contiguous() || layout.strides.size() == chainTensorArgs(ir).size(),
                     "the layout does not fit the chain (", layout.strides.size(), " argument strides)");
   if (layout.transposed()) {

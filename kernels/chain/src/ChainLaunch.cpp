@@ -36,6 +36,8 @@ std::string transposedPointProblem(const ChainIR& ir, const ChainKernelParams& p
 
 }  // namespace detail
 
+bool chainUsesRowKernel(const ChainIR& ir, const ChainLayout& layout) { return ir.hasReductions() || layout.repeated(); }
+
 std::string ChainKernelParams::describe() const {
   return "t" + std::to_string(threads) + " v" + std::to_string(vec) + " r" + std::to_string(rowsPerCta) + " i" +
          std::to_string(items) + (atenRounding ? " aten" : "") + (fold ? " fold" : "") +
@@ -146,9 +148,6 @@ std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, i
   if (!ir.hasReductions() && p.rowsPerCta != 1) {
     return "rowsPerCta " + std::to_string(p.rowsPerCta) + " is a transposed copy's tile, the layout is not transposed";
   }
-  if (layout.repeated() && !ir.hasReductions()) {
-    return "a repeated input (Note [Repeated columns]) is read by a row kernel only, the chain has no reduction";
-  }
   for (size_t k = 0; k < layout.strides.size(); ++k) {
     if (layoutColRepeat(layout, k) > 1) continue;  // Note [Repeated columns]: element loads, any alignment
     for (int64_t s : layout.strides[k]) {
@@ -163,8 +162,9 @@ std::string chainVariantProblem(const ChainIR& ir, const ChainKernelParams& p, i
   for (int64_t b : chainCatBoundaries(ir)) {
     if (b % p.vec != 0) return "cat boundary " + std::to_string(b) + " is not a multiple of vec " + std::to_string(p.vec);
   }
-  if (ir.hasReductions()) {
+  if (chainUsesRowKernel(ir, layout)) {
     if (cols > kMaxChainCols) return "cols " + std::to_string(cols) + " is over 2^30";
+    if (ir.hasCat()) return "the row kernel does not evaluate cats";
     const int64_t rowThreads = p.threads / p.rowsPerCta;
     // Note [Rows split over a cluster]: a CTA's slice of ceil(vectors / cluster) vectors.
     const int64_t slice = ceilDiv(cols / p.vec, p.cluster) * p.vec;
@@ -193,7 +193,7 @@ LaunchGeometry chainLaunchGeometry(const ChainIR& ir, const ChainKernelParams& p
     const int64_t inner = layout.rowDims.back();
     const int64_t tiles = rows / inner * ceilDiv(inner, p.rowsPerCta) * ceilDiv(cols, p.rowsPerCta);
     g.gridX = static_cast<unsigned>(tiles < kMaxPointwiseCtas ? tiles : kMaxPointwiseCtas);
-  } else if (ir.hasReductions()) {
+  } else if (chainUsesRowKernel(ir, layout)) {
     g.gridX = static_cast<unsigned>(ceilDiv(rows, p.rowsPerCta) * p.cluster);  // Note [Rows split over a cluster]
   } else {
     // Folded: one thread a vector position of one segment (Note [Folded segments]).

@@ -111,7 +111,7 @@ std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t ro
   if (vecs.empty()) vecs.push_back(1);
   for (int vec : vecs) {
     const int64_t vectors = cols / vec;
-    if (!ir.hasReductions()) {
+    if (!chainUsesRowKernel(ir, layout)) {
       // Note [Folded segments]: equal Cat segments are tried folded too.
       const bool fold = chainFoldWidth(ir, cols) > 0;
       for (int threads : {128, 256, 512, 1024}) {

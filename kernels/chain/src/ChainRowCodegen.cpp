@@ -129,12 +129,13 @@ void Emitter::chooseKept() {
 // without a cluster writes none of it, so its source and cached entries stay
 // as they were.
 void Emitter::rowBody() {
-  os_ << "  __shared__ float hk_red[" << reductionSlot_.size() << "][HK_THREADS / 32];\n";
+  // A row kernel without a reduction (a repeated input's chain) still declares one slot: no array of size 0.
+  os_ << "  __shared__ float hk_red[" << std::max<size_t>(reductionSlot_.size(), 1) << "][HK_THREADS / 32];\n";
   os_ << "  const int hk_nvec = static_cast<int>(cols / HK_VEC);\n"
          "  const int hk_tid = threadIdx.x & (HK_ROW_THREADS - 1);\n";
   if (p_.cluster > 1) {
     // Note [Rows split over a cluster]: the cluster's row, and this CTA's slice of its vectors.
-    os_ << "  __shared__ float hk_part[" << reductionSlot_.size() << "];\n"
+    os_ << "  __shared__ float hk_part[" << std::max<size_t>(reductionSlot_.size(), 1) << "];\n"
            "  const long long row = static_cast<long long>(blockIdx.x) / HK_CLUSTER;\n"
            "  const unsigned hk_rank = hk_cta_rank();\n  const bool hk_live_row = row < rows;\n"
            "  const int hk_chunk = (hk_nvec + HK_CLUSTER - 1) / HK_CLUSTER;\n"

@@ -61,6 +61,15 @@ GroupNormNodes addGroupNorm(ChainIR& ir, int x, int weight, int bias, double eps
   return n;
 }
 
+int addBatchNormEval(ChainIR& ir, int x, int weight, int bias, int mean, int var, double eps) {
+  const DType dtype = ir.node(x).dtype;
+  const int invstd = ir.addUnary(OpKind::Rsqrt, ir.addBinary(OpKind::Add, asFloat32(ir, var), ir.addConstant(eps)));
+  int y = ir.addBinary(OpKind::Mul, ir.addBinary(OpKind::Sub, asFloat32(ir, x), asFloat32(ir, mean)), invstd);
+  if (weight >= 0) y = ir.addBinary(OpKind::Mul, y, asFloat32(ir, weight));
+  if (bias >= 0) y = ir.addBinary(OpKind::Add, y, asFloat32(ir, bias));
+  return dtype == DType::Float32 ? y : ir.addCast(y, dtype);
+}
+
 int addClamp(ChainIR& ir, int x, std::optional<double> lower, std::optional<double> upper) {
   HOTKERNEL_INTERNAL_ASSERT(lower || upper, "a clamp without a bound");
   const DType dtype = ir.node(x).dtype;

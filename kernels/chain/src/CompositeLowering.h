@@ -66,6 +66,20 @@ struct GroupNormNodes {
 // `weight`, `bias`: their nodes (x's dtype, Full repeated), or -1 for none.
 GroupNormNodes addGroupNorm(ChainIR& ir, int x, int weight, int bias, double eps);
 
+// Note [Eval BatchNorm in a chain]
+// aten::native_batch_norm and aten::cudnn_batch_norm with training false
+// (nn.BatchNorm2d in eval mode: HF's ResNet, EfficientNet) normalize each
+// channel with its running statistics, no reduction: over the view of one
+// channel a row (Note [The group view] with G = C) every statistic is a
+// per-channel value, and the nodes are ATen's CUDA kernel's, in float32:
+// y = (x - running_mean) * invstd * weight + bias, invstd = rsqrt(running_var
+// + eps) (ATen computes 1 / sqrt: a rounding apart, within the chain's
+// tolerance), weight and bias optional; y cast to x's dtype. The per-channel
+// values may be of any float dtype (cuDNN's 16-bit inputs take float32
+// parameters). Its other results are empty in eval (save_mean, save_invstd,
+// cuDNN's reserve): no chain value. Returns y's node.
+int addBatchNormEval(ChainIR& ir, int x, int weight, int bias, int mean, int var, double eps);
+
 // Note [Clamp in a chain]
 // clamp(x, min, max) is minimum(maximum(x, min), max), clamp_min the
 // maximum alone, clamp_max the minimum alone: ATen's kernel returns a NaN x

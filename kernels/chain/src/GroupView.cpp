@@ -50,6 +50,54 @@ GroupView groupViewOf(const RecordedCall& call, const TensorMetas& metas) {
   return g;
 }
 
+GroupView batchNormViewOf(const RecordedCall& call, const TensorMetas& metas) {
+  HOTKERNEL_REQUIRE(call.args.size() == 8, call.op, " takes 8 arguments, got ", call.args.size());
+  HOTKERNEL_REQUIRE(call.args[0].kind == RecordedArg::Kind::Tensor, "the batch norm's input is no tensor");
+  const RecordedArg& training = call.args[5];
+  HOTKERNEL_REQUIRE(training.kind == RecordedArg::Kind::Bool && !training.flag,
+                    "a training batch norm reduces over the batch: not a chain step");
+  const TensorMeta& x = metaOf(metas, call.args[0].value);
+  GroupView g;
+  g.x = x.sizes;
+  HOTKERNEL_REQUIRE(g.x.size() >= 3, "a batch norm of a ", g.x.size(), "-d input: a chain takes [N, C, *spatial]");
+  HOTKERNEL_REQUIRE(x.strides == contiguousStrides(g.x), "a batch norm input that is not contiguous");
+  g.hw = numel(std::vector<int64_t>(g.x.begin() + 2, g.x.end()));
+  g.groups = g.x[1];
+  HOTKERNEL_REQUIRE(g.hw >= 1 && g.groups >= 1, "an empty batch norm input ", join(g.x));
+  static const char* const kNames[] = {"", "the weight", "the bias", "the running mean", "the running variance"};
+  for (size_t i = 1; i <= 4; ++i) {
+    const RecordedArg& a = call.args[i];
+    HOTKERNEL_REQUIRE(a.kind != RecordedArg::Kind::None || i <= 2, kNames[i],
+                      " is absent: the norm uses the batch's statistics, not a chain step");
+    if (a.kind == RecordedArg::Kind::None) continue;
+    const TensorMeta& m = a.kind == RecordedArg::Kind::Tensor ? metaOf(metas, a.value) : TensorMeta{};
+    HOTKERNEL_REQUIRE(a.kind == RecordedArg::Kind::Tensor && m.sizes == std::vector<int64_t>{g.groups} &&
+                          m.strides == std::vector<int64_t>{1},
+                      kNames[i], " is not a contiguous [", g.groups, "] tensor");
+    (void)dtypeOf(m, a.value);  // a float dtype
+  }
+  HOTKERNEL_REQUIRE(!call.outputs.empty(), "the batch norm returns nothing");
+  for (size_t k = 1; k < call.outputs.size(); ++k) {
+    HOTKERNEL_REQUIRE(numel(metaOf(metas, call.outputs[k]).sizes) == 0, "the batch norm's result ", k,
+                      " is not empty (", join(metaOf(metas, call.outputs[k]).sizes), "): not an eval batch norm");
+  }
+  return g;
+}
+
+std::optional<GroupView> sequenceGroupView(const std::vector<RecordedCall>& calls, const TensorMetas& metas) {
+  std::optional<GroupView> view;
+  for (const RecordedCall& call : calls) {
+    const bool batchNorm = call.op == "aten::native_batch_norm" || call.op == "aten::cudnn_batch_norm";
+    if (call.op != "aten::native_group_norm" && !batchNorm) continue;
+    const GroupView g = batchNorm ? batchNormViewOf(call, metas) : groupViewOf(call, metas);
+    HOTKERNEL_REQUIRE(!view || (view->x == g.x && view->groups == g.groups), "norms of x ", join(view ? view->x : g.x),
+                      " in ", view ? view->groups : g.groups, " groups and of x ", join(g.x), " in ", g.groups,
+                      ": a chain holds one group view");
+    view = g;
+  }
+  return view;
+}
+
 Placement placeInGroupView(const GroupView& g, const TensorMeta& m, int64_t id, bool layouts) {
   const std::vector<int64_t>& x = g.x;
   const std::vector<int64_t>& s = m.sizes;

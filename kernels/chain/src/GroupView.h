@@ -3,6 +3,7 @@
 // group view] in ChainBuilder.h.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "TensorPlacement.h"
@@ -27,6 +28,19 @@ struct GroupView {
 // contiguous [C] of x's dtype, or the mean and rstd results are not the
 // contiguous [N, G] ATen returns.
 GroupView groupViewOf(const RecordedCall& call, const TensorMetas& metas);
+
+// The view of an eval batch norm (aten::native_batch_norm or
+// aten::cudnn_batch_norm: input, weight, bias, running_mean, running_var,
+// training, momentum, eps): one channel a group (Note [Eval BatchNorm in a
+// chain]). Error when training is true or a running statistic is absent (the
+// norm then reduces over the batch: no chain step), when x is not a
+// contiguous [N, C, *spatial], a per-channel value is not a contiguous [C] of
+// a float dtype, or a result but the first is not empty.
+GroupView batchNormViewOf(const RecordedCall& call, const TensorMetas& metas);
+
+// The group view of a sequence (Note [The group view]): that of its group
+// norms and eval batch norms, which must agree; none without either.
+std::optional<GroupView> sequenceGroupView(const std::vector<RecordedCall>& calls, const TensorMetas& metas);
 
 // Tensor `m` (value `id`, for messages) read against x's sizes, placed in
 // the view by its strides over N, C and the spatial dims; Error saying why a

@@ -244,4 +244,47 @@ ChainLayout groupNormActLayout(const GroupNormShape& shape) {
                          groupNormCols(shape), layout);
 }
 
+ChainIR batchNormActChain(DType dtype, double eps, OpKind act) {
+  ChainIR ir;
+  const int x = ir.addInput(dtype, ShapeClass::Full);
+  int c[4];
+  for (int& v : c) v = ir.addInput(dtype, ShapeClass::Full);  // weight, bias, running mean, running variance
+  ir.markOutput(ir.addUnary(act, detail::addBatchNormEval(ir, x, c[0], c[1], c[2], c[3], eps)));
+  return ir;
+}
+
+RecordedChain batchNormActRecording(DType dtype, const GroupNormShape& shape, double eps, OpKind act, bool cudnn) {
+  const int64_t n = shape.batch, c = shape.channels, hw = shape.hw;
+  const std::string type = dtypeName(dtype);
+  HOTKERNEL_REQUIRE(opInfo(act).category == OpCategory::Unary, opInfo(act).name, " is no unary op");
+  using A = RecordedArg;
+  RecordedChain r;
+  std::vector<int64_t> results = {6, 7, 8};
+  if (cudnn) results.push_back(9);
+  r.calls = {
+      {cudnn ? "aten::cudnn_batch_norm" : "aten::native_batch_norm",
+       {A::tensor(1), A::tensor(2), A::tensor(3), A::tensor(4), A::tensor(5), A::boolean(false), A::number(0.1),
+        A::number(eps)},
+       results},
+      {"aten::" + std::string(opInfo(act).name), {A::tensor(6)}, {10}},
+  };
+  const TensorMeta full{type, {n, c, hw}, {c * hw, hw, 1}};
+  const TensorMeta channel{type, {c}, {1}}, empty{type, {0}, {1}};
+  r.metas = {{1, full}, {2, channel}, {3, channel}, {4, channel}, {5, channel}, {6, full}, {7, empty}, {8, empty},
+             {10, full}};
+  if (cudnn) r.metas[9] = TensorMeta{"uint8", {0}, {1}};
+  return r;
+}
+
+ChainLayout batchNormActLayout(const GroupNormShape& shape) {
+  const int64_t n = shape.batch, c = shape.channels, hw = shape.hw;
+  ChainLayout layout;
+  layout.rowDims = {n, c};
+  const std::vector<int64_t> dense = {c * hw, hw};
+  const std::vector<int64_t> channel = {0, 1};
+  layout.strides = {dense, channel, channel, channel, channel, dense};  // x, weight, bias, mean, variance, the output
+  layout.colRepeats = {1, hw, hw, hw, hw, 1};
+  return normalizeLayout(batchNormActChain(DType::Float16, 1e-5, OpKind::Relu), n * c, hw, layout);
+}
+
 }  // namespace hotkernel::chain

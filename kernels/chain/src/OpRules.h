@@ -11,7 +11,7 @@ namespace hotkernel::chain::rules {
 
 enum class Form {
   Unary, Gelu, Pow, LeakyRelu, BinaryTensor, BinaryScalar, Rsub, Cast, Clone, Reduce, Cat, Softmax, LayerNorm, GroupNorm,
-  Clamp
+  BatchNorm, Clamp
 };
 
 struct OpRule {
@@ -20,7 +20,7 @@ struct OpRule {
   OpKind op;
 };
 
-inline constexpr std::array<OpRule, 47> kRules = {{
+inline constexpr std::array<OpRule, 49> kRules = {{
     {"aten::neg", Form::Unary, OpKind::Neg},
     {"aten::exp", Form::Unary, OpKind::Exp},
     {"aten::log", Form::Unary, OpKind::Log},
@@ -72,6 +72,9 @@ inline constexpr std::array<OpRule, 47> kRules = {{
     {"aten::native_layer_norm", Form::LayerNorm, OpKind::Mean},
     // Note [GroupNorm in a chain]: three results (out, mean, rstd), over the group view.
     {"aten::native_group_norm", Form::GroupNorm, OpKind::Mean},
+    // Note [Eval BatchNorm in a chain]: out and two (cuDNN's: three) empty results, over the view of one channel a row.
+    {"aten::native_batch_norm", Form::BatchNorm, OpKind::Mul},
+    {"aten::cudnn_batch_norm", Form::BatchNorm, OpKind::Mul},
 }};
 
 // The ops that return a view of their argument: they end a chain.

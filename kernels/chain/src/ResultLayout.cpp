@@ -39,7 +39,8 @@ void checkResultLayout(const rules::OpRule& rule, const RecordedCall& call, cons
     case Form::Reduce:
       return;  // Row and RowFlat values are contiguous (placement)
     case Form::LayerNorm:
-    case Form::GroupNorm: {
+    case Form::GroupNorm:
+    case Form::BatchNorm: {
       if (result != 0) return;  // the mean and rstd: Row values, contiguous (placement)
       const std::vector<int64_t>& sizes = meta(call.args.at(0).value).sizes;
       want = TensorMeta{got.scalarType, sizes, contiguousStrides(sizes)};  // a contiguous input (the guard)

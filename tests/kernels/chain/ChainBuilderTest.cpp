@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "hotkernel/chain/ChainCodegen.h"
 #include "hotkernel/chain/ChainKey.h"
 #include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/NamedChains.h"
@@ -708,6 +709,60 @@ TEST(ChainBuilderTest, GivenWhatAGroupViewCannotHoldWhenBuiltThenTheReasonNamesI
   twoViews.metas[8] = twoViews.metas[7];
   twoViews.metas[9] = twoViews.metas[10] = contiguous("float16", {2, 16});
   refusedWith(twoViews, "a chain holds one group view");
+}
+
+}  // namespace
+}  // namespace hotkernel::chain
+
+namespace hotkernel::chain {
+namespace {
+
+// Note [Eval BatchNorm in a chain]: an eval BatchNorm2d and its ReLU / SiLU (HF's ResNet, EfficientNet) through
+// native_batch_norm or cudnn_batch_norm are the named chain over the view of one channel a row, its statistics and
+// affine per-channel values, its empty results no value; the chain has no reduction (the row kernel's: Note
+// [Repeated columns]).
+TEST(ChainBuilderTest, GivenAnEvalBatchNormAndItsActivationRecordedWhenBuiltThenTheyAreTheNamedChainOverChannelRows) {
+  const GroupNormShape shape{4, 16, 49, 16};
+  for (bool cudnn : {false, true}) {
+    for (DType d : {DType::Float32, DType::BFloat16}) {
+      const RecordedChain r = batchNormActRecording(d, shape, 1e-5, OpKind::Relu, cudnn);
+      const ChainBuild b = buildChain(r.calls, r.metas, {10}, ChainBuildOptions{true});
+      ASSERT_TRUE(b.ok()) << dtypeName(d) << (cudnn ? " cudnn: " : ": ") << b.reason;
+      EXPECT_EQ(b.rows, 64);
+      EXPECT_EQ(b.cols, 49);
+      EXPECT_FALSE(b.chain.hasReductions());
+      EXPECT_EQ(b.inputValues, (std::vector<int64_t>{1, 2, 3, 4, 5}));
+      EXPECT_EQ(chainKey(b.chain).sha256, chainKey(batchNormActChain(d, 1e-5, OpKind::Relu)).sha256);
+      EXPECT_EQ(b.layout, batchNormActLayout(shape)) << layoutText(b.layout);
+      EXPECT_TRUE(chainUsesRowKernel(b.chain, b.layout));
+    }
+  }
+  const ChainBuildOptions layouts{true};
+  auto refusedWith = [&](RecordedChain c, const std::string& text, std::vector<int64_t> live = {10}) {
+    const ChainBuild b = buildChain(c.calls, c.metas, live, layouts);
+    EXPECT_FALSE(b.ok());
+    EXPECT_NE(b.reason.find(text), std::string::npos) << b.reason;
+  };
+  const RecordedChain r = batchNormActRecording(DType::Float16, shape, 1e-5, OpKind::Silu, false);
+  RecordedChain training = r;
+  training.calls[0].args[5] = RecordedArg::boolean(true);
+  refusedWith(training, "a training batch norm reduces over the batch");
+  RecordedChain noStats = r;
+  noStats.calls[0].args[3] = RecordedArg::none();
+  refusedWith(noStats, "the running mean is absent");
+  RecordedChain full = r;
+  full.metas[7] = full.metas[6];
+  refusedWith(full, "is not empty");
+  RecordedChain readsEmpty = r;
+  readsEmpty.calls.push_back({"aten::mul.Tensor", {RecordedArg::tensor(10), RecordedArg::tensor(7)}, {11}});
+  readsEmpty.metas[11] = readsEmpty.metas[10];
+  refusedWith(readsEmpty, "an eval batch norm's empty result", {11});
+  // cuDNN's float32 parameters for a 16-bit x: per-channel values of their own dtype.
+  RecordedChain mixed = batchNormActRecording(DType::BFloat16, shape, 1e-5, OpKind::Relu, true);
+  for (int64_t id : {2, 3, 4, 5}) mixed.metas[id].scalarType = "float32";
+  const ChainBuild m = buildChain(mixed.calls, mixed.metas, {10}, layouts);
+  ASSERT_TRUE(m.ok()) << m.reason;
+  EXPECT_EQ(m.chain.node(m.chain.inputs()[1]).dtype, DType::Float32);
 }
 
 }  // namespace

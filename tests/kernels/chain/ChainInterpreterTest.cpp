@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -246,6 +247,26 @@ TEST(ChainInterpreterTest, GivenAGroupNormAndSiluInTheGroupViewWhenInterpretedTh
                                                                           << g << " column " << e;
         }
       }
+    }
+  }
+}
+
+// Note [Eval BatchNorm in a chain]: each (sample, channel) row normalized with its channel's running statistics and
+// affine, repeated over the row's HxW columns; float32 within float32 rounding of the double computation.
+TEST(ChainInterpreterTest, GivenAnEvalBatchNormAndReluWhenInterpretedThenEachRowTakesItsChannelsStatistics) {
+  const GroupNormShape shape{2, 3, 5, 3};
+  const ChainIR ir = batchNormActChain(DType::Float32, 1e-5, OpKind::Relu);
+  const ChainLayout layout = batchNormActLayout(shape);
+  std::vector<float> x(30), w = {0.5f, -1.25f, 2.0f}, b = {0.1f, 0.2f, -0.3f}, mean = {0.25f, -1.0f, 0.0f},
+                            var = {1.0f, 0.25f, 4.0f};
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::cos(0.9 * static_cast<double>(i)) * 2.0);
+  for (EvalMode mode : {EvalMode::AtenOrder, EvalMode::Fused}) {
+    const auto out = interpretChain(ir, 6, 5, layout, {x, w, b, mean, var}, mode);
+    ASSERT_EQ(out[0].size(), 30u);
+    for (size_t i = 0; i < 30; ++i) {
+      const size_t c = (i / 5) % 3;
+      const double y = (x[i] - mean[c]) / std::sqrt(var[c] + 1e-5) * w[c] + b[c];
+      EXPECT_NEAR(out[0][i], std::max(y, 0.0), 1e-6 * (1.0 + std::fabs(y))) << evalModeName(mode) << " element " << i;
     }
   }
 }

@@ -428,7 +428,12 @@ TEST(ChainKernelHostTest, GivenRowChainsWhenEveryPointOfTheirSpacesRunsOnTheHost
       {"group_norm + silu bf16 (repeat 16, one sample)", groupNormActChain(DType::BFloat16, 1e-6, OpKind::Silu),
        groupNormActLayout({1, 16, 16, 8}), 8, 32, 9},
       {"group_norm + relu fp32 (repeat 9)", groupNormActChain(DType::Float32, 1e-5, OpKind::Relu),
-       groupNormActLayout({3, 4, 9, 2}), 6, 18, 10}};
+       groupNormActLayout({3, 4, 9, 2}), 6, 18, 10},
+      // Note [Eval BatchNorm in a chain]: no reduction, the row kernel for the repeated statistics.
+      {"eval batch_norm + relu bf16 (one channel a row)", batchNormActChain(DType::BFloat16, 1e-5, OpKind::Relu),
+       batchNormActLayout({2, 6, 16, 6}), 12, 16, 11},
+      {"eval batch_norm + silu fp32 (rows of 9)", batchNormActChain(DType::Float32, 1e-5, OpKind::Silu),
+       batchNormActLayout({3, 4, 9, 4}), 12, 9, 12}};
   for (uint64_t seed = 0; seed < 10; ++seed) {
     RandomChainOptions o;
     o.maxCols = 64;

@@ -198,15 +198,23 @@ TEST(ChainLayoutTest, GivenColumnRepeatsWhenCheckedAndNormalizedThenOnlyAFullInp
   const std::vector<ChainKernelParams> space = chainParameterSpace(v.ir, v.rows, v.cols, v.layout);
   ASSERT_FALSE(space.empty());
   EXPECT_EQ(space.front().vec, 8);
-  // An elementwise chain never reads a repeated input (only the row kernel does).
+  // A chain without a reduction that reads a repeated input runs the row kernel (chainUsesRowKernel): its space
+  // holds row points only, one row a CTA, at most 4 items.
   ChainIR scaled;
   scaled.markOutput(scaled.addBinary(OpKind::Mul, scaled.addInput(DType::Float16, ShapeClass::Full),
                                      scaled.addInput(DType::Float16, ShapeClass::Full)));
   const ChainLayout scaledLayout{{2, 32}, {{32 * cols, cols}, {0, 10}, {32 * cols, cols}}, {}, {1, 4096, 1}};
   EXPECT_EQ(chainLayoutProblem(scaled, rows, cols, scaledLayout), "");
-  EXPECT_NE(chainVariantProblem(scaled, {256, 8, 1, 0}, rows, cols, scaledLayout).find("row kernel only"),
-            std::string::npos);
-  EXPECT_THROW(generateChainSource(scaled, {256, 8, 1, 0}, scaledLayout), Error);
+  EXPECT_TRUE(chainUsesRowKernel(scaled, scaledLayout));
+  EXPECT_FALSE(chainUsesRowKernel(scaled, ChainLayout{}));
+  const std::vector<ChainKernelParams> rowPoints = chainParameterSpace(scaled, rows, cols, scaledLayout);
+  ASSERT_FALSE(rowPoints.empty());
+  for (const ChainKernelParams& p : rowPoints) {
+    EXPECT_EQ(p.rowsPerCta, 1) << p.describe();
+    EXPECT_LE(p.items, 4) << p.describe();
+    EXPECT_EQ(chainLaunchGeometry(scaled, p, rows, cols, scaledLayout).gridX, static_cast<unsigned>(rows)) << p.describe();
+  }
+  EXPECT_NE(generateChainSource(scaled, rowPoints.front(), scaledLayout).find("hk_live_row"), std::string::npos);
 }
 
 TEST(ChainLayoutTest, GivenAVariantWithALayoutWhenItsStringIsMadeThenTheLayoutIsNamedAndContiguousOnesAreUnchanged) {

@@ -68,7 +68,10 @@ namespace hotkernel::chain {
 // of the sequence has x's geometry, and the view has no other reduction,
 // softmax, layer_norm or cat (they reduce or join over x's last dim, not a
 // group). A layout with a per-channel value is not contiguous (it
-// repeats), so such chains need `options.layouts`.
+// repeats), so such chains need `options.layouts`. An eval batch norm
+// (Note [Eval BatchNorm in a chain]) takes the same view with one channel a
+// group (G = C), its weight, bias and running statistics per-channel values
+// and its empty results no value (a call that reads one is refused).
 
 struct ChainBuild {
   ChainIR chain;

@@ -135,6 +135,11 @@ struct ChainKernelParams {
 // cluster other than 1 is asked of other than a row kernel of one row a CTA.
 void checkChainKernel(const ChainIR& ir, const ChainKernelParams& p);
 
+// Whether the variant's kernel is the row kernel: a chain with reductions, or
+// one reading repeated columns (Note [Repeated columns]: a per-channel value is
+// loaded a row at a time, which only the row kernel's rows do).
+bool chainUsesRowKernel(const ChainIR& ir, const ChainLayout& layout);
+
 // The CUDA source of the chain's kernel at `p` (Note [Chain kernels]);
 // deterministic: the same chain and parameters give the same text. Error for
 // an invalid chain or parameters.

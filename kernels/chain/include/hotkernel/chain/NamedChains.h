@@ -135,4 +135,21 @@ int64_t groupNormRows(const GroupNormShape& shape);
 int64_t groupNormCols(const GroupNormShape& shape);
 ChainLayout groupNormActLayout(const GroupNormShape& shape);
 
+// An eval nn.BatchNorm2d and its activation as HF's ResNet (ReLU) and
+// EfficientNet (SiLU) run them, as the builder lowers
+// aten::native_batch_norm(x, weight, bias, running_mean, running_var,
+// training=False, momentum, eps) over the view of one channel a row (Note
+// [Eval BatchNorm in a chain]): act(out). Inputs (x, then weight, bias,
+// running mean and running variance, Full of column repeat HxW), all of
+// `dtype`; one output.
+ChainIR batchNormActChain(DType dtype, double eps, OpKind act);
+
+// Its recorded calls (value ids: x 1, weight 2, bias 3, running mean 4,
+// running variance 5; the norm's results 6, 7, 8 (7 and 8 empty, cuDNN's
+// 9 too); the activation's 10), x as [batch, channels, hw], through
+// cudnn_batch_norm (four results) or native_batch_norm; and its variant's
+// normalized layout: rows batch * channels, cols hw.
+RecordedChain batchNormActRecording(DType dtype, const GroupNormShape& shape, double eps, OpKind act, bool cudnn);
+ChainLayout batchNormActLayout(const GroupNormShape& shape);
+
 }  // namespace hotkernel::chain
