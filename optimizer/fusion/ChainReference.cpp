@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "hotkernel/chain/ChainBatchNorm.h"
 #include "hotkernel/chain/ChainGroupNorm.h"
 #include "hotkernel/chain/ChainLayerNorm.h"
 #include "hotkernel/chain/ChainLayout.h"
@@ -156,6 +157,24 @@ at::Tensor groupNormOf(const chain::GroupNormGroup& g, const std::vector<at::Ten
   return out.view(x.sizes());
 }
 
+// Note [Eval BatchNorm groups]: the norm as the call eager made (at::batch_norm dispatches to cuDNN or not as eager
+// did), over values whose columns split at the row's width; the channels from the running mean's row strides.
+at::Tensor batchNormOf(const chain::BatchNormGroup& g, const std::vector<at::Tensor>& tensors, int64_t rows) {
+  const at::Tensor& x = tensors[static_cast<size_t>(g.input)];
+  const at::Tensor& mean = tensors[static_cast<size_t>(g.mean)];
+  int64_t channels = 1;
+  for (int64_t d = 0; d + 2 < mean.dim(); ++d) channels *= mean.stride(d) != 0 ? mean.size(d) : 1;
+  auto raw = [&](int node) {
+    return node < 0 ? std::optional<at::Tensor>()
+                    : std::optional<at::Tensor>(tensors[static_cast<size_t>(node)].as_strided({channels}, {1}));
+  };
+  const at::Tensor out =
+      at::batch_norm(x.reshape({rows / channels, channels, x.size(-2) * x.size(-1)}), raw(g.weight), raw(g.bias),
+                     raw(g.mean), raw(g.var), /*training=*/false, /*momentum=*/0.0, g.eps,
+                     at::globalContext().userEnabledCuDNN());
+  return out.view(x.sizes());
+}
+
 }  // namespace
 
 at::ScalarType chainScalarType(chain::DType dtype) {
@@ -244,11 +263,22 @@ std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::ve
     groupNormAt[static_cast<size_t>(g.result)] = &g;
     for (int n : g.internal) skipped[static_cast<size_t>(n)] = true;
   }
+  std::vector<const chain::BatchNormGroup*> batchNormAt(nodes.size(), nullptr);
+  const std::vector<chain::BatchNormGroup> batchNorms =
+      split > 0 ? chain::findBatchNormGroups(ir) : std::vector<chain::BatchNormGroup>{};
+  for (const chain::BatchNormGroup& g : batchNorms) {
+    batchNormAt[static_cast<size_t>(g.result)] = &g;
+    for (int n : g.internal) skipped[static_cast<size_t>(n)] = true;
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     if (skipped[i]) continue;
     if (const chain::GroupNormGroup* g = groupNormAt[i]) {
       tensors[i] = groupNormOf(*g, tensors, rows);
+      continue;
+    }
+    if (const chain::BatchNormGroup* g = batchNormAt[i]) {
+      tensors[i] = batchNormOf(*g, tensors, rows);
       continue;
     }
     if (const chain::LayerNormGroup* g = layerNormAt[i]) {

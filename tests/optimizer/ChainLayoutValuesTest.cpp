@@ -7,7 +7,9 @@
 #include <cmath>
 #include <vector>
 
+#include "hotkernel/chain/ChainBatchNorm.h"
 #include "hotkernel/chain/ChainBuilder.h"
+#include "hotkernel/chain/ChainGroupNorm.h"
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/chain/NamedChains.h"
 #include "hotkernel/optimizer/ChainLayoutValues.h"
@@ -218,6 +220,32 @@ TEST(ChainLayoutValuesTest, GivenAGroupNormChainKeepingItsMeanWhenRunByAtenThenI
   odd.colRepeats = {1, 6, 4, 1, 1};
   EXPECT_THROW(chainColumnSplit(odd), Error);
   EXPECT_EQ(chainColumnSplit(chain::ChainLayout{}), 0);
+}
+
+// Note [Eval BatchNorm groups]: an eval BatchNorm2d + ReLU's memory over the view of one channel a row; ATen on
+// the views runs one batch norm (as eager dispatched it): eager's F.relu(F.batch_norm(x, eval)) bit for bit.
+TEST(ChainLayoutValuesTest, GivenEvalBatchNormMemoryWhenViewedThenAtenRunsEagersBatchNormOnIt) {
+  const chain::GroupNormShape shape{2, 6, 20, 6};
+  for (DType dtype : {DType::Float32, DType::BFloat16}) {
+    const at::ScalarType type = dtype == DType::Float32 ? at::kFloat : at::kBFloat16;
+    const ChainIR ir = chain::batchNormActChain(dtype, 1e-5, chain::OpKind::Relu);
+    const chain::ChainLayout layout = chain::batchNormActLayout(shape);
+    ASSERT_EQ(chain::findBatchNormGroups(ir).size(), 1u);
+    const at::Tensor x = (at::randn({2, 6, 20}) * 2).to(type), w = at::randn({6}).to(type), b = at::randn({6}).to(type);
+    const at::Tensor mean = at::randn({6}).to(type), var = (at::rand({6}) + 0.5).to(type);
+    std::vector<ChainReferenceInput> memory(5);
+    memory[0].tensor = x.reshape({-1});
+    memory[1].tensor = w;
+    memory[2].tensor = b;
+    memory[3].tensor = mean;
+    memory[4].tensor = var;
+    const std::vector<at::Tensor> out = chainAtenValues(ir, layout, memory, 12, 20);
+    const at::Tensor eager = at::relu(at::batch_norm(x, w, b, mean, var, false, 0.1, 1e-5, true));
+    EXPECT_TRUE(at::equal(out[0].reshape(eager.sizes()), eager)) << kernels::dtypeName(dtype);
+  }
+  // A group norm chain holds no batch norm group, nor a batch norm chain a group norm one.
+  EXPECT_TRUE(chain::findBatchNormGroups(chain::groupNormActChain(DType::Float16, 1e-5, chain::OpKind::Silu)).empty());
+  EXPECT_TRUE(chain::findGroupNormGroups(chain::batchNormActChain(DType::Float16, 1e-5, chain::OpKind::Silu)).empty());
 }
 
 }  // namespace

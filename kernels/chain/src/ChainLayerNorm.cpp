@@ -87,17 +87,8 @@ class Matcher {
 }  // namespace
 
 std::vector<LayerNormGroup> findLayerNormGroups(const ChainIR& ir) {
-  std::vector<LayerNormGroup> groups = detail::groupsAtEachNode<LayerNormGroup>(ir, Matcher(ir));
-  // A float32 norm without its weight or bias is a norm too: keep the largest group, whose result is no other
-  // group's internal node.
-  std::vector<bool> internal(ir.size(), false);
-  for (const LayerNormGroup& g : groups) {
-    for (int n : g.internal) internal[static_cast<size_t>(n)] = true;
-  }
-  groups.erase(std::remove_if(groups.begin(), groups.end(),
-                              [&](const LayerNormGroup& g) { return internal[static_cast<size_t>(g.result)]; }),
-               groups.end());
-  return groups;  // by result ascending
+  // A float32 norm without its weight or bias is a norm too: the largest group.
+  return detail::outermostGroups(detail::groupsAtEachNode<LayerNormGroup>(ir, Matcher(ir)), ir.size());
 }
 
 }  // namespace hotkernel::chain

@@ -75,4 +75,18 @@ std::vector<Group> groupsAtEachNode(const ChainIR& ir, const Matcher& matcher) {
   return groups;
 }
 
+// The groups whose result is no other group's internal node: where a norm without its bias (or weight) is a norm
+// too, the largest (Group: .result, .internal).
+template <typename Group>
+std::vector<Group> outermostGroups(std::vector<Group> groups, size_t nodes) {
+  std::vector<bool> internal(nodes, false);
+  for (const Group& g : groups) {
+    for (int n : g.internal) internal[static_cast<size_t>(n)] = true;
+  }
+  groups.erase(std::remove_if(groups.begin(), groups.end(),
+                              [&](const Group& g) { return internal[static_cast<size_t>(g.result)]; }),
+               groups.end());
+  return groups;
+}
+
 }  // namespace hotkernel::chain::detail
