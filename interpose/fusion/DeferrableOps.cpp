@@ -53,6 +53,10 @@ const std::vector<DeferrableOp>& deferrableOps() {
       {"aten::_log_softmax", "", "out"},
       {"aten::native_layer_norm", "", "out"},  // Note [LayerNorm in a chain]: out0, out1, out2
       {"aten::native_group_norm", "", "out"},  // Note [GroupNorm in a chain]: out0, out1, out2
+      // Note [Eval BatchNorm in a chain]: out, save_mean, save_invstd (cuDNN's out0-out3); a training call never
+      // matches a learned step (its flag differs), so only eval calls are deferred.
+      {"aten::native_batch_norm", "", "out"},
+      {"aten::cudnn_batch_norm", "", "out"},
   };
   return ops;
 }

@@ -14,10 +14,11 @@
 // `out.copy_(self)`. `cat` replays through `cat.out` with its tensor list
 // rebuilt from the values as the chain took them (Note [Values as a chain
 // took them]); its output is contiguous, as `cat` allocates it, so `out`
-// is never resized. `native_layer_norm` and `native_group_norm` replay
-// through their generated out= overloads (the functional op, then a copy
-// into each of out0, out1, out2, shaped as the functional op returns them):
-// every result of a deferred call is passed, in order.
+// is never resized. `native_layer_norm`, `native_group_norm`,
+// `native_batch_norm` and `cudnn_batch_norm` replay through their out=
+// overloads (generated: the functional op, then a copy into each out,
+// shaped as the functional op returns them): every result of a deferred call
+// is passed, in order (an eval batch norm's empty ones too).
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DispatchKey.h>

@@ -99,8 +99,17 @@ void FusionEngine::install(c10::DispatchKey key) {
   State& s = *state_;
   std::lock_guard<std::mutex> guard(s.installMu);
   if (s.installed[k].load()) return;
-  // A flushing op without a kernel for this key (a CUDA library this torch was built without) is left alone.
-  auto takenOver = [key](const ResolvedOp& r) { return !r.flushing || r.op->hasKernelForDispatchKey(key); };
+  // An op without a kernel for this key (a CUDA library this torch was built without, cuDNN's batch norm on the
+  // CPU key) is left alone.
+  auto takenOver = [key](const ResolvedOp& r) {
+    if (r.flushing) return r.op->hasKernelForDispatchKey(key);
+    try {
+      (void)r.op->getComputedKernelForDispatchKey(key);
+      return true;
+    } catch (const c10::Error&) {
+      return false;
+    }
+  };
   for (size_t i = 0; i < s.ops.size(); ++i) {
     if (takenOver(s.ops[i])) s.originals[i][k] = s.ops[i].op->getComputedKernelForDispatchKey(key);
   }

@@ -591,5 +591,47 @@ TEST(ChainTunerGpuTest, GivenGroupNormActivationVariantsWhenHarnessedAndTunedThe
   }
 }
 
+// Note [Eval BatchNorm in a chain]: HF's ResNet's eval BatchNorm2d + ReLU over the view of one channel a row (no
+// reduction: the row kernel for repeated columns). The space's first point passes the five stages against eager's
+// one batch norm (Note [Eval BatchNorm groups]) and computes eager on the real tensors; the tuner's outcome printed.
+TEST(ChainTunerGpuTest, GivenEvalBatchNormReluVariantsWhenHarnessedAndTunedThenThePlanComputesEagerOnRealTensors) {
+  REQUIRE_CUDA_AND_NVRTC();
+  const std::string arch = queryDevice(0).nvrtcArch();
+  void* stream = c10::cuda::getCurrentCUDAStream(0).stream();
+  for (const chain::GroupNormShape& shape : {chain::GroupNormShape{32, 256, 3136, 256}, chain::GroupNormShape{32, 2048, 49, 2048}}) {
+    SCOPED_TRACE(std::to_string(shape.channels) + " channels of " + std::to_string(shape.hw));
+    const ChainVariant v{chain::batchNormActChain(DType::BFloat16, 1e-5, chain::OpKind::Relu), shape.batch * shape.channels,
+                         shape.hw, 0, chain::batchNormActLayout(shape)};
+    const std::vector<chain::ChainKernelParams> space = chain::chainParameterSpace(v.ir, v.rows, v.cols, v.layout);
+    ASSERT_FALSE(space.empty());
+    const chain::ChainKernelParams p = space.front();
+    const std::string cubin = compileToCubin(chain::generateChainSource(v.ir, p, v.layout), "hk_chain.cu", arch,
+                                             chain::chainCompileOptions()).cubin;
+    const chain::ChainPlan plan = chain::makeChainPlan(v, chain::chainEntryParams(v, p).dump(), cubin);
+    const HarnessReport report = runChainHarness(plan);
+    EXPECT_TRUE(report.passed) << p.describe() << ": " << (report.failure() ? report.failure()->detail : "");
+    const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+    at::manual_seed(19);
+    const at::Tensor x = at::randn({shape.batch, shape.channels, shape.hw}, opts) * 2;
+    const at::Tensor w = at::randn({shape.channels}, opts), b = at::randn({shape.channels}, opts) * 0.1;
+    const at::Tensor mean = at::randn({shape.channels}, opts) * 0.1, var = at::rand({shape.channels}, opts) + 0.5;
+    const at::Tensor eager = at::relu(at::batch_norm(x, w, b, mean, var, false, 0.1, 1e-5, true));
+    at::Tensor out = at::full_like(eager, std::nan(""));
+    std::vector<chain::ChainInputValue> values;
+    for (const at::Tensor& t : {x, w, b, mean, var}) values.push_back({t.const_data_ptr(), 0.0f});
+    ASSERT_TRUE(chain::launchChainPlan(plan, values, {out.mutable_data_ptr()}, stream));
+    EXPECT_EQ(compareChainOutputs({out.reshape({v.rows, v.cols})}, {eager.reshape({v.rows, v.cols})},
+                                  chainTolerance(v.ir)),
+              "");
+    const TuneOutcome outcome = tunePrinted(v, "eval batch_norm + relu " + std::to_string(shape.hw));
+    std::printf("[batch norm chain] %lld x %lld: %s\n", static_cast<long long>(v.rows), static_cast<long long>(v.cols),
+                outcome.accepted ? "accepted" : "eager kept");
+    for (const CandidateRecord& r : outcome.metrics.candidates) {
+      EXPECT_TRUE(r.error.empty() || r.stage == "timed" || r.stage == "benchmark")
+          << r.params->dump() << ": " << r.stage << " " << r.error;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hotkernel

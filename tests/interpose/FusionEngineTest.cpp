@@ -371,6 +371,43 @@ TEST_F(FusionEngineTest, GivenAGroupNormWhoseMeanAndRstdAreKeptWhenTheChainRunsT
   EXPECT_TRUE(same(std::get<2>(got), std::get<2>(want)));
 }
 
+// Note [Eval BatchNorm in a chain]: HF's ResNet's BatchNorm2d (eval) + ReLU learned over the view of one channel a
+// row, deferred and fused; a training-mode call of the same norm is not deferred (its flag differs from the learned
+// step's) and updates the running statistics as eager does.
+TEST_F(FusionEngineTest, GivenAnEvalBatchNormAndReluWhenPublishedThenTheyAreDeferredAndFusedButATrainingCallIsNot) {
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    engine().resetForTest();
+    gGate->covered = true;
+    at::Tensor x = at::randn({2, 8, 5, 4}).to(dtype) * 2, w = at::randn({8}).to(dtype), b = at::randn({8}).to(dtype);
+    at::Tensor mean = at::randn({8}).to(dtype), var = (at::rand({8}) + 0.5).to(dtype);
+    auto block = [&] { return at::relu(at::batch_norm(x, w, b, mean, var, false, 0.1, 1e-5, true)); };
+    auto kernels = learnAndPublish(block);
+    ASSERT_EQ(kernels.size(), 1u) << engine().patternsJson();
+    EXPECT_FALSE(kernels[0]->build().chain.hasReductions());
+    const at::Tensor want = eager(block);
+    const uint64_t deferred = engine().stats().deferredCalls;
+    const at::Tensor got = block();
+    EXPECT_EQ(engine().stats().deferredCalls, deferred + 2) << toString(dtype);
+    foreignCommand();
+    EXPECT_EQ(kernels[0]->launches, 1) << toString(dtype) << " " << engine().stats().lastUnfused;
+    EXPECT_LE(worstRelative(got, want), dtype == at::kFloat ? 1e-5 : 1.0 / 32) << toString(dtype);
+    // Training: batch statistics, running ones updated in place; eager's values, run at once.
+    at::Tensor trainMean = mean.clone(), trainVar = var.clone();
+    engine().setEnabled(false);
+    const at::Tensor wantTrain = at::relu(at::batch_norm(x, w, b, trainMean, trainVar, true, 0.1, 1e-5, true));
+    const at::Tensor wantMean = trainMean.clone();
+    engine().setEnabled(true);
+    trainMean.copy_(mean);
+    trainVar.copy_(var);
+    const uint64_t before = engine().stats().deferredCalls;
+    const at::Tensor gotTrain = at::batch_norm(x, w, b, trainMean, trainVar, true, 0.1, 1e-5, true);
+    EXPECT_EQ(engine().stats().deferredCalls, before) << "a training batch norm is never deferred";
+    EXPECT_TRUE(same(trainMean, wantMean)) << "the running mean updated at the call";
+    EXPECT_TRUE(same(at::relu(gotTrain), wantTrain));
+    foreignCommand();
+  }
+}
+
 // Note [Idle streams]: with a probe that finds the stream idle, the chain's first call runs eagerly and so does
 // the rest (nothing pending to continue); the result is eager's, and the next start asks again: busy, it defers.
 TEST_F(FusionEngineTest, GivenAStreamProbeWhenTheStreamIsIdleThenTheChainRunsEagerlyAndWhenBusyItDefers) {

@@ -102,6 +102,8 @@ enum class Op : uint8_t {
   LeakyReluS,                    // leaky_relu(a, |s| / 4)
   MaxT, MinT,                    // maximum, minimum
   GroupNormS,  // F.group_norm(a, groups s, weight b[0], bias b[1]) (b: [2, C], or none) (Note [GroupNorm in a chain])
+  BatchNormEval,  // F.batch_norm(a, b[2], b[3], b[0], b[1], training=False) (b: [4, C] positive) (Note [Eval BatchNorm
+                  // in a chain])
 };
 enum class Shape : uint8_t { Full, Col, Row, Zero };
 
@@ -224,6 +226,8 @@ at::Tensor applyStep(const TStep& s, const at::Tensor& a, const at::Tensor& b) {
       const auto row = [&](int64_t k) { return b.defined() ? std::optional<at::Tensor>(b.select(0, k)) : std::nullopt; };
       return at::group_norm(a, static_cast<int64_t>(s.scalar), row(0), row(1), 1e-5);
     }
+    case Op::BatchNormEval:  // the weight, bias, running mean and variance are rows of one positive [4, C] input
+      return at::batch_norm(a, b.select(0, 0), b.select(0, 1), b.select(0, 2), b.select(0, 3), false, 0.1, 1e-5, true);
   }
   return a;
 }
@@ -302,7 +306,8 @@ class TemplateMaker {
   }
 
   // Note [The group view]: a group norm of a contiguous [N, C, *spatial] value (one or two spatial dims, HxW >= 2;
-  // G of 1, 2, 4 or 8 groups of 1 to 3 channels), with a weight and a bias in two thirds of them, then one to
+  // G of 1, 2, 4 or 8 groups of 1 to 3 channels), with a weight and a bias in two thirds of them, or in a third of
+  // the templates an eval batch norm (Note [Eval BatchNorm in a chain]: positive statistics), then one to
   // three steps as a UNet's or BiT's block takes it: an activation, an addend of x's sizes (a residual) or of
   // [N, C, 1, ...] (a time embedding), a step of any shape. On the CPU in float32 only: for a 16-bit x the CPU's
   // ATen group norm normalizes with its float32 statistics where CUDA's (and so the chain: Note [GroupNorm in a
@@ -330,11 +335,17 @@ class TemplateMaker {
       for (size_t d = 0; d < drawn.size(); ++d) t_.inputs[static_cast<size_t>(k)].perm.push_back(static_cast<int64_t>(d));
       return k;
     };
-    const int affine = pick(3) != 0 ? nd({2, channels}, false) : -1;
     double hw = 1;
     for (size_t d = 2; d < sizes.size(); ++d) hw *= static_cast<double>(sizes[d]);
-    const double bound = std::sqrt(hw * static_cast<double>(channels / groups)) * (affine >= 0 ? 2.0 : 1.0) + 2.0;
-    int cur = push(TStep{Op::GroupNormS, 0, affine, static_cast<double>(groups)}, GenValue{Shape::Full, base_, bound, false, false});
+    int cur = 0;
+    if (pick(3) == 0) {  // Note [Eval BatchNorm in a chain]: |x - mean| <= 4, invstd <= 1.5, weight <= 2, bias <= 2
+      const int stats = nd({4, channels}, true);
+      cur = push(TStep{Op::BatchNormEval, 0, stats}, GenValue{Shape::Full, base_, 14.0, false, false});
+    } else {
+      const int affine = pick(3) != 0 ? nd({2, channels}, false) : -1;
+      const double bound = std::sqrt(hw * static_cast<double>(channels / groups)) * (affine >= 0 ? 2.0 : 1.0) + 2.0;
+      cur = push(TStep{Op::GroupNormS, 0, affine, static_cast<double>(groups)}, GenValue{Shape::Full, base_, bound, false, false});
+    }
     for (int more = 1 + pick(3); more > 0; --more) {
       const double b = values_[static_cast<size_t>(cur)].bound;
       switch (pick(5)) {
@@ -806,6 +817,10 @@ class Program {
     if (s.op == Op::GroupNormS) {
       count("groupNormSteps");
       if (engine_ && fuzzEngine().stats().deferredCalls > before) count("groupNormDeferred");
+    }
+    if (s.op == Op::BatchNormEval) {
+      count("batchNormSteps");
+      if (engine_ && fuzzEngine().stats().deferredCalls > before) count("batchNormDeferred");
     }
     if (s.op >= Op::ClampS && s.op <= Op::HardtanhS && engine_ && fuzzEngine().stats().deferredCalls > before) {
       count(s.op == Op::HardtanhS ? "hardtanhDeferred" : "clampDeferred");
@@ -1378,6 +1393,7 @@ struct Pool {
   size_t chainsWithSoftmax = 0;  // _softmax or _log_softmax (Note [Softmax in a chain])
   size_t chainsWithLayerNorm = 0;  // native_layer_norm (Note [LayerNorm in a chain])
   size_t chainsWithGroupNorm = 0;  // native_group_norm (Note [GroupNorm in a chain])
+  size_t chainsWithBatchNorm = 0;  // eval native_batch_norm / cudnn_batch_norm (Note [Eval BatchNorm in a chain])
   size_t relayoutCopies = 0;     // chains of one copy (Note [Relayout copies])
   size_t transposedCopies = 0;   // ... of them transposed copies (Note [Transposed layouts])
   size_t transposedNdCopies = 0;  // ... of them over more than one row dim (a permuted N-d value)
@@ -1458,6 +1474,11 @@ Pool learnPool(uint64_t seed, int templates, LaunchLog& log, const FuzzOptions& 
       }
       if (holds([](const chain::RecordedCall& c) { return c.op == "aten::native_layer_norm"; })) ++pool.chainsWithLayerNorm;
       if (holds([](const chain::RecordedCall& c) { return c.op == "aten::native_group_norm"; })) ++pool.chainsWithGroupNorm;
+      if (holds([](const chain::RecordedCall& c) {
+            return c.op == "aten::native_batch_norm" || c.op == "aten::cudnn_batch_norm";
+          })) {
+        ++pool.chainsWithBatchNorm;
+      }
       if (chain::isRelayoutCopy(h.build)) ++pool.relayoutCopies;
       if (chain::isRelayoutCopy(h.build) && h.build.layout.transposed()) ++pool.transposedCopies;
       if (h.build.layout.rowDims.size() > 1) {
@@ -1527,6 +1548,7 @@ FuzzReport runFusionFuzz(const FuzzOptions& options) {
       report.counts["poolChainsWithSoftmax"] += pool.chainsWithSoftmax;
       report.counts["poolChainsWithLayerNorm"] += pool.chainsWithLayerNorm;
       report.counts["poolChainsWithGroupNorm"] += pool.chainsWithGroupNorm;
+      report.counts["poolChainsWithBatchNorm"] += pool.chainsWithBatchNorm;
       report.counts["poolRelayoutCopies"] += pool.relayoutCopies;
       report.counts["poolTransposedCopies"] += pool.transposedCopies;
       report.counts["poolTransposedNdCopies"] += pool.transposedNdCopies;

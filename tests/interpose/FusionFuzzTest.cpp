@@ -28,7 +28,8 @@ TEST(FusionFuzzTest, GivenThreeThousandRandomProgramsWhenRunWithTheEngineThenEve
         "inputsReused", "dropped", "commands.eventRecord", "commands.streamWait", "comparedBitwise",
         "comparedWithinTolerance", "comparedNanPattern", "itemsCompared", "stridedInputs", "poolChainsWithLayouts",
         "poolChainsWithCat", "poolChainsWithSoftmax", "poolRelayoutCopies", "transposedInputs", "poolTransposedCopies", "permutedInputs", "clampDeferred", "hardtanhDeferred", "leakyReluDeferred", "hardActivationDeferred", "maximumDeferred", "poolTransposedNdCopies", "poolNdLayoutChains", "cloneDeferred", "rotateHalfDeferred", "rotateHalfOfPending", "matmulsOfPending", "matmulsLetPass",
-        "flushingOpsOnPending", "flushingOpsWhilePending", "groupNormDeferred", "poolChainsWithGroupNorm"}) {
+        "flushingOpsOnPending", "flushingOpsWhilePending", "groupNormDeferred", "poolChainsWithGroupNorm",
+        "batchNormDeferred", "poolChainsWithBatchNorm"}) {
     EXPECT_GT(countOf(r, feature), 0u) << feature;
   }
   EXPECT_EQ(countOf(r, "failedFlushes"), 0u);
