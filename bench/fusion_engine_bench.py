@@ -39,7 +39,8 @@ comes from elsewhere; the other HOTKERNEL_* variables are kept).
                        diffusers' ResnetBlock2D after conv1: F.silu(norm2(x + temb[:, :, None, None])) on
                        x [2, 640, s, s] with the time embedding's projection temb [2, 640]
      batchnorm-relu    HF's ResNet (ResNetConvLayer, eval): F.relu(nn.BatchNorm2d(256)(x)) on x [32, 256, s, s]
-                       (3136: ResNet-50's first stage), the norm with its running statistics
+                       (3136: ResNet-50's first stage), the norm with its running statistics (fused only with
+                       HOTKERNEL_FUSION_BATCH_NORM=1 in the environment, which the children keep)
      vae-groupnorm-silu
                        diffusers' VAE decoder's norm and activation: F.silu(nn.GroupNorm(32, 512)(x)) on
                        x [1, 512, s, s] (TOKENS 16384: 128 x 128, 32 groups of 262,144 elements)

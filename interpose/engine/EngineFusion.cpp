@@ -119,8 +119,9 @@ bool cudaStreamIdle(const c10::Stream& stream) {
 }  // namespace engine
 
 void Engine::startFusion() {
-  fusion::FusionEngine* fusion =
-      fusion::FusionEngine::installWithShim(fusion::FusionOptions{config().hotCalls, true});
+  fusion::FusionOptions options{config().hotCalls, true};
+  options.evalBatchNorm = config().fusionBatchNorm;
+  fusion::FusionEngine* fusion = fusion::FusionEngine::installWithShim(options);
   fusion->setHotCallback([this](const fusion::HotChain& hot) { onHotChain(hot); });
   if (config().fusionStartBusy) fusion->setStreamProbe(&engine::cudaStreamIdle);
   fusion->install(c10::DispatchKey::CUDA);

@@ -54,7 +54,8 @@ const std::vector<DeferrableOp>& deferrableOps() {
       {"aten::native_layer_norm", "", "out"},  // Note [LayerNorm in a chain]: out0, out1, out2
       {"aten::native_group_norm", "", "out"},  // Note [GroupNorm in a chain]: out0, out1, out2
       // Note [Eval BatchNorm in a chain]: out, save_mean, save_invstd (cuDNN's out0-out3); a training call never
-      // matches a learned step (its flag differs), so only eval calls are deferred.
+      // matches a learned step (its flag differs), so only eval calls are deferred. Only with
+      // FusionOptions::evalBatchNorm (HOTKERNEL_FUSION_BATCH_NORM): not yet run on a GPU.
       {"aten::native_batch_norm", "", "out"},
       {"aten::cudnn_batch_norm", "", "out"},
   };
@@ -67,12 +68,14 @@ std::string qualifiedName(const DeferrableOp& op) {
   return s;
 }
 
-std::vector<ResolvedOp> resolveDeferrableOps() {
+std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm) {
   std::vector<ResolvedOp> resolved;
   const auto& table = deferrableOps();
   auto& dispatcher = c10::Dispatcher::singleton();
   for (size_t i = 0; i < table.size(); ++i) {
     const DeferrableOp& d = table[i];
+    const bool batchNorm = std::string(d.name) == "aten::native_batch_norm" || std::string(d.name) == "aten::cudnn_batch_norm";
+    if (batchNorm && !evalBatchNorm) continue;  // FusionOptions::evalBatchNorm
     ResolvedOp r;
     r.index = i;
     r.qualified = qualifiedName(d);

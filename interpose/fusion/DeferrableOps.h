@@ -56,7 +56,8 @@ struct ResolvedOp {
 // Resolves every op of the table; an op whose out= overload is missing or
 // takes other arguments than the functional ones plus `out` is left out
 // (and said once at debug level).
-std::vector<ResolvedOp> resolveDeferrableOps();
+// `evalBatchNorm`: native_batch_norm and cudnn_batch_norm too (FusionOptions::evalBatchNorm).
+std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm = false);
 
 // Note [Ops a chain lets pass]
 // A matrix product between two steps of a chain (LlamaMLP's up projection

@@ -119,7 +119,9 @@ FusionEngine& engine() {
   static FusionEngine* e = [] {
     auto gate = std::make_unique<FakeGate>();
     gGate = gate.get();
-    FusionEngine* made = FusionEngine::installProcessEngine(std::move(gate), FusionOptions{3, true});
+    FusionOptions options{3, true};
+    options.evalBatchNorm = true;  // Note [Eval BatchNorm in a chain]
+    FusionEngine* made = FusionEngine::installProcessEngine(std::move(gate), options);
     made->install(c10::DispatchKey::CPU);
     return made;
   }();
@@ -406,6 +408,19 @@ TEST_F(FusionEngineTest, GivenAnEvalBatchNormAndReluWhenPublishedThenTheyAreDefe
     EXPECT_TRUE(same(at::relu(gotTrain), wantTrain));
     foreignCommand();
   }
+}
+
+// FusionOptions::evalBatchNorm (HOTKERNEL_FUSION_BATCH_NORM): batch norms are deferrable only when asked for.
+TEST(DeferrableOpsTest, GivenEvalBatchNormOffOrOnWhenResolvedThenTheBatchNormsAreLeftOutOrTakenIn) {
+  auto has = [](const std::vector<ResolvedOp>& ops, const std::string& name) {
+    return std::any_of(ops.begin(), ops.end(), [&](const ResolvedOp& r) { return r.qualified == name; });
+  };
+  const std::vector<ResolvedOp> off = resolveDeferrableOps(false), on = resolveDeferrableOps(true);
+  EXPECT_FALSE(has(off, "aten::native_batch_norm"));
+  EXPECT_FALSE(has(off, "aten::cudnn_batch_norm"));
+  EXPECT_TRUE(has(off, "aten::native_group_norm"));
+  EXPECT_TRUE(has(on, "aten::native_batch_norm"));
+  EXPECT_EQ(on.size(), off.size() + (has(on, "aten::cudnn_batch_norm") ? 2u : 1u));
 }
 
 // Note [Idle streams]: with a probe that finds the stream idle, the chain's first call runs eagerly and so does

@@ -205,6 +205,16 @@ TEST(ConfigTest, GivenHotkernelFusionStartWhenReadThenAlwaysByDefaultAndOnlyBusy
   EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION_START='1'"), 1u) << r.logged;
 }
 
+TEST(ConfigTest, GivenHotkernelFusionBatchNormWhenReadThenOffByDefaultAndOnAsABool) {
+  unsetenv("HOTKERNEL_FUSION_BATCH_NORM");
+  EXPECT_FALSE(Config::fromEnvironment().fusionBatchNorm);
+  EXPECT_TRUE(readWith("HOTKERNEL_FUSION_BATCH_NORM", "1").config.fusionBatchNorm);
+  EXPECT_FALSE(readWith("HOTKERNEL_FUSION_BATCH_NORM", "0").config.fusionBatchNorm);
+  const Read r = readWith("HOTKERNEL_FUSION_BATCH_NORM", "sometimes");
+  EXPECT_FALSE(r.config.fusionBatchNorm);
+  EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION_BATCH_NORM='sometimes'"), 1u) << r.logged;
+}
+
 TEST(ConfigTest, GivenHotkernelFusionRoundingWhenReadThenFusedByDefaultAndOnlyEagerRoundsAsEager) {
   unsetenv("HOTKERNEL_FUSION_ROUNDING");
   EXPECT_FALSE(Config::fromEnvironment().fusionEagerRounding);

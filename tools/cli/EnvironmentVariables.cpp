@@ -132,6 +132,11 @@ const std::map<std::string, std::function<std::string()>>& resolvers() {
                     ? std::string("eager: fused chains round each 16-bit value as eager stores it")
                     : std::string("fused: fused chains keep their intermediates in float32");
        }},
+      {"HOTKERNEL_FUSION_BATCH_NORM",
+       [] {
+         return config().fusionBatchNorm ? std::string("on: eval batch norms join chains with the ops after them")
+                                         : std::string("off: batch norms run as eager runs them");
+       }},
       {"HOTKERNEL_NVTX",
        [] {
          return config().nvtx ? std::string("on: an NVTX range names each plan launch (seen under a profiler)")

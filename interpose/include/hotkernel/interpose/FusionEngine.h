@@ -73,6 +73,9 @@ struct FusionOptions {
   // row taught nothing new, one window in learnOneWindowIn is learned until
   // one does; 1: every window.
   int64_t learnOneWindowIn = 8;
+  // Note [Eval BatchNorm in a chain]: eval native_batch_norm / cudnn_batch_norm calls join chains too
+  // (HOTKERNEL_FUSION_BATCH_NORM; off by default until measured on a GPU).
+  bool evalBatchNorm = false;
 };
 
 // Note [Idle streams]
