@@ -21,22 +21,22 @@ class Matcher {
     if (castBack) internal.push_back(y);
     if (node(y).dtype != DType::Float32) return false;
     int a = -1, b = -1;
-    if (binary(y, OpKind::Add, a, b) && isInput(b)) {  // + bias
+    if (uses_.binary(y, OpKind::Add, a, b) && isInput(b)) {  // + bias
       g.bias = uses_.asCalled(b, internal);
       y = a;
       internal.push_back(y);
     }
-    if (binary(y, OpKind::Mul, a, b) && isInput(b) && node(a).op == OpKind::Mul) {  // * weight
+    if (uses_.binary(y, OpKind::Mul, a, b) && isInput(b) && node(a).op == OpKind::Mul) {  // * weight
       g.weight = uses_.asCalled(b, internal);
       y = a;
       internal.push_back(y);
     }
     int centered = -1, invstd = -1, xf = -1, meanf = -1;
-    if (!binary(y, OpKind::Mul, centered, invstd) || !binary(centered, OpKind::Sub, xf, meanf)) return false;
+    if (!uses_.binary(y, OpKind::Mul, centered, invstd) || !uses_.binary(centered, OpKind::Sub, xf, meanf)) return false;
     if (node(invstd).op != OpKind::Rsqrt || !isInput(meanf) || !isInput(xf)) return false;
     const int plusEps = node(invstd).operands.at(0);
     int varf = -1, eps = -1;
-    if (!binary(plusEps, OpKind::Add, varf, eps) || node(eps).op != OpKind::Constant || !isInput(varf)) return false;
+    if (!uses_.binary(plusEps, OpKind::Add, varf, eps) || node(eps).op != OpKind::Constant || !isInput(varf)) return false;
     for (int n : {centered, invstd, plusEps, eps}) internal.push_back(n);
     g.eps = node(eps).scalar;
     g.mean = uses_.asCalled(meanf, internal);
@@ -60,16 +60,6 @@ class Matcher {
     const Node& v = node(n);
     if (v.op == OpKind::Input) return true;
     return v.op == OpKind::Cast && v.dtype == DType::Float32 && node(v.operands.at(0)).op == OpKind::Input;
-  }
-
-  bool binary(int n, OpKind op, int& a, int& b) const {
-    const Node& v = node(n);
-    if (v.op != op || v.operands.size() != 2 || ((op == OpKind::Add || op == OpKind::Sub) && v.scalar != 1.0)) {
-      return false;
-    }
-    a = v.operands[0];
-    b = v.operands[1];
-    return true;
   }
 
   detail::SubgraphUses uses_;

@@ -66,22 +66,12 @@ class Matcher {
  private:
   const Node& node(int i) const { return uses_.node(i); }
 
-  bool binary(int n, OpKind op, int& a, int& b) const {
-    const Node& v = node(n);
-    if (v.op != op || v.operands.size() != 2 || ((op == OpKind::Add || op == OpKind::Sub) && v.scalar != 1.0)) {
-      return false;
-    }
-    a = v.operands[0];
-    b = v.operands[1];
-    return true;
-  }
-
   // y = a * xf + b, a = rstd [* weight], b = [bias] - a * mean or -(a * mean).
   bool affine(int y, GroupNormGroup& g, std::vector<int>& internal, int& xf, int& meanR, int& rstdR) const {
     int ax = -1, b = -1, a = -1, am = -1;
-    if (!binary(y, OpKind::Add, ax, b) || !binary(ax, OpKind::Mul, a, xf)) return false;
+    if (!uses_.binary(y, OpKind::Add, ax, b) || !uses_.binary(ax, OpKind::Mul, a, xf)) return false;
     int am2 = -1;
-    if (binary(b, OpKind::Sub, g.bias, am2)) {
+    if (uses_.binary(b, OpKind::Sub, g.bias, am2)) {
       g.bias = uses_.asCalled(g.bias, internal);
     } else if (node(b).op == OpKind::Neg) {
       am2 = node(b).operands.at(0);
@@ -89,13 +79,13 @@ class Matcher {
       return false;
     }
     int a2 = -1;
-    if (!binary(am2, OpKind::Mul, a2, meanR) || a2 != a) return false;
+    if (!uses_.binary(am2, OpKind::Mul, a2, meanR) || a2 != a) return false;
     am = am2;
     if (node(a).shape == ShapeClass::Row) {
       rstdR = a;  // no weight: a is rstd itself
     } else {
       int w = -1;
-      if (!binary(a, OpKind::Mul, rstdR, w)) return false;
+      if (!uses_.binary(a, OpKind::Mul, rstdR, w)) return false;
       g.weight = uses_.asCalled(w, internal);
       internal.push_back(a);
     }
@@ -105,7 +95,7 @@ class Matcher {
 
   // y = (xf - mean) * rstd.
   bool plain(int y, std::vector<int>& internal, int& xf, int& meanR, int& rstdR, int& centered) const {
-    if (!binary(y, OpKind::Mul, centered, rstdR) || !binary(centered, OpKind::Sub, xf, meanR)) return false;
+    if (!uses_.binary(y, OpKind::Mul, centered, rstdR) || !uses_.binary(centered, OpKind::Sub, xf, meanR)) return false;
     internal.push_back(centered);
     return true;
   }

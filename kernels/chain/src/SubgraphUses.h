@@ -49,6 +49,17 @@ class SubgraphUses {
     return v;
   }
 
+  // Whether node n is `op` of two operands (add's and sub's alpha 1), and which.
+  bool binary(int n, OpKind op, int& a, int& b) const {
+    const Node& v = node(n);
+    if (v.op != op || v.operands.size() != 2 || ((op == OpKind::Add || op == OpKind::Sub) && v.scalar != 1.0)) {
+      return false;
+    }
+    a = v.operands[0];
+    b = v.operands[1];
+    return true;
+  }
+
   // Whether a group is what one call computed: every node of `internal` is no output and read only by the
   // group (its internal nodes and its result).
   bool closed(const std::vector<int>& internal, int result) const {
