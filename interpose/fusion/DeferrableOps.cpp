@@ -74,8 +74,8 @@ std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm) {
   auto& dispatcher = c10::Dispatcher::singleton();
   for (size_t i = 0; i < table.size(); ++i) {
     const DeferrableOp& d = table[i];
-    const bool batchNorm = std::string(d.name) == "aten::native_batch_norm" || std::string(d.name) == "aten::cudnn_batch_norm";
-    if (batchNorm && !evalBatchNorm) continue;  // FusionOptions::evalBatchNorm
+    const std::string name = d.name;
+    if (!evalBatchNorm && (name == "aten::native_batch_norm" || name == "aten::cudnn_batch_norm")) continue;
     ResolvedOp r;
     r.index = i;
     r.qualified = qualifiedName(d);

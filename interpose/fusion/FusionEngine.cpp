@@ -102,13 +102,7 @@ void FusionEngine::install(c10::DispatchKey key) {
   // An op without a kernel for this key (a CUDA library this torch was built without, cuDNN's batch norm on the
   // CPU key) is left alone.
   auto takenOver = [key](const ResolvedOp& r) {
-    if (r.flushing) return r.op->hasKernelForDispatchKey(key);
-    try {
-      (void)r.op->getComputedKernelForDispatchKey(key);
-      return true;
-    } catch (const c10::Error&) {
-      return false;
-    }
+    return r.flushing ? r.op->hasKernelForDispatchKey(key) : r.op->hasComputedKernelForDispatchKey(key);
   };
   for (size_t i = 0; i < s.ops.size(); ++i) {
     if (takenOver(s.ops[i])) s.originals[i][k] = s.ops[i].op->getComputedKernelForDispatchKey(key);

@@ -131,6 +131,14 @@ at::Tensor reduction(const Node& n, const at::Tensor& x, bool split) {
   return {};
 }
 
+// A per-channel value viewed over row dims + [columns split in two]: the rows of distinct channels it spans (the
+// product of the row dims it does not broadcast over).
+int64_t channelRows(const at::Tensor& value) {
+  int64_t channels = 1;
+  for (int64_t d = 0; d + 2 < value.dim(); ++d) channels *= value.stride(d) != 0 ? value.size(d) : 1;
+  return channels;
+}
+
 // Note [GroupNorm groups]: the group as the call eager made, over values whose columns split as [C / G, HxW].
 // The groups come from the weight's (else the bias's) row strides: C / G over the dims of the groups, 0 over the
 // samples'; without either, each row is a sample of one group (the same normalization).
@@ -142,10 +150,7 @@ at::Tensor groupNormOf(const chain::GroupNormGroup& g, const std::vector<at::Ten
   };
   std::optional<at::Tensor> weight = value(g.weight), bias = value(g.bias);
   const std::optional<at::Tensor>& any = weight ? weight : bias;
-  int64_t groups = 1;
-  if (any) {
-    for (int64_t d = 0; d + 2 < any->dim(); ++d) groups *= any->stride(d) != 0 ? any->size(d) : 1;
-  }
+  const int64_t groups = any ? channelRows(*any) : 1;
   const int64_t samples = any ? rows / groups : rows, channels = groups * perGroup;
   auto raw = [&](std::optional<at::Tensor>& t) {  // the [C] tensor the call read
     if (t) t = t->as_strided({channels}, {1});
@@ -162,8 +167,7 @@ at::Tensor groupNormOf(const chain::GroupNormGroup& g, const std::vector<at::Ten
 at::Tensor batchNormOf(const chain::BatchNormGroup& g, const std::vector<at::Tensor>& tensors, int64_t rows) {
   const at::Tensor& x = tensors[static_cast<size_t>(g.input)];
   const at::Tensor& mean = tensors[static_cast<size_t>(g.mean)];
-  int64_t channels = 1;
-  for (int64_t d = 0; d + 2 < mean.dim(); ++d) channels *= mean.stride(d) != 0 ? mean.size(d) : 1;
+  const int64_t channels = channelRows(mean);
   auto raw = [&](int node) {
     return node < 0 ? std::optional<at::Tensor>()
                     : std::optional<at::Tensor>(tensors[static_cast<size_t>(node)].as_strided({channels}, {1}));

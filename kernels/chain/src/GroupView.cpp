@@ -70,10 +70,10 @@ GroupView batchNormViewOf(const RecordedCall& call, const TensorMetas& metas) {
     HOTKERNEL_REQUIRE(a.kind != RecordedArg::Kind::None || i <= 2, kNames[i],
                       " is absent: the norm uses the batch's statistics, not a chain step");
     if (a.kind == RecordedArg::Kind::None) continue;
-    const TensorMeta& m = a.kind == RecordedArg::Kind::Tensor ? metaOf(metas, a.value) : TensorMeta{};
-    HOTKERNEL_REQUIRE(a.kind == RecordedArg::Kind::Tensor && m.sizes == std::vector<int64_t>{g.groups} &&
-                          m.strides == std::vector<int64_t>{1},
-                      kNames[i], " is not a contiguous [", g.groups, "] tensor");
+    HOTKERNEL_REQUIRE(a.kind == RecordedArg::Kind::Tensor, kNames[i], " is no tensor");
+    const TensorMeta& m = metaOf(metas, a.value);
+    HOTKERNEL_REQUIRE(m.sizes == std::vector<int64_t>{g.groups} && m.strides == std::vector<int64_t>{1}, kNames[i],
+                      " is not a contiguous [", g.groups, "] tensor");
     (void)dtypeOf(m, a.value);  // a float dtype
   }
   HOTKERNEL_REQUIRE(!call.outputs.empty(), "the batch norm returns nothing");
