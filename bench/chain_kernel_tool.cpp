@@ -309,7 +309,7 @@ nlohmann::json argsJson(const ChainIR& ir, const ChainKernelParams& p, const hot
                         int64_t rows, int64_t cols) {
   nlohmann::json args = nlohmann::json::array();
   size_t tensorArg = 0;
-  for (const ChainArg& a : hotkernel::chain::chainKernelLayout(ir, p)) {
+  for (const ChainArg& a : hotkernel::chain::chainKernelLayout(ir, p, layout)) {
     nlohmann::json j = {{"kind", argKindName(a.kind)}};
     if (a.kind == ChainArg::Kind::Input || a.kind == ChainArg::Kind::ScalarInput || a.kind == ChainArg::Kind::Output) {
       j["node"] = a.node;

@@ -205,13 +205,17 @@ LaunchGeometry chainLaunchGeometry(const ChainIR& ir, const ChainKernelParams& p
   return g;
 }
 
-std::vector<ChainArg> chainKernelLayout(const ChainIR& ir, const ChainKernelParams& p) {
+std::vector<ChainArg> chainKernelLayout(const ChainIR& ir, const ChainKernelParams& p, const ChainLayout& tensors) {
   checkChainKernel(ir, p);
   std::vector<ChainArg> layout;
+  size_t tensorArg = 0;  // inputs, then outputs (Note [Chain layouts])
   auto alignment = [&](const Node& n) {
     const size_t element = kernels::elementSize(n.dtype);
-    return n.shape == ShapeClass::Full || n.shape == ShapeClass::Column ? element * static_cast<size_t>(p.vec)
-                                                                         : element;
+    // Note [Repeated columns]: a repeated argument is read one element at a time.
+    const bool repeated = layoutColRepeat(tensors, tensorArg++) > 1;
+    return (n.shape == ShapeClass::Full || n.shape == ShapeClass::Column) && !repeated
+               ? element * static_cast<size_t>(p.vec)
+               : element;
   };
   for (int in : ir.inputs()) {
     const Node& n = ir.node(in);

@@ -43,7 +43,7 @@ ChainPlan makeChainPlan(const ChainVariant& v, const std::string& paramsText, co
   ChainPlan plan;
   plan.variant = v;
   plan.params = *p;
-  plan.layout = chainKernelLayout(v.ir, *p);
+  plan.layout = chainKernelLayout(v.ir, *p, v.layout);
   plan.spanBytes = chainSpanBytes(v, plan.layout);
   plan.description = std::string(kChainFamily) + "[" + p->describe() + "] for " + chainVariantString(v);
   const LaunchGeometry g = chainLaunchGeometry(v.ir, *p, v.rows, v.cols, v.layout);

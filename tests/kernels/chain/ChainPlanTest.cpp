@@ -111,6 +111,36 @@ TEST(ChainPlanTest, GivenTwoOutputsWhenTheyOverlapThenRefused) {
   EXPECT_EQ(why, "the plan has no kernel loaded");
 }
 
+// Note [Repeated columns]: a group norm's weight and bias are read one element at a time, so a per-channel view one
+// element off the vector alignment fits; x and the output keep the vector's.
+TEST(ChainPlanTest, GivenARepeatedInputWhenItIsOneElementOffTheVectorThenTheGuardAcceptsItAndNotSoForX) {
+  const GroupNormShape shape{1, 64, 16, 8};  // rows 8, cols 128
+  ChainPlan plan;
+  plan.variant = ChainVariant{groupNormActChain(DType::Float16, 1e-5, OpKind::Silu), groupNormRows(shape),
+                              groupNormCols(shape), 0, groupNormActLayout(shape)};
+  plan.params = ChainKernelParams{128, 8, 1, 0};
+  plan.layout = chainKernelLayout(plan.variant.ir, plan.params, plan.variant.layout);
+  std::vector<size_t> alignments;
+  for (const ChainArg& a : plan.layout) {
+    if (a.kind == ChainArg::Kind::Input || a.kind == ChainArg::Kind::Output) alignments.push_back(a.alignmentBytes);
+  }
+  EXPECT_EQ(alignments, (std::vector<size_t>{16, 2, 2, 16}));  // x, weight, bias, out
+  std::vector<char> bytes(8192);
+  char* base = bytes.data() + (64 - reinterpret_cast<uintptr_t>(bytes.data()) % 64) % 64;
+  const void* x = base;                // 1 * 64 * 16 halves: 2048 bytes
+  const void* weight = base + 2048 + 2;  // [64] halves, one element off 16 bytes
+  const void* bias = base + 2304 + 2;
+  void* out = base + 4096;
+  EXPECT_EQ(chainLaunchRefusal(plan, {{x, 0}, {weight, 0}, {bias, 0}}, {out}), "");
+  EXPECT_EQ(chainLaunchRefusal(plan, {{base + 2, 0}, {weight, 0}, {bias, 0}}, {out}),
+            "input 0 is not aligned to 16 bytes");
+  EXPECT_EQ(chainLaunchRefusal(plan, {{x, 0}, {base + 2048 + 1, 0}, {bias, 0}}, {out}),
+            "input 1 is not aligned to 2 bytes");
+  // Without the variant's layout every Full input needs the vector's alignment.
+  plan.layout = chainKernelLayout(plan.variant.ir, plan.params);
+  EXPECT_EQ(chainLaunchRefusal(plan, {{x, 0}, {weight, 0}, {bias, 0}}, {out}), "input 1 is not aligned to 16 bytes");
+}
+
 TEST(ChainPlanTest, GivenARefusedEntryWhenAPlanIsMadeThenItFailsBeforeAnyModuleLoads) {
   const ChainVariant v{rmsNormChain(DType::BFloat16, 1e-6), 64, 4096, 0};
   // Another chain's JSON under this variant's key, and a keep_aten entry: refused with their reason.

@@ -185,8 +185,10 @@ struct ChainArg {
   size_t alignmentBytes = 0;   // pointers: the alignment the kernel's accesses need
 };
 
-// hk_chain's parameters in order (Note [Chain kernel arguments]).
-std::vector<ChainArg> chainKernelLayout(const ChainIR& ir, const ChainKernelParams& p);
+// hk_chain's parameters in order (Note [Chain kernel arguments]); an argument
+// `tensors` repeats over columns needs only its element's alignment.
+std::vector<ChainArg> chainKernelLayout(const ChainIR& ir, const ChainKernelParams& p,
+                                        const ChainLayout& tensors = ChainLayout{});
 
 // One per chain input: a tensor's pointer, or a Scalar input's value.
 struct ChainInputValue {
