@@ -49,7 +49,8 @@
 // G, repeat HxW), a [N, C, 1, 1] addend alike (row strides C and C / G). Only
 // a Full input repeats, R divides the columns, the layout is not transposed,
 // and only a row kernel reads such an input (one element load a column, not
-// one vector: the value is small and stays in L1).
+// one vector: the value is small and stays in L1), so its pointer needs only
+// its element's alignment (chainKernelLayout).
 
 #include <algorithm>
 #include <cstdint>
