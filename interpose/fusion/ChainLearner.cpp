@@ -70,8 +70,8 @@ void ChainLearner::close() {
   hot.key = pattern.key();
   stats.key = hot.key;
   hot.build = chain::buildChain(pattern.calls, pattern.metas, pattern.live, chain::ChainBuildOptions{/*layouts=*/true});
-  // Note [Relayout copies]: a lone call is a chain only when it is such a copy.
-  if (pattern.calls.size() < 2 && !chain::isRelayoutCopy(hot.build)) {
+  // A lone call is a chain only when it is a relayout copy or a normalization (Note [Lone normalizations]).
+  if (pattern.calls.size() < 2 && !chain::isLoneChain(pattern.calls, hot.build)) {
     stats.refusal = "a single call: nothing to fuse";
     if (!hot.build.ok()) stats.refusal += " (no chain: " + hot.build.reason + ")";
     return;

@@ -410,6 +410,35 @@ TEST_F(FusionEngineTest, GivenAnEvalBatchNormAndReluWhenPublishedThenTheyAreDefe
   }
 }
 
+// Note [Lone normalizations]: a group norm or an eval batch norm with nothing after it (a view or an in-place op
+// ends the chain in a model) is learned as a chain of its own, deferred and fused; a lone layer norm is not.
+TEST_F(FusionEngineTest, GivenALoneGroupNormOrEvalBatchNormWhenPublishedThenEachIsAChainOfItsOwnAndFused) {
+  for (bool batch : {false, true}) {
+    engine().resetForTest();
+    gGate->covered = true;
+    at::Tensor x = at::randn({2, 64, 6, 5}) * 2 + 1, w = at::randn({64}), b = at::randn({64});
+    at::Tensor mean = at::randn({64}), var = at::rand({64}) + 0.5;
+    auto block = [&] {
+      return batch ? at::batch_norm(x, w, b, mean, var, false, 0.1, 1e-5, true) : at::group_norm(x, 32, w, b, 1e-5);
+    };
+    auto kernels = learnAndPublish(block);
+    ASSERT_EQ(kernels.size(), 1u) << engine().patternsJson();
+    const at::Tensor want = eager(block);
+    const uint64_t deferred = engine().stats().deferredCalls;
+    const at::Tensor got = block();
+    EXPECT_EQ(engine().stats().deferredCalls, deferred + 1) << (batch ? "batch norm" : "group norm");
+    EXPECT_EQ(kernels[0]->launches, 0);
+    foreignCommand();
+    EXPECT_EQ(kernels[0]->launches, 1) << engine().stats().lastUnfused;
+    EXPECT_LE(worstRelative(got, want), 1e-5) << (batch ? "batch norm" : "group norm");
+  }
+  engine().resetForTest();
+  at::Tensor x = at::randn({8, 64}), w = at::randn({64}), b = at::randn({64});
+  auto ln = [&] { return at::layer_norm(x, {64}, w, b, 1e-5); };
+  EXPECT_TRUE(learnAndPublish(ln).empty()) << engine().patternsJson();
+  EXPECT_NE(engine().patternsJson().find("a single call: nothing to fuse"), std::string::npos);
+}
+
 // FusionOptions::evalBatchNorm (HOTKERNEL_FUSION_BATCH_NORM): batch norms are deferrable only when asked for.
 TEST(DeferrableOpsTest, GivenEvalBatchNormOffOrOnWhenResolvedThenTheBatchNormsAreLeftOutOrTakenIn) {
   auto has = [](const std::vector<ResolvedOp>& ops, const std::string& name) {

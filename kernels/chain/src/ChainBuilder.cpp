@@ -78,10 +78,7 @@ class Builder {
     for (const char* view : kViewOps) {
       HOTKERNEL_REQUIRE(name != view, "view op: its result aliases its argument, which ends a chain");
     }
-    const OpRule* rule = nullptr;
-    for (const OpRule& r : kRules) {
-      if (op == r.schema) rule = &r;
-    }
+    const OpRule* rule = rules::ruleOf(op);
     HOTKERNEL_REQUIRE(rule != nullptr,
                       "unsupported op: not a chain op (pointwise, cast, last-dim reduction, softmax or layer_norm)");
     const bool norm = rule->form == Form::LayerNorm || rule->form == Form::GroupNorm;
@@ -464,6 +461,13 @@ class Builder {
 
 bool isRelayoutCopy(const ChainBuild& build) {
   return build.ok() && !build.layout.contiguous() && isLoneCast(build.chain);
+}
+
+bool isLoneChain(const std::vector<RecordedCall>& calls, const ChainBuild& build) {
+  if (calls.size() != 1 || !build.ok()) return false;
+  if (isRelayoutCopy(build)) return true;
+  const rules::OpRule* rule = rules::ruleOf(calls.front().op);  // Note [Lone normalizations]
+  return rule != nullptr && (rule->form == rules::Form::GroupNorm || rule->form == rules::Form::BatchNorm);
 }
 
 ChainBuild buildChain(const std::vector<RecordedCall>& calls, const TensorMetas& tensors,

@@ -70,7 +70,7 @@ std::vector<PatternSegment> segmentPattern(const ChainPattern& window, const Cha
       PatternSegment seg;
       if (!tryRun(window, lastRead, live, start, end, options, seg)) continue;
       ++builds;
-      if (seg.build.ok() && (end - start >= 2 || isRelayoutCopy(seg.build))) {
+      if (seg.build.ok() && (end - start >= 2 || isLoneChain(seg.pattern.calls, seg.build))) {
         segments.push_back(std::move(seg));
         start = end;
         found = true;

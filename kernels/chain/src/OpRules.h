@@ -4,6 +4,7 @@
 // the view ops that end a chain (Note [Building a chain from calls]).
 
 #include <array>
+#include <string>
 
 #include "hotkernel/chain/ChainTypes.h"
 
@@ -76,6 +77,14 @@ inline constexpr std::array<OpRule, 49> kRules = {{
     {"aten::native_batch_norm", Form::BatchNorm, OpKind::Mul},
     {"aten::cudnn_batch_norm", Form::BatchNorm, OpKind::Mul},
 }};
+
+// The rule of `schema` (name with overload), or nullptr when no chain takes it.
+inline const OpRule* ruleOf(const std::string& schema) {
+  for (const OpRule& r : kRules) {
+    if (schema == r.schema) return &r;
+  }
+  return nullptr;
+}
 
 // The ops that return a view of their argument: they end a chain.
 inline constexpr std::array<const char*, 22> kViewOps = {

@@ -765,5 +765,45 @@ TEST(ChainBuilderTest, GivenAnEvalBatchNormAndItsActivationRecordedWhenBuiltThen
   EXPECT_EQ(m.chain.node(m.chain.inputs()[1]).dtype, DType::Float32);
 }
 
+// Note [Lone normalizations]: a group norm or an eval batch norm recorded alone (its result the live value) builds
+// and is a chain of its own, as a relayout copy is; a lone activation, a lone layer norm or a refused build is not.
+TEST(ChainBuilderTest, GivenALoneGroupOrEvalBatchNormWhenBuiltThenItIsALoneChainAndOtherLoneCallsAreNot) {
+  const GroupNormShape shape{2, 64, 49, 32};
+  const ChainBuildOptions layouts{true};
+  RecordedChain gn = groupNormActRecording(DType::Float16, shape, 1e-5, OpKind::Silu);
+  gn.calls.pop_back();  // the norm alone, its result (value 4) live
+  const ChainBuild gnBuild = buildChain(gn.calls, gn.metas, {4}, layouts);
+  ASSERT_TRUE(gnBuild.ok()) << gnBuild.reason;
+  EXPECT_TRUE(isLoneChain(gn.calls, gnBuild));
+  EXPECT_FALSE(isRelayoutCopy(gnBuild));
+  for (bool cudnn : {false, true}) {
+    RecordedChain bn = batchNormActRecording(DType::BFloat16, shape, 1e-5, OpKind::Relu, cudnn);
+    const int64_t out = bn.calls[0].outputs[0];
+    bn.calls.pop_back();
+    const ChainBuild bnBuild = buildChain(bn.calls, bn.metas, {out}, layouts);
+    ASSERT_TRUE(bnBuild.ok()) << bnBuild.reason;
+    EXPECT_TRUE(isLoneChain(bn.calls, bnBuild)) << (cudnn ? "cudnn" : "native");
+  }
+  // Two calls are a chain anyway, not a lone one; a refused build is none.
+  const RecordedChain both = groupNormActRecording(DType::Float16, shape, 1e-5, OpKind::Silu);
+  EXPECT_FALSE(isLoneChain(both.calls, buildChain(both.calls, both.metas, {7}, layouts)));
+  ChainBuild refused = gnBuild;
+  refused.reason = "refused";
+  EXPECT_FALSE(isLoneChain(gn.calls, refused));
+  // A lone activation and a lone layer norm: their own kernels (or ATen's) serve them.
+  const TensorMeta x = contiguous("float16", {8, 64});
+  const std::vector<RecordedCall> silu = {call("aten::silu", {A::tensor(1)}, 2)};
+  const ChainBuild siluBuild = buildChain(silu, {{1, x}, {2, x}}, {2}, layouts);
+  ASSERT_TRUE(siluBuild.ok()) << siluBuild.reason;
+  EXPECT_FALSE(isLoneChain(silu, siluBuild));
+  const TensorMetas lnMetas = {{1, x}, {2, contiguous("float16", {64})}, {3, contiguous("float16", {64})}, {4, x},
+                                {5, contiguous("float32", {8, 1})}, {6, contiguous("float32", {8, 1})}};
+  const std::vector<RecordedCall> ln = {RecordedCall{
+      "aten::native_layer_norm", {A::tensor(1), A::intList({64}), A::tensor(2), A::tensor(3), A::number(1e-5)}, {4, 5, 6}}};
+  const ChainBuild lnBuild = buildChain(ln, lnMetas, {4}, layouts);
+  ASSERT_TRUE(lnBuild.ok()) << lnBuild.reason;
+  EXPECT_FALSE(isLoneChain(ln, lnBuild));
+}
+
 }  // namespace
 }  // namespace hotkernel::chain

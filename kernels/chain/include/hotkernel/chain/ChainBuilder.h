@@ -96,8 +96,9 @@ struct ChainBuildOptions {
 // the variant's layout and writes the copy in the result's strides. Eager
 // runs such copies with TensorIterator's strided kernel, element by element;
 // the chain kernel reads and writes whole vectors of each row. The learner
-// and the segments take one such call as a chain of its own (any other lone
-// call is nothing to fuse), and the tuner keeps its kernel only where it beats
+// and the segments take one such call as a chain of its own (as the lone
+// normalizations below; any other lone call is nothing to fuse), and the
+// tuner keeps its kernel only where it beats
 // eager's copy (the ATen reference clones for a cast to the same dtype, casts
 // otherwise). HF's eager attention makes three a layer: matmul's reshape of q
 // and of v (head views of the fused QKV projection) and the output's
@@ -106,6 +107,21 @@ struct ChainBuildOptions {
 // Whether `build` is one such copy: one input, one cast of it, and a layout
 // that is not contiguous.
 bool isRelayoutCopy(const ChainBuild& build);
+
+// Note [Lone normalizations]
+// A group norm or an eval batch norm is a chain of its own too, with nothing
+// after it (diffusers' GroupNorm before an attention block's projection; a
+// ResNet's batch norm before an in-place ReLU or residual add_, which end a
+// chain). Eager runs a group norm as three kernels (the groups' statistics,
+// the per-channel scale and shift, then an elementwise pass reading x again)
+// and an eval batch norm as one elementwise pass whose four per-channel
+// operands TensorIterator broadcasts element by element; the chain kernel is
+// one pass over the group view (Note [The group view]) with the per-channel
+// values as repeated columns. The learner and the segments take such a call
+// alone, and the tuner keeps its kernel only where it beats eager.
+// Whether `calls` (the calls `build` was built from) are a chain although
+// they are one call: a relayout copy or one of these normalizations.
+bool isLoneChain(const std::vector<RecordedCall>& calls, const ChainBuild& build);
 
 // Never throws for a bad recording (the reason says what is wrong).
 ChainBuild buildChain(const std::vector<RecordedCall>& calls, const TensorMetas& tensors,

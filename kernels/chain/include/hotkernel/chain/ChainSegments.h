@@ -10,7 +10,7 @@
 // builds on its own. segmentPattern cuts such a window into consecutive
 // segments, greedily from the left: from where the last segment ended, the
 // longest run of at least two calls that builds is the next segment (or a
-// lone relayout copy: Note [Relayout copies]); when
+// lone call isLoneChain takes: Note [Lone normalizations]); when
 // no run from there builds, that call is left to its original kernel and
 // the search goes on from the next one. A segment's live values are those
 // it returns that the window's live set holds or that a later call of the
