@@ -459,17 +459,6 @@ class Builder {
 
 }  // namespace
 
-bool isRelayoutCopy(const ChainBuild& build) {
-  return build.ok() && !build.layout.contiguous() && isLoneCast(build.chain);
-}
-
-bool isLoneChain(const std::vector<RecordedCall>& calls, const ChainBuild& build) {
-  if (calls.size() != 1 || !build.ok()) return false;
-  if (isRelayoutCopy(build)) return true;
-  const rules::OpRule* rule = rules::ruleOf(calls.front().op);  // Note [Lone normalizations]
-  return rule != nullptr && (rule->form == rules::Form::GroupNorm || rule->form == rules::Form::BatchNorm);
-}
-
 ChainBuild buildChain(const std::vector<RecordedCall>& calls, const TensorMetas& tensors,
                       const std::vector<int64_t>& liveOutputs, const ChainBuildOptions& options) {
   ChainBuild result;
