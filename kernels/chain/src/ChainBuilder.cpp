@@ -23,7 +23,6 @@ namespace hotkernel::chain {
 namespace {
 
 using rules::Form;
-using rules::kRules;
 using rules::kViewOps;
 using rules::OpRule;
 using detail::argAt;
