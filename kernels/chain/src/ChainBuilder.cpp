@@ -104,7 +104,7 @@ class Builder {
                                                                    : std::vector<int>{apply(*rule, call)};
     for (size_t k = 0; k < nodes.size(); ++k) {
       const int64_t out = call.outputs[k];
-      if (nodes[k] < 0) {  // Note [Eval BatchNorm in a chain]: an empty result, no chain value
+      if (nodes[k] < 0) {  // Note [Eval BatchNorm in a chain]: an unused result, no chain value
         emptyResults_.insert(out);
         continue;
       }
@@ -226,7 +226,7 @@ class Builder {
     HOTKERNEL_REQUIRE(a.kind == RecordedArg::Kind::Tensor, "expected a tensor argument");
     HOTKERNEL_REQUIRE(groupStats_.count(a.value) == 0, "reads %", a.value,
                       ", a group norm's mean or rstd: a chain returns them only (Note [The group view])");
-    HOTKERNEL_REQUIRE(emptyResults_.count(a.value) == 0, "reads %", a.value, ", an eval batch norm's empty result");
+    HOTKERNEL_REQUIRE(emptyResults_.count(a.value) == 0, "reads %", a.value, ", an eval batch norm's unused result");
     read_.insert(a.value);
     auto it = nodeOf_.find(a.value);
     if (it != nodeOf_.end()) return it->second;
@@ -388,7 +388,7 @@ class Builder {
   }
 
   // Note [Eval BatchNorm in a chain]: the per-channel values (the checks: batchNormViewOf), then the node; the
-  // empty results are -1.
+  // unused results are -1.
   std::vector<int> batchNormEval(const RecordedCall& call) {
     const int x = operand(call.args[0]);
     const std::vector<int> c = perChannel(call, {1, 2, 3, 4});  // weight, bias, running mean, running variance
@@ -442,7 +442,7 @@ class Builder {
   std::optional<GroupView> group_;  // a chain over a group norm's groups
   std::set<int64_t> channelValues_;  // the group norms' weights and biases
   std::set<int64_t> groupStats_;     // the group norms' mean and rstd results
-  std::set<int64_t> emptyResults_;   // an eval batch norm's empty results
+  std::set<int64_t> emptyResults_;   // an eval batch norm's unused results (save_mean, save_invstd, reserve)
   bool widthFixed_ = false;  // the calls hold a cat (Note [Chain column extents])
   ChainIR ir_;
   std::vector<int64_t> full_;

@@ -76,8 +76,11 @@ GroupNormNodes addGroupNorm(ChainIR& ir, int x, int weight, int bias, double eps
 // + eps) (ATen computes 1 / sqrt: a rounding apart, within the chain's
 // tolerance), weight and bias optional; y cast to x's dtype. The per-channel
 // values may be of any float dtype (cuDNN's 16-bit inputs take float32
-// parameters). Its other results are empty in eval (save_mean, save_invstd,
-// cuDNN's reserve): no chain value. Returns y's node.
+// parameters). Its other results (save_mean, save_invstd, cuDNN's reserve:
+// empty on the CPU, save_mean and save_invstd [C] on CUDA) are unused in eval:
+// no chain value, so a chain whose caller keeps one is refused (a live output
+// no node computes) and replays, and a call of the chain reading one is
+// refused. Returns y's node.
 int addBatchNormEval(ChainIR& ir, int x, int weight, int bias, int mean, int var, double eps);
 
 // Note [Clamp in a chain]

@@ -34,8 +34,9 @@ GroupView groupViewOf(const RecordedCall& call, const TensorMetas& metas);
 // training, momentum, eps): one channel a group (Note [Eval BatchNorm in a
 // chain]). Error when training is true or a running statistic is absent (the
 // norm then reduces over the batch: no chain step), when x is not a
-// contiguous [N, C, *spatial], a per-channel value is not a contiguous [C] of
-// a float dtype, or a result but the first is not empty.
+// contiguous [N, C, *spatial] or a per-channel value is not a contiguous [C]
+// of a float dtype. Its other results are no chain value, whatever their size
+// (Note [Eval BatchNorm in a chain]).
 GroupView batchNormViewOf(const RecordedCall& call, const TensorMetas& metas);
 
 // The group view of a sequence (Note [The group view]): that of its group

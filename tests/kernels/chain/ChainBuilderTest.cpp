@@ -719,7 +719,7 @@ namespace {
 
 // Note [Eval BatchNorm in a chain]: an eval BatchNorm2d and its ReLU / SiLU (HF's ResNet, EfficientNet) through
 // native_batch_norm or cudnn_batch_norm are the named chain over the view of one channel a row, its statistics and
-// affine per-channel values, its empty results no value; the chain has no reduction (the row kernel's: Note
+// affine per-channel values, its unused results (empty, or CUDA's [C] statistics) no value; the chain has no reduction (the row kernel's: Note
 // [Repeated columns]).
 TEST(ChainBuilderTest, GivenAnEvalBatchNormAndItsActivationRecordedWhenBuiltThenTheyAreTheNamedChainOverChannelRows) {
   const GroupNormShape shape{4, 16, 49, 16};
@@ -750,13 +750,18 @@ TEST(ChainBuilderTest, GivenAnEvalBatchNormAndItsActivationRecordedWhenBuiltThen
   RecordedChain noStats = r;
   noStats.calls[0].args[3] = RecordedArg::none();
   refusedWith(noStats, "the running mean is absent");
-  RecordedChain full = r;
-  full.metas[7] = full.metas[6];
-  refusedWith(full, "is not empty");
+  // CUDA's eval native_batch_norm returns save_mean and save_invstd as [C] float32 tensors (the CPU's are empty):
+  // unused results, no chain value: the same chain builds, and one the caller keeps is refused.
+  RecordedChain cuda = r;
+  cuda.metas[7] = cuda.metas[8] = TensorMeta{"float32", {shape.channels}, {1}};
+  const ChainBuild withStats = buildChain(cuda.calls, cuda.metas, {10}, layouts);
+  ASSERT_TRUE(withStats.ok()) << withStats.reason;
+  EXPECT_EQ(chainKey(withStats.chain).sha256, chainKey(batchNormActChain(DType::Float16, 1e-5, OpKind::Silu)).sha256);
+  refusedWith(cuda, "live output %7 is not a value the calls return", {10, 7});
   RecordedChain readsEmpty = r;
   readsEmpty.calls.push_back({"aten::mul.Tensor", {RecordedArg::tensor(10), RecordedArg::tensor(7)}, {11}});
   readsEmpty.metas[11] = readsEmpty.metas[10];
-  refusedWith(readsEmpty, "an eval batch norm's empty result", {11});
+  refusedWith(readsEmpty, "an eval batch norm's unused result", {11});
   // cuDNN's float32 parameters for a 16-bit x: per-channel values of their own dtype.
   RecordedChain mixed = batchNormActRecording(DType::BFloat16, shape, 1e-5, OpKind::Relu, true);
   for (int64_t id : {2, 3, 4, 5}) mixed.metas[id].scalarType = "float32";
