@@ -46,7 +46,7 @@ ChainKernelParams chainParamsFromJson(const nlohmann::json& j, const std::string
     p.atenRounding = rounding == "aten";
   }
   if (jf::present(j, "fold")) p.fold = jf::boolean(j, "fold", where);
-  if (jf::present(j, "cluster")) p.cluster = static_cast<int>(jf::integer(j, "cluster", where, 2, 16));
+  if (jf::present(j, "cluster")) p.cluster = static_cast<int>(jf::integer(j, "cluster", where, 2, 8));
   return p;
 }
 

@@ -55,9 +55,9 @@ void checkChainKernel(const ChainIR& ir, const ChainKernelParams& p) {
                     "chain kernel rowsPerCta ", p.rowsPerCta, " is not 1 or a power of two leaving each row ",
                     "at most one warp of ", p.threads, " threads");
   HOTKERNEL_REQUIRE(p.items >= 0 && p.items <= 16, "chain kernel items ", p.items, " is not in [0, 16]");
-  HOTKERNEL_REQUIRE(p.cluster == 1 || ((p.cluster == 2 || p.cluster == 4 || p.cluster == 8 || p.cluster == 16) &&
-                                       ir.hasReductions() && p.rowsPerCta == 1),
-                    "chain kernel cluster ", p.cluster, " is not 1, or 2, 4, 8 or 16 for a row kernel of one row a CTA");
+  HOTKERNEL_REQUIRE(p.cluster == 1 || ((p.cluster == 2 || p.cluster == 4 || p.cluster == 8) && ir.hasReductions() &&
+                                       p.rowsPerCta == 1),
+                    "chain kernel cluster ", p.cluster, " is not 1, or 2, 4 or 8 for a row kernel of one row a CTA");
   if (!ir.hasReductions()) {
     // Note [Transposed copies]: a lone cast's rowsPerCta is its tile, where its layout is transposed.
     HOTKERNEL_REQUIRE((p.rowsPerCta == 1 || isLoneCast(ir)) && p.items <= kMaxPointwiseItems,

@@ -139,10 +139,10 @@ std::vector<ChainKernelParams> chainParameterSpace(const ChainIR& ir, int64_t ro
       if (ceilDiv(vectors, rowThreads) > kMaxSubWarpRowItems) continue;
       for (int threads : {128, 256}) addRowPoints(candidates, threads, vec, threads / rowThreads, vectors);
     }
-    // Few long rows: each split over a cluster of 2, 4, 8 or 16 CTAs (Note [Rows split over a cluster]), at the
-    // widest vec, streamed or held in registers where the slice fits kClusterRegisterElements.
+    // Few long rows: each split over a cluster of 2, 4 or 8 CTAs (Note [Rows split over a cluster]), at the widest
+    // vec, streamed or held in registers where the slice fits kClusterRegisterElements.
     if (rows < kClusterRowsBelow && vectors >= kClusterMinVectors && vec == vecs.front()) {
-      for (int cluster : {2, 4, 8, 16}) {
+      for (int cluster : {2, 4, 8}) {
         const int64_t slice = ceilDiv(vectors, cluster);
         for (int threads : {512, 1024}) {
           candidates.push_back({threads, vec, 1, 0, false, false, cluster});

@@ -132,10 +132,9 @@ TEST(ChainParameterSpaceTest, GivenARowChainWhenEnumeratedThenThreadsFollowColsA
   for (const ChainKernelParams& p : chainParameterSpace(rms, 2, 1 << 20)) EXPECT_EQ(p.items, 0) << p.describe();
 }
 
-// Note [Rows split over a cluster]: few long rows (a VAE's group norm: 32 rows of 262,144) take clusters of 2, 4,
-// 8 and 16 CTAs at the widest vec, each a legal point whose slice its registers hold (only the 16-CTA slice of the
-// VAE's rows fits 32 elements a thread); many rows (BiT's 1,024) or short ones (4,096 columns) take none, and the
-// points before clusters are unchanged.
+// Note [Rows split over a cluster]: few long rows (a VAE's group norm: 32 rows of 262,144) take clusters of 2, 4
+// and 8 CTAs at the widest vec, each a legal point whose slice its registers hold; many rows (BiT's 1,024) or
+// short ones (4,096 columns) take none, and the points before clusters are unchanged.
 TEST(ChainParameterSpaceTest, GivenFewLongRowsWhenEnumeratedThenClustersSplitThemAndOtherVariantsTakeNone) {
   const GroupNormShape vae{1, 512, 128 * 128, 32};
   const ChainIR gn = groupNormActChain(DType::Float16, 1e-5, OpKind::Silu);
@@ -154,7 +153,6 @@ TEST(ChainParameterSpaceTest, GivenFewLongRowsWhenEnumeratedThenClustersSplitThe
   }
   EXPECT_GT(resident, 0);
   std::set<int> clusters;
-  int vaeResident = 0;
   for (const ChainKernelParams& p : space) {
     EXPECT_EQ(chainVariantProblem(gn, p, groupNormRows(vae), groupNormCols(vae), groupNormActLayout(vae)), "")
         << p.describe();
@@ -162,16 +160,9 @@ TEST(ChainParameterSpaceTest, GivenFewLongRowsWhenEnumeratedThenClustersSplitThe
     clusters.insert(p.cluster);
     EXPECT_EQ(p.vec, 8) << p.describe();
     EXPECT_EQ(p.rowsPerCta, 1) << p.describe();
-    if (p.cluster < 16) {
-      EXPECT_EQ(p.items, 0) << p.describe() << ": a slice of 4,096 vectors or more spills in registers";
-    } else if (p.items > 0) {
-      EXPECT_EQ(p.threads, 512) << p.describe();
-      EXPECT_EQ(p.items, 4) << p.describe() << ": 2,048 vectors over 512 threads";
-      ++vaeResident;
-    }
+    EXPECT_EQ(p.items, 0) << p.describe() << ": a slice of 4,096 vectors or more spills in registers";
   }
-  EXPECT_EQ(clusters, (std::set<int>{2, 4, 8, 16}));
-  EXPECT_EQ(vaeResident, 1);
+  EXPECT_EQ(clusters, (std::set<int>{2, 4, 8}));
   EXPECT_LE(space.size(), 40u) << "the tuner tries the first 40 points";
   const ChainIR rms = rmsNormChain(DType::BFloat16, 1e-6);
   for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{1024, 25088}, {8, 4096}, {4096, 4096}}) {
@@ -180,7 +171,6 @@ TEST(ChainParameterSpaceTest, GivenFewLongRowsWhenEnumeratedThenClustersSplitThe
   // A cluster is a row kernel's of one row a CTA: refused elsewhere.
   EXPECT_THROW(checkChainKernel(rms, {256, 8, 2, 0, false, false, 2}), Error);
   EXPECT_THROW(checkChainKernel(rms, {256, 8, 1, 0, false, false, 3}), Error);
-  EXPECT_THROW(checkChainKernel(rms, {256, 8, 1, 0, false, false, 32}), Error);
   EXPECT_THROW(checkChainKernel(swigluChain(DType::BFloat16), {256, 8, 1, 0, false, false, 2}), Error);
   EXPECT_NO_THROW(checkChainKernel(rms, {1024, 8, 1, 4, false, false, 8}));
   EXPECT_EQ((ChainKernelParams{1024, 8, 1, 4, false, false, 8}).describe(), "t1024 v8 r1 i4 c8");

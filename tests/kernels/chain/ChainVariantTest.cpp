@@ -115,7 +115,7 @@ TEST(ChainVariantTest, GivenAFoldedKernelWhenWrittenAndReadThenFoldComesBackBoun
 }
 
 // Note [Rows split over a cluster]: "cluster" is written only when above 1 and bound to the source like the rest;
-// a value outside 2..16, or a cluster of a point that does not serve the variant, is refused.
+// a value outside 2..8, or a cluster of a point that does not serve the variant, is refused.
 TEST(ChainVariantTest, GivenAClusterKernelWhenWrittenAndReadThenTheClusterComesBackBoundToItsSource) {
   const GroupNormShape vae{1, 512, 128 * 128, 32};
   const ChainVariant v{groupNormActChain(DType::Float16, 1e-5, OpKind::Silu), groupNormRows(vae), groupNormCols(vae), 0,
@@ -131,7 +131,7 @@ TEST(ChainVariantTest, GivenAClusterKernelWhenWrittenAndReadThenTheClusterComesB
   dropped["kernel"].erase("cluster");
   expectRefused(dropped.dump(), v, "sourceSha256 is not the source this build generates");
   nlohmann::json bad = j;
-  bad["kernel"]["cluster"] = 32;
+  bad["kernel"]["cluster"] = 16;
   expectRefused(bad.dump(), v, "cluster");
 }
 

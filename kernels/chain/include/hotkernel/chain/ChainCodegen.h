@@ -113,7 +113,7 @@ struct ChainKernelParams {
   // segments] in ChainCodegen.cpp; chainFoldWidth says where it applies).
   bool fold = false;
   // Row kernels of one row a CTA: a thread-block cluster of this many CTAs
-  // (1, 2, 4, 8 or 16) splits each row into slices (Note [Rows split over a
+  // (1, 2, 4 or 8) splits each row into slices (Note [Rows split over a
   // cluster] in ChainCodegen.cpp); 1 is the kernel as before clusters.
   int cluster = 1;
 

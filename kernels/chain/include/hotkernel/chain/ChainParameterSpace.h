@@ -22,7 +22,7 @@
 //    vectors a thread; each with items 0 (streaming) and, when the row fits
 //    16 vectors a thread, the fewest items that hold it. A variant of fewer
 //    than 264 rows of at least 1,024 vectors also takes, at the widest vec,
-//    each row split over a cluster of 2, 4, 8 or 16 CTAs of 512 or 1024 threads,
+//    each row split over a cluster of 2, 4 or 8 CTAs of 512 or 1024 threads,
 //    streamed or (512 threads) with the fewest items that hold the CTA's
 //    slice where that is at most 32 elements a thread (more, or 1024
 //    threads, spill: Note [Rows split over a cluster] in ChainCodegen.cpp).
