@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "EngineFusion.h"
@@ -56,7 +57,9 @@ FusionEngine& fusionEngine() {
   static FusionEngine* e = [] {
     auto gate = std::make_unique<FakeGate>();
     gGate = gate.get();
-    FusionEngine* made = FusionEngine::installProcessEngine(std::move(gate), FusionOptions{3, true});
+    FusionOptions options{3, true};
+    options.evalBatchNorm = true;  // Note [Eval BatchNorm in a chain]: the batch norm test below
+    FusionEngine* made = FusionEngine::installProcessEngine(std::move(gate), options);
     made->install(c10::DispatchKey::CUDA);
     return made;
   }();
@@ -94,6 +97,22 @@ struct PublishedRotary {
   std::string plan;  // the plan's description
 };
 
+// The plan of `h`'s variant at its space's first point (the test's own point, not a tuning), compiled with NVRTC and
+// published as the engine publishes it; its description, or "" when none was made.
+std::string publishFirstPoint(const HotChain& h) {
+  if (!h.build.ok() || h.device != 0) return "";
+  const chain::ChainVariant v = engine::chainVariantOf(h);
+  const std::vector<chain::ChainKernelParams> space = chain::chainParameterSpace(v.ir, v.rows, v.cols, v.layout);
+  if (space.empty()) return "";
+  const chain::ChainKernelParams p = space.front();
+  const std::string cubin = compileToCubin(chain::generateChainSource(v.ir, p, v.layout), "hk_chain.cu",
+                                           queryDevice(0).nvrtcArch(), chain::chainCompileOptions())
+                                .cubin;
+  const chain::ChainPlan plan = chain::makeChainPlan(v, chain::chainEntryParams(v, p).dump(), cubin);
+  fusionEngine().publish(ReadyChain{h.pattern, h.build, engine::makePlanKernel(plan), h.key});
+  return plan.description;
+}
+
 PublishedRotary learnAndPublishRotary() {
   fusionEngine().resetForTest();
   at::manual_seed(5);
@@ -117,19 +136,26 @@ PublishedRotary learnAndPublishRotary() {
   }
   fusionEngine().setHotCallback(nullptr);
   EXPECT_EQ(hot.size(), 1u) << fusionEngine().patternsJson();
-  if (hot.size() != 1 || !hot[0].build.ok() || hot[0].device != 0) return r;
-  const chain::ChainVariant v = engine::chainVariantOf(hot[0]);
-  EXPECT_FALSE(v.layout.contiguous());
-  const std::vector<chain::ChainKernelParams> space = chain::chainParameterSpace(v.ir, v.rows, v.cols, v.layout);
-  if (space.empty()) return r;
-  const chain::ChainKernelParams p = space.front();
-  const std::string cubin = compileToCubin(chain::generateChainSource(v.ir, p, v.layout), "rotary.cu",
-                                           queryDevice(0).nvrtcArch(), chain::chainCompileOptions())
-                                .cubin;
-  const chain::ChainPlan plan = chain::makeChainPlan(v, chain::chainEntryParams(v, p).dump(), cubin);
-  r.plan = plan.description;
-  fusionEngine().publish(ReadyChain{hot[0].pattern, hot[0].build, engine::makePlanKernel(plan), hot[0].key});
+  if (hot.size() != 1) return r;
+  EXPECT_FALSE(engine::chainVariantOf(hot[0]).layout.contiguous());
+  r.plan = publishFirstPoint(hot[0]);
   return r;
+}
+
+// Every chain `fn` makes hot (three windows, each ended by a command), its plan at its space's first point
+// published; how many were.
+size_t learnAndPublish(const std::function<at::Tensor()>& fn) {
+  std::vector<HotChain> hot;
+  fusionEngine().setHotCallback([&](const HotChain& c) { hot.push_back(c); });
+  foreignCommand();
+  for (int i = 0; i < 3; ++i) {
+    at::Tensor out = fn();  // held across the command, as a model holds its activations
+    foreignCommand();
+  }
+  fusionEngine().setHotCallback(nullptr);
+  size_t published = 0;
+  for (const HotChain& h : hot) published += publishFirstPoint(h).empty() ? 0 : 1;
+  return published;
 }
 
 }  // namespace
@@ -211,4 +237,40 @@ TEST(FusionEngineGpuTest, GivenTheCudaStreamProbeWhenTheStreamIsIdleThenTheChain
   FusionBypass bypass;
   const at::Tensor g = got.to(at::kFloat), w = want.to(at::kFloat);
   EXPECT_LE(((g - w).abs() / (w.abs() + 1)).max().item<double>(), 1.0 / 16);
+}
+
+// The builder on the CUDA calls' own metadata (Note [Eval BatchNorm in a chain]: CUDA's eval native_batch_norm
+// returns [C] statistics where the CPU's are empty; Note [Lone normalizations]): an eval BatchNorm2d + ReLU and a
+// lone GroupNorm learned on the CUDA key, each published at its first point, deferred and fused near eager.
+TEST(FusionEngineGpuTest, GivenAnEvalBatchNormReluAndALoneGroupNormOnCudaWhenLearnedThenEachIsDeferredAndFused) {
+  REQUIRE_CUDA();
+  at::manual_seed(11);
+  const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
+  at::Tensor x, w, b, mean, var;
+  {
+    FusionBypass bypass;  // the test's data, not the program's ops
+    x = at::randn({8, 64, 14, 14}, opts) * 2;
+    w = at::rand({64}, opts) + 0.5;
+    b = at::randn({64}, opts) * 0.1;
+    mean = at::randn({64}, opts) * 0.1;
+    var = at::rand({64}, opts) + 0.5;
+  }
+  const std::vector<std::pair<std::string, std::function<at::Tensor()>>> blocks = {
+      {"batch norm + relu", [&] { return at::relu(at::batch_norm(x, w, b, mean, var, false, 0.1, 1e-5, true)); }},
+      {"lone group norm", [&] { return at::group_norm(x, 32, w, b, 1e-5); }}};
+  for (const auto& [name, block] : blocks) {
+    SCOPED_TRACE(name);
+    fusionEngine().resetForTest();
+    ASSERT_EQ(learnAndPublish(block), 1u) << fusionEngine().patternsJson();
+    const at::Tensor want = eager(block);
+    const FusionStats before = fusionEngine().stats();
+    at::Tensor got = block();
+    EXPECT_GT(fusionEngine().stats().deferredCalls, before.deferredCalls);
+    foreignCommand();
+    EXPECT_EQ(fusionEngine().stats().fusedFlushes, before.fusedFlushes + 1) << fusionEngine().stats().lastUnfused;
+    FusionBypass bypass;
+    const at::Tensor g = got.to(at::kFloat), e = want.to(at::kFloat);
+    EXPECT_FALSE(g.isnan().any().item<bool>());
+    EXPECT_LE(((g - e).abs() / (e.abs() + 1)).max().item<double>(), 1.0 / 16);
+  }
 }
