@@ -55,7 +55,7 @@ const std::vector<DeferrableOp>& deferrableOps() {
       {"aten::native_group_norm", "", "out"},  // Note [GroupNorm in a chain]: out0, out1, out2
       // Note [Eval BatchNorm in a chain]: out, save_mean, save_invstd (cuDNN's out0-out3); a training call never
       // matches a learned step (its flag differs), so only eval calls are deferred. Only with
-      // FusionOptions::evalBatchNorm (HOTKERNEL_FUSION_BATCH_NORM): not yet run on a GPU.
+      // FusionOptions::evalBatchNorm (HOTKERNEL_FUSION_BATCH_NORM): off by default.
       {"aten::native_batch_norm", "", "out"},
       {"aten::cudnn_batch_norm", "", "out"},
   };

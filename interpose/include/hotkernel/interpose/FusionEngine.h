@@ -74,7 +74,7 @@ struct FusionOptions {
   // one does; 1: every window.
   int64_t learnOneWindowIn = 8;
   // Note [Eval BatchNorm in a chain]: eval native_batch_norm / cudnn_batch_norm calls join chains too
-  // (HOTKERNEL_FUSION_BATCH_NORM; off by default until measured on a GPU).
+  // (HOTKERNEL_FUSION_BATCH_NORM; off by default until the GPU fuzz suite has drawn more of them).
   bool evalBatchNorm = false;
 };
 
