@@ -44,6 +44,15 @@ std::vector<int64_t> chainValueSizes(ShapeClass shape, int64_t rows, int64_t col
 
 namespace {
 
+// Each group at its result node (`at`), its other nodes never computed (`skipped`).
+template <typename Group>
+void placeGroups(const std::vector<Group>& groups, std::vector<const Group*>& at, std::vector<bool>& skipped) {
+  for (const Group& g : groups) {
+    at[static_cast<size_t>(g.result)] = &g;
+    for (int n : g.internal) skipped[static_cast<size_t>(n)] = true;
+  }
+}
+
 at::Tensor unary(const Node& n, const at::Tensor& x) {
   switch (n.op) {
     case OpKind::Neg:
@@ -251,29 +260,17 @@ std::vector<at::Tensor> runChainWithAten(const chain::ChainIR& ir, const std::ve
   std::vector<const chain::LayerNormGroup*> layerNormAt(nodes.size(), nullptr);
   std::vector<bool> skipped(nodes.size(), false);
   const std::vector<chain::SoftmaxGroup> groups = chain::findSoftmaxGroups(ir);
-  for (const chain::SoftmaxGroup& g : groups) {
-    softmaxAt[static_cast<size_t>(g.result)] = &g;
-    for (int n : g.internal) skipped[static_cast<size_t>(n)] = true;
-  }
+  placeGroups(groups, softmaxAt, skipped);
   const std::vector<chain::LayerNormGroup> norms = chain::findLayerNormGroups(ir);
-  for (const chain::LayerNormGroup& g : norms) {
-    layerNormAt[static_cast<size_t>(g.result)] = &g;
-    for (int n : g.internal) skipped[static_cast<size_t>(n)] = true;
-  }
+  placeGroups(norms, layerNormAt, skipped);
   std::vector<const chain::GroupNormGroup*> groupNormAt(nodes.size(), nullptr);
   const std::vector<chain::GroupNormGroup> groupNorms =
       split > 0 ? chain::findGroupNormGroups(ir) : std::vector<chain::GroupNormGroup>{};
-  for (const chain::GroupNormGroup& g : groupNorms) {
-    groupNormAt[static_cast<size_t>(g.result)] = &g;
-    for (int n : g.internal) skipped[static_cast<size_t>(n)] = true;
-  }
+  placeGroups(groupNorms, groupNormAt, skipped);
   std::vector<const chain::BatchNormGroup*> batchNormAt(nodes.size(), nullptr);
   const std::vector<chain::BatchNormGroup> batchNorms =
       split > 0 ? chain::findBatchNormGroups(ir) : std::vector<chain::BatchNormGroup>{};
-  for (const chain::BatchNormGroup& g : batchNorms) {
-    batchNormAt[static_cast<size_t>(g.result)] = &g;
-    for (int n : g.internal) skipped[static_cast<size_t>(n)] = true;
-  }
+  placeGroups(batchNorms, batchNormAt, skipped);
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     if (skipped[i]) continue;

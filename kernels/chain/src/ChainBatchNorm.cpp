@@ -16,9 +16,8 @@ class Matcher {
   bool match(int r, BatchNormGroup& g) const {
     g = BatchNormGroup{};
     std::vector<int> internal;
-    const bool castBack = node(r).op == OpKind::Cast;
-    int y = castBack ? node(r).operands.at(0) : r;
-    if (castBack) internal.push_back(y);
+    int y = uses_.beforeCastBack(r, internal);
+    const bool castBack = y != r;
     if (node(y).dtype != DType::Float32) return false;
     int a = -1, b = -1;
     if (uses_.binary(y, OpKind::Add, a, b) && isInput(b)) {  // + bias

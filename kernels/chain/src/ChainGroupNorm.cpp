@@ -17,9 +17,8 @@ class Matcher {
   bool match(int r, GroupNormGroup& g) const {
     g = GroupNormGroup{};
     std::vector<int> internal;
-    const bool castBack = node(r).op == OpKind::Cast;
-    const int y = castBack ? node(r).operands.at(0) : r;
-    if (castBack) internal.push_back(y);
+    const int y = uses_.beforeCastBack(r, internal);
+    const bool castBack = y != r;
     if (node(y).dtype != DType::Float32) return false;
     int xf = -1, meanR = -1, rstdR = -1, centered = -1;
     std::vector<int> tail;  // the affine's or the plain form's nodes

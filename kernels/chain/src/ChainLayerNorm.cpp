@@ -15,9 +15,8 @@ class Matcher {
   // or none.
   bool match(int r, LayerNormGroup& g) const {
     std::vector<int> internal;
-    const bool castBack = node(r).op == OpKind::Cast;
-    int y = castBack ? node(r).operands.at(0) : r;
-    if (castBack) internal.push_back(y);
+    int y = uses_.beforeCastBack(r, internal);
+    const bool castBack = y != r;
     if (node(y).dtype != DType::Float32) return false;
     g = LayerNormGroup{};
     // Unwind [add bias], then [mul weight], down to mul(d, rstd).

@@ -39,6 +39,15 @@ class SubgraphUses {
     return m.op == OpKind::Mean && m.keepdim && m.operands.size() == 1;
   }
 
+  // The value a norm's result r was before its cast back to x's dtype (the cast's operand, which joins
+  // `internal`), or r when r is no cast (a float32 x).
+  int beforeCastBack(int r, std::vector<int>& internal) const {
+    if (node(r).op != OpKind::Cast) return r;
+    const int y = node(r).operands.at(0);
+    internal.push_back(y);
+    return y;
+  }
+
   // Value v as a call read it: a widened 16-bit value's source (the widening cast joins `internal`), else v.
   int asCalled(int v, std::vector<int>& internal) const {
     const Node& n = node(v);
