@@ -121,6 +121,7 @@ bool cudaStreamIdle(const c10::Stream& stream) {
 void Engine::startFusion() {
   fusion::FusionOptions options{config().hotCalls, true};
   options.evalBatchNorm = config().fusionBatchNorm;
+  options.inPlace = config().fusionInPlace;
   fusion::FusionEngine* fusion = fusion::FusionEngine::installWithShim(options);
   fusion->setHotCallback([this](const fusion::HotChain& hot) { onHotChain(hot); });
   if (config().fusionStartBusy) fusion->setStreamProbe(&engine::cudaStreamIdle);

@@ -58,7 +58,7 @@ std::optional<c10::ScalarType> scalarTypeOf(const std::string& name) {
 int64_t ValueTable::find(const at::Tensor& t) const {
   const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
   for (size_t i = 0; i < entries_.size(); ++i) {
-    if (entries_[i].impl != impl) continue;
+    if (entries_[i].impl != impl || entries_[i].overwritten) continue;
     // The weak reference keeps the TensorImpl's memory, so its address is not reused; a dead one is not `t`.
     if (entries_[i].weakImpl->expired()) continue;
     return static_cast<int64_t>(i);
@@ -82,6 +82,11 @@ int64_t ValueTable::add(const at::Tensor& t, bool produced) {
   }
   const int64_t id = static_cast<int64_t>(entries_.size());
   entries_.push_back(std::move(e));
+  addMeta(id, t);
+  return id;
+}
+
+void ValueTable::addMeta(int64_t id, const at::Tensor& t) {
   if (spareMetas_.empty()) {
     metas_.emplace(id, metaOf(t));
   } else {
@@ -91,6 +96,27 @@ int64_t ValueTable::add(const at::Tensor& t, bool produced) {
     fillMeta(t, node.mapped());
     metas_.insert(std::move(node));
   }
+}
+
+int64_t ValueTable::addInPlace(const at::Tensor& t, int64_t overwrites) {
+  if (overwrites < 0 || static_cast<size_t>(overwrites) >= entries_.size()) return -1;
+  Entry& old = entries_[static_cast<size_t>(overwrites)];
+  if (!old.produced || old.overwritten || old.impl != t.unsafeGetTensorImpl() || !unchangedSinceAdded(overwrites, t)) {
+    return -1;
+  }
+  Entry e;
+  e.produced = true;
+  e.overwrites = overwrites;
+  e.impl = old.impl;
+  e.storage = old.storage;
+  e.offset = old.offset;
+  e.weakImpl = old.weakImpl;
+  e.weakStorage = old.weakStorage;
+  e.taken = old.taken;  // the same TensorImpl as taken: the table holds the storage once (referencedElsewhere)
+  const int64_t id = static_cast<int64_t>(entries_.size());
+  entries_.push_back(std::move(e));
+  entries_[static_cast<size_t>(overwrites)].overwritten = true;
+  addMeta(id, t);
   return id;
 }
 
@@ -110,6 +136,7 @@ bool ValueTable::unchangedSinceAdded(int64_t id, const at::Tensor& t) const {
 bool ValueTable::referencedElsewhere(int64_t id) const {
   HOTKERNEL_INTERNAL_ASSERT(id >= 0 && static_cast<size_t>(id) < entries_.size(), "no value ", id);
   const Entry& e = entries_[static_cast<size_t>(id)];
+  if (e.overwritten) return false;  // Note [In-place steps in the table]
   if (!e.weakImpl->expired()) return true;  // the caller's TensorImpl is alive: someone holds it
   if (strong_) return e.taken.storage().use_count() > 1;  // the storage: the table's own TensorImpl and a view's
   return e.weakStorage && !e.weakStorage->expired();
@@ -131,6 +158,8 @@ bool ValueTable::aliasesAValue(const at::Tensor& t, bool producedOnly) const {
 
 void ValueTable::truncate(size_t size) {
   while (entries_.size() > size) {
+    const int64_t overwrote = entries_.back().overwrites;
+    if (overwrote >= 0 && static_cast<size_t>(overwrote) < size) entries_[static_cast<size_t>(overwrote)].overwritten = false;
     entries_.pop_back();
     recycle(metas_.extract(static_cast<int64_t>(entries_.size())));
   }

@@ -52,11 +52,21 @@ class ValueTable {
     spareMetas_.reserve(kMaxSpareMetas);  // recycle() never allocates: clear() runs in noexcept flushes
   }
 
-  // The id of `t`'s TensorImpl, or -1 when the table does not hold it.
+  // The id of `t`'s TensorImpl (its latest value: Note [In-place steps in the table]), or -1 when the table does
+  // not hold it.
   int64_t find(const at::Tensor& t) const;
   // Adds `t` under the next id and returns it; `produced`: a call of the
   // chain or window returned it (Note [Views of a chain's values]).
   int64_t add(const at::Tensor& t, bool produced = false);
+  // Note [In-place steps in the table]
+  // An in-place call's result is the TensorImpl it wrote, holding a new value:
+  // addInPlace numbers it as the next id, on the storage (and, in a strong
+  // table, the TensorImpl as taken) of value `overwrites`, which a call of
+  // the chain or window returned. From then on the TensorImpl is the new
+  // value (find), and the overwritten one is referenced by no one: its
+  // contents are gone in eager too, so no kernel writes it. Returns -1 (the
+  // table unchanged) when `overwrites` is not such a value of `t`.
+  int64_t addInPlace(const at::Tensor& t, int64_t overwrites);
   size_t size() const { return entries_.size(); }
   const chain::TensorMetas& metas() const { return metas_; }
   // Whether anything but this table refers to the value: its TensorImpl is
@@ -102,6 +112,8 @@ class ValueTable {
     const c10::StorageImpl* storage = nullptr;
     int64_t offset = 0;  // the storage offset when added
     bool produced = false;  // returned by a call, not a chain input
+    bool overwritten = false;  // an in-place call wrote its TensorImpl since (Note [In-place steps in the table])
+    int64_t overwrites = -1;   // the value this in-place result overwrote; -1 for any other
     at::Tensor taken;  // strong tables: the value as taken (Note [Values as a chain took them])
     std::optional<c10::weak_intrusive_ptr<c10::TensorImpl>> weakImpl;  // the caller's, in both kinds
     std::optional<c10::weak_intrusive_ptr<c10::StorageImpl>> weakStorage;
@@ -115,6 +127,8 @@ class ValueTable {
   // chain's flush, noexcept, clears its table).
   static constexpr size_t kMaxSpareMetas = 64;
   void recycle(chain::TensorMetas::node_type node) noexcept;
+  // `t`'s metadata under `id`, in a recycled node when there is one.
+  void addMeta(int64_t id, const at::Tensor& t);
 
   bool strong_;
   std::vector<Entry> entries_;

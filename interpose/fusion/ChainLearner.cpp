@@ -4,8 +4,22 @@
 
 namespace hotkernel::fusion {
 
-bool ChainLearner::append(chain::RecordedCall call, const std::vector<at::Tensor>& outputs) {
+bool ChainLearner::append(chain::RecordedCall call, const std::vector<at::Tensor>& outputs, bool inPlace) {
   call.outputs.clear();
+  if (inPlace) {
+    // Note [In-place steps in the table]: the result is the first argument, a value a call of the window returned;
+    // on another tensor (an input, a view) the window ends.
+    const bool onValue = outputs.size() == 1 && !call.args.empty() &&
+                         call.args[0].kind == chain::RecordedArg::Kind::Tensor && outputs[0].defined();
+    const int64_t id = onValue ? values_.addInPlace(outputs[0], call.args[0].value) : -1;
+    if (id < 0) {
+      close();
+      return false;
+    }
+    call.outputs.push_back(id);
+    calls_.push_back(std::move(call));
+    return true;
+  }
   for (const at::Tensor& out : outputs) {
     if (!out.defined() || values_.find(out) >= 0 || values_.aliasesAValue(out)) {
       close();

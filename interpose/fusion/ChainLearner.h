@@ -51,8 +51,10 @@ class ChainLearner {
   bool full() const { return calls_.size() >= kMaxWindowCalls; }
   // Appends a call whose arguments were captured in values() and whose
   // outputs ran; numbers the outputs. Returns false (and drops the call) for
-  // an output that is not a plain tensor; the window then ends.
-  bool append(chain::RecordedCall call, const std::vector<at::Tensor>& outputs);
+  // an output that is not a plain tensor; the window then ends. `inPlace`:
+  // the call wrote its first argument, which must be a value a call of the
+  // window returned (Note [In-place steps in the table]).
+  bool append(chain::RecordedCall call, const std::vector<at::Tensor>& outputs, bool inPlace = false);
   // Ends the window: counts its pattern, reports it when it turns hot.
   void close();
   // Drops the window without counting it.

@@ -58,6 +58,33 @@ const std::vector<DeferrableOp>& deferrableOps() {
       // FusionOptions::evalBatchNorm (HOTKERNEL_FUSION_BATCH_NORM): off by default.
       {"aten::native_batch_norm", "", "out"},
       {"aten::cudnn_batch_norm", "", "out"},
+      // Note [In-place steps]: replayed as themselves, on the value as the chain took it. Only with
+      // FusionOptions::inPlace (HOTKERNEL_FUSION_IN_PLACE): off by default.
+      {"aten::relu_", "", nullptr},
+      {"aten::silu_", "", nullptr},
+      {"aten::sigmoid_", "", nullptr},
+      {"aten::tanh_", "", nullptr},
+      {"aten::gelu_", "", nullptr},
+      {"aten::hardtanh_", "", nullptr},
+      {"aten::hardswish_", "", nullptr},
+      {"aten::hardsigmoid_", "", nullptr},
+      {"aten::leaky_relu_", "", nullptr},
+      {"aten::clamp_", "", nullptr},
+      {"aten::clamp_min_", "", nullptr},
+      {"aten::clamp_max_", "", nullptr},
+      {"aten::neg_", "", nullptr},
+      {"aten::exp_", "", nullptr},
+      {"aten::rsqrt_", "", nullptr},
+      {"aten::sqrt_", "", nullptr},
+      {"aten::reciprocal_", "", nullptr},
+      {"aten::add_", "Tensor", nullptr},
+      {"aten::sub_", "Tensor", nullptr},
+      {"aten::mul_", "Tensor", nullptr},
+      {"aten::div_", "Tensor", nullptr},
+      {"aten::add_", "Scalar", nullptr},
+      {"aten::sub_", "Scalar", nullptr},
+      {"aten::mul_", "Scalar", nullptr},
+      {"aten::div_", "Scalar", nullptr},
   };
   return ops;
 }
@@ -68,7 +95,7 @@ std::string qualifiedName(const DeferrableOp& op) {
   return s;
 }
 
-std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm) {
+std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm, bool inPlace) {
   std::vector<ResolvedOp> resolved;
   const auto& table = deferrableOps();
   auto& dispatcher = c10::Dispatcher::singleton();
@@ -76,8 +103,11 @@ std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm) {
     const DeferrableOp& d = table[i];
     const std::string name = d.name;
     if (!evalBatchNorm && (name == "aten::native_batch_norm" || name == "aten::cudnn_batch_norm")) continue;
+    const bool writesSelf = name.back() == '_';
+    if (writesSelf && !inPlace) continue;
     ResolvedOp r;
     r.index = i;
+    r.inPlace = writesSelf;
     r.qualified = qualifiedName(d);
     r.op = dispatcher.findSchema({d.name, d.overload});
     if (!r.op) {

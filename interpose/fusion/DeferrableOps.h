@@ -18,7 +18,9 @@
 // `native_batch_norm` and `cudnn_batch_norm` replay through their out=
 // overloads (generated: the functional op, then a copy into each out,
 // shaped as the functional op returns them): every result of a deferred call
-// is passed, in order (an eval batch norm's empty ones too).
+// is passed, in order (an eval batch norm's empty ones too). An in-place op
+// (Note [In-place steps]) writes its first argument, the value as the chain
+// took it, whose storage its result shares: it replays as itself.
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DispatchKey.h>
@@ -32,7 +34,7 @@ namespace hotkernel::fusion {
 struct DeferrableOp {
   const char* name;         // "aten::mul"
   const char* overload;     // "Tensor"; "" for none
-  const char* outOverload;  // "out"; nullptr: replayed as copy_ (Note [Replaying a deferred call])
+  const char* outOverload;  // "out"; nullptr: replayed as copy_, or an in-place op as itself (Note [Replaying a deferred call])
 };
 
 // Every op the engine may defer, in a fixed order (an op's index is its id).
@@ -47,7 +49,8 @@ struct ResolvedOp {
   size_t index = 0;
   std::string qualified;
   std::optional<c10::OperatorHandle> op;
-  std::optional<c10::OperatorHandle> out;  // nullopt for copy_ replays
+  std::optional<c10::OperatorHandle> out;  // nullopt for copy_ and in-place replays
+  bool inPlace = false;                    // writes its first argument: replayed as itself (Note [In-place steps])
   size_t functionalArgs = 0;               // arguments of the functional schema
   bool passing = false;                    // an op a pending chain lets pass (Note [Ops a chain lets pass])
   bool flushing = false;                   // an op that flushes first (Note [Ops that flush first])
@@ -57,7 +60,8 @@ struct ResolvedOp {
 // takes other arguments than the functional ones plus `out` is left out
 // (and said once at debug level).
 // `evalBatchNorm`: native_batch_norm and cudnn_batch_norm too (FusionOptions::evalBatchNorm).
-std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm = false);
+// `inPlace`: the in-place ops too (FusionOptions::inPlace).
+std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm = false, bool inPlace = false);
 
 // Note [Ops a chain lets pass]
 // A matrix product between two steps of a chain (LlamaMLP's up projection

@@ -66,7 +66,7 @@ FusionBypass::~FusionBypass() {
 
 FusionEngine::FusionEngine(std::unique_ptr<CommandGate> gate, FusionOptions options)
     : state_(std::make_unique<State>(std::move(gate), options)) {
-  state_->ops = resolveDeferrableOps(options.evalBatchNorm);
+  state_->ops = resolveDeferrableOps(options.evalBatchNorm, options.inPlace);
   for (ResolvedOp& r : resolvePassingOps()) state_->ops.push_back(std::move(r));
   for (ResolvedOp& r : resolveFlushingOps()) state_->ops.push_back(std::move(r));
   state_->originals.resize(state_->ops.size());

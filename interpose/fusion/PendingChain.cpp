@@ -78,6 +78,15 @@ std::optional<std::vector<at::Tensor>> PendingChain::take(const ResolvedOp& op,
   }
   std::vector<at::Tensor> outputs;
   for (int64_t id : call.outputs) {
+    if (op.inPlace) {  // Note [In-place steps in the table]: the result is the caller's tensor, which it wrote
+      const bool onTensor = !call.args.empty() && call.args[0].kind == chain::RecordedArg::Kind::Tensor;
+      if (!onTensor || values_.addInPlace(args[0].toTensor(), call.args[0].value) != id) {
+        values_.truncate(mark);
+        return std::nullopt;
+      }
+      outputs.push_back(args[0].toTensor());
+      continue;
+    }
     const chain::TensorMeta& m = modelMetas->at(id);
     std::optional<c10::ScalarType> type = scalarTypeOf(m.scalarType);
     if (!type) {
@@ -160,7 +169,10 @@ bool PendingChain::replay() noexcept {
   try {
     for (; i < deferred_.size(); ++i) {
       Deferred& d = deferred_[i];
-      if (d.op->out) {
+      if (d.op->inPlace) {  // Note [Replaying a deferred call]: itself, on the value as taken
+        torch::jit::Stack stack = d.args;
+        d.op->op->redispatchBoxed(c10::DispatchKeySet(backend_), &stack);
+      } else if (d.op->out) {
         torch::jit::Stack stack = d.args;
         for (const at::Tensor& out : d.outputs) stack.emplace_back(out);  // out= takes every result, in order
         d.op->out->redispatchBoxed(c10::DispatchKeySet(backend_), &stack);

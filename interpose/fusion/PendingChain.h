@@ -7,7 +7,8 @@
 // grows while each next call is the next step of at least one of them
 // (Note [Chain patterns]); each taken call gets its outputs allocated with
 // the pattern's metadata (the caching allocator, on the call's stream) and
-// returns them at once. The chain holds every input's and output's storage
+// returns them at once (an in-place call returns the tensor it writes, a
+// value the chain returned before: Note [In-place steps in the table]). The chain holds every input's and output's storage
 // (its own TensorImpls: Note [A pending chain holds no caller's TensorImpl]),
 // so no storage of it is reused before it runs. It runs at its
 // flush: a complete candidate whose fused kernel writes every value still

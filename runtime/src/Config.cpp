@@ -125,6 +125,7 @@ Config Config::fromEnvironment() {
   c.fusionStartBusy = parseTwoWay("HOTKERNEL_FUSION_START", "always", "busy");
   c.fusionEagerRounding = parseTwoWay("HOTKERNEL_FUSION_ROUNDING", "fused", "eager");
   c.fusionBatchNorm = parseBool("HOTKERNEL_FUSION_BATCH_NORM", false);
+  c.fusionInPlace = parseBool("HOTKERNEL_FUSION_IN_PLACE", false);
   c.nvtx = parseBool("HOTKERNEL_NVTX", true);
   c.cupti = parseBool("HOTKERNEL_CUPTI", false);
   c.trustAgentEntries = parseBool("HOTKERNEL_TRUST_AGENT_ENTRIES", false);

@@ -121,6 +121,7 @@ FusionEngine& engine() {
     gGate = gate.get();
     FusionOptions options{3, true};
     options.evalBatchNorm = true;  // Note [Eval BatchNorm in a chain]
+    options.inPlace = true;        // Note [In-place steps]
     FusionEngine* made = FusionEngine::installProcessEngine(std::move(gate), options);
     made->install(c10::DispatchKey::CPU);
     return made;
@@ -439,6 +440,83 @@ TEST_F(FusionEngineTest, GivenALoneGroupNormOrEvalBatchNormWhenPublishedThenEach
   EXPECT_NE(engine().patternsJson().find("a single call: nothing to fuse"), std::string::npos);
 }
 
+// Note [In-place steps]: torchvision's Bottleneck tail (bn3, out += identity, ReLU(inplace=True)) is learned as
+// one chain of three calls, deferred (the in-place calls return the tensor the caller holds) and fused into it.
+TEST_F(FusionEngineTest, GivenAResidualTailWrittenInPlaceWhenPublishedThenItIsOneChainFusedIntoTheCallersTensor) {
+  at::Tensor x = at::randn({2, 16, 6, 5}) * 2, identity = at::randn({2, 16, 6, 5});
+  at::Tensor w = at::randn({16}), b = at::randn({16}), mean = at::randn({16}), var = at::rand({16}) + 0.5;
+  auto tail = [&] {
+    at::Tensor out = at::batch_norm(x, w, b, mean, var, false, 0.1, 1e-5, true);
+    out.add_(identity);
+    return out.relu_();
+  };
+  auto kernels = learnAndPublish(tail);
+  ASSERT_EQ(kernels.size(), 1u) << engine().patternsJson();
+  EXPECT_EQ(kernels[0]->build().outputValues.size(), 1u);
+  const at::Tensor want = eager(tail);
+  const uint64_t deferred = engine().stats().deferredCalls;
+  at::Tensor out = at::batch_norm(x, w, b, mean, var, false, 0.1, 1e-5, true);
+  const at::Tensor& added = out.add_(identity);
+  EXPECT_TRUE(added.is_same(out));
+  EXPECT_TRUE(out.relu_().is_same(out));
+  EXPECT_EQ(engine().stats().deferredCalls, deferred + 3);
+  EXPECT_EQ(kernels[0]->launches, 0);
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, 1) << engine().stats().lastUnfused;
+  EXPECT_LE(worstRelative(out, want), 1e-5);
+}
+
+// The overwritten value is gone in eager too: a view of the tensor taken before the in-place call sees the last
+// value, fused or replayed; a chain that diverges at its in-place step computes the value, then the call runs.
+TEST_F(FusionEngineTest, GivenAnInPlaceStepWhenAViewIsHeldOrTheStepDivergesThenTheResultsAreEagers) {
+  at::Tensor x = at::randn({32, 64}), y = at::randn({32, 64});
+  auto program = [&](double scale) {
+    at::Tensor h = at::exp(x);
+    at::Tensor v = h.view({-1});
+    h.mul_(scale);
+    h.add_(y);
+    return std::make_pair(h, v);
+  };
+  auto kernels = learnAndPublish([&] { return program(2.0).first; });
+  ASSERT_EQ(kernels.size(), 1u) << engine().patternsJson();
+  const auto want = eager([&] { return program(2.0).first; });
+  auto [h, v] = program(2.0);
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, 1) << engine().stats().lastUnfused;
+  EXPECT_LE(worstRelative(h, want), 1e-6);
+  EXPECT_TRUE(same(v, h.view({-1})));
+  // mul_(3) is not the chain's step: exp is computed into h, then mul_ and add_ run as eager runs them.
+  const at::Tensor want3 = eager([&] { return program(3.0).first; });
+  const uint64_t unfused = engine().stats().unfusedFlushes;
+  auto [h3, v3] = program(3.0);
+  foreignCommand();
+  EXPECT_EQ(engine().stats().unfusedFlushes, unfused + 1);
+  EXPECT_TRUE(same(h3, want3));
+}
+
+// An in-place call that writes a chain input (or a view of a value) is no step: the chain runs before it writes.
+TEST_F(FusionEngineTest, GivenAPendingChainWhenAnInPlaceCallWritesItsInputThenTheChainReadsTheInputFirst) {
+  at::Tensor g = at::randn({32, 128}), u = at::randn({32, 128});
+  auto kernels = learnAndPublish([&] { return swiglu(g, u); });
+  ASSERT_EQ(kernels.size(), 1u);
+  const at::Tensor want = eager([&] { return swiglu(g, u); });
+  at::Tensor gg = g.clone(), uu = u.clone();
+  at::Tensor out = swiglu(gg, uu);  // pending
+  EXPECT_EQ(kernels[0]->launches, 0);
+  uu.mul_(5);  // writes the chain's input: the chain runs first
+  EXPECT_EQ(kernels[0]->launches, 1);
+  EXPECT_LE(worstRelative(out, want), 1e-6);  // fused: the interpreter's float arithmetic
+  at::Tensor act = at::silu(gg);   // the chain's head, pending again
+  act.select(0, 0).relu_();        // through a view: not the chain's value itself
+  foreignCommand();
+  at::Tensor wantAct = eager([&] {
+    at::Tensor a = at::silu(gg);
+    a.select(0, 0).relu_();
+    return a;
+  });
+  EXPECT_TRUE(same(act, wantAct));
+}
+
 // FusionOptions::evalBatchNorm (HOTKERNEL_FUSION_BATCH_NORM): batch norms are deferrable only when asked for.
 TEST(DeferrableOpsTest, GivenEvalBatchNormOffOrOnWhenResolvedThenTheBatchNormsAreLeftOutOrTakenIn) {
   auto has = [](const std::vector<ResolvedOp>& ops, const std::string& name) {
@@ -450,6 +528,15 @@ TEST(DeferrableOpsTest, GivenEvalBatchNormOffOrOnWhenResolvedThenTheBatchNormsAr
   EXPECT_TRUE(has(off, "aten::native_group_norm"));
   EXPECT_TRUE(has(on, "aten::native_batch_norm"));
   EXPECT_EQ(on.size(), off.size() + (has(on, "aten::cudnn_batch_norm") ? 2u : 1u));
+  // FusionOptions::inPlace (HOTKERNEL_FUSION_IN_PLACE): the in-place ops, each replayed as itself.
+  EXPECT_FALSE(has(off, "aten::relu_"));
+  const std::vector<ResolvedOp> inPlace = resolveDeferrableOps(false, true);
+  for (const char* name : {"aten::relu_", "aten::add_.Tensor", "aten::mul_.Scalar", "aten::hardtanh_"}) {
+    auto it = std::find_if(inPlace.begin(), inPlace.end(), [&](const ResolvedOp& r) { return r.qualified == name; });
+    ASSERT_NE(it, inPlace.end()) << name;
+    EXPECT_TRUE(it->inPlace && !it->out) << name;
+  }
+  EXPECT_FALSE(std::any_of(off.begin(), off.end(), [](const ResolvedOp& r) { return r.inPlace; }));
 }
 
 // Note [Idle streams]: with a probe that finds the stream idle, the chain's first call runs eagerly and so does

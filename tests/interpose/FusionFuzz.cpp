@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <ostream>
 #include <thread>
 
@@ -124,6 +125,7 @@ struct TStep {
   int b = -1;
   double scalar = 0;
   at::ScalarType to = at::kFloat;
+  bool inPlace = false;  // `a` written in place (relu_, add_: Note [In-place steps]); its result is `a` itself
 };
 
 struct Template {
@@ -168,7 +170,54 @@ std::vector<int64_t> drawnSizes(const TInput& in, int64_t rows, int64_t cols) {
   return in.strided ? std::vector<int64_t>{rows, 2 * cols} : sizesOf(in.shape, rows, cols);
 }
 
+// Whether `op` has an in-place form the fusion engine defers (Note [In-place steps]).
+bool hasInPlaceForm(Op op) {
+  switch (op) {
+    case Op::Neg: case Op::Tanh: case Op::Sigmoid: case Op::Silu: case Op::Relu: case Op::Gelu: case Op::GeluTanh:
+    case Op::Exp: case Op::Rsqrt: case Op::Sqrt: case Op::Reciprocal: case Op::Hardsigmoid: case Op::Hardswish:
+    case Op::MulS: case Op::AddS: case Op::SubS: case Op::DivS: case Op::AddT: case Op::SubT: case Op::MulT:
+    case Op::DivT: case Op::ClampS: case Op::ClampMinS: case Op::ClampMaxS: case Op::HardtanhS: case Op::LeakyReluS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// `s` written into `a` (hasInPlaceForm(s.op)): returns `a`.
+at::Tensor applyInPlace(const TStep& s, at::Tensor a, const at::Tensor& b) {  // a handle: the tensor is the caller's
+  switch (s.op) {
+    case Op::Neg: return a.neg_();
+    case Op::Tanh: return a.tanh_();
+    case Op::Sigmoid: return a.sigmoid_();
+    case Op::Silu: return at::silu_(a);
+    case Op::Relu: return a.relu_();
+    case Op::Gelu: return at::gelu_(a);
+    case Op::GeluTanh: return at::gelu_(a, "tanh");
+    case Op::Exp: return a.exp_();
+    case Op::Rsqrt: return a.rsqrt_();
+    case Op::Sqrt: return a.sqrt_();
+    case Op::Reciprocal: return a.reciprocal_();
+    case Op::Hardsigmoid: return at::hardsigmoid_(a);
+    case Op::Hardswish: return at::hardswish_(a);
+    case Op::MulS: return a.mul_(at::Scalar(s.scalar));
+    case Op::AddS: return a.add_(at::Scalar(s.scalar));
+    case Op::SubS: return a.sub_(at::Scalar(s.scalar));
+    case Op::DivS: return a.div_(at::Scalar(s.scalar));
+    case Op::AddT: return a.add_(b);
+    case Op::SubT: return a.sub_(b);
+    case Op::MulT: return a.mul_(b);
+    case Op::DivT: return a.div_(b);
+    case Op::ClampS: return a.clamp_(-std::abs(s.scalar), std::abs(s.scalar));
+    case Op::ClampMinS: return a.clamp_min_(at::Scalar(s.scalar));
+    case Op::ClampMaxS: return a.clamp_max_(at::Scalar(s.scalar));
+    case Op::HardtanhS: return at::hardtanh_(a, -std::abs(s.scalar), std::abs(s.scalar));
+    case Op::LeakyReluS: return at::leaky_relu_(a, std::abs(s.scalar) / 4);
+    default: throw std::logic_error("no in-place form");
+  }
+}
+
 at::Tensor applyStep(const TStep& s, const at::Tensor& a, const at::Tensor& b) {
+  if (s.inPlace) return applyInPlace(s, a, b);
   switch (s.op) {
     case Op::Neg: return at::neg(a);
     case Op::Tanh: return at::tanh(a);
@@ -240,6 +289,7 @@ struct GenValue {
   double bound;
   bool nonneg;
   bool positive;  // >= 0.25
+  bool overwritten = false;  // an in-place step wrote its tensor: no later step reads it under this number
 };
 
 at::ScalarType promote(const GenValue& a, const GenValue& b) {
@@ -285,8 +335,9 @@ class TemplateMaker {
     const int steps = 2 + pick(6);
     int cur = 0;
     while (static_cast<int>(t_.steps.size()) < steps) {
-      const int a = pick(4) == 0 ? pick(static_cast<int>(values_.size())) : cur;
-      cur = addStep(a);
+      int a = pick(4) == 0 ? pick(static_cast<int>(values_.size())) : cur;
+      if (values_[static_cast<size_t>(a)].overwritten) a = cur;
+      cur = maybeInPlace(addStep(a), 4);
       if (values_[static_cast<size_t>(cur)].bound > 8) cur = push(TStep{Op::Tanh, cur}, unary(cur, 1, false, false));
     }
     return withKeeps(3);
@@ -353,6 +404,7 @@ class TemplateMaker {
         case 1: cur = push(TStep{Op::Relu, cur}, unary(cur, b, true, false)); break;
         case 2: {  // a residual of x's sizes
           const int r = nd(sizes, false);
+          ++cur;  // the new input is numbered before the steps' values
           cur = push(TStep{Op::AddT, cur, r}, unary(cur, b + 2, false, false));
           break;
         }
@@ -361,11 +413,13 @@ class TemplateMaker {
           temb[0] = sizes[0];
           temb[1] = sizes[1];
           const int e = nd(temb, false);
+          ++cur;
           cur = push(TStep{Op::AddT, cur, e}, unary(cur, b + 2, false, false));
           break;
         }
         default: cur = anyShape(cur);
       }
+      cur = maybeInPlace(cur, 2);  // torchvision's ReLU(inplace=True), a residual +=
       if (values_[static_cast<size_t>(cur)].bound > 8) cur = push(TStep{Op::Tanh, cur}, unary(cur, 1, false, false));
     }
     return withKeeps(2);
@@ -456,6 +510,22 @@ class TemplateMaker {
     t_.steps.push_back(s);
     values_.push_back(v);
     return static_cast<int>(values_.size()) - 1;
+  }
+
+  // Note [In-place steps]: in one of `oneIn` templates' steps, the last step (the one returning `cur`) writes its
+  // first operand in place where it can (an earlier step's value, of the result's shape and dtype): the operand's
+  // number then names the result's tensor, and no later step picks it.
+  int maybeInPlace(int cur, int oneIn) {
+    TStep& s = t_.steps.back();
+    if (cur != static_cast<int>(values_.size()) - 1 || !hasInPlaceForm(s.op) || pick(oneIn) != 0) return cur;
+    if (s.a < static_cast<int>(t_.inputs.size())) return cur;
+    GenValue& operand = values_[static_cast<size_t>(s.a)];
+    const GenValue& result = values_[static_cast<size_t>(cur)];
+    if (operand.overwritten || operand.shape != result.shape || operand.dtype != result.dtype) return cur;
+    s.inPlace = true;
+    operand = result;
+    operand.overwritten = true;
+    return cur;
   }
 
   // A positive value made from `a` (|a| + 0.5) when it is not one.
@@ -566,7 +636,7 @@ class TemplateMaker {
       int other = -1;
       if (pick(2) == 0 && values_.size() > 1) {
         const int o = pick(static_cast<int>(values_.size()));
-        if (o != a) other = o;
+        if (o != a && !values_[static_cast<size_t>(o)].overwritten) other = o;
       }
       if (other < 0) {
         static const Shape kShapes[] = {Shape::Full, Shape::Full, Shape::Col, Shape::Row, Shape::Zero};
@@ -679,6 +749,7 @@ struct Reg {
   int parent = -1, parent2 = -1;
   bool view = false;      // shares its parent's values
   bool modified = false;  // an in-place op wrote it after it was created
+  std::vector<int> writtenFrom;  // the other operands of in-place steps that wrote it since (Note [In-place steps])
   uint64_t deferredEpoch = ~0ULL;
 };
 
@@ -803,7 +874,14 @@ class Program {
     at::Tensor out = applyStep(s, regs_[static_cast<size_t>(a)].t, b >= 0 ? regs_[static_cast<size_t>(b)].t : at::Tensor());
     // `.to()` of a tensor's own dtype returns the tensor itself: a second name, not a new value.
     const bool same = out.unsafeGetTensorImpl() == regs_[static_cast<size_t>(a)].t.unsafeGetTensorImpl();
-    const int r = addReg(std::move(out), a, b, same);
+    // An in-place step's result is computed from its operands (not a second name of `a`'s value), and every
+    // register of the tensor it wrote now holds a value computed from `b` too.
+    const int r = addReg(std::move(out), a, b, same && !s.inPlace);
+    if (s.inPlace && b >= 0) {
+      for (Reg& reg : regs_) {
+        if (reg.t.defined() && reg.t.is_alias_of(regs_[static_cast<size_t>(r)].t)) reg.writtenFrom.push_back(b);
+      }
+    }
     count("steps");
     if (s.op == Op::RotateHalf) {
       count("rotateHalfSteps");
@@ -831,6 +909,11 @@ class Program {
     }
     if ((s.op == Op::MaxT || s.op == Op::MinT) && engine_ && fuzzEngine().stats().deferredCalls > before) {
       count("maximumDeferred");
+    }
+    if (s.inPlace) {  // Note [In-place steps]
+      count("inPlaceSteps");
+      if (ofPending) count("inPlaceStepsOnPending");
+      if (engine_ && fuzzEngine().stats().deferredCalls > before) count("inPlaceDeferred");
     }
     if (s.op == Op::Clone) {
       count("cloneSteps");
@@ -1360,6 +1443,10 @@ class Checker {
       if (pt.first == Taint::None) continue;
       const Taint inherited = reg.view ? pt.first : Taint::Derived;
       if (inherited > t.first) t = {inherited, pt.second};
+    }
+    for (int p : reg.writtenFrom) {  // an in-place step wrote a value computed from it into this tensor
+      const auto pt = taint(p);
+      if (pt.first != Taint::None && Taint::Derived > t.first) t = {Taint::Derived, pt.second};
     }
     if (reg.modified && t.first == Taint::Direct) t.first = Taint::Derived;
     m = t;

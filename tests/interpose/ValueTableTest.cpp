@@ -90,5 +90,51 @@ TEST(ValueTableTest, GivenForgottenValuesWhenOthersAreAddedThenEachHasItsOwnMeta
   }
 }
 
+
+// Note [In-place steps in the table]: an in-place result is the TensorImpl it wrote, a new value on the storage
+// (and, strong, the TensorImpl as taken) of the one it overwrote; the overwritten value is found and referenced by
+// no one; forgetting the result makes the overwritten value the tensor's again.
+TEST(ValueTableTest, GivenAnInPlaceResultWhenAddedThenTheTensorIsTheNewValueAndTheOverwrittenOneIsReferencedByNoOne) {
+  for (bool strong : {true, false}) {
+    ValueTable table(strong);
+    at::Tensor x = at::randn({4, 8});
+    const int64_t v1 = table.add(x, /*produced=*/true);
+    const int64_t v2 = table.addInPlace(x, v1);
+    ASSERT_EQ(v2, v1 + 1) << strong;
+    EXPECT_EQ(table.find(x), v2);
+    EXPECT_TRUE(table.referencedElsewhere(v2));
+    EXPECT_FALSE(table.referencedElsewhere(v1));
+    EXPECT_EQ(table.metas().at(v2).sizes, table.metas().at(v1).sizes);
+    EXPECT_FALSE(table.aliasesAValue(x));
+    EXPECT_TRUE(table.aliasesAValue(x.select(0, 1)));
+    table.truncate(static_cast<size_t>(v2));
+    EXPECT_EQ(table.find(x), v1) << strong;
+    EXPECT_TRUE(table.referencedElsewhere(v1));
+    const int64_t again = table.addInPlace(x, v1);
+    ASSERT_EQ(again, v2);
+    if (strong) {
+      EXPECT_TRUE(table.taken(v2).is_same(table.taken(v1)));  // one TensorImpl: the storage is held once
+      x.reset();
+      EXPECT_FALSE(table.referencedElsewhere(v2));  // the table's own references are not someone else's
+    }
+  }
+}
+
+TEST(ValueTableTest, GivenATensorThatIsNotTheValueOrAnInputWhenAddedInPlaceThenTheTableRefusesAndIsUnchanged) {
+  ValueTable table(/*strong=*/true);
+  at::Tensor input = at::randn({4, 8}), made = at::randn({4, 8}), other = at::randn({4, 8});
+  const int64_t in = table.add(input);
+  const int64_t v = table.add(made, /*produced=*/true);
+  EXPECT_EQ(table.addInPlace(input, in), -1);  // a chain input: no call of the chain returned it
+  EXPECT_EQ(table.addInPlace(other, v), -1);   // not the value's TensorImpl
+  EXPECT_EQ(table.addInPlace(made, 7), -1);    // no such value
+  made.unsqueeze_(0);                          // reshaped in place since the table took it
+  EXPECT_EQ(table.addInPlace(made, v), -1);
+  EXPECT_EQ(table.size(), 2u);
+  const int64_t again = table.addInPlace(made.squeeze_(0), v);
+  EXPECT_EQ(again, 2);
+  EXPECT_EQ(table.addInPlace(made, v), -1);  // overwritten already: the tensor is value 2 now
+}
+
 }  // namespace
 }  // namespace hotkernel::fusion

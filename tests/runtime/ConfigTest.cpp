@@ -215,6 +215,16 @@ TEST(ConfigTest, GivenHotkernelFusionBatchNormWhenReadThenOffByDefaultAndOnAsABo
   EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION_BATCH_NORM='sometimes'"), 1u) << r.logged;
 }
 
+TEST(ConfigTest, GivenHotkernelFusionInPlaceWhenReadThenOffByDefaultAndOnAsABool) {
+  unsetenv("HOTKERNEL_FUSION_IN_PLACE");
+  EXPECT_FALSE(Config::fromEnvironment().fusionInPlace);
+  EXPECT_TRUE(readWith("HOTKERNEL_FUSION_IN_PLACE", "1").config.fusionInPlace);
+  EXPECT_FALSE(readWith("HOTKERNEL_FUSION_IN_PLACE", "0").config.fusionInPlace);
+  const Read r = readWith("HOTKERNEL_FUSION_IN_PLACE", "maybe");
+  EXPECT_FALSE(r.config.fusionInPlace);
+  EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION_IN_PLACE='maybe'"), 1u) << r.logged;
+}
+
 TEST(ConfigTest, GivenHotkernelFusionRoundingWhenReadThenFusedByDefaultAndOnlyEagerRoundsAsEager) {
   unsetenv("HOTKERNEL_FUSION_ROUNDING");
   EXPECT_FALSE(Config::fromEnvironment().fusionEagerRounding);

@@ -137,6 +137,12 @@ const std::map<std::string, std::function<std::string()>>& resolvers() {
          return config().fusionBatchNorm ? std::string("on: eval batch norms join chains with the ops after them")
                                          : std::string("off: batch norms run as eager runs them");
        }},
+      {"HOTKERNEL_FUSION_IN_PLACE",
+       [] {
+         return config().fusionInPlace
+                    ? std::string("on: in-place ops (relu_, +=) on a chain's values join the chain")
+                    : std::string("off: an in-place op ends a chain");
+       }},
       {"HOTKERNEL_NVTX",
        [] {
          return config().nvtx ? std::string("on: an NVTX range names each plan launch (seen under a profiler)")

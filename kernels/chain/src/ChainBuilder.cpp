@@ -1,16 +1,15 @@
 #include "hotkernel/chain/ChainBuilder.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "CallArgs.h"
+#include "CallWrites.h"
 #include "CompositeLowering.h"
 #include "GroupView.h"
 #include "OpRules.h"
@@ -23,7 +22,6 @@ namespace hotkernel::chain {
 namespace {
 
 using rules::Form;
-using rules::kViewOps;
 using rules::OpRule;
 using detail::argAt;
 using detail::argCount;
@@ -67,16 +65,19 @@ class Builder {
   }
 
   void add(const RecordedCall& call) {
+    detail::refuseOutAndViewOps(call.op);
+    const std::string functional = detail::functionalOfInPlace(call.op);
+    if (functional.empty()) return addCall(call, /*inPlace=*/false);
+    detail::checkInPlaceStep(call, rules::ruleOf(functional), produced_, metas_);  // Note [In-place steps]
+    RecordedCall f = call;
+    f.op = functional;
+    addCall(f, /*inPlace=*/true);
+    overwritten_.insert(call.args[0].value);
+  }
+
+  // A functional op's call; `inPlace`: its result is written into its first argument (checked: checkInPlaceStep).
+  void addCall(const RecordedCall& call, bool inPlace) {
     const std::string& op = call.op;
-    const std::string base = op.rfind("aten::", 0) == 0 ? op.substr(6) : op;
-    const std::string name = base.substr(0, base.find('.'));
-    const std::string overload = base.find('.') == std::string::npos ? "" : base.substr(base.find('.') + 1);
-    HOTKERNEL_REQUIRE(name.empty() || name.back() != '_', "in-place op: it writes its argument, which ends a chain");
-    HOTKERNEL_REQUIRE(overload != "out" && (overload.size() < 4 || overload.substr(overload.size() - 4) != "_out"),
-                      "out= op: it writes a caller's tensor, which ends a chain");
-    for (const char* view : kViewOps) {
-      HOTKERNEL_REQUIRE(name != view, "view op: its result aliases its argument, which ends a chain");
-    }
     const OpRule* rule = rules::ruleOf(op);
     HOTKERNEL_REQUIRE(rule != nullptr,
                       "unsupported op: not a chain op (pointwise, cast, last-dim reduction, softmax or layer_norm)");
@@ -109,13 +110,17 @@ class Builder {
         continue;
       }
       check(nodes[k], out);
-      detail::checkResultLayout(*rule, call, metas_, out, k);
+      if (!inPlace) detail::checkResultLayout(*rule, call, metas_, out, k);  // in place: the argument's, checked
       nodeOf_[out] = nodes[k];
       produced_.push_back(out);
     }
   }
 
   ChainBuild finish(const std::vector<int64_t>& liveOutputs) {
+    for (int64_t v : liveOutputs) {
+      HOTKERNEL_REQUIRE(overwritten_.count(v) == 0, "live output %", v,
+                        " is a value an in-place call overwrote (Note [In-place steps])");
+    }
     std::vector<int64_t> outs = liveOutputs;
     if (outs.empty()) {
       for (int64_t v : produced_) {
@@ -227,6 +232,8 @@ class Builder {
     HOTKERNEL_REQUIRE(groupStats_.count(a.value) == 0, "reads %", a.value,
                       ", a group norm's mean or rstd: a chain returns them only (Note [The group view])");
     HOTKERNEL_REQUIRE(emptyResults_.count(a.value) == 0, "reads %", a.value, ", an eval batch norm's unused result");
+    HOTKERNEL_REQUIRE(overwritten_.count(a.value) == 0, "reads %", a.value,
+                      ", a value an in-place call overwrote (Note [In-place steps])");
     read_.insert(a.value);
     auto it = nodeOf_.find(a.value);
     if (it != nodeOf_.end()) return it->second;
@@ -443,6 +450,7 @@ class Builder {
   std::set<int64_t> channelValues_;  // the group norms' weights and biases
   std::set<int64_t> groupStats_;     // the group norms' mean and rstd results
   std::set<int64_t> emptyResults_;   // an eval batch norm's unused results (save_mean, save_invstd, reserve)
+  std::set<int64_t> overwritten_;    // values an in-place call overwrote (Note [In-place steps])
   bool widthFixed_ = false;  // the calls hold a cat (Note [Chain column extents])
   ChainIR ir_;
   std::vector<int64_t> full_;

@@ -4,6 +4,8 @@
 #include <set>
 #include <string>
 
+#include "CallWrites.h"
+
 namespace hotkernel::chain {
 
 namespace {
@@ -50,10 +52,17 @@ std::vector<PatternSegment> segmentPattern(const ChainPattern& window, const Cha
   const std::set<int64_t> live(window.live.begin(), window.live.end());
   // A call that builds nothing on its own (an op, dtype or argument no chain takes) bounds every segment: the
   // search runs between such barriers (one build of one call each, outside maxBuilds).
+  // An in-place call alone writes a segment input, which no chain does (Note [In-place steps]): its functional
+  // op says whether it is a barrier.
+  ChainPattern functional = window;
+  for (RecordedCall& c : functional.calls) {
+    const std::string f = detail::functionalOfInPlace(c.op);
+    if (!f.empty()) c.op = f;
+  }
   std::vector<bool> barrier(n, false);
   for (size_t i = 0; i < n; ++i) {
     PatternSegment alone;
-    barrier[i] = tryRun(window, lastRead, live, i, i + 1, options, alone) && !alone.build.ok();
+    barrier[i] = tryRun(functional, lastRead, live, i, i + 1, options, alone) && !alone.build.ok();
   }
   std::vector<PatternSegment> segments;
   size_t builds = 0;

@@ -162,3 +162,25 @@ TEST(ChainSegmentsTest, GivenCallsThatBuildNothingAloneWhenSegmentedThenTheSearc
   EXPECT_EQ(segs[0].pattern.live.size(), 1u);
   EXPECT_EQ(segs[1].build.inputValues.size(), 2u);
 }
+
+// Note [In-place steps]: an in-place call alone writes an input, which no chain does, yet it is no barrier: the
+// segment holding the value it overwrites takes it.
+TEST(ChainSegmentsTest, GivenInPlaceStepsBeforeARefusedCallWhenSegmentedThenTheyJoinTheSegmentOfTheValueTheyWrite) {
+  using A = RecordedArg;
+  const TensorMeta f{"float16", {4, 8}, {8, 1}}, i{"int64", {4, 8}, {8, 1}};
+  const std::vector<RecordedCall> calls = {
+      {"aten::exp", {A::tensor(0)}, {2}},
+      {"aten::add_.Tensor", {A::tensor(2), A::tensor(1), A::number(1)}, {3}},
+      {"aten::relu_", {A::tensor(3)}, {4}},
+      {"aten::mul.Tensor", {A::tensor(5), A::number(2)}, {6}},  // int64: no chain value
+  };
+  const TensorMetas metas = {{0, f}, {1, f}, {2, f}, {3, f}, {4, f}, {5, i}, {6, i}};
+  const ChainPattern window = canonicalPattern(calls, metas, {4, 6});
+  ASSERT_FALSE(buildChain(window.calls, window.metas, window.live, kLayouts).ok());
+  const std::vector<PatternSegment> segs = segmentPattern(window, kLayouts);
+  ASSERT_EQ(segs.size(), 1u);
+  EXPECT_EQ(segs[0].first, 0u);
+  EXPECT_EQ(segs[0].last, 3u);
+  ASSERT_TRUE(segs[0].build.ok()) << segs[0].build.reason;
+  EXPECT_EQ(segs[0].build.outputValues.size(), 1u);
+}

@@ -76,6 +76,9 @@ struct FusionOptions {
   // Note [Eval BatchNorm in a chain]: eval native_batch_norm / cudnn_batch_norm calls join chains too
   // (HOTKERNEL_FUSION_BATCH_NORM; off by default until the GPU fuzz suite has drawn more of them).
   bool evalBatchNorm = false;
+  // Note [In-place steps]: in-place pointwise ops (relu_, add_.Tensor, ...) on a pending value extend its chain
+  // (HOTKERNEL_FUSION_IN_PLACE; off by default until the GPU fuzz suite has drawn them).
+  bool inPlace = false;
 };
 
 // Note [Idle streams]

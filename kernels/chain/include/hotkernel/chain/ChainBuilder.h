@@ -23,8 +23,10 @@
 // refused as before. A call is refused, and with it the sequence, for:
 //   an op outside the chain's vocabulary (the message says "unsupported op"),
 //   a view op (view, reshape's alias, expand, slice, select, transpose, ...),
-//   an in-place or out= op (aten::add_, *.out) or a result that aliases an
-//   argument, a tensor that is not contiguous (strided without
+//   an out= op (*.out), an in-place op (aten::add_) on a chain input or
+//   one no chain step takes in place (Note [In-place steps] in src/CallWrites.h:
+//   one on a value an earlier call returned is a step), a result that
+//   aliases an argument, a tensor that is not contiguous (strided without
 //   `options.layouts`, or a Row, RowFlat or Column value), a result whose
 //   strides are not ATen's, an output whose rows overlap, a cat along
 //   another dim, a dtype that is not float32 /
@@ -75,7 +77,7 @@ namespace hotkernel::chain {
 
 struct ChainBuild {
   ChainIR chain;
-  // Empty when the chain was built; otherwise "call 3 (aten::add_.Tensor(...)): in-place op ..."
+  // Empty when the chain was built; otherwise "call 3 (aten::add_.Tensor(...)): in-place op on %2 ..."
   std::string reason;
   std::vector<int64_t> inputValues;   // the value id behind each chain input, in input order
   std::vector<int64_t> outputValues;  // the value id behind each chain output, in output order

@@ -21,8 +21,9 @@
 // The engine matches and flushes segments like any learned chain: the
 // first diverging call flushes one, and may start the next. A call that
 // builds nothing on its own (an op, dtype or argument no chain takes) is a
-// barrier no segment crosses: each call is first built alone, and the
-// search runs between barriers. At most `maxBuilds` builds of runs are tried
+// barrier no segment crosses: each call is first built alone (an in-place
+// call as its functional op: alone, it writes an input, which no chain
+// does; Note [In-place steps]), and the search runs between barriers. At most `maxBuilds` builds of runs are tried
 // (each a buildChain of up to the window's calls, besides the one-call
 // builds), so a window costs a bounded, one-time effort on the thread that
 // ends it.
