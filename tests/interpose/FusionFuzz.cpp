@@ -750,6 +750,7 @@ struct Reg {
   bool view = false;      // shares its parent's values
   bool modified = false;  // an in-place op wrote it after it was created
   std::vector<int> writtenFrom;  // the other operands of in-place steps that wrote it since (Note [In-place steps])
+  bool inPlaceResult = false;    // an in-place step's result: the storage of the register it wrote
   uint64_t deferredEpoch = ~0ULL;
 };
 
@@ -877,6 +878,7 @@ class Program {
     // An in-place step's result is computed from its operands (not a second name of `a`'s value), and every
     // register of the tensor it wrote now holds a value computed from `b` too.
     const int r = addReg(std::move(out), a, b, same && !s.inPlace);
+    regs_[static_cast<size_t>(r)].inPlaceResult = s.inPlace;
     if (s.inPlace && b >= 0) {
       for (Reg& reg : regs_) {
         if (reg.t.defined() && reg.t.is_alias_of(regs_[static_cast<size_t>(r)].t)) reg.writtenFrom.push_back(b);
@@ -1458,6 +1460,9 @@ class Checker {
   bool writtenOnAnotherStream(int r) const {
     const Reg& reg = got_.regs[static_cast<size_t>(r)];
     if (reg.view || !reg.t.defined()) return false;  // a dropped value's storage may be another's since
+    // An in-place result's storage holds the values written before it too, each checked under its own register (a
+    // chain never spans a stream switch).
+    if (reg.inPlaceResult) return false;
     for (const LaunchLog::Write& w : log_.written(reg.storage)) {
       if (w.stream != reg.stream) return true;
     }
