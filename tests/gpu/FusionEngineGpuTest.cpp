@@ -59,6 +59,7 @@ FusionEngine& fusionEngine() {
     gGate = gate.get();
     FusionOptions options{3, true};
     options.evalBatchNorm = true;  // Note [Eval BatchNorm in a chain]: the batch norm test below
+    options.inPlace = true;        // Note [In-place steps]: its bottleneck tail
     FusionEngine* made = FusionEngine::installProcessEngine(std::move(gate), options);
     made->install(c10::DispatchKey::CUDA);
     return made;
@@ -242,14 +243,17 @@ TEST(FusionEngineGpuTest, GivenTheCudaStreamProbeWhenTheStreamIsIdleThenTheChain
 // The builder on the CUDA calls' own metadata (Note [Eval BatchNorm in a chain]: CUDA's eval native_batch_norm
 // returns [C] statistics where the CPU's are empty; Note [Lone normalizations]): an eval BatchNorm2d + ReLU and a
 // lone GroupNorm learned on the CUDA key, each published at its first point, deferred and fused near eager.
-TEST(FusionEngineGpuTest, GivenAnEvalBatchNormReluAndALoneGroupNormOnCudaWhenLearnedThenEachIsDeferredAndFused) {
+// Note [In-place steps]: torchvision's Bottleneck tail (bn3, out += identity, ReLU(inplace=True)) fuses into the
+// tensor the caller holds.
+TEST(FusionEngineGpuTest, GivenAnEvalBatchNormReluALoneGroupNormAndAnInPlaceTailOnCudaWhenLearnedThenEachIsFused) {
   REQUIRE_CUDA();
   at::manual_seed(11);
   const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
-  at::Tensor x, w, b, mean, var;
+  at::Tensor x, w, b, mean, var, identity;
   {
     FusionBypass bypass;  // the test's data, not the program's ops
     x = at::randn({8, 64, 14, 14}, opts) * 2;
+    identity = at::randn({8, 64, 14, 14}, opts);
     w = at::rand({64}, opts) + 0.5;
     b = at::randn({64}, opts) * 0.1;
     mean = at::randn({64}, opts) * 0.1;
@@ -257,7 +261,12 @@ TEST(FusionEngineGpuTest, GivenAnEvalBatchNormReluAndALoneGroupNormOnCudaWhenLea
   }
   const std::vector<std::pair<std::string, std::function<at::Tensor()>>> blocks = {
       {"batch norm + relu", [&] { return at::relu(at::batch_norm(x, w, b, mean, var, false, 0.1, 1e-5, true)); }},
-      {"lone group norm", [&] { return at::group_norm(x, 32, w, b, 1e-5); }}};
+      {"lone group norm", [&] { return at::group_norm(x, 32, w, b, 1e-5); }},
+      {"bottleneck tail in place", [&] {
+         at::Tensor out = at::batch_norm(x, w, b, mean, var, false, 0.1, 1e-5, true);
+         out.add_(identity);
+         return out.relu_();
+       }}};
   for (const auto& [name, block] : blocks) {
     SCOPED_TRACE(name);
     fusionEngine().resetForTest();
