@@ -40,17 +40,17 @@ comes from elsewhere; the other HOTKERNEL_* variables are kept).
                        x [2, 640, s, s] with the time embedding's projection temb [2, 640]
      batchnorm-relu    HF's ResNet (ResNetConvLayer, eval): F.relu(nn.BatchNorm2d(256)(x)) on x [32, 256, s, s]
                        (3136: ResNet-50's first stage), the norm with its running statistics (fused only with
-                       HOTKERNEL_FUSION_BATCH_NORM=1 in the environment, which the children keep)
+                       HOTKERNEL_FUSION_BATCH_NORM on, the default, which the children keep)
      vae-groupnorm-silu
                        diffusers' VAE decoder's norm and activation: F.silu(nn.GroupNorm(32, 512)(x)) on
                        x [1, 512, s, s] (TOKENS 16384: 128 x 128, 32 groups of 262,144 elements)
      groupnorm         a lone norm (Note [Lone normalizations]): diffusers' attention block's
                        nn.GroupNorm(32, 512)(x) before its projection, on x [1, 512, s, s]
      batchnorm         a lone eval norm: torchvision's ResNet BatchNorm2d(256) before an in-place ReLU
-                       (a chain's end), on x [32, 256, s, s] (HOTKERNEL_FUSION_BATCH_NORM=1, as batchnorm-relu)
+                       (a chain's end), on x [32, 256, s, s] (HOTKERNEL_FUSION_BATCH_NORM on, as batchnorm-relu)
      bottleneck-tail   torchvision's Bottleneck after conv3 (eval): out = bn3(x); out += identity;
                        ReLU(inplace=True)(out) on x and identity [32, 256, s, s]: one chain with
-                       HOTKERNEL_FUSION_BATCH_NORM=1 and HOTKERNEL_FUSION_IN_PLACE=1 (Note [In-place steps])
+                       HOTKERNEL_FUSION_BATCH_NORM and HOTKERNEL_FUSION_IN_PLACE on (the defaults)
    on [1, TOKENS, hidden] (a prefill), or [TOKENS, 1, hidden] up to 256 tokens (a decode
    batch of one token per sequence); the group norm blocks on images of TOKENS pixels. The child
      a. computes eager references (hotkernel_set_enabled(0));

@@ -55,11 +55,11 @@ const std::vector<DeferrableOp>& deferrableOps() {
       {"aten::native_group_norm", "", "out"},  // Note [GroupNorm in a chain]: out0, out1, out2
       // Note [Eval BatchNorm in a chain]: out, save_mean, save_invstd (cuDNN's out0-out3); a training call never
       // matches a learned step (its flag differs), so only eval calls are deferred. Only with
-      // FusionOptions::evalBatchNorm (HOTKERNEL_FUSION_BATCH_NORM): off by default.
+      // FusionOptions::evalBatchNorm (HOTKERNEL_FUSION_BATCH_NORM).
       {"aten::native_batch_norm", "", "out"},
       {"aten::cudnn_batch_norm", "", "out"},
       // Note [In-place steps]: replayed as themselves, on the value as the chain took it. Only with
-      // FusionOptions::inPlace (HOTKERNEL_FUSION_IN_PLACE): off by default.
+      // FusionOptions::inPlace (HOTKERNEL_FUSION_IN_PLACE).
       {"aten::relu_", "", nullptr},
       {"aten::silu_", "", nullptr},
       {"aten::sigmoid_", "", nullptr},

@@ -124,8 +124,8 @@ Config Config::fromEnvironment() {
   c.fusion = parseBool("HOTKERNEL_FUSION", true);
   c.fusionStartBusy = parseTwoWay("HOTKERNEL_FUSION_START", "always", "busy");
   c.fusionEagerRounding = parseTwoWay("HOTKERNEL_FUSION_ROUNDING", "fused", "eager");
-  c.fusionBatchNorm = parseBool("HOTKERNEL_FUSION_BATCH_NORM", false);
-  c.fusionInPlace = parseBool("HOTKERNEL_FUSION_IN_PLACE", false);
+  c.fusionBatchNorm = parseBool("HOTKERNEL_FUSION_BATCH_NORM", true);
+  c.fusionInPlace = parseBool("HOTKERNEL_FUSION_IN_PLACE", true);
   c.nvtx = parseBool("HOTKERNEL_NVTX", true);
   c.cupti = parseBool("HOTKERNEL_CUPTI", false);
   c.trustAgentEntries = parseBool("HOTKERNEL_TRUST_AGENT_ENTRIES", false);

@@ -307,7 +307,9 @@ Shape broadcast(Shape a, Shape b) {
 
 class TemplateMaker {
  public:
-  explicit TemplateMaker(uint64_t seed) : rng_(seed) {}
+  // The in-place draws have their own generator: a seed's templates are those it made before in-place steps, some
+  // of their steps written in place.
+  explicit TemplateMaker(uint64_t seed) : rng_(seed), inPlaceRng_(mix(seed, 0x1f)) {}
 
   Template make() {
     t_ = Template{};
@@ -517,7 +519,8 @@ class TemplateMaker {
   // number then names the result's tensor, and no later step picks it.
   int maybeInPlace(int cur, int oneIn) {
     TStep& s = t_.steps.back();
-    if (cur != static_cast<int>(values_.size()) - 1 || !hasInPlaceForm(s.op) || pick(oneIn) != 0) return cur;
+    const bool drawn = inPlaceRng_() % static_cast<uint64_t>(oneIn) == 0;
+    if (cur != static_cast<int>(values_.size()) - 1 || !hasInPlaceForm(s.op) || !drawn) return cur;
     if (s.a < static_cast<int>(t_.inputs.size())) return cur;
     GenValue& operand = values_[static_cast<size_t>(s.a)];
     const GenValue& result = values_[static_cast<size_t>(cur)];
@@ -679,6 +682,7 @@ class TemplateMaker {
   }
 
   std::mt19937_64 rng_;
+  std::mt19937_64 inPlaceRng_;
   Template t_;
   std::vector<GenValue> values_;
   at::ScalarType base_ = at::kFloat;

@@ -205,23 +205,23 @@ TEST(ConfigTest, GivenHotkernelFusionStartWhenReadThenAlwaysByDefaultAndOnlyBusy
   EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION_START='1'"), 1u) << r.logged;
 }
 
-TEST(ConfigTest, GivenHotkernelFusionBatchNormWhenReadThenOffByDefaultAndOnAsABool) {
+TEST(ConfigTest, GivenHotkernelFusionBatchNormWhenReadThenOnByDefaultAndOffAsABool) {
   unsetenv("HOTKERNEL_FUSION_BATCH_NORM");
-  EXPECT_FALSE(Config::fromEnvironment().fusionBatchNorm);
+  EXPECT_TRUE(Config::fromEnvironment().fusionBatchNorm);
   EXPECT_TRUE(readWith("HOTKERNEL_FUSION_BATCH_NORM", "1").config.fusionBatchNorm);
   EXPECT_FALSE(readWith("HOTKERNEL_FUSION_BATCH_NORM", "0").config.fusionBatchNorm);
   const Read r = readWith("HOTKERNEL_FUSION_BATCH_NORM", "sometimes");
-  EXPECT_FALSE(r.config.fusionBatchNorm);
+  EXPECT_TRUE(r.config.fusionBatchNorm);  // the default, said once
   EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION_BATCH_NORM='sometimes'"), 1u) << r.logged;
 }
 
-TEST(ConfigTest, GivenHotkernelFusionInPlaceWhenReadThenOffByDefaultAndOnAsABool) {
+TEST(ConfigTest, GivenHotkernelFusionInPlaceWhenReadThenOnByDefaultAndOffAsABool) {
   unsetenv("HOTKERNEL_FUSION_IN_PLACE");
-  EXPECT_FALSE(Config::fromEnvironment().fusionInPlace);
+  EXPECT_TRUE(Config::fromEnvironment().fusionInPlace);
   EXPECT_TRUE(readWith("HOTKERNEL_FUSION_IN_PLACE", "1").config.fusionInPlace);
   EXPECT_FALSE(readWith("HOTKERNEL_FUSION_IN_PLACE", "0").config.fusionInPlace);
   const Read r = readWith("HOTKERNEL_FUSION_IN_PLACE", "maybe");
-  EXPECT_FALSE(r.config.fusionInPlace);
+  EXPECT_TRUE(r.config.fusionInPlace);  // the default, said once
   EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION_IN_PLACE='maybe'"), 1u) << r.logged;
 }
 

@@ -74,10 +74,10 @@ struct FusionOptions {
   // one does; 1: every window.
   int64_t learnOneWindowIn = 8;
   // Note [Eval BatchNorm in a chain]: eval native_batch_norm / cudnn_batch_norm calls join chains too
-  // (HOTKERNEL_FUSION_BATCH_NORM; off by default until the GPU fuzz suite has drawn more of them).
+  // (HOTKERNEL_FUSION_BATCH_NORM, on in a serving process by default; off here unless asked for).
   bool evalBatchNorm = false;
   // Note [In-place steps]: in-place pointwise ops (relu_, add_.Tensor, ...) on a pending value extend its chain
-  // (HOTKERNEL_FUSION_IN_PLACE; off by default until the GPU fuzz suite has drawn them).
+  // (HOTKERNEL_FUSION_IN_PLACE, on in a serving process by default; off here unless asked for).
   bool inPlace = false;
 };
 
