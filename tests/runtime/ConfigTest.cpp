@@ -205,24 +205,24 @@ TEST(ConfigTest, GivenHotkernelFusionStartWhenReadThenAlwaysByDefaultAndOnlyBusy
   EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION_START='1'"), 1u) << r.logged;
 }
 
-TEST(ConfigTest, GivenHotkernelFusionBatchNormWhenReadThenOnByDefaultAndOffAsABool) {
-  unsetenv("HOTKERNEL_FUSION_BATCH_NORM");
-  EXPECT_TRUE(Config::fromEnvironment().fusionBatchNorm);
-  EXPECT_TRUE(readWith("HOTKERNEL_FUSION_BATCH_NORM", "1").config.fusionBatchNorm);
-  EXPECT_FALSE(readWith("HOTKERNEL_FUSION_BATCH_NORM", "0").config.fusionBatchNorm);
-  const Read r = readWith("HOTKERNEL_FUSION_BATCH_NORM", "sometimes");
-  EXPECT_TRUE(r.config.fusionBatchNorm);  // the default, said once
-  EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION_BATCH_NORM='sometimes'"), 1u) << r.logged;
-}
-
-TEST(ConfigTest, GivenHotkernelFusionInPlaceWhenReadThenOnByDefaultAndOffAsABool) {
-  unsetenv("HOTKERNEL_FUSION_IN_PLACE");
-  EXPECT_TRUE(Config::fromEnvironment().fusionInPlace);
-  EXPECT_TRUE(readWith("HOTKERNEL_FUSION_IN_PLACE", "1").config.fusionInPlace);
-  EXPECT_FALSE(readWith("HOTKERNEL_FUSION_IN_PLACE", "0").config.fusionInPlace);
-  const Read r = readWith("HOTKERNEL_FUSION_IN_PLACE", "maybe");
-  EXPECT_TRUE(r.config.fusionInPlace);  // the default, said once
-  EXPECT_EQ(countOf(r.logged, "HOTKERNEL_FUSION_IN_PLACE='maybe'"), 1u) << r.logged;
+// The fusion engine's boolean flags: each has its default, reads 1 / 0 as a bool, and keeps its default (said once)
+// for a value that is neither.
+TEST(ConfigTest, GivenTheFusionStepFlagsWhenReadThenEachIsOnByDefaultAndReadsAsABool) {
+  struct Flag {
+    const char* name;
+    bool Config::*member;
+    bool byDefault;
+  };
+  for (const Flag& f : {Flag{"HOTKERNEL_FUSION_BATCH_NORM", &Config::fusionBatchNorm, true},
+                        Flag{"HOTKERNEL_FUSION_IN_PLACE", &Config::fusionInPlace, true}}) {
+    SCOPED_TRACE(f.name);
+    EXPECT_EQ(readWith(f.name, nullptr).config.*f.member, f.byDefault);
+    EXPECT_TRUE(readWith(f.name, "1").config.*f.member);
+    EXPECT_FALSE(readWith(f.name, "0").config.*f.member);
+    const Read r = readWith(f.name, "sometimes");
+    EXPECT_EQ(r.config.*f.member, f.byDefault);
+    EXPECT_EQ(countOf(r.logged, std::string(f.name) + "='sometimes'"), 1u) << r.logged;
+  }
 }
 
 TEST(ConfigTest, GivenHotkernelFusionRoundingWhenReadThenFusedByDefaultAndOnlyEagerRoundsAsEager) {

@@ -16,23 +16,14 @@
 #include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/chain/NamedChains.h"
 #include "hotkernel/chain/Rounding.h"
+#include "RecordedCalls.h"
 
 namespace hotkernel::chain {
 namespace {
 
 using A = RecordedArg;
-
-TensorMeta contiguous(const std::string& type, std::vector<int64_t> sizes) {
-  std::vector<int64_t> strides(sizes.size());
-  int64_t s = 1;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    strides[d] = s;
-    s *= sizes[d];
-  }
-  return TensorMeta{type, std::move(sizes), std::move(strides)};
-}
-
-RecordedCall call(std::string op, std::vector<A> args, int64_t out) { return RecordedCall{std::move(op), std::move(args), {out}}; }
+using testutil::call;
+using testutil::contiguous;
 
 // LlamaRMSNorm.forward on a bf16 [2, 8, 64] hidden state, as recorded.
 struct RmsNormRecording {
@@ -473,7 +464,6 @@ TEST(ChainBuilderTest, GivenACloneOfAHeadViewWhenBuiltThenItIsARelayoutCopyAndOt
   ASSERT_TRUE(twoOps.ok()) << twoOps.reason;
   EXPECT_FALSE(isRelayoutCopy(twoOps));
 }
-
 
 // GPT-2's block: `hidden = attn_output + residual`, then `ln_2(hidden)` (Note [LayerNorm in a chain]).
 TEST(ChainBuilderTest, GivenAResidualAddAndALayerNormRecordedWhenBuiltThenTheNormIsTwoRowMeansInFloat32) {

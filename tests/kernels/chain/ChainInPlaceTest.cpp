@@ -13,25 +13,14 @@
 
 #include "hotkernel/chain/ChainKey.h"
 #include "hotkernel/chain/NamedChains.h"
+#include "RecordedCalls.h"
 
 namespace hotkernel::chain {
 namespace {
 
 using A = RecordedArg;
-
-TensorMeta contiguous(const std::string& type, std::vector<int64_t> sizes) {
-  std::vector<int64_t> strides(sizes.size());
-  int64_t s = 1;
-  for (size_t d = sizes.size(); d-- > 0;) {
-    strides[d] = s;
-    s *= sizes[d];
-  }
-  return TensorMeta{type, std::move(sizes), std::move(strides)};
-}
-
-RecordedCall call(std::string op, std::vector<A> args, int64_t out) {
-  return RecordedCall{std::move(op), std::move(args), {out}};
-}
+using testutil::call;
+using testutil::contiguous;
 
 // A ResNet block's tail as eager code writes it: y = exp(x) (the batch norm's stand-in); y += identity; y.relu_().
 std::vector<RecordedCall> residualTail(const std::string& add, const std::string& relu) {
