@@ -87,6 +87,8 @@ inline float hk_hard_clip(float x) {
 inline float hk_hardsigmoid(float x) { return hk_hard_clip(x) * (1.0f / 6.0f); }
 inline float hk_hardswish(float x) { return x * hk_hard_clip(x) * (1.0f / 6.0f); }
 inline float hk_leaky_relu(float x, float slope) { return x > 0.0f ? x : x * slope; }
+inline float hk_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+inline float hk_mish(float x) { return x * tanhf(log1pf(expf(x))); }
 inline float hk_maximum(float a, float b) { return a != a ? a : b != b ? b : (a < b ? b : a); }
 inline float hk_minimum(float a, float b) { return a != a ? a : b != b ? b : (b < a ? b : a); }
 inline float hk_row_scale(float b) {

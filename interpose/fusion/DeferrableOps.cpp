@@ -25,6 +25,8 @@ const std::vector<DeferrableOp>& deferrableOps() {
       {"aten::hardsigmoid", "", "out"},
       {"aten::hardswish", "", "out"},
       {"aten::leaky_relu", "", "out"},
+      {"aten::softplus", "", "out"},  // Note [Softplus and Mish in a chain]
+      {"aten::mish", "", "out"},
       {"aten::maximum", "", "out"},
       {"aten::minimum", "", "out"},
       {"aten::clamp", "", "out"},  // Note [Clamp in a chain]
@@ -69,6 +71,7 @@ const std::vector<DeferrableOp>& deferrableOps() {
       {"aten::hardswish_", "", nullptr},
       {"aten::hardsigmoid_", "", nullptr},
       {"aten::leaky_relu_", "", nullptr},
+      {"aten::mish_", "", nullptr},
       {"aten::clamp_", "", nullptr},
       {"aten::clamp_min_", "", nullptr},
       {"aten::clamp_max_", "", nullptr},

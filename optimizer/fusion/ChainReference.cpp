@@ -97,6 +97,10 @@ at::Tensor unary(const Node& n, const at::Tensor& x) {
       return at::hardsigmoid(x);
     case OpKind::Hardswish:
       return at::hardswish(x);
+    case OpKind::Softplus:
+      return at::softplus(x, 1, 20);
+    case OpKind::Mish:
+      return at::mish(x);
     case OpKind::LeakyRelu:
       return at::leaky_relu(x, n.scalar);
     default:

@@ -105,6 +105,7 @@ enum class Op : uint8_t {
   GroupNormS,  // F.group_norm(a, groups s, weight b[0], bias b[1]) (b: [2, C], or none) (Note [GroupNorm in a chain])
   BatchNormEval,  // F.batch_norm(a, b[2], b[3], b[0], b[1], training=False) (b: [4, C] positive) (Note [Eval BatchNorm
                   // in a chain])
+  Softplus, Mish,  // F.softplus with its defaults, F.mish (Note [Softplus and Mish in a chain])
 };
 enum class Shape : uint8_t { Full, Col, Row, Zero };
 
@@ -177,6 +178,7 @@ bool hasInPlaceForm(Op op) {
     case Op::Exp: case Op::Rsqrt: case Op::Sqrt: case Op::Reciprocal: case Op::Hardsigmoid: case Op::Hardswish:
     case Op::MulS: case Op::AddS: case Op::SubS: case Op::DivS: case Op::AddT: case Op::SubT: case Op::MulT:
     case Op::DivT: case Op::ClampS: case Op::ClampMinS: case Op::ClampMaxS: case Op::HardtanhS: case Op::LeakyReluS:
+    case Op::Mish:
       return true;
     default:
       return false;
@@ -212,6 +214,7 @@ at::Tensor applyInPlace(const TStep& s, at::Tensor a, const at::Tensor& b) {  //
     case Op::ClampMaxS: return a.clamp_max_(at::Scalar(s.scalar));
     case Op::HardtanhS: return at::hardtanh_(a, -std::abs(s.scalar), std::abs(s.scalar));
     case Op::LeakyReluS: return at::leaky_relu_(a, std::abs(s.scalar) / 4);
+    case Op::Mish: return at::mish_(a);
     default: throw std::logic_error("no in-place form");
   }
 }
@@ -275,6 +278,8 @@ at::Tensor applyStep(const TStep& s, const at::Tensor& a, const at::Tensor& b) {
       const auto row = [&](int64_t k) { return b.defined() ? std::optional<at::Tensor>(b.select(0, k)) : std::nullopt; };
       return at::group_norm(a, static_cast<int64_t>(s.scalar), row(0), row(1), 1e-5);
     }
+    case Op::Softplus: return at::softplus(a);
+    case Op::Mish: return at::mish(a);
     case Op::BatchNormEval:  // the weight, bias, running mean and variance are rows of one positive [4, C] input
       return at::batch_norm(a, b.select(0, 0), b.select(0, 1), b.select(0, 2), b.select(0, 3), false, 0.1, 1e-5, true);
   }
@@ -307,9 +312,9 @@ Shape broadcast(Shape a, Shape b) {
 
 class TemplateMaker {
  public:
-  // The in-place draws have their own generator: a seed's templates are those it made before in-place steps, some
-  // of their steps written in place.
-  explicit TemplateMaker(uint64_t seed) : rng_(seed), inPlaceRng_(mix(seed, 0x1f)) {}
+  // The in-place draws and the newer unary ops have their own generator: a seed's templates are those it made
+  // before them, some of their steps written in place or another unary op.
+  explicit TemplateMaker(uint64_t seed) : rng_(seed), sideRng_(mix(seed, 0x1f)) {}
 
   Template make() {
     t_ = Template{};
@@ -519,7 +524,7 @@ class TemplateMaker {
   // number then names the result's tensor, and no later step picks it.
   int maybeInPlace(int cur, int oneIn) {
     TStep& s = t_.steps.back();
-    const bool drawn = inPlaceRng_() % static_cast<uint64_t>(oneIn) == 0;
+    const bool drawn = sideRng_() % static_cast<uint64_t>(oneIn) == 0;
     if (cur != static_cast<int>(values_.size()) - 1 || !hasInPlaceForm(s.op) || !drawn) return cur;
     if (s.a < static_cast<int>(t_.inputs.size())) return cur;
     GenValue& operand = values_[static_cast<size_t>(s.a)];
@@ -577,7 +582,9 @@ class TemplateMaker {
                                   Op::GeluTanh, Op::Exp, Op::Rsqrt, Op::Sqrt, Op::Log, Op::Reciprocal, Op::Sin,
                                   Op::Cos,  Op::Erf,  Op::Log1p, Op::Expm1, Op::Hardsigmoid, Op::Hardswish,
                                   Op::ClampS, Op::ClampMinS, Op::ClampMaxS, Op::HardtanhS, Op::LeakyReluS};
-      const Op op = kUnary[pick(25)];
+      Op op = kUnary[pick(25)];
+      // Softplus and mish replace one unary step in 13, drawn on the side generator (a seed's templates stay).
+      if (sideRng_() % 13 == 0) op = sideRng_() % 2 == 0 ? Op::Softplus : Op::Mish;
       const double b = va.bound;
       static const double kBounds[] = {0.5, 1.0, -0.25, 2.5};
       const double c = kBounds[pick(4)];
@@ -594,6 +601,8 @@ class TemplateMaker {
           return push(TStep{op, p}, unary(p, std::log1p(values_[static_cast<size_t>(p)].bound), true, false));
         }
         case Op::LeakyReluS: return push(TStep{op, a, -1, c}, unary(a, b, false, false));
+        case Op::Softplus: return push(TStep{op, a}, unary(a, std::max(b, 0.0) + 0.7, true, false));
+        case Op::Mish: return push(TStep{op, a}, unary(a, std::max(b, 0.31), false, false));
         case Op::ClampS: case Op::HardtanhS:
           return push(TStep{op, a, -1, c}, unary(a, std::min(b, std::abs(c)), false, false));
         case Op::ClampMinS:
@@ -682,7 +691,7 @@ class TemplateMaker {
   }
 
   std::mt19937_64 rng_;
-  std::mt19937_64 inPlaceRng_;
+  std::mt19937_64 sideRng_;
   Template t_;
   std::vector<GenValue> values_;
   at::ScalarType base_ = at::kFloat;
@@ -912,6 +921,9 @@ class Program {
     if (s.op == Op::LeakyReluS && engine_ && fuzzEngine().stats().deferredCalls > before) count("leakyReluDeferred");
     if ((s.op == Op::Hardswish || s.op == Op::Hardsigmoid) && engine_ && fuzzEngine().stats().deferredCalls > before) {
       count("hardActivationDeferred");
+    }
+    if ((s.op == Op::Softplus || s.op == Op::Mish) && engine_ && fuzzEngine().stats().deferredCalls > before) {
+      count("softplusMishDeferred");
     }
     if ((s.op == Op::MaxT || s.op == Op::MinT) && engine_ && fuzzEngine().stats().deferredCalls > before) {
       count("maximumDeferred");

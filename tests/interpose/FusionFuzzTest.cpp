@@ -29,7 +29,8 @@ TEST(FusionFuzzTest, GivenThreeThousandRandomProgramsWhenRunWithTheEngineThenEve
         "comparedWithinTolerance", "comparedNanPattern", "itemsCompared", "stridedInputs", "poolChainsWithLayouts",
         "poolChainsWithCat", "poolChainsWithSoftmax", "poolRelayoutCopies", "transposedInputs", "poolTransposedCopies", "permutedInputs", "clampDeferred", "hardtanhDeferred", "leakyReluDeferred", "hardActivationDeferred", "maximumDeferred", "poolTransposedNdCopies", "poolNdLayoutChains", "cloneDeferred", "rotateHalfDeferred", "rotateHalfOfPending", "matmulsOfPending", "matmulsLetPass",
         "flushingOpsOnPending", "flushingOpsWhilePending", "groupNormDeferred", "poolChainsWithGroupNorm",
-        "batchNormDeferred", "poolChainsWithBatchNorm", "inPlaceDeferred", "inPlaceStepsOnPending"}) {
+        "batchNormDeferred", "poolChainsWithBatchNorm", "inPlaceDeferred", "inPlaceStepsOnPending",
+        "softplusMishDeferred"}) {
     EXPECT_GT(countOf(r, feature), 0u) << feature;
   }
   EXPECT_EQ(countOf(r, "failedFlushes"), 0u);

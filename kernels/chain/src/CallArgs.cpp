@@ -63,6 +63,14 @@ bool reduceKeepdim(const RecordedCall& call, const TensorMetas& metas) {
   return keep != nullptr && keep->flag;
 }
 
+void unaryArgs(const RecordedCall& call) {
+  if (call.op != "aten::softplus") return argCount(call, 1);
+  argCount(call, 3);
+  const double beta = scalarArg(call, 1, 1.0, "beta"), threshold = scalarArg(call, 2, 20.0, "threshold");
+  HOTKERNEL_REQUIRE(beta == 1.0 && threshold == 20.0, "softplus with beta ", beta, " and threshold ", threshold,
+                    ": a chain takes ATen's defaults (1, 20) only");
+}
+
 ClampBounds clampBounds(const RecordedCall& call, bool lowerFirst) {
   const bool both = call.op == "aten::clamp" || call.op == "aten::hardtanh";
   argCount(call, both ? 3 : 2);

@@ -28,6 +28,9 @@ const RecordedArg* argAt(const RecordedCall& call, size_t i);
 double scalarArg(const RecordedCall& call, size_t i, double fallback, const char* what);
 // Error unless the call has 1 to `most` arguments.
 void argCount(const RecordedCall& call, size_t most);
+// A unary op's arguments: its tensor alone, or softplus's with ATen's default beta 1 and threshold 20 (Note
+// [Softplus and Mish in a chain]).
+void unaryArgs(const RecordedCall& call);
 // sum / mean / amax (self, dim, keepdim, dtype?): whether it keeps the dim; Error unless it reduces the last dim
 // of self alone.
 bool reduceKeepdim(const RecordedCall& call, const TensorMetas& metas);

@@ -255,7 +255,7 @@ class Builder {
   int apply(const OpRule& rule, const RecordedCall& call) {
     switch (rule.form) {
       case Form::Unary:
-        argCount(call, 1);
+        detail::unaryArgs(call);
         return ir_.addUnary(rule.op, operand(call.args[0]));
       case Form::Gelu: {
         argCount(call, 2);

@@ -7,7 +7,7 @@
 namespace hotkernel::chain {
 namespace {
 
-constexpr std::array<OpInfo, 35> kOps = {{
+constexpr std::array<OpInfo, 37> kOps = {{
     {OpKind::Input, "input", OpCategory::Leaf, 0},
     {OpKind::Constant, "constant", OpCategory::Leaf, 0},
     {OpKind::Neg, "neg", OpCategory::Unary, 1},
@@ -43,6 +43,8 @@ constexpr std::array<OpInfo, 35> kOps = {{
     {OpKind::Maximum, "maximum", OpCategory::Binary, 2},
     {OpKind::Minimum, "minimum", OpCategory::Binary, 2},
     {OpKind::LeakyRelu, "leaky_relu", OpCategory::Unary, 1},
+    {OpKind::Softplus, "softplus", OpCategory::Unary, 1},
+    {OpKind::Mish, "mish", OpCategory::Unary, 1},
 }};
 
 constexpr std::array<const char*, 5> kShapeNames = {"full", "column", "row", "row_flat", "scalar"};

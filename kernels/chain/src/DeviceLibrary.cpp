@@ -89,6 +89,8 @@ __device__ __forceinline__ float hk_hard_clip(float x) {
 __device__ __forceinline__ float hk_hardsigmoid(float x) { return hk_hard_clip(x) * (1.0f / 6.0f); }
 __device__ __forceinline__ float hk_hardswish(float x) { return x * hk_hard_clip(x) * (1.0f / 6.0f); }
 __device__ __forceinline__ float hk_leaky_relu(float x, float slope) { return x > 0.0f ? x : x * slope; }
+__device__ __forceinline__ float hk_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+__device__ __forceinline__ float hk_mish(float x) { return x * tanhf(log1pf(expf(x))); }
 __device__ __forceinline__ float hk_maximum(float a, float b) { return a != a ? a : b != b ? b : fmaxf(a, b); }
 __device__ __forceinline__ float hk_minimum(float a, float b) { return a != a ? a : b != b ? b : fminf(a, b); }
 // Note [Division by a row value]: a / b for a Row b is (a * (1 / (b * k))) * k, k a power of two: 1, or 2^64

@@ -54,6 +54,10 @@ std::string opExpression(const std::vector<Node>& nodes, int i, const std::funct
       return "hk_hardswish(" + a + ")";
     case OpKind::LeakyRelu:
       return "hk_leaky_relu(" + a + ", " + floatLiteral(static_cast<float>(n.scalar)) + ")";
+    case OpKind::Softplus:
+      return "hk_softplus(" + a + ")";
+    case OpKind::Mish:
+      return "hk_mish(" + a + ")";
     case OpKind::PowScalar:
       if (n.scalar == 2.0) return "hk_sq(" + a + ")";
       // Note [Chain op arithmetic]: x * x rounded to a 16-bit dtype before the last step, as ATen does.

@@ -126,6 +126,10 @@ inline float unaryOp(OpKind op, float x, double param, DType dtype) {
       return x * hardClip(x) * (1.0f / 6.0f);
     case OpKind::LeakyRelu:
       return x > 0.0f ? x : x * static_cast<float>(param);
+    case OpKind::Softplus:  // Note [Softplus and Mish in a chain]
+      return x > 20.0f ? x : std::log1p(std::exp(x));
+    case OpKind::Mish:
+      return x * std::tanh(std::log1p(std::exp(x)));
     default:
       HOTKERNEL_INTERNAL_ASSERT(false, "not a unary op: ", opInfo(op).name);
   }

@@ -21,7 +21,7 @@ struct OpRule {
   OpKind op;
 };
 
-inline constexpr std::array<OpRule, 49> kRules = {{
+inline constexpr std::array<OpRule, 51> kRules = {{
     {"aten::neg", Form::Unary, OpKind::Neg},
     {"aten::exp", Form::Unary, OpKind::Exp},
     {"aten::log", Form::Unary, OpKind::Log},
@@ -41,6 +41,9 @@ inline constexpr std::array<OpRule, 49> kRules = {{
     {"aten::hardsigmoid", Form::Unary, OpKind::Hardsigmoid},
     {"aten::hardswish", Form::Unary, OpKind::Hardswish},
     {"aten::leaky_relu", Form::LeakyRelu, OpKind::LeakyRelu},
+    // Note [Softplus and Mish in a chain]: softplus with ATen's default beta and threshold only.
+    {"aten::softplus", Form::Unary, OpKind::Softplus},
+    {"aten::mish", Form::Unary, OpKind::Mish},
     {"aten::maximum", Form::BinaryTensor, OpKind::Maximum},
     {"aten::minimum", Form::BinaryTensor, OpKind::Minimum},
     // Note [Clamp in a chain]: maximum with the lower bound, then minimum with the upper; op the first applied.

@@ -168,12 +168,12 @@ class Generator {
     }
     const int choice = rng_.below(o_.reductions ? 24 : 21);
     if (choice < 13) {  // unary
-      static constexpr std::array<OpKind, 22> kUnary = {
+      static constexpr std::array<OpKind, 24> kUnary = {
           OpKind::Neg,  OpKind::Exp,  OpKind::Log,   OpKind::Rsqrt, OpKind::Sqrt,        OpKind::Tanh,
           OpKind::Sigmoid, OpKind::Silu, OpKind::GeluErf, OpKind::GeluTanh, OpKind::Relu, OpKind::Abs,
           OpKind::PowScalar, OpKind::Reciprocal, OpKind::Sin, OpKind::Cos, OpKind::Erf, OpKind::Log1p,
-          OpKind::Expm1, OpKind::Hardsigmoid, OpKind::Hardswish, OpKind::LeakyRelu};
-      const OpKind op = kUnary[static_cast<size_t>(rng_.below(22))];
+          OpKind::Expm1, OpKind::Hardsigmoid, OpKind::Hardswish, OpKind::LeakyRelu, OpKind::Softplus, OpKind::Mish};
+      const OpKind op = kUnary[static_cast<size_t>(rng_.below(24))];
       static constexpr std::array<double, 7> kExponents = {2.0, 3.0, 0.5, -0.5, -1.0, -2.0, 1.5};
       const double e = kExponents[static_cast<size_t>(rng_.below(7))];
       const double m = x.magnitude();
@@ -206,6 +206,8 @@ class Generator {
         case OpKind::Hardsigmoid: r = {std::clamp(x.lo + 3, 0.0, 6.0) / 6, std::clamp(x.hi + 3, 0.0, 6.0) / 6}; break;
         case OpKind::Hardswish: r = {-0.375, std::max(0.0, x.hi)}; break;
         case OpKind::LeakyRelu: r = {x.lo < 0 ? 0.2 * x.lo : x.lo, x.hi > 0 ? x.hi : 0.2 * x.hi}; break;
+        case OpKind::Softplus: r = monotone(x, [](double v) { return v > 20 ? v : std::log1p(std::exp(v)); }); break;
+        case OpKind::Mish: r = {-0.31, std::max(0.0, x.hi)}; break;
         default:  // pow
           if (e == 2.0) r = {x.lo >= 0 ? x.lo * x.lo : (x.hi <= 0 ? x.hi * x.hi : 0.0), m * m};
           else if (e == 3.0) r = {x.lo * x.lo * x.lo, x.hi * x.hi * x.hi};

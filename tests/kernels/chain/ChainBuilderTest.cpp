@@ -528,12 +528,22 @@ TEST(ChainBuilderTest, GivenTheSecondPointwiseVocabularyRecordedWhenBuiltThenEac
   for (const auto& [op, kind] : std::vector<std::pair<std::string, OpKind>>{
            {"aten::sin", OpKind::Sin}, {"aten::cos", OpKind::Cos}, {"aten::erf", OpKind::Erf},
            {"aten::log1p", OpKind::Log1p}, {"aten::expm1", OpKind::Expm1}, {"aten::hardsigmoid", OpKind::Hardsigmoid},
-           {"aten::hardswish", OpKind::Hardswish}}) {
+           {"aten::hardswish", OpKind::Hardswish}, {"aten::mish", OpKind::Mish}}) {
     const ChainBuild b = buildChain({call(op, {A::tensor(1)}, 3)}, m);
     ASSERT_TRUE(b.ok()) << op << ": " << b.reason;
     ASSERT_EQ(b.chain.size(), 2u) << op;
     EXPECT_EQ(b.chain.node(1).op, kind) << op;
   }
+  // Note [Softplus and Mish in a chain]: softplus with ATen's defaults (given or not) only.
+  for (const std::vector<A>& args : std::vector<std::vector<A>>{
+           {A::tensor(1)}, {A::tensor(1), A::number(1), A::number(20)}, {A::tensor(1), A::none(), A::none()}}) {
+    const ChainBuild softplus = buildChain({call("aten::softplus", args, 3)}, m);
+    ASSERT_TRUE(softplus.ok()) << softplus.reason;
+    EXPECT_EQ(softplus.chain.node(1).op, OpKind::Softplus);
+  }
+  expectRefused({call("aten::softplus", {A::tensor(1), A::number(2), A::number(20)}, 3)}, m,
+                "softplus with beta 2 and threshold 20");
+  expectRefused({call("aten::softplus", {A::tensor(1), A::number(1), A::number(10)}, 3)}, m, "threshold 10");
   // leaky_relu carries its slope: the default 0.01, or the call's; two slopes are two chains.
   const ChainBuild leaky = buildChain({call("aten::leaky_relu", {A::tensor(1), A::number(0.2)}, 3)}, m);
   ASSERT_TRUE(leaky.ok()) << leaky.reason;

@@ -115,6 +115,7 @@ TEST(ChainCodegenTest, GivenEveryOpOfTheSecondVocabularyWhenCompiledWithNvrtcThe
     v = ir.addBinary(OpKind::Minimum, ir.addUnary(OpKind::Erf, v), ir.addConstant(0.75));
     v = ir.addUnary(OpKind::Hardswish, ir.addUnary(OpKind::Expm1, v));
     v = ir.addUnary(OpKind::Log1p, ir.addUnary(OpKind::Hardsigmoid, ir.addUnary(OpKind::LeakyRelu, v, 0.1)));
+    v = ir.addUnary(OpKind::Mish, ir.addUnary(OpKind::Softplus, v));  // Note [Softplus and Mish in a chain]
     ChainIR rows = ir;
     ir.markOutput(v);
     rows.markOutput(rows.addBinary(OpKind::Div, v, rows.addReduce(OpKind::Sum, v, /*keepdim=*/true)));
@@ -126,7 +127,7 @@ TEST(ChainCodegenTest, GivenEveryOpOfTheSecondVocabularyWhenCompiledWithNvrtcThe
   // Each op's device function or expression is in the source.
   const std::string source = generateChainSource(jobs[0].chain, jobs[0].params);
   for (const char* call : {"sinf(", "cosf(", "erff(", "expm1f(", "log1pf(", "hk_hardswish(", "hk_hardsigmoid(",
-                           "hk_maximum(", "hk_minimum(", "hk_leaky_relu("}) {
+                           "hk_maximum(", "hk_minimum(", "hk_leaky_relu(", "hk_softplus(", "hk_mish("}) {
     EXPECT_NE(kernelOf(source).find(call), std::string::npos) << call;
   }
 }

@@ -360,6 +360,17 @@ TEST(ChainInterpreterTest, GivenTheSecondVocabularyWhenInterpretedThenEdgeValues
   EXPECT_FLOAT_EQ(l[7], std::log1p(1.5f));
   EXPECT_FLOAT_EQ(m1[0], std::expm1(-4.0f));
   EXPECT_TRUE(sameBits(l[6], -0.0f) && sameBits(m1[6], -0.0f));  // log1p and expm1 keep -0
+  // Note [Softplus and Mish in a chain]: softplus is x itself past the threshold 20, log1p(exp(x)) below it.
+  const std::vector<float> sp = unary(OpKind::Softplus), mi = unary(OpKind::Mish);
+  EXPECT_FLOAT_EQ(sp[0], std::log1p(std::exp(-4.0f)));
+  EXPECT_FLOAT_EQ(sp[2], std::log(2.0f));
+  EXPECT_FLOAT_EQ(sp[7], std::log1p(std::exp(1.5f)));
+  EXPECT_FLOAT_EQ(mi[7], 1.5f * std::tanh(std::log1p(std::exp(1.5f))));
+  EXPECT_FLOAT_EQ(mi[0], -4.0f * std::tanh(std::log1p(std::exp(-4.0f))));
+  EXPECT_TRUE(std::isnan(sp[5]) && std::isnan(mi[5]));
+  ChainIR past;
+  past.markOutput(past.addUnary(OpKind::Softplus, past.addInput(DType::Float32, ShapeClass::Full)));
+  EXPECT_EQ(interpretChain(past, 1, 2, {{21.0f, 100.0f}}, EvalMode::AtenOrder)[0], (std::vector<float>{21.0f, 100.0f}));
   ChainIR leaky;
   leaky.markOutput(leaky.addUnary(OpKind::LeakyRelu, leaky.addInput(DType::Float32, ShapeClass::Full), 0.25));
   const std::vector<float> lr = interpretChain(leaky, 1, n, {x}, EvalMode::AtenOrder)[0];

@@ -76,6 +76,14 @@ enum class OpKind : uint8_t {
   Minimum,
   // pointwise unary: x > 0 ? x : x * slope (LeakyRelu carries its slope)
   LeakyRelu,
+  // Note [Softplus and Mish in a chain]
+  // Pointwise unary, as ATen's functors compute them in float32: softplus
+  // with ATen's default beta 1 and threshold 20 (x > 20 ? x : log1p(exp(x));
+  // a node carries one scalar, so the builder refuses other values: F.softplus
+  // as Mamba's time step calls it), and mish (x * tanh(log1p(exp(x))): the
+  // activation of YOLO-style backbones, nn.Mish).
+  Softplus,
+  Mish,
 };
 
 enum class OpCategory : uint8_t { Leaf, Unary, Binary, Cast, Reduction, Join };
