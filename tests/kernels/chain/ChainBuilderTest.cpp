@@ -24,6 +24,7 @@ namespace {
 using A = RecordedArg;
 using testutil::call;
 using testutil::contiguous;
+using testutil::expectRefused;
 
 // LlamaRMSNorm.forward on a bf16 [2, 8, 64] hidden state, as recorded.
 struct RmsNormRecording {
@@ -45,13 +46,6 @@ struct RmsNormRecording {
       {9, contiguous("bfloat16", {2, 8, 64})}, {10, contiguous("bfloat16", {2, 8, 64})},
   };
 };
-
-void expectRefused(const std::vector<RecordedCall>& calls, const TensorMetas& metas, const std::string& needle,
-                   const std::vector<int64_t>& live = {}) {
-  const ChainBuild b = buildChain(calls, metas, live);
-  EXPECT_FALSE(b.ok()) << "built a chain; expected a refusal holding '" << needle << "'";
-  EXPECT_NE(b.reason.find(needle), std::string::npos) << b.reason;
-}
 
 TEST(ChainBuilderTest, GivenHfRmsNormRecordedWhenBuiltThenItIsTheRmsNormChainOverTheFoldedView) {
   const RmsNormRecording r;

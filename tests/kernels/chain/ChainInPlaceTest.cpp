@@ -21,6 +21,7 @@ namespace {
 using A = RecordedArg;
 using testutil::call;
 using testutil::contiguous;
+using testutil::expectRefused;
 
 // A ResNet block's tail as eager code writes it: y = exp(x) (the batch norm's stand-in); y += identity; y.relu_().
 std::vector<RecordedCall> residualTail(const std::string& add, const std::string& relu) {
@@ -32,13 +33,6 @@ TensorMetas sameMetas(const std::string& type, int64_t count) {
   TensorMetas m;
   for (int64_t id = 1; id <= count; ++id) m[id] = contiguous(type, {8, 96});
   return m;
-}
-
-void expectRefused(const std::vector<RecordedCall>& calls, const TensorMetas& metas, const std::string& needle,
-                   const std::vector<int64_t>& live = {}) {
-  const ChainBuild b = buildChain(calls, metas, live);
-  EXPECT_FALSE(b.ok()) << "built a chain; expected a refusal holding '" << needle << "'";
-  EXPECT_NE(b.reason.find(needle), std::string::npos) << b.reason;
 }
 
 TEST(ChainInPlaceTest, GivenAResidualAddAndReluInPlaceWhenBuiltThenTheChainIsTheFunctionalOnesWritingTheLastValue) {
