@@ -51,6 +51,10 @@ comes from elsewhere; the other HOTKERNEL_* variables are kept).
      bottleneck-tail   torchvision's Bottleneck after conv3 (eval): out = bn3(x); out += identity;
                        ReLU(inplace=True)(out) on x and identity [32, 256, s, s]: one chain with
                        HOTKERNEL_FUSION_BATCH_NORM and HOTKERNEL_FUSION_IN_PLACE on (the defaults)
+     downsample-tail   HF's ResNet downsampling bottleneck after conv3 (eval): out = bn3(x); shortcut =
+                       bn(conv1x1 stride 2 (block input)); out += shortcut; relu(out), on x [32, 512, s, s]
+                       and the block input [32, 256, 2s, 2s]: the convolution passes the pending bn3 (Note
+                       [Ops a chain lets pass]), the rest is one chain; the times include the convolution
    on [1, TOKENS, hidden] (a prefill), or [TOKENS, 1, hidden] up to 256 tokens (a decode
    batch of one token per sequence); the group norm blocks on images of TOKENS pixels. The child
      a. computes eager references (hotkernel_set_enabled(0));
@@ -145,13 +149,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 BLOCKS = ("rmsnorm", "swiglu-mlp", "gelu-mlp", "residual-rmsnorm", "gqa-rotary", "eager-attention", "groupnorm-silu",
           "groupnorm-relu", "temb-groupnorm-silu", "vae-groupnorm-silu", "batchnorm-relu", "groupnorm", "batchnorm",
-          "bottleneck-tail")
+          "bottleneck-tail", "downsample-tail")
 PREFILL_ONLY = ("eager-attention",)  # its scores are [heads, tokens, tokens]: no one-token decode
 # The group norm blocks: (batch, channels, the activation) on square images of TOKENS pixels.
 IMAGE_BLOCKS = {"groupnorm-silu": (2, 320, F.silu), "groupnorm-relu": (32, 256, F.relu),
                 "temb-groupnorm-silu": (2, 640, F.silu), "vae-groupnorm-silu": (1, 512, F.silu),
                 "batchnorm-relu": (32, 256, F.relu), "groupnorm": (1, 512, None), "batchnorm": (32, 256, None),
-                "bottleneck-tail": (32, 256, None)}
+                "bottleneck-tail": (32, 256, None), "downsample-tail": (32, 512, None)}
 # Issue 20's blocks at a Llama-8B-like hidden size: a prefill of 4096 tokens in both
 # 16-bit dtypes where HF models use them, and a decode batch of 16 one-token sequences.
 DEFAULT_CASES = ("rmsnorm:bfloat16:4096,rmsnorm:float16:4096,rmsnorm:bfloat16:16,"
@@ -164,13 +168,13 @@ DEFAULT_CASES = ("rmsnorm:bfloat16:4096,rmsnorm:float16:4096,rmsnorm:bfloat16:16
 SMOKE_CASES = ("rmsnorm:bfloat16:64,swiglu-mlp:bfloat16:64,gelu-mlp:float16:64,residual-rmsnorm:bfloat16:64,"
                "gqa-rotary:bfloat16:64,eager-attention:float16:300,groupnorm-silu:float16:64,groupnorm-relu:bfloat16:16,"
                "temb-groupnorm-silu:float16:16,vae-groupnorm-silu:float16:64,batchnorm-relu:bfloat16:16,"
-               "groupnorm:float16:64,batchnorm:bfloat16:16,bottleneck-tail:bfloat16:16")
+               "groupnorm:float16:64,batchnorm:bfloat16:16,bottleneck-tail:bfloat16:16,downsample-tail:bfloat16:16")
 # Without CUDA: the smoke blocks in bfloat16 (the CPU's float16 GEMMs take a scalar path far slower than its
 # bfloat16 ones, and the CPU run checks the script, not a dtype).
 CPU_CASES = ("rmsnorm:bfloat16:64,swiglu-mlp:bfloat16:64,gelu-mlp:bfloat16:64,residual-rmsnorm:bfloat16:64,"
              "gqa-rotary:bfloat16:64,eager-attention:bfloat16:300,groupnorm-silu:bfloat16:64,groupnorm-relu:bfloat16:16,"
              "temb-groupnorm-silu:bfloat16:16,vae-groupnorm-silu:bfloat16:64,batchnorm-relu:bfloat16:16,"
-             "groupnorm:bfloat16:64,batchnorm:bfloat16:16,bottleneck-tail:bfloat16:16")
+             "groupnorm:bfloat16:64,batchnorm:bfloat16:16,bottleneck-tail:bfloat16:16,downsample-tail:bfloat16:16")
 DECODE_TOKENS = 256  # up to this many tokens a case is a decode batch [TOKENS, 1, hidden]
 ACCURACY_EPS_UNITS = 16
 CONFIGS = ("hotkernel-off", "fusion-off", "fusion-on")
@@ -222,6 +226,8 @@ FUNCTIONS = {
     "batchnorm": "torchvision's ResNet (eval): nn.BatchNorm2d(256)(x) alone on [32, 256, s, s]",
     "bottleneck-tail": "torchvision's Bottleneck (eval): out = bn3(x); out += identity; ReLU(inplace=True)(out) on "
                        "[32, 256, s, s]",
+    "downsample-tail": "HF's ResNet downsampling bottleneck (eval): out = bn3(x); out += bn(conv1x1/2(block input)); "
+                       "relu(out) on [32, 512, s, s], the block input [32, 256, 2s, 2s]",
 }
 
 
@@ -310,6 +316,22 @@ class Case:
                     return F.relu(out, inplace=True)
                 self.fn = bottleneck_tail
                 self.inputs = [randn(*self.shape, scale=2.0), randn(*self.shape)]
+            elif self.block == "downsample-tail":
+                mean, var = randn(channels, scale=0.1), (torch.rand(channels, device=device, generator=gen) + 0.5).to(dt)
+                w2 = (torch.rand(channels, device=device, generator=gen) + 0.5).to(dt)
+                b2, mean2 = randn(channels, scale=0.1), randn(channels, scale=0.1)
+                var2 = (torch.rand(channels, device=device, generator=gen) + 0.5).to(dt)
+                w_ds = randn(channels, channels // 2, 1, 1, scale=(channels // 2) ** -0.5)
+
+                def downsample_tail(x, block_in):
+                    out = F.batch_norm(x, mean, var, w, b, training=False, eps=1e-5)
+                    shortcut = F.batch_norm(F.conv2d(block_in, w_ds, stride=2), mean2, var2, w2, b2,
+                                            training=False, eps=1e-5)
+                    out += shortcut
+                    return F.relu(out)
+                self.fn = downsample_tail
+                n, c, side = self.shape[0], self.shape[1], self.shape[2]
+                self.inputs = [randn(*self.shape, scale=2.0), randn(n, c // 2, 2 * side, 2 * side)]
             elif self.block in ("batchnorm-relu", "batchnorm"):
                 mean, var = randn(channels, scale=0.1), (torch.rand(channels, device=device, generator=gen) + 0.5).to(dt)
                 self.fn = lambda x: act(F.batch_norm(x, mean, var, w, b, training=False, eps=1e-5))

@@ -17,7 +17,7 @@ nlohmann::json fusionStatusDocument(bool on, const fusion::FusionStats& stats, n
           {"hot_chains", stats.hotChains},
           {"ready_chains", stats.readyChains},
           {"hook_gave_up", stats.hookGaveUp},
-          {"passed_calls", stats.passedCalls},  // GEMMs run while a chain stayed pending
+          {"passed_calls", stats.passedCalls},  // GEMMs and convolutions run while a chain stayed pending
           {"idle_starts", stats.idleStarts},    // chain starts run eagerly on an idle stream (Note [Idle streams])
           {"retired_chains", stats.retiredChains},  // whose kernel kept refusing to launch
           {"last_unfused", stats.lastUnfused},  // why the latest unfused flush did not fuse

@@ -1,5 +1,8 @@
 #include "DeferrableOps.h"
 
+#include <string>
+#include <unordered_set>
+
 #include "hotkernel/runtime/Logging.h"
 
 namespace hotkernel::fusion {
@@ -157,7 +160,21 @@ std::vector<ResolvedOp> resolveOthers(const std::vector<const char*>& names, siz
 }
 
 const std::vector<const char*>& passingOpNames() {
-  static const std::vector<const char*> names = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"};
+  static const std::vector<const char*> names = {
+      // GEMMs
+      "aten::mm",
+      "aten::addmm",
+      "aten::bmm",
+      "aten::baddbmm",
+      // convolutions: cuDNN's, CUDA's depthwise kernel, ATen's own 2-d kernel, oneDNN's on the CPU
+      "aten::cudnn_convolution",
+      "aten::cudnn_convolution_transpose",
+      "aten::cudnn_convolution_relu",
+      "aten::cudnn_convolution_add_relu",
+      "aten::_conv_depthwise2d",
+      "aten::_slow_conv2d_forward",
+      "aten::mkldnn_convolution",
+  };
   return names;
 }
 
@@ -170,10 +187,6 @@ const std::vector<const char*>& flushingOpNames() {
       // cuDNN
       "aten::_scaled_dot_product_cudnn_attention",
       "aten::_cudnn_attention_forward",
-      "aten::cudnn_convolution",
-      "aten::cudnn_convolution_transpose",
-      "aten::cudnn_convolution_relu",
-      "aten::cudnn_convolution_add_relu",
       "aten::cudnn_batch_norm",
       "aten::_cudnn_rnn",
       "aten::_cudnn_ctc_loss",
@@ -198,6 +211,20 @@ const std::vector<const char*>& flushingOpNames() {
 
 std::vector<ResolvedOp> resolveFlushingOps() {
   return resolveOthers(flushingOpNames(), deferrableOps().size() + passingOpNames().size(), false);
+}
+
+std::vector<ResolvedOp> resolveEngineOps(bool evalBatchNorm, bool inPlace) {
+  std::vector<ResolvedOp> ops = resolveDeferrableOps(evalBatchNorm, inPlace);
+  std::unordered_set<std::string> taken;
+  for (const ResolvedOp& r : ops) taken.insert(r.qualified);
+  auto append = [&](std::vector<ResolvedOp> others) {
+    for (ResolvedOp& r : others) {
+      if (taken.insert(r.qualified).second) ops.push_back(std::move(r));
+    }
+  };
+  append(resolvePassingOps());
+  append(resolveFlushingOps());
+  return ops;
 }
 
 }  // namespace hotkernel::fusion

@@ -66,19 +66,27 @@ std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm = false, bool in
 // Note [Ops a chain lets pass]
 // A matrix product between two steps of a chain (LlamaMLP's up projection
 // between `silu(gate)` and the product with it) would flush the chain at its
-// first cuBLAS launch, and no chain spanning it would ever be learned. The
-// engine takes over the functional GEMMs (mm, addmm, bmm, baddbmm) too: one
-// whose tensor arguments share no storage with a value of the pending chain
-// or of the learning window runs its original at once, its commands the
-// engine's own, and the chain stays pending (the window open). Such an op
-// reads only its arguments and writes only the fresh tensor it returns, so
-// neither the chain's values nor the product depend on which runs first: a
-// fused launch or an unfused replay after it computes what eager computed.
-// One that reads a value flushes the chain (closes the window) first, like
-// any other call.
+// first cuBLAS launch, and no chain spanning it would ever be learned; so
+// would a residual block's shortcut convolution between the block's last
+// batch norm and the residual add (a ResNet's downsampling blocks: bn3, the
+// shortcut's conv and batch norm, `+=`, ReLU). The engine takes over the
+// functional GEMMs (mm, addmm, bmm, baddbmm) and the backends' convolution
+// kernels (cuDNN's, CUDA's depthwise one, ATen's own 2-d one, oneDNN's) too: one whose tensor
+// arguments share no storage with a value of the pending chain or of the
+// learning window runs its original at once, its commands the engine's own,
+// and the chain stays pending (the window open). Such an op reads only its
+// arguments and writes only the fresh tensor it returns (its workspace comes
+// from the caching allocator, which cannot hand out a pending value's
+// storage: the chain holds it), so neither the chain's values nor the
+// product depend on which runs first: a fused launch or an unfused replay
+// after it computes what eager computed. One that reads a value flushes the
+// chain (closes the window) first, at the dispatcher, like any other call;
+// a cuDNN op never flushes from inside its library's runtime (Note [Ops that
+// flush first]).
 //
-// The GEMMs the engine lets pass: functional overloads only (an out= or
-// in-place form writes a tensor the caller chose).
+// The ops the engine lets pass: functional overloads with a backend kernel
+// only (an out= or in-place form writes a tensor the caller chose; a
+// composite's parts reach the backend kernels).
 std::vector<ResolvedOp> resolvePassingOps();
 
 // Note [Ops that flush first]
@@ -103,5 +111,13 @@ const std::vector<const char*>& flushingOpNames();
 
 // The resolved flushing ops (indexed after the passing ops).
 std::vector<ResolvedOp> resolveFlushingOps();
+
+// Every op an engine takes over: the deferrable ops (as resolveDeferrableOps),
+// then the passing and the flushing ones, each op once. An op that is both a
+// step and a flushing op (cuDNN's batch norm, which ATen picks for an eval
+// float32 batch norm on CUDA) is a step where the deferrable table holds it,
+// a flushing op otherwise: a second entry would take its calls over as the
+// other role.
+std::vector<ResolvedOp> resolveEngineOps(bool evalBatchNorm, bool inPlace);
 
 }  // namespace hotkernel::fusion

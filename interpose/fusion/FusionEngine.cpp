@@ -66,9 +66,7 @@ FusionBypass::~FusionBypass() {
 
 FusionEngine::FusionEngine(std::unique_ptr<CommandGate> gate, FusionOptions options)
     : state_(std::make_unique<State>(std::move(gate), options)) {
-  state_->ops = resolveDeferrableOps(options.evalBatchNorm, options.inPlace);
-  for (ResolvedOp& r : resolvePassingOps()) state_->ops.push_back(std::move(r));
-  for (ResolvedOp& r : resolveFlushingOps()) state_->ops.push_back(std::move(r));
+  state_->ops = resolveEngineOps(options.evalBatchNorm, options.inPlace);
   state_->originals.resize(state_->ops.size());
   for (size_t i = 0; i < state_->ops.size(); ++i) state_->opIndex[&state_->ops[i].op->schema()] = i;
   state_->setCatalog(std::make_shared<ChainCatalog>());

@@ -244,42 +244,61 @@ TEST(FusionEngineGpuTest, GivenTheCudaStreamProbeWhenTheStreamIsIdleThenTheChain
 // returns [C] statistics where the CPU's are empty; Note [Lone normalizations]): an eval BatchNorm2d + ReLU and a
 // lone GroupNorm learned on the CUDA key, each published at its first point, deferred and fused near eager.
 // Note [In-place steps]: torchvision's Bottleneck tail (bn3, out += identity, ReLU(inplace=True)) fuses into the
-// tensor the caller holds.
-TEST(FusionEngineGpuTest, GivenAnEvalBatchNormReluALoneGroupNormAndAnInPlaceTailOnCudaWhenLearnedThenEachIsFused) {
+// tensor the caller holds. Eval batch norms in bfloat16 run ATen's own kernel (native_batch_norm); in float32 ATen
+// picks cuDNN's (cudnn_batch_norm), a step of the engine like the other.
+TEST(FusionEngineGpuTest, GivenEvalBatchNormBlocksALoneGroupNormAndInPlaceTailsOnCudaWhenLearnedThenEachIsFused) {
   REQUIRE_CUDA();
-  at::manual_seed(11);
-  const auto opts = at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16);
-  at::Tensor x, w, b, mean, var, identity;
-  {
-    FusionBypass bypass;  // the test's data, not the program's ops
-    x = at::randn({8, 64, 14, 14}, opts) * 2;
-    identity = at::randn({8, 64, 14, 14}, opts);
-    w = at::rand({64}, opts) + 0.5;
-    b = at::randn({64}, opts) * 0.1;
-    mean = at::randn({64}, opts) * 0.1;
-    var = at::rand({64}, opts) + 0.5;
-  }
-  const std::vector<std::pair<std::string, std::function<at::Tensor()>>> blocks = {
-      {"batch norm + relu", [&] { return at::relu(at::batch_norm(x, w, b, mean, var, false, 0.1, 1e-5, true)); }},
-      {"lone group norm", [&] { return at::group_norm(x, 32, w, b, 1e-5); }},
-      {"bottleneck tail in place", [&] {
-         at::Tensor out = at::batch_norm(x, w, b, mean, var, false, 0.1, 1e-5, true);
-         out.add_(identity);
-         return out.relu_();
-       }}};
-  for (const auto& [name, block] : blocks) {
-    SCOPED_TRACE(name);
-    fusionEngine().resetForTest();
-    ASSERT_EQ(learnAndPublish(block), 1u) << fusionEngine().patternsJson();
-    const at::Tensor want = eager(block);
-    const FusionStats before = fusionEngine().stats();
-    at::Tensor got = block();
-    EXPECT_GT(fusionEngine().stats().deferredCalls, before.deferredCalls);
-    foreignCommand();
-    EXPECT_EQ(fusionEngine().stats().fusedFlushes, before.fusedFlushes + 1) << fusionEngine().stats().lastUnfused;
-    FusionBypass bypass;
-    const at::Tensor g = got.to(at::kFloat), e = want.to(at::kFloat);
-    EXPECT_FALSE(g.isnan().any().item<bool>());
-    EXPECT_LE(((g - e).abs() / (e.abs() + 1)).max().item<double>(), 1.0 / 16);
+  for (const at::ScalarType dtype : {at::kBFloat16, at::kFloat}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    at::manual_seed(11);
+    const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dtype);
+    at::Tensor x, w, b, mean, var, identity, blockIn, wds, w2, b2, mean2, var2;
+    {
+      FusionBypass bypass;  // the test's data, not the program's ops
+      x = at::randn({8, 64, 14, 14}, opts) * 2;
+      identity = at::randn({8, 64, 14, 14}, opts);
+      w = at::rand({64}, opts) + 0.5;
+      b = at::randn({64}, opts) * 0.1;
+      mean = at::randn({64}, opts) * 0.1;
+      var = at::rand({64}, opts) + 0.5;
+      blockIn = at::randn({8, 32, 28, 28}, opts);
+      wds = at::randn({64, 32, 1, 1}, opts) * 0.2;
+      w2 = at::rand({64}, opts) + 0.5;
+      b2 = at::randn({64}, opts) * 0.1;
+      mean2 = at::randn({64}, opts) * 0.1;
+      var2 = at::rand({64}, opts) + 0.5;
+    }
+    const std::vector<std::pair<std::string, std::function<at::Tensor()>>> blocks = {
+        {"batch norm + relu", [&] { return at::relu(at::batch_norm(x, w, b, mean, var, false, 0.1, 1e-5, true)); }},
+        {"lone group norm", [&] { return at::group_norm(x, 32, w, b, 1e-5); }},
+        {"bottleneck tail in place", [&] {
+           at::Tensor out = at::batch_norm(x, w, b, mean, var, false, 0.1, 1e-5, true);
+           out.add_(identity);
+           return out.relu_();
+         }},
+        // Note [Ops a chain lets pass]: the shortcut's convolution (cuDNN's) runs while bn3 stays pending.
+        {"downsampling tail", [&] {
+           at::Tensor out = at::batch_norm(x, w, b, mean, var, false, 0.1, 1e-5, true);
+           at::Tensor shortcut = at::conv2d(blockIn, wds, {}, {2, 2});
+           shortcut = at::batch_norm(shortcut, w2, b2, mean2, var2, false, 0.1, 1e-5, true);
+           out.add_(shortcut);
+           return at::relu(out);
+         }}};
+    for (const auto& [name, block] : blocks) {
+      SCOPED_TRACE(name);
+      fusionEngine().resetForTest();
+      ASSERT_EQ(learnAndPublish(block), 1u) << fusionEngine().patternsJson();
+      const at::Tensor want = eager(block);
+      const FusionStats before = fusionEngine().stats();
+      at::Tensor got = block();
+      EXPECT_GT(fusionEngine().stats().deferredCalls, before.deferredCalls);
+      EXPECT_EQ(fusionEngine().stats().passedCalls, before.passedCalls + (name == "downsampling tail" ? 1 : 0));
+      foreignCommand();
+      EXPECT_EQ(fusionEngine().stats().fusedFlushes, before.fusedFlushes + 1) << fusionEngine().stats().lastUnfused;
+      FusionBypass bypass;
+      const at::Tensor g = got.to(at::kFloat), e = want.to(at::kFloat);
+      EXPECT_FALSE(g.isnan().any().item<bool>());
+      EXPECT_LE(((g - e).abs() / (e.abs() + 1)).max().item<double>(), dtype == at::kFloat ? 1e-4 : 1.0 / 16);
+    }
   }
 }

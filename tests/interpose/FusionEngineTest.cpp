@@ -11,9 +11,11 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -466,6 +468,41 @@ TEST_F(FusionEngineTest, GivenAResidualTailWrittenInPlaceWhenPublishedThenItIsOn
   EXPECT_LE(worstRelative(out, want), 1e-5);
 }
 
+// Note [Ops a chain lets pass]: a ResNet downsampling block's tail. The shortcut's convolution (oneDNN's on the
+// CPU) runs between bn3 and the shortcut's batch norm; it reads neither pending value, so bn3 stays pending, and
+// bn3, the shortcut's batch norm, `+=` and the ReLU are one chain. A convolution of bn3's result flushes first.
+TEST_F(FusionEngineTest, GivenADownsamplingTailWhenItsShortcutConvolutionRunsThenTheChainStaysPendingAndFusesWhole) {
+  at::Tensor c3 = at::randn({2, 16, 4, 4}) * 2, block = at::randn({2, 8, 8, 8}), wds = at::randn({16, 8, 1, 1});
+  at::Tensor w = at::randn({16}), b = at::randn({16}), mean = at::randn({16}), var = at::rand({16}) + 0.5;
+  at::Tensor wds2 = at::randn({16}), bds = at::randn({16}), meands = at::randn({16}), vards = at::rand({16}) + 0.5;
+  auto tail = [&] {
+    at::Tensor out = at::batch_norm(c3, w, b, mean, var, false, 0.1, 1e-5, true);
+    at::Tensor shortcut = at::conv2d(block, wds, {}, {2, 2});
+    shortcut = at::batch_norm(shortcut, wds2, bds, meands, vards, false, 0.1, 1e-5, true);
+    out.add_(shortcut);
+    return at::relu(out);
+  };
+  auto kernels = learnAndPublish(tail);
+  ASSERT_EQ(kernels.size(), 1u) << engine().patternsJson();
+  EXPECT_EQ(kernels[0]->build().outputValues.size(), 1u);
+  const at::Tensor want = eager(tail);
+  const FusionStats before = engine().stats();
+  at::Tensor got = tail();
+  EXPECT_EQ(engine().stats().deferredCalls, before.deferredCalls + 4);
+  EXPECT_EQ(engine().stats().passedCalls, before.passedCalls + 1);
+  EXPECT_EQ(kernels[0]->launches, 0);
+  foreignCommand();
+  EXPECT_EQ(kernels[0]->launches, 1) << engine().stats().lastUnfused;
+  EXPECT_LE(worstRelative(got, want), 1e-5);
+  // A convolution that reads the pending bn3 computes it first.
+  at::Tensor out = at::batch_norm(c3, w, b, mean, var, false, 0.1, 1e-5, true);
+  at::Tensor conv = at::conv2d(out, at::randn({4, 16, 1, 1}));
+  EXPECT_EQ(gGate->pending, 0);
+  EXPECT_EQ(engine().stats().passedCalls, before.passedCalls + 1);
+  const at::Tensor wantOut = eager([&] { return at::batch_norm(c3, w, b, mean, var, false, 0.1, 1e-5, true); });
+  EXPECT_LE(worstRelative(out, wantOut), 1e-5);
+}
+
 // The overwritten value is gone in eager too: a view of the tensor taken before the in-place call sees the last
 // value, fused or replayed; a chain that diverges at its in-place step computes the value, then the call runs.
 TEST_F(FusionEngineTest, GivenAnInPlaceStepWhenAViewIsHeldOrTheStepDivergesThenTheResultsAreEagers) {
@@ -537,6 +574,26 @@ TEST(DeferrableOpsTest, GivenEvalBatchNormOffOrOnWhenResolvedThenTheBatchNormsAr
     EXPECT_TRUE(it->inPlace && !it->out) << name;
   }
   EXPECT_FALSE(std::any_of(off.begin(), off.end(), [](const ResolvedOp& r) { return r.inPlace; }));
+}
+
+// ATen runs an eval float32 batch norm on CUDA as cuDNN's: with batch norms deferrable, cudnn_batch_norm is a step
+// of the engine, never also one of its flushing ops (whose entry took its calls over: they flushed and ran eagerly).
+TEST(DeferrableOpsTest, GivenEvalBatchNormOnOrOffWhenTheEngineOpsAreResolvedThenCudnnBatchNormHasOneRole) {
+  for (const bool evalBatchNorm : {false, true}) {
+    SCOPED_TRACE(evalBatchNorm ? "batch norms on" : "batch norms off");
+    const std::vector<ResolvedOp> ops = resolveEngineOps(evalBatchNorm, true);
+    std::map<std::string, int> seen;
+    for (const ResolvedOp& r : ops) ++seen[r.qualified];
+    for (const auto& [name, count] : seen) EXPECT_EQ(count, 1) << name;
+    auto it = std::find_if(ops.begin(), ops.end(),
+                           [](const ResolvedOp& r) { return r.qualified == "aten::cudnn_batch_norm"; });
+    ASSERT_NE(it, ops.end());
+    EXPECT_EQ(it->flushing, !evalBatchNorm);
+    EXPECT_EQ(it->index < deferrableOps().size(), evalBatchNorm);  // a step's index is its deferrable op's
+    EXPECT_TRUE(it->out.has_value() == evalBatchNorm);             // replayed through cudnn_batch_norm.out
+    EXPECT_EQ(ops.size(), resolveDeferrableOps(evalBatchNorm, true).size() + resolvePassingOps().size() +
+                              resolveFlushingOps().size() - (evalBatchNorm ? 1u : 0u));
+  }
 }
 
 // Note [Idle streams]: with a probe that finds the stream idle, the chain's first call runs eagerly and so does

@@ -806,6 +806,7 @@ class Program {
   }
 
  private:
+  void count(const std::string& name, uint64_t n = 1) { count(name.c_str(), n); }
   void count(const char* name, uint64_t n = 1) {
     if (!engine_) return;
     report_.counts[name] += n;
@@ -1066,29 +1067,35 @@ class Program {
     addReg(foreignOpAsLaunched(regs_[static_cast<size_t>(r)].t, which), r);
   }
 
-  // A GEMM the engine lets pass (Note [Ops a chain lets pass]): of a held value (a pending one is computed
-  // first) or of fresh tensors (what is pending stays pending). Contiguous values only: reshaping another
-  // one copies it, an op that is neither deferred nor let pass.
+  // A GEMM or a convolution the engine lets pass (Note [Ops a chain lets pass]): of a held value (a pending one
+  // is computed first) or of fresh tensors (what is pending stays pending). Contiguous values only: reshaping
+  // another one copies it, an op that is neither deferred nor let pass. One in four is a 3 x 3 convolution of
+  // the value seen as a one-channel image (ATen's CPU picks oneDNN's or its own kernel by the dtype, CUDA cuDNN's),
+  // chosen from the seed and the register count, so that the program's other draws stay as they were.
   void matmul(int r) {
     const at::Tensor t = regs_[static_cast<size_t>(r)].t;
     if (!t.is_floating_point() || t.dim() < 1 || t.numel() == 0 || t.size(-1) == 0) return;
     const bool ofValue = t.is_contiguous() && ch_.pick(2) == 0;
+    const bool conv = (mix(seed_, 0xC0417 + regs_.size()) & 3) == 0;
     const bool wasPending = engine_ && fuzzGate().pending() != 0;
     const uint64_t epoch = engine_ ? flushEpoch() : 0;
     at::Tensor a, w;
     {
       FusionBypass bypass;  // the program's data, not its ops
       auto gen = at::make_generator<at::CPUGeneratorImpl>(mix(seed_, 0x6E33 + regs_.size()));
-      w = (at::rand({t.size(-1), 8}, gen, at::kFloat) - 0.5).to(t.device(), t.scalar_type());
-      if (!ofValue) a = (at::rand({4, t.size(-1)}, gen, at::kFloat) - 0.5).to(t.device(), t.scalar_type());
+      const std::vector<int64_t> wSizes = conv ? std::vector<int64_t>{2, 1, 3, 3} : std::vector<int64_t>{t.size(-1), 8};
+      w = (at::rand(wSizes, gen, at::kFloat) - 0.5).to(t.device(), t.scalar_type());
+      const std::vector<int64_t> aSizes = conv ? std::vector<int64_t>{1, 1, 4, t.size(-1)} : std::vector<int64_t>{4, t.size(-1)};
+      if (!ofValue) a = (at::rand(aSizes, gen, at::kFloat) - 0.5).to(t.device(), t.scalar_type());
     }
-    count("matmuls");
+    const char* what = conv ? "convolutions" : "matmuls";
+    count(what);
     if (ofValue) {
-      if (pending(r)) count("matmulsOfPending");
-      a = t.view({-1, t.size(-1)});
+      if (pending(r)) count(std::string(what) + "OfPending");
+      a = conv ? t.view({1, 1, -1, t.size(-1)}) : t.view({-1, t.size(-1)});
     }
-    at::Tensor out = at::mm(a, w);
-    if (!ofValue && wasPending && flushEpoch() == epoch) count("matmulsLetPass");
+    at::Tensor out = conv ? at::conv2d(a, w, {}, {1, 1}, {1, 1}) : at::mm(a, w);
+    if (!ofValue && wasPending && flushEpoch() == epoch) count(std::string(what) + "LetPass");
     addReg(std::move(out), ofValue ? r : -1);
   }
 

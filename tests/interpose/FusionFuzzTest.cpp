@@ -27,7 +27,7 @@ TEST(FusionFuzzTest, GivenThreeThousandRandomProgramsWhenRunWithTheEngineThenEve
         "threadForeignOpsOnPending", "streamSwitchesWhilePending", "concurrentPrograms", "truncated", "scalarsChanged",
         "inputsReused", "dropped", "commands.eventRecord", "commands.streamWait", "comparedBitwise",
         "comparedWithinTolerance", "comparedNanPattern", "itemsCompared", "stridedInputs", "poolChainsWithLayouts",
-        "poolChainsWithCat", "poolChainsWithSoftmax", "poolRelayoutCopies", "transposedInputs", "poolTransposedCopies", "permutedInputs", "clampDeferred", "hardtanhDeferred", "leakyReluDeferred", "hardActivationDeferred", "maximumDeferred", "poolTransposedNdCopies", "poolNdLayoutChains", "cloneDeferred", "rotateHalfDeferred", "rotateHalfOfPending", "matmulsOfPending", "matmulsLetPass",
+        "poolChainsWithCat", "poolChainsWithSoftmax", "poolRelayoutCopies", "transposedInputs", "poolTransposedCopies", "permutedInputs", "clampDeferred", "hardtanhDeferred", "leakyReluDeferred", "hardActivationDeferred", "maximumDeferred", "poolTransposedNdCopies", "poolNdLayoutChains", "cloneDeferred", "rotateHalfDeferred", "rotateHalfOfPending", "matmulsOfPending", "matmulsLetPass", "convolutionsOfPending", "convolutionsLetPass",
         "flushingOpsOnPending", "flushingOpsWhilePending", "groupNormDeferred", "poolChainsWithGroupNorm",
         "batchNormDeferred", "poolChainsWithBatchNorm", "inPlaceDeferred", "inPlaceStepsOnPending",
         "softplusMishDeferred"}) {

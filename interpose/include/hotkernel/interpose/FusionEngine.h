@@ -55,7 +55,7 @@ struct FusionStats {
   uint64_t hotChains = 0;       // chains reported hot
   uint64_t readyChains = 0;     // chains in the catalog
   uint64_t hookGaveUp = 0;      // hook calls that could not take the lock in time
-  uint64_t passedCalls = 0;     // GEMMs run while a chain stayed pending (Note [Ops a chain lets pass])
+  uint64_t passedCalls = 0;     // GEMMs and convolutions run while a chain stayed pending (Note [Ops a chain lets pass])
   uint64_t retiredChains = 0;   // chains taken out of the catalog (Note [Retiring a chain that never launches])
   uint64_t idleStarts = 0;      // chain starts run eagerly: the stream had nothing queued (Note [Idle streams])
   bool covered = false;         // the shim's hook covers every command (deferral possible)
