@@ -29,8 +29,10 @@ not by HF's Python (a step's host time is ~8-15 ms on the H200 machine):
               native_batch_norm
   resnet      (opt-in: --models resnet) ResNetConfig (ResNet-50: bottleneck blocks of convolutions, each
               followed by an eval-mode BatchNorm2d and ReLU), bf16, image classification (1000 labels);
-              forward of 32 images of 224 x 224: a CNN whose norms hotkernel does not serve (eval batch
-              norms), measured for its ranked view of where the time goes
+              forward of 32 images of 224 x 224: a CNN whose eval batch norms, residual adds and ReLUs
+              hotkernel fuses into chains between the convolutions
+  resnet-fp32 (opt-in: --models resnet-fp32) the same in float32, as a model loads by default: ATen
+              runs its eval batch norms as cuDNN's (cudnn_batch_norm)
 Per model the script
   1. builds the model on the device and the inputs (seeded), and computes eager
      references (hotkernel switched off): the logits, the loss with labels, the
@@ -112,7 +114,7 @@ import torch
 
 ALL_MODELS = ("llama", "gpt2-eager", "gpt2-sdpa", "bert")
 # Models run only when named (--models): their served ops are not in HOTKERNEL_OPS' default.
-OPT_IN_MODELS = ("bit", "resnet")
+OPT_IN_MODELS = ("bit", "resnet", "resnet-fp32")
 # HOTKERNEL_OPS' default (README.md): the ops hotkernel overrides when the variable is unset.
 DEFAULT_HOTKERNEL_OPS = "_softmax,_log_softmax,_fused_rms_norm,native_layer_norm,cross_entropy_loss,mm,addmm,sum.dim_IntList,mean.dim,amax,argmax,amin,argmin,max.dim,min.dim"
 T0 = time.perf_counter()
@@ -616,6 +618,8 @@ def model_specs(smoke):
                     batch=batch if smoke else 32, seq=1, decode_tokens=0, labels="class"),
         "resnet": dict(config=resnet, auto="image", dtype=torch.bfloat16, attn=None, image=image,
                        batch=batch if smoke else 32, seq=1, decode_tokens=0, labels="class"),
+        "resnet-fp32": dict(config=resnet, auto="image", dtype=torch.float32, attn=None, image=image,
+                            batch=batch if smoke else 32, seq=1, decode_tokens=0, labels="class"),
     }
 
 
