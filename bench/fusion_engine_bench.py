@@ -380,9 +380,9 @@ def parse_cases(text, hidden):
             tokens = int(tokens)
         except ValueError:
             sys.exit(f"fusion_engine_bench: malformed case '{item}' (want block:dtype:TOKENS)")
-        if block not in BLOCKS or dtype not in ("float16", "bfloat16") or tokens < 1:
+        if block not in BLOCKS or dtype not in DTYPES or tokens < 1:
             sys.exit(f"fusion_engine_bench: unknown block or dtype, or bad token count in '{item}' "
-                     f"(blocks: {', '.join(BLOCKS)}; dtypes: float16, bfloat16)")
+                     f"(blocks: {', '.join(BLOCKS)}; dtypes: {', '.join(DTYPES)})")
         if block in IMAGE_BLOCKS and math.isqrt(tokens) ** 2 != tokens:
             sys.exit(f"fusion_engine_bench: '{item}': {block} takes a square image (TOKENS a square)")
         if block in PREFILL_ONLY and tokens <= DECODE_TOKENS:

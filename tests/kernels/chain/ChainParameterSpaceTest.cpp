@@ -237,10 +237,14 @@ TEST(ChainParameterSpaceTest, GivenAbsurdVariantsWhenEnumeratedThenTheSpaceIsEmp
   EXPECT_TRUE(chainParameterSpace(rms, int64_t{1} << 40, 8).empty());
   // Rows over 2^30 columns (row kernels index in int).
   EXPECT_TRUE(chainParameterSpace(rms, 1, (int64_t{1} << 30) + 8).empty());
-  // A chain of 11 inputs and outputs: over the kernel's argument list.
+  // A chain of 19 inputs and outputs: over the kernel's argument list; 18 fit.
   ChainIR wide;
   int acc = wide.addInput(DType::Float32, ShapeClass::Full);
-  for (int k = 0; k < 10; ++k) acc = wide.addBinary(OpKind::Add, acc, wide.addInput(DType::Float32, ShapeClass::Full));
+  for (int k = 0; k < 16; ++k) acc = wide.addBinary(OpKind::Add, acc, wide.addInput(DType::Float32, ShapeClass::Full));
+  ChainIR fits = wide;
+  fits.markOutput(acc);
+  EXPECT_FALSE(chainParameterSpace(fits, 64, 64).empty());
+  acc = wide.addBinary(OpKind::Add, acc, wide.addInput(DType::Float32, ShapeClass::Full));
   wide.markOutput(acc);
   EXPECT_TRUE(chainParameterSpace(wide, 64, 64).empty());
 }

@@ -20,7 +20,7 @@ namespace hotkernel {
 
 class KernelArgs {
  public:
-  static constexpr size_t kMaxArgs = 12;
+  static constexpr size_t kMaxArgs = 20;
   enum class Kind : uint8_t { Pointer, Int64, Float32 };
 
   KernelArgs() = default;

@@ -53,7 +53,7 @@
 // multipliers of its row offset, computed once per row (per vector in the
 // elementwise kernel, per CTA row in the row kernel), never per element.
 // The kernel's arguments stay (inputs, outputs, rows, cols): KernelArgs
-// holds 12, fewer than a strided chain's strides, and a plan serves exactly
+// holds 20, fewer than a strided chain's strides, and a plan serves exactly
 // its variant anyway, so constants cost nothing and let the compiler turn
 // the divisions into multiplies. The empty layout writes nothing: a
 // contiguous variant's source is what it was before layouts.
@@ -63,8 +63,9 @@
 // `const void*`, a Scalar input's float by value), one `void*` per output,
 // then `long long rows, long long cols`. chainKernelLayout lists them with
 // the alignment each pointer needs; chainKernelArgs fills a KernelArgs
-// (at most KernelArgs::kMaxArgs = 12 parameters: a chain has at most 10
-// inputs and outputs together, checked by checkChainKernel).
+// (at most KernelArgs::kMaxArgs = 20 parameters: a chain has at most 18
+// inputs and outputs together, checked by checkChainKernel; a ResNet
+// downsampling tail, two batch norms and their residual add, has 11).
 
 #include <cstdint>
 #include <string>
@@ -130,7 +131,7 @@ struct ChainKernelParams {
 // transposed layout takes a tile: chainVariantProblem) or items over 4 (or above 0
 // unfolded where a Cat cuts the row into segments), when fold is
 // asked of a chain whose Cats do not cut equal segments, when the
-// chain has more than 10 inputs and outputs (Note [Chain kernel arguments]),
+// chain has more than 18 inputs and outputs (Note [Chain kernel arguments]),
 // or when a chain with reductions has a Cat (Note [Chain kernels]), or a
 // cluster other than 1 is asked of other than a row kernel of one row a CTA.
 void checkChainKernel(const ChainIR& ir, const ChainKernelParams& p);

@@ -34,7 +34,7 @@
 //    no transposed layout).
 // The order is the search's seeds' order: the widest vec first, then
 // threads ascending. Empty when no point serves the variant (rows or cols
-// below 1, a chain of more than 10 inputs and outputs, too many rows for the
+// below 1, a chain of more than 18 inputs and outputs, too many rows for the
 // grid, a chain with reductions and a Cat): the variant is then run unfused.
 
 #include <cstdint>
