@@ -46,7 +46,13 @@
 // rounds every intermediate, the kernel only its outputs and casts; float32
 // outputs of such a chain inherit its 16-bit roundings); for a float32 chain
 // b = 2^-12 with reductions (the sum order differs from ATen's) and 2^-20
-// without (the same float32 functions in the same order: a few ulps at most).
+// without (the same float32 functions in the same order: a few ulps at most),
+// but 2^-17 for one that scales by the rsqrt of a value plus a constant (an
+// eval batch norm's invstd): ATen runs a float32 eval batch norm on CUDA as
+// cuDNN's, whose result is not computed in the chain's order (x - mean) *
+// invstd * w + b (ATen's own kernel's) and is a few float32 units of its
+// terms (|x * invstd * w|, |b|) from it, more than of its result where the
+// terms cancel.
 
 #include <cstdint>
 #include <string>
