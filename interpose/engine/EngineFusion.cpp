@@ -122,6 +122,7 @@ void Engine::startFusion() {
   fusion::FusionOptions options{config().hotCalls, true};
   options.evalBatchNorm = config().fusionBatchNorm;
   options.inPlace = config().fusionInPlace;
+  options.passConvolutions = config().fusionPassConvolutions;
   fusion::FusionEngine* fusion = fusion::FusionEngine::installWithShim(options);
   fusion->setHotCallback([this](const fusion::HotChain& hot) { onHotChain(hot); });
   if (config().fusionStartBusy) fusion->setStreamProbe(&engine::cudaStreamIdle);

@@ -62,7 +62,7 @@ const std::vector<DeferrableOp>& deferrableOps() {
       // matches a learned step (its flag differs), so only eval calls are deferred. Only with
       // FusionOptions::evalBatchNorm (HOTKERNEL_FUSION_BATCH_NORM).
       {"aten::native_batch_norm", "", "out"},
-      {"aten::cudnn_batch_norm", "", "out"},
+      {"aten::cudnn_batch_norm", "", "out"},  // never resolved: Note [cuDNN's batch norm stays a flushing op]
       // Note [In-place steps]: replayed as themselves, on the value as the chain took it. Only with
       // FusionOptions::inPlace (HOTKERNEL_FUSION_IN_PLACE).
       {"aten::relu_", "", nullptr},
@@ -109,6 +109,7 @@ std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm, bool inPlace) {
     const DeferrableOp& d = table[i];
     const std::string name = d.name;
     if (!evalBatchNorm && (name == "aten::native_batch_norm" || name == "aten::cudnn_batch_norm")) continue;
+    if (name == "aten::cudnn_batch_norm") continue;  // Note [cuDNN's batch norm stays a flushing op]
     const bool writesSelf = name.back() == '_';
     if (writesSelf && !inPlace) continue;
     ResolvedOp r;
@@ -160,13 +161,14 @@ std::vector<ResolvedOp> resolveOthers(const std::vector<const char*>& names, siz
 }
 
 const std::vector<const char*>& passingOpNames() {
+  static const std::vector<const char*> names = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"};
+  return names;
+}
+
+// Passing too with FusionOptions::passConvolutions: cuDNN's, CUDA's depthwise kernel, ATen's own 2-d kernel,
+// oneDNN's on the CPU.
+const std::vector<const char*>& convolutionOpNames() {
   static const std::vector<const char*> names = {
-      // GEMMs
-      "aten::mm",
-      "aten::addmm",
-      "aten::bmm",
-      "aten::baddbmm",
-      // convolutions: cuDNN's, CUDA's depthwise kernel, ATen's own 2-d kernel, oneDNN's on the CPU
       "aten::cudnn_convolution",
       "aten::cudnn_convolution_transpose",
       "aten::cudnn_convolution_relu",
@@ -180,13 +182,21 @@ const std::vector<const char*>& passingOpNames() {
 
 }  // namespace
 
-std::vector<ResolvedOp> resolvePassingOps() { return resolveOthers(passingOpNames(), deferrableOps().size(), true); }
+std::vector<ResolvedOp> resolvePassingOps(bool convolutions) {
+  std::vector<const char*> names = passingOpNames();
+  if (convolutions) names.insert(names.end(), convolutionOpNames().begin(), convolutionOpNames().end());
+  return resolveOthers(names, deferrableOps().size(), true);
+}
 
 const std::vector<const char*>& flushingOpNames() {
   static const std::vector<const char*> names = {
       // cuDNN
       "aten::_scaled_dot_product_cudnn_attention",
       "aten::_cudnn_attention_forward",
+      "aten::cudnn_convolution",
+      "aten::cudnn_convolution_transpose",
+      "aten::cudnn_convolution_relu",
+      "aten::cudnn_convolution_add_relu",
       "aten::cudnn_batch_norm",
       "aten::_cudnn_rnn",
       "aten::_cudnn_ctc_loss",
@@ -210,10 +220,11 @@ const std::vector<const char*>& flushingOpNames() {
 }
 
 std::vector<ResolvedOp> resolveFlushingOps() {
-  return resolveOthers(flushingOpNames(), deferrableOps().size() + passingOpNames().size(), false);
+  return resolveOthers(flushingOpNames(),
+                       deferrableOps().size() + passingOpNames().size() + convolutionOpNames().size(), false);
 }
 
-std::vector<ResolvedOp> resolveEngineOps(bool evalBatchNorm, bool inPlace) {
+std::vector<ResolvedOp> resolveEngineOps(bool evalBatchNorm, bool inPlace, bool passConvolutions) {
   std::vector<ResolvedOp> ops = resolveDeferrableOps(evalBatchNorm, inPlace);
   std::unordered_set<std::string> taken;
   for (const ResolvedOp& r : ops) taken.insert(r.qualified);
@@ -222,7 +233,7 @@ std::vector<ResolvedOp> resolveEngineOps(bool evalBatchNorm, bool inPlace) {
       if (taken.insert(r.qualified).second) ops.push_back(std::move(r));
     }
   };
-  append(resolvePassingOps());
+  append(resolvePassingOps(passConvolutions));
   append(resolveFlushingOps());
   return ops;
 }

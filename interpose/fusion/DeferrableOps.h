@@ -59,7 +59,17 @@ struct ResolvedOp {
 // Resolves every op of the table; an op whose out= overload is missing or
 // takes other arguments than the functional ones plus `out` is left out
 // (and said once at debug level).
-// `evalBatchNorm`: native_batch_norm and cudnn_batch_norm too (FusionOptions::evalBatchNorm).
+// `evalBatchNorm`: native_batch_norm too (FusionOptions::evalBatchNorm).
+//
+// Note [cuDNN's batch norm stays a flushing op]
+// ATen runs an eval batch norm as cuDNN's cudnn_batch_norm where cuDNN takes
+// it (a CUDA float32 input, or float16 with float32 parameters). The builder,
+// the replay (cudnn_batch_norm.out) and the reference take its calls, but on
+// a GPU its chains were learned, tuned and published and then no call was
+// taken (docs/design/fusion.md, "Convolutions between the steps of a chain,
+// and cuDNN's batch norm"). Until that is understood it is not resolved as a
+// step: it stays a flushing op (Note [Ops that flush first]), its calls run
+// as eager runs them, unlearned.
 // `inPlace`: the in-place ops too (FusionOptions::inPlace).
 std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm = false, bool inPlace = false);
 
@@ -86,8 +96,12 @@ std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm = false, bool in
 //
 // The ops the engine lets pass: functional overloads with a backend kernel
 // only (an out= or in-place form writes a tensor the caller chose; a
-// composite's parts reach the backend kernels).
-std::vector<ResolvedOp> resolvePassingOps();
+// composite's parts reach the backend kernels); the convolutions only with
+// `convolutions` (FusionOptions::passConvolutions; off by default until a
+// whole model learns its downsampling tails with it: docs/design/fusion.md,
+// "Convolutions between the steps of a chain"; the cuDNN ones then flush
+// first).
+std::vector<ResolvedOp> resolvePassingOps(bool convolutions = false);
 
 // Note [Ops that flush first]
 // An op whose kernels run in a library that carries its own static CUDA
@@ -113,11 +127,10 @@ const std::vector<const char*>& flushingOpNames();
 std::vector<ResolvedOp> resolveFlushingOps();
 
 // Every op an engine takes over: the deferrable ops (as resolveDeferrableOps),
-// then the passing and the flushing ones, each op once. An op that is both a
-// step and a flushing op (cuDNN's batch norm, which ATen picks for an eval
-// float32 batch norm on CUDA) is a step where the deferrable table holds it,
-// a flushing op otherwise: a second entry would take its calls over as the
-// other role.
-std::vector<ResolvedOp> resolveEngineOps(bool evalBatchNorm, bool inPlace);
+// then the passing and the flushing ones, each op once: an op in two lists
+// (a cuDNN convolution let pass) has the first one's role; a second entry
+// would take its calls over as the other role (the engine's op index keeps
+// the last).
+std::vector<ResolvedOp> resolveEngineOps(bool evalBatchNorm, bool inPlace, bool passConvolutions = false);
 
 }  // namespace hotkernel::fusion

@@ -66,7 +66,7 @@ FusionBypass::~FusionBypass() {
 
 FusionEngine::FusionEngine(std::unique_ptr<CommandGate> gate, FusionOptions options)
     : state_(std::make_unique<State>(std::move(gate), options)) {
-  state_->ops = resolveEngineOps(options.evalBatchNorm, options.inPlace);
+  state_->ops = resolveEngineOps(options.evalBatchNorm, options.inPlace, options.passConvolutions);
   state_->originals.resize(state_->ops.size());
   for (size_t i = 0; i < state_->ops.size(); ++i) state_->opIndex[&state_->ops[i].op->schema()] = i;
   state_->setCatalog(std::make_shared<ChainCatalog>());

@@ -60,6 +60,7 @@ FusionEngine& fusionEngine() {
     FusionOptions options{3, true};
     options.evalBatchNorm = true;  // Note [Eval BatchNorm in a chain]: the batch norm test below
     options.inPlace = true;        // Note [In-place steps]: its bottleneck tail
+    options.passConvolutions = true;  // Note [Ops a chain lets pass]: its downsampling tail
     FusionEngine* made = FusionEngine::installProcessEngine(std::move(gate), options);
     made->install(c10::DispatchKey::CUDA);
     return made;
@@ -244,11 +245,11 @@ TEST(FusionEngineGpuTest, GivenTheCudaStreamProbeWhenTheStreamIsIdleThenTheChain
 // returns [C] statistics where the CPU's are empty; Note [Lone normalizations]): an eval BatchNorm2d + ReLU and a
 // lone GroupNorm learned on the CUDA key, each published at its first point, deferred and fused near eager.
 // Note [In-place steps]: torchvision's Bottleneck tail (bn3, out += identity, ReLU(inplace=True)) fuses into the
-// tensor the caller holds. Eval batch norms in bfloat16 run ATen's own kernel (native_batch_norm); in float32 ATen
-// picks cuDNN's (cudnn_batch_norm), a step of the engine like the other.
+// tensor the caller holds. In bfloat16 ATen runs eval batch norms with its own kernel (native_batch_norm); a float32
+// one is cuDNN's, which stays a flushing op (Note [cuDNN's batch norm stays a flushing op]).
 TEST(FusionEngineGpuTest, GivenEvalBatchNormBlocksALoneGroupNormAndInPlaceTailsOnCudaWhenLearnedThenEachIsFused) {
   REQUIRE_CUDA();
-  for (const at::ScalarType dtype : {at::kBFloat16, at::kFloat}) {
+  for (const at::ScalarType dtype : {at::kBFloat16}) {
     SCOPED_TRACE(c10::toString(dtype));
     at::manual_seed(11);
     const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dtype);
@@ -298,7 +299,7 @@ TEST(FusionEngineGpuTest, GivenEvalBatchNormBlocksALoneGroupNormAndInPlaceTailsO
       FusionBypass bypass;
       const at::Tensor g = got.to(at::kFloat), e = want.to(at::kFloat);
       EXPECT_FALSE(g.isnan().any().item<bool>());
-      EXPECT_LE(((g - e).abs() / (e.abs() + 1)).max().item<double>(), dtype == at::kFloat ? 1e-4 : 1.0 / 16);
+      EXPECT_LE(((g - e).abs() / (e.abs() + 1)).max().item<double>(), 1.0 / 16);
     }
   }
 }

@@ -124,6 +124,7 @@ FusionEngine& engine() {
     FusionOptions options{3, true};
     options.evalBatchNorm = true;  // Note [Eval BatchNorm in a chain]
     options.inPlace = true;        // Note [In-place steps]
+    options.passConvolutions = true;  // Note [Ops a chain lets pass]: the downsampling tail
     FusionEngine* made = FusionEngine::installProcessEngine(std::move(gate), options);
     made->install(c10::DispatchKey::CPU);
     return made;
@@ -576,23 +577,35 @@ TEST(DeferrableOpsTest, GivenEvalBatchNormOffOrOnWhenResolvedThenTheBatchNormsAr
   EXPECT_FALSE(std::any_of(off.begin(), off.end(), [](const ResolvedOp& r) { return r.inPlace; }));
 }
 
-// ATen runs an eval float32 batch norm on CUDA as cuDNN's: with batch norms deferrable, cudnn_batch_norm is a step
-// of the engine, never also one of its flushing ops (whose entry took its calls over: they flushed and ran eagerly).
-TEST(DeferrableOpsTest, GivenEvalBatchNormOnOrOffWhenTheEngineOpsAreResolvedThenCudnnBatchNormHasOneRole) {
+// Each op has one role in an engine: cuDNN's batch norm is a flushing op with batch norm chains on or off (Note
+// [cuDNN's batch norm stays a flushing op]); the convolutions are let pass with FusionOptions::passConvolutions,
+// and otherwise cuDNN's flush first and the others are not taken over.
+TEST(DeferrableOpsTest, GivenTheEngineOptionsWhenItsOpsAreResolvedThenEachOpHasOneRole) {
+  auto find = [](const std::vector<ResolvedOp>& ops, const std::string& name) {
+    auto it = std::find_if(ops.begin(), ops.end(), [&](const ResolvedOp& r) { return r.qualified == name; });
+    return it == ops.end() ? nullptr : &*it;
+  };
   for (const bool evalBatchNorm : {false, true}) {
-    SCOPED_TRACE(evalBatchNorm ? "batch norms on" : "batch norms off");
-    const std::vector<ResolvedOp> ops = resolveEngineOps(evalBatchNorm, true);
-    std::map<std::string, int> seen;
-    for (const ResolvedOp& r : ops) ++seen[r.qualified];
-    for (const auto& [name, count] : seen) EXPECT_EQ(count, 1) << name;
-    auto it = std::find_if(ops.begin(), ops.end(),
-                           [](const ResolvedOp& r) { return r.qualified == "aten::cudnn_batch_norm"; });
-    ASSERT_NE(it, ops.end());
-    EXPECT_EQ(it->flushing, !evalBatchNorm);
-    EXPECT_EQ(it->index < deferrableOps().size(), evalBatchNorm);  // a step's index is its deferrable op's
-    EXPECT_TRUE(it->out.has_value() == evalBatchNorm);             // replayed through cudnn_batch_norm.out
-    EXPECT_EQ(ops.size(), resolveDeferrableOps(evalBatchNorm, true).size() + resolvePassingOps().size() +
-                              resolveFlushingOps().size() - (evalBatchNorm ? 1u : 0u));
+    for (const bool passConvolutions : {false, true}) {
+      SCOPED_TRACE(std::string(evalBatchNorm ? "batch norms on" : "batch norms off") +
+                   (passConvolutions ? ", convolutions let pass" : ""));
+      const std::vector<ResolvedOp> ops = resolveEngineOps(evalBatchNorm, true, passConvolutions);
+      std::map<std::string, int> seen;
+      for (const ResolvedOp& r : ops) ++seen[r.qualified];
+      for (const auto& [name, count] : seen) EXPECT_EQ(count, 1) << name;
+      const ResolvedOp* cudnnBatchNorm = find(ops, "aten::cudnn_batch_norm");
+      ASSERT_NE(cudnnBatchNorm, nullptr);
+      EXPECT_TRUE(cudnnBatchNorm->flushing);
+      EXPECT_EQ(find(ops, "aten::native_batch_norm") != nullptr, evalBatchNorm);
+      const ResolvedOp* cudnnConv = find(ops, "aten::cudnn_convolution");
+      ASSERT_NE(cudnnConv, nullptr);
+      EXPECT_EQ(cudnnConv->passing, passConvolutions);
+      EXPECT_EQ(cudnnConv->flushing, !passConvolutions);
+      const ResolvedOp* onednn = find(ops, "aten::mkldnn_convolution");
+      EXPECT_EQ(onednn != nullptr, passConvolutions);
+      if (onednn != nullptr) EXPECT_TRUE(onednn->passing);
+      EXPECT_TRUE(find(ops, "aten::mm")->passing);
+    }
   }
 }
 

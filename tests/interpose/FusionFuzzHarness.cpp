@@ -503,6 +503,7 @@ FusionEngine& fuzzEngine() {
     options.poisonDeferredOutputs = true;
     options.evalBatchNorm = true;  // Note [Eval BatchNorm in a chain]: the suite checks it before it is on by default
     options.inPlace = true;        // Note [In-place steps]: likewise
+    options.passConvolutions = true;  // Note [Ops a chain lets pass]: its convolutions
     FusionEngine* made = FusionEngine::installProcessEngine(std::move(gate), options);
     made->install(cpu ? c10::DispatchKey::CPU : c10::DispatchKey::CUDA);
     return made;

@@ -207,14 +207,15 @@ TEST(ConfigTest, GivenHotkernelFusionStartWhenReadThenAlwaysByDefaultAndOnlyBusy
 
 // The fusion engine's boolean flags: each has its default, reads 1 / 0 as a bool, and keeps its default (said once)
 // for a value that is neither.
-TEST(ConfigTest, GivenTheFusionStepFlagsWhenReadThenEachIsOnByDefaultAndReadsAsABool) {
+TEST(ConfigTest, GivenTheFusionStepFlagsWhenReadThenEachHasItsDefaultAndReadsAsABool) {
   struct Flag {
     const char* name;
     bool Config::*member;
     bool byDefault;
   };
   for (const Flag& f : {Flag{"HOTKERNEL_FUSION_BATCH_NORM", &Config::fusionBatchNorm, true},
-                        Flag{"HOTKERNEL_FUSION_IN_PLACE", &Config::fusionInPlace, true}}) {
+                        Flag{"HOTKERNEL_FUSION_IN_PLACE", &Config::fusionInPlace, true},
+                        Flag{"HOTKERNEL_FUSION_PASS_CONVOLUTIONS", &Config::fusionPassConvolutions, false}}) {
     SCOPED_TRACE(f.name);
     EXPECT_EQ(readWith(f.name, nullptr).config.*f.member, f.byDefault);
     EXPECT_TRUE(readWith(f.name, "1").config.*f.member);

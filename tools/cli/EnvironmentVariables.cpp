@@ -143,6 +143,12 @@ const std::map<std::string, std::function<std::string()>>& resolvers() {
                     ? std::string("on: in-place ops (relu_, +=) on a chain's values join the chain")
                     : std::string("off: an in-place op ends a chain");
        }},
+      {"HOTKERNEL_FUSION_PASS_CONVOLUTIONS",
+       [] {
+         return config().fusionPassConvolutions
+                    ? std::string("on: a convolution of other tensors runs while a chain stays pending")
+                    : std::string("off: a convolution flushes a pending chain first");
+       }},
       {"HOTKERNEL_NVTX",
        [] {
          return config().nvtx ? std::string("on: an NVTX range names each plan launch (seen under a profiler)")
