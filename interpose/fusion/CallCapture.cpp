@@ -24,18 +24,23 @@ std::string tensorProblem(const at::Tensor& t, c10::Device device) {
 namespace {
 
 // `t`'s metadata into `m`, whose vectors keep their capacity (Note [Recycled metadata nodes]).
-void fillMeta(const at::Tensor& t, chain::TensorMeta& m) {
-  // torch's names: "Float" -> "float32" and so on, as chain::dtypeName spells them.
-  switch (t.scalar_type()) {
-    case c10::ScalarType::Float: m.scalarType = "float32"; break;
-    case c10::ScalarType::Half: m.scalarType = "float16"; break;
-    case c10::ScalarType::BFloat16: m.scalarType = "bfloat16"; break;
-    case c10::ScalarType::Double: m.scalarType = "float64"; break;
-    case c10::ScalarType::Long: m.scalarType = "int64"; break;
-    case c10::ScalarType::Int: m.scalarType = "int32"; break;
-    case c10::ScalarType::Bool: m.scalarType = "bool"; break;
-    default: m.scalarType = c10::toString(t.scalar_type()); break;
+// torch's names: "Float" -> "float32" and so on, as chain::dtypeName spells them; torch's own for the rest
+// ("Byte": cuDNN's batch norm reserve).
+std::string scalarTypeName(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::Float: return "float32";
+    case c10::ScalarType::Half: return "float16";
+    case c10::ScalarType::BFloat16: return "bfloat16";
+    case c10::ScalarType::Double: return "float64";
+    case c10::ScalarType::Long: return "int64";
+    case c10::ScalarType::Int: return "int32";
+    case c10::ScalarType::Bool: return "bool";
+    default: return c10::toString(type);
   }
+}
+
+void fillMeta(const at::Tensor& t, chain::TensorMeta& m) {
+  m.scalarType = scalarTypeName(t.scalar_type());
   m.sizes.assign(t.sizes().begin(), t.sizes().end());
   m.strides.assign(t.strides().begin(), t.strides().end());
 }
@@ -49,9 +54,14 @@ chain::TensorMeta metaOf(const at::Tensor& t) {
 }
 
 std::optional<c10::ScalarType> scalarTypeOf(const std::string& name) {
-  if (name == "float32") return c10::ScalarType::Float;
+  if (name == "float32") return c10::ScalarType::Float;  // the chains' dtypes first: a deferred call's outputs
   if (name == "float16") return c10::ScalarType::Half;
   if (name == "bfloat16") return c10::ScalarType::BFloat16;
+  for (c10::ScalarType type : {c10::ScalarType::Double, c10::ScalarType::Long, c10::ScalarType::Int,
+                               c10::ScalarType::Short, c10::ScalarType::Char, c10::ScalarType::Byte,
+                               c10::ScalarType::Bool}) {
+    if (scalarTypeName(type) == name) return type;
+  }
   return std::nullopt;
 }
 

@@ -137,7 +137,10 @@ class ValueTable {
 };
 
 chain::TensorMeta metaOf(const at::Tensor& t);
-// The ScalarType of a TensorMeta's name (metaOf's spelling); nullopt for another.
+// The ScalarType of a TensorMeta's name (metaOf's spelling: the floating
+// types, the integer types, bool); nullopt for another. A deferred call's
+// outputs are allocated from it (an unused uint8 result too: cuDNN's batch
+// norm reserve).
 std::optional<c10::ScalarType> scalarTypeOf(const std::string& name);
 
 // The tensor arguments' device (the first tensor, alone or in a list, that

@@ -66,10 +66,12 @@ struct ResolvedOp {
 // it (a CUDA float32 input, or float16 with float32 parameters). The builder,
 // the replay (cudnn_batch_norm.out) and the reference take its calls, but on
 // a GPU its chains were learned, tuned and published and then no call was
-// taken (docs/design/fusion.md, "Convolutions between the steps of a chain,
-// and cuDNN's batch norm"). Until that is understood it is not resolved as a
-// step: it stays a flushing op (Note [Ops that flush first]), its calls run
-// as eager runs them, unlearned.
+// taken: its fourth result, the reserve, is a uint8 tensor, whose dtype name
+// scalarTypeOf did not read, so PendingChain::take could not allocate it
+// (docs/design/fusion.md, "Convolutions between the steps of a chain, and
+// cuDNN's batch norm"). scalarTypeOf reads it now; until a GPU has run such a
+// chain deferred it is not resolved as a step: it stays a flushing op (Note
+// [Ops that flush first]), its calls run as eager runs them, unlearned.
 // `inPlace`: the in-place ops too (FusionOptions::inPlace).
 std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm = false, bool inPlace = false);
 

@@ -3,6 +3,7 @@
 // referenced elsewhere (Note [A pending chain holds no caller's TensorImpl]).
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -11,6 +12,20 @@
 
 namespace hotkernel::fusion {
 namespace {
+
+// A deferred call's outputs are allocated from their metadata's dtype name: every dtype the table spells reads
+// back, cuDNN's uint8 batch norm reserve among them (which once made every such call refuse to defer).
+TEST(ValueTableTest, GivenTensorsOfEachDtypeWhenTheirMetadataIsReadBackThenTheNameGivesTheirType) {
+  for (const at::ScalarType type : {at::kFloat, at::kHalf, at::kBFloat16, at::kDouble, at::kLong, at::kInt,
+                                    at::kShort, at::kChar, at::kByte, at::kBool}) {
+    const chain::TensorMeta m = metaOf(at::empty({0}, at::TensorOptions().dtype(type)));
+    const std::optional<c10::ScalarType> back = scalarTypeOf(m.scalarType);
+    ASSERT_TRUE(back.has_value()) << m.scalarType;
+    EXPECT_EQ(*back, type) << m.scalarType;
+  }
+  EXPECT_FALSE(scalarTypeOf("complex64").has_value());
+  EXPECT_FALSE(scalarTypeOf("").has_value());
+}
 
 TEST(ValueTableTest, GivenAStrongTableWhenATensorIsAddedThenTheCallersTensorImplGainsNoReference) {
   ValueTable table(/*strong=*/true);
