@@ -26,7 +26,7 @@ namespace {
 // `t`'s metadata into `m`, whose vectors keep their capacity (Note [Recycled metadata nodes]).
 // torch's names: "Float" -> "float32" and so on, as chain::dtypeName spells them; torch's own for the rest
 // ("Byte": cuDNN's batch norm reserve).
-std::string scalarTypeName(c10::ScalarType type) {
+const char* scalarTypeName(c10::ScalarType type) {
   switch (type) {
     case c10::ScalarType::Float: return "float32";
     case c10::ScalarType::Half: return "float16";
@@ -60,7 +60,7 @@ std::optional<c10::ScalarType> scalarTypeOf(const std::string& name) {
   for (c10::ScalarType type : {c10::ScalarType::Double, c10::ScalarType::Long, c10::ScalarType::Int,
                                c10::ScalarType::Short, c10::ScalarType::Char, c10::ScalarType::Byte,
                                c10::ScalarType::Bool}) {
-    if (scalarTypeName(type) == name) return type;
+    if (name == scalarTypeName(type)) return type;
   }
   return std::nullopt;
 }
