@@ -504,6 +504,69 @@ TEST_F(FusionEngineTest, GivenADownsamplingTailWhenItsShortcutConvolutionRunsThe
   EXPECT_LE(worstRelative(out, wantOut), 1e-5);
 }
 
+// Note [Ops a chain lets pass]: four of HF's bottleneck blocks (ResNetBottleNeckLayer's order: the layer, then the
+// shortcut's convolution and batch norm, `+=`, ReLU), two of them downsampling, with each hot chain published a
+// step after the one before (as a tuner finishes them): the engine settles on every chain fused, none unfused,
+// both shortcut convolutions let pass, and the blocks compute eager's values.
+TEST_F(FusionEngineTest, GivenBottleneckBlocksWhenTheirChainsArePublishedOneAStepThenEveryChainFusesAndNoneReplays) {
+  const auto norm = [](int64_t c) {
+    return std::vector<at::Tensor>{at::rand({c}) + 0.5, at::randn({c}) * 0.1, at::randn({c}) * 0.1,
+                                   at::rand({c}) + 0.5};
+  };
+  const auto bn = [](const at::Tensor& x, const std::vector<at::Tensor>& p) {
+    return at::batch_norm(x, p[0], p[1], p[2], p[3], false, 0.1, 1e-5, true);
+  };
+  struct Block {
+    at::Tensor w1, w2, w3, wShortcut;
+    std::vector<at::Tensor> n1, n2, n3, nShortcut;
+    int64_t stride;
+  };
+  const auto block = [&](int64_t in, int64_t mid, int64_t out, int64_t stride, bool shortcut) {
+    Block b{at::randn({mid, in, 1, 1}) * 0.3, at::randn({mid, mid, 3, 3}) * 0.1, at::randn({out, mid, 1, 1}) * 0.3,
+            shortcut ? at::randn({out, in, 1, 1}) * 0.3 : at::Tensor(), norm(mid), norm(mid), norm(out),
+            shortcut ? norm(out) : std::vector<at::Tensor>{}, stride};
+    return b;
+  };
+  const std::vector<Block> blocks = {block(8, 4, 16, 1, true), block(16, 4, 16, 1, false), block(16, 8, 32, 2, true),
+                                     block(32, 8, 32, 1, false)};
+  const at::Tensor x = at::randn({2, 8, 8, 8});
+  const auto forward = [&] {
+    at::Tensor h = x;
+    for (const Block& b : blocks) {
+      at::Tensor residual = h;
+      at::Tensor y = at::relu(bn(at::conv2d(h, b.w1), b.n1));
+      y = at::relu(bn(at::conv2d(y, b.w2, {}, {b.stride, b.stride}, {1, 1}), b.n2));
+      y = bn(at::conv2d(y, b.w3), b.n3);
+      if (b.wShortcut.defined()) residual = bn(at::conv2d(residual, b.wShortcut, {}, {b.stride, b.stride}), b.nShortcut);
+      y.add_(residual);
+      h = at::relu(y);
+    }
+    return h;
+  };
+  const at::Tensor want = eager(forward);
+  std::vector<HotChain> hot;
+  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+  foreignCommand();
+  FusionStats before, after;
+  at::Tensor got;
+  for (int step = 0; step < 16; ++step) {
+    before = engine().stats();
+    got = forward();
+    foreignCommand();
+    after = engine().stats();
+    if (!hot.empty()) {
+      engine().publish(ReadyChain{hot.front().pattern, hot.front().build,
+                                  std::make_shared<InterpreterKernel>(hot.front().build), hot.front().key});
+      hot.erase(hot.begin());
+    }
+  }
+  engine().setHotCallback(nullptr);
+  EXPECT_EQ(after.fusedFlushes - before.fusedFlushes, 12u) << engine().patternsJson();  // 3 chains a block
+  EXPECT_EQ(after.unfusedFlushes - before.unfusedFlushes, 0u) << after.lastUnfused;
+  EXPECT_EQ(after.passedCalls - before.passedCalls, 2u);
+  EXPECT_LE(worstRelative(got, want), 1e-4);
+}
+
 // The overwritten value is gone in eager too: a view of the tensor taken before the in-place call sees the last
 // value, fused or replayed; a chain that diverges at its in-place step computes the value, then the call runs.
 TEST_F(FusionEngineTest, GivenAnInPlaceStepWhenAViewIsHeldOrTheStepDivergesThenTheResultsAreEagers) {
