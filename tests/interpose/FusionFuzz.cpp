@@ -1450,32 +1450,15 @@ Compared compareValues(const at::Tensor& got, const at::Tensor& want, Taint tain
 
 class Checker {
  public:
-  Checker(const RunResult& got, const LaunchLog& log) : got_(got), log_(log), memo_(got.regs.size()) {}
+  Checker(const RunResult& got, const LaunchLog& log) : got_(got), log_(log) {}
 
-  // How far a value is from bit-for-bit eager, and the tolerance of the chain that wrote it.
+  // How far a value is from bit-for-bit eager, and the tolerance of the chain that wrote it. The taints are
+  // the least fixpoint of the rules below over every register at once: an in-place step makes a register
+  // depend on a value that may itself derive from that register (x += x / s), a cycle a memoized recursion
+  // would cut with a placeholder and leave the later value untainted.
   std::pair<Taint, double> taint(int r) {
-    auto& m = memo_[static_cast<size_t>(r)];
-    if (m) return *m;
-    m = std::pair<Taint, double>{Taint::None, 0.0};
-    const Reg& reg = got_.regs[static_cast<size_t>(r)];
-    std::pair<Taint, double> t{Taint::None, 0.0};
-    for (const LaunchLog::Write& w : log_.written(reg.storage)) {
-      if (w.tolerance > t.second) t = {Taint::Direct, w.tolerance};
-    }
-    for (int p : {reg.parent, reg.parent2}) {
-      if (p < 0) continue;
-      const auto pt = taint(p);
-      if (pt.first == Taint::None) continue;
-      const Taint inherited = reg.view ? pt.first : Taint::Derived;
-      if (inherited > t.first) t = {inherited, pt.second};
-    }
-    for (int p : reg.writtenFrom) {  // an in-place step wrote a value computed from it into this tensor
-      const auto pt = taint(p);
-      if (pt.first != Taint::None && Taint::Derived > t.first) t = {Taint::Derived, pt.second};
-    }
-    if (reg.modified && t.first == Taint::Direct) t.first = Taint::Derived;
-    m = t;
-    return t;
+    if (taints_.empty()) computeTaints();
+    return taints_[static_cast<size_t>(r)];
   }
 
   // Whether a fused kernel wrote this value (not a view of one) on another
@@ -1495,7 +1478,45 @@ class Checker {
  private:
   const RunResult& got_;
   const LaunchLog& log_;
-  std::vector<std::optional<std::pair<Taint, double>>> memo_;
+  std::vector<std::pair<Taint, double>> taints_;
+
+  // The rules: a fused write of the register's storage taints it directly (with that chain's tolerance); a
+  // parent's taint is inherited (as it is through a view, as derived otherwise); a value an in-place step wrote
+  // into the tensor taints it as derived; a modified register is at most derived. Each pass only raises a
+  // taint, so the passes end.
+  void computeTaints() {
+    const size_t n = got_.regs.size();
+    taints_.assign(n, {Taint::None, 0.0});
+    // The kinds only rise (None, Direct, Derived); n + 1 passes bound a tolerance that a cycle passes around.
+    bool changed = true;
+    for (size_t pass = 0; changed && pass <= n + 1; ++pass) {
+      changed = false;
+      for (size_t r = 0; r < n; ++r) {
+        const Reg& reg = got_.regs[r];
+        std::pair<Taint, double> t{Taint::None, 0.0};
+        for (const LaunchLog::Write& w : log_.written(reg.storage)) {
+          if (w.tolerance > t.second) t = {Taint::Direct, w.tolerance};
+        }
+        for (int p : {reg.parent, reg.parent2}) {
+          if (p < 0) continue;
+          const auto& pt = taints_[static_cast<size_t>(p)];
+          if (pt.first == Taint::None) continue;
+          const Taint inherited = reg.view ? pt.first : Taint::Derived;
+          if (inherited > t.first) t = {inherited, pt.second};
+        }
+        for (int p : reg.writtenFrom) {
+          const auto& pt = taints_[static_cast<size_t>(p)];
+          if (pt.first != Taint::None && Taint::Derived > t.first) t = {Taint::Derived, pt.second};
+        }
+        if (reg.modified && t.first == Taint::Direct) t.first = Taint::Derived;
+        if (t.first < taints_[r].first) t = taints_[r];  // never lower a kind an earlier pass found
+        if (t != taints_[r]) {
+          taints_[r] = t;
+          changed = true;
+        }
+      }
+    }
+  }
 };
 
 // ---------------------------------------------------------------- the pool
