@@ -108,8 +108,8 @@ std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm, bool inPlace) {
   for (size_t i = 0; i < table.size(); ++i) {
     const DeferrableOp& d = table[i];
     const std::string name = d.name;
-    if (!evalBatchNorm && (name == "aten::native_batch_norm" || name == "aten::cudnn_batch_norm")) continue;
     if (name == "aten::cudnn_batch_norm") continue;  // Note [cuDNN's batch norm stays a flushing op]
+    if (!evalBatchNorm && name == "aten::native_batch_norm") continue;
     const bool writesSelf = name.back() == '_';
     if (writesSelf && !inPlace) continue;
     ResolvedOp r;

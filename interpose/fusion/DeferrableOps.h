@@ -82,8 +82,9 @@ std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm = false, bool in
 // would a residual block's shortcut convolution between the block's last
 // batch norm and the residual add (a ResNet's downsampling blocks: bn3, the
 // shortcut's conv and batch norm, `+=`, ReLU). The engine takes over the
-// functional GEMMs (mm, addmm, bmm, baddbmm) and the backends' convolution
-// kernels (cuDNN's, CUDA's depthwise one, ATen's own 2-d one, oneDNN's) too: one whose tensor
+// functional GEMMs (mm, addmm, bmm, baddbmm) and, when asked (below), the
+// backends' convolution kernels (cuDNN's, CUDA's depthwise one, ATen's own
+// 2-d one, oneDNN's) too: one whose tensor
 // arguments share no storage with a value of the pending chain or of the
 // learning window runs its original at once, its commands the engine's own,
 // and the chain stays pending (the window open). Such an op reads only its
