@@ -1,5 +1,7 @@
 #include "ChainLearner.h"
 
+#include <algorithm>
+
 #include "hotkernel/runtime/Logging.h"
 
 namespace hotkernel::fusion {
@@ -36,7 +38,7 @@ void ChainLearner::drop() {
   values_.clear();
 }
 
-void ChainLearner::close() {
+void ChainLearner::close(uint64_t window) {
   if (calls_.empty()) {
     values_.clear();
     return;
@@ -60,6 +62,12 @@ void ChainLearner::close() {
     ++news_;
   }
   PatternStats& stats = it->second;
+  // Note [Learning a pattern that recurs]
+  if (stats.seen > 0 && !stats.reported && stats.refusal.empty() && window > stats.lastWindow &&
+      window - stats.lastWindow <= kMaxHoldWindows) {
+    learnUntil_ = std::max(learnUntil_, window + 2 * (window - stats.lastWindow));
+  }
+  stats.lastWindow = window;
   ++stats.seen;
   if (stats.reported || !stats.refusal.empty() || stats.seen < hotCalls_) {
     drop();

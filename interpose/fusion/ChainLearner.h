@@ -55,8 +55,10 @@ class ChainLearner {
   // the call wrote its first argument, which must be a value a call of the
   // window returned (Note [In-place steps in the table]).
   bool append(chain::RecordedCall call, const std::vector<at::Tensor>& outputs, bool inPlace = false);
-  // Ends the window: counts its pattern, reports it when it turns hot.
-  void close();
+  // Ends the window, the `window`-th the engine ended (learned or skipped;
+  // Note [Learning a pattern that recurs]): counts its pattern, reports it
+  // when it turns hot.
+  void close(uint64_t window = 0);
   // Drops the window without counting it.
   void drop();
 
@@ -68,12 +70,30 @@ class ChainLearner {
     std::string key;      // the pattern's key (SHA-256), once it turned hot
     // A refused pattern: the keys of the segments reported in its place (Note [Segments of a refused window]).
     std::vector<std::string> segments;
+    uint64_t lastWindow = 0;  // the window that last showed it (close's `window`)
   };
   // By windowDigest: windows are counted without building their text.
   const std::map<uint64_t, PatternStats>& patterns() const { return patterns_; }
   // Counts what closing windows taught: a pattern not seen before, one
   // reported hot, one refused (Note [Sampled learning]).
   uint64_t news() const { return news_; }
+  // Note [Learning a pattern that recurs]
+  // Sampled learning (Note [Sampled learning]) sees a pattern that recurs
+  // once in g windows (a block that appears once in a model's step: a
+  // ResNet's downsampling blocks, a decoder's last norm) once in
+  // learnOneWindowIn of its recurrences, so it would turn hot that many
+  // times later than the patterns around it. A sighting of a pattern that is
+  // neither reported nor refused yet, g windows after its last one, asks
+  // for every window to be learned until 2g windows after it: its next
+  // recurrence is learned too, and the one after that asks again, until it
+  // is hot. A pattern that does not recur lets the hold run out; one that
+  // recurs less often than once in kMaxHoldWindows (a decoder's step at one
+  // sequence length, seen once a generation) asks for none. What holds cost
+  // is bounded: at most hotCalls sightings of each pattern ask for one.
+  static constexpr uint64_t kMaxHoldWindows = 4096;
+  // Every window up to this one (the engine's count of ended windows) is
+  // learned; 0: none asked.
+  uint64_t learnUntil() const { return learnUntil_; }
 
  private:
   int64_t hotCalls_;
@@ -82,6 +102,7 @@ class ChainLearner {
   std::vector<chain::RecordedCall> calls_;
   std::map<uint64_t, PatternStats> patterns_;
   uint64_t news_ = 0;
+  uint64_t learnUntil_ = 0;
 };
 
 }  // namespace hotkernel::fusion

@@ -74,6 +74,7 @@ struct FusionEngine::State {
   uint64_t lastNews = 0;          // learner.news() when a window last ended
   uint64_t learnedSinceNews = 0;  // learned windows ended since the learner's news changed
   uint64_t windowTick = 0;        // windows ended while sampling
+  uint64_t windowsEnded = 0;      // windows ended, learned or skipped (Note [Learning a pattern that recurs])
   // A copy of `owner` the hook reads without the lock; default-constructed (no thread) until it is set.
   std::atomic<std::thread::id> ownerId{};
 
@@ -245,8 +246,9 @@ struct FusionEngine::State {
   void closeWindow() noexcept {
     const bool ended = learner.open() || skipping;
     if (learner.open()) windows.fetch_add(1, std::memory_order_relaxed);
+    if (ended) ++windowsEnded;
     try {
-      learner.close();
+      learner.close(windowsEnded);
     } catch (const std::exception& e) {
       learner.drop();
       HOTKERNEL_LOG_ONCE(Warn, "fusion-learn-error") << "fusion: a learning window was dropped: " << e.what();
@@ -269,7 +271,8 @@ struct FusionEngine::State {
   // learned window starts where windows start. The first news learns every
   // window again. What is skipped is learning only: deferral and flushes
   // are unchanged, and a pattern that appears later is learned at most
-  // learnOneWindowIn times slower until it is first seen.
+  // learnOneWindowIn times slower until it is seen twice; from then on its
+  // recurrences hold learning on (Note [Learning a pattern that recurs]).
   // Precondition: mu held; a window (learned or skipped) just ended.
   void chooseNextWindow() {
     if (learner.news() != lastNews) {
@@ -279,7 +282,9 @@ struct FusionEngine::State {
       ++learnedSinceNews;
     }
     const int64_t every = options.learnOneWindowIn;
-    const bool sampled = every > 1 && learnedSinceNews >= static_cast<uint64_t>(every * options.hotCalls);
+    // Note [Learning a pattern that recurs]: a pattern on its way to hot holds learning on.
+    const bool sampled = every > 1 && learnedSinceNews >= static_cast<uint64_t>(every * options.hotCalls) &&
+                         windowsEnded >= learner.learnUntil();
     if (sampled && windowTick == 0) {
       HOTKERNEL_LOG_ONCE(Info, "fusion-sampled-learning")
           << "fusion: " << learnedSinceNews << " learning windows taught nothing new; one window in " << every

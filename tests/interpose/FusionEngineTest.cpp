@@ -861,6 +861,37 @@ TEST_F(FusionEngineTest, GivenWindowsThatTeachNothingForLongWhenMoreRunThenOneIn
   EXPECT_LE(worstRelative(got, eager([&] { return rmsNorm(x, w); })), 1.0 / 64);
 }
 
+TEST_F(FusionEngineTest, GivenAPatternOnceAStepAmongHotOnesWhenStepsRunThenItTurnsHotAtItsThirdStepAndSamplingResumes) {
+  // Note [Learning a pattern that recurs]: a step is 20 rmsnorm windows (hot at the third) and one swiglu window,
+  // so sampling (after 8 * 3 windows that taught nothing) would see the swiglu once in eight of its steps.
+  at::Tensor x = at::randn({16, 64}).to(at::kBFloat16), w = at::randn({64}).to(at::kBFloat16);
+  at::Tensor g = at::randn({16, 64}).to(at::kBFloat16), u = at::randn({16, 64}).to(at::kBFloat16);
+  std::vector<HotChain> hot;
+  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+  foreignCommand();
+  const auto step = [&] {
+    for (int i = 0; i < 20; ++i) {
+      at::Tensor out = rmsNorm(x, w);
+      foreignCommand();
+    }
+    at::Tensor out = swiglu(g, u);
+    foreignCommand();
+  };
+  int steps = 0;
+  while (hot.size() < 2 && steps < 24) {
+    step();
+    ++steps;
+  }
+  ASSERT_EQ(hot.size(), 2u);
+  EXPECT_EQ(steps, 3);  // its second sighting holds learning on past its third
+  // Once nothing is on its way to hot, the hold runs out and one window in eight is learned again.
+  for (int i = 0; i < 4; ++i) step();
+  const uint64_t before = engine().stats().windows;
+  for (int i = 0; i < 8; ++i) step();
+  engine().setHotCallback(nullptr);
+  EXPECT_LE(engine().stats().windows - before, 8u * 21u / 8u + 1u);
+}
+
 TEST_F(FusionEngineTest, GivenADeferredChainWhenAnIntermediateIsStillHeldThenItReplaysUnfusedExactlyAsEager) {
   at::Tensor g = at::randn({32, 128}).to(at::kBFloat16), u = at::randn({32, 128}).to(at::kBFloat16);
   auto kernels = learnAndPublish([&] { return swiglu(g, u); });
