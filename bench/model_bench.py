@@ -83,7 +83,9 @@ besides: the fusion counters per step of the hotkernel arm (fused and unfused fl
 deferred calls), the share of GPU time in the fused kernels (hk_chain; torch.profiler leaves them out
 of every op's self time, in the ranked view's "not attributed" row), and each chain variant
 the process tuned with its decision and speed-up (hotkernel.chains; "strided" for a variant
-over strided or broadcast views).
+over strided or broadcast views), and the recurring patterns learning left short of hot
+(hotkernel.fusionPatternsShortOfHot: their count, sightings and counts by calls; their chains
+ran unfused in the timing, which more steps would change).
 
 Nothing about hotkernel is required: without the preload (or when it declines
 to serve), the hotkernel parts are skipped or reported as such and eager is
@@ -748,6 +750,20 @@ def recorder_sampling():
     return p if p <= 1 else 0.05
 
 
+def patterns_short_of_hot(patterns, hot_calls):
+    """The fusion patterns (status "fusion.patterns") that recurred (seen at least twice) and were neither reported
+    hot nor refused when learning ended: chains the process has not fused yet, which more steps would (Note [Learning
+    a pattern that recurs] in interpose/fusion/ChainLearner.h). A pattern seen once is left out (a warm-up's)."""
+    short = [p for p in (patterns or {}).values()
+             if not p.get("reported") and not p.get("refusal") and 2 <= p.get("seen", 0) < hot_calls]
+    by_calls = {}
+    for p in short:
+        by_calls[str(p.get("calls", 0))] = by_calls.get(str(p.get("calls", 0)), 0) + 1
+    seen = [p["seen"] for p in short]
+    return {"count": len(short), "hotCalls": hot_calls, "seen": [min(seen), max(seen)] if seen else None,
+            "byCalls": dict(sorted(by_calls.items(), key=lambda kv: int(kv[0])))}
+
+
 def max_abs_diff(a, b):
     d = (a.float() - b.float()).abs().max().item()
     return d if math.isfinite(d) else None  # JSON has no NaN / inf: None means non-finite
@@ -893,6 +909,13 @@ def run_model(name, spec, hk, timer, device, args):
         hk_info["tuneSeconds"] = round(time.perf_counter() - tune_start, 2)
         status = hk.status()
         hk_info["fusion"] = status.get("fusion")
+        if (status.get("fusion") or {}).get("on"):
+            short = patterns_short_of_hot(status["fusion"].get("patterns"), hot_calls)
+            hk_info["fusionPatternsShortOfHot"] = short
+            if short["count"]:
+                progress(f"{name}: fusion: {short['count']} recurring patterns not hot yet after the learning rounds "
+                         f"(seen {short['seen'][0]}-{short['seen'][1]} of {hot_calls} times; by calls "
+                         f"{short['byCalls']}): their chains run unfused in the timing")
         # The chains the process tuned (fused chain variants, ";layout=" for strided or broadcast values) and what
         # was decided: which of the learned chains serve, which keep ATen.
         hk_info["chains"] = [{"variant": t.get("variant", ""), "decision": t.get("decision"),
