@@ -20,7 +20,10 @@
 # "group_norm", "std_weight": ops_bench.py's presets with native_group_norm / native_batch_norm (<= 150 s / 110 s);
 # "bit": BiT in the model benchmark with both served (<= 145 s, with >= 80 s left);
 # "pad_probe" bench/experiments/gemm-padding/pad_rows_probe.py against OPEN_TARGETS_PAD_BASE (an earlier
-# pad_rows.cu, default none: the current template alone; <= 75 s, with >= 50 s left), e.g.
+# pad_rows.cu, default none: the current template alone; <= 75 s, with >= 50 s left);
+# "gpu_tests": the prebuilt folder's GPU test binaries (run-h200.sh gpu_bins, <= OPEN_TARGETS_GPU_TESTS_SECONDS,
+# default 200 s, with >= 60 s left); "resnet": ResNet-50 bf16 and float32 at the defaults (<= 130 s, with >= 100 s
+# left), then bf16 with HOTKERNEL_FUSION_PASS_CONVOLUTIONS=1 (<= 75 s, with >= 60 s left), e.g.
 #   OPEN_TARGETS_STEPS="fuzz models" tools/gpu/open-targets.sh
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -121,7 +124,35 @@ step_pad_probe() {
     grep -v "registers" "$OUT/pad-rows-probe.log" | tail -16
   fi
 }
-STEPS_KNOWN="softmax reductions norms models fuzz probe fusion lm_heads pad_probe group_norm std_weight bit"
+# The GPU test binaries the prebuilt folder carries (tools/gpu/prebuild.sh's HOTKERNEL_PREBUILT_GPU_TESTS), one
+# process a test, each test's gtest XML and the binaries' logs in $OUT.
+step_gpu_tests() {
+  R=$(left)
+  if [ "$R" -gt 60 ]; then
+    el "GPU test binaries of the prebuilt folder ($R s left)"
+    timeout $(( R < ${OPEN_TARGETS_GPU_TESTS_SECONDS:-200} + 5 ? R - 5 : ${OPEN_TARGETS_GPU_TESTS_SECONDS:-200} )) \
+      tools/gpu/run-h200.sh gpu_bins 2>&1 | grep -v "^tar" | grep -E "PASSED|FAILED|SKIPPED|OK \]|missing" | tail -30
+  fi
+}
+# ResNet-50 (bf16 and float32: eval batch norms, ATen's own and cuDNN's) at the defaults, then bf16 with
+# HOTKERNEL_FUSION_PASS_CONVOLUTIONS=1 (the downsampling tails); each run's hotkernel.fusionPatternsShortOfHot says
+# which recurring patterns learning left short of hot.
+step_resnet() {
+  R=$(left)
+  if [ "$R" -gt 100 ]; then
+    el "ResNet-50 bf16 and float32 at the defaults ($R s left)"
+    HOTKERNEL_MODELS=resnet,resnet-fp32 HOTKERNEL_MODELS_TAG=resnet HOTKERNEL_MODELS_ARGS="--tune-timeout 90" \
+      timeout $(( R < 135 ? R - 5 : 130 )) tools/gpu/run-h200.sh models 2>&1 | grep -v "^tar" | grep -A3 "^| model"
+  fi
+  R=$(left)
+  if [ "$R" -gt 60 ]; then
+    el "ResNet-50 bf16 with convolutions let pass ($R s left)"
+    HOTKERNEL_FUSION_PASS_CONVOLUTIONS=1 HOTKERNEL_MODELS=resnet HOTKERNEL_MODELS_TAG=resnet-pass-convolutions \
+      HOTKERNEL_MODELS_ARGS="--tune-timeout 90" timeout $(( R < 80 ? R - 5 : 75 )) tools/gpu/run-h200.sh models \
+      2>&1 | grep -v "^tar" | grep -A2 "^| model"
+  fi
+}
+STEPS_KNOWN="softmax reductions norms models fuzz probe fusion lm_heads pad_probe group_norm std_weight bit gpu_tests resnet"
 for step in ${OPEN_TARGETS_STEPS:-softmax reductions norms models}; do
   if echo " $STEPS_KNOWN " | grep -q " $step "; then
     "step_$step"
