@@ -14,19 +14,13 @@ bool ChainLearner::append(chain::RecordedCall call, const std::vector<at::Tensor
     const bool onValue = outputs.size() == 1 && !call.args.empty() &&
                          call.args[0].kind == chain::RecordedArg::Kind::Tensor && outputs[0].defined();
     const int64_t id = onValue ? values_.addInPlace(outputs[0], call.args[0].value) : -1;
-    if (id < 0) {
-      close();
-      return false;
-    }
+    if (id < 0) return false;
     call.outputs.push_back(id);
     calls_.push_back(std::move(call));
     return true;
   }
   for (const at::Tensor& out : outputs) {
-    if (!out.defined() || values_.find(out) >= 0 || values_.aliasesAValue(out)) {
-      close();
-      return false;
-    }
+    if (!out.defined() || values_.find(out) >= 0 || values_.aliasesAValue(out)) return false;
     call.outputs.push_back(values_.add(out, /*produced=*/true));
   }
   calls_.push_back(std::move(call));

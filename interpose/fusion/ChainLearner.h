@@ -51,14 +51,15 @@ class ChainLearner {
   bool full() const { return calls_.size() >= kMaxWindowCalls; }
   // Appends a call whose arguments were captured in values() and whose
   // outputs ran; numbers the outputs. Returns false (and drops the call) for
-  // an output that is not a plain tensor; the window then ends. `inPlace`:
+  // an output that is not a plain tensor; the caller then ends the window
+  // (close, with the window's index). `inPlace`:
   // the call wrote its first argument, which must be a value a call of the
   // window returned (Note [In-place steps in the table]).
   bool append(chain::RecordedCall call, const std::vector<at::Tensor>& outputs, bool inPlace = false);
   // Ends the window, the `window`-th the engine ended (learned or skipped;
   // Note [Learning a pattern that recurs]): counts its pattern, reports it
   // when it turns hot.
-  void close(uint64_t window = 0);
+  void close(uint64_t window);
   // Drops the window without counting it.
   void drop();
 

@@ -224,7 +224,7 @@ struct FusionEngine::State {
     windowDevice = device;
     windowStream = stream;
     if (!learner.append(std::move(call), outputs, r.inPlace)) {
-      windows.fetch_add(1, std::memory_order_relaxed);
+      closeWindow();  // the calls before it are the window
     } else if (learner.full()) {
       // A pending chain's references would make its values look live: such a window is not counted.
       if (pending && !pending->empty()) {

@@ -892,6 +892,33 @@ TEST_F(FusionEngineTest, GivenAPatternOnceAStepAmongHotOnesWhenStepsRunThenItTur
   EXPECT_LE(engine().stats().windows - before, 8u * 21u / 8u + 1u);
 }
 
+// The same with 22 rmsnorm windows a step and the swiglu's window ended by a call that cannot join it (an in-place op
+// on a tensor no call of the window made): that window is counted with its index too, so its recurrences hold
+// learning on.
+TEST_F(FusionEngineTest, GivenAOnceAStepPatternEndedByACallThatCannotJoinWhenStepsRunThenItTurnsHotAtItsThirdStep) {
+  at::Tensor x = at::randn({16, 64}).to(at::kBFloat16), w = at::randn({64}).to(at::kBFloat16);
+  at::Tensor g = at::randn({16, 64}).to(at::kBFloat16), u = at::randn({16, 64}).to(at::kBFloat16);
+  at::Tensor other = at::randn({16, 64}).to(at::kBFloat16);
+  std::vector<HotChain> hot;
+  engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+  foreignCommand();
+  int steps = 0;
+  while (hot.size() < 2 && steps < 24) {
+    for (int i = 0; i < 22; ++i) {
+      at::Tensor out = rmsNorm(x, w);
+      foreignCommand();
+    }
+    at::Tensor out = swiglu(g, u);
+    other.relu_();  // ends the window: it writes a tensor the window did not make
+    foreignCommand();
+    ++steps;
+  }
+  engine().setHotCallback(nullptr);
+  ASSERT_EQ(hot.size(), 2u);
+  EXPECT_EQ(hot[1].pattern.calls.size(), 2u);  // silu, mul: the in-place call is not part of it
+  EXPECT_EQ(steps, 3);
+}
+
 TEST_F(FusionEngineTest, GivenADeferredChainWhenAnIntermediateIsStillHeldThenItReplaysUnfusedExactlyAsEager) {
   at::Tensor g = at::randn({32, 128}).to(at::kBFloat16), u = at::randn({32, 128}).to(at::kBFloat16);
   auto kernels = learnAndPublish([&] { return swiglu(g, u); });
