@@ -887,17 +887,7 @@ class Program {
     const uint64_t before = engine_ ? fuzzEngine().stats().deferredCalls : 0;
     const bool ofPending = pending(a);
     at::Tensor out = applyStep(s, regs_[static_cast<size_t>(a)].t, b >= 0 ? regs_[static_cast<size_t>(b)].t : at::Tensor());
-    // `.to()` of a tensor's own dtype returns the tensor itself: a second name, not a new value.
-    const bool same = out.unsafeGetTensorImpl() == regs_[static_cast<size_t>(a)].t.unsafeGetTensorImpl();
-    // An in-place step's result is computed from its operands (not a second name of `a`'s value), and every
-    // register of the tensor it wrote now holds a value computed from `b` too.
-    const int r = addReg(std::move(out), a, b, same && !s.inPlace);
-    regs_[static_cast<size_t>(r)].inPlaceResult = s.inPlace;
-    if (s.inPlace && b >= 0) {
-      for (Reg& reg : regs_) {
-        if (reg.t.defined() && reg.t.is_alias_of(regs_[static_cast<size_t>(r)].t)) reg.writtenFrom.push_back(b);
-      }
-    }
+    const int r = addStepResult(s, std::move(out), a, b);
     count("steps");
     if (s.op == Op::RotateHalf) {
       count("rotateHalfSteps");
@@ -1112,6 +1102,21 @@ class Program {
     addReg(at::dot(flat, flat), r);
   }
 
+  // A step's result as a register: `.to()` of a tensor's own dtype returns the tensor itself (a second name, not a
+  // new value); an in-place step's result is computed from its operands (not a second name of `a`'s value), its
+  // storage the one it wrote, and every register of that tensor now holds a value computed from `b` too.
+  int addStepResult(const TStep& s, at::Tensor out, int a, int b) {
+    const bool same = out.unsafeGetTensorImpl() == regs_[static_cast<size_t>(a)].t.unsafeGetTensorImpl();
+    const int r = addReg(std::move(out), a, b, same && !s.inPlace);
+    regs_[static_cast<size_t>(r)].inPlaceResult = s.inPlace;
+    if (s.inPlace && b >= 0) {
+      for (Reg& reg : regs_) {
+        if (reg.t.defined() && reg.t.is_alias_of(regs_[static_cast<size_t>(r)].t)) reg.writtenFrom.push_back(b);
+      }
+    }
+    return r;
+  }
+
   // A step on another thread: its call flushes what is pending (Note [The fusion engine's lock]).
   void threadStep(const TStep& s, int a, int b) {
     count("threadSteps");
@@ -1130,7 +1135,8 @@ class Program {
       }
     });
     if (!error.empty()) throw std::runtime_error("on the worker: " + error);
-    addReg(std::move(out), a, b);
+    if (s.inPlace) count("threadStepsInPlace");
+    addStepResult(s, std::move(out), a, b);
   }
 
   void threadForeign(int r) {

@@ -50,6 +50,21 @@ TEST(FusionFuzzTest, GivenAnInPlaceStepThatWritesAValueDerivedFromItsTargetWhenC
   EXPECT_GT(countOf(r, "comparedNanPattern"), 0u);  // the derived values
 }
 
+// An in-place step on the worker thread writes a value a fused launch wrote on the owner's earlier stream: its
+// result is the register of the tensor it wrote (as on the owner's thread), checked under that register's stream, not
+// a new value on the worker's stream (seed 6401's program 384563 was a false stream violation before).
+TEST(FusionFuzzTest, GivenAnInPlaceStepOnTheWorkerThreadWhenCheckedThenItsResultIsTheTensorItWrote) {
+  FuzzOptions options;
+  options.seed = 6401;
+  options.firstProgram = 384563;
+  options.programs = 1;
+  const FuzzReport r = runFusionFuzz(options);
+  EXPECT_EQ(r.programs, 1);
+  EXPECT_EQ(countOf(r, "threadStepsInPlace"), 1u);
+  EXPECT_EQ(countOf(r, "streamViolations"), 0u);
+  EXPECT_EQ(r.mismatches, 0u) << failuresText(r);
+}
+
 TEST(FusionFuzzTest, GivenFusedKernelsThatLeaveTheirLastOutputUnwrittenWhenProgramsRunThenTheSuiteReportsUnwrittenReads) {
   FuzzOptions options;
   options.seed = 21;
