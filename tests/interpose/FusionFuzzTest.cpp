@@ -23,7 +23,7 @@ TEST(FusionFuzzTest, GivenThreeThousandRandomProgramsWhenRunWithTheEngineThenEve
   // Every feature the suite claims ran, and both paths of a flush.
   for (const char* feature :
        {"deferredCalls", "fusedFlushes", "unfusedFlushes", "interpreterLaunches", "exactLaunches", "viewsOfPending",
-        "inPlaceOnPending", "metadataInPlaceOnPending", "itemsOfPending", "foreignOpsOnPending", "threadStepsOnPending",
+        "inPlaceOnPending", "metadataInPlaceOnPending", "itemsOfPending", "foreignOpsOnPending", "threadStepsOnPending", "threadStepsInPlace",
         "threadForeignOpsOnPending", "streamSwitchesWhilePending", "concurrentPrograms", "truncated", "scalarsChanged",
         "inputsReused", "dropped", "commands.eventRecord", "commands.streamWait", "comparedBitwise",
         "comparedWithinTolerance", "comparedNanPattern", "itemsCompared", "stridedInputs", "poolChainsWithLayouts",
