@@ -36,15 +36,24 @@ TEST(FusionFuzzTest, GivenThreeThousandRandomProgramsWhenRunWithTheEngineThenEve
   EXPECT_EQ(countOf(r, "failedFlushes"), 0u);
 }
 
+namespace {
+
+// One program of a run again (its pool learned as the run learned it), as `fusion_fuzz --first-program` replays it.
+FuzzReport replayProgram(uint64_t seed, int64_t program) {
+  FuzzOptions options;
+  options.seed = seed;
+  options.firstProgram = program;
+  options.programs = 1;
+  return runFusionFuzz(options);
+}
+
+}  // namespace
+
 // The checker's taint over an in-place cycle (x = cast(gelu(fused value)); q = x / s; x += q): q descends from a
 // fused value and is compared within its tolerance, not bit for bit (seed 6207's program 66671 was a false
 // mismatch while a memoized recursion cut the cycle).
 TEST(FusionFuzzTest, GivenAnInPlaceStepThatWritesAValueDerivedFromItsTargetWhenCheckedThenTheDerivedValueIsTainted) {
-  FuzzOptions options;
-  options.seed = 6207;
-  options.firstProgram = 66671;
-  options.programs = 1;
-  const FuzzReport r = runFusionFuzz(options);
+  const FuzzReport r = replayProgram(6207, 66671);
   EXPECT_EQ(r.programs, 1);
   EXPECT_EQ(r.mismatches, 0u) << failuresText(r);
   EXPECT_GT(countOf(r, "comparedNanPattern"), 0u);  // the derived values
@@ -54,11 +63,7 @@ TEST(FusionFuzzTest, GivenAnInPlaceStepThatWritesAValueDerivedFromItsTargetWhenC
 // result is the register of the tensor it wrote (as on the owner's thread), checked under that register's stream, not
 // a new value on the worker's stream (seed 6401's program 384563 was a false stream violation before).
 TEST(FusionFuzzTest, GivenAnInPlaceStepOnTheWorkerThreadWhenCheckedThenItsResultIsTheTensorItWrote) {
-  FuzzOptions options;
-  options.seed = 6401;
-  options.firstProgram = 384563;
-  options.programs = 1;
-  const FuzzReport r = runFusionFuzz(options);
+  const FuzzReport r = replayProgram(6401, 384563);
   EXPECT_EQ(r.programs, 1);
   EXPECT_EQ(countOf(r, "threadStepsInPlace"), 1u);
   EXPECT_EQ(countOf(r, "streamViolations"), 0u);
