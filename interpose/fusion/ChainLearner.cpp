@@ -56,9 +56,9 @@ void ChainLearner::close(uint64_t window) {
     ++news_;
   }
   PatternStats& stats = it->second;
-  // Note [Learning a pattern that recurs]
-  if (stats.seen > 0 && !stats.reported && stats.refusal.empty() && window > stats.lastWindow &&
-      window - stats.lastWindow <= kMaxHoldWindows) {
+  // Note [Learning a pattern that recurs]: not the sighting that makes it hot.
+  if (stats.seen > 0 && stats.seen + 1 < hotCalls_ && !stats.reported && stats.refusal.empty() &&
+      window > stats.lastWindow && window - stats.lastWindow <= kMaxHoldWindows) {
     learnUntil_ = std::max(learnUntil_, window + 2 * (window - stats.lastWindow));
   }
   stats.lastWindow = window;

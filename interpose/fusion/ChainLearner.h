@@ -87,10 +87,11 @@ class ChainLearner {
   // neither reported nor refused yet, g windows after its last one, asks
   // for every window to be learned until 2g windows after it: its next
   // recurrence is learned too, and the one after that asks again, until it
-  // is hot. A pattern that does not recur lets the hold run out; one that
-  // recurs less often than once in kMaxHoldWindows (a decoder's step at one
-  // sequence length, seen once a generation) asks for none. What holds cost
-  // is bounded: at most hotCalls sightings of each pattern ask for one.
+  // is hot (the sighting that makes it hot asks for none). A pattern that
+  // does not recur lets the hold run out; one that recurs less often than
+  // once in kMaxHoldWindows (a decoder's step at one sequence length, seen
+  // once a generation) asks for none. What holds cost is bounded: fewer than
+  // hotCalls sightings of each pattern ask for one.
   static constexpr uint64_t kMaxHoldWindows = 4096;
   // Every window up to this one (the engine's count of ended windows) is
   // learned; 0: none asked.
