@@ -97,6 +97,7 @@ Output: "hotkernel-bench" v1 JSON, benchmark "models", one result per model
 (written after each model), and Markdown tables on stdout.
 """
 import argparse
+import collections
 import contextlib
 import ctypes
 import datetime
@@ -756,12 +757,10 @@ def patterns_short_of_hot(patterns, hot_calls):
     a pattern that recurs] in interpose/fusion/ChainLearner.h). A pattern seen once is left out (a warm-up's)."""
     short = [p for p in (patterns or {}).values()
              if not p.get("reported") and not p.get("refusal") and 2 <= p.get("seen", 0) < hot_calls]
-    by_calls = {}
-    for p in short:
-        by_calls[str(p.get("calls", 0))] = by_calls.get(str(p.get("calls", 0)), 0) + 1
+    by_calls = collections.Counter(p.get("calls", 0) for p in short)
     seen = [p["seen"] for p in short]
     return {"count": len(short), "hotCalls": hot_calls, "seen": [min(seen), max(seen)] if seen else None,
-            "byCalls": dict(sorted(by_calls.items(), key=lambda kv: int(kv[0])))}
+            "byCalls": {str(calls): n for calls, n in sorted(by_calls.items())}}
 
 
 def max_abs_diff(a, b):
