@@ -62,7 +62,7 @@ const std::vector<DeferrableOp>& deferrableOps() {
       // matches a learned step (its flag differs), so only eval calls are deferred. Only with
       // FusionOptions::evalBatchNorm (HOTKERNEL_FUSION_BATCH_NORM).
       {"aten::native_batch_norm", "", "out"},
-      {"aten::cudnn_batch_norm", "", "out"},  // never resolved: Note [cuDNN's batch norm stays a flushing op]
+      {"aten::cudnn_batch_norm", "", "out"},  // as native_batch_norm: Note [cuDNN's batch norm in a chain]
       // Note [In-place steps]: replayed as themselves, on the value as the chain took it. Only with
       // FusionOptions::inPlace (HOTKERNEL_FUSION_IN_PLACE).
       {"aten::relu_", "", nullptr},
@@ -108,8 +108,7 @@ std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm, bool inPlace) {
   for (size_t i = 0; i < table.size(); ++i) {
     const DeferrableOp& d = table[i];
     const std::string name = d.name;
-    if (name == "aten::cudnn_batch_norm") continue;  // Note [cuDNN's batch norm stays a flushing op]
-    if (!evalBatchNorm && name == "aten::native_batch_norm") continue;
+    if (!evalBatchNorm && (name == "aten::native_batch_norm" || name == "aten::cudnn_batch_norm")) continue;
     const bool writesSelf = name.back() == '_';
     if (writesSelf && !inPlace) continue;
     ResolvedOp r;
@@ -197,7 +196,7 @@ const std::vector<const char*>& flushingOpNames() {
       "aten::cudnn_convolution_transpose",
       "aten::cudnn_convolution_relu",
       "aten::cudnn_convolution_add_relu",
-      "aten::cudnn_batch_norm",
+      "aten::cudnn_batch_norm",  // a step instead with FusionOptions::evalBatchNorm (resolveEngineOps)
       "aten::_cudnn_rnn",
       "aten::_cudnn_ctc_loss",
       "aten::cudnn_grid_sampler",

@@ -18,7 +18,8 @@
 // `native_batch_norm` and `cudnn_batch_norm` replay through their out=
 // overloads (generated: the functional op, then a copy into each out,
 // shaped as the functional op returns them): every result of a deferred call
-// is passed, in order (an eval batch norm's empty ones too). An in-place op
+// is passed, in order (an eval batch norm's unused ones too, cuDNN's reserve
+// among them: Note [cuDNN's batch norm in a chain]). An in-place op
 // (Note [In-place steps]) writes its first argument, the value as the chain
 // took it, whose storage its result shares: it replays as itself.
 
@@ -59,19 +60,22 @@ struct ResolvedOp {
 // Resolves every op of the table; an op whose out= overload is missing or
 // takes other arguments than the functional ones plus `out` is left out
 // (and said once at debug level).
-// `evalBatchNorm`: native_batch_norm too (FusionOptions::evalBatchNorm).
+// `evalBatchNorm`: native_batch_norm and cudnn_batch_norm too
+// (FusionOptions::evalBatchNorm).
 //
-// Note [cuDNN's batch norm stays a flushing op]
+// Note [cuDNN's batch norm in a chain]
 // ATen runs an eval batch norm as cuDNN's cudnn_batch_norm where cuDNN takes
-// it (a CUDA float32 input, or float16 with float32 parameters). The builder,
-// the replay (cudnn_batch_norm.out) and the reference take its calls, but on
-// a GPU its chains were learned, tuned and published and then no call was
-// taken: its fourth result, the reserve, is a uint8 tensor, whose dtype name
-// scalarTypeOf did not read, so PendingChain::take could not allocate it
-// (docs/design/fusion.md, "Convolutions between the steps of a chain, and
-// cuDNN's batch norm"). scalarTypeOf reads it now; until a GPU has run such a
-// chain deferred it is not resolved as a step: it stays a flushing op (Note
-// [Ops that flush first]), its calls run as eager runs them, unlearned.
+// it (a CUDA float32 input, or float16 with float32 parameters). It is
+// deferred like native_batch_norm: the builder and the chain reference take
+// its calls, and it replays through cudnn_batch_norm.out. Its fourth result,
+// cuDNN's reserve space, is a uint8 tensor (the value table's dtype name
+// "Byte", which PendingChain::take allocates it from through scalarTypeOf);
+// the chain never reads it (a call reading it is refused, as one reading an
+// eval batch norm's other unused results: Note [Eval BatchNorm in a chain]).
+// In float32 the chain's fused arithmetic, (x - mean) * invstd * w + b, is
+// not cuDNN's: its results are within the float32 batch norm bound of Note
+// [Chain harness tolerance] (2^-17), not bitwise. Without `evalBatchNorm` it
+// is a flushing op (Note [Ops that flush first]).
 // `inPlace`: the in-place ops too (FusionOptions::inPlace).
 std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm = false, bool inPlace = false);
 
@@ -131,9 +135,9 @@ std::vector<ResolvedOp> resolveFlushingOps();
 
 // Every op an engine takes over: the deferrable ops (as resolveDeferrableOps),
 // then the passing and the flushing ones, each op once: an op in two lists
-// (a cuDNN convolution let pass) has the first one's role; a second entry
-// would take its calls over as the other role (the engine's op index keeps
-// the last).
+// (a cuDNN convolution let pass, cuDNN's batch norm with `evalBatchNorm`)
+// has the first one's role; a second entry would take its calls over as the
+// other role (the engine's op index keeps the last).
 std::vector<ResolvedOp> resolveEngineOps(bool evalBatchNorm, bool inPlace, bool passConvolutions = false);
 
 }  // namespace hotkernel::fusion

@@ -245,11 +245,12 @@ TEST(FusionEngineGpuTest, GivenTheCudaStreamProbeWhenTheStreamIsIdleThenTheChain
 // returns [C] statistics where the CPU's are empty; Note [Lone normalizations]): an eval BatchNorm2d + ReLU and a
 // lone GroupNorm learned on the CUDA key, each published at its first point, deferred and fused near eager.
 // Note [In-place steps]: torchvision's Bottleneck tail (bn3, out += identity, ReLU(inplace=True)) fuses into the
-// tensor the caller holds. In bfloat16 ATen runs eval batch norms with its own kernel (native_batch_norm); a float32
-// one is cuDNN's, which stays a flushing op (Note [cuDNN's batch norm stays a flushing op]).
+// tensor the caller holds. In bfloat16 ATen runs eval batch norms with its own kernel (native_batch_norm); in float32
+// they are cuDNN's (cudnn_batch_norm), a step like the other, fused within the float32 batch norm bound of cuDNN's
+// result rather than bitwise (Note [cuDNN's batch norm in a chain]).
 TEST(FusionEngineGpuTest, GivenEvalBatchNormBlocksALoneGroupNormAndInPlaceTailsOnCudaWhenLearnedThenEachIsFused) {
   REQUIRE_CUDA();
-  for (const at::ScalarType dtype : {at::kBFloat16}) {
+  for (const at::ScalarType dtype : {at::kBFloat16, at::kFloat}) {
     SCOPED_TRACE(c10::toString(dtype));
     at::manual_seed(11);
     const auto opts = at::TensorOptions().device(at::kCUDA).dtype(dtype);
@@ -299,7 +300,7 @@ TEST(FusionEngineGpuTest, GivenEvalBatchNormBlocksALoneGroupNormAndInPlaceTailsO
       FusionBypass bypass;
       const at::Tensor g = got.to(at::kFloat), e = want.to(at::kFloat);
       EXPECT_FALSE(g.isnan().any().item<bool>());
-      EXPECT_LE(((g - e).abs() / (e.abs() + 1)).max().item<double>(), 1.0 / 16);
+      EXPECT_LE(((g - e).abs() / (e.abs() + 1)).max().item<double>(), dtype == at::kFloat ? 1e-4 : 1.0 / 16);
     }
   }
 }

@@ -628,7 +628,14 @@ TEST(DeferrableOpsTest, GivenEvalBatchNormOffOrOnWhenResolvedThenTheBatchNormsAr
   EXPECT_FALSE(has(off, "aten::cudnn_batch_norm"));
   EXPECT_TRUE(has(off, "aten::native_group_norm"));
   EXPECT_TRUE(has(on, "aten::native_batch_norm"));
-  EXPECT_EQ(on.size(), off.size() + (has(on, "aten::cudnn_batch_norm") ? 2u : 1u));
+  EXPECT_TRUE(has(on, "aten::cudnn_batch_norm"));  // Note [cuDNN's batch norm in a chain]
+  EXPECT_EQ(on.size(), off.size() + 2u);
+  for (const char* name : {"aten::native_batch_norm", "aten::cudnn_batch_norm"}) {
+    auto it = std::find_if(on.begin(), on.end(), [&](const ResolvedOp& r) { return r.qualified == name; });
+    ASSERT_NE(it, on.end()) << name;
+    EXPECT_TRUE(!it->flushing && !it->passing && !it->inPlace) << name;  // a step
+    EXPECT_TRUE(it->out.has_value()) << name;                            // replayed through its .out
+  }
   // FusionOptions::inPlace (HOTKERNEL_FUSION_IN_PLACE): the in-place ops, each replayed as itself.
   EXPECT_FALSE(has(off, "aten::relu_"));
   const std::vector<ResolvedOp> inPlace = resolveDeferrableOps(false, true);
@@ -640,9 +647,9 @@ TEST(DeferrableOpsTest, GivenEvalBatchNormOffOrOnWhenResolvedThenTheBatchNormsAr
   EXPECT_FALSE(std::any_of(off.begin(), off.end(), [](const ResolvedOp& r) { return r.inPlace; }));
 }
 
-// Each op has one role in an engine: cuDNN's batch norm is a flushing op with batch norm chains on or off (Note
-// [cuDNN's batch norm stays a flushing op]); the convolutions are let pass with FusionOptions::passConvolutions,
-// and otherwise cuDNN's flush first and the others are not taken over.
+// Each op has one role in an engine: cuDNN's batch norm is a step with batch norm chains on, replayed through
+// cudnn_batch_norm.out, and a flushing op with them off (Note [cuDNN's batch norm in a chain]); the convolutions are
+// let pass with FusionOptions::passConvolutions, and otherwise cuDNN's flush first and the others are not taken over.
 TEST(DeferrableOpsTest, GivenTheEngineOptionsWhenItsOpsAreResolvedThenEachOpHasOneRole) {
   auto find = [](const std::vector<ResolvedOp>& ops, const std::string& name) {
     auto it = std::find_if(ops.begin(), ops.end(), [&](const ResolvedOp& r) { return r.qualified == name; });
@@ -658,7 +665,10 @@ TEST(DeferrableOpsTest, GivenTheEngineOptionsWhenItsOpsAreResolvedThenEachOpHasO
       for (const auto& [name, count] : seen) EXPECT_EQ(count, 1) << name;
       const ResolvedOp* cudnnBatchNorm = find(ops, "aten::cudnn_batch_norm");
       ASSERT_NE(cudnnBatchNorm, nullptr);
-      EXPECT_TRUE(cudnnBatchNorm->flushing);
+      EXPECT_EQ(cudnnBatchNorm->flushing, !evalBatchNorm);
+      EXPECT_FALSE(cudnnBatchNorm->passing);
+      EXPECT_EQ(cudnnBatchNorm->index < deferrableOps().size(), evalBatchNorm);  // a step's index is its table row
+      EXPECT_EQ(cudnnBatchNorm->out.has_value(), evalBatchNorm);
       EXPECT_EQ(find(ops, "aten::native_batch_norm") != nullptr, evalBatchNorm);
       const ResolvedOp* cudnnConv = find(ops, "aten::cudnn_convolution");
       ASSERT_NE(cudnnConv, nullptr);

@@ -73,8 +73,8 @@ struct FusionOptions {
   // row taught nothing new, one window in learnOneWindowIn is learned until
   // one does; 1: every window.
   int64_t learnOneWindowIn = 8;
-  // Note [Eval BatchNorm in a chain]: eval native_batch_norm calls join chains too (cudnn_batch_norm's flush: Note
-  // [cuDNN's batch norm stays a flushing op])
+  // Note [Eval BatchNorm in a chain]: eval native_batch_norm and cudnn_batch_norm calls join chains too (Note
+  // [cuDNN's batch norm in a chain]; without it cudnn_batch_norm calls flush first)
   // (HOTKERNEL_FUSION_BATCH_NORM, on in a serving process by default; off here unless asked for).
   bool evalBatchNorm = false;
   // Note [In-place steps]: in-place pointwise ops (relu_, add_.Tensor, ...) on a pending value extend its chain
