@@ -54,9 +54,10 @@ comes from elsewhere; the other HOTKERNEL_* variables are kept).
      downsample-tail   HF's ResNet downsampling bottleneck after conv3 (eval): out = bn3(x); shortcut =
                        bn(conv1x1 stride 2 (block input)); out += shortcut; relu(out), on x [32, 512, s, s]
                        and the block input [32, 256, 2s, 2s]; the times include the convolution. With
-                       HOTKERNEL_FUSION_PASS_CONVOLUTIONS=1 (the children inherit it) the convolution
-                       passes the pending bn3 (Note [Ops a chain lets pass]) and the rest is one chain;
-                       without, bn3 is a chain of its own and the shortcut's batch norm, += and ReLU another
+                       HOTKERNEL_FUSION_PASS_CONVOLUTIONS on (the default; the children inherit it) the
+                       convolution passes the pending bn3 (Note [Ops a chain lets pass]) and the rest is one
+                       chain; with it 0, bn3 is a chain of its own and the shortcut's batch norm, += and ReLU
+                       another
    on [1, TOKENS, hidden] (a prefill), or [TOKENS, 1, hidden] up to 256 tokens (a decode
    batch of one token per sequence); the group norm blocks on images of TOKENS pixels. The child
      a. computes eager references (hotkernel_set_enabled(0));

@@ -104,10 +104,9 @@ std::vector<ResolvedOp> resolveDeferrableOps(bool evalBatchNorm = false, bool in
 // The ops the engine lets pass: functional overloads with a backend kernel
 // only (an out= or in-place form writes a tensor the caller chose; a
 // composite's parts reach the backend kernels); the convolutions only with
-// `convolutions` (FusionOptions::passConvolutions; off by default until a
-// whole model learns its downsampling tails with it: docs/design/fusion.md,
-// "Convolutions between the steps of a chain"; the cuDNN ones then flush
-// first).
+// `convolutions` (FusionOptions::passConvolutions, which a serving process
+// sets by default: HOTKERNEL_FUSION_PASS_CONVOLUTIONS; without it the cuDNN
+// ones flush first).
 std::vector<ResolvedOp> resolvePassingOps(bool convolutions = false);
 
 // Note [Ops that flush first]

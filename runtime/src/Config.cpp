@@ -126,7 +126,7 @@ Config Config::fromEnvironment() {
   c.fusionEagerRounding = parseTwoWay("HOTKERNEL_FUSION_ROUNDING", "fused", "eager");
   c.fusionBatchNorm = parseBool("HOTKERNEL_FUSION_BATCH_NORM", true);
   c.fusionInPlace = parseBool("HOTKERNEL_FUSION_IN_PLACE", true);
-  c.fusionPassConvolutions = parseBool("HOTKERNEL_FUSION_PASS_CONVOLUTIONS", false);
+  c.fusionPassConvolutions = parseBool("HOTKERNEL_FUSION_PASS_CONVOLUTIONS", true);
   c.nvtx = parseBool("HOTKERNEL_NVTX", true);
   c.cupti = parseBool("HOTKERNEL_CUPTI", false);
   c.trustAgentEntries = parseBool("HOTKERNEL_TRUST_AGENT_ENTRIES", false);

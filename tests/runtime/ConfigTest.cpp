@@ -215,7 +215,7 @@ TEST(ConfigTest, GivenTheFusionStepFlagsWhenReadThenEachHasItsDefaultAndReadsAsA
   };
   for (const Flag& f : {Flag{"HOTKERNEL_FUSION_BATCH_NORM", &Config::fusionBatchNorm, true},
                         Flag{"HOTKERNEL_FUSION_IN_PLACE", &Config::fusionInPlace, true},
-                        Flag{"HOTKERNEL_FUSION_PASS_CONVOLUTIONS", &Config::fusionPassConvolutions, false}}) {
+                        Flag{"HOTKERNEL_FUSION_PASS_CONVOLUTIONS", &Config::fusionPassConvolutions, true}}) {
     SCOPED_TRACE(f.name);
     EXPECT_EQ(readWith(f.name, nullptr).config.*f.member, f.byDefault);
     EXPECT_TRUE(readWith(f.name, "1").config.*f.member);

@@ -81,7 +81,8 @@ struct FusionOptions {
   // (HOTKERNEL_FUSION_IN_PLACE, on in a serving process by default; off here unless asked for).
   bool inPlace = false;
   // Note [Ops a chain lets pass]: a convolution that reads no pending value runs while the chain stays pending
-  // (HOTKERNEL_FUSION_PASS_CONVOLUTIONS, off by default: a cuDNN convolution then flushes first).
+  // (HOTKERNEL_FUSION_PASS_CONVOLUTIONS, on in a serving process by default; off here unless asked for: a cuDNN
+  // convolution then flushes first).
   bool passConvolutions = false;
 };
 

@@ -13,7 +13,7 @@
 // | HOTKERNEL_FUSION_ROUNDING     | fused                        | fused, eager | eager: a fused chain rounds every 16-bit value it computes as eager ATen stores it (Note [Eager rounding on request] in hotkernel/chain/ChainParameterSpace.h) |
 // | HOTKERNEL_FUSION_BATCH_NORM   | 1                            | as HOTKERNEL | 1: eval batch norms (nn.BatchNorm2d in eval mode) join chains with the ops after them (Note [Eval BatchNorm in a chain]); 0: they run as eager runs them |
 // | HOTKERNEL_FUSION_IN_PLACE     | 1                            | as HOTKERNEL | 1: in-place pointwise ops (ReLU(inplace=True), a residual +=) on a chain's values join the chain (Note [In-place steps] in kernels/chain/src/CallWrites.h); 0: an in-place op ends a chain |
-// | HOTKERNEL_FUSION_PASS_CONVOLUTIONS | 0                       | as HOTKERNEL | 1: a convolution that reads no pending value runs while the chain stays pending (a ResNet shortcut's, between bn3 and the residual add: Note [Ops a chain lets pass] in interpose/fusion/DeferrableOps.h); 0: a convolution flushes the chain first |
+// | HOTKERNEL_FUSION_PASS_CONVOLUTIONS | 1                       | as HOTKERNEL | 1: a convolution that reads no pending value runs while the chain stays pending (a ResNet shortcut's, between bn3 and the residual add: Note [Ops a chain lets pass] in interpose/fusion/DeferrableOps.h); 0: a convolution flushes the chain first |
 // | HOTKERNEL_NVTX                | 1                            | as HOTKERNEL | 0: no NVTX range around plan launches (Note [NVTX ranges around plan launches] in hotkernel/runtime/NvtxRange.h) |
 // | HOTKERNEL_CUPTI               | 0                            | as HOTKERNEL | 1: the recorder attributes GPU time to the sampled ops with CUPTI's activity API (Note [GPU time from CUPTI] in hotkernel/runtime/CuptiActivitySource.h) |
 // | HOTKERNEL_TRUST_AGENT_ENTRIES | 0                            | as HOTKERNEL | 1: cached agent kernels load too (Note [Entries a process loads] in interpose/engine/EntryAdmission.h) |
@@ -89,7 +89,7 @@ struct Config {
   bool fusionEagerRounding = false;  // HOTKERNEL_FUSION_ROUNDING=eager
   bool fusionBatchNorm = true;  // HOTKERNEL_FUSION_BATCH_NORM
   bool fusionInPlace = true;    // HOTKERNEL_FUSION_IN_PLACE
-  bool fusionPassConvolutions = false;  // HOTKERNEL_FUSION_PASS_CONVOLUTIONS
+  bool fusionPassConvolutions = true;  // HOTKERNEL_FUSION_PASS_CONVOLUTIONS
   bool nvtx = true;     // HOTKERNEL_NVTX
   bool cupti = false;   // HOTKERNEL_CUPTI
   bool trustAgentEntries = false;  // HOTKERNEL_TRUST_AGENT_ENTRIES
