@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -74,6 +75,7 @@ struct FusionEngine::State {
   uint64_t lastNews = 0;          // learner.news() when a window last ended
   uint64_t learnedSinceNews = 0;  // learned windows ended since the learner's news changed
   uint64_t windowTick = 0;        // windows ended while sampling
+  std::minstd_rand sampleDraws;   // which window sampling learns (a fixed seed: a run is reproducible)
   uint64_t windowsEnded = 0;      // windows ended, learned or skipped (Note [Learning a pattern that recurs])
   // A copy of `owner` the hook reads without the lock; default-constructed (no thread) until it is set.
   std::atomic<std::thread::id> ownerId{};
@@ -269,10 +271,14 @@ struct FusionEngine::State {
   // are skipped whole (no call captured, a skipped window ends where a
   // learned one would: at a command or a call that closes it), so a
   // learned window starts where windows start. The first news learns every
-  // window again. What is skipped is learning only: deferral and flushes
-  // are unchanged, and a pattern that appears later is learned at most
-  // learnOneWindowIn times slower until it is seen twice; from then on its
-  // recurrences hold learning on (Note [Learning a pattern that recurs]).
+  // window again. Which window is learned is drawn (one chance in
+  // learnOneWindowIn each), not every learnOneWindowIn-th: a process repeats
+  // steps of the same windows, and a stride that divides a step's window
+  // count would learn the same positions every step and never the others.
+  // What is skipped is learning only: deferral and flushes are unchanged,
+  // and a pattern that appears later is learned about learnOneWindowIn
+  // times slower until it is seen twice; from then on its recurrences hold
+  // learning on (Note [Learning a pattern that recurs]).
   // Precondition: mu held; a window (learned or skipped) just ended.
   void chooseNextWindow() {
     if (learner.news() != lastNews) {
@@ -290,7 +296,8 @@ struct FusionEngine::State {
           << "fusion: " << learnedSinceNews << " learning windows taught nothing new; one window in " << every
           << " is learned until one does";
     }
-    skipping = sampled && (++windowTick % static_cast<uint64_t>(every)) != 0;
+    if (sampled) ++windowTick;
+    skipping = sampled && sampleDraws() % static_cast<uint64_t>(every) != 0;
   }
 };
 

@@ -76,6 +76,7 @@ void FusionEngine::resetForTest() {
   s.lastNews = 0;
   s.learnedSinceNews = 0;
   s.windowTick = 0;
+  s.sampleDraws.seed();
   s.windowsEnded = 0;
   s.ownerId.store(std::thread::id());
   s.deferredCalls = 0;

@@ -840,28 +840,29 @@ TEST_F(FusionEngineTest, GivenWindowsThatTeachNothingForLongWhenMoreRunThenOneIn
   std::vector<HotChain> hot;
   engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
   foreignCommand();
-  for (int i = 0; i < 100; ++i) {
+  for (int i = 0; i < 828; ++i) {
     at::Tensor out = rmsNorm(x, w);
     foreignCommand();
   }
   ASSERT_EQ(hot.size(), 1u);
-  // 3 windows of news, 24 that taught nothing, then 1 of 8 of the remaining 73; each window but the
-  // set-up's ends at a command.
-  const uint64_t learned = engine().stats().windows;
-  EXPECT_GE(learned, 1u + 3u + 24u + 73u / 8u);
-  EXPECT_LE(learned, 1u + 3u + 24u + 73u / 8u + 2u);
+  // 3 windows of news, 24 that taught nothing, then about 1 of 8 of the remaining 800 (100 +- 3 standard
+  // deviations); each window but the set-up's ends at a command.
+  const uint64_t learned = engine().stats().windows - (1u + 3u + 24u);
+  EXPECT_GE(learned, 100u - 30u);
+  EXPECT_LE(learned, 100u + 30u);
   EXPECT_EQ(gGate->pending, 1);  // a skipped window keeps the hook on: the next command ends it
-  // A new pattern is learned at the next learned window, then every window again until it is hot.
+  // A new pattern is learned at the next learned window (one chance in 8 a window), then every window again
+  // until it is hot.
   at::Tensor g = at::randn({16, 64}).to(at::kBFloat16), u = at::randn({16, 64}).to(at::kBFloat16);
   int windows = 0;
-  while (hot.size() < 2 && windows < 8 + 3) {
+  while (hot.size() < 2 && windows < 64) {
     at::Tensor out = swiglu(g, u);
     foreignCommand();
     ++windows;
   }
   engine().setHotCallback(nullptr);
   ASSERT_EQ(hot.size(), 2u) << "after " << windows << " windows";
-  EXPECT_LE(windows, 8 + 2);
+  EXPECT_LE(windows, 40);
   // Deferral is unaffected: the rmsnorm chain, published now, is deferred and fused while windows are skipped.
   auto k = std::make_shared<InterpreterKernel>(hot[0].build);
   engine().publish(ReadyChain{hot[0].pattern, hot[0].build, k, hot[0].key});
@@ -899,7 +900,43 @@ TEST_F(FusionEngineTest, GivenAPatternOnceAStepAmongHotOnesWhenStepsRunThenItTur
   const uint64_t before = engine().stats().windows;
   for (int i = 0; i < 8; ++i) step();
   engine().setHotCallback(nullptr);
-  EXPECT_LE(engine().stats().windows - before, 8u * 21u / 8u + 1u);
+  EXPECT_LE(engine().stats().windows - before, 8u * 21u / 8u + 12u);  // about 21 of 168 (a hold left on: 168)
+}
+
+// Note [Sampled learning]: which windows sampling learns does not follow the step. A step of 8 windows (as many as
+// learnOneWindowIn) whose window at position p turns from an rmsnorm into a swiglu once sampling runs: a stride of
+// 8 would learn the same position every step, so for 7 of the 8 positions the swiglu would never be learned.
+TEST_F(FusionEngineTest, GivenANewPatternAtAnyPositionOfAStepOfEightWindowsWhenSamplingThenItTurnsHot) {
+  at::Tensor x = at::randn({16, 64}).to(at::kBFloat16), w = at::randn({64}).to(at::kBFloat16);
+  at::Tensor g = at::randn({16, 64}).to(at::kBFloat16), u = at::randn({16, 64}).to(at::kBFloat16);
+  int totalSteps = 0;
+  for (int position = 0; position < 8; ++position) {
+    SCOPED_TRACE("position " + std::to_string(position));
+    engine().resetForTest();
+    std::vector<HotChain> hot;
+    engine().setHotCallback([&](const HotChain& h) { hot.push_back(h); });
+    foreignCommand();
+    const auto step = [&](bool withSwiglu) {
+      for (int i = 0; i < 8; ++i) {
+        at::Tensor out = withSwiglu && i == position ? swiglu(g, u) : rmsNorm(x, w);
+        foreignCommand();
+      }
+    };
+    for (int i = 0; i < 8; ++i) step(false);  // hot at the third window, sampling after 24 more
+    const uint64_t before = engine().stats().windows;
+    for (int i = 0; i < 4; ++i) step(false);
+    ASSERT_LE(engine().stats().windows - before, 8u) << "sampling";  // 4 of 32 windows learned, on average
+    int steps = 0;
+    while (hot.size() < 2 && steps < 64) {
+      step(true);
+      ++steps;
+    }
+    engine().setHotCallback(nullptr);
+    ASSERT_EQ(hot.size(), 2u) << "after " << steps << " steps";
+    totalSteps += steps;
+  }
+  // About 8 steps to its first learned sighting, then two more (hotCalls 3) learned at every window.
+  EXPECT_LE(totalSteps, 8 * 20);
 }
 
 // The same with 22 rmsnorm windows a step and the swiglu's window ended by a call that cannot join it (an in-place op
