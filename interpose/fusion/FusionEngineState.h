@@ -267,7 +267,7 @@ struct FusionEngine::State {
   // outputs, and a serving process repeats the same windows for as long as
   // it runs: once learnOneWindowIn * hotCalls windows in a row taught the
   // learner nothing (no pattern it had not seen, none turned hot or
-  // refused), only one window in learnOneWindowIn is learned; the others
+  // refused), about one window in learnOneWindowIn is learned; the others
   // are skipped whole (no call captured, a skipped window ends where a
   // learned one would: at a command or a call that closes it), so a
   // learned window starts where windows start. The first news learns every

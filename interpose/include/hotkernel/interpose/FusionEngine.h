@@ -70,7 +70,7 @@ struct FusionOptions {
   // off in a serving process.
   bool poisonDeferredOutputs = false;
   // Note [Sampled learning]: once learnOneWindowIn * hotCalls windows in a
-  // row taught nothing new, one window in learnOneWindowIn is learned until
+  // row taught nothing new, about one window in learnOneWindowIn is learned until
   // one does; 1: every window.
   int64_t learnOneWindowIn = 8;
   // Note [Eval BatchNorm in a chain]: eval native_batch_norm and cudnn_batch_norm calls join chains too (Note
