@@ -293,8 +293,8 @@ struct FusionEngine::State {
                          windowsEnded >= learner.learnUntil();
     if (sampled && windowTick == 0) {
       HOTKERNEL_LOG_ONCE(Info, "fusion-sampled-learning")
-          << "fusion: " << learnedSinceNews << " learning windows taught nothing new; one window in " << every
-          << " is learned until one does";
+          << "fusion: " << learnedSinceNews << " learning windows taught nothing new; about one window in " << every
+          << ", drawn, is learned until one does";
     }
     if (sampled) ++windowTick;
     skipping = sampled && sampleDraws() % static_cast<uint64_t>(every) != 0;
