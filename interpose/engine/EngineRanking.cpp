@@ -42,12 +42,39 @@ void Engine::installRanker() {
     for (const OptimizerJob& job : queued) ensureDevice(job.key.device);  // fingerprint and cached decisions
     // Chain jobs (Note [Fused chains in a serving process]) have no ATen target to measure: they run
     // first, in arrival order; the ranker orders the ops' variants.
-    std::vector<OptimizerJob> chains, variants;
-    for (const OptimizerJob& job : queued) (job.chain.empty() ? variants : chains).push_back(job);
-    JobOrder order = variants.empty() ? JobOrder{} : (*ranker_)(variants);
-    order.queue.insert(order.queue.begin(), chains.begin(), chains.end());
+    // Note [Variants fused chains took]: those are released, each logged and rearmed in the recorder.
+    JobOrder order = orderServingQueue(
+        queued, [this](const std::vector<OptimizerJob>& variants) { return (*ranker_)(variants); },
+        [](const OptimizerJob& job) {
+          return Recorder::takenByChains(Recorder::instance().callsSinceHot(job.op, job.key));
+        });
+    for (const OptimizerJob& job : order.released) releaseTakenVariant(job);
     return order;
   });
+}
+
+// Note [Variants fused chains took]
+// An op variant turns hot on calls that ran (Note [Deferred calls in the
+// recorder] in runtime/DeferredCalls.h), and a chain is learned from the
+// same calls, so both are queued together; the chain jobs run first. Once
+// the chains serve, they take the variant's calls: HF's RMSNorm mean, the
+// attention softmax's amax and sum never run alone again, and tuning them
+// would spend GPU time the serving process could use on kernels nothing
+// calls. When the ranker comes to such a variant (Recorder::takenByChains:
+// most of its sampled calls since it turned hot were deferred), the job is
+// released instead: it leaves the queue without a decision, and the
+// recorder rearms the variant, which turns hot and is queued again once
+// hotCalls of its calls run outside chains (a chain refused later, a new
+// caller). A variant ranked before the chains serve (no calls in between,
+// as when the process compiles something else meanwhile) is tuned as
+// before.
+void Engine::releaseTakenVariant(const OptimizerJob& job) {
+  const Recorder::CallsSinceHot calls = Recorder::instance().callsSinceHot(job.op, job.key);
+  Recorder::instance().rearm(job.op, job.key);
+  HOTKERNEL_LOG(Info) << "not optimizing " << job.op << " " << kernels::variantString(job.key) << " now: "
+                      << calls.deferred << " of its " << calls.sampled
+                      << " sampled calls since it turned hot ran inside fused chains; queued again if "
+                      << config().hotCalls << " of its calls run outside them";
 }
 
 std::unique_ptr<QueueRanker> Engine::makeRanker(TargetMeasurer& measurer,

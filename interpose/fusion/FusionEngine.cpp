@@ -26,6 +26,7 @@
 #include "HookWait.h"
 #include "PendingChain.h"
 #include "hotkernel/runtime/CaptureSignal.h"
+#include "hotkernel/runtime/DeferredCalls.h"
 #include "hotkernel/runtime/Check.h"
 #include "hotkernel/runtime/Logging.h"
 
@@ -255,6 +256,7 @@ void FusionEngine::call(const c10::OperatorHandle& op, c10::DispatchKeySet ks, t
       // (Note [Learning chains]).
       s.learnCall(r, args, *device, stream, *outputs);
       s.deferredCalls.fetch_add(1, std::memory_order_relaxed);
+      noteDeferredCall();  // Note [Deferred calls in the recorder]
       s.publishPending();
       torch::jit::drop(*stack, r.functionalArgs);
       for (at::Tensor& t : *outputs) torch::jit::push(*stack, std::move(t));

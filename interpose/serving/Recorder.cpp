@@ -13,6 +13,7 @@
 
 #include "hotkernel/runtime/Config.h"
 #include "hotkernel/runtime/CuptiActivitySource.h"
+#include "hotkernel/runtime/DeferredCalls.h"
 #include "hotkernel/runtime/IdleGate.h"
 #include "hotkernel/interpose/ServedOps.h"
 #include "hotkernel/kernels/CrossEntropyFamily.h"
@@ -30,8 +31,14 @@ uint64_t externalIdOf(uint32_t opSlot, uint64_t variantSlotPlusOne) {
   return (variantSlotPlusOne << 32) | (static_cast<uint64_t>(opSlot) + 1);
 }
 
-// What a sampled call that pushed an external id hands its end callback.
-struct PushedScope final : at::ObserverContext {};
+// What a sampled call hands its end callback: whether it pushed an external id, its slots, and the thread's
+// deferred-call count before it (Note [Deferred calls in the recorder] in runtime/DeferredCalls.h).
+struct SampledCall final : at::ObserverContext {
+  bool pushed = false;
+  uint32_t opSlot = 0;
+  uint64_t variantSlotPlusOne = kNoVariant;
+  uint64_t deferredBefore = 0;
+};
 
 void childAfterFork() { Recorder::instance().stopGpuTimeInChild(); }
 
@@ -92,10 +99,15 @@ std::unique_ptr<at::ObserverContext> recorderOnOpStart(const at::RecordFunction&
         if (variant == kNoVariant) variant = static_cast<uint64_t>(slot) + 1;
       }
     }
+    auto call = std::make_unique<SampledCall>();
+    call->opSlot = opSlot;
+    call->variantSlotPlusOne = variant;
+    call->deferredBefore = deferredCallsOnThisThread();
     if (attributing) {
       r.gpuSource_->pushExternalId(externalIdOf(opSlot, variant));
-      return std::make_unique<PushedScope>();
+      call->pushed = true;
     }
+    return call;
   } catch (...) {
     // Recording is best effort; it must never disturb the op.
   }
@@ -103,11 +115,21 @@ std::unique_ptr<at::ObserverContext> recorderOnOpStart(const at::RecordFunction&
 }
 
 void recorderOnOpEnd(const at::RecordFunction& /*fn*/, at::ObserverContext* ctx) {
-  // Only a call that pushed has a context; a forked child pushes nothing and pops nothing.
+  // Only a sampled call has a context; a forked child pushes nothing and pops nothing.
+  if (ctx == nullptr) return;
   Recorder& r = Recorder::instance();
+  const auto* call = static_cast<const SampledCall*>(ctx);
   const int gpu = r.gpuState_.load(std::memory_order_acquire);
-  if (ctx != nullptr && (gpu == Recorder::kGpuActive || gpu == Recorder::kGpuHandedOver)) {
+  if (call->pushed && (gpu == Recorder::kGpuActive || gpu == Recorder::kGpuHandedOver)) {
     r.gpuSource_->popExternalId();
+  }
+  // Note [Deferred calls in the recorder]: the fusion engine took this call (or one nested in it).
+  if (deferredCallsOnThisThread() != call->deferredBefore) {
+    try {
+      r.noteDeferred(call->opSlot, call->variantSlotPlusOne);
+    } catch (...) {
+      // Recording is best effort; it must never disturb the op.
+    }
   }
 }
 
@@ -153,6 +175,34 @@ uint32_t Recorder::noteOp(const char* name, bool attributed) {
   return it->second;
 }
 
+void Recorder::noteDeferred(uint32_t opSlot, uint64_t variantSlotPlusOne) {
+  std::lock_guard<std::mutex> guard(mu_);
+  if (opSlot < ops_.size()) ++ops_[opSlot].deferred;
+  if (variantSlotPlusOne != kNoVariant && variantSlotPlusOne - 1 < variants_.size()) {
+    ++variants_[variantSlotPlusOne - 1].deferred;
+  }
+}
+
+Recorder::CallsSinceHot Recorder::callsSinceHot(const std::string& op, const VariantKey& key) const {
+  std::lock_guard<std::mutex> guard(mu_);
+  for (const VariantCount& v : variants_) {
+    if (v.key == key && v.op == op && v.hot) return {v.sampled - v.sampledAtHot, v.deferred - v.deferredAtHot};
+  }
+  return {};
+}
+
+bool Recorder::rearm(const std::string& op, const VariantKey& key) {
+  std::lock_guard<std::mutex> guard(mu_);
+  for (VariantCount& v : variants_) {
+    if (v.key == key && v.op == op && v.hot) {
+      v.hot = false;
+      v.ranBase = v.sampled - v.deferred;
+      return true;
+    }
+  }
+  return false;
+}
+
 uint32_t Recorder::noteVariant(const std::string& op, const VariantKey& key, bool attributed) {
   HotFn fire;
   uint32_t slot = 0;
@@ -173,8 +223,14 @@ uint32_t Recorder::noteVariant(const std::string& op, const VariantKey& key, boo
     }
     ++found->sampled;
     found->attributed += attributed ? 1 : 0;
-    if (!found->hot && static_cast<double>(found->sampled) / samplingProb_ >= static_cast<double>(hotCalls_)) {
+    // Hot on the calls that ran (Note [Deferred calls in the recorder]); after rearm(), on those since.
+    // A call deferred after rearm() that started before it can take the count below ranBase.
+    const uint64_t run = found->sampled - found->deferred;
+    const uint64_t ran = run > found->ranBase ? run - found->ranBase : 0;
+    if (!found->hot && static_cast<double>(ran) / samplingProb_ >= static_cast<double>(hotCalls_)) {
       found->hot = true;
+      found->sampledAtHot = found->sampled;
+      found->deferredAtHot = found->deferred;
       fire = onHot_;
     }
   }
@@ -303,6 +359,12 @@ nlohmann::json Recorder::profile() const {
     entry["gpu_sampled_calls"] = attributedCalls;
     entry["estimated_gpu_ns"] = static_cast<double>(ns) / samplingProb_;
   };
+  // Note [Deferred calls in the recorder]; keys added within version 3, present only when calls were deferred.
+  auto addDeferred = [this](nlohmann::json& entry, uint64_t deferred) {
+    if (deferred == 0) return;
+    entry["deferred_calls"] = deferred;
+    entry["estimated_deferred_calls"] = static_cast<double>(deferred) / samplingProb_;
+  };
   std::vector<size_t> order(ops_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [this](size_t a, size_t b) {
@@ -314,6 +376,7 @@ nlohmann::json Recorder::profile() const {
     nlohmann::json entry = {{"op", op.name},
                             {"sampled_calls", op.sampled},
                             {"estimated_calls", static_cast<double>(op.sampled) / samplingProb_}};
+    addDeferred(entry, op.deferred);
     addGpu(entry, withGpu ? opNs[i] : 0, op.attributed);
     ops.push_back(std::move(entry));
   }
@@ -338,6 +401,7 @@ nlohmann::json Recorder::profile() const {
     if (kernels::reductionOf(v.key) >= 0) {
       entry["reduction"] = kernels::reductionName(static_cast<kernels::CrossEntropyReduction>(kernels::reductionOf(v.key)));
     }
+    addDeferred(entry, v.deferred);
     addGpu(entry, withGpu ? variantNs[i] : 0, v.attributed);
     variants.push_back(std::move(entry));
   }
@@ -350,7 +414,7 @@ nlohmann::json Recorder::profile() const {
 double Recorder::estimatedCalls(const std::string& op, const VariantKey& key) const {
   std::lock_guard<std::mutex> guard(mu_);
   for (const VariantCount& v : variants_) {
-    if (v.key == key && v.op == op) return static_cast<double>(v.sampled) / samplingProb_;
+    if (v.key == key && v.op == op) return static_cast<double>(v.sampled - v.deferred) / samplingProb_;
   }
   return 0.0;
 }

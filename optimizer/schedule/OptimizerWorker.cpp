@@ -18,7 +18,7 @@ struct OptimizerWorker::Shared {
   std::condition_variable cv;
   // All below guarded by mu.
   std::deque<OptimizerJob> queue;
-  std::unordered_set<std::string> seen;  // op + key, ever queued
+  std::unordered_set<std::string> seen;  // op + key, ever queued and not released
   bool running = false;                  // a job (or a ranking) is in flight
   bool started = false;                  // thread started
   bool stopping = false;
@@ -38,8 +38,10 @@ namespace {
 
 // Note [Ranked queue]: `order` applied to the `ranked` jobs at the head of
 // `queue`; jobs enqueued while the ranker ran (after them) keep their place.
+// A released job leaves the queue and `seen`: a later enqueue takes it again.
 // Precondition: the shared mutex held.
-size_t applyOrder(std::deque<OptimizerJob>& queue, size_t ranked, JobOrder order) {
+size_t applyOrder(std::deque<OptimizerJob>& queue, std::unordered_set<std::string>& seen, size_t ranked,
+                  JobOrder order) {
   std::unordered_set<std::string> inQueue;
   for (size_t i = 0; i < ranked; ++i) inQueue.insert(jobId(queue[i]));
   std::deque<OptimizerJob> next;
@@ -53,14 +55,42 @@ size_t applyOrder(std::deque<OptimizerJob>& queue, size_t ranked, JobOrder order
     const std::string id = jobId(j);
     if (inQueue.count(id) && placed.insert(id).second) ++dropped;
   }
+  std::unordered_set<std::string> released;
+  for (const OptimizerJob& j : order.released) {
+    const std::string id = jobId(j);
+    if (inQueue.count(id) && placed.insert(id).second) {
+      ++dropped;
+      released.insert(id);
+    }
+  }
   for (size_t i = 0; i < queue.size(); ++i) {
     if (!placed.count(jobId(queue[i]))) next.push_back(std::move(queue[i]));  // not ordered, or arrived meanwhile
   }
   queue.swap(next);
+  for (const std::string& id : released) seen.erase(id);
   return dropped;
 }
 
 }  // namespace
+
+JobOrder orderServingQueue(const std::vector<OptimizerJob>& queued,
+                           const std::function<JobOrder(const std::vector<OptimizerJob>&)>& rank,
+                           const std::function<bool(const OptimizerJob&)>& taken) {
+  std::vector<OptimizerJob> chains, variants, released;
+  for (const OptimizerJob& job : queued) {
+    if (!job.chain.empty()) {
+      chains.push_back(job);
+    } else if (taken(job)) {
+      released.push_back(job);
+    } else {
+      variants.push_back(job);
+    }
+  }
+  JobOrder order = variants.empty() ? JobOrder{} : rank(variants);
+  order.queue.insert(order.queue.begin(), chains.begin(), chains.end());
+  order.released.insert(order.released.end(), released.begin(), released.end());
+  return order;
+}
 
 OptimizerWorker::OptimizerWorker(JobFn fn) : shared_(std::make_shared<Shared>()) { shared_->fn = std::move(fn); }
 
@@ -111,7 +141,7 @@ void OptimizerWorker::run(std::shared_ptr<Shared> s) {
       s->running = false;
       ++s->rankings;
       if (s->stopping) break;
-      if (order) s->dropped += applyOrder(s->queue, queued.size(), std::move(*order));
+      if (order) s->dropped += applyOrder(s->queue, s->seen, queued.size(), std::move(*order));
       s->cv.notify_all();
       if (s->queue.empty()) continue;
     }

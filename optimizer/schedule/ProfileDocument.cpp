@@ -98,6 +98,17 @@ RecordedGpuSummary gpuSummaryOf(const nlohmann::json& j, const ProfileKeys& k) {
   return s;
 }
 
+
+// "estimated_deferred_calls" (added within version 3: Note [Deferred calls in the recorder]): absent is 0; a
+// count, never more than the entry's estimated calls.
+double deferredOf(const nlohmann::json& entry, double estimatedCalls, const ProfileKeys& k, const std::string& where) {
+  if (&k != &kSnakeCaseKeys) return 0.0;
+  const double deferred = jf::optionalNumber(entry, "estimated_deferred_calls", where).value_or(0.0);
+  HOTKERNEL_CHECK(deferred >= 0 && deferred <= estimatedCalls, where, ".estimated_deferred_calls: ", deferred,
+                  " is not a count within its estimated_calls (", estimatedCalls, ")");
+  return deferred;
+}
+
 RecordedVariant variantOf(const nlohmann::json& v, int device, bool withGpu, const ProfileKeys& k) {
   const std::string where = "variant";
   jf::object(v, where);
@@ -131,6 +142,7 @@ RecordedVariant variantOf(const nlohmann::json& v, int device, bool withGpu, con
   }
   r.sampledCalls = jf::optionalNumber(v, k.sampledCalls, where).value_or(0.0);
   r.estimatedCalls = jf::optionalNumber(v, k.estimatedCalls, where).value_or(0.0);
+  r.estimatedDeferredCalls = deferredOf(v, r.estimatedCalls, k, where);
   r.gpu = gpuOf(v, withGpu, k, where);
   return r;
 }
@@ -142,6 +154,7 @@ RecordedOp opOf(const nlohmann::json& o, bool withGpu, const ProfileKeys& k) {
   r.op = jf::string(o, "op", where);
   r.sampledCalls = jf::optionalNumber(o, k.sampledCalls, where).value_or(0.0);
   r.estimatedCalls = jf::optionalNumber(o, k.estimatedCalls, where).value_or(0.0);
+  r.estimatedDeferredCalls = deferredOf(o, r.estimatedCalls, k, where);
   r.gpu = gpuOf(o, withGpu, k, where);
   return r;
 }

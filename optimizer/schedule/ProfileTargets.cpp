@@ -21,7 +21,11 @@ ProfileTargets targetsFromProfile(const nlohmann::json& profile, int device) {
       ++out.ignored;
       continue;
     }
-    out.targets.push_back({std::move(job), v.estimatedCalls});
+    if (v.estimatedRunCalls() <= 0 && v.estimatedDeferredCalls > 0) {
+      ++out.takenByChains;
+      continue;
+    }
+    out.targets.push_back({std::move(job), v.estimatedRunCalls()});
   }
   return out;
 }
@@ -38,6 +42,7 @@ void mergeTargets(ProfileTargets& into, const ProfileTargets& more) {
     }
   }
   into.ignored += more.ignored;
+  into.takenByChains += more.takenByChains;
 }
 
 }  // namespace hotkernel

@@ -27,6 +27,7 @@
 #include "hotkernel/chain/ChainInterpreter.h"
 #include "hotkernel/chain/ChainLayout.h"
 #include "hotkernel/interpose/FusionEngine.h"
+#include "hotkernel/runtime/DeferredCalls.h"
 #include "hotkernel/hotkernel_shim.h"
 
 using namespace hotkernel;
@@ -259,8 +260,12 @@ TEST_F(FusionEngineTest, GivenAPublishedChainWhenItRunsAgainThenItIsDeferredAndR
   auto kernels = learnAndPublish([&] { return rmsNorm(x, w); });
   ASSERT_EQ(kernels.size(), 1u);
   const at::Tensor want = eager([&] { return rmsNorm(x, w); });
+  const uint64_t threadDeferred = deferredCallsOnThisThread();
+  const uint64_t engineDeferred = engine().stats().deferredCalls;
   at::Tensor got = rmsNorm(x, w);
   EXPECT_GE(engine().stats().deferredCalls, 8u);
+  // Note [Deferred calls in the recorder]: each deferral is counted on the calling thread too.
+  EXPECT_EQ(deferredCallsOnThisThread() - threadDeferred, engine().stats().deferredCalls - engineDeferred);
   EXPECT_EQ(kernels[0]->launches, 0);  // not computed yet
   EXPECT_EQ(gGate->pending, 1);
   foreignCommand();

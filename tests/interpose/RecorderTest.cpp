@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 
 #include <fstream>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include "hotkernel/kernels/DType.h"
 #include "hotkernel/kernels/GroupNormFamily.h"
 #include "hotkernel/kernels/VariantOptions.h"
+#include "hotkernel/runtime/DeferredCalls.h"
 #include "hotkernel/runtime/IdleGate.h"
 
 #include "../JsonKeyCase.h"
@@ -302,6 +304,82 @@ TEST(RecorderTest, GivenMiddleDimReductionsWhenRecordedThenKeysAndProfileCarryTh
     withInner += v.contains("inner") && v["rows"] == 5 && v["cols"] == 9 && v["inner"] == 6;
   }
   EXPECT_EQ(withInner, 8);
+}
+
+// One sampled call of aten::_softmax on `x` as the dispatcher records it; with `deferred`, the fusion engine
+// takes it (Note [Deferred calls in the recorder]).
+void softmaxCall(const at::Tensor& x, bool deferred) {
+  RECORD_FUNCTION("aten::_softmax", std::vector<c10::IValue>({x, int64_t{-1}, false}));
+  if (deferred) noteDeferredCall();
+}
+
+nlohmann::json variantEntry(const nlohmann::json& profile, int64_t rows, int64_t cols) {
+  for (const auto& v : profile["variants"]) {
+    if (v["op"] == "aten::_softmax" && v["rows"] == rows && v["cols"] == cols) return v;
+  }
+  return nullptr;
+}
+
+TEST(RecorderTest, GivenCallsTheFusionEngineDefersWhenRecordedThenTheyAreCountedApartAndTurnNothingHot) {
+  HotSink& sink = startRecorderOnce();
+  Recorder& r = Recorder::instance();
+  const at::Tensor x = at::randn({11, 13});
+  for (int i = 0; i < 5; ++i) softmaxCall(x, /*deferred=*/true);
+  EXPECT_EQ(hotCount(sink, "aten::_softmax", 11, 13), 0);  // hotCalls is 3: deferred calls do not count
+  nlohmann::json v = variantEntry(r.profile(), 11, 13);
+  ASSERT_FALSE(v.is_null());
+  EXPECT_EQ(v["sampled_calls"], 5);
+  EXPECT_EQ(v["deferred_calls"], 5);
+  EXPECT_DOUBLE_EQ(v["estimated_deferred_calls"].get<double>(), 5.0);
+
+  // Three calls that run: hot once; the optimizer would rank them by the calls that ran.
+  for (int i = 0; i < 3; ++i) softmaxCall(x, /*deferred=*/false);
+  ASSERT_EQ(hotCount(sink, "aten::_softmax", 11, 13), 1);
+  VariantKey key;
+  {
+    std::lock_guard<std::mutex> g(sink.mu);
+    for (const auto& [o, k] : sink.hot) {
+      if (o == "aten::_softmax" && k.rows == 11 && k.cols == 13) key = k;
+    }
+  }
+  EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::_softmax", key), 3.0);
+  Recorder::CallsSinceHot since = r.callsSinceHot("aten::_softmax", key);
+  EXPECT_EQ(since.sampled, 0u);  // counted from the call that turned it hot
+
+  // Then chains take its calls (Note [Variants fused chains took]).
+  for (int i = 0; i < 9; ++i) softmaxCall(x, /*deferred=*/true);
+  since = r.callsSinceHot("aten::_softmax", key);
+  EXPECT_EQ(since.sampled, 9u);
+  EXPECT_EQ(since.deferred, 9u);
+  EXPECT_TRUE(Recorder::takenByChains(since));
+  EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::_softmax", key), 3.0);
+
+  // Rearmed: not hot, so no calls since; deferred calls keep it so, three that run make it hot again.
+  EXPECT_TRUE(r.rearm("aten::_softmax", key));
+  EXPECT_FALSE(r.rearm("aten::_softmax", key));
+  EXPECT_EQ(r.callsSinceHot("aten::_softmax", key).sampled, 0u);
+  for (int i = 0; i < 6; ++i) softmaxCall(x, /*deferred=*/true);
+  softmaxCall(x, /*deferred=*/false);
+  softmaxCall(x, /*deferred=*/false);
+  EXPECT_EQ(hotCount(sink, "aten::_softmax", 11, 13), 1);
+  softmaxCall(x, /*deferred=*/false);
+  EXPECT_EQ(hotCount(sink, "aten::_softmax", 11, 13), 2);
+
+  // The op's entry counts its deferred calls too.
+  const nlohmann::json profile = r.profile();
+  bool sawOp = false;
+  for (const auto& op : profile["ops"]) {
+    if (op["op"] == "aten::_softmax") sawOp = op.value("deferred_calls", 0) >= 20;
+  }
+  EXPECT_TRUE(sawOp) << profile["ops"].dump();
+}
+
+TEST(RecorderTest, GivenCallsSinceHotWhenJudgedThenTakenOnlyWithEnoughCallsMostlyDeferred) {
+  EXPECT_FALSE(Recorder::takenByChains({0, 0}));
+  EXPECT_FALSE(Recorder::takenByChains({7, 7}));  // too few to tell
+  EXPECT_TRUE(Recorder::takenByChains({8, 8}));
+  EXPECT_FALSE(Recorder::takenByChains({10, 8}));
+  EXPECT_TRUE(Recorder::takenByChains({10, 9}));
 }
 
 }  // namespace

@@ -123,6 +123,65 @@ TEST(OptimizerWorkerTest, GivenRankerWhenJobsQueueBehindARunningOneThenRunLarges
   EXPECT_FALSE(w.enqueue(job(3)));  // a dropped job is not queued again
 }
 
+TEST(OptimizerWorkerTest, GivenRankerThatReleasesAJobWhenRankedThenItDoesNotRunAndMayBeQueuedAgain) {
+  std::mutex mu;
+  std::vector<int64_t> ran;
+  std::atomic<bool> release{true};
+  OptimizerWorker w([&](const OptimizerJob& j) {
+    std::lock_guard<std::mutex> guard(mu);
+    ran.push_back(j.key.rows);
+  });
+  w.setRanker([&release](const std::vector<OptimizerJob>& q) {
+    JobOrder o;
+    for (const OptimizerJob& j : q) (j.key.rows == 4 && release.load() ? o.released : o.queue).push_back(j);
+    return o;
+  });
+  ASSERT_TRUE(w.enqueue(job(4)));
+  ASSERT_TRUE(w.waitIdle(10.0));
+  EXPECT_EQ(w.jobsDropped(), 1u);
+  EXPECT_EQ(w.jobsDone(), 0u);
+  {
+    std::lock_guard<std::mutex> guard(mu);
+    EXPECT_TRUE(ran.empty());
+  }
+  // Released, not dropped: the same job is taken again, and runs when the ranker keeps it.
+  release = false;
+  ASSERT_TRUE(w.enqueue(job(4)));
+  EXPECT_FALSE(w.enqueue(job(4)));  // queued once
+  ASSERT_TRUE(w.waitIdle(10.0));
+  std::lock_guard<std::mutex> guard(mu);
+  EXPECT_EQ(ran, std::vector<int64_t>{4});
+  EXPECT_EQ(w.jobsDone(), 1u);
+}
+
+TEST(OptimizerWorkerTest, GivenChainsVariantsAndTakenVariantsWhenOrderedForServingThenChainsFirstAndTakenReleased) {
+  OptimizerJob chainA = job(100), chainB = job(101);
+  chainA.chain = "a";
+  chainB.chain = "b";
+  RowsRanker ranker;
+  const std::vector<OptimizerJob> queued = {job(2), chainA, job(7), job(4), chainB, job(3)};
+  const JobOrder o = orderServingQueue(
+      queued, [&ranker](const std::vector<OptimizerJob>& q) { return ranker(q); },
+      [](const OptimizerJob& j) { return j.key.rows == 7; });
+  std::vector<int64_t> order;
+  for (const OptimizerJob& j : o.queue) order.push_back(j.key.rows);
+  EXPECT_EQ(order, (std::vector<int64_t>{100, 101, 4, 2}));  // chains in arrival order, then ranked
+  ASSERT_EQ(o.released.size(), 1u);
+  EXPECT_EQ(o.released[0].key.rows, 7);
+  ASSERT_EQ(o.dropped.size(), 1u);  // the ranker's own drop (rows 3) stays a drop
+  EXPECT_EQ(o.dropped[0].key.rows, 3);
+  EXPECT_EQ(ranker.calls.load(), 1);
+
+  // Every variant taken: the ranker is not asked.
+  const JobOrder onlyChains = orderServingQueue(
+      {chainA, job(7)}, [&ranker](const std::vector<OptimizerJob>& q) { return ranker(q); },
+      [](const OptimizerJob&) { return true; });
+  EXPECT_EQ(ranker.calls.load(), 1);
+  ASSERT_EQ(onlyChains.queue.size(), 1u);
+  EXPECT_EQ(onlyChains.queue[0].chain, "a");
+  EXPECT_EQ(onlyChains.released.size(), 1u);
+}
+
 TEST(OptimizerWorkerTest, GivenThrowingRankerWhenJobsQueuedThenArrivalOrderAndAllRun) {
   Gate gate;
   std::mutex mu;

@@ -140,6 +140,29 @@ TEST(ProfileDocumentTest, GivenAVersion3ProfileWhenReadThenItsSnakeCaseKeysGiveT
   EXPECT_EQ(p.variants[0].gpu->sampledCalls, 4);
 }
 
+TEST(ProfileDocumentTest, GivenDeferredCallsWhenReadThenEntriesCarryThemAndTheCallsThatRan) {
+  json p = v3WithGpu();
+  p["ops"][0]["deferred_calls"] = 3;
+  p["ops"][0]["estimated_deferred_calls"] = 6.0;
+  p["variants"][0]["deferred_calls"] = 1;
+  p["variants"][0]["estimated_deferred_calls"] = 2.0;
+  const RecordedProfile r = parseRecordedProfile(p, 0);
+  EXPECT_DOUBLE_EQ(r.ops[0].estimatedDeferredCalls, 6.0);
+  EXPECT_DOUBLE_EQ(r.variants[0].estimatedDeferredCalls, 2.0);
+  EXPECT_DOUBLE_EQ(r.variants[0].estimatedRunCalls(), 6.0);
+  // Absent: none deferred (a profile written before the key, or with nothing deferred).
+  const RecordedProfile plain = parseRecordedProfile(v3WithGpu(), 0);
+  EXPECT_DOUBLE_EQ(plain.variants[0].estimatedDeferredCalls, 0.0);
+  EXPECT_DOUBLE_EQ(plain.variants[0].estimatedRunCalls(), 8.0);
+  // More deferred calls than calls, or a negative count: a malformed entry.
+  p["variants"][0]["estimated_deferred_calls"] = 9.0;
+  EXPECT_THROW(parseRecordedProfile(p, 0), Error);
+  p["variants"][0]["estimated_deferred_calls"] = -1.0;
+  EXPECT_THROW(parseRecordedProfile(p, 0), Error);
+  p["variants"][0]["estimated_deferred_calls"] = "2";
+  EXPECT_THROW(parseRecordedProfile(p, 0), Error);
+}
+
 TEST(ProfileDocumentTest, GivenOneVersionsDocumentSpelledWithTheOtherCaseWhenReadThenItsKeysAreNotFound) {
   // A version 2 document's keys are camelCase: the version 3 spelling is not read there, and the other way round.
   json p = v2WithGpu();

@@ -72,6 +72,37 @@ TEST(ProfileTargetsTest, GivenTwoWorkersProfilesWhenMergedThenOneTargetPerVarian
   EXPECT_EQ(a.targets.size(), 3u);
 }
 
+TEST(ProfileTargetsTest, GivenVariantsWhoseCallsFusedChainsTookWhenReadThenOnlyTheCallsThatRanCount) {
+  nlohmann::json taken = variant("aten::_softmax", 4096, 32000, 2000);
+  taken["estimatedDeferredCalls"] = 2000;  // a version 1 key: not read
+  nlohmann::json p = profileOf({variant("aten::_softmax", 4096, 32000, 2000), variant("aten::_log_softmax", 8, 1000, 10),
+                                variant("aten::_softmax", 64, 1000, 400)});
+  p["version"] = 3;
+  p["sampling_prob"] = 0.05;
+  for (nlohmann::json& v : p["variants"]) {
+    v["sampled_calls"] = v["sampledCalls"];
+    v["estimated_calls"] = v["estimatedCalls"];
+    v.erase("sampledCalls");
+    v.erase("estimatedCalls");
+  }
+  p["variants"][0]["estimated_deferred_calls"] = 2000.0;  // every call deferred
+  p["variants"][2]["estimated_deferred_calls"] = 300.0;   // a quarter ran
+  const ProfileTargets t = targetsFromProfile(p, 0);
+  EXPECT_EQ(t.takenByChains, 1);
+  ASSERT_EQ(t.targets.size(), 2u);
+  EXPECT_EQ(t.targets[0].job.op, "aten::_log_softmax");
+  EXPECT_DOUBLE_EQ(t.targets[0].estimatedCalls, 10);
+  EXPECT_EQ(t.targets[1].job.key.rows, 64);
+  EXPECT_DOUBLE_EQ(t.targets[1].estimatedCalls, 100);
+
+  ProfileTargets merged = targetsFromProfile(profileOf({taken}), 0);  // version 1: every call counts
+  ASSERT_EQ(merged.targets.size(), 1u);
+  EXPECT_DOUBLE_EQ(merged.targets[0].estimatedCalls, 2000);
+  mergeTargets(merged, t);
+  EXPECT_EQ(merged.takenByChains, 1);
+  EXPECT_EQ(merged.targets.size(), 3u);
+}
+
 TEST(ProfileTargetsTest, GivenNormVariantsWithFlagsWhenReadThenKeysCarryWeightAndBias) {
   nlohmann::json rms = variant("aten::_fused_rms_norm", 4096, 4096, 500);
   rms["weight"] = true;

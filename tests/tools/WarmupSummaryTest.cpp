@@ -26,6 +26,7 @@ WarmupSummary summaryOfTwoTargets() {
   s.budgetSeconds = 600;
   s.budgetReached = true;
   s.targets = 2;
+  s.takenByChains = 3;
   s.copyGbPerSecond = 4200.5;
   RankedTarget t;
   t.target.op = "aten::_softmax";
@@ -56,6 +57,7 @@ TEST(WarmupSummaryTest, GivenASummaryWhenWrittenThenVersion2WithEveryKeySnakeCas
   EXPECT_EQ(j["budget_reached"], true);
   EXPECT_DOUBLE_EQ(j["copy_gbs"].get<double>(), 4200.5);
   EXPECT_EQ(j["already_cached"], 0);
+  EXPECT_EQ(j["taken_by_chains"], 3);
   EXPECT_EQ(j["decided"], 1);
   ASSERT_EQ(j["ranking"].size(), 1u);
   EXPECT_DOUBLE_EQ(j["ranking"][0]["current_us"].get<double>(), 400);

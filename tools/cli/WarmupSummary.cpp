@@ -14,6 +14,7 @@ nlohmann::json WarmupSummary::toJson() const {
           {"budget_seconds", budgetSeconds},
           {"budget_reached", budgetReached},
           {"targets", targets},
+          {"taken_by_chains", takenByChains},
           {"copy_gbs", copyGbPerSecond},
           {"ranking", ranking},
           {"decided", decided},

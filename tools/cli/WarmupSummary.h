@@ -10,6 +10,8 @@
 //    "profile":"a.json + b.json",      the --profile files
 //    "budget_seconds":600,"budget_reached":false,
 //    "targets":12,                     variants of the profiles a family serves
+//    "taken_by_chains":2,              variants left out: fused chains took every recorded call (added in
+//                                      version 2; Note [Deferred calls in the recorder])
 //    "copy_gbs":4200.5,                the copy bandwidth measured for the roofline, GB/s
 //    "ranking":[{"op","variant","gpu_seconds","current_us","roofline_us","roofline_fraction",
 //                "headroom","expected_saving_seconds","budget_seconds"}...],  (rankingJson, RankingLog.h)
@@ -39,6 +41,7 @@ struct WarmupSummary {
   double budgetSeconds = 0;
   bool budgetReached = false;
   size_t targets = 0;
+  size_t takenByChains = 0;
   double copyGbPerSecond = 0;
   nlohmann::json ranking = nlohmann::json::array();  // rankingJson objects with "op" and "variant"
   size_t decided = 0;

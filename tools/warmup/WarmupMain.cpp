@@ -105,6 +105,10 @@ int main(int argc, char** argv) {
   const size_t total = pending.size();
   std::printf("warm-up of %zu target(s) from %s (%d other variant(s) not served), budget %.0f s\n", total,
               profiles.c_str(), fromProfile.ignored, budget);
+  if (fromProfile.takenByChains > 0) {
+    std::printf("%d variant(s) not tuned: every recorded call of theirs ran inside a fused chain\n",
+                fromProfile.takenByChains);
+  }
   nlohmann::json results = nlohmann::json::array();
   nlohmann::json ranking = nlohmann::json::array();
   double best = 0, copyGBs = 0;
@@ -218,6 +222,7 @@ int main(int argc, char** argv) {
     summary.budgetSeconds = budget;
     summary.budgetReached = budgetReached;
     summary.targets = total;
+    summary.takenByChains = static_cast<size_t>(fromProfile.takenByChains);
     summary.copyGbPerSecond = copyGBs;
     summary.ranking = ranking;
     summary.decided = done;

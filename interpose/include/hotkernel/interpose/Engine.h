@@ -135,6 +135,9 @@ class Engine {
   // engine/EngineRanking.cpp: the background queue's ranker; a target the ranking dropped.
   void installRanker();
   void onSkippedTarget(const OptimizerJob& job, const SkippedTarget& skipped);
+  // A queued variant whose calls fused chains took: logged and rearmed in the recorder (Note [Variants fused
+  // chains took] in EngineRanking.cpp); the ranker releases its job.
+  void releaseTakenVariant(const OptimizerJob& job);
   // Precondition: mu_ held.
   bool hasDecisionLocked(const std::string& op, const std::string& variant) const;
   // Precondition: mu_ held.

@@ -8,7 +8,9 @@
 // default 0.05); counts are scaled by 1/p to estimate calls. Sampled calls take
 // one mutex; with p = 0.05 that is one lock per 20 ops. With GPU time
 // attributed (HOTKERNEL_CUPTI=1) a sampled call also pushes and pops one
-// external correlation id (its end callback), taking no other lock.
+// external correlation id (its end callback). A sampled call allocates the
+// small context its end callback reads (Note [Deferred calls in the
+// recorder]); one the fusion engine deferred takes the mutex once more.
 
 #include <nlohmann/json.hpp>
 
@@ -50,6 +52,29 @@ class Recorder {
   // attributed (gpuAttributing()).
   uint32_t noteOp(const char* name, bool attributed = false);
   uint32_t noteVariant(const std::string& op, const VariantKey& key, bool attributed = false);
+  // A sampled call the fusion engine deferred (Note [Deferred calls in the recorder] in
+  // runtime/DeferredCalls.h): its op's slot and its variant's slot + 1 (0: none), as the call noted them.
+  void noteDeferred(uint32_t opSlot, uint64_t variantSlotPlusOne);
+
+  // The sampled calls of a hot variant since it turned hot, and how many of them the fusion engine deferred;
+  // zeros for a variant that is not hot (never, or rearmed).
+  struct CallsSinceHot {
+    uint64_t sampled = 0;
+    uint64_t deferred = 0;
+  };
+  CallsSinceHot callsSinceHot(const std::string& op, const VariantKey& key) const;
+  // Whether fused chains took a hot variant's calls (Note [Variants fused chains took] in
+  // interpose/engine/EngineRanking.cpp): at least kTakenMinSampled sampled calls since it turned hot, and at
+  // least kTakenFraction of them deferred.
+  static constexpr uint64_t kTakenMinSampled = 8;
+  static constexpr double kTakenFraction = 0.9;
+  static bool takenByChains(const CallsSinceHot& calls) {
+    return calls.sampled >= kTakenMinSampled &&
+           static_cast<double>(calls.deferred) >= kTakenFraction * static_cast<double>(calls.sampled);
+  }
+  // The variant is not hot again: it turns hot (and calls onHot) once hotCalls more of its calls ran
+  // undeferred, e.g. when the chains that took them stop serving. False if it was not hot.
+  bool rearm(const std::string& op, const VariantKey& key);
 
   // GPU time per op (Note [GPU time in the profile]): `source` (CUPTI's with
   // HOTKERNEL_CUPTI=1, which start() configures; a fake in tests) is started
@@ -64,10 +89,11 @@ class Recorder {
 
   // The profile document, format "hotkernel-profile" version 3:
   // {"format":"hotkernel-profile","version":3,"sampling_prob":p,
-  //  "ops":[{"op":name,"sampled_calls":n,"estimated_calls":n/p,
+  //  "ops":[{"op":name,"sampled_calls":n,"estimated_calls":n/p,"deferred_calls":d?,"estimated_deferred_calls":d/p?,
   //          "gpu_ns":t?,"gpu_sampled_calls":m?,"estimated_gpu_ns":t/p?}...] (most frequent first),
   //  "variants":[{"op":..,"dtype":"bf16","device":0,"rows":..,"cols":..,"inner":n?,"variant":"dtype=...",
   //               "weight":true?,"bias":true?,"reduction":"mean"?,"sampled_calls":n,"estimated_calls":n/p,
+  //               "deferred_calls":d?,"estimated_deferred_calls":d/p?,
   //               "gpu_ns":t?,"gpu_sampled_calls":m?,"estimated_gpu_ns":t/p?}...],
   //  "gpu_time":{"source":"cupti","state":"started"|"unavailable"|"held-elsewhere"|"failed"|"pending",
   //              "detail":why?,"kernel_ns":..,"kernels":..,"attributed_ns":..,"dropped_records":..,
@@ -95,6 +121,12 @@ class Recorder {
   // denominator of an op's share. A kernel launched by an unsampled op
   // inside a sampled one counts for the sampled one, so an op that only calls
   // others (aten::softmax calling aten::_softmax) shows part of their time.
+  // "deferred_calls" (added within version 3, present when nonzero) counts
+  // the sampled calls of estimated_calls that the fusion engine deferred
+  // into pending chains (Note [Deferred calls in the recorder] in
+  // runtime/DeferredCalls.h): estimated_calls - estimated_deferred_calls
+  // ran outside fused chains. A reader that predates it counts every call
+  // as run: it tunes what fused chains took, needlessly, never wrongly.
   // api_records and correlations (keys added within version 3) count the
   // launch API records and the kernel records matched to one: a kernel is
   // attributed only through its launch's correlation (Note [Launch API
@@ -123,8 +155,9 @@ class Recorder {
   // it builds the key from the fields above, which for those ops is no
   // served key (their families need the extents), so the variant is dropped.
   nlohmann::json profile() const;
-  // Estimated calls of one variant so far (sampled / p); 0 if never sampled.
-  // What the optimizer's ranking takes as the target's recorded calls.
+  // Estimated calls of one variant that ran so far ((sampled - deferred) / p:
+  // Note [Deferred calls in the recorder]); 0 if never sampled. What the
+  // optimizer's ranking takes as the target's recorded calls.
   double estimatedCalls(const std::string& op, const VariantKey& key) const;
   // Writes profile() to `path` atomically (temp file + rename), after the
   // activity source delivered what it holds. Never throws; logs.
@@ -139,6 +172,7 @@ class Recorder {
     std::string name;
     uint64_t sampled = 0;
     uint64_t attributed = 0;  // sampled while attributing GPU time
+    uint64_t deferred = 0;    // sampled calls the fusion engine deferred (<= sampled)
   };
   struct VariantCount {
     std::string op;
@@ -146,6 +180,11 @@ class Recorder {
     uint64_t sampled = 0;
     bool hot = false;
     uint64_t attributed = 0;  // sampled while attributing GPU time
+    uint64_t deferred = 0;    // sampled calls the fusion engine deferred (<= sampled)
+    // Invariant: while hot, the counts when it turned hot; ranBase: the calls that ran before the last rearm().
+    uint64_t sampledAtHot = 0;
+    uint64_t deferredAtHot = 0;
+    uint64_t ranBase = 0;
   };
   // The GPU-time attribution's states (gpuState_).
   // kGpuHandedOver: the PyTorch profiler took the records over (Note [Handing CUPTI to the PyTorch profiler]).

@@ -58,7 +58,18 @@ std::string jobId(const OptimizerJob& job);
 struct JobOrder {
   std::vector<OptimizerJob> queue;    // to run, in this order
   std::vector<OptimizerJob> dropped;  // not to run (the ranker recorded why)
+  // Not to run now, and forgotten: enqueue() takes them again (a variant whose calls fused chains took,
+  // queued again if its calls run again: Note [Variants fused chains took] in interpose/engine/EngineRanking.cpp).
+  std::vector<OptimizerJob> released;
 };
+
+// The serving process's order of a queue (Engine's ranker): chain jobs first, in arrival order (they have no
+// ATen target to rank); then `rank`'s order of the op variants, except those `taken` says fused chains took,
+// which are released (Note [Variants fused chains took] in interpose/engine/EngineRanking.cpp). `rank` is not
+// called when no variant is left.
+JobOrder orderServingQueue(const std::vector<OptimizerJob>& queued,
+                           const std::function<JobOrder(const std::vector<OptimizerJob>&)>& rank,
+                           const std::function<bool(const OptimizerJob&)>& taken);
 
 class OptimizerWorker {
  public:
@@ -85,7 +96,7 @@ class OptimizerWorker {
   size_t jobsQueued() const;
   size_t jobsDone() const;
   size_t jobsFailed() const;
-  size_t jobsDropped() const;  // dropped by the ranker
+  size_t jobsDropped() const;  // dropped by the ranker (released ones included)
   size_t rankings() const;     // times the ranker ran
 
  private:

@@ -31,6 +31,8 @@ struct RecordedOp {
   std::string op;  // as RecordFunction names it: "aten::mm"
   double sampledCalls = 0;  // an integer as the recorder writes it; informational, any number is read
   double estimatedCalls = 0;
+  // Of estimatedCalls, those the fusion engine deferred ("estimated_deferred_calls", version 3; absent: 0).
+  double estimatedDeferredCalls = 0;
   std::optional<RecordedGpuTime> gpu;
 };
 
@@ -39,7 +41,10 @@ struct RecordedVariant {
   VariantKey key;  // on the profile's device
   double sampledCalls = 0;  // as RecordedOp's
   double estimatedCalls = 0;
+  double estimatedDeferredCalls = 0;  // as RecordedOp's
   std::optional<RecordedGpuTime> gpu;
+  // The calls that ran outside fused chains (Note [Deferred calls in the recorder] in runtime/DeferredCalls.h).
+  double estimatedRunCalls() const { return estimatedCalls > estimatedDeferredCalls ? estimatedCalls - estimatedDeferredCalls : 0.0; }
 };
 
 // The profile's "gpu_time" ("gpuTime" before version 3; present when attribution was configured).
