@@ -120,7 +120,7 @@ TEST(ProfileCommandTest, GivenJsonWhenShownThenOneObjectWithFormatAndVersionFirs
   const std::string p = write(tmp, "p.json", profileWithGpu().dump());
   auto r = runCli({"profile", p, "--json", "--top", "2", "--dir", tmp.sub("cache")});
   ASSERT_EQ(r.exitCode, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("{\n  \"format\": \"hotkernel-profile-view\",\n  \"version\": 2,", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.rfind("{\n  \"format\": \"hotkernel-profile-view\",\n  \"version\": 3,", 0), 0u) << r.out;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["ranked_by"], "gpu_time");
   EXPECT_EQ(j["shown_ops"], 2);
@@ -134,6 +134,31 @@ TEST(ProfileCommandTest, GivenJsonWhenShownThenOneObjectWithFormatAndVersionFirs
   // No cache here: nothing is cached for any variant, whatever the machine.
   EXPECT_TRUE(j["ops"][1]["variants"][0]["cached"].is_null());
   EXPECT_EQ(j["cache"]["found"], false);
+}
+
+TEST(ProfileCommandTest, GivenCallsFusedChainsTookWhenShownThenTheTableAndJsonSayWhichShare) {
+  TempDir tmp;
+  json p = profileWithGpu();
+  p["ops"][1]["estimated_deferred_calls"] = 225.0;  // aten::_softmax: 3 of its 4 calls
+  p["variants"][0]["estimated_deferred_calls"] = 225.0;
+  const std::string path = write(tmp, "p.json", p.dump());
+  auto r = runCli({"profile", path, "--dir", tmp.sub("cache")});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "IN CHAINS")) << r.out;
+  const size_t row = r.out.find("aten::_softmax");
+  ASSERT_NE(row, std::string::npos) << r.out;
+  EXPECT_TRUE(contains(r.out.substr(row, r.out.find('\n', row) - row), "75")) << r.out;
+  auto j = runCli({"profile", path, "--json", "--dir", tmp.sub("cache")});
+  ASSERT_EQ(j.exitCode, 0) << j.err;
+  const json view = json::parse(j.out);
+  for (const json& op : view["ops"]) {
+    const double want = op["op"] == "aten::_softmax" ? 225.0 : 0.0;
+    EXPECT_DOUBLE_EQ(op["estimated_deferred_calls"].get<double>(), want) << op.dump();
+  }
+  // No call deferred: no such column.
+  auto plain = runCli({"profile", write(tmp, "q.json", profileWithGpu().dump()), "--dir", tmp.sub("cache")});
+  ASSERT_EQ(plain.exitCode, 0) << plain.err;
+  EXPECT_FALSE(contains(plain.out, "IN CHAINS")) << plain.out;
 }
 
 TEST(ProfileCommandTest, GivenTheSameProfileAsVersion2AndAsVersion3WhenShownAsJsonThenTheSameView) {

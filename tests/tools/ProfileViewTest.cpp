@@ -50,6 +50,24 @@ RecordedProfile callsOnly() {
   return p;
 }
 
+TEST(ProfileViewTest, GivenTwoProfilesWithDeferredCallsWhenMergedThenTheDeferredCallsAddUpLikeCalls) {
+  RecordedProfile a = withGpu(), b = withGpu();
+  a.ops[1].estimatedDeferredCalls = 100;
+  a.variants[0].estimatedDeferredCalls = 100;
+  b.variants[0].estimatedDeferredCalls = 50;  // b's op entry says none: its variants still count
+  b.ops[1].estimatedDeferredCalls = 0;
+  const ProfileView v = buildProfileView({a, b}, RankBy::Calls);
+  EXPECT_TRUE(v.anyDeferred);
+  const auto softmax = std::find_if(v.ops.begin(), v.ops.end(), [](const ViewOp& o) { return o.op == "aten::_softmax"; });
+  ASSERT_NE(softmax, v.ops.end());
+  EXPECT_DOUBLE_EQ(softmax->estimatedDeferredCalls, 150);
+  const auto wide = std::find_if(softmax->variants.begin(), softmax->variants.end(),
+                                 [](const ViewVariant& x) { return x.key.rows == 64; });
+  ASSERT_NE(wide, softmax->variants.end());
+  EXPECT_DOUBLE_EQ(wide->estimatedDeferredCalls, 150);
+  EXPECT_FALSE(buildProfileView({withGpu()}, std::nullopt).anyDeferred);
+}
+
 TEST(ProfileViewTest, GivenAProfileWithGpuTimeWhenViewedThenRankedByGpuTimeWithSharesOfTheKernelTime) {
   const ProfileView v = buildProfileView({withGpu()}, std::nullopt);
   EXPECT_EQ(v.by, RankBy::GpuTime);

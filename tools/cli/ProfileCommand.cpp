@@ -28,12 +28,16 @@ using json = nlohmann::ordered_json;
 // --json: {"format":"hotkernel-profile-view","version":2,"files":[..],"ranked_by":"gpu_time"|"calls",
 //   "profiles_with_gpu_time":N,"total_estimated_calls":x,"total_gpu_ns":x|null,"served_share":x,
 //   "machine":{"known","fingerprints":[..],"unknown":null|why},"cache":{"database","found"},
-//   "ops":[{"rank","op","served","opt_in":null|"native_group_norm","estimated_calls","estimated_gpu_ns":x|null,"share",
-//     "variants":[{"op","variant","family":..|null,"estimated_calls","estimated_gpu_ns":x|null,"share",
-//       "cached":null|{"decision","speedup":x|null}}]}],"shown_ops":N,"notes":[..]}; keys in this order.
+//   "ops":[{"rank","op","served","opt_in":null|"native_group_norm","estimated_calls","estimated_deferred_calls",
+//     "estimated_gpu_ns":x|null,"share",
+//     "variants":[{"op","variant","family":..|null,"estimated_calls","estimated_deferred_calls",
+//       "estimated_gpu_ns":x|null,"share","cached":null|{"decision","speedup":x|null}}]}],"shown_ops":N,
+//   "notes":[..]}; keys in this order.
 constexpr const char* kViewFormat = "hotkernel-profile-view";
 // Version 2 adds each op's "opt_in" (Note [Opt-in ops in the view] in ProfileView.h); otherwise version 1's.
-constexpr int kViewVersion = 2;
+// Version 3 adds "estimated_deferred_calls" to ops and variants: of their estimated calls, those the fusion
+// engine deferred into chains (0 when the profiles say none).
+constexpr int kViewVersion = 3;
 constexpr int64_t kMaxTop = 1000000;
 
 struct ProfileOptions {
@@ -136,6 +140,7 @@ void printJson(const ProfileOptions& o, const ProfileView& view, const CacheLook
                           {"variant", v.variant},
                           {"family", v.family.empty() ? json(nullptr) : json(v.family)},
                           {"estimated_calls", v.estimatedCalls},
+                          {"estimated_deferred_calls", v.estimatedDeferredCalls},
                           {"estimated_gpu_ns", orNull(v.estimatedGpuNs)},
                           {"share", v.share},
                           {"cached", cachedJson(cache.lookup(v.op, v.variant))}});
@@ -145,6 +150,7 @@ void printJson(const ProfileOptions& o, const ProfileView& view, const CacheLook
                    {"served", op.served},
                    {"opt_in", op.optIn.empty() ? json(nullptr) : json(op.optIn)},
                    {"estimated_calls", op.estimatedCalls},
+                   {"estimated_deferred_calls", op.estimatedDeferredCalls},
                    {"estimated_gpu_ns", orNull(op.estimatedGpuNs)},
                    {"share", op.share},
                    {"variants", std::move(variants)}});
@@ -170,6 +176,12 @@ void printJson(const ProfileOptions& o, const ProfileView& view, const CacheLook
   std::cout << out.dump(2) << "\n";
 }
 
+// The share of `calls` fused chains took: "-" for none.
+std::string deferredText(double deferred, double calls) {
+  if (deferred <= 0 || calls <= 0) return "-";
+  return formatShare(std::min(1.0, deferred / calls));
+}
+
 void printTable(const ProfileOptions& o, const ProfileView& view, const CacheLookup& cache) {
   const bool gpu = view.by == RankBy::GpuTime;
   std::cout << "ranked by " << (gpu ? "GPU time (CUPTI, estimated from the sampled calls)" : "calls (estimated)")
@@ -178,6 +190,9 @@ void printTable(const ProfileOptions& o, const ProfileView& view, const CacheLoo
   if (gpu) std::cout << ", " << formatNs(view.totalGpuNs) << " of kernels in all";
   std::cout << "\n";
   std::vector<std::string> header = {"RANK", "OP / VARIANT", "CALLS"};
+  // Note [Deferred calls in the recorder]: the share of the calls fused chains took, when any were.
+  const bool fused = view.anyDeferred;
+  if (fused) header.push_back("IN CHAINS");
   if (gpu) header.push_back("GPU TIME");
   for (const char* h : {"SHARE", "SERVED", "CACHED"}) header.push_back(h);
   TextTable table(header);
@@ -185,6 +200,7 @@ void printTable(const ProfileOptions& o, const ProfileView& view, const CacheLoo
   for (size_t i = 0; i < shown; ++i) {
     const ViewOp& op = view.ops[i];
     std::vector<std::string> row = {std::to_string(i + 1), op.op, formatCalls(op.estimatedCalls)};
+    if (fused) row.push_back(deferredText(op.estimatedDeferredCalls, op.estimatedCalls));
     if (gpu) row.push_back(formatNs(op.estimatedGpuNs.value_or(0.0)));
     const std::string served = !op.served ? "-" : op.optIn.empty() ? "yes" : "opt-in";
     for (const std::string& cell : {formatShare(op.share), served, std::string()}) {
@@ -194,6 +210,7 @@ void printTable(const ProfileOptions& o, const ProfileView& view, const CacheLoo
     for (const ViewVariant& v : op.variants) {
       std::vector<std::string> vrow = {"", "  " + (v.op == op.op ? "" : v.op + " ") + v.variant,
                                        formatCalls(v.estimatedCalls)};
+      if (fused) vrow.push_back(deferredText(v.estimatedDeferredCalls, v.estimatedCalls));
       if (gpu) vrow.push_back(formatNs(v.estimatedGpuNs.value_or(0.0)));
       vrow.push_back(formatShare(v.share));
       vrow.push_back(v.family.empty() ? "-" : v.family);

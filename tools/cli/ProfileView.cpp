@@ -121,6 +121,7 @@ ProfileView buildProfileView(const std::vector<RecordedProfile>& profiles, std::
     for (const RecordedOp& o : p.ops) {
       ViewOp& row = opRow(o.op);
       row.estimatedCalls += o.estimatedCalls;
+      row.estimatedDeferredCalls += o.estimatedDeferredCalls;
       if (withGpu) addGpu(row.estimatedGpuNs, o.gpu);
     }
     for (const RecordedVariant& v : p.variants) {
@@ -138,6 +139,7 @@ ProfileView buildProfileView(const std::vector<RecordedProfile>& profiles, std::
       }
       ViewVariant& row = view.ops[it->second.first].variants[it->second.second];
       row.estimatedCalls += v.estimatedCalls;
+      row.estimatedDeferredCalls += v.estimatedDeferredCalls;
       if (withGpu) addGpu(row.estimatedGpuNs, v.gpu);
     }
   }
@@ -145,13 +147,16 @@ ProfileView buildProfileView(const std::vector<RecordedProfile>& profiles, std::
   // the op gives it only them).
   view.totalCalls = 0;
   for (ViewOp& op : view.ops) {
-    double calls = 0;
+    double calls = 0, deferred = 0;
     std::optional<double> gpuNs;
     for (const ViewVariant& v : op.variants) {
       calls += v.estimatedCalls;
+      deferred += v.estimatedDeferredCalls;
       if (v.estimatedGpuNs) gpuNs = gpuNs.value_or(0.0) + *v.estimatedGpuNs;
     }
     op.estimatedCalls = std::max(op.estimatedCalls, calls);
+    op.estimatedDeferredCalls = std::max(op.estimatedDeferredCalls, deferred);
+    view.anyDeferred = view.anyDeferred || op.estimatedDeferredCalls > 0;
     if (gpuNs) op.estimatedGpuNs = std::max(op.estimatedGpuNs.value_or(0.0), *gpuNs);
     view.totalCalls += op.estimatedCalls;
   }

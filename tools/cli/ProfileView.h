@@ -11,7 +11,7 @@
 // add up, and the GPU-time total is the sum of each profile's kernel time.
 // GPU time ranks only when every profile carries it, unless asked for
 // (RankBy::GpuTime): then the profiles without it add no time, and a note
-// says how many carried it. An op counts at least the sum of its variants
+// says how many carried it. Deferred calls add up like calls. An op counts at least the sum of its variants
 // (they are some of its calls), so a variant whose op is missing from "ops"
 // gets an op row that carries it.
 
@@ -31,6 +31,9 @@ struct ViewVariant {
   std::string variant;  // the cache's variant string
   std::string family;   // the family of this build that serves it; "" when none does
   double estimatedCalls = 0;
+  // Of estimatedCalls, those the fusion engine deferred into chains (Note [Deferred calls in the recorder] in
+  // runtime/DeferredCalls.h): their work ran inside fused kernels.
+  double estimatedDeferredCalls = 0;
   std::optional<double> estimatedGpuNs;  // with GPU time
   double share = 0;                      // of the total, in [0, 1]
 };
@@ -42,6 +45,7 @@ struct ViewOp {
   // ("native_group_norm"); "" for an op served by default or not served at all (Note [Opt-in ops in the view]).
   std::string optIn;
   double estimatedCalls = 0;
+  double estimatedDeferredCalls = 0;  // as ViewVariant's
   std::optional<double> estimatedGpuNs;
   double share = 0;
   std::vector<ViewVariant> variants;  // ranked like the ops
@@ -54,6 +58,7 @@ struct ProfileView {
   double totalCalls = 0;     // every op's estimated calls
   double totalGpuNs = 0;     // the profiles' kernel time (RankBy::GpuTime)
   double servedShare = 0;    // of the ops a family serves
+  bool anyDeferred = false;  // some op's calls were deferred into fused chains
   std::vector<ViewOp> ops;   // ranked, all of them
   std::vector<std::string> notes;  // what the reader should know (dropped records, backed off, ...)
 };
