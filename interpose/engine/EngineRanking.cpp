@@ -67,7 +67,9 @@ void Engine::installRanker() {
 // hotCalls of its calls run outside chains (a chain refused later, a new
 // caller). A variant ranked before the chains serve (no calls in between,
 // as when the process compiles something else meanwhile) is tuned as
-// before.
+// before. The rearm happens before the worker forgets the job: a variant
+// turning hot again within that instant finds it still queued and is not
+// queued again (it keeps ATen's kernel, as any variant never tuned).
 void Engine::releaseTakenVariant(const OptimizerJob& job) {
   const Recorder::CallsSinceHot calls = Recorder::instance().callsSinceHot(job.op, job.key);
   Recorder::instance().rearm(job.op, job.key);
