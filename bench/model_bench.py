@@ -85,7 +85,8 @@ of every op's self time, in the ranked view's "not attributed" row), and each ch
 the process tuned with its decision and speed-up (hotkernel.chains; "strided" for a variant
 over strided or broadcast views), and the recurring patterns learning left short of hot
 (hotkernel.fusionPatternsShortOfHot: their count, sightings and counts by calls; their chains
-ran unfused in the timing, which more steps would change).
+ran unfused in the timing, which more steps would change). Each recorded variant
+(hotkernel.variants) says how many of its sampled calls fused chains took (deferredCalls).
 
 Nothing about hotkernel is required: without the preload (or when it declines
 to serve), the hotkernel parts are skipped or reported as such and eager is
@@ -228,23 +229,27 @@ def parse_variant(text):
     return dict(kv.split("=", 1) for kv in text.split(";") if "=" in kv)
 
 
-def recorded_counts(status):
-    """(op, dtype, rows, cols) -> sampled calls, from the recorder's profile in the status."""
+def recorded_counts(status, field="sampled"):
+    """(op, dtype, rows, cols) -> sampled calls, from the recorder's profile in the status; field="deferred": of
+    them, those the fusion engine deferred into chains (v3's "deferred_calls", absent when none were)."""
     counts = {}
     profile = status.get("profile", {})
     # hotkernel-profile v3 spells its keys in snake_case, v1 and v2 in camelCase (docs/design/json-style.md).
-    sampled = "sampled_calls" if profile.get("version", 0) >= 3 else "sampledCalls"
+    v3 = profile.get("version", 0) >= 3
+    name = {"sampled": "sampled_calls" if v3 else "sampledCalls", "deferred": "deferred_calls"}[field]
     for v in profile.get("variants", []):
         key = (v.get("op"), v.get("dtype"), str(v.get("rows")), str(v.get("cols")))
-        counts[key] = counts.get(key, 0) + v.get(sampled, 0)
+        counts[key] = counts.get(key, 0) + v.get(name, 0)
     return counts
 
 
 def model_variants(before, after):
     """The variants the model's steps were recorded calling (sampled calls that grew
     between two status documents), each with hotkernel's decision for it: "kernel"
-    (a plan serves it, named), the tuner's decision ("keep_aten", ...) or "undecided"."""
+    (a plan serves it, named), the tuner's decision ("keep_aten", ...) or "undecided",
+    and how many of those sampled calls fused chains took ("deferredCalls")."""
     old, new = recorded_counts(before), recorded_counts(after)
+    old_deferred, new_deferred = recorded_counts(before, "deferred"), recorded_counts(after, "deferred")
     plans = [(p.get("op"), parse_variant(p.get("variant", "")), p.get("kernel", "")) for p in after.get("plans", [])]
     tuned = [(t.get("op"), parse_variant(t.get("variant", "")), t.get("decision", "?")) for t in after.get("tuned", [])]
 
@@ -257,7 +262,9 @@ def model_variants(before, after):
             continue
         # The recorder notes every op of the served-op table; only those in HOTKERNEL_OPS are overridden.
         entry = {"op": key[0], "dtype": key[1], "rows": int(key[2]), "cols": int(key[3]),
-                 "sampledCalls": n - old.get(key, 0), "overridden": short_op(key[0]) in served_op_names(),
+                 "sampledCalls": n - old.get(key, 0),
+                 "deferredCalls": new_deferred.get(key, 0) - old_deferred.get(key, 0),
+                 "overridden": short_op(key[0]) in served_op_names(),
                  "decision": "undecided", "kernel": ""}
         kernels = [k for op, f, k in plans if same(key, op, f)]
         decisions = [d for op, f, d in tuned if same(key, op, f)]
