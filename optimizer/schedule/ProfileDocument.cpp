@@ -38,14 +38,15 @@ struct ProfileKeys {
   const char* attributedNs;
   const char* droppedRecords;
   const char* takenOver;
+  const char* estimatedDeferredCalls;  // version 3 only (nullptr before): Note [Deferred calls in the recorder]
 };
 
 constexpr ProfileKeys kCamelCaseKeys = {"samplingProb", "sampledCalls", "estimatedCalls", "gpuNs",
                                         "gpuSampledCalls", "estimatedGpuNs", "gpuTime", "kernelNs",
-                                        "attributedNs", "droppedRecords", "takenOver"};
+                                        "attributedNs", "droppedRecords", "takenOver", nullptr};
 constexpr ProfileKeys kSnakeCaseKeys = {"sampling_prob", "sampled_calls", "estimated_calls", "gpu_ns",
                                         "gpu_sampled_calls", "estimated_gpu_ns", "gpu_time", "kernel_ns",
-                                        "attributed_ns", "dropped_records", "taken_over"};
+                                        "attributed_ns", "dropped_records", "taken_over", "estimated_deferred_calls"};
 
 const ProfileKeys& keysOf(int version) { return version >= 3 ? kSnakeCaseKeys : kCamelCaseKeys; }
 
@@ -102,10 +103,10 @@ RecordedGpuSummary gpuSummaryOf(const nlohmann::json& j, const ProfileKeys& k) {
 // "estimated_deferred_calls" (added within version 3: Note [Deferred calls in the recorder]): absent is 0; a
 // count, never more than the entry's estimated calls.
 double deferredOf(const nlohmann::json& entry, double estimatedCalls, const ProfileKeys& k, const std::string& where) {
-  if (&k != &kSnakeCaseKeys) return 0.0;
-  const double deferred = jf::optionalNumber(entry, "estimated_deferred_calls", where).value_or(0.0);
-  HOTKERNEL_CHECK(deferred >= 0 && deferred <= estimatedCalls, where, ".estimated_deferred_calls: ", deferred,
-                  " is not a count within its estimated_calls (", estimatedCalls, ")");
+  if (k.estimatedDeferredCalls == nullptr) return 0.0;
+  const double deferred = jf::optionalNumber(entry, k.estimatedDeferredCalls, where).value_or(0.0);
+  HOTKERNEL_CHECK(deferred >= 0 && deferred <= estimatedCalls, where, ".", k.estimatedDeferredCalls, ": ", deferred,
+                  " is not a count within its ", k.estimatedCalls, " (", estimatedCalls, ")");
   return deferred;
 }
 
