@@ -71,8 +71,7 @@ void Engine::installRanker() {
 // turning hot again within that instant finds it still queued and is not
 // queued again (it keeps ATen's kernel, as any variant never tuned).
 void Engine::releaseTakenVariant(const OptimizerJob& job) {
-  const Recorder::CallsSinceHot calls = Recorder::instance().callsSinceHot(job.op, job.key);
-  Recorder::instance().rearm(job.op, job.key);
+  const Recorder::CallsSinceHot calls = Recorder::instance().rearm(job.op, job.key).value_or(Recorder::CallsSinceHot{});
   HOTKERNEL_LOG(Info) << "not optimizing " << job.op << " " << kernels::variantString(job.key) << " now: "
                       << calls.deferred << " of its " << calls.sampled
                       << " sampled calls since it turned hot ran inside fused chains; queued again if "

@@ -191,16 +191,16 @@ Recorder::CallsSinceHot Recorder::callsSinceHot(const std::string& op, const Var
   return {};
 }
 
-bool Recorder::rearm(const std::string& op, const VariantKey& key) {
+std::optional<Recorder::CallsSinceHot> Recorder::rearm(const std::string& op, const VariantKey& key) {
   std::lock_guard<std::mutex> guard(mu_);
   for (VariantCount& v : variants_) {
     if (v.key == key && v.op == op && v.hot) {
       v.hot = false;
       v.ranBase = v.sampled - v.deferred;
-      return true;
+      return CallsSinceHot{v.sampled - v.sampledAtHot, v.deferred - v.deferredAtHot};
     }
   }
-  return false;
+  return std::nullopt;
 }
 
 uint32_t Recorder::noteVariant(const std::string& op, const VariantKey& key, bool attributed) {

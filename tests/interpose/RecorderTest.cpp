@@ -355,8 +355,11 @@ TEST(RecorderTest, GivenCallsTheFusionEngineDefersWhenRecordedThenTheyAreCounted
   EXPECT_DOUBLE_EQ(r.estimatedCalls("aten::_softmax", key), 3.0);
 
   // Rearmed: not hot, so no calls since; deferred calls keep it so, three that run make it hot again.
-  EXPECT_TRUE(r.rearm("aten::_softmax", key));
-  EXPECT_FALSE(r.rearm("aten::_softmax", key));
+  const std::optional<Recorder::CallsSinceHot> cleared = r.rearm("aten::_softmax", key);
+  ASSERT_TRUE(cleared.has_value());
+  EXPECT_EQ(cleared->sampled, 9u);
+  EXPECT_EQ(cleared->deferred, 9u);
+  EXPECT_FALSE(r.rearm("aten::_softmax", key).has_value());
   EXPECT_EQ(r.callsSinceHot("aten::_softmax", key).sampled, 0u);
   for (int i = 0; i < 6; ++i) softmaxCall(x, /*deferred=*/true);
   softmaxCall(x, /*deferred=*/false);

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -73,8 +74,9 @@ class Recorder {
            static_cast<double>(calls.deferred) >= kTakenFraction * static_cast<double>(calls.sampled);
   }
   // The variant is not hot again: it turns hot (and calls onHot) once hotCalls more of its calls ran
-  // undeferred, e.g. when the chains that took them stop serving. False if it was not hot.
-  bool rearm(const std::string& op, const VariantKey& key);
+  // undeferred, e.g. when the chains that took them stop serving. Returns its calls since it turned hot;
+  // nullopt if it was not hot.
+  std::optional<CallsSinceHot> rearm(const std::string& op, const VariantKey& key);
 
   // GPU time per op (Note [GPU time in the profile]): `source` (CUPTI's with
   // HOTKERNEL_CUPTI=1, which start() configures; a fake in tests) is started
